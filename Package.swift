@@ -1,0 +1,57 @@
+// swift-tools-version:6.0
+// syncpeer: encrypted peer-to-peer file synchronization for Linux.
+//
+// Layers (dependencies point down only):
+//
+//   syncpeer (executable) → SyncpeerCLI → SyncEngine → PeerNet / PeerIndex / PeerFiles
+//                                                     → PeerWire / PeerCrypto → CSodium / CSQLite
+import PackageDescription
+
+/// Settings applied to every Swift target: Swift 6 language mode (strict concurrency)
+/// plus upcoming features that make code more explicit.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+var package = Package(
+    name: "syncpeer",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "syncpeer", targets: ["syncpeer"]),
+        .library(name: "SyncEngine", targets: ["SyncEngine"]),
+    ],
+    targets: [
+        // C libraries from Debian, each imported by exactly one Swift module.
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Crypto: keys, device IDs, BLAKE2b, the Noise Protocol Framework (only importer of CSodium).
+        .target(name: "PeerCrypto", dependencies: ["CSodium"]),
+        // Wire: framing and typed application frames; pure, no I/O.
+        .target(name: "PeerWire"),
+        // Index: SQLite wrapper, migrations, the node's database (only importer of CSQLite).
+        .target(name: "PeerIndex", dependencies: ["CSQLite"]),
+        // Files: scanner, chunker, watcher, atomic writer (grows with the resources and sync issues).
+        .target(name: "PeerFiles", dependencies: ["PeerCrypto"]),
+        // Net: TCP, the secure channel, discovery (grows with the sessions and discovery issues).
+        .target(name: "PeerNet", dependencies: ["PeerWire", "PeerCrypto"]),
+        // Engine: the node (composition root), identity, sessions, transfers, sync; emits events, never prints.
+        .target(name: "SyncEngine", dependencies: ["PeerNet", "PeerIndex", "PeerFiles", "PeerWire", "PeerCrypto"]),
+        // CLI: argument parser, commands, rendering of events. No protocol or sync logic.
+        .target(name: "SyncpeerCLI", dependencies: ["SyncEngine"]),
+        .executableTarget(name: "syncpeer", dependencies: ["SyncpeerCLI"]),
+
+        .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"]),
+        .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),
+        .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
+        .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
+        // Runs the built `syncpeer` binary as real processes in temporary homes.
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer"]),
+    ]
+)
+
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
+}

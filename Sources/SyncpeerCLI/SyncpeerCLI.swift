@@ -1,0 +1,2 @@
+/// SyncpeerCLI: argument parsing, commands and rendering. No protocol or sync logic.
+public enum SyncpeerCLI {}

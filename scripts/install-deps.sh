@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what building and testing syncpeer needs on Debian, only what is missing.
+# Idempotent: a second run does nothing but check. Needs root (or sudo) the first time.
+set -euo pipefail
+
+apt_packages=(libsodium-dev libsqlite3-dev pkg-config python3 iproute2)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  echo "deps: the Swift 6 toolchain is not on PATH (expected /opt/swift/usr/bin)." >&2
+  exit 1
+fi
+
+# Test helpers (never the product): an independent Noise implementation for cross-checks.
+if ! python3 -c 'import noise.connection' >/dev/null 2>&1; then
+  echo "deps: installing the PyPI package noiseprotocol (test helper)"
+  python3 -m pip install -q noiseprotocol 2>/dev/null \
+    || python3 -m pip install -q --break-system-packages noiseprotocol
+fi
