@@ -7,7 +7,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 export SYNCPEER_INTERFACE ?= lo
 
 SWIFT_FLAGS ?=
-.PHONY: deps build release test demo bench clean schema
+.PHONY: deps build release test demo clean schema
 
 deps:
 	@bash scripts/install-deps.sh
@@ -24,9 +24,6 @@ test: build
 
 demo: build
 	@bash scripts/demo.sh "$$(swift build --show-bin-path)/syncpeer"
-
-bench: release
-	@bash scripts/bench.sh "$$(swift build -c release --show-bin-path)/syncpeer"
 
 # Regenerates the embedded copy of schema/*.sql (a test fails when the two differ).
 schema:

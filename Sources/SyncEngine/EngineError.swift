@@ -1,0 +1,51 @@
+/// Errors of the engine. Each names what failed (path, peer, value) and says what to do,
+/// in one line the CLI can print as it is.
+public enum EngineError: Error, Sendable, CustomStringConvertible {
+    /// The home has no identity yet.
+    case notInitialised(home: String)
+    /// The home directory cannot be created or used.
+    case homeUnusable(path: String, reason: String)
+    /// The key file is readable by others.
+    case keyFileExposed(path: String, mode: UInt32)
+    /// The key file exists but does not hold a valid key.
+    case keyFileCorrupt(path: String, reason: String)
+    /// A display name breaks the rules (1–63 bytes of UTF-8, no control characters).
+    case invalidDisplayName(String)
+    /// The node's index could not be opened or used.
+    case index(String)
+    /// A file operation failed.
+    case io(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case let .notInitialised(home):
+            return "no identity in \(home): run 'syncpeer init' first"
+        case let .homeUnusable(path, reason):
+            return "cannot use home \(path): \(reason)"
+        case let .keyFileExposed(path, mode):
+            return "key file \(path) has mode \(String(mode, radix: 8)); it must be readable by its owner only: run 'chmod 600 \(path)'"
+        case let .keyFileCorrupt(path, reason):
+            return "key file \(path) is corrupt (\(reason)); restore it from a backup, or move it away and run 'syncpeer init' to create a new identity (peers will have to pair again)"
+        case let .invalidDisplayName(why):
+            return "invalid display name: \(why)"
+        case let .index(message):
+            return message
+        case let .io(path, reason):
+            return "\(path): \(reason)"
+        }
+    }
+
+    /// What kind of failure this is, for exit codes.
+    public var category: Category {
+        switch self {
+        case .notInitialised: return .state
+        case .invalidDisplayName: return .usage
+        case .keyFileExposed, .keyFileCorrupt, .index: return .data
+        case .homeUnusable, .io: return .failure
+        }
+    }
+
+    public enum Category: Sendable {
+        case usage, state, data, failure
+    }
+}

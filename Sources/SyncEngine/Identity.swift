@@ -1,0 +1,15 @@
+public import PeerCrypto
+
+/// Who this node is: its long-term key pair, the device ID derived from it, and the
+/// display name people see.
+public struct Identity: Sendable {
+    public let keyPair: KeyPair
+    public let deviceID: DeviceID
+    public var displayName: String
+
+    public init(keyPair: KeyPair, displayName: String) {
+        self.keyPair = keyPair
+        self.deviceID = DeviceID(publicKey: keyPair.publicKey)
+        self.displayName = displayName
+    }
+}

@@ -1,0 +1,42 @@
+internal import Foundation
+
+/// The directory that holds one node's state: its identity key, its index and (later) its
+/// control socket and partial transfers. Chosen by `--home`, else `$SYNCPEER_HOME`, else
+/// `$XDG_DATA_HOME/syncpeer`, else `~/.local/share/syncpeer`.
+public struct NodeHome: Sendable, Equatable {
+    /// Absolute path of the home directory.
+    public let path: String
+
+    public init(path: String) {
+        self.path = URL(fileURLWithPath: path).standardizedFileURL.path
+    }
+
+    /// Resolves the home from an explicit option and the environment.
+    public static func resolve(explicit: String?, environment: [String: String]) -> NodeHome {
+        if let explicit, !explicit.isEmpty { return NodeHome(path: explicit) }
+        if let env = environment["SYNCPEER_HOME"], !env.isEmpty { return NodeHome(path: env) }
+        if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return NodeHome(path: xdg + "/syncpeer") }
+        let user = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return NodeHome(path: user + "/.local/share/syncpeer")
+    }
+
+    /// The X25519 private key, mode 0600.
+    public var keyFile: String { path + "/identity.key" }
+    /// The SQLite index.
+    public var indexFile: String { path + "/index.db" }
+
+    /// Creates the directory (mode 0700) if it does not exist.
+    public func create() throws(EngineError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else { throw .homeUnusable(path: path, reason: "it exists and is not a directory") }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .homeUnusable(path: path, reason: "cannot create it (\(error.localizedDescription))")
+        }
+    }
+}

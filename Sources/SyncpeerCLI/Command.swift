@@ -1,0 +1,38 @@
+public import SyncEngine
+
+/// A subcommand: a spec for the parser and help, a validating initialiser, and `run`.
+public protocol Command: Sendable {
+    static var spec: CommandSpec { get }
+    /// Builds the command from parsed arguments, validating every value (usage errors).
+    init(parsing arguments: ParsedArguments) throws(CLIError)
+    /// Does the work; returns the exit code (usually `ExitCode.success`).
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32
+}
+
+/// What a running command may use: global settings, the environment and the output.
+public struct CommandContext: Sendable {
+    public let globals: GlobalSettings
+    public let environment: [String: String]
+    public let output: any OutputSink
+
+    public init(globals: GlobalSettings, environment: [String: String], output: any OutputSink) {
+        self.globals = globals
+        self.environment = environment
+        self.output = output
+    }
+
+    /// The node home chosen by `--home`, `SYNCPEER_HOME` or the XDG default.
+    public var home: NodeHome { NodeHome.resolve(explicit: globals.home, environment: environment) }
+}
+
+extension CLIError {
+    /// Maps an engine error to the CLI's categories (and so to an exit code).
+    init(_ error: EngineError) {
+        switch error.category {
+        case .usage: self = .usage(error.description)
+        case .state: self = .state(error.description)
+        case .data: self = .data(error.description)
+        case .failure: self = .failure(error.description)
+        }
+    }
+}

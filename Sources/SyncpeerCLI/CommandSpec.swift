@@ -1,0 +1,88 @@
+/// A hand-written argument parser in the shape of swift-argument-parser (which we cannot
+/// depend on): each command declares its options and arguments in a `CommandSpec`; the
+/// parser turns argv into `ParsedArguments`; the command's `init(parsing:)` validates and
+/// `run` does the work. Help text is generated from the specs.
+
+/// One `--option` of a command.
+public struct OptionSpec: Sendable {
+    public enum Kind: Sendable, Equatable {
+        /// `--flag`, no value.
+        case flag
+        /// `--name VALUE` or `--name=VALUE`, at most once.
+        case value(String)
+        /// `--peer VALUE`, any number of times.
+        case repeating(String)
+    }
+
+    public let long: String
+    public let short: Character?
+    public let kind: Kind
+    public let help: String
+
+    public init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String) {
+        self.long = long
+        self.short = short
+        self.kind = kind
+        self.help = help
+    }
+
+    var usageFragment: String {
+        switch kind {
+        case .flag: return "--\(long)"
+        case let .value(name): return "--\(long) \(name)"
+        case let .repeating(name): return "--\(long) \(name) ..."
+        }
+    }
+}
+
+/// One positional argument.
+public struct ArgumentSpec: Sendable {
+    public let name: String
+    public let help: String
+    public let optional: Bool
+    public let repeating: Bool
+
+    public init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false) {
+        self.name = name
+        self.help = help
+        self.optional = optional
+        self.repeating = repeating
+    }
+
+    var usageFragment: String {
+        let base = repeating ? "\(name) ..." : name
+        return optional ? "[\(base)]" : base
+    }
+}
+
+/// Everything the parser and the help generator know about a command.
+public struct CommandSpec: Sendable {
+    public let name: String
+    /// One line: what the command does.
+    public let abstract: String
+    /// More paragraphs for `help COMMAND`.
+    public let discussion: String
+    public let options: [OptionSpec]
+    public let arguments: [ArgumentSpec]
+    /// Complete command lines shown under "Examples".
+    public let examples: [String]
+
+    public init(name: String, abstract: String, discussion: String = "", options: [OptionSpec] = [],
+                arguments: [ArgumentSpec] = [], examples: [String] = []) {
+        self.name = name
+        self.abstract = abstract
+        self.discussion = discussion
+        self.options = options
+        self.arguments = arguments
+        self.examples = examples
+    }
+}
+
+/// The options every command accepts, anywhere on the line.
+enum GlobalOptions {
+    static let specs: [OptionSpec] = [
+        OptionSpec("home", .value("DIR"), help: "the node's home directory (default: $SYNCPEER_HOME, else $XDG_DATA_HOME/syncpeer, else ~/.local/share/syncpeer)"),
+        OptionSpec("json", help: "print machine-readable JSON (one object per line) instead of text"),
+        OptionSpec("help", short: "h", help: "show help for the command"),
+    ]
+}

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import Foundation
+internal import Synchronization
+
+/// Where commands write. The real one writes to stdout/stderr; tests capture.
+public protocol OutputSink: Sendable {
+    /// Writes text to standard output (the caller adds newlines).
+    func out(_ text: String)
+    /// Writes text to standard error.
+    func err(_ text: String)
+}
+
+extension OutputSink {
+    /// One line to standard output.
+    func line(_ text: String) { out(text + "\n") }
+
+    /// One JSON object (sorted keys) followed by a newline.
+    func json(_ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        if let data = try? encoder.encode(value) {
+            out(String(decoding: data, as: UTF8.self) + "\n")
+        }
+    }
+}
+
+/// The process's standard output and error, written with `write(2)` so nothing sits in a
+/// buffer when the process is killed.
+public struct StandardOutput: OutputSink {
+    public init() {}
+    public func out(_ text: String) { Self.write(text, to: 1) }
+    public func err(_ text: String) { Self.write(text, to: 2) }
+
+    static func write(_ text: String, to fd: Int32) {
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+        bytes.removeAll()
+    }
+}
+
+/// Captures output in memory (for tests of commands and of the parser).
+public final class CapturedOutput: OutputSink {
+    private let state = Mutex<(out: String, err: String)>(("", ""))
+    public init() {}
+    public func out(_ text: String) { state.withLock { $0.out += text } }
+    public func err(_ text: String) { state.withLock { $0.err += text } }
+    public var standardOutput: String { state.withLock { $0.out } }
+    public var standardError: String { state.withLock { $0.err } }
+}
