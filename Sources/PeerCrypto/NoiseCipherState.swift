@@ -1,0 +1,120 @@
+/// Limits shared by every part of the Noise implementation.
+public enum Noise {
+    /// The largest Noise message, handshake or transport, in bytes (spec section 3).
+    public static let maxMessageLength = 65_535
+    /// The AEAD tag that every encrypted field carries.
+    public static let tagLength = ChaChaPoly.tagLength
+    /// HASHLEN for BLAKE2b-512.
+    public static let hashLength = 64
+    /// DHLEN for X25519.
+    public static let dhLength = 32
+}
+
+/// A Noise `CipherState` (spec section 5.1): a ChaCha20-Poly1305 key and a 64-bit nonce.
+///
+/// Used both inside the handshake (through the symmetric state) and, after `Split()`, as
+/// the transport cipher for one direction. Not thread-safe: a cipher state belongs to one
+/// task at a time (hand it over with `sending` or keep it inside an actor), because the
+/// nonce must never be used twice and concurrent calls could race on it.
+public final class NoiseCipherState {
+    /// The key, or nil while empty (before the first MixKey, encryption is the identity).
+    private var key: SecureBytes?
+    /// The next nonce. 2^64−1 is reserved for Rekey and is never used for a message.
+    public private(set) var nonce: UInt64 = 0
+    /// Why this cipher may not be used at all (the unused direction of a one-way
+    /// pattern); nil for a usable cipher.
+    let disabledReason: String?
+
+    /// An empty cipher state (no key), as `InitializeKey(empty)` leaves it.
+    public init() {
+        disabledReason = nil
+    }
+
+    /// A cipher state holding `key` (32 bytes), nonce 0.
+    public init(key: SecureBytes) throws(CryptoError) {
+        disabledReason = nil
+        try initializeKey(key)
+    }
+
+    /// A cipher that refuses every operation, for a direction the pattern never uses;
+    /// an empty key would otherwise "encrypt" as plaintext.
+    init(disabled reason: String) {
+        disabledReason = reason
+    }
+
+    /// `InitializeKey(key)`: sets the key (nil empties it) and resets the nonce to 0.
+    public func initializeKey(_ key: SecureBytes?) throws(CryptoError) {
+        if let key, key.count != ChaChaPoly.keyLength {
+            throw .invalidLength(what: "Noise cipher key", expected: ChaChaPoly.keyLength, actual: key.count)
+        }
+        self.key = key
+        nonce = 0
+    }
+
+    /// `HasKey()`.
+    public var hasKey: Bool { key != nil }
+
+    /// `SetNonce(n)`: for protocols that carry explicit nonces (and for tests).
+    public func setNonce(_ nonce: UInt64) {
+        self.nonce = nonce
+    }
+
+    /// `EncryptWithAd(ad, plaintext)`: with a key, the ciphertext and tag, and the nonce
+    /// advances; without a key, the plaintext unchanged (the handshake relies on this).
+    public func encryptWithAd(_ ad: some ContiguousBytes, plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        try checkUsable()
+        let length = plaintext.withUnsafeBytes { $0.count }
+        guard let key else { return plaintext.withUnsafeBytes { Array($0) } }
+        guard length + Noise.tagLength <= Noise.maxMessageLength else {
+            throw .unsupported("a Noise ciphertext of \(length + Noise.tagLength) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
+        }
+        guard nonce < UInt64.max else { throw .nonceExhausted }
+        let ciphertext = ChaChaPoly.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
+        nonce += 1
+        return ciphertext
+    }
+
+    /// `DecryptWithAd(ad, ciphertext)`: the plaintext, or `authenticationFailed`.
+    ///
+    /// The nonce advances only on success, so a forged message cannot desynchronise the
+    /// two peers (the caller decides whether to drop the connection).
+    public func decryptWithAd(_ ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        try checkUsable()
+        let length = ciphertext.withUnsafeBytes { $0.count }
+        guard let key else { return ciphertext.withUnsafeBytes { Array($0) } }
+        guard length <= Noise.maxMessageLength else {
+            throw .unsupported("a Noise ciphertext of \(length) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
+        }
+        guard nonce < UInt64.max else { throw .nonceExhausted }
+        let plaintext = try ChaChaPoly.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        nonce += 1
+        return plaintext
+    }
+
+    /// `Rekey()`: the key becomes the first 32 bytes of ENCRYPT(k, 2^64−1, empty, 32 zero
+    /// bytes); the nonce is unchanged (spec sections 4.2 and 11.3).
+    ///
+    /// Both peers must rekey at the same message position, so the protocol above decides
+    /// when (e.g. after a fixed number of messages).
+    public func rekey() throws(CryptoError) {
+        try checkUsable()
+        guard let key else { throw .handshake("cannot rekey a cipher state that has no key") }
+        var sealed = ChaChaPoly.seal(key: key, nonce: UInt64.max, ad: [UInt8](), plaintext: [UInt8](repeating: 0, count: 32))
+        self.key = SecureBytes(sealed[0..<ChaChaPoly.keyLength])
+        wipe(&sealed)
+    }
+
+    /// Transport convenience: encrypts with empty associated data.
+    public func encrypt(_ plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        try encryptWithAd([UInt8](), plaintext: plaintext)
+    }
+
+    /// Transport convenience: decrypts with empty associated data.
+    public func decrypt(_ ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        try decryptWithAd([UInt8](), ciphertext: ciphertext)
+    }
+
+    private func checkUsable() throws(CryptoError) {
+        if let disabledReason { throw .handshake(disabledReason) }
+    }
+}

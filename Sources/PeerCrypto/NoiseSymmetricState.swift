@@ -1,0 +1,80 @@
+/// A Noise `SymmetricState` (spec section 5.2): the chaining key, the handshake hash and
+/// the handshake's cipher state.
+///
+/// Confined to one task, like the handshake state that owns it.
+public final class NoiseSymmetricState {
+    /// The cipher state used for handshake payloads and static keys.
+    public let cipherState = NoiseCipherState()
+    /// `ck`: secret, so it lives in wiped memory.
+    private var chainingKey: SecureBytes
+    /// `h`: not secret (it is the transcript hash), 64 bytes.
+    private var hash: [UInt8]
+
+    /// `InitializeSymmetric(protocol_name)`: names up to 64 bytes are zero-padded,
+    /// longer ones hashed, so `h` always starts as 64 bytes.
+    public init(protocolName: String) {
+        let name = Array(protocolName.utf8)
+        if name.count <= Noise.hashLength {
+            hash = name + [UInt8](repeating: 0, count: Noise.hashLength - name.count)
+        } else {
+            hash = BLAKE2b.hash(name, length: Noise.hashLength)
+        }
+        chainingKey = SecureBytes(hash)
+    }
+
+    /// `MixKey(input_key_material)`: derives a new chaining key and cipher key.
+    public func mixKey(_ inputKeyMaterial: some ContiguousBytes) {
+        let outputs = HMACBLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 2)
+        chainingKey = outputs[0]
+        // HASHLEN 64 > 32: the cipher key is the first 32 bytes (spec section 5.2).
+        try! cipherState.initializeKey(truncatedKey(outputs[1]))  // always 32 bytes
+    }
+
+    /// `MixHash(data)`: h = HASH(h || data).
+    public func mixHash(_ data: some ContiguousBytes) {
+        hash = BLAKE2b.hash(parts: [hash, data], length: Noise.hashLength)
+    }
+
+    /// `MixKeyAndHash(input_key_material)`: for `psk` tokens; mixes into both ck and h.
+    public func mixKeyAndHash(_ inputKeyMaterial: some ContiguousBytes) {
+        let outputs = HMACBLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 3)
+        chainingKey = outputs[0]
+        mixHash(outputs[1])
+        try! cipherState.initializeKey(truncatedKey(outputs[2]))  // always 32 bytes
+    }
+
+    /// `GetHandshakeHash()`: the transcript hash so far (final once the handshake is done).
+    public var handshakeHash: [UInt8] { hash }
+
+    /// `EncryptAndHash(plaintext)`: encrypts with h as associated data (binding the
+    /// ciphertext to the whole transcript), then mixes the ciphertext into h.
+    public func encryptAndHash(_ plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        let ciphertext = try cipherState.encryptWithAd(hash, plaintext: plaintext)
+        mixHash(ciphertext)
+        return ciphertext
+    }
+
+    /// `DecryptAndHash(ciphertext)`: the inverse of `encryptAndHash`.
+    public func decryptAndHash(_ ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+        let plaintext = try cipherState.decryptWithAd(hash, ciphertext: ciphertext)
+        mixHash(ciphertext)
+        return plaintext
+    }
+
+    /// `Split()`: the two transport cipher states, initiator→responder first.
+    public func split() -> (initiatorToResponder: NoiseCipherState, responderToInitiator: NoiseCipherState) {
+        let outputs = HMACBLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: [UInt8](), outputs: 2)
+        // Keys are always 32 bytes here, so the throwing initialiser cannot fail.
+        let c1 = try! NoiseCipherState(key: truncatedKey(outputs[0]))
+        let c2 = try! NoiseCipherState(key: truncatedKey(outputs[1]))
+        return (c1, c2)
+    }
+
+    private func truncatedKey(_ output: SecureBytes) -> SecureBytes {
+        output.withUnsafeBytes { full in
+            SecureBytes(count: ChaChaPoly.keyLength) { out in
+                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: full[0..<ChaChaPoly.keyLength]))
+            }
+        }
+    }
+}

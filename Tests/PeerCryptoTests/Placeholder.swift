@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderPeerCryptoTests() { #expect(Bool(true)) }
