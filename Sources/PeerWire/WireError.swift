@@ -35,13 +35,13 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .messageTooLarge(length, limit):
-            return "A Noise message of \(length) bytes is longer than the \(limit) bytes the transport framing allows."
+            return "A Noise message of \(bytes(length)) is longer than the \(bytes(limit)) the transport framing allows."
         case let .unknownFrameType(code):
             return "The peer sent a frame of unknown type \(hex(code)); it may run an incompatible version of syncpeer."
         case let .frameTooLarge(type, length, limit):
-            return "A \(type) frame announced a body of \(length) bytes, more than the \(limit) bytes allowed for that frame type."
+            return "A \(type) frame announced a body of \(bytes(length)), more than the \(bytes(limit)) allowed for that frame type."
         case let .frameTooShort(type, length, minimum):
-            return "A \(type) frame announced a body of \(length) bytes, fewer than the \(minimum) bytes that frame type needs."
+            return "A \(type) frame announced a body of \(bytes(length)), fewer than the \(bytes(minimum)) that frame type needs."
         case let .truncated(field):
             return "The data ended in the middle of the \(field)."
         case let .trailingBytes(after, count):
@@ -51,10 +51,10 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .controlCharacter(field):
             return "The \(field) contains a control character, which is not allowed there."
         case let .fieldTooLong(field, length, limit):
-            return "The \(field) is \(length) bytes long, more than the \(limit) bytes allowed."
+            return "The \(field) is \(bytes(length)) long, more than the \(bytes(limit)) allowed."
         case let .fieldTooShort(field, length, minimum):
             if length == 0 && minimum == 1 { return "The \(field) must not be empty." }
-            return "The \(field) is \(length) bytes long, fewer than the \(minimum) bytes required."
+            return "The \(field) is \(bytes(length)) long, fewer than the \(bytes(minimum)) required."
         case let .tooManyEntries(field, count, limit):
             return "The \(field) has \(count) entries, more than the \(limit) allowed."
         case let .invalidValue(field, value):
@@ -62,7 +62,7 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badMagic:
             return "The handshake payload is not a syncpeer hello (wrong magic bytes); the peer may not be running syncpeer."
         case let .helloTooLarge(length, limit):
-            return "The hello is \(length) bytes long, more than the \(limit) bytes that fit in a handshake message."
+            return "The hello is \(bytes(length)) long, more than the \(bytes(limit)) that fit in a handshake message."
         }
     }
 }
@@ -70,4 +70,8 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
 private func hex(_ byte: UInt8) -> String {
     let digits = String(byte, radix: 16, uppercase: true)
     return "0x" + (digits.count == 1 ? "0" + digits : digits)
+}
+
+private func bytes(_ count: Int) -> String {
+    count == 1 ? "1 byte" : "\(count) bytes"
 }
