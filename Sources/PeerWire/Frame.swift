@@ -1,0 +1,124 @@
+/// An application frame: the typed unit that syncpeer peers exchange once the secure channel
+/// is up. PeerWire is the wire format of syncpeer: pure value types and codecs, no I/O.
+///
+/// ## Layering
+///
+/// ```
+///  TCP byte stream
+///     │  NoiseMessageReader / NoiseFraming: 2-byte big-endian length + message
+///     ▼
+///  Noise transport messages   (≤ 65,535 bytes: ciphertext + 16-byte tag)
+///     │  decrypt with the session's cipher state (PeerCrypto, not this module)
+///     ▼
+///  plaintexts                 (≤ 65,519 bytes each), concatenated in order into one stream
+///     │  FrameReader / FrameEncoder: 1-byte type + 4-byte big-endian body length + body
+///     ▼
+///  Frame values               (ping, message, close, streams, ...)
+/// ```
+///
+/// Frames are not aligned with Noise messages: a frame may span several plaintexts (a chunk
+/// will) and one plaintext may hold several frames. The sender encodes frames into a buffer,
+/// cuts it into pieces of at most ``WireLimits/maxNoisePlaintext`` bytes, encrypts each piece
+/// and frames the ciphertext with ``NoiseFraming``. The Noise handshake payloads carry a
+/// ``Hello`` instead of frames.
+///
+/// ## Frame types
+///
+/// All integers are big-endian; `len` prefixes count bytes; text is UTF-8 without control
+/// characters. The body length in the header must lie in the range below
+/// (``WireLimits/bodyLengthRange(of:)``); the reader rejects it as soon as the header is in.
+///
+/// ```
+///  code  frame        body layout                                  body bytes
+///  ────  ───────────  ───────────────────────────────────────────  ──────────────
+///  0x01  ping         nonce u64                                    8
+///  0x02  pong         nonce u64 (echoes the ping's)                8
+///  0x03  close        code u16, len u16, reason (≤ 512)            4 … 516
+///  0x10  pairing      status u8                                    1
+///  0x20  message      id u64, len u32, body (≤ 65,536)             12 … 65,548
+///  0x30  streamOpen   id u32, len u8, name (1 … 255)               6 … 260
+///  0x31  streamData   id u32, len u32, bytes (≤ 65,536)            8 … 65,544
+///  0x32  streamClose  id u32                                       4
+/// ```
+///
+/// Codes are grouped by concern, leaving room in each group: 0x00 is never used (a zeroed
+/// buffer is not a frame); 0x04–0x0F connection control; 0x11–0x1F pairing; 0x21–0x2F
+/// messages; 0x33–0x3F streams; 0x40–0x4F resources (offer, accept, decline, cancel);
+/// 0x50–0x5F chunks; 0x60–0x6F folder index. No frame body may exceed
+/// ``WireLimits/maxFrameBody`` (16 MiB + 1 KiB, room for a 16 MiB chunk).
+///
+/// A frame with an unknown code, a body length outside its range, or a malformed body is a
+/// ``WireError``, and the connection is closed: there is no "skip unknown frame" rule, since
+/// peers agree on features in the ``Hello`` before they send anything optional.
+public enum Frame: Equatable, Sendable {
+    /// Keepalive probe; the peer answers with a ``pong(_:)`` carrying the same nonce.
+    case ping(UInt64)
+    /// Answer to a ``ping(_:)``.
+    case pong(UInt64)
+    /// A reliable application message (chat, control) of at most ``WireLimits/maxMessageBody`` bytes.
+    case message(id: UInt64, body: [UInt8])
+    /// Sent by the invited side: what its user decided about the invitation.
+    case pairing(PairingStatus)
+    /// Orderly close; the sender closes the connection after it. The reason is for people
+    /// (at most ``WireLimits/maxCloseReason`` bytes).
+    case close(code: CloseCode, reason: String)
+    /// Opens the named, ordered byte stream `id` (name of 1 … ``WireLimits/maxStreamName`` bytes).
+    case streamOpen(id: UInt32, name: String)
+    /// The next bytes of stream `id` (at most ``WireLimits/maxStreamData`` bytes).
+    case streamData(id: UInt32, bytes: [UInt8])
+    /// Ends stream `id`.
+    case streamClose(id: UInt32)
+
+    /// The frame's type code.
+    public var type: FrameType {
+        switch self {
+        case .ping: .ping
+        case .pong: .pong
+        case .message: .message
+        case .pairing: .pairing
+        case .close: .close
+        case .streamOpen: .streamOpen
+        case .streamData: .streamData
+        case .streamClose: .streamClose
+        }
+    }
+
+    /// Throws unless every field is within its limit, so that ``FrameEncoder`` may encode it.
+    ///
+    /// Frames decoded by ``FrameReader`` are always valid; check frames built from local input
+    /// (a user's message, a stream name) before sending them.
+    public func validate() throws(WireError) {
+        switch self {
+        case .ping, .pong, .pairing, .streamClose:
+            return
+        case let .message(_, body):
+            guard body.count <= WireLimits.maxMessageBody else {
+                throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
+            }
+        case let .close(_, reason):
+            try TextRule.closeReason.check(reason, "close reason")
+        case let .streamOpen(_, name):
+            try TextRule.streamName.check(name, "stream name")
+        case let .streamData(_, bytes):
+            guard bytes.count <= WireLimits.maxStreamData else {
+                throw .fieldTooLong(field: "stream data", length: bytes.count, limit: WireLimits.maxStreamData)
+            }
+        }
+    }
+}
+
+extension Frame: CustomStringConvertible {
+    /// A short description that gives sizes rather than contents (bodies can be 64 KiB).
+    public var description: String {
+        switch self {
+        case let .ping(nonce): "ping(\(nonce))"
+        case let .pong(nonce): "pong(\(nonce))"
+        case let .message(id, body): "message(id: \(id), \(body.count) bytes)"
+        case let .pairing(status): "pairing(\(status))"
+        case let .close(code, reason): "close(\(code), reason: \(reason.utf8.count) bytes)"
+        case let .streamOpen(id, name): "streamOpen(id: \(id), name: \(name.utf8.count) bytes)"
+        case let .streamData(id, bytes): "streamData(id: \(id), \(bytes.count) bytes)"
+        case let .streamClose(id): "streamClose(id: \(id))"
+        }
+    }
+}

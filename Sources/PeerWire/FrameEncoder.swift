@@ -1,0 +1,58 @@
+/// Encodes frames into the frame stream (header + body; see ``Frame`` for the layout).
+public enum FrameEncoder {
+    /// The encoded frame.
+    ///
+    /// - Precondition: `frame` is valid (``Frame/validate()`` does not throw). Frames from a
+    ///   ``FrameReader`` always are; validate frames built from local input first.
+    public static func encode(_ frame: Frame) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(frame, to: &bytes)
+        return bytes
+    }
+
+    /// Appends the encoded frame to `buffer`, so that many frames can share one buffer that is
+    /// then cut into Noise plaintexts.
+    ///
+    /// - Precondition: `frame` is valid (``Frame/validate()`` does not throw).
+    public static func append(_ frame: Frame, to buffer: inout [UInt8]) {
+        do {
+            try frame.validate()
+        } catch {
+            preconditionFailure("FrameEncoder: invalid \(frame.type) frame: \(error)")
+        }
+        var writer = ByteWriter()
+        swap(&writer.bytes, &buffer)
+        defer { swap(&writer.bytes, &buffer) }
+
+        let headerOffset = writer.bytes.count
+        writer.u8(frame.type.rawValue)
+        writer.u32(0)  // body length, patched below
+        writeBody(of: frame, to: &writer)
+        let bodyLength = writer.bytes.count - headerOffset - WireLimits.frameHeaderSize
+        assert(WireLimits.bodyLengthRange(of: frame.type).contains(bodyLength))
+        writer.patchU32(UInt32(bodyLength), at: headerOffset + 1)
+    }
+
+    private static func writeBody(of frame: Frame, to writer: inout ByteWriter) {
+        switch frame {
+        case let .ping(nonce), let .pong(nonce):
+            writer.u64(nonce)
+        case let .message(id, body):
+            writer.u64(id)
+            writer.prefixedBytes(body, .u32)
+        case let .pairing(status):
+            writer.u8(status.rawValue)
+        case let .close(code, reason):
+            writer.u16(code.rawValue)
+            writer.prefixedText(reason, .u16)
+        case let .streamOpen(id, name):
+            writer.u32(id)
+            writer.prefixedText(name, .u8)
+        case let .streamData(id, bytes):
+            writer.u32(id)
+            writer.prefixedBytes(bytes, .u32)
+        case let .streamClose(id):
+            writer.u32(id)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+/// The 1-byte type code at the start of every frame header (see ``Frame`` for the table).
+public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
+    // 0x00–0x0F: connection control.
+    case ping = 0x01
+    case pong = 0x02
+    case close = 0x03
+    // 0x10–0x1F: pairing.
+    case pairing = 0x10
+    // 0x20–0x2F: reliable messages.
+    case message = 0x20
+    // 0x30–0x3F: named byte streams.
+    case streamOpen = 0x30
+    case streamData = 0x31
+    case streamClose = 0x32
+    // Reserved for later issues: 0x40–0x4F resources, 0x50–0x5F chunks, 0x60–0x6F folder index.
+
+    public var description: String {
+        switch self {
+        case .ping: "ping"
+        case .pong: "pong"
+        case .close: "close"
+        case .pairing: "pairing"
+        case .message: "message"
+        case .streamOpen: "stream-open"
+        case .streamData: "stream-data"
+        case .streamClose: "stream-close"
+        }
+    }
+}

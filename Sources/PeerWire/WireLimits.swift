@@ -1,0 +1,69 @@
+/// Every size limit of the wire format, in one place.
+///
+/// Decoders check each announced length against these limits *before* they allocate or wait
+/// for the bytes it announces, so a hostile peer cannot make us buffer more than a limit.
+/// Encoders check the same limits (see ``Frame/validate()`` and ``Hello/validate()``).
+public enum WireLimits {
+    // MARK: Noise transport framing
+
+    /// Size of the big-endian length prefix in front of every Noise message on TCP.
+    public static let noiseLengthPrefixSize = 2
+    /// Largest Noise message (ciphertext including the tag): the 2-byte length prefix allows no more.
+    public static let maxNoiseMessage = 65_535
+    /// Size of the ChaCha20-Poly1305 authentication tag in every Noise transport message.
+    public static let noiseTagSize = 16
+    /// Largest plaintext carried by one Noise transport message.
+    public static let maxNoisePlaintext = maxNoiseMessage - noiseTagSize  // 65,519
+
+    // MARK: Application frames
+
+    /// Size of a frame header: 1-byte type, 4-byte big-endian body length.
+    public static let frameHeaderSize = 5
+    /// Largest body of any frame type, present or future: a 16 MiB chunk plus 1 KiB of header fields.
+    public static let maxFrameBody = 16 * 1024 * 1024 + 1024  // 16,778,240
+
+    /// Largest body of an application message (``Frame/message(id:body:)``).
+    public static let maxMessageBody = 65_536
+    /// Largest reason of a ``Frame/close(code:reason:)`` frame, in UTF-8 bytes.
+    public static let maxCloseReason = 512
+    /// Largest name of a stream (``Frame/streamOpen(id:name:)``), in UTF-8 bytes; names are not empty.
+    public static let maxStreamName = 255
+    /// Largest payload of one ``Frame/streamData(id:bytes:)`` frame.
+    public static let maxStreamData = 65_536
+
+    /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
+    /// range as soon as the header is complete.
+    ///
+    /// Each range follows from the body layout documented on ``FrameType``.
+    public static func bodyLengthRange(of type: FrameType) -> ClosedRange<Int> {
+        let range: ClosedRange<Int>
+        switch type {
+        case .ping, .pong: range = 8...8                             // nonce u64
+        case .close: range = 4...(4 + maxCloseReason)                // code u16, reason len u16, reason
+        case .pairing: range = 1...1                                 // status u8
+        case .message: range = 12...(12 + maxMessageBody)            // id u64, body len u32, body
+        case .streamOpen: range = 6...(5 + maxStreamName)            // id u32, name len u8, name (≥ 1)
+        case .streamData: range = 8...(8 + maxStreamData)            // id u32, data len u32, data
+        case .streamClose: range = 4...4                             // id u32
+        }
+        assert(range.upperBound <= maxFrameBody)
+        return range
+    }
+
+    // MARK: Hello (Noise handshake payload)
+
+    /// Largest display name, in UTF-8 bytes; display names are not empty.
+    public static let maxDisplayName = 63
+    /// Largest software version string, in UTF-8 bytes.
+    public static let maxSoftwareVersion = 64
+    /// Most feature names a hello may list.
+    public static let maxFeatures = 16
+    /// Largest feature name, in UTF-8 bytes; feature names are not empty.
+    public static let maxFeatureName = 32
+    /// Largest invitation context, in UTF-8 bytes.
+    public static let maxContext = 1_024
+    /// Largest encoded hello we accept. A Noise XX handshake message also carries an ephemeral
+    /// key, an encrypted static key and tags (at most 96 bytes), so this always fits in one message.
+    /// The field limits above keep a real hello under 2 KiB.
+    public static let maxHello = 60_000
+}

@@ -1,0 +1,70 @@
+import PeerWire
+import Testing
+
+/// Exact encodings written out by hand, so that the wire format cannot drift silently.
+struct FrameVector: Sendable, CustomTestStringConvertible {
+    var frame: Frame
+    var bytes: [UInt8]
+    var testDescription: String { frame.description }
+}
+
+@Suite struct FrameKnownAnswerTests {
+    static let vectors: [FrameVector] = [
+        FrameVector(frame: .ping(0x0102_0304_0506_0708),
+                    bytes: [0x01, 0, 0, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8]),
+        FrameVector(frame: .pong(0),
+                    bytes: [0x02, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0]),
+        FrameVector(frame: .close(code: .timeout, reason: "idle"),
+                    bytes: [0x03, 0, 0, 0, 8, 0, 5, 0, 4, 0x69, 0x64, 0x6C, 0x65]),
+        FrameVector(frame: .close(code: .unknown(0x1234), reason: ""),
+                    bytes: [0x03, 0, 0, 0, 4, 0x12, 0x34, 0, 0]),
+        FrameVector(frame: .pairing(.accepted),
+                    bytes: [0x10, 0, 0, 0, 1, 0x02]),
+        FrameVector(frame: .message(id: 1, body: [0xAA, 0xBB]),
+                    bytes: [0x20, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0xAA, 0xBB]),
+        FrameVector(frame: .streamOpen(id: 7, name: "é"),
+                    bytes: [0x30, 0, 0, 0, 7, 0, 0, 0, 7, 2, 0xC3, 0xA9]),
+        FrameVector(frame: .streamData(id: .max, bytes: []),
+                    bytes: [0x31, 0, 0, 0, 8, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0]),
+        FrameVector(frame: .streamClose(id: 258),
+                    bytes: [0x32, 0, 0, 0, 4, 0, 0, 1, 2]),
+    ]
+
+    @Test(arguments: vectors)
+    func encodesToExactBytes(vector: FrameVector) {
+        #expect(FrameEncoder.encode(vector.frame) == vector.bytes)
+    }
+
+    @Test(arguments: vectors)
+    func decodesFromExactBytes(vector: FrameVector) throws {
+        #expect(try Frame(decoding: vector.bytes) == vector.frame)
+    }
+
+    @Test func typeCodesAreStable() {
+        let codes = FrameType.allCases.map { ($0.description, $0.rawValue) }
+        #expect(codes.map(\.0) == ["ping", "pong", "close", "pairing", "message",
+                                   "stream-open", "stream-data", "stream-close"])
+        #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32])
+        #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
+        let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
+                                       .impersonation, .timeout, .shuttingDown]
+        #expect(closeCodes.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func limitsAreStable() {
+        #expect(WireLimits.maxNoiseMessage == 65_535)
+        #expect(WireLimits.maxNoisePlaintext == 65_519)
+        #expect(WireLimits.maxFrameBody == 16_778_240)
+        #expect(WireLimits.maxMessageBody == 65_536)
+        let ranges = FrameType.allCases.map { WireLimits.bodyLengthRange(of: $0) }
+        #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4])
+        #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
+    }
+
+    @Test func encoderAppendsToExistingBuffer() {
+        var buffer: [UInt8] = [0xEE]
+        FrameEncoder.append(.pairing(.refused), to: &buffer)
+        FrameEncoder.append(.streamClose(id: 258), to: &buffer)
+        #expect(buffer == [0xEE, 0x10, 0, 0, 0, 1, 0x05, 0x32, 0, 0, 0, 4, 0, 0, 1, 2])
+    }
+}

@@ -1,0 +1,179 @@
+import PeerWire
+import Testing
+
+/// Malformed input and the exact error it must produce.
+struct BadInput: Sendable, CustomTestStringConvertible {
+    var name: String
+    var bytes: [UInt8]
+    var error: WireError
+    var testDescription: String { name }
+}
+
+@Suite struct FrameReaderTests {
+    static let malformed: [BadInput] = [
+        BadInput(name: "type 0x00", bytes: [0x00, 0, 0, 0, 0], error: .unknownFrameType(0x00)),
+        BadInput(name: "reserved resource type", bytes: [0x40], error: .unknownFrameType(0x40)),
+        BadInput(name: "type 0xFF", bytes: [0xFF], error: .unknownFrameType(0xFF)),
+        BadInput(name: "ping body 9", bytes: frameBytes(0x01, body: pattern(9)),
+                 error: .frameTooLarge(type: .ping, length: 9, limit: 8)),
+        BadInput(name: "ping body 7", bytes: frameBytes(0x01, body: pattern(7)),
+                 error: .frameTooShort(type: .ping, length: 7, minimum: 8)),
+        BadInput(name: "pairing body 0", bytes: frameBytes(0x10, body: []),
+                 error: .frameTooShort(type: .pairing, length: 0, minimum: 1)),
+        BadInput(name: "pairing status 0", bytes: frameBytes(0x10, body: [0]),
+                 error: .invalidValue(field: "pairing status", value: 0)),
+        BadInput(name: "pairing status 6", bytes: frameBytes(0x10, body: [6]),
+                 error: .invalidValue(field: "pairing status", value: 6)),
+        BadInput(name: "close reason truncated", bytes: frameBytes(0x03, body: [0, 0, 0, 5] + [0x61, 0x62, 0x63, 0x64]),
+                 error: .truncated(field: "close reason")),
+        BadInput(name: "close trailing bytes", bytes: frameBytes(0x03, body: [0, 0, 0, 2] + [0x61, 0x62, 0x63, 0x64]),
+                 error: .trailingBytes(after: "close frame body", count: 2)),
+        BadInput(name: "close reason bad UTF-8", bytes: frameBytes(0x03, body: [0, 0, 0, 2, 0xFF, 0xFE]),
+                 error: .invalidUTF8(field: "close reason")),
+        BadInput(name: "close reason escape", bytes: frameBytes(0x03, body: [0, 0, 0, 1, 0x1B]),
+                 error: .controlCharacter(field: "close reason")),
+        BadInput(name: "close reason length 513", bytes: frameBytes(0x03, body: [0, 0, 0x02, 0x01] + pattern(512)),
+                 error: .fieldTooLong(field: "close reason", length: 513, limit: 512)),
+        BadInput(name: "message body length over limit",
+                 bytes: frameBytes(0x20, body: pattern(8) + [0, 1, 0, 1] + pattern(65_536)),
+                 error: .fieldTooLong(field: "message body", length: 65_537, limit: 65_536)),
+        BadInput(name: "message body truncated", bytes: frameBytes(0x20, body: pattern(8) + [0, 0, 0, 3, 1, 2]),
+                 error: .truncated(field: "message body")),
+        BadInput(name: "message trailing byte", bytes: frameBytes(0x20, body: pattern(8) + [0, 0, 0, 0, 9]),
+                 error: .trailingBytes(after: "message frame body", count: 1)),
+        BadInput(name: "stream name empty", bytes: frameBytes(0x30, body: [0, 0, 0, 1, 0, 0x61]),
+                 error: .fieldTooShort(field: "stream name", length: 0, minimum: 1)),
+        BadInput(name: "stream name overlong NUL", bytes: frameBytes(0x30, body: [0, 0, 0, 1, 2, 0xC0, 0x80]),
+                 error: .invalidUTF8(field: "stream name")),
+        BadInput(name: "stream name surrogate", bytes: frameBytes(0x30, body: [0, 0, 0, 1, 3, 0xED, 0xA0, 0x80]),
+                 error: .invalidUTF8(field: "stream name")),
+        BadInput(name: "stream name cut inside a character", bytes: frameBytes(0x30, body: [0, 0, 0, 1, 1, 0xC3]),
+                 error: .invalidUTF8(field: "stream name")),
+        BadInput(name: "stream open body 5", bytes: frameBytes(0x30, body: [0, 0, 0, 1, 0]),
+                 error: .frameTooShort(type: .streamOpen, length: 5, minimum: 6)),
+        BadInput(name: "stream data length mismatch", bytes: frameBytes(0x31, body: [0, 0, 0, 1, 0, 0, 0, 2, 7]),
+                 error: .truncated(field: "stream data")),
+        BadInput(name: "stream close body 5", bytes: frameBytes(0x32, body: pattern(5)),
+                 error: .frameTooLarge(type: .streamClose, length: 5, limit: 4)),
+    ]
+
+    @Test(arguments: malformed)
+    func malformedInputIsRejected(input: BadInput) {
+        var reader = FrameReader()
+        reader.append(input.bytes)
+        #expect(throws: input.error) { try reader.next() }
+    }
+
+    /// For each type, a header one byte over its maximum (and a huge one) is rejected with only the
+    /// 5 header bytes appended: nothing waits for, or allocates, the announced body.
+    @Test(arguments: FrameType.allCases)
+    func headerOverLimitIsRejectedBeforeTheBody(type: FrameType) {
+        let limit = WireLimits.bodyLengthRange(of: type).upperBound
+        for length in [limit + 1, WireLimits.maxFrameBody, WireLimits.maxFrameBody + 1, Int(UInt32.max)] {
+            var reader = FrameReader()
+            reader.append(frameBytes(type.rawValue, length: length, body: []))
+            #expect(throws: WireError.frameTooLarge(type: type, length: length, limit: limit)) {
+                try reader.next()
+            }
+            #expect(reader.bufferedByteCount == 0)
+        }
+    }
+
+    @Test func unknownTypeIsRejectedOnItsFirstByte() {
+        var reader = FrameReader()
+        reader.append([0x7F])
+        #expect(throws: WireError.unknownFrameType(0x7F)) { try reader.next() }
+    }
+
+    @Test func readerStaysFailedAfterAnError() throws {
+        var reader = FrameReader()
+        reader.append(FrameEncoder.encode(.ping(1)) + [0x99])
+        #expect(try reader.next() == .ping(1))
+        #expect(throws: WireError.unknownFrameType(0x99)) { try reader.next() }
+        reader.append(FrameEncoder.encode(.ping(2)))
+        #expect(throws: WireError.unknownFrameType(0x99)) { try reader.next() }
+        #expect(reader.error == .unknownFrameType(0x99))
+        #expect(reader.bufferedByteCount == 0)
+    }
+
+    @Test func singleFrameDecodingRejectsIncompleteAndTrailingInput() {
+        let ping = FrameEncoder.encode(.ping(5))
+        #expect(throws: WireError.truncated(field: "frame")) { try Frame(decoding: ping.dropLast()) }
+        #expect(throws: WireError.truncated(field: "frame")) { try Frame(decoding: []) }
+        #expect(throws: WireError.trailingBytes(after: "ping frame", count: 1)) { try Frame(decoding: ping + [0]) }
+    }
+
+    @Test func manyFramesOneByteAtATime() throws {
+        var rng = SplitMix64(seed: 1)
+        let frames = randomFrames(300, maxBody: 200, using: &rng)
+        let stream = encodeAll(frames)
+        var reader = FrameReader()
+        var decoded: [Frame] = []
+        for (index, byte) in stream.enumerated() {
+            reader.append(CollectionOfOne(byte))
+            while let frame = try reader.next() { decoded.append(frame) }
+            if index < stream.count - 1 { #expect(decoded.count < frames.count) }
+        }
+        #expect(decoded == frames)
+        #expect(reader.bufferedByteCount == 0)
+    }
+
+    @Test(arguments: 0..<25)
+    func manyFramesAtRandomSplitPoints(seed: Int) {
+        var rng = SplitMix64(seed: UInt64(seed))
+        let frames = randomFrames(400, maxBody: 3_000, using: &rng)
+        let stream = encodeAll(frames)
+        let maxPiece = [1, 7, 100, 5_000, 70_000][seed % 5]
+        let result = decodeFrames(stream, cuts: randomCuts(count: stream.count, maxPiece: maxPiece, using: &rng))
+        #expect(result.error == nil)
+        #expect(result.frames == frames)
+    }
+
+    /// Frames bigger than one Noise plaintext arrive in several pieces; each frame appears exactly
+    /// when its last piece does.
+    @Test func framesLargerThanOneNoisePlaintext() throws {
+        let frames: [Frame] = [
+            .message(id: 1, body: pattern(WireLimits.maxMessageBody)),
+            .ping(3),
+            .streamData(id: 2, bytes: pattern(WireLimits.maxStreamData)),
+            .message(id: 2, body: pattern(WireLimits.maxNoisePlaintext)),
+        ]
+        let stream = encodeAll(frames)
+        var reader = FrameReader()
+        var decoded: [Frame] = []
+        var ends: [Int] = []  // stream offset at which each frame came out
+        var offset = 0
+        while offset < stream.count {
+            let end = min(offset + WireLimits.maxNoisePlaintext, stream.count)
+            reader.append(stream[offset..<end])
+            offset = end
+            while let frame = try reader.next() {
+                decoded.append(frame)
+                ends.append(offset)
+            }
+        }
+        #expect(decoded == frames)
+        var frameEnd = 0
+        for (frame, end) in zip(frames, ends) {
+            frameEnd += FrameEncoder.encode(frame).count
+            let pieceEnd = min((frameEnd + WireLimits.maxNoisePlaintext - 1) / WireLimits.maxNoisePlaintext
+                * WireLimits.maxNoisePlaintext, stream.count)
+            #expect(end == pieceEnd, "\(frame) appears with the piece that completes it")
+        }
+    }
+
+    @Test func truncatedStreamYieldsCompleteFramesThenWaits() throws {
+        let stream = encodeAll(sampleFrames)
+        var boundaries: [Int] = []
+        var total = 0
+        for frame in sampleFrames {
+            total += FrameEncoder.encode(frame).count
+            boundaries.append(total)
+        }
+        for length in 0...stream.count {
+            let result = decodeFrames(Array(stream[..<length]), cuts: [])
+            #expect(result.error == nil)
+            #expect(result.frames == Array(sampleFrames.prefix(boundaries.count { $0 <= length })))
+        }
+    }
+}

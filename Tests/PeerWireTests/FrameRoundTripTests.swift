@@ -1,0 +1,74 @@
+import PeerWire
+import Testing
+
+@Suite struct FrameRoundTripTests {
+    /// Every frame type, with boundary sizes: empty, exactly at the limit, multi-byte text.
+    static let validFrames: [Frame] = sampleFrames + [
+        .message(id: .max, body: pattern(WireLimits.maxMessageBody)),
+        .close(code: .shuttingDown, reason: String(repeating: "r", count: WireLimits.maxCloseReason)),
+        .close(code: .authFailed, reason: String(repeating: "é", count: WireLimits.maxCloseReason / 2)),
+        .close(code: .notPaired, reason: "line one\u{7E}"),
+        .streamOpen(id: 0, name: "x"),
+        .streamOpen(id: 2, name: String(repeating: "n", count: WireLimits.maxStreamName)),
+        .streamOpen(id: 3, name: String(repeating: "🔑", count: 63) + "abc"),  // 255 bytes
+        .streamData(id: 9, bytes: pattern(WireLimits.maxStreamData)),
+        .streamClose(id: 0),
+        .streamClose(id: .max),
+    ]
+
+    @Test(arguments: validFrames)
+    func roundTrip(frame: Frame) throws {
+        try frame.validate()
+        let bytes = FrameEncoder.encode(frame)
+        #expect(bytes.first == frame.type.rawValue)
+        let announced = bytes[1..<5].reduce(0) { $0 << 8 | Int($1) }
+        #expect(announced == bytes.count - WireLimits.frameHeaderSize)
+        #expect(WireLimits.bodyLengthRange(of: frame.type).contains(announced))
+        #expect(try Frame(decoding: bytes) == frame)
+    }
+
+    /// Frames one byte (or one field) past a limit: `validate()` rejects them, naming the field.
+    @Test(arguments: [
+        (.message(id: 1, body: pattern(65_537)),
+         .fieldTooLong(field: "message body", length: 65_537, limit: 65_536)),
+        (.streamData(id: 1, bytes: pattern(65_537)),
+         .fieldTooLong(field: "stream data", length: 65_537, limit: 65_536)),
+        (.close(code: .normal, reason: String(repeating: "r", count: 513)),
+         .fieldTooLong(field: "close reason", length: 513, limit: 512)),
+        (.close(code: .normal, reason: String(repeating: "é", count: 257)),
+         .fieldTooLong(field: "close reason", length: 514, limit: 512)),
+        (.close(code: .normal, reason: "bye\u{1B}[2J"), .controlCharacter(field: "close reason")),
+        (.close(code: .normal, reason: "two\nlines"), .controlCharacter(field: "close reason")),
+        (.streamOpen(id: 1, name: String(repeating: "n", count: 256)),
+         .fieldTooLong(field: "stream name", length: 256, limit: 255)),
+        (.streamOpen(id: 1, name: String(repeating: "🔑", count: 64)),
+         .fieldTooLong(field: "stream name", length: 256, limit: 255)),
+        (.streamOpen(id: 1, name: ""), .fieldTooShort(field: "stream name", length: 0, minimum: 1)),
+        (.streamOpen(id: 1, name: "a\u{85}b"), .controlCharacter(field: "stream name")),
+    ] as [(Frame, WireError)])
+    func overLimitFramesAreRejectedByValidate(frame: Frame, expected: WireError) {
+        #expect(throws: expected) { try frame.validate() }
+    }
+
+    @Test func closeCodesCompareByRawValue() throws {
+        #expect(CloseCode.unknown(0) == .normal)
+        #expect(CloseCode(rawValue: 6) == .shuttingDown)
+        #expect(CloseCode(rawValue: 7) == .unknown(7))
+        #expect(Set<CloseCode>([.unknown(3), .notPaired]).count == 1)
+        // An unknown code from a newer peer is preserved through a round trip.
+        let frame = try Frame(decoding: FrameEncoder.encode(.close(code: .unknown(0xFFFF), reason: "?")))
+        guard case .close(.unknown(0xFFFF), "?") = frame else {
+            Issue.record("unexpected \(frame)")
+            return
+        }
+    }
+
+    @Test func concatenatedFramesDecodeInOrder() throws {
+        var reader = FrameReader()
+        reader.append(encodeAll(Self.validFrames))
+        var decoded: [Frame] = []
+        while let frame = try reader.next() { decoded.append(frame) }
+        #expect(decoded == Self.validFrames)
+        #expect(reader.bufferedByteCount == 0)
+    }
+}

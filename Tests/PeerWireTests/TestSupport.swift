@@ -1,0 +1,126 @@
+import PeerWire
+
+/// SplitMix64: a tiny, seeded, deterministic generator so that random tests repeat exactly.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &self) }
+    }
+}
+
+/// `count` bytes counting up from 0 (wrapping), easy to recognise in a failure.
+func pattern(_ count: Int) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0) }
+}
+
+/// Appends the bytes of `input` to `reader` in pieces that end at `cuts`, draining frames after
+/// each piece; returns the frames, and the error if decoding failed.
+func decodeFrames(_ input: [UInt8], cuts: [Int]) -> (frames: [Frame], error: WireError?) {
+    var reader = FrameReader()
+    var frames: [Frame] = []
+    var start = 0
+    for end in cuts + [input.count] where end >= start {
+        reader.append(input[start..<end])
+        start = end
+        do {
+            while let frame = try reader.next() { frames.append(frame) }
+        } catch {
+            return (frames, error)
+        }
+    }
+    return (frames, nil)
+}
+
+/// Random cut points (sorted) splitting `count` bytes into pieces of 1 … `maxPiece` bytes.
+func randomCuts(count: Int, maxPiece: Int, using rng: inout SplitMix64) -> [Int] {
+    var cuts: [Int] = []
+    var position = 0
+    while true {
+        position += Int.random(in: 1...maxPiece, using: &rng)
+        guard position < count else { return cuts }
+        cuts.append(position)
+    }
+}
+
+/// Builds byte strings by hand in tests, independently of the module's writer.
+struct Bytes {
+    var bytes: [UInt8] = []
+
+    mutating func u8(_ value: Int) { bytes.append(UInt8(value)) }
+    mutating func u16(_ value: Int) { bytes += [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    mutating func u32(_ value: Int) { bytes += (0..<4).map { UInt8(value >> (24 - 8 * $0) & 0xFF) } }
+    mutating func raw(_ data: [UInt8]) { bytes += data }
+    mutating func text(_ string: String) { bytes += Array(string.utf8) }
+}
+
+/// A frame header (type code and announced body length) followed by `body`.
+func frameBytes(_ code: UInt8, length: Int? = nil, body: [UInt8]) -> [UInt8] {
+    var b = Bytes()
+    b.u8(Int(code))
+    b.u32(length ?? body.count)
+    b.raw(body)
+    return b.bytes
+}
+
+/// One frame of every type with small, varied values.
+let sampleFrames: [Frame] = [
+    .ping(0),
+    .ping(.max),
+    .pong(0x0102_0304_0506_0708),
+    .message(id: 0, body: []),
+    .message(id: 42, body: pattern(300)),
+    .pairing(.pending),
+    .pairing(.accepted),
+    .pairing(.declined),
+    .pairing(.expired),
+    .pairing(.refused),
+    .close(code: .normal, reason: ""),
+    .close(code: .impersonation, reason: "key does not match device ID"),
+    .close(code: .unknown(0xBEEF), reason: "from the future"),
+    .streamOpen(id: 1, name: "stdin"),
+    .streamOpen(id: .max, name: "données-📦"),
+    .streamData(id: 1, bytes: []),
+    .streamData(id: 1, bytes: pattern(1000)),
+    .streamClose(id: 1),
+]
+
+/// `count` random valid frames (bodies up to `maxBody` bytes), deterministic for a seed.
+func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [Frame] {
+    let statuses = PairingStatus.allCases
+    let codes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired, .impersonation,
+                              .timeout, .shuttingDown, .unknown(999)]
+    return (0..<count).map { _ in
+        switch Int.random(in: 0..<8, using: &rng) {
+        case 0: return .ping(rng.next())
+        case 1: return .pong(rng.next())
+        case 2: return .message(id: rng.next(), body: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
+        case 3: return .pairing(statuses.randomElement(using: &rng)!)
+        case 4: return .close(code: codes.randomElement(using: &rng)!,
+                              reason: String(repeating: "é", count: Int.random(in: 0...256, using: &rng)))
+        case 5: return .streamOpen(id: UInt32.random(in: 0 ... .max, using: &rng),
+                                   name: String(repeating: "s", count: Int.random(in: 1...255, using: &rng)))
+        case 6: return .streamData(id: UInt32.random(in: 0 ... .max, using: &rng),
+                                   bytes: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
+        default: return .streamClose(id: UInt32.random(in: 0 ... .max, using: &rng))
+        }
+    }
+}
+
+func encodeAll(_ frames: [Frame]) -> [UInt8] {
+    var buffer: [UInt8] = []
+    for frame in frames { FrameEncoder.append(frame, to: &buffer) }
+    return buffer
+}
