@@ -43,7 +43,7 @@ var package = Package(
         .target(name: "SyncpeerCLI", dependencies: ["SyncEngine"]),
         .executableTarget(name: "syncpeer", dependencies: ["SyncpeerCLI"]),
 
-        .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"]),
+        .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop"]),
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),

@@ -56,7 +56,7 @@ public enum NodeSetup {
     }
 
     static func openIndex(_ home: NodeHome) throws(EngineError) -> NodeIndex {
-        do { return try NodeIndex.open(path: home.indexFile) } catch { throw .index(error.description) }
+        do { return try NodeIndex.open(at: home.indexFile) } catch { throw .index(error.description) }
     }
 
     static func storedName(_ index: NodeIndex) throws(EngineError) -> String? {
