@@ -30,6 +30,8 @@ public final class Database {
     /// Prepared statements reused by `cachedStatement(_:)`, keyed by SQL text.
     private var statementCache: [String: Statement] = [:]
     private var savepointCounter = 0
+    /// Most statements the cache keeps; syncpeer's fixed SQL needs a few dozen.
+    static let statementCacheLimit = 128
 
     private init(handle: OpaquePointer, path: String) {
         self.handle = handle
@@ -119,7 +121,8 @@ public final class Database {
     }
 
     /// A prepared statement for `sql`, kept for reuse: reset, with bindings cleared.
-    /// For statements run often (per chunk, per file). Do not keep it across calls.
+    /// Meant for fixed SQL text run often (per chunk, per file); do not hold it across
+    /// calls that might fetch the same SQL again. `query` and `execute(_:_:)` use it.
     public func cachedStatement(_ sql: String) throws(IndexError) -> Statement {
         if let statement = statementCache[sql] {
             statement.reset()
@@ -127,6 +130,8 @@ public final class Database {
             return statement
         }
         let statement = try prepare(sql)
+        // Generated SQL would grow the cache without bound: start over past a fixed size.
+        if statementCache.count >= Self.statementCacheLimit { statementCache.removeAll() }
         statementCache[sql] = statement
         return statement
     }
@@ -149,7 +154,7 @@ public final class Database {
             guard rc == SQLITE_OK else {
                 let remaining = String(decoding: utf8[offset..<(utf8.count - 1)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 throw IndexError(kind: Self.kind(for: rc), operation: "prepare", path: path,
-                                 sql: remaining.trimmingLeadingWhitespace(), resultCode: rc, message: Self.message(handle, rc))
+                                 sql: remaining.droppingLeadingComments(), resultCode: rc, message: Self.message(handle, rc))
             }
             offset += max(consumed, 1)
             guard let raw else { continue } // only whitespace or comments
@@ -237,7 +242,18 @@ extension UInt8 {
 }
 
 extension String {
-    fileprivate func trimmingLeadingWhitespace() -> String {
-        String(drop(while: { $0.isWhitespace }))
+    /// The text from the first statement on: leading whitespace and `--` / `/* */` comments removed.
+    fileprivate func droppingLeadingComments() -> String {
+        var rest = Substring(self)
+        while true {
+            rest = rest.drop(while: { $0.isWhitespace })
+            if rest.hasPrefix("--") {
+                rest = rest.drop(while: { $0 != "\n" })
+            } else if rest.hasPrefix("/*"), let end = rest.firstRange(of: "*/") {
+                rest = rest[end.upperBound...]
+            } else {
+                return String(rest)
+            }
+        }
     }
 }

@@ -125,7 +125,7 @@ extension NodeIndex {
                     let names = try objects.map { try $0.string("name") }.joined(separator: ", ")
                     throw IndexError(
                         kind: .foreignDatabase, operation: "open", path: path,
-                        message: "it is an SQLite database with other tables (\(names)) and no syncpeer application_id",
+                        message: "an SQLite database with tables \(names) and no syncpeer application_id",
                         hint: "it was left untouched; choose another file or home (SYNCPEER_HOME)")
                 }
                 return // a new, empty database: the migrations will initialise it
@@ -135,7 +135,7 @@ extension NodeIndex {
             if let newest = recorded.keys.max(), newest > Schema.latestVersion {
                 throw IndexError(
                     kind: .newerSchema, operation: "open", path: path,
-                    message: "schema version \(newest) (\(recorded[newest] ?? "?")); this syncpeer knows up to \(Schema.latestVersion)",
+                    message: "schema version \(newest), \(recorded[newest] ?? "unnamed"); this syncpeer knows up to \(Schema.latestVersion)",
                     hint: "upgrade syncpeer; the index was left untouched")
             }
             for (version, name) in recorded.sorted(by: { $0.key < $1.key }) where known[version] != name {
