@@ -1,0 +1,47 @@
+/// A device this node knows, as stored in the `peers` table.
+public struct PeerRecord: Sendable, Equatable {
+    /// How far we trust a device.
+    public enum Trust: String, Sendable, CaseIterable {
+        /// Pairing accepted: its key is pinned and it reconnects without prompts.
+        case paired
+        /// An invitation is open and not answered yet.
+        case pending
+        /// The user declined an invitation (it may ask again).
+        case declined
+        /// Never accept anything from this device.
+        case blocked
+    }
+
+    /// Canonical device ID (56 characters, A–Z and 2–7, no dashes).
+    public var deviceID: String
+    /// Display name last seen (at most 63 bytes of UTF-8); not an identity.
+    public var name: String
+    /// Pinned X25519 static public key, 32 bytes.
+    public var publicKey: [UInt8]
+    public var trust: Trust
+    /// Accept this peer's resources without asking.
+    public var autoAccept: Bool
+    /// When we first heard of the device (unix ms). Kept by `upsertPeer` for an existing peer.
+    public var firstSeen: Int64
+    /// Last authenticated contact (unix ms); nil if never connected.
+    public var lastSeen: Int64?
+    /// When the pairing was accepted (unix ms); nil if never paired.
+    public var pairedAt: Int64?
+    /// Known "host:port" addresses, last known first.
+    public var addresses: [String]
+
+    public init(
+        deviceID: String, name: String, publicKey: [UInt8], trust: Trust, autoAccept: Bool = false,
+        firstSeen: Int64, lastSeen: Int64? = nil, pairedAt: Int64? = nil, addresses: [String] = []
+    ) {
+        self.deviceID = deviceID
+        self.name = name
+        self.publicKey = publicKey
+        self.trust = trust
+        self.autoAccept = autoAccept
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+        self.pairedAt = pairedAt
+        self.addresses = addresses
+    }
+}

@@ -1,0 +1,100 @@
+/// A resource transfer (one file to or from a peer), as stored in the `transfers` table.
+public struct TransferRecord: Sendable, Equatable {
+    public enum Direction: String, Sendable, CaseIterable {
+        case send
+        case receive
+    }
+
+    public enum State: String, Sendable, CaseIterable {
+        /// Offered, not accepted yet.
+        case offered
+        /// Chunks are moving.
+        case active
+        /// Stopped, resumable (peer lost, process stopped, user paused).
+        case paused
+        /// Root hash checked and the file is in place (receive) or acknowledged (send).
+        case completed
+        /// Gave up; `error` says why.
+        case failed
+        /// Cancelled by either side.
+        case cancelled
+
+        /// Whether the transfer can still continue (resume looks for these).
+        public var isUnfinished: Bool { self == .offered || self == .active || self == .paused }
+    }
+
+    /// Transfer ID chosen by the sender.
+    public var id: String
+    public var direction: Direction
+    /// The other end's device ID; it must be a known peer.
+    public var deviceID: String
+    /// File name as offered.
+    public var name: String
+    public var size: Int64
+    /// POSIX permission bits.
+    public var mode: UInt32
+    /// Modification time, unix nanoseconds.
+    public var mtimeNs: Int64
+    /// Root hash of the manifest (32 bytes).
+    public var rootHash: [UInt8]
+    public var chunkCount: Int
+    public var state: State
+    /// Receive: the partial file chunks are written to.
+    public var partialPath: String?
+    /// Receive: destination after the final rename. Send: the source file.
+    public var finalPath: String?
+    /// Bytes in verified chunks; maintained by `markChunksVerified`.
+    public var bytesDone: Int64
+    /// Last error (one line) when `state` is `.failed`.
+    public var error: String?
+    /// Unix ms.
+    public var createdAt: Int64
+    /// Unix ms; set by the index on every change.
+    public var updatedAt: Int64
+
+    public init(
+        id: String, direction: Direction, deviceID: String, name: String, size: Int64, mode: UInt32,
+        mtimeNs: Int64, rootHash: [UInt8], chunkCount: Int, state: State = .offered,
+        partialPath: String? = nil, finalPath: String? = nil, bytesDone: Int64 = 0, error: String? = nil,
+        createdAt: Int64, updatedAt: Int64? = nil
+    ) {
+        self.id = id
+        self.direction = direction
+        self.deviceID = deviceID
+        self.name = name
+        self.size = size
+        self.mode = mode
+        self.mtimeNs = mtimeNs
+        self.rootHash = rootHash
+        self.chunkCount = chunkCount
+        self.state = state
+        self.partialPath = partialPath
+        self.finalPath = finalPath
+        self.bytesDone = bytesDone
+        self.error = error
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt ?? createdAt
+    }
+}
+
+/// One chunk of a transfer's manifest.
+public struct TransferChunk: Sendable, Equatable {
+    /// Position in the manifest, from 0.
+    public var index: Int
+    /// Byte offset in the file.
+    public var offset: Int64
+    /// Length in bytes (> 0).
+    public var size: Int64
+    /// BLAKE2b-256 of the chunk (32 bytes).
+    public var hash: [UInt8]
+    /// Received, hash checked and written (receive side).
+    public var verified: Bool
+
+    public init(index: Int, offset: Int64, size: Int64, hash: [UInt8], verified: Bool = false) {
+        self.index = index
+        self.offset = offset
+        self.size = size
+        self.hash = hash
+        self.verified = verified
+    }
+}

@@ -1,3 +1,0 @@
-import Testing
-
-@Test func placeholderPeerIndexTests() { #expect(Bool(true)) }
