@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-public import PeerCrypto
+internal import PeerCrypto
 internal import PeerIndex
 
 /// Creating and loading a node's identity: the key file and the display name kept in

@@ -1,4 +1,4 @@
-public import SyncEngine
+internal import SyncEngine
 
 /// The entry point: finds the command, parses its arguments, runs it and maps errors to
 /// exit codes and one clear line on standard error.

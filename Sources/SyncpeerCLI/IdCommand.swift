@@ -1,4 +1,5 @@
 internal import SyncEngine
+internal import PeerCrypto
 
 /// `syncpeer id`: prints this node's device ID and display name.
 struct IdCommand: Command {

@@ -1,4 +1,5 @@
 internal import SyncEngine
+internal import PeerCrypto
 
 /// `syncpeer init [--name NAME]`: creates the node's identity, or keeps the existing one.
 struct InitCommand: Command {

@@ -4,7 +4,7 @@ import Testing
 /// `syncpeer init`, `id`, `--version` and bad input, run as real processes.
 @Suite(.serialized)
 struct InitAndIdTests {
-    static let idPattern = #/^[A-Z2-7]{7}(-[A-Z2-7]{7}){7}$/#
+    static var idPattern: Regex<(Substring, Substring)> { #/^[A-Z2-7]{7}(-[A-Z2-7]{7}){7}$/# }
 
     @Test func initThenIdJSONGivesAValidIDAndPrivateKeyFile() throws {
         let env = try SyncpeerRunner()
