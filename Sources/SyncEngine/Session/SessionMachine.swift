@@ -1,0 +1,158 @@
+public import PeerWire
+
+/// The life of one connection after its Noise handshake, as a pure state machine: events
+/// in, actions out, no I/O (the node performs the actions). Tested by event → action tables.
+///
+///     initiator                                   responder
+///     ─────────                                   ─────────
+///     handshake done ──────────────────────────── handshake done
+///       awaitingPeerDecision                        known peer?  ── yes ─▶ send accepted, connected
+///                                                   name of a paired peer with a new key?
+///                                                     ── yes ─▶ close(impersonation)
+///                                                   else send pending, awaitingLocalDecision
+///     pairing(pending)  → show SAS, keep waiting     user accepts → pin key, send accepted, connected
+///     pairing(accepted) → pin key, connected         user declines / 30 s pass → send declined/expired, close
+///     pairing(declined|expired|refused) → closed
+///
+/// Nothing the peer sends is acted upon before the session is connected: messages and
+/// stream frames that arrive earlier are dropped (and counted), never delivered.
+public struct SessionMachine: Sendable {
+    public enum Role: Sendable, Equatable { case initiator, responder }
+
+    /// What the node knows about the peer when the handshake completes.
+    public enum PeerStanding: Sendable, Equatable {
+        /// The key is pinned as a paired peer.
+        case paired
+        /// Never seen (or unpaired): the connection is an invitation.
+        case unknown
+        /// Presents a new key under a paired peer's name, or a different key where a paired
+        /// peer was expected: refused.
+        case impersonation(String)
+    }
+
+    public enum State: String, Sendable, Equatable, Codable {
+        /// Waiting for the peer's user to accept our invitation.
+        case awaitingPeerDecision
+        /// Waiting for our user to accept the peer's invitation.
+        case awaitingLocalDecision
+        case connected
+        case closed
+    }
+
+    public enum Event: Sendable, Equatable {
+        case handshakeCompleted(PeerStanding)
+        case frame(Frame)
+        case localAccept
+        case localDecline
+        case invitationExpired
+        /// The transport ended (error or peer gone).
+        case transportClosed(String)
+        /// The local user asked to end the session.
+        case localDisconnect
+    }
+
+    public enum Action: Sendable, Equatable {
+        case send(Frame)
+        /// The state changed (report it).
+        case state(State)
+        /// Show an invitation to the local user (responder).
+        case raiseInvitation
+        /// The peer has our invitation and shows the SAS (initiator).
+        case invitationPending
+        /// Store the peer's key as paired.
+        case pinPeer
+        case deliverMessage(id: UInt64, body: [UInt8])
+        /// Something the peer sent was dropped because the session is not connected.
+        case dropped(FrameType)
+        /// The pairing ended without trust (declined, expired, refused).
+        case pairingRejected(PairingStatus)
+        /// Report a refusal or error to the user.
+        case report(String)
+        /// Close the transport (after sending any frames above).
+        case closeTransport
+    }
+
+    public let role: Role
+    public private(set) var state: State
+
+    public init(role: Role) {
+        self.role = role
+        self.state = role == .initiator ? .awaitingPeerDecision : .awaitingLocalDecision
+    }
+
+    /// Feeds one event and returns what to do, in order.
+    public mutating func handle(_ event: Event) -> [Action] {
+        if state == .closed { return [] }
+        switch event {
+        case let .handshakeCompleted(standing):
+            return handshakeCompleted(standing)
+        case let .frame(frame):
+            return received(frame)
+        case .localAccept:
+            guard role == .responder, state == .awaitingLocalDecision else { return [] }
+            return [.pinPeer, .send(.pairing(.accepted))] + move(to: .connected)
+        case .localDecline:
+            guard role == .responder, state == .awaitingLocalDecision else { return [] }
+            return [.send(.pairing(.declined)), .send(.close(code: .notPaired, reason: "invitation declined"))]
+                + closeNow()
+        case .invitationExpired:
+            guard role == .responder, state == .awaitingLocalDecision else { return [] }
+            return [.send(.pairing(.expired)), .send(.close(code: .timeout, reason: "invitation expired"))]
+                + closeNow()
+        case let .transportClosed(reason):
+            return [.report(reason)] + move(to: .closed)
+        case .localDisconnect:
+            return [.send(.close(code: .normal, reason: "disconnected by the user"))] + closeNow()
+        }
+    }
+
+    private mutating func handshakeCompleted(_ standing: PeerStanding) -> [Action] {
+        if case let .impersonation(why) = standing {
+            return [.report("refused: possible impersonation: \(why)"),
+                    .send(.close(code: .impersonation, reason: "refused: possible impersonation"))] + closeNow()
+        }
+        switch role {
+        case .initiator:
+            return [.state(.awaitingPeerDecision)]
+        case .responder:
+            if standing == .paired {
+                return [.send(.pairing(.accepted))] + move(to: .connected)
+            }
+            return [.send(.pairing(.pending)), .raiseInvitation, .state(.awaitingLocalDecision)]
+        }
+    }
+
+    private mutating func received(_ frame: Frame) -> [Action] {
+        switch frame {
+        case let .ping(nonce):
+            return [.send(.pong(nonce))]
+        case .pong:
+            return []
+        case let .close(_, reason):
+            return [.report("peer closed the session: \(reason)")] + closeNow()
+        case let .pairing(status):
+            guard role == .initiator, state == .awaitingPeerDecision else { return [] }
+            switch status {
+            case .pending: return [.invitationPending]
+            case .accepted: return [.pinPeer] + move(to: .connected)
+            case .declined, .expired, .refused: return [.pairingRejected(status)] + closeNow()
+            }
+        case let .message(id, body):
+            guard state == .connected else { return [.dropped(.message)] }
+            return [.deliverMessage(id: id, body: body)]
+        case .streamOpen, .streamData, .streamClose:
+            guard state == .connected else { return [.dropped(frame.type)] }
+            return []
+        }
+    }
+
+    private mutating func move(to next: State) -> [Action] {
+        guard next != state else { return [] }
+        state = next
+        return [.state(next)]
+    }
+
+    private mutating func closeNow() -> [Action] {
+        move(to: .closed) + [.closeTransport]
+    }
+}
