@@ -1,0 +1,70 @@
+internal import Foundation
+
+/// A JSON value, for the control protocol's requests, results and events. Encodes with
+/// sorted keys so output is stable for scripts and tests.
+public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .number(Double(value)) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, b in b }))
+    }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    public init(_ value: String?) { self = value.map { .string($0) } ?? .null }
+    public init(_ value: Int) { self = .number(Double(value)) }
+    public init(_ value: UInt64) { self = .number(Double(value)) }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case let .bool(b): try c.encode(b)
+        case let .number(n):
+            if n == n.rounded(), abs(n) < 9e15 { try c.encode(Int64(n)) } else { try c.encode(n) }
+        case let .string(s): try c.encode(s)
+        case let .array(a): try c.encode(a)
+        case let .object(o): try c.encode(o)
+        }
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        if case let .object(o) = self { return o[key] }
+        return nil
+    }
+
+    public var stringValue: String? { if case let .string(s) = self { s } else { nil } }
+    public var intValue: Int? { if case let .number(n) = self { Int(exactly: n.rounded()) } else { nil } }
+    public var boolValue: Bool? { if case let .bool(b) = self { b } else { nil } }
+    public var arrayValue: [JSONValue]? { if case let .array(a) = self { a } else { nil } }
+
+    /// One line of JSON (no trailing newline).
+    public func encodedLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Parses one line of JSON; nil when it is not JSON.
+    public static func parse(_ line: String) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
+    }
+}
