@@ -15,6 +15,16 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     case index(String)
     /// A file operation failed.
     case io(path: String, reason: String)
+    /// A value given by the user is not acceptable.
+    case invalidArgument(String)
+    /// A peer, invitation or daemon was not found.
+    case notFound(String)
+    /// The peer is known but has no connected session.
+    case notConnected(String)
+    /// The peer refused, or we refused the peer.
+    case refused(String)
+    /// A connection could not be made or was lost.
+    case network(String)
 
     public var description: String {
         switch self {
@@ -32,6 +42,8 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
             return message
         case let .io(path, reason):
             return "\(path): \(reason)"
+        case let .invalidArgument(m), let .notFound(m), let .notConnected(m), let .refused(m), let .network(m):
+            return m
         }
     }
 
@@ -39,7 +51,9 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     public var category: Category {
         switch self {
         case .notInitialised: return .state
-        case .invalidDisplayName: return .usage
+        case .invalidDisplayName, .invalidArgument: return .usage
+        case .notFound, .notConnected: return .state
+        case .refused, .network: return .failure
         case .keyFileExposed, .keyFileCorrupt, .index: return .data
         case .homeUnusable, .io: return .failure
         }

@@ -24,6 +24,10 @@ public struct NodeHome: Sendable, Equatable {
     public var keyFile: String { path + "/identity.key" }
     /// The SQLite index.
     public var indexFile: String { path + "/index.db" }
+    /// The daemon's control socket (mode 0600).
+    public var controlSocket: String { path + "/control.sock" }
+    /// Held (flock) by the running daemon, with its PID inside.
+    public var lockFile: String { path + "/daemon.lock" }
 
     /// Creates the directory (mode 0700) if it does not exist.
     public func create() throws(EngineError) {

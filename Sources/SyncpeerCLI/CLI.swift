@@ -9,6 +9,17 @@ public enum CLI {
     public static let commands: [any Command.Type] = [
         InitCommand.self,
         IdCommand.self,
+        DaemonCommand.self,
+        PairCommand.self,
+        InvitationsCommand.self,
+        AcceptCommand.self,
+        DeclineCommand.self,
+        PeersCommand.self,
+        MsgCommand.self,
+        ChatCommand.self,
+        DisconnectCommand.self,
+        UnpairCommand.self,
+        EventsCommand.self,
         HelpCommand.self,
     ]
 

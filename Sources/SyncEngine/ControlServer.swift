@@ -1,0 +1,143 @@
+internal import Foundation
+internal import PeerNet
+
+/// The node's local control socket: a Unix-domain socket in the home (mode 0600) that
+/// speaks newline-delimited JSON. Each request is one object with an `id` and an `op`;
+/// the answer is one final line `{"id":…,"ok":true,"result":…}` or
+/// `{"id":…,"ok":false,"error":"…","category":"usage|state|data|failure"}`, possibly
+/// preceded by progress lines `{"id":…,"event":{…}}`. The `events` op streams every node
+/// event until the client disconnects.
+///
+/// Ops: status, peers, invitations, pair {address, context?}, accept {invitation},
+/// decline {invitation}, msg {peer, text}, disconnect {peer}, unpair {peer}, events.
+public final class ControlServer: @unchecked Sendable {
+    // @unchecked: `listener` is set once in start() before any other thread sees self;
+    // everything else is immutable.
+    let node: Node
+    public let path: String
+    private var listener: UnixListener?
+
+    public init(node: Node, path: String) {
+        self.node = node
+        self.path = path
+    }
+
+    public func start() throws(EngineError) {
+        let listener: UnixListener
+        do { listener = try UnixListener(path: path) } catch {
+            throw .network("cannot open the control socket: \(error.description)")
+        }
+        self.listener = listener
+        let thread = Thread { [self] in
+            while let connection = try? listener.accept() {
+                let client = Thread { [self] in serve(connection) }
+                client.name = "syncpeer-control-client"
+                client.start()
+            }
+        }
+        thread.name = "syncpeer-control"
+        thread.start()
+    }
+
+    public func stop() {
+        listener?.close()
+    }
+
+    private func serve(_ connection: UnixConnection) {
+        var reader = LineReader(connection)
+        var subscription: UInt64?
+        defer {
+            if let subscription { node.unsubscribe(subscription) }
+            connection.close()
+        }
+        while let line = try? reader.readLine() {
+            let reply = Replier(connection: connection)
+            guard let request = JSONValue.parse(line), let op = request["op"]?.stringValue else {
+                reply.failure(request?["id"], .invalidArgument("a request must be a JSON object with an \"op\""))
+                continue
+            }
+            let id = request["id"]
+            if op == "events" {
+                if subscription == nil {
+                    subscription = node.subscribe { event in reply.event(id, event) }
+                }
+                reply.success(id, "subscribed")
+                continue
+            }
+            handle(op, request, id: id, reply: reply)
+        }
+    }
+
+    private func handle(_ op: String, _ request: JSONValue, id: JSONValue?, reply: Replier) {
+        func argument(_ name: String) throws(EngineError) -> String {
+            guard let value = request[name]?.stringValue else { throw .invalidArgument("'\(op)' needs \"\(name)\"") }
+            return value
+        }
+        do throws(EngineError) {
+            switch op {
+            case "status":
+                reply.success(id, node.status())
+            case "peers":
+                reply.success(id, .array(node.peers()))
+            case "invitations":
+                reply.success(id, .array(node.invitations()))
+            case "accept", "decline":
+                let peer = try node.answer(invitation: try argument("invitation"), accept: op == "accept")
+                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
+            case "msg":
+                let (peer, messageID) = try node.sendMessage(to: try argument("peer"), text: try argument("text"))
+                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)], "id": JSONValue(messageID)])
+            case "disconnect":
+                let peer = try node.disconnect(peer: try argument("peer"))
+                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
+            case "unpair":
+                let peer = try node.unpair(peer: try argument("peer"))
+                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
+            case "pair":
+                let done = DispatchSemaphore(value: 0)
+                node.pair(address: try argument("address"), context: request["context"]?.stringValue,
+                          progress: { event in reply.event(id, event) },
+                          completion: { result in
+                              switch result {
+                              case let .success(peer):
+                                  reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
+                              case let .failure(error):
+                                  reply.failure(id, error)
+                              }
+                              done.signal()
+                          })
+                done.wait()
+            default:
+                throw .invalidArgument("unknown op '\(op)'")
+            }
+        } catch {
+            reply.failure(id, error)
+        }
+    }
+
+    /// Writes answer lines to one client (writes are serialised by the stream).
+    struct Replier: Sendable {
+        let connection: UnixConnection
+
+        func success(_ id: JSONValue?, _ result: JSONValue) {
+            write(["id": id ?? .null, "ok": true, "result": result])
+        }
+
+        func failure(_ id: JSONValue?, _ error: EngineError) {
+            write(["id": id ?? .null, "ok": false, "error": .string(error.description),
+                   "category": .string("\(error.category)")])
+        }
+
+        func event(_ id: JSONValue?, _ event: NodeEvent) {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            guard let data = try? encoder.encode(event),
+                  let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return }
+            write(["id": id ?? .null, "event": value])
+        }
+
+        private func write(_ value: JSONValue) {
+            try? connection.write(Array((value.encodedLine() + "\n").utf8))
+        }
+    }
+}

@@ -1,0 +1,43 @@
+internal import PeerNet
+
+/// A running node with its home lock and control socket: what `syncpeer daemon` runs.
+public final class Daemon: Sendable {
+    public let node: Node
+    public let listenAddress: String
+    let lock: HomeLock
+    let control: ControlServer
+
+    private init(node: Node, listenAddress: String, lock: HomeLock, control: ControlServer) {
+        self.node = node
+        self.listenAddress = listenAddress
+        self.lock = lock
+        self.control = control
+    }
+
+    /// Locks the home (one daemon per home), opens the node, listens, opens the control
+    /// socket. `onEvent` sees every event from the start (including `listening`).
+    public static func start(home: NodeHome, config: NodeConfig,
+                             onEvent: @escaping @Sendable (NodeEvent) -> Void) throws(EngineError) -> Daemon {
+        let lock: HomeLock
+        do { lock = try HomeLock.acquire(path: home.lockFile) } catch {
+            throw .network("\(error.description) (home \(home.path))")
+        }
+        let node = try Node.open(home: home, config: config)
+        _ = node.subscribe(onEvent)
+        let control = ControlServer(node: node, path: home.controlSocket)
+        try control.start()
+        let address: String
+        do { address = try node.start() } catch {
+            control.stop()
+            throw error
+        }
+        return Daemon(node: node, listenAddress: address, lock: lock, control: control)
+    }
+
+    /// Says goodbye to every peer, closes the sockets and releases the home.
+    public func stop() {
+        control.stop()
+        node.stop()
+        lock.release()
+    }
+}

@@ -1,0 +1,653 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+
+/// The node: the composition root that owns the listener, the sessions with peers, the
+/// index and the event subscribers. Every mutable property is confined to `queue`;
+/// blocking work (accept, connect, handshakes, reads) runs on dedicated threads and hands
+/// its results to `queue`.
+///
+///     accept thread ─▶ handshake thread ─┐
+///     dial thread ───▶ handshake ────────┼─▶ queue: SessionMachine → actions ─▶ send queue / events / index
+///     reader thread per session ─────────┘        ▲
+///     timer (1 s): keepalive, dead peers, invitation expiry, redial ┘
+public final class Node: @unchecked Sendable {
+    // @unchecked: all mutable state below is read and written only on `queue`.
+    public let identity: Identity
+    public let home: NodeHome
+    public let config: NodeConfig
+    let index: NodeIndex
+    let queue = DispatchQueue(label: "syncpeer.node")
+
+    private var listener: TCPListener?
+    private var sessions: [UInt64: Session] = [:]
+    private var nextSessionID: UInt64 = 1
+    private var subscribers: [UInt64: @Sendable (NodeEvent) -> Void] = [:]
+    private var nextSubscriberID: UInt64 = 1
+    private var redials: [String: Redial] = [:]
+    private var dialsInFlight: Set<String> = []
+    private var timer: (any DispatchSourceTimer)?
+    private var stopped = false
+    private var listenPort: UInt16 = 0
+    private var listenHost = ""
+
+    struct Redial {
+        var address: String
+        var nextAttempt: ContinuousClock.Instant
+        var delay: Duration
+    }
+
+    init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
+        self.home = home
+        self.identity = identity
+        self.index = index
+        self.config = config
+    }
+
+    /// Opens an initialised home (identity and index) for running a node.
+    public static func open(home: NodeHome, config: NodeConfig) throws(EngineError) -> Node {
+        let identity = try NodeSetup.loadIdentity(home: home)
+        let index = try NodeSetup.openIndex(home)
+        return Node(home: home, identity: identity, index: index, config: config)
+    }
+
+    // MARK: - Lifecycle
+
+    /// Binds the listener and starts accepting, the timer and redials. Returns "host:port".
+    public func start() throws(EngineError) -> String {
+        let address: HostPort
+        do { address = try HostPort(parsing: config.listen) } catch { throw .invalidArgument("--listen: \(error.description)") }
+        let listener: TCPListener
+        do { listener = try TCPListener(host: address.host, port: address.port) } catch {
+            throw .network("cannot listen on \(config.listen): \(error.description)")
+        }
+        let bound = HostPort(host: address.host, port: listener.port).description
+        queue.sync {
+            self.listener = listener
+            self.listenPort = listener.port
+            self.listenHost = address.host
+            self.emit(NodeEvent(.listening, address: bound, time: now()))
+        }
+        let acceptThread = Thread { [self] in acceptLoop(listener) }
+        acceptThread.name = "syncpeer-accept"
+        acceptThread.start()
+
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.resume()
+        queue.sync {
+            self.timer = timer
+            self.scheduleInitialRedials()
+        }
+        return bound
+    }
+
+    /// Closes every session (telling peers), the listener and the timer.
+    public func stop() {
+        let (closing, listener): ([Session], TCPListener?) = queue.sync {
+            stopped = true
+            timer?.cancel()
+            timer = nil
+            let all = Array(sessions.values)
+            for session in all { perform(session.machine.handle(.localDisconnect), on: session) }
+            return (all, self.listener)
+        }
+        listener?.close()
+        // Wait until the goodbye frames are written.
+        for session in closing { session.sendQueue.sync {} }
+    }
+
+    /// Registers a handler for every event; returns a token for `unsubscribe`.
+    public func subscribe(_ handler: @escaping @Sendable (NodeEvent) -> Void) -> UInt64 {
+        queue.sync {
+            let id = nextSubscriberID
+            nextSubscriberID += 1
+            subscribers[id] = handler
+            return id
+        }
+    }
+
+    public func unsubscribe(_ token: UInt64) {
+        queue.async { self.subscribers[token] = nil }
+    }
+
+    // MARK: - Requests (any thread)
+
+    /// Dials HOST:PORT and invites the node there. `completion` runs once: with the peer when
+    /// the session is connected (the peer accepted), or with the reason it was not.
+    public func pair(address: String, context: String?,
+                     progress: @escaping @Sendable (NodeEvent) -> Void = { _ in },
+                     completion: @escaping @Sendable (Result<NodeEvent.Peer, EngineError>) -> Void) {
+        if let context, context.utf8.count > WireLimits.maxContext {
+            completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
+            return
+        }
+        dial(address: address, expected: nil, context: context, progress: progress, completion: completion)
+    }
+
+    /// Open invitations from peers.
+    public func invitations() -> [JSONValue] {
+        queue.sync {
+            sessions.values.filter { $0.invitationID != nil && $0.machine.state == .awaitingLocalDecision }
+                .sorted { $0.id < $1.id }
+                .map { session in
+                    [
+                        "invitation": .string(session.invitationID!),
+                        "peer": ["id": .string(session.peer.id), "name": .string(session.peer.name)],
+                        "sas": .string(session.channel.shortAuthenticationString),
+                        "context": JSONValue(session.context),
+                        "address": .string(session.channel.remoteDescription),
+                    ]
+                }
+        }
+    }
+
+    /// Accepts or declines an open invitation.
+    public func answer(invitation: String, accept: Bool) throws(EngineError) -> NodeEvent.Peer {
+        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+            let wanted = invitation.uppercased()
+            guard let session = sessions.values.first(where: { $0.invitationID == wanted && $0.machine.state == .awaitingLocalDecision }) else {
+                return .failure(.notFound("no open invitation '\(invitation)'; see 'syncpeer invitations'"))
+            }
+            let actions = session.machine.handle(accept ? .localAccept : .localDecline)
+            emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID,
+                           outcome: accept ? "accepted" : "declined", time: now()))
+            perform(actions, on: session)
+            return .success(session.peer)
+        }
+        return try result.get()
+    }
+
+    /// Sends a text message to a connected, paired peer; returns the peer and message ID.
+    public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (NodeEvent.Peer, UInt64) {
+        let body = Array(text.utf8)
+        guard body.count <= WireLimits.maxMessageBody else {
+            throw .invalidArgument("the message is \(body.count) bytes; at most \(WireLimits.maxMessageBody) are allowed")
+        }
+        let result: Result<(NodeEvent.Peer, UInt64), EngineError> = queue.sync {
+            do {
+                let session = try connectedSession(for: peerText)
+                let id = session.nextMessageID
+                session.nextMessageID += 1
+                session.send([.message(id: id, body: body)])
+                return .success((session.peer, id))
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Ends the session with a peer (both ends see it closed). A paired peer is not
+    /// redialled until the node restarts or it connects again.
+    public func disconnect(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
+        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+            do {
+                let session = try liveSession(for: peerText)
+                redials[session.deviceKey] = nil
+                session.closeReason = "disconnected by the user"
+                perform(session.machine.handle(.localDisconnect), on: session)
+                return .success(session.peer)
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Forgets a paired peer: removes its pinned key and ends its session.
+    public func unpair(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
+        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+            do {
+                let record = try knownPeer(for: peerText)
+                _ = try index.deletePeer(deviceID: record.deviceID)
+                redials[record.deviceID] = nil
+                let peer = NodeEvent.Peer(id: displayID(record.deviceID), name: record.name)
+                for session in sessions.values where session.deviceKey == record.deviceID {
+                    session.closeReason = "unpaired"
+                    perform(session.machine.handle(.localDisconnect), on: session)
+                }
+                return .success(peer)
+            } catch let error as EngineError {
+                return .failure(error)
+            } catch {
+                return .failure(.index("\(error)"))
+            }
+        }
+        return try result.get()
+    }
+
+    /// Paired peers and live sessions, merged: one entry per device.
+    public func peers() -> [JSONValue] {
+        queue.sync {
+            var entries: [String: [String: JSONValue]] = [:]
+            let records = (try? index.peers()) ?? []
+            for record in records where record.trust == .paired {
+                entries[record.deviceID] = [
+                    "peer": ["id": .string(displayID(record.deviceID)), "name": .string(record.name)],
+                    "paired": true, "state": "notConnected",
+                    "addresses": .array(record.addresses.map { .string($0) }),
+                    "lastSeen": record.lastSeen.map { .number(Double($0)) } ?? .null,
+                ]
+            }
+            for session in sessions.values where session.machine.state != .closed {
+                var entry = entries[session.deviceKey] ?? [
+                    "peer": ["id": .string(session.peer.id), "name": .string(session.peer.name)],
+                    "paired": false, "addresses": .array([]), "lastSeen": .null,
+                ]
+                entry["state"] = .string(Self.publicState(session.machine.state))
+                entry["address"] = .string(session.channel.remoteDescription)
+                entries[session.deviceKey] = entry
+            }
+            return entries.values.sorted { ($0["peer"]?["name"]?.stringValue ?? "") < ($1["peer"]?["name"]?.stringValue ?? "") }
+                .map { .object($0) }
+        }
+    }
+
+    /// Facts about this node for `status`.
+    public func status() -> JSONValue {
+        queue.sync {
+            [
+                "id": .string(identity.deviceID.description),
+                "name": .string(identity.displayName),
+                "listen": .string(HostPort(host: listenHost, port: listenPort).description),
+                "pid": JSONValue(Int(getpid())),
+                "sessions": JSONValue(sessions.count),
+            ]
+        }
+    }
+
+    /// The Multipeer-style state names: notConnected, connecting, connected.
+    static func publicState(_ state: SessionMachine.State) -> String {
+        switch state {
+        case .awaitingLocalDecision, .awaitingPeerDecision: return "connecting"
+        case .connected: return "connected"
+        case .closed: return "notConnected"
+        }
+    }
+
+    // MARK: - Dialling and accepting
+
+    private func dial(address: String, expected: String?, context: String?,
+                      progress: (@Sendable (NodeEvent) -> Void)? = nil,
+                      completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
+        let target: HostPort
+        do { target = try HostPort(parsing: address) } catch {
+            completion?(.failure(.invalidArgument(error.description)))
+            return
+        }
+        let started: Bool = queue.sync {
+            if stopped || dialsInFlight.contains(address) { return false }
+            dialsInFlight.insert(address)
+            return true
+        }
+        guard started else {
+            completion?(.failure(.network("already connecting to \(address)")))
+            return
+        }
+        let hello = makeHello(context: context)
+        let thread = Thread { [self] in
+            let outcome: Result<SecureChannel, NetError>
+            do {
+                let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
+                outcome = .success(try SecureChannel.initiate(over: stream, staticKey: identity.keyPair, hello: hello,
+                                                              timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval))
+            } catch {
+                outcome = .failure(error)
+            }
+            queue.async { [self] in
+                dialsInFlight.remove(address)
+                switch outcome {
+                case let .failure(error):
+                    emitError(nil, "cannot connect to \(address): \(error.description)")
+                    completion?(.failure(.network("cannot connect to \(address): \(error.description)")))
+                case let .success(channel):
+                    let session = register(channel, role: .initiator, dialAddress: address)
+                    session.pairCompletion = completion
+                    session.pairProgress = progress
+                    begin(session, standing: standing(of: channel, expected: expected, address: address))
+                }
+            }
+        }
+        thread.name = "syncpeer-dial"
+        thread.start()
+    }
+
+    private func acceptLoop(_ listener: TCPListener) {
+        while true {
+            let stream: TCPConnection
+            do { stream = try listener.accept() } catch {
+                let done = queue.sync { stopped }
+                if done { return }
+                if case .closed = error { return }
+                continue
+            }
+            let hello = makeHello(context: nil)
+            let thread = Thread { [self] in
+                do {
+                    let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
+                                                            timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
+                    let dialBack = channel.remoteHello.listenPort.map {
+                        HostPort(host: stream.remoteHost, port: $0).description
+                    }
+                    queue.async { [self] in
+                        if stopped { channel.close(); return }
+                        let session = register(channel, role: .responder, dialAddress: dialBack)
+                        begin(session, standing: standing(of: channel, expected: nil, address: nil))
+                    }
+                } catch {
+                    stream.close()
+                    queue.async { [self] in
+                        emitError(nil, "handshake with \(stream.remoteDescription) failed: \(error.description)")
+                    }
+                }
+            }
+            thread.name = "syncpeer-handshake"
+            thread.start()
+        }
+    }
+
+    private func makeHello(context: String?) -> Hello {
+        Hello(displayName: identity.displayName, softwareVersion: SyncEngine.version,
+              features: ["messages"], context: context, listenPort: queue.sync { listenPort })
+    }
+
+    /// How much the node trusts the peer of a fresh channel.
+    private func standing(of channel: SecureChannel, expected: String?, address: String?) -> SessionMachine.PeerStanding {
+        let device = channel.remoteDeviceID.compact
+        if let expected, expected != device {
+            return .impersonation("expected \(displayID(expected).prefix(7)) at \(address ?? "?"), but \(channel.remoteDeviceID.shortID) answered with another key")
+        }
+        let records = (try? index.peers()) ?? []
+        if let record = records.first(where: { $0.deviceID == device }), record.trust == .paired {
+            return .paired
+        }
+        let name = channel.remoteHello.displayName
+        if let twin = records.first(where: { $0.trust == .paired && $0.name == name && $0.deviceID != device }) {
+            return .impersonation("'\(name)' is paired as \(displayID(twin.deviceID).prefix(7)) but presents a different key (\(channel.remoteDeviceID.shortID))")
+        }
+        return .unknown
+    }
+
+    // MARK: - Sessions
+
+    private func register(_ channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) -> Session {
+        let session = Session(id: nextSessionID, channel: channel, role: role, dialAddress: dialAddress)
+        nextSessionID += 1
+        sessions[session.id] = session
+        return session
+    }
+
+    private func begin(_ session: Session, standing: SessionMachine.PeerStanding) {
+        // One session per device: when two exist (both dialled at once), keep the one
+        // dialled by the smaller device ID, so both ends keep the same one.
+        if standing == .paired,
+           let other = sessions.values.first(where: { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }) {
+            let myKey = identity.deviceID.compact
+            func initiatorKey(_ s: Session) -> String { s.machine.role == .initiator ? myKey : s.deviceKey }
+            let keepNew = initiatorKey(session) < initiatorKey(other)
+            let loser = keepNew ? other : session
+            if !keepNew || other.machine.state != .connected {
+                loser.closeReason = "duplicate connection"
+                loser.pairCompletion = nil
+                if loser === session {
+                    session.send([.close(code: .normal, reason: "duplicate connection")])
+                    sessions[session.id] = nil
+                    session.closeAfterPendingSends()
+                    return
+                }
+                perform(loser.machine.handle(.localDisconnect), on: loser)
+            }
+        }
+        redials[session.deviceKey] = nil
+        emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
+        perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
+        startReader(session)
+    }
+
+    private func startReader(_ session: Session) {
+        let channel = session.channel
+        let id = session.id
+        let thread = Thread { [self] in
+            while true {
+                do {
+                    guard let frame = try channel.receive() else {
+                        queue.async { [self] in transportEnded(id, "peer closed the connection") }
+                        return
+                    }
+                    queue.async { [self] in
+                        guard let session = sessions[id] else { return }
+                        session.lastReceived = .now
+                        perform(session.machine.handle(.frame(frame)), on: session)
+                    }
+                } catch {
+                    queue.async { [self] in transportEnded(id, error.description) }
+                    return
+                }
+            }
+        }
+        thread.name = "syncpeer-reader"
+        thread.start()
+    }
+
+    private func transportEnded(_ id: UInt64, _ reason: String) {
+        guard let session = sessions[id] else { return }
+        perform(session.machine.handle(.transportClosed(session.closeReason ?? reason)), on: session)
+    }
+
+    /// Carries out a state machine's actions.
+    private func perform(_ actions: [SessionMachine.Action], on session: Session) {
+        var outgoing: [Frame] = []
+        for action in actions {
+            switch action {
+            case let .send(frame):
+                outgoing.append(frame)
+            case let .state(state):
+                if state == .closed { continue }
+                if state == .connected {
+                    markSeen(session)
+                    session.pairCompletion?(.success(session.peer))
+                    session.pairCompletion = nil
+                }
+                emit(NodeEvent(.state, peer: session.peer, state: Self.publicState(state), time: now()))
+            case .raiseInvitation:
+                let invitation = Self.newInvitationID()
+                session.invitationID = invitation
+                session.invitationDeadline = .now + config.invitationTimeout
+                emit(NodeEvent(.invitation, peer: session.peer, invitation: invitation,
+                               sas: session.channel.shortAuthenticationString, context: session.context,
+                               address: session.channel.remoteDescription, time: now()))
+                if config.autoAccept {
+                    session.send(outgoing)
+                    outgoing = []
+                    emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
+                    perform(session.machine.handle(.localAccept), on: session)
+                    return
+                }
+            case .invitationPending:
+                let event = NodeEvent(.invitationPending, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now())
+                emit(event)
+                session.pairProgress?(event)
+            case .pinPeer:
+                pin(session)
+            case let .deliverMessage(id, body):
+                emit(NodeEvent(.message, peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now()))
+            case let .dropped(type):
+                emit(NodeEvent(.dropped, peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now()))
+            case let .pairingRejected(status):
+                emit(NodeEvent(.pairingRejected, peer: session.peer, outcome: "\(status)", time: now()))
+                session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
+                session.pairCompletion = nil
+            case let .report(text):
+                if text.hasPrefix("refused") {
+                    emit(NodeEvent(.refused, peer: session.peer, reason: text, time: now()))
+                    session.pairCompletion?(.failure(.refused(text)))
+                    session.pairCompletion = nil
+                } else {
+                    session.closeReason = session.closeReason ?? text
+                }
+            case .closeTransport:
+                session.send(outgoing)
+                outgoing = []
+                session.closeAfterPendingSends()
+            }
+        }
+        session.send(outgoing)
+        if session.machine.state == .closed { finish(session) }
+    }
+
+    /// Removes a closed session, reports it, and plans a redial for a paired peer.
+    private func finish(_ session: Session) {
+        guard sessions.removeValue(forKey: session.id) != nil else { return }
+        session.closeAfterPendingSends()
+        let reason = session.closeReason ?? "closed"
+        emit(NodeEvent(.state, peer: session.peer, state: "notConnected", reason: reason, time: now()))
+        session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
+        session.pairCompletion = nil
+        let userEnded = reason == "disconnected by the user" || reason == "unpaired" || reason == "duplicate connection"
+        if !stopped, !userEnded, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
+           let address = record.addresses.first,
+           !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
+            redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+        }
+    }
+
+    private func pin(_ session: Session) {
+        let time = now()
+        let existing = try? index.peer(deviceID: session.deviceKey)
+        var addresses = existing??.addresses ?? []
+        if let address = session.dialAddress {
+            addresses.removeAll { $0 == address }
+            addresses.insert(address, at: 0)
+        }
+        let record = PeerRecord(deviceID: session.deviceKey, name: session.peer.name, publicKey: session.publicKey.bytes,
+                                trust: .paired, firstSeen: existing??.firstSeen ?? time, lastSeen: time,
+                                pairedAt: existing??.pairedAt ?? time, addresses: addresses)
+        do {
+            try index.upsertPeer(record)
+            emit(NodeEvent(.paired, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now()))
+        } catch {
+            emitError(session.peer, "cannot store the pairing: \(error)")
+        }
+    }
+
+    private func markSeen(_ session: Session) {
+        try? index.updateLastSeen(deviceID: session.deviceKey, address: session.dialAddress)
+    }
+
+    // MARK: - Timer: keepalive, dead peers, invitations, redial
+
+    private func tick() {
+        if stopped { return }
+        let now = ContinuousClock.now
+        for session in Array(sessions.values) {
+            if let deadline = session.invitationDeadline, session.machine.state == .awaitingLocalDecision, now >= deadline {
+                session.invitationDeadline = nil
+                session.closeReason = "invitation expired"
+                emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID, outcome: "expired", time: self.now()))
+                perform(session.machine.handle(.invitationExpired), on: session)
+                continue
+            }
+            if now - session.lastReceived > config.deadPeerTimeout {
+                session.closeReason = "no answer for \(config.deadPeerTimeout) (peer gone)"
+                perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
+                session.channel.close()
+                continue
+            }
+            if now - session.lastSent >= config.keepaliveInterval {
+                session.send([.ping(UInt64.random(in: 0...UInt64.max))])
+            }
+        }
+        for (device, redial) in redials where now >= redial.nextAttempt {
+            if sessions.values.contains(where: { $0.deviceKey == device }) { redials[device] = nil; continue }
+            var next = redial
+            next.delay = min(redial.delay * 2, config.redialMaximum)
+            next.nextAttempt = now + next.delay
+            redials[device] = next
+            queue.async { [self] in dial(address: redial.address, expected: device, context: nil, completion: nil) }
+        }
+    }
+
+    private func scheduleInitialRedials() {
+        let records = (try? index.peers()) ?? []
+        for record in records where record.trust == .paired {
+            if let address = record.addresses.first {
+                redials[record.deviceID] = Redial(address: address, nextAttempt: .now, delay: config.redialInitial)
+            }
+        }
+        for address in config.staticPeers where !records.contains(where: { $0.addresses.first == address }) {
+            queue.async { [self] in dial(address: address, expected: nil, context: nil, completion: nil) }
+        }
+    }
+
+    // MARK: - Lookup and events
+
+    private func candidates() -> [PeerResolver.Candidate] {
+        var list: [PeerResolver.Candidate] = []
+        var seen: Set<String> = []
+        for record in (try? index.peers()) ?? [] where record.trust == .paired {
+            list.append(.init(deviceID: displayID(record.deviceID), name: record.name, addresses: record.addresses))
+            seen.insert(record.deviceID)
+        }
+        for session in sessions.values where !seen.contains(session.deviceKey) {
+            list.append(.init(deviceID: session.peer.id, name: session.peer.name, addresses: session.dialAddress.map { [$0] } ?? []))
+            seen.insert(session.deviceKey)
+        }
+        return list
+    }
+
+    private func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
+        do {
+            switch try PeerResolver.resolve(text, among: candidates()) {
+            case let .peer(candidate): return candidate
+            case let .address(address): throw PeerResolver.Failure.unknown(address)
+            }
+        } catch {
+            throw .notFound(error.description)
+        }
+    }
+
+    private func liveSession(for text: String) throws(EngineError) -> Session {
+        let candidate = try resolve(text)
+        let key = candidate.deviceID.filter { $0 != "-" }
+        guard let session = sessions.values.first(where: { $0.deviceKey == key && $0.machine.state != .closed }) else {
+            throw .notConnected("\(candidate.name) is not connected")
+        }
+        return session
+    }
+
+    private func connectedSession(for text: String) throws(EngineError) -> Session {
+        let session = try liveSession(for: text)
+        guard session.machine.state == .connected else {
+            throw .notConnected("\(session.peer.name) is not paired yet (the invitation is open)")
+        }
+        return session
+    }
+
+    private func knownPeer(for text: String) throws -> PeerRecord {
+        let candidate = try resolve(text)
+        guard let record = try index.peer(deviceID: candidate.deviceID.filter { $0 != "-" }), record.trust == .paired else {
+            throw EngineError.notFound("\(candidate.name) is not paired")
+        }
+        return record
+    }
+
+    private func displayID(_ compact: String) -> String {
+        (try? DeviceID(parsing: compact))?.description ?? compact
+    }
+
+    private func emit(_ event: NodeEvent) {
+        for handler in subscribers.values { handler(event) }
+    }
+
+    private func emitError(_ peer: NodeEvent.Peer?, _ reason: String) {
+        emit(NodeEvent(.error, peer: peer, reason: reason, time: now()))
+    }
+
+    private func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    static func newInvitationID() -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        return String((0..<6).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
+    }
+}

@@ -1,0 +1,28 @@
+/// How a node runs. Defaults are for real users; tests and the demo pass loopback and
+/// short timeouts.
+public struct NodeConfig: Sendable {
+    /// The default TCP port (documented in the README).
+    public static let defaultPort: UInt16 = 41_414
+
+    /// Where to listen: "HOST:PORT"; port 0 picks a free port.
+    public var listen: String = "0.0.0.0:\(NodeConfig.defaultPort)"
+    /// Accept every invitation without asking (demos and tests only).
+    public var autoAccept = false
+    /// How long an unanswered invitation lasts.
+    public var invitationTimeout: Duration = .seconds(30)
+    /// A handshake that takes longer is dropped.
+    public var handshakeTimeout: Duration = .seconds(10)
+    /// A ping is sent when nothing was sent for this long.
+    public var keepaliveInterval: Duration = .seconds(2)
+    /// A peer silent for this long is considered gone.
+    public var deadPeerTimeout: Duration = .seconds(7)
+    /// First and longest wait before redialling a paired peer.
+    public var redialInitial: Duration = .seconds(1)
+    public var redialMaximum: Duration = .seconds(30)
+    /// Addresses to dial at start ("HOST:PORT"), in addition to paired peers' addresses.
+    public var staticPeers: [String] = []
+    /// Transport rekey interval in messages (each direction).
+    public var rekeyInterval: UInt64 = 1 << 16
+
+    public init() {}
+}

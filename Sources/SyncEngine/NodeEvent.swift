@@ -1,0 +1,69 @@
+/// Something that happened in the node, for the CLI to render and for scripts (NDJSON via
+/// `syncpeer events`). Fields that do not apply are left out of the JSON.
+public struct NodeEvent: Sendable, Equatable, Encodable {
+    public enum Kind: String, Sendable, Encodable {
+        /// The node listens (address).
+        case listening
+        /// A session changed state (peer, state, reason when closed).
+        case state
+        /// A peer invites us (invitation, peer, sas, context, address).
+        case invitation
+        /// An invitation ended (invitation, outcome: accepted / declined / expired / cancelled).
+        case invitationClosed = "invitation_closed"
+        /// Our invitation reached the peer, which now shows the same SAS (peer, sas).
+        case invitationPending = "invitation_pending"
+        /// A peer was pinned (peer).
+        case paired
+        /// Pairing ended without trust (peer, outcome).
+        case pairingRejected = "pairing_rejected"
+        /// A message arrived (peer, id, text).
+        case message
+        /// A connection was refused (peer, reason): impersonation, not paired...
+        case refused
+        /// A frame from a peer that is not (yet) trusted was dropped (peer, reason).
+        case dropped
+        /// An error on a session or the listener (peer?, reason).
+        case error
+    }
+
+    /// A peer as events show it.
+    public struct Peer: Sendable, Equatable, Encodable {
+        public let id: String
+        public let name: String
+        public init(id: String, name: String) {
+            self.id = id
+            self.name = name
+        }
+    }
+
+    public var event: Kind
+    public var peer: Peer?
+    public var state: String?
+    public var invitation: String?
+    public var sas: String?
+    public var context: String?
+    public var address: String?
+    public var outcome: String?
+    public var id: UInt64?
+    public var text: String?
+    public var reason: String?
+    /// Milliseconds since 1970.
+    public var time: Int64
+
+    public init(_ event: Kind, peer: Peer? = nil, state: String? = nil, invitation: String? = nil, sas: String? = nil,
+                context: String? = nil, address: String? = nil, outcome: String? = nil, id: UInt64? = nil,
+                text: String? = nil, reason: String? = nil, time: Int64) {
+        self.event = event
+        self.peer = peer
+        self.state = state
+        self.invitation = invitation
+        self.sas = sas
+        self.context = context
+        self.address = address
+        self.outcome = outcome
+        self.id = id
+        self.text = text
+        self.reason = reason
+        self.time = time
+    }
+}

@@ -1,0 +1,64 @@
+internal import Dispatch
+internal import PeerCrypto
+internal import PeerNet
+internal import PeerWire
+
+/// One live connection to a peer after its handshake: the secure channel, the state
+/// machine and the bookkeeping around them. Confined to the node's queue, except that
+/// frames are written on the session's own serial `sendQueue` so a slow peer never
+/// blocks the node.
+final class Session {
+    let id: UInt64
+    let channel: SecureChannel
+    var machine: SessionMachine
+    let peer: NodeEvent.Peer
+    /// Canonical compact device ID (the index's key).
+    let deviceKey: String
+    let publicKey: PublicKey
+    /// Where this peer can be dialled ("host:port"), if known.
+    let dialAddress: String?
+    /// The invitation context the initiator sent, if any.
+    let context: String?
+    let sendQueue: DispatchQueue
+    var lastReceived: ContinuousClock.Instant
+    var lastSent: ContinuousClock.Instant
+    var invitationID: String?
+    var invitationDeadline: ContinuousClock.Instant?
+    /// Called once when a pairing this node started ends (connected, or refused).
+    var pairCompletion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?
+    /// Told when our invitation reached the peer (it now shows the SAS).
+    var pairProgress: (@Sendable (NodeEvent) -> Void)?
+    var nextMessageID: UInt64 = 1
+    var closeReason: String?
+
+    init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
+        self.id = id
+        self.channel = channel
+        self.machine = SessionMachine(role: role)
+        self.peer = NodeEvent.Peer(id: channel.remoteDeviceID.description, name: channel.remoteHello.displayName)
+        self.deviceKey = channel.remoteDeviceID.compact
+        self.publicKey = channel.remoteStaticKey
+        self.dialAddress = dialAddress
+        self.context = channel.remoteHello.context
+        self.sendQueue = DispatchQueue(label: "syncpeer.session.\(id).send")
+        let now = ContinuousClock.now
+        lastReceived = now
+        lastSent = now
+    }
+
+    /// Queues frames for sending, in order.
+    func send(_ frames: [Frame]) {
+        guard !frames.isEmpty else { return }
+        lastSent = .now
+        let channel = self.channel
+        sendQueue.async {
+            try? channel.send(frames)
+        }
+    }
+
+    /// Closes the channel after everything queued before it was sent.
+    func closeAfterPendingSends() {
+        let channel = self.channel
+        sendQueue.async { channel.close() }
+    }
+}

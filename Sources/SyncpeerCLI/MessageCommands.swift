@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import Foundation
+internal import SyncEngine
+
+/// `syncpeer msg --to PEER TEXT`: one encrypted message to a connected peer.
+struct MsgCommand: Command {
+    static let spec = CommandSpec(
+        name: "msg",
+        abstract: "send an encrypted message to a connected, paired peer",
+        options: [OptionSpec("to", .value("PEER"), help: "display name, device ID (prefix) or HOST:PORT")],
+        arguments: [ArgumentSpec("TEXT", help: "the message (at most 64 KiB of UTF-8)")],
+        examples: ["syncpeer msg --to bob 'dinner is ready'"])
+
+    let peer: String
+    let text: String
+
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        guard let peer = arguments.value("to") else { throw .usage("'syncpeer msg' needs --to PEER") }
+        self.peer = peer
+        text = arguments.positionals[0]
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request("msg", ["peer": .string(peer), "text": .string(text)])
+        context.print(result, text: "sent to \(EventRenderer.peerName(result))")
+        return ExitCode.success
+    }
+}
+
+/// `syncpeer chat PEER`: lines typed are sent; lines received are shown with the sender.
+struct ChatCommand: Command {
+    static let spec = CommandSpec(
+        name: "chat",
+        abstract: "chat with a connected peer: typed lines are sent, received ones shown",
+        discussion: "End with Ctrl-D. Messages from other peers are shown too, with their names.",
+        arguments: [ArgumentSpec("PEER", help: "display name, device ID (prefix) or HOST:PORT")],
+        examples: ["syncpeer chat bob"])
+
+    let peer: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) { peer = arguments.positionals[0] }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let listener = try context.client()
+        let sender = try context.client()
+        let output = context.output
+        let json = context.globals.json
+        // Check the peer first, so a typo fails before anything is typed.
+        let peers = try context.request("peers").arrayValue ?? []
+        _ = peers
+        let reading = Thread {
+            try? listener.streamEvents { event in
+                if event["event"]?.stringValue == "message" {
+                    if json { output.line(event.encodedLine()) } else if let line = EventRenderer.line(event) { output.line(line) }
+                } else if event["event"]?.stringValue == "state", event["state"]?.stringValue == "notConnected" {
+                    output.line(json ? event.encodedLine() : "\(EventRenderer.peerName(event)) left")
+                }
+                return true
+            }
+        }
+        reading.start()
+        if !json { output.line("chatting with \(peer); Ctrl-D to end") }
+        while let line = readLine(strippingNewline: true) {
+            if line.isEmpty { continue }
+            do { _ = try sender.request("msg", ["peer": .string(peer), "text": .string(line)]) } catch {
+                throw CLIError(error)
+            }
+        }
+        return ExitCode.success
+    }
+}

@@ -1,0 +1,102 @@
+internal import Foundation
+internal import SyncEngine
+
+/// `syncpeer peers [--watch]`: paired and connected peers with their states.
+struct PeersCommand: Command {
+    static let spec = CommandSpec(
+        name: "peers",
+        abstract: "list paired and connected peers with their session states",
+        discussion: "States: connected, connecting (an invitation is open), notConnected. With --watch the list is printed again whenever something changes (Ctrl-C to stop).",
+        options: [OptionSpec("watch", help: "print the list again on every change")],
+        examples: ["syncpeer peers", "syncpeer peers --json", "syncpeer peers --watch"])
+
+    let watch: Bool
+    init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        try show(context)
+        guard watch else { return ExitCode.success }
+        let client = try context.client()
+        do {
+            try client.streamEvents { event in
+                let kind = event["event"]?.stringValue
+                if kind == "state" || kind == "paired" || kind == "invitation" {
+                    if !context.globals.json { context.output.line("") }
+                    try? show(context)
+                }
+                return true
+            }
+        } catch { throw CLIError(error) }
+        return ExitCode.success
+    }
+
+    func show(_ context: CommandContext) throws(CLIError) {
+        let list = try context.request("peers").arrayValue ?? []
+        if context.globals.json {
+            for item in list { context.output.line(item.encodedLine()) }
+            return
+        }
+        if list.isEmpty {
+            context.output.line("no peers yet: pair with 'syncpeer pair HOST:PORT'")
+            return
+        }
+        for item in list {
+            let state = item["state"]?.stringValue ?? "?"
+            let paired = item["paired"]?.boolValue == true ? "paired" : "not paired"
+            let address = item["address"]?.stringValue ?? item["addresses"]?.arrayValue?.first?.stringValue ?? "-"
+            context.output.line("\(EventRenderer.peerName(item))  \(state)  \(paired)  \(address)")
+        }
+    }
+}
+
+/// Shared shape of the commands that act on one PEER.
+struct PeerAction {
+    static func spec(_ name: String, _ abstract: String, _ example: String) -> CommandSpec {
+        CommandSpec(
+            name: name, abstract: abstract,
+            discussion: "PEER is a display name, a device ID (or a unique prefix of one), or HOST:PORT.",
+            arguments: [ArgumentSpec("PEER", help: "display name, device ID (prefix) or HOST:PORT")],
+            examples: [example])
+    }
+
+    static func run(_ op: String, peer: String, verb: String, _ context: CommandContext) throws(CLIError) -> Int32 {
+        let result = try context.request(op, ["peer": .string(peer)])
+        context.print(result, text: "\(verb) \(EventRenderer.peerName(result))")
+        return ExitCode.success
+    }
+}
+
+struct UnpairCommand: Command {
+    static let spec = PeerAction.spec("unpair", "forget a paired peer: its key is no longer trusted", "syncpeer unpair bob")
+    let peer: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) { peer = arguments.positionals[0] }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run("unpair", peer: peer, verb: "Unpaired", context) }
+}
+
+struct DisconnectCommand: Command {
+    static let spec = PeerAction.spec("disconnect", "end the session with a peer (both ends see it closed)", "syncpeer disconnect bob")
+    let peer: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) { peer = arguments.positionals[0] }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run("disconnect", peer: peer, verb: "Disconnected", context) }
+}
+
+/// `syncpeer events`: every event of the daemon as NDJSON, until it stops.
+struct EventsCommand: Command {
+    static let spec = CommandSpec(
+        name: "events",
+        abstract: "stream every event of the running daemon as NDJSON (for scripts)",
+        examples: ["syncpeer events", "syncpeer events | jq 'select(.event == \"message\")'"])
+
+    init(parsing arguments: ParsedArguments) throws(CLIError) {}
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let client = try context.client()
+        do {
+            try client.streamEvents { event in
+                context.output.line(event.encodedLine())
+                return true
+            }
+        } catch { throw CLIError(error) }
+        return ExitCode.success
+    }
+}
