@@ -113,6 +113,11 @@ public final class SecureChannel: Sendable {
     /// Why the channel can no longer be used, or nil while it can.
     public var failure: NetError? { status.withLock { $0 } }
 
+    /// Noise transport messages sent and received so far (for tests: coalescing, rekeying).
+    var messageCounts: (sent: UInt64, received: UInt64) {
+        (sender.withLock { $0.messageCount }, receiver.withLock { $0.messageCount })
+    }
+
     // MARK: Sending
 
     /// Sends one frame. See `send(_:)` for frames in bulk.
