@@ -114,6 +114,7 @@ public final class SecureChannel: Sendable {
     public var failure: NetError? { status.withLock { $0 } }
 
     /// Noise transport messages sent and received so far (for tests: coalescing, rekeying).
+    /// Waits for a `receive` in progress to return.
     var messageCounts: (sent: UInt64, received: UInt64) {
         (sender.withLock { $0.messageCount }, receiver.withLock { $0.messageCount })
     }
