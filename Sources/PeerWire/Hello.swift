@@ -11,6 +11,7 @@
 ///  len u8, software version    (0 … 64 bytes, no control characters)
 ///  count u8 (0 … 16), then per feature: len u8, name (1 … 32 bytes, no control characters)
 ///  has context u8 (0 or 1), then if 1: len u16, context (0 … 1,024 bytes; may hold \n and \t)
+///  has listen port u8 (0 or 1), then if 1: port u16 (1 … 65,535)
 /// ```
 ///
 /// The layout is fixed for the `SPH1` magic and trailing bytes are an error. New capabilities are
@@ -32,19 +33,25 @@ public struct Hello: Equatable, Sendable {
     public var features: [String]
     /// Why the node connects, when this connection is an invitation (which folder, which file).
     public var context: String?
+    /// The TCP port the node listens on, when it accepts connections: the responder of a
+    /// handshake redials the initiator at the initiator's address and this port (the
+    /// initiator's source port is ephemeral). Port 0 is not a valid listen port.
+    public var listenPort: UInt16?
 
     public init(
         protocolVersion: UInt16 = Hello.currentProtocolVersion,
         displayName: String,
         softwareVersion: String,
         features: [String] = [],
-        context: String? = nil
+        context: String? = nil,
+        listenPort: UInt16? = nil
     ) {
         self.protocolVersion = protocolVersion
         self.displayName = displayName
         self.softwareVersion = softwareVersion
         self.features = features
         self.context = context
+        self.listenPort = listenPort
     }
 
     /// Throws unless every field is within its limit, so that ``encode()`` may encode it.
@@ -59,6 +66,9 @@ public struct Hello: Equatable, Sendable {
         }
         if let context {
             try TextRule.context.check(context, "invitation context")
+        }
+        if listenPort == 0 {
+            throw .invalidValue(field: "listen port", value: 0)
         }
     }
 
@@ -84,6 +94,12 @@ public struct Hello: Equatable, Sendable {
         if let context {
             writer.u8(1)
             writer.prefixedText(context, .u16)
+        } else {
+            writer.u8(0)
+        }
+        if let listenPort {
+            writer.u8(1)
+            writer.u16(listenPort)
         } else {
             writer.u8(0)
         }
@@ -119,9 +135,18 @@ public struct Hello: Equatable, Sendable {
         case 1: context = try reader.prefixedText(.u16, rule: .context, "invitation context")
         case let flag: throw .invalidValue(field: "context flag", value: UInt64(flag))
         }
+        let listenPort: UInt16?
+        switch try reader.u8("listen port flag") {
+        case 0: listenPort = nil
+        case 1:
+            let port = try reader.u16("listen port")
+            guard port != 0 else { throw .invalidValue(field: "listen port", value: 0) }
+            listenPort = port
+        case let flag: throw .invalidValue(field: "listen port flag", value: UInt64(flag))
+        }
         try reader.expectEnd(after: "hello")
         return Hello(
             protocolVersion: version, displayName: name, softwareVersion: software,
-            features: features, context: context)
+            features: features, context: context, listenPort: listenPort)
     }
 }

@@ -154,8 +154,10 @@ private func helloLikeBytes(_ rng: inout SplitMix64) -> [UInt8] {
     let contextFlag = Int.random(in: 0..<8, using: &rng) == 0 ? 2 : Int.random(in: 0...1, using: &rng)
     // Sometimes announce more features than are present (or allowed).
     let featureCount = Int.random(in: 0..<10, using: &rng) == 0 ? Int.random(in: 0...255, using: &rng) : nil
+    let portFlag = Int.random(in: 0..<8, using: &rng) == 0 ? 2 : Int.random(in: 0...1, using: &rng)
     return helloBytes(name: text(64, &rng), software: text(66, &rng), features: features,
-                      featureCount: featureCount, contextFlag: contextFlag, context: text(100, &rng))
+                      featureCount: featureCount, contextFlag: contextFlag, context: text(100, &rng),
+                      portFlag: portFlag, port: Int.random(in: 0...65_535, using: &rng))
 }
 
 /// Short Noise messages with plausible length prefixes.

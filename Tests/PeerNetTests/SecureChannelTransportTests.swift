@@ -1,0 +1,323 @@
+import PeerCrypto
+@testable import PeerNet
+import PeerWire
+import Synchronization
+import Testing
+
+/// Frame `index` of the bulk stream: pings and messages with ids in order, bodies of
+/// 0, 1, small and 65,536 bytes.
+private let bigBody = patternBytes(WireLimits.maxMessageBody, seed: 99)
+
+private func bulkFrame(_ index: Int) -> Frame {
+    let id = UInt64(index)
+    switch index % 10 {
+    case 0: return .ping(id)
+    case 1: return .message(id: id, body: [])
+    case 2: return .message(id: id, body: [UInt8(truncatingIfNeeded: index)])
+    case 3 where index % 100 == 3:
+        var body = bigBody
+        body[0] = UInt8(truncatingIfNeeded: index)
+        body[body.count - 1] = UInt8(truncatingIfNeeded: index >> 8)
+        return .message(id: id, body: body)
+    default: return .message(id: id, body: Array(bigBody[index % 7..<index % 7 + index % 300]))
+    }
+}
+
+/// Sends frames 0..<count, alternating single sends and batches of 1 … 50.
+private func sendBulk(_ channel: SecureChannel, count: Int) throws {
+    var index = 0
+    var batch = 1
+    while index < count {
+        if batch % 3 == 0 {
+            try channel.send(bulkFrame(index))
+            index += 1
+        } else {
+            let end = min(count, index + batch % 50 + 1)
+            try channel.send((index..<end).map(bulkFrame))
+            index = end
+        }
+        batch += 1
+    }
+}
+
+/// Receives frames 0..<count and checks each; returns how many matched.
+private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
+    var matched = 0
+    for index in 0..<count {
+        guard let frame = try channel.receive(deadline: .now + .seconds(60)) else { break }
+        guard frame == bulkFrame(index) else { break }
+        matched += 1
+    }
+    return matched
+}
+
+@Suite struct SecureChannelTransportTests {
+    @Test(arguments: [3, 1 << 16] as [UInt64])
+    func tenThousandFramesEachWay(rekeyInterval: UInt64) throws {
+        let pair = try ChannelPair.make(rekeyInterval: rekeyInterval)
+        let count = 10_000
+        let (i, r) = (pair.initiator, pair.responder)
+        let threads = [
+            Background { try sendBulk(i, count: count); return 0 },
+            Background { try sendBulk(r, count: count); return 0 },
+            Background { try receiveBulk(i, count: count) },
+            Background { try receiveBulk(r, count: count) },
+        ]
+        #expect(try threads[2].value(within: 300) == count)
+        #expect(try threads[3].value(within: 300) == count)
+        _ = try threads[0].value()
+        _ = try threads[1].value()
+
+        // Both directions went through many messages (and so, with interval 3, many rekeys).
+        #expect(i.messageCounts.sent == r.messageCounts.received)
+        #expect(r.messageCounts.sent == i.messageCounts.received)
+        #expect(i.messageCounts.sent > 300)
+
+        i.close()
+        #expect(try r.receive(deadline: .now + .seconds(10)) == nil, "clean end after the last frame")
+        r.close()
+    }
+
+    @Test func oneSendSpanningManyNoiseMessages() throws {
+        let pair = try ChannelPair.make(rekeyInterval: 3)
+        defer { pair.initiator.close(); pair.responder.close() }
+        let frames: [Frame] = (0..<200).map { n in
+            var bytes = bigBody
+            bytes[n] ^= 0xFF
+            return .streamData(id: UInt32(n), bytes: bytes)
+        } + [.streamClose(id: 7)]
+        let receiver = Background {
+            var received: [Frame] = []
+            while received.count < frames.count, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
+                received.append(frame)
+            }
+            return received
+        }
+        try pair.initiator.send(frames)
+        #expect(try receiver.value(within: 120) == frames)
+        // 200 × 65,549 bytes of frames cut into 65,519-byte plaintexts.
+        let total = 200 * (WireLimits.frameHeaderSize + 8 + bigBody.count) + WireLimits.frameHeaderSize + 4
+        let expectedMessages = (total + WireLimits.maxNoisePlaintext - 1) / WireLimits.maxNoisePlaintext
+        #expect(pair.initiator.messageCounts.sent == UInt64(expectedMessages))
+        #expect(pair.responder.messageCounts.received == UInt64(expectedMessages))
+    }
+
+    @Test(arguments: [0, 1, 65_536])
+    func messageBodySizesRoundTrip(size: Int) throws {
+        let pair = try ChannelPair.make(rekeyInterval: 3)
+        defer { pair.initiator.close(); pair.responder.close() }
+        let body = patternBytes(size, seed: size)
+        for id in 0..<5 as Range<UInt64> {
+            try pair.initiator.send(.message(id: id, body: body))
+            #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .message(id: id, body: body))
+            try pair.responder.send(.message(id: id, body: body))
+            #expect(try pair.initiator.receive(deadline: .now + .seconds(10)) == .message(id: id, body: body))
+        }
+    }
+
+    @Test func smallFramesOfOneSendShareOneNoiseMessage() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let pings = (0..<100 as Range<UInt64>).map(Frame.ping)
+        try pair.initiator.send(pings)
+        #expect(pair.initiator.messageCounts.sent == 1)
+        for ping in pings { #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == ping) }
+        #expect(pair.responder.messageCounts.received == 1)
+    }
+
+    @Test func concurrentSendersDoNotInterleaveTheirFrames() throws {
+        let pair = try ChannelPair.make(rekeyInterval: 3)
+        defer { pair.initiator.close(); pair.responder.close() }
+        let senders = (0..<4).map { sender in
+            Background {
+                for n in 0..<500 {
+                    let id = UInt64(sender) << 32 | UInt64(n)
+                    try pair.initiator.send([.message(id: id, body: patternBytes(n % 97, seed: n)), .ping(id)])
+                }
+            }
+        }
+        var next = [UInt64](repeating: 0, count: 4)
+        for _ in 0..<4 * 500 {
+            let message = try pair.responder.receive(deadline: .now + .seconds(30))
+            let ping = try pair.responder.receive(deadline: .now + .seconds(30))
+            guard case let .message(id, body) = message else { Issue.record("expected a message, got \(String(describing: message))"); return }
+            let sender = Int(id >> 32), n = id & 0xFFFF_FFFF
+            #expect(n == next[sender], "sender \(sender) in order")
+            #expect(body == patternBytes(Int(n) % 97, seed: Int(n)))
+            #expect(ping == .ping(id), "a send's frames stay together")
+            next[sender] = n + 1
+        }
+        for sender in senders { try sender.value() }
+        #expect(next == [500, 500, 500, 500])
+    }
+
+    @Test func mismatchedRekeyIntervalsFailAuthentication() throws {
+        // Proof that rekeying happens: a peer that does not rekey after message 3 cannot
+        // decrypt message 4.
+        let pair = try ChannelPair.make(rekeyInterval: 3, responderRekeyInterval: 1 << 16)
+        defer { pair.initiator.close(); pair.responder.close() }
+        for n in 0..<4 as Range<UInt64> { try pair.initiator.send(.ping(n)) }
+        for n in 0..<3 as Range<UInt64> { #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .ping(n)) }
+        #expect(netError { () throws(NetError) in try pair.responder.receive(deadline: .now + .seconds(10)) } == .authenticationFailed)
+    }
+
+    // MARK: Tampering after the handshake
+
+    struct TransportFlip: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// Offset from the first transport byte of the direction.
+        var offset: Int
+        var mask: UInt8 = 0x01
+        var responderToInitiator = false
+        var testDescription: String { name }
+    }
+
+    /// Each message is 2 + 5 + 12 + 100 + 16 = 135 bytes on the wire.
+    static let messageWireSize = 135
+
+    @Test(arguments: [
+        TransportFlip(name: "message 0, length high byte (+256)", offset: 0),
+        TransportFlip(name: "message 0, length low byte (−1)", offset: 1),
+        TransportFlip(name: "message 0, first ciphertext byte", offset: 2),
+        TransportFlip(name: "message 0, frame body", offset: 60, mask: 0x80),
+        TransportFlip(name: "message 0, last tag byte", offset: 134),
+        TransportFlip(name: "message 1, first ciphertext byte", offset: 135 + 2),
+        TransportFlip(name: "message 2, middle", offset: 2 * 135 + 70, mask: 0xFF),
+        TransportFlip(name: "message 2, first tag byte", offset: 2 * 135 + 119),
+        TransportFlip(name: "responder → initiator, message 1", offset: 135 + 40, responderToInitiator: true),
+    ])
+    func flippedTransportByteFailsAuthentication(flip: TransportFlip) throws {
+        let initiatorHandshakeBytes = 34 + 2 + 48 + helloA.encode().count + 16
+        let responderHandshakeBytes = 2 + 32 + 48 + helloB.encode().count + 16
+        var flips = Relay.Flips()
+        if flip.responderToInitiator {
+            flips.responderToInitiator[responderHandshakeBytes + flip.offset] = flip.mask
+        } else {
+            flips.initiatorToResponder[initiatorHandshakeBytes + flip.offset] = flip.mask
+        }
+        let (initiatorStream, responderStream, _, ends) = Relay.connect(flips: flips)
+        defer { for end in ends { end.close() } }
+        let responderSide = Background {
+            try SecureChannel.respond(over: responderStream, staticKey: .generate(), hello: helloB, rekeyInterval: 3)
+        }
+        let initiator = try SecureChannel.initiate(over: initiatorStream, staticKey: .generate(), hello: helloA, rekeyInterval: 3)
+        let responder = try responderSide.value(within: 30)
+        defer { initiator.close(); responder.close() }
+        let (sender, receiver) = flip.responderToInitiator ? (responder, initiator) : (initiator, responder)
+
+        // Eight messages of one frame each; the later ones give a lengthened message bytes to eat.
+        for id in 0..<8 as Range<UInt64> {
+            try? sender.send(.message(id: id, body: patternBytes(100, seed: Int(id))))
+        }
+        let tampered = flip.offset / Self.messageWireSize
+        for id in 0..<UInt64(tampered) {
+            #expect(try receiver.receive(deadline: .now + .seconds(10)) == .message(id: id, body: patternBytes(100, seed: Int(id))))
+        }
+        let error = netError { () throws(NetError) in try receiver.receive(deadline: .now + .seconds(10)) }
+        #expect(error == .authenticationFailed, "\(flip.name): \(String(describing: error))")
+        // The channel stays failed and is closed.
+        #expect(netError { () throws(NetError) in try receiver.receive(deadline: .now + .seconds(1)) } == .authenticationFailed)
+        #expect(receiver.failure == .authenticationFailed)
+        #expect(netError { () throws(NetError) in try receiver.send(.ping(1)) } == .authenticationFailed)
+    }
+
+    // MARK: Protocol violations and truncation
+
+    @Test func frameOverItsLimitIsAProtocolViolation() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        // A valid ping, then a message header announcing 70,000 bytes (limit 65,548).
+        let plaintext = FrameEncoder.encode(.ping(7)) + [FrameType.message.rawValue, 0x00, 0x01, 0x11, 0x70]
+        try pair.initiator.sendRawPlaintext(plaintext)
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .ping(7))
+        let error = netError { () throws(NetError) in try pair.responder.receive(deadline: .now + .seconds(10)) }
+        guard case let .protocolViolation(reason) = error else {
+            Issue.record("expected protocolViolation, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("70000") || reason.contains("70,000"), "\(reason)")
+        #expect(pair.responder.failure == error, "stays failed")
+        #expect(netError { () throws(NetError) in try pair.responder.receive() } == error)
+        // The responder closed its stream: the initiator sees the end.
+        #expect(try pair.initiator.receive(deadline: .now + .seconds(10)) == nil)
+    }
+
+    @Test func unknownFrameTypeIsAProtocolViolation() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        try pair.initiator.sendRawPlaintext([0x7F, 0, 0, 0, 0])
+        #expect(netError { () throws(NetError) in try pair.responder.receive(deadline: .now + .seconds(10)) }?.isProtocolViolation == true)
+    }
+
+    @Test func invalidLocalFrameIsRefusedAndTheChannelStaysUp() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let tooBig = Frame.message(id: 1, body: [UInt8](repeating: 0, count: WireLimits.maxMessageBody + 1))
+        #expect(netError { () throws(NetError) in try pair.initiator.send([.ping(1), tooBig]) }?.isProtocolViolation == true)
+        #expect(pair.initiator.failure == nil)
+        try pair.initiator.send(.ping(2))
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .ping(2), "nothing of the refused call was sent")
+    }
+
+    @Test func cleanCloseAtABoundaryEndsTheStream() throws {
+        let pair = try ChannelPair.make()
+        try pair.initiator.send([.ping(1), .pong(2)])
+        try pair.initiator.send(.close(code: .normal, reason: "bye"))
+        pair.initiator.close()
+        pair.initiator.close()  // idempotent
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .ping(1))
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .pong(2))
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .close(code: .normal, reason: "bye"))
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == nil)
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == nil, "and again")
+        #expect(netError { () throws(NetError) in try pair.initiator.send(.ping(3)) }?.isClosed == true)
+        #expect(netError { () throws(NetError) in try pair.initiator.receive() }?.isClosed == true)
+        pair.responder.close()
+    }
+
+    @Test func streamEndingInsideANoiseMessageIsTruncated() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        try pair.initiatorStream.write([0x00, 0x40] + patternBytes(10, seed: 5))  // 10 of 64 bytes
+        pair.initiatorStream.shutdownWrite()
+        let error = netError { () throws(NetError) in try pair.responder.receive(deadline: .now + .seconds(10)) }
+        guard case let .closed(reason) = error else {
+            Issue.record("expected closed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.hasPrefix("truncated Noise message"), "\(reason)")
+    }
+
+    @Test func streamEndingInsideAFrameIsTruncated() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.responder.close() }
+        try pair.initiator.sendRawPlaintext(Array(FrameEncoder.encode(.ping(1)).prefix(7)))
+        pair.initiator.close()
+        let error = netError { () throws(NetError) in try pair.responder.receive(deadline: .now + .seconds(10)) }
+        guard case let .closed(reason) = error else {
+            Issue.record("expected closed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.hasPrefix("truncated frame"), "\(reason)")
+    }
+
+    @Test func receiveTimeoutLeavesTheChannelUsable() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let error = netError { () throws(NetError) in try pair.responder.receive(deadline: .now + .milliseconds(100)) }
+        #expect(error?.isTimedOut == true)
+        #expect(pair.responder.failure == nil)
+        try pair.initiator.send(.ping(9))
+        #expect(try pair.responder.receive(deadline: .now + .seconds(10)) == .ping(9))
+    }
+
+    @Test func closeWakesABlockedReceiver() async throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close() }
+        let reader = Background { try pair.responder.receive() }
+        try await Task.sleep(for: .milliseconds(100))
+        pair.responder.close()
+        let error = try reader.netError(within: 10)
+        #expect(error?.isClosed == true, "\(String(describing: error))")
+    }
+}
