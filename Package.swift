@@ -46,6 +46,7 @@ var package = Package(
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop"]),
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
+        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
         .testTarget(name: "EndToEndTests", dependencies: ["syncpeer"]),
