@@ -3,7 +3,7 @@
 ///
 /// A trailing `\r` is dropped (so "\r\n" works too). A last line without a newline is
 /// returned at the end of the stream; after that `readLine` returns nil. A line longer
-/// than `maxLineLength` bytes (not counting its newline), or one that is not valid
+/// than `maxLineLength` bytes (counting a `\r` but not the `\n`), or one that is not valid
 /// UTF-8, throws `NetError.protocolViolation`; the stream should then be closed.
 public struct LineReader: Sendable {
     /// The default limit: 1 MiB.
