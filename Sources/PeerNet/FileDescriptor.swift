@@ -67,13 +67,14 @@ final class SocketFD: Sendable {
 
     /// Runs `body` with the descriptor, which stays open until it returns.
     /// Throws `NetError.closed(what)` when the socket has already been closed.
-    func withFD<Result>(_ what: String, _ body: (Int32) throws(NetError) -> Result) throws(NetError) -> Result {
+    func withFD<Result>(_ what: @autoclosure () -> String,
+                        _ body: (Int32) throws(NetError) -> Result) throws(NetError) -> Result {
         let usable = state.withLock { state -> Bool in
             guard !state.closing else { return false }
             state.users += 1
             return true
         }
-        guard usable else { throw .closed(what) }
+        guard usable else { throw .closed(what()) }
         defer { endUse() }
         return try body(fd)
     }
@@ -129,19 +130,21 @@ final class SocketFD: Sendable {
         }
     }
 
-    /// Reads at most `maxCount` bytes; empty at end of stream. `what` names the peer.
-    func read(maxCount: Int, deadline: ContinuousClock.Instant?, peer what: String) throws(NetError) -> [UInt8] {
+    /// Reads at most `maxCount` bytes; empty at end of stream. `what` names the peer (only
+    /// evaluated for an error).
+    func read(maxCount: Int, deadline: ContinuousClock.Instant?,
+              peer what: @autoclosure () -> String) throws(NetError) -> [UInt8] {
         precondition(maxCount > 0, "read(maxCount:) needs a positive count")
-        return try withFD("reading from \(what): the connection was closed") { fd throws(NetError) -> [UInt8] in
+        return try withFD("reading from \(what()): the connection was closed") { fd throws(NetError) -> [UInt8] in
             while true {
                 if let deadline {
                     guard try SocketFD.wait(fd, for: Int16(POLLIN), until: deadline, operation: "poll") else {
-                        throw .timedOut("no data from \(what) before the deadline")
+                        throw .timedOut("no data from \(what()) before the deadline")
                     }
                 }
                 var code: Int32 = 0
                 let flags = deadline == nil ? Int32(0) : Int32(MSG_DONTWAIT)
-                let bytes = [UInt8](unsafeUninitializedCapacity: maxCount) { buffer, count in
+                var bytes = [UInt8](unsafeUninitializedCapacity: maxCount) { buffer, count in
                     let n = recv(fd, buffer.baseAddress, maxCount, flags)
                     if n >= 0 {
                         count = n
@@ -150,22 +153,27 @@ final class SocketFD: Sendable {
                         count = 0
                     }
                 }
-                if code == 0 { return bytes }
+                if code == 0 {
+                    // Do not let a few bytes pin a large allocation in the caller's hands.
+                    if maxCount > 4096, bytes.count < maxCount / 4 { bytes = Array(bytes) }
+                    return bytes
+                }
                 switch code {
                 case EINTR, EAGAIN, EWOULDBLOCK:
                     continue
                 case ECONNRESET, ETIMEDOUT, EPIPE, ENOTCONN, ESHUTDOWN:
-                    throw .closed("reading from \(what): \(errnoText(code))")
+                    throw .closed("reading from \(what()): \(errnoText(code))")
                 default:
-                    throw systemError("recv from \(what)", code)
+                    throw systemError("recv from \(what())", code)
                 }
             }
         }
     }
 
-    /// Writes every byte, in as many `send` calls as it takes.
-    func write(_ bytes: [UInt8], peer what: String) throws(NetError) {
-        try withFD("writing to \(what): the connection was closed") { fd throws(NetError) in
+    /// Writes every byte, in as many `send` calls as it takes. `what` names the peer (only
+    /// evaluated for an error).
+    func write(_ bytes: [UInt8], peer what: @autoclosure () -> String) throws(NetError) {
+        try withFD("writing to \(what()): the connection was closed") { fd throws(NetError) in
             let code = writeLock.withLock { _ -> Int32 in
                 bytes.withUnsafeBytes { raw -> Int32 in
                     var offset = 0
@@ -184,9 +192,9 @@ final class SocketFD: Sendable {
             case 0:
                 return
             case EPIPE, ECONNRESET, ENOTCONN, ETIMEDOUT, ESHUTDOWN:
-                throw .closed("writing to \(what): \(errnoText(code))")
+                throw .closed("writing to \(what()): \(errnoText(code))")
             default:
-                throw systemError("send to \(what)", code)
+                throw systemError("send to \(what())", code)
             }
         }
     }

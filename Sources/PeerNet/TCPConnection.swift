@@ -16,6 +16,8 @@ public final class TCPConnection: ByteStream {
     /// The peer's numeric address ("127.0.0.1", "::1").
     public let remoteHost: String
     public let remotePort: UInt16
+    /// "host:port", or "[v6]:port".
+    public let remoteDescription: String
 
     /// Takes ownership of a connected descriptor.
     init(fd: Int32, remote: SocketAddress?) {
@@ -24,11 +26,7 @@ public final class TCPConnection: ByteStream {
         let remote = remote ?? SocketAddress.of(fd, remote: true)
         remoteHost = remote?.host ?? "?"
         remotePort = remote?.port ?? 0
-    }
-
-    /// "host:port", or "[v6]:port".
-    public var remoteDescription: String {
-        HostPort(host: remoteHost, port: remotePort).description
+        remoteDescription = HostPort(host: remoteHost, port: remotePort).description
     }
 
     /// Connects to `host` (an IPv4 or IPv6 literal, or a name such as "localhost") on
