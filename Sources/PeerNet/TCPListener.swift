@@ -1,0 +1,70 @@
+internal import Glibc
+
+/// A listening TCP socket.
+///
+/// `Sendable` for the same reasons as `TCPConnection`: immutable properties around a
+/// `SocketFD`. `close()` from any thread wakes a thread blocked in `accept()`, which then
+/// throws `NetError.closed`.
+public final class TCPListener: Sendable {
+    let socket: SocketFD
+    /// The numeric address the listener is bound to.
+    public let host: String
+    /// The port actually bound (the one the kernel chose when 0 was asked for).
+    public let port: UInt16
+
+    /// Binds to `host` (a numeric address or a name) and `port` (0 = any free port), with
+    /// `SO_REUSEADDR`, and listens with a queue of `backlog` pending connections.
+    public init(host: String, port: UInt16, backlog: Int32 = 64) throws(NetError) {
+        let requested = HostPort(host: host, port: port)
+        guard !host.isEmpty else { throw .invalidAddress("empty host to listen on (expected host:port)") }
+        guard let address = try TCPConnection.resolve(host: host, port: port, passive: true).first else {
+            throw .invalidAddress("\(requested) has no address to listen on")
+        }
+        let fd = try makeSocket(family: address.family)
+        do throws(NetError) {
+            try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
+            // Set before listen so that accepted sockets inherit them and the TCP window
+            // scale is negotiated for 256 KiB.
+            TCPConnection.configure(fd)
+            var address = address
+            let bound = withUnsafePointer(to: &address.storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, address.length) }
+            }
+            guard bound == 0 else {
+                let code = errno
+                let reason = code == EADDRINUSE ? "the port is already in use" : errnoText(code)
+                throw NetError.system(operation: "listen on \(requested)", reason: reason)
+            }
+            guard listen(fd, backlog) == 0 else { throw systemError("listen on \(requested)") }
+        } catch {
+            _ = Glibc.close(fd)
+            throw error
+        }
+        socket = SocketFD(fd)
+        let local = SocketAddress.of(fd, remote: false)
+        self.host = local?.host ?? host
+        self.port = local?.port ?? port
+    }
+
+    /// Convenience for a parsed "host:port".
+    public convenience init(address: HostPort, backlog: Int32 = 64) throws(NetError) {
+        try self.init(host: address.host, port: address.port, backlog: backlog)
+    }
+
+    /// "host:port" the listener is bound to.
+    public var localDescription: String {
+        HostPort(host: host, port: port).description
+    }
+
+    /// Waits for the next connection. Throws `NetError.closed` once `close()` is called.
+    public func accept() throws(NetError) -> TCPConnection {
+        let (fd, remote) = try acceptConnection(socket, what: localDescription)
+        TCPConnection.configure(fd)
+        return TCPConnection(fd: fd, remote: remote)
+    }
+
+    /// Stops listening and wakes a blocked `accept()`. Idempotent.
+    public func close() {
+        socket.close()
+    }
+}
