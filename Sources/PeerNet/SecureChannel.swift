@@ -290,6 +290,13 @@ public final class SecureChannel: Sendable {
 
     // MARK: Closing
 
+    /// Ends the sending direction after everything sent so far (TCP FIN): the peer reads
+    /// our last frames and then the end of the stream, while we can still read what it
+    /// sends. Closing at once instead could reset the connection and lose the last frames.
+    public func finishSending() {
+        stream.shutdownWrite()
+    }
+
     /// Closes the channel and its stream (a blocked `receive` wakes up and throws `closed`).
     /// Idempotent.
     public func close() {

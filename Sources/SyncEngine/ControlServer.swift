@@ -52,8 +52,9 @@ public final class ControlServer: @unchecked Sendable {
         }
         while let line = try? reader.readLine() {
             let reply = Replier(connection: connection)
-            guard let request = JSONValue.parse(line), let op = request["op"]?.stringValue else {
-                reply.failure(request?["id"], .invalidArgument("a request must be a JSON object with an \"op\""))
+            let parsed = JSONValue.parse(line)
+            guard let request = parsed, let op = request["op"]?.stringValue else {
+                reply.failure(parsed?["id"], .invalidArgument("a request must be a JSON object with an \"op\""))
                 continue
             }
             let id = request["id"]

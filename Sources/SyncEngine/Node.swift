@@ -93,12 +93,18 @@ public final class Node: @unchecked Sendable {
             timer?.cancel()
             timer = nil
             let all = Array(sessions.values)
-            for session in all { perform(session.machine.handle(.localDisconnect), on: session) }
+            for session in all {
+                session.closeReason = "the node is shutting down"
+                perform(session.machine.handle(.localShutdown), on: session)
+            }
             return (all, self.listener)
         }
         listener?.close()
-        // Wait until the goodbye frames are written.
-        for session in closing { session.sendQueue.sync {} }
+        // Wait until the goodbye frames are written, then close for good.
+        for session in closing {
+            session.sendQueue.sync {}
+            session.channel.close()
+        }
     }
 
     /// Registers a handler for every event; returns a token for `unsubscribe`.
@@ -169,7 +175,7 @@ public final class Node: @unchecked Sendable {
             throw .invalidArgument("the message is \(body.count) bytes; at most \(WireLimits.maxMessageBody) are allowed")
         }
         let result: Result<(NodeEvent.Peer, UInt64), EngineError> = queue.sync {
-            do {
+            do throws(EngineError) {
                 let session = try connectedSession(for: peerText)
                 let id = session.nextMessageID
                 session.nextMessageID += 1
@@ -184,10 +190,11 @@ public final class Node: @unchecked Sendable {
     /// redialled until the node restarts or it connects again.
     public func disconnect(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
         let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
-            do {
+            do throws(EngineError) {
                 let session = try liveSession(for: peerText)
                 redials[session.deviceKey] = nil
                 session.closeReason = "disconnected by the user"
+                session.redialAllowed = false
                 perform(session.machine.handle(.localDisconnect), on: session)
                 return .success(session.peer)
             } catch { return .failure(error) }
@@ -205,6 +212,7 @@ public final class Node: @unchecked Sendable {
                 let peer = NodeEvent.Peer(id: displayID(record.deviceID), name: record.name)
                 for session in sessions.values where session.deviceKey == record.deviceID {
                     session.closeReason = "unpaired"
+                    session.redialAllowed = false
                     perform(session.machine.handle(.localDisconnect), on: session)
                 }
                 return .success(peer)
@@ -288,7 +296,7 @@ public final class Node: @unchecked Sendable {
         let hello = makeHello(context: context)
         let thread = Thread { [self] in
             let outcome: Result<SecureChannel, NetError>
-            do {
+            do throws(NetError) {
                 let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
                 outcome = .success(try SecureChannel.initiate(over: stream, staticKey: identity.keyPair, hello: hello,
                                                               timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval))
@@ -324,7 +332,7 @@ public final class Node: @unchecked Sendable {
             }
             let hello = makeHello(context: nil)
             let thread = Thread { [self] in
-                do {
+                do throws(NetError) {
                     let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
                                                             timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
                     let dialBack = channel.remoteHello.listenPort.map {
@@ -389,6 +397,7 @@ public final class Node: @unchecked Sendable {
             let loser = keepNew ? other : session
             if !keepNew || other.machine.state != .connected {
                 loser.closeReason = "duplicate connection"
+                loser.redialAllowed = false
                 loser.pairCompletion = nil
                 if loser === session {
                     session.send([.close(code: .normal, reason: "duplicate connection")])
@@ -410,8 +419,9 @@ public final class Node: @unchecked Sendable {
         let id = session.id
         let thread = Thread { [self] in
             while true {
-                do {
+                do throws(NetError) {
                     guard let frame = try channel.receive() else {
+                        channel.close()
                         queue.async { [self] in transportEnded(id, "peer closed the connection") }
                         return
                     }
@@ -421,6 +431,7 @@ public final class Node: @unchecked Sendable {
                         perform(session.machine.handle(.frame(frame)), on: session)
                     }
                 } catch {
+                    channel.close()
                     queue.async { [self] in transportEnded(id, error.description) }
                     return
                 }
@@ -443,7 +454,8 @@ public final class Node: @unchecked Sendable {
             case let .send(frame):
                 outgoing.append(frame)
             case let .state(state):
-                if state == .closed { continue }
+                // "connecting" is reported once by begin(); closed once by finish().
+                if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
                 if state == .connected {
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
@@ -478,6 +490,10 @@ public final class Node: @unchecked Sendable {
                 emit(NodeEvent(.pairingRejected, peer: session.peer, outcome: "\(status)", time: now()))
                 session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
                 session.pairCompletion = nil
+            case let .peerClosed(code):
+                // A peer that shuts down may come back: keep redialling. One that ended the
+                // session on purpose (disconnect, refusal) is left alone.
+                if code != .shuttingDown { session.redialAllowed = false }
             case let .report(text):
                 if text.hasPrefix("refused") {
                     emit(NodeEvent(.refused, peer: session.peer, reason: text, time: now()))
@@ -504,8 +520,7 @@ public final class Node: @unchecked Sendable {
         emit(NodeEvent(.state, peer: session.peer, state: "notConnected", reason: reason, time: now()))
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
-        let userEnded = reason == "disconnected by the user" || reason == "unpaired" || reason == "duplicate connection"
-        if !stopped, !userEnded, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
+        if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
            let address = record.addresses.first,
            !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
             redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
@@ -515,14 +530,14 @@ public final class Node: @unchecked Sendable {
     private func pin(_ session: Session) {
         let time = now()
         let existing = try? index.peer(deviceID: session.deviceKey)
-        var addresses = existing??.addresses ?? []
+        var addresses = existing?.addresses ?? []
         if let address = session.dialAddress {
             addresses.removeAll { $0 == address }
             addresses.insert(address, at: 0)
         }
         let record = PeerRecord(deviceID: session.deviceKey, name: session.peer.name, publicKey: session.publicKey.bytes,
-                                trust: .paired, firstSeen: existing??.firstSeen ?? time, lastSeen: time,
-                                pairedAt: existing??.pairedAt ?? time, addresses: addresses)
+                                trust: .paired, firstSeen: existing?.firstSeen ?? time, lastSeen: time,
+                                pairedAt: existing?.pairedAt ?? time, addresses: addresses)
         do {
             try index.upsertPeer(record)
             emit(NodeEvent(.paired, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now()))
@@ -597,7 +612,7 @@ public final class Node: @unchecked Sendable {
     }
 
     private func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
-        do {
+        do throws(PeerResolver.Failure) {
             switch try PeerResolver.resolve(text, among: candidates()) {
             case let .peer(candidate): return candidate
             case let .address(address): throw PeerResolver.Failure.unknown(address)

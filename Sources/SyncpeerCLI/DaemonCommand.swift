@@ -44,6 +44,8 @@ struct DaemonCommand: Command {
         // Test knobs (documented in docs/TESTING.md): shorter keepalive and dead-peer delays.
         if let ms = context.environment["SYNCPEER_KEEPALIVE_MS"].flatMap(Int64.init) { config.keepaliveInterval = .milliseconds(ms) }
         if let ms = context.environment["SYNCPEER_DEAD_PEER_MS"].flatMap(Int64.init) { config.deadPeerTimeout = .milliseconds(ms) }
+        if let ms = context.environment["SYNCPEER_HANDSHAKE_TIMEOUT_MS"].flatMap(Int64.init) { config.handshakeTimeout = .milliseconds(ms) }
+        if let ms = context.environment["SYNCPEER_REDIAL_MS"].flatMap(Int64.init) { config.redialInitial = .milliseconds(ms) }
         let output = context.output
         let json = context.globals.json
         signal(SIGINT, SIG_IGN)

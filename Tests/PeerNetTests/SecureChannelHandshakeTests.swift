@@ -38,8 +38,8 @@ import Testing
         let (mToB, b) = PairStream.pair()
         let keyA = KeyPair.generate(), keyB = KeyPair.generate(), keyM = KeyPair.generate()
         let mallory = Hello(displayName: "Bob", softwareVersion: "syncpeer 0.2")
-        let bSide = Background { try SecureChannel.respond(over: b, staticKey: keyB, hello: helloB) }
-        let mSide = Background { try SecureChannel.respond(over: mToA, staticKey: keyM, hello: mallory) }
+        let bSide = ChannelBackground { try SecureChannel.respond(over: b, staticKey: keyB, hello: helloB) }
+        let mSide = ChannelBackground { try SecureChannel.respond(over: mToA, staticKey: keyM, hello: mallory) }
         let mToBChannel = try SecureChannel.initiate(over: mToB, staticKey: keyM, hello: helloA)
         let aChannel = try SecureChannel.initiate(over: a, staticKey: keyA, hello: helloA)
         let bChannel = try bSide.value(), mToAChannel = try mSide.value()
@@ -57,7 +57,7 @@ import Testing
     @Test func protocolVersionMismatchNamesBothVersions() throws {
         let (a, b) = PairStream.pair()
         let newer = Hello(protocolVersion: 2, displayName: "Future", softwareVersion: "syncpeer 9")
-        let responder = Background { try SecureChannel.respond(over: b, staticKey: .generate(), hello: newer) }
+        let responder = ChannelBackground { try SecureChannel.respond(over: b, staticKey: .generate(), hello: newer) }
         let error = netError { () throws(NetError) in
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
         }
@@ -83,7 +83,7 @@ import Testing
     @Test func silentPeerTimesOut() throws {
         for role in [NoiseRole.initiator, .responder] {
             let (a, b) = PairStream.pair()
-            let side = Background {
+            let side = ChannelBackground {
                 role == .initiator
                     ? try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .milliseconds(300))
                     : try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloA, timeout: .milliseconds(300))
@@ -98,7 +98,7 @@ import Testing
         // The peer trickles message 1 one byte every 50 ms: each read succeeds, but the
         // handshake as a whole takes longer than 300 ms.
         let (a, b) = PairStream.pair()
-        let side = Background {
+        let side = ChannelBackground {
             try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB, timeout: .milliseconds(300))
         }
         let message1 = try NoiseFraming.frame(NoiseHandshake.xx(role: .initiator, prologue: SecureChannel.prologue,
@@ -114,7 +114,7 @@ import Testing
 
     @Test func truncatedMessage1FailsQuickly() throws {
         let (a, b) = PairStream.pair()
-        let side = Background { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
+        let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
         let message1 = try NoiseFraming.frame(NoiseHandshake.xx(role: .initiator, prologue: SecureChannel.prologue,
                                                                 staticKey: .generate()).writeMessage())
         try b.write(Array(message1.prefix(message1.count / 2)))
@@ -146,7 +146,7 @@ import Testing
     ])
     func garbageInsteadOfMessage2(garbage: Garbage) throws {
         let (a, b) = PairStream.pair()
-        let side = Background {
+        let side = ChannelBackground {
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
         }
         _ = try b.read(maxCount: 34, deadline: .now + .seconds(5))  // message 1
@@ -159,7 +159,7 @@ import Testing
 
     @Test func message1WithAPayloadIsRefused() throws {
         let (a, b) = PairStream.pair()
-        let side = Background { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
+        let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
         let state = NoiseHandshake.xx(role: .initiator, prologue: SecureChannel.prologue, staticKey: .generate())
         try b.write(NoiseFraming.frame(state.writeMessage(payload: [1, 2, 3])))
         let error = try side.netError(within: 20)
@@ -173,7 +173,7 @@ import Testing
 
     @Test func wrongPrologueFails() throws {
         let (a, b) = PairStream.pair()
-        let side = Background { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
+        let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
         let state = NoiseHandshake.xx(role: .initiator, prologue: Array("syncpeer/2".utf8), staticKey: .generate())
         try b.write(NoiseFraming.frame(state.writeMessage()))
         var reader = NoiseMessageReader()
@@ -199,7 +199,7 @@ import Testing
     ])
     func undecodablePeerHello(payload: [UInt8], label: String) throws {
         let (a, b) = PairStream.pair()
-        let side = Background {
+        let side = ChannelBackground {
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
         }
         let state = NoiseHandshake.xx(role: .responder, prologue: SecureChannel.prologue, staticKey: .generate())
@@ -258,10 +258,10 @@ import Testing
     func flippedHandshakeByteFails(flip: HandshakeFlip) throws {
         let (initiatorStream, responderStream, _, ends) = Relay.connect(flips: flip.flips)
         let keyA = KeyPair.generate(), keyB = KeyPair.generate()
-        let responder = Background {
+        let responder = ChannelBackground {
             try SecureChannel.respond(over: responderStream, staticKey: keyB, hello: helloB, timeout: .seconds(10))
         }
-        let initiator = Background {
+        let initiator = ChannelBackground {
             try SecureChannel.initiate(over: initiatorStream, staticKey: keyA, hello: helloA, timeout: .seconds(10))
         }
         let initiatorError = try initiator.netError(within: 30)

@@ -86,7 +86,7 @@ struct TestTimeout: Error, CustomStringConvertible {
 }
 
 /// Runs a blocking body on its own thread (never on the concurrency pool).
-final class Background<T: Sendable>: Sendable {
+final class ChannelBackground<T: Sendable>: Sendable {
     private let result = Mutex<Result<T, any Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
@@ -156,7 +156,7 @@ struct ChannelPair {
                      helloA: Hello = helloA, helloB: Hello = helloB) throws -> ChannelPair {
         let (a, b) = PairStream.pair()
         let keyA = KeyPair.generate(), keyB = KeyPair.generate()
-        let responder = Background {
+        let responder = ChannelBackground {
             try SecureChannel.respond(over: b, staticKey: keyB, hello: helloB,
                                       rekeyInterval: responderRekeyInterval ?? rekeyInterval)
         }
@@ -175,13 +175,13 @@ final class Relay: Sendable {
         var responderToInitiator: [Int: UInt8] = [:]
     }
 
-    private let threads: [Background<Void>]
+    private let threads: [ChannelBackground<Void>]
 
     /// Connects `initiatorSide` (the relay's end of the initiator's pair) with `responderSide`.
     init(initiatorSide: PairStream, responderSide: PairStream, flips: Flips) {
         threads = [
-            Background { Relay.copy(from: initiatorSide, to: responderSide, flips: flips.initiatorToResponder) },
-            Background { Relay.copy(from: responderSide, to: initiatorSide, flips: flips.responderToInitiator) },
+            ChannelBackground { Relay.copy(from: initiatorSide, to: responderSide, flips: flips.initiatorToResponder) },
+            ChannelBackground { Relay.copy(from: responderSide, to: initiatorSide, flips: flips.responderToInitiator) },
         ]
     }
 

@@ -58,10 +58,10 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         let count = 10_000
         let (i, r) = (pair.initiator, pair.responder)
         let threads = [
-            Background { try sendBulk(i, count: count); return 0 },
-            Background { try sendBulk(r, count: count); return 0 },
-            Background { try receiveBulk(i, count: count) },
-            Background { try receiveBulk(r, count: count) },
+            ChannelBackground { try sendBulk(i, count: count); return 0 },
+            ChannelBackground { try sendBulk(r, count: count); return 0 },
+            ChannelBackground { try receiveBulk(i, count: count) },
+            ChannelBackground { try receiveBulk(r, count: count) },
         ]
         #expect(try threads[2].value(within: 300) == count)
         #expect(try threads[3].value(within: 300) == count)
@@ -86,7 +86,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
             bytes[n] ^= 0xFF
             return .streamData(id: UInt32(n), bytes: bytes)
         } + [.streamClose(id: 7)]
-        let receiver = Background {
+        let receiver = ChannelBackground {
             var received: [Frame] = []
             while received.count < frames.count, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
                 received.append(frame)
@@ -129,7 +129,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         let pair = try ChannelPair.make(rekeyInterval: 3)
         defer { pair.initiator.close(); pair.responder.close() }
         let senders = (0..<4).map { sender in
-            Background {
+            ChannelBackground {
                 for n in 0..<500 {
                     let id = UInt64(sender) << 32 | UInt64(n)
                     try pair.initiator.send([.message(id: id, body: patternBytes(n % 97, seed: n)), .ping(id)])
@@ -197,7 +197,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         }
         let (initiatorStream, responderStream, _, ends) = Relay.connect(flips: flips)
         defer { for end in ends { end.close() } }
-        let responderSide = Background {
+        let responderSide = ChannelBackground {
             try SecureChannel.respond(over: responderStream, staticKey: .generate(), hello: helloB, rekeyInterval: 3)
         }
         let initiator = try SecureChannel.initiate(over: initiatorStream, staticKey: .generate(), hello: helloA, rekeyInterval: 3)
@@ -314,7 +314,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
     @Test func closeWakesABlockedReceiver() async throws {
         let pair = try ChannelPair.make()
         defer { pair.initiator.close() }
-        let reader = Background { try pair.responder.receive() }
+        let reader = ChannelBackground { try pair.responder.receive() }
         try await Task.sleep(for: .milliseconds(100))
         pair.responder.close()
         let error = try reader.netError(within: 10)

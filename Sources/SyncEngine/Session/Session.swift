@@ -30,6 +30,9 @@ final class Session {
     var pairProgress: (@Sendable (NodeEvent) -> Void)?
     var nextMessageID: UInt64 = 1
     var closeReason: String?
+    /// False once the session ended in a way that must not be undone by redialling
+    /// (the user disconnected or unpaired, or the peer closed it on purpose).
+    var redialAllowed = true
 
     init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
         self.id = id
@@ -56,9 +59,14 @@ final class Session {
         }
     }
 
-    /// Closes the channel after everything queued before it was sent.
+    /// Ends the session gracefully: after everything queued is sent, half-close (so the
+    /// peer reads our last frames, then the end of the stream), and close for good a moment
+    /// later in case the peer never closes its side.
     func closeAfterPendingSends() {
         let channel = self.channel
-        sendQueue.async { channel.close() }
+        sendQueue.async {
+            channel.finishSending()
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { channel.close() }
+        }
     }
 }

@@ -49,6 +49,8 @@ public struct SessionMachine: Sendable {
         case transportClosed(String)
         /// The local user asked to end the session.
         case localDisconnect
+        /// The node is stopping (the peer may redial later).
+        case localShutdown
     }
 
     public enum Action: Sendable, Equatable {
@@ -68,6 +70,8 @@ public struct SessionMachine: Sendable {
         case pairingRejected(PairingStatus)
         /// Report a refusal or error to the user.
         case report(String)
+        /// The peer ended the session with a close frame (its code says whether to redial).
+        case peerClosed(CloseCode)
         /// Close the transport (after sending any frames above).
         case closeTransport
     }
@@ -103,6 +107,8 @@ public struct SessionMachine: Sendable {
             return [.report(reason)] + move(to: .closed)
         case .localDisconnect:
             return [.send(.close(code: .normal, reason: "disconnected by the user"))] + closeNow()
+        case .localShutdown:
+            return [.send(.close(code: .shuttingDown, reason: "the node is shutting down"))] + closeNow()
         }
     }
 
@@ -128,8 +134,8 @@ public struct SessionMachine: Sendable {
             return [.send(.pong(nonce))]
         case .pong:
             return []
-        case let .close(_, reason):
-            return [.report("peer closed the session: \(reason)")] + closeNow()
+        case let .close(code, reason):
+            return [.report("peer closed the session: \(reason)"), .peerClosed(code)] + closeNow()
         case let .pairing(status):
             guard role == .initiator, state == .awaitingPeerDecision else { return [] }
             switch status {

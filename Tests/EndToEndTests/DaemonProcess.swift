@@ -1,0 +1,196 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A real `syncpeer daemon` process in a temporary home, listening on 127.0.0.1:0. Its
+/// NDJSON events (stdout, `--json`) are collected as they arrive so tests can wait for them.
+final class DaemonProcess: @unchecked Sendable {
+    // @unchecked: `events` and `stdoutRest` are guarded by `lock`; the rest is set in init.
+    let name: String
+    let home: String
+    let process = Process()
+    private let log = EventLog()
+    private(set) var port: UInt16 = 0
+    let stderrPipe = Pipe()
+
+    /// Test knobs: short keepalive and dead-peer delays so tests do not wait long.
+    static let fastEnvironment = [
+        "SYNCPEER_KEEPALIVE_MS": "300",
+        "SYNCPEER_DEAD_PEER_MS": "2000",
+        "SYNCPEER_REDIAL_MS": "300",
+    ]
+
+    /// Initialises the home (if needed) and starts the daemon; returns once it listens.
+    init(_ env: SyncpeerRunner, name: String, home: String? = nil, arguments: [String] = [],
+         environment: [String: String] = [:]) throws {
+        self.name = name
+        self.home = home ?? env.home(name)
+        if !FileManager.default.fileExists(atPath: self.home + "/identity.key") {
+            let result = try env.run(["--home", self.home, "init", "--name", name])
+            try #require(result.status == 0, "init failed: \(result.stderr)")
+        }
+        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+        process.arguments = ["--home", self.home, "daemon", "--listen", "127.0.0.1:0", "--json"] + arguments
+        var environment = environment
+        environment["PATH"] = "/usr/bin:/bin"
+        environment["SYNCPEER_INTERFACE"] = "lo"
+        process.environment = Self.fastEnvironment.merging(environment) { _, new in new }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = stderrPipe
+        process.standardInput = FileHandle.nullDevice
+        let handle = out.fileHandleForReading
+        let log = self.log
+        let collector = Thread {
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = buffer[buffer.startIndex..<newline]
+                    buffer = Data(buffer[(newline + 1)...])
+                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] {
+                        log.append(object)
+                    }
+                }
+            }
+        }
+        collector.start()
+        try process.run()
+        let listening = try waitFor("listening", timeout: 10)
+        let address = try #require(listening["address"] as? String)
+        port = try #require(UInt16(address.split(separator: ":").last ?? ""))
+    }
+
+    var address: String { "127.0.0.1:\(port)" }
+    var pid: Int32 { process.processIdentifier }
+
+    /// All events so far.
+    var events: [[String: Any]] { log.all }
+
+    func events(_ kind: String) -> [[String: Any]] { events.filter { $0["event"] as? String == kind } }
+
+    /// Waits until an event of `kind` matching `where` has arrived; returns it.
+    @discardableResult
+    func waitFor(_ kind: String, timeout: Double = 10, where match: ([String: Any]) -> Bool = { _ in true }) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let found = events.first(where: { $0["event"] as? String == kind && match($0) }) { return found }
+            if !process.isRunning, events.first(where: { $0["event"] as? String == kind && match($0) }) == nil {
+                break
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        let stderr = String(decoding: stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
+        throw DaemonError.timeout("\(name): no '\(kind)' event within \(timeout) s; events: \(events.map { $0["event"] ?? "?" }); stderr: \(stderr)")
+    }
+
+    /// Waits for a session state event from the peer named `peer`.
+    @discardableResult
+    func waitForState(_ state: String, peer: String, after index: Int = 0, timeout: Double = 10) throws -> [String: Any] {
+        try waitFor("state", timeout: timeout) { event in
+            (event["state"] as? String) == state && ((event["peer"] as? [String: Any])?["name"] as? String) == peer
+        }
+    }
+
+    /// Sends SIGTERM and waits for a clean exit; returns the exit status.
+    @discardableResult
+    func stop() -> Int32 {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+        return process.terminationStatus
+    }
+
+    /// SIGKILL, as a crash would.
+    func crash() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    deinit { crash() }
+
+    enum DaemonError: Error, CustomStringConvertible {
+        case timeout(String)
+        var description: String {
+            switch self { case let .timeout(m): return m }
+        }
+    }
+}
+
+/// Events collected from a daemon's stdout.
+final class EventLog: @unchecked Sendable {
+    // @unchecked: `items` is only touched under `lock`.
+    private let lock = NSLock()
+    private var items: [[String: Any]] = []
+    func append(_ item: [String: Any]) { lock.lock(); items.append(item); lock.unlock() }
+    var all: [[String: Any]] { lock.lock(); defer { lock.unlock() }; return items }
+}
+
+extension FileHandle {
+    /// What is readable now, without blocking (for error messages).
+    func availableDataNonBlocking() -> Data {
+        let fd = fileDescriptor
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = Glibc.read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        _ = fcntl(fd, F_SETFL, flags)
+        return data
+    }
+}
+
+extension SyncpeerRunner {
+    /// Runs a CLI command against a daemon's home.
+    @discardableResult
+    func cli(_ daemon: DaemonProcess, _ arguments: [String], stdin: String? = nil) throws -> Result {
+        try run(["--home", daemon.home] + arguments, stdin: stdin)
+    }
+
+    /// Pairs `a` with `b` (a invites, b accepts); returns the SAS both showed.
+    func pair(_ a: DaemonProcess, _ b: DaemonProcess, context: String? = nil) throws -> String {
+        let pairing = try PairingProcess(self, from: a, to: b, context: context)
+        let invitation = try b.waitFor("invitation")
+        let id = try #require(invitation["invitation"] as? String)
+        let accepted = try cli(b, ["accept", id])
+        try #require(accepted.status == 0, "accept failed: \(accepted.stderr)")
+        let result = try pairing.finish()
+        try #require(result.status == 0, "pair failed: \(result.stderr)")
+        return try #require(invitation["sas"] as? String)
+    }
+}
+
+/// `syncpeer pair` running in the background while the other side answers.
+final class PairingProcess {
+    let process = Process()
+    let out = Pipe(), err = Pipe()
+
+    init(_ env: SyncpeerRunner, from a: DaemonProcess, to b: DaemonProcess, context: String? = nil, json: Bool = true) throws {
+        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+        var arguments = ["--home", a.home, "pair", b.address]
+        if let context { arguments += ["--context", context] }
+        if json { arguments.append("--json") }
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "SYNCPEER_INTERFACE": "lo"]
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+    }
+
+    func finish() throws -> SyncpeerRunner.Result {
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return .init(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                     stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
