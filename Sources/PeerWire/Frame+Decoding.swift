@@ -1,3 +1,16 @@
+extension ByteReader {
+    mutating func transferID() throws(WireError) -> TransferID {
+        try TransferID(try bytes(TransferID.byteCount, "transfer id"))
+    }
+
+    /// A u8 that must be 0 or 1.
+    mutating func flag(_ field: String) throws(WireError) -> Bool {
+        let raw = try u8(field)
+        guard raw <= 1 else { throw .invalidValue(field: field, value: UInt64(raw)) }
+        return raw == 1
+    }
+}
+
 extension Frame {
     /// Decodes a frame body whose length the caller has already checked against
     /// ``WireLimits/bodyLengthRange(of:)``. Every byte of the body must be used.
@@ -32,6 +45,29 @@ extension Frame {
             frame = .streamData(id: id, bytes: bytes)
         case .streamClose:
             frame = .streamClose(id: try reader.u32("stream id"))
+        case .offer:
+            frame = .offer(try TransferOffer.read(from: &reader))
+        case .accept:
+            let id = try reader.transferID()
+            frame = .accept(id: id, have: try reader.prefixedBytes(.u32, limit: WireLimits.maxHaveBitmap, "have bitmap"))
+        case .decline:
+            let id = try reader.transferID()
+            frame = .decline(id: id, reason: try reader.prefixedText(.u16, rule: .transferReason, "transfer reason"))
+        case .cancel:
+            let id = try reader.transferID()
+            frame = .cancel(id: id, reason: try reader.prefixedText(.u16, rule: .transferReason, "transfer reason"))
+        case .done:
+            let id = try reader.transferID()
+            let ok = try reader.flag("done status")
+            frame = .done(id: id, ok: ok, reason: try reader.prefixedText(.u16, rule: .transferReason, "transfer reason"))
+        case .chunk:
+            let id = try reader.transferID()
+            let index = try reader.u32("chunk index")
+            frame = .chunk(id: id, index: index, data: try reader.prefixedBytes(.u32, limit: WireLimits.maxChunk, "chunk"))
+        case .chunkAck:
+            let id = try reader.transferID()
+            let index = try reader.u32("chunk index")
+            frame = .chunkAck(id: id, index: index, ok: try reader.flag("chunk ack status"))
         }
         try reader.expectEnd(after: "\(type) frame body")
         return frame

@@ -68,6 +68,21 @@ public enum Frame: Equatable, Sendable {
     case streamData(id: UInt32, bytes: [UInt8])
     /// Ends stream `id`.
     case streamClose(id: UInt32)
+    /// A sender offers files (with their manifests).
+    case offer(TransferOffer)
+    /// The receiver accepts; `have` is a bitmap over all chunks of the offer (entry by entry,
+    /// bit i of byte i/8, least significant bit first) of those it already holds verified.
+    case accept(id: TransferID, have: [UInt8])
+    /// The receiver declines.
+    case decline(id: TransferID, reason: String)
+    /// Either side abandons the transfer (partial data is removed).
+    case cancel(id: TransferID, reason: String)
+    /// The receiver reports the end: every file verified and in place (`ok`), or why not.
+    case done(id: TransferID, ok: Bool, reason: String)
+    /// Chunk `index` (counted over all entries of the offer) of transfer `id`.
+    case chunk(id: TransferID, index: UInt32, data: [UInt8])
+    /// The receiver verified and wrote chunk `index` (`ok`), or its hash was wrong (send it again).
+    case chunkAck(id: TransferID, index: UInt32, ok: Bool)
 
     /// The frame's type code.
     public var type: FrameType {
@@ -80,6 +95,13 @@ public enum Frame: Equatable, Sendable {
         case .streamOpen: .streamOpen
         case .streamData: .streamData
         case .streamClose: .streamClose
+        case .offer: .offer
+        case .accept: .accept
+        case .decline: .decline
+        case .cancel: .cancel
+        case .done: .done
+        case .chunk: .chunk
+        case .chunkAck: .chunkAck
         }
     }
 
@@ -89,8 +111,20 @@ public enum Frame: Equatable, Sendable {
     /// (a user's message, a stream name) before sending them.
     public func validate() throws(WireError) {
         switch self {
-        case .ping, .pong, .pairing, .streamClose:
+        case .ping, .pong, .pairing, .streamClose, .chunkAck:
             return
+        case let .offer(offer):
+            try offer.validate()
+        case let .accept(_, have):
+            guard have.count <= WireLimits.maxHaveBitmap else {
+                throw .fieldTooLong(field: "have bitmap", length: have.count, limit: WireLimits.maxHaveBitmap)
+            }
+        case let .decline(_, reason), let .cancel(_, reason), let .done(_, _, reason):
+            try TextRule.transferReason.check(reason, "transfer reason")
+        case let .chunk(_, _, data):
+            guard data.count <= WireLimits.maxChunk else {
+                throw .fieldTooLong(field: "chunk", length: data.count, limit: WireLimits.maxChunk)
+            }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -119,6 +153,13 @@ extension Frame: CustomStringConvertible {
         case let .streamOpen(id, name): "streamOpen(id: \(id), name: \(name.utf8.count) bytes)"
         case let .streamData(id, bytes): "streamData(id: \(id), \(bytes.count) bytes)"
         case let .streamClose(id): "streamClose(id: \(id))"
+        case let .offer(offer): "offer(\(offer.id), \(offer.entries.count) entries)"
+        case let .accept(id, have): "accept(\(id), have: \(have.count) bytes)"
+        case let .decline(id, _): "decline(\(id))"
+        case let .cancel(id, _): "cancel(\(id))"
+        case let .done(id, ok, _): "done(\(id), ok: \(ok))"
+        case let .chunk(id, index, data): "chunk(\(id), #\(index), \(data.count) bytes)"
+        case let .chunkAck(id, index, ok): "chunkAck(\(id), #\(index), ok: \(ok))"
         }
     }
 }

@@ -53,6 +53,26 @@ public enum FrameEncoder {
             writer.prefixedBytes(bytes, .u32)
         case let .streamClose(id):
             writer.u32(id)
+        case let .offer(offer):
+            offer.write(to: &writer)
+        case let .accept(id, have):
+            writer.raw(id.bytes)
+            writer.prefixedBytes(have, .u32)
+        case let .decline(id, reason), let .cancel(id, reason):
+            writer.raw(id.bytes)
+            writer.prefixedText(reason, .u16)
+        case let .done(id, ok, reason):
+            writer.raw(id.bytes)
+            writer.u8(ok ? 1 : 0)
+            writer.prefixedText(reason, .u16)
+        case let .chunk(id, index, data):
+            writer.raw(id.bytes)
+            writer.u32(index)
+            writer.prefixedBytes(data, .u32)
+        case let .chunkAck(id, index, ok):
+            writer.raw(id.bytes)
+            writer.u32(index)
+            writer.u8(ok ? 1 : 0)
         }
     }
 }

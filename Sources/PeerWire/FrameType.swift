@@ -12,7 +12,16 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case streamOpen = 0x30
     case streamData = 0x31
     case streamClose = 0x32
-    // Reserved for later issues: 0x40–0x4F resources, 0x50–0x5F chunks, 0x60–0x6F folder index.
+    // 0x40–0x4F: resources (transfers).
+    case offer = 0x40
+    case accept = 0x41
+    case decline = 0x42
+    case cancel = 0x43
+    case done = 0x44
+    // 0x50–0x5F: chunks.
+    case chunk = 0x50
+    case chunkAck = 0x51
+    // Reserved: 0x60–0x6F folder index.
 
     public var description: String {
         switch self {
@@ -24,6 +33,13 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .streamOpen: "stream-open"
         case .streamData: "stream-data"
         case .streamClose: "stream-close"
+        case .offer: "offer"
+        case .accept: "accept"
+        case .decline: "decline"
+        case .cancel: "cancel"
+        case .done: "done"
+        case .chunk: "chunk"
+        case .chunkAck: "chunk-ack"
         }
     }
 }

@@ -29,4 +29,7 @@ struct TextRule {
     static let softwareVersion = TextRule(maxBytes: WireLimits.maxSoftwareVersion)
     static let feature = TextRule(minBytes: 1, maxBytes: WireLimits.maxFeatureName)
     static let context = TextRule(maxBytes: WireLimits.maxContext, allowsLineBreaks: true)
+    static let offerName = TextRule(minBytes: 1, maxBytes: WireLimits.maxOfferName)
+    static let entryPath = TextRule(minBytes: 1, maxBytes: WireLimits.maxEntryPath)
+    static let transferReason = TextRule(maxBytes: WireLimits.maxCloseReason)
 }

@@ -31,6 +31,19 @@ public enum WireLimits {
     /// Largest payload of one ``Frame/streamData(id:bytes:)`` frame.
     public static let maxStreamData = 65_536
 
+    /// Largest offer name (a file or folder name), in UTF-8 bytes.
+    public static let maxOfferName = 255
+    /// Largest relative path of an offer entry, in UTF-8 bytes.
+    public static let maxEntryPath = 4_096
+    /// Most files in one offer (a folder).
+    public static let maxOfferEntries = 100_000
+    /// Largest encoded manifest of one entry.
+    public static let maxManifest = 12 * 1024 * 1024
+    /// Largest chunk of a transfer.
+    public static let maxChunk = 16 * 1024 * 1024
+    /// Largest "have" bitmap of an accept (one bit per chunk of the whole offer).
+    public static let maxHaveBitmap = 1 << 20
+
     /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
     /// range as soon as the header is complete.
     ///
@@ -45,6 +58,12 @@ public enum WireLimits {
         case .streamOpen: range = 6...(5 + maxStreamName)            // id u32, name len u8, name (≥ 1)
         case .streamData: range = 8...(8 + maxStreamData)            // id u32, data len u32, data
         case .streamClose: range = 4...4                             // id u32
+        case .offer: range = 23...maxFrameBody                       // id, kind, name (≥ 1), count, entries
+        case .accept: range = 20...(20 + maxHaveBitmap)              // id, bitmap len u32, bitmap
+        case .decline, .cancel: range = 18...(18 + maxCloseReason)   // id, reason len u16, reason
+        case .done: range = 19...(19 + maxCloseReason)               // id, ok u8, reason len u16, reason
+        case .chunk: range = 24...(24 + maxChunk)                    // id, index u32, len u32, data
+        case .chunkAck: range = 21...21                              // id, index u32, ok u8
         }
         assert(range.upperBound <= maxFrameBody)
         return range

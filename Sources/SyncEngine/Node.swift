@@ -490,6 +490,8 @@ public final class Node: @unchecked Sendable {
                 pin(session)
             case let .deliverMessage(id, body):
                 emit(NodeEvent(.message, peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now()))
+            case let .transfer(frame):
+                transferFrameReceived(frame, from: session)
             case let .dropped(type):
                 emit(NodeEvent(.dropped, peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now()))
             case let .pairingRejected(status):
@@ -599,6 +601,13 @@ public final class Node: @unchecked Sendable {
         for address in config.staticPeers where !records.contains(where: { $0.addresses.first == address }) {
             startDial(address: address, expected: nil, context: nil, progress: nil, completion: nil)
         }
+    }
+
+    // MARK: - Transfers
+
+    /// Hands a transfer frame from a connected peer to the transfer manager.
+    private func transferFrameReceived(_ frame: Frame, from session: Session) {
+        emit(NodeEvent(.dropped, peer: session.peer, reason: "\(frame.type) frame: transfers are not supported yet", time: now()))
     }
 
     // MARK: - Lookup and events

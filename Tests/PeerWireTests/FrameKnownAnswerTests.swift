@@ -43,8 +43,10 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
     @Test func typeCodesAreStable() {
         let codes = FrameType.allCases.map { ($0.description, $0.rawValue) }
         #expect(codes.map(\.0) == ["ping", "pong", "close", "pairing", "message",
-                                   "stream-open", "stream-data", "stream-close"])
-        #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32])
+                                   "stream-open", "stream-data", "stream-close",
+                                   "offer", "accept", "decline", "cancel", "done", "chunk", "chunk-ack"])
+        #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32,
+                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x50, 0x51])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
                                        .impersonation, .timeout, .shuttingDown]
@@ -57,7 +59,8 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         #expect(WireLimits.maxFrameBody == 16_778_240)
         #expect(WireLimits.maxMessageBody == 65_536)
         let ranges = FrameType.allCases.map { WireLimits.bodyLengthRange(of: $0) }
-        #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4])
+        #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4,
+                           23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...16_777_240, 21...21])
         #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
     }
 

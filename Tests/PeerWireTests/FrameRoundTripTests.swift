@@ -14,7 +14,45 @@ import Testing
         .streamData(id: 9, bytes: pattern(WireLimits.maxStreamData)),
         .streamClose(id: 0),
         .streamClose(id: .max),
+        .chunk(id: sampleTransferID, index: 1, data: pattern(WireLimits.maxChunk)),
+        .offer(TransferOffer(id: sampleTransferID, kind: .file, name: String(repeating: "n", count: 255), entries: [
+            .init(path: String(repeating: "d/", count: 2047) + "xy", size: .max, mode: 0o7777,
+                  mtimeNanoseconds: .min, manifest: pattern(1000))])),
     ]
+
+    /// Offers that break a rule are refused by `validate()` with the field named.
+    @Test(arguments: [
+        (TransferOffer(id: sampleTransferID, kind: .file, name: "", entries: [.init(path: "a", size: 0, mode: 0, mtimeNanoseconds: 0, manifest: [])]),
+         WireError.fieldTooShort(field: "offer name", length: 0, minimum: 1)),
+        (TransferOffer(id: sampleTransferID, kind: .file, name: "x", entries: []),
+         WireError.invalidValue(field: "entries of a single-file offer", value: 0)),
+        (TransferOffer(id: sampleTransferID, kind: .folder, name: "x", entries: [.init(path: "a\u{0}b", size: 0, mode: 0, mtimeNanoseconds: 0, manifest: [])]),
+         WireError.controlCharacter(field: "entry path")),
+        (TransferOffer(id: sampleTransferID, kind: .folder, name: "x", entries: [.init(path: "a", size: 0, mode: 0o10000, mtimeNanoseconds: 0, manifest: [])]),
+         WireError.invalidValue(field: "entry mode", value: 0o10000)),
+    ])
+    func invalidOffers(offer: TransferOffer, error: WireError) {
+        #expect(throws: error) { try Frame.offer(offer).validate() }
+    }
+
+    @Test func chunkOverTheLimitIsRefusedOnTheHeader() throws {
+        var header: [UInt8] = [FrameType.chunk.rawValue]
+        let length = UInt32(24 + WireLimits.maxChunk + 1)
+        header += withUnsafeBytes(of: length.bigEndian) { Array($0) }
+        var reader = FrameReader()
+        reader.append(header)
+        #expect(throws: WireError.frameTooLarge(type: .chunk, length: Int(length), limit: 24 + WireLimits.maxChunk)) {
+            try reader.next()
+        }
+    }
+
+    @Test func transferIDHexRoundTrip() throws {
+        let id = TransferID.random()
+        #expect(TransferID(hex: id.description) == id)
+        #expect(TransferID(hex: id.description.uppercased()) == id)
+        #expect(TransferID(hex: "xyz") == nil)
+        #expect(throws: WireError.self) { try TransferID([1, 2, 3]) }
+    }
 
     @Test(arguments: validFrames)
     func roundTrip(frame: Frame) throws {

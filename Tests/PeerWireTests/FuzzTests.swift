@@ -132,6 +132,11 @@ private func frameLikeBytes(maxLength: Int, _ rng: inout SplitMix64) -> [UInt8] 
             case .message where length >= 12: body[8...11] = [0, 0, 0, UInt8(length - 12)]
             case .streamData where length >= 8: body[4...7] = [0, 0, 0, UInt8(length - 8)]
             case .pairing where length == 1: body[0] %= 7
+            case .chunk where length >= 24: body[20...23] = [0, 0, 0, UInt8(length - 24)]
+            case .accept where length >= 20: body[16...19] = [0, 0, 0, UInt8(length - 20)]
+            case .decline where length >= 18, .cancel where length >= 18: body[16] = 0; body[17] = UInt8(length - 18)
+            case .done where length >= 19: body[16] %= 2; body[17] = 0; body[18] = UInt8(length - 19)
+            case .chunkAck where length == 21: body[20] %= 2
             default: break
             }
             if Bool.random(using: &rng) {  // and mostly ASCII

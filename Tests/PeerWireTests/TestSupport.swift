@@ -95,7 +95,26 @@ let sampleFrames: [Frame] = [
     .streamData(id: 1, bytes: []),
     .streamData(id: 1, bytes: pattern(1000)),
     .streamClose(id: 1),
+    .offer(sampleOffer),
+    .offer(TransferOffer(id: sampleTransferID, kind: .folder, name: "photos", entries: [])),
+    .accept(id: sampleTransferID, have: []),
+    .accept(id: sampleTransferID, have: [0b1010_0001, 0xFF]),
+    .decline(id: sampleTransferID, reason: "no thanks"),
+    .cancel(id: sampleTransferID, reason: ""),
+    .done(id: sampleTransferID, ok: true, reason: ""),
+    .done(id: sampleTransferID, ok: false, reason: "root hash mismatch"),
+    .chunk(id: sampleTransferID, index: 0, data: []),
+    .chunk(id: sampleTransferID, index: .max, data: pattern(5000)),
+    .chunkAck(id: sampleTransferID, index: 7, ok: true),
+    .chunkAck(id: sampleTransferID, index: 8, ok: false),
 ]
+
+let sampleTransferID = try! TransferID(Array(1...16))
+
+let sampleOffer = TransferOffer(id: sampleTransferID, kind: .folder, name: "trip 📷", entries: [
+    .init(path: "a/b.txt", size: 1234, mode: 0o644, mtimeNanoseconds: 1_700_000_000_123_456_789, manifest: pattern(40)),
+    .init(path: "empty", size: 0, mode: 0o600, mtimeNanoseconds: -5, manifest: []),
+])
 
 /// `count` random valid frames (bodies up to `maxBody` bytes), deterministic for a seed.
 func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [Frame] {
@@ -103,7 +122,7 @@ func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [F
     let codes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired, .impersonation,
                               .timeout, .shuttingDown, .unknown(999)]
     return (0..<count).map { _ in
-        switch Int.random(in: 0..<8, using: &rng) {
+        switch Int.random(in: 0..<11, using: &rng) {
         case 0: return .ping(rng.next())
         case 1: return .pong(rng.next())
         case 2: return .message(id: rng.next(), body: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
@@ -114,6 +133,13 @@ func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [F
                                    name: String(repeating: "s", count: Int.random(in: 1...255, using: &rng)))
         case 6: return .streamData(id: UInt32.random(in: 0 ... .max, using: &rng),
                                    bytes: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
+        case 7: return .chunk(id: .random(), index: UInt32.random(in: 0 ... .max, using: &rng),
+                              data: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
+        case 8: return .accept(id: .random(), have: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
+        case 9: return .offer(TransferOffer(id: .random(), kind: .file, name: "f", entries: [
+            .init(path: String(repeating: "p", count: Int.random(in: 1...40, using: &rng)), size: rng.next(),
+                  mode: UInt32.random(in: 0...0o7777, using: &rng), mtimeNanoseconds: Int64(bitPattern: rng.next()),
+                  manifest: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))]))
         default: return .streamClose(id: UInt32.random(in: 0 ... .max, using: &rng))
         }
     }

@@ -17,6 +17,8 @@ struct SessionMachineTests {
         var testDescription: String { name }
     }
 
+    static let tid = TransferID.random()
+
     static let rows: [Row] = [
         Row(name: "responder, paired peer: accepted at once", role: .responder,
             events: [.handshakeCompleted(.paired)],
@@ -90,6 +92,15 @@ struct SessionMachineTests {
         Row(name: "transport loss closes once", role: .responder,
             events: [.handshakeCompleted(.paired), .transportClosed("reset")],
             actions: [.report("reset"), .state(.closed)], state: .closed),
+        Row(name: "an offer before acceptance is dropped", role: .responder,
+            events: [.handshakeCompleted(.unknown), .frame(.offer(TransferOffer(id: tid, kind: .file, name: "x", entries: [])))],
+            actions: [.dropped(.offer)], state: .awaitingLocalDecision),
+        Row(name: "a chunk before acceptance is dropped", role: .initiator,
+            events: [.handshakeCompleted(.unknown), .frame(.chunk(id: tid, index: 0, data: [1]))],
+            actions: [.dropped(.chunk)], state: .awaitingPeerDecision),
+        Row(name: "connected: transfer frames go to the transfer manager", role: .responder,
+            events: [.handshakeCompleted(.paired), .frame(.chunkAck(id: tid, index: 3, ok: true))],
+            actions: [.transfer(.chunkAck(id: tid, index: 3, ok: true))], state: .connected),
         Row(name: "nothing happens after close", role: .responder,
             events: [.handshakeCompleted(.paired), .transportClosed("reset"), .frame(.message(id: 1, body: [1]))],
             actions: [], state: .closed),

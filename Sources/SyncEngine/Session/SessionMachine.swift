@@ -64,6 +64,8 @@ public struct SessionMachine: Sendable {
         /// Store the peer's key as paired.
         case pinPeer
         case deliverMessage(id: UInt64, body: [UInt8])
+        /// A transfer frame (offer, accept, chunk ...) for the transfer manager.
+        case transfer(Frame)
         /// Something the peer sent was dropped because the session is not connected.
         case dropped(FrameType)
         /// The pairing ended without trust (declined, expired, refused).
@@ -149,6 +151,9 @@ public struct SessionMachine: Sendable {
         case .streamOpen, .streamData, .streamClose:
             guard state == .connected else { return [.dropped(frame.type)] }
             return []
+        case .offer, .accept, .decline, .cancel, .done, .chunk, .chunkAck:
+            guard state == .connected else { return [.dropped(frame.type)] }
+            return [.transfer(frame)]
         }
     }
 
