@@ -276,24 +276,30 @@ public final class Node: @unchecked Sendable {
 
     // MARK: - Dialling and accepting
 
+    /// Starts dialling from any thread (the work happens on `queue` and a dial thread).
     private func dial(address: String, expected: String?, context: String?,
                       progress: (@Sendable (NodeEvent) -> Void)? = nil,
                       completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
+        queue.async { [self] in
+            startDial(address: address, expected: expected, context: context, progress: progress, completion: completion)
+        }
+    }
+
+    /// Runs on `queue`.
+    private func startDial(address: String, expected: String?, context: String?,
+                           progress: (@Sendable (NodeEvent) -> Void)?,
+                           completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
             return
         }
-        let started: Bool = queue.sync {
-            if stopped || dialsInFlight.contains(address) { return false }
-            dialsInFlight.insert(address)
-            return true
-        }
-        guard started else {
+        if stopped || dialsInFlight.contains(address) {
             completion?(.failure(.network("already connecting to \(address)")))
             return
         }
-        let hello = makeHello(context: context)
+        dialsInFlight.insert(address)
+        let hello = makeHello(context: context, port: listenPort)
         let thread = Thread { [self] in
             let outcome: Result<SecureChannel, NetError>
             do throws(NetError) {
@@ -330,7 +336,7 @@ public final class Node: @unchecked Sendable {
                 if case .closed = error { return }
                 continue
             }
-            let hello = makeHello(context: nil)
+            let hello = makeHello(context: nil, port: queue.sync { listenPort })
             let thread = Thread { [self] in
                 do throws(NetError) {
                     let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
@@ -355,9 +361,9 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    private func makeHello(context: String?) -> Hello {
+    private func makeHello(context: String?, port: UInt16) -> Hello {
         Hello(displayName: identity.displayName, softwareVersion: SyncEngine.version,
-              features: ["messages"], context: context, listenPort: queue.sync { listenPort })
+              features: ["messages"], context: context, listenPort: port == 0 ? nil : port)
     }
 
     /// How much the node trusts the peer of a fresh channel.
@@ -579,7 +585,7 @@ public final class Node: @unchecked Sendable {
             next.delay = min(redial.delay * 2, config.redialMaximum)
             next.nextAttempt = now + next.delay
             redials[device] = next
-            queue.async { [self] in dial(address: redial.address, expected: device, context: nil, completion: nil) }
+            startDial(address: redial.address, expected: device, context: nil, progress: nil, completion: nil)
         }
     }
 
@@ -591,7 +597,7 @@ public final class Node: @unchecked Sendable {
             }
         }
         for address in config.staticPeers where !records.contains(where: { $0.addresses.first == address }) {
-            queue.async { [self] in dial(address: address, expected: nil, context: nil, completion: nil) }
+            startDial(address: address, expected: nil, context: nil, progress: nil, completion: nil)
         }
     }
 
