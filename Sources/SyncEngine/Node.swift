@@ -4,6 +4,7 @@ internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
 internal import PeerWire
+internal import Synchronization
 
 /// The node: the composition root that owns the listener, the sessions with peers, the
 /// index and the event subscribers. Every mutable property is confined to `queue`;
@@ -33,6 +34,12 @@ public final class Node: @unchecked Sendable {
     private var stopped = false
     private var listenPort: UInt16 = 0
     private var listenHost = ""
+
+    /// Frames an unpaired peer may send (dropped) before its connection is closed.
+    static let maxDroppedFrames = 64
+    /// Handshakes in progress at once; more connections are closed at once.
+    static let maxPendingHandshakes = 32
+    private let pendingHandshakes = Atomic<Int>(0)
 
     struct Redial {
         var address: String
@@ -336,8 +343,14 @@ public final class Node: @unchecked Sendable {
                 if case .closed = error { return }
                 continue
             }
+            if pendingHandshakes.add(1, ordering: .relaxed).newValue > Self.maxPendingHandshakes {
+                pendingHandshakes.subtract(1, ordering: .relaxed)
+                stream.close()
+                continue
+            }
             let hello = makeHello(context: nil, port: queue.sync { listenPort })
             let thread = Thread { [self] in
+                defer { pendingHandshakes.subtract(1, ordering: .relaxed) }
                 do throws(NetError) {
                     let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
                                                             timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
@@ -377,7 +390,9 @@ public final class Node: @unchecked Sendable {
             return .paired
         }
         let name = channel.remoteHello.displayName
-        if let twin = records.first(where: { $0.trust == .paired && $0.name == name && $0.deviceID != device }) {
+        // Compare names as people read them: case, surrounding spaces and compatibility forms
+        // ("Ａlice", "alice ") do not make a different name.
+        if let twin = records.first(where: { $0.trust == .paired && Self.sameName($0.name, name) && $0.deviceID != device }) {
             return .impersonation("'\(name)' is paired as \(displayID(twin.deviceID).prefix(7)) but presents a different key (\(channel.remoteDeviceID.shortID))")
         }
         return .unknown
@@ -493,7 +508,17 @@ public final class Node: @unchecked Sendable {
             case let .transfer(frame):
                 transferFrameReceived(frame, from: session)
             case let .dropped(type):
-                emit(NodeEvent(.dropped, peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now()))
+                session.droppedFrames += 1
+                if session.droppedFrames <= Self.maxDroppedFrames {
+                    emit(NodeEvent(.dropped, peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now()))
+                } else {
+                    // An unpaired peer that keeps talking is not waiting politely: end it.
+                    session.closeReason = "too many frames before pairing (\(Self.maxDroppedFrames))"
+                    session.redialAllowed = false
+                    session.send([.close(code: .protocolError, reason: "too many frames before pairing")])
+                    perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
+                    return
+                }
             case let .pairingRejected(status):
                 emit(NodeEvent(.pairingRejected, peer: session.peer, outcome: "\(status)", time: now()))
                 session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
@@ -675,6 +700,13 @@ public final class Node: @unchecked Sendable {
     }
 
     private func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        func fold(_ s: String) -> String {
+            s.precomposedStringWithCompatibilityMapping.lowercased().trimmingCharacters(in: .whitespaces)
+        }
+        return fold(a) == fold(b)
+    }
 
     static func newInvitationID() -> String {
         let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")

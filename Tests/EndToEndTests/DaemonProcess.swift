@@ -71,25 +71,29 @@ final class DaemonProcess: @unchecked Sendable {
 
     func events(_ kind: String) -> [[String: Any]] { events.filter { $0["event"] as? String == kind } }
 
-    /// Waits until an event of `kind` matching `where` has arrived; returns it.
+    /// Waits until an event of `kind` matching `where` has arrived (among the events after
+    /// the first `after`); returns it.
     @discardableResult
-    func waitFor(_ kind: String, timeout: Double = 10, where match: ([String: Any]) -> Bool = { _ in true }) throws -> [String: Any] {
+    func waitFor(_ kind: String, after skip: Int = 0, timeout: Double = 10,
+                 where match: ([String: Any]) -> Bool = { _ in true }) throws -> [String: Any] {
         let deadline = Date().addingTimeInterval(timeout)
+        func find() -> [String: Any]? {
+            events.dropFirst(skip).first { $0["event"] as? String == kind && match($0) }
+        }
         while Date() < deadline {
-            if let found = events.first(where: { $0["event"] as? String == kind && match($0) }) { return found }
-            if !process.isRunning, events.first(where: { $0["event"] as? String == kind && match($0) }) == nil {
-                break
-            }
+            if let found = find() { return found }
+            if !process.isRunning { break }
             Thread.sleep(forTimeInterval: 0.02)
         }
+        if let found = find() { return found }
         let stderr = String(decoding: stderrPipe.fileHandleForReading.availableDataNonBlocking(), as: UTF8.self)
         throw DaemonError.timeout("\(name): no '\(kind)' event within \(timeout) s; events: \(events.map { $0["event"] ?? "?" }); stderr: \(stderr)")
     }
 
-    /// Waits for a session state event from the peer named `peer`.
+    /// Waits for a session state event from the peer named `peer` (after the first `after` events).
     @discardableResult
-    func waitForState(_ state: String, peer: String, after index: Int = 0, timeout: Double = 10) throws -> [String: Any] {
-        try waitFor("state", timeout: timeout) { event in
+    func waitForState(_ state: String, peer: String, after skip: Int = 0, timeout: Double = 10) throws -> [String: Any] {
+        try waitFor("state", after: skip, timeout: timeout) { event in
             (event["state"] as? String) == state && ((event["peer"] as? [String: Any])?["name"] as? String) == peer
         }
     }

@@ -132,6 +132,25 @@ struct HostileSessionTests {
         #expect(!peers.contains { $0["paired"] as? Bool == true }, "\(peers)")
     }
 
+    /// An unpaired peer that floods frames while its invitation is open is cut off after a
+    /// bounded number of dropped frames (no unbounded event stream, no delivery).
+    @Test func anUnpairedFloodIsCutOff() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let b = try DaemonProcess(env, name: "bob")
+        let rogue = try RogueClient(port: b.port, name: "flooder")
+        defer { rogue.close() }
+        #expect(try rogue.receive() == .pairing(.pending))
+        for id in 1...500 {
+            do { try rogue.channel.send(.message(id: UInt64(id), body: Array("flood-\(id)".utf8))) } catch { break }
+        }
+        #expect(rogue.waitUntilClosed(within: 5) != nil, "bob kept the flooding connection open")
+        let closed = try b.waitFor("state") { $0.peerName == "flooder" && $0["state"] as? String == "notConnected" }
+        #expect(closed.reason.contains("too many frames before pairing"), "\(closed)")
+        #expect(b.events("dropped").count <= 64)
+        #expect(b.events("message").isEmpty)
+    }
+
     // MARK: 4. Over-limit frames
 
     struct OversizedFrame: Sendable, CustomTestStringConvertible {

@@ -33,6 +33,8 @@ final class Session {
     /// False once the session ended in a way that must not be undone by redialling
     /// (the user disconnected or unpaired, or the peer closed it on purpose).
     var redialAllowed = true
+    /// Frames dropped because the peer is not paired yet.
+    var droppedFrames = 0
 
     init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
         self.id = id
