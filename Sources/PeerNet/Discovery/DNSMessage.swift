@@ -82,8 +82,11 @@ struct DNSWriter {
     var bytes: [UInt8] = []
     /// Offsets of names already written, keyed by their lowercased label suffix.
     private var offsets: [[[UInt8]]: Int] = [:]
+    /// False to write every name in full (canonical record data for comparisons).
+    var compression = true
 
-    init() {
+    init(compression: Bool = true) {
+        self.compression = compression
         bytes.reserveCapacity(512)
     }
 
@@ -103,6 +106,7 @@ struct DNSWriter {
     /// `compress` (and remembering the new suffixes for later names).
     mutating func name(_ name: DNSName, compress: Bool = true) throws(DNSError) {
         try Self.check(name)
+        let compress = compress && compression
         let canonical = name.canonical
         for i in 0..<name.labels.count {
             let suffix = Array(canonical[i...])
@@ -345,5 +349,16 @@ struct DNSReader {
         position = end
         return DNSResourceRecord(name: name, data: data, ttl: ttl, cacheFlush: cls & 0x8000 != 0,
                                  recordClass: cls & 0x7FFF)
+    }
+}
+
+extension DNSRecordData {
+    /// The record data in wire form without compression (RFC 6762 §8.2 compares these
+    /// bytes in the probe tie-break). Empty when the data cannot be encoded.
+    var uncompressedBytes: [UInt8] {
+        var writer = DNSWriter(compression: false)
+        let record = DNSResourceRecord(name: .root, data: self, ttl: 0)
+        guard (try? writer.record(record)) != nil else { return [] }
+        return Array(writer.bytes.dropFirst(11))  // root name (1), type, class, TTL, length
     }
 }

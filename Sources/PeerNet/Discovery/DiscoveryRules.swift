@@ -11,6 +11,8 @@ public enum DiscoveryRuleError: Error, Equatable, Sendable, CustomStringConverti
     case infoKeyReserved(String)
     case infoPairTooLong(key: String, bytes: Int)
     case infoTooLarge(bytes: Int)
+    case displayNameLength(Int)
+    case hostNameInvalid(String)
 
     public var description: String {
         switch self {
@@ -36,6 +38,10 @@ public enum DiscoveryRuleError: Error, Equatable, Sendable, CustomStringConverti
             return "discovery info pair \"\(key)=…\" is \(bytes) bytes: each key=value pair must be at most 255 bytes"
         case let .infoTooLarge(bytes):
             return "discovery info is \(bytes) bytes in all: the pairs together must be at most 400 bytes"
+        case let .displayNameLength(n):
+            return "display name is \(n) bytes: it must be 1 to 63 bytes of UTF-8 (one DNS label)"
+        case let .hostNameInvalid(name):
+            return "host name \"\(name)\" is not one DNS label of 1 to 63 bytes without dots"
         }
     }
 }

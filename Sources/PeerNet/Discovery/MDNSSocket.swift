@@ -79,6 +79,9 @@ final class MDNSSocket: Sendable {
     let fd: Int32
     let selection: InterfaceSelection
     private let current = Mutex<[MDNSInterface]>([])
+    /// Held while choosing the outgoing interface and sending, so that two threads never
+    /// send out of each other's interface.
+    private let sendLock = Mutex(())
 
     init(selection: InterfaceSelection, port: UInt16 = mdnsPort) throws(NetError) {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -145,14 +148,20 @@ final class MDNSSocket: Sendable {
     /// Multicasts `bytes` to 224.0.0.251:5353 out of `interface`. Errors (an interface
     /// that just went down) are ignored: mDNS is best effort.
     func multicast(_ bytes: [UInt8], on interface: MDNSInterface) {
-        var request = ip_mreqn()
-        request.imr_ifindex = Int32(interface.index)
-        _ = setsockopt(fd, IPPROTO_IP_, IP_MULTICAST_IF, &request, socklen_t(MemoryLayout<ip_mreqn>.size))
-        send(bytes, to: mdnsGroup, port: mdnsPort)
+        sendLock.withLock { _ in
+            var request = ip_mreqn()
+            request.imr_ifindex = Int32(interface.index)
+            _ = setsockopt(fd, IPPROTO_IP_, IP_MULTICAST_IF, &request, socklen_t(MemoryLayout<ip_mreqn>.size))
+            sendUnlocked(bytes, to: mdnsGroup, port: mdnsPort)
+        }
     }
 
     /// Sends `bytes` to one address (unicast replies).
     func send(_ bytes: [UInt8], to address: IPv4Address, port: UInt16) {
+        sendLock.withLock { _ in sendUnlocked(bytes, to: address, port: port) }
+    }
+
+    private func sendUnlocked(_ bytes: [UInt8], to address: IPv4Address, port: UInt16) {
         var target = sockaddr_in()
         target.sin_family = sa_family_t(AF_INET)
         target.sin_port = port.bigEndian
