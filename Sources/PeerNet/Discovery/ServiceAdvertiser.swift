@@ -251,9 +251,12 @@ public final class ServiceAdvertiser: Sendable {
         }
     }
 
-    private func probePackets(_ s: State) -> [(MDNSInterface, [UInt8])] {
+    /// A probe (RFC 6762 §8.1): a question for our name of type ANY, our proposed records in
+    /// the authority section. Only the first asks for a unicast reply (QU): several sockets
+    /// share port 5353 on a host, and a unicast datagram reaches only one of them.
+    private func probePackets(_ s: State, first: Bool) -> [(MDNSInterface, [UInt8])] {
         let name = instanceName(s.label)
-        let message = DNSMessage.query([DNSQuestion(name: name, type: DNSRecordType.any, unicastResponse: true)],
+        let message = DNSMessage.query([DNSQuestion(name: name, type: DNSRecordType.any, unicastResponse: first)],
                                        authorities: [srvRecord(s.label), txtRecord(s.label)])
         guard let bytes = try? message.encoded() else { return [] }
         return s.interfaces.map { ($0, bytes) }
@@ -307,7 +310,7 @@ public final class ServiceAdvertiser: Sendable {
                     registered = s.label
                     s.phase = .announcing(sent: 0, next: now)
                 } else {
-                    sends += probePackets(s)
+                    sends += probePackets(s, first: sent == 0)
                     s.phase = .probing(sent: sent + 1, next: now + .milliseconds(250))
                 }
             case let .announcing(sent, next):
@@ -457,8 +460,10 @@ public final class ServiceAdvertiser: Sendable {
         var multicastNeeded = true
         if unicastWanted {
             unicast.append((packet.source, packet.sourcePort, bytes))
-            // Multicast as well unless every answer went out by multicast within a quarter TTL.
-            multicastNeeded = answers.contains { r in
+            // Multicast as well unless every answer went out by multicast within a quarter TTL;
+            // always for a probe (a defence must reach the prober whichever socket it uses).
+            let isProbe = !query.authorities.isEmpty
+            multicastNeeded = isProbe || answers.contains { r in
                 guard let last = s.lastMulticast[key(r, interface.index)] else { return true }
                 return now - last > .seconds(Int(r.ttl) / 4)
             }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import PeerNet
 import Synchronization
 import Testing
@@ -10,11 +11,11 @@ struct NodeFactory {
 
     func advertiser(_ type: ServiceType, name: String, port: UInt16, id: String, ttl: UInt32? = nil,
                     info: [String: String] = [:], visible: Bool = true, start: Bool = true,
-                    names: NameLog? = nil) throws -> ServiceAdvertiser {
+                    names: NameLog? = nil, refresh: Duration = .seconds(5)) throws -> ServiceAdvertiser {
         let config = AdvertiserConfiguration(
             serviceType: type, displayName: name, port: port, deviceID: id, protocolVersion: 1,
             info: try DiscoveryInfo(info), interfaces: interfaces,
-            hostRecordTTL: ttl ?? 120, otherRecordTTL: ttl ?? 4500)
+            hostRecordTTL: ttl ?? 120, otherRecordTTL: ttl ?? 4500, interfaceRefreshInterval: refresh)
         let advertiser = try ServiceAdvertiser(config) { names?.append($0) }
         if start { try thread.run { try advertiser.start(visible: visible) } }
         return advertiser
@@ -192,5 +193,103 @@ struct DiscoveryNamespaceTests {
         }
         try await Task.sleep(for: .seconds(1))
         #expect(!log.all.contains { if case .lost = $0 { return true }; return false }, "\(log.all)")
+
+        // A late joiner with the same name meets a defended name: renamed "Twin (3)".
+        let names3 = NameLog()
+        let adv3 = try nodes.advertiser(type, name: "Twin", port: 45003, id: "T3", names: names3)
+        defer { adv3.stop() }
+        let third = await log.wait(timeout: .seconds(5)) { $0.isFound("Twin (3)") }
+        #expect(third != nil, "\(log.all)")
+        #expect(names3.all == ["Twin (3)"])
+        #expect(log.found("Twin (3)")?.port == 45003)
+        try await Task.sleep(for: .seconds(1))
+        #expect(!log.all.contains { if case .lost = $0 { return true }; return false }, "\(log.all)")
+        #expect(Set([adv1, adv2].compactMap(\.registeredName)) == ["Twin", "Twin (2)"])
     }
+
+    /// A changed interface address is picked up (re-read periodically) and re-announced;
+    /// the cache-flush bit replaces the old address at the browser.
+    @Test func addressChangeIsPickedUp() async throws {
+        let (ns1, ns2, _, vb) = try TestNamespace.vethPair()
+        defer { ns1.remove(); ns2.remove() }
+        let t1 = try NetnsThread(ns1), t2 = try NetnsThread(ns2)
+        defer { t1.finish(); t2.finish() }
+        let (browser, log) = try NodeFactory(thread: t1, interfaces: .automatic).browser(type)
+        let advertiser = try NodeFactory(thread: t2, interfaces: .automatic)
+            .advertiser(type, name: "Mover", port: 48001, id: "M", refresh: .milliseconds(300))
+        defer { advertiser.stop(); browser.stop() }
+        #expect(await log.wait(timeout: .seconds(2)) { $0.isFound("Mover") } != nil)
+        #expect(log.found("Mover")?.addresses == [IPv4Address(10, 99, 0, 2)])
+
+        try ip(["-n", ns2.name, "addr", "add", "10.99.1.2/24", "dev", vb])
+        try ip(["-n", ns2.name, "addr", "del", "10.99.0.2/24", "dev", vb])
+        let moved = await log.wait(timeout: .seconds(5)) { event in
+            if case let .updated(instance) = event { return instance.addresses == [IPv4Address(10, 99, 1, 2)] }
+            return false
+        }
+        #expect(moved != nil, "\(log.all)")
+    }
+
+    /// Raw queries from a plain socket on an ephemeral port (legacy unicast, RFC 6762 §6.7):
+    /// the reply comes back unicast with our ID; a query that already lists the PTR as a
+    /// known answer (full TTL) gets no PTR back (known-answer suppression, §7.1).
+    @Test func legacyUnicastAndKnownAnswerSuppression() async throws {
+        let ns = try TestNamespace.loopbackOnly()
+        defer { ns.remove() }
+        let thread = try NetnsThread(ns)
+        defer { thread.finish() }
+        let names = NameLog()
+        let advertiser = try NodeFactory(thread: thread, interfaces: .named(["lo"]))
+            .advertiser(type, name: "Answerer", port: 49001, id: "ANS", names: names)
+        defer { advertiser.stop() }
+        let deadline = ContinuousClock.now + .seconds(3)
+        while names.all.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(200))
+
+        let question = DNSQuestion(name: type.domain, type: DNSRecordType.ptr)
+        let plain = try DNSMessage(id: 0xBEEF, questions: [question]).encoded()
+        let reply = try thread.run { try rawExchange(plain) }
+        let message = try #require(reply.map { try DNSMessage(decoding: $0) })
+        #expect(message.id == 0xBEEF && message.isResponse)
+        #expect(message.questions == [question])
+        let ptr = try #require(message.answers.first)
+        let instance = DNSName(labels: ["Answerer", "_syncpeer-test", "_tcp", "local"])
+        #expect(ptr.data == .ptr(instance))
+        #expect(ptr.ttl <= 10 && !ptr.cacheFlush)
+        #expect(message.additionals.contains { $0.type == DNSRecordType.srv })
+
+        let known = DNSResourceRecord(name: type.domain, data: .ptr(instance), ttl: 4500)
+        let suppressed = try DNSMessage(id: 0xBEEF, questions: [question], answers: [known]).encoded()
+        #expect(try thread.run { try rawExchange(suppressed) } == nil)
+        // Half the TTL or less left: not suppressed.
+        var stale = known
+        stale.ttl = 2000
+        let notSuppressed = try DNSMessage(id: 0xBEEF, questions: [question], answers: [stale]).encoded()
+        #expect(try thread.run { try rawExchange(notSuppressed) } != nil)
+    }
+}
+
+/// Sends `query` to 224.0.0.251:5353 from a fresh UDP socket on an ephemeral port (call it
+/// on a namespace thread) and returns the first reply within 700 ms, or nil.
+func rawExchange(_ query: [UInt8]) throws -> [UInt8]? {
+    let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+    guard fd >= 0 else { throw CommandFailed(description: "socket failed") }
+    defer { close(fd) }
+    var target = sockaddr_in()
+    target.sin_family = sa_family_t(AF_INET)
+    target.sin_port = UInt16(5353).bigEndian
+    target.sin_addr = in_addr(s_addr: UInt32(224) | UInt32(251) << 24)
+    let sent = query.withUnsafeBytes { raw in
+        withUnsafePointer(to: &target) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, raw.baseAddress, raw.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+    }
+    guard sent == query.count else { throw CommandFailed(description: "sendto failed: \(errno)") }
+    var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    guard poll(&pfd, 1, 700) == 1 else { return nil }
+    var buffer = [UInt8](repeating: 0, count: 9000)
+    let n = recv(fd, &buffer, buffer.count, 0)
+    return n > 0 ? Array(buffer[..<n]) : nil
 }
