@@ -45,7 +45,7 @@ var package = Package(
 
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop"]),
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),
-        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto"]),
+        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto"], exclude: ["Discovery/Interop"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),

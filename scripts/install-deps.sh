@@ -3,7 +3,9 @@
 # Idempotent: a second run does nothing but check. Needs root (or sudo) the first time.
 set -euo pipefail
 
-apt_packages=(libsodium-dev libsqlite3-dev pkg-config python3 iproute2)
+# python3-zeroconf: an independent mDNS implementation for the discovery interop tests (run only
+# inside test network namespaces, with /usr/bin/python3).
+apt_packages=(libsodium-dev libsqlite3-dev pkg-config python3 iproute2 python3-zeroconf)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

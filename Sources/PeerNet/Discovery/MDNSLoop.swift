@@ -1,0 +1,37 @@
+internal import Glibc
+
+/// Runs one responder's or querier's socket loop on the calling (dedicated) thread: waits
+/// for datagrams, a wake-up or the next tick (`tick` ≤ 50 ms), re-reads the interfaces
+/// every `refreshInterval`, and returns when `shouldStop()` is true.
+func runMDNSLoop(socket: MDNSSocket, wake: WakePipe, refreshInterval: Duration,
+                 shouldStop: () -> Bool,
+                 onPacket: (MDNSPacket) -> Void,
+                 onTick: (ContinuousClock.Instant) -> Void,
+                 onInterfacesChanged: () -> Void) {
+    var nextRefresh = ContinuousClock.now + refreshInterval
+    while !shouldStop() {
+        var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
+                   pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+        _ = poll(&fds, 2, 50)
+        if fds[1].revents != 0 { wake.drain() }
+        if shouldStop() { return }
+        if fds[0].revents & Int16(POLLIN) != 0 {
+            var count = 0
+            while count < 64, let packet = socket.receive() {
+                onPacket(packet)
+                count += 1
+            }
+        }
+        let now = ContinuousClock.now
+        if now >= nextRefresh {
+            nextRefresh = now + refreshInterval
+            if socket.refreshInterfaces() { onInterfacesChanged() }
+        }
+        onTick(now)
+    }
+}
+
+/// A random duration in `range` milliseconds.
+func randomMilliseconds(_ range: ClosedRange<Int>) -> Duration {
+    .milliseconds(Int.random(in: range))
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/python3
+"""An independent mDNS/DNS-SD peer for the interop tests (python3-zeroconf from Debian).
+
+Always run inside a test network namespace: `ip netns exec NS /usr/bin/python3 zeroconf_peer.py ...`.
+
+  browse   TYPE IFACE_IP SECONDS               prints one JSON line per service seen
+  register TYPE NAME PORT IFACE_IP SECONDS [key=value ...]
+                                               registers, prints {"registered": name}, waits, unregisters
+"""
+import json
+import socket
+import sys
+import time
+
+from zeroconf import IPVersion, ServiceBrowser, ServiceStateChange, Zeroconf
+from zeroconf import ServiceInfo
+
+
+def emit(obj):
+    print(json.dumps(obj), flush=True)
+
+
+def decode_properties(props):
+    out = {}
+    for k, v in (props or {}).items():
+        key = k.decode("utf-8", "replace") if isinstance(k, bytes) else str(k)
+        out[key] = "" if v is None else (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+    return out
+
+
+def browse(service_type, iface_ip, seconds):
+    zc = Zeroconf(interfaces=[iface_ip], ip_version=IPVersion.V4Only)
+    full_type = "_%s._tcp.local." % service_type
+
+    def on_change(zeroconf, service_type, name, state_change):
+        if state_change in (ServiceStateChange.Added, ServiceStateChange.Updated):
+            info = zeroconf.get_service_info(service_type, name, timeout=3000)
+            if info is None:
+                emit({"event": "unresolved", "name": name})
+                return
+            emit({
+                "event": "added" if state_change == ServiceStateChange.Added else "updated",
+                "name": name,
+                "port": info.port,
+                "server": info.server,
+                "addresses": [socket.inet_ntoa(a) for a in info.addresses if len(a) == 4],
+                "properties": decode_properties(info.properties),
+            })
+        else:
+            emit({"event": "removed", "name": name})
+
+    ServiceBrowser(zc, full_type, handlers=[on_change])
+    time.sleep(seconds)
+    zc.close()
+
+
+def register(service_type, name, port, iface_ip, seconds, pairs):
+    zc = Zeroconf(interfaces=[iface_ip], ip_version=IPVersion.V4Only)
+    full_type = "_%s._tcp.local." % service_type
+    props = {}
+    for pair in pairs:
+        k, _, v = pair.partition("=")
+        props[k] = v
+    info = ServiceInfo(full_type, "%s.%s" % (name, full_type), addresses=[socket.inet_aton(iface_ip)],
+                       port=port, properties=props, server="zc-peer.local.")
+    zc.register_service(info)
+    emit({"registered": info.name})
+    time.sleep(seconds)
+    zc.unregister_service(info)
+    emit({"unregistered": info.name})
+    zc.close()
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "browse":
+        browse(sys.argv[2], sys.argv[3], float(sys.argv[4]))
+    elif mode == "register":
+        register(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], float(sys.argv[6]), sys.argv[7:])
+    else:
+        raise SystemExit("unknown mode " + mode)
+
+
+if __name__ == "__main__":
+    main()
