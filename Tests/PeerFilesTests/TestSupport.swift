@@ -1,5 +1,6 @@
 import Foundation
 import PeerFiles
+import Testing
 
 /// SplitMix64: a tiny deterministic generator (Steele, Lea, Flood 2014). Test data is a
 /// pure function of the seed, so known-answer values stay valid forever.
@@ -71,4 +72,19 @@ func seconds(_ body: () throws -> Void) rethrows -> Double {
     let clock = ContinuousClock()
     let elapsed = try clock.measure(body)
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+}
+
+/// The `FileError` that `body` throws; records an issue (and returns nil) if it throws
+/// nothing or another error.
+func thrownFileError(_ unexpectedSuccess: String, sourceLocation: SourceLocation = #_sourceLocation,
+                     _ body: () throws -> Void) -> FileError? {
+    do {
+        try body()
+        Issue.record(Comment(rawValue: unexpectedSuccess), sourceLocation: sourceLocation)
+    } catch let error as FileError {
+        return error
+    } catch {
+        Issue.record(error, "expected a FileError", sourceLocation: sourceLocation)
+    }
+    return nil
 }
