@@ -47,6 +47,7 @@ var package = Package(
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),
         .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto"], exclude: ["Discovery/Interop"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
+        .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.

@@ -1,0 +1,118 @@
+internal import Glibc
+
+/// Reads chunks of a file for sending: `pread` at the chunk's offset into one buffer that
+/// is reused from chunk to chunk (no allocation per chunk). The bytes are lent to a
+/// closure (`withChunk`) and must not escape it. Not thread-safe: one reader per
+/// sending task.
+public final class ChunkReader {
+    /// The path, for messages.
+    public let path: String
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private var buffer: UnsafeMutableRawPointer?
+    private var capacity = 0
+
+    /// Largest read: the largest chunk a manifest may name (16 MiB), which bounds memory.
+    public static let maxReadSize = Manifest.maxChunkSize
+
+    /// Reads from an open descriptor (closed with the reader only if `ownsDescriptor`).
+    public init(fileDescriptor: Int32, path: String = "", ownsDescriptor: Bool = false) {
+        self.fd = fileDescriptor
+        self.path = path
+        self.ownsDescriptor = ownsDescriptor
+    }
+
+    /// Opens `path` read-only.
+    public convenience init(path: String) throws(FileError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileError.system("open", path: path, errno: errno) }
+        self.init(fileDescriptor: fd, path: path, ownsDescriptor: true)
+    }
+
+    /// Opens `name` in `directory` read-only without following a symbolic link
+    /// (`.symlinkRefused` if it is one).
+    public convenience init(name: String, in directory: DirectoryHandle) throws(FileError) {
+        let path = directory.path + "/" + name
+        let fd = openat(directory.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ELOOP {
+                throw FileError(kind: .symlinkRefused, operation: "open", path: path, errno: code,
+                                message: "it is a symbolic link; links inside a synced folder are never followed")
+            }
+            throw FileError.system("open", path: path, errno: code)
+        }
+        self.init(fileDescriptor: fd, path: path, ownsDescriptor: true)
+    }
+
+    deinit {
+        buffer?.deallocate()
+        if ownsDescriptor { close(fd) }
+    }
+
+    /// Lends `body` exactly `size` bytes read at `offset`. A file that ends earlier throws
+    /// `FileError.changedOnDisk` (it was truncated since it was scanned); `body`'s errors
+    /// pass through.
+    public func withBytes<R>(at offset: UInt64, size: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try body(read(offset: offset, size: size))
+    }
+
+    /// Lends `body` the bytes of `chunk`; with `verify`, checks them against its hash
+    /// first (`FileError.changedOnDisk` if they differ: the file changed since it was
+    /// chunked).
+    public func withChunk<R>(_ chunk: ChunkRef, verify: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+        try body(read(chunk, verify: verify))
+    }
+
+    /// Reads exactly `size` bytes at `offset` into the reused buffer; the result is valid
+    /// until the next read and only while the reader lives (hence not public).
+    func read(offset: UInt64, size: Int) throws(FileError) -> UnsafeRawBufferPointer {
+        guard size >= 0 && size <= Self.maxReadSize else {
+            throw FileError(kind: .invalidArgument, operation: "read", path: path,
+                            message: "read of \(size) bytes; at most \(Self.maxReadSize) at a time")
+        }
+        if size > capacity {
+            buffer?.deallocate()
+            // Grow to the next power of two so that a few sizes do not each reallocate.
+            capacity = max(size, 1 << 16).nextPowerOfTwoOrSelf
+            buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
+        }
+        guard size > 0, let buffer else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        var done = 0
+        while done < size {
+            let n = pread(fd, buffer + done, size - done, off_t(offset + UInt64(done)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError.system("read", path: path, errno: errno)
+            }
+            if n == 0 {
+                throw FileError(kind: .changedOnDisk, operation: "read", path: path,
+                                message: "the file ends at \(offset + UInt64(done)), before \(offset + UInt64(size)); it changed since it was scanned")
+            }
+            done += n
+        }
+        return UnsafeRawBufferPointer(start: buffer, count: size)
+    }
+
+    /// `read(offset:size:)` of a chunk, verified against its hash when asked.
+    func read(_ chunk: ChunkRef, verify: Bool = false) throws(FileError) -> UnsafeRawBufferPointer {
+        let bytes = try read(offset: chunk.offset, size: Int(chunk.size))
+        if verify && ChunkHash.of(bytes) != chunk.hash {
+            throw FileError(kind: .changedOnDisk, operation: "read", path: path,
+                            message: "chunk at offset \(chunk.offset) no longer matches its hash; the file changed since it was scanned")
+        }
+        return bytes
+    }
+
+    /// A copy of the bytes of `chunk` (convenience; the hot path uses `withChunk`).
+    public func bytes(of chunk: ChunkRef, verify: Bool = false) throws(FileError) -> [UInt8] {
+        Array(try read(chunk, verify: verify))
+    }
+}
+
+extension Int {
+    /// The smallest power of two ≥ self (self ≥ 1).
+    var nextPowerOfTwoOrSelf: Int {
+        self <= 1 ? 1 : 1 << (Int.bitWidth - (self - 1).leadingZeroBitCount)
+    }
+}

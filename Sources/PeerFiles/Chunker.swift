@@ -1,0 +1,168 @@
+internal import PeerCrypto
+
+// Content-defined chunking: FastCDC (Xia et al., "FastCDC: a Fast and Efficient
+// Content-Defined Chunking Approach for Data Deduplication", USENIX ATC 2016) with
+// cut-point skipping (no cut before `minSize`) and normalized chunking level 2 (a
+// stricter mask before the average size, a looser one after it).
+//
+// WIRE FORMAT: the gear table, the masks, the cut rule and `ChunkParameters.forFileSize`
+// together decide where files are cut. Two peers reuse each other's chunks only if they
+// cut identically, so any change here is a protocol change (bump the "v1" in the gear
+// seed and in the manifest domain string). `ChunkerKnownAnswerTests` pins the result.
+
+/// Sizes that steer the chunker. Every chunk but the last of a file is at least
+/// `minSize + 1` and at most `maxSize` bytes long; the last one is whatever remains
+/// (1 … `maxSize` bytes). Chunks average roughly `averageSize` bytes on random data.
+public struct ChunkParameters: Sendable, Hashable, CustomStringConvertible {
+    /// No cut is considered in the first `minSize` bytes of a chunk (cut-point skipping).
+    public let minSize: Int
+    /// The target average, a power of two; it decides the two masks.
+    public let averageSize: Int
+    /// A chunk is cut here at the latest.
+    public let maxSize: Int
+
+    /// Smallest and largest `averageSize` that `forFileSize` picks.
+    public static let smallestAverage = 64 << 10   // 64 KiB
+    public static let largestAverage = 4 << 20     // 4 MiB
+    /// The file size is divided by this to get a first guess of the average chunk size.
+    public static let targetChunkCount: UInt64 = 2_000
+    /// The largest `maxSize` that `forFileSize` can produce (4 × 4 MiB = 16 MiB); a
+    /// manifest with a larger chunk is refused (see `Manifest.maxChunkSize`).
+    public static let largestMax = 4 * largestAverage
+
+    /// Explicit parameters (for tests and tools). Requirements: `averageSize` is a power
+    /// of two in 16 … 2^28, and 1 ≤ `minSize` ≤ `averageSize` ≤ `maxSize` ≤ 2^30.
+    public init(minSize: Int, averageSize: Int, maxSize: Int) {
+        precondition(averageSize >= 16 && averageSize <= 1 << 28 && averageSize & (averageSize - 1) == 0,
+                     "ChunkParameters: averageSize must be a power of two in 16...2^28")
+        precondition(minSize >= 1 && minSize <= averageSize && averageSize <= maxSize && maxSize <= 1 << 30,
+                     "ChunkParameters: need 1 <= minSize <= averageSize <= maxSize <= 2^30")
+        self.minSize = minSize
+        self.averageSize = averageSize
+        self.maxSize = maxSize
+    }
+
+    /// The parameters both peers use for a file of `size` bytes (part of the wire format):
+    ///
+    ///     average = clamp(nextPowerOfTwo(ceil(size / 2,000)), 64 KiB, 4 MiB)
+    ///     min     = average / 4
+    ///     max     = average * 4
+    ///
+    /// So a file has about 2,000 chunks or fewer: files up to ~128 MB use 64 KiB chunks,
+    /// from ~8 GB on 4 MiB chunks are used (a 1 TB file has ~250,000 chunks).
+    public static func forFileSize(_ size: UInt64) -> ChunkParameters {
+        let guess = size / targetChunkCount + (size % targetChunkCount == 0 ? 0 : 1)
+        var average = UInt64(smallestAverage)
+        while average < guess && average < UInt64(largestAverage) { average <<= 1 }
+        let avg = Int(average)
+        return ChunkParameters(minSize: avg / 4, averageSize: avg, maxSize: avg * 4)
+    }
+
+    /// log2(averageSize).
+    var averageBits: Int { averageSize.trailingZeroBitCount }
+    /// Mask used before `averageSize`: log2(avg) + 2 one-bits at the top of the 64-bit
+    /// gear fingerprint (cuts are 4× rarer than average).
+    var strictMask: UInt64 { ~UInt64(0) << UInt64(64 - (averageBits + 2)) }
+    /// Mask used from `averageSize` on: log2(avg) − 2 one-bits at the top (4× likelier).
+    var looseMask: UInt64 { ~UInt64(0) << UInt64(64 - (averageBits - 2)) }
+
+    public var description: String { "min \(minSize) avg \(averageSize) max \(maxSize)" }
+}
+
+/// FastCDC over memory. Pure functions; the streaming chunker over files is `FileChunker`.
+public enum Chunker {
+    /// The 256-entry gear table (part of the wire format):
+    ///
+    ///     gear[i] = UInt64 big-endian from BLAKE2b(ASCII "syncpeer-fastcdc-gear-v1" ‖ byte i,
+    ///                                              digest length 8)
+    ///
+    /// i.e. an 8-byte BLAKE2b digest (digest length 8 is a BLAKE2b parameter, not a
+    /// truncation of a longer digest) of the 24-byte seed string followed by the single
+    /// byte i (0 … 255), read as a big-endian unsigned 64-bit integer.
+    public static let gearTable: [UInt64] = (0..<256).map { i in
+        var input = Array("syncpeer-fastcdc-gear-v1".utf8)
+        input.append(UInt8(i))
+        return BLAKE2b.hash(input, length: 8).reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
+    }
+
+    /// End offsets of the chunks of `buffer` (the last one is `buffer.count`); empty for
+    /// an empty buffer. Chunk k spans `boundaries[k-1] ..< boundaries[k]` (from 0 for k = 0).
+    public static func boundaries(in buffer: UnsafeRawBufferPointer, parameters: ChunkParameters) -> [Int] {
+        var result: [Int] = []
+        result.reserveCapacity(buffer.count / parameters.averageSize + 1)
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return result }
+        let bytes = base.assumingMemoryBound(to: UInt8.self)
+        var offset = 0
+        while offset < buffer.count {
+            offset += cutLength(bytes + offset, count: buffer.count - offset, parameters: parameters)
+            result.append(offset)
+        }
+        return result
+    }
+
+    /// End offsets of the chunks of `bytes` (convenience for tests and small inputs).
+    public static func boundaries(in bytes: [UInt8], parameters: ChunkParameters) -> [Int] {
+        bytes.withUnsafeBytes { boundaries(in: $0, parameters: parameters) }
+    }
+
+    /// Length of the first chunk of `count` bytes at `bytes`, treating the end of the
+    /// input as the end of the file. Exactly the FastCDC cut:
+    ///
+    ///     if count <= min: return count
+    ///     end = min(count, max); normal = min(avg, end); fp = 0
+    ///     for i in min ..< end:
+    ///         fp = (fp << 1) + gear[bytes[i]]             (wrapping, 64-bit)
+    ///         mask = i < normal ? strictMask : looseMask
+    ///         if fp & mask == 0: return i + 1             (byte i ends the chunk)
+    ///     return end
+    ///
+    /// A caller streaming a file must only call it with `count >= maxSize` or at the end
+    /// of the file, so that the result does not depend on how the file was read.
+    public static func cutLength(_ bytes: UnsafePointer<UInt8>, count: Int, parameters: ChunkParameters) -> Int {
+        let minSize = parameters.minSize
+        if count <= minSize { return count }
+        let end = Swift.min(count, parameters.maxSize)
+        let normal = Swift.min(parameters.averageSize, end)
+        let strict = parameters.strictMask
+        let loose = parameters.looseMask
+        return gearTable.withUnsafeBufferPointer { table -> Int in
+            let gear = table.baseAddress!
+            var fp: UInt64 = 0
+            var i = minSize
+            // Two bytes per step, same result as one byte at a time: the fingerprint
+            // after two bytes, (fp << 2) + (gear[b0] << 1) + gear[b1], depends on the
+            // previous one through a single shift and add, which halves the serial
+            // dependency chain; the one after the first byte is computed beside it for
+            // its mask check only.
+            while i &+ 2 <= normal {
+                let g0 = gear[Int(bytes[i])]
+                let g1 = gear[Int(bytes[i &+ 1])]
+                let first = (fp &<< 1) &+ g0
+                fp = (fp &<< 2) &+ ((g0 &<< 1) &+ g1)
+                if first & strict == 0 { return i &+ 1 }
+                i &+= 2
+                if fp & strict == 0 { return i }
+            }
+            if i < normal {
+                fp = (fp &<< 1) &+ gear[Int(bytes[i])]
+                i &+= 1
+                if fp & strict == 0 { return i }
+            }
+            while i &+ 2 <= end {
+                let g0 = gear[Int(bytes[i])]
+                let g1 = gear[Int(bytes[i &+ 1])]
+                let first = (fp &<< 1) &+ g0
+                fp = (fp &<< 2) &+ ((g0 &<< 1) &+ g1)
+                if first & loose == 0 { return i &+ 1 }
+                i &+= 2
+                if fp & loose == 0 { return i }
+            }
+            if i < end {
+                fp = (fp &<< 1) &+ gear[Int(bytes[i])]
+                i &+= 1
+                if fp & loose == 0 { return i }
+            }
+            return end
+        }
+    }
+}

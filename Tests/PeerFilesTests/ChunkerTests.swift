@@ -1,0 +1,200 @@
+import PeerCrypto
+import PeerFiles
+import Testing
+
+/// Parameter sets used throughout: tiny ones make many chunks from little data.
+let smallParameters: [ChunkParameters] = [
+    ChunkParameters(minSize: 1, averageSize: 16, maxSize: 16),
+    ChunkParameters(minSize: 64, averageSize: 256, maxSize: 1_024),
+    ChunkParameters(minSize: 1_024, averageSize: 4_096, maxSize: 16_384),
+    ChunkParameters(minSize: 2_048, averageSize: 8_192, maxSize: 8_192 * 3),
+]
+
+@Suite struct ChunkerTests {
+    @Test(arguments: [1, 2, 3] as [UInt64], smallParameters)
+    func sameContentGivesSameBoundaries(seed: UInt64, parameters: ChunkParameters) {
+        let a = pseudoRandomBytes(count: 300_000, seed: seed)
+        let b = Array(a)   // a separate copy
+        #expect(Chunker.boundaries(in: a, parameters: parameters) == Chunker.boundaries(in: b, parameters: parameters))
+    }
+
+    @Test(arguments: smallParameters + [ChunkParameters.forFileSize(1 << 20)])
+    func boundariesRespectMinAndMax(parameters: ChunkParameters) {
+        for seed in [7, 8] as [UInt64] {
+            let data = pseudoRandomBytes(count: 1 << 20, seed: seed)
+            let boundaries = Chunker.boundaries(in: data, parameters: parameters)
+            #expect(boundaries.last == data.count)
+            #expect(boundaries == boundaries.sorted())
+            let sizes = ranges(boundaries).map(\.count)
+            for size in sizes.dropLast() {
+                #expect(size > parameters.minSize && size <= parameters.maxSize)
+            }
+            #expect(sizes.last! >= 1 && sizes.last! <= parameters.maxSize)
+        }
+    }
+
+    /// On random data the mean chunk size lands near the target (normalized chunking).
+    @Test(arguments: [ChunkParameters(minSize: 1_024, averageSize: 4_096, maxSize: 16_384),
+                      ChunkParameters.forFileSize(8 << 20)])
+    func averageIsNearTarget(parameters: ChunkParameters) {
+        let data = pseudoRandomBytes(count: 8 << 20, seed: 99)
+        let count = Chunker.boundaries(in: data, parameters: parameters).count
+        let mean = Double(data.count) / Double(count)
+        #expect(mean > Double(parameters.averageSize) * 0.75 && mean < Double(parameters.averageSize) * 1.5,
+                "mean chunk \(mean) for \(parameters)")
+    }
+
+    /// The point of content-defined chunking: inserting a few bytes in the middle of a
+    /// 64 MiB file changes only the chunks around the insertion.
+    @Test(arguments: [(seed: 1, insert: 1), (seed: 2, insert: 5), (seed: 3, insert: 17), (seed: 4, insert: 4_096)] as [(seed: UInt64, insert: Int)])
+    func insertionChangesOnlyNearbyChunks(seed: UInt64, insert: Int) {
+        let size = 64 << 20
+        let parameters = ChunkParameters.forFileSize(UInt64(size))
+        let original = pseudoRandomBytes(count: size, seed: seed)
+        let at = size / 2 + Int(seed) * 12_345
+        var modified = original
+        modified.insert(contentsOf: pseudoRandomBytes(count: insert, seed: seed + 1000), at: at)
+
+        let before = ranges(Chunker.boundaries(in: original, parameters: parameters))
+        let after = Set(ranges(Chunker.boundaries(in: modified, parameters: parameters)))
+        // A chunk is unchanged if the same bytes form a chunk in the modified file: same
+        // range before the insertion, range shifted by `insert` after it.
+        let unchanged = before.filter { r in
+            if r.upperBound <= at { return after.contains(r) }
+            if r.lowerBound >= at { return after.contains((r.lowerBound + insert)..<(r.upperBound + insert)) }
+            return false
+        }.count
+        #expect(Double(unchanged) >= 0.9 * Double(before.count))
+        #expect(before.count - unchanged <= 3, "\(before.count - unchanged) of \(before.count) chunks changed")
+    }
+
+    @Test func chunkHashIsBLAKE2b256OfTheBytes() {
+        for count in [0, 1, 127, 128, 129, 100_000] {
+            let data = pseudoRandomBytes(count: count, seed: UInt64(count))
+            #expect(ChunkHash.of(data).bytes == BLAKE2b.hash(data, length: 32))
+            #expect(ChunkHash(bytes: BLAKE2b.hash(data, length: 32)) == ChunkHash.of(data))
+        }
+        #expect(ChunkHash(bytes: [UInt8](repeating: 0, count: 31)) == nil)
+        let h = ChunkHash(bytes: Array(0..<32))!
+        #expect(h.description == "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
+        #expect(h.bytes == Array(0..<32))
+    }
+
+    /// Edge cases, through the pure function and the streaming chunker alike.
+    struct EdgeCase: Sendable, CustomTestStringConvertible {
+        var name: String
+        var bytes: [UInt8]
+        var expectedSizes: [Int]?   // nil: only check the invariants
+        var testDescription: String { name }
+    }
+
+    static let edgeParameters = ChunkParameters(minSize: 1_024, averageSize: 4_096, maxSize: 16_384)
+    static let edgeCases: [EdgeCase] = [
+        EdgeCase(name: "0 bytes", bytes: [], expectedSizes: []),
+        EdgeCase(name: "1 byte", bytes: [42], expectedSizes: [1]),
+        EdgeCase(name: "exactly one min chunk", bytes: pseudoRandomBytes(count: 1_024, seed: 5), expectedSizes: [1_024]),
+        EdgeCase(name: "min + 1", bytes: pseudoRandomBytes(count: 1_025, seed: 5), expectedSizes: [1_025]),
+        EdgeCase(name: "exactly max, zeros", bytes: [UInt8](repeating: 0, count: 16_384), expectedSizes: [16_384]),
+        EdgeCase(name: "max + 1, zeros", bytes: [UInt8](repeating: 0, count: 16_385), expectedSizes: [16_384, 1]),
+        EdgeCase(name: "long run of zeros: max-size cuts", bytes: [UInt8](repeating: 0, count: 16_384 * 10 + 5),
+                 expectedSizes: Array(repeating: 16_384, count: 10) + [5]),
+        EdgeCase(name: "long run of 0xFF: max-size cuts", bytes: [UInt8](repeating: 0xFF, count: 16_384 * 3),
+                 expectedSizes: Array(repeating: 16_384, count: 3)),
+        EdgeCase(name: "random then zeros then random",
+                 bytes: pseudoRandomBytes(count: 50_000, seed: 1) + [UInt8](repeating: 0, count: 100_000)
+                     + pseudoRandomBytes(count: 50_000, seed: 2), expectedSizes: nil),
+    ]
+
+    @Test(arguments: edgeCases)
+    func edgeCase(edge: EdgeCase) throws {
+        let parameters = Self.edgeParameters
+        let sizes = ranges(Chunker.boundaries(in: edge.bytes, parameters: parameters)).map(\.count)
+        if let expected = edge.expectedSizes { #expect(sizes == expected) }
+        #expect(sizes.reduce(0, +) == edge.bytes.count)
+        #expect(sizes.allSatisfy { $0 >= 1 && $0 <= parameters.maxSize })
+
+        try withTemporaryDirectory { dir in
+            let path = dir + "/f"
+            try writeFile(path, edge.bytes)
+            let streamed = try FileChunker(path: path, parameters: parameters, readBlockSize: 4_096).allChunks()
+            #expect(streamed == referenceChunks(edge.bytes, parameters: parameters))
+            let manifest = try FileChunker.manifest(ofFileAt: path, parameters: parameters)
+            #expect(manifest.fileSize == UInt64(edge.bytes.count))
+            #expect(manifest.chunks == streamed)
+        }
+    }
+
+    @Test func zeroRunInsideRandomDataCutsAtMax() {
+        // Zeros never satisfy the mask (the gear fingerprint of a zero run is constant
+        // and nonzero in the masked bits), so a run of zeros is cut into max-size pieces.
+        let p = Self.edgeParameters
+        let data = [UInt8](repeating: 0, count: 200_000)
+        let sizes = ranges(Chunker.boundaries(in: data, parameters: p)).map(\.count)
+        #expect(sizes.dropLast().allSatisfy { $0 == p.maxSize })
+    }
+
+    struct SizeRule: Sendable, CustomTestStringConvertible {
+        var fileSize: UInt64
+        var average: Int
+        var testDescription: String { "\(fileSize) bytes → avg \(average)" }
+    }
+
+    @Test(arguments: [
+        SizeRule(fileSize: 0, average: 64 << 10),
+        SizeRule(fileSize: 1, average: 64 << 10),
+        SizeRule(fileSize: 2_000 * 65_536, average: 64 << 10),
+        SizeRule(fileSize: 2_000 * 65_536 + 1, average: 128 << 10),
+        SizeRule(fileSize: 1 << 30, average: 1 << 20),
+        SizeRule(fileSize: 2_000 << 22, average: 4 << 20),
+        SizeRule(fileSize: 1 << 40, average: 4 << 20),
+        SizeRule(fileSize: .max, average: 4 << 20),
+    ])
+    func chunkSizeRule(rule: SizeRule) {
+        let p = ChunkParameters.forFileSize(rule.fileSize)
+        #expect(p.averageSize == rule.average)
+        #expect(p.minSize == rule.average / 4)
+        #expect(p.maxSize == rule.average * 4)
+        #expect(p.maxSize <= ChunkParameters.largestMax)
+    }
+}
+
+/// The streaming chunker must cut exactly like the pure function whatever the read
+/// block size and threading, and hash every chunk.
+@Suite struct FileChunkerTests {
+    static let data = pseudoRandomBytes(count: 3 << 20, seed: 2024)
+
+    @Test(arguments: [1, 7, 4_096, 65_536, 1 << 20, 8 << 20], [1, 2])
+    func streamingEqualsPureFunction(blockSize: Int, threads: Int) throws {
+        let parameters = ChunkParameters(minSize: 1_024, averageSize: 4_096, maxSize: 16_384)
+        let expected = referenceChunks(Self.data, parameters: parameters)
+        try withTemporaryDirectory { dir in
+            let path = dir + "/f"
+            try writeFile(path, Self.data)
+            let chunker = try FileChunker(path: path, parameters: parameters, readBlockSize: blockSize, hashThreads: threads)
+            let chunks = try chunker.allChunks()
+            #expect(chunks == expected)
+            #expect(chunker.bytesChunked == UInt64(Self.data.count))
+            #expect(try chunker.next() == nil)
+        }
+    }
+
+    @Test func defaultParametersComeFromTheFileSize() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir + "/f"
+            try writeFile(path, Self.data)
+            let chunker = try FileChunker(path: path)
+            #expect(chunker.parameters == ChunkParameters.forFileSize(UInt64(Self.data.count)))
+            let manifest = try FileChunker.manifest(ofFileAt: path)
+            #expect(manifest.chunks == referenceChunks(Self.data, parameters: chunker.parameters))
+        }
+    }
+
+    @Test func missingFileIsNotFound() {
+        #expect(throws: FileError.self) { try FileChunker(path: "/nonexistent/syncpeer/file") }
+        do {
+            _ = try FileChunker(path: "/nonexistent/syncpeer/file")
+        } catch {
+            #expect(error.kind == .notFound)
+        }
+    }
+}
