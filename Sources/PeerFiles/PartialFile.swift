@@ -271,7 +271,10 @@ public final class PartialFile {
         }
     }
 
-    private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
+    /// renameat2, when the C library has it (for directory moves).
+    static var renameat2Function: RenameAt2? { renameat2 }
+
+    typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
 
     /// glibc's renameat2 (2.28+), looked up at run time: Swift does not import it.
     private static let renameat2: RenameAt2? = {

@@ -80,6 +80,17 @@ extension NodeIndex {
         }
     }
 
+    /// Records where a received transfer was put (its final file or folder).
+    public func setTransferFinalPath(id: String, path finalPath: String) throws(IndexError) {
+        let path = self.path
+        let now = clock()
+        try write { db in
+            try db.execute("UPDATE transfers SET final_path = ?, updated_at = ? WHERE transfer_id = ?",
+                           [.text(finalPath), .integer(now), .text(id)])
+            guard db.changes == 1 else { throw Self.noTransfer(id, path: path, operation: "set transfer final path") }
+        }
+    }
+
     /// Deletes a transfer; its chunks go with it (ON DELETE CASCADE). Returns whether it existed.
     @discardableResult
     public func deleteTransfer(id: String) throws(IndexError) -> Bool {

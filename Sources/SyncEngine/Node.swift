@@ -24,14 +24,16 @@ public final class Node: @unchecked Sendable {
     let queue = DispatchQueue(label: "syncpeer.node")
 
     private var listener: TCPListener?
-    private var sessions: [UInt64: Session] = [:]
+    var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
     private var subscribers: [UInt64: @Sendable (NodeEvent) -> Void] = [:]
     private var nextSubscriberID: UInt64 = 1
     private var redials: [String: Redial] = [:]
     private var dialsInFlight: Set<String> = []
     private var timer: (any DispatchSourceTimer)?
-    private var stopped = false
+    var stopped = false
+    /// Transfers in progress (confined to `queue`).
+    let transfers = TransferTable()
     private var listenPort: UInt16 = 0
     private var listenHost = ""
 
@@ -481,6 +483,7 @@ public final class Node: @unchecked Sendable {
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
+                    transfersSessionConnected(session)
                 }
                 emit(NodeEvent(.state, peer: session.peer, state: Self.publicState(state), time: now()))
             case .raiseInvitation:
@@ -549,6 +552,7 @@ public final class Node: @unchecked Sendable {
     private func finish(_ session: Session) {
         guard sessions.removeValue(forKey: session.id) != nil else { return }
         session.closeAfterPendingSends()
+        transfersSessionClosed(session)
         let reason = session.closeReason ?? "closed"
         emit(NodeEvent(.state, peer: session.peer, state: "notConnected", reason: reason, time: now()))
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
@@ -628,13 +632,6 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    // MARK: - Transfers
-
-    /// Hands a transfer frame from a connected peer to the transfer manager.
-    private func transferFrameReceived(_ frame: Frame, from session: Session) {
-        emit(NodeEvent(.dropped, peer: session.peer, reason: "\(frame.type) frame: transfers are not supported yet", time: now()))
-    }
-
     // MARK: - Lookup and events
 
     private func candidates() -> [PeerResolver.Candidate] {
@@ -671,7 +668,7 @@ public final class Node: @unchecked Sendable {
         return session
     }
 
-    private func connectedSession(for text: String) throws(EngineError) -> Session {
+    func connectedSession(for text: String) throws(EngineError) -> Session {
         let session = try liveSession(for: text)
         guard session.machine.state == .connected else {
             throw .notConnected("\(session.peer.name) is not paired yet (the invitation is open)")
@@ -687,19 +684,19 @@ public final class Node: @unchecked Sendable {
         return record
     }
 
-    private func displayID(_ compact: String) -> String {
+    func displayID(_ compact: String) -> String {
         (try? DeviceID(parsing: compact))?.description ?? compact
     }
 
-    private func emit(_ event: NodeEvent) {
+    func emit(_ event: NodeEvent) {
         for handler in subscribers.values { handler(event) }
     }
 
-    private func emitError(_ peer: NodeEvent.Peer?, _ reason: String) {
+    func emitError(_ peer: NodeEvent.Peer?, _ reason: String) {
         emit(NodeEvent(.error, peer: peer, reason: reason, time: now()))
     }
 
-    private func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     static func sameName(_ a: String, _ b: String) -> Bool {
         func fold(_ s: String) -> String {

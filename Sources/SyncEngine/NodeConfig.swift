@@ -1,3 +1,5 @@
+internal import Foundation
+
 /// How a node runs. Defaults are for real users; tests and the demo pass loopback and
 /// short timeouts.
 public struct NodeConfig: Sendable {
@@ -21,6 +23,16 @@ public struct NodeConfig: Sendable {
     public var redialMaximum: Duration = .seconds(30)
     /// Addresses to dial at start ("HOST:PORT"), in addition to paired peers' addresses.
     public var staticPeers: [String] = []
+    /// Where accepted files and folders go (`daemon --receive-dir`; default ~/Downloads).
+    public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
+    /// Bytes of chunks a sender keeps in flight per transfer (bounds memory).
+    public var sendWindowBytes = 16 << 20
+
+    static func defaultReceiveDirectory() -> String {
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
+        return home + "/Downloads"
+    }
+
     /// Transport rekey interval in messages (each direction).
     public var rekeyInterval: UInt64 = 1 << 16
 

@@ -24,6 +24,11 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         case dropped
         /// An error on a session or the listener (peer?, reason).
         case error
+        /// A peer offers files (transfer, peer, name, total, files).
+        case offer
+        /// A transfer changed: started, progressed (rate-limited), or ended (transfer,
+        /// direction, peer, name, state, bytes, total, rate, eta, path, reason, resent).
+        case transfer
     }
 
     /// A peer as events show it.
@@ -47,12 +52,39 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
     public var id: UInt64?
     public var text: String?
     public var reason: String?
+    /// Transfer fields.
+    public var transfer: String?
+    public var direction: String?
+    public var name: String?
+    public var bytes: Int64?
+    public var total: Int64?
+    public var files: Int?
+    /// Bytes per second, smoothed.
+    public var rate: Double?
+    /// Seconds to go at the current rate.
+    public var eta: Double?
+    /// Where a received file or folder was put.
+    public var path: String?
+    /// Bytes sent more than once (resume and retries), on the sending side.
+    public var resent: Int64?
     /// Milliseconds since 1970.
     public var time: Int64
 
     public init(_ event: Kind, peer: Peer? = nil, state: String? = nil, invitation: String? = nil, sas: String? = nil,
                 context: String? = nil, address: String? = nil, outcome: String? = nil, id: UInt64? = nil,
-                text: String? = nil, reason: String? = nil, time: Int64) {
+                text: String? = nil, transfer: String? = nil, direction: String? = nil, name: String? = nil,
+                bytes: Int64? = nil, total: Int64? = nil, files: Int? = nil, rate: Double? = nil, eta: Double? = nil,
+                path: String? = nil, resent: Int64? = nil, reason: String? = nil, time: Int64) {
+        self.transfer = transfer
+        self.direction = direction
+        self.name = name
+        self.bytes = bytes
+        self.total = total
+        self.files = files
+        self.rate = rate
+        self.eta = eta
+        self.path = path
+        self.resent = resent
         self.event = event
         self.peer = peer
         self.state = state

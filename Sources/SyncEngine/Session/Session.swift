@@ -7,7 +7,9 @@ internal import PeerWire
 /// machine and the bookkeeping around them. Confined to the node's queue, except that
 /// frames are written on the session's own serial `sendQueue` so a slow peer never
 /// blocks the node.
-final class Session {
+final class Session: @unchecked Sendable {
+    // @unchecked: mutable fields are confined to the node's queue; other threads use only
+    // `sendFromAnyThread` and the immutable `channel`.
     let id: UInt64
     let channel: SecureChannel
     var machine: SessionMachine
@@ -59,6 +61,13 @@ final class Session {
         sendQueue.async {
             try? channel.send(frames)
         }
+    }
+
+    /// Queues frames from any thread (touches only immutable state): for transfer I/O
+    /// queues that read chunks off the node's queue.
+    func sendFromAnyThread(_ frames: [Frame]) {
+        let channel = self.channel
+        sendQueue.async { try? channel.send(frames) }
     }
 
     /// Ends the session gracefully: after everything queued is sent, half-close (so the

@@ -1,0 +1,774 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+internal import PeerWire
+
+/// Resources: sending and receiving files and folders, chunked, verified and resumable.
+///
+///     sender                                   receiver
+///     offer(id, entries + manifests) ───────▶  new: ask the user (or auto-accept)
+///                                              known id / same content: resume
+///     ◀─────────────────── accept(id, have)    (re-hashes its partial files)
+///     chunk(i) … (window of 16 MiB) ────────▶  verify hash → pwrite at offset → record
+///     ◀──────────────────── chunkAck(i, ok)    (bad hash: ok = false, sent again)
+///     ◀───────────────────── done(id, ok)      all chunks: fsync, mode, mtime, rename
+///
+/// Transfers survive lost connections: both ends keep their state (the receiver its partial
+/// files and verified chunks), and when the peers reconnect the sender offers again under the
+/// same ID; the receiver answers with the chunks it holds, so at most the chunks that were in
+/// flight travel twice. All state here is confined to the node's queue; file I/O runs on
+/// each transfer's own `io` queue.
+extension Node {
+    static let progressInterval: Duration = .milliseconds(200)
+    static let recordBatch = 64
+
+    // MARK: - Requests (any thread)
+
+    /// Sends a file or folder (or a spooled stream) to a connected, paired peer. The
+    /// observer sees progress and then the end (completed, declined, failed).
+    public func send(path: String, to peerText: String, name: String?, spoolFile: String?,
+                     observer: @escaping @Sendable (NodeEvent) -> Void,
+                     completion: @escaping @Sendable (Result<NodeEvent, EngineError>) -> Void) {
+        let resolved: Result<(UInt64, String, NodeEvent.Peer), EngineError> = queue.sync {
+            do throws(EngineError) {
+                let session = try connectedSession(for: peerText)
+                return .success((session.id, session.deviceKey, session.peer))
+            } catch { return .failure(error) }
+        }
+        let target: (UInt64, String, NodeEvent.Peer)
+        switch resolved {
+        case let .failure(error): completion(.failure(error)); return
+        case let .success(value): target = value
+        }
+        // Chunking reads every byte: do it off the node's queue.
+        DispatchQueue.global().async { [self] in
+            let prepared: PreparedOffer
+            do throws(EngineError) {
+                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream)
+            } catch {
+                completion(.failure(error))
+                return
+            }
+            queue.async { [self] in
+                let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.1, peer: target.2, spoolFile: spoolFile)
+                transfer.observers.append(TransferObserver(progress: observer, completion: completion))
+                transfers.outgoing[transfer.id] = transfer
+                recordOutgoing(transfer, source: path)
+                guard let session = sessions[target.0], session.machine.state == .connected else {
+                    pauseOutgoing(transfer, reason: "waiting for \(target.2.name) to reconnect")
+                    return
+                }
+                offer(transfer, on: session)
+            }
+        }
+    }
+
+    /// Waits for the next offer and accepts it into `directory` (or declines it).
+    public func receiveNext(directory: String?, accept: Bool,
+                            observer: @escaping @Sendable (NodeEvent) -> Void,
+                            completion: @escaping @Sendable (Result<NodeEvent, EngineError>) -> Void) {
+        queue.async { [self] in
+            let waiter = ReceiveWaiter(directory: directory, accept: accept,
+                                       observer: TransferObserver(progress: observer, completion: completion))
+            // An offer already waiting for a decision is taken at once.
+            if let pending = transfers.incoming.values.first(where: { $0.state == "offered" && !$0.resumed }) {
+                take(pending, with: waiter)
+            } else {
+                transfers.receiveWaiters.append(waiter)
+            }
+        }
+    }
+
+    /// Accepts or declines an offer by transfer ID (or a unique prefix of at least 4 hex digits).
+    public func answerOffer(_ idText: String, accept: Bool, directory: String?,
+                            observer: (@Sendable (NodeEvent) -> Void)? = nil,
+                            completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)? = nil) throws(EngineError) -> NodeEvent {
+        let result: Result<NodeEvent, EngineError> = queue.sync {
+            let candidates = transfers.incoming.values.filter { $0.state == "offered" && $0.id.description.hasPrefix(idText.lowercased()) }
+            guard candidates.count == 1, let incoming = candidates.first else {
+                return .failure(candidates.isEmpty
+                    ? .notFound("no offer '\(idText)' is waiting; see 'syncpeer transfers'")
+                    : .invalidArgument("'\(idText)' matches \(candidates.count) offers; give more of the ID"))
+            }
+            if let observer, let completion {
+                incoming.observers.append(TransferObserver(progress: observer, completion: completion))
+            }
+            if accept {
+                acceptIncoming(incoming, into: directory ?? config.receiveDirectory)
+            } else {
+                declineIncoming(incoming, reason: "declined by the user")
+            }
+            return .success(transferEvent(incoming, force: true))
+        }
+        return try result.get()
+    }
+
+    /// Cancels a transfer in either direction; a receiver's partial data is removed.
+    public func cancelTransfer(_ idText: String) throws(EngineError) -> NodeEvent {
+        let result: Result<NodeEvent, EngineError> = queue.sync {
+            let id = idText.lowercased()
+            if let transfer = transfers.outgoing.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
+                sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the sender")])
+                finishOutgoing(transfer, state: "cancelled", error: .refused("transfer cancelled"))
+                return .success(transferEvent(transfer, force: true))
+            }
+            if let transfer = transfers.incoming.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
+                sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the receiver")])
+                removePartials(transfer)
+                finishIncoming(transfer, state: "cancelled", error: .refused("transfer cancelled"))
+                return .success(transferEvent(transfer, force: true))
+            }
+            // Not running: an unfinished transfer in the index (after a restart).
+            if let record = ((try? index.transfers()) ?? []).first(where: { $0.id.hasPrefix(id) && $0.state.isUnfinished }) {
+                if record.direction == .receive, let directory = record.partialPath, let handle = try? DirectoryHandle(path: directory) {
+                    let staging = try? handle.openSubdirectory(PartialFile.stagingDirectoryName)
+                    try? staging?.removeTree(record.id + PartialFile.fileExtension)
+                    try? staging?.removeTree(record.id + ".tree")
+                }
+                try? index.updateTransferState(id: record.id, to: .cancelled, error: "cancelled")
+                return .success(NodeEvent(.transfer, state: "cancelled", transfer: record.id,
+                                          direction: record.direction.rawValue, name: record.name, time: now()))
+            }
+            return .failure(.notFound("no unfinished transfer '\(idText)'; see 'syncpeer transfers'"))
+        }
+        return try result.get()
+    }
+
+    /// Offers paused outgoing transfers again (to peers that are connected).
+    public func resumeTransfers(_ idText: String?) -> Int {
+        queue.sync {
+            var count = 0
+            for transfer in transfers.outgoing.values where transfer.state == "paused" {
+                if let idText, !transfer.id.description.hasPrefix(idText.lowercased()) { continue }
+                if let session = sessions.values.first(where: { $0.deviceKey == transfer.peerKey && $0.machine.state == .connected }) {
+                    offer(transfer, on: session)
+                    count += 1
+                }
+            }
+            return count
+        }
+    }
+
+    /// Active transfers (live) and finished ones (from the index), newest first.
+    public func transferList() -> [JSONValue] {
+        queue.sync {
+            var seen = Set<String>()
+            var list: [JSONValue] = []
+            let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
+            for transfer in live.sorted(by: { $0.started > $1.started }) {
+                seen.insert(transfer.id.description)
+                list.append(Self.json(transferEvent(transfer, force: true)))
+            }
+            for record in (try? index.transfers()) ?? [] where !seen.contains(record.id) {
+                let peerName = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
+                list.append(Self.json(NodeEvent(.transfer, peer: .init(id: displayID(record.deviceID), name: peerName),
+                                                transfer: record.id, direction: record.direction.rawValue,
+                                                name: record.name, bytes: record.bytesDone, total: record.size,
+                                                path: record.direction == .receive ? record.finalPath : nil,
+                                                reason: record.error, time: record.updatedAt).with(state: record.state.rawValue)))
+            }
+            return list
+        }
+    }
+
+    static func json(_ event: NodeEvent) -> JSONValue {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(event), let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return .null }
+        return value
+    }
+
+    // MARK: - Session hooks (queue)
+
+    func transfersSessionConnected(_ session: Session) {
+        // Offer again what was interrupted, under the same IDs, so the receiver resumes.
+        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == "paused" {
+            offer(transfer, on: session)
+        }
+        resumeRecordedOutgoing(for: session)
+    }
+
+    func transfersSessionClosed(_ session: Session) {
+        for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
+            pauseOutgoing(transfer, reason: "connection to \(session.peer.name) lost; resumes when it is back")
+        }
+        for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
+            transfer.sessionID = nil
+            if transfer.state == "offered" {
+                // Never answered: forget it (the sender offers again when it reconnects).
+                transfers.incoming[transfer.id] = nil
+                emit(transferEvent(transfer, force: true).with(state: "withdrawn"))
+                continue
+            }
+            recordVerified(transfer, force: true)
+            transfer.state = "paused"
+            try? index.updateTransferState(id: transfer.id.description, to: .paused, error: "connection lost")
+            emitTransfer(transfer, force: true, reason: "connection to \(session.peer.name) lost; resumes when it is back")
+        }
+    }
+
+    /// After a restart: unfinished outgoing transfers recorded in the index are offered again
+    /// (rebuilt from their source files) when their peer connects.
+    private func resumeRecordedOutgoing(for session: Session) {
+        let records = ((try? index.transfers(deviceID: session.deviceKey)) ?? []).filter {
+            $0.direction == .send && $0.state.isUnfinished
+        }
+        for record in records {
+            guard let id = TransferID(hex: record.id), transfers.outgoing[id] == nil,
+                  let source = record.finalPath else { continue }
+            let spool = record.partialPath
+            let peer = session.peer
+            let key = session.deviceKey
+            let sessionID = session.id
+            DispatchQueue.global().async { [self] in
+                guard let prepared = try? PreparedOffer.build(path: source, name: record.name,
+                                                              kind: spool == nil ? .file : .stream, id: id) else {
+                    queue.async { [self] in try? index.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone") }
+                    return
+                }
+                queue.async { [self] in
+                    guard transfers.outgoing[id] == nil else { return }
+                    let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
+                    transfers.outgoing[id] = transfer
+                    if prepared.rootHash != record.rootHash {
+                        // The source changed: the receiver reuses the chunks that still match.
+                        try? index.updateTransferState(id: record.id, to: .active, error: "source changed")
+                    }
+                    if let session = sessions[sessionID], session.machine.state == .connected {
+                        offer(transfer, on: session)
+                    } else {
+                        transfer.state = "paused"
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: - Frames (queue)
+
+    func transferFrameReceived(_ frame: Frame, from session: Session) {
+        switch frame {
+        case let .offer(offer): offerReceived(offer, from: session)
+        case let .accept(id, have): acceptReceived(id, have: have, from: session)
+        case let .decline(id, reason):
+            guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
+            finishOutgoing(transfer, state: "declined", error: .refused("\(session.peer.name) declined: \(reason)"))
+        case let .cancel(id, reason):
+            if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
+                finishOutgoing(transfer, state: "cancelled", error: .refused("\(session.peer.name) cancelled: \(reason)"))
+            } else if let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey {
+                removePartials(transfer)
+                finishIncoming(transfer, state: "cancelled", error: .refused("\(session.peer.name) cancelled: \(reason)"))
+            }
+        case let .done(id, ok, reason):
+            guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
+            if ok {
+                finishOutgoing(transfer, state: "completed", error: nil)
+            } else {
+                pauseOutgoing(transfer, reason: "\(session.peer.name) could not finish: \(reason)")
+                transfer.observers.forEach { $0.completion(.failure(.refused("\(session.peer.name) could not finish: \(reason)"))) }
+                transfer.observers = []
+            }
+        case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
+        case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
+        default: return
+        }
+    }
+
+    // MARK: Sending
+
+    private func offer(_ transfer: OutgoingTransfer, on session: Session) {
+        transfer.sessionID = session.id
+        transfer.state = "offered"
+        if let window = transfer.window { transfer.bytesSentBefore += Int64(window.sentBytes) }
+        transfer.window = nil
+        session.send([.offer(transfer.prepared.offer)])
+        emitTransfer(transfer, force: true)
+    }
+
+    private func acceptReceived(_ id: TransferID, have: [UInt8], from session: Session) {
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == "offered" else { return }
+        let layout = transfer.prepared.layout
+        guard let haveSet = ChunkBitmap.decode(have, count: layout.chunkCount) else {
+            sendTo(transfer, [.cancel(id: id, reason: "the accept's chunk bitmap does not match the offer")])
+            finishOutgoing(transfer, state: "failed", error: .refused("\(session.peer.name) sent a malformed accept"))
+            return
+        }
+        let window = SendWindow(sizes: layout.chunkSizes, have: haveSet, windowBytes: config.sendWindowBytes)
+        if transfer.neededBytes == nil { transfer.neededBytes = Int64(window.totalBytes - window.confirmedBytes) }
+        transfer.window = window
+        transfer.state = "active"
+        try? index.updateTransferState(id: id.description, to: .active)
+        emitTransfer(transfer, force: true)
+        pump(transfer)
+    }
+
+    private func ackReceived(_ id: TransferID, index chunk: Int, ok: Bool, from session: Session) {
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.window != nil else { return }
+        do throws(SendWindow.Failure) {
+            try transfer.window!.ack(chunk, ok: ok)
+        } catch {
+            sendTo(transfer, [.cancel(id: id, reason: error.description)])
+            finishOutgoing(transfer, state: "failed", error: .refused(error.description))
+            return
+        }
+        if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
+            transfer.fileProgress[entry].completedUnitCount += Int64(transfer.prepared.layout.manifests[entry].chunks[chunk - transfer.prepared.layout.firstChunk[entry]].size)
+        }
+        emitTransfer(transfer, force: false)
+        pump(transfer)
+    }
+
+    /// Puts the next chunks of the window on the wire (read and verified on `io`).
+    private func pump(_ transfer: OutgoingTransfer) {
+        guard transfer.state == "active", var window = transfer.window,
+              let sessionID = transfer.sessionID, let session = sessions[sessionID] else { return }
+        let batch = window.next()
+        transfer.window = window
+        if window.isComplete {
+            transfer.state = "finishing"
+            emitTransfer(transfer, force: true)
+            return
+        }
+        let layout = transfer.prepared.layout
+        let sources = transfer.prepared.sources
+        let id = transfer.id
+        for index in batch {
+            guard let (entry, chunk) = layout.locate(index) else { continue }
+            transfer.io.async { [self] in
+                do throws(FileError) {
+                    let reader: ChunkReader
+                    if let existing = transfer.readers[entry] { reader = existing } else {
+                        reader = try ChunkReader(path: sources[entry].path)
+                        transfer.readers[entry] = reader
+                    }
+                    let bytes = try reader.bytes(of: chunk, verify: true)
+                    session.sendFromAnyThread([.chunk(id: id, index: UInt32(index), data: bytes)])
+                } catch {
+                    let reason = error.kind == .hashMismatch
+                        ? "\(sources[entry].path) changed while it was being sent; send it again"
+                        : error.description
+                    queue.async { [self] in
+                        sendTo(transfer, [.cancel(id: id, reason: "the sender cannot read its file")])
+                        finishOutgoing(transfer, state: "failed", error: .io(path: sources[entry].path, reason: reason))
+                    }
+                }
+            }
+        }
+    }
+
+    private func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
+        transfer.sessionID = nil
+        transfer.state = "paused"
+        try? index.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
+        emitTransfer(transfer, force: true, reason: reason)
+    }
+
+    private func finishOutgoing(_ transfer: OutgoingTransfer, state: String, error: EngineError?) {
+        transfer.state = state
+        let recordState: TransferRecord.State = state == "completed" ? .completed : state == "cancelled" || state == "declined" ? .cancelled : .failed
+        try? index.updateTransferState(id: transfer.id.description, to: recordState, error: error?.description)
+        if state == "completed" {
+            try? index.markChunksVerified(transferID: transfer.id.description, indices: 0..<transfer.prepared.chunkCount)
+        }
+        let event = transferEvent(transfer, force: true, reason: error?.description)
+        emit(event)
+        for observer in transfer.observers {
+            if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
+        }
+        transfer.observers = []
+        transfers.outgoing[transfer.id] = nil
+        if let spool = transfer.spoolFile, state == "completed" || state == "cancelled" || state == "declined" {
+            unlink(spool)
+        }
+        transfer.io.async { transfer.readers = [:] }
+    }
+
+    private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
+        let time = now()
+        var chunks: [TransferChunk] = []
+        for (entry, manifest) in transfer.prepared.layout.manifests.enumerated() {
+            for (i, chunk) in manifest.chunks.enumerated() {
+                chunks.append(TransferChunk(index: transfer.prepared.layout.firstChunk[entry] + i, offset: Int64(chunk.offset),
+                                            size: Int64(chunk.size), hash: chunk.hash.bytes))
+            }
+        }
+        let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
+                                    name: transfer.name, size: transfer.totalSize, mode: 0, mtimeNs: 0,
+                                    rootHash: transfer.prepared.rootHash, chunkCount: transfer.prepared.chunkCount,
+                                    state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
+                                    error: nil, createdAt: time, updatedAt: time)
+        do { try index.insertTransfer(record, chunks: chunks) } catch {
+            emitError(transfer.peer, "cannot record the transfer: \(error)")
+        }
+    }
+
+    // MARK: Receiving
+
+    private func offerReceived(_ offer: TransferOffer, from session: Session) {
+        if let existing = transfers.incoming[offer.id] {
+            // The sender offers again (after a reconnect): answer with what we hold.
+            guard existing.peerKey == session.deviceKey else { return }
+            existing.sessionID = session.id
+            if existing.state == "offered" { return }
+            existing.resumed = true
+            existing.state = "preparing"
+            if let directory = existing.directory { startReceiving(existing, into: directory) }
+            return
+        }
+        // Hostile input: every manifest must decode and match its entry; every path must be safe.
+        var manifests: [Manifest] = []
+        var paths: [SafePath] = []
+        do {
+            _ = try SafePath.validateName(offer.name)
+            for entry in offer.entries {
+                let manifest = try Manifest.decode(entry.manifest)
+                guard manifest.fileSize == entry.size else { throw EngineError.refused("manifest size differs from the entry size") }
+                manifests.append(manifest)
+                paths.append(try SafePath(offer.kind == .folder ? entry.path : offer.name))
+            }
+        } catch {
+            session.send([.decline(id: offer.id, reason: "refused: \(error)")])
+            emitError(session.peer, "refused an offer from \(session.peer.name): \(error)")
+            return
+        }
+        let layout = ChunkLayout(manifests: manifests)
+        let rootHash = PreparedOffer.contentHash(of: offer, manifests: manifests)
+        let transfer = IncomingTransfer(offer: offer, layout: layout, rootHash: rootHash, paths: paths,
+                                        peerKey: session.deviceKey, peer: session.peer)
+        transfer.sessionID = session.id
+        transfers.incoming[offer.id] = transfer
+
+        // Accepted before (same ID, or the same content from the same peer): resume.
+        let record = (try? index.transfer(id: offer.id.description)) ?? (try? index.resumableTransfer(
+            deviceID: session.deviceKey, rootHash: rootHash, direction: .receive))
+        if let record, record.state.isUnfinished, let directory = record.partialPath {
+            transfer.resumed = true
+            transfer.recordID = record.id
+            acceptIncoming(transfer, into: directory)
+            return
+        }
+        emit(NodeEvent(.offer, peer: session.peer, transfer: offer.id.description, name: offer.name,
+                       total: Int64(offer.totalSize), files: offer.entries.count, time: now()))
+        if let waiter = transfers.receiveWaiters.first {
+            transfers.receiveWaiters.removeFirst()
+            take(transfer, with: waiter)
+        } else if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))?.autoAccept ?? false) {
+            acceptIncoming(transfer, into: config.receiveDirectory)
+        } else {
+            emitTransfer(transfer, force: true)
+        }
+    }
+
+    private func take(_ transfer: IncomingTransfer, with waiter: ReceiveWaiter) {
+        transfer.observers.append(waiter.observer)
+        if waiter.accept {
+            acceptIncoming(transfer, into: waiter.directory ?? config.receiveDirectory)
+        } else {
+            declineIncoming(transfer, reason: "declined by the user")
+        }
+    }
+
+    private func declineIncoming(_ transfer: IncomingTransfer, reason: String) {
+        sendTo(transfer, [.decline(id: transfer.id, reason: reason)])
+        finishIncoming(transfer, state: "declined", error: nil)
+    }
+
+    private func acceptIncoming(_ transfer: IncomingTransfer, into directory: String) {
+        transfer.directory = directory
+        transfer.state = "preparing"
+        startReceiving(transfer, into: directory)
+    }
+
+    /// Opens (or re-opens) the partial files, finds the chunks they already hold, records
+    /// the transfer and sends the accept.
+    private func startReceiving(_ transfer: IncomingTransfer, into directory: String) {
+        let recordID = transfer.recordID
+        transfer.io.async { [self] in
+            var have = Set<Int>()
+            let outcome: Result<Void, FileError> = Result { () throws(FileError) in
+                if transfer.target == nil {
+                    transfer.target = try DirectoryHandle(path: directory)
+                }
+                let target = transfer.target!
+                if transfer.offer.kind == .folder {
+                    if transfer.tree == nil {
+                        let staging = try target.openSubdirectory(PartialFile.stagingDirectoryName, create: true)
+                        transfer.tree = try staging.openSubdirectory(recordID + ".tree", create: true)
+                    }
+                }
+                for (entry, manifest) in transfer.layout.manifests.enumerated() {
+                    let partial: PartialFile
+                    if let open = transfer.partials[entry] { partial = open } else {
+                        if let tree = transfer.tree {
+                            let resolved = try transfer.paths[entry].resolve(under: tree, createDirectories: true)
+                            partial = try PartialFile(transferID: "\(recordID)-\(entry)", in: resolved.directory)
+                        } else {
+                            partial = try PartialFile(transferID: recordID, in: target)
+                        }
+                        transfer.partials[entry] = partial
+                    }
+                    // The file is the truth: re-hash what it holds (cheap next to a transfer,
+                    // and it also finds chunks written just before a crash).
+                    if transfer.resumed {
+                        for local in try partial.verifiedChunks(of: manifest) {
+                            have.insert(transfer.layout.firstChunk[entry] + local)
+                        }
+                    }
+                }
+            }
+            let held = have
+            queue.async { [self] in
+                let have = held
+                switch outcome {
+                case let .failure(error):
+                    sendTo(transfer, [.decline(id: transfer.id, reason: "the receiver cannot write: \(error.kind == .diskFull ? "disk full" : "an error")")])
+                    finishIncoming(transfer, state: "failed", error: .io(path: directory, reason: error.description))
+                case .success:
+                    transfer.verified = have
+                    transfer.verifiedBytes = have.reduce(0) { total, index in
+                        total + Int64(transfer.layout.locate(index)?.chunk.size ?? 0)
+                    }
+                    for (entry, _) in transfer.layout.manifests.enumerated() {
+                        let held = transfer.layout.range(of: entry).filter { have.contains($0) }
+                            .reduce(Int64(0)) { $0 + Int64(transfer.layout.locate($1)!.chunk.size) }
+                        transfer.fileProgress[entry].completedUnitCount = held
+                    }
+                    recordIncoming(transfer, directory: directory)
+                    transfer.state = "active"
+                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.chunkCount))])
+                    emitTransfer(transfer, force: true)
+                    if have.count == transfer.layout.chunkCount { complete(transfer) }
+                }
+            }
+        }
+    }
+
+    private func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: Session) {
+        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
+              transfer.state == "active", let (entry, chunk) = transfer.layout.locate(index) else { return }
+        if transfer.verified.contains(index) {
+            sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
+            return
+        }
+        transfer.io.async { [self] in
+            var outcome: FileError?
+            do throws(FileError) {
+                guard let partial = transfer.partials[entry] else { return }
+                try partial.writeChunk(data, as: chunk)
+            } catch {
+                outcome = error
+            }
+            let failure = outcome
+            queue.async { [self] in
+                guard transfer.state == "active" else { return }
+                if let failure {
+                    if failure.kind == .hashMismatch {
+                        emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
+                        sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: false)])
+                        return
+                    }
+                    // Disk full or another write error: keep the partial data, pause.
+                    let reason = failure.kind == .diskFull ? "disk full on the receiver (\(transfer.directory ?? "")): free some space, then resume" : failure.description
+                    recordVerified(transfer, force: true)
+                    transfer.state = "paused"
+                    try? self.index.updateTransferState(id: transfer.recordID, to: .paused, error: reason)
+                    sendTo(transfer, [.done(id: id, ok: false, reason: String(reason.prefix(400)))])
+                    emitTransfer(transfer, force: true, reason: reason)
+                    for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
+                    transfer.observers = []
+                    return
+                }
+                if transfer.verified.insert(index).inserted {
+                    transfer.verifiedBytes += Int64(chunk.size)
+                    transfer.fileProgress[entry].completedUnitCount += Int64(chunk.size)
+                    transfer.unrecorded.append(index)
+                }
+                sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
+                recordVerified(transfer, force: false)
+                emitTransfer(transfer, force: false)
+                if transfer.verified.count == transfer.layout.chunkCount { complete(transfer) }
+            }
+        }
+    }
+
+    /// Every chunk is verified: make each file final (fsync, mode, mtime, no-replace rename);
+    /// a folder appears at once, complete.
+    private func complete(_ transfer: IncomingTransfer) {
+        guard !transfer.completing else { return }
+        transfer.completing = true
+        recordVerified(transfer, force: true)
+        transfer.state = "finishing"
+        let recordID = transfer.recordID
+        transfer.io.async { [self] in
+            let outcome: Result<String, FileError> = Result { () throws(FileError) in
+                guard let target = transfer.target else { throw FileError(kind: .io, operation: "finish", path: "", message: "no target") }
+                for (entry, manifest) in transfer.layout.manifests.enumerated() {
+                    guard let partial = transfer.partials[entry] else { continue }
+                    let meta = transfer.offer.entries[entry]
+                    let time = FileTimestamp(nanosecondsSinceEpoch: meta.mtimeNanoseconds)
+                    if let tree = transfer.tree {
+                        let resolved = try transfer.paths[entry].resolve(under: tree, createDirectories: true)
+                        try partial.commit(as: resolved.name, mode: meta.mode, modificationTime: time, size: manifest.fileSize, onConflict: .fail)
+                        resolved.directory.removeIfEmpty(PartialFile.stagingDirectoryName)
+                    } else {
+                        let name = try partial.commit(as: transfer.offer.name, mode: meta.mode, modificationTime: time,
+                                                      size: manifest.fileSize, onConflict: .pickUniqueName)
+                        return target.path + "/" + name
+                    }
+                }
+                guard let tree = transfer.tree else { return target.path }
+                tree.removeIfEmpty(PartialFile.stagingDirectoryName)
+                let staging = try target.openSubdirectory(PartialFile.stagingDirectoryName)
+                var name = transfer.offer.name
+                while true {
+                    do throws(FileError) {
+                        try staging.move(recordID + ".tree", to: target, as: name)
+                        break
+                    } catch where error.kind == .alreadyExists {
+                        name = target.uniqueName(for: transfer.offer.name)
+                    }
+                }
+                try target.sync()
+                return target.path + "/" + name
+            }
+            queue.async { [self] in
+                switch outcome {
+                case let .success(path):
+                    try? index.updateTransferState(id: recordID, to: .completed)
+                    try? index.setTransferFinalPath(id: recordID, path: path)
+                    sendTo(transfer, [.done(id: transfer.id, ok: true, reason: "")])
+                    transfer.finalPath = path
+                    finishIncoming(transfer, state: "completed", error: nil)
+                case let .failure(error):
+                    transfer.completing = false
+                    let reason = error.kind == .diskFull ? "disk full on the receiver: free some space, then resume" : error.description
+                    try? index.updateTransferState(id: recordID, to: .paused, error: reason)
+                    sendTo(transfer, [.done(id: transfer.id, ok: false, reason: String(reason.prefix(400)))])
+                    transfer.state = "paused"
+                    emitTransfer(transfer, force: true, reason: reason)
+                    for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
+                    transfer.observers = []
+                }
+            }
+        }
+    }
+
+    private func finishIncoming(_ transfer: IncomingTransfer, state: String, error: EngineError?) {
+        transfer.state = state
+        if state == "declined" || state == "cancelled" {
+            try? index.updateTransferState(id: transfer.recordID, to: .cancelled, error: error?.description ?? state)
+        } else if state == "failed" {
+            try? index.updateTransferState(id: transfer.recordID, to: .failed, error: error?.description)
+        }
+        let event = transferEvent(transfer, force: true, reason: error?.description)
+        emit(event)
+        for observer in transfer.observers {
+            if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
+        }
+        transfer.observers = []
+        transfers.incoming[transfer.id] = nil
+        transfer.io.async { transfer.partials = [:] }
+    }
+
+    private func removePartials(_ transfer: IncomingTransfer) {
+        let recordID = transfer.recordID
+        transfer.io.async {
+            for partial in transfer.partials.values { try? partial.remove() }
+            transfer.partials = [:]
+            if let target = transfer.target, let staging = try? target.openSubdirectory(PartialFile.stagingDirectoryName) {
+                try? staging.removeTree(recordID + ".tree")
+            }
+        }
+    }
+
+    private func recordIncoming(_ transfer: IncomingTransfer, directory: String) {
+        if (try? index.transfer(id: transfer.recordID)) != nil {
+            try? index.updateTransferState(id: transfer.recordID, to: .active)
+            return
+        }
+        var chunks: [TransferChunk] = []
+        for (entry, manifest) in transfer.layout.manifests.enumerated() {
+            for (i, chunk) in manifest.chunks.enumerated() {
+                let global = transfer.layout.firstChunk[entry] + i
+                chunks.append(TransferChunk(index: global, offset: Int64(chunk.offset), size: Int64(chunk.size),
+                                            hash: chunk.hash.bytes, verified: transfer.verified.contains(global)))
+            }
+        }
+        let time = now()
+        let first = transfer.offer.entries.first
+        let record = TransferRecord(id: transfer.recordID, direction: .receive, deviceID: transfer.peerKey, name: transfer.name,
+                                    size: transfer.totalSize, mode: first?.mode ?? 0, mtimeNs: first?.mtimeNanoseconds ?? 0,
+                                    rootHash: transfer.rootHash, chunkCount: transfer.layout.chunkCount, state: .active,
+                                    partialPath: directory, finalPath: nil, bytesDone: transfer.verifiedBytes,
+                                    error: nil, createdAt: time, updatedAt: time)
+        do { try index.insertTransfer(record, chunks: chunks) } catch {
+            emitError(transfer.peer, "cannot record the transfer: \(error)")
+        }
+    }
+
+    /// Records verified chunks in batches (one transaction per batch).
+    private func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
+        guard !transfer.unrecorded.isEmpty else { return }
+        guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500) else { return }
+        try? index.markChunksVerified(transferID: transfer.recordID, indices: transfer.unrecorded)
+        transfer.unrecorded = []
+        transfer.lastRecord = .now
+    }
+
+    // MARK: Events
+
+    private func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
+        guard let sessionID = transfer.sessionID, let session = sessions[sessionID] else { return }
+        session.send(frames)
+    }
+
+    /// The current state of a transfer as an event.
+    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> NodeEvent {
+        let done: Int64
+        var resent: Int64?
+        var path: String?
+        let direction: String
+        if let outgoing = transfer as? OutgoingTransfer {
+            done = outgoing.state == "completed" ? outgoing.totalSize : outgoing.confirmedBytes
+            direction = "send"
+            if let needed = outgoing.neededBytes {
+                resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
+            }
+        } else {
+            let incoming = transfer as! IncomingTransfer
+            done = incoming.verifiedBytes
+            direction = "receive"
+            path = incoming.finalPath
+        }
+        let remaining = max(0, transfer.totalSize - done)
+        return NodeEvent(.transfer, peer: transfer.peer, transfer: transfer.id.description, direction: direction,
+                         name: transfer.name, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
+                         rate: transfer.meter.bytesPerSecond, eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
+                         path: path, resent: resent, reason: reason, time: now()).with(state: transfer.state)
+    }
+
+    /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.
+    func emitTransfer(_ transfer: TransferBase, force: Bool, reason: String? = nil) {
+        let now = ContinuousClock.now
+        let bytes: Int64 = (transfer as? OutgoingTransfer)?.confirmedBytes ?? (transfer as? IncomingTransfer)?.verifiedBytes ?? 0
+        transfer.meter.sample(time: transfer.elapsedSeconds(), bytes: bytes)
+        guard force || now - transfer.lastEmit >= Self.progressInterval else { return }
+        transfer.lastEmit = now
+        let event = transferEvent(transfer, force: force, reason: reason)
+        emit(event)
+        for observer in transfer.observers { observer.progress(event) }
+    }
+}
+
+extension NodeEvent {
+    func with(state: String) -> NodeEvent {
+        var copy = self
+        copy.state = state
+        return copy
+    }
+}

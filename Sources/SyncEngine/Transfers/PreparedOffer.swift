@@ -1,0 +1,124 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Foundation
+internal import PeerCrypto
+internal import PeerFiles
+internal import PeerWire
+
+/// An offer ready to send: the files on disk, their manifests, and the numbering of all
+/// their chunks in one sequence (entry by entry), which is how the wire counts them.
+struct PreparedOffer: Sendable {
+    struct Source: Sendable {
+        let path: String
+        let manifest: Manifest
+        /// Index of this entry's first chunk in the whole offer.
+        let firstChunk: Int
+    }
+
+    let offer: TransferOffer
+    let sources: [Source]
+    /// Names the content: the same files (paths, sizes, modes, chunks) give the same hash,
+    /// so a receiver can find a partial transfer to resume.
+    let rootHash: [UInt8]
+    let chunkCount: Int
+    let totalSize: Int64
+
+    /// The numbering of all chunks of the offer.
+    var layout: ChunkLayout { ChunkLayout(manifests: sources.map(\.manifest)) }
+
+    /// Chunks a file (or every regular file of a folder) and builds the offer. Blocking:
+    /// call it off the node's queue.
+    static func build(path: String, name: String?, kind: TransferOffer.Kind, id: TransferID = .random()) throws(EngineError) -> PreparedOffer {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            throw .io(path: path, reason: String(cString: strerror(errno)))
+        }
+        let isDirectory = (info.st_mode & S_IFMT) == S_IFDIR
+        let isFile = (info.st_mode & S_IFMT) == S_IFREG
+        guard isDirectory || isFile else {
+            throw .invalidArgument("\(path) is not a regular file or a folder")
+        }
+        let baseName = name ?? URL(fileURLWithPath: path).lastPathComponent
+        do { _ = try SafePath.validateName(baseName) } catch {
+            throw .invalidArgument("the name '\(baseName)' cannot be sent: \(error.description)")
+        }
+        var files: [(relative: String, absolute: String)] = []
+        if isDirectory {
+            files = try walk(path)
+        } else {
+            files = [(baseName, path)]
+        }
+        var sources: [Source] = []
+        var entries: [TransferOffer.Entry] = []
+        var next = 0
+        for file in files {
+            var st = stat()
+            guard stat(file.absolute, &st) == 0 else { throw .io(path: file.absolute, reason: String(cString: strerror(errno))) }
+            let manifest: Manifest
+            do { manifest = try FileChunker.manifest(ofFileAt: file.absolute) } catch {
+                throw .io(path: file.absolute, reason: error.description)
+            }
+            let encoded = manifest.encode()
+            guard encoded.count <= WireLimits.maxManifest else {
+                throw .invalidArgument("\(file.absolute) is too large to send (\(manifest.chunks.count) chunks)")
+            }
+            let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            entries.append(.init(path: file.relative, size: manifest.fileSize, mode: UInt32(st.st_mode) & 0o7777,
+                                 mtimeNanoseconds: mtime, manifest: encoded))
+            sources.append(Source(path: file.absolute, manifest: manifest, firstChunk: next))
+            next += manifest.chunks.count
+        }
+        let offer = TransferOffer(id: id, kind: isDirectory ? .folder : kind, name: baseName, entries: entries)
+        do { try Frame.offer(offer).validate() } catch {
+            throw .invalidArgument("cannot offer \(path): \(error.description)")
+        }
+        return PreparedOffer(offer: offer, sources: sources, rootHash: contentHash(of: offer, manifests: sources.map(\.manifest)),
+                             chunkCount: next, totalSize: Int64(offer.totalSize))
+    }
+
+    /// The content hash of an offer: kind, name, and every entry's path, size, mode and
+    /// manifest root (not the mtime: touching a file does not make it new content).
+    static func contentHash(of offer: TransferOffer, manifests: [Manifest]) -> [UInt8] {
+        var hasher = BLAKE2b.Hasher(length: 32)
+        hasher.update(Array("syncpeer-offer-v1".utf8))
+        hasher.update([offer.kind.rawValue])
+        let name = Array(offer.name.utf8)
+        hasher.update([UInt8(name.count >> 8), UInt8(name.count & 0xFF)] + name)
+        for (entry, manifest) in zip(offer.entries, manifests) {
+            let path = Array(entry.path.utf8)
+            var fields: [UInt8] = [UInt8(path.count >> 8), UInt8(path.count & 0xFF)] + path
+            fields += withUnsafeBytes(of: entry.size.bigEndian) { Array($0) }
+            fields += withUnsafeBytes(of: entry.mode.bigEndian) { Array($0) }
+            fields += manifest.rootHash
+            hasher.update(fields)
+        }
+        return hasher.finalize()
+    }
+
+    /// Regular files below `root`, sorted, as (relative path, absolute path). Symbolic links
+    /// are not followed (and not sent); other special files are skipped.
+    static func walk(_ root: String) throws(EngineError) -> [(relative: String, absolute: String)] {
+        var out: [(String, String)] = []
+        var stack = [""]
+        while let relative = stack.popLast() {
+            let directory = relative.isEmpty ? root : root + "/" + relative
+            let names: [String]
+            do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
+                throw .io(path: directory, reason: "cannot list it")
+            }
+            for name in names.sorted() {
+                let childRelative = relative.isEmpty ? name : relative + "/" + name
+                let absolute = root + "/" + childRelative
+                var st = stat()
+                guard lstat(absolute, &st) == 0 else { continue }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR: stack.append(childRelative)
+                case S_IFREG: out.append((childRelative, absolute))
+                default: continue
+                }
+            }
+        }
+        return out.sorted { $0.0 < $1.0 }
+    }
+}

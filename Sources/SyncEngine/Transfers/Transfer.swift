@@ -1,0 +1,135 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerFiles
+internal import PeerWire
+
+/// The transfers a node is running, confined to the node's queue.
+final class TransferTable: @unchecked Sendable {
+    // @unchecked: used only on the node's queue.
+    var outgoing: [TransferID: OutgoingTransfer] = [:]
+    var incoming: [TransferID: IncomingTransfer] = [:]
+    /// `syncpeer receive` clients waiting for the next offer (directory, or nil for the
+    /// offer's recorded or default folder).
+    var receiveWaiters: [ReceiveWaiter] = []
+}
+
+/// A client of the control socket following one transfer: progress events, then the end.
+struct TransferObserver: Sendable {
+    let progress: @Sendable (NodeEvent) -> Void
+    let completion: @Sendable (Result<NodeEvent, EngineError>) -> Void
+}
+
+/// A `syncpeer receive` waiting for the next offer.
+struct ReceiveWaiter: Sendable {
+    let directory: String?
+    let accept: Bool
+    let observer: TransferObserver
+}
+
+/// What both directions share: identity, peer, progress and observers.
+class TransferBase: @unchecked Sendable {
+    // @unchecked: fields are confined to the node's queue, except those documented as
+    // touched only on `io` (readers, partial files), which only `io` closures use.
+    let id: TransferID
+    let peerKey: String
+    let peer: NodeEvent.Peer
+    let name: String
+    let totalSize: Int64
+    let fileCount: Int
+    var sessionID: UInt64?
+    var state: String
+    /// Blocking file I/O for this transfer runs here, never on the node's queue.
+    let io: DispatchQueue
+    var meter = RateMeter()
+    var lastEmit: ContinuousClock.Instant = .now - .seconds(1)
+    var observers: [TransferObserver] = []
+    let started = ContinuousClock.now
+    /// Foundation progress: bytes, with one child per file.
+    let progress: Progress
+    let fileProgress: [Progress]
+
+    init(id: TransferID, peerKey: String, peer: NodeEvent.Peer, name: String, sizes: [Int64], state: String) {
+        self.id = id
+        self.peerKey = peerKey
+        self.peer = peer
+        self.name = name
+        self.totalSize = sizes.reduce(0, +)
+        self.fileCount = sizes.count
+        self.state = state
+        self.io = DispatchQueue(label: "syncpeer.transfer.\(id.description.prefix(8))")
+        let parent = Progress(totalUnitCount: sizes.reduce(0) { $0 + max(1, $1) })
+        progress = parent
+        fileProgress = sizes.map { Progress(totalUnitCount: max(1, $0), parent: parent, pendingUnitCount: max(1, $0)) }
+    }
+
+    var isFinished: Bool { ["completed", "failed", "cancelled", "declined"].contains(state) }
+
+    func elapsedSeconds() -> Double {
+        let d = ContinuousClock.now - started
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+/// Sending one offer to one peer.
+final class OutgoingTransfer: TransferBase, @unchecked Sendable {
+    var prepared: PreparedOffer
+    var window: SendWindow?
+    /// A spooled standard input, deleted when the transfer ends.
+    let spoolFile: String?
+    /// Bytes sent before the current offer was accepted, from earlier attempts.
+    var bytesSentBefore: Int64 = 0
+    /// Bytes the receiver lacked at the first accept: anything sent beyond them was re-sent.
+    var neededBytes: Int64?
+    /// Chunk readers per entry (touched only on `io`).
+    var readers: [Int: ChunkReader] = [:]
+
+    init(prepared: PreparedOffer, peerKey: String, peer: NodeEvent.Peer, spoolFile: String?) {
+        self.prepared = prepared
+        self.spoolFile = spoolFile
+        super.init(id: prepared.offer.id, peerKey: peerKey, peer: peer, name: prepared.offer.name,
+                   sizes: prepared.offer.entries.map { Int64($0.size) }, state: "offered")
+    }
+
+    var confirmedBytes: Int64 { Int64(window?.confirmedBytes ?? 0) }
+}
+
+/// Receiving one offer from one peer.
+final class IncomingTransfer: TransferBase, @unchecked Sendable {
+    let offer: TransferOffer
+    let layout: ChunkLayout
+    let rootHash: [UInt8]
+    /// Validated relative paths of the entries (folders).
+    let paths: [SafePath]
+    /// The directory the offer is received into, once accepted.
+    var directory: String?
+    var verified: Set<Int> = []
+    var verifiedBytes: Int64 = 0
+    /// Verified chunks not yet recorded in the index (recorded in batches).
+    var unrecorded: [Int] = []
+    var lastRecord: ContinuousClock.Instant = .now
+    /// Files being written (touched only on `io`).
+    var partials: [Int: PartialFile] = [:]
+    var tree: DirectoryHandle?
+    var target: DirectoryHandle?
+    /// Resumed from an earlier, accepted attempt (no new decision needed).
+    var resumed = false
+    var completing = false
+    /// The index record (and partial file names) of this transfer: the offer's ID, or the
+    /// ID of the earlier attempt it resumes.
+    var recordID: String
+    /// Where the file or folder was put.
+    var finalPath: String?
+
+    init(offer: TransferOffer, layout: ChunkLayout, rootHash: [UInt8], paths: [SafePath], peerKey: String, peer: NodeEvent.Peer) {
+        self.offer = offer
+        self.layout = layout
+        self.rootHash = rootHash
+        self.paths = paths
+        self.recordID = offer.id.description
+        super.init(id: offer.id, peerKey: peerKey, peer: peer, name: offer.name,
+                   sizes: offer.entries.map { Int64($0.size) }, state: "offered")
+    }
+
+    /// The name of the staging tree of a folder offer.
+    var treeName: String { id.description + ".tree" }
+}
