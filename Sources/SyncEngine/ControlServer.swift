@@ -83,8 +83,37 @@ public final class ControlServer: @unchecked Sendable {
             case "invitations":
                 reply.success(id, .array(node.invitations()))
             case "accept", "decline":
+                if let transfer = request["transfer"]?.stringValue {
+                    try followTransfer(id: id, reply: reply, follow: request["follow"]?.boolValue == true) { observer, completion throws(EngineError) in
+                        let event = try node.answerOffer(transfer, accept: op == "accept", directory: request["dir"]?.stringValue,
+                                                         observer: observer, completion: completion)
+                        return event
+                    }
+                    return
+                }
                 let peer = try node.answer(invitation: try argument("invitation"), accept: op == "accept")
                 reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
+            case "send":
+                let path = try argument("path")
+                let peer = try argument("peer")
+                try node.ensureConnected(peer)
+                try followTransfer(id: id, reply: reply, follow: true) { observer, completion throws(EngineError) in
+                    node.send(path: path, to: peer, name: request["name"]?.stringValue, spoolFile: request["spool"]?.stringValue,
+                              observer: observer ?? { _ in }, completion: completion ?? { _ in })
+                    return nil
+                }
+            case "receive":
+                try followTransfer(id: id, reply: reply, follow: true) { observer, completion throws(EngineError) in
+                    node.receiveNext(directory: request["dir"]?.stringValue, accept: request["decline"]?.boolValue != true,
+                                     observer: observer ?? { _ in }, completion: completion ?? { _ in })
+                    return nil
+                }
+            case "transfers":
+                reply.success(id, .array(node.transferList()))
+            case "cancel":
+                reply.success(id, Node.json(try node.cancelTransfer(try argument("transfer"))))
+            case "resume":
+                reply.success(id, ["offered": JSONValue(node.resumeTransfers(request["transfer"]?.stringValue))])
             case "msg":
                 let (peer, messageID) = try node.sendMessage(to: try argument("peer"), text: try argument("text"))
                 reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)], "id": JSONValue(messageID)])
@@ -114,6 +143,27 @@ public final class ControlServer: @unchecked Sendable {
         } catch {
             reply.failure(id, error)
         }
+    }
+
+    /// Runs a transfer request; with `follow`, streams its progress to the client and answers
+    /// when it ends, else answers at once with `start`'s event.
+    private func followTransfer(id: JSONValue?, reply: Replier, follow: Bool,
+                                _ start: (_ observer: (@Sendable (NodeEvent) -> Void)?,
+                                          _ completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)?) throws(EngineError) -> NodeEvent?) throws(EngineError) {
+        guard follow else {
+            if let event = try start(nil, nil) { reply.success(id, Node.json(event)) }
+            return
+        }
+        let done = DispatchSemaphore(value: 0)
+        let first = try start({ event in reply.event(id, event) }, { result in
+            switch result {
+            case let .success(event): reply.success(id, Node.json(event))
+            case let .failure(error): reply.failure(id, error)
+            }
+            done.signal()
+        })
+        if let first { reply.event(id, first) }
+        done.wait()
     }
 
     /// Writes answer lines to one client (writes are serialised by the stream).

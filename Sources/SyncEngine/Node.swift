@@ -144,6 +144,31 @@ public final class Node: @unchecked Sendable {
         dial(address: address, expected: nil, context: context, progress: progress, completion: completion)
     }
 
+    /// Makes sure a paired peer is connected: dials its last known address if needed and
+    /// waits up to `timeout`. Blocks the calling thread (never call it on `queue`).
+    public func ensureConnected(_ peerText: String, timeout: Duration = .seconds(15)) throws(EngineError) {
+        let plan: Result<(key: String, name: String, address: String?), EngineError> = queue.sync {
+            do throws(EngineError) {
+                let candidate = try resolve(peerText)
+                let key = candidate.deviceID.filter { $0 != "-" }
+                if sessions.values.contains(where: { $0.deviceKey == key && $0.machine.state == .connected }) {
+                    return .success((key, candidate.name, nil))
+                }
+                return .success((key, candidate.name, candidate.addresses.first ?? "-"))
+            } catch { return .failure(error) }
+        }
+        let target = try plan.get()
+        guard let address = target.address else { return }
+        if address != "-" { dial(address: address, expected: target.key, context: nil, completion: nil) }
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let connected = queue.sync { sessions.values.contains { $0.deviceKey == target.key && $0.machine.state == .connected } }
+            if connected { return }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw .notConnected("cannot reach \(target.name)\(address == "-" ? " (no known address)" : " at \(address)"): is its daemon running?")
+    }
+
     /// Open invitations from peers.
     public func invitations() -> [JSONValue] {
         queue.sync {
@@ -648,7 +673,7 @@ public final class Node: @unchecked Sendable {
         return list
     }
 
-    private func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
+    func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
         do throws(PeerResolver.Failure) {
             switch try PeerResolver.resolve(text, among: candidates()) {
             case let .peer(candidate): return candidate

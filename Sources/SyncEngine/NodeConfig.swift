@@ -37,4 +37,15 @@ public struct NodeConfig: Sendable {
     public var rekeyInterval: UInt64 = 1 << 16
 
     public init() {}
+
+    /// Test knobs from the environment (documented in docs/PROTOCOL.md): shorter timers so
+    /// tests do not wait, and a smaller send window to make transfers interruptible.
+    public mutating func applyTestKnobs(_ environment: [String: String]) {
+        func ms(_ name: String) -> Duration? { environment[name].flatMap(Int64.init).map { .milliseconds($0) } }
+        if let value = ms("SYNCPEER_KEEPALIVE_MS") { keepaliveInterval = value }
+        if let value = ms("SYNCPEER_DEAD_PEER_MS") { deadPeerTimeout = value }
+        if let value = ms("SYNCPEER_HANDSHAKE_TIMEOUT_MS") { handshakeTimeout = value }
+        if let value = ms("SYNCPEER_REDIAL_MS") { redialInitial = value }
+        if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
+    }
 }

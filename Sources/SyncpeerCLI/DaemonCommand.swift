@@ -21,7 +21,8 @@ struct DaemonCommand: Command {
             OptionSpec("listen", .value("HOST:PORT"), help: "address to listen on (default 0.0.0.0:\(NodeConfig.defaultPort); port 0 = any free port)"),
             OptionSpec("peer", .repeating("HOST:PORT"), help: "a peer address to connect to at start (static peer)"),
             OptionSpec("invitation-timeout", .value("SECONDS"), help: "how long an unanswered invitation lasts (default 30)"),
-            OptionSpec("auto-accept", help: "accept every invitation without asking — for demos and tests only, never on a real network"),
+            OptionSpec("receive-dir", .value("DIR"), help: "where accepted files and folders go (default ~/Downloads)"),
+            OptionSpec("auto-accept", help: "accept every invitation and offer without asking — for demos and tests only, never on a real network"),
         ],
         examples: ["syncpeer daemon", "syncpeer --home /tmp/alice daemon --listen 127.0.0.1:0"])
 
@@ -31,6 +32,9 @@ struct DaemonCommand: Command {
         if let listen = arguments.value("listen") { config.listen = listen }
         config.staticPeers = arguments.all("peer")
         config.autoAccept = arguments.flag("auto-accept")
+        if let directory = arguments.value("receive-dir") {
+            config.receiveDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
+        }
         if let text = arguments.value("invitation-timeout") {
             guard let seconds = Double(text), seconds > 0, seconds <= 86_400 else {
                 throw .usage("--invitation-timeout takes a number of seconds between 0 and 86400, got '\(text)'")
@@ -41,11 +45,7 @@ struct DaemonCommand: Command {
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         var config = self.config
-        // Test knobs (documented in docs/TESTING.md): shorter keepalive and dead-peer delays.
-        if let ms = context.environment["SYNCPEER_KEEPALIVE_MS"].flatMap(Int64.init) { config.keepaliveInterval = .milliseconds(ms) }
-        if let ms = context.environment["SYNCPEER_DEAD_PEER_MS"].flatMap(Int64.init) { config.deadPeerTimeout = .milliseconds(ms) }
-        if let ms = context.environment["SYNCPEER_HANDSHAKE_TIMEOUT_MS"].flatMap(Int64.init) { config.handshakeTimeout = .milliseconds(ms) }
-        if let ms = context.environment["SYNCPEER_REDIAL_MS"].flatMap(Int64.init) { config.redialInitial = .milliseconds(ms) }
+        config.applyTestKnobs(context.environment)
         let output = context.output
         let json = context.globals.json
         signal(SIGINT, SIG_IGN)

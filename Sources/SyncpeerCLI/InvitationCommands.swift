@@ -1,3 +1,4 @@
+internal import Foundation
 internal import SyncEngine
 
 /// `syncpeer invitations`: the open invitations from peers.
@@ -31,13 +32,26 @@ struct AnswerCommand {
     static func spec(accept: Bool) -> CommandSpec {
         CommandSpec(
             name: accept ? "accept" : "decline",
-            abstract: accept ? "accept an invitation: pin the peer's key and connect"
-                             : "decline an invitation: nothing of the peer is kept",
-            arguments: [ArgumentSpec("ID", help: "the invitation ID shown by 'syncpeer invitations'")],
-            examples: [accept ? "syncpeer accept K7Q2PX" : "syncpeer decline K7Q2PX"])
+            abstract: accept ? "accept an invitation (pin the peer's key) or an offer of files (receive it)"
+                             : "decline an invitation (nothing of the peer is kept) or an offer of files",
+            options: accept ? [OptionSpec("into", .value("DIR"), help: "for an offer: where to put it (default: the daemon's receive folder)")] : [],
+            arguments: [ArgumentSpec("ID", help: "an invitation ID ('syncpeer invitations') or a transfer ID ('syncpeer transfers')")],
+            examples: accept ? ["syncpeer accept K7Q2PX", "syncpeer accept 3f9a2c71 --into ~/Incoming"]
+                             : ["syncpeer decline K7Q2PX"])
     }
 
-    static func run(_ id: String, accept: Bool, _ context: CommandContext) throws(CLIError) -> Int32 {
+    static func run(_ id: String, accept: Bool, into directory: String?, _ context: CommandContext) throws(CLIError) -> Int32 {
+        // Invitation IDs are 6 letters and digits; transfer IDs are hex (32 digits, or a prefix of 7 or more).
+        if id.count >= 7, id.allSatisfy(\.isHexDigit) {
+            var request: [String: JSONValue] = ["transfer": .string(id), "follow": .bool(accept)]
+            if let directory { request["dir"] = .string(directory) }
+            let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
+            let result = try context.request(accept ? "accept" : "decline", request, onEvent: renderer.show)
+            renderer.finish()
+            context.print(result, text: accept ? SendCommand.summary(result, verb: "Received", preposition: "from")
+                                               : "Declined \(result["name"]?.stringValue ?? id)")
+            return ExitCode.success
+        }
         let result = try context.request(accept ? "accept" : "decline", ["invitation": .string(id)])
         context.print(result, text: (accept ? "Accepted " : "Declined ") + EventRenderer.peerName(result))
         return ExitCode.success
@@ -47,13 +61,17 @@ struct AnswerCommand {
 struct AcceptCommand: Command {
     static let spec = AnswerCommand.spec(accept: true)
     let id: String
-    init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals[0] }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try AnswerCommand.run(id, accept: true, context) }
+    let directory: String?
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        id = arguments.positionals[0]
+        directory = arguments.value("into").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+    }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try AnswerCommand.run(id, accept: true, into: directory, context) }
 }
 
 struct DeclineCommand: Command {
     static let spec = AnswerCommand.spec(accept: false)
     let id: String
     init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals[0] }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try AnswerCommand.run(id, accept: false, context) }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try AnswerCommand.run(id, accept: false, into: nil, context) }
 }

@@ -10,6 +10,8 @@ public protocol OutputSink: Sendable {
     func out(_ text: String)
     /// Writes text to standard error.
     func err(_ text: String)
+    /// True when standard output is a terminal (live progress bars instead of NDJSON).
+    var isTerminal: Bool { get }
 }
 
 extension OutputSink {
@@ -30,6 +32,7 @@ extension OutputSink {
 /// buffer when the process is killed.
 public struct StandardOutput: OutputSink {
     public init() {}
+    public var isTerminal: Bool { isatty(1) == 1 }
     public func out(_ text: String) { Self.write(text, to: 1) }
     public func err(_ text: String) { Self.write(text, to: 2) }
 
@@ -50,6 +53,7 @@ public struct StandardOutput: OutputSink {
 public final class CapturedOutput: OutputSink {
     private let state = Mutex<(out: String, err: String)>(("", ""))
     public init() {}
+    public var isTerminal: Bool { false }
     public func out(_ text: String) { state.withLock { $0.out += text } }
     public func err(_ text: String) { state.withLock { $0.err += text } }
     public var standardOutput: String { state.withLock { $0.out } }

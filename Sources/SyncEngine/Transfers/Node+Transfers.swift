@@ -3,6 +3,7 @@ internal import Glibc
 #endif
 internal import Dispatch
 internal import Foundation
+internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
@@ -54,10 +55,32 @@ extension Node {
                 return
             }
             queue.async { [self] in
+                let observer = TransferObserver(progress: observer, completion: completion)
+                // The same content to the same peer, still unfinished: continue that transfer
+                // (same ID, so the receiver resumes) instead of starting another.
+                if let running = transfers.outgoing.values.first(where: {
+                    $0.peerKey == target.1 && $0.prepared.rootHash == prepared.rootHash && !$0.isFinished
+                }) {
+                    running.observers.append(observer)
+                    if running.state == "paused", let session = sessions[target.0], session.machine.state == .connected {
+                        offer(running, on: session)
+                    } else {
+                        emitTransfer(running, force: true)
+                    }
+                    if let spoolFile { unlink(spoolFile) }
+                    return
+                }
+                var prepared = prepared
+                let recorded = ((try? index.transfers(deviceID: target.1)) ?? []).first {
+                    $0.direction == .send && $0.state.isUnfinished && $0.rootHash == prepared.rootHash
+                }
+                if let recorded, let id = TransferID(hex: recorded.id) {
+                    prepared = prepared.withID(id)
+                }
                 let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.1, peer: target.2, spoolFile: spoolFile)
-                transfer.observers.append(TransferObserver(progress: observer, completion: completion))
+                transfer.observers.append(observer)
                 transfers.outgoing[transfer.id] = transfer
-                recordOutgoing(transfer, source: path)
+                if recorded == nil { recordOutgoing(transfer, source: path) }
                 guard let session = sessions[target.0], session.machine.state == .connected else {
                     pauseOutgoing(transfer, reason: "waiting for \(target.2.name) to reconnect")
                     return
@@ -172,6 +195,22 @@ extension Node {
                                                 reason: record.error, time: record.updatedAt).with(state: record.state.rawValue)))
             }
             return list
+        }
+    }
+
+    /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
+    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [JSONValue] {
+        let index = try NodeSetup.openIndex(home)
+        let records: [TransferRecord]
+        do { records = try index.transfers() } catch { throw .index(error.description) }
+        return records.map { record in
+            let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
+            let peerID = (try? DeviceID(parsing: record.deviceID))?.description ?? record.deviceID
+            return json(NodeEvent(.transfer, peer: .init(id: peerID, name: name), state: record.state.rawValue,
+                                  transfer: record.id, direction: record.direction.rawValue, name: record.name,
+                                  bytes: record.bytesDone, total: record.size,
+                                  path: record.direction == .receive ? record.finalPath : nil,
+                                  reason: record.error, time: record.updatedAt))
         }
     }
 
@@ -447,6 +486,11 @@ extension Node {
         let record = (try? index.transfer(id: offer.id.description)) ?? (try? index.resumableTransfer(
             deviceID: session.deviceKey, rootHash: rootHash, direction: .receive))
         if let record, record.state.isUnfinished, let directory = record.partialPath {
+            if transfers.incoming.values.contains(where: { $0 !== transfer && $0.recordID == record.id }) {
+                transfers.incoming[offer.id] = nil
+                session.send([.decline(id: offer.id, reason: "this content is already being received (transfer \(record.id.prefix(8)))")])
+                return
+            }
             transfer.resumed = true
             transfer.recordID = record.id
             acceptIncoming(transfer, into: directory)
@@ -618,6 +662,7 @@ extension Node {
                     } else {
                         let name = try partial.commit(as: transfer.offer.name, mode: meta.mode, modificationTime: time,
                                                       size: manifest.fileSize, onConflict: .pickUniqueName)
+                        target.removeIfEmpty(PartialFile.stagingDirectoryName)
                         return target.path + "/" + name
                     }
                 }
@@ -633,6 +678,7 @@ extension Node {
                         name = target.uniqueName(for: transfer.offer.name)
                     }
                 }
+                target.removeIfEmpty(PartialFile.stagingDirectoryName)
                 try target.sync()
                 return target.path + "/" + name
             }

@@ -24,6 +24,13 @@ struct PreparedOffer: Sendable {
     let chunkCount: Int
     let totalSize: Int64
 
+    /// The same offer under another transfer ID (to continue a recorded transfer).
+    func withID(_ id: TransferID) -> PreparedOffer {
+        var offer = self.offer
+        offer.id = id
+        return PreparedOffer(offer: offer, sources: sources, rootHash: rootHash, chunkCount: chunkCount, totalSize: totalSize)
+    }
+
     /// The numbering of all chunks of the offer.
     var layout: ChunkLayout { ChunkLayout(manifests: sources.map(\.manifest)) }
 
@@ -64,7 +71,9 @@ struct PreparedOffer: Sendable {
                 throw .invalidArgument("\(file.absolute) is too large to send (\(manifest.chunks.count) chunks)")
             }
             let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-            entries.append(.init(path: file.relative, size: manifest.fileSize, mode: UInt32(st.st_mode) & 0o7777,
+            // A stream has no mode of its own (its spool file is private): offer a plain 0644.
+            let mode = kind == .stream ? 0o644 : UInt32(st.st_mode) & 0o7777
+            entries.append(.init(path: file.relative, size: manifest.fileSize, mode: mode,
                                  mtimeNanoseconds: mtime, manifest: encoded))
             sources.append(Source(path: file.absolute, manifest: manifest, firstChunk: next))
             next += manifest.chunks.count

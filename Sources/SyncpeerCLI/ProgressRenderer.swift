@@ -1,0 +1,78 @@
+internal import Foundation
+internal import SyncEngine
+
+/// Shows transfer events: a live bar on a terminal (name, percentage, bytes, rate, ETA),
+/// else one NDJSON line per event (the engine already limits them to about five a second).
+final class ProgressRenderer: @unchecked Sendable {
+    // @unchecked: called from one control-client thread at a time.
+    let output: any OutputSink
+    let live: Bool
+    private var lastLineLength = 0
+
+    init(output: any OutputSink, json: Bool) {
+        self.output = output
+        self.live = output.isTerminal && !json
+    }
+
+    func show(_ event: JSONValue) {
+        guard live else {
+            output.line(event.encodedLine())
+            return
+        }
+        guard event["event"]?.stringValue == "transfer" else {
+            if let line = EventRenderer.line(event) { clear(); output.line(line) }
+            return
+        }
+        let line = Self.bar(event, width: 24)
+        let padding = lastLineLength > line.count ? String(repeating: " ", count: lastLineLength - line.count) : ""
+        output.out("\r" + line + padding)
+        lastLineLength = line.count
+    }
+
+    /// Ends the live line.
+    func finish() {
+        if live && lastLineLength > 0 { output.out("\n") }
+        lastLineLength = 0
+    }
+
+    private func clear() {
+        if lastLineLength > 0 { output.out("\r" + String(repeating: " ", count: lastLineLength) + "\r") }
+        lastLineLength = 0
+    }
+
+    static func bar(_ event: JSONValue, width: Int) -> String {
+        let name = event["name"]?.stringValue ?? "?"
+        let bytes = Int64(event["bytes"]?.intValue ?? 0)
+        let total = Int64(event["total"]?.intValue ?? 0)
+        let fraction = total > 0 ? Double(bytes) / Double(total) : 1
+        let filled = Int((fraction * Double(width)).rounded(.down))
+        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: max(0, width - filled))
+        let percent = String(format: "%3.0f%%", fraction * 100)
+        var line = "\(shorten(name, 28))  \(percent) [\(bar)] \(formatBytes(bytes))/\(formatBytes(total))"
+        if case let .number(rate)? = event["rate"], rate > 0 { line += "  \(formatBytes(Int64(rate)))/s" }
+        if case let .number(eta)? = event["eta"], eta > 0 { line += "  ETA \(formatDuration(eta))" }
+        if let state = event["state"]?.stringValue, state != "active" { line += "  \(state)" }
+        return line
+    }
+
+    static func shorten(_ text: String, _ limit: Int) -> String {
+        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
+    }
+
+    /// Decimal units, as disks and networks count: 1.5 MB = 1,500,000 bytes.
+    static func formatBytes(_ bytes: Int64) -> String {
+        let units = ["B", "kB", "MB", "GB", "TB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1000 && unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+    }
+
+    static func formatDuration(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded(.up))
+        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    }
+}

@@ -1,0 +1,307 @@
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import Foundation
+internal import SyncEngine
+
+/// Runs `body` with a control client: the running daemon's, or, when none runs, a node
+/// started in this process for the duration of the command (same protocol either way).
+func withNode(_ context: CommandContext, listen: String, _ body: (ControlClient) throws(CLIError) -> Int32) throws(CLIError) -> Int32 {
+    if let client = try? ControlClient.connect(home: context.home) {
+        return try body(client)
+    }
+    var config = NodeConfig()
+    config.listen = listen
+    config.applyTestKnobs(context.environment)
+    let daemon: Daemon
+    do { daemon = try Daemon.start(home: context.home, config: config) { _ in } } catch { throw CLIError(error) }
+    defer { daemon.stop() }
+    let client: ControlClient
+    do { client = try ControlClient.connect(home: context.home) } catch { throw CLIError(error) }
+    return try body(client)
+}
+
+/// `syncpeer send PATH --to PEER`: a file, a folder or standard input, with live progress.
+struct SendCommand: Command {
+    static let spec = CommandSpec(
+        name: "send",
+        abstract: "send a file, a folder or standard input to a paired peer, with live progress",
+        discussion: """
+        The file is cut into content-defined chunks, each verified by its BLAKE2b hash on
+        arrival; the receiver puts the file in place only when every chunk is verified. If
+        the transfer is interrupted (a process killed, the network gone, a full disk), run
+        the same command again, or let the daemons reconnect: it continues from the chunks
+        the receiver already holds. PATH '-' reads standard input (give --name). Without a
+        running daemon, a node runs in this process for the duration of the transfer.
+        """,
+        options: [
+            OptionSpec("to", .value("PEER"), help: "display name, device ID (prefix) or HOST:PORT of a paired peer"),
+            OptionSpec("name", .value("NAME"), help: "the name the receiver sees (default: the file or folder name; 'stdin' for -)"),
+        ],
+        arguments: [ArgumentSpec("PATH", help: "a file, a folder, or - for standard input")],
+        examples: ["syncpeer send report.pdf --to laptop", "syncpeer send ~/Photos/trip --to bob",
+                   "tar c notes | syncpeer send - --to bob --name notes.tar"])
+
+    let path: String
+    let peer: String
+    let name: String?
+
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        guard let peer = arguments.value("to") else { throw .usage("'syncpeer send' needs --to PEER") }
+        self.peer = peer
+        path = arguments.positionals[0]
+        name = arguments.value("name")
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        var source = path
+        var spool: String?
+        var sendName = name
+        if path == "-" {
+            spool = try Self.spoolStandardInput(home: context.home)
+            source = spool!
+            sendName = name ?? "stdin"
+        } else {
+            source = URL(fileURLWithPath: path).standardizedFileURL.path
+            guard FileManager.default.fileExists(atPath: source) else {
+                throw .usage("\(path): no such file or folder")
+            }
+        }
+        var request: [String: JSONValue] = ["path": .string(source), "peer": .string(peer)]
+        if let sendName { request["name"] = .string(sendName) }
+        if let spool { request["spool"] = .string(spool) }
+        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
+        let started = ContinuousClock.now
+        return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
+            let result: JSONValue
+            do throws(EngineError) { result = try client.request("send", request, onEvent: renderer.show) } catch {
+                renderer.finish()
+                if let spool { unlink(spool) }
+                throw CLIError(error)
+            }
+            renderer.finish()
+            let elapsed = ContinuousClock.now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let total = Double(result["total"]?.intValue ?? 0)
+            context.print(result, text: Self.summary(result, verb: "Sent", preposition: "to")
+                + String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001)))))
+            return ExitCode.success
+        }
+    }
+
+    static func summary(_ event: JSONValue, verb: String, preposition: String) -> String {
+        let name = event["name"]?.stringValue ?? "?"
+        let total = Int64(event["total"]?.intValue ?? 0)
+        var text = "\(verb) \(name) \(preposition) \(EventRenderer.peerName(event)): \(ProgressRenderer.formatBytes(total))"
+        if let resent = event["resent"]?.intValue { text += ", \(ProgressRenderer.formatBytes(Int64(resent))) re-sent" }
+        if let path = event["path"]?.stringValue { text += " → \(path)" }
+        return text
+    }
+
+    /// Copies standard input to a private file in the home (mode 0600): a stream becomes a
+    /// file that can be chunked, verified and resumed.
+    static func spoolStandardInput(home: NodeHome) throws(CLIError) -> String {
+        let directory = home.path + "/spool"
+        do { try home.create() } catch { throw CLIError(error) }
+        mkdir(directory, 0o700)
+        let path = directory + "/stdin-\(UUID().uuidString)"
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .failure("cannot create \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress!, $0.count) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                unlink(path)
+                throw .failure("cannot read standard input: \(String(cString: strerror(errno)))")
+            }
+            var offset = 0
+            while offset < n {
+                let w = buffer.withUnsafeBytes { write(fd, $0.baseAddress! + offset, n - offset) }
+                guard w > 0 else {
+                    unlink(path)
+                    throw .failure("cannot spool standard input to \(path): \(String(cString: strerror(errno)))")
+                }
+                offset += w
+            }
+        }
+        return path
+    }
+}
+
+/// `syncpeer receive`: waits for one offer, accepts or declines it, receives, exits.
+struct ReceiveCommand: Command {
+    static let spec = CommandSpec(
+        name: "receive",
+        abstract: "wait for one offer from a paired peer, receive it with live progress, and exit",
+        discussion: """
+        On a terminal, asks before accepting; otherwise give --accept or --decline. Names
+        from the peer are checked (no '..', absolute paths, control characters or links out
+        of the folder) and never overwrite: a clash becomes 'name (1).ext'. Without a
+        running daemon, a node listens in this process (--listen) until the offer is done.
+        """,
+        options: [
+            OptionSpec("dir", .value("DIR"), help: "where to put what is received (default ~/Downloads)"),
+            OptionSpec("accept", help: "accept the offer without asking"),
+            OptionSpec("decline", help: "decline the offer"),
+            OptionSpec("listen", .value("HOST:PORT"), help: "where to listen when no daemon runs (default 0.0.0.0:\(NodeConfig.defaultPort))"),
+        ],
+        examples: ["syncpeer receive --dir ~/Incoming --accept", "syncpeer receive"])
+
+    let directory: String?
+    let decision: Bool?
+    let listen: String
+
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        if arguments.flag("accept") && arguments.flag("decline") { throw .usage("give --accept or --decline, not both") }
+        decision = arguments.flag("accept") ? true : arguments.flag("decline") ? false : nil
+        directory = arguments.value("dir").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        listen = arguments.value("listen") ?? "0.0.0.0:\(NodeConfig.defaultPort)"
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        if let directory {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw .usage("--dir \(directory): no such folder")
+            }
+        }
+        guard decision != nil || context.output.isTerminal else {
+            throw .usage("no terminal to ask on: pass --accept or --decline")
+        }
+        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
+        return try withNode(context, listen: listen) { client throws(CLIError) in
+            var request: [String: JSONValue] = [:]
+            if let directory { request["dir"] = .string(directory) }
+            let result: JSONValue
+            do throws(EngineError) {
+                if let decision {
+                    request["decline"] = .bool(!decision)
+                    result = try client.request("receive", request, onEvent: renderer.show)
+                } else {
+                    result = try askThenReceive(client, context, request, renderer)
+                }
+            } catch {
+                renderer.finish()
+                throw CLIError(error)
+            }
+            renderer.finish()
+            if result["state"]?.stringValue == "declined" {
+                context.print(result, text: "Declined \(result["name"]?.stringValue ?? "the offer") from \(EventRenderer.peerName(result))")
+                return ExitCode.success
+            }
+            context.print(result, text: SendCommand.summary(result, verb: "Received", preposition: "from"))
+            return ExitCode.success
+        }
+    }
+
+    /// Waits for the next offer, asks on the terminal, answers and follows the transfer.
+    private func askThenReceive(_ client: ControlClient, _ context: CommandContext, _ request: [String: JSONValue],
+                                _ renderer: ProgressRenderer) throws(EngineError) -> JSONValue {
+        context.output.line("waiting for an offer ...")
+        var offer: JSONValue?
+        try client.streamEvents { event in
+            guard event["event"]?.stringValue == "offer" else { return true }
+            offer = event
+            return false
+        }
+        guard let offer, let id = offer["transfer"]?.stringValue else { throw .network("the daemon stopped") }
+        let size = ProgressRenderer.formatBytes(Int64(offer["total"]?.intValue ?? 0))
+        let files = offer["files"]?.intValue ?? 1
+        context.output.out("\(EventRenderer.peerName(offer)) offers \(offer["name"]?.stringValue ?? "?") (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] ")
+        let answer = readLine()?.lowercased() ?? ""
+        let accept = answer == "y" || answer == "yes"
+        var arguments = request
+        arguments["transfer"] = .string(id)
+        arguments["follow"] = .bool(true)
+        let follower = try ControlClient.connect(home: context.home)
+        return try follower.request(accept ? "accept" : "decline", arguments, onEvent: renderer.show)
+    }
+}
+
+/// `syncpeer transfers [--watch]`: active, paused and finished transfers.
+struct TransfersCommand: Command {
+    static let spec = CommandSpec(
+        name: "transfers",
+        abstract: "list active, paused and finished transfers with their progress",
+        options: [OptionSpec("watch", help: "keep showing progress until Ctrl-C")],
+        examples: ["syncpeer transfers", "syncpeer transfers --json", "syncpeer transfers --watch"])
+
+    let watch: Bool
+    init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let list: [JSONValue]
+        if let client = try? ControlClient.connect(home: context.home) {
+            do throws(EngineError) { list = try client.request("transfers").arrayValue ?? [] } catch { throw CLIError(error) }
+        } else {
+            do throws(EngineError) { list = try Node.recordedTransfers(home: context.home) } catch { throw CLIError(error) }
+        }
+        show(list, context)
+        guard watch else { return ExitCode.success }
+        let client = try context.client()
+        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
+        do {
+            try client.streamEvents { event in
+                if event["event"]?.stringValue == "transfer" || event["event"]?.stringValue == "offer" { renderer.show(event) }
+                return true
+            }
+        } catch { throw CLIError(error) }
+        return ExitCode.success
+    }
+
+    func show(_ list: [JSONValue], _ context: CommandContext) {
+        if context.globals.json {
+            for item in list { context.output.line(item.encodedLine()) }
+            return
+        }
+        if list.isEmpty { context.output.line("no transfers yet") }
+        for item in list {
+            let id = String((item["transfer"]?.stringValue ?? "?").prefix(8))
+            let direction = item["direction"]?.stringValue == "send" ? "to  " : "from"
+            let bytes = Int64(item["bytes"]?.intValue ?? 0)
+            let total = Int64(item["total"]?.intValue ?? 0)
+            let percent = total > 0 ? Int(Double(bytes) * 100 / Double(total)) : 100
+            var line = "\(id)  \(item["state"]?.stringValue ?? "?")  \(percent)%  \(item["name"]?.stringValue ?? "?")  \(direction) \(EventRenderer.peerName(item))  \(ProgressRenderer.formatBytes(bytes))/\(ProgressRenderer.formatBytes(total))"
+            if let reason = item["reason"]?.stringValue { line += "  (\(reason))" }
+            context.output.line(line)
+        }
+    }
+}
+
+/// `syncpeer cancel ID`.
+struct CancelCommand: Command {
+    static let spec = CommandSpec(
+        name: "cancel",
+        abstract: "cancel a transfer (a receiver's partial data is removed)",
+        arguments: [ArgumentSpec("ID", help: "the transfer ID, or its first characters (see 'syncpeer transfers')")],
+        examples: ["syncpeer cancel 3f9a2c"])
+    let id: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals[0] }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request("cancel", ["transfer": .string(id)])
+        context.print(result, text: "Cancelled \(result["name"]?.stringValue ?? id)")
+        return ExitCode.success
+    }
+}
+
+/// `syncpeer resume [ID]`.
+struct ResumeCommand: Command {
+    static let spec = CommandSpec(
+        name: "resume",
+        abstract: "offer paused transfers again (all, or one) to peers that are connected",
+        discussion: "Daemons also resume on their own when a peer reconnects; this is for a transfer paused by a full disk or an error.",
+        arguments: [ArgumentSpec("ID", help: "the transfer ID or its first characters", optional: true)],
+        examples: ["syncpeer resume", "syncpeer resume 3f9a2c"])
+    let id: String?
+    init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals.first }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        var request: [String: JSONValue] = [:]
+        if let id { request["transfer"] = .string(id) }
+        let result = try context.request("resume", request)
+        context.print(result, text: "Offered again: \(result["offered"]?.intValue ?? 0) transfer(s)")
+        return ExitCode.success
+    }
+}
