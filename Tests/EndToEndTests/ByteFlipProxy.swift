@@ -41,6 +41,15 @@ final class ByteFlipProxy: @unchecked Sendable {
     /// The chunks corrupted so far: their sizes and the offset of the flipped byte.
     var flipped: [(size: Int, offset: Int)] { lock.withLock { flips } }
 
+    /// Closes every open connection (a cut link) but keeps accepting new ones.
+    func cutConnections() {
+        let open: [TCPConnection] = lock.withLock {
+            defer { connections = [] }
+            return connections
+        }
+        for connection in open { connection.close() }
+    }
+
     /// Stops accepting and closes every connection. Idempotent.
     func stop() {
         let open: [TCPConnection] = lock.withLock {

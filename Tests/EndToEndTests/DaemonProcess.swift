@@ -161,12 +161,14 @@ extension SyncpeerRunner {
     }
 
     /// Pairs `a` with `b` (a invites, b accepts); returns the SAS both showed.
-    func pair(_ a: DaemonProcess, _ b: DaemonProcess, context: String? = nil) throws -> String {
+    func pair(_ a: DaemonProcess, _ b: DaemonProcess, context: String? = nil, autoAccepted: Bool = false) throws -> String {
         let pairing = try PairingProcess(self, from: a, to: b, context: context)
         let invitation = try b.waitFor("invitation")
         let id = try #require(invitation["invitation"] as? String)
-        let accepted = try cli(b, ["accept", id])
-        try #require(accepted.status == 0, "accept failed: \(accepted.stderr)")
+        if !autoAccepted {
+            let accepted = try cli(b, ["accept", id])
+            try #require(accepted.status == 0, "accept failed: \(accepted.stderr)")
+        }
         let result = try pairing.finish()
         try #require(result.status == 0, "pair failed: \(result.stderr)")
         return try #require(invitation["sas"] as? String)

@@ -596,6 +596,7 @@ extension Node {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
               transfer.state == "active", let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
+            transfer.duplicateBytes += Int64(data.count)
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
             return
         }
@@ -612,6 +613,7 @@ extension Node {
                 guard transfer.state == "active" else { return }
                 if let failure {
                     if failure.kind == .hashMismatch {
+                        transfer.duplicateBytes += Int64(data.count)
                         emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
                         sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: false)])
                         return
@@ -790,6 +792,7 @@ extension Node {
             done = incoming.verifiedBytes
             direction = "receive"
             path = incoming.finalPath
+            resent = incoming.duplicateBytes
         }
         let remaining = max(0, transfer.totalSize - done)
         return NodeEvent(.transfer, peer: transfer.peer, transfer: transfer.id.description, direction: direction,

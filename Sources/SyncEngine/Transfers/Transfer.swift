@@ -114,6 +114,8 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Resumed from an earlier, accepted attempt (no new decision needed).
     var resumed = false
     var completing = false
+    /// Chunk bytes that arrived but were not needed (already held, or failed verification).
+    var duplicateBytes: Int64 = 0
     /// The index record (and partial file names) of this transfer: the offer's ID, or the
     /// ID of the earlier attempt it resumes.
     var recordID: String
