@@ -51,7 +51,7 @@ var package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
-        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto"], exclude: ["Interop"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles"], exclude: ["Interop"]),
     ]
 )
 

@@ -26,6 +26,8 @@ internal import PeerWire
 extension Node {
     static let progressInterval: Duration = .milliseconds(200)
     static let recordBatch = 64
+    /// Chunks failing verification that a transfer tolerates before it is stopped.
+    static let maxBadChunks = 8
 
     // MARK: - Requests (any thread)
 
@@ -614,6 +616,13 @@ extension Node {
                 if let failure {
                     if failure.kind == .hashMismatch {
                         transfer.duplicateBytes += Int64(data.count)
+                        transfer.badChunks += 1
+                        if transfer.badChunks > Self.maxBadChunks {
+                            let reason = "\(transfer.peer.name) sent \(transfer.badChunks) chunks that failed verification; the transfer was stopped and nothing was put in place"
+                            sendTo(transfer, [.cancel(id: id, reason: "too many chunks failed verification")])
+                            finishIncoming(transfer, state: "failed", error: .refused(reason))
+                            return
+                        }
                         emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
                         sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: false)])
                         return

@@ -116,6 +116,8 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     var completing = false
     /// Chunk bytes that arrived but were not needed (already held, or failed verification).
     var duplicateBytes: Int64 = 0
+    /// Chunks that failed verification; a sender that keeps lying is cut off.
+    var badChunks = 0
     /// The index record (and partial file names) of this transfer: the offer's ID, or the
     /// ID of the earlier attempt it resumes.
     var recordID: String
