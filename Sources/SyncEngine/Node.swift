@@ -496,11 +496,12 @@ public final class Node: @unchecked Sendable {
 
     /// Carries out a state machine's actions.
     private func perform(_ actions: [SessionMachine.Action], on session: Session) {
-        var outgoing: [Frame] = []
         for action in actions {
             switch action {
             case let .send(frame):
-                outgoing.append(frame)
+                // At once, in order: later actions (a connected session starts transfers) may
+                // send too, and the peer must see the machine's frames first.
+                session.send([frame])
             case let .state(state):
                 // "connecting" is reported once by begin(); closed once by finish().
                 if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
@@ -519,8 +520,6 @@ public final class Node: @unchecked Sendable {
                                sas: session.channel.shortAuthenticationString, context: session.context,
                                address: session.channel.remoteDescription, time: now()))
                 if config.autoAccept {
-                    session.send(outgoing)
-                    outgoing = []
                     emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
                     perform(session.machine.handle(.localAccept), on: session)
                     return
@@ -564,12 +563,9 @@ public final class Node: @unchecked Sendable {
                     session.closeReason = session.closeReason ?? text
                 }
             case .closeTransport:
-                session.send(outgoing)
-                outgoing = []
                 session.closeAfterPendingSends()
             }
         }
-        session.send(outgoing)
         if session.machine.state == .closed { finish(session) }
     }
 
