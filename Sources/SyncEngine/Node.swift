@@ -24,14 +24,16 @@ public final class Node: @unchecked Sendable {
     let queue = DispatchQueue(label: "syncpeer.node")
 
     private var listener: TCPListener?
-    private var sessions: [UInt64: Session] = [:]
+    var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
     private var subscribers: [UInt64: @Sendable (NodeEvent) -> Void] = [:]
     private var nextSubscriberID: UInt64 = 1
-    private var redials: [String: Redial] = [:]
+    var redials: [String: Redial] = [:]
     private var dialsInFlight: Set<String> = []
     private var timer: (any DispatchSourceTimer)?
-    private var stopped = false
+    var stopped = false
+    /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
+    var discovery: NodeDiscovery?
     private var listenPort: UInt16 = 0
     private var listenHost = ""
 
@@ -45,6 +47,8 @@ public final class Node: @unchecked Sendable {
         var address: String
         var nextAttempt: ContinuousClock.Instant
         var delay: Duration
+        /// Attempts so far (the address rotates among the known ones).
+        var attempts = 0
     }
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
@@ -90,11 +94,16 @@ public final class Node: @unchecked Sendable {
             self.timer = timer
             self.scheduleInitialRedials()
         }
+        do { try startDiscovery(port: listener.port) } catch {
+            stop()
+            throw error
+        }
         return bound
     }
 
     /// Closes every session (telling peers), the listener and the timer.
     public func stop() {
+        stopDiscovery()
         let (closing, listener): ([Session], TCPListener?) = queue.sync {
             stopped = true
             timer?.cancel()
@@ -139,7 +148,15 @@ public final class Node: @unchecked Sendable {
             completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
             return
         }
-        dial(address: address, expected: nil, context: context, progress: progress, completion: completion)
+        queue.async { [self] in
+            switch pairTarget(address) {
+            case let .success(target):
+                startDial(address: target.address, expected: target.expected, context: context,
+                          progress: progress, completion: completion)
+            case let .failure(error):
+                completion(.failure(error))
+            }
+        }
     }
 
     /// Open invitations from peers.
@@ -254,6 +271,7 @@ public final class Node: @unchecked Sendable {
                 entry["address"] = .string(session.channel.remoteDescription)
                 entries[session.deviceKey] = entry
             }
+            mergeDiscovered(into: &entries)
             return entries.values.sorted { ($0["peer"]?["name"]?.stringValue ?? "") < ($1["peer"]?["name"]?.stringValue ?? "") }
                 .map { .object($0) }
         }
@@ -268,6 +286,7 @@ public final class Node: @unchecked Sendable {
                 "listen": .string(HostPort(host: listenHost, port: listenPort).description),
                 "pid": JSONValue(Int(getpid())),
                 "sessions": JSONValue(sessions.count),
+                "discovery": discoveryStatus(),
             ]
         }
     }
@@ -293,7 +312,7 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Runs on `queue`.
-    private func startDial(address: String, expected: String?, context: String?,
+    func startDial(address: String, expected: String?, context: String?,
                            progress: (@Sendable (NodeEvent) -> Void)?,
                            completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
         let target: HostPort
@@ -554,8 +573,9 @@ public final class Node: @unchecked Sendable {
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
-           let address = record.addresses.first,
+           let stored = record.addresses.first ?? discovery?.peers(device: session.deviceKey).first?.addresses.first,
            !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
+            let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
             redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
         }
     }
@@ -611,8 +631,10 @@ public final class Node: @unchecked Sendable {
             var next = redial
             next.delay = min(redial.delay * 2, config.redialMaximum)
             next.nextAttempt = now + next.delay
+            next.attempts += 1
             redials[device] = next
-            startDial(address: redial.address, expected: device, context: nil, progress: nil, completion: nil)
+            let address = redialAddress(for: device, attempt: redial.attempts, fallback: redial.address)
+            startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
         }
     }
 
@@ -687,11 +709,11 @@ public final class Node: @unchecked Sendable {
         return record
     }
 
-    private func displayID(_ compact: String) -> String {
+    func displayID(_ compact: String) -> String {
         (try? DeviceID(parsing: compact))?.description ?? compact
     }
 
-    private func emit(_ event: NodeEvent) {
+    func emit(_ event: NodeEvent) {
         for handler in subscribers.values { handler(event) }
     }
 
@@ -699,7 +721,7 @@ public final class Node: @unchecked Sendable {
         emit(NodeEvent(.error, peer: peer, reason: reason, time: now()))
     }
 
-    private func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     static func sameName(_ a: String, _ b: String) -> Bool {
         func fold(_ s: String) -> String {

@@ -24,6 +24,14 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         case dropped
         /// An error on a session or the listener (peer?, reason).
         case error
+        /// Discovery found a peer nearby (peer, instance, address, addresses, port, info).
+        case found
+        /// A discovered peer left: goodbye or expiry (peer, instance).
+        case lost
+        /// Our service is published under this instance name (instance; reason when renamed).
+        case registered
+        /// Advertising was switched on or off (state: visible / invisible).
+        case visibility
     }
 
     /// A peer as events show it.
@@ -47,12 +55,21 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
     public var id: UInt64?
     public var text: String?
     public var reason: String?
+    /// Discovery: the instance label ("bob", "bob (2)").
+    public var instance: String?
+    /// Discovery: every "host:port" the peer was found at.
+    public var addresses: [String]?
+    /// Discovery: the advertised TCP port.
+    public var port: Int?
+    /// Discovery: the peer's discovery info (TXT pairs other than id and v).
+    public var info: [String: String]?
     /// Milliseconds since 1970.
     public var time: Int64
 
     public init(_ event: Kind, peer: Peer? = nil, state: String? = nil, invitation: String? = nil, sas: String? = nil,
                 context: String? = nil, address: String? = nil, outcome: String? = nil, id: UInt64? = nil,
-                text: String? = nil, reason: String? = nil, time: Int64) {
+                text: String? = nil, reason: String? = nil, instance: String? = nil, addresses: [String]? = nil,
+                port: Int? = nil, info: [String: String]? = nil, time: Int64) {
         self.event = event
         self.peer = peer
         self.state = state
@@ -64,6 +81,10 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         self.id = id
         self.text = text
         self.reason = reason
+        self.instance = instance
+        self.addresses = addresses
+        self.port = port
+        self.info = info
         self.time = time
     }
 }
