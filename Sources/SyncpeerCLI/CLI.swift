@@ -15,6 +15,8 @@ public enum CLI {
         AcceptCommand.self,
         DeclineCommand.self,
         PeersCommand.self,
+        BrowseCommand.self,
+        VisibilityCommand.self,
         MsgCommand.self,
         ChatCommand.self,
         DisconnectCommand.self,
