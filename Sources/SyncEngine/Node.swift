@@ -217,6 +217,7 @@ public final class Node: @unchecked Sendable {
             do throws(EngineError) {
                 let session = try liveSession(for: peerText)
                 redials[session.deviceKey] = nil
+                discovery?.holdOff(session.deviceKey)
                 session.closeReason = "disconnected by the user"
                 session.redialAllowed = false
                 perform(session.machine.handle(.localDisconnect), on: session)
@@ -449,6 +450,7 @@ public final class Node: @unchecked Sendable {
             }
         }
         redials[session.deviceKey] = nil
+        discovery?.release(session.deviceKey)
         emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
         perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
         startReader(session)
@@ -545,7 +547,10 @@ public final class Node: @unchecked Sendable {
             case let .peerClosed(code):
                 // A peer that shuts down may come back: keep redialling. One that ended the
                 // session on purpose (disconnect, refusal) is left alone.
-                if code != .shuttingDown { session.redialAllowed = false }
+                if code != .shuttingDown {
+                    session.redialAllowed = false
+                    discovery?.holdOff(session.deviceKey)
+                }
             case let .report(text):
                 if text.hasPrefix("refused") {
                     emit(NodeEvent(.refused, peer: session.peer, reason: text, time: now()))

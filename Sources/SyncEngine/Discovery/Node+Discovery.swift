@@ -116,9 +116,10 @@ extension Node {
 
     /// Dials a discovered device when it is paired and not connected, expecting its pinned
     /// key: a node that only advertises a paired peer's ID or name is refused by the
-    /// handshake's impersonation check. Unpaired peers are never dialled from here.
+    /// handshake's impersonation check. Unpaired peers are never dialled from here, nor
+    /// peers the user disconnected (until they connect again or the node restarts).
     private func connectIfPaired(_ peer: DiscoveredPeer) {
-        guard !stopped, let address = peer.addresses.first,
+        guard !stopped, let address = peer.addresses.first, discovery?.isHeldOff(peer.deviceKey) == false,
               let record = try? index.peer(deviceID: peer.deviceKey), record.trust == .paired,
               !sessions.values.contains(where: { $0.deviceKey == peer.deviceKey && $0.machine.state != .closed })
         else { return }

@@ -74,6 +74,9 @@ final class NodeDiscovery: Sendable {
     private let advertiser: ServiceAdvertiser
     private let browser: ServiceBrowser
     private let table = Table()
+    /// Paired devices the user disconnected: not dialled when found, until the node
+    /// restarts or they connect again (as for redials).
+    private let heldOff = Mutex<Set<String>>([])
 
     /// The peers found, by instance name (shared with the browser's callback).
     final class Table: Sendable {
@@ -124,6 +127,10 @@ final class NodeDiscovery: Sendable {
         advertiser.stop()
         browser.stop()
     }
+
+    func holdOff(_ deviceKey: String) { _ = heldOff.withLock { $0.insert(deviceKey) } }
+    func release(_ deviceKey: String) { _ = heldOff.withLock { $0.remove(deviceKey) } }
+    func isHeldOff(_ deviceKey: String) -> Bool { heldOff.withLock { $0.contains(deviceKey) } }
 
     func setVisible(_ visible: Bool) { advertiser.setVisible(visible) }
     var isVisible: Bool { advertiser.isVisible }
