@@ -337,3 +337,36 @@ struct DiscoveryFlagTests {
         }
     }
 }
+
+/// Static peers (`--peer HOST:PORT`), for networks where multicast is filtered: no
+/// discovery at all (root namespace, loopback), the same pairing and reconnection.
+@Suite(.serialized)
+struct StaticPeerTests {
+    @Test func staticPeerIsDialledAtStartStoredAfterPairingAndRedialled() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let alice = try DaemonProcess(env, name: "alice")
+        defer { alice.stop() }
+        // bob knows only alice's address: it dials it at start, which is an invitation.
+        var bob = try DaemonProcess(env, name: "bob", arguments: ["--peer", alice.address])
+        defer { bob.stop() }
+        let invitation = try alice.waitFor("invitation")
+        #expect(peerName(invitation) == "bob")
+        #expect(try env.cli(alice, ["accept", try #require(invitation["invitation"] as? String)]).status == 0)
+        try bob.waitForState("connected", peer: "alice")
+
+        // The address is stored with the peer in bob's index.
+        let listed = jsonLines(try env.cli(bob, ["peers", "--json"]).stdout)
+        #expect(listed.count == 1 && listed[0]["paired"] as? Bool == true)
+        #expect((listed[0]["addresses"] as? [String])?.first == alice.address)
+        #expect(listed[0]["discovered"] as? Bool == false)
+
+        // bob restarts without --peer: the stored address is dialled, no prompt this time.
+        #expect(bob.stop() == 0)
+        let mark = alice.events.count
+        bob = try DaemonProcess(env, name: "bob", home: bob.home)
+        try bob.waitForState("connected", peer: "alice")
+        try alice.waitForState("connected", peer: "bob", after: mark)
+        #expect(alice.events.dropFirst(mark).allSatisfy { $0["event"] as? String != "invitation" })
+    }
+}
