@@ -1,19 +1,46 @@
 #!/usr/bin/env bash
 # The syncpeer demo: two local nodes on this machine, each in its own temporary home.
 # Everything stays on loopback (127.0.0.1, SYNCPEER_INTERFACE=lo); nothing leaves the machine.
-# Grows with each capability: identity and secure sessions now; discovery, send and sync next.
+# Discovery (multicast DNS) runs only inside a network namespace made here (syncpeer-demo-PID,
+# multicast on its own lo) and deleted on exit; without root (no `ip netns`), the daemons
+# run with --no-discovery and pair by address.
+# Grows with each capability: identity, secure sessions and discovery now; send and sync next.
 set -euo pipefail
 bin=${1:?usage: demo.sh PATH-TO-syncpeer}
 export SYNCPEER_INTERFACE=lo
 work=$(mktemp -d /tmp/syncpeer-demo.XXXXXX)
 pids=()
+ns=""
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -n "$ns" ]; then ip netns del "$ns" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+# A private network namespace for discovery: nothing in it can reach a real interface.
+if [ "$(id -u)" = 0 ] && command -v ip >/dev/null && ip netns add "syncpeer-demo-$$" 2>/dev/null; then
+  ns="syncpeer-demo-$$"
+  ip -n "$ns" link set lo up
+  ip -n "$ns" link set lo multicast on
+  ip -n "$ns" route add 224.0.0.0/4 dev lo
+  discovery=(--interface lo)
+else
+  discovery=(--no-discovery)
+fi
+
+# Starts a daemon in the background and records its real PID (not a subshell's), so the
+# cleanup ends exactly the processes this demo started.
+start_daemon() {
+  local name=$1; shift
+  if [ -n "$ns" ]; then
+    ip netns exec "$ns" "$bin" --home "$work/$name" daemon "$@" > "$work/$name.log" 2>&1 &
+  else
+    "$bin" --home "$work/$name" daemon "$@" > "$work/$name.log" 2>&1 &
+  fi
+  pids+=($!)
+}
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*"; "$@"; }
 alice() { "$bin" --home "$work/alice" "$@"; }
@@ -31,18 +58,33 @@ step "Their device IDs (BLAKE2b-256 of the public key, base32 with check charact
 show "$bin" --home "$work/alice" id
 show "$bin" --home "$work/bob" id --json
 
-step "Both daemons start on 127.0.0.1 (port 0 = any free port)"
-alice daemon --listen 127.0.0.1:0 > "$work/alice.log" 2>&1 & pids+=($!)
-bob daemon --listen 127.0.0.1:0 > "$work/bob.log" 2>&1 & pids+=($!)
+if [ -n "$ns" ]; then
+  step "Both daemons start on 127.0.0.1 inside the network namespace $ns (discovery on its lo)"
+else
+  step "Both daemons start on 127.0.0.1 (not root: no namespace, so discovery is off)"
+fi
+start_daemon alice --listen 127.0.0.1:0 "${discovery[@]}"
+start_daemon bob --listen 127.0.0.1:0 "${discovery[@]}"
 wait_for "$work/alice.log" "listening on"
 wait_for "$work/bob.log" "listening on"
 bob_address=$(grep -o 'listening on [0-9.:]*' "$work/bob.log" | head -1 | cut -d' ' -f3)
 echo "alice: $(grep 'listening on' "$work/alice.log")"
 echo "bob:   $(grep 'listening on' "$work/bob.log")"
 
+target="$bob_address"
+if [ -n "$ns" ]; then
+  step "They find each other by name (DNS-SD over multicast DNS: _syncpeer._tcp.local)"
+  wait_for "$work/alice.log" "found bob"
+  wait_for "$work/bob.log" "found alice"
+  echo "alice: $(grep 'found bob' "$work/alice.log")"
+  echo "bob:   $(grep 'found alice' "$work/bob.log")"
+  show "$bin" --home "$work/alice" browse
+  target=bob
+fi
+
 step "alice invites bob (Noise XX handshake; both ends show the same 6-digit code)"
-printf '$ syncpeer pair %s --context "demo"\n' "$bob_address"
-alice pair "$bob_address" --context "demo" > "$work/pair.log" 2>&1 & pair_pid=$!
+printf '$ syncpeer pair %s --context "demo"\n' "$target"
+alice pair "$target" --context "demo" > "$work/pair.log" 2>&1 & pair_pid=$!
 wait_for "$work/bob.log" "invitation"
 show "$bin" --home "$work/bob" invitations
 invitation=$(bob invitations --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["invitation"])')
@@ -72,8 +114,19 @@ wait_for "$work/bob.log" "notConnected"
 grep "notConnected" "$work/alice.log" | sed 's/^/alice: /'
 grep "notConnected" "$work/bob.log" | sed 's/^/bob:   /'
 
+if [ -n "$ns" ]; then
+  step "bob hides (visibility off): alice sees it leave; peers merges nearby and paired"
+  show "$bin" --home "$work/bob" visibility off
+  wait_for "$work/alice.log" "lost bob"
+  echo "alice: $(grep 'lost bob' "$work/alice.log")"
+  show "$bin" --home "$work/bob" visibility on
+  for _ in $(seq 100); do [ "$(grep -c 'found bob' "$work/alice.log")" -ge 2 ] && break; sleep 0.1; done
+  echo "alice: $(grep 'found bob' "$work/alice.log" | tail -1) (not reconnected: alice disconnected it)"
+  show "$bin" --home "$work/alice" peers
+fi
+
 step "A mistyped flag is a clear error"
 "$bin" --home "$work/alice" init --nmae x || echo "(exit code $?)"
 echo
-echo "Demo finished: identities, pairing with matching codes, encrypted messages and disconnect work."
-echo "Discovery, resumable send and folder sync come next."
+echo "Demo finished: identities, discovery by name, pairing with matching codes, encrypted messages and disconnect work."
+echo "Resumable send and folder sync come next."

@@ -9,7 +9,9 @@ internal import PeerNet
 /// event until the client disconnects.
 ///
 /// Ops: status, peers, invitations, pair {address, context?}, accept {invitation},
-/// decline {invitation}, msg {peer, text}, disconnect {peer}, unpair {peer}, events.
+/// decline {invitation}, msg {peer, text}, disconnect {peer}, unpair {peer}, browse,
+/// visibility {visible?}, events. `pair`'s address may also be a discovered peer's name
+/// or device ID (prefix).
 public final class ControlServer: @unchecked Sendable {
     // @unchecked: `listener` is set once in start() before any other thread sees self;
     // everything else is immutable.
@@ -82,6 +84,15 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, .array(node.peers()))
             case "invitations":
                 reply.success(id, .array(node.invitations()))
+            case "browse":
+                reply.success(id, .array(try node.browse()))
+            case "visibility":
+                var visible: Bool?
+                if let value = request["visible"] {
+                    guard let flag = value.boolValue else { throw .invalidArgument("'visibility' takes \"visible\": true or false") }
+                    visible = flag
+                }
+                reply.success(id, try node.setVisibility(visible))
             case "accept", "decline":
                 if let transfer = request["transfer"]?.stringValue {
                     try followTransfer(id: id, reply: reply, follow: request["follow"]?.boolValue == true) { observer, completion throws(EngineError) in

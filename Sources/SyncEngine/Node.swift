@@ -28,12 +28,14 @@ public final class Node: @unchecked Sendable {
     private var nextSessionID: UInt64 = 1
     private var subscribers: [UInt64: @Sendable (NodeEvent) -> Void] = [:]
     private var nextSubscriberID: UInt64 = 1
-    private var redials: [String: Redial] = [:]
+    var redials: [String: Redial] = [:]
     private var dialsInFlight: Set<String> = []
     private var timer: (any DispatchSourceTimer)?
     var stopped = false
     /// Transfers in progress (confined to `queue`).
     let transfers = TransferTable()
+    /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
+    var discovery: NodeDiscovery?
     private var listenPort: UInt16 = 0
     private var listenHost = ""
 
@@ -47,6 +49,8 @@ public final class Node: @unchecked Sendable {
         var address: String
         var nextAttempt: ContinuousClock.Instant
         var delay: Duration
+        /// Attempts so far (the address rotates among the known ones).
+        var attempts = 0
     }
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
@@ -92,11 +96,16 @@ public final class Node: @unchecked Sendable {
             self.timer = timer
             self.scheduleInitialRedials()
         }
+        do { try startDiscovery(port: listener.port) } catch {
+            stop()
+            throw error
+        }
         return bound
     }
 
     /// Closes every session (telling peers), the listener and the timer.
     public func stop() {
+        stopDiscovery()
         let (closing, listener): ([Session], TCPListener?) = queue.sync {
             stopped = true
             timer?.cancel()
@@ -141,7 +150,15 @@ public final class Node: @unchecked Sendable {
             completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
             return
         }
-        dial(address: address, expected: nil, context: context, progress: progress, completion: completion)
+        queue.async { [self] in
+            switch pairTarget(address) {
+            case let .success(target):
+                startDial(address: target.address, expected: target.expected, context: context,
+                          progress: progress, completion: completion)
+            case let .failure(error):
+                completion(.failure(error))
+            }
+        }
     }
 
     /// Makes sure a paired peer is connected: dials its last known address if needed and
@@ -227,6 +244,7 @@ public final class Node: @unchecked Sendable {
             do throws(EngineError) {
                 let session = try liveSession(for: peerText)
                 redials[session.deviceKey] = nil
+                discovery?.holdOff(session.deviceKey)
                 session.closeReason = "disconnected by the user"
                 session.redialAllowed = false
                 perform(session.machine.handle(.localDisconnect), on: session)
@@ -281,6 +299,7 @@ public final class Node: @unchecked Sendable {
                 entry["address"] = .string(session.channel.remoteDescription)
                 entries[session.deviceKey] = entry
             }
+            mergeDiscovered(into: &entries)
             return entries.values.sorted { ($0["peer"]?["name"]?.stringValue ?? "") < ($1["peer"]?["name"]?.stringValue ?? "") }
                 .map { .object($0) }
         }
@@ -295,6 +314,7 @@ public final class Node: @unchecked Sendable {
                 "listen": .string(HostPort(host: listenHost, port: listenPort).description),
                 "pid": JSONValue(Int(getpid())),
                 "sessions": JSONValue(sessions.count),
+                "discovery": discoveryStatus(),
             ]
         }
     }
@@ -320,7 +340,7 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Runs on `queue`.
-    private func startDial(address: String, expected: String?, context: String?,
+    func startDial(address: String, expected: String?, context: String?,
                            progress: (@Sendable (NodeEvent) -> Void)?,
                            completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
         let target: HostPort
@@ -457,6 +477,7 @@ public final class Node: @unchecked Sendable {
             }
         }
         redials[session.deviceKey] = nil
+        discovery?.release(session.deviceKey)
         emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
         perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
         startReader(session)
@@ -553,7 +574,10 @@ public final class Node: @unchecked Sendable {
             case let .peerClosed(code):
                 // A peer that shuts down may come back: keep redialling. One that ended the
                 // session on purpose (disconnect, refusal) is left alone.
-                if code != .shuttingDown { session.redialAllowed = false }
+                if code != .shuttingDown {
+                    session.redialAllowed = false
+                    discovery?.holdOff(session.deviceKey)
+                }
             case let .report(text):
                 if text.hasPrefix("refused") {
                     emit(NodeEvent(.refused, peer: session.peer, reason: text, time: now()))
@@ -579,8 +603,9 @@ public final class Node: @unchecked Sendable {
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
-           let address = record.addresses.first,
+           let stored = record.addresses.first ?? discovery?.peers(device: session.deviceKey).first?.addresses.first,
            !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
+            let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
             redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
         }
     }
@@ -636,8 +661,10 @@ public final class Node: @unchecked Sendable {
             var next = redial
             next.delay = min(redial.delay * 2, config.redialMaximum)
             next.nextAttempt = now + next.delay
+            next.attempts += 1
             redials[device] = next
-            startDial(address: redial.address, expected: device, context: nil, progress: nil, completion: nil)
+            let address = redialAddress(for: device, attempt: redial.attempts, fallback: redial.address)
+            startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
         }
     }
 

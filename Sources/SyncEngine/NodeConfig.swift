@@ -36,6 +36,23 @@ public struct NodeConfig: Sendable {
     /// Transport rekey interval in messages (each direction).
     public var rekeyInterval: UInt64 = 1 << 16
 
+    // Discovery (DNS-SD over multicast DNS): see `NodeDiscovery`.
+
+    /// Advertise and browse on the local network (`--no-discovery` turns it off).
+    public var discovery = true
+    /// Advertise this node (`--invisible` starts hidden; `syncpeer visibility` toggles it).
+    public var visible = true
+    /// The DNS-SD service type without underscore: `_<type>._tcp.local` (`--service-type`).
+    public var serviceType = "syncpeer"
+    /// The user's TXT pairs beside `id` and `v` (`--info key=value`).
+    public var discoveryInfo: [String: String] = [:]
+    /// Interface names (`--interface`, `SYNCPEER_INTERFACE`); empty: every interface that is
+    /// up, multicast-capable and not loopback.
+    public var interfaces: [String] = []
+    /// TTL of every published record, in seconds; nil: RFC 6762 defaults (120 s for SRV
+    /// and A, 75 min for PTR and TXT). A test knob (`SYNCPEER_MDNS_TTL`).
+    public var mdnsRecordTTL: UInt32?
+
     public init() {}
 
     /// Test knobs from the environment (documented in docs/PROTOCOL.md): shorter timers so

@@ -29,6 +29,14 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         /// A transfer changed: started, progressed (rate-limited), or ended (transfer,
         /// direction, peer, name, state, bytes, total, rate, eta, path, reason, resent).
         case transfer
+        /// Discovery found a peer nearby (peer, instance, address, addresses, port, info).
+        case found
+        /// A discovered peer left: goodbye or expiry (peer, instance).
+        case lost
+        /// Our service is published under this instance name (instance; reason when renamed).
+        case registered
+        /// Advertising was switched on or off (state: visible / invisible).
+        case visibility
     }
 
     /// A peer as events show it.
@@ -67,6 +75,14 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
     public var path: String?
     /// Bytes sent more than once (resume and retries), on the sending side.
     public var resent: Int64?
+    /// Discovery: the instance label ("bob", "bob (2)").
+    public var instance: String?
+    /// Discovery: every "host:port" the peer was found at.
+    public var addresses: [String]?
+    /// Discovery: the advertised TCP port.
+    public var port: Int?
+    /// Discovery: the peer's discovery info (TXT pairs other than id and v).
+    public var info: [String: String]?
     /// Milliseconds since 1970.
     public var time: Int64
 
@@ -74,7 +90,8 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
                 context: String? = nil, address: String? = nil, outcome: String? = nil, id: UInt64? = nil,
                 text: String? = nil, transfer: String? = nil, direction: String? = nil, name: String? = nil,
                 bytes: Int64? = nil, total: Int64? = nil, files: Int? = nil, rate: Double? = nil, eta: Double? = nil,
-                path: String? = nil, resent: Int64? = nil, reason: String? = nil, time: Int64) {
+                path: String? = nil, resent: Int64? = nil, reason: String? = nil, instance: String? = nil,
+                addresses: [String]? = nil, port: Int? = nil, info: [String: String]? = nil, time: Int64) {
         self.transfer = transfer
         self.direction = direction
         self.name = name
@@ -96,6 +113,10 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         self.id = id
         self.text = text
         self.reason = reason
+        self.instance = instance
+        self.addresses = addresses
+        self.port = port
+        self.info = info
         self.time = time
     }
 }

@@ -20,6 +20,8 @@ public enum CLI {
         TransfersCommand.self,
         CancelCommand.self,
         ResumeCommand.self,
+        BrowseCommand.self,
+        VisibilityCommand.self,
         MsgCommand.self,
         ChatCommand.self,
         DisconnectCommand.self,

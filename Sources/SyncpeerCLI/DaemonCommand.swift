@@ -16,6 +16,14 @@ struct DaemonCommand: Command {
         the control socket control.sock in the home. Events are printed as they happen
         (NDJSON with --json). SIGINT or SIGTERM closes every session cleanly and exits 0.
         The default listen address is 0.0.0.0:\(NodeConfig.defaultPort); tests use 127.0.0.1:0 (any free port).
+
+        Discovery (DNS-SD over multicast DNS, as Bonjour) is on by default: the daemon
+        advertises "<name>._<service-type>._tcp.local" with its port, device ID and
+        --info pairs, lists the nodes it finds ('syncpeer browse'), and connects by itself
+        to paired peers it finds; unpaired ones are only listed. It uses every interface
+        that is up, multicast-capable and not loopback, or the --interface ones (else
+        $SYNCPEER_INTERFACE, comma-separated). Where multicast is filtered (VPNs, guest
+        Wi-Fi) use --no-discovery and --peer HOST:PORT.
         """,
         options: [
             OptionSpec("listen", .value("HOST:PORT"), help: "address to listen on (default 0.0.0.0:\(NodeConfig.defaultPort); port 0 = any free port)"),
@@ -23,10 +31,19 @@ struct DaemonCommand: Command {
             OptionSpec("invitation-timeout", .value("SECONDS"), help: "how long an unanswered invitation lasts (default 30)"),
             OptionSpec("receive-dir", .value("DIR"), help: "where accepted files and folders go (default ~/Downloads)"),
             OptionSpec("auto-accept", help: "accept every invitation and offer without asking — for demos and tests only, never on a real network"),
+            OptionSpec("no-discovery", help: "neither advertise nor browse on the local network (static peers and 'pair HOST:PORT' still work)"),
+            OptionSpec("invisible", help: "browse but do not advertise this node until 'syncpeer visibility on'"),
+            OptionSpec("service-type", .value("TYPE"), help: "DNS-SD service type: 1-15 lowercase letters, digits, hyphens (default syncpeer)"),
+            OptionSpec("info", .repeating("KEY=VALUE"), help: "discovery info published with the service (each pair <= 255 bytes, <= 400 in all)"),
+            OptionSpec("interface", .repeating("NAME"), help: "discover on this interface only (default: $SYNCPEER_INTERFACE, else every multicast interface but loopback)"),
         ],
-        examples: ["syncpeer daemon", "syncpeer --home /tmp/alice daemon --listen 127.0.0.1:0"])
+        examples: ["syncpeer daemon", "syncpeer --home /tmp/alice daemon --listen 127.0.0.1:0",
+                   "syncpeer daemon --service-type photos --info room=kitchen --interface eth0",
+                   "syncpeer daemon --no-discovery --peer 10.8.0.2:41414"])
 
     var config = NodeConfig()
+    /// Whether --interface was given (else SYNCPEER_INTERFACE applies).
+    var interfacesGiven = false
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         if let listen = arguments.value("listen") { config.listen = listen }
@@ -41,11 +58,36 @@ struct DaemonCommand: Command {
             }
             config.invitationTimeout = .milliseconds(Int64(seconds * 1000))
         }
+        config.discovery = !arguments.flag("no-discovery")
+        config.visible = !arguments.flag("invisible")
+        if let type = arguments.value("service-type") { config.serviceType = type }
+        for pair in arguments.all("info") {
+            guard let equals = pair.firstIndex(of: "=") else {
+                throw .usage("--info takes KEY=VALUE, got '\(pair)': a discovery info pair needs a '='")
+            }
+            let key = String(pair[..<equals])
+            guard config.discoveryInfo[key] == nil else { throw .usage("--info: the key '\(key)' is given twice") }
+            config.discoveryInfo[key] = String(pair[pair.index(after: equals)...])
+        }
+        config.interfaces = arguments.all("interface")
+        interfacesGiven = !config.interfaces.isEmpty
+        // The rules are checked even with --no-discovery: a bad flag is a bad flag.
+        do { try config.validateDiscovery() } catch { throw .usage(error.description) }
+    }
+
+    /// SYNCPEER_INTERFACE (comma-separated names) when no --interface was given.
+    static func interfaces(fromEnvironment value: String?) -> [String] {
+        (value ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         var config = self.config
         config.applyTestKnobs(context.environment)
+        if let ttl = context.environment["SYNCPEER_MDNS_TTL"].flatMap(UInt32.init), ttl > 0 { config.mdnsRecordTTL = ttl }
+        if !interfacesGiven {
+            config.interfaces = Self.interfaces(fromEnvironment: context.environment["SYNCPEER_INTERFACE"])
+            do { try config.validateDiscovery() } catch { throw .usage("SYNCPEER_INTERFACE: \(error.description)") }
+        }
         let output = context.output
         let json = context.globals.json
         signal(SIGINT, SIG_IGN)

@@ -48,6 +48,20 @@ enum EventRenderer {
             return "refused \(who): \(event["reason"]?.stringValue ?? "")"
         case "dropped":
             return "dropped from \(who): \(event["reason"]?.stringValue ?? "")"
+        case "found":
+            var text = "found \(who) at \(event["address"]?.stringValue ?? "?")"
+            if case let .object(info)? = event["info"], !info.isEmpty {
+                text += " (" + info.keys.sorted().map { "\($0)=\(info[$0]?.stringValue ?? "")" }.joined(separator: " ") + ")"
+            }
+            return text
+        case "lost":
+            return "lost \(who)"
+        case "registered":
+            var text = "visible to others as '\(event["instance"]?.stringValue ?? "?")'"
+            if let reason = event["reason"]?.stringValue { text += " (\(reason))" }
+            return text
+        case "visibility":
+            return event["state"]?.stringValue == "visible" ? "visible to others" : "invisible to others"
         case "error":
             return "error: \(event["reason"]?.stringValue ?? "")" + (event["peer"] != nil ? " [\(who)]" : "")
         default:

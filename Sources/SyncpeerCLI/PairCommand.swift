@@ -1,19 +1,22 @@
 internal import SyncEngine
 
-/// `syncpeer pair HOST:PORT [--context TEXT]`: invites a node and waits for its answer.
+/// `syncpeer pair PEER [--context TEXT]`: invites a node and waits for its answer.
 struct PairCommand: Command {
     static let spec = CommandSpec(
         name: "pair",
-        abstract: "invite the node at HOST:PORT to pair, and wait until it accepts or declines",
+        abstract: "invite a nearby node (by name) or the node at HOST:PORT to pair, and wait for its answer",
         discussion: """
         Both ends show the same 6-digit code, derived from the encrypted handshake: compare
         them (by voice, on screen) before the other side accepts. If the codes differ,
         someone is in the middle: decline. Once accepted, each side pins the other's key and
         later connections need no prompt. Needs a running daemon on this home.
+        PEER is the name (or device ID, or a unique prefix of one) of a node listed by
+        'syncpeer browse', or HOST:PORT. The device ID a discovered node advertises must be
+        the key that answers, else the connection is refused.
         """,
         options: [OptionSpec("context", .value("TEXT"), help: "why you invite (shown with the invitation, at most 1024 bytes)")],
-        arguments: [ArgumentSpec("HOST:PORT", help: "the address the other daemon listens on")],
-        examples: ["syncpeer pair 127.0.0.1:41414 --context 'holiday photos'"])
+        arguments: [ArgumentSpec("PEER", help: "a discovered node's name or device ID (prefix), or HOST:PORT")],
+        examples: ["syncpeer pair bob", "syncpeer pair 127.0.0.1:41414 --context 'holiday photos'"])
 
     let address: String
     let contextText: String?

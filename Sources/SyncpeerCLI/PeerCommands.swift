@@ -1,12 +1,12 @@
 internal import Foundation
 internal import SyncEngine
 
-/// `syncpeer peers [--watch]`: paired and connected peers with their states.
+/// `syncpeer peers [--watch]`: paired, connected and discovered peers with their states.
 struct PeersCommand: Command {
     static let spec = CommandSpec(
         name: "peers",
-        abstract: "list paired and connected peers with their session states",
-        discussion: "States: connected, connecting (an invitation is open), notConnected. With --watch the list is printed again whenever something changes (Ctrl-C to stop).",
+        abstract: "list paired, connected and nearby (discovered) peers with their session states",
+        discussion: "States: connected, connecting (an invitation is open), notConnected. Peers found by discovery are marked 'nearby' (\"discovered\": true in JSON); unpaired ones are only listed until you pair with them. With --watch the list is printed again whenever something changes (Ctrl-C to stop).",
         options: [OptionSpec("watch", help: "print the list again on every change")],
         examples: ["syncpeer peers", "syncpeer peers --json", "syncpeer peers --watch"])
 
@@ -20,7 +20,7 @@ struct PeersCommand: Command {
         do {
             try client.streamEvents { event in
                 let kind = event["event"]?.stringValue
-                if kind == "state" || kind == "paired" || kind == "invitation" {
+                if kind == "state" || kind == "paired" || kind == "invitation" || kind == "found" || kind == "lost" {
                     if !context.globals.json { context.output.line("") }
                     try? show(context)
                 }
@@ -37,14 +37,15 @@ struct PeersCommand: Command {
             return
         }
         if list.isEmpty {
-            context.output.line("no peers yet: pair with 'syncpeer pair HOST:PORT'")
+            context.output.line("no peers yet: pair with 'syncpeer pair NAME' (see 'syncpeer browse') or 'syncpeer pair HOST:PORT'")
             return
         }
         for item in list {
             let state = item["state"]?.stringValue ?? "?"
             let paired = item["paired"]?.boolValue == true ? "paired" : "not paired"
             let address = item["address"]?.stringValue ?? item["addresses"]?.arrayValue?.first?.stringValue ?? "-"
-            context.output.line("\(EventRenderer.peerName(item))  \(state)  \(paired)  \(address)")
+            let nearby = item["discovered"]?.boolValue == true ? "  nearby" : ""
+            context.output.line("\(EventRenderer.peerName(item))  \(state)  \(paired)  \(address)\(nearby)")
         }
     }
 }

@@ -12,6 +12,9 @@ func withNode(_ context: CommandContext, listen: String, _ body: (ControlClient)
     }
     var config = NodeConfig()
     config.listen = listen
+    // A node that lives for one command does not advertise itself or browse: it reaches
+    // paired peers at their stored addresses (run a daemon to use discovery).
+    config.discovery = false
     config.applyTestKnobs(context.environment)
     let daemon: Daemon
     do { daemon = try Daemon.start(home: context.home, config: config) { _ in } } catch { throw CLIError(error) }

@@ -4,10 +4,16 @@ import Testing
 
 /// A real `syncpeer daemon` process in a temporary home, listening on 127.0.0.1:0. Its
 /// NDJSON events (stdout, `--json`) are collected as they arrive so tests can wait for them.
+///
+/// Network safety: discovery (multicast DNS) is off (`--no-discovery`) unless the daemon
+/// runs inside a network namespace the test made (`namespace:`, started with
+/// `ip netns exec NS syncpeer …`); asking for discovery without one is a test error.
 final class DaemonProcess: @unchecked Sendable {
     // @unchecked: `events` and `stdoutRest` are guarded by `lock`; the rest is set in init.
     let name: String
     let home: String
+    /// The test network namespace it runs in (nil: the root one, without discovery).
+    let namespace: String?
     let process = Process()
     private let log = EventLog()
     private(set) var port: UInt16 = 0
@@ -22,18 +28,28 @@ final class DaemonProcess: @unchecked Sendable {
 
     /// Initialises the home (if needed) and starts the daemon; returns once it listens.
     init(_ env: SyncpeerRunner, name: String, home: String? = nil, arguments: [String] = [],
-         environment: [String: String] = [:]) throws {
+         environment: [String: String] = [:], namespace: String? = nil, discovery: Bool = false,
+         listen: String = "127.0.0.1:0") throws {
+        try #require(!discovery || namespace != nil, "discovery runs only inside a test network namespace")
         self.name = name
+        self.namespace = namespace
         self.home = home ?? env.home(name)
         if !FileManager.default.fileExists(atPath: self.home + "/identity.key") {
             let result = try env.run(["--home", self.home, "init", "--name", name])
             try #require(result.status == 0, "init failed: \(result.stderr)")
         }
-        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
-        process.arguments = ["--home", self.home, "daemon", "--listen", "127.0.0.1:0", "--json"] + arguments
+        let daemonArguments = ["--home", self.home, "daemon", "--listen", listen, "--json"]
+            + (discovery ? [] : ["--no-discovery"]) + arguments
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: TestNetns.ipPath)
+            process.arguments = ["netns", "exec", namespace, SyncpeerRunner.binary] + daemonArguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+            process.arguments = daemonArguments
+        }
         var environment = environment
         environment["PATH"] = "/usr/bin:/bin"
-        environment["SYNCPEER_INTERFACE"] = "lo"
+        if namespace == nil { environment["SYNCPEER_INTERFACE"] = "lo" }
         process.environment = Self.fastEnvironment.merging(environment) { _, new in new }
         let out = Pipe()
         process.standardOutput = out
@@ -70,6 +86,13 @@ final class DaemonProcess: @unchecked Sendable {
     var events: [[String: Any]] { log.all }
 
     func events(_ kind: String) -> [[String: Any]] { events.filter { $0["event"] as? String == kind } }
+
+    /// The device ID (dashed) of this daemon's home.
+    func deviceID(_ env: SyncpeerRunner) throws -> String {
+        let result = try env.cli(self, ["id", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        return try #require(object?["id"] as? String)
+    }
 
     /// Waits until an event of `kind` matching `where` has arrived (among the events after
     /// the first `after`); returns it.
@@ -180,9 +203,11 @@ final class PairingProcess {
     let process = Process()
     let out = Pipe(), err = Pipe()
 
-    init(_ env: SyncpeerRunner, from a: DaemonProcess, to b: DaemonProcess, context: String? = nil, json: Bool = true) throws {
+    /// `target` is what is typed after `pair` (default: b's loopback address).
+    init(_ env: SyncpeerRunner, from a: DaemonProcess, to b: DaemonProcess, target: String? = nil,
+         context: String? = nil, json: Bool = true) throws {
         process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
-        var arguments = ["--home", a.home, "pair", b.address]
+        var arguments = ["--home", a.home, "pair", target ?? b.address]
         if let context { arguments += ["--context", context] }
         if json { arguments.append("--json") }
         process.arguments = arguments

@@ -220,7 +220,7 @@ struct SessionTests {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
         let alice = try DaemonProcess(env, name: "alice")
-        let second = try env.run(["--home", alice.home, "daemon", "--listen", "127.0.0.1:0"])
+        let second = try env.run(["--home", alice.home, "daemon", "--listen", "127.0.0.1:0", "--no-discovery"])
         #expect(second.status != 0)
         #expect(second.stderr.contains("(pid \(alice.pid))"), "\(second.stderr)")
         #expect(second.stderr.filter { $0 == "\n" }.count == 1)

@@ -84,7 +84,7 @@ struct DiscoveryInteropTests {
         defer { ns1.remove(); ns2.remove() }
         let thread = try NetnsThread(ns2)
         defer { thread.finish() }
-        let peer = try NamespaceProcess(namespace: ns1, [Zeroconf.python, Zeroconf.helper, "browse", type.name, "10.99.0.1", "15"])
+        let peer = try NamespaceProcess(namespace: ns1, [Zeroconf.python, Zeroconf.helper, "browse", type.name, "10.99.0.1", "60"])
         defer { peer.terminate() }
         try await Task.sleep(for: .milliseconds(500))  // let Python start and bind
 
@@ -93,7 +93,7 @@ struct DiscoveryInteropTests {
             .advertiser(type, name: "Interop Ours", port: 46001, id: "OURS-ID", info: ["nick": "ours", "os": "linux"])
         defer { advertiser.stop() }
 
-        let line = await peer.wait(timeout: .seconds(8)) { ($0["event"] as? String) == "added" }
+        let line = await peer.wait(timeout: .seconds(15)) { ($0["event"] as? String) == "added" }
         let seen = try #require(line, "zeroconf did not report our service; stderr: \(peer.stderr)")
         print("python-zeroconf resolved our service after \(ContinuousClock.now - start)")
         #expect(seen["name"] as? String == "Interop Ours._syncpeer-test._tcp.local.")

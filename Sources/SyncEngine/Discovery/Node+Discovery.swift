@@ -1,0 +1,194 @@
+internal import Foundation
+internal import PeerCrypto
+internal import PeerIndex
+internal import PeerNet
+
+/// The node's side of discovery: starting and stopping it, turning what the browser sees
+/// into events, connecting paired peers that appear, `pair NAME`, `browse`, `visibility`,
+/// and the discovered half of `peers`. Everything here except `startDiscovery` and
+/// `stopDiscovery` runs on `queue`, like the rest of the node's state.
+extension Node {
+    /// How long the node with the larger device ID waits before dialling a paired peer it
+    /// discovered: the smaller one dials at once, so both rarely dial at the same moment
+    /// (if the smaller one cannot see us, we still dial after this grace).
+    static let discoveryDialGrace: Duration = .milliseconds(1500)
+
+    // MARK: Lifecycle (any thread but the queue)
+
+    /// Starts advertising (TCP `port`) and browsing when discovery is on. The mDNS sockets
+    /// belong to the calling thread's network namespace.
+    func startDiscovery(port: UInt16) throws(EngineError) {
+        guard config.discovery else { return }
+        let discovery = try NodeDiscovery(
+            config: config, identity: identity, port: port,
+            onRegistered: { [weak self] name in
+                guard let node = self else { return }
+                node.queue.async { node.discoveryRegistered(name) }
+            },
+            onChange: { [weak self] change in
+                guard let node = self else { return }
+                node.queue.async { node.discoveryChanged(change) }
+            })
+        queue.sync { self.discovery = discovery }
+        do { try discovery.start(visible: config.visible) } catch {
+            queue.sync { self.discovery = nil }
+            throw error
+        }
+    }
+
+    /// Says goodbye on the network (when visible) and closes the mDNS sockets.
+    func stopDiscovery() {
+        let discovery: NodeDiscovery? = queue.sync {
+            defer { self.discovery = nil }
+            return self.discovery
+        }
+        discovery?.stop()
+    }
+
+    // MARK: Requests (any thread)
+
+    /// Nearby syncpeer nodes (each instance once), as `browse` lists them.
+    public func browse() throws(EngineError) -> [JSONValue] {
+        let result: Result<[JSONValue], EngineError> = queue.sync {
+            guard let discovery else { return .failure(Self.discoveryOff) }
+            let paired = Set(((try? index.peers()) ?? []).filter { $0.trust == .paired }.map(\.deviceID))
+            return .success(discovery.peers.map { $0.json(paired: paired.contains($0.deviceKey)) })
+        }
+        return try result.get()
+    }
+
+    /// Shows (`true`) or hides (`false`) this node on the network, or only reports (nil).
+    public func setVisibility(_ visible: Bool?) throws(EngineError) -> JSONValue {
+        let result: Result<JSONValue, EngineError> = queue.sync {
+            guard let discovery else { return .failure(Self.discoveryOff) }
+            if let visible, visible != discovery.isVisible {
+                discovery.setVisible(visible)
+                emit(NodeEvent(.visibility, state: visible ? "visible" : "invisible", time: now()))
+            }
+            return .success(discoveryStatus())
+        }
+        return try result.get()
+    }
+
+    static let discoveryOff = EngineError.notFound("discovery is off (the daemon runs with --no-discovery)")
+
+    // MARK: On the queue
+
+    /// Discovery facts for `status` and `visibility`.
+    func discoveryStatus() -> JSONValue {
+        guard let discovery else { return ["enabled": false] }
+        return [
+            "enabled": true,
+            "visible": .bool(discovery.isVisible),
+            "instance": JSONValue(discovery.registeredName),
+            "serviceType": .string(discovery.serviceType.description),
+            "interfaces": discovery.interfaces.isEmpty ? "automatic" : .array(discovery.interfaces.map { .string($0) }),
+        ]
+    }
+
+    func discoveryRegistered(_ name: String) {
+        guard !stopped else { return }
+        let renamed = name != identity.displayName
+        emit(NodeEvent(.registered, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
+                       instance: name, time: now()))
+    }
+
+    func discoveryChanged(_ change: NodeDiscovery.Change) {
+        guard !stopped else { return }
+        switch change {
+        case let .found(peer):
+            emit(NodeEvent(.found, peer: .init(id: peer.displayID, name: peer.label), address: peer.addresses.first,
+                           instance: peer.label, addresses: peer.addresses, port: Int(peer.port), info: peer.info,
+                           time: now()))
+            connectIfPaired(peer)
+        case let .updated(peer):
+            // Back with a new address or port (after a crash, say): a pending redial goes there now.
+            if var redial = redials[peer.deviceKey], let address = peer.addresses.first {
+                redial.address = address
+                redial.nextAttempt = .now
+                redial.delay = config.redialInitial
+                redials[peer.deviceKey] = redial
+            }
+        case let .lost(peer):
+            emit(NodeEvent(.lost, peer: .init(id: peer.displayID, name: peer.label), instance: peer.label, time: now()))
+        }
+    }
+
+    /// Dials a discovered device when it is paired and not connected, expecting its pinned
+    /// key: a node that only advertises a paired peer's ID or name is refused by the
+    /// handshake's impersonation check. Unpaired peers are never dialled from here, nor
+    /// peers the user disconnected (until they connect again or the node restarts).
+    private func connectIfPaired(_ peer: DiscoveredPeer) {
+        guard !stopped, let address = peer.addresses.first, discovery?.isHeldOff(peer.deviceKey) == false,
+              let record = try? index.peer(deviceID: peer.deviceKey), record.trust == .paired,
+              !sessions.values.contains(where: { $0.deviceKey == peer.deviceKey && $0.machine.state != .closed })
+        else { return }
+        if identity.deviceID.compact < peer.deviceKey {
+            redials[peer.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+            startDial(address: address, expected: peer.deviceKey, context: nil, progress: nil, completion: nil)
+        } else {
+            redials[peer.deviceKey] = Redial(address: address, nextAttempt: .now + Self.discoveryDialGrace, delay: config.redialInitial)
+        }
+    }
+
+    /// Where to redial a paired device on its `attempt`-th try: its discovered addresses
+    /// first (fresh), then the ones stored in the index (last known first, static peers
+    /// among them), in turn.
+    func redialAddress(for device: String, attempt: Int, fallback: String) -> String {
+        var list: [String] = []
+        for peer in discovery?.peers(device: device) ?? [] { list += peer.addresses }
+        list += (try? index.peer(deviceID: device))?.addresses ?? []
+        var seen: Set<String> = []
+        list = list.filter { seen.insert($0).inserted }
+        return list.isEmpty ? fallback : list[attempt % list.count]
+    }
+
+    /// Adds discovered peers to `peers`: `discovered` on every entry, and for a peer only
+    /// discovered, a new entry with its address.
+    func mergeDiscovered(into entries: inout [String: [String: JSONValue]]) {
+        for key in entries.keys { entries[key]?["discovered"] = false }
+        guard let discovery else { return }
+        for peer in discovery.peers {
+            var entry = entries[peer.deviceKey] ?? [
+                "peer": ["id": .string(peer.displayID), "name": .string(peer.label)],
+                "paired": false, "state": "notConnected", "addresses": .array([]), "lastSeen": .null,
+            ]
+            entry["discovered"] = true
+            entry["instance"] = .string(peer.label)
+            if entry["address"] == nil { entry["address"] = JSONValue(peer.addresses.first) }
+            entries[peer.deviceKey] = entry
+        }
+    }
+
+    /// Where `pair TEXT` dials: a discovered peer (by instance name, device ID or prefix),
+    /// HOST:PORT, or a paired peer's last known address. The device ID it advertises (or
+    /// was paired with) is expected, so another key answering there is refused.
+    func pairTarget(_ text: String) -> Result<(address: String, expected: String?), EngineError> {
+        let discovered = discovery?.peers ?? []
+        let candidates = discovered.map {
+            PeerResolver.Candidate(deviceID: $0.displayID, name: $0.label, addresses: $0.addresses)
+        }
+        do throws(PeerResolver.Failure) {
+            switch try PeerResolver.resolve(text, among: candidates) {
+            case let .address(address):
+                return .success((address, nil))
+            case let .peer(candidate):
+                guard let address = candidate.addresses.first else {
+                    return .failure(.notFound("\(candidate.name) was found but has no address yet; try again in a moment"))
+                }
+                return .success((address, candidate.deviceID.filter { $0 != "-" }))
+            }
+        } catch {
+            if case .ambiguous = error { return .failure(.notFound(error.description)) }
+        }
+        // Not nearby: a paired peer at its last known address.
+        let paired = ((try? index.peers()) ?? []).filter { $0.trust == .paired }.map {
+            PeerResolver.Candidate(deviceID: $0.deviceID, name: $0.name, addresses: $0.addresses)
+        }
+        if case let .peer(candidate)? = try? PeerResolver.resolve(text, among: paired), let address = candidate.addresses.first {
+            return .success((address, candidate.deviceID))
+        }
+        let hint = discovery == nil ? "give HOST:PORT (discovery is off)" : "see 'syncpeer browse', or give HOST:PORT"
+        return .failure(.notFound("no nearby or paired peer matches '\(text.trimmingSpaces())'; \(hint)"))
+    }
+}
