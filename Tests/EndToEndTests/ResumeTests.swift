@@ -98,6 +98,44 @@ struct ResumeTests {
         #expect(list.count == 1, "\(list)")
     }
 
+    /// Interrupted, then the source changed (bytes inserted near the start): the new content
+    /// is sent as a new transfer, and the receiver reuses every chunk of its partial file
+    /// that still matches (content-defined chunks realign after the insertion).
+    @Test func aChangedSourceReusesTheChunksThatStillMatch() throws {
+        var pair = try TransferPair()
+        defer { pair.env.cleanup() }
+        let source = pair.outbox + "/doc.bin"
+        try TestFiles.random(source, size: Self.size)
+        let sending = try startSend(pair, source)
+        try waitForProgress(pair.bob, 0.5, direction: "receive")
+        pair.bob.crash()
+        pair.alice.stop()
+        _ = finish(sending)
+        let held = try #require(((pair.bob.events("transfer").last { $0["direction"] as? String == "receive" })?["bytes"] as? NSNumber)?.int64Value)
+
+        // Insert 1,000 bytes at 1 MiB: everything after shifts.
+        var data = try Data(contentsOf: URL(fileURLWithPath: source))
+        data.insert(contentsOf: Data(repeating: 0x42, count: 1_000), at: 1 << 20)
+        try data.write(to: URL(fileURLWithPath: source))
+
+        // Alice comes back on her old port, so the restarted bob (new port) can reach her.
+        pair.alice = try DaemonProcess(pair.env, name: "alice", home: pair.alice.home, listen: pair.alice.address)
+        pair.bob = try pair.restartBob()
+        try pair.alice.waitForState("connected", peer: "bob", timeout: 15)
+        let again = try pair.send(source)
+        #expect(again.status == 0, "\(again.stderr)")
+        try TestFiles.expectSame(source, pair.inbox + "/doc.bin")
+        let accepted = try #require(pair.bob.events("transfer").first { $0["state"] as? String == "active" })
+        let reused = (accepted["bytes"] as? NSNumber)?.int64Value ?? 0
+        print("source changed after an interruption: \(held) bytes held, \(reused) reused for the new content")
+        #expect(reused >= held - (4 << 20), "most of what was held is reused")
+        let listed = try pair.env.cli(pair.bob, ["transfers", "--json"]).stdout
+        #expect(listed.contains("superseded"), "the interrupted transfer is marked superseded: \(listed)")
+        let staging = pair.inbox + "/.syncpeer-partial"
+        #expect(!FileManager.default.fileExists(atPath: staging) || (try FileManager.default.contentsOfDirectory(atPath: staging)).isEmpty,
+                "the superseded partial file is gone")
+    }
+
     @Test func aCutLinkResumesWhenThePeersReconnect() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }

@@ -82,7 +82,10 @@ extension Node {
                 let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.1, peer: target.2, spoolFile: spoolFile)
                 transfer.observers.append(observer)
                 transfers.outgoing[transfer.id] = transfer
-                if recorded == nil { recordOutgoing(transfer, source: path) }
+                if recorded == nil {
+                    supersedeRecordedSends(of: path, to: target.1, by: transfer.id)
+                    recordOutgoing(transfer, source: path)
+                }
                 guard let session = sessions[target.0], session.machine.state == .connected else {
                     pauseOutgoing(transfer, reason: "waiting for \(target.2.name) to reconnect")
                     return
@@ -273,11 +276,17 @@ extension Node {
                 }
                 queue.async { [self] in
                     guard transfers.outgoing[id] == nil else { return }
-                    let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
-                    transfers.outgoing[id] = transfer
+                    var prepared = prepared
                     if prepared.rootHash != record.rootHash {
-                        // The source changed: the receiver reuses the chunks that still match.
-                        try? index.updateTransferState(id: record.id, to: .active, error: "source changed")
+                        // The source changed: a new transfer, for which the receiver reuses the
+                        // chunks of the interrupted one that still match.
+                        prepared = prepared.withID(.random())
+                    }
+                    let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
+                    transfers.outgoing[transfer.id] = transfer
+                    if transfer.id != id {
+                        supersedeRecordedSends(of: source, to: key, by: transfer.id)
+                        recordOutgoing(transfer, source: source)
                     }
                     if let session = sessions[sessionID], session.machine.state == .connected {
                         offer(transfer, on: session)
@@ -429,6 +438,14 @@ extension Node {
         transfer.io.async { transfer.readers = [:] }
     }
 
+    /// Marks unfinished recorded sends of the same source to the same peer as superseded.
+    private func supersedeRecordedSends(of source: String, to peerKey: String, by id: TransferID) {
+        for record in (try? index.transfers(deviceID: peerKey)) ?? []
+        where record.direction == .send && record.state.isUnfinished && record.finalPath == source && record.id != id.description {
+            try? index.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
+        }
+    }
+
     private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
         let time = now()
         var chunks: [TransferChunk] = []
@@ -495,6 +512,15 @@ extension Node {
             }
             transfer.resumed = true
             transfer.recordID = record.id
+            acceptIncoming(transfer, into: directory)
+            return
+        }
+        // The same file from the same peer, interrupted, whose source changed since: resume by
+        // reusing the chunks that still match (single files).
+        if offer.kind != .folder, let earlier = supersededTransfer(for: offer, from: session.deviceKey),
+           let directory = earlier.partialPath {
+            transfer.resumed = true
+            transfer.supersedes = earlier
             acceptIncoming(transfer, into: directory)
             return
         }
@@ -565,6 +591,12 @@ extension Node {
                             have.insert(transfer.layout.firstChunk[entry] + local)
                         }
                     }
+                    if let earlier = transfer.supersedes {
+                        for local in try copyMatchingChunks(from: earlier, in: target, to: partial, manifest: manifest)
+                        where !have.contains(transfer.layout.firstChunk[entry] + local) {
+                            have.insert(transfer.layout.firstChunk[entry] + local)
+                        }
+                    }
                 }
             }
             let held = have
@@ -592,6 +624,44 @@ extension Node {
                 }
             }
         }
+    }
+
+    /// An unfinished receive of a file with the same name from the same peer (not running).
+    private func supersededTransfer(for offer: TransferOffer, from deviceKey: String) -> TransferRecord? {
+        let records: [TransferRecord] = (try? index.transfers(deviceID: deviceKey)) ?? []
+        let running = Set(transfers.incoming.values.map(\.recordID))
+        return records.first { record in
+            record.direction == .receive && record.state.isUnfinished && record.name == offer.name
+                && record.id != offer.id.description && !running.contains(record.id)
+        }
+    }
+
+    /// Copies the verified chunks of an earlier partial file that the new manifest also
+    /// contains (by hash, wherever they now are) into the new partial file; returns their
+    /// indices in the new manifest. Runs on the transfer's `io` queue; the earlier partial
+    /// is removed afterwards and its record marked as superseded.
+    private func copyMatchingChunks(from earlier: TransferRecord, in target: DirectoryHandle, to partial: PartialFile,
+                                    manifest: Manifest) throws(FileError) -> [Int] {
+        guard let old = try PartialFile.existing(transferID: earlier.id, in: target) else { return [] }
+        let chunks = (try? index.transferChunks(transferID: earlier.id)) ?? []
+        var located: [ChunkHash: TransferChunk] = [:]
+        for chunk in chunks where chunk.verified {
+            if let hash = ChunkHash(bytes: chunk.hash) { located[hash] = chunk }
+        }
+        var copied: [Int] = []
+        if !located.isEmpty {
+            let reader = try ChunkReader(path: old.path)
+            for (index, chunk) in manifest.chunks.enumerated() {
+                guard let source = located[chunk.hash], source.size == Int64(chunk.size) else { continue }
+                let ref = ChunkRef(offset: UInt64(source.offset), size: chunk.size, hash: chunk.hash)
+                guard let bytes = try? reader.bytes(of: ref, verify: true) else { continue }
+                try partial.writeChunk(bytes, as: chunk)
+                copied.append(index)
+            }
+        }
+        try? old.remove()
+        try? index.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
+        return copied
     }
 
     private func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: Session) {

@@ -1,6 +1,7 @@
 internal import Dispatch
 internal import Foundation
 internal import PeerFiles
+internal import PeerIndex
 internal import PeerWire
 
 /// The transfers a node is running, confined to the node's queue.
@@ -114,6 +115,9 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Resumed from an earlier, accepted attempt (no new decision needed).
     var resumed = false
     var completing = false
+    /// An unfinished earlier transfer of a file with the same name from the same peer whose
+    /// content has since changed: its verified chunks are copied instead of sent again.
+    var supersedes: TransferRecord?
     /// Chunk bytes that arrived but were not needed (already held, or failed verification).
     var duplicateBytes: Int64 = 0
     /// Chunks that failed verification; a sender that keeps lying is cut off.
