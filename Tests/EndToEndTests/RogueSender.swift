@@ -6,18 +6,22 @@ import PeerFiles
 import PeerWire
 import Testing
 
-/// A hostile sender of files: a `RogueClient` (real Noise handshake, its own identity) with
-/// a reader thread that answers the daemon's pings (so the session is not dropped as dead
+/// A hostile sender of files: like `RogueClient` (TCP + the real Noise handshake, with its
+/// own identity, or a given one to come back as the same peer), plus a reader thread that answers the daemon's pings (so the session is not dropped as dead
 /// while the test waits elsewhere) and keeps every other frame for the test to take.
 final class RogueSender: Sendable {
-    let client: RogueClient
+    let keyPair: KeyPair
+    let channel: SecureChannel
     let name: String
     private let inbox = FrameInbox()
 
-    init(port: UInt16, name: String) throws {
+    init(port: UInt16, name: String, keyPair: KeyPair = .generate()) throws {
         self.name = name
-        client = try RogueClient(port: port, name: name)
-        let channel = client.channel
+        self.keyPair = keyPair
+        let stream = try TCPConnection.connect(host: "127.0.0.1", port: port, timeout: .seconds(5))
+        let hello = Hello(displayName: name, softwareVersion: "rogue-sender 0.0.1", features: ["messages"], listenPort: nil)
+        let channel = try SecureChannel.initiate(over: stream, staticKey: keyPair, hello: hello, timeout: .seconds(5))
+        self.channel = channel
         let inbox = inbox
         let reader = Thread {
             while !inbox.isStopping {
@@ -47,11 +51,11 @@ final class RogueSender: Sendable {
 
     func close() {
         inbox.stop()
-        client.close()
+        channel.close()
     }
 
-    func send(_ frames: Frame...) throws { try client.channel.send(frames) }
-    func send(_ frames: [Frame]) throws { try client.channel.send(frames) }
+    func send(_ frames: Frame...) throws { try channel.send(frames) }
+    func send(_ frames: [Frame]) throws { try channel.send(frames) }
 
     /// Removes and returns the first frame received (now or within `seconds`) that matches.
     @discardableResult
