@@ -453,7 +453,11 @@ extension Node {
     private func offerReceived(_ offer: TransferOffer, from session: Session) {
         if let existing = transfers.incoming[offer.id] {
             // The sender offers again (after a reconnect): answer with what we hold.
-            guard existing.peerKey == session.deviceKey else { return }
+            guard existing.peerKey == session.deviceKey else {
+                session.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")])
+                emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
+                return
+            }
             existing.sessionID = session.id
             if existing.state == "offered" { return }
             existing.resumed = true
@@ -475,6 +479,15 @@ extension Node {
         } catch {
             session.send([.decline(id: offer.id, reason: "refused: \(error)")])
             emitError(session.peer, "refused an offer from \(session.peer.name): \(error)")
+            return
+        }
+        // An ID this node knows from another peer (or from one of its own sends) is never
+        // resumed: that would bypass the user's decision and write into someone else's
+        // partial file. IDs are random, so an honest sender never collides.
+        if let known = try? index.transfer(id: offer.id.description),
+           known.deviceID != session.deviceKey || known.direction != .receive {
+            session.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")])
+            emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
             return
         }
         let layout = ChunkLayout(manifests: manifests)
