@@ -633,6 +633,9 @@ extension Node {
                         if transfer.badChunks > Self.maxBadChunks {
                             let reason = "\(transfer.peer.name) sent \(transfer.badChunks) chunks that failed verification; the transfer was stopped and nothing was put in place"
                             sendTo(transfer, [.cancel(id: id, reason: "too many chunks failed verification")])
+                            // A failed transfer is never resumed: its partial data would stay
+                            // on disk for good (a sender could fill the disk this way).
+                            removePartials(transfer)
                             finishIncoming(transfer, state: "failed", error: .refused(reason))
                             return
                         }
