@@ -11,7 +11,7 @@ import Testing
 /// names that would leave the receive folder, manifests that lie, and chunks that fail
 /// verification. Each test checks what a user would: no file where it must not be, clear
 /// events, and the daemon still receiving a real file from its paired peer afterwards.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(2)))
 struct HostileTransferTests {
     // MARK: 1. Path traversal and hostile names
 
@@ -97,7 +97,7 @@ struct HostileTransferTests {
         // Header (5) ‖ id (16) ‖ kind (1) ‖ name length (1) ‖ name: "X" is byte 24.
         #expect(bytes[24] == UInt8(ascii: "X"))
         bytes[24] = 0
-        try rogue.client.channel.sendRawPlaintext(bytes)
+        try rogue.channel.sendRawPlaintext(bytes)
         #expect(rogue.waitUntilClosed(within: 5) != nil, "bob kept the connection open after a NUL in an offer name")
         let closed = try pair.bob.waitFor("state") { $0.peerName == rogue.name && $0["state"] as? String == "notConnected" }
         #expect(closed.reason.contains("protocol violation"), "\(closed)")
@@ -204,6 +204,10 @@ struct HostileTransferTests {
         let offer = file.offer(name: "never-true.bin")
         try rogue.send(.offer(offer))
         #expect(try rogue.next(offer.id) == .accept(id: offer.id, have: [0]))
+        // Chunks 1 and 2 are true: 140,000 bytes land in the partial file.
+        try rogue.send(.chunk(id: offer.id, index: 1, data: file.chunks[1]), .chunk(id: offer.id, index: 2, data: file.chunks[2]))
+        #expect(try rogue.next(offer.id) == .chunkAck(id: offer.id, index: 1, ok: true))
+        #expect(try rogue.next(offer.id) == .chunkAck(id: offer.id, index: 2, ok: true))
 
         var rejected = 0
         var cancelReason: String?
@@ -237,10 +241,11 @@ struct HostileTransferTests {
         Thread.sleep(forTimeInterval: 0.5)
         #expect(rogue.pending.filter { $0.transferID == offer.id }.isEmpty, "\(rogue.pending)")
 
-        // No file under the offered name, neither in INBOX nor in the staging area.
+        // No file under the offered name, and no partial data left behind: the transfer
+        // failed for good (it is never resumed), so its bytes would only fill the disk.
         let names = try treeNames(pair.inbox)
         #expect(!names.contains { ($0 as NSString).lastPathComponent.hasPrefix("never-true") }, "\(names)")
-        #expect(names.allSatisfy { $0.hasPrefix(".syncpeer-partial") }, "\(names)")
+        #expect(names.allSatisfy { $0 == ".syncpeer-partial" }, "partial data left behind: \(names)")
 
         let listed = try transfersJSON(pair.env, pair.bob)
         let entry = try #require(listed.first { $0["transfer"] as? String == offer.id.description }, "\(listed)")
@@ -409,12 +414,109 @@ struct HostileTransferTests {
         try expectBobStillReceives(pair, tag: "unpaired", autoAccept: false)
     }
 
+    // MARK: 8. Another peer's transfer ID
+
+    /// A paired peer that offers under the ID of someone else's paused transfer must not
+    /// slip into it: not without the user's consent, not into the other peer's partial file,
+    /// and not recorded as coming from the other peer. The victim then resumes normally.
+    @Test func anotherPeersTransferIDCannotBeTakenOver() throws {
+        var pair = try TransferPair(bobArguments: [])
+        defer { pair.env.cleanup() }
+        let victim = try pairedRogueByUser(pair, name: "honest-carol")
+        let file = try ForgedFile(chunkSizes: [70_000, 70_000, 70_000])
+        let offer = file.offer(name: "carols-report.pdf")
+        try victim.send(.offer(offer))
+        try pair.bob.waitFor("offer") { $0["transfer"] as? String == offer.id.description }
+        // `accept ID` follows the transfer to its end: run it in the background.
+        let accepting = try background(pair.env, pair.bob, ["accept", offer.id.description])
+        defer { if accepting.isRunning { accepting.terminate(); accepting.waitUntilExit() } }
+        #expect(try victim.next(offer.id) == .accept(id: offer.id, have: [0]))
+        try victim.send(.chunk(id: offer.id, index: 0, data: file.chunks[0]))
+        #expect(try victim.next(offer.id) == .chunkAck(id: offer.id, index: 0, ok: true))
+        victim.close()
+        try pair.bob.waitFor("transfer") { $0["transfer"] as? String == offer.id.description && $0["state"] as? String == "paused" }
+
+        // Mallory learned the ID and offers her own content under it, while bob still holds
+        // carol's paused transfer in memory, and again after bob restarted (when only the
+        // index knows it).
+        let mallory = try pairedRogueByUser(pair, name: "mallory")
+        let payload = try ForgedFile(chunkSizes: [4_000])
+        let hijack = payload.offer(name: "payload.sh", id: offer.id)
+        try expectNotTakenOver(hijack, by: mallory, payload: payload, pair: pair, when: "bob running")
+        mallory.close()
+
+        pair.bob.stop()
+        pair.bob = try pair.restartBob(arguments: [])
+        try pair.bob.waitForState("connected", peer: "alice")
+        let malloryAgain = try RogueSender(port: pair.bob.port, name: "mallory", keyPair: mallory.keyPair)
+        defer { malloryAgain.close() }
+        #expect(try malloryAgain.take { if case .pairing = $0 { true } else { false } } == .pairing(.accepted))
+        try expectNotTakenOver(hijack, by: malloryAgain, payload: payload, pair: pair, when: "after bob restarted")
+
+        let listed = try transfersJSON(pair.env, pair.bob)
+        let record = listed.first { $0["transfer"] as? String == offer.id.description }
+        #expect(record?.peerName == "honest-carol", "\(String(describing: record))")
+        #expect(record?["name"] as? String == "carols-report.pdf", "\(String(describing: record))")
+
+        // Carol comes back and resumes where she stopped.
+        let carol = try RogueSender(port: pair.bob.port, name: "honest-carol", keyPair: victim.keyPair)
+        defer { carol.close() }
+        #expect(try carol.take { if case .pairing = $0 { true } else { false } } == .pairing(.accepted))
+        try carol.send(.offer(offer))
+        let resumed = try carol.next(offer.id)
+        #expect(resumed == .accept(id: offer.id, have: [0b001]), "carol's transfer did not resume: \(resumed)")
+        if resumed == .accept(id: offer.id, have: [0b001]) {
+            try carol.send(.chunk(id: offer.id, index: 1, data: file.chunks[1]), .chunk(id: offer.id, index: 2, data: file.chunks[2]))
+            _ = try carol.next(offer.id)
+            _ = try carol.next(offer.id)
+            #expect(try carol.next(offer.id) == .done(id: offer.id, ok: true, reason: ""))
+            #expect(try contents(pair.inbox + "/carols-report.pdf") == file.content)
+        }
+        try expectBobStillReceives(pair, tag: "hijack", autoAccept: false)
+    }
+
+    /// Bob (no --auto-accept) must not accept `hijack` on its own: it declines it, ignores
+    /// it, or asks its user (an offer event naming the rogue); and no file of it appears.
+    func expectNotTakenOver(_ hijack: TransferOffer, by rogue: RogueSender, payload: ForgedFile, pair: TransferPair,
+                            when: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let eventsBefore = pair.bob.events.count
+        try rogue.send(.offer(hijack))
+        let answer = try? rogue.next(hijack.id, within: 2)
+        if case .accept = answer {
+            Issue.record("\(when): bob accepted \(rogue.name)'s offer under another peer's transfer ID without asking its user",
+                         sourceLocation: sourceLocation)
+            try rogue.send(.chunk(id: hijack.id, index: 0, data: payload.chunks[0]))
+            _ = try? rogue.next(hijack.id, within: 2)
+            _ = try? rogue.next(hijack.id, within: 2)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        let transferEvents = pair.bob.events.dropFirst(eventsBefore).filter {
+            $0["event"] as? String == "transfer" && $0.peerName == rogue.name && $0["state"] as? String != "declined"
+        }
+        #expect(transferEvents.isEmpty, "\(when): \(transferEvents)", sourceLocation: sourceLocation)
+        #expect(!FileManager.default.fileExists(atPath: pair.inbox + "/payload.sh"), "\(when): the rogue's file was put in place",
+                sourceLocation: sourceLocation)
+    }
+
     // MARK: - Helpers
 
     /// A rogue connected to bob (started with --auto-accept) and paired by it.
     func pairedRogue(_ pair: TransferPair, name: String) throws -> RogueSender {
         let rogue = try RogueSender(port: pair.bob.port, name: name)
         try rogue.expectPairedByAutoAccept()
+        try pair.bob.waitForState("connected", peer: name)
+        return rogue
+    }
+
+    /// A rogue connected to bob (without --auto-accept) whose invitation bob's user accepts.
+    func pairedRogueByUser(_ pair: TransferPair, name: String) throws -> RogueSender {
+        let rogue = try RogueSender(port: pair.bob.port, name: name)
+        let invitation = try pair.bob.waitFor("invitation") { $0.peerName == name }
+        let id = try #require(invitation["invitation"] as? String)
+        let accepted = try pair.env.cli(pair.bob, ["accept", id])
+        try #require(accepted.status == 0, "\(accepted.stderr)")
+        #expect(try rogue.take { if case .pairing = $0 { true } else { false } } == .pairing(.pending))
+        #expect(try rogue.take { if case .pairing = $0 { true } else { false } } == .pairing(.accepted))
         try pair.bob.waitForState("connected", peer: name)
         return rogue
     }
@@ -477,6 +579,19 @@ struct HostileTransferTests {
         #expect(try String(contentsOfFile: pair.inbox + "/" + name, encoding: .utf8) == "bob is still well (\(tag))\n",
                 sourceLocation: sourceLocation)
         #expect(pair.bob.process.isRunning, sourceLocation: sourceLocation)
+    }
+
+    /// `syncpeer ARGS` against `daemon`'s home, running in the background.
+    func background(_ env: SyncpeerRunner, _ daemon: DaemonProcess, _ arguments: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+        process.arguments = ["--home", daemon.home] + arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": env.root.path, "SYNCPEER_INTERFACE": "lo"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return process
     }
 
     /// Names in a directory, sorted (not recursive).
