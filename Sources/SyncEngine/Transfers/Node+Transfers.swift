@@ -470,7 +470,11 @@ extension Node {
     private func offerReceived(_ offer: TransferOffer, from session: Session) {
         if let existing = transfers.incoming[offer.id] {
             // The sender offers again (after a reconnect): answer with what we hold.
-            guard existing.peerKey == session.deviceKey else { return }
+            guard existing.peerKey == session.deviceKey else {
+                session.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")])
+                emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
+                return
+            }
             existing.sessionID = session.id
             if existing.state == "offered" { return }
             existing.resumed = true
@@ -492,6 +496,15 @@ extension Node {
         } catch {
             session.send([.decline(id: offer.id, reason: "refused: \(error)")])
             emitError(session.peer, "refused an offer from \(session.peer.name): \(error)")
+            return
+        }
+        // An ID this node knows from another peer (or from one of its own sends) is never
+        // resumed: that would bypass the user's decision and write into someone else's
+        // partial file. IDs are random, so an honest sender never collides.
+        if let known = try? index.transfer(id: offer.id.description),
+           known.deviceID != session.deviceKey || known.direction != .receive {
+            session.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")])
+            emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
             return
         }
         let layout = ChunkLayout(manifests: manifests)
@@ -690,6 +703,9 @@ extension Node {
                         if transfer.badChunks > Self.maxBadChunks {
                             let reason = "\(transfer.peer.name) sent \(transfer.badChunks) chunks that failed verification; the transfer was stopped and nothing was put in place"
                             sendTo(transfer, [.cancel(id: id, reason: "too many chunks failed verification")])
+                            // A failed transfer is never resumed: its partial data would stay
+                            // on disk for good (a sender could fill the disk this way).
+                            removePartials(transfer)
                             finishIncoming(transfer, state: "failed", error: .refused(reason))
                             return
                         }
