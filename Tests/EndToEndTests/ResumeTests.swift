@@ -128,12 +128,13 @@ struct ResumeTests {
         let accepted = try #require(pair.bob.events("transfer").first { $0["state"] as? String == "active" })
         let reused = (accepted["bytes"] as? NSNumber)?.int64Value ?? 0
         print("source changed after an interruption: \(held) bytes held, \(reused) reused for the new content")
-        #expect(reused >= held - (4 << 20), "most of what was held is reused")
+        // Only the chunks around the insertion (a few of 128 KiB on average) cannot be reused.
+        #expect(reused >= held - (2 << 20), "what was held is reused")
         let listed = try pair.env.cli(pair.bob, ["transfers", "--json"]).stdout
         #expect(listed.contains("superseded"), "the interrupted transfer is marked superseded: \(listed)")
         let staging = pair.inbox + "/.syncpeer-partial"
-        #expect(!FileManager.default.fileExists(atPath: staging) || (try FileManager.default.contentsOfDirectory(atPath: staging)).isEmpty,
-                "the superseded partial file is gone")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: staging)) ?? []
+        #expect(left.isEmpty, "the superseded partial file is gone: \(left)")
     }
 
     @Test func aCutLinkResumesWhenThePeersReconnect() throws {

@@ -493,6 +493,19 @@ extension Node {
                 manifests.append(manifest)
                 paths.append(try SafePath(offer.kind == .folder ? entry.path : offer.name))
             }
+            // A folder's entries must be distinct files: no duplicates, and no file that is
+            // also a parent directory of another ("a" and "a/b").
+            var files = Set<String>()
+            var directories = Set<String>()
+            for path in paths {
+                guard files.insert(path.string).inserted else { throw EngineError.refused("the entry '\(path)' appears twice") }
+                for depth in 1..<path.components.count {
+                    directories.insert(path.components.prefix(depth).joined(separator: "/"))
+                }
+            }
+            if let clash = files.first(where: { directories.contains($0) }) {
+                throw EngineError.refused("'\(clash)' is both a file and a folder in the offer")
+            }
         } catch {
             session.send([.decline(id: offer.id, reason: "refused: \(error)")])
             emitError(session.peer, "refused an offer from \(session.peer.name): \(error)")
@@ -618,7 +631,9 @@ extension Node {
                 switch outcome {
                 case let .failure(error):
                     sendTo(transfer, [.decline(id: transfer.id, reason: "the receiver cannot write: \(error.kind == .diskFull ? "disk full" : "an error")")])
-                    finishIncoming(transfer, state: "failed", error: .io(path: directory, reason: error.description))
+                    // Keep whatever partial data exists: the transfer stays resumable (paused) once
+                    // the folder is usable again, and 'syncpeer cancel' removes it.
+                    finishIncoming(transfer, state: "paused", error: .io(path: directory, reason: error.description))
                 case .success:
                     transfer.verified = have
                     transfer.verifiedBytes = have.reduce(0) { total, index in
@@ -657,8 +672,10 @@ extension Node {
                                     manifest: Manifest) throws(FileError) -> [Int] {
         guard let old = try PartialFile.existing(transferID: earlier.id, in: target) else { return [] }
         let chunks = (try? index.transferChunks(transferID: earlier.id)) ?? []
+        // Every chunk the earlier partial may hold (recorded or not: verification is batched),
+        // each checked by its hash when read.
         var located: [ChunkHash: TransferChunk] = [:]
-        for chunk in chunks where chunk.verified {
+        for chunk in chunks {
             if let hash = ChunkHash(bytes: chunk.hash) { located[hash] = chunk }
         }
         var copied: [Int] = []
@@ -807,6 +824,8 @@ extension Node {
             try? index.updateTransferState(id: transfer.recordID, to: .cancelled, error: error?.description ?? state)
         } else if state == "failed" {
             try? index.updateTransferState(id: transfer.recordID, to: .failed, error: error?.description)
+        } else if state == "paused", (try? index.transfer(id: transfer.recordID)) != nil {
+            try? index.updateTransferState(id: transfer.recordID, to: .paused, error: error?.description)
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
         emit(event)
