@@ -24,6 +24,28 @@ struct HostileTransferTests {
         var description: String { "\(kind == .folder ? "entry" : "file name") \(text.count > 40 ? String(text.prefix(12)) + "…(\(text.utf8.count) bytes)" : text)" }
     }
 
+    /// A folder whose entries collide (the same path twice, or a file that is also a parent
+    /// folder of another entry) is declined before anything is written.
+    @Test func folderOffersWithCollidingEntriesAreDeclined() throws {
+        let pair = try TransferPair()
+        defer { pair.env.cleanup() }
+        let rogue = try pairedRogue(pair, name: "rogue-collide")
+        defer { rogue.close() }
+        let file = try ForgedFile(chunkSizes: [500])
+        for (paths, rule) in [(["x", "x"], "appears twice"), (["a", "a/b"], "both a file and a folder"),
+                              (["d/e/f", "d/e"], "both a file and a folder")] {
+            let offer = TransferOffer(id: .random(), kind: .folder, name: "box", entries: paths.map { file.entry(path: $0) })
+            try rogue.send(.offer(offer))
+            let answer = try rogue.next(offer.id)
+            guard case let .decline(_, reason) = answer else {
+                Issue.record("\(paths): expected a decline, got \(answer)")
+                continue
+            }
+            #expect(reason.contains(rule), "\(paths): '\(reason)'")
+        }
+        #expect(listing(pair.inbox).isEmpty, "INBOX: \(listing(pair.inbox))")
+    }
+
     @Test func offersWithNamesThatLeaveTheFolderAreDeclinedAndWriteNothing() throws {
         let pair = try TransferPair()
         defer { pair.env.cleanup() }
