@@ -104,7 +104,7 @@ struct DiscoveryInteropTests {
 
         // Our goodbye reaches it.
         advertiser.stop()
-        let removed = await peer.wait(timeout: .seconds(5)) { ($0["event"] as? String) == "removed" }
+        let removed = await peer.wait(timeout: .seconds(20)) { ($0["event"] as? String) == "removed" }
         #expect(removed != nil, "zeroconf did not see our goodbye; stderr: \(peer.stderr)")
     }
 
