@@ -131,6 +131,10 @@ public final class ControlServer: @unchecked Sendable {
             case "disconnect":
                 let peer = try node.disconnect(peer: try argument("peer"))
                 reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
+            case "auto-accept":
+                let on = request["on"]?.boolValue ?? true
+                let peer = try node.setAutoAccept(peer: try argument("peer"), on)
+                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)], "autoAccept": .bool(on)])
             case "unpair":
                 let peer = try node.unpair(peer: try argument("peer"))
                 reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])

@@ -254,6 +254,23 @@ public final class Node: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Lets a paired peer's offers be accepted without asking (into the receive folder), or not.
+    public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> NodeEvent.Peer {
+        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+            do {
+                var record = try knownPeer(for: peerText)
+                record.autoAccept = on
+                try index.upsertPeer(record)
+                return .success(NodeEvent.Peer(id: displayID(record.deviceID), name: record.name))
+            } catch let error as EngineError {
+                return .failure(error)
+            } catch {
+                return .failure(.index("\(error)"))
+            }
+        }
+        return try result.get()
+    }
+
     /// Forgets a paired peer: removes its pinned key and ends its session.
     public func unpair(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
         let result: Result<NodeEvent.Peer, EngineError> = queue.sync {

@@ -26,6 +26,7 @@ public enum CLI {
         ChatCommand.self,
         DisconnectCommand.self,
         UnpairCommand.self,
+        AutoAcceptCommand.self,
         EventsCommand.self,
         HelpCommand.self,
     ]

@@ -81,6 +81,35 @@ struct DisconnectCommand: Command {
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run("disconnect", peer: peer, verb: "Disconnected", context) }
 }
 
+/// `syncpeer auto-accept PEER on|off`: offers from this peer are received without asking.
+struct AutoAcceptCommand: Command {
+    static let spec = CommandSpec(
+        name: "auto-accept",
+        abstract: "receive a paired peer's offers without asking (on) or ask again (off)",
+        discussion: "Accepted offers go to the daemon's receive folder (daemon --receive-dir).",
+        arguments: [ArgumentSpec("PEER", help: "display name, device ID (prefix) or HOST:PORT of a paired peer"),
+                    ArgumentSpec("on|off", help: "on: accept its offers without asking; off: ask")],
+        examples: ["syncpeer auto-accept laptop on", "syncpeer auto-accept laptop off"])
+
+    let peer: String
+    let on: Bool
+
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        peer = arguments.positionals[0]
+        switch arguments.positionals[1] {
+        case "on": on = true
+        case "off": on = false
+        case let other: throw .usage("'syncpeer auto-accept' takes on or off, not '\(other)'")
+        }
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request("auto-accept", ["peer": .string(peer), "on": .bool(on)])
+        context.print(result, text: "\(EventRenderer.peerName(result)): offers are \(on ? "accepted without asking" : "asked about")")
+        return ExitCode.success
+    }
+}
+
 /// `syncpeer events`: every event of the daemon as NDJSON, until it stops.
 struct EventsCommand: Command {
     static let spec = CommandSpec(

@@ -137,6 +137,19 @@ struct SendTests {
         try TestFiles.expectSame(source, elsewhere + "/y.bin")
     }
 
+    @Test func aPeerSetToAutoAcceptIsReceivedWithoutAsking() throws {
+        let pair = try TransferPair(bobArguments: [])
+        defer { pair.env.cleanup() }
+        let set = try pair.env.cli(pair.bob, ["auto-accept", "alice", "on"])
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(set.stdout.hasSuffix(": offers are accepted without asking\n"))
+        let source = pair.outbox + "/auto.bin"
+        try TestFiles.random(source, size: 30_000)
+        #expect(try pair.send(source).status == 0)
+        try TestFiles.expectSame(source, pair.inbox + "/auto.bin")
+        #expect(try pair.env.cli(pair.bob, ["auto-accept", "alice", "maybe"]).status == 2)
+    }
+
     @Test func sendToAnUnknownPeerOrAMissingFileIsAClearError() throws {
         let pair = try TransferPair()
         defer { pair.env.cleanup() }
