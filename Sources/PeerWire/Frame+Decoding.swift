@@ -68,6 +68,42 @@ extension Frame {
             let id = try reader.transferID()
             let index = try reader.u32("chunk index")
             frame = .chunkAck(id: id, index: index, ok: try reader.flag("chunk ack status"))
+        case .shareOffer:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            frame = .shareOffer(folder: folder, label: try reader.prefixedText(.u8, rule: .folderLabel, "folder label"))
+        case .shareAnswer:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let accepted = try reader.flag("share answer")
+            frame = .shareAnswer(folder: folder, accepted: accepted, reason: try reader.prefixedText(.u16, rule: .transferReason, "share reason"))
+        case .indexUpdate:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let full = try reader.flag("full index flag")
+            let count = Int(try reader.u32("index entry count"))
+            guard count <= WireLimits.maxIndexEntries else {
+                throw .tooManyEntries(field: "index entries", count: count, limit: WireLimits.maxIndexEntries)
+            }
+            // Each entry takes at least 44 bytes: refuse counts the body cannot hold.
+            guard count * 44 <= reader.remaining else { throw .truncated(field: "index entries") }
+            var entries: [SyncFileEntry] = []
+            entries.reserveCapacity(count)
+            for _ in 0..<count { entries.append(try SyncFileEntry.read(from: &reader)) }
+            frame = .indexUpdate(folder: folder, full: full, entries: entries)
+        case .indexAck:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            frame = .indexAck(folder: folder, sequence: try reader.u64("index sequence"))
+        case .blockRequest:
+            let request = try reader.u32("block request id")
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let path = try reader.prefixedText(.u16, rule: .entryPath, "block path")
+            let offset = try reader.u64("block offset")
+            let size = try reader.u32("block size")
+            guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
+            frame = .blockRequest(request: request, folder: folder, path: path, offset: offset, size: size,
+                                  hash: try reader.bytes(32, "block hash"))
+        case .blockResponse:
+            let request = try reader.u32("block request id")
+            let ok = try reader.flag("block response status")
+            frame = .blockResponse(request: request, ok: ok, data: try reader.prefixedBytes(.u32, limit: WireLimits.maxChunk, "block data"))
         }
         try reader.expectEnd(after: "\(type) frame body")
         return frame

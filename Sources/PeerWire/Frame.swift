@@ -83,6 +83,19 @@ public enum Frame: Equatable, Sendable {
     case chunk(id: TransferID, index: UInt32, data: [UInt8])
     /// The receiver verified and wrote chunk `index` (`ok`), or its hash was wrong (send it again).
     case chunkAck(id: TransferID, index: UInt32, ok: Bool)
+    /// Invites the peer to share a folder.
+    case shareOffer(folder: String, label: String)
+    /// The answer to a share offer (or, with `accepted: false` later, an unshare).
+    case shareAnswer(folder: String, accepted: Bool, reason: String)
+    /// Index entries of a shared folder: all of them (`full`) or those changed since the
+    /// last update the peer acknowledged.
+    case indexUpdate(folder: String, full: Bool, entries: [SyncFileEntry])
+    /// The receiver has applied every entry up to the sender's `sequence`.
+    case indexAck(folder: String, sequence: UInt64)
+    /// Asks for `size` bytes at `offset` of `path` in the folder, which must hash to `hash`.
+    case blockRequest(request: UInt32, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8])
+    /// The bytes of a block request, or `ok: false` when the file no longer holds them.
+    case blockResponse(request: UInt32, ok: Bool, data: [UInt8])
 
     /// The frame's type code.
     public var type: FrameType {
@@ -102,6 +115,12 @@ public enum Frame: Equatable, Sendable {
         case .done: .done
         case .chunk: .chunk
         case .chunkAck: .chunkAck
+        case .shareOffer: .shareOffer
+        case .shareAnswer: .shareAnswer
+        case .indexUpdate: .indexUpdate
+        case .indexAck: .indexAck
+        case .blockRequest: .blockRequest
+        case .blockResponse: .blockResponse
         }
     }
 
@@ -121,10 +140,29 @@ public enum Frame: Equatable, Sendable {
             }
         case let .decline(_, reason), let .cancel(_, reason), let .done(_, _, reason):
             try TextRule.transferReason.check(reason, "transfer reason")
-        case let .chunk(_, _, data):
+        case let .chunk(_, _, data), let .blockResponse(_, _, data):
             guard data.count <= WireLimits.maxChunk else {
                 throw .fieldTooLong(field: "chunk", length: data.count, limit: WireLimits.maxChunk)
             }
+        case let .shareOffer(folder, label):
+            try TextRule.folderID.check(folder, "folder id")
+            try TextRule.folderLabel.check(label, "folder label")
+        case let .shareAnswer(folder, _, reason):
+            try TextRule.folderID.check(folder, "folder id")
+            try TextRule.transferReason.check(reason, "share reason")
+        case let .indexUpdate(folder, _, entries):
+            try TextRule.folderID.check(folder, "folder id")
+            guard entries.count <= WireLimits.maxIndexEntries else {
+                throw .tooManyEntries(field: "index entries", count: entries.count, limit: WireLimits.maxIndexEntries)
+            }
+            for entry in entries { try entry.validate() }
+        case let .indexAck(folder, _):
+            try TextRule.folderID.check(folder, "folder id")
+        case let .blockRequest(_, folder, path, _, size, hash):
+            try TextRule.folderID.check(folder, "folder id")
+            try TextRule.entryPath.check(path, "block path")
+            guard hash.count == 32 else { throw .invalidValue(field: "block hash length", value: UInt64(hash.count)) }
+            guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -160,6 +198,12 @@ extension Frame: CustomStringConvertible {
         case let .done(id, ok, _): "done(\(id), ok: \(ok))"
         case let .chunk(id, index, data): "chunk(\(id), #\(index), \(data.count) bytes)"
         case let .chunkAck(id, index, ok): "chunkAck(\(id), #\(index), ok: \(ok))"
+        case let .shareOffer(folder, _): "shareOffer(\(folder))"
+        case let .shareAnswer(folder, accepted, _): "shareAnswer(\(folder), accepted: \(accepted))"
+        case let .indexUpdate(folder, full, entries): "indexUpdate(\(folder), full: \(full), \(entries.count) entries)"
+        case let .indexAck(folder, sequence): "indexAck(\(folder), \(sequence))"
+        case let .blockRequest(request, _, _, offset, size, _): "blockRequest(#\(request), \(size) bytes at \(offset))"
+        case let .blockResponse(request, ok, data): "blockResponse(#\(request), ok: \(ok), \(data.count) bytes)"
         }
     }
 }

@@ -73,6 +73,32 @@ public enum FrameEncoder {
             writer.raw(id.bytes)
             writer.u32(index)
             writer.u8(ok ? 1 : 0)
+        case let .shareOffer(folder, label):
+            writer.prefixedText(folder, .u8)
+            writer.prefixedText(label, .u8)
+        case let .shareAnswer(folder, accepted, reason):
+            writer.prefixedText(folder, .u8)
+            writer.u8(accepted ? 1 : 0)
+            writer.prefixedText(reason, .u16)
+        case let .indexUpdate(folder, full, entries):
+            writer.prefixedText(folder, .u8)
+            writer.u8(full ? 1 : 0)
+            writer.u32(UInt32(entries.count))
+            for entry in entries { entry.write(to: &writer) }
+        case let .indexAck(folder, sequence):
+            writer.prefixedText(folder, .u8)
+            writer.u64(sequence)
+        case let .blockRequest(request, folder, path, offset, size, hash):
+            writer.u32(request)
+            writer.prefixedText(folder, .u8)
+            writer.prefixedText(path, .u16)
+            writer.u64(offset)
+            writer.u32(size)
+            writer.raw(hash)
+        case let .blockResponse(request, ok, data):
+            writer.u32(request)
+            writer.u8(ok ? 1 : 0)
+            writer.prefixedBytes(data, .u32)
         }
     }
 }

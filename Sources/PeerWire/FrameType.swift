@@ -21,7 +21,13 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     // 0x50–0x5F: chunks.
     case chunk = 0x50
     case chunkAck = 0x51
-    // Reserved: 0x60–0x6F folder index.
+    // 0x60–0x6F: shared folders.
+    case shareOffer = 0x60
+    case shareAnswer = 0x61
+    case indexUpdate = 0x62
+    case indexAck = 0x63
+    case blockRequest = 0x64
+    case blockResponse = 0x65
 
     public var description: String {
         switch self {
@@ -40,6 +46,12 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .done: "done"
         case .chunk: "chunk"
         case .chunkAck: "chunk-ack"
+        case .shareOffer: "share-offer"
+        case .shareAnswer: "share-answer"
+        case .indexUpdate: "index-update"
+        case .indexAck: "index-ack"
+        case .blockRequest: "block-request"
+        case .blockResponse: "block-response"
         }
     }
 }

@@ -32,4 +32,8 @@ struct TextRule {
     static let offerName = TextRule(minBytes: 1, maxBytes: WireLimits.maxOfferName)
     static let entryPath = TextRule(minBytes: 1, maxBytes: WireLimits.maxEntryPath)
     static let transferReason = TextRule(maxBytes: WireLimits.maxCloseReason)
+    static let folderID = TextRule(minBytes: 1, maxBytes: WireLimits.maxFolderID)
+    static let folderLabel = TextRule(maxBytes: WireLimits.maxOfferName)
+    static let symlinkTarget = TextRule(maxBytes: WireLimits.maxEntryPath)
+    static let deviceKey = TextRule(minBytes: 1, maxBytes: 64)
 }

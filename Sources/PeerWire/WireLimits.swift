@@ -44,6 +44,13 @@ public enum WireLimits {
     /// Largest "have" bitmap of an accept (one bit per chunk of the whole offer).
     public static let maxHaveBitmap = 1 << 20
 
+    /// Largest folder ID, in bytes.
+    public static let maxFolderID = 64
+    /// Most devices in one version vector.
+    public static let maxVersionEntries = 256
+    /// Most file entries in one index update frame.
+    public static let maxIndexEntries = 10_000
+
     /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
     /// range as soon as the header is complete.
     ///
@@ -64,6 +71,12 @@ public enum WireLimits {
         case .done: range = 19...(19 + maxCloseReason)               // id, ok u8, reason len u16, reason
         case .chunk: range = 24...(24 + maxChunk)                    // id, index u32, len u32, data
         case .chunkAck: range = 21...21                              // id, index u32, ok u8
+        case .shareOffer: range = 3...(2 + maxFolderID + maxOfferName)  // folder len u8, folder, label len u8, label
+        case .shareAnswer: range = 5...(4 + maxFolderID + maxCloseReason) // folder, accepted u8, reason len u16, reason
+        case .indexUpdate: range = 7...maxFrameBody                  // folder, full u8, count u32, entries
+        case .indexAck: range = 10...(9 + maxFolderID)               // folder, sequence u64
+        case .blockRequest: range = 53...(51 + maxFolderID + maxEntryPath) // request u32, folder, path, offset, size, hash
+        case .blockResponse: range = 9...(9 + maxChunk)              // request u32, ok u8, len u32, data
         }
         assert(range.upperBound <= maxFrameBody)
         return range

@@ -64,7 +64,7 @@ public struct SessionMachine: Sendable {
         /// Store the peer's key as paired.
         case pinPeer
         case deliverMessage(id: UInt64, body: [UInt8])
-        /// A transfer frame (offer, accept, chunk ...) for the transfer manager.
+        /// A transfer or shared-folder frame (offer, chunk, index update ...) for the node.
         case transfer(Frame)
         /// Something the peer sent was dropped because the session is not connected.
         case dropped(FrameType)
@@ -151,7 +151,8 @@ public struct SessionMachine: Sendable {
         case .streamOpen, .streamData, .streamClose:
             guard state == .connected else { return [.dropped(frame.type)] }
             return []
-        case .offer, .accept, .decline, .cancel, .done, .chunk, .chunkAck:
+        case .offer, .accept, .decline, .cancel, .done, .chunk, .chunkAck,
+             .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]
         }
