@@ -1,13 +1,14 @@
 # syncpeer — two commands do all set-up on a fresh Debian machine (as root):
 #   make demo    install dependencies, build, show two local peers at work
 #   make test    install dependencies, build, run every test
+#   make bench   release build, throughput/resume/memory figures on loopback (~5 min)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 # Every run from this Makefile pins discovery to loopback: nothing leaves the machine.
 export SYNCPEER_INTERFACE ?= lo
 
 SWIFT_FLAGS ?=
-.PHONY: deps build release test demo clean schema
+.PHONY: deps build release test demo bench clean schema
 
 deps:
 	@bash scripts/install-deps.sh
@@ -24,6 +25,11 @@ test: build
 
 demo: build
 	@bash scripts/demo.sh "$$(swift build --show-bin-path)/syncpeer"
+
+# Release build, then throughput (1 GiB over loopback) next to this machine's limits, bytes
+# re-sent after a SIGKILL at 50 %, peak memory of both daemons; table + .build/bench/results.json.
+bench: deps
+	@bash scripts/bench.sh
 
 # Regenerates the embedded copy of schema/*.sql (a test fails when the two differ).
 schema:

@@ -42,6 +42,9 @@ var package = Package(
         // CLI: argument parser, commands, rendering of events. No protocol or sync logic.
         .target(name: "SyncpeerCLI", dependencies: ["SyncEngine"]),
         .executableTarget(name: "syncpeer", dependencies: ["SyncpeerCLI"]),
+        // Microbenchmarks of this machine's limits (crypto, chunking) for `make bench`; not a
+        // product and not a dependency of `syncpeer`.
+        .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles"], path: "Sources/SyncpeerBench"),
 
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop"]),
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),

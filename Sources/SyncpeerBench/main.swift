@@ -1,0 +1,203 @@
+// syncpeer-bench: microbenchmarks of the limits a transfer cannot beat on this machine,
+// through the same modules the product uses (PeerCrypto over libsodium, PeerFiles).
+// Not part of the `syncpeer` product; `scripts/bench.sh` runs it and collects its JSON.
+//
+//   syncpeer-bench crypto [--seconds S]          ChaCha20-Poly1305 IETF (64 KiB messages,
+//                                                seal and open; also the Noise transport
+//                                                path) and BLAKE2b-256 (1 MiB buffers)
+//   syncpeer-bench chunk PATH [--runs N]         FastCDC + BLAKE2b over a file (FileChunker,
+//                                                as `syncpeer send` prepares an offer)
+//
+// Prints one JSON object on stdout. Rates are in MB/s (10^6 bytes per second); every
+// figure is the best of several timed runs (the median is given too), with the CPU time
+// per GB (user + system, all threads) because on a shared machine that is the stable one.
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PeerCrypto
+import PeerFiles
+
+func now() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+func cpuSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    func s(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+    return s(usage.ru_utime) + s(usage.ru_stime)
+}
+
+struct Measurement {
+    var name: String
+    var best: Double       // MB/s
+    var median: Double     // MB/s
+    var cpuPerGB: Double   // CPU seconds per 10^9 bytes (median run)
+    var bytesPerRun: Int
+    var runs: Int
+    var extra: [String: Any] = [:]
+
+    var json: [String: Any] {
+        var out: [String: Any] = ["name": name, "mb_s": round1(best), "median_mb_s": round1(median),
+                                  "cpu_s_per_gb": (cpuPerGB * 1000).rounded() / 1000,
+                                  "bytes_per_run": bytesPerRun, "runs": runs]
+        for (k, v) in extra { out[k] = v }
+        return out
+    }
+}
+
+func round1(_ x: Double) -> Double { (x * 10).rounded() / 10 }
+
+/// Runs `body` (which processes `bytes` bytes) `runs` times after one warm-up run.
+func measure(_ name: String, bytes: Int, runs: Int, _ body: () throws -> Void) rethrows -> Measurement {
+    try body()  // warm-up: page faults, lazy initialisation, CPU frequency
+    var rates: [Double] = []
+    var cpu: [Double] = []
+    for _ in 0..<runs {
+        let c0 = cpuSeconds()
+        let t0 = now()
+        try body()
+        let t = now() - t0
+        cpu.append(cpuSeconds() - c0)
+        rates.append(Double(bytes) / 1e6 / t)
+    }
+    rates.sort()
+    cpu.sort()
+    let m = Measurement(name: name, best: rates.last!, median: rates[runs / 2],
+                        cpuPerGB: cpu[runs / 2] / (Double(bytes) / 1e9), bytesPerRun: bytes, runs: runs)
+    FileHandle.standardError.write(Data("[syncpeer-bench] \(name): best \(Int(m.best)) MB/s, median \(Int(m.median)) MB/s, CPU \(String(format: "%.2f", m.cpuPerGB)) s/GB\n".utf8))
+    return m
+}
+
+/// Bytes a loop should process so that one run lasts about `seconds` at `rate` MB/s.
+func sized(_ unit: Int, seconds: Double, guessMBs: Double) -> Int {
+    max(1, Int(seconds * guessMBs * 1e6) / unit)
+}
+
+func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
+    var results: [String: Any] = [:]
+    let key = SecureBytes.random(count: ChaChaPoly.keyLength)
+    let empty = [UInt8]()
+
+    // ChaCha20-Poly1305 IETF on 64 KiB messages (the wire uses ≤ 65,535-byte messages).
+    let messageSize = 64 << 10
+    let message = secureRandomBytes(messageSize)
+    let messages = sized(messageSize, seconds: seconds, guessMBs: 1000)
+    var sink: UInt8 = 0
+    let seal = measure("chacha20poly1305_ietf seal 64 KiB", bytes: messages * messageSize, runs: runs) {
+        for i in 0..<messages {
+            let c = ChaChaPoly.seal(key: key, nonce: UInt64(i), ad: empty, plaintext: message)
+            sink &+= c[i & 0xFFFF]
+        }
+    }
+    results["chacha20poly1305_seal"] = seal.json
+    let sealed = ChaChaPoly.seal(key: key, nonce: 7, ad: empty, plaintext: message)
+    let open = measure("chacha20poly1305_ietf open 64 KiB", bytes: messages * messageSize, runs: runs) {
+        for i in 0..<messages {
+            let p = (try? ChaChaPoly.open(key: key, nonce: 7, ad: empty, ciphertext: sealed)) ?? []
+            sink &+= p[i & 0xFFFF]
+        }
+    }
+    results["chacha20poly1305_open"] = open.json
+
+    // The transport path of a session: NoiseCipherState with full-size plaintexts
+    // (65,519 bytes + 16-byte tag = 65,535), as SecureChannel seals a stream of frames.
+    let noisePlain = Array(secureRandomBytes(65_519))
+    let noiseMessages = sized(noisePlain.count, seconds: seconds, guessMBs: 1000)
+    if let sender = try? NoiseCipherState(key: key), let receiver = try? NoiseCipherState(key: key) {
+        let noise = measure("Noise transport encrypt + decrypt, 65,519-byte plaintexts", bytes: noiseMessages * noisePlain.count, runs: runs) {
+            for _ in 0..<noiseMessages {
+                let c = (try? sender.encrypt(noisePlain[0...])) ?? []
+                let p = (try? receiver.decrypt(c)) ?? []
+                sink &+= p.first ?? 0
+            }
+        }
+        results["noise_encrypt_plus_decrypt"] = noise.json
+    }
+
+    // BLAKE2b-256 on 1 MiB buffers (the chunk hash; chunks are ≥ 64 KiB).
+    let bufferSize = 1 << 20
+    let buffer = secureRandomBytes(bufferSize)
+    let buffers = sized(bufferSize, seconds: seconds, guessMBs: 800)
+    let blake = measure("BLAKE2b-256 1 MiB buffers", bytes: buffers * bufferSize, runs: runs) {
+        var hasher = BLAKE2b.Hasher(length: 32)
+        buffer.withUnsafeBytes { raw in
+            for _ in 0..<buffers { hasher.update(raw) }
+        }
+        sink &+= hasher.finalize()[0]
+    }
+    results["blake2b"] = blake.json
+    results["sink"] = Int(sink)
+    return results
+}
+
+func chunkBenchmarks(path: String, runs: Int) throws -> [String: Any] {
+    var st = stat()
+    guard stat(path, &st) == 0 else { throw POSIXError(.ENOENT) }
+    let size = Int(st.st_size)
+    let params = ChunkParameters.forFileSize(UInt64(size))
+    var results: [String: Any] = ["file_bytes": size, "parameters": "\(params)"]
+    var chunkCount = 0
+    for threads in [2, 1] {
+        let m = try measure("FileChunker chunk + hash, hashThreads \(threads)", bytes: size, runs: runs) {
+            let chunker = try FileChunker(path: path, hashThreads: threads)
+            var count = 0
+            while try chunker.next() != nil { count += 1 }
+            chunkCount = count
+        }
+        results["filechunker_threads\(threads)"] = m.json
+    }
+    results["chunks"] = chunkCount
+    // Cutting alone (no hashing), in memory: the FastCDC loop itself.
+    let sample = min(size, 256 << 20)
+    let fd = open(path, O_RDONLY)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    defer { close(fd) }
+    let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: sample, alignment: 64)
+    defer { memory.deallocate() }
+    var done = 0
+    while done < sample {
+        let n = pread(fd, memory.baseAddress! + done, sample - done, off_t(done))
+        guard n > 0 else { throw POSIXError(.EIO) }
+        done += n
+    }
+    let cut = measure("FastCDC cut only, in memory, 1 thread", bytes: sample, runs: runs) {
+        _ = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
+    }
+    results["fastcdc_cut_only"] = cut.json
+    return results
+}
+
+func emit(_ object: [String: Any]) {
+    let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+    FileHandle.standardOutput.write(data)
+    FileHandle.standardOutput.write(Data("\n".utf8))
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func option(_ name: String) -> String? {
+    guard let i = arguments.firstIndex(of: "--" + name), i + 1 < arguments.count else { return nil }
+    return arguments[i + 1]
+}
+let runs = option("runs").flatMap(Int.init) ?? 3
+
+switch arguments.first {
+case "crypto":
+    let seconds = option("seconds").flatMap(Double.init) ?? 1.0
+    emit(cryptoBenchmarks(seconds: seconds, runs: runs))
+case "chunk":
+    guard arguments.count >= 2 else {
+        FileHandle.standardError.write(Data("usage: syncpeer-bench chunk PATH [--runs N]\n".utf8))
+        exit(2)
+    }
+    do { emit(try chunkBenchmarks(path: arguments[1], runs: runs)) } catch {
+        FileHandle.standardError.write(Data("syncpeer-bench: \(arguments[1]): \(error)\n".utf8))
+        exit(1)
+    }
+default:
+    FileHandle.standardError.write(Data("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N]\n".utf8))
+    exit(2)
+}

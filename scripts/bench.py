@@ -1,0 +1,846 @@
+#!/usr/bin/env python3
+"""`make bench`: syncpeer throughput, resume and memory on loopback, next to this machine's
+own limits measured in the same run (issue 5, point 7).
+
+Benchmark helper only (never part of the product). Runs release-built binaries:
+
+  1. limits: raw loopback TCP copy (memory to memory, and file to file with sendfile),
+     disk write + fsync, ChaCha20-Poly1305 / BLAKE2b / FastCDC (syncpeer-bench, through
+     PeerCrypto and PeerFiles);
+  2. a 1 GiB random file sent from alice to bob (two daemons on 127.0.0.1): wall time, MB/s;
+  3. bob SIGKILLed at ~50 % of another 1 GiB transfer and restarted: total time, bytes re-sent;
+  4. peak memory (VmHWM, and the sampled VmRSS maximum) of both daemons, for the 1 GiB file
+     and for a 4 GiB one (the largest chunk sizes: any larger file uses the same);
+  5. optionally rsync over loopback (an rsync daemon on 127.0.0.1), if rsync is installed.
+
+Everything listens on 127.0.0.1 only. Every process started here is killed by PID and
+the temporary directory removed at the end, also on failure or Ctrl-C. Figures are
+printed as a table and written as JSON (default .build/bench/results.json).
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+MB = 1_000_000
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+def log(message):
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Processes we start (killed by PID on exit, never by name)
+
+STARTED = []
+
+
+def track(proc):
+    STARTED.append(proc)
+    return proc
+
+
+def kill_started():
+    for proc in reversed(STARTED):
+        if proc.poll() is None:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def on_signal(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+# ---------------------------------------------------------------------------------------
+# /proc helpers
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def proc_status(pid):
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmHWM", "VmRSS", "Threads"):
+                    parts = value.split()
+                    out[key] = int(parts[0]) * 1024 if key != "Threads" else int(parts[0])
+    except OSError:
+        pass
+    return out
+
+
+def proc_cpu(pid):
+    """User and system CPU seconds of a process (all its threads)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+    except OSError:
+        return None
+
+
+class RSSSampler(threading.Thread):
+    """Samples VmRSS of some PIDs every `interval` seconds; keeps the maximum per name."""
+
+    def __init__(self, interval=0.05):
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.pids = {}
+        self.peak = {}
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+
+    def watch(self, name, pid):
+        with self.lock:
+            self.pids[name] = pid
+
+    def run(self):
+        while not self.stopping.is_set():
+            with self.lock:
+                items = list(self.pids.items())
+            for name, pid in items:
+                rss = proc_status(pid).get("VmRSS")
+                if rss is not None:
+                    with self.lock:
+                        self.peak[name] = max(self.peak.get(name, 0), rss)
+            self.stopping.wait(self.interval)
+
+    def stop(self):
+        self.stopping.set()
+        self.join(timeout=2)
+
+
+# ---------------------------------------------------------------------------------------
+# Files
+
+def write_random_file(path, size):
+    block = 8 * MiB
+    with open(path, "wb") as f:
+        left = size
+        while left > 0:
+            n = min(block, left)
+            f.write(os.urandom(n))
+            left -= n
+    os.utime(path, ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
+
+
+def warm(path):
+    """Reads a file once so it is in the page cache."""
+    with open(path, "rb", buffering=0) as f:
+        buf = bytearray(8 * MiB)
+        while f.readinto(buf):
+            pass
+
+
+def same_content(a, b):
+    return subprocess.run(["cmp", "-s", a, b]).returncode == 0
+
+
+def drop_file_cache(path):
+    """Asks the kernel to drop a file's pages (so the next file does not evict ours)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+class ChunkParams:
+    """ChunkParameters.forFileSize (Sources/PeerFiles/Chunker.swift), for the report."""
+    @staticmethod
+    def for_size(size):
+        guess = -(-size // 2000)
+        average = 64 << 10
+        while average < guess and average < 4 * MiB:
+            average <<= 1
+        return f"average {average // 1024} KiB, max {4 * average // 1024} KiB"
+
+
+# ---------------------------------------------------------------------------------------
+# 1. Limits
+
+def _tcp_receiver(listener, sink_path, result_pipe):
+    conn, _ = listener.accept()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 * MiB)
+    total = 0
+    buf = bytearray(4 * MiB)
+    view = memoryview(buf)
+    out = open(sink_path, "wb", buffering=0) if sink_path else None
+    while True:
+        n = conn.recv_into(view)
+        if n == 0:
+            break
+        if out is not None:
+            out.write(view[:n])
+        total += n
+    if out is not None:
+        out.close()
+    conn.close()
+    os.write(result_pipe, str(total).encode())
+    os.close(result_pipe)
+
+
+def tcp_copy(size, source_file=None, sink_path=None):
+    """One loopback TCP copy of `size` bytes between two processes; returns seconds.
+    Memory to memory by default; with `source_file`, the sender uses sendfile from it and
+    the receiver writes to `sink_path` (no fsync)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # receiver
+        os.close(read_end)
+        try:
+            _tcp_receiver(listener, sink_path, write_end)
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    listener.close()
+    try:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 8 * MiB)
+        start = time.monotonic()
+        if source_file:
+            with open(source_file, "rb") as f:
+                offset = 0
+                while offset < size:
+                    sent = os.sendfile(sock.fileno(), f.fileno(), offset, min(64 * MiB, size - offset))
+                    if sent == 0:
+                        break
+                    offset += sent
+        else:
+            block = memoryview(os.urandom(4 * MiB))
+            left = size
+            while left > 0:
+                n = min(len(block), left)
+                sock.sendall(block[:n])
+                left -= n
+        sock.shutdown(socket.SHUT_WR)
+        received = int(os.read(read_end, 64) or b"0")
+        elapsed = time.monotonic() - start
+        sock.close()
+    finally:
+        os.close(read_end)
+        os.waitpid(pid, 0)
+    if received != size:
+        raise BenchError(f"TCP copy: received {received} of {size} bytes")
+    return elapsed
+
+
+def best_of(runs, body):
+    times = sorted(body() for _ in range(runs))
+    return times[0], times[len(times) // 2]
+
+
+def disk_write_fsync(path, size):
+    block = bytes(8 * MiB)
+    start = time.monotonic()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        left = size
+        while left > 0:
+            left -= os.write(fd, block[:min(len(block), left)])
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    elapsed = time.monotonic() - start
+    os.unlink(path)
+    return elapsed
+
+
+# ---------------------------------------------------------------------------------------
+# syncpeer daemons
+
+class Daemon:
+    def __init__(self, bench, name, home, arguments=(), listen="127.0.0.1:0", env=None):
+        self.bench = bench
+        self.name = name
+        self.home = home
+        self.events = []  # (monotonic time, event)
+        self.cond = threading.Condition()
+        self.log_path = os.path.join(bench.work, f"{name}-daemon-{len(bench.daemon_logs)}.log")
+        bench.daemon_logs.append(self.log_path)
+        self.stderr = open(self.log_path + ".stderr", "wb")
+        command = [bench.syncpeer, "--home", home, "daemon", "--listen", listen, "--json"] + list(arguments)
+        self.proc = track(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.stderr,
+                                           stdin=subprocess.DEVNULL, env=env or bench.env))
+        self.pid = self.proc.pid
+        self.started = time.monotonic()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        listening = self.wait_for(lambda e: e.get("event") == "listening", 15, "listening")
+        self.address = listening["address"]
+
+    def _read(self):
+        with open(self.log_path, "wb") as out:
+            for line in self.proc.stdout:
+                out.write(line)
+                out.flush()
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                with self.cond:
+                    self.events.append((time.monotonic(), event))
+                    self.cond.notify_all()
+
+    def wait_for(self, match, timeout, what):
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self.cond:
+            while True:
+                for _, event in self.events[seen:]:
+                    if match(event):
+                        return event
+                seen = len(self.events)
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    break
+                self.cond.wait(min(left, 0.2))
+        raise BenchError(f"{self.name}: no '{what}' event within {timeout} s (log: {self.log_path})")
+
+    def wait_connected(self, peer, timeout=20):
+        return self.wait_for(lambda e: e.get("event") == "state" and e.get("state") == "connected"
+                             and (e.get("peer") or {}).get("name") == peer, timeout, f"connected to {peer}")
+
+    def memory(self):
+        return proc_status(self.pid)
+
+    def cpu(self):
+        return proc_cpu(self.pid)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(timeout=5)
+        self.stderr.close()
+
+    def crash(self):
+        if self.proc.poll() is None:
+            os.kill(self.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.reader.join(timeout=5)
+        self.stderr.close()
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.syncpeer = args.syncpeer
+        self.work = tempfile.mkdtemp(prefix="syncpeer-bench-", dir=args.tmp)
+        self.daemon_logs = []
+        self.env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": self.work,
+            "SYNCPEER_INTERFACE": "lo",       # discovery, where present, stays on loopback
+            "SYNCPEER_REDIAL_MS": "300",      # reconnect quickly after the kill
+        }
+        if args.window:
+            self.env["SYNCPEER_SEND_WINDOW"] = str(args.window)
+
+    def run_cli(self, *arguments, timeout=60):
+        result = subprocess.run([self.syncpeer] + list(arguments), env=self.env, capture_output=True,
+                                text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        if result.returncode != 0:
+            raise BenchError(f"syncpeer {' '.join(arguments)} failed ({result.returncode}): {result.stderr.strip()}")
+        return result.stdout
+
+    def pair(self, tag):
+        """Two fresh homes; alice pairs with bob (who auto-accepts). Returns (alice, bob, inbox)."""
+        alice_home = os.path.join(self.work, f"alice-{tag}")
+        bob_home = os.path.join(self.work, f"bob-{tag}")
+        inbox = os.path.join(self.work, f"inbox-{tag}")
+        os.makedirs(inbox)
+        self.run_cli("--home", alice_home, "init", "--name", "alice")
+        self.run_cli("--home", bob_home, "init", "--name", "bob")
+        alice = Daemon(self, "alice", alice_home)
+        bob = Daemon(self, "bob", bob_home, ["--receive-dir", inbox, "--auto-accept"])
+        self.run_cli("--home", alice_home, "pair", bob.address, "--json", timeout=60)
+        alice.wait_connected("bob")
+        bob.wait_connected("alice")
+        return alice, bob, inbox
+
+    def send(self, alice, path, on_progress=None, timeout=900):
+        """Runs `syncpeer send PATH --to bob --json`; returns (seconds, final result, events)."""
+        command = [self.syncpeer, "--home", alice.home, "send", path, "--to", "bob", "--json"]
+        start = time.monotonic()
+        proc = track(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      stdin=subprocess.DEVNULL, env=self.env, text=True))
+        events = []
+        timer = threading.Timer(timeout, lambda: proc.poll() is None and os.kill(proc.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            for line in proc.stdout:
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                events.append((time.monotonic() - start, event))
+                if on_progress:
+                    on_progress(event)
+            stderr = proc.stderr.read()
+            proc.wait()
+        finally:
+            timer.cancel()
+        elapsed = time.monotonic() - start
+        if proc.returncode != 0 or not events:
+            if proc.returncode == -signal.SIGKILL and elapsed >= timeout:
+                raise BenchError(f"send did not finish within {timeout} s (killed); last event: "
+                                 f"{events[-1][1] if events else None}")
+            raise BenchError(f"send failed ({proc.returncode}) after {elapsed:.1f} s: {stderr.strip()}")
+        return elapsed, events[-1][1], events
+
+
+def phase_times(events):
+    """(seconds until the first byte was confirmed active, seconds of the active phase)."""
+    first_active = next((t for t, e in events if e.get("state") == "active"), None)
+    end = events[-1][0]
+    return first_active, (end - first_active) if first_active is not None else None
+
+
+# ---------------------------------------------------------------------------------------
+# The run
+
+def measure_limits(bench, results, source):
+    size = bench.args.size
+    limits = results["limits"]
+    log("limit: loopback TCP copy, memory to memory (2 processes, 4 MiB buffers)")
+    best, median = best_of(3, lambda: tcp_copy(size))
+    limits["tcp_loopback"] = {"mb_s": round(size / MB / best, 1), "median_mb_s": round(size / MB / median, 1),
+                              "bytes": size, "note": "Python sender/receiver, 4 MiB send/recv, best of 3"}
+    log(f"  {size / MB / best:.0f} MB/s")
+    log("limit: loopback TCP copy, file to file (sendfile from the page cache, write to disk, no fsync)")
+    sink = os.path.join(bench.work, "tcp-sink.bin")
+
+    def file_copy():
+        t = tcp_copy(size, source_file=source, sink_path=sink)
+        drop_file_cache(sink)
+        os.unlink(sink)
+        return t
+    best, median = best_of(2, file_copy)
+    limits["tcp_loopback_file"] = {"mb_s": round(size / MB / best, 1), "median_mb_s": round(size / MB / median, 1),
+                                   "bytes": size, "note": "informational: includes page-cache writes on the receiver"}
+    log(f"  {size / MB / best:.0f} MB/s")
+    log("informational: disk write + fsync of 1 GiB (the receiver fsyncs before the rename)")
+    best, median = best_of(2, lambda: disk_write_fsync(os.path.join(bench.work, "disk.bin"), size))
+    limits["disk_write_fsync"] = {"mb_s": round(size / MB / best, 1), "median_mb_s": round(size / MB / median, 1),
+                                  "bytes": size, "note": "informational, not part of the goal"}
+    log(f"  {size / MB / best:.0f} MB/s")
+
+    log("limits: ChaCha20-Poly1305 and BLAKE2b (syncpeer-bench crypto)")
+    crypto = json.loads(subprocess.run([bench.args.bench_bin, "crypto", "--seconds", "1"], check=True,
+                                       capture_output=True, text=True).stdout)
+    limits["chacha20poly1305_seal"] = crypto["chacha20poly1305_seal"]
+    limits["chacha20poly1305_open"] = crypto["chacha20poly1305_open"]
+    limits["noise_encrypt_plus_decrypt"] = crypto.get("noise_encrypt_plus_decrypt")
+    limits["blake2b"] = crypto["blake2b"]
+    log("limits: FastCDC + BLAKE2b over the 1 GiB file (syncpeer-bench chunk)")
+    chunk = json.loads(subprocess.run([bench.args.bench_bin, "chunk", source, "--runs", "2"], check=True,
+                                      capture_output=True, text=True).stdout)
+    limits["fastcdc_chunk_hash"] = chunk
+    # The goal counts the three limits of issue 5 (TCP, ChaCha20-Poly1305, BLAKE2b).
+    goal_limits = {
+        "tcp_loopback": limits["tcp_loopback"]["mb_s"],
+        "chacha20poly1305_seal": limits["chacha20poly1305_seal"]["mb_s"],
+        "chacha20poly1305_open": limits["chacha20poly1305_open"]["mb_s"],
+        "blake2b": limits["blake2b"]["mb_s"],
+    }
+    slowest = min(goal_limits, key=goal_limits.get)
+    results["goal"] = {"slowest_limit": slowest, "slowest_limit_mb_s": goal_limits[slowest],
+                       "throughput_goal_mb_s": round(goal_limits[slowest] / 2, 1),
+                       "memory_goal_bytes": 100 * MiB}
+
+
+def end_to_end(bench, results, source, sampler, size=None, key="end_to_end", memory_key="memory"):
+    size = size or bench.args.size
+    log(f"{key}: pairing two fresh daemons")
+    alice, bob, inbox = bench.pair(key)
+    sampler.watch(key + ".alice", alice.pid)
+    sampler.watch(key + ".bob", bob.pid)
+    cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    log(f"{key}: sending {size / MiB:.0f} MiB alice → bob")
+    elapsed, final, events = bench.send(alice, source)
+    cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    memory = {"alice": alice.memory(), "bob": bob.memory()}
+    if final.get("state") != "completed":
+        raise BenchError(f"end to end: final state {final.get('state')}: {final}")
+    received = os.path.join(inbox, os.path.basename(source))
+    identical = same_content(source, received)
+    if not identical:
+        raise BenchError("end to end: the received file differs from the source")
+    prepare, active = phase_times(events)
+    cpu = {}
+    for name in ("alice", "bob"):
+        if cpu0[name] and cpu1[name]:
+            cpu[name] = {"user_s": round(cpu1[name][0] - cpu0[name][0], 2),
+                         "system_s": round(cpu1[name][1] - cpu0[name][1], 2)}
+    results[key] = {
+        "bytes": size, "seconds": round(elapsed, 2), "mb_s": round(size / MB / elapsed, 1),
+        "prepare_seconds": round(prepare, 2) if prepare is not None else None,
+        "transfer_seconds": round(active, 2) if active is not None else None,
+        "transfer_mb_s": round(size / MB / active, 1) if active else None,
+        "resent": final.get("resent"), "identical": identical,
+        "window_bytes": bench.args.window or 16 * MiB,
+        "cpu": cpu, "page_cache": "warm (source written and read just before)",
+    }
+    results[memory_key] = {
+        "bytes": size, "chunk_parameters": f"{ChunkParams.for_size(size)}",
+        "alice_vmhwm": memory["alice"].get("VmHWM"), "bob_vmhwm": memory["bob"].get("VmHWM"),
+        "alice_sampled_max_rss": sampler.peak.get(key + ".alice"), "bob_sampled_max_rss": sampler.peak.get(key + ".bob"),
+        "alice_threads": memory["alice"].get("Threads"), "bob_threads": memory["bob"].get("Threads"),
+    }
+    log(f"  {elapsed:.1f} s, {size / MB / elapsed:.0f} MB/s; VmHWM alice {memory['alice'].get('VmHWM', 0) / MiB:.0f} MiB, "
+        f"bob {memory['bob'].get('VmHWM', 0) / MiB:.0f} MiB")
+    alice.stop()
+    bob.stop()
+    drop_file_cache(received)
+    os.unlink(received)
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+def resume(bench, results, source):
+    size = bench.args.size
+    log("resume: pairing two fresh daemons")
+    alice, bob, inbox = bench.pair("resume")
+    state = {"bob": bob, "killed_at": None, "kill_time": None, "restarted": None, "error": None}
+    lock = threading.Lock()
+    start = time.monotonic()
+
+    def restart():
+        try:
+            old = state["bob"]
+            old.crash()
+            state["kill_time"] = time.monotonic() - start
+            # Same home, same port: alice redials the address she knows (so does bob).
+            new = Daemon(bench, "bob", old.home, ["--receive-dir", inbox, "--auto-accept"], listen=old.address)
+            state["bob"] = new
+            state["restarted"] = time.monotonic() - start
+        except Exception as error:  # reported after the send returns or times out
+            state["error"] = error
+
+    def on_progress(event):
+        with lock:
+            if state["killed_at"] is None and event.get("state") == "active" and \
+                    event.get("bytes", 0) >= event.get("total", size) // 2:
+                state["killed_at"] = event.get("bytes")
+                threading.Thread(target=restart, daemon=True).start()
+
+    log(f"resume: sending {size / MiB:.0f} MiB; bob is SIGKILLed at 50 % and restarted")
+    try:
+        elapsed, final, events = bench.send(alice, source, on_progress=on_progress, timeout=bench.args.resume_timeout)
+    except BenchError as error:
+        # Keep what is known (and both sides' view of the transfer) for the report.
+        views = {}
+        for name, daemon in (("alice", alice), ("bob", state["bob"])):
+            try:
+                views[name] = bench.run_cli("--home", daemon.home, "transfers", timeout=10).strip()
+            except (BenchError, subprocess.TimeoutExpired) as other:
+                views[name] = str(other)
+        results["resume"] = {"bytes": size, "completed": False, "error": str(error),
+                             "killed_at_bytes": state["killed_at"], "transfers": views,
+                             "window_bytes": bench.args.window or 16 * MiB}
+        raise
+    if state["error"]:
+        raise BenchError(f"resume: restarting bob failed: {state['error']}")
+    if final.get("state") != "completed":
+        raise BenchError(f"resume: final state {final.get('state')}: {final}")
+    received = os.path.join(inbox, os.path.basename(source))
+    identical = same_content(source, received)
+    bob = state["bob"]
+    bob_memory = bob.memory()
+    window = bench.args.window or 16 * MiB
+    resent = final.get("resent")
+    results["resume"] = {
+        "bytes": size, "seconds": round(elapsed, 2), "killed_at_bytes": state["killed_at"],
+        "killed_at_seconds": round(state["kill_time"], 2) if state["kill_time"] else None,
+        "bob_restarted_at_seconds": round(state["restarted"], 2) if state["restarted"] else None,
+        "completed": True, "resent": resent, "window_bytes": window,
+        "resent_within_window": resent is not None and resent <= window,
+        "identical": identical, "restarted_bob_vmhwm": bob_memory.get("VmHWM"),
+    }
+    log(f"  {elapsed:.1f} s, re-sent {resent} bytes (window {window})")
+    alice.stop()
+    bob.stop()
+    if not identical:
+        raise BenchError("resume: the received file differs from the source")
+    drop_file_cache(received)
+    os.unlink(received)
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+def rsync_compare(bench, results, source):
+    rsync = shutil.which("rsync")
+    if not rsync:
+        results["rsync"] = {"skipped": "rsync is not installed"}
+        log("rsync: not installed, skipped")
+        return
+    root = os.path.join(bench.work, "rsync")
+    target = os.path.join(root, "module")
+    os.makedirs(target)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = os.path.join(root, "rsyncd.conf")
+    with open(config, "w") as f:
+        f.write(f"pid file = {root}/rsyncd.pid\nuse chroot = no\nuid = {os.getuid()}\ngid = {os.getgid()}\n"
+                f"[bench]\n  path = {target}\n  read only = no\n")
+    daemon = track(subprocess.Popen([rsync, "--daemon", "--no-detach", "--address=127.0.0.1", f"--port={port}",
+                                     f"--config={config}", f"--log-file={root}/rsyncd.log"],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise BenchError("rsync daemon did not start")
+                time.sleep(0.05)
+        log("rsync: sending the 1 GiB file to an rsync daemon on 127.0.0.1 (no encryption)")
+        start = time.monotonic()
+        subprocess.run([rsync, "-a", "--whole-file", source, f"rsync://127.0.0.1:{port}/bench/"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=bench.env)
+        elapsed = time.monotonic() - start
+        received = os.path.join(target, os.path.basename(source))
+        version = subprocess.run([rsync, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        results["rsync"] = {"seconds": round(elapsed, 2), "mb_s": round(bench.args.size / MB / elapsed, 1),
+                            "identical": same_content(source, received), "version": version,
+                            "note": "rsync daemon protocol, plaintext, no fsync"}
+        log(f"  {elapsed:.1f} s, {bench.args.size / MB / elapsed:.0f} MB/s")
+        drop_file_cache(received)
+    finally:
+        if daemon.poll() is None:
+            os.kill(daemon.pid, signal.SIGTERM)
+            try:
+                daemon.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(daemon.pid, signal.SIGKILL)
+                daemon.wait()
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+
+def fmt_rate(x):
+    return f"{x:,.0f} MB/s" if isinstance(x, (int, float)) else "—"
+
+
+def fmt_mib(x):
+    return f"{x / MiB:,.1f} MiB" if isinstance(x, (int, float)) else "—"
+
+
+def table(results, size):
+    rows = []
+    size_label = f"{size / GiB:g} GiB" if size >= GiB else f"{size / MiB:g} MiB"
+    limits = results.get("limits", {})
+    goal = results.get("goal", {})
+
+    def add(section, name, value, note=""):
+        rows.append((section, name, value, note))
+
+    def limit(key, label, note=""):
+        if key in limits and limits[key]:
+            add("limit", label, fmt_rate(limits[key]["mb_s"]), note)
+    limit("tcp_loopback", "loopback TCP copy, memory→memory", "best of 3")
+    limit("chacha20poly1305_seal", "ChaCha20-Poly1305 IETF seal, 64 KiB", "libsodium via PeerCrypto")
+    limit("chacha20poly1305_open", "ChaCha20-Poly1305 IETF open, 64 KiB", "")
+    limit("blake2b", "BLAKE2b-256, 1 MiB buffers", "")
+    chunk = limits.get("fastcdc_chunk_hash") or {}
+    for key, label in (("filechunker_threads2", "FastCDC chunk+hash (FileChunker, 2 thr)"),
+                       ("filechunker_threads1", "FastCDC chunk+hash (FileChunker, 1 thr)"),
+                       ("fastcdc_cut_only", "FastCDC cut only, in memory")):
+        if key in chunk:
+            add("limit", label, fmt_rate(chunk[key]["mb_s"]), f"{chunk.get('chunks', '?')} chunks" if key.endswith("2") else "")
+    limit("noise_encrypt_plus_decrypt", "Noise transport seal+open (1 core)", "info: both ends' crypto on 1 core")
+    limit("tcp_loopback_file", "loopback TCP copy, file→file", "info: sendfile, writes to disk cache")
+    limit("disk_write_fsync", "disk write + fsync, same size", "info: receiver fsyncs the file")
+    if goal:
+        add("goal", "≥ 50 % of the slowest limit", fmt_rate(goal["throughput_goal_mb_s"]),
+            f"slowest: {goal['slowest_limit']} {fmt_rate(goal['slowest_limit_mb_s'])}")
+    e2e = results.get("end_to_end")
+    if e2e:
+        met = e2e["mb_s"] >= goal.get("throughput_goal_mb_s", float("inf"))
+        add("e2e", f"{size_label} alice→bob, wall (send command)", fmt_rate(e2e["mb_s"]),
+            f"{e2e['seconds']} s; goal {'MET' if met else 'NOT met'}")
+        if e2e.get("transfer_mb_s"):
+            add("e2e", "  of which: chunking the source", f"{e2e['prepare_seconds']} s", "before the offer")
+            add("e2e", "  of which: transfer (accept→done)", fmt_rate(e2e["transfer_mb_s"]), f"{e2e['transfer_seconds']} s")
+        for name in ("alice", "bob"):
+            c = e2e.get("cpu", {}).get(name)
+            if c:
+                add("e2e", f"  CPU of {name}'s daemon", f"{c['user_s'] + c['system_s']:.1f} s",
+                    f"user {c['user_s']} s, sys {c['system_s']} s")
+    lg = results.get("large")
+    if lg:
+        add("large", f"{lg['bytes'] / GiB:g} GiB alice→bob (largest chunk sizes)", fmt_rate(lg["mb_s"]),
+            f"{lg['seconds']} s; chunking {lg['prepare_seconds']} s")
+    r = results.get("resume")
+    if r and not r.get("completed"):
+        add("resume", f"{size_label}, bob SIGKILLed at 50 %", "FAILED", r.get("error", "")[:100])
+    elif r:
+        add("resume", f"{size_label}, bob SIGKILLed at 50 %, total", f"{r['seconds']} s",
+            f"killed at {fmt_mib(r['killed_at_bytes'])}, back at {r['bob_restarted_at_seconds']} s")
+        add("resume", "bytes re-sent", f"{r['resent']:,} B" if r["resent"] is not None else "—",
+            f"= {fmt_mib(r['resent'])}; window {fmt_mib(r['window_bytes'])}: "
+            f"{'within' if r['resent_within_window'] else 'OVER'}")
+    m = results.get("memory")
+    if m:
+        for name in ("alice", "bob"):
+            hwm = m.get(f"{name}_vmhwm")
+            ok = hwm is not None and hwm < 100 * MiB
+            add("memory", f"{name} daemon peak RSS (VmHWM)", fmt_mib(hwm),
+                f"sampled max {fmt_mib(m.get(name + '_sampled_max_rss'))}; goal < 100 MiB {'MET' if ok else 'NOT met'}")
+    ml = results.get("memory_large")
+    if ml:
+        for name in ("alice", "bob"):
+            hwm = ml.get(f"{name}_vmhwm")
+            ok = hwm is not None and hwm < 100 * MiB
+            add("memory", f"{name} peak RSS, {ml['bytes'] / GiB:g} GiB file", fmt_mib(hwm),
+                f"{ml['chunk_parameters']}; goal < 100 MiB {'MET' if ok else 'NOT met'}")
+    rs = results.get("rsync")
+    if rs:
+        if "skipped" in rs:
+            add("rsync", "rsync daemon over loopback", "skipped", rs["skipped"])
+        else:
+            add("rsync", f"rsync daemon over loopback, {size_label}", fmt_rate(rs["mb_s"]), f"{rs['seconds']} s, plaintext")
+    w = [max(len(str(row[i])) for row in rows) for i in range(4)]
+    lines = [f"{'section':<{w[0]}}  {'measure':<{w[1]}}  {'value':>{w[2]}}  note",
+             f"{'-' * w[0]}  {'-' * w[1]}  {'-' * w[2]}  {'-' * 4}"]
+    for s, n, v, note in rows:
+        lines.append(f"{s:<{w[0]}}  {n:<{w[1]}}  {v:>{w[2]}}  {note}")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--syncpeer", required=True, help="the release-built syncpeer binary")
+    parser.add_argument("--bench-bin", required=True, help="the release-built syncpeer-bench binary")
+    parser.add_argument("--size", type=int, default=GiB, help="file size in bytes (default 1 GiB)")
+    parser.add_argument("--window", type=int, default=0, help="SYNCPEER_SEND_WINDOW for the daemons (default: theirs, 16 MiB)")
+    parser.add_argument("--large-size", type=int, default=4 * GiB,
+                        help="size of the memory run with the largest chunk sizes (default 4 GiB; 0 skips it)")
+    parser.add_argument("--resume-timeout", type=float, default=180, help="seconds the resume run may take (default 180)")
+    parser.add_argument("--tmp", default="/tmp", help="where the temporary directory goes (same disk as the files)")
+    parser.add_argument("--output", default=".build/bench/results.json")
+    parser.add_argument("--skip", default="", help="comma-separated phases to skip: limits,e2e,rsync,large,resume")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) for inspection")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_signal)
+    results = {
+        "machine": {"cpus": os.cpu_count(), "kernel": platform.release(), "python": platform.python_version(),
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_average_start": os.getloadavg(),
+                    "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                                             text=True).stdout.strip() or None},
+        "limits": {},
+    }
+    bench = Bench(args)
+    sampler = RSSSampler()
+    sampler.start()
+    status = 0
+    try:
+        log(f"working in {bench.work}")
+        source = os.path.join(bench.work, "big.bin")
+        log(f"writing {args.size / MiB:.0f} MiB of random data")
+        write_random_file(source, args.size)
+        warm(source)
+        if "limits" not in skip:
+            measure_limits(bench, results, source)
+        if "e2e" not in skip:
+            warm(source)
+            end_to_end(bench, results, source, sampler)
+        if "rsync" not in skip:
+            warm(source)
+            rsync_compare(bench, results, source)
+        if "large" not in skip and args.large_size > 0:
+            # Chunk sizes stop growing at 4 GiB (average 4 MiB, max 16 MiB), so the buffers,
+            # and the peak memory, of any larger file are those of this one.
+            drop_file_cache(source)
+            os.unlink(source)
+            source = os.path.join(bench.work, "large.bin")
+            log(f"writing {args.large_size / MiB:.0f} MiB of random data")
+            write_random_file(source, args.large_size)
+            end_to_end(bench, results, source, sampler, size=args.large_size, key="large", memory_key="memory_large")
+        if "resume" not in skip:
+            # Other content, so nothing of the first transfer can be reused.
+            drop_file_cache(source)
+            os.unlink(source)
+            source = os.path.join(bench.work, "resume.bin")
+            write_random_file(source, args.size)
+            warm(source)
+            resume(bench, results, source)
+    except (BenchError, subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyboardInterrupt, SystemExit) as error:
+        if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            error = f"interrupted ({type(error).__name__} {error})"
+        log(f"FAILED: {error}")
+        results["error"] = str(error)
+        status = 1
+        for path in bench.daemon_logs:
+            for p in (path, path + ".stderr"):
+                try:
+                    with open(p) as f:
+                        tail = f.read()[-2000:]
+                    if tail.strip():
+                        log(f"--- {p} (end) ---\n{tail}")
+                except OSError:
+                    pass
+    finally:
+        sampler.stop()
+        kill_started()
+        if args.keep:
+            log(f"kept {bench.work}")
+        else:
+            shutil.rmtree(bench.work, ignore_errors=True)
+    results["machine"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    results["machine"]["load_average_end"] = os.getloadavg()
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    with open(args.output, "w") as f:
+        json.dump(results, f, indent=2, sort_keys=True)
+        f.write("\n")
+    print()
+    load = results["machine"]["load_average_start"]
+    print(f"syncpeer benchmark, {results['machine']['cpus']} CPUs, loopback, {args.size / MiB:.0f} MiB files; "
+          f"load average at start {load[0]:.2f} (other processes compete for the CPUs: figures vary run to run)")
+    print(table(results, args.size))
+    print(f"\nJSON: {args.output}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
