@@ -289,7 +289,7 @@ class Daemon:
         self.log_path = os.path.join(bench.work, f"{name}-daemon-{len(bench.daemon_logs)}.log")
         bench.daemon_logs.append(self.log_path)
         self.stderr = open(self.log_path + ".stderr", "wb")
-        command = [bench.syncpeer, "--home", home, "daemon", "--listen", listen, "--json"] + list(arguments)
+        command = [bench.syncpeer, "--home", home, "daemon", "--listen", listen, "--json", "--no-discovery"] + list(arguments)
         self.proc = track(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.stderr,
                                            stdin=subprocess.DEVNULL, env=env or bench.env))
         self.pid = self.proc.pid

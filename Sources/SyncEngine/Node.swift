@@ -544,11 +544,6 @@ public final class Node: @unchecked Sendable {
                 // "connecting" is reported once by begin(); closed once by finish().
                 if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
                 if state == .connected {
-                    // The frames of earlier actions (a responder's `pairing(accepted)`) go
-                    // first: the peer drops anything that arrives before it is connected,
-                    // such as the offers `transfersSessionConnected` sends.
-                    session.send(outgoing)
-                    outgoing = []
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil

@@ -14,6 +14,30 @@ struct PreparedOffer: Sendable {
         let manifest: Manifest
         /// Index of this entry's first chunk in the whole offer.
         let firstChunk: Int
+        /// Size, mtime and inode when it was chunked: a file that differs has changed.
+        let stamp: FileStamp
+
+        /// Throws `.changedOnDisk` when the file is no longer the one that was chunked.
+        func checkUnchanged() throws(FileError) {
+            guard FileStamp(path: path) == stamp else {
+                throw FileError(kind: .changedOnDisk, operation: "send", path: path, message: "the file changed since it was offered")
+            }
+        }
+    }
+
+    /// What identifies a file's content cheaply.
+    struct FileStamp: Sendable, Equatable {
+        let size: Int64
+        let mtimeNs: Int64
+        let inode: UInt64
+
+        init?(path: String) {
+            var st = stat()
+            guard stat(path, &st) == 0 else { return nil }
+            size = Int64(st.st_size)
+            mtimeNs = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            inode = UInt64(st.st_ino)
+        }
     }
 
     let offer: TransferOffer
@@ -61,7 +85,9 @@ struct PreparedOffer: Sendable {
         var next = 0
         for file in files {
             var st = stat()
-            guard stat(file.absolute, &st) == 0 else { throw .io(path: file.absolute, reason: String(cString: strerror(errno))) }
+            guard stat(file.absolute, &st) == 0, let stamp = FileStamp(path: file.absolute) else {
+                throw .io(path: file.absolute, reason: String(cString: strerror(errno)))
+            }
             let manifest: Manifest
             do { manifest = try FileChunker.manifest(ofFileAt: file.absolute) } catch {
                 throw .io(path: file.absolute, reason: error.description)
@@ -75,7 +101,10 @@ struct PreparedOffer: Sendable {
             let mode = kind == .stream ? 0o644 : UInt32(st.st_mode) & 0o7777
             entries.append(.init(path: file.relative, size: manifest.fileSize, mode: mode,
                                  mtimeNanoseconds: mtime, manifest: encoded))
-            sources.append(Source(path: file.absolute, manifest: manifest, firstChunk: next))
+            guard FileStamp(path: file.absolute) == stamp else {
+                throw .io(path: file.absolute, reason: "it changed while it was being read; send it again")
+            }
+            sources.append(Source(path: file.absolute, manifest: manifest, firstChunk: next, stamp: stamp))
             next += manifest.chunks.count
         }
         let offer = TransferOffer(id: id, kind: isDirectory ? .folder : kind, name: baseName, entries: entries)
