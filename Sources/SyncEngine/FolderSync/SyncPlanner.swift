@@ -1,0 +1,227 @@
+/// What to do about one path, decided from the local state and the peers' states.
+public enum SyncAction: Sendable, Hashable {
+    /// Nothing to do: the local version has seen every peer's change.
+    case upToDate
+    /// Fetch the content (file bytes, a directory, a symlink) of `state` from `from` and
+    /// record `state` locally. Also replaces a local path of another kind.
+    case pull(FileState, from: String)
+    /// The local content is already right; apply the metadata (mode, mtime) of `state`
+    /// and record it. Moves no data.
+    case updateMetadata(FileState, from: String)
+    /// Remove the local path (if present) and record the tombstone `state`, whose version
+    /// dominates the local one.
+    case delete(FileState, from: String)
+    /// Concurrent versions where the local one wins: keep the disk as is and record
+    /// `state` (the local state with the merged version), so peers take it.
+    case keepLocal(FileState)
+    /// Concurrent versions where the local one loses and its content differs: move the
+    /// local path to `loserCopyName` (it is then scanned and synced as a new file), then
+    /// fetch `winner` from `from` and record it. `winner` carries the merged version.
+    case conflict(winner: FileState, from: String, loser: FileState, loserCopyName: String)
+    /// A deletion and a creation of the same content in one batch: rename the local
+    /// path `from.path` to `to.path` (no data moves), record the tombstone `from` and `to`.
+    case rename(from: FileState, to: FileState, source: String)
+
+    /// The paths the action changes locally.
+    public var paths: [String] {
+        switch self {
+        case .upToDate: []
+        case .pull(let s, _), .updateMetadata(let s, _), .delete(let s, _), .keepLocal(let s): [s.path]
+        case .conflict(let winner, _, _, let copy): [winner.path, copy]
+        case .rename(let from, let to, _): [from.path, to.path]
+        }
+    }
+}
+
+/// Decides, for one path, what the local side does given its own state and the states
+/// of the peers that share the folder. Pure: no I/O, deterministic, the same inputs give
+/// the same action on every node, which is what makes replicas converge.
+///
+/// Rules:
+/// - Versions are compared by dominance. States dominated by another are ignored; if the
+///   local state dominates every peer's, nothing happens.
+/// - One newest state (strictly newer than ours): take it (`pull`, `updateMetadata` when
+///   only metadata differs, `delete` when it is a tombstone).
+/// - Concurrent newest states: the winner is chosen by `ConflictRules.beats` (a live
+///   entry beats a tombstone, a directory beats a file, the newer mtime wins, then the
+///   larger device ID); its state is recorded with the merged version of all of them, so
+///   every node ends on the same record. A losing local file keeps its content as a
+///   conflict copy; a losing local tombstone simply takes the edit (delete-vs-modify:
+///   the edit wins, nothing is lost).
+/// - A path is deleted only when a tombstone's version dominates the local version.
+public struct SyncPlanner: Sendable {
+    public init() {}
+
+    /// The action for one path. `remotes` maps device ID → that peer's state of the path.
+    public func plan(local: FileState?, remotes: [String: FileState]) -> SyncAction {
+        var candidates: [(device: String?, state: FileState)] = []
+        if let local { candidates.append((nil, local)) }
+        // A peer's entry with an empty version counts no change at all: it is malformed, ignore it.
+        for device in remotes.keys.sorted() where !remotes[device]!.version.isEmpty {
+            candidates.append((device, remotes[device]!))
+        }
+
+        // The newest states: not dominated by any other.
+        let maximal = candidates.filter { c in
+            !candidates.contains { $0.state.version.compare(c.state.version) == .greater }
+        }
+        // One representative per distinct version: local when it is among them, else
+        // the state with the highest precedence (ties: first device in order).
+        var representatives: [(device: String?, state: FileState)] = []
+        for c in maximal {
+            if let i = representatives.firstIndex(where: { $0.state.version == c.state.version }) {
+                let current = representatives[i]
+                if current.device != nil && (c.device == nil || ConflictRules.beats(c.state, current.state)) {
+                    representatives[i] = c
+                }
+            } else {
+                representatives.append(c)
+            }
+        }
+        guard !representatives.isEmpty else { return .upToDate }
+
+        if representatives.count == 1 {
+            let newest = representatives[0]
+            guard let device = newest.device else { return .upToDate }
+            if let local, local.version == newest.state.version { return .upToDate }
+            return take(newest.state.with(version: newest.state.version), from: device, local: local)
+        }
+
+        // Concurrent versions.
+        let merged = representatives.dropFirst().reduce(representatives[0].state.version) { $0.merged(with: $1.state.version) }
+        let winner = representatives.dropFirst().reduce(representatives[0]) { ConflictRules.beats($1.state, $0.state) ? $1 : $0 }
+        guard let winnerDevice = winner.device else {
+            return .keepLocal(winner.state.with(version: merged))
+        }
+        let target = winner.state.with(version: merged)
+        let localIsConcurrent = representatives.contains { $0.device == nil }
+        if let local, localIsConcurrent, !local.deleted {
+            // A live local state lost. Same content: only metadata and version to take.
+            if local.hasSameContent(as: target) { return .updateMetadata(target, from: winnerDevice) }
+            return .conflict(winner: target, from: winnerDevice, loser: local,
+                             loserCopyName: ConflictRules.conflictCopyName(for: local.path, mtimeNs: local.mtimeNs,
+                                                                          device: local.modifiedBy))
+        }
+        // No local state, a local tombstone, or a local state another peer already built on.
+        return take(target, from: winnerDevice, local: local)
+    }
+
+    /// Plans every path of a batch; `remotes` maps path → (device → state).
+    public func plan(local: [String: FileState], remotes: [String: [String: FileState]]) -> [SyncAction] {
+        let paths = Set(local.keys).union(remotes.keys).sorted()
+        return paths.map { plan(local: local[$0], remotes: remotes[$0] ?? [:]) }.filter { $0 != .upToDate }
+    }
+
+    /// Adopting a newer state that is not in conflict with ours.
+    private func take(_ state: FileState, from device: String, local: FileState?) -> SyncAction {
+        if state.deleted { return .delete(state, from: device) }
+        if let local, !local.deleted, local.hasSameContent(as: state) { return .updateMetadata(state, from: device) }
+        return .pull(state, from: device)
+    }
+
+    /// Turns a `.delete` of a live local file and a `.pull` of a new path with the same
+    /// content (root hash) into one `.rename`: the data is already here. Each deletion and
+    /// each pull pairs at most once; pairs are made in path order, so the result is
+    /// deterministic. A rename takes the pull's place in the list; the delete is dropped.
+    public static func planRenames(_ actions: [SyncAction], local: [String: FileState]) -> [SyncAction] {
+        var deletesByContent: [[UInt8]: [(index: Int, tombstone: FileState)]] = [:]
+        for (index, action) in actions.enumerated() {
+            guard case .delete(let tombstone, _) = action, let old = local[tombstone.path], !old.deleted,
+                  old.kind == .file, let hash = old.rootHash else { continue }
+            deletesByContent[hash, default: []].append((index, tombstone))
+        }
+        for key in deletesByContent.keys { deletesByContent[key]!.sort { $0.tombstone.path < $1.tombstone.path } }
+
+        let pullOrder = actions.indices.filter {
+            guard case .pull(let state, _) = actions[$0] else { return false }
+            return state.kind == .file && !state.deleted && state.rootHash != nil
+                && (local[state.path].map { $0.deleted } ?? true)
+        }.sorted {
+            guard case .pull(let a, _) = actions[$0], case .pull(let b, _) = actions[$1] else { return false }
+            return a.path < b.path
+        }
+        var result = actions.map { Optional($0) }
+        for index in pullOrder {
+            guard case .pull(let state, let device) = actions[index], let hash = state.rootHash,
+                  var candidates = deletesByContent[hash], !candidates.isEmpty else { continue }
+            let match = candidates.removeFirst()
+            deletesByContent[hash] = candidates
+            result[index] = .rename(from: match.tombstone, to: state, source: device)
+            result[match.index] = nil
+        }
+        return result.compactMap { $0 }
+    }
+}
+
+/// The deterministic rules that pick a winner between concurrent versions and name the
+/// conflict copy.
+public enum ConflictRules {
+    /// Whether `a` wins over `b` when their versions are concurrent. A total order, so
+    /// every node picks the same winner:
+    /// 1. a live entry beats a tombstone (an edit is never lost to a concurrent delete);
+    /// 2. a directory beats a file or symlink (the file becomes the conflict copy; a
+    ///    directory cannot be moved aside without moving its children);
+    /// 3. the newer mtime wins;
+    /// 4. ties: the larger device ID (`modifiedBy`, byte order) wins;
+    /// 5. still tied: the larger version JSON, then root hash, link target, mode, size, kind.
+    public static func beats(_ a: FileState, _ b: FileState) -> Bool {
+        if a.deleted != b.deleted { return !a.deleted }
+        let aDir = !a.deleted && a.kind == .directory, bDir = !b.deleted && b.kind == .directory
+        if aDir != bDir { return aDir }
+        if a.mtimeNs != b.mtimeNs { return a.mtimeNs > b.mtimeNs }
+        if a.modifiedBy != b.modifiedBy { return b.modifiedBy.utf8.lexicographicallyPrecedes(a.modifiedBy.utf8) }
+        let (av, bv) = (a.version.json, b.version.json)
+        if av != bv { return bv.utf8.lexicographicallyPrecedes(av.utf8) }
+        let (ah, bh) = (a.rootHash ?? [], b.rootHash ?? [])
+        if ah != bh { return bh.lexicographicallyPrecedes(ah) }
+        let (at, bt) = (a.symlinkTarget ?? "", b.symlinkTarget ?? "")
+        if at != bt { return bt.utf8.lexicographicallyPrecedes(at.utf8) }
+        if a.mode != b.mode { return a.mode > b.mode }
+        if a.size != b.size { return a.size > b.size }
+        return b.kind.rawValue < a.kind.rawValue
+    }
+
+    /// `dir/name.sync-conflict-YYYYMMDD-HHMMSS-<device>.ext`: the time is the loser's
+    /// mtime in UTC, the device the first 7 characters of the loser's `modifiedBy`. The
+    /// extension is what follows the last dot of the name (a leading dot, as in
+    /// ".bashrc", does not start an extension), so the copy opens with the same program.
+    public static func conflictCopyName(for path: String, mtimeNs: Int64, device: String) -> String {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[...$0]) } ?? ""
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        var base = name, ext = ""
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+            base = String(name[..<dot])
+            ext = String(name[dot...])
+        }
+        return directory + base + ".sync-conflict-" + utcStamp(nanoseconds: mtimeNs) + "-" + String(device.prefix(7)) + ext
+    }
+
+    /// "YYYYMMDD-HHMMSS" in UTC for unix nanoseconds (pure arithmetic, proleptic Gregorian).
+    static func utcStamp(nanoseconds: Int64) -> String {
+        let seconds = floorDivide(nanoseconds, 1_000_000_000)
+        let days = floorDivide(seconds, 86_400)
+        let secondOfDay = seconds - days * 86_400
+        // Howard Hinnant's civil_from_days.
+        let z = days + 719_468
+        let era = floorDivide(z, 146_097)
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ v: Int64, _ width: Int) -> String {
+            let text = String(v)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return pad(year, 4) + pad(month, 2) + pad(day, 2) + "-"
+            + pad(secondOfDay / 3_600, 2) + pad(secondOfDay / 60 % 60, 2) + pad(secondOfDay % 60, 2)
+    }
+
+    private static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 {
+        let q = a / b
+        return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q
+    }
+}

@@ -1,0 +1,495 @@
+import Foundation
+@testable import PeerIndex
+import Synchronization
+import Testing
+
+/// A clock tests can move.
+final class SettableClock: Sendable {
+    private let value: Mutex<Int64>
+    init(_ start: Int64) { value = Mutex(start) }
+    func set(_ now: Int64) { value.withLock { $0 = now } }
+    var now: Int64 { value.withLock { $0 } }
+}
+
+/// `count` bytes that differ for every `n` (unlike `key`, which repeats every 256 values):
+/// `n` big-endian, then a filler.
+func hash32(_ n: Int, count: Int = 32) -> [UInt8] {
+    let head = (0..<8).map { UInt8(truncatingIfNeeded: UInt64(bitPattern: Int64(n)) >> (56 - 8 * UInt64($0))) }
+    return Array((head + (0..<max(0, count - 8)).map { UInt8(truncatingIfNeeded: 0xA5 &+ $0) }).prefix(count))
+}
+
+/// A file record with `chunkCount` chunks of 1,000 bytes whose hashes derive from `seed`.
+func sampleFile(_ folderID: String, _ path: String, chunkCount: Int = 2, seed: Int = 0, by device: Int = 1,
+                counter: UInt64 = 1) -> FileRecord {
+    let chunks = (0..<chunkCount).map { FileChunkRecord(offset: Int64($0) * 1_000, size: 1_000, hash: hash32(seed * 1_000 + $0)) }
+    return FileRecord(folderID: folderID, path: path, kind: .file, size: Int64(chunkCount) * 1_000,
+                      mtimeNs: 1_700_000_000_123_456_789, mode: 0o644, inode: UInt64(10_000 + seed),
+                      version: [deviceID(device): counter], rootHash: hash32(500 + seed), modifiedBy: deviceID(device),
+                      chunks: chunks)
+}
+
+func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Bool = false) -> RemoteFileRecord {
+    RemoteFileRecord(path: path, sequence: sequence, kind: .file, size: deleted ? 0 : 2_000, mtimeNs: 1_700_000_000_000_000_000 + sequence,
+                     mode: 0o640, deleted: deleted, version: [deviceID(device): UInt64(sequence), deviceID(1): 3],
+                     rootHash: deleted ? nil : hash32(700 + Int(sequence)), modifiedBy: deviceID(device),
+                     manifest: deleted ? nil : Array("SPM1".utf8) + hash32(Int(sequence), count: 44))
+}
+
+@Suite struct FolderIndexTests {
+    /// An index with peers 1, 2, 3 and folders "docs" (shared with 2 and 3) and "pics".
+    func populatedIndex() throws -> NodeIndex {
+        let index = try NodeIndex.inMemory(clock: fixedClock)
+        for n in 1...3 { try index.upsertPeer(samplePeer(n)) }
+        try index.addFolder(id: "docs", path: "/home/u/Documents", label: "Documents")
+        try index.addFolder(id: "pics", path: "/home/u/Pictures")
+        try index.addFolderPeer(folderID: "docs", deviceID: deviceID(2))
+        try index.addFolderPeer(folderID: "docs", deviceID: deviceID(3))
+        return index
+    }
+
+    // MARK: Folders
+
+    @Test func foldersRoundTripAndAreFoundByIDAndPath() throws {
+        let index = try NodeIndex.inMemory(clock: fixedClock)
+        let added = try index.addFolder(id: "docs", path: "/home/u/Documents", label: "Documents")
+        #expect(added.createdAt == fixedClock())
+        #expect(added.indexID > 0)
+        #expect(added.maxSequence == 0 && !added.paused && added.error == nil)
+        #expect(try index.folder(id: "docs") == added)
+        #expect(try index.folder(path: "/home/u/Documents") == added)
+        #expect(try index.folder(id: "nope") == nil)
+        let other = try index.addFolder(id: "a-music", path: "/home/u/Music")
+        #expect(other.indexID != added.indexID)
+        #expect(try index.folders().map(\.id) == ["docs", "a-music"], "by path")
+
+        let sameID = #expect(throws: IndexError.self) { try index.addFolder(id: "docs", path: "/elsewhere") }
+        #expect(sameID?.resultCode == 1555) // SQLITE_CONSTRAINT_PRIMARYKEY
+        let samePath = #expect(throws: IndexError.self) { try index.addFolder(id: "x", path: "/home/u/Music") }
+        #expect(samePath?.resultCode == 2067) // SQLITE_CONSTRAINT_UNIQUE
+
+        try index.setFolderPaused(id: "docs", true)
+        try index.setFolderError(id: "docs", "folder root /home/u/Documents is missing")
+        var stored = try #require(try index.folder(id: "docs"))
+        #expect(stored.paused && stored.error == "folder root /home/u/Documents is missing" && stored.errorAt == fixedClock())
+        try index.setFolderError(id: "docs", nil)
+        try index.setFolderPaused(id: "docs", false)
+        stored = try #require(try index.folder(id: "docs"))
+        #expect(!stored.paused && stored.error == nil && stored.errorAt == nil)
+
+        #expect(throws: IndexError.self) { try index.setFolderPaused(id: "nope", true) }
+        #expect(throws: IndexError.self) { try index.maxSequence(folderID: "nope") }
+        #expect(try index.removeFolder(id: "docs"))
+        #expect(try !index.removeFolder(id: "docs"))
+        #expect(try index.folders().map(\.id) == ["a-music"])
+    }
+
+    @Test func folderPeersTrackSequencesAndIndexIDs() throws {
+        let index = try populatedIndex()
+        try index.addFolderPeer(folderID: "docs", deviceID: deviceID(2)) // idempotent
+        #expect(try index.folderPeers(folderID: "docs").map(\.deviceID) == [deviceID(2), deviceID(3)].sorted())
+        #expect(try index.folderIDs(sharedWith: deviceID(2)) == ["docs"])
+        #expect(try index.folderIDs(sharedWith: deviceID(1)).isEmpty, "a peer only learns folders shared with it")
+
+        try index.setAckedSequence(folderID: "docs", deviceID: deviceID(2), 41)
+        try index.setReceivedSequence(folderID: "docs", deviceID: deviceID(2), 17)
+        try index.addFolderPeer(folderID: "docs", deviceID: deviceID(2))
+        #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
+                == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 41, receivedSequence: 17))
+        let notShared = #expect(throws: IndexError.self) { try index.setAckedSequence(folderID: "pics", deviceID: deviceID(2), 1) }
+        #expect(notShared?.kind == .notFound)
+        let unknownPeer = #expect(throws: IndexError.self) { try index.addFolderPeer(folderID: "pics", deviceID: deviceID(9)) }
+        #expect(unknownPeer?.resultCode == 787)
+
+        // First exchange: index ID 0 → 77 resets (nothing to drop yet); the same ID again does not.
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), [sampleRemote("a", sequence: 17)])
+        #expect(try index.noteRemoteIndexID(folderID: "docs", deviceID: deviceID(2), indexID: 77))
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), [sampleRemote("a", sequence: 5)], receivedSequence: 5)
+        #expect(try !index.noteRemoteIndexID(folderID: "docs", deviceID: deviceID(2), indexID: 77))
+        #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))?.receivedSequence == 5)
+        // The peer's index was reset: another ID drops its entries and the received sequence.
+        #expect(try index.noteRemoteIndexID(folderID: "docs", deviceID: deviceID(2), indexID: 78))
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(2)).isEmpty)
+        #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
+                == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 41, receivedSequence: 0, remoteIndexID: 78))
+
+        #expect(try index.removeFolderPeer(folderID: "docs", deviceID: deviceID(3)))
+        #expect(try !index.removeFolderPeer(folderID: "docs", deviceID: deviceID(3)))
+        #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(3)) == nil)
+    }
+
+    @Test func offersAreRefreshedListedAndRemoved() throws {
+        let clock = SettableClock(1_000)
+        let index = try NodeIndex.inMemory(clock: { clock.now })
+        for n in 1...2 { try index.upsertPeer(samplePeer(n)) }
+        try index.recordFolderOffer(folderID: "photos", deviceID: deviceID(1), label: "Photos")
+        clock.set(2_000)
+        try index.recordFolderOffer(folderID: "photos", deviceID: deviceID(2), label: "Pics")
+        try index.recordFolderOffer(folderID: "notes", deviceID: deviceID(2), label: "Notes")
+        clock.set(3_000)
+        try index.recordFolderOffer(folderID: "photos", deviceID: deviceID(1), label: "Photos 2")
+        #expect(try index.folderOffers() == [
+            FolderOffer(folderID: "notes", deviceID: deviceID(2), label: "Notes", offeredAt: 2_000),
+            FolderOffer(folderID: "photos", deviceID: deviceID(2), label: "Pics", offeredAt: 2_000),
+            FolderOffer(folderID: "photos", deviceID: deviceID(1), label: "Photos 2", offeredAt: 3_000),
+        ])
+        #expect(try index.folderOffers(folderID: "photos").count == 2)
+        #expect(throws: IndexError.self) { try index.recordFolderOffer(folderID: "x", deviceID: deviceID(7), label: "") }
+        #expect(throws: IndexError.self) { try index.recordFolderOffer(folderID: "", deviceID: deviceID(1), label: "") }
+        #expect(try index.removeFolderOffers(folderID: "photos", deviceID: deviceID(2)) == 1)
+        #expect(try index.deletePeer(deviceID: deviceID(2)))
+        #expect(try index.folderOffers().map(\.folderID) == ["photos"], "forgetting a peer drops its offers")
+        #expect(try index.removeFolderOffers(folderID: "photos") == 1)
+        #expect(try index.folderOffers().isEmpty)
+    }
+
+    // MARK: Local files
+
+    @Test func filesOfEveryKindRoundTrip() throws {
+        let index = try populatedIndex()
+        let me = deviceID(1)
+        let records = [
+            sampleFile("docs", "report.pdf", chunkCount: 3, seed: 1),
+            FileRecord(folderID: "docs", path: "empty.txt", kind: .file, mtimeNs: -5, mode: 0o600,
+                       version: [me: 1], rootHash: hash32(9), modifiedBy: me),
+            FileRecord(folderID: "docs", path: "sub", kind: .directory, mtimeNs: 7, mode: 0o755, inode: UInt64.max,
+                       version: [me: 2, deviceID(2): 5], modifiedBy: deviceID(2)),
+            FileRecord(folderID: "docs", path: "sub/link", kind: .symlink, mtimeNs: 8, mode: 0o777,
+                       symlinkTarget: "../report.pdf", version: [me: 1], modifiedBy: me),
+            FileRecord(folderID: "docs", path: "gone.txt", kind: .file, mtimeNs: 9, mode: 0o644, deleted: true,
+                       version: [me: 4, deviceID(3): 2], modifiedBy: me),
+            FileRecord(folderID: "docs", path: "ünïcode/日本語 \"quoted\".txt", kind: .file, mtimeNs: 10, mode: 0o644,
+                       version: ["weird \"key\"\n\\": 3], modifiedBy: me),
+        ]
+        let stored = try index.upsertFiles(records)
+        #expect(stored.map(\.sequence) == [1, 2, 3, 4, 5, 6])
+        for record in stored {
+            #expect(try index.file(folderID: "docs", path: record.path) == record)
+        }
+        #expect(try index.files(folderID: "docs") == stored.sorted { $0.path < $1.path })
+        #expect(try index.files(folderID: "docs", includeChunks: false).allSatisfy { $0.chunks.isEmpty })
+        #expect(try index.file(folderID: "docs", path: "missing") == nil)
+        #expect(try index.file(folderID: "pics", path: "report.pdf") == nil)
+        #expect(try index.fileCount(folderID: "docs") == 6)
+        #expect(try index.maxSequence(folderID: "docs") == 6)
+
+        // Replacing a file replaces its chunk list.
+        var edited = sampleFile("docs", "report.pdf", chunkCount: 1, seed: 2, counter: 2)
+        edited.mode = 0o600
+        let again = try index.upsertFiles([edited])
+        #expect(again[0].sequence == 7)
+        #expect(try index.file(folderID: "docs", path: "report.pdf") == again[0])
+        #expect(try index.fileCount(folderID: "docs") == 6)
+        #expect(try index.files(rootHash: hash32(502)).map(\.path) == ["report.pdf"])
+        #expect(try index.files(rootHash: hash32(501)).isEmpty)
+    }
+
+    @Test func sequencesAreMonotonicPerFolderAndNeverReused() throws {
+        let index = try populatedIndex()
+        // One batch across two folders: each folder counts on its own.
+        let batch = (0..<6).map { sampleFile($0 % 2 == 0 ? "docs" : "pics", "f\($0)", chunkCount: 1, seed: $0) }
+        let stored = try index.upsertFiles(batch)
+        #expect(stored.map(\.sequence) == [1, 1, 2, 2, 3, 3])
+        #expect(try index.maxSequence(folderID: "docs") == 3)
+        #expect(try index.maxSequence(folderID: "pics") == 3)
+
+        // Changing an existing path gives it a new, higher number.
+        var seen = Set(stored.filter { $0.folderID == "docs" }.map(\.sequence))
+        var last: Int64 = 3
+        for round in 0..<5 {
+            let path = "f\([0, 2, 4][round % 3])"
+            let next = try index.upsertFiles([sampleFile("docs", path, chunkCount: 1, seed: 10 + round)])[0].sequence
+            #expect(next > last && !seen.contains(next))
+            seen.insert(next)
+            last = next
+        }
+        // Removing the row with the highest number must not give that number again.
+        let top = try #require(try index.files(folderID: "docs", since: 0, limit: 100).last)
+        #expect(top.sequence == last)
+        #expect(try index.removeFiles(folderID: "docs", paths: [top.path, "not-there"]) == 1)
+        let afterRemoval = try index.upsertFiles([sampleFile("docs", "new", chunkCount: 1, seed: 99)])[0].sequence
+        #expect(afterRemoval == last + 1)
+        // The same path twice in one batch: the later record wins, both numbers are used.
+        let twice = try index.upsertFiles([sampleFile("docs", "dup", seed: 1), sampleFile("docs", "dup", seed: 2)])
+        #expect(twice.map(\.sequence) == [last + 2, last + 3])
+        #expect(try index.file(folderID: "docs", path: "dup")?.rootHash == hash32(502))
+        // Other folder untouched.
+        #expect(try index.maxSequence(folderID: "pics") == 3)
+        // files(since:) returns strictly increasing sequences above `since`.
+        let since = try index.files(folderID: "docs", since: 4, limit: 100).map(\.sequence)
+        #expect(since == since.sorted() && since.allSatisfy { $0 > 4 } && Set(since).count == since.count)
+    }
+
+    @Test func pagingByPathAndBySequence() throws {
+        let index = try populatedIndex()
+        let paths = (0..<250).map { String(format: "dir%02d/file%03d", $0 % 7, $0) }
+        try index.upsertFiles(paths.map { sampleFile("docs", $0, chunkCount: 1, seed: 1) })
+        var collected: [String] = []
+        var after: String? = nil
+        while true {
+            let page = try index.files(folderID: "docs", afterPath: after, limit: 40)
+            if page.isEmpty { break }
+            #expect(page.count <= 40)
+            collected += page.map(\.path)
+            after = page.last?.path
+        }
+        #expect(collected == paths.sorted())
+
+        var sequences: [Int64] = []
+        var since: Int64 = 0
+        while case let page = try index.files(folderID: "docs", since: since, limit: 64, includeChunks: false), !page.isEmpty {
+            sequences += page.map(\.sequence)
+            since = page.last!.sequence
+        }
+        #expect(sequences == Array(1...250))
+        #expect(try index.files(folderID: "docs", since: 250, limit: 10).isEmpty)
+    }
+
+    @Test func chunksAreFoundByHashInLiveFilesOfAnyFolder() throws {
+        let index = try populatedIndex()
+        var shared = sampleFile("pics", "copy.bin", chunkCount: 3, seed: 5)
+        shared.chunks[2].hash = hash32(42)
+        try index.upsertFiles([sampleFile("docs", "a.bin", chunkCount: 3, seed: 5), shared,
+                               sampleFile("docs", "b.bin", chunkCount: 2, seed: 6)])
+        #expect(Set(try index.localChunkLocations(hash: hash32(5_001))) == [
+            ChunkLocation(folderID: "docs", path: "a.bin", offset: 1_000, size: 1_000),
+            ChunkLocation(folderID: "pics", path: "copy.bin", offset: 1_000, size: 1_000),
+        ])
+        #expect(try index.localChunkLocations(hash: hash32(5_001), limit: 1).count == 1)
+        #expect(try index.localChunkLocations(hash: hash32(42)) == [ChunkLocation(folderID: "pics", path: "copy.bin", offset: 2_000, size: 1_000)])
+        #expect(try index.localChunkLocations(hash: hash32(12_345)).isEmpty)
+
+        // A file that is replaced or deleted no longer offers its old chunks.
+        try index.upsertFiles([sampleFile("docs", "a.bin", chunkCount: 1, seed: 8),
+                               FileRecord(folderID: "pics", path: "copy.bin", kind: .file, mtimeNs: 1, mode: 0o644,
+                                          deleted: true, version: [deviceID(1): 9], modifiedBy: deviceID(1), chunks: shared.chunks)])
+        #expect(try index.localChunkLocations(hash: hash32(5_001)).isEmpty)
+        #expect(try index.localChunkLocations(hash: hash32(8_000)).map(\.path) == ["a.bin"])
+    }
+
+    @Test func checkConstraintsRejectTheWholeBatch() throws {
+        let index = try populatedIndex()
+        try index.upsertFiles([sampleFile("docs", "ok", seed: 1)])
+        var badHash = sampleFile("docs", "x", seed: 2); badHash.rootHash = [1, 2, 3]
+        var badSize = sampleFile("docs", "y", seed: 3); badSize.size = -1
+        var badChunk = sampleFile("docs", "z", seed: 4); badChunk.chunks[1].size = 0
+        var badChunkHash = sampleFile("docs", "w", seed: 5); badChunkHash.chunks[0].hash = hash32(1, count: 31)
+        for bad in [badHash, badSize, badChunk, badChunkHash] {
+            let error = #expect(throws: IndexError.self) { try index.upsertFiles([sampleFile("docs", "fine", seed: 6), bad]) }
+            #expect(error?.resultCode == 275, "\(bad.path): SQLITE_CONSTRAINT_CHECK")
+        }
+        #expect(try index.files(folderID: "docs").map(\.path) == ["ok"], "failed batches leave nothing behind")
+        #expect(try index.maxSequence(folderID: "docs") == 1, "and do not move the counter")
+        let unknown = #expect(throws: IndexError.self) { try index.upsertFiles([sampleFile("docs", "n", seed: 7), sampleFile("nope", "a")]) }
+        #expect(unknown?.kind == .notFound)
+        #expect(try index.fileCount(folderID: "docs") == 1)
+
+        // Remote entries: a manifest only on live files, paths not empty, versions are JSON objects.
+        var dirWithManifest = sampleRemote("d", sequence: 1); dirWithManifest.kind = .directory
+        var emptyPath = sampleRemote("", sequence: 2)
+        var zeroSequence = sampleRemote("s", sequence: 0)
+        var tombstoneWithManifest = sampleRemote("t", sequence: 3, deleted: true); tombstoneWithManifest.manifest = [1]
+        emptyPath.mode = 0o600; zeroSequence.mode = 0o600
+        for bad in [dirWithManifest, emptyPath, zeroSequence, tombstoneWithManifest] {
+            let error = #expect(throws: IndexError.self) {
+                try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), [sampleRemote("fine", sequence: 9), bad])
+            }
+            #expect(error?.resultCode == 275)
+        }
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(2)).isEmpty)
+        let notJSON = #expect(throws: IndexError.self) {
+            try withRawDatabase(index) { (db: Database) throws in
+                try db.execute("UPDATE files SET version = '[1]' WHERE path = 'ok'")
+            }
+        }
+        #expect(notJSON?.resultCode == 275)
+    }
+
+    @Test func removingAFolderOrPeerCascades() throws {
+        let index = try populatedIndex()
+        try index.upsertFiles([sampleFile("docs", "a", seed: 1), sampleFile("pics", "b", seed: 2)])
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), [sampleRemote("a", sequence: 1)])
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(3), [sampleRemote("a", sequence: 1, device: 3)])
+
+        // Unsharing with one peer drops only that peer's index.
+        try index.removeFolderPeer(folderID: "docs", deviceID: deviceID(3))
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(3)).isEmpty)
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(2)).count == 1)
+        // Forgetting a peer drops its shares and index.
+        try index.addFolderPeer(folderID: "docs", deviceID: deviceID(3))
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(3), [sampleRemote("a", sequence: 1, device: 3)])
+        try index.deletePeer(deviceID: deviceID(3))
+        #expect(try index.folderPeers(folderID: "docs").map(\.deviceID) == [deviceID(2)])
+        #expect(try index.remoteFiles(folderID: "docs", path: "a").keys.sorted() == [deviceID(2)])
+
+        // Removing a folder drops its files, chunks, peers and remote files, and nothing of other folders.
+        #expect(try index.removeFolder(id: "docs"))
+        #expect(try index.files(folderID: "docs").isEmpty)
+        #expect(try index.localChunkLocations(hash: hash32(1_000)).isEmpty)
+        #expect(try index.localChunkLocations(hash: hash32(2_000)).map(\.folderID) == ["pics"])
+        #expect(try index.folderPeers(folderID: "docs").isEmpty)
+        try withRawDatabase(index) { (db: Database) throws in
+            #expect(try db.query("SELECT count(*) FROM remote_files").first?[0] == .integer(0))
+            #expect(try db.query("SELECT count(*) FROM file_chunks").first?[0] == .integer(2))
+        }
+        #expect(try index.files(folderID: "pics").count == 1)
+    }
+
+    // MARK: Remote files
+
+    @Test func remoteFilesRoundTripPageAndUpdateTheReceivedSequenceAtomically() throws {
+        let index = try populatedIndex()
+        let peer = deviceID(2)
+        let entries = [sampleRemote("b", sequence: 3), sampleRemote("a", sequence: 1), sampleRemote("c", sequence: 2, deleted: true),
+                       RemoteFileRecord(path: "dir", sequence: 4, kind: .directory, mtimeNs: 1, mode: 0o755,
+                                        version: [peer: 1], modifiedBy: peer),
+                       RemoteFileRecord(path: "dir/l", sequence: 5, kind: .symlink, mtimeNs: 1, mode: 0o777,
+                                        symlinkTarget: "/etc/hosts", version: [peer: 2], modifiedBy: peer)]
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: peer, entries, receivedSequence: 5)
+        #expect(try index.folderPeer(folderID: "docs", deviceID: peer)?.receivedSequence == 5)
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: peer) == entries.sorted { $0.path < $1.path })
+        for entry in entries {
+            #expect(try index.remoteFile(folderID: "docs", deviceID: peer, path: entry.path) == entry)
+        }
+        #expect(try index.remoteFile(folderID: "docs", deviceID: deviceID(3), path: "a") == nil)
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: peer, afterPath: nil, limit: 2).map(\.path) == ["a", "b"])
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: peer, afterPath: "b", limit: 2).map(\.path) == ["c", "dir"])
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: peer, since: 2, limit: 10).map(\.sequence) == [3, 4, 5])
+
+        // An update replaces by path; the sequence moves on.
+        let newer = sampleRemote("a", sequence: 6)
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: peer, [newer], receivedSequence: 6)
+        #expect(try index.remoteFile(folderID: "docs", deviceID: peer, path: "a") == newer)
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: peer).count == 5)
+
+        // Every peer's state of one path.
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(3), [sampleRemote("a", sequence: 1, device: 3)])
+        let states = try index.remoteFiles(folderID: "docs", path: "a")
+        #expect(states.count == 2 && states[peer] == newer && states[deviceID(3)]?.modifiedBy == deviceID(3))
+
+        // A folder not shared with the device: nothing is stored, sequence untouched.
+        let error = #expect(throws: IndexError.self) {
+            try index.upsertRemoteFiles(folderID: "pics", deviceID: peer, [sampleRemote("x", sequence: 1)], receivedSequence: 1)
+        }
+        #expect(error?.kind == .notFound)
+        // A failing batch does not move the received sequence.
+        var bad = sampleRemote("y", sequence: 7); bad.rootHash = [0]
+        #expect(throws: IndexError.self) {
+            try index.upsertRemoteFiles(folderID: "docs", deviceID: peer, [sampleRemote("x", sequence: 8), bad], receivedSequence: 8)
+        }
+        #expect(try index.folderPeer(folderID: "docs", deviceID: peer)?.receivedSequence == 6)
+        #expect(try index.remoteFile(folderID: "docs", deviceID: peer, path: "x") == nil)
+
+        #expect(try index.removeRemoteFiles(folderID: "docs", deviceID: peer) == 5)
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: peer).isEmpty)
+        #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(3)).count == 1)
+    }
+
+    // MARK: Scale
+
+    @Test func hundredThousandFilesInBatchesOfTenThousand() throws {
+        try withTemporaryDirectory { dir in
+            let index = try NodeIndex.open(at: dir.appendingPathComponent("index.db").path, clock: fixedClock)
+            try index.addFolder(id: "big", path: "/data/big")
+            let me = deviceID(1)
+            let start = Date()
+            var last: Int64 = 0
+            for batch in 0..<10 {
+                let records = (0..<10_000).map { n -> FileRecord in
+                    let i = batch * 10_000 + n
+                    return FileRecord(folderID: "big", path: "d\(i % 100)/file\(i).txt", kind: .file, size: 4_096,
+                                      mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, inode: UInt64(i),
+                                      version: [me: 1], rootHash: hash32(i), modifiedBy: me,
+                                      chunks: [FileChunkRecord(offset: 0, size: 4_096, hash: hash32(i &* 7))])
+                }
+                let stored = try index.upsertFiles(records)
+                #expect(stored.first!.sequence == last + 1)
+                last = stored.last!.sequence
+            }
+            let insertSeconds = Date().timeIntervalSince(start)
+            #expect(last == 100_000)
+
+            let rescanStart = Date()
+            var changed: [FileRecord] = []
+            var after: String? = nil
+            var total = 0
+            while case let page = try index.files(folderID: "big", afterPath: after, limit: 10_000), !page.isEmpty {
+                total += page.count
+                after = page.last!.path
+                if changed.count < 10_000 { changed += page.prefix(10_000 - changed.count).map { var r = $0; r.version[me] = 2; return r } }
+            }
+            let readSeconds = Date().timeIntervalSince(rescanStart)
+            #expect(total == 100_000)
+            let updateStart = Date()
+            try index.upsertFiles(changed)
+            let updateSeconds = Date().timeIntervalSince(updateStart)
+            #expect(try index.maxSequence(folderID: "big") == 110_000)
+            let lookupStart = Date()
+            for i in stride(from: 0, to: 100_000, by: 1_000) {
+                #expect(try index.localChunkLocations(hash: hash32(i &* 7)).count >= 1)
+            }
+            let lookupSeconds = Date().timeIntervalSince(lookupStart)
+            print(String(format: "[bench] 100,000 file upserts in 10 batches: %.2f s (%.0f files/s); paged read of all: %.2f s; "
+                         + "10,000 updates: %.2f s; 100 chunk lookups: %.1f ms",
+                         insertSeconds, 100_000 / insertSeconds, readSeconds, updateSeconds, lookupSeconds * 1_000))
+        }
+    }
+
+    // MARK: Migration
+
+    /// An index created by a build that knew only 0001, with data, is migrated in place.
+    @Test func migrationAppliesOnTopOfAnExisting0001Index() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("index.db").path
+            do {
+                let db = try Database.open(path: path)
+                let first = try #require(Schema.migrations.first)
+                try db.transaction {
+                    try db.execute("PRAGMA application_id = \(Schema.applicationID)")
+                    try db.execute(first.sql)
+                    try db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, ?, 1)", [.text(first.name)])
+                    let peer = samplePeer(2)
+                    try db.execute("INSERT INTO peers (device_id, name, public_key, trust, first_seen) VALUES (?, ?, ?, 'paired', 1)",
+                                   [.text(peer.deviceID), .text(peer.name), .blob(peer.publicKey)])
+                    try db.execute("INSERT INTO folders (folder_id, path, label, created_at) VALUES ('docs', '/d', 'Docs', 5)")
+                    try db.execute("INSERT INTO folders (folder_id, path, created_at) VALUES ('empty', '/e', 6)")
+                    try db.execute("INSERT INTO folder_peers (folder_id, device_id, acked_sequence, received_sequence) VALUES ('docs', ?, 3, 9)",
+                                   [.text(peer.deviceID)])
+                    for (n, name) in ["a", "b", "c"].enumerated() {
+                        try db.execute(
+                            """
+                            INSERT INTO files (folder_id, path, sequence, kind, size, mtime_ns, mode, version, root_hash, modified_by)
+                            VALUES ('docs', ?, ?, 'file', 10, 1, 420, ?, ?, ?)
+                            """,
+                            [.text(name), .integer(Int64([4, 7, 2][n])), .text("{\"\(peer.deviceID)\":\(n + 1)}"),
+                             .blob(hash32(n)), .text(peer.deviceID)])
+                        try db.execute("INSERT INTO file_chunks (file_id, chunk_index, offset, size, hash) VALUES (?, 0, 0, 10, ?)",
+                                       [.integer(db.lastInsertRowID), .blob(hash32(100 + n))])
+                    }
+                }
+            }
+            let index = try NodeIndex.open(at: path, clock: fixedClock)
+            #expect(try index.schemaVersion() == Schema.latestVersion)
+            let docs = try #require(try index.folder(id: "docs"))
+            #expect(docs.label == "Docs" && docs.createdAt == 5 && docs.error == nil)
+            #expect(docs.maxSequence == 7, "the counter starts at the highest existing sequence")
+            #expect(docs.indexID > 0)
+            let empty = try #require(try index.folder(id: "empty"))
+            #expect(empty.maxSequence == 0 && empty.indexID > 0)
+            #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
+                    == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 3, receivedSequence: 9))
+            let files = try index.files(folderID: "docs")
+            #expect(files.map(\.path) == ["a", "b", "c"])
+            #expect(files.map(\.sequence) == [4, 7, 2])
+            #expect(files[1].version == [deviceID(2): 2])
+            #expect(files[2].chunks == [FileChunkRecord(offset: 0, size: 10, hash: hash32(102))])
+            #expect(try index.upsertFiles([sampleFile("docs", "d")])[0].sequence == 8)
+            try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), [sampleRemote("a", sequence: 10)])
+            #expect(try index.files(rootHash: hash32(1), folderID: "docs").map(\.path) == ["b"])
+        }
+    }
+}
+
+/// Runs `body` with the index's own connection (raw SQL in tests).
+func withRawDatabase(_ index: NodeIndex, _ body: (Database) throws -> Void) throws {
+    try index.read { db in try body(db) }
+}

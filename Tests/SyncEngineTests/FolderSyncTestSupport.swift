@@ -1,0 +1,62 @@
+@testable import SyncEngine
+
+/// Device IDs in byte order: devA < devB < devC (the tie rule picks the larger).
+let devA = String(repeating: "A", count: 56)
+let devB = String(repeating: "B", count: 56)
+let devC = String(repeating: "C", count: 56)
+
+func vv(_ pairs: KeyValuePairs<String, UInt64>) -> VersionVector {
+    VersionVector(Dictionary(uniqueKeysWithValues: pairs.map { ($0.key, $0.value) }))
+}
+
+func hash(_ n: UInt8) -> [UInt8] { [UInt8](repeating: n, count: 32) }
+
+let t0: Int64 = 1_700_000_000_000_000_000
+
+func file(_ path: String, _ version: VersionVector, content: UInt8 = 1, mtime: Int64 = t0, by device: String = devA,
+          mode: UInt32 = 0o644) -> FileState {
+    FileState(path: path, kind: .file, size: 100 + Int64(content), mtimeNs: mtime, mode: mode, version: version,
+              rootHash: hash(content), modifiedBy: device)
+}
+
+func tombstone(_ path: String, _ version: VersionVector, mtime: Int64 = t0, by device: String = devA) -> FileState {
+    FileState(path: path, kind: .file, mtimeNs: mtime, mode: 0o644, deleted: true, version: version, modifiedBy: device)
+}
+
+func directory(_ path: String, _ version: VersionVector, mtime: Int64 = t0, by device: String = devA,
+               mode: UInt32 = 0o755) -> FileState {
+    FileState(path: path, kind: .directory, mtimeNs: mtime, mode: mode, version: version, modifiedBy: device)
+}
+
+func symlink(_ path: String, _ version: VersionVector, target: String, mtime: Int64 = t0, by device: String = devA,
+             mode: UInt32 = 0o777) -> FileState {
+    FileState(path: path, kind: .symlink, mtimeNs: mtime, mode: mode, symlinkTarget: target, version: version, modifiedBy: device)
+}
+
+extension FileState {
+    func version(_ v: VersionVector) -> FileState { var c = self; c.version = v; c.sequence = 0; return c }
+}
+
+/// A small deterministic generator (SplitMix64) so property tests are reproducible.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+// The same helpers for the default path "doc.txt".
+func file(_ version: VersionVector, content: UInt8 = 1, mtime: Int64 = t0, by device: String = devA, mode: UInt32 = 0o644) -> FileState {
+    file("doc.txt", version, content: content, mtime: mtime, by: device, mode: mode)
+}
+func tombstone(_ version: VersionVector, mtime: Int64 = t0, by device: String = devA) -> FileState {
+    tombstone("doc.txt", version, mtime: mtime, by: device)
+}
+func directory(_ version: VersionVector, mtime: Int64 = t0, by device: String = devA, mode: UInt32 = 0o755) -> FileState {
+    directory("doc.txt", version, mtime: mtime, by: device, mode: mode)
+}

@@ -1,0 +1,253 @@
+import Foundation
+import Testing
+@testable import SyncEngine
+
+func randomVector(_ rng: inout SplitMix64, devices: [String] = [devA, devB, devC], maxCounter: UInt64 = 3) -> VersionVector {
+    var counters: [String: UInt64] = [:]
+    for device in devices { counters[device] = UInt64.random(in: 0...maxCounter, using: &rng) }
+    return VersionVector(counters)
+}
+
+func randomState(_ rng: inout SplitMix64, path: String = "p") -> FileState {
+    let version = randomVector(&rng)
+    let device = [devA, devB, devC].randomElement(using: &rng)!
+    let mtime = t0 + Int64.random(in: 0...2, using: &rng)
+    switch Int.random(in: 0..<5, using: &rng) {
+    case 0: return tombstone(path, version, mtime: mtime, by: device)
+    case 1: return directory(path, version, mtime: mtime, by: device, mode: [0o755, 0o700].randomElement(using: &rng)!)
+    case 2: return symlink(path, version, target: ["a", "b"].randomElement(using: &rng)!, mtime: mtime, by: device)
+    default: return file(path, version, content: UInt8.random(in: 1...3, using: &rng), mtime: mtime, by: device,
+                         mode: [0o644, 0o600].randomElement(using: &rng)!)
+    }
+}
+
+@Suite struct VersionVectorTests {
+    @Test func compareTable() {
+        let rows: [(VersionVector, VersionVector, VersionVector.Ordering)] = [
+            (vv([:]), vv([:]), .equal),
+            (vv([devA: 1]), vv([devA: 1]), .equal),
+            (vv([devA: 1, devB: 0]), vv([devA: 1]), .equal),
+            (vv([devA: 2]), vv([devA: 1]), .greater),
+            (vv([devA: 1]), vv([:]), .greater),
+            (vv([devA: 1, devB: 1]), vv([devA: 1]), .greater),
+            (vv([devA: 1]), vv([devA: 1, devB: 1]), .lesser),
+            (vv([devA: 1]), vv([devB: 1]), .concurrent),
+            (vv([devA: 2, devB: 1]), vv([devA: 1, devB: 2]), .concurrent),
+            (vv([devA: 5, devB: 1]), vv([devA: 1, devB: 1, devC: 1]), .concurrent),
+            (vv([devA: UInt64.max]), vv([devA: UInt64.max - 1]), .greater),
+        ]
+        for (a, b, expected) in rows {
+            #expect(a.compare(b) == expected, "\(a) vs \(b)")
+        }
+    }
+
+    @Test func mergeIncrementAndZeros() {
+        let a = vv([devA: 3, devB: 1]), b = vv([devB: 4, devC: 2])
+        #expect(a.merged(with: b) == vv([devA: 3, devB: 4, devC: 2]))
+        #expect(a.incremented(for: devC) == vv([devA: 3, devB: 1, devC: 1]))
+        #expect(a.incremented(for: devA) == vv([devA: 4, devB: 1]))
+        #expect(a.incremented(for: devA, minimum: 1_700_000_000) == vv([devA: 1_700_000_000, devB: 1]))
+        #expect(vv([devA: UInt64.max]).incremented(for: devA)[devA] == UInt64.max, "saturates instead of trapping")
+        #expect(VersionVector([devA: 0]).isEmpty && VersionVector([devA: 0]) == VersionVector())
+        #expect(a[devC] == 0)
+    }
+
+    @Test func jsonMatchesTheIndexFormatAndFoundation() throws {
+        let v = vv([devB: 2, devA: 18_446_744_073_709_551_615, "weird \"key\"": 7])
+        #expect(v.json == "{\"\(devA)\":18446744073709551615,\"\(devB)\":2,\"weird \\\"key\\\"\":7}")
+        #expect(VersionVector(json: v.json) == v)
+        #expect(VersionVector(json: "{}") == VersionVector())
+        #expect(VersionVector(json: " { \"a\" : 1 , \"b\":2 } ") == vv(["a": 1, "b": 2]))
+        for bad in ["", "[]", "{\"a\":-1}", "{\"a\":1.5}", "{\"a\":1e3}", "{\"a\":01}", "{\"a\":1,\"a\":2}", "{\"a\":1}x",
+                    "{\"a\":18446744073709551616}", "{a:1}", "{\"a\":\"1\"}", "{\"a\":1,}"] {
+            #expect(VersionVector(json: bad) == nil, "\(bad)")
+        }
+        // Foundation with sorted keys writes the same text for device-ID keys.
+        var rng = SplitMix64(seed: 3)
+        for _ in 0..<50 {
+            let random = randomVector(&rng, maxCounter: 1_000_000)
+            let foundation = String(decoding: try JSONSerialization.data(withJSONObject: random.counters, options: [.sortedKeys]),
+                                    as: UTF8.self)
+            #expect(foundation == random.json)
+        }
+    }
+
+    @Test func propertiesOfDominance() {
+        var rng = SplitMix64(seed: 42)
+        let vectors = (0..<80).map { _ in randomVector(&rng) }
+        for a in vectors {
+            #expect(a.compare(a) == .equal)
+            for b in vectors {
+                let ab = a.compare(b), ba = b.compare(a)
+                switch ab {
+                case .equal: #expect(ba == .equal && a == b)
+                case .greater: #expect(ba == .lesser)
+                case .lesser: #expect(ba == .greater)
+                case .concurrent: #expect(ba == .concurrent)
+                }
+                let m = a.merged(with: b)
+                #expect(m.dominates(a) && m.dominates(b))
+                #expect(m == b.merged(with: a))
+                #expect(a.incremented(for: devB).compare(a) == .greater)
+                for c in vectors where ab == .greater && b.compare(c) == .greater {
+                    #expect(a.compare(c) == .greater, "dominance is transitive")
+                }
+                for c in vectors where a.dominates(b) && b.dominates(c) {
+                    #expect(a.dominates(c))
+                }
+            }
+        }
+    }
+}
+
+// MARK: Convergence
+
+/// One replica of one path in the simulation.
+struct Replica {
+    let device: String
+    var state: FileState?
+    /// Contents kept as conflict copies here: (copy name, content).
+    var copies: [(String, FileState)] = []
+
+    /// Plans against the others' current states and applies the action; returns whether anything changed.
+    mutating func sync(with others: [Replica]) -> Bool {
+        var remotes: [String: FileState] = [:]
+        for other in others { if let s = other.state { remotes[other.device] = s } }
+        let before = state
+        switch SyncPlanner().plan(local: state, remotes: remotes) {
+        case .upToDate: break
+        case .pull(let s, _), .updateMetadata(let s, _), .delete(let s, _), .keepLocal(let s): state = s
+        case .conflict(let winner, _, let loser, let copyName):
+            #expect(loser == state)
+            copies.append((copyName, loser))
+            state = winner
+        case .rename: Issue.record("a single path never plans a rename")
+        }
+        #expect(!(before.map { !$0.deleted } ?? false) || state != nil, "a live path never disappears from the index")
+        return before != state
+    }
+
+    /// A local change by this device.
+    mutating func edit(_ rng: inout SplitMix64) {
+        let changes = LocalChanges(localDevice: device)
+        let path = "p"
+        if let current = state, !current.deleted, Bool.random(using: &rng) {
+            state = changes.tombstone(for: current, deletedAtNs: t0 + Int64.random(in: 0...3, using: &rng))
+            return
+        }
+        let kind: FileState.Kind = [.file, .file, .file, .directory, .symlink].randomElement(using: &rng)!
+        let entry = ScannedEntry(path: path, kind: kind, size: 100, mtimeNs: t0 + Int64.random(in: 0...3, using: &rng),
+                                 mode: [0o644, 0o600].randomElement(using: &rng)!,
+                                 symlinkTarget: kind == .symlink ? ["x", "y"].randomElement(using: &rng)! : nil,
+                                 rootHash: kind == .file ? hash(UInt8.random(in: 1...4, using: &rng)) : nil)
+        if let next = changes.record(for: entry, old: state) { state = next }
+    }
+}
+
+func contentKey(_ s: FileState) -> String {
+    s.deleted ? "deleted" : "\(s.kind.rawValue):\(s.rootHash.map { "\($0[0])" } ?? "-"):\(s.symlinkTarget ?? "-")"
+}
+
+@Suite struct ConvergenceTests {
+    /// Two replicas start equal, change the path independently, then exchange states
+    /// (each plans against the other's state at the same time) until nothing changes.
+    @Test func twoReplicasConvergeToTheSameWinner() {
+        var rng = SplitMix64(seed: 2024)
+        var conflictsSeen = 0
+        for _ in 0..<500 {
+            var a = Replica(device: devA, state: nil), b = Replica(device: devB, state: nil)
+            a.edit(&rng)
+            b.state = a.state
+            for _ in 0..<Int.random(in: 0...2, using: &rng) { a.edit(&rng) }
+            for _ in 0..<Int.random(in: 0...2, using: &rng) { b.edit(&rng) }
+            let (startA, startB) = (a.state, b.state)
+            var rounds = 0
+            while rounds < 6 {
+                rounds += 1
+                let (oldA, oldB) = (a, b)
+                let changedA = a.sync(with: [oldB]), changedB = b.sync(with: [oldA])
+                if !changedA && !changedB { break }
+            }
+            #expect(rounds < 6, "no fixpoint")
+            #expect(a.state == b.state, "replicas diverged: \(String(describing: a.state)) vs \(String(describing: b.state))")
+            let copies = a.copies + b.copies
+            if let sa = startA, let sb = startB, sa.version.compare(sb.version) == .concurrent, !sa.deleted, !sb.deleted,
+               !sa.hasSameContent(as: sb), !(sa.kind == .directory && sb.kind == .directory) {
+                conflictsSeen += 1
+                #expect(copies.count == 1, "exactly one conflict copy for \(sa) vs \(sb)")
+            } else {
+                #expect(copies.isEmpty)
+            }
+            // No live content that was newest somewhere is lost: it is the result or a copy.
+            for start in [startA, startB].compactMap({ $0 }) where !start.deleted && start.kind != .directory {
+                let other = start == startA ? startB : startA
+                if let other, other.version.dominates(start.version) && other.version != start.version { continue }
+                let kept = [a.state!].map(contentKey) + copies.map { contentKey($0.1) }
+                #expect(kept.contains(contentKey(start)), "content of \(start) lost")
+            }
+        }
+        #expect(conflictsSeen > 20, "the random histories should include real conflicts")
+    }
+
+    /// Three replicas, random edits while partitioned, then gossip in random order.
+    @Test func threeReplicasConvergeInAnyOrder() {
+        var rng = SplitMix64(seed: 99)
+        for _ in 0..<300 {
+            var replicas = [Replica(device: devA, state: nil), Replica(device: devB, state: nil), Replica(device: devC, state: nil)]
+            replicas[0].edit(&rng)
+            for i in 1..<3 where Bool.random(using: &rng) { replicas[i].state = replicas[0].state }
+            for i in 0..<3 { for _ in 0..<Int.random(in: 0...2, using: &rng) { replicas[i].edit(&rng) } }
+            var quiet = 0, steps = 0
+            while quiet < 6 && steps < 200 {
+                steps += 1
+                let i = Int.random(in: 0..<3, using: &rng)
+                // Sometimes a replica only hears from one peer.
+                var others = replicas.indices.filter { $0 != i }.map { replicas[$0] }
+                if Bool.random(using: &rng) { others = [others.randomElement(using: &rng)!] }
+                quiet = replicas[i].sync(with: others) ? 0 : quiet + 1
+                if quiet >= 6 { // confirm a full quiet round with everyone
+                    var changed = false
+                    for j in 0..<3 { let o = replicas.indices.filter { $0 != j }.map { replicas[$0] }; changed = replicas[j].sync(with: o) || changed }
+                    if changed { quiet = 0 }
+                }
+            }
+            #expect(steps < 200, "no fixpoint")
+            #expect(replicas[0].state == replicas[1].state && replicas[1].state == replicas[2].state)
+        }
+    }
+
+    /// Whatever the states, the planner deletes only when a tombstone dominates the local version.
+    @Test func neverDeletesUnlessATombstoneDominates() {
+        var rng = SplitMix64(seed: 5)
+        for _ in 0..<5_000 {
+            let local: FileState? = Int.random(in: 0..<6, using: &rng) == 0 ? nil : randomState(&rng)
+            var remotes: [String: FileState] = [:]
+            for device in [devB, devC] where Bool.random(using: &rng) { remotes[device] = randomState(&rng) }
+            let action = SyncPlanner().plan(local: local, remotes: remotes)
+            if case .delete(let tombstone, _) = action {
+                #expect(tombstone.deleted)
+                if let local, !local.deleted {
+                    #expect(tombstone.version.compare(local.version) == .greater, "deleted \(local) for \(tombstone)")
+                }
+            }
+            if case .conflict(let winner, _, let loser, _) = action {
+                #expect(loser == local && !loser.deleted && !winner.deleted)
+                #expect(winner.version.dominates(loser.version))
+            }
+            if case .keepLocal(let kept) = action { #expect(kept.hasSameContentAndMetadata(as: local!) && kept.path == local!.path) }
+            // Whatever is recorded dominates what we had.
+            for recorded in recordedStates(action) {
+                #expect(recorded.version.dominates(local?.version ?? VersionVector()))
+            }
+        }
+    }
+}
+
+func recordedStates(_ action: SyncAction) -> [FileState] {
+    switch action {
+    case .upToDate: []
+    case .pull(let s, _), .updateMetadata(let s, _), .delete(let s, _), .keepLocal(let s): [s]
+    case .conflict(let winner, _, _, _): [winner]
+    case .rename(let from, let to, _): [from, to]
+    }
+}
