@@ -1,0 +1,243 @@
+internal import Glibc
+
+/// What an entry of a shared folder is. Anything else (FIFOs, sockets, devices) is not synced.
+public enum ScannedKind: UInt8, Sendable, Equatable, CustomStringConvertible {
+    case file = 0
+    case directory = 1
+    case symlink = 2
+
+    public var description: String {
+        switch self {
+        case .file: return "file"
+        case .directory: return "directory"
+        case .symlink: return "symlink"
+        }
+    }
+}
+
+/// One entry of a folder as the scanner found it.
+public struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
+    /// Relative to the folder root, "/"-separated, no leading "/" (valid as a `SafePath`).
+    public var path: String
+    public var kind: ScannedKind
+    /// Bytes for files, the target's length for symlinks, 0 for directories.
+    public var size: UInt64
+    /// Modification time in nanoseconds since 1970 (UTC).
+    public var mtimeNs: Int64
+    /// Permission bits (`st_mode & 0o7777`).
+    public var mode: UInt32
+    public var inode: UInt64
+    /// The link's target as stored (never followed), for symlinks.
+    public var symlinkTarget: String?
+    /// The chunk list, for files: fresh when the content was read, reused from the
+    /// caller's `KnownEntry` when size, mtime and inode were unchanged.
+    public var manifest: Manifest?
+
+    public init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, mode: UInt32, inode: UInt64,
+                symlinkTarget: String? = nil, manifest: Manifest? = nil) {
+        self.path = path
+        self.kind = kind
+        self.size = size
+        self.mtimeNs = mtimeNs
+        self.mode = mode
+        self.inode = inode
+        self.symlinkTarget = symlinkTarget
+        self.manifest = manifest
+    }
+
+    public var description: String {
+        let mode = String(self.mode, radix: 8)
+        switch kind {
+        case .file: return "\(path) file \(size) B mode \(mode)"
+        case .directory: return "\(path)/ mode \(mode)"
+        case .symlink: return "\(path) -> \(symlinkTarget ?? "?")"
+        }
+    }
+}
+
+/// What the caller (the index) already knows about a path: what a rescan compares with.
+public struct KnownEntry: Sendable, Equatable {
+    public var path: String
+    public var kind: ScannedKind
+    public var size: UInt64
+    public var mtimeNs: Int64
+    public var inode: UInt64
+    public var mode: UInt32
+    public var symlinkTarget: String?
+    /// The file's chunk list. Nil means "unknown": the file is read again whenever it
+    /// has to be reported.
+    public var manifest: Manifest?
+
+    public init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, inode: UInt64, mode: UInt32,
+                symlinkTarget: String? = nil, manifest: Manifest? = nil) {
+        self.path = path
+        self.kind = kind
+        self.size = size
+        self.mtimeNs = mtimeNs
+        self.inode = inode
+        self.mode = mode
+        self.symlinkTarget = symlinkTarget
+        self.manifest = manifest
+    }
+
+    /// What the caller knows after recording a scanned entry.
+    public init(_ scanned: ScannedEntry) {
+        self.init(path: scanned.path, kind: scanned.kind, size: scanned.size, mtimeNs: scanned.mtimeNs,
+                  inode: scanned.inode, mode: scanned.mode, symlinkTarget: scanned.symlinkTarget,
+                  manifest: scanned.manifest)
+    }
+}
+
+/// Where the scanner gets what the caller knows. Storage-agnostic: an SQLite index
+/// answers with `SELECT … WHERE path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')
+/// ORDER BY path` (BINARY collation is the required order); tests use `KnownEntryList`.
+public protocol KnownEntrySource {
+    /// The known entries at `prefix` and below it (`prefix` itself and every path that
+    /// starts with `prefix + "/"`; all of them when `prefix` is ""), in ascending order of
+    /// their UTF-8 bytes (`memcmp` order, *not* Swift's `String` order). The scanner
+    /// merges them with its walk (which visits paths in the same order) and so never holds
+    /// the known set in memory; it throws `ScanError.knownEntriesOutOfOrder` if the order
+    /// is wrong.
+    func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry>
+}
+
+/// An in-memory `KnownEntrySource` (tests, small folders): a dictionary by path.
+public struct KnownEntryList: KnownEntrySource, Sendable {
+    public private(set) var entries: [String: KnownEntry] = [:]
+
+    public init() {}
+    public init(_ entries: [KnownEntry]) {
+        for e in entries { self.entries[e.path] = e }
+    }
+
+    public subscript(path: String) -> KnownEntry? { entries[path] }
+    public var count: Int { entries.count }
+
+    /// Records a batch as a caller would: added and changed entries replace what was
+    /// known, deleted paths are forgotten.
+    public mutating func apply(_ batch: ScanBatch) {
+        for e in batch.added { entries[e.path] = KnownEntry(e) }
+        for e in batch.changed { entries[e.path] = KnownEntry(e) }
+        for p in batch.deleted { entries[p] = nil }
+    }
+
+    public func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+        let selected: [KnownEntry]
+        if prefix.isEmpty {
+            selected = Array(entries.values)
+        } else {
+            let below = prefix + "/"
+            selected = entries.values.filter { $0.path == prefix || $0.path.hasPrefix(below) }
+        }
+        return selected.sorted { utf8Less($0.path, $1.path) }.makeIterator()
+    }
+}
+
+/// Something the scanner could not do for one path; the path is neither reported as
+/// changed nor as deleted (what the caller knows about it stays as it is).
+public struct ScanProblem: Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+    public init(path: String, message: String) {
+        self.path = path
+        self.message = message
+    }
+    public var description: String { "\(path): \(message)" }
+}
+
+/// A part of a scan's result, delivered through the scanner's callback (each batch can
+/// be written in one transaction). Only differences from the known set are reported.
+public struct ScanBatch: Sendable, Equatable {
+    /// Entries the caller did not know.
+    public var added: [ScannedEntry] = []
+    /// Known entries whose kind, size, mtime, inode, mode, target or content changed.
+    public var changed: [ScannedEntry] = []
+    /// Known paths that are gone (never reported when the folder root is missing).
+    public var deleted: [String] = []
+    /// Files that changed while they were read: not reported otherwise, rescan later.
+    public var unstable: [String] = []
+    public var problems: [ScanProblem] = []
+
+    public init() {}
+
+    /// Number of items in the batch.
+    public var count: Int { added.count + changed.count + deleted.count + unstable.count + problems.count }
+    public var isEmpty: Bool { count == 0 }
+}
+
+/// Totals of one scan.
+public struct ScanSummary: Sendable, Equatable {
+    public var files = 0
+    public var directories = 0
+    public var symlinks = 0
+    /// Entries skipped because of ignore patterns (ignored directories count once).
+    public var ignored = 0
+    public var added = 0
+    public var changed = 0
+    public var deleted = 0
+    public var unstable = 0
+    public var problems = 0
+    /// Files whose content was read and hashed.
+    public var filesHashed = 0
+    /// File content bytes read (0 for a rescan where nothing changed).
+    public var bytesRead: UInt64 = 0
+    /// Batches delivered.
+    public var batches = 0
+    /// The root directory scanned (see `FolderScanner.expectedRoot`).
+    public var root = RootIdentity(device: 0, inode: 0)
+
+    public init() {}
+}
+
+/// Which directory a folder root is (device and inode): a different one after a scan
+/// means it was replaced or a disk was unmounted from under it.
+public struct RootIdentity: Sendable, Hashable {
+    public var device: UInt64
+    public var inode: UInt64
+    public init(device: UInt64, inode: UInt64) {
+        self.device = device
+        self.inode = inode
+    }
+}
+
+/// Why a scan stopped.
+public enum ScanError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The folder root is gone, is not a directory, or is another directory than expected
+    /// (an unmounted disk): nothing is reported as deleted.
+    case rootMissing(path: String, reason: String)
+    /// The folder root exists but cannot be read.
+    case rootUnreadable(FileError)
+    /// The `KnownEntrySource` did not return paths in UTF-8 byte order.
+    case knownEntriesOutOfOrder(previous: String, next: String)
+
+    public var description: String {
+        switch self {
+        case let .rootMissing(path, reason):
+            return "folder \(path) is missing (\(reason)); the folder is not scanned and nothing is deleted"
+        case let .rootUnreadable(error):
+            return "folder cannot be read: \(error)"
+        case let .knownEntriesOutOfOrder(previous, next):
+            return "known entries out of order: \"\(next)\" after \"\(previous)\" (they must be sorted by UTF-8 bytes)"
+        }
+    }
+}
+
+/// `a < b` comparing UTF-8 bytes (the order of `memcmp` and of SQLite's BINARY collation).
+func utf8Less(_ a: String, _ b: String) -> Bool {
+    var a = a, b = b
+    return a.withUTF8 { x in b.withUTF8 { y in bytesLess(x, y) } }
+}
+
+@inline(__always)
+func bytesLess(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+    let n = min(x.count, y.count)
+    if n > 0 {
+        let c = memcmp(x.baseAddress!, y.baseAddress!, n)
+        if c != 0 { return c < 0 }
+    }
+    return x.count < y.count
+}
+
+func bytesLess(_ x: [UInt8], _ y: [UInt8]) -> Bool {
+    x.withUnsafeBufferPointer { a in y.withUnsafeBufferPointer { b in bytesLess(a, b) } }
+}
