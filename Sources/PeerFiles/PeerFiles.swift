@@ -12,4 +12,5 @@
 ///   commit with mode and mtime, re-verification for resume);
 /// - `ChunkReader`: the sending side (chunks read into a reused buffer);
 /// - `FileError`: the one I/O error type.
-public enum PeerFiles {}
+// (No namespace type: a type named like the module would hide the module's own name,
+// making `PeerFiles.ScannedEntry` unreachable from modules that also define one.)

@@ -94,6 +94,10 @@ public final class ControlServer: @unchecked Sendable {
                 }
                 reply.success(id, try node.setVisibility(visible))
             case "accept", "decline":
+                if let folder = request["folder"]?.stringValue {
+                    reply.success(id, try node.answerShare(folder, accept: op == "accept", into: request["dir"]?.stringValue))
+                    return
+                }
                 if let transfer = request["transfer"]?.stringValue {
                     try followTransfer(id: id, reply: reply, follow: request["follow"]?.boolValue == true) { observer, completion throws(EngineError) in
                         let event = try node.answerOffer(transfer, accept: op == "accept", directory: request["dir"]?.stringValue,
@@ -119,6 +123,18 @@ public final class ControlServer: @unchecked Sendable {
                                      observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
                 }
+            case "share":
+                let peers = (request["peers"]?.arrayValue ?? []).compactMap(\.stringValue)
+                guard !peers.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
+                reply.success(id, try node.share(directory: try argument("dir"), with: peers))
+            case "unshare":
+                reply.success(id, try node.unshare(directory: try argument("dir")))
+            case "folders":
+                reply.success(id, ["folders": .array(node.folderStatus()), "offers": .array(node.shareOffers())])
+            case "conflicts":
+                reply.success(id, .array(node.conflicts()))
+            case "resolve":
+                reply.success(id, try node.resolveConflict(path: try argument("path"), keep: try argument("keep")))
             case "transfers":
                 reply.success(id, .array(node.transferList()))
             case "cancel":

@@ -34,6 +34,8 @@ public final class Node: @unchecked Sendable {
     var stopped = false
     /// Transfers in progress (confined to `queue`).
     let transfers = TransferTable()
+    /// Shared folders (confined to `queue`).
+    let folderTable = FolderTable()
     /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
     var discovery: NodeDiscovery?
     private var listenPort: UInt16 = 0
@@ -95,6 +97,7 @@ public final class Node: @unchecked Sendable {
         queue.sync {
             self.timer = timer
             self.scheduleInitialRedials()
+            self.startFolders()
         }
         do { try startDiscovery(port: listener.port) } catch {
             stop()
@@ -106,6 +109,7 @@ public final class Node: @unchecked Sendable {
     /// Closes every session (telling peers), the listener and the timer.
     public func stop() {
         stopDiscovery()
+        stopFolders()
         let (closing, listener): ([Session], TCPListener?) = queue.sync {
             stopped = true
             timer?.cancel()

@@ -25,6 +25,10 @@ public struct NodeConfig: Sendable {
     public var staticPeers: [String] = []
     /// Where accepted files and folders go (`daemon --receive-dir`; default ~/Downloads).
     public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
+    /// Shared folders: how long file events are gathered before a rescan, and how often a
+    /// full rescan runs as a safety net.
+    public var watchDelay: Duration = .seconds(1)
+    public var rescanInterval: Duration = .seconds(3600)
     /// Bytes of chunks a sender keeps in flight per transfer (bounds memory).
     public var sendWindowBytes = 16 << 20
 
@@ -63,6 +67,8 @@ public struct NodeConfig: Sendable {
         if let value = ms("SYNCPEER_DEAD_PEER_MS") { deadPeerTimeout = value }
         if let value = ms("SYNCPEER_HANDSHAKE_TIMEOUT_MS") { handshakeTimeout = value }
         if let value = ms("SYNCPEER_REDIAL_MS") { redialInitial = value }
+        if let value = ms("SYNCPEER_WATCH_DELAY_MS") { watchDelay = value }
+        if let value = ms("SYNCPEER_RESCAN_MS") { rescanInterval = value }
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
     }
 }

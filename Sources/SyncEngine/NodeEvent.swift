@@ -26,6 +26,10 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         case error
         /// A peer offers files (transfer, peer, name, total, files).
         case offer
+        /// A peer invites us to share a folder (folder, name = label, peer).
+        case shareOffer = "share_offer"
+        /// A shared folder changed state or hit an error (folder, name, state, path, reason).
+        case folder
         /// A transfer changed: started, progressed (rate-limited), or ended (transfer,
         /// direction, peer, name, state, bytes, total, rate, eta, path, reason, resent).
         case transfer
@@ -60,6 +64,8 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
     public var id: UInt64?
     public var text: String?
     public var reason: String?
+    /// A shared folder's ID.
+    public var folder: String?
     /// Transfer fields.
     public var transfer: String?
     public var direction: String?

@@ -41,6 +41,14 @@ struct AnswerCommand {
     }
 
     static func run(_ id: String, accept: Bool, into directory: String?, _ context: CommandContext) throws(CLIError) -> Int32 {
+        // Folder IDs look like "abcde-fghij".
+        if id.wholeMatch(of: #/[a-z2-7]{5}-[a-z2-7]{5}/#) != nil {
+            var request: [String: JSONValue] = ["folder": .string(id)]
+            if let directory { request["dir"] = .string(directory) }
+            let result = try context.request(accept ? "accept" : "decline", request)
+            context.print(result, text: accept ? "Accepted folder \(id) into \(result["path"]?.stringValue ?? "?")" : "Declined folder \(id)")
+            return ExitCode.success
+        }
         // Invitation IDs are 6 letters and digits; transfer IDs are hex (32 digits, or a prefix of 7 or more).
         if id.count >= 7, id.allSatisfy(\.isHexDigit) {
             var request: [String: JSONValue] = ["transfer": .string(id), "follow": .bool(accept)]

@@ -229,6 +229,7 @@ extension Node {
     // MARK: - Session hooks (queue)
 
     func transfersSessionConnected(_ session: Session) {
+        foldersSessionConnected(session)
         // Offer again what was interrupted, under the same IDs, so the receiver resumes.
         for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == "paused" {
             offer(transfer, on: session)
@@ -237,6 +238,7 @@ extension Node {
     }
 
     func transfersSessionClosed(_ session: Session) {
+        foldersSessionClosed(session)
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
             pauseOutgoing(transfer, reason: "connection to \(session.peer.name) lost; resumes when it is back")
         }
@@ -325,7 +327,7 @@ extension Node {
             }
         case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
         case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
-        default: return
+        default: folderFrameReceived(frame, from: session)
         }
     }
 

@@ -1,0 +1,395 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+
+/// Applies a folder's planned actions to the disk and the index (on the folder's `io`).
+///
+/// Files are assembled in temporary files next to their final place (`.name.syncpeer-tmp`,
+/// which scanners and watchers ignore), chunk by chunk: first from any local file that
+/// holds a chunk with the same hash (renames and copies move no data), then from connected
+/// peers that have the content, several chunks and several peers at once. Every chunk is
+/// verified. A batch of files then gets one durability barrier (`syncfs`) before the
+/// renames and one after, so many small files cost two barriers, not one fsync each, and a
+/// crash leaves every file either old or new.
+final class FolderApplier: @unchecked Sendable {
+    // @unchecked: used on the folder's `io` queue; the block-fetch callbacks that run
+    // elsewhere only call `write(_:at:_:)` (pwrite on a descriptor) and `fetch` (which
+    // touches immutable state).
+    let folder: SharedFolder
+    let node: Node
+    let index: NodeIndex
+    let local: [String: FileState]
+    let manifests: [String: [String: [UInt8]]]
+    let folderID: String
+    /// Files assembled and waiting for the batch barrier.
+    private var pending: [Pending] = []
+    private var pendingBytes: Int64 = 0
+    private var rescan: [String] = []
+    static let batchFiles = 512
+    static let batchBytes: Int64 = 64 << 20
+    static let blocksInFlight = 8
+
+    struct Pending {
+        let directory: DirectoryHandle
+        let temp: String
+        let name: String
+        let state: FileState
+        let chunks: [FileChunkRecord]
+        /// A local file that must become the conflict copy first.
+        var conflictCopy: String?
+    }
+
+    init(folder: SharedFolder, node: Node, index: NodeIndex, local: [String: FileState], manifests: [String: [String: [UInt8]]]) {
+        self.folder = folder
+        self.node = node
+        self.index = index
+        self.local = local
+        self.manifests = manifests
+        folderID = folder.id
+    }
+
+    func apply(_ actions: [SyncAction]) {
+        guard let root = try? DirectoryHandle(path: folder.root) else { return }
+        // Directories first (parents before children), deletions last (children first).
+        let creates = actions.filter { if case let .pull(s, _) = $0 { return s.kind == .directory && !s.deleted } else { return false } }
+            .sorted { $0.paths[0] < $1.paths[0] }
+        let deletes = actions.filter { if case .delete = $0 { return true } else { return false } }
+            .sorted { $0.paths[0].count > $1.paths[0].count }
+        let others = actions.filter { action in
+            !creates.contains(action) && !deletes.contains(action)
+        }
+        for action in creates + others + deletes {
+            perform(action, root: root)
+            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes { commit(root: root) }
+        }
+        commit(root: root)
+        if !rescan.isEmpty {
+            // Conflict copies and skipped paths are picked up as local changes.
+            let paths = rescan
+            rescan = []
+            folder.io.async { [folder] in folder.fullScanPaths(paths) }
+        }
+    }
+
+    private func perform(_ action: SyncAction, root: DirectoryHandle) {
+        switch action {
+        case .upToDate:
+            return
+        case let .pull(state, from):
+            pull(state, from: from, root: root, conflictCopy: nil)
+        case let .updateMetadata(state, _):
+            guard let resolved = try? SafePath(state.path).resolve(under: root), resolved.existing != nil,
+                  diskMatchesIndex(state.path, root: root) else { rescan.append(state.path); return }
+            if state.kind != .symlink { fchmodat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777), 0) }
+            setTimes(resolved.directory, resolved.name, state.mtimeNs)
+            record(state, root: root)
+        case let .delete(state, _):
+            delete(state, root: root)
+        case let .keepLocal(state):
+            record(state, root: root)
+        case let .conflict(winner, from, loser, copyName):
+            let localState = local[winner.path]
+            if let localState, localState.version == loser.version, !localState.deleted {
+                // Our copy lost: it is kept under the conflict name, the winner takes its place.
+                pull(winner, from: from, root: root, conflictCopy: copyName)
+            } else {
+                // Ours won (or was deleted): record the merged version; peers make the copy.
+                if winner.deleted || winner.kind != .file || localState?.rootHash == winner.rootHash {
+                    record(winner, root: root)
+                } else {
+                    pull(winner, from: from, root: root, conflictCopy: nil)
+                }
+            }
+        case let .rename(from, to, source):
+            rename(from, to, source: source, root: root)
+        }
+    }
+
+    // MARK: Pull
+
+    private func pull(_ state: FileState, from device: String, root: DirectoryHandle, conflictCopy: String?) {
+        guard let safe = try? SafePath(state.path) else { return }
+        if local[state.path] != nil, conflictCopy == nil, !diskMatchesIndex(state.path, root: root) {
+            rescan.append(state.path)  // changed here since the last scan: scan it first
+            return
+        }
+        guard let resolved = try? safe.resolve(under: root, createDirectories: true) else {
+            folder.report("cannot create the folder of \(state.path)")
+            return
+        }
+        switch state.kind {
+        case .directory:
+            if resolved.existing == nil { mkdirat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777)) }
+            else if resolved.existing == .directory { fchmodat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777), 0) }
+            else { rescan.append(state.path); return }
+            record(state, root: root)
+        case .symlink:
+            let temp = Self.tempName(resolved.name)
+            unlinkat(resolved.directory.fd, temp, 0)
+            guard symlinkat(state.symlinkTarget ?? "", resolved.directory.fd, temp) == 0 else {
+                folder.report("cannot create the link \(state.path)")
+                return
+            }
+            pending.append(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
+                                   conflictCopy: conflictCopy))
+        case .file:
+            guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
+                  manifest.rootHash == (state.rootHash ?? []) else {
+                folder.report("no valid manifest for \(state.path) from its peer")
+                return
+            }
+            let temp = Self.tempName(resolved.name)
+            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                folder.report("cannot write \(state.path): \(String(cString: strerror(errno)))")
+                return
+            }
+            defer { close(fd) }
+            let sources = devices(holding: state)
+            guard assemble(manifest, into: fd, path: state.path, sources: sources) else {
+                unlinkat(resolved.directory.fd, temp, 0)
+                return
+            }
+            fchmod(fd, mode_t(state.mode & 0o777))
+            var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
+                         timespec(tv_sec: Int(state.mtimeNs / 1_000_000_000), tv_nsec: Int(state.mtimeNs % 1_000_000_000))]
+            futimens(fd, &times)
+            let chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
+            pending.append(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: chunks,
+                                   conflictCopy: conflictCopy))
+            pendingBytes += Int64(manifest.fileSize)
+        }
+    }
+
+    /// Peers that are connected and have exactly this content for the path.
+    private func devices(holding state: FileState) -> [String] {
+        let candidates = (try? index.remoteFiles(folderID: folderID, path: state.path)) ?? [:]
+        let holders = candidates.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash }.map(\.key).sorted()
+        let connected = node.connectedDevices()
+        return holders.filter { connected.contains($0) }
+    }
+
+    /// Writes every chunk of `manifest` into `fd`: local copies first, then peers.
+    private func assemble(_ manifest: Manifest, into fd: Int32, path: String, sources: [String]) -> Bool {
+        if manifest.fileSize > 0, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
+            folder.report("cannot write \(path): \(String(cString: strerror(errno)))")
+            return false
+        }
+        var missing: [ChunkRef] = []
+        for chunk in manifest.chunks {
+            if let bytes = localChunk(chunk) {
+                guard write(bytes, at: chunk.offset, fd) else { return false }
+            } else {
+                missing.append(chunk)
+            }
+        }
+        guard !missing.isEmpty else { return true }
+        guard !sources.isEmpty else {
+            folder.report("no connected peer has \(path) right now; it will be fetched when one is")
+            return false
+        }
+        // Several chunks in flight, spread over every peer that has the content.
+        let failure = FailureFlag()
+        let slots = DispatchSemaphore(value: Self.blocksInFlight)
+        let group = DispatchGroup()
+        for (n, chunk) in missing.enumerated() {
+            slots.wait()
+            if failure.isSet { slots.signal(); break }
+            group.enter()
+            fetch(chunk, path: path, sources: sources, attempt: n) { (bytes: [UInt8]?) in
+                defer { slots.signal(); group.leave() }
+                guard let bytes, self.write(bytes, at: chunk.offset, fd) else {
+                    failure.set()
+                    return
+                }
+            }
+        }
+        group.wait()
+        let failed = failure.isSet
+        if failed { folder.report("could not fetch every chunk of \(path) from its peers; it will be retried") }
+        return !failed
+    }
+
+    /// Asks the peers in turn (starting at a different one per chunk) until one answers
+    /// with bytes that match the hash.
+    private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0,
+                       completion: @escaping @Sendable ([UInt8]?) -> Void) {
+        guard tries < sources.count else { completion(nil); return }
+        let device = sources[(attempt + tries) % sources.count]
+        node.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
+                          hash: chunk.hash.bytes) { [self] bytes in
+            if let bytes, ChunkHash.of(bytes) == chunk.hash {
+                completion(bytes)
+            } else {
+                fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, completion: completion)
+            }
+        }
+    }
+
+    /// A chunk with this hash from any local file that still holds it.
+    private func localChunk(_ chunk: ChunkRef) -> [UInt8]? {
+        for location in (try? index.localChunkLocations(hash: chunk.hash.bytes)) ?? [] where location.size == Int64(chunk.size) {
+            let rootPath = location.folderID == folderID ? folder.root : (try? index.folder(id: location.folderID))??.path
+            guard let rootPath, let handle = try? DirectoryHandle(path: rootPath),
+                  let resolved = try? SafePath(location.path).resolve(under: handle), resolved.existing == .file,
+                  let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { continue }
+            let ref = ChunkRef(offset: UInt64(location.offset), size: chunk.size, hash: chunk.hash)
+            if let bytes = try? reader.bytes(of: ref, verify: true) { return bytes }
+        }
+        return nil
+    }
+
+    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                folder.report(errno == ENOSPC ? "disk full: free some space; syncing resumes at the next scan" : "write failed: \(String(cString: strerror(errno)))")
+                return false
+            }
+            done += n
+        }
+        return true
+    }
+
+    // MARK: Commit
+
+    /// One barrier for the data of the whole batch, the renames, one barrier for the renames.
+    private func commit(root: DirectoryHandle) {
+        guard !pending.isEmpty else { return }
+        _ = syncFileSystem(root.fd)
+        var done: [Pending] = []
+        for item in pending {
+            if let copy = item.conflictCopy {
+                let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
+                if item.directory.entryKind(copyName) == nil {
+                    renameat(item.directory.fd, item.name, item.directory.fd, copyName)
+                    rescan.append(copy)
+                }
+            } else if local[item.state.path] == nil, item.directory.entryKind(item.name) != nil {
+                // Something appeared here since the plan: keep it, and scan it.
+                unlinkat(item.directory.fd, item.temp, 0)
+                rescan.append(item.state.path)
+                continue
+            }
+            guard renameat(item.directory.fd, item.temp, item.directory.fd, item.name) == 0 else {
+                folder.report("cannot put \(item.state.path) in place: \(String(cString: strerror(errno)))")
+                unlinkat(item.directory.fd, item.temp, 0)
+                continue
+            }
+            done.append(item)
+        }
+        _ = syncFileSystem(root.fd)
+        let records = done.map { item in
+            item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
+        }
+        if !records.isEmpty { _ = try? index.upsertFiles(records) }
+        pending = []
+        pendingBytes = 0
+    }
+
+    // MARK: Delete, rename, record
+
+    private func delete(_ state: FileState, root: DirectoryHandle) {
+        guard let resolved = try? SafePath(state.path).resolve(under: root) else { return }
+        switch resolved.existing {
+        case nil:
+            break
+        case .directory:
+            // Only an empty directory goes: anything still inside is kept (and synced).
+            if unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) != 0 {
+                rescan.append(state.path)
+                return
+            }
+        default:
+            guard diskMatchesIndex(state.path, root: root) else {
+                rescan.append(state.path)  // edited here since: the edit wins, it is scanned and synced
+                return
+            }
+            unlinkat(resolved.directory.fd, resolved.name, 0)
+        }
+        record(state, root: root)
+    }
+
+    private func rename(_ from: FileState, _ to: FileState, source: String, root: DirectoryHandle) {
+        guard let old = try? SafePath(from.path).resolve(under: root), old.existing == .file,
+              diskMatchesIndex(from.path, root: root),
+              let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
+              renameat(old.directory.fd, old.name, new.directory.fd, new.name) == 0 else {
+            // Not as expected: fetch the new path normally, delete the old one if it matches.
+            pull(to, from: source, root: root, conflictCopy: nil)
+            delete(from, root: root)
+            return
+        }
+        let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
+        _ = syncFileSystem(root.fd)
+        _ = try? index.upsertFiles([from.fileRecord(folderID: folderID),
+                                    to.fileRecord(folderID: folderID, inode: inode(new.directory, new.name), chunks: chunks)])
+    }
+
+    /// Records a state whose disk side is already right (metadata, directories, keepLocal).
+    private func record(_ state: FileState, root: DirectoryHandle) {
+        var chunks: [FileChunkRecord] = []
+        var inode: UInt64?
+        if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
+            inode = self.inode(resolved.directory, resolved.name)
+            chunks = (try? index.file(folderID: folderID, path: state.path))??.chunks ?? []
+        }
+        var state = state
+        if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
+            var st = stat()
+            if fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+                state.mtimeNs = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            }
+        }
+        _ = try? index.upsertFiles([state.fileRecord(folderID: folderID, inode: inode, chunks: state.kind == .file ? chunks : [])])
+    }
+
+    /// True when the file on disk is what the index last recorded (size, mtime, inode).
+    private func diskMatchesIndex(_ path: String, root: DirectoryHandle) -> Bool {
+        guard let record = (try? index.file(folderID: folderID, path: path)) ?? nil else { return true }
+        guard let resolved = try? SafePath(path).resolve(under: root) else { return false }
+        var st = stat()
+        guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return record.deleted }
+        if record.deleted { return false }
+        if record.kind == .directory { return (st.st_mode & S_IFMT) == S_IFDIR }
+        let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        return Int64(st.st_size) == record.size && mtime == record.mtimeNs
+    }
+
+    private func inode(_ directory: DirectoryHandle, _ name: String) -> UInt64? {
+        var st = stat()
+        guard fstatat(directory.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return UInt64(st.st_ino)
+    }
+
+    private func setTimes(_ directory: DirectoryHandle, _ name: String, _ mtimeNs: Int64) {
+        var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
+                     timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
+        utimensat(directory.fd, name, &times, AT_SYMLINK_NOFOLLOW)
+    }
+
+    /// `UTIME_OMIT` (not imported): leave that time as it is.
+    let utimeOmit = (1 << 30) - 2
+
+    static func tempName(_ name: String) -> String {
+        "." + String(name.prefix(200)) + IgnorePatterns.temporarySuffix
+    }
+}
+
+/// A flag set from several threads.
+final class FailureFlag: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.lock(); value = true; lock.unlock() }
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+}
+
+/// syncfs(2): flushes the whole file system holding `fd` (not exported by the Glibc module).
+@_silgen_name("syncfs") func syncFileSystem(_ fd: Int32) -> Int32

@@ -1,0 +1,466 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerFiles
+internal import PeerIndex
+internal import PeerWire
+
+/// Shared folders on the node: sharing and accepting, index exchange, serving blocks.
+///
+///     A: share DIR --with B ──shareOffer(folder, label)──▶ B: offer event (or auto-accept)
+///                         ◀─shareAnswer(accepted)──────── B: accept FOLDER --into DIR
+///     both: indexUpdate(entries since the peer's last ack) ──▶ store remote index, indexAck
+///           ──▶ SyncPlanner ──▶ blockRequest / blockResponse for missing chunks
+///
+/// State here is confined to the node's queue; disk work runs on each folder's queues.
+final class FolderTable: @unchecked Sendable {
+    // @unchecked: used only on the node's queue.
+    var folders: [String: SharedFolder] = [:]
+    var pendingBlocks: [UInt32: (device: String, callback: @Sendable ([UInt8]?) -> Void)] = [:]
+    var nextRequest: UInt32 = 1
+    /// Highest local sequence sent to a peer in this run ("folder|device").
+    var sent: [String: Int64] = [:]
+}
+
+extension Node {
+    static let indexBatch = 1_000
+    static let blockTimeout: Duration = .seconds(30)
+
+    // MARK: - Requests (any thread)
+
+    /// Shares a folder with paired peers (adding peers to an already shared folder).
+    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> JSONValue {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw .invalidArgument("\(directory) is not a folder")
+        }
+        let result: Result<JSONValue, EngineError> = queue.sync {
+            do throws(EngineError) {
+                var devices: [(key: String, name: String)] = []
+                for text in peerTexts {
+                    let candidate = try resolve(text)
+                    let key = candidate.deviceID.filter { $0 != "-" }
+                    guard (try? index.peer(deviceID: key))??.trust == .paired else {
+                        throw .notFound("\(candidate.name) is not paired; pair first")
+                    }
+                    devices.append((key, candidate.name))
+                }
+                let folder: FolderRecord
+                do {
+                    if let existing = try index.folder(path: directory) {
+                        folder = existing
+                    } else {
+                        folder = try index.addFolder(id: Self.newFolderID(), path: directory,
+                                                     label: URL(fileURLWithPath: directory).lastPathComponent)
+                    }
+                    for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
+                } catch { throw .index("\(error)") }
+                startFolder(folder)
+                for session in sessions.values where session.machine.state == .connected
+                    && devices.contains(where: { $0.key == session.deviceKey }) {
+                    session.send([.shareOffer(folder: folder.id, label: folder.label)])
+                }
+                return .success(["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.path),
+                                 "peers": .array(devices.map { .string($0.name) })])
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Stops sharing a folder: nothing on disk changes; peers are told.
+    public func unshare(directory: String) throws(EngineError) -> JSONValue {
+        let result: Result<JSONValue, EngineError> = queue.sync {
+            guard let record = (try? index.folder(path: directory)) ?? nil else {
+                return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
+            }
+            let members = ((try? index.folderPeers(folderID: record.id)) ?? []).map(\.deviceID)
+            for session in sessions.values where members.contains(session.deviceKey) && session.machine.state == .connected {
+                session.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")])
+            }
+            folderTable.folders.removeValue(forKey: record.id)?.stop()
+            _ = try? index.removeFolder(id: record.id)
+            return .success(["folder": .string(record.id), "path": .string(record.path)])
+        }
+        return try result.get()
+    }
+
+    /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
+    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> JSONValue {
+        let result: Result<JSONValue, EngineError> = queue.sync {
+            do throws(EngineError) { return .success(try answerShareOnQueue(folderID, accept: accept, into: directory)) }
+            catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Per folder: state, counts, and per peer what is out of sync.
+    public func folderStatus() -> [JSONValue] {
+        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        return list.sorted { $0.label < $1.label }.map { folder in
+            let (state, error) = queue.sync { (folder.status, folder.error) }
+            let files = (try? index.files(folderID: folder.id, includeChunks: false)) ?? []
+            let live = files.filter { !$0.deleted }
+            let local = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            let connected = connectedDevices()
+            var peers: [JSONValue] = []
+            for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
+                let remote = (try? index.remoteFiles(folderID: folder.id, deviceID: member.deviceID)) ?? []
+                var outFiles = 0
+                var outBytes: Int64 = 0
+                for entry in remote where !(entry.deleted && local[entry.path] == nil) {
+                    let mine = local[entry.path]
+                    if mine == nil || VersionVector(mine!.version) != VersionVector(entry.version) {
+                        outFiles += 1
+                        outBytes += entry.deleted ? 0 : entry.size
+                    }
+                }
+                let remoteLive = remote.filter { !$0.deleted }.count
+                let total = max(1, max(remoteLive, live.count))
+                let name = (try? index.peer(deviceID: member.deviceID))??.name ?? "?"
+                peers.append(["peer": ["id": .string(displayID(member.deviceID)), "name": .string(name)],
+                              "connected": .bool(connected.contains(member.deviceID)),
+                              "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(outBytes)),
+                              "percent": .number(Double(100 * max(0, total - outFiles) / total)),
+                              "indexReceived": .bool(member.receivedSequence > 0)])
+            }
+            let conflicts = live.filter { ConflictName.isConflictName($0.path) }.count
+            return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
+                    "state": .string(state), "error": JSONValue(error),
+                    "files": JSONValue(live.filter { $0.kind == .file }.count),
+                    "bytes": .number(Double(live.reduce(Int64(0)) { $0 + $1.size })),
+                    "conflicts": JSONValue(conflicts), "peers": .array(peers)]
+        }
+    }
+
+    /// Share offers waiting for an answer.
+    public func shareOffers() -> [JSONValue] {
+        ((try? index.folderOffers()) ?? []).map { offer in
+            let name = (try? index.peer(deviceID: offer.deviceID))??.name ?? "?"
+            return ["folder": .string(offer.folderID), "label": .string(offer.label),
+                    "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
+        }
+    }
+
+    /// Conflict copies in every shared folder.
+    public func conflicts() -> [JSONValue] {
+        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        var out: [JSONValue] = []
+        for folder in list {
+            for file in (try? index.files(folderID: folder.id, includeChunks: false)) ?? []
+            where !file.deleted && ConflictName.isConflictName(file.path) {
+                let parsed = ConflictName.parse(file.path)
+                out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + file.path),
+                            "original": .string(folder.root + "/" + (parsed?.original ?? "?")),
+                            "device": .string(parsed?.device ?? "?"), "time": .string(parsed?.time ?? "?")])
+            }
+        }
+        return out
+    }
+
+    /// Settles a conflict on `path` (the original file): keep the local version (the
+    /// conflict copies go), the remote one (the newest copy replaces it), or both (the copies
+    /// get ordinary names).
+    public func resolveConflict(path: String, keep: String) throws(EngineError) -> JSONValue {
+        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
+            throw .notFound("\(path) is not in a shared folder")
+        }
+        let relative = String(absolute.dropFirst(folder.root.count + 1))
+        let copies = ((try? index.files(folderID: folder.id, includeChunks: false)) ?? [])
+            .filter { !$0.deleted && ConflictName.parse($0.path)?.original == relative }
+            .map(\.path).sorted()
+        guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
+        let result: Result<JSONValue, EngineError> = folder.io.sync {
+            let root = folder.root
+            switch keep {
+            case "local":
+                for copy in copies { unlink(root + "/" + copy) }
+            case "remote":
+                let newest = copies.max { (ConflictName.parse($0)?.time ?? "") < (ConflictName.parse($1)?.time ?? "") }!
+                guard Glibc.rename(root + "/" + newest, absolute) == 0 else {
+                    return .failure(.io(path: absolute, reason: String(cString: strerror(errno))))
+                }
+                for copy in copies where copy != newest { unlink(root + "/" + copy) }
+            case "both":
+                guard let handle = try? DirectoryHandle(path: URL(fileURLWithPath: absolute).deletingLastPathComponent().path) else {
+                    return .failure(.io(path: absolute, reason: "cannot open its folder"))
+                }
+                let name = URL(fileURLWithPath: absolute).lastPathComponent
+                for copy in copies {
+                    let unique = handle.uniqueName(for: name)
+                    Glibc.rename(root + "/" + copy, handle.path + "/" + unique)
+                }
+            default:
+                return .failure(.invalidArgument("--keep takes local, remote or both"))
+            }
+            folder.fullScanPaths(copies + [relative])
+            return .success(["path": .string(absolute), "kept": .string(keep), "copies": .array(copies.map { .string($0) })])
+        }
+        return try result.get()
+    }
+
+    // MARK: - Life (queue)
+
+    func startFolders() {
+        for record in (try? index.folders()) ?? [] { startFolder(record) }
+    }
+
+    func stopFolders() {
+        let list = queue.sync { () -> [SharedFolder] in
+            let all = Array(folderTable.folders.values)
+            folderTable.folders = [:]
+            return all
+        }
+        for folder in list { folder.stop() }
+    }
+
+    func startFolder(_ record: FolderRecord) {
+        guard folderTable.folders[record.id] == nil else { return }
+        let folder = SharedFolder(id: record.id, root: record.path, label: record.label.isEmpty ? record.id : record.label, node: self)
+        folderTable.folders[record.id] = folder
+        folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
+    }
+
+    private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> JSONValue {
+        let offers = ((try? index.folderOffers(folderID: folderID)) ?? [])
+        guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
+        let devices = Set(offers.map(\.deviceID))
+        guard accept else {
+            _ = try? index.removeFolderOffers(folderID: folderID)
+            for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
+                session.send([.shareAnswer(folder: folderID, accepted: false, reason: "declined")])
+            }
+            return ["folder": .string(folderID), "accepted": false]
+        }
+        var path = directory ?? (config.receiveDirectory + "/" + (first.label.isEmpty ? folderID : first.label))
+        path = URL(fileURLWithPath: path).standardizedFileURL.path
+        if directory == nil, FileManager.default.fileExists(atPath: path),
+           let handle = try? DirectoryHandle(path: URL(fileURLWithPath: path).deletingLastPathComponent().path) {
+            // Never merge into an unrelated existing folder without being asked to.
+            path = handle.path + "/" + handle.uniqueName(for: URL(fileURLWithPath: path).lastPathComponent)
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: path, reason: "cannot create it")
+        }
+        let record: FolderRecord
+        do {
+            record = try index.addFolder(id: folderID, path: path, label: first.label)
+            for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
+            _ = try index.removeFolderOffers(folderID: folderID)
+        } catch { throw .index("\(error)") }
+        startFolder(record)
+        for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
+            session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
+            sendIndex(folderID, to: session)
+        }
+        emit(NodeEvent(.folder, state: "shared", name: record.label, path: record.path, time: now()).with(folder: folderID))
+        return ["folder": .string(folderID), "accepted": true, "path": .string(path)]
+    }
+
+    // MARK: - Session hooks (queue)
+
+    func foldersSessionConnected(_ session: Session) {
+        for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
+            guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
+            // Offering again is harmless: a peer that shares it already answers "accepted".
+            session.send([.shareOffer(folder: folderID, label: record.label)])
+            folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+        }
+    }
+
+    func foldersSessionClosed(_ session: Session) {
+        for (request, pending) in folderTable.pendingBlocks where pending.device == session.deviceKey {
+            folderTable.pendingBlocks[request] = nil
+            pending.callback(nil)
+        }
+    }
+
+    // MARK: - Frames (queue)
+
+    func folderFrameReceived(_ frame: Frame, from session: Session) {
+        switch frame {
+        case let .shareOffer(folderID, label):
+            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
+            if (try? index.folder(id: folderID)) ?? nil != nil, members.contains(session.deviceKey) {
+                session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
+                sendIndex(folderID, to: session)
+                return
+            }
+            let already = ((try? index.folderOffers(folderID: folderID)) ?? []).contains { $0.deviceID == session.deviceKey }
+            try? index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label)
+            if !already {
+                emit(NodeEvent(.shareOffer, peer: session.peer, name: label, time: now()).with(folder: folderID))
+            }
+            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
+               (try? index.folder(id: folderID)) ?? nil == nil {
+                _ = try? answerShareOnQueue(folderID, accept: true, into: nil)
+            }
+        case let .shareAnswer(folderID, accepted, reason):
+            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
+            guard members.contains(session.deviceKey) else { return }
+            if accepted {
+                sendIndex(folderID, to: session)
+            } else {
+                _ = try? index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey)
+                emit(NodeEvent(.folder, peer: session.peer, state: "unshared", reason: reason, time: now()).with(folder: folderID))
+            }
+        case let .indexUpdate(folderID, _, entries):
+            indexReceived(folderID, entries: entries, from: session)
+        case let .indexAck(folderID, sequence):
+            try? index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence))
+        case let .blockRequest(request, folderID, path, offset, size, hash):
+            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
+            guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
+                session.send([.blockResponse(request: request, ok: false, data: [])])
+                return
+            }
+            folder.serveQueue.async {
+                let bytes = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
+                session.sendFromAnyThread([.blockResponse(request: request, ok: bytes != nil, data: bytes ?? [])])
+            }
+        case let .blockResponse(request, ok, data):
+            guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
+            pending.callback(ok ? data : nil)
+        default:
+            return
+        }
+    }
+
+    private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: Session) {
+        let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
+        guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else { return }
+        var records: [RemoteFileRecord] = []
+        var paths = Set<String>()
+        var highest: Int64 = 0
+        for entry in entries {
+            highest = max(highest, Int64(clamping: entry.sequence))
+            // Hostile input: a path must stay inside the folder; a live file needs a manifest
+            // that matches its root hash and size.
+            guard (try? SafePath(entry.path)) != nil else {
+                emitError(session.peer, "folder \(folder.label): ignored an index entry with an unsafe path")
+                continue
+            }
+            var manifest: [UInt8]?
+            if entry.kind == .file && !entry.deleted {
+                guard let decoded = try? Manifest.decode(entry.manifest), decoded.rootHash == entry.rootHash,
+                      decoded.fileSize == entry.size else {
+                    emitError(session.peer, "folder \(folder.label): ignored \(entry.path): its manifest does not match")
+                    continue
+                }
+                manifest = entry.manifest
+            }
+            let kind: FileKind = entry.kind == .directory ? .directory : entry.kind == .symlink ? .symlink : .file
+            records.append(RemoteFileRecord(
+                path: entry.path, sequence: Int64(clamping: entry.sequence), kind: kind, size: Int64(clamping: entry.size),
+                mtimeNs: entry.mtimeNanoseconds, mode: entry.mode, deleted: entry.deleted,
+                symlinkTarget: entry.kind == .symlink ? entry.symlinkTarget : nil,
+                version: Dictionary(entry.version.map { ($0.device, $0.counter) }, uniquingKeysWith: { a, b in max(a, b) }),
+                rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
+            paths.insert(entry.path)
+        }
+        do {
+            try index.upsertRemoteFiles(folderID: folderID, deviceID: session.deviceKey, records, receivedSequence: highest)
+        } catch {
+            emitError(session.peer, "folder \(folder.label): cannot store the peer's index: \(error)")
+            return
+        }
+        session.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))])
+        let changed = paths
+        folder.io.async { folder.pull(paths: changed) }
+    }
+
+    /// Sends the local index entries the peer has not seen yet (since its last ack, or what
+    /// was already sent in this run), in frames of at most 1,000 entries.
+    func sendIndex(_ folderID: String, to session: Session) {
+        let key = "\(folderID)|\(session.deviceKey)"
+        let acked = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil)?.ackedSequence ?? 0
+        var since = max(folderTable.sent[key] ?? 0, acked)
+        let full = since == 0
+        while true {
+            let records = (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? []
+            if records.isEmpty { break }
+            let entries = records.map(Self.wireEntry)
+            session.send([.indexUpdate(folder: folderID, full: full, entries: entries)])
+            since = records.map(\.sequence).max() ?? since
+            if records.count < Self.indexBatch { break }
+        }
+        folderTable.sent[key] = since
+    }
+
+    static func wireEntry(_ record: FileRecord) -> SyncFileEntry {
+        var manifest: [UInt8] = []
+        if record.kind == .file && !record.deleted {
+            let chunks = record.chunks.compactMap { chunk -> ChunkRef? in
+                guard let hash = ChunkHash(bytes: chunk.hash) else { return nil }
+                return ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size), hash: hash)
+            }
+            manifest = (try? Manifest(fileSize: UInt64(record.size), chunks: chunks))?.encode() ?? []
+        }
+        let kind: SyncFileEntry.Kind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
+        return SyncFileEntry(path: record.path, kind: kind, size: UInt64(max(0, record.size)), mtimeNanoseconds: record.mtimeNs,
+                             mode: record.mode & 0o7777, deleted: record.deleted, symlinkTarget: record.symlinkTarget ?? "",
+                             version: record.version.sorted { $0.key < $1.key }.map { .init(device: $0.key, counter: $0.value) },
+                             sequence: UInt64(max(0, record.sequence)), modifiedBy: record.modifiedBy,
+                             rootHash: record.deleted ? [] : (record.rootHash ?? []), manifest: manifest)
+    }
+
+    // MARK: - For the folders (any thread)
+
+    /// A folder's local index changed: send the new entries to its connected peers.
+    func folderChanged(_ folderID: String) {
+        queue.async { [self] in
+            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
+            for session in sessions.values where members.contains(session.deviceKey) && session.machine.state == .connected {
+                sendIndex(folderID, to: session)
+            }
+        }
+    }
+
+    /// Device keys of connected peers. Never call on the node's queue.
+    func connectedDevices() -> Set<String> {
+        queue.sync { Set(sessions.values.filter { $0.machine.state == .connected }.map(\.deviceKey)) }
+    }
+
+    /// Asks a peer for a block; `callback` gets the bytes, or nil (refused, timed out, gone).
+    func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
+                      callback: @escaping @Sendable ([UInt8]?) -> Void) {
+        queue.async { [self] in
+            guard let session = sessions.values.first(where: { $0.deviceKey == device && $0.machine.state == .connected }) else {
+                callback(nil)
+                return
+            }
+            let request = folderTable.nextRequest
+            folderTable.nextRequest &+= 1
+            folderTable.pendingBlocks[request] = (device, callback)
+            session.send([.blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)])
+            queue.asyncAfter(deadline: .now() + .seconds(30)) { [self] in
+                folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil)
+            }
+        }
+    }
+
+    func emitFolder(_ folder: SharedFolder, reason: String?) {
+        emit(NodeEvent(.folder, state: folder.status, name: folder.label, path: folder.root, reason: reason, time: now())
+            .with(folder: folder.id))
+    }
+
+    static func newFolderID() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        let chars = (0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] }
+        return String(chars[0..<5]) + "-" + String(chars[5..<10])
+    }
+}
+
+extension NodeEvent {
+    func with(folder: String) -> NodeEvent {
+        var copy = self
+        copy.folder = folder
+        return copy
+    }
+}

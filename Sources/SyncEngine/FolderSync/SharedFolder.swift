@@ -1,0 +1,338 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerFiles
+internal import PeerIndex
+
+/// One shared folder on this node: scanning, watching and applying what peers changed.
+///
+///     inotify (FolderWatcher) ─┐                       ┌─▶ index (files, sequence) ─▶ peers (indexUpdate)
+///     periodic full scan ──────┼─▶ io: FolderScanner ──┘
+///     peer indexUpdate ────────┴─▶ io: SyncPlanner ─▶ pull (local chunks first, then blockRequest
+///                                     to every connected peer holding the content) ─▶ temp files
+///                                     ─▶ one durability barrier per batch ─▶ renames ─▶ index
+///
+/// All disk work for the folder runs on its serial `io` queue, so a scan never races a pull;
+/// block requests from peers are served on `serveQueue`, so two nodes pulling from each
+/// other never wait on each other's `io`.
+final class SharedFolder: @unchecked Sendable {
+    // @unchecked: `status`/`error` are touched on the node's queue; everything else after
+    // init is touched only on `io` (documented per property).
+    let id: String
+    let root: String
+    let label: String
+    let io: DispatchQueue
+    let serveQueue: DispatchQueue
+    weak var node: Node?
+    /// io: the watcher and the ignore patterns in force.
+    var watcher: FolderWatcher?
+    var ignores = IgnorePatterns()
+    var periodic: (any DispatchSourceTimer)?
+    /// Node queue: what `syncpeer status` shows.
+    var status = "scanning"
+    var error: String?
+    var lastScanBytes: Int64 = 0
+    /// io: a full scan found the root missing; nothing is applied until it is back.
+    var stopped = false
+
+    init(id: String, root: String, label: String, node: Node) {
+        self.id = id
+        self.root = root
+        self.label = label
+        self.node = node
+        io = DispatchQueue(label: "syncpeer.folder.\(id)")
+        serveQueue = DispatchQueue(label: "syncpeer.folder.\(id).serve", attributes: .concurrent)
+    }
+
+    var index: NodeIndex? { node?.index }
+
+    // MARK: - Life
+
+    /// Scans, starts watching, pulls what peers have that we lack, and rescans periodically.
+    func start(rescanInterval: Duration, watchDelay: Duration) {
+        io.async { [self] in
+            loadIgnores()
+            fullScan()
+            startWatcher(delay: watchDelay)
+            pull(paths: nil)
+        }
+        let timer = DispatchSource.makeTimerSource(queue: io)
+        let seconds = Double(rescanInterval.components.seconds) + Double(rescanInterval.components.attoseconds) / 1e18
+        timer.schedule(deadline: .now() + seconds, repeating: seconds)
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            fullScan()
+            pull(paths: nil)
+        }
+        timer.resume()
+        periodic = timer
+    }
+
+    func stop() {
+        periodic?.cancel()
+        io.sync {
+            watcher?.stop()
+            watcher = nil
+        }
+    }
+
+    private func loadIgnores() {
+        if let handle = try? DirectoryHandle(path: root), let patterns = try? IgnorePatterns.load(from: handle) {
+            ignores = patterns
+            watcher?.updateIgnores(patterns)
+        }
+    }
+
+    private func startWatcher(delay: Duration) {
+        guard watcher == nil, !stopped else { return }
+        do {
+            watcher = try FolderWatcher(root: root, ignores: ignores, delay: delay) { [weak self] changes in
+                guard let self else { return }
+                self.io.async { self.watched(changes) }
+            }
+        } catch {
+            report("cannot watch \(root): \(error.description); falling back to periodic scans")
+        }
+    }
+
+    private func watched(_ changes: [WatchChange]) {
+        var paths: [String] = []
+        var full = false
+        for change in changes {
+            switch change {
+            case let .changed(path): paths.append(path)
+            case .renamed: continue
+            case .rootGone:
+                rootMissing()
+                return
+            case .overflow: full = true
+            case let .watchLimitReached(message):
+                report("inotify watch limit reached: \(message); this folder falls back to periodic full scans")
+            }
+        }
+        if paths.contains(IgnorePatterns.fileName) { loadIgnores() }
+        if full { fullScan() } else if !paths.isEmpty { scan(paths: paths) }
+    }
+
+    // MARK: - Scanning (io)
+
+    /// Walks the whole folder; unchanged files (size, mtime, inode) are not read.
+    func fullScan() {
+        scan(paths: nil)
+    }
+
+    /// Rescans some paths (conflict copies, paths changed during a pull).
+    func fullScanPaths(_ paths: [String]) {
+        scan(paths: paths)
+    }
+
+    private func scan(paths: [String]?) {
+        guard let index else { return }
+        setStatus("scanning")
+        let known = IndexKnownEntries(index: index, folderID: id)
+        let scanner = FolderScanner(root: root, ignores: ignores)
+        var wroteChanges = false
+        do {
+            let onBatch: (ScanBatch) throws -> Void = { [self] batch in
+                if try apply(batch, index: index, liveBefore: known.liveCount) { wroteChanges = true }
+            }
+            if let paths {
+                _ = try scanner.scan(paths: paths, known: known, onBatch: onBatch)
+            } else {
+                _ = try scanner.scan(known: known, onBatch: onBatch)
+            }
+            if stopped {
+                stopped = false
+                clearError()
+                startWatcher(delay: .seconds(1))
+            }
+        } catch let error as ScanError {
+            if case .rootMissing = error { rootMissing() } else { report("scan of \(root) failed: \(error)") }
+            return
+        } catch let refusal as MassDeletionGuard.Refusal {
+            stopped = true
+            setError(refusal.description)
+            return
+        } catch {
+            report("scan of \(root) failed: \(error)")
+        }
+        setStatus("idle")
+        if wroteChanges { node?.folderChanged(id) }
+    }
+
+    /// Turns one batch of scan results into new local records (our counter incremented).
+    private func apply(_ batch: ScanBatch, index: NodeIndex, liveBefore: Int) throws -> Bool {
+        guard !batch.added.isEmpty || !batch.changed.isEmpty || !batch.deleted.isEmpty, let node else { return false }
+        let found = batch.added + batch.changed
+        var manifests: [String: PeerFiles.ScannedEntry] = [:]
+        for entry in found { manifests[entry.path] = entry }
+        let present = found.map { entry in
+            ScannedEntry(path: entry.path, kind: FileState.Kind(entry.kind), size: Int64(entry.size), mtimeNs: entry.mtimeNs,
+                         mode: entry.mode, symlinkTarget: entry.symlinkTarget, rootHash: entry.manifest?.rootHash)
+        }
+        let scanResult = LocalScanResult(rootPresent: true, present: present, deleted: batch.deleted)
+        let changes = LocalChanges(localDevice: node.identity.deviceID.compact)
+        let records: [FileState]
+        switch changes.records(for: scanResult, old: { path in (try? index.file(folderID: self.id, path: path)).flatMap { $0.map(FileState.init) } },
+                               liveEntriesBefore: batch.deleted.isEmpty ? 0 : liveBefore, deletedAtNs: Self.nowNs()) {
+        case let .failure(refusal): throw refusal
+        case let .success(list): records = list
+        }
+        guard !records.isEmpty else { return false }
+        let rows = records.map { state -> FileRecord in
+            let scanned = manifests[state.path]
+            let chunks = scanned?.manifest?.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) } ?? []
+            return state.fileRecord(folderID: id, inode: scanned?.inode, chunks: chunks)
+        }
+        do { _ = try index.upsertFiles(rows) } catch { report("cannot record changes: \(error)") ; return false }
+        return true
+    }
+
+    private func rootMissing() {
+        stopped = true
+        watcher?.stop()
+        watcher = nil
+        setError("the folder root \(root) is missing (unmounted disk or moved folder): syncing stopped so that nothing is deleted on other devices")
+    }
+
+    // MARK: - Pulling (io)
+
+    /// Plans and applies what peers changed, for `paths` (or every path).
+    func pull(paths: Set<String>?) {
+        guard !stopped, let index, let node else { return }
+        let local: [String: FileState]
+        var remotes: [String: [String: FileState]] = [:]
+        var manifests: [String: [String: [UInt8]]] = [:]
+        let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
+        if let paths {
+            var map: [String: FileState] = [:]
+            for path in paths {
+                if let record = try? index.file(folderID: id, path: path) { map[path] = FileState(record) }
+                for (device, remote) in (try? index.remoteFiles(folderID: id, path: path)) ?? [:] where members.contains(device) {
+                    remotes[path, default: [:]][device] = FileState(remote)
+                    if let manifest = remote.manifest { manifests[path, default: [:]][device] = manifest }
+                }
+            }
+            local = map
+        } else {
+            local = Dictionary(((try? index.files(folderID: id, includeChunks: false)) ?? []).map { ($0.path, FileState($0)) },
+                               uniquingKeysWith: { a, _ in a })
+            for device in members {
+                for remote in (try? index.remoteFiles(folderID: id, deviceID: device)) ?? [] {
+                    remotes[remote.path, default: [:]][device] = FileState(remote)
+                    if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
+                }
+            }
+        }
+        // Paths our ignore patterns exclude are never pulled.
+        remotes = remotes.filter { path, states in
+            !ignores.isIgnored(path, isDirectory: states.values.contains { $0.kind == .directory })
+        }
+        let planner = SyncPlanner()
+        var actions = planner.plan(local: local, remotes: remotes).filter { $0 != .upToDate }
+        guard !actions.isEmpty else { return }
+        actions = SyncPlanner.planRenames(actions, local: local)
+        setStatus("syncing")
+        let applier = FolderApplier(folder: self, node: node, index: index, local: local, manifests: manifests)
+        applier.apply(actions)
+        setStatus("idle")
+        node.folderChanged(id)
+    }
+
+    // MARK: - Serving blocks to peers (serveQueue)
+
+    /// Reads `size` bytes at `offset` of `path` if they hash to `hash` (the file may have
+    /// changed since the peer saw our index: then nil).
+    func readBlock(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> [UInt8]? {
+        guard let expected = ChunkHash(bytes: hash), let rootHandle = try? DirectoryHandle(path: root),
+              let resolved = try? SafePath(path).resolve(under: rootHandle),
+              resolved.existing == .file,
+              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { return nil }
+        let chunk = ChunkRef(offset: offset, size: size, hash: expected)
+        return try? reader.bytes(of: chunk, verify: true)
+    }
+
+    // MARK: - Status
+
+    func setStatus(_ value: String) {
+        node?.queue.async { [self] in
+            if error == nil { status = value }
+        }
+    }
+
+    func setError(_ message: String) {
+        let id = self.id
+        node?.queue.async { [self] in
+            status = "error"
+            error = message
+            try? node?.index.setFolderError(id: id, message)
+            node?.emitFolder(self, reason: message)
+        }
+    }
+
+    func clearError() {
+        let id = self.id
+        node?.queue.async { [self] in
+            error = nil
+            status = "idle"
+            try? node?.index.setFolderError(id: id, nil)
+        }
+    }
+
+    func report(_ message: String) {
+        node?.queue.async { [self] in node?.emitError(nil, "folder \(label): \(message)") }
+    }
+
+    static func nowNs() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    }
+}
+
+extension FileState.Kind {
+    init(_ kind: ScannedKind) {
+        switch kind {
+        case .file: self = .file
+        case .directory: self = .directory
+        case .symlink: self = .symlink
+        }
+    }
+}
+
+/// What the scanner already knows, from the index (so unchanged files are not read).
+struct IndexKnownEntries: KnownEntrySource {
+    let entries: [KnownEntry]
+    let liveCount: Int
+
+    init(index: NodeIndex, folderID: String) {
+        let records = (try? index.files(folderID: folderID)) ?? []
+        var list: [KnownEntry] = []
+        list.reserveCapacity(records.count)
+        for record in records where !record.deleted {
+            let kind: ScannedKind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
+            var manifest: Manifest?
+            if record.kind == .file {
+                let chunks = record.chunks.compactMap { chunk -> ChunkRef? in
+                    guard let hash = ChunkHash(bytes: chunk.hash) else { return nil }
+                    return ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size), hash: hash)
+                }
+                manifest = try? Manifest(fileSize: UInt64(record.size), chunks: chunks)
+            }
+            list.append(KnownEntry(path: record.path, kind: kind, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+                                   inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
+                                   manifest: manifest))
+        }
+        entries = list
+        liveCount = list.count
+    }
+
+    func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+        let below = prefix + "/"
+        let selected = prefix.isEmpty ? entries : entries.filter { $0.path == prefix || $0.path.hasPrefix(below) }
+        return selected.sorted { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }.makeIterator()
+    }
+}

@@ -1,0 +1,150 @@
+internal import Foundation
+internal import SyncEngine
+
+/// `syncpeer share DIR --with PEER ...`: keeps a folder in sync with paired peers.
+struct ShareCommand: Command {
+    static let spec = CommandSpec(
+        name: "share",
+        abstract: "keep a folder in sync with paired peers (they accept with 'syncpeer accept FOLDER-ID')",
+        discussion: """
+        The folder is scanned (content-defined chunks, BLAKE2b hashes, recorded in the index),
+        watched with inotify, and offered to each peer. Changes on any side propagate: new and
+        edited files (only the chunks that changed travel; renames and copies move no data),
+        deletions, renames, permissions. Concurrent edits keep both versions: the older
+        becomes 'name.sync-conflict-YYYYMMDD-HHMMSS-DEVICE.ext' ('syncpeer conflicts').
+        Patterns in .syncpeerignore (globs, **, ! negation, # comments) stay local.
+        """,
+        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)")],
+        arguments: [ArgumentSpec("DIR", help: "the folder to share")],
+        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol"])
+
+    let directory: String
+    let peers: [String]
+
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+        peers = arguments.all("with")
+        if peers.isEmpty { throw .usage("'syncpeer share' needs --with PEER (at least one)") }
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request("share", ["dir": .string(directory), "peers": .array(peers.map { .string($0) })])
+        let names = (result["peers"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
+        context.print(result, text: "Sharing \(directory) as folder \(result["folder"]?.stringValue ?? "?") with \(names)")
+        return ExitCode.success
+    }
+}
+
+/// `syncpeer unshare DIR`.
+struct UnshareCommand: Command {
+    static let spec = CommandSpec(
+        name: "unshare",
+        abstract: "stop syncing a folder (its files stay as they are; peers are told)",
+        arguments: [ArgumentSpec("DIR", help: "a shared folder")],
+        examples: ["syncpeer unshare ~/Documents"])
+    let directory: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+    }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request("unshare", ["dir": .string(directory)])
+        context.print(result, text: "No longer sharing \(directory)")
+        return ExitCode.success
+    }
+}
+
+/// `syncpeer status [--watch]`: shared folders, per peer what is in and out of sync.
+struct StatusCommand: Command {
+    static let spec = CommandSpec(
+        name: "status",
+        abstract: "show each shared folder: state, files, what each peer still needs, conflicts, offers",
+        discussion: "States: scanning, syncing, idle, error. With --watch the status is printed again every 2 s until Ctrl-C.",
+        options: [OptionSpec("watch", help: "print the status again every 2 s")],
+        examples: ["syncpeer status", "syncpeer status --json", "syncpeer status --watch"])
+    let watch: Bool
+    init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        while true {
+            let result = try context.request("folders")
+            if context.globals.json {
+                context.output.line(result.encodedLine())
+            } else {
+                show(result, context)
+            }
+            guard watch else { return ExitCode.success }
+            try? await Task.sleep(for: .seconds(2))
+            if !context.globals.json { context.output.line("") }
+        }
+    }
+
+    func show(_ result: JSONValue, _ context: CommandContext) {
+        let folders = result["folders"]?.arrayValue ?? []
+        if folders.isEmpty { context.output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
+        for folder in folders {
+            let files = folder["files"]?.intValue ?? 0
+            let bytes = Int64(folder["bytes"]?.intValue ?? 0)
+            var line = "\(folder["label"]?.stringValue ?? "?") (\(folder["folder"]?.stringValue ?? "?"))  \(folder["state"]?.stringValue ?? "?")  \(files) files, \(ProgressRenderer.formatBytes(bytes))  \(folder["path"]?.stringValue ?? "")"
+            if let conflicts = folder["conflicts"]?.intValue, conflicts > 0 { line += "  \(conflicts) conflict(s)" }
+            context.output.line(line)
+            if let error = folder["error"]?.stringValue { context.output.line("  error: \(error)") }
+            for peer in folder["peers"]?.arrayValue ?? [] {
+                let connected = peer["connected"]?.boolValue == true ? "connected" : "not connected"
+                let out = peer["outOfSyncFiles"]?.intValue ?? 0
+                let outBytes = Int64(peer["outOfSyncBytes"]?.intValue ?? 0)
+                let percent = peer["percent"]?.intValue ?? 0
+                context.output.line("  \(EventRenderer.peerName(peer))  \(connected)  \(percent)% in sync" + (out > 0 ? "  (\(out) files, \(ProgressRenderer.formatBytes(outBytes)) differ)" : ""))
+            }
+        }
+        for offer in result["offers"]?.arrayValue ?? [] {
+            context.output.line("offer: \(EventRenderer.peerName(offer)) shares '\(offer["label"]?.stringValue ?? "?")' — 'syncpeer accept \(offer["folder"]?.stringValue ?? "?") [--into DIR]'")
+        }
+    }
+}
+
+/// `syncpeer conflicts`.
+struct ConflictsCommand: Command {
+    static let spec = CommandSpec(
+        name: "conflicts",
+        abstract: "list conflict copies (files edited on two devices at once)",
+        examples: ["syncpeer conflicts", "syncpeer conflicts --json"])
+    init(parsing arguments: ParsedArguments) throws(CLIError) {}
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let list = try context.request("conflicts").arrayValue ?? []
+        if context.globals.json {
+            for item in list { context.output.line(item.encodedLine()) }
+        } else if list.isEmpty {
+            context.output.line("no conflicts")
+        } else {
+            for item in list {
+                context.output.line("\(item["original"]?.stringValue ?? "?")  ←  \(item["path"]?.stringValue ?? "?")")
+            }
+        }
+        return ExitCode.success
+    }
+}
+
+/// `syncpeer resolve PATH --keep local|remote|both`.
+struct ResolveCommand: Command {
+    static let spec = CommandSpec(
+        name: "resolve",
+        abstract: "settle a conflict: keep the local version, the remote one, or both",
+        discussion: "local: the conflict copies are deleted; remote: the newest copy replaces PATH; both: the copies get ordinary names ('name (1).ext'). Every device follows.",
+        options: [OptionSpec("keep", .value("WHICH"), help: "local, remote or both")],
+        arguments: [ArgumentSpec("PATH", help: "the file that has conflict copies")],
+        examples: ["syncpeer resolve ~/Documents/report.txt --keep remote"])
+    let path: String
+    let keep: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        path = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+        guard let keep = arguments.value("keep"), ["local", "remote", "both"].contains(keep) else {
+            throw .usage("'syncpeer resolve' needs --keep local, remote or both")
+        }
+        self.keep = keep
+    }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request("resolve", ["path": .string(path), "keep": .string(keep)])
+        context.print(result, text: "Resolved \(path): kept \(keep)")
+        return ExitCode.success
+    }
+}
