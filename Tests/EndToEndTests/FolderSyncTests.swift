@@ -1,0 +1,240 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Folder sync between three real daemons on 127.0.0.1: alice shares a folder with bob and
+/// carol (who accept automatically); every change anywhere reaches everyone.
+@Suite(.serialized)
+struct FolderSyncTests {
+    static let environment = ["SYNCPEER_WATCH_DELAY_MS": "200", "SYNCPEER_RESCAN_MS": "3000"]
+
+    final class Trio {
+        let env: SyncpeerRunner
+        var alice: DaemonProcess
+        var bob: DaemonProcess
+        var carol: DaemonProcess
+        let folders: [String: String]
+
+        init() throws {
+            env = try SyncpeerRunner()
+            for name in ["alice", "bob", "carol"] {
+                try FileManager.default.createDirectory(atPath: env.home("\(name)-recv"), withIntermediateDirectories: true)
+            }
+            let shared = env.home("alice-docs")
+            try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
+            alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept", "--receive-dir", env.home("alice-recv")],
+                                      environment: FolderSyncTests.environment)
+            bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", env.home("bob-recv")],
+                                    environment: FolderSyncTests.environment)
+            carol = try DaemonProcess(env, name: "carol", arguments: ["--auto-accept", "--receive-dir", env.home("carol-recv")],
+                                      environment: FolderSyncTests.environment)
+            _ = try env.pair(alice, bob, autoAccepted: true)
+            _ = try env.pair(alice, carol, autoAccepted: true)
+            try alice.waitForState("connected", peer: "bob")
+            try alice.waitForState("connected", peer: "carol")
+            folders = ["alice": shared, "bob": env.home("bob-recv") + "/alice-docs", "carol": env.home("carol-recv") + "/alice-docs"]
+        }
+
+        func share() throws {
+            let result = try env.cli(alice, ["share", folders["alice"]!, "--with", "bob", "--with", "carol"])
+            try #require(result.status == 0, "\(result.stderr)")
+        }
+
+        var all: [String] { ["alice", "bob", "carol"] }
+        func path(_ node: String, _ relative: String) -> String { folders[node]! + "/" + relative }
+    }
+
+    /// Relative path → (kind, content hash or link target, mode) for everything below `root`
+    /// (the staging and temporary names excluded).
+    static func tree(_ root: String) -> [String: String] {
+        var out: [String: String] = [:]
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return out }
+        while let relative = walker.nextObject() as? String {
+            if relative.hasSuffix(".syncpeer-tmp") || relative.contains(".syncpeer-partial") { continue }
+            let full = root + "/" + relative
+            var st = stat()
+            guard lstat(full, &st) == 0 else { continue }
+            let mode = String(st.st_mode & 0o777, radix: 8)
+            switch st.st_mode & S_IFMT {
+            case S_IFDIR: out[relative] = "dir \(mode)"
+            case S_IFLNK: out[relative] = "link " + ((try? FileManager.default.destinationOfSymbolicLink(atPath: full)) ?? "?")
+            default: out[relative] = "file \(mode) " + ((try? TestFiles.hash(full)) ?? "?")
+            }
+        }
+        return out
+    }
+
+    /// Polls until `condition` holds (a functional wait, not a timing assertion).
+    static func eventually(_ what: String, timeout: Double = 30, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        Issue.record("not reached within \(timeout) s: \(what)")
+        throw CancellationError()
+    }
+
+    static func converged(_ trio: Trio) -> Bool {
+        let trees = trio.all.map { tree(trio.folders[$0]!) }
+        return trees.allSatisfy { $0 == trees[0] }
+    }
+
+    static func describe(_ trio: Trio) -> String {
+        trio.all.map { "\($0): \(tree(trio.folders[$0]!).keys.sorted())" }.joined(separator: "\n")
+    }
+
+    @Test func changesAnywhereReachEveryone() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let a = trio.folders["alice"]!
+        try FileManager.default.createDirectory(atPath: a + "/nested/deeper", withIntermediateDirectories: true)
+        try "hello".write(toFile: a + "/hello.txt", atomically: false, encoding: .utf8)
+        _ = FileManager.default.createFile(atPath: a + "/empty", contents: nil)
+        try TestFiles.random(a + "/nested/deeper/data.bin", size: 3_000_000, mode: 0o644)
+        try FileManager.default.createSymbolicLink(atPath: a + "/link", withDestinationPath: "hello.txt")
+        try trio.share()
+        try Self.eventually("the first sync\n\(Self.describe(trio))") { Self.converged(trio) && Self.tree(trio.folders["carol"]!).count == 6 }
+
+        // Bob edits, renames, changes a mode, makes a folder; carol deletes.
+        try "hello from bob".write(toFile: trio.path("bob", "hello.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.moveItem(atPath: trio.path("bob", "nested/deeper/data.bin"), toPath: trio.path("bob", "nested/moved.bin"))
+        chmod(trio.path("bob", "empty"), 0o600)
+        try FileManager.default.createDirectory(atPath: trio.path("bob", "new-folder"), withIntermediateDirectories: true)
+        try Self.eventually("bob's changes everywhere\n\(Self.describe(trio))") {
+            Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("alice", "nested/moved.bin"))
+                && FileManager.default.fileExists(atPath: trio.path("carol", "new-folder"))
+        }
+        #expect(try String(contentsOfFile: trio.path("carol", "hello.txt"), encoding: .utf8) == "hello from bob")
+        #expect(try TestFiles.meta(trio.path("alice", "empty")).mode == 0o600)
+        #expect(!FileManager.default.fileExists(atPath: trio.path("carol", "nested/deeper/data.bin")))
+
+        try FileManager.default.removeItem(atPath: trio.path("carol", "hello.txt"))
+        try Self.eventually("carol's deletion everywhere") {
+            trio.all.allSatisfy { !FileManager.default.fileExists(atPath: trio.path($0, "hello.txt")) } && Self.converged(trio)
+        }
+        // The rename moved no data: bob's rename reached alice without a block transfer of it.
+        let status = try trio.env.cli(trio.alice, ["status", "--json"])
+        #expect(status.status == 0)
+        #expect(status.stdout.contains("\"percent\":100"), "\(status.stdout)")
+    }
+
+    @Test func anIgnoredFileNeverLeavesItsMachine() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let a = trio.folders["alice"]!
+        try "*.secret\nbuild/\n".write(toFile: a + "/.syncpeerignore", atomically: true, encoding: .utf8)
+        try "keep".write(toFile: a + "/visible.txt", atomically: true, encoding: .utf8)
+        try "password".write(toFile: a + "/key.secret", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: a + "/build", withIntermediateDirectories: true)
+        try "artifact".write(toFile: a + "/build/out.o", atomically: true, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("visible files arrive") {
+            FileManager.default.fileExists(atPath: trio.path("carol", "visible.txt"))
+                && FileManager.default.fileExists(atPath: trio.path("bob", ".syncpeerignore"))
+        }
+        try "more secrets".write(toFile: a + "/later.secret", atomically: true, encoding: .utf8)
+        try "touch".write(toFile: a + "/visible2.txt", atomically: true, encoding: .utf8)
+        try Self.eventually("a later visible file arrives") { FileManager.default.fileExists(atPath: trio.path("bob", "visible2.txt")) }
+        for node in ["bob", "carol"] {
+            for ignored in ["key.secret", "later.secret", "build/out.o", "build"] {
+                #expect(!FileManager.default.fileExists(atPath: trio.path(node, ignored)), "\(ignored) reached \(node)")
+            }
+        }
+    }
+
+    @Test func concurrentEditsLeaveExactlyOneConflictCopyEverywhere() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "original".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("notes.txt everywhere") { trio.all.allSatisfy { FileManager.default.fileExists(atPath: trio.path($0, "notes.txt")) } }
+        // Both edit while cut off from each other: stop alice, edit on bob; edit alice's copy; restart.
+        trio.alice.stop()
+        try "bob's edit".write(toFile: trio.path("bob", "notes.txt"), atomically: true, encoding: .utf8)
+        try "alice's edit, longer".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
+        try TestFiles.setMtime(trio.path("alice", "notes.txt"), 1_700_000_000_000_000_000)
+        trio.alice = try DaemonProcess(trio.env, name: "alice", home: trio.alice.home,
+                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("alice-recv")],
+                                       environment: Self.environment, listen: trio.alice.address)
+        try Self.eventually("one conflict copy on every node\n\(Self.describe(trio))", timeout: 45) {
+            Self.converged(trio) && trio.all.allSatisfy { node in
+                Self.tree(trio.folders[node]!).keys.filter { $0.contains(".sync-conflict-") }.count == 1
+            }
+        }
+        // Bob's edit is newer (alice's was dated 2023): it wins; alice's is the copy.
+        #expect(try String(contentsOfFile: trio.path("carol", "notes.txt"), encoding: .utf8) == "bob's edit")
+        let copy = try #require(Self.tree(trio.folders["carol"]!).keys.first { $0.contains(".sync-conflict-") })
+        #expect(try String(contentsOfFile: trio.path("carol", copy), encoding: .utf8) == "alice's edit, longer")
+        let listed = try trio.env.cli(trio.bob, ["conflicts"])
+        #expect(listed.stdout.contains("notes.sync-conflict-"), "\(listed.stdout)")
+        // Resolving on bob keeps bob's version; the copy disappears everywhere.
+        let resolved = try trio.env.cli(trio.bob, ["resolve", trio.path("bob", "notes.txt"), "--keep", "local"])
+        #expect(resolved.status == 0, "\(resolved.stderr)")
+        try Self.eventually("the conflict copy is gone everywhere") {
+            Self.converged(trio) && trio.all.allSatisfy { !Self.tree(trio.folders[$0]!).keys.contains { $0.contains(".sync-conflict-") } }
+        }
+    }
+
+    @Test func aNodeOfflineDuringChangesCatchesUp() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "v1".write(toFile: trio.path("alice", "a.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("first sync") { Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "a.txt")) }
+        trio.carol.stop()
+        try "v2".write(toFile: trio.path("alice", "a.txt"), atomically: true, encoding: .utf8)
+        try "new".write(toFile: trio.path("bob", "b.txt"), atomically: true, encoding: .utf8)
+        try Self.eventually("alice has bob's file") { FileManager.default.fileExists(atPath: trio.path("alice", "b.txt")) }
+        trio.carol = try DaemonProcess(trio.env, name: "carol", home: trio.carol.home,
+                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("carol-recv")],
+                                       environment: Self.environment, listen: trio.carol.address)
+        try Self.eventually("carol caught up\n\(Self.describe(trio))") { Self.converged(trio) }
+        #expect(try String(contentsOfFile: trio.path("carol", "a.txt"), encoding: .utf8) == "v2")
+    }
+
+    /// A node killed in the middle of a large sync leaves no torn file (each file is absent
+    /// or complete) and finishes after a restart.
+    @Test func aKillDuringALargeSyncLeavesNoTornFile() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        var expected: [String: String] = [:]
+        for i in 0..<40 {
+            let name = "big-\(i).bin"
+            try TestFiles.random(trio.path("alice", name), size: 3_000_000 + i)
+            expected[name] = try TestFiles.hash(trio.path("alice", name))
+        }
+        try trio.share()
+        try Self.eventually("bob has started receiving") {
+            ((try? FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) ?? []).contains { $0.hasPrefix("big-") }
+        }
+        trio.bob.crash()
+        for name in (try FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) where name.hasPrefix("big-") {
+            #expect(try TestFiles.hash(trio.path("bob", name)) == expected[name], "\(name) is torn")
+        }
+        trio.bob = try DaemonProcess(trio.env, name: "bob", home: trio.bob.home,
+                                     arguments: ["--auto-accept", "--receive-dir", trio.env.home("bob-recv")],
+                                     environment: Self.environment, listen: trio.bob.address)
+        try Self.eventually("bob completed after the restart", timeout: 60) {
+            expected.keys.allSatisfy { FileManager.default.fileExists(atPath: trio.path("bob", $0)) }
+        }
+        for (name, hash) in expected { #expect(try TestFiles.hash(trio.path("bob", name)) == hash) }
+        let leftovers = Self.tree(trio.folders["bob"]!).keys.filter { !$0.hasPrefix("big-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
+    @Test func aVanishedRootStopsWithAnErrorAndDeletesNothingElsewhere() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        for i in 0..<12 { try "f\(i)".write(toFile: trio.path("alice", "f\(i).txt"), atomically: true, encoding: .utf8) }
+        try trio.share()
+        try Self.eventually("first sync") { Self.converged(trio) && Self.tree(trio.folders["bob"]!).count == 12 }
+        try FileManager.default.moveItem(atPath: trio.folders["alice"]!, toPath: trio.env.home("moved-away"))
+        try trio.alice.waitFor("folder", timeout: 15) { ($0["reason"] as? String)?.contains("missing") == true }
+        Thread.sleep(forTimeInterval: 2)
+        #expect(Self.tree(trio.folders["bob"]!).count == 12, "nothing was deleted on bob")
+        #expect(Self.tree(trio.folders["carol"]!).count == 12, "nothing was deleted on carol")
+        let status = try trio.env.cli(trio.alice, ["status"])
+        #expect(status.stdout.contains("error: the folder root"), "\(status.stdout)")
+    }
+}
