@@ -12,7 +12,7 @@ struct BadInput: Sendable, CustomTestStringConvertible {
 @Suite struct FrameReaderTests {
     static let malformed: [BadInput] = [
         BadInput(name: "type 0x00", bytes: [0x00, 0, 0, 0, 0], error: .unknownFrameType(0x00)),
-        BadInput(name: "reserved folder-index type", bytes: [0x60], error: .unknownFrameType(0x60)),
+        BadInput(name: "reserved type", bytes: [0x70], error: .unknownFrameType(0x70)),
         BadInput(name: "type 0xFF", bytes: [0xFF], error: .unknownFrameType(0xFF)),
         BadInput(name: "ping body 9", bytes: frameBytes(0x01, body: pattern(9)),
                  error: .frameTooLarge(type: .ping, length: 9, limit: 8)),

@@ -137,6 +137,10 @@ private func frameLikeBytes(maxLength: Int, _ rng: inout SplitMix64) -> [UInt8] 
             case .decline where length >= 18, .cancel where length >= 18: body[16] = 0; body[17] = UInt8(length - 18)
             case .done where length >= 19: body[16] %= 2; body[17] = 0; body[18] = UInt8(length - 19)
             case .chunkAck where length == 21: body[20] %= 2
+            case .shareOffer where length >= 3: body[0] = 1; body[2] = UInt8(length - 3)
+            case .shareAnswer where length >= 5: body[0] = 1; body[2] %= 2; body[3] = 0; body[4] = UInt8(length - 5)
+            case .indexAck where length >= 10: body[0] = UInt8(length - 9)
+            case .blockResponse where length >= 9: body[4] %= 2; body[5...8] = [0, 0, 0, UInt8(length - 9)]
             default: break
             }
             if Bool.random(using: &rng) {  // and mostly ASCII

@@ -107,7 +107,23 @@ let sampleFrames: [Frame] = [
     .chunk(id: sampleTransferID, index: .max, data: pattern(5000)),
     .chunkAck(id: sampleTransferID, index: 7, ok: true),
     .chunkAck(id: sampleTransferID, index: 8, ok: false),
+    .shareOffer(folder: "abcde-fghij", label: "Documents"),
+    .shareAnswer(folder: "abcde-fghij", accepted: true, reason: ""),
+    .shareAnswer(folder: "abcde-fghij", accepted: false, reason: "unshared"),
+    .indexUpdate(folder: "abcde-fghij", full: true, entries: []),
+    .indexUpdate(folder: "f", full: false, entries: [sampleEntry, SyncFileEntry(
+        path: "gone", kind: .directory, size: 0, mtimeNanoseconds: -1, mode: 0o755, deleted: true, symlinkTarget: "",
+        version: [], sequence: 2, modifiedBy: "B", rootHash: [], manifest: [])]),
+    .indexAck(folder: "abcde-fghij", sequence: .max),
+    .blockRequest(request: 7, folder: "f", path: "a/b.txt", offset: 1 << 40, size: 65_536, hash: Array(repeating: 9, count: 32)),
+    .blockResponse(request: 7, ok: true, data: pattern(100)),
+    .blockResponse(request: 8, ok: false, data: []),
 ]
+
+let sampleEntry = SyncFileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNanoseconds: 1_700_000_000_000_000_001,
+                                mode: 0o644, deleted: false, symlinkTarget: "",
+                                version: [.init(device: "AAAA", counter: 3), .init(device: "BBBB", counter: 1)],
+                                sequence: 42, modifiedBy: "AAAA", rootHash: Array(repeating: 7, count: 32), manifest: pattern(60))
 
 let sampleTransferID = try! TransferID(Array(1...16))
 
