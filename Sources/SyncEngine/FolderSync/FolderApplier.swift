@@ -89,20 +89,24 @@ final class FolderApplier: @unchecked Sendable {
             record(state, root: root)
         case let .delete(state, _):
             delete(state, root: root)
-        case let .keepLocal(state):
-            record(state, root: root)
+        case .keepLocal:
+            // Our version wins: nothing changes here, and our record keeps its own version.
+            // (Recording the merged version would make it dominate the loser's, and the loser
+            // would then overwrite its edit instead of keeping it as a conflict copy.)
+            return
         case let .conflict(winner, from, loser, copyName):
             let localState = local[winner.path]
-            if let localState, localState.version == loser.version, !localState.deleted {
-                // Our copy lost: it is kept under the conflict name, the winner takes its place.
+            if let localState, !localState.deleted, localState.version == loser.version {
+                // Our copy lost: it is kept under the conflict name, the winner takes its place
+                // (recorded with the merged version, which then settles every device).
                 pull(winner, from: from, root: root, conflictCopy: copyName)
+            } else if let localState, !localState.deleted, localState.hasSameContent(as: winner) {
+                // Ours is the winner: the losing device makes the copy; keep our version as is.
+                return
+            } else if winner.deleted {
+                delete(winner, root: root)
             } else {
-                // Ours won (or was deleted): record the merged version; peers make the copy.
-                if winner.deleted || winner.kind != .file || localState?.rootHash == winner.rootHash {
-                    record(winner, root: root)
-                } else {
-                    pull(winner, from: from, root: root, conflictCopy: nil)
-                }
+                pull(winner, from: from, root: root, conflictCopy: nil)
             }
         case let .rename(from, to, source):
             rename(from, to, source: source, root: root)
