@@ -166,8 +166,46 @@ fi
 cmp "$work/video.bin" "$work/inbox/video.bin" && echo "the received file is byte-identical (cmp)"
 show "$bin" --home "$work/alice" transfers
 
+step "A third node, carol, joins; alice shares a folder with bob and carol"
+show "$bin" --home "$work/carol" init --name carol
+export SYNCPEER_WATCH_DELAY_MS=300
+start_daemon carol --listen 127.0.0.1:0 "${discovery[@]}" --auto-accept --receive-dir "$work/carol-inbox"
+mkdir -p "$work/carol-inbox"
+wait_for "$work/carol.log" "listening on"
+carol_address=$(grep -o 'listening on [0-9.:]*' "$work/carol.log" | head -1 | cut -d' ' -f3)
+echo "(carol runs with --auto-accept: she accepts invitations and shared folders without asking)"
+alice pair "$carol_address" > /dev/null
+mkdir -p "$work/shared/notes"
+echo "shopping: milk" > "$work/shared/list.txt"
+echo "first idea" > "$work/shared/notes/ideas.txt"
+head -c 2000000 /dev/urandom > "$work/shared/photo.bin"
+show "$bin" --home "$work/alice" share "$work/shared" --with bob --with carol
+wait_for "$work/bob.log" "shares"
+folder_id=$(bob status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["offers"][0]["folder"])')
+show "$bin" --home "$work/bob" accept "$folder_id" --into "$work/bob-shared"
+tree_of() { (cd "$1" && find . -mindepth 1 -not -name '*.syncpeer-tmp' | sort | tr '\n' ' '); }
+same_everywhere() { [ "$(tree_of "$work/shared")" = "$(tree_of "$work/bob-shared")" ] && [ "$(tree_of "$work/shared")" = "$(tree_of "$work/carol-inbox/shared")" ]; }
+wait_same() { for _ in $(seq 300); do same_everywhere && return 0; sleep 0.1; done; echo "demo: folders differ" >&2; for d in "$work/shared" "$work/bob-shared" "$work/carol-inbox/shared"; do echo "$d: $(tree_of "$d")" >&2; done; tail -5 "$work/carol.log" "$work/alice.log" >&2; return 1; }
+wait_same
+echo "alice: $(tree_of "$work/shared")"
+echo "bob:   $(tree_of "$work/bob-shared")"
+echo "carol: $(tree_of "$work/carol-inbox/shared")"
+
+step "bob edits, carol renames, alice deletes: every change reaches everyone"
+echo "shopping: milk, bread" > "$work/bob-shared/list.txt"
+mv "$work/carol-inbox/shared/notes/ideas.txt" "$work/carol-inbox/shared/notes/plan.txt"
+rm "$work/shared/photo.bin"
+for _ in $(seq 300); do
+  same_everywhere && grep -q bread "$work/shared/list.txt" 2>/dev/null && [ -f "$work/shared/notes/plan.txt" ] && break
+  sleep 0.1
+done
+echo "alice: $(tree_of "$work/shared")  list.txt: $(cat "$work/shared/list.txt")"
+echo "carol: $(tree_of "$work/carol-inbox/shared")  list.txt: $(cat "$work/carol-inbox/shared/list.txt")"
+show "$bin" --home "$work/alice" status
+
 step "A mistyped flag is a clear error"
 "$bin" --home "$work/alice" init --nmae x || echo "(exit code $?)"
 echo
 echo "Demo finished: identities, discovery by name, pairing with matching codes, encrypted messages,"
-echo "disconnect, and a verified file transfer interrupted by a kill and resumed. Folder sync comes next."
+echo "disconnect, a verified file transfer interrupted by a kill and resumed, and a folder shared by three"
+echo "nodes with an edit, a rename and a deletion."

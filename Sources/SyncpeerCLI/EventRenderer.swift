@@ -42,6 +42,15 @@ enum EventRenderer {
             return "paired with \(who)"
         case "pairing_rejected":
             return "\(who) \(event["outcome"]?.stringValue ?? "rejected") the invitation"
+        case "share_offer":
+            return "\(who) shares the folder '\(event["name"]?.stringValue ?? "?")' (\(event["folder"]?.stringValue ?? "?")): 'syncpeer accept \(event["folder"]?.stringValue ?? "ID") [--into DIR]'"
+        case "folder":
+            var text = "folder \(event["name"]?.stringValue ?? event["folder"]?.stringValue ?? "?"): \(event["state"]?.stringValue ?? "?")"
+            if let path = event["path"]?.stringValue { text += " at \(path)" }
+            if let reason = event["reason"]?.stringValue { text += " (\(reason))" }
+            return text
+        case "offer":
+            return "\(who) offers \(event["name"]?.stringValue ?? "?"): 'syncpeer accept \(event["transfer"]?.stringValue ?? "ID")'"
         case "message":
             return "\(event["peer"]?["name"]?.stringValue ?? "?"): \(event["text"]?.stringValue ?? "")"
         case "refused":

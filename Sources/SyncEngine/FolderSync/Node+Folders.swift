@@ -305,6 +305,9 @@ extension Node {
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard members.contains(session.deviceKey) else { return }
             if accepted {
+                // Whatever we sent before the peer accepted was ignored: start again from
+                // its last acknowledgement.
+                folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
                 sendIndex(folderID, to: session)
             } else {
                 _ = try? index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey)

@@ -135,9 +135,13 @@ final class SharedFolder: @unchecked Sendable {
         let known = IndexKnownEntries(index: index, folderID: id)
         let scanner = FolderScanner(root: root, ignores: ignores)
         var wroteChanges = false
+        var changedPaths = Set<String>()
         do {
             let onBatch: (ScanBatch) throws -> Void = { [self] batch in
-                if try apply(batch, index: index, liveBefore: known.liveCount) { wroteChanges = true }
+                if try apply(batch, index: index, liveBefore: known.liveCount) {
+                    wroteChanges = true
+                    changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted)
+                }
             }
             if let paths {
                 _ = try scanner.scan(paths: paths, known: known, onBatch: onBatch)
@@ -160,7 +164,12 @@ final class SharedFolder: @unchecked Sendable {
             report("scan of \(root) failed: \(error)")
         }
         setStatus("idle")
-        if wroteChanges { node?.folderChanged(id) }
+        if wroteChanges {
+            node?.folderChanged(id)
+            // A local change may conflict with a version a peer sent earlier (while this
+            // change was not scanned yet): plan those paths again.
+            if paths != nil { pull(paths: changedPaths) }
+        }
     }
 
     /// Turns one batch of scan results into new local records (our counter incremented).
