@@ -11,7 +11,11 @@ Benchmark helper only (never part of the product). Runs release-built binaries:
   3. bob SIGKILLed at ~50 % of another 1 GiB transfer and restarted: total time, bytes re-sent;
   4. peak memory (VmHWM, and the sampled VmRSS maximum) of both daemons, for the 1 GiB file
      and for a 4 GiB one (the largest chunk sizes: any larger file uses the same);
-  5. optionally rsync over loopback (an rsync daemon on 127.0.0.1), if rsync is installed.
+  5. optionally rsync over loopback (an rsync daemon on 127.0.0.1), if rsync is installed;
+  6. folder sync (issue 6): 10,000 files of 4 KiB shared from alice until all are on bob
+     (sync_small); a 1 MiB in-place change in the middle of a synced 1 GiB file, time and
+     bytes on the wire through a counting TCP proxy (sync_delta); the scan and index of
+     100,000 small files (index_100k); peak memory of the daemons in each.
 
 Everything listens on 127.0.0.1 only. Every process started here is killed by PID and
 the temporary directory removed at the end, also on failure or Ctrl-C. Figures are
@@ -653,6 +657,368 @@ def rsync_compare(bench, results, source):
 
 
 # ---------------------------------------------------------------------------------------
+# Folder sync (issue 6): 10,000 small files, a 1 MiB change in a 1 GiB file, indexing 100,000
+
+class CountingProxy:
+    """A TCP relay on 127.0.0.1 that counts the bytes it carries in each direction. Alice
+    pairs with bob through it, so every byte of their connection crosses it (checked: no
+    other TCP connection between the two daemons' ports is open while we measure)."""
+
+    def __init__(self, target_host, target_port):
+        self.target = (target_host, target_port)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port = self.listener.getsockname()[1]
+        self.lock = threading.Lock()
+        self.up = 0      # dialer (alice) → target (bob)
+        self.down = 0    # target (bob) → dialer (alice)
+        self.connections = 0
+        self.sockets = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def address(self):
+        return f"127.0.0.1:{self.port}"
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.connections += 1
+                self.sockets += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, "up"), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, "down"), daemon=True).start()
+
+    def _pump(self, source, sink, direction):
+        buf = bytearray(1 * MiB)
+        view = memoryview(buf)
+        try:
+            while True:
+                n = source.recv_into(view)
+                if n == 0:
+                    break
+                sink.sendall(view[:n])
+                with self.lock:
+                    setattr(self, direction, getattr(self, direction) + n)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def counters(self):
+        with self.lock:
+            return self.up, self.down
+
+    def close(self):
+        self.closed = True
+        self.listener.close()
+        with self.lock:
+            for s in self.sockets:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+
+    def own_ports(self):
+        """Local ports of the proxy's sockets (its legs to the target)."""
+        ports = {self.port}
+        with self.lock:
+            for s in self.sockets:
+                try:
+                    ports.add(s.getsockname()[1])
+                except OSError:
+                    pass
+        return ports
+
+
+def direct_connections(port_a, port_b, exclude=()):
+    """Established TCP connections to or from the two daemons' listening ports other than the
+    proxy's own legs (a dial-back from bob to alice, say); `ss` from iproute2, if present."""
+    ss = shutil.which("ss")
+    if not ss:
+        return None
+    out = subprocess.run([ss, "-Htn", "state", "established", f"( sport = :{port_a} or dport = :{port_a} "
+                          f"or sport = :{port_b} or dport = :{port_b} )"], capture_output=True, text=True).stdout
+    def ports(line):
+        return {int(field.rpartition(":")[2]) for field in line.split()[2:4]}
+    return [line for line in out.splitlines() if line.strip() and not ports(line) & set(exclude)]
+
+
+FOLDER_ENV = {"SYNCPEER_WATCH_DELAY_MS": "200"}
+
+
+def folder_pair(bench, tag, proxy=False):
+    """Like Bench.pair, with the folder knobs; optionally alice dials bob through a counting
+    proxy. Returns (alice, bob, receive folder of bob, proxy or None)."""
+    env = dict(bench.env, **FOLDER_ENV)
+    alice_home = os.path.join(bench.work, f"alice-{tag}")
+    bob_home = os.path.join(bench.work, f"bob-{tag}")
+    inbox = os.path.join(bench.work, f"inbox-{tag}")
+    os.makedirs(inbox)
+    bench.run_cli("--home", alice_home, "init", "--name", "alice")
+    bench.run_cli("--home", bob_home, "init", "--name", "bob")
+    alice = Daemon(bench, "alice", alice_home, env=env)
+    bob = Daemon(bench, "bob", bob_home, ["--receive-dir", inbox, "--auto-accept"], env=env)
+    relay = None
+    address = bob.address
+    if proxy:
+        host, _, port = bob.address.rpartition(":")
+        relay = CountingProxy(host, int(port))
+        address = relay.address
+    bench.run_cli("--home", alice_home, "pair", address, "--json", timeout=60)
+    alice.wait_connected("bob")
+    bob.wait_connected("alice")
+    return alice, bob, inbox, relay
+
+
+def folder_status(bench, daemon, path):
+    out = json.loads(bench.run_cli("--home", daemon.home, "status", "--json", timeout=120))
+    for folder in out.get("folders", []):
+        if os.path.realpath(folder.get("path", "")) == os.path.realpath(path):
+            return folder
+    return None
+
+
+def wait_until(what, timeout, condition, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise BenchError(f"not reached within {timeout} s: {what}")
+        time.sleep(interval)
+
+
+def is_temp_name(name):
+    return name.endswith(".syncpeer-tmp") or ".syncpeer-partial" in name
+
+
+def sync_small(bench, results, sampler, count=10_000, size=4096):
+    log(f"sync_small: {count:,} files of {size} B on alice")
+    alice, bob, inbox, _ = folder_pair(bench, "sync_small")
+    sampler.watch("sync_small.alice", alice.pid)
+    sampler.watch("sync_small.bob", bob.pid)
+    shared = os.path.join(bench.work, "small-files")
+    os.makedirs(shared)
+    contents = {}
+    for i in range(count):
+        name = f"f{i:05d}.bin"
+        data = os.urandom(size)
+        contents[name] = data
+        with open(os.path.join(shared, name), "wb") as f:
+            f.write(data)
+    target = os.path.join(inbox, os.path.basename(shared))
+
+    def arrived():
+        try:
+            names = [e.name for e in os.scandir(target) if e.is_file(follow_symlinks=False) and not is_temp_name(e.name)]
+        except FileNotFoundError:
+            return False
+        state["seen"] = len(names)
+        if len(names) != count:
+            return False
+        for name in names:  # every file, not a sample: 40 MB reads in well under a second
+            with open(os.path.join(target, name), "rb") as f:
+                if f.read() != contents.get(name):
+                    return False
+        return True
+
+    state = {"seen": 0}
+    cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    log(f"sync_small: share with bob, wait until all {count:,} are on bob with the same content")
+    start = time.monotonic()
+    bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
+    shared_at = time.monotonic() - start
+    check_started = [None]
+
+    def timed_arrived():
+        check_started[0] = time.monotonic()
+        return arrived()
+    try:
+        wait_until(f"{count} files on bob", bench.args.folder_timeout, timed_arrived)
+    except BenchError as error:
+        results["sync_small"] = {"files": count, "file_bytes": size, "error": str(error), "arrived": state["seen"]}
+        raise
+    elapsed = check_started[0] - start
+    cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    memory = {"alice": alice.memory(), "bob": bob.memory()}
+    results["sync_small"] = {
+        "files": count, "file_bytes": size, "seconds": round(elapsed, 2), "share_command_seconds": round(shared_at, 2),
+        "files_per_s": round(count / elapsed), "goal_seconds": 1.5, "goal_met": elapsed <= 1.5,
+        "identical": True, "checked": "all files, count and content",
+        "alice_vmhwm": memory["alice"].get("VmHWM"), "bob_vmhwm": memory["bob"].get("VmHWM"),
+        "alice_sampled_max_rss": sampler.peak.get("sync_small.alice"), "bob_sampled_max_rss": sampler.peak.get("sync_small.bob"),
+        "cpu": {n: {"user_s": round(cpu1[n][0] - cpu0[n][0], 2), "system_s": round(cpu1[n][1] - cpu0[n][1], 2)}
+                for n in ("alice", "bob") if cpu0[n] and cpu1[n]},
+        "note": "from the share command to the last file verified on bob (poll every 50 ms); watch delay "
+                f"{FOLDER_ENV['SYNCPEER_WATCH_DELAY_MS']} ms",
+    }
+    log(f"  {elapsed:.2f} s ({count / elapsed:,.0f} files/s); VmHWM alice {memory['alice'].get('VmHWM', 0) / MiB:.0f} MiB, "
+        f"bob {memory['bob'].get('VmHWM', 0) / MiB:.0f} MiB")
+    alice.stop()
+    bob.stop()
+    shutil.rmtree(shared, ignore_errors=True)
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+def sync_delta(bench, results, sampler, size=GiB, change=MiB):
+    log(f"sync_delta: pairing alice and bob through a counting TCP proxy")
+    alice, bob, inbox, relay = folder_pair(bench, "sync_delta", proxy=True)
+    sampler.watch("sync_delta.alice", alice.pid)
+    sampler.watch("sync_delta.bob", bob.pid)
+    shared = os.path.join(bench.work, "delta-folder")
+    os.makedirs(shared)
+    source = os.path.join(shared, "big.bin")
+    log(f"sync_delta: writing {size / MiB:.0f} MiB of random data, sharing it, first sync (not the figure)")
+    write_random_file(source, size)
+    target = os.path.join(inbox, os.path.basename(shared), "big.bin")
+    start = time.monotonic()
+    bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
+
+    def first_done():
+        try:
+            return os.path.getsize(target) == size and same_content(source, target)
+        except OSError:
+            return False
+    wait_until("the first sync of the big file", bench.args.folder_timeout, first_done, interval=0.5)
+    first = time.monotonic() - start
+    log(f"  first sync {first:.1f} s")
+
+    def settled():  # both sides idle, bob 100 % in sync: no index traffic left to count
+        a = folder_status(bench, alice, shared)
+        return a and a.get("state") == "idle" and all(p.get("percent") == 100 and p.get("indexReceived")
+                                                    for p in a.get("peers", [])) and a.get("peers")
+    wait_until("alice idle and bob in sync", 120, settled, interval=0.5)
+    time.sleep(1.0)
+    up0, down0 = relay.counters()
+    offset = size // 2 - change // 2
+    new = os.urandom(change)
+    log(f"sync_delta: overwriting {change / MiB:g} MiB at offset {offset:,} in place")
+    t0 = time.monotonic()
+    fd = os.open(source, os.O_WRONLY)
+    try:
+        os.pwrite(fd, new, offset)
+    finally:
+        os.close(fd)
+
+    def region_matches():
+        try:
+            with open(target, "rb") as f:
+                f.seek(offset)
+                if f.read(change) != new:
+                    return False
+        except OSError:
+            return False
+        return same_content(source, target)
+    try:
+        wait_until("the change on bob", bench.args.folder_timeout, region_matches, interval=0.05)
+    except BenchError as error:
+        results["sync_delta"] = {"bytes": size, "changed_bytes": change, "error": str(error)}
+        raise
+    elapsed = time.monotonic() - t0
+    up1, down1 = relay.counters()
+    wait_until("alice idle and bob in sync after the change", 120, settled, interval=0.5)
+    time.sleep(1.0)
+    up2, down2 = relay.counters()
+    bypass = direct_connections(int(alice.address.rpartition(":")[2]), int(bob.address.rpartition(":")[2]),
+                                exclude=relay.own_ports())
+    moved = (up2 - up0) + (down2 - down0)
+    memory = {"alice": alice.memory(), "bob": bob.memory()}
+    results["sync_delta"] = {
+        "bytes": size, "changed_bytes": change, "changed_offset": offset, "seconds": round(elapsed, 2),
+        "first_sync_seconds": round(first, 1),
+        "wire_bytes": moved, "wire_alice_to_bob": up2 - up0, "wire_bob_to_alice": down2 - down0,
+        "wire_bytes_at_match": (up1 - up0) + (down1 - down0),
+        "goal_wire_bytes": 4 * MiB, "goal_met": moved <= 4 * MiB,
+        "proxy_connections": relay.connections,
+        "connections_bypassing_proxy": len(bypass) if bypass is not None else None,
+        "identical": True,
+        "alice_vmhwm": memory["alice"].get("VmHWM"), "bob_vmhwm": memory["bob"].get("VmHWM"),
+        "chunk_parameters": ChunkParams.for_size(size),
+        "note": "bytes both ways over the TCP connection (encrypted frames, index update included) from the "
+                "write until both sides are idle again; time from the write to bob's file matching (cmp), "
+                f"watch delay {FOLDER_ENV['SYNCPEER_WATCH_DELAY_MS']} ms included",
+    }
+    log(f"  {elapsed:.2f} s; on the wire {moved:,} B ({moved / MiB:.2f} MiB): alice→bob {up2 - up0:,}, "
+        f"bob→alice {down2 - down0:,}; connections bypassing the proxy: {bypass if bypass is None else len(bypass)}")
+    if bypass:
+        raise BenchError(f"sync_delta: a connection bypasses the proxy, the byte count is not exact: {bypass}")
+    alice.stop()
+    bob.stop()
+    relay.close()
+    drop_file_cache(source)
+    drop_file_cache(target)
+    shutil.rmtree(shared, ignore_errors=True)
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+def index_100k(bench, results, sampler, count=100_000, dirs=100):
+    log(f"index_100k: creating {count:,} files of 1–16 B in {dirs} folders")
+    shared = os.path.join(bench.work, "index-100k")
+    per_dir = count // dirs
+    for d in range(dirs):
+        directory = os.path.join(shared, f"d{d:03d}")
+        os.makedirs(directory)
+        for i in range(per_dir):
+            with open(os.path.join(directory, f"f{i:04d}.txt"), "wb") as f:
+                f.write(os.urandom(1 + (i * 7 + d) % 16))
+    alice, bob, inbox, _ = folder_pair(bench, "index_100k")
+    # Only alice's scan and index are measured: bob is stopped (the folder is offered to
+    # him when he comes back), so no pull competes with the scan.
+    bob.stop()
+    sampler.watch("index_100k.alice", alice.pid)
+    before = alice.memory()
+    log(f"index_100k: share, poll `status --json` until idle with {count:,} files")
+    start = time.monotonic()
+    bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
+    shared_at = time.monotonic() - start
+    state = {"last": None, "polls": 0}
+
+    def indexed():
+        state["polls"] += 1
+        folder = folder_status(bench, alice, shared)
+        state["last"] = folder and {k: folder.get(k) for k in ("state", "files", "error")}
+        return folder and folder.get("state") == "idle" and folder.get("files") == count
+    try:
+        wait_until(f"{count} files indexed", bench.args.folder_timeout, indexed, interval=0.25)
+    except BenchError as error:
+        results["index_100k"] = {"files": count, "error": str(error), "last_status": state["last"]}
+        raise
+    elapsed = time.monotonic() - start
+    memory = alice.memory()
+    cpu = alice.cpu()
+    results["index_100k"] = {
+        "files": count, "directories": dirs, "seconds": round(elapsed, 2), "share_command_seconds": round(shared_at, 2),
+        "files_per_s": round(count / elapsed), "status_polls": state["polls"],
+        "alice_vmhwm": memory.get("VmHWM"), "alice_vmrss_before": before.get("VmRSS"),
+        "alice_sampled_max_rss": sampler.peak.get("index_100k.alice"),
+        "alice_cpu_total_s": round(cpu[0] + cpu[1], 2) if cpu else None,
+        "note": "from the share command to `status --json` showing idle with every file (polled every 0.25 s, "
+                "after each status answer); bob offline",
+    }
+    log(f"  {elapsed:.2f} s ({count / elapsed:,.0f} files/s); VmHWM alice {memory.get('VmHWM', 0) / MiB:.0f} MiB")
+    alice.stop()
+    shutil.rmtree(shared, ignore_errors=True)
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------
 # Report
 
 def fmt_rate(x):
@@ -731,6 +1097,33 @@ def table(results, size):
             ok = hwm is not None and hwm < 100 * MiB
             add("memory", f"{name} peak RSS, {ml['bytes'] / GiB:g} GiB file", fmt_mib(hwm),
                 f"{ml['chunk_parameters']}; goal < 100 MiB {'MET' if ok else 'NOT met'}")
+    ss = results.get("sync_small")
+    if ss and "seconds" not in ss:
+        add("folder", f"{ss['files']:,} × {ss['file_bytes'] // 1024} KiB alice→bob", "FAILED", ss.get("error", "")[:100])
+    elif ss:
+        add("folder", f"{ss['files']:,} × {ss['file_bytes'] // 1024} KiB files alice→bob", f"{ss['seconds']} s",
+            f"{ss['files_per_s']:,} files/s; goal ≤ {ss['goal_seconds']} s {'MET' if ss['goal_met'] else 'NOT met'}")
+        add("folder", "  peak RSS alice / bob (VmHWM)", f"{fmt_mib(ss['alice_vmhwm'])} / {fmt_mib(ss['bob_vmhwm'])}",
+            "goal < 100 MiB " + ("MET" if max(ss["alice_vmhwm"] or 0, ss["bob_vmhwm"] or 0) < 100 * MiB else "NOT met"))
+    sd = results.get("sync_delta")
+    if sd and "seconds" not in sd:
+        add("folder", "1 MiB changed in a synced 1 GiB file", "FAILED", sd.get("error", "")[:100])
+    elif sd:
+        label = f"{sd['changed_bytes'] / MiB:g} MiB changed mid-file, {sd['bytes'] / GiB:g} GiB"
+        add("folder", f"{label}: on the wire", fmt_mib(sd["wire_bytes"]),
+            f"both ways, via proxy; goal ≤ {fmt_mib(sd['goal_wire_bytes'])} {'MET' if sd['goal_met'] else 'NOT met'}")
+        add("folder", f"{label}: until bob matches", f"{sd['seconds']} s",
+            f"watch delay included; first sync {sd['first_sync_seconds']} s")
+        add("folder", "  peak RSS alice / bob (VmHWM)", f"{fmt_mib(sd['alice_vmhwm'])} / {fmt_mib(sd['bob_vmhwm'])}",
+            "whole run incl. the first 1 GiB sync")
+    ix = results.get("index_100k")
+    if ix and "seconds" not in ix:
+        add("folder", "index 100,000 files", "FAILED", ix.get("error", "")[:100])
+    elif ix:
+        add("folder", f"scan + index {ix['files']:,} files (alice)", f"{ix['seconds']} s",
+            f"{ix['files_per_s']:,} files/s; status polled every 0.25 s")
+        add("folder", "  peak RSS alice (VmHWM)", fmt_mib(ix["alice_vmhwm"]),
+            "goal < 100 MiB " + ("MET" if (ix["alice_vmhwm"] or 0) < 100 * MiB else "NOT met"))
     rs = results.get("rsync")
     if rs:
         if "skipped" in rs:
@@ -756,7 +1149,9 @@ def main():
     parser.add_argument("--resume-timeout", type=float, default=180, help="seconds the resume run may take (default 180)")
     parser.add_argument("--tmp", default="/tmp", help="where the temporary directory goes (same disk as the files)")
     parser.add_argument("--output", default=".build/bench/results.json")
-    parser.add_argument("--skip", default="", help="comma-separated phases to skip: limits,e2e,rsync,large,resume")
+    parser.add_argument("--skip", default="", help="comma-separated phases to skip: limits,e2e,rsync,large,resume,"
+                        "sync_small,sync_delta,index_100k")
+    parser.add_argument("--folder-timeout", type=float, default=300, help="seconds each folder-sync wait may take (default 300)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) for inspection")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -777,9 +1172,10 @@ def main():
     try:
         log(f"working in {bench.work}")
         source = os.path.join(bench.work, "big.bin")
-        log(f"writing {args.size / MiB:.0f} MiB of random data")
-        write_random_file(source, args.size)
-        warm(source)
+        if not {"limits", "e2e", "rsync", "large", "resume"} <= skip:
+            log(f"writing {args.size / MiB:.0f} MiB of random data")
+            write_random_file(source, args.size)
+            warm(source)
         if "limits" not in skip:
             measure_limits(bench, results, source)
         if "e2e" not in skip:
@@ -805,6 +1201,15 @@ def main():
             write_random_file(source, args.size)
             warm(source)
             resume(bench, results, source)
+        if os.path.exists(source):
+            drop_file_cache(source)
+            os.unlink(source)
+        if "sync_small" not in skip:
+            sync_small(bench, results, sampler)
+        if "sync_delta" not in skip:
+            sync_delta(bench, results, sampler, size=args.size)
+        if "index_100k" not in skip:
+            index_100k(bench, results, sampler)
     except (BenchError, subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyboardInterrupt, SystemExit) as error:
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             error = f"interrupted ({type(error).__name__} {error})"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench: builds syncpeer and syncpeer-bench in release mode, then runs scripts/bench.py
 # (limits of this machine, a 1 GiB send over loopback, a resume after SIGKILL, peak memory,
-# optionally rsync). Figures: a table on stdout and .build/bench/results.json.
+# optionally rsync, and folder sync: 10,000 small files, a 1 MiB change in a 1 GiB file,
+# indexing 100,000 files). Figures: a table on stdout and .build/bench/results.json.
 #
 # Knobs (environment): BENCH_SIZE (bytes, default 1 GiB), BENCH_TMP (default /tmp),
 # BENCH_RSYNC=0 (do not install or run rsync), BENCH_ARGS (more options for bench.py,
