@@ -170,6 +170,7 @@ step "A third node, carol, joins; alice shares a folder with bob and carol"
 show "$bin" --home "$work/carol" init --name carol
 export SYNCPEER_WATCH_DELAY_MS=300
 start_daemon carol --listen 127.0.0.1:0 "${discovery[@]}" --auto-accept --receive-dir "$work/carol-inbox"
+carol_pid=${pids[-1]}
 mkdir -p "$work/carol-inbox"
 wait_for "$work/carol.log" "listening on"
 carol_address=$(grep -o 'listening on [0-9.:]*' "$work/carol.log" | head -1 | cut -d' ' -f3)
@@ -203,9 +204,27 @@ echo "alice: $(tree_of "$work/shared")  list.txt: $(cat "$work/shared/list.txt")
 echo "carol: $(tree_of "$work/carol-inbox/shared")  list.txt: $(cat "$work/carol-inbox/shared/list.txt")"
 show "$bin" --home "$work/alice" status
 
+step "A concurrent edit (carol offline, carol and bob edit list.txt): both versions are kept"
+kill "$carol_pid"; wait "$carol_pid" 2>/dev/null || true
+echo "shopping: milk, bread, eggs (carol)" > "$work/carol-inbox/shared/list.txt"
+sleep 0.1
+echo "shopping: milk, bread, tea (bob)" > "$work/bob-shared/list.txt"
+for _ in $(seq 100); do grep -q tea "$work/shared/list.txt" 2>/dev/null && break; sleep 0.1; done
+start_daemon carol --listen "$carol_address" "${discovery[@]}" --auto-accept --receive-dir "$work/carol-inbox"
+conflicts_everywhere() {
+  for d in "$work/shared" "$work/bob-shared" "$work/carol-inbox/shared"; do
+    [ "$(ls "$d" | grep -c sync-conflict)" = 1 ] || return 1
+  done
+  same_everywhere
+}
+for _ in $(seq 300); do conflicts_everywhere && break; sleep 0.1; done
+show "$bin" --home "$work/alice" conflicts
+echo "list.txt everywhere (the newer edit): $(cat "$work/carol-inbox/shared/list.txt")"
+echo "the conflict copy everywhere:         $(cat "$work/shared/"list.sync-conflict-*)"
+
 step "A mistyped flag is a clear error"
 "$bin" --home "$work/alice" init --nmae x || echo "(exit code $?)"
 echo
 echo "Demo finished: identities, discovery by name, pairing with matching codes, encrypted messages,"
 echo "disconnect, a verified file transfer interrupted by a kill and resumed, and a folder shared by three"
-echo "nodes with an edit, a rename and a deletion."
+echo "nodes with an edit, a rename, a deletion and a conflict copy."

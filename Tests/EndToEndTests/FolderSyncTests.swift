@@ -6,7 +6,7 @@ import Testing
 /// carol (who accept automatically); every change anywhere reaches everyone.
 @Suite(.serialized)
 struct FolderSyncTests {
-    static let environment = ["SYNCPEER_WATCH_DELAY_MS": "200", "SYNCPEER_RESCAN_MS": "3000"]
+    static let environment = ["SYNCPEER_WATCH_DELAY_MS": "200", "SYNCPEER_RESCAN_MS": ProcessInfo.processInfo.environment["TEST_RESCAN_MS"] ?? "3000"]
 
     final class Trio {
         let env: SyncpeerRunner
@@ -174,6 +174,34 @@ struct FolderSyncTests {
         try Self.eventually("the conflict copy is gone everywhere") {
             Self.converged(trio) && trio.all.allSatisfy { !Self.tree(trio.folders[$0]!).keys.contains { $0.contains(".sync-conflict-") } }
         }
+    }
+
+    /// The same conflict reached through a relay: carol (offline) and bob edit; bob's edit
+    /// reaches alice first; when carol returns, both versions survive everywhere.
+    @Test func aConflictThroughARelayKeepsBothVersions() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "shopping: milk".write(toFile: trio.path("alice", "list.txt"), atomically: false, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("list.txt everywhere") { Self.converged(trio) && Self.tree(trio.folders["carol"]!).count == 1 }
+        trio.carol.stop()
+        try "eggs (carol)".write(toFile: trio.path("carol", "list.txt"), atomically: false, encoding: .utf8)
+        Thread.sleep(forTimeInterval: 0.05)
+        try "tea (bob)".write(toFile: trio.path("bob", "list.txt"), atomically: false, encoding: .utf8)
+        try Self.eventually("bob's edit reaches alice") {
+            (try? String(contentsOfFile: trio.path("alice", "list.txt"), encoding: .utf8)) == "tea (bob)"
+        }
+        trio.carol = try DaemonProcess(trio.env, name: "carol", home: trio.carol.home,
+                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("carol-recv")],
+                                       environment: Self.environment, listen: trio.carol.address)
+        try Self.eventually("one conflict copy everywhere\n\(Self.describe(trio))", timeout: 45) {
+            Self.converged(trio) && trio.all.allSatisfy { node in
+                Self.tree(trio.folders[node]!).keys.filter { $0.contains(".sync-conflict-") }.count == 1
+            }
+        }
+        #expect(try String(contentsOfFile: trio.path("carol", "list.txt"), encoding: .utf8) == "tea (bob)")
+        let copy = try #require(Self.tree(trio.folders["bob"]!).keys.first { $0.contains(".sync-conflict-") })
+        #expect(try String(contentsOfFile: trio.path("bob", copy), encoding: .utf8) == "eggs (carol)")
     }
 
     @Test func aNodeOfflineDuringChangesCatchesUp() throws {
