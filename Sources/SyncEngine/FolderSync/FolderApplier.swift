@@ -29,9 +29,9 @@ final class FolderApplier: @unchecked Sendable {
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0
     private var rescan: [String] = []
-    static let batchFiles = 512
+    static let batchFiles = 256
     static let batchBytes: Int64 = 64 << 20
-    static let blocksInFlight = 8
+    static let blocksInFlight = 32
 
     struct Pending {
         let directory: DirectoryHandle
@@ -41,7 +41,20 @@ final class FolderApplier: @unchecked Sendable {
         let chunks: [FileChunkRecord]
         /// A local file that must become the conflict copy first.
         var conflictCopy: String?
+        /// The open temporary file (-1 for links); closed at commit.
+        var fd: Int32 = -1
+        /// Set when a chunk could not be fetched: the file is dropped at commit.
+        let failure = FailureFlag()
     }
+
+    /// A chunk to fetch from peers for a pending file; fetched for the whole batch at once.
+    struct FetchJob {
+        let pending: Int
+        let chunk: ChunkRef
+        let path: String
+        let sources: [String]
+    }
+    private var jobs: [FetchJob] = []
 
     init(folder: SharedFolder, node: Node, index: NodeIndex, local: [String: FileState], manifests: [String: [String: [UInt8]]]) {
         self.folder = folder
@@ -152,19 +165,26 @@ final class FolderApplier: @unchecked Sendable {
                 folder.report("cannot write \(state.path): \(String(cString: strerror(errno)))")
                 return
             }
-            defer { close(fd) }
-            let sources = devices(holding: state)
-            guard assemble(manifest, into: fd, path: state.path, sources: sources) else {
+            guard let missing = copyLocalChunks(manifest, into: fd, path: state.path) else {
+                close(fd)
                 unlinkat(resolved.directory.fd, temp, 0)
                 return
             }
-            fchmod(fd, mode_t(state.mode & 0o777))
-            var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
-                         timespec(tv_sec: Int(state.mtimeNs / 1_000_000_000), tv_nsec: Int(state.mtimeNs % 1_000_000_000))]
-            futimens(fd, &times)
+            let sources = missing.isEmpty ? [] : devices(holding: state)
+            if !missing.isEmpty && sources.isEmpty {
+                folder.report("no connected peer has \(state.path) right now; it will be fetched when one is")
+                close(fd)
+                unlinkat(resolved.directory.fd, temp, 0)
+                return
+            }
             let chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
-            pending.append(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: chunks,
-                                   conflictCopy: conflictCopy))
+            var item = Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: chunks,
+                               conflictCopy: conflictCopy)
+            item.fd = fd
+            pending.append(item)
+            for chunk in missing {
+                jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources))
+            }
             pendingBytes += Int64(manifest.fileSize)
         }
     }
@@ -177,45 +197,47 @@ final class FolderApplier: @unchecked Sendable {
         return holders.filter { connected.contains($0) }
     }
 
-    /// Writes every chunk of `manifest` into `fd`: local copies first, then peers.
-    private func assemble(_ manifest: Manifest, into fd: Int32, path: String, sources: [String]) -> Bool {
+    /// Sizes the file and writes every chunk some local file already holds; returns the
+    /// chunks still missing (nil when the file cannot be written).
+    private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, path: String) -> [ChunkRef]? {
         if manifest.fileSize > 0, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
             folder.report("cannot write \(path): \(String(cString: strerror(errno)))")
-            return false
+            return nil
         }
         var missing: [ChunkRef] = []
         for chunk in manifest.chunks {
             if let bytes = localChunk(chunk) {
-                guard write(bytes, at: chunk.offset, fd) else { return false }
+                guard write(bytes, at: chunk.offset, fd) else { return nil }
             } else {
                 missing.append(chunk)
             }
         }
-        guard !missing.isEmpty else { return true }
-        guard !sources.isEmpty else {
-            folder.report("no connected peer has \(path) right now; it will be fetched when one is")
-            return false
-        }
-        // Several chunks in flight, spread over every peer that has the content.
-        let failure = FailureFlag()
+        return missing
+    }
+
+    /// Fetches every queued chunk of the batch from peers, `blocksInFlight` at a time across
+    /// all files (many small files do not wait for each other), spread over the peers that
+    /// hold each file.
+    private func fetchAll() {
+        guard !jobs.isEmpty else { return }
         let slots = DispatchSemaphore(value: Self.blocksInFlight)
         let group = DispatchGroup()
-        for (n, chunk) in missing.enumerated() {
+        for (n, job) in jobs.enumerated() {
+            let item = pending[job.pending]
+            if item.failure.isSet { continue }
             slots.wait()
-            if failure.isSet { slots.signal(); break }
             group.enter()
-            fetch(chunk, path: path, sources: sources, attempt: n) { (bytes: [UInt8]?) in
+            let fd = item.fd
+            fetch(job.chunk, path: job.path, sources: job.sources, attempt: n) { (bytes: [UInt8]?) in
                 defer { slots.signal(); group.leave() }
-                guard let bytes, self.write(bytes, at: chunk.offset, fd) else {
-                    failure.set()
+                guard let bytes, self.write(bytes, at: job.chunk.offset, fd) else {
+                    item.failure.set()
                     return
                 }
             }
         }
         group.wait()
-        let failed = failure.isSet
-        if failed { folder.report("could not fetch every chunk of \(path) from its peers; it will be retried") }
-        return !failed
+        jobs = []
     }
 
     /// Asks the peers in turn (starting at a different one per chunk) until one answers
@@ -266,9 +288,27 @@ final class FolderApplier: @unchecked Sendable {
     /// One barrier for the data of the whole batch, the renames, one barrier for the renames.
     private func commit(root: DirectoryHandle) {
         guard !pending.isEmpty else { return }
+        fetchAll()
+        var ready: [Pending] = []
+        for item in pending {
+            guard item.fd >= 0 else { ready.append(item); continue }
+            if item.failure.isSet {
+                close(item.fd)
+                unlinkat(item.directory.fd, item.temp, 0)
+                folder.report("could not fetch every chunk of \(item.state.path) from its peers; it will be retried")
+                continue
+            }
+            // Mode and mtime last: writing would change the mtime again.
+            fchmod(item.fd, mode_t(item.state.mode & 0o777))
+            var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
+                         timespec(tv_sec: Int(item.state.mtimeNs / 1_000_000_000), tv_nsec: Int(item.state.mtimeNs % 1_000_000_000))]
+            futimens(item.fd, &times)
+            close(item.fd)
+            ready.append(item)
+        }
         _ = syncFileSystem(root.fd)
         var done: [Pending] = []
-        for item in pending {
+        for item in ready {
             if let copy = item.conflictCopy {
                 let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
                 if item.directory.entryKind(copyName) == nil {
