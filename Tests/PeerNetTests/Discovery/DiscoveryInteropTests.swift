@@ -84,7 +84,7 @@ struct DiscoveryInteropTests {
         defer { ns1.remove(); ns2.remove() }
         let thread = try NetnsThread(ns2)
         defer { thread.finish() }
-        let peer = try NamespaceProcess(namespace: ns1, [Zeroconf.python, Zeroconf.helper, "browse", type.name, "10.99.0.1", "60"])
+        let peer = try NamespaceProcess(namespace: ns1, [Zeroconf.python, Zeroconf.helper, "browse", type.name, "10.99.0.1", "180"])
         defer { peer.terminate() }
         try await Task.sleep(for: .milliseconds(500))  // let Python start and bind
 
@@ -93,7 +93,7 @@ struct DiscoveryInteropTests {
             .advertiser(type, name: "Interop Ours", port: 46001, id: "OURS-ID", info: ["nick": "ours", "os": "linux"])
         defer { advertiser.stop() }
 
-        let line = await peer.wait(timeout: .seconds(15)) { ($0["event"] as? String) == "added" }
+        let line = await peer.wait(timeout: .seconds(60)) { ($0["event"] as? String) == "added" }
         let seen = try #require(line, "zeroconf did not report our service; stderr: \(peer.stderr)")
         print("python-zeroconf resolved our service after \(ContinuousClock.now - start)")
         #expect(seen["name"] as? String == "Interop Ours._syncpeer-test._tcp.local.")
@@ -104,7 +104,7 @@ struct DiscoveryInteropTests {
 
         // Our goodbye reaches it.
         advertiser.stop()
-        let removed = await peer.wait(timeout: .seconds(20)) { ($0["event"] as? String) == "removed" }
+        let removed = await peer.wait(timeout: .seconds(60)) { ($0["event"] as? String) == "removed" }
         #expect(removed != nil, "zeroconf did not see our goodbye; stderr: \(peer.stderr)")
     }
 
@@ -119,11 +119,11 @@ struct DiscoveryInteropTests {
 
         let start = ContinuousClock.now
         let peer = try NamespaceProcess(namespace: ns1, [Zeroconf.python, Zeroconf.helper, "register", type.name,
-                                                         "ZC Peer", "47001", "10.99.0.1", "6",
+                                                         "ZC Peer", "47001", "10.99.0.1", "20",
                                                          "id=ZC-ID", "v=2", "color=blue"])
         defer { peer.terminate() }
 
-        let found = await log.wait(timeout: .seconds(8)) { $0.isFound("ZC Peer") }
+        let found = await log.wait(timeout: .seconds(60)) { $0.isFound("ZC Peer") }
         let event = try #require(found, "our browser did not find the zeroconf service; stderr: \(peer.stderr); events: \(log.all)")
         print("our browser found the python-zeroconf service after \(event.0 - start)")
         let instance = try #require(log.found("ZC Peer"))
@@ -135,7 +135,7 @@ struct DiscoveryInteropTests {
         #expect(instance.hostName == "zc-peer.local")
 
         // It unregisters after 6 s (goodbye packets): lost.
-        let lost = await log.wait(timeout: .seconds(10)) { $0.isLost("ZC Peer") }
+        let lost = await log.wait(timeout: .seconds(60)) { $0.isLost("ZC Peer") }
         #expect(lost != nil, "no lost event after zeroconf unregistered; events: \(log.all)")
     }
 }
