@@ -308,6 +308,11 @@ struct HostileTransferTests {
             #expect(reason.contains("manifest root hash does not match its chunks"), "\(what): \(reason)")
             try pair.bob.waitFor("error") { $0.peerName == rogue.name && $0.reason.contains("manifest root hash") && $0.reason.contains("refused an offer") }
         }
+        // The decline can reach the rogue before bob's event line reaches the test: wait for all three.
+        let deadline = Date().addingTimeInterval(10)
+        while pair.bob.events("error").filter({ $0.peerName == rogue.name }).count < 3 && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+        }
         #expect(pair.bob.events("error").filter { $0.peerName == rogue.name }.count == 3)
         #expect(pair.bob.events("offer").isEmpty, "a forged offer reached the user")
         #expect(listing(pair.inbox).isEmpty, "\(listing(pair.inbox))")
