@@ -138,7 +138,7 @@ public final class ControlServer: @unchecked Sendable {
             case "transfers":
                 reply.success(id, .array(node.transferList()))
             case "cancel":
-                reply.success(id, Node.json(try node.cancelTransfer(try argument("transfer"))))
+                reply.success(id, try node.cancelTransfer(try argument("transfer")).json)
             case "resume":
                 reply.success(id, ["offered": JSONValue(node.resumeTransfers(request["transfer"]?.stringValue))])
             case "msg":
@@ -182,13 +182,13 @@ public final class ControlServer: @unchecked Sendable {
                                 _ start: (_ observer: (@Sendable (NodeEvent) -> Void)?,
                                           _ completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)?) throws(EngineError) -> NodeEvent?) throws(EngineError) {
         guard follow else {
-            if let event = try start(nil, nil) { reply.success(id, Node.json(event)) }
+            if let event = try start(nil, nil) { reply.success(id, event.json) }
             return
         }
         let done = DispatchSemaphore(value: 0)
         let first = try start({ event in reply.event(id, event) }, { result in
             switch result {
-            case let .success(event): reply.success(id, Node.json(event))
+            case let .success(event): reply.success(id, event.json)
             case let .failure(error): reply.failure(id, error)
             }
             done.signal()
@@ -211,11 +211,7 @@ public final class ControlServer: @unchecked Sendable {
         }
 
         func event(_ id: JSONValue?, _ event: NodeEvent) {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            guard let data = try? encoder.encode(event),
-                  let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return }
-            write(["id": id ?? .null, "event": value])
+            write(["id": id ?? .null, "event": event.json])
         }
 
         private func write(_ value: JSONValue) {

@@ -1,3 +1,5 @@
+internal import Foundation
+
 /// Something that happened in the node, for the CLI to render and for scripts (NDJSON via
 /// `syncpeer events`). Fields that do not apply are left out of the JSON.
 public struct NodeEvent: Sendable, Equatable, Encodable {
@@ -124,5 +126,17 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         self.port = port
         self.info = info
         self.time = time
+    }
+}
+
+extension NodeEvent {
+    /// The event as a JSON value: the shape the control socket and `--json` output use.
+    public var json: JSONValue {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(self), let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+            return .null
+        }
+        return value
     }
 }

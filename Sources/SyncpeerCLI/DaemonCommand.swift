@@ -95,7 +95,7 @@ struct DaemonCommand: Command {
         let daemon: Daemon
         do {
             daemon = try Daemon.start(home: context.home, config: config) { event in
-                let value = EventRenderer.json(event)
+                let value = event.json
                 if json { output.line(value.encodedLine()) } else if let line = EventRenderer.line(value) { output.line(line) }
             }
         } catch { throw CLIError(error) }

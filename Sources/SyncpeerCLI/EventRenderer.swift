@@ -10,15 +10,6 @@ enum EventRenderer {
         return "\(name) (\(id))"
     }
 
-    /// A node event as a JSON value (the same shape the control socket sends).
-    static func json(_ event: NodeEvent) -> JSONValue {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(event),
-              let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return .null }
-        return value
-    }
-
     static func line(_ event: JSONValue) -> String? {
         let who = peerName(event)
         switch event["event"]?.stringValue {

@@ -1,3 +1,4 @@
+internal import PeerFiles
 internal import PeerIndex
 
 // Conversions between the planner's view of a path and the index's records. Internal:
@@ -42,5 +43,18 @@ extension FileState {
         FileRecord(folderID: folderID, path: path, kind: kind.indexKind, size: size, mtimeNs: mtimeNs, mode: mode,
                    inode: inode, deleted: deleted, symlinkTarget: symlinkTarget, version: version.counters,
                    rootHash: rootHash, modifiedBy: modifiedBy, chunks: deleted ? [] : chunks)
+    }
+}
+
+extension FileRecord {
+    /// The content manifest rebuilt from the recorded chunk list (nil for non-files,
+    /// tombstones, or a chunk list that does not add up to the size).
+    var manifest: Manifest? {
+        guard kind == .file, !deleted else { return nil }
+        let refs = chunks.compactMap { chunk -> ChunkRef? in
+            guard let hash = ChunkHash(bytes: chunk.hash) else { return nil }
+            return ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size), hash: hash)
+        }
+        return try? Manifest(fileSize: UInt64(size), chunks: refs)
     }
 }

@@ -397,14 +397,7 @@ extension Node {
     }
 
     static func wireEntry(_ record: FileRecord) -> SyncFileEntry {
-        var manifest: [UInt8] = []
-        if record.kind == .file && !record.deleted {
-            let chunks = record.chunks.compactMap { chunk -> ChunkRef? in
-                guard let hash = ChunkHash(bytes: chunk.hash) else { return nil }
-                return ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size), hash: hash)
-            }
-            manifest = (try? Manifest(fileSize: UInt64(record.size), chunks: chunks))?.encode() ?? []
-        }
+        let manifest = record.manifest?.encode() ?? []
         let kind: SyncFileEntry.Kind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
         return SyncFileEntry(path: record.path, kind: kind, size: UInt64(max(0, record.size)), mtimeNanoseconds: record.mtimeNs,
                              mode: record.mode & 0o7777, deleted: record.deleted, symlinkTarget: record.symlinkTarget ?? "",

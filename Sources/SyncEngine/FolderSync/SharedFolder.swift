@@ -323,17 +323,9 @@ struct IndexKnownEntries: KnownEntrySource {
         list.reserveCapacity(records.count)
         for record in records where !record.deleted {
             let kind: ScannedKind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
-            var manifest: Manifest?
-            if record.kind == .file {
-                let chunks = record.chunks.compactMap { chunk -> ChunkRef? in
-                    guard let hash = ChunkHash(bytes: chunk.hash) else { return nil }
-                    return ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size), hash: hash)
-                }
-                manifest = try? Manifest(fileSize: UInt64(record.size), chunks: chunks)
-            }
             list.append(KnownEntry(path: record.path, kind: kind, size: UInt64(record.size), mtimeNs: record.mtimeNs,
                                    inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
-                                   manifest: manifest))
+                                   manifest: record.manifest))
         }
         entries = list
         liveCount = list.count

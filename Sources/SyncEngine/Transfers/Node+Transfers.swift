@@ -189,15 +189,10 @@ extension Node {
             let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
             for transfer in live.sorted(by: { $0.started > $1.started }) {
                 seen.insert(transfer.id.description)
-                list.append(Self.json(transferEvent(transfer, force: true)))
+                list.append(transferEvent(transfer, force: true).json)
             }
             for record in (try? index.transfers()) ?? [] where !seen.contains(record.id) {
-                let peerName = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
-                list.append(Self.json(NodeEvent(.transfer, peer: .init(id: displayID(record.deviceID), name: peerName),
-                                                transfer: record.id, direction: record.direction.rawValue,
-                                                name: record.name, bytes: record.bytesDone, total: record.size,
-                                                path: record.direction == .receive ? record.finalPath : nil,
-                                                reason: record.error, time: record.updatedAt).with(state: record.state.rawValue)))
+                list.append(Self.recordEvent(record, index: index).json)
             }
             return list
         }
@@ -208,22 +203,18 @@ extension Node {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
         do { records = try index.transfers() } catch { throw .index(error.description) }
-        return records.map { record in
-            let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
-            let peerID = (try? DeviceID(parsing: record.deviceID))?.description ?? record.deviceID
-            return json(NodeEvent(.transfer, peer: .init(id: peerID, name: name), state: record.state.rawValue,
-                                  transfer: record.id, direction: record.direction.rawValue, name: record.name,
-                                  bytes: record.bytesDone, total: record.size,
-                                  path: record.direction == .receive ? record.finalPath : nil,
-                                  reason: record.error, time: record.updatedAt))
-        }
+        return records.map { recordEvent($0, index: index).json }
     }
 
-    static func json(_ event: NodeEvent) -> JSONValue {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(event), let value = try? JSONDecoder().decode(JSONValue.self, from: data) else { return .null }
-        return value
+    /// A recorded (not running) transfer as an event.
+    static func recordEvent(_ record: TransferRecord, index: NodeIndex) -> NodeEvent {
+        let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
+        let peerID = (try? DeviceID(parsing: record.deviceID))?.description ?? record.deviceID
+        return NodeEvent(.transfer, peer: .init(id: peerID, name: name), state: record.state.rawValue,
+                         transfer: record.id, direction: record.direction.rawValue, name: record.name,
+                         bytes: record.bytesDone, total: record.size,
+                         path: record.direction == .receive ? record.finalPath : nil,
+                         reason: record.error, time: record.updatedAt)
     }
 
     // MARK: - Session hooks (queue)
