@@ -93,7 +93,16 @@ struct StatusCommand: Command {
                 let out = peer["outOfSyncFiles"]?.intValue ?? 0
                 let outBytes = Int64(peer["outOfSyncBytes"]?.intValue ?? 0)
                 let percent = peer["percent"]?.intValue ?? 0
-                context.output.line("  \(EventRenderer.peerName(peer))  \(connected)  \(percent)% in sync" + (out > 0 ? "  (\(out) files, \(ProgressRenderer.formatBytes(outBytes)) differ)" : ""))
+                let moved = Int64(peer["receivedBytes"]?.intValue ?? 0) + Int64(peer["sentBytes"]?.intValue ?? 0) > 0
+                    ? "  ↓ \(ProgressRenderer.formatBytes(Int64(peer["receivedBytes"]?.intValue ?? 0))) ↑ \(ProgressRenderer.formatBytes(Int64(peer["sentBytes"]?.intValue ?? 0)))"
+                    : ""
+                context.output.line("  \(EventRenderer.peerName(peer))  \(connected)  \(percent)% in sync" + (out > 0 ? "  (\(out) files, \(ProgressRenderer.formatBytes(outBytes)) differ)" : "") + moved)
+            }
+            for item in folder["transfers"]?.arrayValue ?? [] {
+                let peers = (item["peers"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
+                let needed = Int64(item["needed"]?.intValue ?? 0)
+                let fetched = Int64(item["fetched"]?.intValue ?? 0)
+                context.output.line("  ↓ \(item["path"]?.stringValue ?? "?")  \(item["percent"]?.intValue ?? 0)%  \(ProgressRenderer.formatBytes(fetched)) of \(ProgressRenderer.formatBytes(needed)) from \(peers)")
             }
         }
         for offer in result["offers"]?.arrayValue ?? [] {

@@ -119,6 +119,53 @@ struct FolderSyncTests {
         #expect(status.stdout.contains("\"percent\":100"), "\(status.stdout)")
     }
 
+    /// `syncpeer status --json` of a node: its (only) folder.
+    static func folderStatus(_ trio: Trio, _ daemon: DaemonProcess) throws -> [String: Any] {
+        let result = try trio.env.cli(daemon, ["status", "--json"])
+        try #require(result.status == 0, "\(result.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let folders = object?["folders"] as? [[String: Any]] ?? []
+        try #require(folders.count == 1, "\(result.stdout)")
+        return folders[0]
+    }
+
+    /// Block bytes a node has fetched from all its peers for the folder (status, per peer).
+    static func receivedBytes(_ trio: Trio, _ daemon: DaemonProcess) throws -> Int {
+        let peers = try folderStatus(trio, daemon)["peers"] as? [[String: Any]] ?? []
+        return peers.reduce(0) { $0 + (($1["receivedBytes"] as? NSNumber)?.intValue ?? 0) }
+    }
+
+    @Test func renamesAndCopiesMoveNoData() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let size = 4_000_000
+        try TestFiles.random(trio.path("alice", "report.bin"), size: size)
+        try trio.share()
+        try Self.eventually("the first sync\n\(Self.describe(trio))") {
+            Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "report.bin"))
+        }
+        let before = try ["bob": Self.receivedBytes(trio, trio.bob), "carol": Self.receivedBytes(trio, trio.carol)]
+        #expect(before["bob"]! >= size && before["carol"]! >= size, "the first sync came over the network: \(before)")
+
+        // A copy and a rename of the same content, in a new folder.
+        try FileManager.default.createDirectory(atPath: trio.path("alice", "archive"), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: trio.path("alice", "report.bin"), toPath: trio.path("alice", "copy.bin"))
+        try FileManager.default.moveItem(atPath: trio.path("alice", "report.bin"), toPath: trio.path("alice", "archive/report.bin"))
+        try Self.eventually("the copy and the rename everywhere\n\(Self.describe(trio))") {
+            Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "archive/report.bin"))
+                && FileManager.default.fileExists(atPath: trio.path("bob", "copy.bin"))
+                && !FileManager.default.fileExists(atPath: trio.path("bob", "report.bin"))
+        }
+        let after = try ["bob": Self.receivedBytes(trio, trio.bob), "carol": Self.receivedBytes(trio, trio.carol)]
+        print("renamesAndCopiesMoveNoData: block bytes fetched before \(before), after \(after)")
+        #expect(after == before, "a rename and a copy fetched no block from any peer")
+        for node in ["bob", "carol"] {
+            let daemon = node == "bob" ? trio.bob : trio.carol
+            let reused = (try Self.folderStatus(trio, daemon)["reusedBytes"] as? NSNumber)?.intValue ?? 0
+            #expect(reused >= size, "\(node) built the copy from its own file (\(reused) bytes reused)")
+        }
+    }
+
     @Test func anIgnoredFileNeverLeavesItsMachine() throws {
         let trio = try Trio()
         defer { trio.env.cleanup() }
@@ -236,6 +283,16 @@ struct FolderSyncTests {
         try Self.eventually("bob has started receiving") {
             ((try? FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) ?? []).contains { $0.hasPrefix("big-") }
         }
+        // While it pulls, status names the files in flight, their progress and their peers.
+        var inFlight: [[String: Any]] = []
+        try Self.eventually("bob's status shows a file in flight") {
+            inFlight = ((try? Self.folderStatus(trio, trio.bob))?["transfers"] as? [[String: Any]]) ?? []
+            return !inFlight.isEmpty
+        }
+        let first = inFlight[0]
+        #expect((first["path"] as? String)?.hasPrefix("big-") == true, "\(first)")
+        #expect(((first["peers"] as? [String]) ?? []).contains { $0 == "alice" || $0 == "carol" }, "\(first)")
+        #expect(((first["needed"] as? NSNumber)?.intValue ?? 0) >= 3_000_000, "\(first)")
         trio.bob.crash()
         for name in (try FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) where name.hasPrefix("big-") {
             #expect(try TestFiles.hash(trio.path("bob", name)) == expected[name], "\(name) is torn")

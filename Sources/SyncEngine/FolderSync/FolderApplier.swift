@@ -177,6 +177,10 @@ final class FolderApplier: @unchecked Sendable {
                 unlinkat(resolved.directory.fd, temp, 0)
                 return
             }
+            if !missing.isEmpty {
+                folder.activity.begin(path: state.path, size: Int64(manifest.fileSize),
+                                      needed: missing.reduce(Int64(0)) { $0 + Int64($1.size) }, peers: sources)
+            }
             let chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
             var item = Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: chunks,
                                conflictCopy: conflictCopy)
@@ -208,6 +212,7 @@ final class FolderApplier: @unchecked Sendable {
         for chunk in manifest.chunks {
             if let bytes = localChunk(chunk) {
                 guard write(bytes, at: chunk.offset, fd) else { return nil }
+                folder.activity.reused(bytes: bytes.count)
             } else {
                 missing.append(chunk)
             }
@@ -249,6 +254,7 @@ final class FolderApplier: @unchecked Sendable {
         node.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                           hash: chunk.hash.bytes) { [self] bytes in
             if let bytes, ChunkHash.of(bytes) == chunk.hash {
+                folder.activity.fetched(path: path, from: device, bytes: bytes.count)
                 completion(bytes)
             } else {
                 fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, completion: completion)
@@ -333,6 +339,7 @@ final class FolderApplier: @unchecked Sendable {
             item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
         }
         if !records.isEmpty { _ = try? index.upsertFiles(records) }
+        folder.activity.endAll()
         pending = []
         pendingBytes = 0
     }

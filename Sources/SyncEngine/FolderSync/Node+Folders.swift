@@ -105,6 +105,7 @@ extension Node {
             let live = files.filter { !$0.deleted }
             let local = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
             let connected = connectedDevices()
+            let activity = folder.activity.snapshot
             var peers: [JSONValue] = []
             for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
                 let remote = (try? index.remoteFiles(folderID: folder.id, deviceID: member.deviceID)) ?? []
@@ -124,14 +125,23 @@ extension Node {
                               "connected": .bool(connected.contains(member.deviceID)),
                               "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(outBytes)),
                               "percent": .number(Double(100 * max(0, total - outFiles) / total)),
-                              "indexReceived": .bool(member.receivedSequence > 0)])
+                              "indexReceived": .bool(member.receivedSequence > 0),
+                              "receivedBytes": .number(Double(activity.received[member.deviceID] ?? 0)),
+                              "sentBytes": .number(Double(activity.sent[member.deviceID] ?? 0))])
+            }
+            let current: [JSONValue] = activity.current.values.sorted { $0.path < $1.path }.map { item in
+                ["path": .string(item.path), "size": .number(Double(item.size)), "needed": .number(Double(item.needed)),
+                 "fetched": .number(Double(item.fetched)),
+                 "percent": .number(Double(item.needed > 0 ? 100 * item.fetched / item.needed : 100)),
+                 "peers": .array(item.peers.map { device in .string((try? index.peer(deviceID: device))??.name ?? displayID(device)) })]
             }
             let conflicts = live.filter { ConflictName.isConflictName($0.path) }.count
             return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
                     "state": .string(state), "error": JSONValue(error),
                     "files": JSONValue(live.filter { $0.kind == .file }.count),
                     "bytes": .number(Double(live.reduce(Int64(0)) { $0 + $1.size })),
-                    "conflicts": JSONValue(conflicts), "peers": .array(peers)]
+                    "conflicts": JSONValue(conflicts), "peers": .array(peers),
+                    "transfers": .array(current), "reusedBytes": .number(Double(activity.reused))]
         }
     }
 
@@ -323,8 +333,10 @@ extension Node {
                 session.send([.blockResponse(request: request, ok: false, data: [])])
                 return
             }
+            let device = session.deviceKey
             folder.serveQueue.async {
                 let bytes = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
+                if let bytes { folder.activity.served(to: device, bytes: bytes.count) }
                 session.sendFromAnyThread([.blockResponse(request: request, ok: bytes != nil, data: bytes ?? [])])
             }
         case let .blockResponse(request, ok, data):

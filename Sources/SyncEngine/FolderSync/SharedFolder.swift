@@ -37,6 +37,8 @@ final class SharedFolder: @unchecked Sendable {
     var lastScanBytes: Int64 = 0
     /// io: a full scan found the root missing; nothing is applied until it is back.
     var stopped = false
+    /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
+    let activity = FolderActivity()
 
     init(id: String, root: String, label: String, node: Node) {
         self.id = id

@@ -1,0 +1,53 @@
+internal import Foundation
+internal import Synchronization
+
+/// What a shared folder is moving right now, and has moved since the daemon started: the
+/// files being assembled (with their progress), and per peer the block bytes fetched from it
+/// and served to it, plus the bytes taken from local files instead of the network (a rename
+/// or a copy). Written from the folder's `io`, its block callbacks and its serve queue; read
+/// by `syncpeer status` from the control thread.
+final class FolderActivity: Sendable {
+    struct Current: Sendable {
+        let path: String
+        let size: Int64
+        /// Bytes that must come from peers (the rest came from local files).
+        let needed: Int64
+        var fetched: Int64 = 0
+        let peers: [String]
+    }
+
+    struct Counters: Sendable {
+        var current: [String: Current] = [:]
+        var received: [String: Int64] = [:]
+        var sent: [String: Int64] = [:]
+        var reused: Int64 = 0
+    }
+
+    private let state = Mutex(Counters())
+
+    func begin(path: String, size: Int64, needed: Int64, peers: [String]) {
+        state.withLock { $0.current[path] = Current(path: path, size: size, needed: needed, peers: peers) }
+    }
+
+    func fetched(path: String, from device: String, bytes: Int) {
+        state.withLock {
+            $0.current[path]?.fetched += Int64(bytes)
+            $0.received[device, default: 0] += Int64(bytes)
+        }
+    }
+
+    func served(to device: String, bytes: Int) {
+        state.withLock { $0.sent[device, default: 0] += Int64(bytes) }
+    }
+
+    func reused(bytes: Int) {
+        state.withLock { $0.reused += Int64(bytes) }
+    }
+
+    /// The batch is committed (or dropped): its files are no longer in flight.
+    func endAll() {
+        state.withLock { $0.current.removeAll() }
+    }
+
+    var snapshot: Counters { state.withLock { $0 } }
+}
