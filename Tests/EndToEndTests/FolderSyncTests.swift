@@ -15,7 +15,7 @@ struct FolderSyncTests {
         var carol: DaemonProcess
         let folders: [String: String]
 
-        init() throws {
+        init(environment: [String: String] = FolderSyncTests.environment) throws {
             env = try SyncpeerRunner()
             for name in ["alice", "bob", "carol"] {
                 try FileManager.default.createDirectory(atPath: env.home("\(name)-recv"), withIntermediateDirectories: true)
@@ -23,11 +23,11 @@ struct FolderSyncTests {
             let shared = env.home("alice-docs")
             try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
             alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept", "--receive-dir", env.home("alice-recv")],
-                                      environment: FolderSyncTests.environment)
+                                      environment: environment)
             bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", env.home("bob-recv")],
-                                    environment: FolderSyncTests.environment)
+                                    environment: environment)
             carol = try DaemonProcess(env, name: "carol", arguments: ["--auto-accept", "--receive-dir", env.home("carol-recv")],
-                                      environment: FolderSyncTests.environment)
+                                      environment: environment)
             _ = try env.pair(alice, bob, autoAccepted: true)
             _ = try env.pair(alice, carol, autoAccepted: true)
             try alice.waitForState("connected", peer: "bob")
@@ -129,14 +129,19 @@ struct FolderSyncTests {
         return folders[0]
     }
 
-    /// Block bytes a node has fetched from all its peers for the folder (status, per peer).
-    static func receivedBytes(_ trio: Trio, _ daemon: DaemonProcess) throws -> Int {
-        let peers = try folderStatus(trio, daemon)["peers"] as? [[String: Any]] ?? []
-        return peers.reduce(0) { $0 + (($1["receivedBytes"] as? NSNumber)?.intValue ?? 0) }
+    /// A number from a folder's status (`key` at the top, or summed over its peers).
+    static func figure(_ trio: Trio, _ daemon: DaemonProcess, _ key: String, perPeer: Bool = false) throws -> Int {
+        let folder = try folderStatus(trio, daemon)
+        if !perPeer { return (folder[key] as? NSNumber)?.intValue ?? -1 }
+        return (folder["peers"] as? [[String: Any]] ?? []).reduce(0) { $0 + (($1[key] as? NSNumber)?.intValue ?? 0) }
     }
 
     @Test func renamesAndCopiesMoveNoData() throws {
-        let trio = try Trio()
+        // No periodic rescan during the test: the rename must be seen by the watcher (a full
+        // scan has no rename to go by and reads the file at its new path).
+        var environment = Self.environment
+        environment["SYNCPEER_RESCAN_MS"] = "600000"
+        let trio = try Trio(environment: environment)
         defer { trio.env.cleanup() }
         let size = 4_000_000
         try TestFiles.random(trio.path("alice", "report.bin"), size: size)
@@ -144,24 +149,38 @@ struct FolderSyncTests {
         try Self.eventually("the first sync\n\(Self.describe(trio))") {
             Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "report.bin"))
         }
-        let before = try ["bob": Self.receivedBytes(trio, trio.bob), "carol": Self.receivedBytes(trio, trio.carol)]
-        #expect(before["bob"]! >= size && before["carol"]! >= size, "the first sync came over the network: \(before)")
+        func received() throws -> [String: Int] {
+            try ["bob": Self.figure(trio, trio.bob, "receivedBytes", perPeer: true),
+                 "carol": Self.figure(trio, trio.carol, "receivedBytes", perPeer: true)]
+        }
+        let first = try received()
+        #expect(first["bob"]! >= size && first["carol"]! >= size, "the first sync came over the network: \(first)")
+        let scannedBefore = try Self.figure(trio, trio.alice, "scannedBytes")
 
-        // A copy and a rename of the same content, in a new folder.
+        // A rename into a new folder: alice does not read the file again, nobody fetches it.
         try FileManager.default.createDirectory(atPath: trio.path("alice", "archive"), withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: trio.path("alice", "report.bin"), toPath: trio.path("alice", "copy.bin"))
         try FileManager.default.moveItem(atPath: trio.path("alice", "report.bin"), toPath: trio.path("alice", "archive/report.bin"))
-        try Self.eventually("the copy and the rename everywhere\n\(Self.describe(trio))") {
+        try Self.eventually("the rename everywhere\n\(Self.describe(trio))") {
             Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "archive/report.bin"))
-                && FileManager.default.fileExists(atPath: trio.path("bob", "copy.bin"))
                 && !FileManager.default.fileExists(atPath: trio.path("bob", "report.bin"))
         }
-        let after = try ["bob": Self.receivedBytes(trio, trio.bob), "carol": Self.receivedBytes(trio, trio.carol)]
-        print("renamesAndCopiesMoveNoData: block bytes fetched before \(before), after \(after)")
-        #expect(after == before, "a rename and a copy fetched no block from any peer")
-        for node in ["bob", "carol"] {
-            let daemon = node == "bob" ? trio.bob : trio.carol
-            let reused = (try Self.folderStatus(trio, daemon)["reusedBytes"] as? NSNumber)?.intValue ?? 0
+        let afterRename = try received()
+        let scannedAfter = try Self.figure(trio, trio.alice, "scannedBytes")
+        print("renamesAndCopiesMoveNoData: fetched \(first) → \(afterRename) after the rename; alice's scans read \(scannedAfter - scannedBefore) bytes for it")
+        #expect(afterRename == first, "a rename fetched no block from any peer")
+        #expect(scannedAfter == scannedBefore, "alice did not read the renamed file again")
+
+        // A copy: read once on alice (it is a new file), built from local chunks elsewhere.
+        try FileManager.default.copyItem(atPath: trio.path("alice", "archive/report.bin"), toPath: trio.path("alice", "copy.bin"))
+        try Self.eventually("the copy everywhere\n\(Self.describe(trio))") {
+            Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("bob", "copy.bin"))
+                && FileManager.default.fileExists(atPath: trio.path("carol", "copy.bin"))
+        }
+        let afterCopy = try received()
+        print("renamesAndCopiesMoveNoData: fetched \(afterCopy) after the copy")
+        #expect(afterCopy == first, "a copy fetched no block from any peer")
+        for (node, daemon) in [("bob", trio.bob), ("carol", trio.carol)] {
+            let reused = try Self.figure(trio, daemon, "reusedBytes")
             #expect(reused >= size, "\(node) built the copy from its own file (\(reused) bytes reused)")
         }
     }

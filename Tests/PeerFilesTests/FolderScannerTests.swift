@@ -30,6 +30,17 @@ import Testing
                 "emptydir", "outside", "dirlink", "dangling", "dir/keep.o", "dir/build"]
     }
 
+    /// The tree of `buildTree`, scanned once: its scanner and what it knows.
+    static func withScannedTree(_ body: (String, FolderScanner, inout KnownEntryList) throws -> Void) throws {
+        try withTemporaryDirectory { dir in
+            _ = try buildTree(dir)
+            let scanner = FolderScanner(root: dir, ignores: try IgnorePatterns.load(from: DirectoryHandle(path: dir)))
+            var known = KnownEntryList()
+            try scanAndApply(scanner, &known)
+            try body(dir, scanner, &known)
+        }
+    }
+
     @Test func firstScanReportsEverythingOnceAndFollowsNoLink() throws {
         try withTemporaryDirectory { dir in
             let expected = try Self.buildTree(dir)
@@ -65,11 +76,7 @@ import Testing
     }
 
     @Test func rescanWithNothingChangedReadsNothing() throws {
-        try withTemporaryDirectory { dir in
-            _ = try Self.buildTree(dir)
-            let scanner = FolderScanner(root: dir, ignores: try IgnorePatterns.load(from: DirectoryHandle(path: dir)))
-            var known = KnownEntryList()
-            try scanAndApply(scanner, &known)
+        try Self.withScannedTree { dir, scanner, known in
             let (again, summary) = try scanAndApply(scanner, &known)
             #expect(again.batches.isEmpty)
             #expect(summary.bytesRead == 0)
@@ -78,12 +85,43 @@ import Testing
         }
     }
 
+    /// Files that vanished from their known paths are found again by inode, size and mtime
+    /// under a new path (a rename, a move into a new folder, a folder renamed): reported as
+    /// added with the known manifest, nothing read. A file whose content changed since is read.
+    @Test func movedFilesAreFoundByInodeWithoutReading() throws {
+        try Self.withScannedTree { dir, scanner, known in
+            let deep = try #require(known["dir/sub/deep.bin"])
+            let a = try #require(known["a.txt"])
+            let bee = try #require(known["dir/b.txt"])
+
+            #expect(rename(dir + "/dir/sub", dir + "/moved") == 0)
+            try Tree.mkdir(dir + "/new")
+            #expect(rename(dir + "/a.txt", dir + "/new/a-renamed.txt") == 0)
+            #expect(rename(dir + "/dir/b.txt", dir + "/empty.txt") == 0)   // over another file
+            let result = ScanResult()
+            let summary = try scanner.scan(paths: ["dir/sub", "moved", "a.txt", "new", "dir/b.txt", "empty.txt"],
+                                           known: KnownEntriesWithMoves(base: known, moved: [deep, a, bee])) { result.record($0) }
+            #expect(summary.bytesRead == 0 && summary.filesHashed == 0 && summary.moved == 3)
+            #expect(Set(result.added.keys) == ["moved", "moved/deep.bin", "new", "new/a-renamed.txt"])
+            #expect(result.added["moved/deep.bin"]?.manifest == deep.manifest)
+            #expect(result.added["new/a-renamed.txt"]?.manifest == a.manifest)
+            #expect(Set(result.changed.keys) == ["empty.txt"])
+            #expect(result.changed["empty.txt"]?.manifest == bee.manifest)
+            #expect(Set(result.deleted) == ["dir/sub", "dir/sub/deep.bin", "a.txt", "dir/b.txt"])
+
+            // Changed since (other size and mtime): read, as any new file.
+            Tree.rewrite(dir + "/new/a-renamed.txt", "changed after the rename")
+            let again = ScanResult()
+            let second = try scanner.scan(paths: ["new/a-renamed.txt"],
+                                          known: KnownEntriesWithMoves(base: known, moved: [a])) { again.record($0) }
+            #expect(second.filesHashed == 1 && second.moved == 0)
+            #expect(again.added["new/a-renamed.txt"]?.manifest?.rootHash
+                    == (try FileChunker.manifest(ofFileAt: dir + "/new/a-renamed.txt")).rootHash)
+        }
+    }
+
     @Test func changesAreReportedWithTheLeastReading() throws {
-        try withTemporaryDirectory { dir in
-            _ = try Self.buildTree(dir)
-            let scanner = FolderScanner(root: dir, ignores: try IgnorePatterns.load(from: DirectoryHandle(path: dir)))
-            var known = KnownEntryList()
-            try scanAndApply(scanner, &known)
+        try Self.withScannedTree { dir, scanner, known in
             let deepManifest = known["dir/sub/deep.bin"]?.manifest
 
             // Mode change only: reported, the known manifest is reused, nothing read.

@@ -190,6 +190,7 @@ private final class ScanRun {
 
     func scanAll(known source: some KnownEntrySource) throws {
         startKnown(source.knownEntries(under: ""))
+        movedFile = source.movedFile
         let copy = dup(rootFd)
         guard copy >= 0 else { throw ScanError.rootUnreadable(FileError.system("dup", path: scanner.rootPath, errno: errno)) }
         guard let items = list(copy, path: "", components: []) else {
@@ -205,6 +206,7 @@ private final class ScanRun {
     /// Rescans `path` and below (its known entries are merged as in a full scan).
     func scanOne(_ path: String, known source: some KnownEntrySource) throws {
         startKnown(source.knownEntries(under: path))
+        movedFile = source.movedFile
         defer { known = nil; peeked = nil; lastKnownPath = nil }
         let parts = path.split(separator: "/").map(String.init)
         guard (try? SafePath(path)) != nil else {
@@ -331,6 +333,9 @@ private final class ScanRun {
                previous.size == entry.size, previous.mtimeNs == entry.mtimeNs, previous.inode == entry.inode {
                 if previous.mode == entry.mode { return }
                 entry.manifest = manifest   // metadata only: the content is not read
+            } else if let moved = movedFile?(entry.inode, entry.size, entry.mtimeNs), let manifest = moved.manifest {
+                entry.manifest = manifest   // renamed or moved here: the content is not read
+                summary.moved += 1
             } else {
                 switch hash(frame.fd, item.name, path: path) {
                 case .hashed(let fresh):
@@ -520,6 +525,9 @@ private final class ScanRun {
     }
 
     // MARK: Known entries
+
+    /// The source's `movedFile`, for files the known entries do not match.
+    var movedFile: ((UInt64, UInt64, Int64) -> KnownEntry?)?
 
     func startKnown(_ iterator: any IteratorProtocol<KnownEntry>) {
         known = iterator

@@ -99,6 +99,14 @@ public protocol KnownEntrySource {
     /// the known set in memory; it throws `ScanError.knownEntriesOutOfOrder` if the order
     /// is wrong.
     func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry>
+
+    /// A file known at another path that is now gone (a rename or a move), with the same
+    /// inode, size and mtime: the scanner takes its manifest instead of reading the file.
+    func movedFile(inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry?
+}
+
+extension KnownEntrySource {
+    public func movedFile(inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
 }
 
 /// An in-memory `KnownEntrySource` (tests, small folders): a dictionary by path.
@@ -179,6 +187,8 @@ public struct ScanSummary: Sendable, Equatable {
     public var problems = 0
     /// Files whose content was read and hashed.
     public var filesHashed = 0
+    /// Files found under a new path and taken over from their old one without reading.
+    public var moved = 0
     /// File content bytes read (0 for a rescan where nothing changed).
     public var bytesRead: UInt64 = 0
     /// Batches delivered.
@@ -240,4 +250,25 @@ func bytesLess(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>)
 
 func bytesLess(_ x: [UInt8], _ y: [UInt8]) -> Bool {
     x.withUnsafeBufferPointer { a in y.withUnsafeBufferPointer { b in bytesLess(a, b) } }
+}
+
+/// A `KnownEntrySource` plus the files that vanished from their known paths in this round
+/// of changes (renamed or moved, as inotify reported): a file found under a new path with the
+/// same inode, size and mtime takes the known manifest and is not read again.
+public struct KnownEntriesWithMoves<Base: KnownEntrySource>: KnownEntrySource {
+    public let base: Base
+    let moved: [UInt64: [KnownEntry]]
+
+    public init(base: Base, moved: [KnownEntry]) {
+        self.base = base
+        self.moved = Dictionary(grouping: moved.filter { $0.kind == .file && $0.manifest != nil }, by: \.inode)
+    }
+
+    public func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+        base.knownEntries(under: prefix)
+    }
+
+    public func movedFile(inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? {
+        moved[inode]?.first { $0.size == size && $0.mtimeNs == mtimeNs }
+    }
 }

@@ -4,7 +4,7 @@ internal import Synchronization
 /// What a shared folder is moving right now, and has moved since the daemon started: the
 /// files being assembled (with their progress), and per peer the block bytes fetched from it
 /// and served to it, plus the bytes taken from local files instead of the network (a rename
-/// or a copy). Written from the folder's `io`, its block callbacks and its serve queue; read
+/// or a copy), and the bytes its scans read. Written from the folder's `io`, its block callbacks and its serve queue; read
 /// by `syncpeer status` from the control thread.
 final class FolderActivity: Sendable {
     struct Current: Sendable {
@@ -21,6 +21,8 @@ final class FolderActivity: Sendable {
         var received: [String: Int64] = [:]
         var sent: [String: Int64] = [:]
         var reused: Int64 = 0
+        /// File content read by scans (0 for a rescan with nothing changed, or a rename).
+        var scanned: Int64 = 0
     }
 
     private let state = Mutex(Counters())
@@ -42,6 +44,10 @@ final class FolderActivity: Sendable {
 
     func reused(bytes: Int) {
         state.withLock { $0.reused += Int64(bytes) }
+    }
+
+    func scanned(bytes: UInt64) {
+        state.withLock { $0.scanned += Int64(clamping: bytes) }
     }
 
     /// The batch is committed (or dropped): its files are no longer in flight.

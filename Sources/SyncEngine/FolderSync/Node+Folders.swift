@@ -141,7 +141,8 @@ extension Node {
                     "files": JSONValue(live.filter { $0.kind == .file }.count),
                     "bytes": .number(Double(live.reduce(Int64(0)) { $0 + $1.size })),
                     "conflicts": JSONValue(conflicts), "peers": .array(peers),
-                    "transfers": .array(current), "reusedBytes": .number(Double(activity.reused))]
+                    "transfers": .array(current), "reusedBytes": .number(Double(activity.reused)),
+                    "scannedBytes": .number(Double(activity.scanned))]
         }
     }
 

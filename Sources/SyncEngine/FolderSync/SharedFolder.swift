@@ -34,7 +34,6 @@ final class SharedFolder: @unchecked Sendable {
     /// Node queue: what `syncpeer status` shows.
     var status = "scanning"
     var error: String?
-    var lastScanBytes: Int64 = 0
     /// io: a full scan found the root missing; nothing is applied until it is back.
     var stopped = false
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
@@ -106,7 +105,7 @@ final class SharedFolder: @unchecked Sendable {
         for change in changes {
             switch change {
             case let .changed(path): paths.append(path)
-            case .renamed: continue
+            case .renamed: continue   // both paths also come as .changed; moves are found by inode
             case .rootGone:
                 rootMissing()
                 return
@@ -116,8 +115,43 @@ final class SharedFolder: @unchecked Sendable {
             }
         }
         if paths.contains(IgnorePatterns.fileName) { loadIgnores() }
-        if full { fullScan() } else if !paths.isEmpty { scan(paths: paths) }
+        if full { fullScan() } else if !paths.isEmpty { scan(paths: paths, followMoves: true) }
     }
+
+    /// What the index knew at changed paths that are gone from the disk now (a file, or
+    /// every file below a folder): renamed or moved files are found again by inode, size and
+    /// mtime under their new path and not read again.
+    private func vanishedFiles(_ paths: [String], index: NodeIndex) -> [KnownEntry] {
+        guard let rootHandle = try? DirectoryHandle(path: root) else { return [] }
+        var found: [KnownEntry] = []
+        func take(_ record: FileRecord) {
+            guard record.kind == .file, !record.deleted, let inode = record.inode, let manifest = record.manifest else { return }
+            found.append(KnownEntry(path: record.path, kind: .file, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+                                    inode: inode, mode: record.mode, manifest: manifest))
+        }
+        for path in Set(paths) where found.count < Self.maxMovedFiles {
+            var st = stat()
+            guard (try? SafePath(path)) != nil, fstatat(rootHandle.fd, path, &st, AT_SYMLINK_NOFOLLOW) != 0,
+                  errno == ENOENT || errno == ENOTDIR else { continue }
+            if let record = (try? index.file(folderID: id, path: path)) ?? nil {
+                if record.kind == .file { take(record) }
+                if record.kind != .directory { continue }
+            }
+            // A folder: every file that was below it, a page at a time, in path order.
+            var after = path + "/"
+            while found.count < Self.maxMovedFiles {
+                let page = (try? index.files(folderID: id, afterPath: after, limit: 1_000)) ?? []
+                let below = page.prefix { $0.path.hasPrefix(path + "/") }
+                below.forEach(take)
+                if below.count < page.count || page.count < 1_000 { break }
+                after = page[page.count - 1].path
+            }
+        }
+        return found
+    }
+
+    /// Files taken over from renames per scan; beyond that, files are read again (memory).
+    static let maxMovedFiles = 100_000
 
     // MARK: - Scanning (io)
 
@@ -131,25 +165,27 @@ final class SharedFolder: @unchecked Sendable {
         scan(paths: paths)
     }
 
-    private func scan(paths: [String]?) {
+    private func scan(paths: [String]?, followMoves: Bool = false) {
         guard let index else { return }
         setStatus("scanning")
-        let known = IndexKnownEntries(index: index, folderID: id)
+        let known = KnownEntriesWithMoves(base: IndexKnownEntries(index: index, folderID: id),
+                                          moved: followMoves ? vanishedFiles(paths ?? [], index: index) : [])
         let scanner = FolderScanner(root: root, ignores: ignores)
         var wroteChanges = false
         var changedPaths = Set<String>()
         do {
             let onBatch: (ScanBatch) throws -> Void = { [self] batch in
-                if try apply(batch, index: index, liveBefore: known.liveCount) {
+                if try apply(batch, index: index, liveBefore: known.base.liveCount) {
                     wroteChanges = true
                     changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted)
                 }
             }
-            if let paths {
-                _ = try scanner.scan(paths: paths, known: known, onBatch: onBatch)
+            let summary = if let paths {
+                try scanner.scan(paths: paths, known: known, onBatch: onBatch)
             } else {
-                _ = try scanner.scan(known: known, onBatch: onBatch)
+                try scanner.scan(known: known, onBatch: onBatch)
             }
+            activity.scanned(bytes: summary.bytesRead)
             if stopped {
                 stopped = false
                 clearError()
