@@ -172,21 +172,7 @@ extension NodeIndex {
 
     /// Where a chunk with `hash` can be read in live local files (any folder), at most `limit`.
     public func localChunkLocations(hash: [UInt8], limit: Int = 16) throws(IndexError) -> [ChunkLocation] {
-        try read { db in
-            let statement = try db.cachedStatement(
-                """
-                SELECT f.folder_id, f.path, c.offset, c.size FROM file_chunks AS c JOIN files AS f USING (file_id)
-                WHERE c.hash = ? AND f.deleted = 0 ORDER BY f.file_id, c.chunk_index LIMIT ?
-                """)
-            try statement.bind([.blob(hash), .integer(Int64(limit))])
-            defer { statement.reset() }
-            var result: [ChunkLocation] = []
-            while try statement.step() {
-                result.append(ChunkLocation(folderID: statement.string(at: 0) ?? "", path: statement.string(at: 1) ?? "",
-                                            offset: statement.int64(at: 2) ?? 0, size: statement.int64(at: 3) ?? 0))
-            }
-            return result
-        }
+        try localChunkLocations(hashes: [hash], limit: limit)[hash] ?? []
     }
 
     // MARK: Remote files
@@ -265,17 +251,7 @@ extension NodeIndex {
 
     /// Every peer's entry for one path, keyed by device ID: what the planner compares.
     public func remoteFiles(folderID: String, path filePath: String) throws(IndexError) -> [String: RemoteFileRecord] {
-        try read { db in
-            let statement = try db.cachedStatement(
-                "SELECT device_id, \(Self.remoteFileColumns) FROM remote_files WHERE folder_id = ? AND path = ?")
-            try statement.bind([.text(folderID), .text(filePath)])
-            defer { statement.reset() }
-            var result: [String: RemoteFileRecord] = [:]
-            while try statement.step() {
-                result[statement.string(at: 0) ?? ""] = try Self.remoteFileRecord(statement, from: 1, path: db.path)
-            }
-            return result
-        }
+        try remoteFiles(folderID: folderID, paths: [filePath])[filePath] ?? [:]
     }
 
     /// Forgets a peer's index of a folder. Returns how many entries there were.
@@ -291,7 +267,7 @@ extension NodeIndex {
 
     /// Runs `SELECT fileColumns FROM files WHERE <clause>` and decodes the rows, then the
     /// chunk lists (a second statement, so the first is finished before it runs).
-    private static func loadFiles(_ db: Database, where clause: String, _ bindings: [SQLValue],
+    static func loadFiles(_ db: Database, where clause: String, _ bindings: [SQLValue],
                                   includeChunks: Bool) throws -> [FileRecord] {
         let statement = try db.cachedStatement("SELECT \(fileColumns) FROM files WHERE \(clause)")
         try statement.bind(bindings)
@@ -337,7 +313,7 @@ extension NodeIndex {
         return records
     }
 
-    private static func remoteFileRecord(_ s: Statement, from c: Int, path: String) throws(IndexError) -> RemoteFileRecord {
+    static func remoteFileRecord(_ s: Statement, from c: Int, path: String) throws(IndexError) -> RemoteFileRecord {
         RemoteFileRecord(
             path: s.string(at: c) ?? "", sequence: s.int64(at: c + 1) ?? 0, kind: try kind(s.string(at: c + 2), path: path),
             size: s.int64(at: c + 3) ?? 0, mtimeNs: s.int64(at: c + 4) ?? 0,

@@ -23,7 +23,13 @@ final class FolderApplier: @unchecked Sendable {
     let node: Node
     let index: NodeIndex
     let local: [String: FileState]
+    /// Path → device → that peer's state (what the plan was made from).
+    let remotes: [String: [String: FileState]]
     let manifests: [String: [String: [UInt8]]]
+    /// Peers connected when the batch started.
+    private var connected: Set<String> = []
+    /// Chunk hash → where local files hold it (looked up once for the whole apply).
+    private var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     let folderID: String
     /// Files assembled and waiting for the batch barrier.
     private var pending: [Pending] = []
@@ -31,7 +37,8 @@ final class FolderApplier: @unchecked Sendable {
     private var rescan: [String] = []
     static let batchFiles = 256
     static let batchBytes: Int64 = 64 << 20
-    static let blocksInFlight = 32
+    static let inFlightUnit = 64 << 10
+    static let inFlightUnits = 256   // 16 MiB
 
     struct Pending {
         let directory: DirectoryHandle
@@ -56,17 +63,32 @@ final class FolderApplier: @unchecked Sendable {
     }
     private var jobs: [FetchJob] = []
 
-    init(folder: SharedFolder, node: Node, index: NodeIndex, local: [String: FileState], manifests: [String: [String: [UInt8]]]) {
+    init(folder: SharedFolder, node: Node, index: NodeIndex, local: [String: FileState],
+         remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
         self.folder = folder
         self.node = node
         self.index = index
         self.local = local
+        self.remotes = remotes
         self.manifests = manifests
         folderID = folder.id
     }
 
     func apply(_ actions: [SyncAction]) {
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
+        connected = node.connectedDevices()
+        // Every chunk the pulls need, looked up in the local index at once.
+        var hashes: [[UInt8]] = []
+        for action in actions {
+            let wanted: FileState? = switch action {
+            case let .pull(state, device), let .conflict(state, device, _, _), let .rename(_, state, device):
+                state.kind == .file && !state.deleted ? (manifests[state.path]?[device]).map { _ in state } : nil
+            default: nil
+            }
+            guard let wanted, let bytes = manifests[wanted.path]?.values.first, let manifest = try? Manifest.decode(bytes) else { continue }
+            hashes += manifest.chunks.map(\.hash.bytes)
+        }
+        localLocations = (try? index.localChunkLocations(hashes: hashes)) ?? [:]
         // Directories first (parents before children), deletions last (children first).
         let creates = actions.filter { if case let .pull(s, _) = $0 { return s.kind == .directory && !s.deleted } else { return false } }
             .sorted { $0.paths[0] < $1.paths[0] }
@@ -195,10 +217,9 @@ final class FolderApplier: @unchecked Sendable {
 
     /// Peers that are connected and have exactly this content for the path.
     private func devices(holding state: FileState) -> [String] {
-        let candidates = (try? index.remoteFiles(folderID: folderID, path: state.path)) ?? [:]
-        let holders = candidates.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash }.map(\.key).sorted()
-        let connected = node.connectedDevices()
-        return holders.filter { connected.contains($0) }
+        let candidates = remotes[state.path] ?? [:]
+        return candidates.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }
+            .map(\.key).sorted()
     }
 
     /// Sizes the file and writes every chunk some local file already holds; returns the
@@ -220,21 +241,28 @@ final class FolderApplier: @unchecked Sendable {
         return missing
     }
 
-    /// Fetches every queued chunk of the batch from peers, `blocksInFlight` at a time across
-    /// all files (many small files do not wait for each other), spread over the peers that
-    /// hold each file.
+    /// Fetches every queued chunk of the batch from peers, many at a time across all files
+    /// (many small files do not wait for each other), spread over the peers that hold each
+    /// file.
     private func fetchAll() {
         guard !jobs.isEmpty else { return }
-        let slots = DispatchSemaphore(value: Self.blocksInFlight)
+        // In flight: at most `inFlightUnits` units of `inFlightUnit` bytes (a small file's
+        // block takes one unit, a 4 MiB chunk 64), so many small files keep the link busy
+        // and big chunks stay within the memory budget. Only this loop takes units.
+        let units = DispatchSemaphore(value: Self.inFlightUnits)
         let group = DispatchGroup()
         for (n, job) in jobs.enumerated() {
             let item = pending[job.pending]
             if item.failure.isSet { continue }
-            slots.wait()
+            let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit))
+            for _ in 0..<weight { units.wait() }
             group.enter()
             let fd = item.fd
             fetch(job.chunk, path: job.path, sources: job.sources, attempt: n) { (bytes: [UInt8]?) in
-                defer { slots.signal(); group.leave() }
+                defer {
+                    for _ in 0..<weight { units.signal() }
+                    group.leave()
+                }
                 guard let bytes, self.write(bytes, at: job.chunk.offset, fd) else {
                     item.failure.set()
                     return
@@ -264,7 +292,7 @@ final class FolderApplier: @unchecked Sendable {
 
     /// A chunk with this hash from any local file that still holds it.
     private func localChunk(_ chunk: ChunkRef) -> [UInt8]? {
-        for location in (try? index.localChunkLocations(hash: chunk.hash.bytes)) ?? [] where location.size == Int64(chunk.size) {
+        for location in localLocations[chunk.hash.bytes] ?? [] where location.size == Int64(chunk.size) {
             let rootPath = location.folderID == folderID ? folder.root : (try? index.folder(id: location.folderID))??.path
             guard let rootPath, let handle = try? DirectoryHandle(path: rootPath),
                   let resolved = try? SafePath(location.path).resolve(under: handle), resolved.existing == .file,

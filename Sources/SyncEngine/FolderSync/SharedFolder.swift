@@ -255,15 +255,14 @@ final class SharedFolder: @unchecked Sendable {
         var manifests: [String: [String: [UInt8]]] = [:]
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         if let paths {
-            var map: [String: FileState] = [:]
-            for path in paths {
-                if let record = try? index.file(folderID: id, path: path) { map[path] = FileState(record) }
-                for (device, remote) in (try? index.remoteFiles(folderID: id, path: path)) ?? [:] where members.contains(device) {
+            // Two batched lookups for the whole set (one read transaction each).
+            local = ((try? index.files(folderID: id, paths: paths)) ?? [:]).mapValues(FileState.init)
+            for (path, byDevice) in (try? index.remoteFiles(folderID: id, paths: paths)) ?? [:] {
+                for (device, remote) in byDevice where members.contains(device) {
                     remotes[path, default: [:]][device] = FileState(remote)
                     if let manifest = remote.manifest { manifests[path, default: [:]][device] = manifest }
                 }
             }
-            local = map
         } else {
             local = Dictionary(((try? index.files(folderID: id, includeChunks: false)) ?? []).map { ($0.path, FileState($0)) },
                                uniquingKeysWith: { a, _ in a })
@@ -283,7 +282,7 @@ final class SharedFolder: @unchecked Sendable {
         guard !actions.isEmpty else { return }
         actions = SyncPlanner.planRenames(actions, local: local)
         setStatus("syncing")
-        let applier = FolderApplier(folder: self, node: node, index: index, local: local, manifests: manifests)
+        let applier = FolderApplier(folder: self, node: node, index: index, local: local, remotes: remotes, manifests: manifests)
         applier.apply(actions)
         setStatus("idle")
         node.folderChanged(id)

@@ -1,0 +1,69 @@
+/// Lookups of many paths or chunks at once, for the folder puller: one call takes the
+/// connection once and runs its statements in one read transaction (a single snapshot, and
+/// SQLite's locks taken once instead of once per statement).
+extension NodeIndex {
+    /// Runs `body` in a read transaction (`BEGIN` … `COMMIT`, nothing written).
+    func readTransaction<T: Sendable>(_ body: (Database) throws -> T) throws(IndexError) -> T {
+        try read { db in
+            try db.execute("BEGIN")
+            defer { try? db.execute("COMMIT") }
+            return try body(db)
+        }
+    }
+
+    /// The local records of `paths` (with chunks), keyed by path; absent paths are left out.
+    public func files(folderID: String, paths: some Sequence<String>) throws(IndexError) -> [String: FileRecord] {
+        let list = Array(paths)
+        return try readTransaction { db in
+            var result: [String: FileRecord] = [:]
+            for path in list {
+                if let record = try Self.loadFiles(db, where: "folder_id = ? AND path = ?", [.text(folderID), .text(path)],
+                                                   includeChunks: true).first {
+                    result[path] = record
+                }
+            }
+            return result
+        }
+    }
+
+    /// Every peer's entry for each of `paths`: path → device ID → entry.
+    public func remoteFiles(folderID: String, paths: some Sequence<String>) throws(IndexError) -> [String: [String: RemoteFileRecord]] {
+        let list = Array(paths)
+        return try readTransaction { db in
+            let statement = try db.cachedStatement(
+                "SELECT device_id, \(Self.remoteFileColumns) FROM remote_files WHERE folder_id = ? AND path = ?")
+            var result: [String: [String: RemoteFileRecord]] = [:]
+            for path in list {
+                try statement.bind([.text(folderID), .text(path)])
+                defer { statement.reset() }
+                while try statement.step() {
+                    result[path, default: [:]][statement.string(at: 0) ?? ""] = try Self.remoteFileRecord(statement, from: 1, path: db.path)
+                }
+            }
+            return result
+        }
+    }
+
+    /// For each hash, where live local files (any folder) hold a chunk with it (at most
+    /// `limit` each); hashes found nowhere are left out.
+    public func localChunkLocations(hashes: some Sequence<[UInt8]>, limit: Int = 4) throws(IndexError) -> [[UInt8]: [ChunkLocation]] {
+        let list = Array(Set(hashes))
+        return try readTransaction { db in
+            let statement = try db.cachedStatement(
+                """
+                SELECT f.folder_id, f.path, c.offset, c.size FROM file_chunks AS c JOIN files AS f USING (file_id)
+                WHERE c.hash = ? AND f.deleted = 0 ORDER BY f.file_id, c.chunk_index LIMIT ?
+                """)
+            var result: [[UInt8]: [ChunkLocation]] = [:]
+            for hash in list {
+                try statement.bind([.blob(hash), .integer(Int64(limit))])
+                defer { statement.reset() }
+                while try statement.step() {
+                    result[hash, default: []].append(ChunkLocation(folderID: statement.string(at: 0) ?? "", path: statement.string(at: 1) ?? "",
+                                                                   offset: statement.int64(at: 2) ?? 0, size: statement.int64(at: 3) ?? 0))
+                }
+            }
+            return result
+        }
+    }
+}
