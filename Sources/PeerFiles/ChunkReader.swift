@@ -94,6 +94,26 @@ public final class ChunkReader {
         return UnsafeRawBufferPointer(start: buffer, count: size)
     }
 
+    /// Fills `buffer` with the bytes at `offset` straight from the file (no buffer of the
+    /// reader's own): for streaming a chunk piece by piece. A file that ends earlier throws
+    /// `FileError.changedOnDisk`.
+    public func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
+        guard let base = buffer.baseAddress else { return }
+        var done = 0
+        while done < buffer.count {
+            let n = pread(fd, base + done, buffer.count - done, off_t(offset + UInt64(done)))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileError.system("read", path: path, errno: errno)
+            }
+            if n == 0 {
+                throw FileError(kind: .changedOnDisk, operation: "read", path: path,
+                                message: "the file ends at \(offset + UInt64(done)), before \(offset + UInt64(buffer.count)); it changed since it was scanned")
+            }
+            done += n
+        }
+    }
+
     /// `read(offset:size:)` of a chunk, verified against its hash when asked.
     func read(_ chunk: ChunkRef, verify: Bool = false) throws(FileError) -> UnsafeRawBufferPointer {
         let bytes = try read(offset: chunk.offset, size: Int(chunk.size))

@@ -10,12 +10,21 @@ public protocol ByteStream: AnyObject, Sendable {
     func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8]
     /// Writes every byte or throws (`NetError.closed` when the peer has gone).
     func write(_ bytes: [UInt8]) throws(NetError)
+    /// Writes every byte of `bytes` or throws, like `write(_:)`, without an array.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(NetError)
     /// Stops further sending; the peer reads end of stream.
     func shutdownWrite()
     /// Closes both directions and releases the descriptor. Idempotent; wakes a blocked reader.
     func close()
     /// The remote address as "host:port" (TCP) or a path (Unix), for logs and events.
     var remoteDescription: String { get }
+}
+
+extension ByteStream {
+    /// Copies the bytes into an array for streams that only implement `write(_: [UInt8])`.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+        try write(Array(bytes))
+    }
 }
 
 /// Errors of the network layer, each one line a user can read.

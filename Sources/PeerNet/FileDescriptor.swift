@@ -173,20 +173,26 @@ final class SocketFD: Sendable {
     /// Writes every byte, in as many `send` calls as it takes. `what` names the peer (only
     /// evaluated for an error).
     func write(_ bytes: [UInt8], peer what: @autoclosure () -> String) throws(NetError) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(NetError) in try write(raw, peer: what()) }
+        }
+        try result.get()
+    }
+
+    /// Writes every byte of `bytes`, like the array variant.
+    func write(_ bytes: UnsafeRawBufferPointer, peer what: @autoclosure () -> String) throws(NetError) {
         try withFD("writing to \(what()): the connection was closed") { fd throws(NetError) in
             let code = writeLock.withLock { _ -> Int32 in
-                bytes.withUnsafeBytes { raw -> Int32 in
-                    var offset = 0
-                    while offset < raw.count {
-                        let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                        if n >= 0 {
-                            offset += n
-                        } else if errno != EINTR {
-                            return errno
-                        }
+                var offset = 0
+                while offset < bytes.count {
+                    let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    if n >= 0 {
+                        offset += n
+                    } else if errno != EINTR {
+                        return errno
                     }
-                    return 0
                 }
+                return 0
             }
             switch code {
             case 0:

@@ -130,6 +130,10 @@ public final class TCPConnection: ByteStream {
         try socket.write(bytes, peer: remoteDescription)
     }
 
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+        try socket.write(bytes, peer: remoteDescription)
+    }
+
     public func shutdownWrite() {
         socket.shutdownWrite()
     }

@@ -101,6 +101,10 @@ public final class UnixConnection: ByteStream {
         try socket.write(bytes, peer: path)
     }
 
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+        try socket.write(bytes, peer: path)
+    }
+
     public func shutdownWrite() {
         socket.shutdownWrite()
     }

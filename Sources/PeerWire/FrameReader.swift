@@ -29,6 +29,15 @@ public struct FrameReader: Sendable {
         input.append(bytes)
     }
 
+    /// Adds the plaintext that `fill` writes into room for `maxCount` bytes (it returns
+    /// the count written, or nil when it produced nothing, e.g. a message that failed to
+    /// decrypt). Returns false when `fill` returned nil. Nothing is added once the reader
+    /// has failed.
+    public mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
+        guard failure == nil else { return true }
+        return input.append(maxCount: maxCount, fill)
+    }
+
     /// The next complete frame, or `nil` if more bytes are needed.
     public mutating func next() throws(WireError) -> Frame? {
         if let failure { throw failure }

@@ -15,6 +15,26 @@ struct InputBuffer {
     var readableCount: Int { storage.count - readIndex }
 
     mutating func append(_ bytes: some Collection<UInt8>) {
+        compact()
+        storage.append(contentsOf: bytes)
+    }
+
+    /// Appends the bytes `fill` writes into room for `maxCount` of them at the end (it
+    /// returns how many it wrote, or nil to append nothing): a decryptor writes straight
+    /// into the buffer instead of into an array that is then copied.
+    mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
+        compact()
+        let start = storage.count
+        storage.append(contentsOf: repeatElement(0, count: maxCount))
+        let written = storage.withUnsafeMutableBytes { raw in
+            fill(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + maxCount)]))
+        }
+        storage.removeLast(maxCount - min(written ?? 0, maxCount))
+        return written != nil
+    }
+
+    /// Drops the bytes already read when that is cheap enough (see the type's comment).
+    private mutating func compact() {
         if readIndex == storage.count {
             storage.removeAll(keepingCapacity: storage.capacity <= Self.retainedCapacity)
             readIndex = 0
@@ -22,7 +42,6 @@ struct InputBuffer {
             storage.removeSubrange(0..<readIndex)
             readIndex = 0
         }
-        storage.append(contentsOf: bytes)
     }
 
     /// The unread byte at `offset` (0 is the next unread byte).
