@@ -25,13 +25,32 @@ struct InputBuffer {
     mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
         compact()
         let start = storage.count
-        storage.append(contentsOf: repeatElement(0, count: maxCount))
+        var zerosLeft = maxCount  // room to write into, zeroed by memcpy of a zero block
+        while zerosLeft > 0 {
+            let piece = min(zerosLeft, Self.zeros.count)
+            storage.append(contentsOf: Self.zeros[0..<piece])
+            zerosLeft -= piece
+        }
         let written = storage.withUnsafeMutableBytes { raw in
             fill(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + maxCount)]))
         }
         storage.removeLast(maxCount - min(written ?? 0, maxCount))
         return written != nil
     }
+
+    /// Makes room for `count` unread bytes in all without a reallocation on the way (a
+    /// large frame whose length is known would otherwise grow the buffer by doubling,
+    /// copying it several times). Moves the unread bytes to the front first.
+    mutating func reserve(unreadCount count: Int) {
+        guard storage.capacity - readIndex < count else { return }
+        if readIndex > 0 {
+            storage.removeSubrange(0..<readIndex)
+            readIndex = 0
+        }
+        storage.reserveCapacity(count)
+    }
+
+    private static let zeros = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// Drops the bytes already read when that is cheap enough (see the type's comment).
     private mutating func compact() {
