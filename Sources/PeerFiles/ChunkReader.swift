@@ -78,19 +78,7 @@ public final class ChunkReader {
             buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
         }
         guard size > 0, let buffer else { return UnsafeRawBufferPointer(start: nil, count: 0) }
-        var done = 0
-        while done < size {
-            let n = pread(fd, buffer + done, size - done, off_t(offset + UInt64(done)))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError.system("read", path: path, errno: errno)
-            }
-            if n == 0 {
-                throw FileError(kind: .changedOnDisk, operation: "read", path: path,
-                                message: "the file ends at \(offset + UInt64(done)), before \(offset + UInt64(size)); it changed since it was scanned")
-            }
-            done += n
-        }
+        try read(at: offset, into: UnsafeMutableRawBufferPointer(start: buffer, count: size))
         return UnsafeRawBufferPointer(start: buffer, count: size)
     }
 
