@@ -31,8 +31,10 @@ internal import Synchronization
 /// - **One reader**: a single thread at a time calls `receive` (it blocks on the stream, so
 ///   run it on a dedicated thread, not on the Swift concurrency pool). Concurrent calls are
 ///   safe but serialised, which is rarely what a caller wants.
-/// - **Any number of senders**: `send` may be called from any thread; calls are serialised
-///   by a `Mutex`, so the frames of one call are never interleaved with those of another.
+/// - **Any number of senders**: `send` and `sendChunk` may be called from any thread; calls
+///   are serialised by a `Mutex`, so the frames of one call are never interleaved with those
+///   of another. Both reuse two fixed buffers per channel (plaintext of one Noise message,
+///   ciphertext of up to `writeBatch` bytes): sending allocates nothing per frame or chunk.
 /// - `close` may be called from anywhere, at any time (also to wake a blocked `receive`).
 ///
 /// ## Failure
