@@ -299,15 +299,21 @@ public final class SecureChannel: Sendable {
                 if let frame = try nextFrame(&state) { return frame }
                 if try decryptNextMessage(&state) { continue }
 
-                let bytes: [UInt8]
+                // Straight from the socket into the message reader's buffer.
+                var readResult: Result<Int, NetError> = .success(0)
+                state.messages.append(maxCount: Self.readSize) { room in
+                    readResult = Result { () throws(NetError) in try stream.read(into: room, deadline: deadline) }
+                    return try? readResult.get()
+                }
+                let count: Int
                 do throws(NetError) {
-                    bytes = try stream.read(maxCount: Self.readSize, deadline: deadline)
+                    count = try readResult.get()
                 } catch {
                     if case .timedOut = error, failure == nil { throw error }
                     throw fail(error)
                 }
                 try checkOpen()  // closed locally while blocked
-                if bytes.isEmpty {
+                if count == 0 {
                     if state.messages.bufferedByteCount > 0 {
                         throw fail(.closed("truncated Noise message: the stream ended after \(state.messages.bufferedByteCount) bytes of a transport message"))
                     }
@@ -317,7 +323,6 @@ public final class SecureChannel: Sendable {
                     state.atEnd = true
                     return nil
                 }
-                state.messages.append(bytes)
             }
         }
     }

@@ -126,6 +126,10 @@ public final class TCPConnection: ByteStream {
         try socket.read(maxCount: maxCount, deadline: deadline, peer: remoteDescription)
     }
 
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+        try socket.read(into: buffer, deadline: deadline, peer: remoteDescription)
+    }
+
     public func write(_ bytes: [UInt8]) throws(NetError) {
         try socket.write(bytes, peer: remoteDescription)
     }

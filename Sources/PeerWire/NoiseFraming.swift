@@ -57,6 +57,14 @@ public struct NoiseMessageReader: Sendable {
         input.append(bytes)
     }
 
+    /// Adds the bytes that `fill` writes into room for `maxCount` of them (a socket read
+    /// straight into the buffer); `fill` returns the count written, or nil for none.
+    /// Ignored once the reader has failed.
+    public mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) {
+        guard failure == nil else { return }
+        _ = input.append(maxCount: maxCount, fill)
+    }
+
     /// The next complete message, or `nil` if more bytes are needed.
     public mutating func next() throws(WireError) -> [UInt8]? {
         try withNextMessage { Array($0) }
