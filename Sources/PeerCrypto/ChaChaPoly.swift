@@ -62,6 +62,53 @@ public enum ChaChaPoly {
         return result
     }
 
+    /// Encrypts `plaintext` into `output`, which receives `plaintext.count + tagLength`
+    /// bytes (ciphertext, then tag) and may not overlap `plaintext` except exactly (in
+    /// place). No allocation: the transport's hot path.
+    public static func seal(key: SecureBytes, nonce: UInt64, plaintext: UnsafeRawBufferPointer,
+                            into output: UnsafeMutableRawPointer) {
+        Sodium.ensure()
+        precondition(key.count == keyLength)
+        withNoiseNonce(nonce) { n in
+            key.withUnsafeBytes { k in
+                let message = plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self)
+                let out = output.assumingMemoryBound(to: UInt8.self)
+                var tagLen: UInt64 = 0
+                _ = crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+                    out, out + plaintext.count, &tagLen,
+                    message, UInt64(plaintext.count), nil, 0, nil,
+                    n, k.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+    }
+
+    /// Verifies and decrypts `ciphertext` (ciphertext then tag) into `output`, which
+    /// receives `ciphertext.count - tagLength` bytes (it may be `ciphertext` itself: in
+    /// place). False when the tag does not match; nothing is written then.
+    public static func open(key: SecureBytes, nonce: UInt64, ciphertext: UnsafeRawBufferPointer,
+                            into output: UnsafeMutableRawPointer) -> Bool {
+        Sodium.ensure()
+        precondition(key.count == keyLength)
+        guard ciphertext.count >= tagLength, let base = ciphertext.baseAddress else { return false }
+        let bodyCount = ciphertext.count - tagLength
+        let c = base.assumingMemoryBound(to: UInt8.self)
+        return withNoiseNonce(nonce) { n in
+            key.withUnsafeBytes { k in
+                crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                    output.assumingMemoryBound(to: UInt8.self), nil,
+                    c, UInt64(bodyCount), c + bodyCount, nil, 0,
+                    n, k.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+            }
+        }
+    }
+
+    /// The Noise nonce on the stack: three little-endian 32-bit words, the first zero.
+    private static func withNoiseNonce<R>(_ counter: UInt64, _ body: (UnsafePointer<UInt8>) -> R) -> R {
+        var words: (UInt32, UInt32, UInt32) = (0, UInt32(truncatingIfNeeded: counter).littleEndian,
+                                               UInt32(truncatingIfNeeded: counter >> 32).littleEndian)
+        return withUnsafeBytes(of: &words) { body($0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+    }
+
     /// 4 zero bytes then the counter, little-endian (Noise spec, section 12.3).
     static func noiseNonce(_ counter: UInt64) -> [UInt8] {
         var n = [UInt8](repeating: 0, count: 12)

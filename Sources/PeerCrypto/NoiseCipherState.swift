@@ -91,6 +91,36 @@ public final class NoiseCipherState {
         return plaintext
     }
 
+    /// Transport encryption without allocation (empty associated data): writes the
+    /// ciphertext and tag of `plaintext` (`plaintext.count + 16` bytes) to `output`.
+    /// Needs a key.
+    public func encrypt(_ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) throws(CryptoError) {
+        try checkUsable()
+        guard let key else { throw .handshake("transport encryption needs a key") }
+        guard plaintext.count + Noise.tagLength <= Noise.maxMessageLength else {
+            throw .unsupported("a Noise ciphertext of \(plaintext.count + Noise.tagLength) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
+        }
+        guard nonce < UInt64.max else { throw .nonceExhausted }
+        ChaChaPoly.seal(key: key, nonce: nonce, plaintext: plaintext, into: output)
+        nonce += 1
+    }
+
+    /// Transport decryption without allocation (empty associated data): writes the
+    /// `ciphertext.count - 16` bytes of plaintext to `output` (which may be the ciphertext
+    /// itself) and returns that count, or throws `authenticationFailed` (the nonce stays).
+    /// Needs a key.
+    public func decrypt(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) throws(CryptoError) -> Int {
+        try checkUsable()
+        guard let key else { throw .handshake("transport decryption needs a key") }
+        guard ciphertext.count <= Noise.maxMessageLength else {
+            throw .unsupported("a Noise ciphertext of \(ciphertext.count) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
+        }
+        guard nonce < UInt64.max else { throw .nonceExhausted }
+        guard ChaChaPoly.open(key: key, nonce: nonce, ciphertext: ciphertext, into: output) else { throw .authenticationFailed }
+        nonce += 1
+        return ciphertext.count - Noise.tagLength
+    }
+
     /// `Rekey()`: the key becomes the first 32 bytes of ENCRYPT(k, 2^64−1, empty, 32 zero
     /// bytes); the nonce is unchanged (spec sections 4.2 and 11.3).
     ///

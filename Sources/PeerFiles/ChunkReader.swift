@@ -78,20 +78,28 @@ public final class ChunkReader {
             buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
         }
         guard size > 0, let buffer else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        try read(at: offset, into: UnsafeMutableRawBufferPointer(start: buffer, count: size))
+        return UnsafeRawBufferPointer(start: buffer, count: size)
+    }
+
+    /// Fills `buffer` with the bytes at `offset` straight from the file (no buffer of the
+    /// reader's own): for streaming a chunk piece by piece. A file that ends earlier throws
+    /// `FileError.changedOnDisk`.
+    public func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
+        guard let base = buffer.baseAddress else { return }
         var done = 0
-        while done < size {
-            let n = pread(fd, buffer + done, size - done, off_t(offset + UInt64(done)))
+        while done < buffer.count {
+            let n = pread(fd, base + done, buffer.count - done, off_t(offset + UInt64(done)))
             if n < 0 {
                 if errno == EINTR { continue }
                 throw FileError.system("read", path: path, errno: errno)
             }
             if n == 0 {
                 throw FileError(kind: .changedOnDisk, operation: "read", path: path,
-                                message: "the file ends at \(offset + UInt64(done)), before \(offset + UInt64(size)); it changed since it was scanned")
+                                message: "the file ends at \(offset + UInt64(done)), before \(offset + UInt64(buffer.count)); it changed since it was scanned")
             }
             done += n
         }
-        return UnsafeRawBufferPointer(start: buffer, count: size)
     }
 
     /// `read(offset:size:)` of a chunk, verified against its hash when asked.

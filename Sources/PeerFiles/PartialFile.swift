@@ -60,6 +60,16 @@ public final class PartialFile {
 
     private var fd: Int32
     private var reader: ChunkReader?
+    /// Bytes written since the last release of written pages (see `releaseWrittenPages`).
+    private var writtenSinceRelease = 0
+    /// One past the highest byte written, and where the releases of the last two rounds
+    /// started from.
+    private var highWater: UInt64 = 0
+    private var releaseMarks: (UInt64, UInt64) = (0, 0)
+
+    /// After this many bytes written, the partial file starts their writeback and drops the
+    /// pages already on disk from the page cache (`releaseWrittenPages`).
+    public static let pageReleaseInterval = 32 << 20
 
     /// Opens the partial file of `transferID` in `directory`, creating it (empty) and the
     /// staging directory if needed. An existing partial file is kept as it is (resume).
@@ -129,6 +139,23 @@ public final class PartialFile {
             }
             done += n
         }
+        highWater = max(highWater, offset + UInt64(bytes.count))
+        writtenSinceRelease += bytes.count
+        if writtenSinceRelease >= Self.pageReleaseInterval { releaseWrittenPages(fd) }
+    }
+
+    /// Starts the writeback of what was written and drops from the page cache the pages
+    /// of earlier rounds that are on disk by now (`POSIX_FADV_DONTNEED` does both and does
+    /// not wait). A large received file then occupies a few rounds' worth of page cache
+    /// instead of its whole size, the freed pages are reused at once for the next writes
+    /// (on a VM that hands free memory back to the host, fresh pages cost ~1.5 s of
+    /// system time per GiB written; recycled ones ~0.2 s), and the final `fsync` has
+    /// little left to do. Advice only: errors are ignored, the data is written either way.
+    private func releaseWrittenPages(_ fd: Int32) {
+        let start = releaseMarks.0
+        if highWater > start { _ = posix_fadvise(fd, off_t(start), off_t(highWater - start), POSIX_FADV_DONTNEED) }
+        releaseMarks = (releaseMarks.1, highWater)
+        writtenSinceRelease = 0
     }
 
     public func write(_ bytes: [UInt8], at offset: UInt64) throws(FileError) {

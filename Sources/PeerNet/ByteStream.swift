@@ -8,14 +8,33 @@ public protocol ByteStream: AnyObject, Sendable {
     /// Reads at most `maxCount` bytes, blocking until some arrive. Returns an empty array at
     /// the end of the stream. Throws `NetError.timedOut` when `deadline` passes first.
     func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8]
+    /// Reads at most `buffer.count` (> 0) bytes into `buffer`, like `read(maxCount:deadline:)`;
+    /// returns how many, 0 at the end of the stream.
+    func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int
     /// Writes every byte or throws (`NetError.closed` when the peer has gone).
     func write(_ bytes: [UInt8]) throws(NetError)
+    /// Writes every byte of `bytes` or throws, like `write(_:)`, without an array.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(NetError)
     /// Stops further sending; the peer reads end of stream.
     func shutdownWrite()
     /// Closes both directions and releases the descriptor. Idempotent; wakes a blocked reader.
     func close()
     /// The remote address as "host:port" (TCP) or a path (Unix), for logs and events.
     var remoteDescription: String { get }
+}
+
+extension ByteStream {
+    /// Copies from `read(maxCount:deadline:)` for streams that only implement that one.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+        let bytes = try read(maxCount: buffer.count, deadline: deadline)
+        bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        return bytes.count
+    }
+
+    /// Copies the bytes into an array for streams that only implement `write(_: [UInt8])`.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+        try write(Array(bytes))
+    }
 }
 
 /// Errors of the network layer, each one line a user can read.

@@ -135,29 +135,35 @@ final class SocketFD: Sendable {
     func read(maxCount: Int, deadline: ContinuousClock.Instant?,
               peer what: @autoclosure () -> String) throws(NetError) -> [UInt8] {
         precondition(maxCount > 0, "read(maxCount:) needs a positive count")
-        return try withFD("reading from \(what()): the connection was closed") { fd throws(NetError) -> [UInt8] in
+        var result: Result<Int, NetError> = .success(0)
+        var bytes = [UInt8](unsafeUninitializedCapacity: maxCount) { buffer, count in
+            result = Result { () throws(NetError) in
+                try read(into: UnsafeMutableRawBufferPointer(buffer), deadline: deadline, peer: what())
+            }
+            count = (try? result.get()) ?? 0
+        }
+        _ = try result.get()
+        // Do not let a few bytes pin a large allocation in the caller's hands.
+        if maxCount > 4096, bytes.count < maxCount / 4 { bytes = Array(bytes) }
+        return bytes
+    }
+
+    /// Reads at most `buffer.count` (> 0) bytes into `buffer`; returns how many, 0 at end
+    /// of stream.
+    func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?,
+              peer what: @autoclosure () -> String) throws(NetError) -> Int {
+        precondition(buffer.count > 0, "read(into:) needs room for at least one byte")
+        return try withFD("reading from \(what()): the connection was closed") { fd throws(NetError) -> Int in
             while true {
                 if let deadline {
                     guard try SocketFD.wait(fd, for: Int16(POLLIN), until: deadline, operation: "poll") else {
                         throw .timedOut("no data from \(what()) before the deadline")
                     }
                 }
-                var code: Int32 = 0
                 let flags = deadline == nil ? Int32(0) : Int32(MSG_DONTWAIT)
-                var bytes = [UInt8](unsafeUninitializedCapacity: maxCount) { buffer, count in
-                    let n = recv(fd, buffer.baseAddress, maxCount, flags)
-                    if n >= 0 {
-                        count = n
-                    } else {
-                        code = errno
-                        count = 0
-                    }
-                }
-                if code == 0 {
-                    // Do not let a few bytes pin a large allocation in the caller's hands.
-                    if maxCount > 4096, bytes.count < maxCount / 4 { bytes = Array(bytes) }
-                    return bytes
-                }
+                let n = recv(fd, buffer.baseAddress, buffer.count, flags)
+                if n >= 0 { return n }
+                let code = errno
                 switch code {
                 case EINTR, EAGAIN, EWOULDBLOCK:
                     continue
@@ -173,20 +179,26 @@ final class SocketFD: Sendable {
     /// Writes every byte, in as many `send` calls as it takes. `what` names the peer (only
     /// evaluated for an error).
     func write(_ bytes: [UInt8], peer what: @autoclosure () -> String) throws(NetError) {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(NetError) in try write(raw, peer: what()) }
+        }
+        try result.get()
+    }
+
+    /// Writes every byte of `bytes`, like the array variant.
+    func write(_ bytes: UnsafeRawBufferPointer, peer what: @autoclosure () -> String) throws(NetError) {
         try withFD("writing to \(what()): the connection was closed") { fd throws(NetError) in
             let code = writeLock.withLock { _ -> Int32 in
-                bytes.withUnsafeBytes { raw -> Int32 in
-                    var offset = 0
-                    while offset < raw.count {
-                        let n = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
-                        if n >= 0 {
-                            offset += n
-                        } else if errno != EINTR {
-                            return errno
-                        }
+                var offset = 0
+                while offset < bytes.count {
+                    let n = send(fd, bytes.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                    if n >= 0 {
+                        offset += n
+                    } else if errno != EINTR {
+                        return errno
                     }
-                    return 0
                 }
+                return 0
             }
             switch code {
             case 0:

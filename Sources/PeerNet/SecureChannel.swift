@@ -31,8 +31,10 @@ internal import Synchronization
 /// - **One reader**: a single thread at a time calls `receive` (it blocks on the stream, so
 ///   run it on a dedicated thread, not on the Swift concurrency pool). Concurrent calls are
 ///   safe but serialised, which is rarely what a caller wants.
-/// - **Any number of senders**: `send` may be called from any thread; calls are serialised
-///   by a `Mutex`, so the frames of one call are never interleaved with those of another.
+/// - **Any number of senders**: `send` and `sendChunk` may be called from any thread; calls
+///   are serialised by a `Mutex`, so the frames of one call are never interleaved with those
+///   of another. Both reuse two fixed buffers per channel (plaintext of one Noise message,
+///   ciphertext of up to `writeBatch` bytes): sending allocates nothing per frame or chunk.
 /// - `close` may be called from anywhere, at any time (also to wake a blocked `receive`).
 ///
 /// ## Failure
@@ -78,10 +80,24 @@ public final class SecureChannel: Sendable {
     private struct SendState {
         let cipher: NoiseCipherState
         var messageCount: UInt64 = 0
-        /// Encoded frames not yet encrypted.
-        var plaintext: [UInt8] = []
-        /// Framed ciphertext not yet written.
-        var output: [UInt8] = []
+        let buffers = SendBuffers()
+    }
+
+    /// Two fixed buffers, allocated once per channel: the plaintext of the Noise message
+    /// being filled, and the framed ciphertext not yet written (encrypted straight into it).
+    private final class SendBuffers {
+        static let outputCapacity = SecureChannel.writeBatch + WireLimits.noiseLengthPrefixSize + WireLimits.maxNoiseMessage
+        let plaintext = UnsafeMutableRawPointer.allocate(byteCount: WireLimits.maxNoisePlaintext, alignment: 64)
+        var plaintextCount = 0
+        let output = UnsafeMutableRawPointer.allocate(byteCount: outputCapacity, alignment: 64)
+        var outputCount = 0
+
+        var plaintextSpace: Int { WireLimits.maxNoisePlaintext - plaintextCount }
+
+        deinit {
+            plaintext.deallocate()
+            output.deallocate()
+        }
     }
 
     /// The receiving direction.
@@ -141,15 +157,55 @@ public final class SecureChannel: Sendable {
         }
         try sender.withLock { (state: inout SendState) throws(NetError) in
             try checkOpen()
-            state.plaintext.removeAll(keepingCapacity: true)
-            state.output.removeAll(keepingCapacity: true)
+            state.buffers.plaintextCount = 0
+            state.buffers.outputCount = 0
+            var encoded: [UInt8] = []
             for frame in frames {
-                FrameEncoder.append(frame, to: &state.plaintext)
-                try sealFullMessages(&state)
-                if state.output.count >= Self.writeBatch { try flush(&state) }
+                encoded.removeAll(keepingCapacity: true)
+                FrameEncoder.append(frame, to: &encoded)
+                try appendPlaintext(encoded, &state)
             }
-            if !state.plaintext.isEmpty { try seal(count: state.plaintext.count, &state) }
-            try flush(&state)
+            try finishSend(&state)
+        }
+    }
+
+    /// Sends one chunk frame (``Frame/chunk(id:index:data:)``) of `count` bytes without
+    /// holding the chunk in memory: `fill(buffer, offset)` writes the chunk's bytes from
+    /// `offset` on into `buffer` (at most one Noise message at a time), straight into the
+    /// buffer that is then encrypted. The peer receives exactly the frame
+    /// `.chunk(id, index, bytes)`.
+    ///
+    /// If `fill` throws, the rest of the frame is sent as zeros (the peer's hash check
+    /// rejects the chunk, and the frame stream stays intact) and the error is returned; a
+    /// failure of the channel itself is thrown.
+    @discardableResult
+    public func sendChunk<E: Error>(id: TransferID, index: UInt32, count: Int,
+                                    fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
+        guard count >= 0 && count <= WireLimits.maxChunk else {
+            throw .protocolViolation("cannot send a chunk of \(count) bytes (at most \(WireLimits.maxChunk))")
+        }
+        let header = FrameEncoder.chunkPrefix(id: id, index: index, count: count)
+        return try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
+            try checkOpen()
+            state.buffers.plaintextCount = 0
+            state.buffers.outputCount = 0
+            try appendPlaintext(header, &state)
+            var failure: E?
+            var done = 0
+            while done < count {
+                let buffers = state.buffers
+                let piece = min(count - done, buffers.plaintextSpace)
+                let target = UnsafeMutableRawBufferPointer(start: buffers.plaintext + buffers.plaintextCount, count: piece)
+                if failure == nil {
+                    do throws(E) { try fill(target, done) } catch { failure = error }
+                }
+                if failure != nil { target.initializeMemory(as: UInt8.self, repeating: 0) }
+                buffers.plaintextCount += piece
+                done += piece
+                if buffers.plaintextSpace == 0 { try sealMessage(&state) }
+            }
+            try finishSend(&state)
+            return failure
         }
     }
 
@@ -159,38 +215,48 @@ public final class SecureChannel: Sendable {
         precondition(plaintext.count <= WireLimits.maxNoisePlaintext)
         try sender.withLock { (state: inout SendState) throws(NetError) in
             try checkOpen()
-            state.plaintext = plaintext
-            state.output.removeAll(keepingCapacity: true)
-            try seal(count: plaintext.count, &state)
+            state.buffers.outputCount = 0
+            plaintext.withUnsafeBytes { state.buffers.plaintext.copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(state.buffers.plaintext), byteCount: $0.count) }
+            state.buffers.plaintextCount = plaintext.count
+            try sealMessage(&state)
             try flush(&state)
         }
     }
 
-    /// Encrypts every full-size Noise plaintext at the front of `state.plaintext`, keeping
-    /// the remainder (less than one message) to coalesce with the next frames.
-    private func sealFullMessages(_ state: inout SendState) throws(NetError) {
-        let size = WireLimits.maxNoisePlaintext
-        guard state.plaintext.count >= size else { return }
-        var start = 0
-        while state.plaintext.count - start >= size {
-            try seal(range: start..<start + size, &state)
-            start += size
+    /// Copies `bytes` into the plaintext buffer, sealing each Noise message as it fills up
+    /// (a partial one stays, to coalesce with the next frames).
+    private func appendPlaintext(_ bytes: [UInt8], _ state: inout SendState) throws(NetError) {
+        var offset = 0
+        while offset < bytes.count {
+            let buffers = state.buffers
+            let piece = min(bytes.count - offset, buffers.plaintextSpace)
+            bytes.withUnsafeBytes { raw in
+                (buffers.plaintext + buffers.plaintextCount).copyMemory(from: raw.baseAddress! + offset, byteCount: piece)
+            }
+            buffers.plaintextCount += piece
+            offset += piece
+            if buffers.plaintextSpace == 0 { try sealMessage(&state) }
         }
-        state.plaintext.removeSubrange(0..<start)  // fewer than `size` bytes move
     }
 
-    /// Encrypts the first `count` bytes of `state.plaintext` as one message and drops them.
-    private func seal(count: Int, _ state: inout SendState) throws(NetError) {
-        try seal(range: 0..<count, &state)
-        state.plaintext.removeSubrange(0..<count)
+    /// Seals what is left of the plaintext and writes everything out.
+    private func finishSend(_ state: inout SendState) throws(NetError) {
+        if state.buffers.plaintextCount > 0 { try sealMessage(&state) }
+        try flush(&state)
     }
 
-    /// Encrypts `state.plaintext[range]` as one Noise message, appends it (framed) to the
-    /// output and rekeys when the interval is reached.
-    private func seal(range: Range<Int>, _ state: inout SendState) throws(NetError) {
+    /// Encrypts the plaintext buffer as one Noise message straight into the output (after
+    /// its 2-byte length), rekeys when the interval is reached, and writes the output once
+    /// it holds `writeBatch` bytes.
+    private func sealMessage(_ state: inout SendState) throws(NetError) {
+        let buffers = state.buffers
+        let length = buffers.plaintextCount + WireLimits.noiseTagSize  // ≤ 65,535 by construction
+        let slot = buffers.output + buffers.outputCount
+        slot.storeBytes(of: UInt8(truncatingIfNeeded: length >> 8), as: UInt8.self)
+        (slot + 1).storeBytes(of: UInt8(truncatingIfNeeded: length), as: UInt8.self)
         do throws(CryptoError) {
-            let ciphertext = try state.cipher.encrypt(state.plaintext[range])
-            try? NoiseFraming.append(ciphertext, to: &state.output)  // ≤ 65,535 bytes by construction
+            try state.cipher.encrypt(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
+                                     into: slot + WireLimits.noiseLengthPrefixSize)
             state.messageCount += 1
             if rekeyInterval > 0 && state.messageCount % rekeyInterval == 0 {
                 try state.cipher.rekey()
@@ -198,16 +264,20 @@ public final class SecureChannel: Sendable {
         } catch {
             throw fail(.system(operation: "encrypt", reason: "\(error)"))
         }
+        buffers.plaintextCount = 0
+        buffers.outputCount += WireLimits.noiseLengthPrefixSize + length
+        if buffers.outputCount >= Self.writeBatch { try flush(&state) }
     }
 
     private func flush(_ state: inout SendState) throws(NetError) {
-        guard !state.output.isEmpty else { return }
+        let buffers = state.buffers
+        guard buffers.outputCount > 0 else { return }
         do throws(NetError) {
-            try stream.write(state.output)
+            try stream.write(UnsafeRawBufferPointer(start: buffers.output, count: buffers.outputCount))
         } catch {
             throw fail(error)
         }
-        state.output.removeAll(keepingCapacity: true)
+        buffers.outputCount = 0
     }
 
     // MARK: Receiving
@@ -229,15 +299,21 @@ public final class SecureChannel: Sendable {
                 if let frame = try nextFrame(&state) { return frame }
                 if try decryptNextMessage(&state) { continue }
 
-                let bytes: [UInt8]
+                // Straight from the socket into the message reader's buffer.
+                var readResult: Result<Int, NetError> = .success(0)
+                state.messages.append(maxCount: Self.readSize) { room in
+                    readResult = Result { () throws(NetError) in try stream.read(into: room, deadline: deadline) }
+                    return try? readResult.get()
+                }
+                let count: Int
                 do throws(NetError) {
-                    bytes = try stream.read(maxCount: Self.readSize, deadline: deadline)
+                    count = try readResult.get()
                 } catch {
                     if case .timedOut = error, failure == nil { throw error }
                     throw fail(error)
                 }
                 try checkOpen()  // closed locally while blocked
-                if bytes.isEmpty {
+                if count == 0 {
                     if state.messages.bufferedByteCount > 0 {
                         throw fail(.closed("truncated Noise message: the stream ended after \(state.messages.bufferedByteCount) bytes of a transport message"))
                     }
@@ -247,7 +323,6 @@ public final class SecureChannel: Sendable {
                     state.atEnd = true
                     return nil
                 }
-                state.messages.append(bytes)
             }
         }
     }
@@ -263,19 +338,29 @@ public final class SecureChannel: Sendable {
     /// Decrypts the next buffered Noise message into the frame reader; false if no complete
     /// message is buffered.
     private func decryptNextMessage(_ state: inout ReceiveState) throws(NetError) -> Bool {
-        let message: [UInt8]
+        let cipher = state.cipher
+        var decrypted: Bool?
         do throws(WireError) {
-            guard let next = try state.messages.next() else { return false }
-            message = next
+            // The ciphertext is lent from the message reader and decrypted straight into
+            // the frame reader's buffer: no array per message.
+            decrypted = try state.messages.withNextMessage { ciphertext in
+                guard ciphertext.count >= WireLimits.noiseTagSize else { return false }
+                return state.frames.append(maxCount: ciphertext.count - WireLimits.noiseTagSize) { plaintext in
+                    do throws(CryptoError) {
+                        var scratch: UInt8 = 0  // an empty plaintext still needs a valid pointer
+                        return try withUnsafeMutableBytes(of: &scratch) { one throws(CryptoError) in
+                            try cipher.decrypt(ciphertext, into: plaintext.baseAddress ?? one.baseAddress!)
+                        }
+                    } catch {
+                        return nil
+                    }
+                }
+            }
         } catch {
             throw fail(.protocolViolation(error.description))
         }
-        let plaintext: [UInt8]
-        do throws(CryptoError) {
-            plaintext = try state.cipher.decrypt(message)
-        } catch {
-            throw fail(.authenticationFailed)
-        }
+        guard let decrypted else { return false }
+        guard decrypted else { throw fail(.authenticationFailed) }
         state.messageCount += 1
         if rekeyInterval > 0 && state.messageCount % rekeyInterval == 0 {
             do throws(CryptoError) {
@@ -284,7 +369,6 @@ public final class SecureChannel: Sendable {
                 throw fail(.system(operation: "rekey", reason: "\(error)"))
             }
         }
-        state.frames.append(plaintext)
         return true
     }
 

@@ -126,7 +126,15 @@ public final class TCPConnection: ByteStream {
         try socket.read(maxCount: maxCount, deadline: deadline, peer: remoteDescription)
     }
 
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+        try socket.read(into: buffer, deadline: deadline, peer: remoteDescription)
+    }
+
     public func write(_ bytes: [UInt8]) throws(NetError) {
+        try socket.write(bytes, peer: remoteDescription)
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         try socket.write(bytes, peer: remoteDescription)
     }
 

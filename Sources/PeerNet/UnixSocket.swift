@@ -97,7 +97,15 @@ public final class UnixConnection: ByteStream {
         try socket.read(maxCount: maxCount, deadline: deadline, peer: path)
     }
 
+    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+        try socket.read(into: buffer, deadline: deadline, peer: path)
+    }
+
     public func write(_ bytes: [UInt8]) throws(NetError) {
+        try socket.write(bytes, peer: path)
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         try socket.write(bytes, peer: path)
     }
 

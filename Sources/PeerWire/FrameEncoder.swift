@@ -33,6 +33,21 @@ public enum FrameEncoder {
         writer.patchU32(UInt32(bodyLength), at: headerOffset + 1)
     }
 
+    /// The bytes of the frame `.chunk(id, index, data)` that come before `data` (header,
+    /// id, index, data length) for a chunk of `count` bytes: a sender can then stream the
+    /// data after them without building the frame. `count` must be at most
+    /// ``WireLimits/maxChunk``.
+    public static func chunkPrefix(id: TransferID, index: UInt32, count: Int) -> [UInt8] {
+        precondition(count >= 0 && count <= WireLimits.maxChunk, "FrameEncoder: chunk of \(count) bytes")
+        var writer = ByteWriter()
+        writer.u8(FrameType.chunk.rawValue)
+        writer.u32(UInt32(id.bytes.count + 8 + count))
+        writer.raw(id.bytes)
+        writer.u32(index)
+        writer.length(count, .u32)
+        return writer.bytes
+    }
+
     private static func writeBody(of frame: Frame, to writer: inout ByteWriter) {
         switch frame {
         case let .ping(nonce), let .pong(nonce):

@@ -9,7 +9,9 @@
 ///
 /// Limits are enforced as early as possible: an unknown type as soon as its first byte is in,
 /// a body length outside the type's range as soon as the 5-byte header is in, before the body
-/// arrives (nothing is allocated for an announced length). After an error the reader stays
+/// arrives (nothing is allocated for an announced length until 64 KiB of the frame are in;
+/// then room for the whole frame is reserved at once, so that a large frame is not copied
+/// as the buffer grows). After an error the reader stays
 /// failed: ``next()`` throws the same error again and appended bytes are dropped.
 public struct FrameReader: Sendable {
     private var input = InputBuffer()
@@ -27,6 +29,15 @@ public struct FrameReader: Sendable {
     public mutating func append(_ bytes: some Collection<UInt8>) {
         guard failure == nil else { return }
         input.append(bytes)
+    }
+
+    /// Adds the plaintext that `fill` writes into room for `maxCount` bytes (it returns
+    /// the count written, or nil when it produced nothing, e.g. a message that failed to
+    /// decrypt). Returns false when `fill` returned nil. Nothing is added once the reader
+    /// has failed.
+    public mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
+        guard failure == nil else { return true }
+        return input.append(maxCount: maxCount, fill)
     }
 
     /// The next complete frame, or `nil` if more bytes are needed.
@@ -53,11 +64,21 @@ public struct FrameReader: Sendable {
         }
         try Self.checkBodyLength(length, of: type)
 
-        guard input.readableCount >= WireLimits.frameHeaderSize + length else { return nil }
+        guard input.readableCount >= WireLimits.frameHeaderSize + length else {
+            // Room for the whole (limit-checked) frame at once, but only once the peer has
+            // sent a good part of it: a bare header allocates nothing.
+            if input.readableCount >= Self.reserveAfter {
+                input.reserve(unreadCount: WireLimits.frameHeaderSize + length)
+            }
+            return nil
+        }
         _ = input.consume(WireLimits.frameHeaderSize)
         var body = ByteReader(input.storage, range: input.consume(length))
         return try Frame.decodeBody(type: type, from: &body)
     }
+
+    /// Bytes of a frame that must be in before room for all of it is reserved.
+    static let reserveAfter = 64 * 1024
 
     static func checkBodyLength(_ length: Int, of type: FrameType) throws(WireError) {
         let allowed = WireLimits.bodyLengthRange(of: type)

@@ -57,8 +57,22 @@ public struct NoiseMessageReader: Sendable {
         input.append(bytes)
     }
 
+    /// Adds the bytes that `fill` writes into room for `maxCount` of them (a socket read
+    /// straight into the buffer); `fill` returns the count written, or nil for none.
+    /// Ignored once the reader has failed.
+    public mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) {
+        guard failure == nil else { return }
+        _ = input.append(maxCount: maxCount, fill)
+    }
+
     /// The next complete message, or `nil` if more bytes are needed.
     public mutating func next() throws(WireError) -> [UInt8]? {
+        try withNextMessage { Array($0) }
+    }
+
+    /// Lends the next complete message to `body` (valid only inside it: no copy) and
+    /// returns its result, or `nil` if more bytes are needed.
+    public mutating func withNextMessage<R>(_ body: (UnsafeRawBufferPointer) -> R) throws(WireError) -> R? {
         if let failure { throw failure }
         guard input.readableCount >= WireLimits.noiseLengthPrefixSize else { return nil }
         let length = Int(input.byte(at: 0)) << 8 | Int(input.byte(at: 1))
@@ -70,6 +84,7 @@ public struct NoiseMessageReader: Sendable {
         }
         guard input.readableCount >= WireLimits.noiseLengthPrefixSize + length else { return nil }
         _ = input.consume(WireLimits.noiseLengthPrefixSize)
-        return Array(input.storage[input.consume(length)])
+        let range = input.consume(length)
+        return input.storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[range])) }
     }
 }

@@ -320,4 +320,64 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         let error = try reader.netError(within: 10)
         #expect(error?.isClosed == true, "\(String(describing: error))")
     }
+
+    /// A chunk streamed piece by piece arrives as the very frame `.chunk(id, index, data)`,
+    /// between ordinary frames, whatever its size relative to the Noise messages.
+    @Test(arguments: [0, 1, 65_000, 65_519 * 3 + 7, 1 << 20])
+    func streamedChunkArrivesAsOneChunkFrame(size: Int) throws {
+        let pair = try ChannelPair.make(rekeyInterval: 3)
+        defer { pair.initiator.close(); pair.responder.close() }
+        let id = try TransferID(Array(1...16))
+        let data = patternBytes(size, seed: size + 3)
+        let receiver = ChannelBackground {
+            var received: [Frame] = []
+            while received.count < 3, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
+                received.append(frame)
+            }
+            return received
+        }
+        try pair.initiator.send(.ping(1))
+        var offsets: [Int] = []
+        let failure: NetError? = try pair.initiator.sendChunk(id: id, index: 9, count: size) { (buffer, offset) throws(NetError) in
+            offsets.append(offset)
+            #expect(buffer.count <= WireLimits.maxNoisePlaintext)
+            data.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + buffer.count)])) }
+        }
+        #expect(failure == nil)
+        try pair.initiator.send(.ping(2))
+        #expect(try receiver.value(within: 60) == [.ping(1), .chunk(id: id, index: 9, data: data), .ping(2)])
+        #expect(offsets.first == (size == 0 ? nil : 0))
+    }
+
+    /// A fill that fails mid-chunk: the rest of the chunk goes out as zeros (the frame
+    /// stream stays intact), the error comes back, and the channel stays usable.
+    @Test func failingFillSendsZerosAndReturnsTheError() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let id = try TransferID(Array(1...16))
+        let size = 200_000
+        let receiver = ChannelBackground {
+            var received: [Frame] = []
+            while received.count < 2, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
+                received.append(frame)
+            }
+            return received
+        }
+        let failure: NetError? = try pair.initiator.sendChunk(id: id, index: 0, count: size) { (buffer, offset) throws(NetError) in
+            if offset > 0 { throw .closed("the source went away") }
+            buffer.initializeMemory(as: UInt8.self, repeating: 7)
+        }
+        #expect(failure == .closed("the source went away"))
+        try pair.initiator.send(.ping(5))
+        let frames = try receiver.value(within: 60)
+        guard frames.count == 2, case let .chunk(_, _, data) = frames[0] else {
+            Issue.record("unexpected frames \(frames.map(\.type))")
+            return
+        }
+        let first = WireLimits.maxNoisePlaintext - FrameEncoder.chunkPrefix(id: id, index: 0, count: size).count
+        #expect(data.count == size)
+        #expect(data[..<first].allSatisfy { $0 == 7 })
+        #expect(data[first...].allSatisfy { $0 == 0 })
+        #expect(frames[1] == .ping(5))
+    }
 }

@@ -20,6 +20,14 @@ import Testing
                   mtimeNanoseconds: .min, manifest: pattern(1000))])),
     ]
 
+    /// The chunk prefix is exactly the start of the encoded chunk frame, data excluded.
+    @Test(arguments: [0, 1, 65_536, WireLimits.maxChunk])
+    func chunkPrefixIsTheFrameWithoutItsData(count: Int) {
+        let data = pattern(count)
+        let prefix = FrameEncoder.chunkPrefix(id: sampleTransferID, index: 77, count: count)
+        #expect(prefix + data == FrameEncoder.encode(.chunk(id: sampleTransferID, index: 77, data: data)))
+    }
+
     /// Offers that break a rule are refused by `validate()` with the field named.
     @Test(arguments: [
         (TransferOffer(id: sampleTransferID, kind: .file, name: "", entries: [.init(path: "a", size: 0, mode: 0, mtimeNanoseconds: 0, manifest: [])]),

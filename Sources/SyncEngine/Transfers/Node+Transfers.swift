@@ -6,6 +6,7 @@ internal import Foundation
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
+internal import PeerNet
 internal import PeerWire
 
 /// Resources: sending and receiving files and folders, chunked, verified and resumable.
@@ -393,8 +394,14 @@ extension Node {
                     // sender's CPU (bench: 1 GiB send 229 → see README). A cheap check that the
                     // file is the one that was chunked catches edits made since.
                     try sources[entry].checkUnchanged()
-                    let bytes = try reader.bytes(of: chunk, verify: false)
-                    session.sendFromAnyThread([.chunk(id: id, index: UInt32(index), data: bytes)])
+                    // Read straight from the file into the channel's send buffer, one Noise
+                    // message at a time: no chunk-sized buffer, no copy of the chunk.
+                    let failure = try? session.channel.sendChunk(id: id, index: UInt32(index), count: Int(chunk.size)) {
+                        (buffer, offset) throws(FileError) in
+                        try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+                    }
+                    // (A failed channel ends the session, which pauses the transfer.)
+                    if let failure { throw failure }
                 } catch {
                     let reason = error.kind == .hashMismatch || error.kind == .changedOnDisk
                         ? "\(sources[entry].path) changed while it was being sent; send it again"
