@@ -212,43 +212,84 @@ final class SharedFolder: @unchecked Sendable {
     /// Plans and applies what peers changed, for `paths` (or every path).
     func pull(paths: Set<String>?) {
         guard !stopped, let index, let node else { return }
-        let local: [String: FileState]
-        var remotes: [String: [String: FileState]] = [:]
-        var manifests: [String: [String: [UInt8]]] = [:]
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
-        if let paths {
-            var map: [String: FileState] = [:]
-            for path in paths {
-                if let record = try? index.file(folderID: id, path: path) { map[path] = FileState(record) }
-                for (device, remote) in (try? index.remoteFiles(folderID: id, path: path)) ?? [:] where members.contains(device) {
-                    remotes[path, default: [:]][device] = FileState(remote)
-                    if let manifest = remote.manifest { manifests[path, default: [:]][device] = manifest }
-                }
-            }
-            local = map
-        } else {
-            local = Dictionary(((try? index.files(folderID: id, includeChunks: false)) ?? []).map { ($0.path, FileState($0)) },
-                               uniquingKeysWith: { a, _ in a })
-            for device in members {
-                for remote in (try? index.remoteFiles(folderID: id, deviceID: device)) ?? [] {
-                    remotes[remote.path, default: [:]][device] = FileState(remote)
-                    if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
-                }
-            }
-        }
-        // Paths our ignore patterns exclude are never pulled.
-        remotes = remotes.filter { path, states in
-            !ignores.isIgnored(path, isDirectory: states.values.contains { $0.kind == .directory })
-        }
-        let planner = SyncPlanner()
-        var actions = planner.plan(local: local, remotes: remotes).filter { $0 != .upToDate }
-        guard !actions.isEmpty else { return }
-        actions = SyncPlanner.planRenames(actions, local: local)
+        let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
+        guard !plan.actions.isEmpty else { return }
+        let actions = SyncPlanner.planRenames(plan.actions, local: plan.local)
         setStatus("syncing")
-        let applier = FolderApplier(folder: self, node: node, index: index, local: local, manifests: manifests)
+        let applier = FolderApplier(folder: self, node: node, index: index, local: plan.local, manifests: plan.manifests)
         applier.apply(actions)
         setStatus("idle")
         node.folderChanged(id)
+    }
+
+    /// What to do, with the local states and the peers' manifests of the paths concerned.
+    struct Plan {
+        var actions: [SyncAction] = []
+        var local: [String: FileState] = [:]
+        var manifests: [String: [String: [UInt8]]] = [:]
+    }
+
+    /// Paths the peers have (or had) this many at a time when planning every path.
+    static let planPage = 500
+
+    private func planPaths(_ paths: Set<String>, index: NodeIndex, members: Set<String>) -> Plan {
+        var plan = Plan()
+        var remotes: [String: [String: FileState]] = [:]
+        for path in paths {
+            if let record = try? index.file(folderID: id, path: path) { plan.local[path] = FileState(record) }
+            for (device, remote) in (try? index.remoteFiles(folderID: id, path: path)) ?? [:] where members.contains(device) {
+                remotes[path, default: [:]][device] = FileState(remote)
+                if let manifest = remote.manifest { plan.manifests[path, default: [:]][device] = manifest }
+            }
+        }
+        plan.actions = SyncPlanner().plan(local: plan.local, remotes: notIgnored(remotes))
+        return plan
+    }
+
+    /// Every path, a page of the peers' paths at a time: a path no peer has needs nothing,
+    /// so only local records of the peers' paths are read, and only the states and manifests
+    /// of paths with something to do are kept. The actions come in the order of one
+    /// planning pass over all paths.
+    private func planAll(index: NodeIndex, members: Set<String>) -> Plan {
+        var plan = Plan()
+        let planner = SyncPlanner()
+        var after: String?
+        while true {
+            let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []
+            guard let last = page.last?.record.path else { break }
+            var remotes: [String: [String: FileState]] = [:]
+            var manifests: [String: [String: [UInt8]]] = [:]
+            for (device, remote) in page where members.contains(device) {
+                remotes[remote.path, default: [:]][device] = FileState(remote)
+                if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
+            }
+            var local: [String: FileState] = [:]
+            var localAfter = after
+            while case let records = (try? index.files(folderID: id, afterPath: localAfter, throughPath: last,
+                                                       limit: Self.planPage, includeChunks: false)) ?? [],
+                  let end = records.last?.path {
+                for record in records where remotes[record.path] != nil { local[record.path] = FileState(record) }
+                localAfter = end
+            }
+            for action in planner.plan(local: local, remotes: notIgnored(remotes)) {
+                plan.actions.append(action)
+                for path in action.paths {
+                    if let state = local[path] { plan.local[path] = state }
+                    if let manifest = manifests[path] { plan.manifests[path] = manifest }
+                }
+            }
+            after = last
+        }
+        plan.actions.sort { $0.paths[0] < $1.paths[0] }
+        return plan
+    }
+
+    /// Paths our ignore patterns exclude are never pulled.
+    private func notIgnored(_ remotes: [String: [String: FileState]]) -> [String: [String: FileState]] {
+        remotes.filter { path, states in
+            !ignores.isIgnored(path, isDirectory: states.values.contains { $0.kind == .directory })
+        }
     }
 
     // MARK: - Serving blocks to peers (serveQueue)
