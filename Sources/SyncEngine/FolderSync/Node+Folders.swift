@@ -96,43 +96,38 @@ extension Node {
         return try result.get()
     }
 
-    /// Per folder: state, counts, and per peer what is out of sync.
+    /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
+    /// record is loaded, so polling it (`status --watch`) costs the same for any folder size.
     public func folderStatus() -> [JSONValue] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
             let (state, error) = queue.sync { (folder.status, folder.error) }
-            let files = (try? index.files(folderID: folder.id, includeChunks: false)) ?? []
-            let live = files.filter { !$0.deleted }
-            let local = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             var peers: [JSONValue] = []
             for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-                let remote = (try? index.remoteFiles(folderID: folder.id, deviceID: member.deviceID)) ?? []
-                var outFiles = 0
-                var outBytes: Int64 = 0
-                for entry in remote where !(entry.deleted && local[entry.path] == nil) {
-                    let mine = local[entry.path]
-                    if mine == nil || VersionVector(mine!.version) != VersionVector(entry.version) {
-                        outFiles += 1
-                        outBytes += entry.deleted ? 0 : entry.size
-                    }
-                }
-                let remoteLive = remote.filter { !$0.deleted }.count
-                let total = max(1, max(remoteLive, live.count))
+                let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
+                    VersionVector($0) != VersionVector($1)
+                }) ?? RemoteComparison()
+                let outFiles = comparison.outOfSyncFiles
+                let total = max(1, max(comparison.liveEntries, totals.entries))
                 let name = (try? index.peer(deviceID: member.deviceID))??.name ?? "?"
                 peers.append(["peer": ["id": .string(displayID(member.deviceID)), "name": .string(name)],
                               "connected": .bool(connected.contains(member.deviceID)),
-                              "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(outBytes)),
+                              "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(comparison.outOfSyncBytes)),
                               "percent": .number(Double(100 * max(0, total - outFiles) / total)),
                               "indexReceived": .bool(member.receivedSequence > 0)])
             }
-            let conflicts = live.filter { ConflictName.isConflictName($0.path) }.count
             return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
                     "state": .string(state), "error": JSONValue(error),
-                    "files": JSONValue(live.filter { $0.kind == .file }.count),
-                    "bytes": .number(Double(live.reduce(Int64(0)) { $0 + $1.size })),
-                    "conflicts": JSONValue(conflicts), "peers": .array(peers)]
+                    "files": JSONValue(totals.files), "bytes": .number(Double(totals.bytes)),
+                    "conflicts": JSONValue(conflictCopies(folder.id).count), "peers": .array(peers)]
         }
+    }
+
+    /// The live conflict copies of a folder, by path (found by the index, not by loading it).
+    func conflictCopies(_ folderID: String) -> [String] {
+        ((try? index.livePaths(folderID: folderID, matching: ConflictName.glob)) ?? []).filter(ConflictName.isConflictName)
     }
 
     /// Share offers waiting for an answer.
@@ -149,10 +144,9 @@ extension Node {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         var out: [JSONValue] = []
         for folder in list {
-            for file in (try? index.files(folderID: folder.id, includeChunks: false)) ?? []
-            where !file.deleted && ConflictName.isConflictName(file.path) {
-                let parsed = ConflictName.parse(file.path)
-                out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + file.path),
+            for path in conflictCopies(folder.id) {
+                let parsed = ConflictName.parse(path)
+                out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + path),
                             "original": .string(folder.root + "/" + (parsed?.original ?? "?")),
                             "device": .string(parsed?.device ?? "?"), "time": .string(parsed?.time ?? "?")])
             }
@@ -170,9 +164,7 @@ extension Node {
             throw .notFound("\(path) is not in a shared folder")
         }
         let relative = String(absolute.dropFirst(folder.root.count + 1))
-        let copies = ((try? index.files(folderID: folder.id, includeChunks: false)) ?? [])
-            .filter { !$0.deleted && ConflictName.parse($0.path)?.original == relative }
-            .map(\.path).sorted()
+        let copies = conflictCopies(folder.id).filter { ConflictName.parse($0)?.original == relative }.sorted()
         guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
         let result: Result<JSONValue, EngineError> = folder.io.sync {
             let root = folder.root
