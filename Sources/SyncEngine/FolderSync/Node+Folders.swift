@@ -23,6 +23,8 @@ final class FolderTable: @unchecked Sendable {
     var nextRequest: UInt32 = 1
     /// Highest local sequence sent to a peer in this run ("folder|device").
     var sent: [String: Int64] = [:]
+    /// Index passes running, one page at a time ("folder|session ID").
+    var sending: Set<String> = []
 }
 
 extension Node {
@@ -371,21 +373,36 @@ extension Node {
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
-    /// was already sent in this run), in frames of at most 1,000 entries.
+    /// was already sent in this run), in frames of at most 1,000 entries, one frame at a
+    /// time: the next page is read once the last one is written to the connection, so a
+    /// large index is never queued in memory at once. While a pass runs for the session,
+    /// another call changes nothing: each page starts from `sent`, which picks up new
+    /// entries and a reset (the peer accepted the share only now) alike.
     func sendIndex(_ folderID: String, to session: Session) {
+        guard folderTable.sending.insert("\(folderID)|\(session.id)").inserted else { return }
+        sendIndexPage(folderID, to: session, full: false)
+    }
+
+    private func sendIndexPage(_ folderID: String, to session: Session, full: Bool) {
+        let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
         let acked = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil)?.ackedSequence ?? 0
-        var since = max(folderTable.sent[key] ?? 0, acked)
-        let full = since == 0
-        while true {
-            let records = (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? []
-            if records.isEmpty { break }
-            let entries = records.map(Self.wireEntry)
-            session.send([.indexUpdate(folder: folderID, full: full, entries: entries)])
-            since = records.map(\.sequence).max() ?? since
-            if records.count < Self.indexBatch { break }
+        let since = max(folderTable.sent[key] ?? 0, acked)
+        let full = full || since == 0
+        let records = sessions[session.id] === session && session.machine.state == .connected
+            ? (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? [] : []
+        if !records.isEmpty {
+            session.send([.indexUpdate(folder: folderID, full: full, entries: records.map(Self.wireEntry))])
+            folderTable.sent[key] = records.map(\.sequence).max() ?? since
         }
-        folderTable.sent[key] = since
+        guard records.count == Self.indexBatch else {
+            folderTable.sending.remove(pass)
+            return
+        }
+        session.sendQueue.async { [weak self] in
+            guard let self else { return }
+            queue.async { self.sendIndexPage(folderID, to: session, full: full) }
+        }
     }
 
     static func wireEntry(_ record: FileRecord) -> SyncFileEntry {
