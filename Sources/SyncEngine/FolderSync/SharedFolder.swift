@@ -135,12 +135,14 @@ final class SharedFolder: @unchecked Sendable {
         let known = IndexKnownEntries(index: index, folderID: id)
         let scanner = FolderScanner(root: root, ignores: ignores)
         var wroteChanges = false
+        // Only a rescan of some paths plans its changes again, so only then are they
+        // collected: a full scan of a large folder does not hold all of its paths.
         var changedPaths = Set<String>()
         do {
             let onBatch: (ScanBatch) throws -> Void = { [self] batch in
                 if try apply(batch, index: index, liveBefore: known.liveCount) {
                     wroteChanges = true
-                    changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted)
+                    if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted) }
                 }
             }
             if let paths {
