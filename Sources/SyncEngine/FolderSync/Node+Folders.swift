@@ -99,7 +99,8 @@ extension Node {
     }
 
     /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
-    /// record is loaded, so polling it (`status --watch`) costs the same for any folder size.
+    /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
+    /// folder than for a small one.
     public func folderStatus() -> [JSONValue] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
