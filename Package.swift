@@ -51,7 +51,7 @@ var package = Package(
         .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto"], exclude: ["Discovery/Interop"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
         .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto"]),
-        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire"]),
+        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
         .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles"], exclude: ["Interop"]),

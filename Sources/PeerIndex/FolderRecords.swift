@@ -201,3 +201,36 @@ public struct RemoteFileRecord: Sendable, Equatable {
         self.manifest = manifest
     }
 }
+
+/// A folder's live records (tombstones left out) added up: what `status` shows.
+public struct LiveTotals: Sendable, Equatable {
+    /// Live records of every kind.
+    public var entries: Int
+    /// Live records that are files.
+    public var files: Int
+    /// Their sizes added up.
+    public var bytes: Int64
+
+    public init(entries: Int = 0, files: Int = 0, bytes: Int64 = 0) {
+        self.entries = entries
+        self.files = files
+        self.bytes = bytes
+    }
+}
+
+/// How a peer's index of a folder compares with the local index.
+public struct RemoteComparison: Sendable, Equatable {
+    /// The peer's live entries (tombstones left out).
+    public var liveEntries: Int
+    /// The peer's entries the local index lacks (except tombstones of paths it never had)
+    /// or holds with another version.
+    public var outOfSyncFiles: Int
+    /// The sizes of the live ones among them.
+    public var outOfSyncBytes: Int64
+
+    public init(liveEntries: Int = 0, outOfSyncFiles: Int = 0, outOfSyncBytes: Int64 = 0) {
+        self.liveEntries = liveEntries
+        self.outOfSyncFiles = outOfSyncFiles
+        self.outOfSyncBytes = outOfSyncBytes
+    }
+}

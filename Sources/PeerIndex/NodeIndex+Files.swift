@@ -126,17 +126,61 @@ extension NodeIndex {
         }
     }
 
-    /// A page of a folder's records by path: those after `afterPath` (nil: from the first),
-    /// at most `limit`. Pass the last path of a page to get the next; an empty page ends.
-    public func files(folderID: String, afterPath: String?, limit: Int, includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
+    /// A page of a folder's records by path (BINARY collation: UTF-8 byte order): those after
+    /// `afterPath` (nil: from the first), before `beforePath` and up to `throughPath` (nil:
+    /// to the last), at most `limit`. Pass the last path of a page to get the next; an empty
+    /// page ends. `liveOnly` leaves tombstones out. `maxSequence` leaves out records changed
+    /// after the folder's counter was there: a reader that records changes while it pages
+    /// (a scan) reads what the index held when it started, not its own writes.
+    public func files(folderID: String, afterPath: String?, beforePath: String? = nil, throughPath: String? = nil,
+                      liveOnly: Bool = false, maxSequence: Int64? = nil, limit: Int,
+                      includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
+        var clause = "folder_id = ?"
+        var bindings: [SQLValue] = [.text(folderID)]
+        for (bound, op) in [(afterPath, ">"), (beforePath, "<"), (throughPath, "<=")] {
+            guard let bound else { continue }
+            clause += " AND path \(op) ?"
+            bindings.append(.text(bound))
+        }
+        if liveOnly { clause += " AND deleted = 0" }
+        if let maxSequence {
+            // "+": never walk files_by_sequence for this, the page is read in path order.
+            clause += " AND +sequence <= ?"
+            bindings.append(.integer(maxSequence))
+        }
+        bindings.append(.integer(Int64(limit)))
+        return try read { db in
+            try Self.loadFiles(db, where: clause + " ORDER BY path LIMIT ?", bindings, includeChunks: includeChunks)
+        }
+    }
+
+    /// Paths of the live records (no tombstones) matching a GLOB pattern (case-sensitive,
+    /// `*` and `?` wildcards), by path: a prefilter, e.g. for conflict copies.
+    public func livePaths(folderID: String, matching glob: String) throws(IndexError) -> [String] {
         try read { db in
-            if let afterPath {
-                try Self.loadFiles(db, where: "folder_id = ? AND path > ? ORDER BY path LIMIT ?",
-                                   [.text(folderID), .text(afterPath), .integer(Int64(limit))], includeChunks: includeChunks)
-            } else {
-                try Self.loadFiles(db, where: "folder_id = ? ORDER BY path LIMIT ?",
-                                   [.text(folderID), .integer(Int64(limit))], includeChunks: includeChunks)
-            }
+            let statement = try db.cachedStatement(
+                "SELECT path FROM files WHERE folder_id = ? AND deleted = 0 AND path GLOB ? ORDER BY path")
+            try statement.bind([.text(folderID), .text(glob)])
+            defer { statement.reset() }
+            var paths: [String] = []
+            while try statement.step() { paths.append(statement.string(at: 0) ?? "") }
+            return paths
+        }
+    }
+
+    /// Counts and bytes of a folder's live records, added up by SQLite (no record is loaded).
+    public func liveTotals(folderID: String) throws(IndexError) -> LiveTotals {
+        try read { db in
+            let statement = try db.cachedStatement(
+                """
+                SELECT count(*), coalesce(sum(kind = 'file'), 0), coalesce(sum(size), 0)
+                FROM files WHERE folder_id = ? AND deleted = 0
+                """)
+            try statement.bind([.text(folderID)])
+            defer { statement.reset() }
+            guard try statement.step() else { return LiveTotals() }
+            return LiveTotals(entries: Int(statement.int64(at: 0) ?? 0), files: Int(statement.int64(at: 1) ?? 0),
+                              bytes: statement.int64(at: 2) ?? 0)
         }
     }
 
@@ -238,6 +282,66 @@ extension NodeIndex {
         try read { db in
             try Self.loadRemoteFiles(db, where: "folder_id = ? AND device_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
                                      [.text(folderID), .text(deviceID), .integer(sequence), .integer(Int64(limit))])
+        }
+    }
+
+    /// Every peer's entries for the next `pathLimit` paths (after `afterPath`, nil: from the
+    /// first) that any peer reported, by path (BINARY order) then device: a page of what the
+    /// planner compares, all peers of a path together. Pass the last path to get the next page.
+    public func remoteFiles(folderID: String, afterPath: String?,
+                            pathLimit: Int) throws(IndexError) -> [(deviceID: String, record: RemoteFileRecord)] {
+        try read { db in
+            let statement = try db.cachedStatement(
+                """
+                SELECT device_id, \(Self.remoteFileColumns) FROM remote_files
+                WHERE folder_id = ?1 AND path IN (SELECT DISTINCT path FROM remote_files WHERE folder_id = ?1 AND path > ?2
+                                                  ORDER BY path LIMIT ?3)
+                ORDER BY path, device_id
+                """)
+            try statement.bind([.text(folderID), .text(afterPath ?? ""), .integer(Int64(pathLimit))])
+            defer { statement.reset() }
+            var result: [(deviceID: String, record: RemoteFileRecord)] = []
+            while try statement.step() {
+                result.append((statement.string(at: 0) ?? "", try Self.remoteFileRecord(statement, from: 1, path: db.path)))
+            }
+            return result
+        }
+    }
+
+    /// How a peer's index of a folder compares with ours, without loading either: its live
+    /// entries, and the entries we lack (its tombstones of paths we never had aside) or hold
+    /// with another version, with the bytes of the live ones. Versions whose JSON texts are
+    /// equal are the same; for texts that differ, `versionsDiffer` decides (equal counters
+    /// can be written differently, e.g. with a counter of 0).
+    public func compareRemote(folderID: String, deviceID: String,
+                              versionsDiffer: ([String: UInt64], [String: UInt64]) -> Bool) throws(IndexError) -> RemoteComparison {
+        try read { db in
+            var result = RemoteComparison()
+            let live = try db.cachedStatement(
+                "SELECT count(*) FROM remote_files WHERE folder_id = ? AND device_id = ? AND deleted = 0")
+            try live.bind([.text(folderID), .text(deviceID)])
+            do {
+                defer { live.reset() }
+                if try live.step() { result.liveEntries = Int(live.int64(at: 0) ?? 0) }
+            }
+            let candidates = try db.cachedStatement(
+                """
+                SELECT r.deleted, r.size, r.version, l.version
+                FROM remote_files AS r LEFT JOIN files AS l ON l.folder_id = r.folder_id AND l.path = r.path
+                WHERE r.folder_id = ? AND r.device_id = ?
+                  AND ((l.file_id IS NULL AND r.deleted = 0) OR (l.file_id IS NOT NULL AND l.version <> r.version))
+                """)
+            try candidates.bind([.text(folderID), .text(deviceID)])
+            defer { candidates.reset() }
+            while try candidates.step() {
+                if let local = candidates.string(at: 3) {
+                    if let theirs = VersionJSON.decode(candidates.string(at: 2) ?? ""), let ours = VersionJSON.decode(local),
+                       !versionsDiffer(ours, theirs) { continue }
+                }
+                result.outOfSyncFiles += 1
+                if candidates.int64(at: 0) != 1 { result.outOfSyncBytes += candidates.int64(at: 1) ?? 0 }
+            }
+            return result
         }
     }
 

@@ -334,6 +334,58 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
         #expect(try index.files(folderID: "pics").count == 1)
     }
 
+    /// Ranges by path in byte order, tombstones left out, and a sequence ceiling: what a
+    /// scan reads a subtree with while it records its own changes.
+    @Test func pagesOfARangeOfPathsLiveOnlyUpToASequence() throws {
+        let index = try populatedIndex()
+        // Byte order puts "a b", "a.txt" and "a/…" between "a" and "a0"; "é" after ASCII.
+        let paths = ["a", "a b", "a.txt", "a/x", "a/y/z", "a0", "b", "é/1"]
+        try index.upsertFiles(paths.enumerated().map { sampleFile("docs", $1, chunkCount: 1, seed: $0) })
+        var gone = sampleFile("docs", "a/w", chunkCount: 0, seed: 20)
+        gone.deleted = true
+        try index.upsertFiles([gone])
+        func page(after: String?, before: String? = nil, through: String? = nil, live: Bool = false,
+                  ceiling: Int64? = nil, limit: Int = 100) throws -> [String] {
+            try index.files(folderID: "docs", afterPath: after, beforePath: before, throughPath: through, liveOnly: live,
+                            maxSequence: ceiling, limit: limit).map(\.path)
+        }
+        #expect(try page(after: nil) == ["a", "a b", "a.txt", "a/w", "a/x", "a/y/z", "a0", "b", "é/1"])
+        #expect(try page(after: "a/", before: "a0") == ["a/w", "a/x", "a/y/z"])
+        #expect(try page(after: "a/", before: "a0", live: true) == ["a/x", "a/y/z"])
+        #expect(try page(after: "a/", before: "a0", live: true, limit: 1) == ["a/x"])
+        #expect(try page(after: "a/x", before: "a0", live: true, limit: 1) == ["a/y/z"])
+        #expect(try page(after: "a b", through: "a/x") == ["a.txt", "a/w", "a/x"])
+        #expect(try page(after: "b", live: true) == ["é/1"])
+        // Records changed after the ceiling are left out, even where they sort first.
+        let ceiling = try index.maxSequence(folderID: "docs")
+        try index.upsertFiles([sampleFile("docs", "a/v", chunkCount: 1, seed: 30), sampleFile("docs", "a/x", chunkCount: 1, seed: 31)])
+        #expect(try page(after: "a/", before: "a0", live: true, ceiling: ceiling) == ["a/y/z"])
+        #expect(try page(after: "a/", before: "a0", live: true) == ["a/v", "a/x", "a/y/z"])
+        let withChunks = try index.files(folderID: "docs", afterPath: "a/y", beforePath: "a0", limit: 10)
+        #expect(withChunks.map(\.chunks.count) == [1])
+    }
+
+    @Test func liveTotalsAndConflictPathsAreCountedBySQLite() throws {
+        let index = try populatedIndex()
+        let me = deviceID(1)
+        #expect(try index.liveTotals(folderID: "docs") == LiveTotals())
+        var gone = sampleFile("docs", "old.sync-conflict-20240101-000000-ABCDEFG.txt", chunkCount: 0, seed: 9)
+        gone.deleted = true
+        try index.upsertFiles([
+            sampleFile("docs", "a.txt", chunkCount: 2, seed: 1),
+            sampleFile("docs", "sub/a.sync-conflict-20240101-120000-ABCDEFG.txt", chunkCount: 1, seed: 2),
+            FileRecord(folderID: "docs", path: "sub", kind: .directory, mtimeNs: 1, mode: 0o755, version: [me: 1], modifiedBy: me),
+            FileRecord(folderID: "docs", path: "sub/l", kind: .symlink, size: 5, mtimeNs: 1, mode: 0o777, symlinkTarget: "a.txt",
+                       version: [me: 1], modifiedBy: me),
+            gone,
+            sampleFile("pics", "x.sync-conflict-20240101-120000-ABCDEFG.jpg", chunkCount: 1, seed: 3),
+        ])
+        #expect(try index.liveTotals(folderID: "docs") == LiveTotals(entries: 4, files: 2, bytes: 3_005))
+        #expect(try index.livePaths(folderID: "docs", matching: "*.sync-conflict-*")
+                == ["sub/a.sync-conflict-20240101-120000-ABCDEFG.txt"])
+        #expect(try index.livePaths(folderID: "docs", matching: "*.SYNC-CONFLICT-*").isEmpty, "GLOB is case-sensitive")
+    }
+
     // MARK: Remote files
 
     @Test func remoteFilesRoundTripPageAndUpdateTheReceivedSequenceAtomically() throws {
@@ -382,6 +434,53 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
         #expect(try index.removeRemoteFiles(folderID: "docs", deviceID: peer) == 5)
         #expect(try index.remoteFiles(folderID: "docs", deviceID: peer).isEmpty)
         #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(3)).count == 1)
+    }
+
+    /// Pages of every peer's entries by path, all peers of a path in the same page.
+    @Test func remotePagesHoldEveryPeerOfAPath() throws {
+        let index = try populatedIndex()
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2),
+                                    ["a", "b", "d"].enumerated().map { sampleRemote($1, sequence: Int64($0 + 1)) })
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(3),
+                                    ["b", "c", "d"].enumerated().map { sampleRemote($1, sequence: Int64($0 + 1), device: 3) })
+        var pages: [[String]] = []
+        var after: String?
+        while case let page = try index.remoteFiles(folderID: "docs", afterPath: after, pathLimit: 2), let last = page.last {
+            pages.append(page.map { "\($0.record.path)@\($0.deviceID == deviceID(2) ? 2 : 3)" })
+            after = last.record.path
+        }
+        #expect(pages == [["a@2", "b@2", "b@3"], ["c@3", "d@2", "d@3"]])
+        #expect(try index.remoteFiles(folderID: "pics", afterPath: nil, pathLimit: 10).isEmpty)
+    }
+
+    /// Out of sync: what the peer has that we lack (its tombstones of paths we never had
+    /// aside) or hold with another version; the same counters written differently are equal.
+    @Test func comparingAPeersIndexWithOursInSQL() throws {
+        let index = try populatedIndex()
+        let me = deviceID(1)
+        let peer = deviceID(2)
+        let same = sampleRemote("same", sequence: 1)
+        var zero = sampleRemote("zero", sequence: 2)
+        zero.version[deviceID(3)] = 0
+        let newer = sampleRemote("newer", sequence: 3)
+        let missing = sampleRemote("missing", sequence: 4)
+        let goneThere = sampleRemote("gone-there", sequence: 5, deleted: true)
+        let neverHad = sampleRemote("never-had", sequence: 6, deleted: true)
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: peer, [same, zero, newer, missing, goneThere, neverHad])
+        func local(_ remote: RemoteFileRecord, version: [String: UInt64]) -> FileRecord {
+            FileRecord(folderID: "docs", path: remote.path, kind: .file, size: 7, mtimeNs: 1, mode: 0o644, version: version,
+                       rootHash: hash32(1), modifiedBy: me)
+        }
+        try index.upsertFiles([local(same, version: same.version), local(zero, version: sampleRemote("zero", sequence: 2).version),
+                               local(newer, version: [deviceID(2): 1]), local(goneThere, version: [me: 1]),
+                               FileRecord(folderID: "docs", path: "only-here", kind: .file, mtimeNs: 1, mode: 0o644,
+                                          version: [me: 1], modifiedBy: me)])
+        let comparison = try index.compareRemote(folderID: "docs", deviceID: peer) { ours, theirs in
+            ours.filter { $0.value != 0 } != theirs.filter { $0.value != 0 }
+        }
+        // newer (2,000 B) and missing (2,000 B) differ; gone-there differs but is a tombstone (0 B).
+        #expect(comparison == RemoteComparison(liveEntries: 4, outOfSyncFiles: 3, outOfSyncBytes: 4_000))
+        #expect(try index.compareRemote(folderID: "docs", deviceID: deviceID(3)) { _, _ in true } == RemoteComparison())
     }
 
     // MARK: Scale

@@ -11,6 +11,9 @@ internal import Glibc
 /// A name that would exceed 255 bytes has its stem shortened (on a character boundary).
 public enum ConflictName {
     public static let marker = ".sync-conflict-"
+    /// A GLOB pattern (SQLite's, case-sensitive) every conflict copy's path matches: the
+    /// prefilter of an index query, whose results `isConflictName` then checks.
+    public static let glob = "*" + marker + "*"
 
     /// The conflict copy's path for `path` ("dir/report.pdf"), at `unixSeconds` (seconds
     /// since 1970-01-01 UTC, e.g. `Int64(date.timeIntervalSince1970)`), by the device

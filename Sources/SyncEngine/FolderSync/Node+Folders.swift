@@ -23,6 +23,8 @@ final class FolderTable: @unchecked Sendable {
     var nextRequest: UInt32 = 1
     /// Highest local sequence sent to a peer in this run ("folder|device").
     var sent: [String: Int64] = [:]
+    /// Index passes running, one page at a time ("folder|session ID").
+    var sending: Set<String> = []
 }
 
 extension Node {
@@ -96,34 +98,27 @@ extension Node {
         return try result.get()
     }
 
-    /// Per folder: state, counts, and per peer what is out of sync.
+    /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
+    /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
+    /// folder than for a small one.
     public func folderStatus() -> [JSONValue] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
             let (state, error) = queue.sync { (folder.status, folder.error) }
-            let files = (try? index.files(folderID: folder.id, includeChunks: false)) ?? []
-            let live = files.filter { !$0.deleted }
-            let local = Dictionary(files.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
+            let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             let activity = folder.activity.snapshot
             var peers: [JSONValue] = []
             for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-                let remote = (try? index.remoteFiles(folderID: folder.id, deviceID: member.deviceID)) ?? []
-                var outFiles = 0
-                var outBytes: Int64 = 0
-                for entry in remote where !(entry.deleted && local[entry.path] == nil) {
-                    let mine = local[entry.path]
-                    if mine == nil || VersionVector(mine!.version) != VersionVector(entry.version) {
-                        outFiles += 1
-                        outBytes += entry.deleted ? 0 : entry.size
-                    }
-                }
-                let remoteLive = remote.filter { !$0.deleted }.count
-                let total = max(1, max(remoteLive, live.count))
+                let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
+                    VersionVector($0) != VersionVector($1)
+                }) ?? RemoteComparison()
+                let outFiles = comparison.outOfSyncFiles
+                let total = max(1, max(comparison.liveEntries, totals.entries))
                 let name = (try? index.peer(deviceID: member.deviceID))??.name ?? "?"
                 peers.append(["peer": ["id": .string(displayID(member.deviceID)), "name": .string(name)],
                               "connected": .bool(connected.contains(member.deviceID)),
-                              "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(outBytes)),
+                              "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(comparison.outOfSyncBytes)),
                               "percent": .number(Double(100 * max(0, total - outFiles) / total)),
                               "indexReceived": .bool(member.receivedSequence > 0),
                               "receivedBytes": .number(Double(activity.received[member.deviceID] ?? 0)),
@@ -135,15 +130,18 @@ extension Node {
                  "percent": .number(Double(item.needed > 0 ? 100 * item.fetched / item.needed : 100)),
                  "peers": .array(item.peers.map { device in .string((try? index.peer(deviceID: device))??.name ?? displayID(device)) })]
             }
-            let conflicts = live.filter { ConflictName.isConflictName($0.path) }.count
             return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
                     "state": .string(state), "error": JSONValue(error),
-                    "files": JSONValue(live.filter { $0.kind == .file }.count),
-                    "bytes": .number(Double(live.reduce(Int64(0)) { $0 + $1.size })),
-                    "conflicts": JSONValue(conflicts), "peers": .array(peers),
+                    "files": JSONValue(totals.files), "bytes": .number(Double(totals.bytes)),
+                    "conflicts": JSONValue(conflictCopies(folder.id).count), "peers": .array(peers),
                     "transfers": .array(current), "reusedBytes": .number(Double(activity.reused)),
                     "scannedBytes": .number(Double(activity.scanned))]
         }
+    }
+
+    /// The live conflict copies of a folder, by path (found by the index, not by loading it).
+    func conflictCopies(_ folderID: String) -> [String] {
+        ((try? index.livePaths(folderID: folderID, matching: ConflictName.glob)) ?? []).filter(ConflictName.isConflictName)
     }
 
     /// Share offers waiting for an answer.
@@ -160,10 +158,9 @@ extension Node {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         var out: [JSONValue] = []
         for folder in list {
-            for file in (try? index.files(folderID: folder.id, includeChunks: false)) ?? []
-            where !file.deleted && ConflictName.isConflictName(file.path) {
-                let parsed = ConflictName.parse(file.path)
-                out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + file.path),
+            for path in conflictCopies(folder.id) {
+                let parsed = ConflictName.parse(path)
+                out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + path),
                             "original": .string(folder.root + "/" + (parsed?.original ?? "?")),
                             "device": .string(parsed?.device ?? "?"), "time": .string(parsed?.time ?? "?")])
             }
@@ -181,9 +178,7 @@ extension Node {
             throw .notFound("\(path) is not in a shared folder")
         }
         let relative = String(absolute.dropFirst(folder.root.count + 1))
-        let copies = ((try? index.files(folderID: folder.id, includeChunks: false)) ?? [])
-            .filter { !$0.deleted && ConflictName.parse($0.path)?.original == relative }
-            .map(\.path).sorted()
+        let copies = conflictCopies(folder.id).filter { ConflictName.parse($0)?.original == relative }.sorted()
         guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
         let result: Result<JSONValue, EngineError> = folder.io.sync {
             let root = folder.root
@@ -392,21 +387,36 @@ extension Node {
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
-    /// was already sent in this run), in frames of at most 1,000 entries.
+    /// was already sent in this run), in frames of at most 1,000 entries, one frame at a
+    /// time: the next page is read once the last one is written to the connection, so a
+    /// large index is never queued in memory at once. While a pass runs for the session,
+    /// another call changes nothing: each page starts from `sent`, which picks up new
+    /// entries and a reset (the peer accepted the share only now) alike.
     func sendIndex(_ folderID: String, to session: Session) {
+        guard folderTable.sending.insert("\(folderID)|\(session.id)").inserted else { return }
+        sendIndexPage(folderID, to: session, full: false)
+    }
+
+    private func sendIndexPage(_ folderID: String, to session: Session, full: Bool) {
+        let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
         let acked = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil)?.ackedSequence ?? 0
-        var since = max(folderTable.sent[key] ?? 0, acked)
-        let full = since == 0
-        while true {
-            let records = (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? []
-            if records.isEmpty { break }
-            let entries = records.map(Self.wireEntry)
-            session.send([.indexUpdate(folder: folderID, full: full, entries: entries)])
-            since = records.map(\.sequence).max() ?? since
-            if records.count < Self.indexBatch { break }
+        let since = max(folderTable.sent[key] ?? 0, acked)
+        let full = full || since == 0
+        let records = sessions[session.id] === session && session.machine.state == .connected
+            ? (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? [] : []
+        if !records.isEmpty {
+            session.send([.indexUpdate(folder: folderID, full: full, entries: records.map(Self.wireEntry))])
+            folderTable.sent[key] = records.map(\.sequence).max() ?? since
         }
-        folderTable.sent[key] = since
+        guard records.count == Self.indexBatch else {
+            folderTable.sending.remove(pass)
+            return
+        }
+        session.sendQueue.async { [weak self] in
+            guard let self else { return }
+            queue.async { self.sendIndexPage(folderID, to: session, full: full) }
+        }
     }
 
     static func wireEntry(_ record: FileRecord) -> SyncFileEntry {

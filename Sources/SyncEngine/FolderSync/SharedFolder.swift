@@ -172,12 +172,14 @@ final class SharedFolder: @unchecked Sendable {
                                           moved: followMoves ? vanishedFiles(paths ?? [], index: index) : [])
         let scanner = FolderScanner(root: root, ignores: ignores)
         var wroteChanges = false
+        // Only a rescan of some paths plans its changes again, so only then are they
+        // collected: a full scan of a large folder does not hold all of its paths.
         var changedPaths = Set<String>()
         do {
             let onBatch: (ScanBatch) throws -> Void = { [self] batch in
                 if try apply(batch, index: index, liveBefore: known.base.liveCount) {
                     wroteChanges = true
-                    changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted)
+                    if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted) }
                 }
             }
             let summary = if let paths {
@@ -250,42 +252,89 @@ final class SharedFolder: @unchecked Sendable {
     /// Plans and applies what peers changed, for `paths` (or every path).
     func pull(paths: Set<String>?) {
         guard !stopped, let index, let node else { return }
-        let local: [String: FileState]
-        var remotes: [String: [String: FileState]] = [:]
-        var manifests: [String: [String: [UInt8]]] = [:]
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
-        if let paths {
-            // Two batched lookups for the whole set (one read transaction each).
-            local = ((try? index.files(folderID: id, paths: paths)) ?? [:]).mapValues(FileState.init)
-            for (path, byDevice) in (try? index.remoteFiles(folderID: id, paths: paths)) ?? [:] {
-                for (device, remote) in byDevice where members.contains(device) {
-                    remotes[path, default: [:]][device] = FileState(remote)
-                    if let manifest = remote.manifest { manifests[path, default: [:]][device] = manifest }
-                }
-            }
-        } else {
-            local = Dictionary(((try? index.files(folderID: id, includeChunks: false)) ?? []).map { ($0.path, FileState($0)) },
-                               uniquingKeysWith: { a, _ in a })
-            for device in members {
-                for remote in (try? index.remoteFiles(folderID: id, deviceID: device)) ?? [] {
-                    remotes[remote.path, default: [:]][device] = FileState(remote)
-                    if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
-                }
-            }
-        }
-        // Paths our ignore patterns exclude are never pulled.
-        remotes = remotes.filter { path, states in
-            !ignores.isIgnored(path, isDirectory: states.values.contains { $0.kind == .directory })
-        }
-        let planner = SyncPlanner()
-        var actions = planner.plan(local: local, remotes: remotes).filter { $0 != .upToDate }
-        guard !actions.isEmpty else { return }
-        actions = SyncPlanner.planRenames(actions, local: local)
+        let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
+        guard !plan.actions.isEmpty else { return }
+        let actions = SyncPlanner.planRenames(plan.actions, local: plan.local)
         setStatus("syncing")
-        let applier = FolderApplier(folder: self, node: node, index: index, local: local, remotes: remotes, manifests: manifests)
+        let applier = FolderApplier(folder: self, node: node, index: index, local: plan.local, remotes: plan.remotes,
+                                    manifests: plan.manifests)
         applier.apply(actions)
         setStatus("idle")
         node.folderChanged(id)
+    }
+
+    /// What to do, with the local states and the peers' manifests of the paths concerned.
+    struct Plan {
+        var actions: [SyncAction] = []
+        var local: [String: FileState] = [:]
+        /// Path → device → that peer's state, for the paths with something to do.
+        var remotes: [String: [String: FileState]] = [:]
+        var manifests: [String: [String: [UInt8]]] = [:]
+    }
+
+    /// Paths the peers have (or had) this many at a time when planning every path.
+    static let planPage = 500
+
+    private func planPaths(_ paths: Set<String>, index: NodeIndex, members: Set<String>) -> Plan {
+        var plan = Plan()
+        // Two batched lookups for the whole set (one read transaction each).
+        plan.local = ((try? index.files(folderID: id, paths: paths)) ?? [:]).mapValues(FileState.init)
+        for (path, byDevice) in (try? index.remoteFiles(folderID: id, paths: paths)) ?? [:] {
+            for (device, remote) in byDevice where members.contains(device) {
+                plan.remotes[path, default: [:]][device] = FileState(remote)
+                if let manifest = remote.manifest { plan.manifests[path, default: [:]][device] = manifest }
+            }
+        }
+        plan.remotes = notIgnored(plan.remotes)
+        plan.actions = SyncPlanner().plan(local: plan.local, remotes: plan.remotes)
+        return plan
+    }
+
+    /// Every path, a page of the peers' paths at a time: a path no peer has needs nothing,
+    /// so only local records of the peers' paths are read, and only the states and manifests
+    /// of paths with something to do are kept. The actions come in the order of one
+    /// planning pass over all paths.
+    private func planAll(index: NodeIndex, members: Set<String>) -> Plan {
+        var plan = Plan()
+        let planner = SyncPlanner()
+        var after: String?
+        while true {
+            let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []
+            guard let last = page.last?.record.path else { break }
+            var remotes: [String: [String: FileState]] = [:]
+            var manifests: [String: [String: [UInt8]]] = [:]
+            for (device, remote) in page where members.contains(device) {
+                remotes[remote.path, default: [:]][device] = FileState(remote)
+                if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
+            }
+            var local: [String: FileState] = [:]
+            var localAfter = after
+            while case let records = (try? index.files(folderID: id, afterPath: localAfter, throughPath: last,
+                                                       limit: Self.planPage, includeChunks: false)) ?? [],
+                  let end = records.last?.path {
+                for record in records where remotes[record.path] != nil { local[record.path] = FileState(record) }
+                localAfter = end
+            }
+            for action in planner.plan(local: local, remotes: notIgnored(remotes)) {
+                plan.actions.append(action)
+                for path in action.paths {
+                    if let state = local[path] { plan.local[path] = state }
+                    if let states = remotes[path] { plan.remotes[path] = states }
+                    if let manifest = manifests[path] { plan.manifests[path] = manifest }
+                }
+            }
+            after = last
+        }
+        plan.actions.sort { $0.paths[0] < $1.paths[0] }
+        return plan
+    }
+
+    /// Paths our ignore patterns exclude are never pulled.
+    private func notIgnored(_ remotes: [String: [String: FileState]]) -> [String: [String: FileState]] {
+        remotes.filter { path, states in
+            !ignores.isIgnored(path, isDirectory: states.values.contains { $0.kind == .directory })
+        }
     }
 
     // MARK: - Serving blocks to peers (serveQueue)
@@ -349,28 +398,81 @@ extension FileState.Kind {
     }
 }
 
-/// What the scanner already knows, from the index (so unchanged files are not read).
+/// What the scanner already knows, read from the index in pages by path as the scan goes,
+/// so a folder's records (and their chunk lists) are never all in memory at once.
+///
+/// The scan records its changes while it reads: records changed after it started (their
+/// sequence is above the folder's counter at the start) are left out, so none of its own
+/// writes is read back as known. (It writes only paths it has walked past, which it does
+/// not read again: for every other path, what it reads is what the index held at the start.)
 struct IndexKnownEntries: KnownEntrySource {
-    let entries: [KnownEntry]
+    let index: NodeIndex
+    let folderID: String
+    /// Live records when the scan started (what the mass-deletion guard compares with).
     let liveCount: Int
+    let maxSequence: Int64
+    /// Records read at a time.
+    let pageSize: Int
 
-    init(index: NodeIndex, folderID: String) {
-        let records = (try? index.files(folderID: folderID)) ?? []
-        var list: [KnownEntry] = []
-        list.reserveCapacity(records.count)
-        for record in records where !record.deleted {
-            let kind: ScannedKind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
-            list.append(KnownEntry(path: record.path, kind: kind, size: UInt64(record.size), mtimeNs: record.mtimeNs,
-                                   inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
-                                   manifest: record.manifest))
-        }
-        entries = list
-        liveCount = list.count
+    init(index: NodeIndex, folderID: String, pageSize: Int = 500) {
+        self.index = index
+        self.folderID = folderID
+        self.pageSize = max(1, pageSize)
+        maxSequence = (try? index.maxSequence(folderID: folderID)) ?? 0
+        liveCount = (try? index.liveTotals(folderID: folderID).entries) ?? 0
     }
 
     func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
-        let below = prefix + "/"
-        let selected = prefix.isEmpty ? entries : entries.filter { $0.path == prefix || $0.path.hasPrefix(below) }
-        return selected.sorted { Array($0.path.utf8).lexicographicallyPrecedes(Array($1.path.utf8)) }.makeIterator()
+        KnownEntryPages(source: self, prefix: prefix)
+    }
+
+    fileprivate func known(_ record: FileRecord) -> KnownEntry? {
+        guard !record.deleted, record.sequence <= maxSequence else { return nil }
+        let kind: ScannedKind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
+        return KnownEntry(path: record.path, kind: kind, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+                          inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
+                          manifest: record.manifest)
+    }
+}
+
+/// The known entries at a prefix and below it, one page of the index at a time: the prefix
+/// itself first, then the paths between `prefix + "/"` and `prefix + "0"` ('0' follows '/'
+/// in byte order), which are exactly those below it.
+private final class KnownEntryPages: IteratorProtocol {
+    let source: IndexKnownEntries
+    var exact: String?
+    var after: String?
+    let before: String?
+    var page: [KnownEntry] = []
+    var position = 0
+    var exhausted = false
+
+    init(source: IndexKnownEntries, prefix: String) {
+        self.source = source
+        exact = prefix.isEmpty ? nil : prefix
+        after = prefix.isEmpty ? nil : prefix + "/"
+        before = prefix.isEmpty ? nil : prefix + "0"
+    }
+
+    func next() -> KnownEntry? {
+        if let path = exact {
+            exact = nil
+            if let record = (try? source.index.file(folderID: source.folderID, path: path)) ?? nil,
+               let entry = source.known(record) {
+                return entry
+            }
+        }
+        while position == page.count {
+            guard !exhausted else { return nil }
+            let records = (try? source.index.files(folderID: source.folderID, afterPath: after, beforePath: before,
+                                                   liveOnly: true, maxSequence: source.maxSequence,
+                                                   limit: source.pageSize)) ?? []
+            exhausted = records.count < source.pageSize
+            after = records.last?.path ?? after
+            page = records.compactMap(source.known)
+            position = 0
+        }
+        position += 1
+        return page[position - 1]
     }
 }
