@@ -287,6 +287,50 @@ struct FolderSyncTests {
         #expect(try String(contentsOfFile: trio.path("carol", "a.txt"), encoding: .utf8) == "v2")
     }
 
+    /// Carol, who got the folder from alice, shares it with bob too (bob has it already: he
+    /// just gains carol as a peer of it, no second copy). Coming back to a folder both have,
+    /// carol pulls from both: her status counts block bytes from each (the sources of the
+    /// blocks are refreshed per batch of files, so a peer that connects later joins in).
+    @Test func aReturningNodePullsFromSeveralPeers() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "v1".write(toFile: trio.path("alice", "a.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("first sync") { Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "a.txt")) }
+        _ = try trio.env.pair(trio.carol, trio.bob, autoAccepted: true)
+        try trio.carol.waitForState("connected", peer: "bob")
+        let shared = try trio.env.cli(trio.carol, ["share", trio.folders["carol"]!, "--with", "bob"])
+        try #require(shared.status == 0, "\(shared.stderr)")
+        try Self.eventually("bob counts carol as a peer of the folder") {
+            let peers = ((try? Self.folderStatus(trio, trio.bob))?["peers"] as? [[String: Any]]) ?? []
+            return peers.contains { (($0["peer"] as? [String: Any])?["name"] as? String) == "carol" }
+        }
+        let bobFolders = try FileManager.default.contentsOfDirectory(atPath: trio.env.home("bob-recv"))
+        #expect(bobFolders == ["alice-docs"], "no second copy of the folder on bob: \(bobFolders)")
+        trio.carol.stop()
+        var total = 0
+        for i in 0..<48 {
+            try TestFiles.random(trio.path("alice", "part-\(i).bin"), size: 3_000_000 + i)
+            total += 3_000_000 + i
+        }
+        try Self.eventually("bob has every part", timeout: 90) {
+            (0..<48).allSatisfy { FileManager.default.fileExists(atPath: trio.path("bob", "part-\($0).bin")) }
+        }
+        trio.carol = try DaemonProcess(trio.env, name: "carol", home: trio.carol.home,
+                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("carol-recv")],
+                                       environment: Self.environment, listen: trio.carol.address)
+        try Self.eventually("carol caught up\n\(Self.describe(trio))", timeout: 90) { Self.converged(trio) }
+        let peers = try Self.folderStatus(trio, trio.carol)["peers"] as? [[String: Any]] ?? []
+        var received: [String: Int] = [:]
+        for peer in peers {
+            let name = (peer["peer"] as? [String: Any])?["name"] as? String ?? "?"
+            received[name] = (peer["receivedBytes"] as? NSNumber)?.intValue ?? 0
+        }
+        print("aReturningNodePullsFromSeveralPeers: carol fetched \(received) of \(total) bytes")
+        #expect(received.values.reduce(0, +) >= total, "every part came over the network: \(received)")
+        #expect((received["alice"] ?? 0) > 0 && (received["bob"] ?? 0) > 0, "blocks came from both alice and bob: \(received)")
+    }
+
     /// A node killed in the middle of a large sync leaves no torn file (each file is absent
     /// or complete) and finishes after a restart.
     @Test func aKillDuringALargeSyncLeavesNoTornFile() throws {

@@ -217,9 +217,12 @@ final class FolderApplier: @unchecked Sendable {
 
     /// Peers that are connected and have exactly this content for the path.
     private func devices(holding state: FileState) -> [String] {
-        let candidates = remotes[state.path] ?? [:]
-        return candidates.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }
-            .map(\.key).sorted()
+        holders(of: state, in: remotes[state.path] ?? [:])
+    }
+
+    /// Connected peers whose entry (device → state) has exactly this content.
+    private func holders(of state: FileState, in entries: [String: FileState]) -> [String] {
+        entries.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }.map(\.key).sorted()
     }
 
     /// Sizes the file and writes every chunk some local file already holds; returns the
@@ -246,6 +249,11 @@ final class FolderApplier: @unchecked Sendable {
     /// file.
     private func fetchAll() {
         guard !jobs.isEmpty else { return }
+        // Peers may have connected (or gone) and sent their index since the plan: every
+        // connected peer that holds a file's content now serves its blocks (multi-source).
+        connected = node.connectedDevices()
+        let fresh = ((try? index.remoteFiles(folderID: folderID, paths: Set(jobs.map(\.path)))) ?? [:])
+            .mapValues { $0.mapValues(FileState.init) }
         // In flight: at most `inFlightUnits` units of `inFlightUnit` bytes (a small file's
         // block takes one unit, a 4 MiB chunk 64), so many small files keep the link busy
         // and big chunks stay within the memory budget. Only this loop takes units.
@@ -258,7 +266,8 @@ final class FolderApplier: @unchecked Sendable {
             for _ in 0..<weight { units.wait() }
             group.enter()
             let fd = item.fd
-            fetch(job.chunk, path: job.path, sources: job.sources, attempt: n) { (bytes: [UInt8]?) in
+            let now = holders(of: item.state, in: fresh[job.path] ?? [:])
+            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: n) { (bytes: [UInt8]?) in
                 defer {
                     for _ in 0..<weight { units.signal() }
                     group.leave()

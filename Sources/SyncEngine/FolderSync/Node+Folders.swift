@@ -242,6 +242,16 @@ extension Node {
             }
             return ["folder": .string(folderID), "accepted": false]
         }
+        if let existing = (try? index.folder(id: folderID)) ?? nil {
+            // We share this folder already (with another peer): the new peer joins it, no
+            // new directory is made, and it becomes one more source for pulls.
+            do {
+                for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
+                _ = try index.removeFolderOffers(folderID: folderID)
+            } catch { throw .index("\(error)") }
+            acceptedShare(folderID, label: existing.label, path: existing.path, devices: devices)
+            return ["folder": .string(folderID), "accepted": true, "path": .string(existing.path)]
+        }
         var path = directory ?? (config.receiveDirectory + "/" + (first.label.isEmpty ? folderID : first.label))
         path = URL(fileURLWithPath: path).standardizedFileURL.path
         if directory == nil, FileManager.default.fileExists(atPath: path),
@@ -261,12 +271,17 @@ extension Node {
             _ = try index.removeFolderOffers(folderID: folderID)
         } catch { throw .index("\(error)") }
         startFolder(record)
+        acceptedShare(folderID, label: record.label, path: record.path, devices: devices)
+        return ["folder": .string(folderID), "accepted": true, "path": .string(path)]
+    }
+
+    /// Tells the connected offering peers yes, sends them our index, and says so.
+    private func acceptedShare(_ folderID: String, label: String, path: String, devices: Set<String>) {
         for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
             session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
             sendIndex(folderID, to: session)
         }
-        emit(NodeEvent(.folder, state: "shared", name: record.label, path: record.path, time: now()).with(folder: folderID))
-        return ["folder": .string(folderID), "accepted": true, "path": .string(path)]
+        emit(NodeEvent(.folder, state: "shared", name: label, path: path, time: now()).with(folder: folderID))
     }
 
     // MARK: - Session hooks (queue)
@@ -303,8 +318,9 @@ extension Node {
             if !already {
                 emit(NodeEvent(.shareOffer, peer: session.peer, name: label, time: now()).with(folder: folderID))
             }
-            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
-               (try? index.folder(id: folderID)) ?? nil == nil {
+            // Auto-accept (a new folder goes to the receive folder; a folder we have already
+            // just gains the peer).
+            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false) {
                 _ = try? answerShareOnQueue(folderID, accept: true, into: nil)
             }
         case let .shareAnswer(folderID, accepted, reason):
