@@ -136,6 +136,44 @@ struct FolderSyncTests {
         return (folder["peers"] as? [[String: Any]] ?? []).reduce(0) { $0 + (($1[key] as? NSNumber)?.intValue ?? 0) }
     }
 
+    /// Without auto-accept: the offer waits in `status`, `accept ID --into DIR` places the
+    /// folder there, and after `unshare` alice's changes no longer reach bob, whose copy stays.
+    @Test func anOfferIsAcceptedIntoAChosenFolderAndUnshareStops() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let docs = env.home("docs")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try "one".write(toFile: docs + "/one.txt", atomically: true, encoding: .utf8)
+        let alice = try DaemonProcess(env, name: "alice", environment: Self.environment)
+        let bob = try DaemonProcess(env, name: "bob", arguments: ["--receive-dir", env.home("bob-recv")], environment: Self.environment)
+        _ = try env.pair(alice, bob)
+        try alice.waitForState("connected", peer: "bob")
+        #expect(try env.cli(alice, ["share", docs, "--with", "bob"]).status == 0)
+        let offer = try bob.waitFor("share_offer", timeout: 15)
+        let folderID = try #require(offer["folder"] as? String)
+        let pending = try env.cli(bob, ["status"])
+        #expect(pending.stdout.contains("syncpeer accept \(folderID)"), "\(pending.stdout)")
+        #expect(!FileManager.default.fileExists(atPath: env.home("bob-recv") + "/docs"), "nothing is placed before the answer")
+
+        let chosen = env.home("chosen/place")
+        let accepted = try env.cli(bob, ["accept", folderID, "--into", chosen])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
+        try Self.eventually("one.txt in the chosen folder") { FileManager.default.fileExists(atPath: chosen + "/one.txt") }
+        try "two".write(toFile: docs + "/two.txt", atomically: true, encoding: .utf8)
+        try Self.eventually("two.txt follows") { FileManager.default.fileExists(atPath: chosen + "/two.txt") }
+
+        let unshared = try env.cli(alice, ["unshare", docs])
+        #expect(unshared.status == 0, "\(unshared.stderr)")
+        #expect(!(try env.cli(alice, ["status"]).stdout.contains(folderID)), "alice no longer lists the folder")
+        try "three".write(toFile: docs + "/three.txt", atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: docs + "/one.txt")
+        Thread.sleep(forTimeInterval: 3)   // longer than the watch delay and a rescan: nothing may follow
+        #expect(!FileManager.default.fileExists(atPath: chosen + "/three.txt"), "a change after unshare reached bob")
+        #expect(FileManager.default.fileExists(atPath: chosen + "/one.txt"), "bob's copy stays whole")
+        #expect(FileManager.default.fileExists(atPath: docs + "/two.txt"), "unshare deletes nothing")
+        #expect(try env.cli(bob, ["accept", "nosuch-folder"]).status != 0)
+    }
+
     @Test func renamesAndCopiesMoveNoData() throws {
         // No periodic rescan during the test: the rename must be seen by the watcher (a full
         // scan has no rename to go by and reads the file at its new path).
