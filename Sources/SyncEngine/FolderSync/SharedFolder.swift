@@ -179,6 +179,8 @@ final class SharedFolder: @unchecked Sendable {
             let onBatch: (ScanBatch) throws -> Void = { [self] batch in
                 if try apply(batch, index: index, liveBefore: known.base.liveCount) {
                     wroteChanges = true
+                    // Peers start pulling while a long first scan goes on.
+                    node?.folderChanged(id)
                     if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted) }
                 }
             }
