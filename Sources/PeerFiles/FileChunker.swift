@@ -119,9 +119,15 @@ public final class FileChunker {
     }
 
     /// The manifest of the file at `path` (parameters from its size unless given).
-    public static func manifest(ofFileAt path: String, parameters: ChunkParameters? = nil) throws(FileError) -> Manifest {
+    /// `progress` gets the bytes chunked and hashed so far, after each chunk.
+    public static func manifest(ofFileAt path: String, parameters: ChunkParameters? = nil,
+                                progress: ((UInt64) -> Void)? = nil) throws(FileError) -> Manifest {
         let chunker = try FileChunker(path: path, parameters: parameters)
-        let chunks = try chunker.allChunks()
+        var chunks: [ChunkRef] = []
+        while let chunk = try chunker.next() {
+            chunks.append(chunk)
+            progress?(chunker.bytesChunked)
+        }
         do {
             return try Manifest(fileSize: chunker.bytesChunked, chunks: chunks)
         } catch {

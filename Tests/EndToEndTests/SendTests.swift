@@ -35,6 +35,14 @@ struct SendTests {
         #expect(progress.count >= 3)
         #expect(progress == progress.sorted())
         #expect(pair.bob.events("transfer").last?["state"] as? String == "completed")
+        // The sender showed its chunking first ("preparing", up to the whole size), then the transfer.
+        let lines = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let states = lines.compactMap { $0["state"] as? String }
+        let preparing = lines.filter { $0["state"] as? String == "preparing" }
+        #expect(states.first == "preparing", "\(states.prefix(5))")
+        #expect(preparing.allSatisfy { ($0["total"] as? NSNumber)?.intValue == 300 << 20 }, "\(preparing)")
+        #expect((preparing.last?["bytes"] as? NSNumber)?.intValue == 300 << 20, "\(preparing.last ?? [:])")
+        #expect(states.lastIndex(of: "preparing")! < states.firstIndex { $0 != "preparing" }!)
     }
 
     @Test func aFolderOfAThousandFilesArrivesIntact() throws {

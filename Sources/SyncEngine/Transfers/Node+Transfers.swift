@@ -48,11 +48,26 @@ extension Node {
         case let .failure(error): completion(.failure(error)); return
         case let .success(value): target = value
         }
-        // Chunking reads every byte: do it off the node's queue.
+        // Chunking reads every byte: do it off the node's queue, and show it (a large file
+        // takes seconds before there is anything to offer).
         DispatchQueue.global().async { [self] in
             let prepared: PreparedOffer
+            let shownName = name ?? URL(fileURLWithPath: path).lastPathComponent
+            let started = ContinuousClock.now
+            var lastShown: ContinuousClock.Instant?
+            let preparing = { (done: Int64, total: Int64) in
+                let now = ContinuousClock.now
+                guard lastShown == nil || done == total || now - lastShown! >= Self.progressInterval else { return }
+                lastShown = now
+                let elapsed = now - started
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let rate = seconds > 0 ? Double(done) / seconds : 0
+                observer(NodeEvent(.transfer, peer: target.2, direction: "send", name: shownName, bytes: done, total: total,
+                                   rate: rate, eta: rate > 0 ? Double(total - done) / rate : nil, time: self.now())
+                    .with(state: "preparing"))
+            }
             do throws(EngineError) {
-                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream)
+                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream, progress: preparing)
             } catch {
                 completion(.failure(error))
                 return

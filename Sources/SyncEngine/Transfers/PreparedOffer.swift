@@ -60,7 +60,9 @@ struct PreparedOffer: Sendable {
 
     /// Chunks a file (or every regular file of a folder) and builds the offer. Blocking:
     /// call it off the node's queue.
-    static func build(path: String, name: String?, kind: TransferOffer.Kind, id: TransferID = .random()) throws(EngineError) -> PreparedOffer {
+    /// `progress` gets (bytes read so far, bytes in all), after every chunk.
+    static func build(path: String, name: String?, kind: TransferOffer.Kind, id: TransferID = .random(),
+                      progress: ((Int64, Int64) -> Void)? = nil) throws(EngineError) -> PreparedOffer {
         var info = stat()
         guard lstat(path, &info) == 0 else {
             throw .io(path: path, reason: String(cString: strerror(errno)))
@@ -83,13 +85,24 @@ struct PreparedOffer: Sendable {
         var sources: [Source] = []
         var entries: [TransferOffer.Entry] = []
         var next = 0
+        let total = files.reduce(Int64(0)) { sum, file in
+            var st = stat()
+            return sum + (stat(file.absolute, &st) == 0 ? Int64(st.st_size) : 0)
+        }
+        var before: Int64 = 0
+        progress?(0, total)
         for file in files {
             var st = stat()
             guard stat(file.absolute, &st) == 0, let stamp = FileStamp(path: file.absolute) else {
                 throw .io(path: file.absolute, reason: String(cString: strerror(errno)))
             }
             let manifest: Manifest
-            do { manifest = try FileChunker.manifest(ofFileAt: file.absolute) } catch {
+            let done = before
+            do {
+                manifest = try FileChunker.manifest(ofFileAt: file.absolute, progress: progress.map { report in
+                    { bytes in report(done + Int64(bytes), total) }
+                })
+            } catch {
                 throw .io(path: file.absolute, reason: error.description)
             }
             let encoded = manifest.encode()
@@ -105,6 +118,7 @@ struct PreparedOffer: Sendable {
                 throw .io(path: file.absolute, reason: "it changed while it was being read; send it again")
             }
             sources.append(Source(path: file.absolute, manifest: manifest, firstChunk: next, stamp: stamp))
+            before += Int64(manifest.fileSize)
             next += manifest.chunks.count
         }
         let offer = TransferOffer(id: id, kind: isDirectory ? .folder : kind, name: baseName, entries: entries)
