@@ -6,7 +6,11 @@ extension NodeIndex {
     func readTransaction<T: Sendable>(_ body: (Database) throws -> T) throws(IndexError) -> T {
         try read { db in
             try db.execute("BEGIN")
-            defer { try? db.execute("COMMIT") }
+            defer {
+                // Nothing was written: if COMMIT fails, end it anyway so no later write
+                // takes this read transaction for its own.
+                if (try? db.execute("COMMIT")) == nil, db.isInTransaction { try? db.execute("ROLLBACK") }
+            }
             return try body(db)
         }
     }

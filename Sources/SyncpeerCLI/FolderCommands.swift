@@ -106,7 +106,11 @@ struct StatusCommand: Command {
             }
         }
         for offer in result["offers"]?.arrayValue ?? [] {
-            context.output.line("offer: \(EventRenderer.peerName(offer)) shares '\(offer["label"]?.stringValue ?? "?")' — 'syncpeer accept \(offer["folder"]?.stringValue ?? "?") [--into DIR]'")
+            if let joins = offer["joins"]?.stringValue {
+                context.output.line("offer: \(EventRenderer.peerName(offer)) asks to join your folder \(joins) (it would get your copy) — 'syncpeer accept \(offer["folder"]?.stringValue ?? "?")'")
+            } else {
+                context.output.line("offer: \(EventRenderer.peerName(offer)) shares '\(offer["label"]?.stringValue ?? "?")' — 'syncpeer accept \(offer["folder"]?.stringValue ?? "?") [--into DIR]'")
+            }
         }
     }
 }

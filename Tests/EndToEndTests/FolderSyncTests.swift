@@ -193,10 +193,13 @@ struct FolderSyncTests {
         }
         let first = try received()
         #expect(first["bob"]! >= size && first["carol"]! >= size, "the first sync came over the network: \(first)")
+        // A folder to move into, watched before the move (a move into a folder made in the
+        // same instant may reach the watcher as a deletion and a new file: then it is read).
+        try FileManager.default.createDirectory(atPath: trio.path("alice", "archive"), withIntermediateDirectories: true)
+        try Self.eventually("the archive folder everywhere") { FileManager.default.fileExists(atPath: trio.path("carol", "archive")) }
         let scannedBefore = try Self.figure(trio, trio.alice, "scannedBytes")
 
-        // A rename into a new folder: alice does not read the file again, nobody fetches it.
-        try FileManager.default.createDirectory(atPath: trio.path("alice", "archive"), withIntermediateDirectories: true)
+        // A rename into another folder: alice does not read the file again, nobody fetches it.
         try FileManager.default.moveItem(atPath: trio.path("alice", "report.bin"), toPath: trio.path("alice", "archive/report.bin"))
         try Self.eventually("the rename everywhere\n\(Self.describe(trio))") {
             Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "archive/report.bin"))
@@ -326,7 +329,7 @@ struct FolderSyncTests {
     }
 
     /// Carol, who got the folder from alice, shares it with bob too (bob has it already: he
-    /// just gains carol as a peer of it, no second copy). Coming back to a folder both have,
+    /// is asked, even with auto-accept, and then just gains carol as a peer, no second copy). Coming back to a folder both have,
     /// carol pulls from both: her status counts block bytes from each (the sources of the
     /// blocks are refreshed per batch of files, so a peer that connects later joins in).
     @Test func aReturningNodePullsFromSeveralPeers() throws {
@@ -339,6 +342,13 @@ struct FolderSyncTests {
         try trio.carol.waitForState("connected", peer: "bob")
         let shared = try trio.env.cli(trio.carol, ["share", trio.folders["carol"]!, "--with", "bob"])
         try #require(shared.status == 0, "\(shared.stderr)")
+        // Bob auto-accepts new folders, never a peer joining one he has: that is asked.
+        let offer = try trio.bob.waitFor("share_offer", timeout: 15)
+        let asked = try trio.env.cli(trio.bob, ["status"])
+        #expect(asked.stdout.contains("offer: carol") && asked.stdout.contains("asks to join your folder \(trio.folders["bob"]!)"),
+                "\(asked.stdout)")
+        let accepted = try trio.env.cli(trio.bob, ["accept", try #require(offer["folder"] as? String)])
+        #expect(accepted.status == 0, "\(accepted.stderr)")
         try Self.eventually("bob counts carol as a peer of the folder") {
             let peers = ((try? Self.folderStatus(trio, trio.bob))?["peers"] as? [[String: Any]]) ?? []
             return peers.contains { (($0["peer"] as? [String: Any])?["name"] as? String) == "carol" }

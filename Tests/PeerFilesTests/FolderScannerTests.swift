@@ -85,11 +85,18 @@ import Testing
         }
     }
 
-    /// Files that vanished from their known paths are found again by inode, size and mtime
-    /// under a new path (a rename, a move into a new folder, a folder renamed): reported as
-    /// added with the known manifest, nothing read. A file whose content changed since is read.
-    @Test func movedFilesAreFoundByInodeWithoutReading() throws {
+    /// Renamed files (the kernel reported old → new path) are found at the new path and, when
+    /// inode, size and mtime still match, reported as added with the known manifest: nothing
+    /// read (a rename, a move into a new folder, a folder renamed, a rename over a file). A file
+    /// whose content changed since, or one that only shares an inode number with a known file
+    /// at another path, is read.
+    @Test func renamedFilesAreTakenOverWithoutReading() throws {
         try Self.withScannedTree { dir, scanner, known in
+            func at(_ path: String, _ entry: KnownEntry) -> KnownEntry {
+                var moved = entry
+                moved.path = path
+                return moved
+            }
             let deep = try #require(known["dir/sub/deep.bin"])
             let a = try #require(known["a.txt"])
             let bee = try #require(known["dir/b.txt"])
@@ -98,9 +105,10 @@ import Testing
             try Tree.mkdir(dir + "/new")
             #expect(rename(dir + "/a.txt", dir + "/new/a-renamed.txt") == 0)
             #expect(rename(dir + "/dir/b.txt", dir + "/empty.txt") == 0)   // over another file
+            let hints = [at("moved/deep.bin", deep), at("new/a-renamed.txt", a), at("empty.txt", bee)]
             let result = ScanResult()
             let summary = try scanner.scan(paths: ["dir/sub", "moved", "a.txt", "new", "dir/b.txt", "empty.txt"],
-                                           known: KnownEntriesWithMoves(base: known, moved: [deep, a, bee])) { result.record($0) }
+                                           known: KnownEntriesWithMoves(base: known, moved: hints)) { result.record($0) }
             #expect(summary.bytesRead == 0 && summary.filesHashed == 0 && summary.moved == 3)
             #expect(Set(result.added.keys) == ["moved", "moved/deep.bin", "new", "new/a-renamed.txt"])
             #expect(result.added["moved/deep.bin"]?.manifest == deep.manifest)
@@ -113,10 +121,16 @@ import Testing
             Tree.rewrite(dir + "/new/a-renamed.txt", "changed after the rename")
             let again = ScanResult()
             let second = try scanner.scan(paths: ["new/a-renamed.txt"],
-                                          known: KnownEntriesWithMoves(base: known, moved: [a])) { again.record($0) }
+                                          known: KnownEntriesWithMoves(base: known, moved: [at("new/a-renamed.txt", a)])) { again.record($0) }
             #expect(second.filesHashed == 1 && second.moved == 0)
             #expect(again.added["new/a-renamed.txt"]?.manifest?.rootHash
                     == (try FileChunker.manifest(ofFileAt: dir + "/new/a-renamed.txt")).rootHash)
+
+            // Same inode, size and mtime, but no rename to this path: read.
+            let elsewhere = ScanResult()
+            let third = try scanner.scan(paths: ["moved/deep.bin"],
+                                         known: KnownEntriesWithMoves(base: known, moved: [at("somewhere/else.bin", deep)])) { elsewhere.record($0) }
+            #expect(third.filesHashed == 1 && third.moved == 0)
         }
     }
 

@@ -333,7 +333,7 @@ private final class ScanRun {
                previous.size == entry.size, previous.mtimeNs == entry.mtimeNs, previous.inode == entry.inode {
                 if previous.mode == entry.mode { return }
                 entry.manifest = manifest   // metadata only: the content is not read
-            } else if let moved = movedFile?(entry.inode, entry.size, entry.mtimeNs), let manifest = moved.manifest {
+            } else if let moved = movedFile?(path, entry.inode, entry.size, entry.mtimeNs), let manifest = moved.manifest {
                 entry.manifest = manifest   // renamed or moved here: the content is not read
                 summary.moved += 1
             } else {
@@ -527,7 +527,7 @@ private final class ScanRun {
     // MARK: Known entries
 
     /// The source's `movedFile`, for files the known entries do not match.
-    var movedFile: ((UInt64, UInt64, Int64) -> KnownEntry?)?
+    var movedFile: ((String, UInt64, UInt64, Int64) -> KnownEntry?)?
 
     func startKnown(_ iterator: any IteratorProtocol<KnownEntry>) {
         known = iterator

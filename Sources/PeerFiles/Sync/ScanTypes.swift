@@ -100,13 +100,14 @@ public protocol KnownEntrySource {
     /// is wrong.
     func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry>
 
-    /// A file known at another path that is now gone (a rename or a move), with the same
-    /// inode, size and mtime: the scanner takes its manifest instead of reading the file.
-    func movedFile(inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry?
+    /// What was known about the file now at `path` before it was renamed there (the kernel
+    /// reported the rename), if it is still that file (same inode, size and mtime): the
+    /// scanner takes its manifest instead of reading the file.
+    func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry?
 }
 
 extension KnownEntrySource {
-    public func movedFile(inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
+    public func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
 }
 
 /// An in-memory `KnownEntrySource` (tests, small folders): a dictionary by path.
@@ -252,23 +253,27 @@ func bytesLess(_ x: [UInt8], _ y: [UInt8]) -> Bool {
     x.withUnsafeBufferPointer { a in y.withUnsafeBufferPointer { b in bytesLess(a, b) } }
 }
 
-/// A `KnownEntrySource` plus the files that vanished from their known paths in this round
-/// of changes (renamed or moved, as inotify reported): a file found under a new path with the
-/// same inode, size and mtime takes the known manifest and is not read again.
+/// A `KnownEntrySource` plus what was known of renamed files, under their new paths: a file
+/// found at the new path with the same inode, size and mtime takes the known manifest and is
+/// not read again. The new paths come from renames the kernel reported (inotify
+/// MOVED_FROM/MOVED_TO pairs), never from inode numbers alone, which file systems reuse.
 public struct KnownEntriesWithMoves<Base: KnownEntrySource>: KnownEntrySource {
     public let base: Base
-    let moved: [UInt64: [KnownEntry]]
+    /// New path → what was known at the old path (with the new path).
+    let moved: [String: KnownEntry]
 
     public init(base: Base, moved: [KnownEntry]) {
         self.base = base
-        self.moved = Dictionary(grouping: moved.filter { $0.kind == .file && $0.manifest != nil }, by: \.inode)
+        self.moved = Dictionary(moved.filter { $0.kind == .file && $0.manifest != nil }.map { ($0.path, $0) },
+                                uniquingKeysWith: { first, _ in first })
     }
 
     public func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
         base.knownEntries(under: prefix)
     }
 
-    public func movedFile(inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? {
-        moved[inode]?.first { $0.size == size && $0.mtimeNs == mtimeNs }
+    public func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? {
+        guard let entry = moved[path], entry.inode == inode, entry.size == size, entry.mtimeNs == mtimeNs else { return nil }
+        return entry
     }
 }

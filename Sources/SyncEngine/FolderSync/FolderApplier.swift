@@ -77,18 +77,6 @@ final class FolderApplier: @unchecked Sendable {
     func apply(_ actions: [SyncAction]) {
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
         connected = node.connectedDevices()
-        // Every chunk the pulls need, looked up in the local index at once.
-        var hashes: [[UInt8]] = []
-        for action in actions {
-            let wanted: FileState? = switch action {
-            case let .pull(state, device), let .conflict(state, device, _, _), let .rename(_, state, device):
-                state.kind == .file && !state.deleted ? (manifests[state.path]?[device]).map { _ in state } : nil
-            default: nil
-            }
-            guard let wanted, let bytes = manifests[wanted.path]?.values.first, let manifest = try? Manifest.decode(bytes) else { continue }
-            hashes += manifest.chunks.map(\.hash.bytes)
-        }
-        localLocations = (try? index.localChunkLocations(hashes: hashes)) ?? [:]
         // Directories first (parents before children), deletions last (children first).
         let creates = actions.filter { if case let .pull(s, _) = $0 { return s.kind == .directory && !s.deleted } else { return false } }
             .sorted { $0.paths[0] < $1.paths[0] }
@@ -97,7 +85,9 @@ final class FolderApplier: @unchecked Sendable {
         let others = actions.filter { action in
             !creates.contains(action) && !deletes.contains(action)
         }
-        for action in creates + others + deletes {
+        let ordered = creates + others + deletes
+        for (n, action) in ordered.enumerated() {
+            if n % Self.batchFiles == 0 { lookUpLocalChunks(ordered[n..<min(n + Self.batchFiles, ordered.count)]) }
             perform(action, root: root)
             if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes { commit(root: root) }
         }
@@ -108,6 +98,22 @@ final class FolderApplier: @unchecked Sendable {
             rescan = []
             folder.io.async { [folder] in folder.fullScanPaths(paths) }
         }
+    }
+
+    /// Where local files hold the chunks the next actions need: one lookup per batch (files
+    /// committed by earlier batches count too).
+    private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
+        var hashes: [[UInt8]] = []
+        for action in actions {
+            let wanted: (FileState, String)? = switch action {
+            case let .pull(state, device), let .conflict(state, device, _, _), let .rename(_, state, device): (state, device)
+            default: nil
+            }
+            guard let (state, device) = wanted, state.kind == .file, !state.deleted,
+                  let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes) else { continue }
+            hashes += manifest.chunks.map(\.hash.bytes)
+        }
+        localLocations = hashes.isEmpty ? [:] : (try? index.localChunkLocations(hashes: hashes)) ?? [:]
     }
 
     private func perform(_ action: SyncAction, root: DirectoryHandle) {

@@ -74,6 +74,7 @@ extension Node {
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
     public func unshare(directory: String) throws(EngineError) -> JSONValue {
+        var stopping: SharedFolder?
         let result: Result<JSONValue, EngineError> = queue.sync {
             guard let record = (try? index.folder(path: directory)) ?? nil else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
@@ -82,10 +83,13 @@ extension Node {
             for session in sessions.values where members.contains(session.deviceKey) && session.machine.state == .connected {
                 session.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")])
             }
-            folderTable.folders.removeValue(forKey: record.id)?.stop()
+            stopping = folderTable.folders.removeValue(forKey: record.id)
             _ = try? index.removeFolder(id: record.id)
             return .success(["folder": .string(record.id), "path": .string(record.path)])
         }
+        // Off the node's queue: a pull on the folder's io may be waiting for block answers
+        // that the node's queue delivers.
+        stopping?.stop()
         return try result.get()
     }
 
@@ -148,8 +152,12 @@ extension Node {
     public func shareOffers() -> [JSONValue] {
         ((try? index.folderOffers()) ?? []).map { offer in
             let name = (try? index.peer(deviceID: offer.deviceID))??.name ?? "?"
-            return ["folder": .string(offer.folderID), "label": .string(offer.label),
-                    "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
+            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(offer.label),
+                                             "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
+            if let existing = (try? index.folder(id: offer.folderID)) ?? nil {
+                item["joins"] = .string(existing.path)   // accepting lets that peer join a folder we have
+            }
+            return .object(item)
         }
     }
 
@@ -318,9 +326,10 @@ extension Node {
             if !already {
                 emit(NodeEvent(.shareOffer, peer: session.peer, name: label, time: now()).with(folder: folderID))
             }
-            // Auto-accept (a new folder goes to the receive folder; a folder we have already
-            // just gains the peer).
-            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false) {
+            // Auto-accept takes new folders only (into the receive folder). A peer asking to
+            // join a folder we have already would get our copy: that is always asked.
+            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
+               (try? index.folder(id: folderID)) ?? nil == nil {
                 _ = try? answerShareOnQueue(folderID, accept: true, into: nil)
             }
         case let .shareAnswer(folderID, accepted, reason):

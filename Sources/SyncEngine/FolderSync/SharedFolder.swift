@@ -101,11 +101,12 @@ final class SharedFolder: @unchecked Sendable {
 
     private func watched(_ changes: [WatchChange]) {
         var paths: [String] = []
+        var moves: [(from: String, to: String)] = []
         var full = false
         for change in changes {
             switch change {
             case let .changed(path): paths.append(path)
-            case .renamed: continue   // both paths also come as .changed; moves are found by inode
+            case let .renamed(from, to): moves.append((from, to))   // both paths also come as .changed
             case .rootGone:
                 rootMissing()
                 return
@@ -115,43 +116,40 @@ final class SharedFolder: @unchecked Sendable {
             }
         }
         if paths.contains(IgnorePatterns.fileName) { loadIgnores() }
-        if full { fullScan() } else if !paths.isEmpty { scan(paths: paths, followMoves: true) }
+        if full { fullScan() } else if !paths.isEmpty { scan(paths: paths, moves: moves) }
     }
 
-    /// What the index knew at changed paths that are gone from the disk now (a file, or
-    /// every file below a folder): renamed or moved files are found again by inode, size and
-    /// mtime under their new path and not read again.
-    private func vanishedFiles(_ paths: [String], index: NodeIndex) -> [KnownEntry] {
-        guard let rootHandle = try? DirectoryHandle(path: root) else { return [] }
+    /// What the index knew at each renamed path (a file, or every file below a folder),
+    /// under the new path the kernel reported for it: such files are not read again if they
+    /// are still the same (inode, size, mtime).
+    private func renamedFiles(_ moves: [(from: String, to: String)], index: NodeIndex) -> [KnownEntry] {
         var found: [KnownEntry] = []
-        func take(_ record: FileRecord) {
+        func take(_ record: FileRecord, at path: String) {
             guard record.kind == .file, !record.deleted, let inode = record.inode, let manifest = record.manifest else { return }
-            found.append(KnownEntry(path: record.path, kind: .file, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+            found.append(KnownEntry(path: path, kind: .file, size: UInt64(record.size), mtimeNs: record.mtimeNs,
                                     inode: inode, mode: record.mode, manifest: manifest))
         }
-        for path in Set(paths) where found.count < Self.maxMovedFiles {
-            var st = stat()
-            guard (try? SafePath(path)) != nil, fstatat(rootHandle.fd, path, &st, AT_SYMLINK_NOFOLLOW) != 0,
-                  errno == ENOENT || errno == ENOTDIR else { continue }
-            if let record = (try? index.file(folderID: id, path: path)) ?? nil {
-                if record.kind == .file { take(record) }
+        for (from, to) in moves where found.count < Self.maxMovedFiles {
+            if let record = (try? index.file(folderID: id, path: from)) ?? nil {
+                if record.kind == .file { take(record, at: to) }
                 if record.kind != .directory { continue }
             }
             // A folder: every file that was below it, a page at a time, in path order.
-            var after = path + "/"
+            var after = from + "/"
             while found.count < Self.maxMovedFiles {
-                let page = (try? index.files(folderID: id, afterPath: after, limit: 1_000)) ?? []
-                let below = page.prefix { $0.path.hasPrefix(path + "/") }
-                below.forEach(take)
-                if below.count < page.count || page.count < 1_000 { break }
+                let page = (try? index.files(folderID: id, afterPath: after, limit: 200)) ?? []
+                let below = page.prefix { $0.path.hasPrefix(from + "/") }
+                for record in below { take(record, at: to + record.path.dropFirst(from.count)) }
+                if below.count < page.count || page.count < 200 { break }
                 after = page[page.count - 1].path
             }
         }
         return found
     }
 
-    /// Files taken over from renames per scan; beyond that, files are read again (memory).
-    static let maxMovedFiles = 100_000
+    /// Files taken over from renames per scan; beyond that, files are read again (each
+    /// holds its manifest in memory until the scan ends).
+    static let maxMovedFiles = 20_000
 
     // MARK: - Scanning (io)
 
@@ -165,11 +163,11 @@ final class SharedFolder: @unchecked Sendable {
         scan(paths: paths)
     }
 
-    private func scan(paths: [String]?, followMoves: Bool = false) {
+    private func scan(paths: [String]?, moves: [(from: String, to: String)] = []) {
         guard let index else { return }
         setStatus("scanning")
         let known = KnownEntriesWithMoves(base: IndexKnownEntries(index: index, folderID: id),
-                                          moved: followMoves ? vanishedFiles(paths ?? [], index: index) : [])
+                                          moved: moves.isEmpty ? [] : renamedFiles(moves, index: index))
         let scanner = FolderScanner(root: root, ignores: ignores)
         var wroteChanges = false
         // Only a rescan of some paths plans its changes again, so only then are they

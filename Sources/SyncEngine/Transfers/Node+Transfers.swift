@@ -63,7 +63,7 @@ extension Node {
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 let rate = seconds > 0 ? Double(done) / seconds : 0
                 observer(NodeEvent(.transfer, peer: target.2, direction: "send", name: shownName, bytes: done, total: total,
-                                   rate: rate, eta: rate > 0 ? Double(total - done) / rate : nil, time: self.now())
+                                   rate: rate, eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())
                     .with(state: "preparing"))
             }
             do throws(EngineError) {
