@@ -14,25 +14,36 @@ struct FolderSyncTests {
         var bob: DaemonProcess
         var carol: DaemonProcess
         let folders: [String: String]
+        let environment: [String: String]
 
         init(environment: [String: String] = FolderSyncTests.environment) throws {
             env = try SyncpeerRunner()
+            self.environment = environment
             for name in ["alice", "bob", "carol"] {
                 try FileManager.default.createDirectory(atPath: env.home("\(name)-recv"), withIntermediateDirectories: true)
             }
             let shared = env.home("alice-docs")
             try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
-            alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept", "--receive-dir", env.home("alice-recv")],
-                                      environment: environment)
-            bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", env.home("bob-recv")],
-                                    environment: environment)
-            carol = try DaemonProcess(env, name: "carol", arguments: ["--auto-accept", "--receive-dir", env.home("carol-recv")],
-                                      environment: environment)
+            alice = try Self.daemon(env, "alice", environment: environment)
+            bob = try Self.daemon(env, "bob", environment: environment)
+            carol = try Self.daemon(env, "carol", environment: environment)
             _ = try env.pair(alice, bob, autoAccepted: true)
             _ = try env.pair(alice, carol, autoAccepted: true)
             try alice.waitForState("connected", peer: "bob")
             try alice.waitForState("connected", peer: "carol")
             folders = ["alice": shared, "bob": env.home("bob-recv") + "/alice-docs", "carol": env.home("carol-recv") + "/alice-docs"]
+        }
+
+        /// A node's daemon: auto-accepting, receiving into `<name>-recv`.
+        static func daemon(_ env: SyncpeerRunner, _ name: String, environment: [String: String],
+                           home: String? = nil, listen: String = "127.0.0.1:0") throws -> DaemonProcess {
+            try DaemonProcess(env, name: name, home: home, arguments: ["--auto-accept", "--receive-dir", env.home("\(name)-recv")],
+                              environment: environment, listen: listen)
+        }
+
+        /// Starts a stopped (or killed) node again, with its home and address.
+        func restart(_ daemon: DaemonProcess) throws -> DaemonProcess {
+            try Self.daemon(env, daemon.name, environment: environment, home: daemon.home, listen: daemon.address)
         }
 
         func share() throws {
@@ -261,9 +272,7 @@ struct FolderSyncTests {
         try "bob's edit".write(toFile: trio.path("bob", "notes.txt"), atomically: true, encoding: .utf8)
         try "alice's edit, longer".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
         try TestFiles.setMtime(trio.path("alice", "notes.txt"), 1_700_000_000_000_000_000)
-        trio.alice = try DaemonProcess(trio.env, name: "alice", home: trio.alice.home,
-                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("alice-recv")],
-                                       environment: Self.environment, listen: trio.alice.address)
+        trio.alice = try trio.restart(trio.alice)
         try Self.eventually("one conflict copy on every node\n\(Self.describe(trio))", timeout: 45) {
             Self.converged(trio) && trio.all.allSatisfy { node in
                 Self.tree(trio.folders[node]!).keys.filter { $0.contains(".sync-conflict-") }.count == 1
@@ -298,9 +307,7 @@ struct FolderSyncTests {
         try Self.eventually("bob's edit reaches alice") {
             (try? String(contentsOfFile: trio.path("alice", "list.txt"), encoding: .utf8)) == "tea (bob)"
         }
-        trio.carol = try DaemonProcess(trio.env, name: "carol", home: trio.carol.home,
-                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("carol-recv")],
-                                       environment: Self.environment, listen: trio.carol.address)
+        trio.carol = try trio.restart(trio.carol)
         try Self.eventually("one conflict copy everywhere\n\(Self.describe(trio))", timeout: 45) {
             Self.converged(trio) && trio.all.allSatisfy { node in
                 Self.tree(trio.folders[node]!).keys.filter { $0.contains(".sync-conflict-") }.count == 1
@@ -321,9 +328,7 @@ struct FolderSyncTests {
         try "v2".write(toFile: trio.path("alice", "a.txt"), atomically: true, encoding: .utf8)
         try "new".write(toFile: trio.path("bob", "b.txt"), atomically: true, encoding: .utf8)
         try Self.eventually("alice has bob's file") { FileManager.default.fileExists(atPath: trio.path("alice", "b.txt")) }
-        trio.carol = try DaemonProcess(trio.env, name: "carol", home: trio.carol.home,
-                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("carol-recv")],
-                                       environment: Self.environment, listen: trio.carol.address)
+        trio.carol = try trio.restart(trio.carol)
         try Self.eventually("carol caught up\n\(Self.describe(trio))") { Self.converged(trio) }
         #expect(try String(contentsOfFile: trio.path("carol", "a.txt"), encoding: .utf8) == "v2")
     }
@@ -364,9 +369,7 @@ struct FolderSyncTests {
         try Self.eventually("bob has every part", timeout: 90) {
             (0..<48).allSatisfy { FileManager.default.fileExists(atPath: trio.path("bob", "part-\($0).bin")) }
         }
-        trio.carol = try DaemonProcess(trio.env, name: "carol", home: trio.carol.home,
-                                       arguments: ["--auto-accept", "--receive-dir", trio.env.home("carol-recv")],
-                                       environment: Self.environment, listen: trio.carol.address)
+        trio.carol = try trio.restart(trio.carol)
         try Self.eventually("carol caught up\n\(Self.describe(trio))", timeout: 90) { Self.converged(trio) }
         let peers = try Self.folderStatus(trio, trio.carol)["peers"] as? [[String: Any]] ?? []
         var received: [String: Int] = [:]
@@ -408,9 +411,7 @@ struct FolderSyncTests {
         for name in (try FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) where name.hasPrefix("big-") {
             #expect(try TestFiles.hash(trio.path("bob", name)) == expected[name], "\(name) is torn")
         }
-        trio.bob = try DaemonProcess(trio.env, name: "bob", home: trio.bob.home,
-                                     arguments: ["--auto-accept", "--receive-dir", trio.env.home("bob-recv")],
-                                     environment: Self.environment, listen: trio.bob.address)
+        trio.bob = try trio.restart(trio.bob)
         try Self.eventually("bob completed after the restart", timeout: 60) {
             expected.keys.allSatisfy { FileManager.default.fileExists(atPath: trio.path("bob", $0)) }
         }
