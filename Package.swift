@@ -46,12 +46,14 @@ var package = Package(
         // product and not a dependency of `syncpeer`.
         .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles"], path: "Sources/SyncpeerBench"),
 
+        // Helpers shared by the test targets (a seeded generator); not part of the product.
+        .target(name: "TestKit", path: "Tests/TestKit"),
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop"]),
-        .testTarget(name: "PeerWireTests", dependencies: ["PeerWire"]),
-        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto"], exclude: ["Discovery/Interop"]),
+        .testTarget(name: "PeerWireTests", dependencies: ["PeerWire", "TestKit"]),
+        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto", "TestKit"], exclude: ["Discovery/Interop"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
-        .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto"]),
-        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles"]),
+        .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "TestKit"]),
+        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
         .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles"], exclude: ["Interop"]),

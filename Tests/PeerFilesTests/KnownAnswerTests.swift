@@ -1,6 +1,7 @@
 import PeerCrypto
 import PeerFiles
 import Testing
+import TestKit
 
 /// Pinned outputs of the chunker and the manifest for a fixed input.
 ///

@@ -1,6 +1,7 @@
 import PeerCrypto
 import PeerFiles
 import Testing
+import TestKit
 
 @Suite struct ManifestTests {
     static func sample(chunkCount: Int, seed: UInt64 = 1) throws -> Manifest {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import PeerFiles
 import Testing
+import TestKit
 
 /// A file cut into chunks, with its manifest (small chunks so that there are many).
 struct Sample {

@@ -1,20 +1,8 @@
 import Foundation
 import PeerFiles
 import Testing
+import TestKit
 
-/// SplitMix64: a tiny deterministic generator (Steele, Lea, Flood 2014). Test data is a
-/// pure function of the seed, so known-answer values stay valid forever.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// `count` pseudo-random bytes: SplitMix64(seed) outputs, each stored little-endian.
 func pseudoRandomBytes(count: Int, seed: UInt64) -> [UInt8] {

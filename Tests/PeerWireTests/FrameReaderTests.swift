@@ -1,5 +1,6 @@
 import PeerWire
 import Testing
+import TestKit
 
 /// Malformed input and the exact error it must produce.
 struct BadInput: Sendable, CustomTestStringConvertible {

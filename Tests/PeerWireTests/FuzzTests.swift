@@ -1,5 +1,6 @@
 import PeerWire
 import Testing
+import TestKit
 
 /// Feeds the decoders random and mutated input from a seeded generator (the same inputs on
 /// every run). Every input must give valid values or a typed `WireError`: never a crash, a hang

@@ -1,5 +1,6 @@
 import PeerWire
 import Testing
+import TestKit
 
 @Suite struct NoiseFramingTests {
     @Test(arguments: [

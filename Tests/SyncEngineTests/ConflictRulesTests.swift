@@ -1,5 +1,6 @@
 import Testing
 @testable import SyncEngine
+import TestKit
 
 /// One row of the planner's decision table.
 struct PlanCase: Sendable, CustomTestStringConvertible {

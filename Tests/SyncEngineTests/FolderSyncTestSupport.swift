@@ -37,18 +37,6 @@ extension FileState {
     func version(_ v: VersionVector) -> FileState { var c = self; c.version = v; c.sequence = 0; return c }
 }
 
-/// A small deterministic generator (SplitMix64) so property tests are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 // The same helpers for the default path "doc.txt".
 func file(_ version: VersionVector, content: UInt8 = 1, mtime: Int64 = t0, by device: String = devA, mode: UInt32 = 0o644) -> FileState {

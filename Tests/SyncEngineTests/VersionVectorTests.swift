@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SyncEngine
+import TestKit
 
 func randomVector(_ rng: inout SplitMix64, devices: [String] = [devA, devB, devC], maxCounter: UInt64 = 3) -> VersionVector {
     var counters: [String: UInt64] = [:]

@@ -1,5 +1,6 @@
 import Testing
 @testable import PeerNet
+import TestKit
 
 @Suite struct DNSCodecTests {
     static let service = DNSName("_syncpeer._tcp.local")
@@ -230,18 +231,5 @@ import Testing
         }
         #expect(decodedCount > 1_000)
         #expect(elapsed < .seconds(30), "fuzzing took \(elapsed)")
-    }
-}
-
-/// A small seeded PRNG (SplitMix64) so that fuzz failures reproduce.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
