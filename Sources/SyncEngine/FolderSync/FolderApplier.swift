@@ -26,9 +26,9 @@ final class FolderApplier: @unchecked Sendable {
     /// Path → device → that peer's state (what the plan was made from).
     let remotes: [String: [String: FileState]]
     let manifests: [String: [String: [UInt8]]]
-    /// Peers connected when the batch started.
+    /// Peers connected at the start of the apply, refreshed before each batch's fetches.
     private var connected: Set<String> = []
-    /// Chunk hash → where local files hold it (looked up once for the whole apply).
+    /// Chunk hash → where local files hold it (looked up for every `batchFiles` actions).
     private var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     let folderID: String
     /// Files assembled and waiting for the batch barrier.
@@ -100,8 +100,8 @@ final class FolderApplier: @unchecked Sendable {
         }
     }
 
-    /// Where local files hold the chunks the next actions need: one lookup per batch (files
-    /// committed by earlier batches count too).
+    /// Where local files hold the chunks the next actions need: one lookup for every
+    /// `batchFiles` actions (so files committed by earlier batches count too).
     private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
         var hashes: [[UInt8]] = []
         for action in actions {

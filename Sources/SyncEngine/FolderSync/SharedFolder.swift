@@ -280,12 +280,8 @@ final class SharedFolder: @unchecked Sendable {
         var plan = Plan()
         // Two batched lookups for the whole set (one read transaction each).
         plan.local = ((try? index.files(folderID: id, paths: paths)) ?? [:]).mapValues(FileState.init)
-        for (path, byDevice) in (try? index.remoteFiles(folderID: id, paths: paths)) ?? [:] {
-            for (device, remote) in byDevice where members.contains(device) {
-                plan.remotes[path, default: [:]][device] = FileState(remote)
-                if let manifest = remote.manifest { plan.manifests[path, default: [:]][device] = manifest }
-            }
-        }
+        let entries = ((try? index.remoteFiles(folderID: id, paths: paths)) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
+        (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = notIgnored(plan.remotes)
         plan.actions = SyncPlanner().plan(local: plan.local, remotes: plan.remotes)
         return plan
@@ -302,12 +298,7 @@ final class SharedFolder: @unchecked Sendable {
         while true {
             let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []
             guard let last = page.last?.record.path else { break }
-            var remotes: [String: [String: FileState]] = [:]
-            var manifests: [String: [String: [UInt8]]] = [:]
-            for (device, remote) in page where members.contains(device) {
-                remotes[remote.path, default: [:]][device] = FileState(remote)
-                if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
-            }
+            let (remotes, manifests) = Self.peerStates(page.map { ($0.0, $0.1) }, members: members)
             var local: [String: FileState] = [:]
             var localAfter = after
             while case let records = (try? index.files(folderID: id, afterPath: localAfter, throughPath: last,
@@ -328,6 +319,18 @@ final class SharedFolder: @unchecked Sendable {
         }
         plan.actions.sort { $0.paths[0] < $1.paths[0] }
         return plan
+    }
+
+    /// The members' entries (device, entry) as path → device → state, and their manifests.
+    private static func peerStates(_ entries: some Sequence<(String, RemoteFileRecord)>, members: Set<String>)
+        -> (states: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
+        var states: [String: [String: FileState]] = [:]
+        var manifests: [String: [String: [UInt8]]] = [:]
+        for (device, remote) in entries where members.contains(device) {
+            states[remote.path, default: [:]][device] = FileState(remote)
+            if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
+        }
+        return (states, manifests)
     }
 
     /// Paths our ignore patterns exclude are never pulled.
