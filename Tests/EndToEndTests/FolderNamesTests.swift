@@ -159,4 +159,37 @@ struct FolderNamesTests {
         let remaining = Self.temporaries(trio.folders["bob"]!)
         #expect(remaining.isEmpty, "left by the kill: \(left); still there: \(remaining)")
     }
+
+    /// When the conflict copy cannot be made (its name is taken), the losing local version
+    /// is not overwritten: it stays in place, and the folder's status says which path and why.
+    @Test func aConflictCopyThatCannotBeMadeOverwritesNothing() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "original".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("notes.txt everywhere") { trio.all.allSatisfy { FileManager.default.fileExists(atPath: trio.path($0, "notes.txt")) } }
+        let id = try trio.env.cli(trio.alice, ["id", "--json"])
+        let device = try #require((try JSONSerialization.jsonObject(with: Data(id.stdout.utf8)) as? [String: Any])?["id"] as? String)
+            .filter { $0 != "-" }.prefix(7)
+        trio.alice.stop()
+        try "bob's edit".write(toFile: trio.path("bob", "notes.txt"), atomically: true, encoding: .utf8)
+        try "alice's edit".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
+        try TestFiles.setMtime(trio.path("alice", "notes.txt"), 1_700_000_000_000_000_000)
+        // The name alice's copy would get (her mtime, her device) is taken already.
+        let blocker = "notes.sync-conflict-20231114-221320-\(device).txt"
+        try "in the way".write(toFile: trio.path("alice", blocker), atomically: true, encoding: .utf8)
+        trio.alice = try trio.restart(trio.alice)
+        var status: [String: Any] = [:]
+        try Self.eventually("alice's status names the path that cannot be synced", timeout: 45) {
+            status = (try? FolderSyncTests.folderStatus(trio, trio.alice)) ?? [:]
+            return ((status["failed"] as? [[String: Any]]) ?? []).contains { ($0["path"] as? String) == "notes.txt" }
+        }
+        #expect(status["state"] as? String == "error", "\(status)")
+        #expect((status["error"] as? String)?.contains("notes.txt") == true, "\(status)")
+        let text = try trio.env.cli(trio.alice, ["status"])
+        #expect(text.stdout.contains("error: cannot sync 1 path(s): notes.txt"), "\(text.stdout)")
+        try Self.eventually("the blocker reaches bob") { FileManager.default.fileExists(atPath: trio.path("bob", blocker)) }
+        #expect(try String(contentsOfFile: trio.path("alice", "notes.txt"), encoding: .utf8) == "alice's edit", "not overwritten")
+        #expect(try String(contentsOfFile: trio.path("alice", blocker), encoding: .utf8) == "in the way")
+    }
 }
