@@ -211,7 +211,7 @@ final class FolderApplier: @unchecked Sendable {
         case .file:
             guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
                   manifest.rootHash == (state.rootHash ?? []) else {
-                folder.report("no valid manifest for \(state.path) from its peer")
+                fail(state.path, "its peer sent no valid manifest for it")
                 return
             }
             let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
