@@ -412,10 +412,11 @@ final class FolderApplier: @unchecked Sendable {
                 rescan.append(item.state.path)
                 continue
             }
-            if item.directory.entryKind(item.name) == .directory,
+            if local[item.state.path]?.kind == .directory, item.directory.entryKind(item.name) == .directory,
                unlinkat(item.directory.fd, item.name, AT_REMOVEDIR) != 0, errno != ENOENT {
-                // A directory becomes a file or link only once empty (its children were deleted
-                // first); anything still inside stays, with the directory.
+                // A synced directory becomes a file or link only once empty (its children were
+                // deleted first); anything still inside stays, with the directory. (A directory
+                // the index does not know there makes the rename below fail: it stays too.)
                 discard(item, "the folder in its place cannot be removed: \(Self.lastError())")
                 rescan.append(item.state.path)
                 continue
