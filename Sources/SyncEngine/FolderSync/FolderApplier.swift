@@ -35,6 +35,13 @@ final class FolderApplier: @unchecked Sendable {
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0
     private var rescan: [String] = []
+    /// Paths whose pull failed in this apply, and why (the folder retries them).
+    private(set) var failures: [String: FailedPull] = [:]
+    /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
+    /// failed attempt holds: those that still verify are not fetched again.
+    var keptTemps: [String: String] = [:]
+    /// Set when the disk is full: the batch's remaining chunks are not fetched.
+    private let diskFull = FailureFlag()
     static let batchFiles = 256
     static let batchBytes: Int64 = 64 << 20
     static let inFlightUnit = 64 << 10
@@ -50,7 +57,7 @@ final class FolderApplier: @unchecked Sendable {
         var conflictCopy: String?
         /// The open temporary file (-1 for links); closed at commit.
         var fd: Int32 = -1
-        /// Set when a chunk could not be fetched: the file is dropped at commit.
+        /// Set when a chunk could not be fetched or written: the file is not committed.
         let failure = FailureFlag()
     }
 
@@ -163,7 +170,7 @@ final class FolderApplier: @unchecked Sendable {
             return
         }
         guard let resolved = try? safe.resolve(under: root, createDirectories: true) else {
-            folder.report("cannot create the folder of \(state.path)")
+            failed(state, PullFailure(.unwritable, "cannot create its folder"))
             return
         }
         switch state.kind {
@@ -176,7 +183,7 @@ final class FolderApplier: @unchecked Sendable {
             let temp = Self.tempName(resolved.name)
             unlinkat(resolved.directory.fd, temp, 0)
             guard symlinkat(state.symlinkTarget ?? "", resolved.directory.fd, temp) == 0 else {
-                folder.report("cannot create the link \(state.path)")
+                failed(state, .writing(errno, "cannot create the link"))
                 return
             }
             pending.append(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
@@ -184,25 +191,29 @@ final class FolderApplier: @unchecked Sendable {
         case .file:
             guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
                   manifest.rootHash == (state.rootHash ?? []) else {
-                folder.report("no valid manifest for \(state.path) from its peer")
+                failed(state, PullFailure(.badData, "no valid manifest from its peer"))
                 return
             }
             let temp = Self.tempName(resolved.name)
-            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            // A temp file kept from a failed attempt at this version is reused (its chunks
+            // that verify are not fetched again); any other one is emptied.
+            let reuse = keptTemps[state.path] == PullFailure.version(of: state)
+            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                folder.report("cannot write \(state.path): \(String(cString: strerror(errno)))")
+                failed(state, .writing(errno, "cannot write its temporary file"))
                 return
             }
-            guard let missing = copyLocalChunks(manifest, into: fd, path: state.path) else {
+            let (missing, failure) = copyLocalChunks(manifest, into: fd, reusingTemp: reuse)
+            if let failure {
                 close(fd)
-                unlinkat(resolved.directory.fd, temp, 0)
+                failed(state, failure)
+                if failure.failure != .diskFull { unlinkat(resolved.directory.fd, temp, 0) }
                 return
             }
             let sources = missing.isEmpty ? [] : devices(holding: state)
             if !missing.isEmpty && sources.isEmpty {
-                folder.report("no connected peer has \(state.path) right now; it will be fetched when one is")
-                close(fd)
-                unlinkat(resolved.directory.fd, temp, 0)
+                close(fd)   // kept: what it holds is not fetched again
+                failed(state, PullFailure(.peerUnavailable, "no connected peer has it"))
                 return
             }
             if !missing.isEmpty {
@@ -231,23 +242,39 @@ final class FolderApplier: @unchecked Sendable {
         entries.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }.map(\.key).sorted()
     }
 
-    /// Sizes the file and writes every chunk some local file already holds; returns the
-    /// chunks still missing (nil when the file cannot be written).
-    private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, path: String) -> [ChunkRef]? {
-        if manifest.fileSize > 0, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
-            folder.report("cannot write \(path): \(String(cString: strerror(errno)))")
-            return nil
+    /// Sizes the file and writes every chunk some local file already holds (or, with
+    /// `reusingTemp`, that the temp file holds already and that verifies); returns the
+    /// chunks still missing, or why the file cannot be written.
+    private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
+        if ftruncate(fd, off_t(manifest.fileSize)) != 0 {
+            return ([], .writing(errno, "cannot size its temporary file"))
         }
         var missing: [ChunkRef] = []
         for chunk in manifest.chunks {
-            if let bytes = localChunk(chunk) {
-                guard write(bytes, at: chunk.offset, fd) else { return nil }
+            if reusingTemp, Self.holds(fd, chunk) {
+                folder.activity.reused(bytes: Int(chunk.size))
+            } else if let bytes = localChunk(chunk) {
+                let error = write(bytes, at: chunk.offset, fd)
+                guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.reused(bytes: bytes.count)
             } else {
                 missing.append(chunk)
             }
         }
-        return missing
+        return (missing, nil)
+    }
+
+    /// True when the file open at `fd` holds this chunk's bytes (they hash to its hash).
+    private static func holds(_ fd: Int32, _ chunk: ChunkRef) -> Bool {
+        var bytes = [UInt8](repeating: 0, count: Int(chunk.size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(chunk.offset) + off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return ChunkHash.of(bytes) == chunk.hash
     }
 
     /// Fetches every queued chunk of the batch from peers, many at a time across all files
@@ -268,19 +295,31 @@ final class FolderApplier: @unchecked Sendable {
         for (n, job) in jobs.enumerated() {
             let item = pending[job.pending]
             if item.failure.isSet { continue }
+            if let full = diskFull.value {
+                // Nothing more fits: what is fetched now would be thrown away.
+                item.failure.set(full)
+                continue
+            }
             let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit))
             for _ in 0..<weight { units.wait() }
             group.enter()
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[job.path] ?? [:])
-            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: n) { (bytes: [UInt8]?) in
+            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: n) { (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
                     group.leave()
                 }
-                guard let bytes, self.write(bytes, at: job.chunk.offset, fd) else {
-                    item.failure.set()
+                guard let bytes else {
+                    item.failure.set(lied ? PullFailure(.badData, "a peer answered with data that does not match its hash")
+                                          : PullFailure(.peerUnavailable, "its peers did not answer (disconnected?)"))
                     return
+                }
+                let error = self.write(bytes, at: job.chunk.offset, fd)
+                if error != 0 {
+                    let failure = PullFailure.writing(error, "cannot write its temporary file")
+                    item.failure.set(failure)
+                    if failure.failure == .diskFull { self.diskFull.set(failure) }
                 }
             }
         }
@@ -289,18 +328,20 @@ final class FolderApplier: @unchecked Sendable {
     }
 
     /// Asks the peers in turn (starting at a different one per chunk) until one answers
-    /// with bytes that match the hash.
-    private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0,
-                       completion: @escaping @Sendable ([UInt8]?) -> Void) {
-        guard tries < sources.count else { completion(nil); return }
+    /// with bytes that match the hash; the completion gets nil when none did, and whether a
+    /// peer answered with bytes that do not match.
+    private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
+                       completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
+        guard tries < sources.count else { completion(nil, lied); return }
         let device = sources[(attempt + tries) % sources.count]
         node.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                           hash: chunk.hash.bytes) { [self] bytes in
             if let bytes, ChunkHash.of(bytes) == chunk.hash {
                 folder.activity.fetched(path: path, from: device, bytes: bytes.count)
-                completion(bytes)
+                completion(bytes, lied)
             } else {
-                fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, completion: completion)
+                fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
+                      completion: completion)
             }
         }
     }
@@ -318,18 +359,16 @@ final class FolderApplier: @unchecked Sendable {
         return nil
     }
 
-    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32) -> Bool {
+    /// Writes all of `bytes` at `offset`; 0, or the errno of the failure.
+    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32) -> Int32 {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                folder.report(errno == ENOSPC ? "disk full: free some space; syncing resumes at the next scan" : "write failed: \(String(cString: strerror(errno)))")
-                return false
-            }
+            guard n > 0 else { return n == 0 ? ENOSPC : errno }
             done += n
         }
-        return true
+        return 0
     }
 
     // MARK: Commit
@@ -341,10 +380,11 @@ final class FolderApplier: @unchecked Sendable {
         var ready: [Pending] = []
         for item in pending {
             guard item.fd >= 0 else { ready.append(item); continue }
-            if item.failure.isSet {
+            if let failure = item.failure.value {
                 close(item.fd)
-                unlinkat(item.directory.fd, item.temp, 0)
-                folder.report("could not fetch every chunk of \(item.state.path) from its peers; it will be retried")
+                // Kept for the next attempt unless it can never be used.
+                if failure.failure == .unwritable { unlinkat(item.directory.fd, item.temp, 0) }
+                failed(item.state, failure)
                 continue
             }
             // Mode and mtime last: writing would change the mtime again.
@@ -371,7 +411,7 @@ final class FolderApplier: @unchecked Sendable {
                 continue
             }
             guard renameat(item.directory.fd, item.temp, item.directory.fd, item.name) == 0 else {
-                folder.report("cannot put \(item.state.path) in place: \(String(cString: strerror(errno)))")
+                failed(item.state, .writing(errno, "cannot put it in place"))
                 unlinkat(item.directory.fd, item.temp, 0)
                 continue
             }
@@ -471,18 +511,31 @@ final class FolderApplier: @unchecked Sendable {
     /// `UTIME_OMIT` (not imported): leave that time as it is.
     let utimeOmit = (1 << 30) - 2
 
+    /// A pull of `state` failed: the folder reports it (once per change) and retries it.
+    private func failed(_ state: FileState, _ failure: PullFailure) {
+        failures[state.path] = FailedPull(failure: failure, version: PullFailure.version(of: state))
+    }
+
+    /// Removes the temp file a failed attempt kept for `path`, if any (the path needs
+    /// nothing more, or wants another version).
+    static func removeKeptTemp(_ path: String, root: String) {
+        guard let handle = try? DirectoryHandle(path: root), let resolved = try? SafePath(path).resolve(under: handle) else { return }
+        unlinkat(resolved.directory.fd, tempName(resolved.name), 0)
+    }
+
     static func tempName(_ name: String) -> String {
         "." + String(name.prefix(200)) + IgnorePatterns.temporarySuffix
     }
 }
 
-/// A flag set from several threads.
+/// A failure set from several threads (the first one set stays).
 final class FailureFlag: @unchecked Sendable {
     // @unchecked: guarded by `lock`.
     private let lock = NSLock()
-    private var value = false
-    func set() { lock.lock(); value = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+    private var first: PullFailure?
+    func set(_ failure: PullFailure) { lock.lock(); if first == nil { first = failure }; lock.unlock() }
+    var value: PullFailure? { lock.lock(); defer { lock.unlock() }; return first }
+    var isSet: Bool { value != nil }
 }
 
 /// syncfs(2): flushes the whole file system holding `fd` (not exported by the Glibc module).

@@ -108,7 +108,8 @@ extension Node {
     public func folderStatus() -> [JSONValue] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
-            let (state, error) = queue.sync { (folder.status, folder.error) }
+            var (state, error) = queue.sync { (folder.status, folder.error) }
+            if state == "idle", let failing = folder.failing.state { state = failing }   // never idle while paths fail
             let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             let activity = folder.activity.snapshot
@@ -139,7 +140,16 @@ extension Node {
                     "files": JSONValue(totals.files), "bytes": .number(Double(totals.bytes)),
                     "conflicts": JSONValue(conflictCopies(folder.id).count), "peers": .array(peers),
                     "transfers": .array(current), "reusedBytes": .number(Double(activity.reused)),
-                    "scannedBytes": .number(Double(activity.scanned))]
+                    "scannedBytes": .number(Double(activity.scanned)),
+                    "failing": JSONValue(folder.failing.count), "failures": .array(Self.failures(of: folder))]
+        }
+    }
+
+    /// The first paths that cannot be pulled now: what, why, and when they are tried again.
+    static func failures(of folder: SharedFolder) -> [JSONValue] {
+        folder.failing.list(limit: 20).map { item in
+            ["path": .string(item.path), "kind": .string(item.failure.rawValue), "reason": .string(item.reason),
+             "retry": .string(item.retry)]
         }
     }
 
@@ -300,6 +310,8 @@ extension Node {
             // Offering again is harmless: a peer that shares it already answers "accepted".
             session.send([.shareOffer(folder: folderID, label: record.label)])
             folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+            // Pulls that failed for want of a peer are tried again now, not at the next rescan.
+            folderTable.folders[folderID]?.peerConnected()
         }
     }
 
