@@ -131,6 +131,13 @@ struct PullRetry: Equatable {
         return due
     }
 
+    /// True when `path` waits for free space: a rescan does not try it (it would fetch
+    /// what cannot be stored), the free-space probe does.
+    func waitsForSpace(_ path: String) -> Bool {
+        guard let entry = entries[path] else { return false }
+        return entry.failure == .diskFull && entry.retryAt == nil
+    }
+
     /// When something is due next (an attempt or a free-space probe), if anything is.
     var nextDeadline: Double? {
         let times = entries.values.compactMap(\.retryAt) + (nextProbe.map { [$0] } ?? [])

@@ -262,7 +262,10 @@ final class SharedFolder: @unchecked Sendable {
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return }
-        let actions = SyncPlanner.planRenames(plan.actions, local: plan.local)
+        // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
+        let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy(retry.waitsForSpace) }
+        guard !wanted.isEmpty else { return }
+        let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         setStatus("syncing")
         let applier = FolderApplier(folder: self, node: node, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests)
