@@ -137,6 +137,54 @@ struct FolderRetryTests {
         }
     }
 
+    /// Root only (mounts a read-only tmpfs inside bob's folder): a path that cannot be
+    /// written is reported once per version, not at every rescan, and status says so.
+    @Test(.enabled(if: getuid() == 0, "mounts a tmpfs"))
+    func aPathThatCannotBeWrittenIsReportedOncePerChange() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let docs = env.home("docs")
+        try FileManager.default.createDirectory(atPath: docs + "/ro", withIntermediateDirectories: true)
+        try "a".write(toFile: docs + "/a.txt", atomically: true, encoding: .utf8)
+        // Rescans every second: each one plans the path again.
+        let environment = ["SYNCPEER_WATCH_DELAY_MS": "200", "SYNCPEER_RESCAN_MS": "1000"]
+        let alice = try DaemonProcess(env, name: "alice", environment: environment)
+        let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", env.home("bob-recv")],
+                                    environment: environment)
+        _ = try env.pair(alice, bob, autoAccepted: true)
+        try bob.waitForState("connected", peer: "alice")
+        let shared = try env.cli(alice, ["share", docs, "--with", "bob"])
+        try #require(shared.status == 0, "\(shared.stderr)")
+        let received = env.home("bob-recv") + "/docs"
+        try FolderSyncTests.eventually("bob has a.txt and ro") {
+            FileManager.default.fileExists(atPath: received + "/a.txt") && FileManager.default.fileExists(atPath: received + "/ro")
+        }
+        try Self.run("/bin/mount", ["-t", "tmpfs", "-o", "ro,size=1m", "tmpfs", received + "/ro"])
+        defer { try? Self.run("/bin/umount", ["-l", received + "/ro"]) }
+
+        try "version 1".write(toFile: docs + "/ro/file.txt", atomically: true, encoding: .utf8)
+        func reports() -> [[String: Any]] {
+            bob.events("error").filter { ($0["reason"] as? String)?.contains("ro/file.txt") == true }
+        }
+        try FolderSyncTests.eventually("bob reports ro/file.txt") { reports().count >= 1 }
+        var status: [String: Any] = [:]
+        try FolderSyncTests.eventually("bob's status shows ro/file.txt failing") {
+            status = (try? Self.folder(env, bob)) ?? [:]
+            return Self.number(status["failing"]) == 1
+        }
+        #expect(status["state"] as? String == "error", "\(status)")
+        let failure = (status["failures"] as? [[String: Any]])?.first ?? [:]
+        #expect(failure["path"] as? String == "ro/file.txt", "\(status)")
+        #expect((failure["reason"] as? String)?.contains("Read-only file system") == true, "\(status)")
+        Thread.sleep(forTimeInterval: 3.5)   // several rescans, each trying it again
+        #expect(reports().count == 1, "reported once: \(reports().map { $0["reason"] ?? "" })")
+
+        try "version 2".write(toFile: docs + "/ro/file.txt", atomically: true, encoding: .utf8)
+        try FolderSyncTests.eventually("bob reports the new version") { reports().count >= 2 }
+        Thread.sleep(forTimeInterval: 3.5)
+        #expect(reports().count == 2, "reported once more for the new version: \(reports().map { $0["reason"] ?? "" })")
+    }
+
     static func run(_ tool: String, _ arguments: [String]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool)
