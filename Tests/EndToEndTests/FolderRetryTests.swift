@@ -26,6 +26,29 @@ struct FolderRetryTests {
         (folder["peers"] as? [[String: Any]] ?? []).reduce(0) { $0 + number($1["receivedBytes"]) }
     }
 
+    /// Alice shares `docs` with bob (auto-accepting into `receive`), both paired and connected.
+    static func share(_ env: SyncpeerRunner, _ docs: String, into receive: String,
+                      environment: [String: String]) throws -> (alice: DaemonProcess, bob: DaemonProcess) {
+        let alice = try DaemonProcess(env, name: "alice", environment: environment)
+        let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", receive], environment: environment)
+        _ = try env.pair(alice, bob, autoAccepted: true)
+        try bob.waitForState("connected", peer: "alice")
+        let shared = try env.cli(alice, ["share", docs, "--with", "bob"])
+        try #require(shared.status == 0, "\(shared.stderr)")
+        return (alice, bob)
+    }
+
+    /// Waits until a node's status lists one failing path; returns the status and that path's entry.
+    static func oneFailing(_ env: SyncpeerRunner, _ daemon: DaemonProcess, _ what: String) throws
+        -> (status: [String: Any], failure: [String: Any]) {
+        var status: [String: Any] = [:]
+        try FolderSyncTests.eventually(what) {
+            status = (try? folder(env, daemon)) ?? [:]
+            return number(status["failing"]) == 1
+        }
+        return (status, (status["failures"] as? [[String: Any]])?.first ?? [:])
+    }
+
     static func same(_ names: [String: String], _ root: String) -> Bool {
         names.allSatisfy { name, hash in (try? TestFiles.hash(root + "/" + name)) == hash }
     }
@@ -91,21 +114,12 @@ struct FolderRetryTests {
         let expected = ["big.bin": try TestFiles.hash(docs + "/big.bin")]
         // Frequent rescans: they must neither report the full disk again nor fetch again.
         let environment = ["SYNCPEER_WATCH_DELAY_MS": "200", "SYNCPEER_RESCAN_MS": "1000"]
-        let alice = try DaemonProcess(env, name: "alice", environment: environment)
-        let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", mount], environment: environment)
-        _ = try env.pair(alice, bob, autoAccepted: true)
-        try bob.waitForState("connected", peer: "alice")
-        let shared = try env.cli(alice, ["share", docs, "--with", "bob"])
-        try #require(shared.status == 0, "\(shared.stderr)")
+        let (alice, bob) = try Self.share(env, docs, into: mount, environment: environment)
+        defer { withExtendedLifetime(alice) {} }   // its daemon stops when it is released
 
         // While the disk is full, status says what fails and why, and does not claim idle.
-        var status: [String: Any] = [:]
-        try FolderSyncTests.eventually("bob's status shows the full disk") {
-            status = (try? Self.folder(env, bob)) ?? [:]
-            return Self.number(status["failing"]) == 1
-        }
+        let (status, failure) = try Self.oneFailing(env, bob, "bob's status shows the full disk")
         #expect(status["state"] as? String == "retrying", "\(status)")
-        let failure = (status["failures"] as? [[String: Any]])?.first ?? [:]
         #expect(failure["path"] as? String == "big.bin", "\(status)")
         #expect((failure["reason"] as? String)?.contains("No space left on device") == true, "\(status)")
         #expect((failure["retry"] as? String)?.contains("space is freed") == true, "\(status)")
@@ -148,13 +162,8 @@ struct FolderRetryTests {
         try "a".write(toFile: docs + "/a.txt", atomically: true, encoding: .utf8)
         // Rescans every second: each one plans the path again.
         let environment = ["SYNCPEER_WATCH_DELAY_MS": "200", "SYNCPEER_RESCAN_MS": "1000"]
-        let alice = try DaemonProcess(env, name: "alice", environment: environment)
-        let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", env.home("bob-recv")],
-                                    environment: environment)
-        _ = try env.pair(alice, bob, autoAccepted: true)
-        try bob.waitForState("connected", peer: "alice")
-        let shared = try env.cli(alice, ["share", docs, "--with", "bob"])
-        try #require(shared.status == 0, "\(shared.stderr)")
+        let (alice, bob) = try Self.share(env, docs, into: env.home("bob-recv"), environment: environment)
+        defer { withExtendedLifetime(alice) {} }   // its daemon stops when it is released
         let received = env.home("bob-recv") + "/docs"
         try FolderSyncTests.eventually("bob has a.txt and ro") {
             FileManager.default.fileExists(atPath: received + "/a.txt") && FileManager.default.fileExists(atPath: received + "/ro")
@@ -167,13 +176,8 @@ struct FolderRetryTests {
             bob.events("error").filter { ($0["reason"] as? String)?.contains("ro/file.txt") == true }
         }
         try FolderSyncTests.eventually("bob reports ro/file.txt") { reports().count >= 1 }
-        var status: [String: Any] = [:]
-        try FolderSyncTests.eventually("bob's status shows ro/file.txt failing") {
-            status = (try? Self.folder(env, bob)) ?? [:]
-            return Self.number(status["failing"]) == 1
-        }
+        let (status, failure) = try Self.oneFailing(env, bob, "bob's status shows ro/file.txt failing")
         #expect(status["state"] as? String == "error", "\(status)")
-        let failure = (status["failures"] as? [[String: Any]])?.first ?? [:]
         #expect(failure["path"] as? String == "ro/file.txt", "\(status)")
         #expect((failure["reason"] as? String)?.contains("Read-only file system") == true, "\(status)")
         Thread.sleep(forTimeInterval: 3.5)   // several rescans, each trying it again
