@@ -12,7 +12,7 @@ struct PullRetryTests {
     @Test(arguments: [
         (PullRetry.Failure.peerUnavailable, true, PullRetry.Wake.peerConnected),
         (.badData, true, .peerConnected),
-        (.diskFull, false, .spaceFreed),
+        (.diskFull, true, .spaceFreed),
         (.unwritable, false, .versionChanged),
     ])
     func eachFailureHasItsRule(failure: PullRetry.Failure, timed: Bool, wake: PullRetry.Wake) {
@@ -39,7 +39,8 @@ struct PullRetryTests {
             events: [(100.2, .peerConnected)], dueAt: 100.2),
         Row(name: "a lying peer is retried after 1 s", failure: .badData, events: [(101, nil)], dueAt: 101),
         Row(name: "a lying peer is retried when another connects", failure: .badData, events: [(100.1, .peerConnected)], dueAt: 100.1),
-        Row(name: "a full disk is not retried by the clock", failure: .diskFull, events: [(5000, nil)], dueAt: nil),
+        Row(name: "a full disk is retried by the clock only after 10 min", failure: .diskFull,
+            events: [(101, nil), (160, nil), (699, nil), (700, nil)], dueAt: 700),
         Row(name: "a full disk is not retried when a peer connects", failure: .diskFull, events: [(100.3, .peerConnected)], dueAt: nil),
         Row(name: "a full disk with no more space stays waiting", failure: .diskFull, events: [(102, .space(10))], dueAt: nil),
         Row(name: "a full disk is retried once space is freed", failure: .diskFull, events: [(102, .space(10)), (104, .space(5000))], dueAt: 104),
@@ -126,5 +127,8 @@ struct PullRetryTests {
         retry.spaceChecked(freeBytes: 1, now: 2)
         #expect(retry.takeDue(now: 2) == ["full"])
         #expect(retry.takeDue(now: 1e9).isEmpty, "the unwritable name waits for a change")
+        #expect(retry.waitsForSpace("full") == false, "an attempt is running")
+        retry.failed("full", .diskFull, reason: "full", version: "v", now: 3)
+        #expect(retry.waitsForSpace("full") && !retry.waitsForSpace("cut"))
     }
 }

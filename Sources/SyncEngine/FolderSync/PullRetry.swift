@@ -10,8 +10,12 @@ internal import Glibc
 ///     ───────────────  ────────────────────────────  ─────────────────────────────────
 ///     peerUnavailable  1 s, 2 s, 4 s … up to 60 s    a peer connects
 ///     badData          1 s, 2 s, 4 s … up to 60 s    a peer connects
-///     diskFull         never (the disk stays full)   a probe sees more free space
+///     diskFull         after 10 min (a safety net)   a probe sees more free space
 ///     unwritable       never (it would fail again)   its wanted version changes
+///
+/// A full disk is not retried sooner by the clock: each attempt would fetch what cannot be
+/// stored. The 10-minute net is for a quota or a file system whose free space statvfs does
+/// not show.
 ///
 /// A path's failure is reported once per change: again only when its wanted version, its
 /// kind or its reason differ from the last one reported.
@@ -52,6 +56,8 @@ struct PullRetry: Equatable {
 
     static let firstDelay = 1.0
     static let maxDelay = 60.0
+    /// When a path that failed on a full disk is tried again if no probe saw space freed.
+    static let fullDiskDelay = 600.0
     /// How often free space is looked at while a path waits for it (a statvfs call).
     static let spaceProbeInterval = 2.0
 
@@ -71,7 +77,7 @@ struct PullRetry: Equatable {
     static func rule(_ failure: Failure) -> (timed: Bool, wake: Wake) {
         switch failure {
         case .peerUnavailable, .badData: (true, .peerConnected)
-        case .diskFull: (false, .spaceFreed)
+        case .diskFull: (true, .spaceFreed)
         case .unwritable: (false, .versionChanged)
         }
     }
@@ -83,8 +89,9 @@ struct PullRetry: Equatable {
         let old = entries[path]
         let attempts = old?.version == version ? (old?.attempts ?? 0) + 1 : 1
         let timed = Self.rule(failure).timed
+        let delay = failure == .diskFull ? Self.fullDiskDelay : Self.delay(afterAttempts: attempts)
         entries[path] = Entry(failure: failure, reason: reason, version: version, attempts: attempts,
-                              retryAt: timed ? now + Self.delay(afterAttempts: attempts) : nil,
+                              retryAt: timed ? now + delay : nil,
                               freeBytes: failure == .diskFull ? freeBytes ?? 0 : nil)
         if failure == .diskFull, nextProbe == nil { nextProbe = now + Self.spaceProbeInterval }
         updateProbe()
@@ -107,8 +114,7 @@ struct PullRetry: Equatable {
     /// Free space was looked at: paths that failed on a full disk are due if there is more
     /// now than when they failed.
     mutating func spaceChecked(freeBytes: UInt64, now: Double) {
-        for (path, entry) in entries where entry.failure == .diskFull && entry.retryAt == nil
-            && freeBytes > (entry.freeBytes ?? 0) {
+        for (path, entry) in entries where waitsForSpace(path) && freeBytes > (entry.freeBytes ?? 0) {
             entries[path]?.retryAt = now
         }
         nextProbe = nil
@@ -135,7 +141,7 @@ struct PullRetry: Equatable {
     /// what cannot be stored), the free-space probe does.
     func waitsForSpace(_ path: String) -> Bool {
         guard let entry = entries[path] else { return false }
-        return entry.failure == .diskFull && entry.retryAt == nil
+        return entry.failure == .diskFull && entry.retryAt != nil   // nil: an attempt is running
     }
 
     /// When something is due next (an attempt or a free-space probe), if anything is.
@@ -151,7 +157,7 @@ struct PullRetry: Equatable {
             let wait = entry.retryAt.map { max(0, Int(($0 - now).rounded(.up))) }
             return wait.map { "retried in \($0) s or when a peer connects" } ?? "being retried"
         case .spaceFreed:
-            return entry.retryAt == nil ? "retried when space is freed" : "being retried"
+            return entry.retryAt == nil ? "being retried" : "retried when space is freed"
         case .versionChanged:
             return "retried when it changes or at the next rescan"
         }
@@ -165,7 +171,7 @@ struct PullRetry: Equatable {
 
     /// Keeps a probe planned exactly while some path waits for space.
     private mutating func updateProbe(now: Double? = nil) {
-        let waiting = entries.values.contains { $0.failure == .diskFull && $0.retryAt == nil }
+        let waiting = entries.keys.contains(where: waitsForSpace)
         if !waiting {
             nextProbe = nil
         } else if nextProbe == nil, let now {
