@@ -11,7 +11,7 @@ internal import Glibc
 ///     peerUnavailable  1 s, 2 s, 4 s … up to 60 s    a peer connects
 ///     badData          1 s, 2 s, 4 s … up to 60 s    a peer connects
 ///     diskFull         after 10 min (a safety net)   a probe sees more free space
-///     unwritable       never (it would fail again)   its wanted version changes
+///     unwritable       never (a rescan tries it)     its wanted version changes (a new plan)
 ///
 /// A full disk is not retried sooner by the clock: each attempt would fetch what cannot be
 /// stored. The 10-minute net is for a quota or a file system whose free space statvfs does
