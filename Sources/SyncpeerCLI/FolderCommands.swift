@@ -58,7 +58,7 @@ struct StatusCommand: Command {
     static let spec = CommandSpec(
         name: "status",
         abstract: "show each shared folder: state, files, what each peer still needs, conflicts, offers",
-        discussion: "States: scanning, syncing, idle, error. With --watch the status is printed again every 2 s until Ctrl-C.",
+        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error. With --watch the status is printed again every 2 s until Ctrl-C.",
         options: [OptionSpec("watch", help: "print the status again every 2 s")],
         examples: ["syncpeer status", "syncpeer status --json", "syncpeer status --watch"])
     let watch: Bool
@@ -88,6 +88,14 @@ struct StatusCommand: Command {
             if let conflicts = folder["conflicts"]?.intValue, conflicts > 0 { line += "  \(conflicts) conflict(s)" }
             context.output.line(line)
             if let error = folder["error"]?.stringValue { context.output.line("  error: \(error)") }
+            let failures = folder["failures"]?.arrayValue ?? []
+            if let failing = folder["failing"]?.intValue, failing > 0 {
+                context.output.line("  \(failing) path(s) cannot be pulled now:")
+                for item in failures {
+                    context.output.line("    \(item["path"]?.stringValue ?? "?"): \(item["reason"]?.stringValue ?? "?") (\(item["retry"]?.stringValue ?? "?"))")
+                }
+                if failing > failures.count { context.output.line("    and \(failing - failures.count) more") }
+            }
             for peer in folder["peers"]?.arrayValue ?? [] {
                 let connected = peer["connected"]?.boolValue == true ? "connected" : "not connected"
                 let out = peer["outOfSyncFiles"]?.intValue ?? 0

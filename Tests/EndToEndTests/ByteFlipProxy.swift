@@ -18,6 +18,8 @@ final class ByteFlipProxy: @unchecked Sendable {
     private var flips: [(size: Int, offset: Int)] = []
     private var connections: [TCPConnection] = []
     private var stopped = false
+    /// Microseconds each forwarded chunk waits (a slow link), 0 for none.
+    private var pause: UInt32 = 0
 
     var port: UInt16 { listener.port }
     var address: String { "127.0.0.1:\(port)" }
@@ -36,6 +38,11 @@ final class ByteFlipProxy: @unchecked Sendable {
     /// than 4 bytes, so the damage lands in a ciphertext or its tag.
     func arm(minimumChunk: Int) {
         lock.withLock { armedMinimum = minimumChunk }
+    }
+
+    /// Makes the link slow: every forwarded chunk (up to 64 KiB) waits this long first.
+    func slowDown(microsecondsPerChunk: UInt32) {
+        lock.withLock { pause = microsecondsPerChunk }
     }
 
     /// The chunks corrupted so far: their sizes and the offset of the flipped byte.
@@ -117,6 +124,8 @@ final class ByteFlipProxy: @unchecked Sendable {
                 return
             }
             if tamper { corruptIfArmed(&chunk) }
+            let wait = lock.withLock { pause }
+            if wait > 0 { usleep(wait) }
             do {
                 try to.write(chunk)
             } catch {

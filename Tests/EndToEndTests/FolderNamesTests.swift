@@ -182,12 +182,13 @@ struct FolderNamesTests {
         var status: [String: Any] = [:]
         try Self.eventually("alice's status names the path that cannot be synced", timeout: 45) {
             status = (try? FolderSyncTests.folderStatus(trio, trio.alice)) ?? [:]
-            return ((status["failed"] as? [[String: Any]]) ?? []).contains { ($0["path"] as? String) == "notes.txt" }
+            return ((status["failures"] as? [[String: Any]]) ?? []).contains { ($0["path"] as? String) == "notes.txt" }
         }
         #expect(status["state"] as? String == "error", "\(status)")
-        #expect((status["error"] as? String)?.contains("notes.txt") == true, "\(status)")
+        let failure = ((status["failures"] as? [[String: Any]]) ?? []).first { ($0["path"] as? String) == "notes.txt" } ?? [:]
+        #expect((failure["reason"] as? String)?.contains("the local version stays") == true, "\(status)")
         let text = try trio.env.cli(trio.alice, ["status"])
-        #expect(text.stdout.contains("error: cannot sync 1 path(s): notes.txt"), "\(text.stdout)")
+        #expect(text.stdout.contains("1 path(s) cannot be pulled now:") && text.stdout.contains("notes.txt"), "\(text.stdout)")
         try Self.eventually("the blocker reaches bob") { FileManager.default.fileExists(atPath: trio.path("bob", blocker)) }
         #expect(try String(contentsOfFile: trio.path("alice", "notes.txt"), encoding: .utf8) == "alice's edit", "not overwritten")
         #expect(try String(contentsOfFile: trio.path("alice", blocker), encoding: .utf8) == "in the way")

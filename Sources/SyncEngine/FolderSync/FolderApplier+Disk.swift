@@ -173,12 +173,5 @@ extension FolderApplier {
     /// `UTIME_OMIT` (not imported): leave that time as it is.
     var utimeOmit: Int { (1 << 30) - 2 }
 
-    /// A path that could not be applied: an error event, and the path is listed with the
-    /// reason in the folder's status until a later pull of it succeeds. Any thread.
-    func fail(_ path: String, _ reason: String) {
-        folder.activity.failed(path: path, reason: reason)
-        folder.report("cannot sync \(path): \(reason)")
-    }
-
     static func lastError() -> String { String(cString: strerror(errno)) }
 }

@@ -41,6 +41,15 @@ final class FolderApplier: @unchecked Sendable {
     private var pendingBytes: Int64 = 0
     /// Paths to scan again once the apply is done (conflict copies, paths changed here).
     var rescan: [String] = []
+    /// Paths whose pull failed in this apply, and why (the folder reports and retries them).
+    private(set) var failures: [String: FailedPull] = [:]
+    /// Path → the version (`PullFailure.version`) each action of this apply wants there.
+    private var wanted: [String: String] = [:]
+    /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
+    /// failed attempt holds: those that still verify are not fetched again.
+    var keptTemps: [String: String] = [:]
+    /// Set when the disk is full: the batch's remaining chunks are not fetched.
+    private let diskFull = FailureFlag()
     static let batchFiles = 256
     static let batchBytes: Int64 = 64 << 20
     static let inFlightUnit = 64 << 10
@@ -56,7 +65,7 @@ final class FolderApplier: @unchecked Sendable {
         var conflictCopy: String?
         /// The open temporary file (-1 for links); closed at commit.
         var fd: Int32 = -1
-        /// Set when a chunk could not be fetched: the file is dropped at commit.
+        /// Set when a chunk could not be fetched or written: the file is not committed.
         let failure = FailureFlag()
     }
 
@@ -129,6 +138,7 @@ final class FolderApplier: @unchecked Sendable {
     }
 
     private func perform(_ action: SyncAction, root: DirectoryHandle) {
+        noteWanted(action)
         switch action {
         case .upToDate:
             return
@@ -211,24 +221,28 @@ final class FolderApplier: @unchecked Sendable {
         case .file:
             guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
                   manifest.rootHash == (state.rootHash ?? []) else {
-                fail(state.path, "its peer sent no valid manifest for it")
+                failed(state.path, PullFailure(.badData, "its peer sent no valid manifest for it"))
                 return
             }
-            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            // A temp file kept from a failed attempt at this version is reused (its chunks
+            // that verify are not fetched again); any other one is emptied.
+            let reuse = keptTemps[state.path] == PullFailure.version(of: state)
+            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                fail(state.path, "cannot create its temporary file \(temp): \(Self.lastError())")
+                failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
                 return
             }
-            guard let missing = copyLocalChunks(manifest, into: fd, path: state.path) else {
+            let (missing, failure) = copyLocalChunks(manifest, into: fd, reusingTemp: reuse)
+            if let failure {
                 close(fd)
-                unlinkat(resolved.directory.fd, temp, 0)
+                failed(state.path, failure)
+                if failure.failure != .diskFull { unlinkat(resolved.directory.fd, temp, 0) }
                 return
             }
             let sources = missing.isEmpty ? [] : devices(holding: state)
             if !missing.isEmpty && sources.isEmpty {
-                folder.report("no connected peer has \(state.path) right now; it will be fetched when one is")
-                close(fd)
-                unlinkat(resolved.directory.fd, temp, 0)
+                close(fd)   // kept: what it holds is not fetched again
+                failed(state.path, PullFailure(.peerUnavailable, "no connected peer has it"))
                 return
             }
             if !missing.isEmpty {
@@ -257,23 +271,39 @@ final class FolderApplier: @unchecked Sendable {
         entries.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }.map(\.key).sorted()
     }
 
-    /// Sizes the file and writes every chunk some local file already holds; returns the
-    /// chunks still missing (nil when the file cannot be written).
-    private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, path: String) -> [ChunkRef]? {
-        if manifest.fileSize > 0, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
-            fail(path, "cannot size its temporary file: \(Self.lastError())")
-            return nil
+    /// Sizes the file and writes every chunk some local file already holds (or, with
+    /// `reusingTemp`, that the temp file holds already and that verifies); returns the
+    /// chunks still missing, or why the file cannot be written.
+    private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
+        if ftruncate(fd, off_t(manifest.fileSize)) != 0 {
+            return ([], .writing(errno, "cannot size its temporary file"))
         }
         var missing: [ChunkRef] = []
         for chunk in manifest.chunks {
-            if let bytes = localChunk(chunk) {
-                guard write(bytes, at: chunk.offset, fd, path: path) else { return nil }
+            if reusingTemp, Self.holds(fd, chunk) {
+                folder.activity.reused(bytes: Int(chunk.size))
+            } else if let bytes = localChunk(chunk) {
+                let error = write(bytes, at: chunk.offset, fd)
+                guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.reused(bytes: bytes.count)
             } else {
                 missing.append(chunk)
             }
         }
-        return missing
+        return (missing, nil)
+    }
+
+    /// True when the file open at `fd` holds this chunk's bytes (they hash to its hash).
+    private static func holds(_ fd: Int32, _ chunk: ChunkRef) -> Bool {
+        var bytes = [UInt8](repeating: 0, count: Int(chunk.size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(chunk.offset) + off_t(done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            done += n
+        }
+        return ChunkHash.of(bytes) == chunk.hash
     }
 
     /// Fetches every queued chunk of the batch from peers, many at a time across all files
@@ -294,19 +324,31 @@ final class FolderApplier: @unchecked Sendable {
         for (n, job) in jobs.enumerated() {
             let item = pending[job.pending]
             if item.failure.isSet { continue }
+            if let full = diskFull.value {
+                // Nothing more fits: what is fetched now would be thrown away.
+                item.failure.set(full)
+                continue
+            }
             let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit))
             for _ in 0..<weight { units.wait() }
             group.enter()
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[job.path] ?? [:])
-            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: n) { (bytes: [UInt8]?) in
+            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: n) { (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
                     group.leave()
                 }
-                guard let bytes, self.write(bytes, at: job.chunk.offset, fd, path: job.path) else {
-                    item.failure.set()
+                guard let bytes else {
+                    item.failure.set(lied ? PullFailure(.badData, "a peer answered with data that does not match its hash")
+                                          : PullFailure(.peerUnavailable, "its peers did not answer (disconnected?)"))
                     return
+                }
+                let error = self.write(bytes, at: job.chunk.offset, fd)
+                if error != 0 {
+                    let failure = PullFailure.writing(error, "cannot write its temporary file")
+                    item.failure.set(failure)
+                    if failure.failure == .diskFull { self.diskFull.set(failure) }
                 }
             }
         }
@@ -315,18 +357,20 @@ final class FolderApplier: @unchecked Sendable {
     }
 
     /// Asks the peers in turn (starting at a different one per chunk) until one answers
-    /// with bytes that match the hash.
-    private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0,
-                       completion: @escaping @Sendable ([UInt8]?) -> Void) {
-        guard tries < sources.count else { completion(nil); return }
+    /// with bytes that match the hash; the completion gets nil when none did, and whether a
+    /// peer answered with bytes that do not match.
+    private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
+                       completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
+        guard tries < sources.count else { completion(nil, lied); return }
         let device = sources[(attempt + tries) % sources.count]
         node.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                           hash: chunk.hash.bytes) { [self] bytes in
             if let bytes, ChunkHash.of(bytes) == chunk.hash {
                 folder.activity.fetched(path: path, from: device, bytes: bytes.count)
-                completion(bytes)
+                completion(bytes, lied)
             } else {
-                fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, completion: completion)
+                fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
+                      completion: completion)
             }
         }
     }
@@ -344,19 +388,17 @@ final class FolderApplier: @unchecked Sendable {
         return nil
     }
 
-    /// Any thread (block callbacks): `fail` only touches the thread-safe activity and the node's queue.
-    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32, path: String) -> Bool {
+    /// Writes all of `bytes` at `offset`; 0, or the errno of the failure. Any thread (block
+    /// callbacks): it touches nothing but the descriptor.
+    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32) -> Int32 {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                fail(path, errno == ENOSPC ? "disk full: free some space; syncing resumes at the next scan" : "write failed: \(Self.lastError())")
-                return false
-            }
+            guard n > 0 else { return n == 0 ? ENOSPC : errno }
             done += n
         }
-        return true
+        return 0
     }
 
     // MARK: Commit
@@ -368,10 +410,11 @@ final class FolderApplier: @unchecked Sendable {
         var ready: [Pending] = []
         for item in pending {
             guard item.fd >= 0 else { ready.append(item); continue }
-            if item.failure.isSet {
+            if let failure = item.failure.value {
                 close(item.fd)
-                unlinkat(item.directory.fd, item.temp, 0)
-                folder.report("could not fetch every chunk of \(item.state.path) from its peers; it will be retried")
+                // Kept for the next attempt unless it can never be used.
+                if failure.failure == .unwritable { unlinkat(item.directory.fd, item.temp, 0) }
+                failed(item.state.path, failure)
                 continue
             }
             // Mode and mtime last: writing would change the mtime again.
@@ -445,15 +488,51 @@ final class FolderApplier: @unchecked Sendable {
         unlinkat(item.directory.fd, item.temp, 0)
         fail(item.state.path, reason)
     }
+
+    // MARK: Failures
+
+    /// Notes the version each path of `action` should end up with (what a failure is for).
+    func noteWanted(_ action: SyncAction) {
+        let states: [FileState] = switch action {
+        case .upToDate, .keepLocal: []
+        case let .pull(state, _), let .updateMetadata(state, _), let .delete(state, _): [state]
+        case let .conflict(winner, _, _, _): [winner]
+        case let .rename(from, to, _): [from, to]
+        }
+        for state in states { wanted[state.path] = PullFailure.version(of: state) }
+    }
+
+    /// A path that could not be applied because a place cannot be written (a rename, link,
+    /// permission or index write failed): the folder reports it once per change, lists it in
+    /// its status with the reason until a later pull of it succeeds, and tries it again
+    /// when it changes or at the next rescan. The path keeps what it had.
+    func fail(_ path: String, _ reason: String) {
+        failed(path, PullFailure(.unwritable, reason))
+    }
+
+    /// A pull of `path` failed: the folder reports it (once per change) and retries it as
+    /// the kind of failure says (see `PullRetry`). The first failure of a path in an apply stays.
+    func failed(_ path: String, _ failure: PullFailure) {
+        guard failures[path] == nil else { return }
+        failures[path] = FailedPull(failure: failure, version: wanted[path] ?? "")
+    }
+
+    /// Removes the temp file a failed attempt kept for `path`, if any (the path needs
+    /// nothing more, or wants another version).
+    static func removeKeptTemp(_ path: String, root: String) {
+        guard let handle = try? DirectoryHandle(path: root), let resolved = try? SafePath(path).resolve(under: handle) else { return }
+        unlinkat(resolved.directory.fd, tempName(forPath: path), 0)
+    }
 }
 
-/// A flag set from several threads.
+/// A failure set from several threads (the first one set stays).
 final class FailureFlag: @unchecked Sendable {
     // @unchecked: guarded by `lock`.
     private let lock = NSLock()
-    private var value = false
-    func set() { lock.lock(); value = true; lock.unlock() }
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return value }
+    private var first: PullFailure?
+    func set(_ failure: PullFailure) { lock.lock(); if first == nil { first = failure }; lock.unlock() }
+    var value: PullFailure? { lock.lock(); defer { lock.unlock() }; return first }
+    var isSet: Bool { value != nil }
 }
 
 /// syncfs(2): flushes the whole file system holding `fd` (not exported by the Glibc module).

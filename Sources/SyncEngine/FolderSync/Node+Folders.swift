@@ -108,7 +108,8 @@ extension Node {
     public func folderStatus() -> [JSONValue] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
-            let (state, error) = queue.sync { (folder.status, folder.error) }
+            var (state, error) = queue.sync { (folder.status, folder.error) }
+            if state == "idle", let failing = folder.failing.state { state = failing }   // never idle while paths fail
             let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             let activity = folder.activity.snapshot
@@ -134,19 +135,21 @@ extension Node {
                  "percent": .number(Double(item.needed > 0 ? 100 * item.fetched / item.needed : 100)),
                  "peers": .array(item.peers.map { device in .string((try? index.peer(deviceID: device))??.name ?? displayID(device)) })]
             }
-            // Paths the last pull could not apply are the folder's error too: out of sync,
-            // and why, never a silent "idle".
-            let failed = activity.failures.sorted { $0.key < $1.key }
-            let failureCount = failed.count + activity.moreFailures
-            let shownError = error ?? (failed.isEmpty ? nil : "cannot sync \(failureCount) path(s): "
-                + failed.prefix(3).map { "\($0.key): \($0.value)" }.joined(separator: "; ") + (failureCount > 3 ? "; …" : ""))
             return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
-                    "state": .string(failed.isEmpty || state != "idle" ? state : "error"), "error": JSONValue(shownError),
-                    "failed": .array(failed.map { ["path": .string($0.key), "reason": .string($0.value)] }),
+                    "state": .string(state), "error": JSONValue(error),
                     "files": JSONValue(totals.files), "bytes": .number(Double(totals.bytes)),
                     "conflicts": JSONValue(conflictCopies(folder.id).count), "peers": .array(peers),
                     "transfers": .array(current), "reusedBytes": .number(Double(activity.reused)),
-                    "scannedBytes": .number(Double(activity.scanned))]
+                    "scannedBytes": .number(Double(activity.scanned)),
+                    "failing": JSONValue(folder.failing.count), "failures": .array(Self.failures(of: folder))]
+        }
+    }
+
+    /// The first paths that cannot be pulled now: what, why, and when they are tried again.
+    static func failures(of folder: SharedFolder) -> [JSONValue] {
+        folder.failing.list(limit: 20).map { item in
+            ["path": .string(item.path), "kind": .string(item.failure.rawValue), "reason": .string(item.reason),
+             "retry": .string(item.retry)]
         }
     }
 
@@ -207,11 +210,10 @@ extension Node {
         guard ["local", "remote", "both"].contains(keep) else { throw .invalidArgument("--keep takes local, remote or both") }
         let result: Result<JSONValue, EngineError> = folder.io.sync { () -> Result<JSONValue, EngineError> in
             // Every step is checked: a copy that cannot be removed or renamed stays, and
-            // says so (in the answer, as an error event and in the folder's status).
+            // says so (in the answer and as an error event).
             var failures: [String] = []
             func failed(_ path: String, _ reason: String) {
                 failures.append("\(path): \(reason)")
-                folder.activity.failed(path: path, reason: reason)
                 folder.report("resolve \(path): \(reason)")
             }
             func check(_ ok: Bool, _ path: String, _ what: String) {
@@ -333,6 +335,8 @@ extension Node {
             // Offering again is harmless: a peer that shares it already answers "accepted".
             session.send([.shareOffer(folder: folderID, label: record.label)])
             folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+            // Pulls that failed for want of a peer are tried again now, not at the next rescan.
+            folderTable.folders[folderID]?.peerConnected()
         }
     }
 

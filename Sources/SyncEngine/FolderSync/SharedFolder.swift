@@ -38,6 +38,11 @@ final class SharedFolder: @unchecked Sendable {
     var stopped = false
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
+    /// io: paths whose pull failed and when they are tried again (SharedFolder+Retry).
+    var retry = PullRetry()
+    var retryTimer: DispatchWorkItem?
+    /// Any thread: what status shows of `retry`.
+    let failing = FailingPaths()
 
     init(id: String, root: String, label: String, node: Node) {
         self.id = id
@@ -76,6 +81,7 @@ final class SharedFolder: @unchecked Sendable {
     func stop() {
         periodic?.cancel()
         io.sync {
+            retryTimer?.cancel()
             watcher?.stop()
             watcher = nil
         }
@@ -264,13 +270,18 @@ final class SharedFolder: @unchecked Sendable {
         guard !stopped, let index, let node else { return }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
-        activity.clearFailures(in: paths)   // tried again now (or nothing left to do)
+        settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return }
-        let actions = SyncPlanner.planRenames(plan.actions, local: plan.local)
+        // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
+        let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy(retry.waitsForSpace) }
+        guard !wanted.isEmpty else { return }
+        let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         setStatus("syncing")
         let applier = FolderApplier(folder: self, node: node, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests)
+        applier.keptTemps = keptTemps
         applier.apply(actions)
+        recordOutcome(applier.failures, actions: actions)
         setStatus("idle")
         node.folderChanged(id)
     }
@@ -366,9 +377,10 @@ final class SharedFolder: @unchecked Sendable {
 
     // MARK: - Status
 
+    /// Sets the state shown by status; "idle" while some paths fail says so instead.
     func setStatus(_ value: String) {
         node?.queue.async { [self] in
-            if error == nil { status = value }
+            if error == nil { status = value == "idle" ? failing.state ?? value : value }
         }
     }
 

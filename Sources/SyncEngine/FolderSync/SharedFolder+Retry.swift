@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Synchronization
+
+/// The edge of `PullRetry` for one folder: the clock, the timer, free space, the reports, and
+/// what `syncpeer status` shows of the failing paths. Everything here runs on the folder's
+/// `io`, except `FailingPaths` (read by the control thread).
+extension SharedFolder {
+    /// Seconds on a clock that never goes back (what the retry table counts in).
+    static func monotonicNow() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+
+    /// Path → the wanted version a kept temp file holds, for the next attempt.
+    var keptTemps: [String: String] {
+        retry.entries.mapValues(\.version)
+    }
+
+    /// Paths of the table that this planning pass looked at (`paths`, or all when nil) and
+    /// that need nothing now: forgotten, with their kept temp files.
+    func settleFailures(considered paths: Set<String>?, planned actions: [SyncAction]) {
+        guard !retry.isEmpty else { return }
+        let planned = Set(actions.flatMap(\.paths))
+        let considered = paths.map { $0.filter { retry.entries[$0] != nil } } ?? Set(retry.entries.keys)
+        let settled = considered.subtracting(planned)
+        guard !settled.isEmpty else { return }
+        for path in settled {
+            retry.succeeded(path)
+            FolderApplier.removeKeptTemp(path, root: root)
+        }
+        publishFailures()
+        setStatus("idle")
+    }
+
+    /// After an apply: failed paths go in the table (news reported once per change), the
+    /// others leave it; then the next attempt is timed.
+    func recordOutcome(_ failures: [String: FailedPull], actions: [SyncAction]) {
+        let now = Self.monotonicNow()
+        var news: [(path: String, failure: PullFailure)] = []
+        var free: UInt64?
+        for path in Set(actions.flatMap(\.paths)).sorted() {
+            guard let failed = failures[path] else {
+                if retry.succeeded(path) { FolderApplier.removeKeptTemp(path, root: root) }
+                continue
+            }
+            if failed.failure.failure == .diskFull, free == nil { free = freeBytes() }
+            if retry.failed(path, failed.failure.failure, reason: failed.failure.reason, version: failed.version, now: now,
+                            freeBytes: free) {
+                news.append((path, failed.failure))
+            }
+        }
+        for (path, failure) in news.prefix(Self.reportedPerPass) {
+            let plan = retry.entries[path].map { retry.plan(for: $0, now: now) } ?? ""
+            report("cannot pull \(path): \(failure.reason); \(plan)")
+        }
+        if news.count > Self.reportedPerPass {
+            report("and \(news.count - Self.reportedPerPass) more paths cannot be pulled now; see 'syncpeer status'")
+        }
+        publishFailures()
+        scheduleRetry()
+    }
+
+    /// Failures reported one by one per pass; the rest are counted in one line.
+    static let reportedPerPass = 5
+
+    /// A peer connected: the paths waiting for one are tried now.
+    func peerConnected() {
+        io.async { [self] in
+            retry.peerConnected(now: Self.monotonicNow())
+            retryDue()
+        }
+    }
+
+    /// The timer (or an event) fired: looks at free space if a path waits for it, pulls
+    /// the due paths, and times the next attempt.
+    func retryDue() {
+        let now = Self.monotonicNow()
+        if retry.probeDue(now: now) { retry.spaceChecked(freeBytes: freeBytes(), now: now) }
+        let due = retry.takeDue(now: now)
+        if !due.isEmpty { pull(paths: due) }
+        scheduleRetry()
+    }
+
+    /// One timer for the earliest deadline of the table.
+    func scheduleRetry() {
+        retryTimer?.cancel()
+        retryTimer = nil
+        guard let deadline = retry.nextDeadline else { return }
+        let item = DispatchWorkItem { [weak self] in self?.retryDue() }
+        retryTimer = item
+        io.asyncAfter(deadline: .now() + max(0, deadline - Self.monotonicNow()), execute: item)
+    }
+
+    /// What status shows: a copy of the table.
+    func publishFailures() {
+        failing.set(retry)
+    }
+
+    /// Free bytes for us on the folder's file system (0 when unknown).
+    private func freeBytes() -> UInt64 {
+        var info = statvfs()
+        guard statvfs(root, &info) == 0 else { return 0 }
+        return UInt64(info.f_bavail) * UInt64(info.f_frsize)
+    }
+}
+
+/// A path that failed in one apply: why, and the version it wanted.
+struct FailedPull: Sendable {
+    let failure: PullFailure
+    let version: String
+}
+
+/// The failing paths of a folder as `syncpeer status` shows them: written on the folder's
+/// `io`, read by the control thread.
+final class FailingPaths: Sendable {
+    private let table = Mutex(PullRetry())
+
+    func set(_ retry: PullRetry) {
+        table.withLock { $0 = retry }
+    }
+
+    var count: Int { table.withLock { $0.entries.count } }
+
+    /// The folder's state while paths fail: "retrying" when any will be tried again by
+    /// itself, "error" when all wait for a change (nil when nothing fails).
+    var state: String? {
+        table.withLock { retry in
+            if retry.isEmpty { return nil }
+            return retry.entries.values.contains { $0.failure != .unwritable } ? "retrying" : "error"
+        }
+    }
+
+    /// The first `limit` failing paths (by path): path, kind, reason, and when it is tried again.
+    func list(limit: Int) -> [(path: String, failure: PullRetry.Failure, reason: String, retry: String)] {
+        let now = SharedFolder.monotonicNow()
+        return table.withLock { retry in
+            retry.entries.sorted { $0.key < $1.key }.prefix(limit).map { path, entry in
+                (path, entry.failure, entry.reason, retry.plan(for: entry, now: now))
+            }
+        }
+    }
+}
