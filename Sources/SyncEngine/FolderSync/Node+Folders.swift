@@ -25,6 +25,8 @@ final class FolderTable: @unchecked Sendable {
     var sent: [String: Int64] = [:]
     /// Index passes running, one page at a time ("folder|session ID").
     var sending: Set<String> = []
+    /// Block requests refused per session (session ID), for one event when they pile up.
+    var refusedBlocks: [UInt64: Int] = [:]
 }
 
 extension Node {
@@ -55,8 +57,11 @@ extension Node {
                     if let existing = try index.folder(path: directory) {
                         folder = existing
                     } else {
-                        folder = try index.addFolder(id: Self.newFolderID(), path: directory,
-                                                     label: URL(fileURLWithPath: directory).lastPathComponent)
+                        // Peers show the label and may name a folder after it: a safe name.
+                        let id = Self.newFolderID()
+                        folder = try index.addFolder(id: id, path: directory,
+                                                     label: FolderLabel.safeName(URL(fileURLWithPath: directory).lastPathComponent,
+                                                                                 fallback: id))
                     }
                     for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
                 } catch { throw .index("\(error)") }
@@ -260,27 +265,48 @@ extension Node {
             acceptedShare(folderID, label: existing.label, path: existing.path, devices: devices)
             return ["folder": .string(folderID), "accepted": true, "path": .string(existing.path)]
         }
-        var path = directory ?? (config.receiveDirectory + "/" + (first.label.isEmpty ? folderID : first.label))
-        path = URL(fileURLWithPath: path).standardizedFileURL.path
-        if directory == nil, FileManager.default.fileExists(atPath: path),
-           let handle = try? DirectoryHandle(path: URL(fileURLWithPath: path).deletingLastPathComponent().path) {
-            // Never merge into an unrelated existing folder without being asked to.
-            path = handle.path + "/" + handle.uniqueName(for: URL(fileURLWithPath: path).lastPathComponent)
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: path, reason: "cannot create it")
+        // The label is the peer's: a safe name (again: offers stored by older versions).
+        let label = FolderLabel.safeName(first.label, fallback: folderID)
+        let path: String
+        if let directory {
+            // The user's own choice, as typed.
+            path = URL(fileURLWithPath: directory).standardizedFileURL.path
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw .io(path: path, reason: "cannot create it")
+            }
+        } else {
+            path = try makeReceivedFolder(named: label)
         }
         let record: FolderRecord
         do {
-            record = try index.addFolder(id: folderID, path: path, label: first.label)
+            record = try index.addFolder(id: folderID, path: path, label: label)
             for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
             _ = try index.removeFolderOffers(folderID: folderID)
         } catch { throw .index("\(error)") }
         startFolder(record)
         acceptedShare(folderID, label: record.label, path: record.path, devices: devices)
         return ["folder": .string(folderID), "accepted": true, "path": .string(path)]
+    }
+
+    /// Creates `<receive folder>/<name>` for an accepted offer: a new directory (never an
+    /// existing one: `name (1)`… if taken), made through the open receive folder with the
+    /// *at() calls, so a name from a peer can never create or reuse anything outside it.
+    private func makeReceivedFolder(named name: String) throws(EngineError) -> String {
+        let receive = URL(fileURLWithPath: config.receiveDirectory).standardizedFileURL.path
+        do {
+            // The receive folder is the user's setting: made with its parents if missing.
+            try FileManager.default.createDirectory(atPath: receive, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: receive, reason: "cannot create the receive folder")
+        }
+        do {
+            let made = try DirectoryHandle(path: receive).makeNewSubdirectory(for: name)
+            return made.handle.path
+        } catch {
+            throw .io(path: receive + "/" + name, reason: "cannot create it: \(error)")
+        }
     }
 
     /// Tells the connected offering peers yes, sends them our index, and says so.
@@ -304,6 +330,7 @@ extension Node {
     }
 
     func foldersSessionClosed(_ session: Session) {
+        folderTable.refusedBlocks[session.id] = nil
         for (request, pending) in folderTable.pendingBlocks where pending.device == session.deviceKey {
             folderTable.pendingBlocks[request] = nil
             pending.callback(nil)
@@ -314,7 +341,14 @@ extension Node {
 
     func folderFrameReceived(_ frame: Frame, from session: Session) {
         switch frame {
-        case let .shareOffer(folderID, label):
+        case let .shareOffer(folderID, offered):
+            // Our folder IDs are safe names; another is refused before it is stored or shown.
+            guard FolderLabel.isSafe(folderID) else {
+                session.send([.shareAnswer(folder: folderID, accepted: false, reason: "invalid folder ID")])
+                emitError(session.peer, "refused a share offer with an invalid folder ID")
+                return
+            }
+            let label = FolderLabel.safeName(offered, fallback: folderID)
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             if (try? index.folder(id: folderID)) ?? nil != nil, members.contains(session.deviceKey) {
                 session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
@@ -330,7 +364,11 @@ extension Node {
             // join a folder we have already would get our copy: that is always asked.
             if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
                (try? index.folder(id: folderID)) ?? nil == nil {
-                _ = try? answerShareOnQueue(folderID, accept: true, into: nil)
+                do throws(EngineError) {
+                    _ = try answerShareOnQueue(folderID, accept: true, into: nil)
+                } catch {
+                    emitError(session.peer, "folder \(label): cannot accept it automatically: \(error)")
+                }
             }
         case let .shareAnswer(folderID, accepted, reason):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
@@ -352,13 +390,21 @@ extension Node {
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
                 session.send([.blockResponse(request: request, ok: false, data: [])])
+                blockRefused(to: session, folder: nil)
                 return
             }
             let device = session.deviceKey
-            folder.serveQueue.async {
-                let bytes = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
-                if let bytes { folder.activity.served(to: device, bytes: bytes.count) }
-                session.sendFromAnyThread([.blockResponse(request: request, ok: bytes != nil, data: bytes ?? [])])
+            folder.serveQueue.async { [weak self] in
+                let answer = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
+                guard case let .data(bytes) = answer else {
+                    session.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
+                    if answer == .notShared, let node = self {
+                        node.queue.async { node.blockRefused(to: session, folder: folder) }
+                    }
+                    return
+                }
+                folder.activity.served(to: device, bytes: bytes.count)
+                session.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
             }
         case let .blockResponse(request, ok, data):
             guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
@@ -366,6 +412,28 @@ extension Node {
         default:
             return
         }
+    }
+
+    /// Refusals of block requests for what is not shared, per session, before the user is
+    /// told (once per session): an honest peer gets a few when it asks for a file that just
+    /// changed; a peer probing for unshared data gets many.
+    static let refusalsReported = 16
+
+    /// Counts a refused block request (no such folder for the peer, or not shared in it).
+    private func blockRefused(to session: Session, folder: SharedFolder?) {
+        guard sessions[session.id] === session else { return }
+        let count = (folderTable.refusedBlocks[session.id] ?? 0) + 1
+        folderTable.refusedBlocks[session.id] = count
+        guard count == Self.refusalsReported else { return }
+        var event = NodeEvent(.refused, peer: session.peer, reason: """
+            refused \(count) block requests for data not shared with this peer (ignored, deleted or unknown \
+            files, or ranges that are not chunks of a shared file): it may be probing for files it must not see
+            """, time: now())
+        if let folder {
+            event.name = folder.label
+            event.folder = folder.id
+        }
+        emit(event)
     }
 
     private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: Session) {
