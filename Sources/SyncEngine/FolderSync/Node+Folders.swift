@@ -68,9 +68,9 @@ extension Node {
                 startFolder(folder)
                 for session in sessions.values where session.machine.state == .connected
                     && devices.contains(where: { $0.key == session.deviceKey }) {
-                    session.send([.shareOffer(folder: folder.id, label: folder.label)])
+                    session.send([.shareOffer(folder: folder.id, label: folder.safeLabel)])
                 }
-                return .success(["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.path),
+                return .success(["folder": .string(folder.id), "label": .string(folder.safeLabel), "path": .string(folder.path),
                                  "peers": .array(devices.map { .string($0.name) })])
             } catch { return .failure(error) }
         }
@@ -157,7 +157,7 @@ extension Node {
     public func shareOffers() -> [JSONValue] {
         ((try? index.folderOffers()) ?? []).map { offer in
             let name = (try? index.peer(deviceID: offer.deviceID))??.name ?? "?"
-            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(offer.label),
+            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(FolderLabel.safeName(offer.label, fallback: offer.folderID)),
                                              "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
             if let existing = (try? index.folder(id: offer.folderID)) ?? nil {
                 item["joins"] = .string(existing.path)   // accepting lets that peer join a folder we have
@@ -239,7 +239,7 @@ extension Node {
 
     func startFolder(_ record: FolderRecord) {
         guard folderTable.folders[record.id] == nil else { return }
-        let folder = SharedFolder(id: record.id, root: record.path, label: record.label.isEmpty ? record.id : record.label, node: self)
+        let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, node: self)
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
@@ -262,7 +262,7 @@ extension Node {
                 for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
                 _ = try index.removeFolderOffers(folderID: folderID)
             } catch { throw .index("\(error)") }
-            acceptedShare(folderID, label: existing.label, path: existing.path, devices: devices)
+            acceptedShare(folderID, label: existing.safeLabel, path: existing.path, devices: devices)
             return ["folder": .string(folderID), "accepted": true, "path": .string(existing.path)]
         }
         // The label is the peer's: a safe name (again: offers stored by older versions).
@@ -290,25 +290,6 @@ extension Node {
         return ["folder": .string(folderID), "accepted": true, "path": .string(path)]
     }
 
-    /// Creates `<receive folder>/<name>` for an accepted offer: a new directory (never an
-    /// existing one: `name (1)`… if taken), made through the open receive folder with the
-    /// *at() calls, so a name from a peer can never create or reuse anything outside it.
-    private func makeReceivedFolder(named name: String) throws(EngineError) -> String {
-        let receive = URL(fileURLWithPath: config.receiveDirectory).standardizedFileURL.path
-        do {
-            // The receive folder is the user's setting: made with its parents if missing.
-            try FileManager.default.createDirectory(atPath: receive, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: receive, reason: "cannot create the receive folder")
-        }
-        do {
-            let made = try DirectoryHandle(path: receive).makeNewSubdirectory(for: name)
-            return made.handle.path
-        } catch {
-            throw .io(path: receive + "/" + name, reason: "cannot create it: \(error)")
-        }
-    }
-
     /// Tells the connected offering peers yes, sends them our index, and says so.
     private func acceptedShare(_ folderID: String, label: String, path: String, devices: Set<String>) {
         for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
@@ -324,7 +305,7 @@ extension Node {
         for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
-            session.send([.shareOffer(folder: folderID, label: record.label)])
+            session.send([.shareOffer(folder: folderID, label: record.safeLabel)])
             folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
         }
     }
@@ -412,28 +393,6 @@ extension Node {
         default:
             return
         }
-    }
-
-    /// Refusals of block requests for what is not shared, per session, before the user is
-    /// told (once per session): an honest peer gets a few when it asks for a file that just
-    /// changed; a peer probing for unshared data gets many.
-    static let refusalsReported = 16
-
-    /// Counts a refused block request (no such folder for the peer, or not shared in it).
-    private func blockRefused(to session: Session, folder: SharedFolder?) {
-        guard sessions[session.id] === session else { return }
-        let count = (folderTable.refusedBlocks[session.id] ?? 0) + 1
-        folderTable.refusedBlocks[session.id] = count
-        guard count == Self.refusalsReported else { return }
-        var event = NodeEvent(.refused, peer: session.peer, reason: """
-            refused \(count) block requests for data not shared with this peer (ignored, deleted or unknown \
-            files, or ranges that are not chunks of a shared file): it may be probing for files it must not see
-            """, time: now())
-        if let folder {
-            event.name = folder.label
-            event.folder = folder.id
-        }
-        emit(event)
     }
 
     private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: Session) {
@@ -576,3 +535,4 @@ extension NodeEvent {
         return copy
     }
 }
+
