@@ -21,23 +21,21 @@ struct HostileFolderTests {
     @Test func sharedFolderLabelsAreNamesInsideTheReceiveFolder() throws {
         let bob = try HostileBob(autoAccept: true)
         defer { bob.env.cleanup() }
-        let token = "escape-\(UInt32.random(in: 0...UInt32.max))"
-        let before = try bob.outsideListing(token: token)
         let rogue = try bob.pairedRogue(name: "rogue-sharer")
         defer { rogue.close() }
 
         let labels = [
-            "../../../../\(token)", "Holiday photos/../../.ssh", "..", ".", "", "/tmp/\(token)", ".\(token)",
+            "../../../../\(bob.token)", "Holiday photos/../../.ssh", "..", ".", "", "/tmp/\(bob.token)", ".\(bob.token)",
             "sub/dir", "report\u{202E}fdp.exe", "zero\u{200B}width", String(repeating: "日", count: 85),
         ]
         var folderIDs: [String] = []
         for (n, label) in labels.enumerated() {
-            let id = "evil\(n)-\(token.suffix(5))"
+            let id = "evil\(n)-\(bob.token.suffix(5))"
             folderIDs.append(id)
             try rogue.send(.shareOffer(folder: id, label: label))
         }
         // A folder ID that is a path is refused, never used as a name.
-        let badID = "../../id-\(token)"
+        let badID = "../../id-\(bob.token)"
         try rogue.send(.shareOffer(folder: badID, label: ""))
         let refusal = try rogue.take { if case .shareAnswer(badID, false, _) = $0 { true } else { false } }
         #expect(refusal == .shareAnswer(folder: badID, accepted: false, reason: "invalid folder ID"))
@@ -66,7 +64,7 @@ struct HostileFolderTests {
         }
         for event in bob.daemon.events("share_offer") { try expectSafeName(event["name"] as? String ?? "") }
 
-        #expect(try bob.outsideListing(token: token) == before, "something was created outside the receive folder")
+        #expect(try bob.outsideListing() == bob.outsideBefore, "something was created outside the receive folder")
         #expect(bob.daemon.process.isRunning)
     }
 
@@ -77,8 +75,6 @@ struct HostileFolderTests {
     @Test func anAcceptedFolderAndItsIndexStayInsideTheReceiveFolder() throws {
         let bob = try HostileBob(autoAccept: false)
         defer { bob.env.cleanup() }
-        let token = "escape-\(UInt32.random(in: 0...UInt32.max))"
-        let before = try bob.outsideListing(token: token)
         let rogue = try bob.pairedRogueByUser(name: "rogue-ssh")
         defer { rogue.close() }
 
@@ -96,7 +92,7 @@ struct HostileFolderTests {
 
         let key = try ForgedFile(chunks: [Array("ssh-ed25519 AAAA rogue@evil\n".utf8)])
         let device = DeviceID(publicKey: rogue.keyPair.publicKey).compact
-        let unsafe = ["../authorized_keys", "../../.ssh/authorized_keys", "a/../../authorized_keys", "/\(token)",
+        let unsafe = ["../authorized_keys", "../../.ssh/authorized_keys", "a/../../authorized_keys", "/\(bob.token)",
                       "./authorized_keys", "a//b", "a\\..\\..\\x"]
         var entries = unsafe.enumerated().map { n, path in Self.entry(path, key, sequence: UInt64(n + 1), device: device) }
         entries.append(Self.entry("authorized_keys", key, sequence: UInt64(unsafe.count + 1), device: device))
@@ -117,7 +113,7 @@ struct HostileFolderTests {
         #expect(unsafeReports.count == unsafe.count, "\(unsafeReports)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: bob.receive) == ["Holiday photos_.._.._.ssh"])
         #expect(!FileManager.default.fileExists(atPath: bob.env.root.path + "/.ssh"))
-        #expect(try bob.outsideListing(token: token) == before, "something was created outside the receive folder")
+        #expect(try bob.outsideListing() == bob.outsideBefore, "something was created outside the receive folder")
     }
 
     /// Control characters in a label never get in: the frame is refused at the wire and
@@ -272,6 +268,10 @@ struct HostileBob {
     let env: SyncpeerRunner
     let daemon: DaemonProcess
     let receive: String
+    /// Part of every name a test uses to leave the receive folder, to look for it outside.
+    let token = "escape-\(UInt32.random(in: 0...UInt32.max))"
+    /// `outsideListing()` when bob started.
+    private(set) var outsideBefore: [String] = []
 
     init(autoAccept: Bool) throws {
         env = try SyncpeerRunner()
@@ -279,6 +279,7 @@ struct HostileBob {
         try FileManager.default.createDirectory(atPath: receive, withIntermediateDirectories: true)
         daemon = try DaemonProcess(env, name: "bob", arguments: (autoAccept ? ["--auto-accept"] : []) + ["--receive-dir", receive],
                                    environment: ["SYNCPEER_WATCH_DELAY_MS": "100"])
+        outsideBefore = try outsideListing()
     }
 
     func pairedRogue(name: String) throws -> RogueSender {
@@ -310,7 +311,7 @@ struct HostileBob {
     /// Everything below the test's root except the receive folder and bob's home, plus
     /// the entries of the root's parents up to "/" that contain `token`: what a label or
     /// path that leaves the receive folder would change.
-    func outsideListing(token: String) throws -> [String] {
+    func outsideListing() throws -> [String] {
         var out: [String] = []
         let root = env.root.path
         if let walker = FileManager.default.enumerator(atPath: root) {
