@@ -157,7 +157,9 @@ extension Node {
     public func shareOffers() -> [JSONValue] {
         ((try? index.folderOffers()) ?? []).map { offer in
             let name = (try? index.peer(deviceID: offer.deviceID))??.name ?? "?"
-            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(FolderLabel.safeName(offer.label, fallback: offer.folderID)),
+            // Offers stored by older versions may hold the label as the peer sent it.
+            let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
+            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(label),
                                              "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
             if let existing = (try? index.folder(id: offer.folderID)) ?? nil {
                 item["joins"] = .string(existing.path)   // accepting lets that peer join a folder we have
