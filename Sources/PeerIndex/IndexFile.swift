@@ -9,8 +9,6 @@ enum IndexFile {
     enum State: Equatable {
         /// No file: create one.
         case missing
-        /// A zero-length file: initialise it.
-        case empty
         /// A file with a plausible SQLite header.
         case sqlite
     }
@@ -31,7 +29,8 @@ enum IndexFile {
                              message: "it is not a regular file", hint: "point it at a file, not a directory or device")
         }
         let size = Int64(info.st_size)
-        if size == 0 { return .empty }
+        // New indexes appear complete (NodeIndex.createNew): an empty one lost its data.
+        guard size > 0 else { throw damaged(path, "file is empty (0 bytes)") }
 
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw ioError(path, "open", errno) }
@@ -78,9 +77,29 @@ enum IndexFile {
         close(fd)
     }
 
-    /// Sets mode 0600 (for an empty file we are about to initialise).
-    static func restrictMode(path: String) throws(IndexError) {
-        if chmod(path, 0o600) != 0 { throw ioError(path, "chmod", errno) }
+    /// Makes the complete file `temporary` appear as `path`: fsynced, hard-linked (which
+    /// never replaces a file: if `path` appeared meanwhile, that one stays), directory
+    /// fsynced. `temporary` is left for the caller to remove.
+    static func publish(_ temporary: String, as path: String) throws(IndexError) {
+        let fd = Glibc.open(temporary, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ioError(temporary, "open", errno) }
+        let synced = fsync(fd) == 0
+        let code = errno
+        close(fd)
+        guard synced else { throw ioError(temporary, "fsync", code) }
+        guard link(temporary, path) == 0 || errno == EEXIST else { throw ioError(path, "link", errno) }
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
+        let dirFD = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dirFD >= 0 {
+            fsync(dirFD)
+            close(dirFD)
+        }
+    }
+
+    /// Removes a file and its rollback journal if they exist (a temporary index).
+    static func remove(_ path: String) {
+        unlink(path)
+        unlink(path + "-journal")
     }
 
     /// The permission bits of `path` (for tests and diagnostics).

@@ -29,19 +29,17 @@ public final class NodeIndex: Sendable {
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 
-    /// Opens the index at `path`, creating and initialising it when the file is missing or empty.
+    /// Opens the index at `path`, creating and initialising it when there is no file.
     ///
     /// Refuses, without modifying the file: anything that is not an SQLite database
-    /// (`.notADatabase`), a truncated or corrupt file (`.damaged`), another application's
-    /// database (`.foreignDatabase`), and an index written by a newer syncpeer
+    /// (`.notADatabase`), an empty (0-byte), truncated or corrupt file (`.damaged`), another
+    /// application's database (`.foreignDatabase`), and an index written by a newer syncpeer
     /// (`.newerSchema`). Then switches to WAL with `synchronous=NORMAL`, turns on foreign
     /// keys, and applies the migrations this database has not recorded yet. A new file is
-    /// created with mode 0600.
+    /// created with mode 0600, complete (see `createNew`).
     public static func open(at path: String, clock: @escaping @Sendable () -> Int64 = systemClock) throws(IndexError) -> NodeIndex {
-        switch try IndexFile.inspect(path: path) {
-        case .missing: try IndexFile.create(path: path)
-        case .empty: try IndexFile.restrictMode(path: path)
-        case .sqlite: break
+        if try IndexFile.inspect(path: path) == .missing {
+            try createNew(at: path, clock: clock)
         }
         let db = try Database.open(path: path, options: Database.Options(createIfMissing: false, walJournal: false))
         try validate(db)
@@ -160,6 +158,23 @@ extension NodeIndex {
         } catch {
             throw IndexError(kind: .sqlite, operation: "open", path: path, message: "\(error)")
         }
+    }
+
+    /// Makes a new index at `path`: built in a temporary file beside it (rollback journal,
+    /// every migration applied, fsynced) and linked into place only then. So `path` never
+    /// exists empty or half made, and an empty index file is always damage (a failed copy,
+    /// a disk that lost it), refused like any other. Another process that created it first
+    /// wins; its index is used.
+    static func createNew(at path: String, clock: @escaping @Sendable () -> Int64) throws(IndexError) {
+        let temporary = path + ".new-\(getpid())"
+        IndexFile.remove(temporary)   // left by a crashed run that had our process ID
+        defer { IndexFile.remove(temporary) }
+        try IndexFile.create(path: temporary)
+        do {
+            let db = try Database.open(path: temporary, options: Database.Options(createIfMissing: false, walJournal: false))
+            try migrate(db, clock: clock)
+        }
+        try IndexFile.publish(temporary, as: path)
     }
 
     static func migrate(_ db: Database, clock: @escaping @Sendable () -> Int64) throws(IndexError) {

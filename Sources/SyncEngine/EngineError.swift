@@ -7,6 +7,8 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     case homeUnusable(path: String, reason: String)
     /// The key file is readable by others.
     case keyFileExposed(path: String, mode: UInt32)
+    /// The key file belongs to another user (who could replace it: it is not our identity).
+    case keyFileNotOwned(path: String, owner: UInt32, user: UInt32)
     /// The key file exists but does not hold a valid key.
     case keyFileCorrupt(path: String, reason: String)
     /// A display name breaks the rules (1–63 bytes of UTF-8, no control characters).
@@ -34,6 +36,8 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
             return "cannot use home \(path): \(reason)"
         case let .keyFileExposed(path, mode):
             return "key file \(path) has mode \(String(mode, radix: 8)); it must be readable by its owner only: run 'chmod 600 \(path)'"
+        case let .keyFileNotOwned(path, owner, user):
+            return "key file \(path) belongs to user \(owner), not to you (user \(user)); it is refused because its owner could replace your identity: use your own home (--home or SYNCPEER_HOME), or if the file is yours run 'chown \(user) \(path)'"
         case let .keyFileCorrupt(path, reason):
             return "key file \(path) is corrupt (\(reason)); restore it from a backup, or move it away and run 'syncpeer init' to create a new identity (peers will have to pair again)"
         case let .invalidDisplayName(why):
@@ -54,7 +58,7 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
         case .invalidDisplayName, .invalidArgument: return .usage
         case .notFound, .notConnected: return .state
         case .refused, .network: return .failure
-        case .keyFileExposed, .keyFileCorrupt, .index: return .data
+        case .keyFileExposed, .keyFileNotOwned, .keyFileCorrupt, .index: return .data
         case .homeUnusable, .io: return .failure
         }
     }

@@ -17,29 +17,51 @@ enum IdentityKeyFile {
     static let header = "syncpeer-identity-v1"
     static let maxFileSize = 4096
 
-    /// Reads and checks the key file; throws a clear error for wrong permissions, wrong
-    /// lengths, damage, or a missing file (`notInitialised`).
+    /// Reads and checks the key file; throws a clear error for a file that is not a regular
+    /// file (a link is not followed), belongs to another user, is readable by others, has
+    /// wrong lengths or is damaged, or is missing (`notInitialised`). Every check is made on
+    /// the open file, so it cannot be swapped between the check and the read.
     static func load(home: NodeHome) throws(EngineError) -> KeyPair {
         let path = home.keyFile
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            if errno == ENOENT { throw .notInitialised(home: home.path) }
-            throw .io(path: path, reason: String(cString: strerror(errno)))
+        // O_NONBLOCK: a FIFO put there must not hang us; it has no effect on a regular file.
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            switch errno {
+            case ENOENT: throw .notInitialised(home: home.path)
+            case ELOOP: throw .keyFileCorrupt(path: path, reason: "it is a symbolic link; the key file must be a regular file")
+            case let code: throw .io(path: path, reason: String(cString: strerror(code)))
+            }
         }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw .keyFileCorrupt(path: path, reason: "not a regular file")
+        }
+        guard info.st_uid == geteuid() else {
+            throw .keyFileNotOwned(path: path, owner: UInt32(info.st_uid), user: UInt32(geteuid()))
         }
         let mode = UInt32(info.st_mode) & 0o777
         guard mode & 0o077 == 0 else { throw .keyFileExposed(path: path, mode: mode) }
         guard info.st_size <= maxFileSize else {
             throw .keyFileCorrupt(path: path, reason: "\(info.st_size) bytes, far more than a key file holds")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .io(path: path, reason: "cannot read it")
-        }
-        var text = [UInt8](data)
+        var text = [UInt8](repeating: 0, count: maxFileSize + 1)
         defer { wipe(&text) }
-        return try parse(text, path: path)
+        var count = 0
+        while count < text.count {
+            let n = text.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw .io(path: path, reason: "cannot read it: \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            count += n
+        }
+        guard count <= maxFileSize else {
+            throw .keyFileCorrupt(path: path, reason: "more than \(maxFileSize) bytes, far more than a key file holds")
+        }
+        var content = Array(text[0..<count])
+        defer { wipe(&content) }
+        return try parse(content, path: path)
     }
 
     static func parse(_ text: [UInt8], path: String) throws(EngineError) -> KeyPair {

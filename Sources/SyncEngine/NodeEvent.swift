@@ -20,7 +20,8 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         case pairingRejected = "pairing_rejected"
         /// A message arrived (peer, id, text).
         case message
-        /// A connection was refused (peer, reason): impersonation, not paired...
+        /// A connection was refused (peer, reason): impersonation, not paired...; or a peer's
+        /// block requests for data not shared with it piled up (peer, folder, name, reason).
         case refused
         /// A frame from a peer that is not (yet) trusted was dropped (peer, reason).
         case dropped

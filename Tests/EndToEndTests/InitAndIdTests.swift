@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// `syncpeer init`, `id`, `--version` and bad input, run as real processes.
@@ -131,7 +132,7 @@ struct InitAndIdTests {
         #expect((try? Data(contentsOf: URL(fileURLWithPath: home + "/identity.key"))) == keyBefore)
     }
 
-    @Test(arguments: ["garbage", "text"])
+    @Test(arguments: ["garbage", "text", "empty"])
     func corruptIndexIsAClearErrorAndIsNotOverwritten(kind: String) throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
@@ -139,9 +140,11 @@ struct InitAndIdTests {
         #expect(try env.run(["--home", home, "init", "--name", "n"]).status == 0)
         let index = URL(fileURLWithPath: home + "/index.db")
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: index.path + suffix) }
-        let junk: Data = kind == "text"
-            ? Data(String(repeating: "this is not a database\n", count: 300).utf8)
-            : Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
+        let junk: Data = switch kind {
+        case "text": Data(String(repeating: "this is not a database\n", count: 300).utf8)
+        case "empty": Data()   // a failed copy, a disk that lost it: not a fresh start
+        default: Data((0..<8192).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) })
+        }
         try junk.write(to: index)
 
         for arguments in [["id"], ["init"], ["init", "--name", "m"]] {
@@ -152,5 +155,32 @@ struct InitAndIdTests {
             #expect(result.stderr.filter { $0 == "\n" }.count == 1, "one line: \(result.stderr)")
             #expect(try Data(contentsOf: index) == junk, "the index file was modified")
         }
+    }
+
+    /// A key file the user does not own (another user could replace it, and with it our
+    /// identity) is refused, and so is a link in its place; nothing is replaced.
+    @Test(.enabled(if: geteuid() == 0, "changing a file's owner needs root"))
+    func aKeyFileOfAnotherUserIsRefused() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let home = env.home("n")
+        #expect(try env.run(["--home", home, "init", "--name", "n"]).status == 0)
+        let key = home + "/identity.key"
+        let before = try Data(contentsOf: URL(fileURLWithPath: key))
+        #expect(chown(key, 65_534, 65_534) == 0)
+        for arguments in [["id"], ["init"], ["init", "--name", "m"]] {
+            let result = try env.run(["--home", home] + arguments)
+            #expect(result.status == 4, "\(arguments): \(result.stderr)")
+            #expect(result.stderr == "syncpeer: error: key file \(key) belongs to user 65534, not to you (user 0); it is refused because its owner could replace your identity: use your own home (--home or SYNCPEER_HOME), or if the file is yours run 'chown 0 \(key)'\n", "\(arguments)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: key)) == before)
+        }
+
+        // A link to a key file elsewhere is not followed.
+        #expect(chown(key, 0, 0) == 0)
+        try FileManager.default.moveItem(atPath: key, toPath: env.home("elsewhere.key"))
+        try FileManager.default.createSymbolicLink(atPath: key, withDestinationPath: env.home("elsewhere.key"))
+        let linked = try env.run(["--home", home, "id"])
+        #expect(linked.status == 4, "\(linked.stderr)")
+        #expect(linked.stderr.contains("it is a symbolic link"), "\(linked.stderr)")
     }
 }

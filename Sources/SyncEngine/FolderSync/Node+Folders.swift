@@ -25,6 +25,8 @@ final class FolderTable: @unchecked Sendable {
     var sent: [String: Int64] = [:]
     /// Index passes running, one page at a time ("folder|session ID").
     var sending: Set<String> = []
+    /// Block requests refused per session (session ID), for one event when they pile up.
+    var refusedBlocks: [UInt64: Int] = [:]
 }
 
 extension Node {
@@ -55,17 +57,20 @@ extension Node {
                     if let existing = try index.folder(path: directory) {
                         folder = existing
                     } else {
-                        folder = try index.addFolder(id: Self.newFolderID(), path: directory,
-                                                     label: URL(fileURLWithPath: directory).lastPathComponent)
+                        // Peers show the label and may name a folder after it: a safe name.
+                        let id = Self.newFolderID()
+                        folder = try index.addFolder(id: id, path: directory,
+                                                     label: FolderLabel.safeName(URL(fileURLWithPath: directory).lastPathComponent,
+                                                                                 fallback: id))
                     }
                     for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
                 } catch { throw .index("\(error)") }
                 startFolder(folder)
                 for session in sessions.values where session.machine.state == .connected
                     && devices.contains(where: { $0.key == session.deviceKey }) {
-                    session.send([.shareOffer(folder: folder.id, label: folder.label)])
+                    session.send([.shareOffer(folder: folder.id, label: folder.safeLabel)])
                 }
-                return .success(["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.path),
+                return .success(["folder": .string(folder.id), "label": .string(folder.safeLabel), "path": .string(folder.path),
                                  "peers": .array(devices.map { .string($0.name) })])
             } catch { return .failure(error) }
         }
@@ -162,7 +167,9 @@ extension Node {
     public func shareOffers() -> [JSONValue] {
         ((try? index.folderOffers()) ?? []).map { offer in
             let name = (try? index.peer(deviceID: offer.deviceID))??.name ?? "?"
-            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(offer.label),
+            // Offers stored by older versions may hold the label as the peer sent it.
+            let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
+            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(label),
                                              "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
             if let existing = (try? index.folder(id: offer.folderID)) ?? nil {
                 item["joins"] = .string(existing.path)   // accepting lets that peer join a folder we have
@@ -269,7 +276,7 @@ extension Node {
 
     func startFolder(_ record: FolderRecord) {
         guard folderTable.folders[record.id] == nil else { return }
-        let folder = SharedFolder(id: record.id, root: record.path, label: record.label.isEmpty ? record.id : record.label, node: self)
+        let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, node: self)
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
@@ -292,24 +299,26 @@ extension Node {
                 for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
                 _ = try index.removeFolderOffers(folderID: folderID)
             } catch { throw .index("\(error)") }
-            acceptedShare(folderID, label: existing.label, path: existing.path, devices: devices)
+            acceptedShare(folderID, label: existing.safeLabel, path: existing.path, devices: devices)
             return ["folder": .string(folderID), "accepted": true, "path": .string(existing.path)]
         }
-        var path = directory ?? (config.receiveDirectory + "/" + (first.label.isEmpty ? folderID : first.label))
-        path = URL(fileURLWithPath: path).standardizedFileURL.path
-        if directory == nil, FileManager.default.fileExists(atPath: path),
-           let handle = try? DirectoryHandle(path: URL(fileURLWithPath: path).deletingLastPathComponent().path) {
-            // Never merge into an unrelated existing folder without being asked to.
-            path = handle.path + "/" + handle.uniqueName(for: URL(fileURLWithPath: path).lastPathComponent)
-        }
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw .io(path: path, reason: "cannot create it")
+        // The label is the peer's: a safe name (again: offers stored by older versions).
+        let label = FolderLabel.safeName(first.label, fallback: folderID)
+        let path: String
+        if let directory {
+            // The user's own choice, as typed.
+            path = URL(fileURLWithPath: directory).standardizedFileURL.path
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw .io(path: path, reason: "cannot create it")
+            }
+        } else {
+            path = try makeReceivedFolder(named: label)
         }
         let record: FolderRecord
         do {
-            record = try index.addFolder(id: folderID, path: path, label: first.label)
+            record = try index.addFolder(id: folderID, path: path, label: label)
             for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
             _ = try index.removeFolderOffers(folderID: folderID)
         } catch { throw .index("\(error)") }
@@ -333,7 +342,7 @@ extension Node {
         for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
-            session.send([.shareOffer(folder: folderID, label: record.label)])
+            session.send([.shareOffer(folder: folderID, label: record.safeLabel)])
             folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
             // Pulls that failed for want of a peer are tried again now, not at the next rescan.
             folderTable.folders[folderID]?.peerConnected()
@@ -341,6 +350,7 @@ extension Node {
     }
 
     func foldersSessionClosed(_ session: Session) {
+        folderTable.refusedBlocks[session.id] = nil
         for (request, pending) in folderTable.pendingBlocks where pending.device == session.deviceKey {
             folderTable.pendingBlocks[request] = nil
             pending.callback(nil)
@@ -351,7 +361,14 @@ extension Node {
 
     func folderFrameReceived(_ frame: Frame, from session: Session) {
         switch frame {
-        case let .shareOffer(folderID, label):
+        case let .shareOffer(folderID, offered):
+            // Our folder IDs are safe names; another is refused before it is stored or shown.
+            guard FolderLabel.isSafe(folderID) else {
+                session.send([.shareAnswer(folder: folderID, accepted: false, reason: "invalid folder ID")])
+                emitError(session.peer, "refused a share offer with an invalid folder ID")
+                return
+            }
+            let label = FolderLabel.safeName(offered, fallback: folderID)
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             if (try? index.folder(id: folderID)) ?? nil != nil, members.contains(session.deviceKey) {
                 session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
@@ -367,7 +384,11 @@ extension Node {
             // join a folder we have already would get our copy: that is always asked.
             if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
                (try? index.folder(id: folderID)) ?? nil == nil {
-                _ = try? answerShareOnQueue(folderID, accept: true, into: nil)
+                do throws(EngineError) {
+                    _ = try answerShareOnQueue(folderID, accept: true, into: nil)
+                } catch {
+                    emitError(session.peer, "folder \(label): cannot accept it automatically: \(error)")
+                }
             }
         case let .shareAnswer(folderID, accepted, reason):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
@@ -389,13 +410,21 @@ extension Node {
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
                 session.send([.blockResponse(request: request, ok: false, data: [])])
+                blockRefused(to: session, folder: nil)
                 return
             }
             let device = session.deviceKey
-            folder.serveQueue.async {
-                let bytes = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
-                if let bytes { folder.activity.served(to: device, bytes: bytes.count) }
-                session.sendFromAnyThread([.blockResponse(request: request, ok: bytes != nil, data: bytes ?? [])])
+            folder.serveQueue.async { [weak self] in
+                let answer = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
+                guard case let .data(bytes) = answer else {
+                    session.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
+                    if answer == .notShared, let node = self {
+                        node.queue.async { node.blockRefused(to: session, folder: folder) }
+                    }
+                    return
+                }
+                folder.activity.served(to: device, bytes: bytes.count)
+                session.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
             }
         case let .blockResponse(request, ok, data):
             guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
@@ -545,3 +574,4 @@ extension NodeEvent {
         return copy
     }
 }
+

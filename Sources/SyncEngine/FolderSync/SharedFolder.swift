@@ -6,6 +6,7 @@ internal import Foundation
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// One shared folder on this node: scanning, watching and applying what peers changed.
 ///
@@ -30,6 +31,9 @@ final class SharedFolder: @unchecked Sendable {
     /// io: the watcher and the ignore patterns in force.
     var watcher: FolderWatcher?
     var ignores = IgnorePatterns()
+    /// Any thread: the same patterns, for serving blocks (which never waits for `io`); nil
+    /// until they are first loaded, and nothing is served before.
+    let servedIgnores = Mutex<IgnorePatterns?>(nil)
     var periodic: (any DispatchSourceTimer)?
     /// Node queue: what `syncpeer status` shows.
     var status = "scanning"
@@ -92,6 +96,7 @@ final class SharedFolder: @unchecked Sendable {
             ignores = patterns
             watcher?.updateIgnores(patterns)
         }
+        servedIgnores.withLock { [ignores] in $0 = ignores }
     }
 
     /// Temporary files a killed daemon left (before the first pull of this run, so none is
@@ -364,15 +369,40 @@ final class SharedFolder: @unchecked Sendable {
 
     // MARK: - Serving blocks to peers (serveQueue)
 
-    /// Reads `size` bytes at `offset` of `path` if they hash to `hash` (the file may have
-    /// changed since the peer saw our index: then nil).
-    func readBlock(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> [UInt8]? {
-        guard let expected = ChunkHash(bytes: hash), let rootHandle = try? DirectoryHandle(path: root),
-              let resolved = try? SafePath(path).resolve(under: rootHandle),
-              resolved.existing == .file,
-              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { return nil }
-        let chunk = ChunkRef(offset: offset, size: size, hash: expected)
-        return try? reader.bytes(of: chunk, verify: true)
+    /// What a block request gets.
+    enum BlockAnswer: Equatable {
+        case data([UInt8])
+        /// Not something this folder shares: an unknown, deleted or ignored path, or a range
+        /// that is not one of the file's chunks (offset, size and hash as the index holds them).
+        case notShared
+        /// Shared, but not readable as indexed right now (changed on disk since the scan).
+        case unavailable
+    }
+
+    /// Answers a member's block request. Only a chunk of a live, not-ignored file of the
+    /// local index is read, and only if the bytes still hash right: a member never gets an
+    /// ignored file, a path we do not share, or an arbitrary range (not even a byte).
+    func readBlock(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockAnswer {
+        guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
+              let start = Int64(exactly: offset), let index else { return .notShared }
+        // The patterns in force now: a file ignored after it was indexed is not served either.
+        guard let ignores = servedIgnores.withLock({ $0 }) else { return .unavailable }
+        guard !ignores.isIgnored(safe.string, isDirectory: false) else { return .notShared }
+        do {
+            guard try index.hasLiveChunk(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
+                return .notShared
+            }
+        } catch {
+            report("cannot look up a block request in the index: \(error)")
+            return .unavailable
+        }
+        guard let rootHandle = try? DirectoryHandle(path: root),
+              let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
+              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
+              let bytes = try? reader.bytes(of: ChunkRef(offset: offset, size: size, hash: expected), verify: true) else {
+            return .unavailable
+        }
+        return .data(bytes)
     }
 
     // MARK: - Status

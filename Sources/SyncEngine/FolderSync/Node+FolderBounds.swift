@@ -1,0 +1,55 @@
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+
+/// What keeps a folder peer inside its bounds on this node: a shared folder's label is a
+/// name made into a new directory inside the receive folder, and block requests for what is
+/// not shared are refused and, when they pile up, reported.
+extension Node {
+    /// Creates `<receive folder>/<name>` for an accepted offer: a new directory (never an
+    /// existing one: `name (1)`… if taken), made through the open receive folder with the
+    /// *at() calls, so a name from a peer can never create or reuse anything outside it.
+    func makeReceivedFolder(named name: String) throws(EngineError) -> String {
+        let receive = URL(fileURLWithPath: config.receiveDirectory).standardizedFileURL.path
+        do {
+            // The receive folder is the user's setting: made with its parents if missing.
+            try FileManager.default.createDirectory(atPath: receive, withIntermediateDirectories: true)
+        } catch {
+            throw .io(path: receive, reason: "cannot create the receive folder")
+        }
+        do {
+            let made = try DirectoryHandle(path: receive).makeNewSubdirectory(for: name)
+            return made.handle.path
+        } catch {
+            throw .io(path: receive + "/" + name, reason: "cannot create it: \(error)")
+        }
+    }
+
+    /// Refusals of block requests for what is not shared, per session, before the user is
+    /// told (once per session): an honest peer gets a few when it asks for a file that just
+    /// changed; a peer probing for unshared data gets many.
+    static let refusalsReported = 16
+
+    /// Counts a refused block request (no such folder for the peer, or not shared in it).
+    /// On the node's queue.
+    func blockRefused(to session: Session, folder: SharedFolder?) {
+        guard sessions[session.id] === session else { return }
+        let count = (folderTable.refusedBlocks[session.id] ?? 0) + 1
+        folderTable.refusedBlocks[session.id] = count
+        guard count == Self.refusalsReported else { return }
+        var event = NodeEvent(.refused, peer: session.peer, reason: """
+            refused \(count) block requests for data not shared with this peer (ignored, deleted or unknown \
+            files, or ranges that are not chunks of a shared file): it may be probing for files it must not see
+            """, time: now())
+        if let folder {
+            event.name = folder.label
+            event.folder = folder.id
+        }
+        emit(event)
+    }
+}
+
+extension FolderRecord {
+    /// The label as shown and sent: a safe name even for records stored by older versions.
+    var safeLabel: String { FolderLabel.safeName(label, fallback: id) }
+}
