@@ -1,4 +1,5 @@
 internal import Foundation
+internal import PeerFiles
 internal import PeerIndex
 
 extension Node {
@@ -11,5 +12,19 @@ extension Node {
         guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
         let result: Result<JSONValue, EngineError> = folder.io.sync { folder.confirm() }
         return try result.get()
+    }
+
+    /// A folder just shared or accepted: its root gets the marker with the folder ID (a
+    /// stale one of an earlier share is replaced) and its device and inode are recorded,
+    /// before anything is scanned. On failure the new folder is removed again.
+    func adoptRoot(of record: FolderRecord) throws(EngineError) {
+        do {
+            let identity = try FolderRoot.adopt(record.path, folderID: record.id)
+            try index.setFolderRoot(id: record.id, device: identity.device, inode: identity.inode)
+        } catch {
+            var reason = "cannot make it a shared folder: \(error)"
+            do { try index.removeFolder(id: record.id) } catch { reason += "; and cannot remove it from the index again: \(error)" }
+            throw .io(path: record.path, reason: reason)
+        }
     }
 }
