@@ -35,26 +35,40 @@ struct ShareCommand: Command {
     }
 }
 
+/// A command on one shared folder, `syncpeer NAME DIR`: sends its name with the folder's
+/// absolute path to the daemon and prints `done`.
+protocol SharedFolderCommand: Command {
+    var directory: String { get }
+    init(directory: String)
+    /// The line printed on success.
+    var done: String { get }
+}
+
+extension SharedFolderCommand {
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        self.init(directory: URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path)
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request(Self.spec.name, ["dir": .string(directory)])
+        context.print(result, text: done)
+        return ExitCode.success
+    }
+}
+
 /// `syncpeer unshare DIR`.
-struct UnshareCommand: Command {
+struct UnshareCommand: SharedFolderCommand {
     static let spec = CommandSpec(
         name: "unshare",
         abstract: "stop syncing a folder (its files stay as they are; peers are told)",
         arguments: [ArgumentSpec("DIR", help: "a shared folder")],
         examples: ["syncpeer unshare ~/Documents"])
     let directory: String
-    init(parsing arguments: ParsedArguments) throws(CLIError) {
-        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
-    }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("unshare", ["dir": .string(directory)])
-        context.print(result, text: "No longer sharing \(directory)")
-        return ExitCode.success
-    }
+    var done: String { "No longer sharing \(directory)" }
 }
 
 /// `syncpeer confirm DIR`: adopts a stopped folder's root as it is and sends its deletions.
-struct ConfirmCommand: Command {
+struct ConfirmCommand: SharedFolderCommand {
     static let spec = CommandSpec(
         name: "confirm",
         abstract: "resume a folder stopped to protect it: adopt its root as it is now and send the deletions found",
@@ -71,14 +85,7 @@ struct ConfirmCommand: Command {
         arguments: [ArgumentSpec("DIR", help: "a shared folder")],
         examples: ["syncpeer confirm ~/Photos"])
     let directory: String
-    init(parsing arguments: ParsedArguments) throws(CLIError) {
-        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
-    }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("confirm", ["dir": .string(directory)])
-        context.print(result, text: "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices")
-        return ExitCode.success
-    }
+    var done: String { "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices" }
 }
 
 /// `syncpeer status [--watch]`: shared folders, per peer what is in and out of sync.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PeerIndex
 import Testing
 
 /// A shared folder whose root vanished, was unmounted or replaced never deletes anything on
@@ -91,9 +92,19 @@ struct FolderRootTests {
         if try run("umount", [directory]) != 0 { try #require(try run("umount", ["-l", directory]) == 0, "umount \(directory)") }
     }
 
-    /// A tmpfs mounted on alice's (empty) folder, unmounted at the end whatever happens.
-    static func mountTmpfs(_ trio: Trio) throws {
-        try #require(try run("mount", ["-t", "tmpfs", "-o", "size=64m", "tmpfs", trio.folders["alice"]!]) == 0, "mount tmpfs")
+    /// A trio whose alice shares a tmpfs mounted on her folder, holding `fileCount` files
+    /// that bob and carol have. `cleanup` unmounts it whatever happened.
+    static func trioOnTmpfs() throws -> Trio {
+        let trio = try Trio(environment: environment)
+        do {
+            try #require(try run("mount", ["-t", "tmpfs", "-o", "size=64m", "tmpfs", trio.folders["alice"]!]) == 0, "mount tmpfs")
+            try makeFiles(trio.folders["alice"]!, count: fileCount)
+            try shareAndSync(trio, files: fileCount)
+        } catch {
+            cleanup(trio)
+            throw error
+        }
+        return trio
     }
 
     static func cleanup(_ trio: Trio) {
@@ -105,11 +116,8 @@ struct FolderRootTests {
     /// point is there. Before: all 1,500 files were deleted on every peer.
     @Test(.enabled(if: isRoot, "mounts a tmpfs: needs root"))
     func aDaemonStartedWithTheDiskUnmountedDeletesNothing() throws {
-        let trio = try Trio(environment: Self.environment)
+        let trio = try Self.trioOnTmpfs()
         defer { Self.cleanup(trio) }
-        try Self.mountTmpfs(trio)
-        try Self.makeFiles(trio.folders["alice"]!, count: Self.fileCount)
-        try Self.shareAndSync(trio, files: Self.fileCount)
         _ = trio.alice.stop()
         try Self.unmount(trio.folders["alice"]!)
         trio.alice = try trio.restart(trio.alice)
@@ -124,11 +132,8 @@ struct FolderRootTests {
     /// empty mount point). Before: a rescan deleted everything beyond the first batch.
     @Test(.enabled(if: isRoot, "mounts a tmpfs: needs root"))
     func unmountingTheDiskWhileRunningDeletesNothing() throws {
-        let trio = try Trio(environment: Self.environment)
+        let trio = try Self.trioOnTmpfs()
         defer { Self.cleanup(trio) }
-        try Self.mountTmpfs(trio)
-        try Self.makeFiles(trio.folders["alice"]!, count: Self.fileCount)
-        try Self.shareAndSync(trio, files: Self.fileCount)
         try Self.unmount(trio.folders["alice"]!)
         try Self.expectStoppedAndPeersKeepEverything(trio, files: Self.fileCount, error: "not the directory that was shared")
         #expect(Self.fileCount(trio.folders["alice"]!) == 0, "nothing was pulled into the empty mount point")
@@ -184,5 +189,38 @@ struct FolderRootTests {
         let folder = try FolderSyncTests.folderStatus(trio, trio.alice)
         #expect(folder["state"] as? String != "error", "\(folder)")
         #expect(folder["error"] == nil || folder["error"] is NSNull, "\(folder)")
+    }
+
+    /// A folder shared by an older version (no identity in the index, no marker in the root)
+    /// is adopted at its first start when its root has content; an empty root while the
+    /// index lists files (an unmounted disk at that first start) waits for `confirm`.
+    @Test func aFolderFromAnOlderVersionIsAdoptedOnlyWhenItsRootIsPlausible() throws {
+        let trio = try Trio(environment: Self.environment)
+        defer { trio.env.cleanup() }
+        let root = trio.folders["alice"]!
+        let marker = root + "/.syncpeer-folder"
+        try Self.makeFiles(root, count: 12)
+        try Self.shareAndSync(trio, files: 12)
+        #expect(FileManager.default.fileExists(atPath: marker), "sharing writes the marker")
+        /// Alice stopped, with an index and a root as an older version left them.
+        func downgrade() throws {
+            _ = trio.alice.stop()
+            try FileManager.default.removeItem(atPath: marker)
+            let index = try NodeIndex.open(at: trio.alice.home + "/index.db")
+            let folder = try #require(try index.folders().first)
+            try index.setFolderRoot(id: folder.id, device: nil, inode: nil)
+        }
+        try downgrade()
+        trio.alice = try trio.restart(trio.alice)
+        try FolderSyncTests.eventually("alice adopts the root that has content") { FileManager.default.fileExists(atPath: marker) }
+        try "new".write(toFile: root + "/new.txt", atomically: true, encoding: .utf8)
+        try FolderSyncTests.eventually("syncing goes on") { FileManager.default.fileExists(atPath: trio.path("bob", "new.txt")) }
+
+        try downgrade()
+        try FileManager.default.moveItem(atPath: root, toPath: trio.env.home("alice-docs-elsewhere"))
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: false)
+        trio.alice = try trio.restart(trio.alice)
+        try Self.expectStoppedAndPeersKeepEverything(trio, files: 13, error: "is empty while 13 files")
+        #expect(!FileManager.default.fileExists(atPath: marker), "an empty root is not adopted by itself")
     }
 }

@@ -154,12 +154,6 @@ public struct RootObservation: Sendable, Equatable {
     public var marker: Marker
     /// Nothing in it besides the marker and the node's own staging entries.
     public var isEmpty: Bool
-
-    public init(identity: RootIdentity, marker: Marker, isEmpty: Bool) {
-        self.identity = identity
-        self.marker = marker
-        self.isEmpty = isEmpty
-    }
 }
 
 /// What `FolderRoot.judge` decided.

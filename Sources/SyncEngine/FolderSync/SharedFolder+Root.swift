@@ -113,13 +113,15 @@ extension SharedFolder {
         setError(message)
     }
 
-    /// A whole scan passed the checks: a stopped folder syncs again.
+    /// A whole scan passed the checks: a stopped folder syncs again, starting with what
+    /// the peers changed while it was stopped (their updates were stored, not pulled).
     func resumeIfStopped() {
         guard stopped != nil else { return }
         stopped = nil
         shownStop = nil
         clearError()
         startWatcher(delay: watchDelay)
+        io.async { [self] in pull(paths: nil) }
     }
 
     /// Records the deletions a scan found, once the scan is over: the mass-deletion guard
