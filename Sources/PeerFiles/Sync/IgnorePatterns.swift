@@ -22,9 +22,9 @@ internal import Glibc
 /// scalars, without normalization.
 ///
 /// Built in, whatever the file says: the staging directory `.syncpeer-partial`, the root
-/// marker `.syncpeer-folder` (`FolderRoot`: it names this node's folder, so it is never
-/// synced) and any name ending in `.syncpeer-tmp` are always ignored. The ignore file itself is synced
-/// like any other file unless a rule says otherwise.
+/// marker `.syncpeer-folder` (`FolderRoot`: it belongs to this node's copy of the folder,
+/// so it is never synced) and any name ending in `.syncpeer-tmp` are always ignored. The
+/// ignore file itself is synced like any other file unless a rule says otherwise.
 public struct IgnorePatterns: Sendable, Equatable {
     /// The name of the ignore file at the folder root.
     public static let fileName = ".syncpeerignore"
