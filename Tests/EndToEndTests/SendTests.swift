@@ -97,6 +97,36 @@ struct SendTests {
         #expect(try String(contentsOfFile: pair.inbox + "/notes (2).txt", encoding: .utf8) == "theirs 2")
     }
 
+    /// Received names of up to 255 bytes (multibyte included) fit: the partial files are
+    /// named by the transfer, and a clash's numbered name is shortened to fit.
+    @Test func namesOf255BytesArriveAndClashesFit() throws {
+        let pair = try TransferPair()
+        defer { pair.env.cleanup() }
+        let names = [String(repeating: "漢", count: 83) + ".txt", String(repeating: "😀", count: 63) + ".md",
+                     String(repeating: "n", count: 255)]
+        for name in names {
+            let source = pair.outbox + "/" + name
+            for round in 1...2 {
+                try "\(name.utf8.count) bytes, round \(round)".write(toFile: source, atomically: false, encoding: .utf8)
+                let sent = try pair.send(source)
+                #expect(sent.status == 0, "\(name.utf8.count) bytes: \(sent.stderr)")
+            }
+        }
+        let received = try FileManager.default.contentsOfDirectory(atPath: pair.inbox).filter { !$0.hasPrefix(".") }
+        #expect(received.count == 6, "\(received)")
+        for name in received {
+            #expect(name.utf8.count <= 255)
+            let text = try String(contentsOfFile: pair.inbox + "/" + name, encoding: .utf8)
+            #expect(text.hasSuffix(names.contains(name) ? "round 1" : "round 2"), "\(name): \(text)")
+        }
+        let folder = pair.outbox + "/" + String(repeating: "d", count: 255)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "deep".write(toFile: folder + "/" + String(repeating: "é", count: 126) + ".x", atomically: false, encoding: .utf8)
+        #expect(try pair.send(folder).status == 0)
+        #expect(try String(contentsOfFile: pair.inbox + "/" + String(repeating: "d", count: 255) + "/" + String(repeating: "é", count: 126) + ".x",
+                           encoding: .utf8) == "deep")
+    }
+
     @Test func aDeclinedOfferLeavesNothing() throws {
         let pair = try TransferPair(bobArguments: [])
         defer { pair.env.cleanup() }

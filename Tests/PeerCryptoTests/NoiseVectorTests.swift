@@ -54,11 +54,12 @@ enum NoiseVectorFile {
     static let environmentVariable = "SYNCPEER_NOISE_VECTORS"
     static let allowMissingVariable = "SYNCPEER_ALLOW_MISSING_VECTORS"
 
-    /// `$SYNCPEER_NOISE_VECTORS`, else `<package root>/../shared/vectors/…`.
+    /// `$SYNCPEER_NOISE_VECTORS`, else the copy kept in the test tree
+    /// (`Tests/PeerCryptoTests/Vectors/`, the public Noise known-answer vectors).
     static var path: String {
         if let path = ProcessInfo.processInfo.environment[environmentVariable], !path.isEmpty { return path }
-        return packageRoot.deletingLastPathComponent()
-            .appendingPathComponent("shared/vectors/noise-25519-chachapoly-blake2b.json").standardizedFileURL.path
+        return packageRoot.appendingPathComponent("Tests/PeerCryptoTests/Vectors/noise-25519-chachapoly-blake2b.json")
+            .standardizedFileURL.path
     }
 
     /// This file is `<root>/Tests/PeerCryptoTests/NoiseVectorTests.swift`.

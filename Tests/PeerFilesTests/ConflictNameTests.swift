@@ -60,3 +60,86 @@ let conflictTime: Int64 = 1_795_966_200
         #expect(ConflictName.isConflictName(made))
     }
 }
+
+/// Names are bytes with a limit (NAME_MAX, 255): conflict copies and numbered names of any
+/// name of 1–255 bytes fit, end on a character boundary, parse back to their original, and
+/// differ for names that differ only at their end.
+@Suite struct NameLimitTests {
+    /// One character of each UTF-8 length, and an extension or none.
+    static let alphabets: [(character: String, ext: String)] = [
+        ("a", ""), ("a", ".txt"), ("é", ""), ("é", ".pdf"), ("漢", ""), ("漢", ".文書"), ("😀", ""), ("😀", ".jpeg"),
+    ]
+
+    /// A name of at most `bytes` bytes: the character repeated, then the extension, the
+    /// last character before the extension replaced by `last` (for pairs).
+    static func name(bytes: Int, _ alphabet: (character: String, ext: String), last: String = "1") -> String? {
+        let room = bytes - alphabet.ext.utf8.count - last.utf8.count
+        guard room >= 0 else { return nil }
+        let stem = String(repeating: alphabet.character, count: room / alphabet.character.utf8.count) + last
+        return stem + alphabet.ext
+    }
+
+    static var rows: [(Int, Int)] { (0..<alphabets.count).flatMap { a in (1...255).map { (a, $0) } } }
+
+    @Test(arguments: rows)
+    func conflictCopiesFitAndParse(_ row: (Int, Int)) throws {
+        let alphabet = Self.alphabets[row.0]
+        guard let a = Self.name(bytes: row.1, alphabet, last: "1"), let b = Self.name(bytes: row.1, alphabet, last: "2") else { return }
+        for directory in ["", "dir/sub/"] {
+            let copyA = ConflictName.make(for: directory + a, at: conflictTime, device: "ABCDEFG")
+            let copyB = ConflictName.make(for: directory + b, at: conflictTime, device: "ABCDEFG")
+            let nameA = String(copyA.dropFirst(directory.count))
+            #expect(nameA.utf8.count <= 255, "\(a.utf8.count) bytes → \(nameA.utf8.count)")
+            #expect(String(validating: Array(nameA.utf8), as: UTF8.self) != nil)
+            #expect((try? SafePath.validateName(nameA)) != nil, "\(nameA)")
+            #expect(copyA.hasPrefix(directory))
+            #expect(copyA != copyB, "names that differ only at their end get different copies")
+            #expect(ConflictName.isConflictName(copyA))
+            #expect(ConflictName.isCopy(copyA, of: directory + a))
+            #expect(!ConflictName.isCopy(copyA, of: directory + b))
+            #expect(ConflictName.parse(copyA)?.time == "20261129-153000")
+            #expect(ConflictName.parse(copyA)?.device == "ABCDEFG")
+            if let prefix = ConflictName.shortenedOriginalPrefix(of: copyA) {
+                #expect((directory + a).hasPrefix(prefix), "the original starts with the kept part")
+            } else {
+                #expect(ConflictName.parse(copyA)?.original == directory + a, "an unshortened copy names its original")
+            }
+            // The extension stays when it fits.
+            if !alphabet.ext.isEmpty { #expect(nameA.hasSuffix("-ABCDEFG" + alphabet.ext)) }
+        }
+    }
+
+    @Test(arguments: rows)
+    func numberedNamesFit(_ row: (Int, Int)) throws {
+        guard let a = Self.name(bytes: row.1, Self.alphabets[row.0]) else { return }
+        let numbered = SafePath.numberedName(a, 12)
+        #expect(numbered.utf8.count <= 255)
+        #expect(numbered.contains(" (12)"))
+        #expect((try? SafePath.validateName(numbered)) != nil)
+    }
+
+    @Test func aPeersDeviceTextNeverShapesThePath() {
+        for device in ["../../x", "a/b.c", ".", "", "日本", "AB.CD/EF"] {
+            let copy = ConflictName.make(for: "d/report.pdf", at: conflictTime, device: device)
+            #expect(copy.hasPrefix("d/report.sync-conflict-20261129-153000-") && copy.hasSuffix(".pdf"), "\(copy)")
+            #expect(copy.split(separator: "/").count == 2, "\(copy)")
+            #expect(ConflictName.isCopy(copy, of: "d/report.pdf"), "\(copy)")
+        }
+    }
+
+    @Test func anExtensionTooLongToKeepIsPartOfTheStem() {
+        let name = "a." + String(repeating: "x", count: 240)
+        let copy = ConflictName.make(for: name, at: conflictTime, device: "ABCDEFG")
+        #expect(copy.utf8.count <= 255)
+        #expect(ConflictName.isCopy(copy, of: name))
+    }
+
+    @Test func cutsNeverSplitACharacter() {
+        let bytes = Array("a漢😀é".utf8)[...]
+        for limit in 0...bytes.count {
+            let kept = ConflictName.utf8Prefix(bytes, maxBytes: limit)
+            #expect(kept.count <= limit)
+            #expect(String(validating: Array(kept), as: UTF8.self) != nil, "\(limit)")
+        }
+    }
+}

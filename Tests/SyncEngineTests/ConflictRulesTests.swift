@@ -111,7 +111,7 @@ let planTable: [PlanCase] = {
             (".bashrc", 86_399_999_999_999, devA, ".bashrc.sync-conflict-19700101-235959-AAAAAAA"),
             ("a/.hidden.conf", 951_782_400_000_000_000, devA, "a/.hidden.sync-conflict-20000229-000000-AAAAAAA.conf"),
             ("dir.d/noext", -1, devA, "dir.d/noext.sync-conflict-19691231-235959-AAAAAAA"),
-            ("x.", 4_102_444_800_000_000_000, "SHORT", "x.sync-conflict-21000101-000000-SHORT."),
+            ("x.", 4_102_444_800_000_000_000, "SHORT", "x..sync-conflict-21000101-000000-SHORT"),
         ]
         for (path, mtime, device, expected) in cases {
             #expect(ConflictRules.conflictCopyName(for: path, mtimeNs: mtime, device: device) == expected)

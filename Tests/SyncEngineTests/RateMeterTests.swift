@@ -23,4 +23,15 @@ struct RateMeterTests {
         #expect(meter.eta(remaining: 10) == nil)
         #expect(meter.eta(remaining: 0) == 0)
     }
+
+    /// A long gap between samples (a link cut, a slow disk) never gives a rate outside what
+    /// was moved: never negative, never more than the bytes over the gap.
+    @Test(arguments: [3.0, 10.0, 20.0, 60.0, 600.0])
+    func aLongGapKeepsTheRateSane(gap: Double) {
+        var meter = RateMeter()
+        for second in 0...3 { meter.sample(time: Double(second), bytes: Int64(second) * 1_000_000) }
+        meter.sample(time: 3 + gap, bytes: 3_500_000)
+        #expect(meter.bytesPerSecond >= 0)
+        #expect(meter.bytesPerSecond <= 1_000_000)
+    }
 }

@@ -8,29 +8,87 @@ internal import Glibc
 /// first character (a dotfile: `.bashrc` → `.bashrc.sync-conflict-…`) or its last one;
 /// without an extension the suffix is appended (`Makefile.sync-conflict-…`).
 /// `archive.tar.gz` → `archive.tar.sync-conflict-….gz`. Directories in the path are kept.
-/// A name that would exceed 255 bytes has its stem shortened (on a character boundary).
+/// A name that would exceed 255 bytes (NAME_MAX) keeps its suffix and, where it fits, its
+/// extension; its stem is cut on a UTF-8 character boundary and ends in `~` and 8 hex
+/// digits of a hash of the whole original name, so two long names that differ only at
+/// their end never share a conflict copy. `isCopy(_:of:)` tells whose copy such a name is.
 public enum ConflictName {
     public static let marker = ".sync-conflict-"
     /// A GLOB pattern (SQLite's, case-sensitive) every conflict copy's path matches: the
     /// prefilter of an index query, whose results `isConflictName` then checks.
     public static let glob = "*" + marker + "*"
+    /// Characters a shortened stem ends with: "~" and 8 hex digits.
+    static let shortenedTagBytes = 9
 
     /// The conflict copy's path for `path` ("dir/report.pdf"), at `unixSeconds` (seconds
     /// since 1970-01-01 UTC, e.g. `Int64(date.timeIntervalSince1970)`), by the device
     /// whose short ID is `device` (e.g. the first 7 characters of its device ID).
     public static func make(for path: String, at unixSeconds: Int64, device: String) -> String {
+        make(for: path, stamp: timestamp(unixSeconds), device: device)
+    }
+
+    /// The same with the time already written as `YYYYMMDD-HHMMSS` (UTC). `device` may come
+    /// from a peer: only its letters and digits are used (at most 7; "0" if none), so the
+    /// name never gains a "/" or a "." and always parses back.
+    public static func make(for path: String, stamp: String, device: String) -> String {
         let (directory, name) = split(path)
-        var stem = Substring(name)
-        var ext = Substring("")
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex, name.index(after: dot) != name.endIndex {
-            stem = name[..<dot]
-            ext = name[dot...]
+        let nameBytes = Array(name.utf8)
+        var stem = nameBytes[...]
+        var ext = nameBytes[nameBytes.endIndex...]
+        if let dot = nameBytes.lastIndex(of: UInt8(ascii: ".")), dot != 0, dot != nameBytes.count - 1 {
+            stem = nameBytes[..<dot]
+            ext = nameBytes[dot...]
         }
-        let suffix = marker + timestamp(unixSeconds) + "-" + device
-        while stem.utf8.count + suffix.utf8.count + ext.utf8.count > SafePath.maxComponentBytes && !stem.isEmpty {
-            stem = stem.dropLast()
+        let safeDevice = device.utf8.filter(isAlphanumeric).prefix(7)
+        let suffix = Array((marker + stamp + "-").utf8) + (safeDevice.isEmpty ? [UInt8(ascii: "0")] : Array(safeDevice))
+        let limit = SafePath.maxComponentBytes
+        if stem.count + suffix.count + ext.count <= limit {
+            return directory + String(decoding: stem + suffix + ext, as: UTF8.self)
         }
-        return directory + stem + suffix + ext
+        // Too long: the extension stays if at least one byte of the stem fits with it.
+        if suffix.count + ext.count + shortenedTagBytes + 1 > limit {
+            stem = nameBytes[...]
+            ext = nameBytes[nameBytes.endIndex...]
+        }
+        let kept = utf8Prefix(stem, maxBytes: limit - suffix.count - ext.count - shortenedTagBytes)
+        let tag = Array(("~" + ChunkHash.of(nameBytes).description.prefix(8)).utf8)
+        return directory + String(decoding: kept + tag + suffix + ext, as: UTF8.self)
+    }
+
+    /// Whether `copy` is a conflict copy of `original` (both relative paths): the copy's
+    /// name is what `make` gives for `original` at the copy's time and device. Unlike
+    /// comparing with `parse(copy)?.original`, this also holds for shortened names.
+    public static func isCopy(_ copy: String, of original: String) -> Bool {
+        guard let parsed = parse(copy) else { return false }
+        if parsed.original == original { return true }
+        return make(for: original, stamp: parsed.time, device: parsed.device) == copy
+    }
+
+    /// For a copy whose name was shortened: the path prefix every possible original starts
+    /// with (directory and the kept part of the stem), else nil. Candidates are then
+    /// confirmed with `isCopy`.
+    public static func shortenedOriginalPrefix(of copy: String) -> String? {
+        let (directory, name) = split(copy)
+        guard let parts = parts(of: name) else { return nil }
+        let stem = parts.stem
+        guard stem.count > shortenedTagBytes, stem[stem.endIndex - shortenedTagBytes] == UInt8(ascii: "~"),
+              stem.suffix(8).allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) else { return nil }
+        return directory + String(decoding: stem.dropLast(shortenedTagBytes), as: UTF8.self)
+    }
+
+    /// The longest prefix of `bytes` of at most `maxBytes` bytes that ends on a UTF-8
+    /// character boundary (never in the middle of a multibyte sequence).
+    public static func utf8Prefix(_ bytes: ArraySlice<UInt8>, maxBytes: Int) -> ArraySlice<UInt8> {
+        guard bytes.count > maxBytes else { return bytes }
+        var end = bytes.startIndex + max(0, maxBytes)
+        // A continuation byte (10xxxxxx) at `end` means the cut would split a character.
+        while end > bytes.startIndex, bytes[end] & 0xC0 == 0x80 { end -= 1 }
+        return bytes[bytes.startIndex..<end]
+    }
+
+    /// ASCII letter or digit.
+    private static func isAlphanumeric(_ c: UInt8) -> Bool {
+        (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
     }
 
     /// Whether the last component of `path` is a conflict copy's name (made by `make`).
@@ -41,6 +99,12 @@ public enum ConflictName {
     /// For a name whose stem was shortened, the original's stem is the shortened one.
     public static func parse(_ path: String) -> (original: String, time: String, device: String)? {
         let (directory, name) = split(path)
+        guard let parts = parts(of: name) else { return nil }
+        return (directory + String(decoding: parts.stem + parts.ext, as: UTF8.self), parts.time, parts.device)
+    }
+
+    /// A conflict name's stem (before the outermost marker), time, device and extension.
+    private static func parts(of name: String) -> (stem: ArraySlice<UInt8>, time: String, device: String, ext: ArraySlice<UInt8>)? {
         let bytes = Array(name.utf8)
         let markerBytes = Array(marker.utf8)
         // Search from the end: a name may contain the marker more than once (a conflict
@@ -49,11 +113,9 @@ public enum ConflictName {
         while start >= 0 {
             if bytes[start..<start + markerBytes.count].elementsEqual(markerBytes),
                let result = parseSuffix(bytes[(start + markerBytes.count)...]) {
-                let stem = String(decoding: bytes[..<start], as: UTF8.self)
-                let ext = String(decoding: result.ext, as: UTF8.self)
                 // A dotfile's suffix comes after the whole name (".bashrc"): no extension then.
-                guard !stem.isEmpty else { return nil }
-                return (directory + stem + ext, result.time, result.device)
+                guard start > 0 else { return nil }
+                return (bytes[..<start], result.time, result.device, result.ext)
             }
             start -= 1
         }
@@ -68,8 +130,7 @@ public enum ConflictName {
         guard digits(0..<8), b[8] == UInt8(ascii: "-"), digits(9..<15), b[15] == UInt8(ascii: "-") else { return nil }
         var end = 16
         while end < b.count, b[end] != UInt8(ascii: ".") {
-            let c = b[end]
-            guard (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) else { return nil }
+            guard isAlphanumeric(b[end]) else { return nil }
             end += 1
         }
         guard end > 16 else { return nil }

@@ -23,7 +23,14 @@ final class FolderActivity: Sendable {
         var reused: Int64 = 0
         /// File content read by scans (0 for a rescan with nothing changed, or a rename).
         var scanned: Int64 = 0
+        /// Paths the last pull could not apply (path → why), at most `maxFailures` of them.
+        var failures: [String: String] = [:]
+        /// Failed paths beyond `maxFailures` (not listed, counted).
+        var moreFailures = 0
     }
+
+    /// Failed paths kept for `status`: a peer sending many unwritable names costs no more.
+    static let maxFailures = 1_000
 
     private let state = Mutex(Counters())
 
@@ -48,6 +55,29 @@ final class FolderActivity: Sendable {
 
     func scanned(bytes: UInt64) {
         state.withLock { $0.scanned += Int64(clamping: bytes) }
+    }
+
+    /// A path could not be applied (a rename, write, link or metadata change failed).
+    func failed(path: String, reason: String) {
+        state.withLock {
+            if $0.failures[path] != nil || $0.failures.count < Self.maxFailures {
+                $0.failures[path] = reason
+            } else {
+                $0.moreFailures += 1
+            }
+        }
+    }
+
+    /// A pull is about to try `paths` again (nil: every path): their old failures go.
+    func clearFailures(in paths: Set<String>?) {
+        state.withLock {
+            guard let paths else {
+                $0.failures.removeAll()
+                $0.moreFailures = 0
+                return
+            }
+            for path in paths { $0.failures[path] = nil }
+        }
     }
 
     /// The batch is committed (or dropped): its files are no longer in flight.

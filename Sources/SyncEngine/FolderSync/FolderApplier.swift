@@ -8,13 +8,18 @@ internal import PeerIndex
 
 /// Applies a folder's planned actions to the disk and the index (on the folder's `io`).
 ///
-/// Files are assembled in temporary files next to their final place (`.name.syncpeer-tmp`,
+/// Files are assembled in temporary files next to their final place (`tempName(forPath:)`,
 /// which scanners and watchers ignore), chunk by chunk: first from any local file that
 /// holds a chunk with the same hash (renames and copies move no data), then from connected
 /// peers that have the content, several chunks and several peers at once. Every chunk is
 /// verified. A batch of files then gets one durability barrier (`syncfs`) before the
 /// renames and one after, so many small files cost two barriers, not one fsync each, and a
 /// crash leaves every file either old or new.
+///
+/// Every rename, link, write, mode and time change is checked: one that fails is an error
+/// event and a failure of the path in the folder's status (`fail`), and the path keeps what
+/// it had — a local version is never overwritten unless it was first kept (a conflict copy)
+/// or the index shows it is exactly what a peer has seen.
 final class FolderApplier: @unchecked Sendable {
     // @unchecked: used on the folder's `io` queue; the block-fetch callbacks that run
     // elsewhere only call `write(_:at:_:)` (pwrite on a descriptor) and `fetch` (which
@@ -34,7 +39,8 @@ final class FolderApplier: @unchecked Sendable {
     /// Files assembled and waiting for the batch barrier.
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0
-    private var rescan: [String] = []
+    /// Paths to scan again once the apply is done (conflict copies, paths changed here).
+    var rescan: [String] = []
     static let batchFiles = 256
     static let batchBytes: Int64 = 64 << 20
     static let inFlightUnit = 64 << 10
@@ -82,10 +88,16 @@ final class FolderApplier: @unchecked Sendable {
             .sorted { $0.paths[0] < $1.paths[0] }
         let deletes = actions.filter { if case .delete = $0 { return true } else { return false } }
             .sorted { $0.paths[0].count > $1.paths[0].count }
-        let others = actions.filter { action in
-            !creates.contains(action) && !deletes.contains(action)
+        // A directory replaced by a file or link: after the deletions (its children go
+        // first), so that the empty directory can make way at commit.
+        let replacements = actions.filter { action in
+            guard case let .pull(state, _) = action, state.kind != .directory, let old = local[state.path] else { return false }
+            return old.kind == .directory && !old.deleted
         }
-        let ordered = creates + others + deletes
+        let others = actions.filter { action in
+            !creates.contains(action) && !deletes.contains(action) && !replacements.contains(action)
+        }
+        let ordered = creates + others + deletes + replacements
         for (n, action) in ordered.enumerated() {
             if n % Self.batchFiles == 0 { lookUpLocalChunks(ordered[n..<min(n + Self.batchFiles, ordered.count)]) }
             perform(action, root: root)
@@ -125,8 +137,14 @@ final class FolderApplier: @unchecked Sendable {
         case let .updateMetadata(state, _):
             guard let resolved = try? SafePath(state.path).resolve(under: root), resolved.existing != nil,
                   diskMatchesIndex(state.path, root: root) else { rescan.append(state.path); return }
-            if state.kind != .symlink { fchmodat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777), 0) }
-            setTimes(resolved.directory, resolved.name, state.mtimeNs)
+            if state.kind != .symlink, fchmodat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777), 0) != 0 {
+                fail(state.path, "cannot change its permissions: \(Self.lastError())")
+                return
+            }
+            guard setTimes(resolved.directory, resolved.name, state.mtimeNs) else {
+                fail(state.path, "cannot set its modification time: \(Self.lastError())")
+                return
+            }
             record(state, root: root)
         case let .delete(state, _):
             delete(state, root: root)
@@ -156,27 +174,36 @@ final class FolderApplier: @unchecked Sendable {
 
     // MARK: Pull
 
-    private func pull(_ state: FileState, from device: String, root: DirectoryHandle, conflictCopy: String?) {
+    func pull(_ state: FileState, from device: String, root: DirectoryHandle, conflictCopy: String?) {
         guard let safe = try? SafePath(state.path) else { return }
         if local[state.path] != nil, conflictCopy == nil, !diskMatchesIndex(state.path, root: root) {
             rescan.append(state.path)  // changed here since the last scan: scan it first
             return
         }
-        guard let resolved = try? safe.resolve(under: root, createDirectories: true) else {
-            folder.report("cannot create the folder of \(state.path)")
+        let resolved: ResolvedPath
+        do {
+            resolved = try safe.resolve(under: root, createDirectories: true)
+        } catch {
+            fail(state.path, "cannot create its folder: \(error.description)")
             return
         }
+        let temp = Self.tempName(forPath: state.path)
         switch state.kind {
         case .directory:
-            if resolved.existing == nil { mkdirat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777)) }
-            else if resolved.existing == .directory { fchmodat(resolved.directory.fd, resolved.name, mode_t(state.mode & 0o777), 0) }
-            else { rescan.append(state.path); return }
-            record(state, root: root)
+            pullDirectory(state, resolved, conflictCopy: conflictCopy, root: root)
         case .symlink:
-            let temp = Self.tempName(resolved.name)
-            unlinkat(resolved.directory.fd, temp, 0)
+            if unlinkat(resolved.directory.fd, temp, 0) != 0 && errno != ENOENT {
+                fail(state.path, "cannot remove the old temporary link: \(Self.lastError())")
+                return
+            }
             guard symlinkat(state.symlinkTarget ?? "", resolved.directory.fd, temp) == 0 else {
-                folder.report("cannot create the link \(state.path)")
+                fail(state.path, "cannot create the link: \(Self.lastError())")
+                return
+            }
+            // The link's own time, as the peer has it (the scanner compares targets only).
+            guard setTimes(resolved.directory, temp, state.mtimeNs) else {
+                fail(state.path, "cannot set the link's modification time: \(Self.lastError())")
+                unlinkat(resolved.directory.fd, temp, 0)
                 return
             }
             pending.append(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
@@ -184,13 +211,12 @@ final class FolderApplier: @unchecked Sendable {
         case .file:
             guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
                   manifest.rootHash == (state.rootHash ?? []) else {
-                folder.report("no valid manifest for \(state.path) from its peer")
+                fail(state.path, "its peer sent no valid manifest for it")
                 return
             }
-            let temp = Self.tempName(resolved.name)
             let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                folder.report("cannot write \(state.path): \(String(cString: strerror(errno)))")
+                fail(state.path, "cannot create its temporary file \(temp): \(Self.lastError())")
                 return
             }
             guard let missing = copyLocalChunks(manifest, into: fd, path: state.path) else {
@@ -235,13 +261,13 @@ final class FolderApplier: @unchecked Sendable {
     /// chunks still missing (nil when the file cannot be written).
     private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, path: String) -> [ChunkRef]? {
         if manifest.fileSize > 0, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
-            folder.report("cannot write \(path): \(String(cString: strerror(errno)))")
+            fail(path, "cannot size its temporary file: \(Self.lastError())")
             return nil
         }
         var missing: [ChunkRef] = []
         for chunk in manifest.chunks {
             if let bytes = localChunk(chunk) {
-                guard write(bytes, at: chunk.offset, fd) else { return nil }
+                guard write(bytes, at: chunk.offset, fd, path: path) else { return nil }
                 folder.activity.reused(bytes: bytes.count)
             } else {
                 missing.append(chunk)
@@ -278,7 +304,7 @@ final class FolderApplier: @unchecked Sendable {
                     for _ in 0..<weight { units.signal() }
                     group.leave()
                 }
-                guard let bytes, self.write(bytes, at: job.chunk.offset, fd) else {
+                guard let bytes, self.write(bytes, at: job.chunk.offset, fd, path: job.path) else {
                     item.failure.set()
                     return
                 }
@@ -318,13 +344,14 @@ final class FolderApplier: @unchecked Sendable {
         return nil
     }
 
-    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32) -> Bool {
+    /// Any thread (block callbacks): `fail` only touches the thread-safe activity and the node's queue.
+    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32, path: String) -> Bool {
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else {
-                folder.report(errno == ENOSPC ? "disk full: free some space; syncing resumes at the next scan" : "write failed: \(String(cString: strerror(errno)))")
+                fail(path, errno == ENOSPC ? "disk full: free some space; syncing resumes at the next scan" : "write failed: \(Self.lastError())")
                 return false
             }
             done += n
@@ -348,21 +375,36 @@ final class FolderApplier: @unchecked Sendable {
                 continue
             }
             // Mode and mtime last: writing would change the mtime again.
-            fchmod(item.fd, mode_t(item.state.mode & 0o777))
             var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
                          timespec(tv_sec: Int(item.state.mtimeNs / 1_000_000_000), tv_nsec: Int(item.state.mtimeNs % 1_000_000_000))]
-            futimens(item.fd, &times)
-            close(item.fd)
-            ready.append(item)
+            let problem: String? = if fchmod(item.fd, mode_t(item.state.mode & 0o777)) != 0 {
+                "cannot set the permissions of its temporary file: \(Self.lastError())"
+            } else if futimens(item.fd, &times) != 0 {
+                "cannot set the modification time of its temporary file: \(Self.lastError())"
+            } else { nil }
+            // close() is where some file systems (NFS, FUSE) report a failed write.
+            let closed = close(item.fd) == 0
+            if let problem {
+                discard(item, problem)
+            } else if !closed {
+                discard(item, "writing its temporary file failed: \(Self.lastError())")
+            } else {
+                ready.append(item)
+            }
         }
-        _ = syncFileSystem(root.fd)
+        // Without the data on disk a crash could leave a torn file behind a rename.
+        if syncFileSystem(root.fd) != 0 {
+            let reason = "cannot flush its data to disk: \(Self.lastError())"
+            for item in ready { discard(item, reason) }
+            ready = []
+        }
         var done: [Pending] = []
         for item in ready {
             if let copy = item.conflictCopy {
-                let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
-                if item.directory.entryKind(copyName) == nil {
-                    renameat(item.directory.fd, item.name, item.directory.fd, copyName)
-                    rescan.append(copy)
+                // The local version is kept first; if it cannot be, the winner waits.
+                guard keepAsConflictCopy(item.directory, item.name, copy: copy, path: item.state.path) else {
+                    unlinkat(item.directory.fd, item.temp, 0)
+                    continue
                 }
             } else if local[item.state.path] == nil, item.directory.entryKind(item.name) != nil {
                 // Something appeared here since the plan: keep it, and scan it.
@@ -370,109 +412,38 @@ final class FolderApplier: @unchecked Sendable {
                 rescan.append(item.state.path)
                 continue
             }
+            if local[item.state.path]?.kind == .directory, item.directory.entryKind(item.name) == .directory,
+               unlinkat(item.directory.fd, item.name, AT_REMOVEDIR) != 0, errno != ENOENT {
+                // A synced directory becomes a file or link only once empty (its children were
+                // deleted first); anything still inside stays, with the directory. (A directory
+                // the index does not know there makes the rename below fail: it stays too.)
+                discard(item, "the folder in its place cannot be removed: \(Self.lastError())")
+                rescan.append(item.state.path)
+                continue
+            }
             guard renameat(item.directory.fd, item.temp, item.directory.fd, item.name) == 0 else {
-                folder.report("cannot put \(item.state.path) in place: \(String(cString: strerror(errno)))")
-                unlinkat(item.directory.fd, item.temp, 0)
+                discard(item, "cannot put it in place: \(Self.lastError())")
                 continue
             }
             done.append(item)
         }
-        _ = syncFileSystem(root.fd)
+        if !done.isEmpty, syncFileSystem(root.fd) != 0 {
+            folder.report("cannot flush the renames of \(done.count) file(s) to disk: \(Self.lastError())")
+        }
         let records = done.map { item in
             item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
         }
-        if !records.isEmpty { _ = try? index.upsertFiles(records) }
+        store(records)
         folder.activity.endAll()
         pending = []
         pendingBytes = 0
     }
 
-    // MARK: Delete, rename, record
-
-    private func delete(_ state: FileState, root: DirectoryHandle) {
-        guard let resolved = try? SafePath(state.path).resolve(under: root) else { return }
-        switch resolved.existing {
-        case nil:
-            break
-        case .directory:
-            // Only an empty directory goes: anything still inside is kept (and synced).
-            if unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) != 0 {
-                rescan.append(state.path)
-                return
-            }
-        default:
-            guard diskMatchesIndex(state.path, root: root) else {
-                rescan.append(state.path)  // edited here since: the edit wins, it is scanned and synced
-                return
-            }
-            unlinkat(resolved.directory.fd, resolved.name, 0)
-        }
-        record(state, root: root)
-    }
-
-    private func rename(_ from: FileState, _ to: FileState, source: String, root: DirectoryHandle) {
-        guard let old = try? SafePath(from.path).resolve(under: root), old.existing == .file,
-              diskMatchesIndex(from.path, root: root),
-              let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
-              renameat(old.directory.fd, old.name, new.directory.fd, new.name) == 0 else {
-            // Not as expected: fetch the new path normally, delete the old one if it matches.
-            pull(to, from: source, root: root, conflictCopy: nil)
-            delete(from, root: root)
-            return
-        }
-        let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
-        _ = syncFileSystem(root.fd)
-        _ = try? index.upsertFiles([from.fileRecord(folderID: folderID),
-                                    to.fileRecord(folderID: folderID, inode: inode(new.directory, new.name), chunks: chunks)])
-    }
-
-    /// Records a state whose disk side is already right (metadata, directories, keepLocal).
-    private func record(_ state: FileState, root: DirectoryHandle) {
-        var chunks: [FileChunkRecord] = []
-        var inode: UInt64?
-        if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
-            inode = self.inode(resolved.directory, resolved.name)
-            chunks = (try? index.file(folderID: folderID, path: state.path))??.chunks ?? []
-        }
-        var state = state
-        if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
-            var st = stat()
-            if fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 {
-                state.mtimeNs = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-            }
-        }
-        _ = try? index.upsertFiles([state.fileRecord(folderID: folderID, inode: inode, chunks: state.kind == .file ? chunks : [])])
-    }
-
-    /// True when the file on disk is what the index last recorded (size, mtime, inode).
-    private func diskMatchesIndex(_ path: String, root: DirectoryHandle) -> Bool {
-        guard let record = (try? index.file(folderID: folderID, path: path)) ?? nil else { return true }
-        guard let resolved = try? SafePath(path).resolve(under: root) else { return false }
-        var st = stat()
-        guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return record.deleted }
-        if record.deleted { return false }
-        if record.kind == .directory { return (st.st_mode & S_IFMT) == S_IFDIR }
-        let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-        return Int64(st.st_size) == record.size && mtime == record.mtimeNs
-    }
-
-    private func inode(_ directory: DirectoryHandle, _ name: String) -> UInt64? {
-        var st = stat()
-        guard fstatat(directory.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        return UInt64(st.st_ino)
-    }
-
-    private func setTimes(_ directory: DirectoryHandle, _ name: String, _ mtimeNs: Int64) {
-        var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
-                     timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
-        utimensat(directory.fd, name, &times, AT_SYMLINK_NOFOLLOW)
-    }
-
-    /// `UTIME_OMIT` (not imported): leave that time as it is.
-    let utimeOmit = (1 << 30) - 2
-
-    static func tempName(_ name: String) -> String {
-        "." + String(name.prefix(200)) + IgnorePatterns.temporarySuffix
+    /// Drops an assembled file that cannot be put in place: its temporary goes, the path
+    /// keeps what it had, and the failure is reported.
+    private func discard(_ item: Pending, _ reason: String) {
+        unlinkat(item.directory.fd, item.temp, 0)
+        fail(item.state.path, reason)
     }
 }
 

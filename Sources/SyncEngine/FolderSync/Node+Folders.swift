@@ -135,8 +135,15 @@ extension Node {
                  "percent": .number(Double(item.needed > 0 ? 100 * item.fetched / item.needed : 100)),
                  "peers": .array(item.peers.map { device in .string((try? index.peer(deviceID: device))??.name ?? displayID(device)) })]
             }
+            // Paths the last pull could not apply are the folder's error too: out of sync,
+            // and why, never a silent "idle".
+            let failed = activity.failures.sorted { $0.key < $1.key }
+            let failureCount = failed.count + activity.moreFailures
+            let shownError = error ?? (failed.isEmpty ? nil : "cannot sync \(failureCount) path(s): "
+                + failed.prefix(3).map { "\($0.key): \($0.value)" }.joined(separator: "; ") + (failureCount > 3 ? "; …" : ""))
             return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
-                    "state": .string(state), "error": JSONValue(error),
+                    "state": .string(failed.isEmpty || state != "idle" ? state : "error"), "error": JSONValue(shownError),
+                    "failed": .array(failed.map { ["path": .string($0.key), "reason": .string($0.value)] }),
                     "files": JSONValue(totals.files), "bytes": .number(Double(totals.bytes)),
                     "conflicts": JSONValue(conflictCopies(folder.id).count), "peers": .array(peers),
                     "transfers": .array(current), "reusedBytes": .number(Double(activity.reused)),
@@ -170,11 +177,20 @@ extension Node {
             for path in conflictCopies(folder.id) {
                 let parsed = ConflictName.parse(path)
                 out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + path),
-                            "original": .string(folder.root + "/" + (parsed?.original ?? "?")),
+                            "original": .string(folder.root + "/" + (original(ofCopy: path, in: folder.id) ?? parsed?.original ?? "?")),
                             "device": .string(parsed?.device ?? "?"), "time": .string(parsed?.time ?? "?")])
             }
         }
         return out
+    }
+
+    /// The path a conflict copy was made for. A shortened copy name (a long original) holds
+    /// only the start of it: the index's live paths with that start are checked.
+    func original(ofCopy copy: String, in folderID: String) -> String? {
+        guard let prefix = ConflictName.shortenedOriginalPrefix(of: copy) else { return ConflictName.parse(copy)?.original }
+        let glob = prefix.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined() + "*"
+        let candidates = (try? index.livePaths(folderID: folderID, matching: glob)) ?? []
+        return candidates.first { $0 != copy && ConflictName.isCopy(copy, of: $0) } ?? ConflictName.parse(copy)?.original
     }
 
     /// Settles a conflict on `path` (the original file): keep the local version (the
@@ -187,32 +203,49 @@ extension Node {
             throw .notFound("\(path) is not in a shared folder")
         }
         let relative = String(absolute.dropFirst(folder.root.count + 1))
-        let copies = conflictCopies(folder.id).filter { ConflictName.parse($0)?.original == relative }.sorted()
+        let copies = conflictCopies(folder.id).filter { ConflictName.isCopy($0, of: relative) }.sorted()
         guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
-        let result: Result<JSONValue, EngineError> = folder.io.sync {
+        guard ["local", "remote", "both"].contains(keep) else { throw .invalidArgument("--keep takes local, remote or both") }
+        let result: Result<JSONValue, EngineError> = folder.io.sync { () -> Result<JSONValue, EngineError> in
+            // Every step is checked: a copy that cannot be removed or renamed stays, and
+            // says so (in the answer, as an error event and in the folder's status).
+            var failures: [String] = []
+            func failed(_ path: String, _ reason: String) {
+                failures.append("\(path): \(reason)")
+                folder.activity.failed(path: path, reason: reason)
+                folder.report("resolve \(path): \(reason)")
+            }
+            func check(_ ok: Bool, _ path: String, _ what: String) {
+                if !ok { failed(path, "\(what): \(String(cString: strerror(errno)))") }
+            }
             let root = folder.root
             switch keep {
             case "local":
-                for copy in copies { unlink(root + "/" + copy) }
+                for copy in copies { check(unlink(root + "/" + copy) == 0 || errno == ENOENT, copy, "cannot delete the conflict copy") }
             case "remote":
                 let newest = copies.max { (ConflictName.parse($0)?.time ?? "") < (ConflictName.parse($1)?.time ?? "") }!
                 guard Glibc.rename(root + "/" + newest, absolute) == 0 else {
                     return .failure(.io(path: absolute, reason: String(cString: strerror(errno))))
                 }
-                for copy in copies where copy != newest { unlink(root + "/" + copy) }
-            case "both":
+                for copy in copies where copy != newest {
+                    check(unlink(root + "/" + copy) == 0 || errno == ENOENT, copy, "cannot delete the conflict copy")
+                }
+            default:
                 guard let handle = try? DirectoryHandle(path: URL(fileURLWithPath: absolute).deletingLastPathComponent().path) else {
                     return .failure(.io(path: absolute, reason: "cannot open its folder"))
                 }
                 let name = URL(fileURLWithPath: absolute).lastPathComponent
                 for copy in copies {
+                    // A copy lies next to its original; a name taken meanwhile is never replaced.
+                    let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
                     let unique = handle.uniqueName(for: name)
-                    Glibc.rename(root + "/" + copy, handle.path + "/" + unique)
+                    do { try handle.move(copyName, to: handle, as: unique) } catch {
+                        failed(copy, "cannot rename it to \(unique): \(error)")
+                    }
                 }
-            default:
-                return .failure(.invalidArgument("--keep takes local, remote or both"))
             }
             folder.fullScanPaths(copies + [relative])
+            guard failures.isEmpty else { return .failure(.io(path: absolute, reason: failures.joined(separator: "; "))) }
             return .success(["path": .string(absolute), "kept": .string(keep), "copies": .array(copies.map { .string($0) })])
         }
         return try result.get()

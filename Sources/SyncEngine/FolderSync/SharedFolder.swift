@@ -75,6 +75,7 @@ final class SharedFolder: @unchecked Sendable {
         self.watchDelay = watchDelay
         io.async { [self] in
             loadIgnores()
+            removeLeftoverTemporaries()
             fullScan()
             startWatcher(delay: watchDelay)
             pull(paths: nil)
@@ -99,6 +100,15 @@ final class SharedFolder: @unchecked Sendable {
         if let handle = try? DirectoryHandle(path: root), let patterns = try? IgnorePatterns.load(from: handle) {
             ignores = patterns
             watcher?.updateIgnores(patterns)
+        }
+    }
+
+    /// Temporary files a killed daemon left (before the first pull of this run, so none is
+    /// in use).
+    private func removeLeftoverTemporaries() {
+        guard let handle = try? DirectoryHandle(path: root) else { return }
+        for (path, reason) in FolderApplier.removeLeftoverTemporaries(under: handle) {
+            report("cannot remove the leftover temporary file \(path): \(reason)")
         }
     }
 
@@ -281,6 +291,7 @@ final class SharedFolder: @unchecked Sendable {
         guard stopped == nil, let index, let node, checkRoot() else { return }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
+        activity.clearFailures(in: paths)   // tried again now (or nothing left to do)
         guard !plan.actions.isEmpty else { return }
         let actions = SyncPlanner.planRenames(plan.actions, local: plan.local)
         setStatus("syncing")

@@ -1,3 +1,5 @@
+internal import PeerFiles
+
 /// What to do about one path, decided from the local state and the peers' states.
 public enum SyncAction: Sendable, Hashable {
     /// Nothing to do: the local version has seen every peer's change.
@@ -182,19 +184,13 @@ public enum ConflictRules {
     }
 
     /// `dir/name.sync-conflict-YYYYMMDD-HHMMSS-<device>.ext`: the time is the loser's
-    /// mtime in UTC, the device the first 7 characters of the loser's `modifiedBy`. The
-    /// extension is what follows the last dot of the name (a leading dot, as in
-    /// ".bashrc", does not start an extension), so the copy opens with the same program.
+    /// mtime in UTC, the device the first 7 letters and digits of the loser's `modifiedBy`
+    /// (a peer's text: nothing else of it reaches the name). The extension is what follows
+    /// the last dot of the name (a leading or trailing dot does not start one), so the copy
+    /// opens with the same program. The name fits NAME_MAX and differs for names that differ
+    /// only at their end (`ConflictName.make`), and `syncpeer conflicts` can parse it back.
     public static func conflictCopyName(for path: String, mtimeNs: Int64, device: String) -> String {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { String(path[...$0]) } ?? ""
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
-        var base = name, ext = ""
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            base = String(name[..<dot])
-            ext = String(name[dot...])
-        }
-        return directory + base + ".sync-conflict-" + utcStamp(nanoseconds: mtimeNs) + "-" + String(device.prefix(7)) + ext
+        ConflictName.make(for: path, stamp: utcStamp(nanoseconds: mtimeNs), device: device)
     }
 
     /// "YYYYMMDD-HHMMSS" in UTC for unix nanoseconds (pure arithmetic, proleptic Gregorian).

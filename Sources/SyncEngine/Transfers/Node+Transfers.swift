@@ -376,7 +376,7 @@ extension Node {
             return
         }
         if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
-            transfer.fileProgress[entry].completedUnitCount += Int64(transfer.prepared.layout.manifests[entry].chunks[chunk - transfer.prepared.layout.firstChunk[entry]].size)
+            transfer.advance(entry: entry, by: Int64(transfer.prepared.layout.manifests[entry].chunks[chunk - transfer.prepared.layout.firstChunk[entry]].size))
         }
         emitTransfer(transfer, force: false)
         pump(transfer)
@@ -661,7 +661,7 @@ extension Node {
                     for (entry, _) in transfer.layout.manifests.enumerated() {
                         let held = transfer.layout.range(of: entry).filter { have.contains($0) }
                             .reduce(Int64(0)) { $0 + Int64(transfer.layout.locate($1)!.chunk.size) }
-                        transfer.fileProgress[entry].completedUnitCount = held
+                        transfer.setHeld(entry: entry, held)
                     }
                     recordIncoming(transfer, directory: directory)
                     transfer.state = "active"
@@ -762,7 +762,7 @@ extension Node {
                 }
                 if transfer.verified.insert(index).inserted {
                     transfer.verifiedBytes += Int64(chunk.size)
-                    transfer.fileProgress[entry].completedUnitCount += Int64(chunk.size)
+                    transfer.advance(entry: entry, by: Int64(chunk.size))
                     transfer.unrecorded.append(index)
                 }
                 sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])

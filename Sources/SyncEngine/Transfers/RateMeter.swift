@@ -1,3 +1,5 @@
+internal import Foundation
+
 /// Rate and time-to-go of a transfer from (time, bytes) samples: an exponentially weighted
 /// rate over the recent past, so a stall shows at once and a burst does not dominate.
 public struct RateMeter: Sendable {
@@ -33,15 +35,9 @@ public struct RateMeter: Sendable {
         return Double(remaining) / bytesPerSecond
     }
 
+    /// 2^x for the weights (x ≤ 0). A truncated series is not enough: after a long gap
+    /// (x of -10 and below) it gave weights outside 0...1, and with them negative rates.
     private func pow2(_ x: Double) -> Double {
-        // 2^x without Foundation, accurate enough for weights.
-        var result = 1.0
-        var term = 1.0
-        let y = x * 0.6931471805599453
-        for n in 1...20 {
-            term *= y / Double(n)
-            result += term
-        }
-        return result
+        Foundation.exp2(x)
     }
 }

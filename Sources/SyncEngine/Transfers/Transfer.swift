@@ -45,9 +45,12 @@ class TransferBase: @unchecked Sendable {
     var lastEmit: ContinuousClock.Instant = .now - .seconds(1)
     var observers: [TransferObserver] = []
     let started = ContinuousClock.now
-    /// Foundation progress: bytes, with one child per file.
+    /// Foundation progress in bytes for the whole transfer, and one per file. The files' are
+    /// not children of the whole: Foundation adds children's fractions exactly, with
+    /// denominators multiplied together, and traps on the overflow once a folder has a few
+    /// hundred files of different sizes. `advance`/`setHeld` keep both in step instead.
     let progress: Progress
-    let fileProgress: [Progress]
+    private let fileProgress: [Progress]
 
     init(id: TransferID, peerKey: String, peer: NodeEvent.Peer, name: String, sizes: [Int64], state: String) {
         self.id = id
@@ -58,9 +61,20 @@ class TransferBase: @unchecked Sendable {
         self.fileCount = sizes.count
         self.state = state
         self.io = DispatchQueue(label: "syncpeer.transfer.\(id.description.prefix(8))")
-        let parent = Progress(totalUnitCount: sizes.reduce(0) { $0 + max(1, $1) })
-        progress = parent
-        fileProgress = sizes.map { Progress(totalUnitCount: max(1, $0), parent: parent, pendingUnitCount: max(1, $0)) }
+        progress = Progress(totalUnitCount: sizes.reduce(0) { $0 + max(1, $1) })
+        fileProgress = sizes.map { Progress(totalUnitCount: max(1, $0)) }
+    }
+
+    /// Counts `bytes` more of file `entry` as done (and of the whole transfer).
+    func advance(entry: Int, by bytes: Int64) {
+        fileProgress[entry].completedUnitCount += bytes
+        progress.completedUnitCount += bytes
+    }
+
+    /// Sets how many bytes of file `entry` are held (a resumed transfer's starting point).
+    func setHeld(entry: Int, _ bytes: Int64) {
+        progress.completedUnitCount += bytes - fileProgress[entry].completedUnitCount
+        fileProgress[entry].completedUnitCount = bytes
     }
 
     var isFinished: Bool { ["completed", "failed", "cancelled", "declined"].contains(state) }

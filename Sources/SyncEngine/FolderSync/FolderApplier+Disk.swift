@@ -1,0 +1,184 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import PeerFiles
+internal import PeerIndex
+
+/// What the applier changes on disk besides assembling files — directories, conflict
+/// copies, deletions, renames, metadata — each step checked, and the index records of it.
+extension FolderApplier {
+    // MARK: Directories and conflict copies
+
+    /// A directory: made (or its mode set). Whatever else is in the way goes only if it is
+    /// kept as the conflict copy, or if the index shows it is what peers have seen.
+    func pullDirectory(_ state: FileState, _ resolved: ResolvedPath, conflictCopy: String?, root: DirectoryHandle) {
+        let mode = mode_t(state.mode & 0o777)
+        if resolved.existing == .directory {
+            guard fchmodat(resolved.directory.fd, resolved.name, mode, 0) == 0 else {
+                fail(state.path, "cannot change its permissions: \(Self.lastError())")
+                return
+            }
+        } else {
+            if resolved.existing != nil {
+                if let copy = conflictCopy {
+                    guard keepAsConflictCopy(resolved.directory, resolved.name, copy: copy, path: state.path) else { return }
+                } else if local[state.path].map({ !$0.deleted }) != true {
+                    rescan.append(state.path)   // not scanned yet: scan it first, never clobber it
+                    return
+                } else if unlinkat(resolved.directory.fd, resolved.name, 0) != 0 && errno != ENOENT {
+                    fail(state.path, "cannot remove the \(local[state.path]?.kind.rawValue ?? "entry") that a folder replaces: \(Self.lastError())")
+                    return
+                }
+            }
+            guard mkdirat(resolved.directory.fd, resolved.name, mode) == 0 || errno == EEXIST else {
+                fail(state.path, "cannot create the folder: \(Self.lastError())")
+                return
+            }
+        }
+        record(state, root: root)
+    }
+
+    /// Moves the local `name` aside as the conflict copy `copy` (a path in the same
+    /// directory). False (and a failure of `path`) when that cannot be done: then the local
+    /// version must stay where it is. A missing local entry has nothing to keep: true.
+    func keepAsConflictCopy(_ directory: DirectoryHandle, _ name: String, copy: String, path: String) -> Bool {
+        let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
+        guard directory.entryKind(copyName) == nil else {
+            fail(path, "its local version cannot be kept as \(copy): that name exists; the local version stays")
+            return false
+        }
+        guard renameat(directory.fd, name, directory.fd, copyName) == 0 || errno == ENOENT else {
+            fail(path, "its local version cannot be kept as \(copy): \(Self.lastError()); the local version stays")
+            return false
+        }
+        rescan.append(copy)
+        return true
+    }
+
+    // MARK: Delete, rename, record
+
+    func delete(_ state: FileState, root: DirectoryHandle) {
+        guard let resolved = try? SafePath(state.path).resolve(under: root) else { return }
+        switch resolved.existing {
+        case nil:
+            break
+        case .directory:
+            // Only an empty directory goes: anything still inside is kept (and synced).
+            if unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) != 0 {
+                if errno != ENOTEMPTY && errno != EEXIST { fail(state.path, "cannot remove the folder: \(Self.lastError())") }
+                rescan.append(state.path)
+                return
+            }
+        default:
+            guard diskMatchesIndex(state.path, root: root) else {
+                rescan.append(state.path)  // edited here since: the edit wins, it is scanned and synced
+                return
+            }
+            guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 || errno == ENOENT else {
+                fail(state.path, "cannot delete it: \(Self.lastError())")
+                return
+            }
+        }
+        record(state, root: root)
+    }
+
+    func rename(_ from: FileState, _ to: FileState, source: String, root: DirectoryHandle) {
+        guard let old = try? SafePath(from.path).resolve(under: root), old.existing == .file,
+              diskMatchesIndex(from.path, root: root),
+              let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
+              renameat(old.directory.fd, old.name, new.directory.fd, new.name) == 0 else {
+            // Not as expected: fetch the new path normally, delete the old one if it matches.
+            pull(to, from: source, root: root, conflictCopy: nil)
+            delete(from, root: root)
+            return
+        }
+        let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
+        if syncFileSystem(root.fd) != 0 { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
+        store([from.fileRecord(folderID: folderID),
+               to.fileRecord(folderID: folderID, inode: inode(new.directory, new.name), chunks: chunks)])
+    }
+
+    /// Records a state whose disk side is already right (metadata, directories, keepLocal).
+    func record(_ state: FileState, root: DirectoryHandle) {
+        var chunks: [FileChunkRecord] = []
+        var inode: UInt64?
+        if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
+            inode = self.inode(resolved.directory, resolved.name)
+            chunks = (try? index.file(folderID: folderID, path: state.path))??.chunks ?? []
+        }
+        var state = state
+        if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
+            var st = stat()
+            if fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+                state.mtimeNs = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            }
+        }
+        store([state.fileRecord(folderID: folderID, inode: inode, chunks: state.kind == .file ? chunks : [])])
+    }
+
+    /// Writes records to the index; a failure is a failure of each of their paths (the
+    /// disk changed, the index did not: the next scan sees the change as local).
+    func store(_ records: [FileRecord]) {
+        guard !records.isEmpty else { return }
+        do {
+            _ = try index.upsertFiles(records)
+        } catch {
+            for record in records { fail(record.path, "cannot record it in the index: \(error)") }
+        }
+    }
+
+    /// True when what is on disk is what the index last recorded: the same kind, and for a
+    /// file the same size and mtime, for a link the same target (a link's own mtime and
+    /// size are not what a peer sent). False when the index cannot be read.
+    func diskMatchesIndex(_ path: String, root: DirectoryHandle) -> Bool {
+        let found: FileRecord?
+        do { found = try index.file(folderID: folderID, path: path) } catch { return false }
+        guard let record = found else { return true }
+        guard let resolved = try? SafePath(path).resolve(under: root) else { return false }
+        var st = stat()
+        guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return record.deleted }
+        if record.deleted { return false }
+        switch record.kind {
+        case .directory:
+            return (st.st_mode & S_IFMT) == S_IFDIR
+        case .symlink:
+            return (st.st_mode & S_IFMT) == S_IFLNK && linkTarget(resolved.directory, resolved.name) == record.symlinkTarget
+        case .file:
+            let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            return (st.st_mode & S_IFMT) == S_IFREG && Int64(st.st_size) == record.size && mtime == record.mtimeNs
+        }
+    }
+
+    /// The target of the link `name` (nil if it is not a readable link).
+    func linkTarget(_ directory: DirectoryHandle, _ name: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = buffer.withUnsafeMutableBytes { readlinkat(directory.fd, name, $0.baseAddress!.assumingMemoryBound(to: CChar.self), $0.count) }
+        guard n >= 0 else { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    func inode(_ directory: DirectoryHandle, _ name: String) -> UInt64? {
+        var st = stat()
+        guard fstatat(directory.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
+        return UInt64(st.st_ino)
+    }
+
+    /// Sets the mtime of `name` (a link itself, never its target); false on failure (errno set).
+    func setTimes(_ directory: DirectoryHandle, _ name: String, _ mtimeNs: Int64) -> Bool {
+        var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
+                     timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
+        return utimensat(directory.fd, name, &times, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    /// `UTIME_OMIT` (not imported): leave that time as it is.
+    var utimeOmit: Int { (1 << 30) - 2 }
+
+    /// A path that could not be applied: an error event, and the path is listed with the
+    /// reason in the folder's status until a later pull of it succeeds. Any thread.
+    func fail(_ path: String, _ reason: String) {
+        folder.activity.failed(path: path, reason: reason)
+        folder.report("cannot sync \(path): \(reason)")
+    }
+
+    static func lastError() -> String { String(cString: strerror(errno)) }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Glibc
+import Testing
+
+/// Names are bytes with limits (NAME_MAX, 255), links sync both ways and completely, and a
+/// killed daemon leaves no temporary file behind: three real daemons on 127.0.0.1.
+@Suite(.serialized)
+struct FolderNamesTests {
+    typealias Trio = FolderSyncTests.Trio
+
+    static func eventually(_ what: String, timeout: Double = 30, _ condition: () -> Bool) throws {
+        try FolderSyncTests.eventually(what, timeout: timeout, condition)
+    }
+
+    static func converged(_ trio: Trio) -> Bool { FolderSyncTests.converged(trio) }
+    static func describe(_ trio: Trio) -> String { FolderSyncTests.describe(trio) }
+
+    static func conflictCopies(_ trio: Trio, _ node: String) -> [String] {
+        FolderSyncTests.tree(trio.folders[node]!).keys.filter { $0.contains(".sync-conflict-") }.sorted()
+    }
+
+    /// Every temporary file below `root` (hidden ones included).
+    static func temporaries(_ root: String) -> [String] {
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
+        var found: [String] = []
+        while let relative = walker.nextObject() as? String {
+            if relative.hasSuffix(".syncpeer-tmp") { found.append(relative) }
+        }
+        return found
+    }
+
+    /// Long names: two that share their first 200 characters, a 253-byte CJK name, a
+    /// 255-byte ASCII and a 255-byte emoji name arrive intact everywhere; a conflict on a
+    /// 236-byte name keeps both versions on every node, under a copy name that fits, that
+    /// `syncpeer conflicts` traces to its original and that `resolve` settles.
+    @Test func longNamesSyncAndTheirConflictsKeepBothVersions() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let stem = String(repeating: "x", count: 200)
+        let names = [stem + "-v1", stem + "-v2", String(repeating: "漢", count: 83) + ".txt",
+                     String(repeating: "a", count: 251) + ".txt", String(repeating: "😀", count: 63) + ".md"]
+        for (i, name) in names.enumerated() {
+            try "content \(i) of \(name.utf8.count) bytes".write(toFile: trio.path("alice", name), atomically: false, encoding: .utf8)
+        }
+        let long = String(repeating: "c", count: 232) + ".txt"
+        try "original".write(toFile: trio.path("alice", long), atomically: false, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("the long names everywhere\n\(Self.describe(trio))") {
+            Self.converged(trio) && FolderSyncTests.tree(trio.folders["carol"]!).count == names.count + 1
+        }
+        for node in ["bob", "carol"] {
+            for (i, name) in names.enumerated() {
+                #expect(try String(contentsOfFile: trio.path(node, name), encoding: .utf8) == "content \(i) of \(name.utf8.count) bytes",
+                        "\(node) has \(name.utf8.count) bytes' content")
+            }
+        }
+
+        // Both edit the 236-byte name while cut off from each other.
+        trio.alice.stop()
+        try "bob's edit".write(toFile: trio.path("bob", long), atomically: true, encoding: .utf8)
+        try "alice's edit, older".write(toFile: trio.path("alice", long), atomically: true, encoding: .utf8)
+        try TestFiles.setMtime(trio.path("alice", long), 1_700_000_000_000_000_000)
+        trio.alice = try trio.restart(trio.alice)
+        try Self.eventually("one conflict copy on every node\n\(Self.describe(trio))", timeout: 45) {
+            Self.converged(trio) && trio.all.allSatisfy { Self.conflictCopies(trio, $0).count == 1 }
+        }
+        for node in trio.all {
+            let copy = Self.conflictCopies(trio, node)[0]
+            #expect(copy.utf8.count <= 255)
+            #expect(try String(contentsOfFile: trio.path(node, long), encoding: .utf8) == "bob's edit", "\(node)")
+            #expect(try String(contentsOfFile: trio.path(node, copy), encoding: .utf8) == "alice's edit, older", "\(node)")
+        }
+        let listed = try trio.env.cli(trio.bob, ["conflicts", "--json"])
+        #expect(listed.stdout.contains("\"original\":\"\(trio.path("bob", long))\""), "\(listed.stdout)")
+        let resolved = try trio.env.cli(trio.bob, ["resolve", trio.path("bob", long), "--keep", "local"])
+        #expect(resolved.status == 0, "\(resolved.stderr)")
+        try Self.eventually("the conflict copy is gone everywhere") {
+            Self.converged(trio) && trio.all.allSatisfy { Self.conflictCopies(trio, $0).isEmpty }
+        }
+        let status = try FolderSyncTests.folderStatus(trio, trio.alice)
+        #expect(status["error"] is NSNull || status["error"] == nil, "\(status)")
+    }
+
+    /// Every transition of a link, made on the receiver (which got its links by sync) and
+    /// on the sharer: deleted, retargeted, replaced by a file and by a folder, and a file and
+    /// a folder (with content) replaced by a link. Each reaches every node.
+    @Test func linkChangesReachEveryNodeBothWays() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let fm = FileManager.default
+        for side in ["bob", "alice"] {
+            try fm.createSymbolicLink(atPath: trio.path("alice", "\(side)-gone"), withDestinationPath: "target-a")
+            try fm.createSymbolicLink(atPath: trio.path("alice", "\(side)-retarget"), withDestinationPath: "target-a")
+            try fm.createSymbolicLink(atPath: trio.path("alice", "\(side)-to-file"), withDestinationPath: "target-a")
+            try fm.createSymbolicLink(atPath: trio.path("alice", "\(side)-to-dir"), withDestinationPath: "target-a")
+            try "a file".write(toFile: trio.path("alice", "\(side)-file-to-link"), atomically: false, encoding: .utf8)
+            try fm.createDirectory(atPath: trio.path("alice", "\(side)-dir-to-link/inner"), withIntermediateDirectories: true)
+            try "inside".write(toFile: trio.path("alice", "\(side)-dir-to-link/inner/f.txt"), atomically: false, encoding: .utf8)
+        }
+        try trio.share()
+        try Self.eventually("the first sync\n\(Self.describe(trio))") {
+            Self.converged(trio) && FolderSyncTests.tree(trio.folders["carol"]!).count == 16
+        }
+        for side in ["bob", "alice"] {
+            let at = { (name: String) in trio.path(side, "\(side)-\(name)") }
+            try fm.removeItem(atPath: at("gone"))
+            try fm.removeItem(atPath: at("retarget"))
+            try fm.createSymbolicLink(atPath: at("retarget"), withDestinationPath: "target-b")
+            try fm.removeItem(atPath: at("to-file"))
+            try "now a file".write(toFile: at("to-file"), atomically: false, encoding: .utf8)
+            try fm.removeItem(atPath: at("to-dir"))
+            try fm.createDirectory(atPath: at("to-dir"), withIntermediateDirectories: false)
+            try "in the new folder".write(toFile: at("to-dir") + "/g.txt", atomically: false, encoding: .utf8)
+            try fm.removeItem(atPath: at("file-to-link"))
+            try fm.createSymbolicLink(atPath: at("file-to-link"), withDestinationPath: "target-c")
+            try fm.removeItem(atPath: at("dir-to-link"))
+            try fm.createSymbolicLink(atPath: at("dir-to-link"), withDestinationPath: "target-d")
+            let expected: [String: String] = [
+                "\(side)-retarget": "link target-b", "\(side)-file-to-link": "link target-c",
+                "\(side)-dir-to-link": "link target-d", "\(side)-to-dir/g.txt": "file",
+            ]
+            try Self.eventually("\(side)'s link changes reach every node\n\(Self.describe(trio))") {
+                Self.converged(trio) && trio.all.allSatisfy { node in
+                    let tree = FolderSyncTests.tree(trio.folders[node]!)
+                    return tree["\(side)-gone"] == nil && tree["\(side)-dir-to-link/inner/f.txt"] == nil
+                        && tree["\(side)-to-file"]?.hasPrefix("file") == true && tree["\(side)-to-dir"]?.hasPrefix("dir") == true
+                        && expected.allSatisfy { tree[$0.key]?.hasPrefix($0.value) == true }
+                }
+            }
+            #expect(try String(contentsOfFile: trio.path("carol", "\(side)-to-file"), encoding: .utf8) == "now a file")
+        }
+        for daemon in [trio.alice, trio.bob, trio.carol] {
+            let status = try FolderSyncTests.folderStatus(trio, daemon)
+            #expect(status["error"] is NSNull || status["error"] == nil, "\(daemon.name): \(status)")
+        }
+    }
+
+    /// A receiving daemon killed while it assembles files, whose user then excludes those
+    /// files (`.syncpeerignore`) before starting it again: they are never pulled again, and
+    /// yet, once it has synced, no temporary file is left in the folder.
+    @Test func aKilledReceiverLeavesNoTemporaryFileOnceSynced() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        for i in 0..<24 { try TestFiles.random(trio.path("alice", "big-\(i).bin"), size: 3_000_000 + i) }
+        try "stays".write(toFile: trio.path("alice", "keep.txt"), atomically: false, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("bob is assembling files") { !Self.temporaries(trio.folders["bob"]!).isEmpty }
+        trio.bob.crash()
+        let left = Self.temporaries(trio.folders["bob"]!)
+        try #require(!left.isEmpty, "the kill left temporary files (the test needs some)")
+        try "big-*\n".write(toFile: trio.path("bob", ".syncpeerignore"), atomically: false, encoding: .utf8)
+        trio.bob = try trio.restart(trio.bob)
+        try "after the restart".write(toFile: trio.path("alice", "later.txt"), atomically: false, encoding: .utf8)
+        try Self.eventually("bob syncs after the restart") {
+            FileManager.default.fileExists(atPath: trio.path("bob", "later.txt"))
+                && FileManager.default.fileExists(atPath: trio.path("bob", "keep.txt"))
+                && FileManager.default.fileExists(atPath: trio.path("alice", ".syncpeerignore"))
+        }
+        let remaining = Self.temporaries(trio.folders["bob"]!)
+        #expect(remaining.isEmpty, "left by the kill: \(left); still there: \(remaining)")
+    }
+
+    /// When the conflict copy cannot be made (its name is taken), the losing local version
+    /// is not overwritten: it stays in place, and the folder's status says which path and why.
+    @Test func aConflictCopyThatCannotBeMadeOverwritesNothing() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "original".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try Self.eventually("notes.txt everywhere") { trio.all.allSatisfy { FileManager.default.fileExists(atPath: trio.path($0, "notes.txt")) } }
+        let id = try trio.env.cli(trio.alice, ["id", "--json"])
+        let device = try #require((try JSONSerialization.jsonObject(with: Data(id.stdout.utf8)) as? [String: Any])?["id"] as? String)
+            .filter { $0 != "-" }.prefix(7)
+        trio.alice.stop()
+        try "bob's edit".write(toFile: trio.path("bob", "notes.txt"), atomically: true, encoding: .utf8)
+        try "alice's edit".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
+        try TestFiles.setMtime(trio.path("alice", "notes.txt"), 1_700_000_000_000_000_000)
+        // The name alice's copy would get (her mtime, her device) is taken already.
+        let blocker = "notes.sync-conflict-20231114-221320-\(device).txt"
+        try "in the way".write(toFile: trio.path("alice", blocker), atomically: true, encoding: .utf8)
+        trio.alice = try trio.restart(trio.alice)
+        var status: [String: Any] = [:]
+        try Self.eventually("alice's status names the path that cannot be synced", timeout: 45) {
+            status = (try? FolderSyncTests.folderStatus(trio, trio.alice)) ?? [:]
+            return ((status["failed"] as? [[String: Any]]) ?? []).contains { ($0["path"] as? String) == "notes.txt" }
+        }
+        #expect(status["state"] as? String == "error", "\(status)")
+        #expect((status["error"] as? String)?.contains("notes.txt") == true, "\(status)")
+        let text = try trio.env.cli(trio.alice, ["status"])
+        #expect(text.stdout.contains("error: cannot sync 1 path(s): notes.txt"), "\(text.stdout)")
+        try Self.eventually("the blocker reaches bob") { FileManager.default.fileExists(atPath: trio.path("bob", blocker)) }
+        #expect(try String(contentsOfFile: trio.path("alice", "notes.txt"), encoding: .utf8) == "alice's edit", "not overwritten")
+        #expect(try String(contentsOfFile: trio.path("alice", blocker), encoding: .utf8) == "in the way")
+    }
+}

@@ -1,0 +1,40 @@
+import PeerFiles
+import Testing
+@testable import SyncEngine
+
+/// The temporary file of a path: unique per path, short, ours, and never scanned.
+@Suite struct TempNameTests {
+    static let characters = ["a", "é", "漢", "😀"]
+
+    /// Pairs of paths of 1–255 bytes in the last component that differ only in their last
+    /// character (the first 200 characters alike, as in issue 10).
+    static var rows: [(String, Int)] { characters.flatMap { c in (1...255).map { (c, $0) } } }
+
+    @Test(arguments: rows)
+    func tempNamesAreUniqueShortAndIgnored(_ row: (String, Int)) {
+        let count = max(0, (row.1 - 1) / row.0.utf8.count)
+        let stem = String(repeating: row.0, count: count)
+        for directory in ["", "photos/2024/"] {
+            let a = directory + stem + "1", b = directory + stem + "2"
+            let tempA = FolderApplier.tempName(forPath: a)
+            #expect(tempA.utf8.count == 46, "fixed length whatever the name")
+            #expect(tempA == FolderApplier.tempName(forPath: a), "the same path, the same temporary (resumable)")
+            #expect(tempA != FolderApplier.tempName(forPath: b), "paths differing only at the end never share one")
+            #expect(FolderApplier.isTempName(tempA))
+            #expect(IgnorePatterns().isIgnored(directory + tempA, isDirectory: false), "never scanned or synced")
+            #expect((try? SafePath.validateName(tempA)) != nil)
+        }
+    }
+
+    /// The planner's conflict copies of long names fit and differ for names alike but at
+    /// their end (a 230-byte name gave a 293-byte copy before).
+    @Test(arguments: [1, 100, 200, 230, 254, 255])
+    func conflictCopyNamesOfLongNamesFit(_ bytes: Int) {
+        let a = String(repeating: "n", count: bytes - 1) + "1", b = String(repeating: "n", count: bytes - 1) + "2"
+        let copyA = ConflictRules.conflictCopyName(for: "dir/" + a, mtimeNs: 1_700_000_000_000_000_000, device: devA)
+        let copyB = ConflictRules.conflictCopyName(for: "dir/" + b, mtimeNs: 1_700_000_000_000_000_000, device: devA)
+        #expect(copyA.utf8.count - 4 <= 255)
+        #expect(copyA != copyB)
+        #expect(ConflictName.isCopy(copyA, of: "dir/" + a))
+    }
+}
