@@ -56,7 +56,7 @@ var package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
-        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles"], exclude: ["Interop"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex"], exclude: ["Interop"]),
     ]
 )
 

@@ -18,9 +18,14 @@ public struct FolderRecord: Sendable, Equatable {
     public var maxSequence: Int64
     /// Random nonzero identity of our index of this folder, sent with index updates.
     public var indexID: Int64
+    /// Device and inode of the root directory as adopted (shared, accepted or confirmed);
+    /// nil before they were recorded (a folder added by an older version).
+    public var rootDevice: UInt64?
+    public var rootInode: UInt64?
 
     public init(id: String, path: String, label: String = "", createdAt: Int64, paused: Bool = false,
-                error: String? = nil, errorAt: Int64? = nil, maxSequence: Int64 = 0, indexID: Int64) {
+                error: String? = nil, errorAt: Int64? = nil, maxSequence: Int64 = 0, indexID: Int64,
+                rootDevice: UInt64? = nil, rootInode: UInt64? = nil) {
         self.id = id
         self.path = path
         self.label = label
@@ -30,6 +35,8 @@ public struct FolderRecord: Sendable, Equatable {
         self.errorAt = errorAt
         self.maxSequence = maxSequence
         self.indexID = indexID
+        self.rootDevice = rootDevice
+        self.rootInode = rootInode
     }
 }
 

@@ -5,7 +5,7 @@
 /// syncing, idle) is not stored; only an error that stops it is (`setFolderError`).
 extension NodeIndex {
     private static let folderColumns =
-        "folder_id, path, label, created_at, paused, error, error_at, max_sequence, index_id"
+        "folder_id, path, label, created_at, paused, error, error_at, max_sequence, index_id, root_device, root_inode"
     private static let folderPeerColumns =
         "folder_id, device_id, acked_sequence, received_sequence, remote_index_id"
 
@@ -67,6 +67,16 @@ extension NodeIndex {
         try updateFolder(id: id, operation: "set folder error",
                          sql: "UPDATE folders SET error = ?, error_at = ? WHERE folder_id = ?",
                          [SQLValue(error), SQLValue(now), .text(id)])
+    }
+
+    /// Records which directory the folder's root is (device and inode, both at once), or
+    /// forgets it with nil. Stored as bit patterns: any 64-bit value round-trips.
+    public func setFolderRoot(id: String, device: UInt64?, inode: UInt64?) throws(IndexError) {
+        let both = device != nil && inode != nil
+        try updateFolder(id: id, operation: "set folder root",
+                         sql: "UPDATE folders SET root_device = ?, root_inode = ? WHERE folder_id = ?",
+                         [SQLValue(both ? device.map { Int64(bitPattern: $0) } : nil),
+                          SQLValue(both ? inode.map { Int64(bitPattern: $0) } : nil), .text(id)])
     }
 
     /// Highest local sequence ever assigned in the folder (what index updates count up to).
@@ -236,7 +246,8 @@ extension NodeIndex {
             id: try row.string("folder_id"), path: try row.string("path"), label: try row.string("label"),
             createdAt: try row.int64("created_at"), paused: try row.bool("paused"), error: try row.optionalString("error"),
             errorAt: try row.optionalInt64("error_at"), maxSequence: try row.int64("max_sequence"),
-            indexID: try row.int64("index_id"))
+            indexID: try row.int64("index_id"), rootDevice: try row.optionalInt64("root_device").map(UInt64.init(bitPattern:)),
+            rootInode: try row.optionalInt64("root_inode").map(UInt64.init(bitPattern:)))
     }
 
     private static func folderPeerRecord(_ row: Row) throws -> FolderPeerRecord {

@@ -129,6 +129,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, try node.share(directory: try argument("dir"), with: peers))
             case "unshare":
                 reply.success(id, try node.unshare(directory: try argument("dir")))
+            case "confirm":
+                reply.success(id, try node.confirmFolder(directory: try argument("dir")))
             case "folders":
                 reply.success(id, ["folders": .array(node.folderStatus()), "offers": .array(node.shareOffers())])
             case "conflicts":

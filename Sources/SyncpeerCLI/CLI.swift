@@ -20,6 +20,7 @@ public enum CLI {
         TransfersCommand.self,
         ShareCommand.self,
         UnshareCommand.self,
+        ConfirmCommand.self,
         StatusCommand.self,
         ConflictsCommand.self,
         ResolveCommand.self,

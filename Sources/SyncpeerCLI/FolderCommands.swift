@@ -35,22 +35,57 @@ struct ShareCommand: Command {
     }
 }
 
+/// A command on one shared folder, `syncpeer NAME DIR`: sends its name with the folder's
+/// absolute path to the daemon and prints `done`.
+protocol SharedFolderCommand: Command {
+    var directory: String { get }
+    init(directory: String)
+    /// The line printed on success.
+    var done: String { get }
+}
+
+extension SharedFolderCommand {
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        self.init(directory: URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path)
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.request(Self.spec.name, ["dir": .string(directory)])
+        context.print(result, text: done)
+        return ExitCode.success
+    }
+}
+
 /// `syncpeer unshare DIR`.
-struct UnshareCommand: Command {
+struct UnshareCommand: SharedFolderCommand {
     static let spec = CommandSpec(
         name: "unshare",
         abstract: "stop syncing a folder (its files stay as they are; peers are told)",
         arguments: [ArgumentSpec("DIR", help: "a shared folder")],
         examples: ["syncpeer unshare ~/Documents"])
     let directory: String
-    init(parsing arguments: ParsedArguments) throws(CLIError) {
-        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
-    }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("unshare", ["dir": .string(directory)])
-        context.print(result, text: "No longer sharing \(directory)")
-        return ExitCode.success
-    }
+    var done: String { "No longer sharing \(directory)" }
+}
+
+/// `syncpeer confirm DIR`: adopts a stopped folder's root as it is and sends its deletions.
+struct ConfirmCommand: SharedFolderCommand {
+    static let spec = CommandSpec(
+        name: "confirm",
+        abstract: "resume a folder stopped to protect it: adopt its root as it is now and send the deletions found",
+        discussion: """
+        A folder stops (state error in 'syncpeer status') instead of deleting files on other
+        devices when its root is missing or is another directory than the one shared (an
+        unmounted disk's empty mount point, a folder moved and re-created, a marker file
+        .syncpeer-folder gone or naming another folder), or when a scan finds every file gone
+        at once. It resumes by itself when the right folder is back. If the change was yours
+        (you moved the folder, or really deleted everything), confirm it: the folder as it is
+        now becomes the shared one, and whatever its next scan finds deleted is deleted on
+        every device too.
+        """,
+        arguments: [ArgumentSpec("DIR", help: "a shared folder")],
+        examples: ["syncpeer confirm ~/Photos"])
+    let directory: String
+    var done: String { "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices" }
 }
 
 /// `syncpeer status [--watch]`: shared folders, per peer what is in and out of sync.

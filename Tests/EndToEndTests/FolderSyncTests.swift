@@ -56,12 +56,12 @@ struct FolderSyncTests {
     }
 
     /// Relative path → (kind, content hash or link target, mode) for everything below `root`
-    /// (the staging and temporary names excluded).
+    /// (the staging and temporary names and the root's marker file excluded).
     static func tree(_ root: String) -> [String: String] {
         var out: [String: String] = [:]
         guard let walker = FileManager.default.enumerator(atPath: root) else { return out }
         while let relative = walker.nextObject() as? String {
-            if relative.hasSuffix(".syncpeer-tmp") || relative.contains(".syncpeer-partial") { continue }
+            if relative.hasSuffix(".syncpeer-tmp") || relative.contains(".syncpeer-partial") || relative == ".syncpeer-folder" { continue }
             let full = root + "/" + relative
             var st = stat()
             guard lstat(full, &st) == 0 else { continue }

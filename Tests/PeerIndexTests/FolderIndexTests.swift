@@ -572,6 +572,7 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
             #expect(docs.label == "Docs" && docs.createdAt == 5 && docs.error == nil)
             #expect(docs.maxSequence == 7, "the counter starts at the highest existing sequence")
             #expect(docs.indexID > 0)
+            #expect(docs.rootDevice == nil && docs.rootInode == nil, "an upgraded folder has no root identity until its first start")
             let empty = try #require(try index.folder(id: "empty"))
             #expect(empty.maxSequence == 0 && empty.indexID > 0)
             #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))

@@ -24,7 +24,7 @@ import Testing
             ScannedEntry(path: "dir", kind: .directory, mtimeNs: t0 + 99, mode: 0o755), // only its mtime moved
             ScannedEntry(path: "link", kind: .symlink, mtimeNs: t0, mode: 0o777, symlinkTarget: "dir"),
         ], deleted: ["gone.txt", "already-gone.txt", "never-known.txt"])
-        let records = try changes.records(for: scan, old: { old[$0] }, liveEntriesBefore: 5, deletedAtNs: t0 + 1_000).get()
+        let records = try changes.records(for: scan, old: { old[$0] }, deletedAtNs: t0 + 1_000).get()
         let byPath = Dictionary(uniqueKeysWithValues: records.map { ($0.path, $0) })
         #expect(records.map(\.path) == ["back.txt", "chmod.txt", "edited.txt", "gone.txt", "link", "new.txt"])
         #expect(byPath["edited.txt"]?.version == vv([devA: 2, devB: 2]))
@@ -48,22 +48,58 @@ import Testing
         #expect(clocked.record(for: entry("x", content: 2), old: later)?.version == vv([devA: 1_700_000_006]))
     }
 
-    @Test func massDeletionGuard() {
-        let missing = LocalScanResult(rootPresent: false, present: [], deleted: ["a", "b"])
-        #expect(MassDeletionGuard.check(missing, liveEntriesBefore: 2) == .rootMissing)
-        #expect(MassDeletionGuard.check(LocalScanResult(rootPresent: false), liveEntriesBefore: 0) == .rootMissing,
-                "a missing root stops the folder even with nothing to delete")
-        let allGone = LocalScanResult(rootPresent: true, present: [], deleted: (0..<50).map { "f\($0)" })
-        #expect(MassDeletionGuard.check(allGone, liveEntriesBefore: 50) == .everythingDeleted(count: 50))
-        #expect(MassDeletionGuard.check(allGone, liveEntriesBefore: 50, allowDeletingEverything: true) == nil)
-        #expect(MassDeletionGuard.check(LocalScanResult(rootPresent: true, deleted: ["a", "b"]), liveEntriesBefore: 2) == nil,
-                "a small folder may be emptied")
-        let most = LocalScanResult(rootPresent: true, present: [entry("keep")], deleted: (0..<49).map { "f\($0)" })
-        #expect(MassDeletionGuard.check(most, liveEntriesBefore: 50) == nil)
+    struct GuardCase: Sendable, CustomTestStringConvertible {
+        let testDescription: String
+        let totals: ScanTotals
+        let confirmed: Bool
+        let refusal: MassDeletionGuard.Refusal?
+    }
 
+    static func totals(before: (entries: Int, files: Int), after: (entries: Int, files: Int)? = nil,
+                       deleted: (entries: Int, files: Int)) -> ScanTotals {
+        let after = after ?? before
+        return ScanTotals(entriesBefore: before.entries, filesBefore: before.files, entriesAfterAdditions: after.entries,
+                          filesAfterAdditions: after.files, deletedEntries: deleted.entries, deletedFiles: deleted.files)
+    }
+
+    /// The guard judges the whole scan: what matters is what the folder is left with, not
+    /// how many deletions one batch of 1,000 holds.
+    @Test(arguments: [
+        GuardCase(testDescription: "an unmounted 1,500-file folder: every entry gone",
+                  totals: totals(before: (1_500, 1_500), deleted: (1_500, 1_500)), confirmed: false,
+                  refusal: .everythingDeleted(count: 1_500)),
+        GuardCase(testDescription: "2,500 entries in folders, all gone",
+                  totals: totals(before: (2_500, 2_400), deleted: (2_500, 2_400)), confirmed: false,
+                  refusal: .everythingDeleted(count: 2_500)),
+        GuardCase(testDescription: "every file gone, the directories left (an emptied disk)",
+                  totals: totals(before: (1_600, 1_500), deleted: (1_500, 1_500)), confirmed: false,
+                  refusal: .allFilesDeleted(count: 1_500)),
+        GuardCase(testDescription: "every file gone, confirmed by the user",
+                  totals: totals(before: (1_600, 1_500), deleted: (1_600, 1_500)), confirmed: true, refusal: nil),
+        GuardCase(testDescription: "all but one file gone",
+                  totals: totals(before: (1_500, 1_500), deleted: (1_499, 1_499)), confirmed: false, refusal: nil),
+        GuardCase(testDescription: "everything moved into a new folder (new files added first)",
+                  totals: totals(before: (1_500, 1_500), after: (3_001, 3_000), deleted: (1_500, 1_500)), confirmed: false, refusal: nil),
+        GuardCase(testDescription: "a small folder may be emptied",
+                  totals: totals(before: (9, 9), deleted: (9, 9)), confirmed: false, refusal: nil),
+        GuardCase(testDescription: "ten entries is not small",
+                  totals: totals(before: (10, 10), deleted: (10, 10)), confirmed: false, refusal: .everythingDeleted(count: 10)),
+        GuardCase(testDescription: "only empty folders, all removed",
+                  totals: totals(before: (12, 0), deleted: (12, 0)), confirmed: false, refusal: .everythingDeleted(count: 12)),
+        GuardCase(testDescription: "some empty folders removed, files stay",
+                  totals: totals(before: (12, 2), deleted: (10, 0)), confirmed: false, refusal: nil),
+        GuardCase(testDescription: "a scan with no deletion", totals: totals(before: (1_500, 1_500), deleted: (0, 0)),
+                  confirmed: false, refusal: nil),
+    ])
+    func massDeletionGuardJudgesTheWholeScan(_ c: GuardCase) {
+        #expect(MassDeletionGuard.check(c.totals, allowDeletingEverything: c.confirmed) == c.refusal)
+    }
+
+    @Test func aMissingRootRefusesEveryRecord() {
+        let missing = LocalScanResult(rootPresent: false, present: [], deleted: ["a", "b"])
         let old = ["a": file("a", vv([devA: 1])), "b": file("b", vv([devA: 1]))]
-        let refused = changes.records(for: missing, old: { old[$0] }, liveEntriesBefore: 2, deletedAtNs: t0)
-        #expect(refused == .failure(.rootMissing))
+        #expect(changes.records(for: missing, old: { old[$0] }, deletedAtNs: t0) == .failure(.rootMissing))
         #expect(MassDeletionGuard.Refusal.rootMissing.description.contains("root is missing"))
+        #expect(MassDeletionGuard.Refusal.allFilesDeleted(count: 3).description.contains("all 3 files gone"))
     }
 }

@@ -41,7 +41,7 @@ public enum WatchChange: Sendable, Hashable, CustomStringConvertible {
 /// - Renames are recognised by pairing MOVED_FROM and MOVED_TO cookies and reported as
 ///   `.renamed(from:to:)` in addition to `.changed` for both paths.
 /// - Ignored paths are filtered (the built-in ones too: `.syncpeer-partial`,
-///   `*.syncpeer-tmp`), and so are the node's own writes: paths between
+///   `.syncpeer-folder`, `*.syncpeer-tmp`), and so are the node's own writes: paths between
 ///   `beginOwnWrite(_:)` and `endOwnWrite(_:)` (and everything below them).
 /// - When the inotify watch limit is hit, `.watchLimitReached` says how to raise it and
 ///   the watcher goes on with the watches it has (`isDegraded` becomes true).

@@ -21,9 +21,10 @@ internal import Glibc
 /// file whose directory is excluded, as in git). Matching is case-sensitive, on Unicode
 /// scalars, without normalization.
 ///
-/// Built in, whatever the file says: the staging directory `.syncpeer-partial` and any
-/// name ending in `.syncpeer-tmp` are always ignored. The ignore file itself is synced
-/// like any other file unless a rule says otherwise.
+/// Built in, whatever the file says: the staging directory `.syncpeer-partial`, the root
+/// marker `.syncpeer-folder` (`FolderRoot`: it belongs to this node's copy of the folder,
+/// so it is never synced) and any name ending in `.syncpeer-tmp` are always ignored. The
+/// ignore file itself is synced like any other file unless a rule says otherwise.
 public struct IgnorePatterns: Sendable, Equatable {
     /// The name of the ignore file at the folder root.
     public static let fileName = ".syncpeerignore"
@@ -144,10 +145,11 @@ public struct IgnorePatterns: Sendable, Equatable {
     }
 
     static let stagingBytes = Array(stagingDirectoryName.utf8)
+    static let markerBytes = Array(FolderRoot.markerName.utf8)
     static let temporaryBytes = Array(temporarySuffix.utf8)
 
     static func isBuiltInIgnored(name: [UInt8]) -> Bool {
-        if name == stagingBytes { return true }
+        if name == stagingBytes || name == markerBytes { return true }
         return name.count >= temporaryBytes.count && name.suffix(temporaryBytes.count).elementsEqual(temporaryBytes)
     }
 

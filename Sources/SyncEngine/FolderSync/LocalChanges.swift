@@ -38,36 +38,74 @@ public struct LocalScanResult: Sendable, Equatable {
     }
 }
 
+/// What a whole scan (not one of its batches) would leave in the folder: what the
+/// mass-deletion guard judges. A scan records its additions and changes as it goes and
+/// holds its deletions back until it has seen everything.
+public struct ScanTotals: Sendable, Equatable {
+    /// Live entries of every kind in the index when the scan started.
+    public var entriesBefore: Int
+    /// Live files in the index when the scan started.
+    public var filesBefore: Int
+    /// Live entries once the scan's additions and changes are recorded (before its deletions).
+    public var entriesAfterAdditions: Int
+    /// Live files once the scan's additions and changes are recorded (before its deletions).
+    public var filesAfterAdditions: Int
+    /// Deletions the scan found, and how many of them are files.
+    public var deletedEntries: Int
+    public var deletedFiles: Int
+
+    public init(entriesBefore: Int, filesBefore: Int, entriesAfterAdditions: Int, filesAfterAdditions: Int,
+                deletedEntries: Int, deletedFiles: Int) {
+        self.entriesBefore = entriesBefore
+        self.filesBefore = filesBefore
+        self.entriesAfterAdditions = entriesAfterAdditions
+        self.filesAfterAdditions = filesAfterAdditions
+        self.deletedEntries = deletedEntries
+        self.deletedFiles = deletedFiles
+    }
+}
+
 /// Refuses to turn a scan into deletions when the scan cannot be trusted.
+///
+/// The rule, on the whole scan: a folder that had at least `minimumEntries` live entries
+/// is never emptied by a scan — neither left with no entry at all, nor left with no file
+/// when it had files (an emptied disk often keeps its directories). That is what an
+/// unmounted disk, a wiped root or a half-restored backup look like, and almost never
+/// what a user means without saying so: they confirm it (`syncpeer confirm DIR`). A
+/// smaller folder may be emptied freely, and any deletion that leaves a file in place
+/// propagates as usual.
 public enum MassDeletionGuard {
+    /// Folders with fewer live entries may be emptied without confirmation.
+    public static let minimumEntries = 10
+
     /// Why a scan's changes were not applied.
     public enum Refusal: Error, Sendable, Equatable, CustomStringConvertible {
         /// The folder root is missing: nothing is recorded or sent; the folder stops with this error.
         case rootMissing
-        /// The scan deletes every one of `count` live entries at once (an empty mount
-        /// point looks like that); applied only when explicitly allowed.
+        /// The scan deletes every one of `count` live entries.
         case everythingDeleted(count: Int)
+        /// The scan deletes `count` files, every file the folder had.
+        case allFilesDeleted(count: Int)
 
         public var description: String {
             switch self {
             case .rootMissing:
                 "the folder root is missing (unmounted disk or moved folder); syncing stopped so that nothing is deleted on other devices"
             case .everythingDeleted(let count):
-                "the scan found all \(count) files and folders gone at once; syncing stopped so that nothing is deleted on other devices (confirm to propagate the deletion)"
+                "the scan found all \(count) files and folders gone at once; syncing stopped so that nothing is deleted on other devices"
+            case .allFilesDeleted(let count):
+                "the scan found all \(count) files gone at once; syncing stopped so that nothing is deleted on other devices"
             }
         }
     }
 
-    /// Checks a scan against the number of live entries the index has for the folder.
-    /// `.rootMissing` whenever the root is gone; `.everythingDeleted` when at least
-    /// `minimumLiveForEmptyCheck` live entries would all be deleted and nothing is
-    /// present, unless `allowDeletingEverything`.
-    public static func check(_ scan: LocalScanResult, liveEntriesBefore: Int, minimumLiveForEmptyCheck: Int = 10,
+    /// Checks what a whole scan would leave. nil: its deletions may be recorded and sent.
+    public static func check(_ totals: ScanTotals, minimumEntries: Int = MassDeletionGuard.minimumEntries,
                              allowDeletingEverything: Bool = false) -> Refusal? {
-        guard scan.rootPresent else { return .rootMissing }
-        if !allowDeletingEverything, liveEntriesBefore >= minimumLiveForEmptyCheck, scan.present.isEmpty,
-           scan.deleted.count >= liveEntriesBefore {
-            return .everythingDeleted(count: liveEntriesBefore)
+        guard totals.deletedEntries > 0, !allowDeletingEverything, totals.entriesBefore >= minimumEntries else { return nil }
+        if totals.entriesAfterAdditions - totals.deletedEntries <= 0 { return .everythingDeleted(count: totals.deletedEntries) }
+        if totals.filesBefore > 0, totals.filesAfterAdditions - totals.deletedFiles <= 0 {
+            return .allFilesDeleted(count: totals.deletedFiles)
         }
         return nil
     }
@@ -88,15 +126,13 @@ public struct LocalChanges: Sendable {
         self.counterFloor = counterFloor
     }
 
-    /// The records to write, in path order (sequence 0: the index assigns them), after
-    /// the mass-deletion guard. `old` gives the current local record of a path.
-    /// `deletedAtNs` is the time recorded as the mtime of new tombstones.
-    public func records(for scan: LocalScanResult, old: (String) -> FileState?, liveEntriesBefore: Int,
-                        deletedAtNs: Int64, allowDeletingEverything: Bool = false) -> Result<[FileState], MassDeletionGuard.Refusal> {
-        if let refusal = MassDeletionGuard.check(scan, liveEntriesBefore: liveEntriesBefore,
-                                                 allowDeletingEverything: allowDeletingEverything) {
-            return .failure(refusal)
-        }
+    /// The records to write, in path order (sequence 0: the index assigns them); refused
+    /// when the root was missing. `old` gives the current local record of a path.
+    /// `deletedAtNs` is the time recorded as the mtime of new tombstones. (Mass deletion is
+    /// judged on the whole scan, before its deletions come here: `MassDeletionGuard`.)
+    public func records(for scan: LocalScanResult, old: (String) -> FileState?,
+                        deletedAtNs: Int64) -> Result<[FileState], MassDeletionGuard.Refusal> {
+        guard scan.rootPresent else { return .failure(.rootMissing) }
         var result: [FileState] = []
         for entry in scan.present {
             if let record = record(for: entry, old: old(entry.path)) { result.append(record) }

@@ -62,9 +62,10 @@ extension Node {
                         folder = try index.addFolder(id: id, path: directory,
                                                      label: FolderLabel.safeName(URL(fileURLWithPath: directory).lastPathComponent,
                                                                                  fallback: id))
+                        try adoptRoot(of: folder)
                     }
                     for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
-                } catch { throw .index("\(error)") }
+                } catch let error as EngineError { throw error } catch { throw .index("\(error)") }
                 startFolder(folder)
                 for session in sessions.values where session.machine.state == .connected
                     && devices.contains(where: { $0.key == session.deviceKey }) {
@@ -319,9 +320,10 @@ extension Node {
         let record: FolderRecord
         do {
             record = try index.addFolder(id: folderID, path: path, label: label)
+            try adoptRoot(of: record)
             for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
             _ = try index.removeFolderOffers(folderID: folderID)
-        } catch { throw .index("\(error)") }
+        } catch let error as EngineError { throw error } catch { throw .index("\(error)") }
         startFolder(record)
         acceptedShare(folderID, label: record.label, path: record.path, devices: devices)
         return ["folder": .string(folderID), "accepted": true, "path": .string(path)]

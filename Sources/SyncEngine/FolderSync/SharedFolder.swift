@@ -38,8 +38,22 @@ final class SharedFolder: @unchecked Sendable {
     /// Node queue: what `syncpeer status` shows.
     var status = "scanning"
     var error: String?
-    /// io: a full scan found the root missing; nothing is applied until it is back.
-    var stopped = false
+    /// io: why the folder does not sync (its root is not the adopted one, or a scan's
+    /// deletions were refused); nil while it syncs. Nothing is pulled while it is set.
+    var stopped: StopReason?
+    /// io: the root's device and inode as adopted (loaded from the index; nil until adopted).
+    var rootIdentity: RootIdentity?
+    var rootIdentityLoaded = false
+    /// io: the user confirmed (`syncpeer confirm`): the next scan's deletions are recorded
+    /// even if they empty the folder.
+    var deletionsConfirmed = false
+    /// io: the error last shown for a stop (the same one is not emitted again).
+    var shownStop: String?
+    /// io: when the last full scan ran (the timer ticks more often to watch the root).
+    var lastFullScan = DispatchTime.now()
+    /// Set by `start`, read on io.
+    var rescanSeconds = 3600.0
+    var watchDelay: Duration = .seconds(1)
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
     /// io: paths whose pull failed and when they are tried again (SharedFolder+Retry).
@@ -62,7 +76,12 @@ final class SharedFolder: @unchecked Sendable {
     // MARK: - Life
 
     /// Scans, starts watching, pulls what peers have that we lack, and rescans periodically.
+    /// The timer ticks at least every `rootPollInterval`: a stopped folder resumes soon
+    /// after its root is back, and a root replaced without an inotify event (a disk mounted
+    /// over it) stops the folder before the next pull.
     func start(rescanInterval: Duration, watchDelay: Duration) {
+        rescanSeconds = Double(rescanInterval.components.seconds) + Double(rescanInterval.components.attoseconds) / 1e18
+        self.watchDelay = watchDelay
         io.async { [self] in
             loadIgnores()
             removeLeftoverTemporaries()
@@ -71,13 +90,9 @@ final class SharedFolder: @unchecked Sendable {
             pull(paths: nil)
         }
         let timer = DispatchSource.makeTimerSource(queue: io)
-        let seconds = Double(rescanInterval.components.seconds) + Double(rescanInterval.components.attoseconds) / 1e18
-        timer.schedule(deadline: .now() + seconds, repeating: seconds)
-        timer.setEventHandler { [weak self] in
-            guard let self else { return }
-            fullScan()
-            pull(paths: nil)
-        }
+        let tick = min(rescanSeconds, Self.rootPollInterval)
+        timer.schedule(deadline: .now() + tick, repeating: tick)
+        timer.setEventHandler { [weak self] in self?.tick() }
         timer.resume()
         periodic = timer
     }
@@ -108,8 +123,8 @@ final class SharedFolder: @unchecked Sendable {
         }
     }
 
-    private func startWatcher(delay: Duration) {
-        guard watcher == nil, !stopped else { return }
+    func startWatcher(delay: Duration) {
+        guard watcher == nil, stopped == nil else { return }
         do {
             watcher = try FolderWatcher(root: root, ignores: ignores, delay: delay) { [weak self] changes in
                 guard let self else { return }
@@ -129,7 +144,7 @@ final class SharedFolder: @unchecked Sendable {
             case let .changed(path): paths.append(path)
             case let .renamed(from, to): moves.append((from, to))   // both paths also come as .changed
             case .rootGone:
-                rootMissing()
+                rootGone()
                 return
             case .overflow: full = true
             case let .watchLimitReached(message):
@@ -184,23 +199,39 @@ final class SharedFolder: @unchecked Sendable {
         scan(paths: paths)
     }
 
+    /// Scans the whole folder (`paths` nil) or some paths. The root is checked first; the
+    /// additions and changes are recorded batch by batch, the deletions only once the scan
+    /// has seen everything and the mass-deletion guard agrees (`recordDeletions`).
     private func scan(paths: [String]?, moves: [(from: String, to: String)] = []) {
-        guard let index else { return }
+        guard let index, checkRoot() else { return }
+        // A stopped folder resumes only after a whole scan passed the guard.
+        if paths != nil, stopped != nil { return scan(paths: nil) }
+        if paths == nil { lastFullScan = .now() }
+        // A confirmation (`syncpeer confirm`) holds for one whole scan.
+        defer { if paths == nil { deletionsConfirmed = false } }
         setStatus("scanning")
+        let before: LiveTotals
+        do { before = try index.liveTotals(folderID: id) } catch {
+            report("scan of \(root) not started: cannot read the index: \(error)")
+            return
+        }
         let known = KnownEntriesWithMoves(base: IndexKnownEntries(index: index, folderID: id),
                                           moved: moves.isEmpty ? [] : renamedFiles(moves, index: index))
-        let scanner = FolderScanner(root: root, ignores: ignores)
+        let scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
         var wroteChanges = false
         // Only a rescan of some paths plans its changes again, so only then are they
         // collected: a full scan of a large folder does not hold all of its paths.
         var changedPaths = Set<String>()
+        // Held until the scan knows its totals (paths only: a deletion needs nothing else).
+        var deletions: [String] = []
         do {
             let onBatch: (ScanBatch) throws -> Void = { [self] batch in
-                if try apply(batch, index: index, liveBefore: known.base.liveCount) {
+                deletions += batch.deleted
+                if try apply(batch, index: index) {
                     wroteChanges = true
                     // Peers start pulling while a long first scan goes on.
                     node?.folderChanged(id)
-                    if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path) + batch.deleted) }
+                    if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path)) }
                 }
             }
             let summary = if let paths {
@@ -209,17 +240,19 @@ final class SharedFolder: @unchecked Sendable {
                 try scanner.scan(known: known, onBatch: onBatch)
             }
             activity.scanned(bytes: summary.bytesRead)
-            if stopped {
-                stopped = false
-                clearError()
-                startWatcher(delay: .seconds(1))
+            if try recordDeletions(deletions, before: before, index: index) {
+                wroteChanges = true
+                if paths != nil { changedPaths.formUnion(deletions) }
             }
+            resumeIfStopped()
         } catch let error as ScanError {
-            if case .rootMissing = error { rootMissing() } else { report("scan of \(root) failed: \(error)") }
+            // A root that vanished during the scan stops the folder (checkRoot says why).
+            if case .rootMissing = error, !checkRoot() { return }
+            report("scan of \(root) failed: \(error)")
             return
         } catch let refusal as MassDeletionGuard.Refusal {
-            stopped = true
-            setError(refusal.description)
+            stop(.deletions, refusal.description + "; if you really deleted them, run 'syncpeer confirm \(root)'")
+            if wroteChanges { node?.folderChanged(id) }
             return
         } catch {
             report("scan of \(root) failed: \(error)")
@@ -233,9 +266,10 @@ final class SharedFolder: @unchecked Sendable {
         }
     }
 
-    /// Turns one batch of scan results into new local records (our counter incremented).
-    private func apply(_ batch: ScanBatch, index: NodeIndex, liveBefore: Int) throws -> Bool {
-        guard !batch.added.isEmpty || !batch.changed.isEmpty || !batch.deleted.isEmpty, let node else { return false }
+    /// Turns the additions and changes of one batch of scan results into new local records
+    /// (our counter incremented); its deletions wait for the end of the scan.
+    private func apply(_ batch: ScanBatch, index: NodeIndex) throws -> Bool {
+        guard !batch.added.isEmpty || !batch.changed.isEmpty, let node else { return false }
         let found = batch.added + batch.changed
         var manifests: [String: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[entry.path] = entry }
@@ -243,11 +277,11 @@ final class SharedFolder: @unchecked Sendable {
             ScannedEntry(path: entry.path, kind: FileState.Kind(entry.kind), size: Int64(entry.size), mtimeNs: entry.mtimeNs,
                          mode: entry.mode, symlinkTarget: entry.symlinkTarget, rootHash: entry.manifest?.rootHash)
         }
-        let scanResult = LocalScanResult(rootPresent: true, present: present, deleted: batch.deleted)
+        let scanResult = LocalScanResult(rootPresent: true, present: present)
         let changes = LocalChanges(localDevice: node.identity.deviceID.compact)
         let records: [FileState]
         switch changes.records(for: scanResult, old: { path in (try? index.file(folderID: self.id, path: path)).flatMap { $0.map(FileState.init) } },
-                               liveEntriesBefore: batch.deleted.isEmpty ? 0 : liveBefore, deletedAtNs: Self.nowNs()) {
+                               deletedAtNs: Self.nowNs()) {
         case let .failure(refusal): throw refusal
         case let .success(list): records = list
         }
@@ -261,18 +295,11 @@ final class SharedFolder: @unchecked Sendable {
         return true
     }
 
-    private func rootMissing() {
-        stopped = true
-        watcher?.stop()
-        watcher = nil
-        setError("the folder root \(root) is missing (unmounted disk or moved folder): syncing stopped so that nothing is deleted on other devices")
-    }
-
     // MARK: - Pulling (io)
 
     /// Plans and applies what peers changed, for `paths` (or every path).
     func pull(paths: Set<String>?) {
-        guard !stopped, let index, let node else { return }
+        guard stopped == nil, let index, let node, checkRoot() else { return }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
@@ -464,8 +491,6 @@ extension FileState.Kind {
 struct IndexKnownEntries: KnownEntrySource {
     let index: NodeIndex
     let folderID: String
-    /// Live records when the scan started (what the mass-deletion guard compares with).
-    let liveCount: Int
     let maxSequence: Int64
     /// Records read at a time.
     let pageSize: Int
@@ -475,7 +500,6 @@ struct IndexKnownEntries: KnownEntrySource {
         self.folderID = folderID
         self.pageSize = max(1, pageSize)
         maxSequence = (try? index.maxSequence(folderID: folderID)) ?? 0
-        liveCount = (try? index.liveTotals(folderID: folderID).entries) ?? 0
     }
 
     func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {

@@ -1,0 +1,30 @@
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+
+extension Node {
+    /// `syncpeer confirm DIR`: the user says the folder is as they want it — its root (even
+    /// a moved, re-created or emptied one) is adopted as it is now, and the deletions the
+    /// next scan finds are recorded and sent even if they empty it. Then it syncs again.
+    public func confirmFolder(directory: String) throws(EngineError) -> JSONValue {
+        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == path } }
+        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let result: Result<JSONValue, EngineError> = folder.io.sync { folder.confirm() }
+        return try result.get()
+    }
+
+    /// A folder just shared or accepted: its root gets the marker with the folder ID (a
+    /// stale one of an earlier share is replaced) and its device and inode are recorded,
+    /// before anything is scanned. On failure the new folder is removed again.
+    func adoptRoot(of record: FolderRecord) throws(EngineError) {
+        do {
+            let identity = try FolderRoot.adopt(record.path, folderID: record.id)
+            try index.setFolderRoot(id: record.id, device: identity.device, inode: identity.inode)
+        } catch {
+            var reason = "cannot make it a shared folder: \(error)"
+            do { try index.removeFolder(id: record.id) } catch { reason += "; and cannot remove it from the index again: \(error)" }
+            throw .io(path: record.path, reason: reason)
+        }
+    }
+}
