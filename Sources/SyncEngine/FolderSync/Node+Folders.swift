@@ -348,18 +348,13 @@ extension Node {
             indexReceived(folderID, entries: entries, from: session)
         case let .indexAck(folderID, sequence):
             try? index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence))
-        case let .blockRequest(request, folderID, path, offset, size, hash):
+        case let .blockRequest(request, folderID, _, _, _, _):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
                 session.send([.blockResponse(request: request, ok: false, data: [])])
                 return
             }
-            let device = session.deviceKey
-            folder.serveQueue.async {
-                let bytes = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
-                if let bytes { folder.activity.served(to: device, bytes: bytes.count) }
-                session.sendFromAnyThread([.blockResponse(request: request, ok: bytes != nil, data: bytes ?? [])])
-            }
+            serveBlock(frame, from: folder, to: session)
         case let .blockResponse(request, ok, data):
             guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
             pending.callback(ok ? data : nil)
@@ -400,6 +395,7 @@ extension Node {
                 rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
             paths.insert(entry.path)
         }
+        guard withinIndexQuota(records, folder: folder, from: session) else { return }
         do {
             try index.upsertRemoteFiles(folderID: folderID, deviceID: session.deviceKey, records, receivedSequence: highest)
         } catch {
