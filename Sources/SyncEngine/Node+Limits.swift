@@ -31,7 +31,7 @@ extension Node {
             session.send([.close(code: .normal, reason: "too many unpaired connections from your address")])
             sessions[session.id] = nil
             session.flow.cancel()
-            session.closeAfterPendingSends()
+            session.closeAfterQueuedSends()
             connectionRefused(from: source, "unpaired connections: \(why)")
             return false
         }

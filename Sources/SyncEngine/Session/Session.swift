@@ -87,6 +87,13 @@ final class Session: @unchecked Sendable {
         }
     }
 
+    /// Ends a session refused at once: after what is queued (a close frame) is handed to
+    /// the socket, close it, without waiting for the peer (a flood must not hold sockets).
+    func closeAfterQueuedSends() {
+        let channel = self.channel
+        sendQueue.async { channel.close() }
+    }
+
     /// Ends the session gracefully: after everything queued is sent, half-close (so the
     /// peer reads our last frames, then the end of the stream), and close for good a moment
     /// later in case the peer never closes its side.

@@ -34,6 +34,9 @@ final class SessionFlow: @unchecked Sendable {
     private var sendFailure: String?
     /// Since when the reader waits for room (nil: it reads).
     private var pausedSince: ContinuousClock.Instant?
+    /// Since when it waits because the peer does not read our answers (not because the
+    /// node is slow to handle what the peer sent).
+    private var stalledSince: ContinuousClock.Instant?
 
     private func locked<T>(_ body: () -> T) -> T {
         condition.lock()
@@ -82,18 +85,21 @@ final class SessionFlow: @unchecked Sendable {
     /// the session is cancelled.
     func waitForRoom() -> Bool {
         locked {
-            while !cancelled && isFull {
+            while !cancelled && (isOutputFull || isInputFull) {
                 if pausedSince == nil { pausedSince = .now }
+                if !isOutputFull { stalledSince = nil } else if stalledSince == nil { stalledSince = .now }
                 _ = condition.wait(until: Date().addingTimeInterval(0.1))
             }
             pausedSince = nil
+            stalledSince = nil
             return !cancelled
         }
     }
 
-    private var isFull: Bool {
-        queued + reserved >= Self.highWater || unhandledFrames >= Self.maxUnhandledFrames
-            || unhandledBytes >= Self.maxUnhandledBytes
+    private var isOutputFull: Bool { queued + reserved >= Self.highWater }
+
+    private var isInputFull: Bool {
+        unhandledFrames >= Self.maxUnhandledFrames || unhandledBytes >= Self.maxUnhandledBytes
     }
 
     /// A frame of about `bytes` was read and handed to the node.
@@ -128,12 +134,13 @@ final class SessionFlow: @unchecked Sendable {
     func stallReason(pausedFor limit: Duration) -> String? {
         locked {
             if let sendFailure { return "cannot send to the peer: \(sendFailure)" }
-            guard let pausedSince, ContinuousClock.now - pausedSince >= limit else { return nil }
+            guard let stalledSince, ContinuousClock.now - stalledSince >= limit else { return nil }
             return "the peer stopped reading what we send (\(queued + reserved) bytes waiting for \(limit))"
         }
     }
 
-    /// Whether the reader is paused by back-pressure (then silence from the peer is ours).
+    /// Whether the reader is paused by back-pressure, whatever the cause (then silence from
+    /// the peer is ours).
     var isPaused: Bool { locked { pausedSince != nil } }
 
     /// About how many bytes `frames` take on the wire: what flow control counts (exact
