@@ -37,6 +37,8 @@ final class SessionFlow: @unchecked Sendable {
     /// Since when it waits because the peer does not read our answers (not because the
     /// node is slow to handle what the peer sent).
     private var stalledSince: ContinuousClock.Instant?
+    /// When a write last completed: a peer that reads slowly is not stalled.
+    private var lastSendProgress = ContinuousClock.now
 
     private func locked<T>(_ body: () -> T) -> T {
         condition.lock()
@@ -55,6 +57,7 @@ final class SessionFlow: @unchecked Sendable {
     func sent(_ bytes: Int, failure: String? = nil) {
         locked {
             queued -= bytes
+            lastSendProgress = .now
             if let failure, sendFailure == nil { sendFailure = failure }
             condition.broadcast()
         }
@@ -130,11 +133,12 @@ final class SessionFlow: @unchecked Sendable {
     // MARK: Status
 
     /// Why the session must end, if flow control says so: sending failed, or the reader has
-    /// been paused for `limit` because the peer does not read what we send.
+    /// been paused for `limit` because the peer does not read what we send, and not one of
+    /// our writes completed meanwhile (a peer that reads slowly is only slowed down).
     func stallReason(pausedFor limit: Duration) -> String? {
         locked {
             if let sendFailure { return "cannot send to the peer: \(sendFailure)" }
-            guard let stalledSince, ContinuousClock.now - stalledSince >= limit else { return nil }
+            guard let stalledSince, ContinuousClock.now - max(stalledSince, lastSendProgress) >= limit else { return nil }
             return "the peer stopped reading what we send (\(queued + reserved) bytes waiting for \(limit))"
         }
     }
