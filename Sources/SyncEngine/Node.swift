@@ -52,6 +52,9 @@ public final class Node: @unchecked Sendable {
     /// address: each holds an invitation, a reader thread and socket buffers.
     static let maxUnpairedSessions = 32
     static let maxUnpairedSessionsPerSource = 4
+    /// The largest frame body an unknown peer may send before the user accepts it (a
+    /// message, which is dropped, is the largest it has any use for); larger fails the session.
+    static let maxUnpairedFrameBody = WireLimits.maxMessageBody + 1_024
     private let pendingHandshakes = Mutex(SourceSlots<TCPConnection>(total: maxPendingHandshakes,
                                                                      perSource: maxPendingHandshakesPerSource))
     private let nextHandshakeID = Atomic<UInt64>(1)
@@ -227,6 +230,7 @@ public final class Node: @unchecked Sendable {
             guard let session = sessions.values.first(where: { $0.invitationID == wanted && $0.machine.state == .awaitingLocalDecision }) else {
                 return .failure(.notFound("no open invitation '\(invitation)'; see 'syncpeer invitations'"))
             }
+            if accept { session.channel.limitFrames(to: WireLimits.maxFrameBody) }
             let actions = session.machine.handle(accept ? .localAccept : .localDecline)
             emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID,
                            outcome: accept ? "accepted" : "declined", time: now()))
@@ -520,7 +524,11 @@ public final class Node: @unchecked Sendable {
                 perform(loser.machine.handle(.localDisconnect), on: loser)
             }
         }
-        if standing == .unknown, let source = session.source, !admitUnpaired(session, from: source) { return }
+        if standing == .unknown, let source = session.source {
+            guard admitUnpaired(session, from: source) else { return }
+            // Until the user accepts it, an unknown peer has nothing large to say.
+            session.channel.limitFrames(to: Self.maxUnpairedFrameBody)
+        }
         redials[session.deviceKey] = nil
         discovery?.release(session.deviceKey)
         emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
@@ -594,6 +602,7 @@ public final class Node: @unchecked Sendable {
                                address: session.channel.remoteDescription, time: now()))
                 if config.autoAccept {
                     emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
+                    session.channel.limitFrames(to: WireLimits.maxFrameBody)
                     perform(session.machine.handle(.localAccept), on: session)
                     return
                 }

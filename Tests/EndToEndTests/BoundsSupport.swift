@@ -56,10 +56,11 @@ struct ProcessFigures: CustomStringConvertible {
 
     /// Waits (bounded) until the daemon's threads and fds are back within `slack` of
     /// `baseline`; returns the last figures either way (the caller asserts).
-    static func settle(pid: Int32, to baseline: ProcessFigures, slack: Int, within seconds: Double = 10) throws -> ProcessFigures {
+    static func settle(pid: Int32, to baseline: ProcessFigures, threads threadSlack: Int, fds fdSlack: Int,
+                       within seconds: Double = 20) throws -> ProcessFigures {
         let deadline = Date().addingTimeInterval(seconds)
         var figures = try ProcessFigures(pid: pid)
-        while Date() < deadline && (figures.threads > baseline.threads + slack || figures.fds > baseline.fds + slack) {
+        while Date() < deadline && (figures.threads > baseline.threads + threadSlack || figures.fds > baseline.fds + fdSlack) {
             Thread.sleep(forTimeInterval: 0.1)
             figures = try ProcessFigures(pid: pid)
         }

@@ -30,12 +30,17 @@ struct ResourceBoundsTests {
 
     // MARK: - Unauthenticated floods
 
+    /// Bob (flooded) and carol (who pairs with bob meanwhile), and bob's figures at rest.
+    private func floodTargets(_ env: SyncpeerRunner) throws -> (bob: DaemonProcess, carol: DaemonProcess, before: ProcessFigures) {
+        let bob = try DaemonProcess(env, name: "bob", environment: Self.patientEnvironment)
+        let carol = try DaemonProcess(env, name: "carol", environment: Self.patientEnvironment)
+        return (bob, carol, try ProcessFigures(pid: bob.pid))
+    }
+
     @Test func silentConnectionsFromFewAddressesDoNotLockOthersOut() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
-        let bob = try DaemonProcess(env, name: "bob", environment: Self.patientEnvironment)
-        let carol = try DaemonProcess(env, name: "carol", environment: Self.patientEnvironment)
-        let before = try ProcessFigures(pid: bob.pid)
+        let (bob, carol, before) = try floodTargets(env)
 
         // 6 addresses × 12 connections that never start their handshake: more than the
         // per-address cap (8) and, together, than the total (32).
@@ -52,7 +57,7 @@ struct ResourceBoundsTests {
         #expect(paired.status == 0, "carol could not pair during the flood: \(paired.stderr)")
 
         for connection in silent { connection.close() }
-        let after = try ProcessFigures.settle(pid: bob.pid, to: before, slack: 8)
+        let after = try ProcessFigures.settle(pid: bob.pid, to: before, threads: 8, fds: 3)
         ProcessFigures.report("72 silent connections from 6 addresses", before, after, during: during)
         #expect(during.threads <= before.threads + 32 + 8, "a thread per silent connection beyond the cap: \(during)")
         #expect(after.threads <= before.threads + 8 && after.fds <= before.fds + 3, "not back to the baseline: \(after)")
@@ -62,9 +67,7 @@ struct ResourceBoundsTests {
     @Test func unpairedHandshakeFloodIsBoundedAndAnotherAddressStillPairs() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
-        let bob = try DaemonProcess(env, name: "bob", environment: Self.patientEnvironment)
-        let carol = try DaemonProcess(env, name: "carol", environment: Self.patientEnvironment)
-        let before = try ProcessFigures(pid: bob.pid)
+        let (bob, carol, before) = try floodTargets(env)
 
         // 10 addresses × 15 completed handshakes by fresh identities that stay connected
         // and never pair: 150 unpaired sessions asked for, at most 32 (4 per address) kept.
@@ -89,7 +92,7 @@ struct ResourceBoundsTests {
 
         for rogue in rogues { rogue.close() }
         // Carol's session stays: one reader thread and one socket more than before.
-        let after = try ProcessFigures.settle(pid: bob.pid, to: before, slack: 12)
+        let after = try ProcessFigures.settle(pid: bob.pid, to: before, threads: 12, fds: 3)
         ProcessFigures.report("150 unpaired handshakes from 10 addresses", before, after, during: during)
         // A reader thread and a socket per unpaired session kept (32), and Dispatch's pool
         // threads (they linger idle for a while): without the caps it is 150 more.
@@ -99,6 +102,33 @@ struct ResourceBoundsTests {
         #expect(after.threads <= before.threads + 12 && after.fds <= before.fds + 3,
                 "not back to the baseline: \(after): \(ProcessFigures.threadNames(pid: bob.pid))")
         #expect(bob.events("error").contains { $0.reason.contains("refused a connection") }, "refusals are reported")
+    }
+
+    @Test func unpairedPeersCannotMakeTheDaemonReadLargeFrames() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let (bob, _, before) = try floodTargets(env)
+
+        // 8 unknown peers (8 addresses) each send a 16 MiB chunk frame before anyone accepted
+        // them: 128 MiB the daemon would read only to drop.
+        let done = DispatchGroup()
+        for source in 2...9 {
+            let channel = try roguePeer(from: "127.0.0.\(source)", to: bob.port, name: "big-\(source)")
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                let frame = Frame.chunk(id: .random(), index: 0, data: [UInt8](repeating: 7, count: 16 << 20))
+                _ = try? channel.send(frame)  // fails once the daemon hangs up
+                Thread.sleep(forTimeInterval: 0.5)
+                channel.close()
+            }.start()
+        }
+        #expect(done.wait(timeout: .now() + 30) == .success, "the floods did not end")
+        let after = try ProcessFigures.settle(pid: bob.pid, to: before, threads: 8, fds: 8)
+        ProcessFigures.report("8 unpaired peers sending a 16 MiB frame each", before, after)
+        #expect(after.peakMiB - before.rssMiB < 32, "the daemon read the frames: \(after)")
+        #expect(bob.events("state").contains { $0.reason.contains("announced a body") },
+                "\(bob.events("state").map(\.reason))")
     }
 
     // MARK: - A paired member that never reads
@@ -137,7 +167,7 @@ struct ResourceBoundsTests {
         let dropped = try bob.waitForState("notConnected", peer: "mallory", after: skip, timeout: 30)
         let during = try ProcessFigures(pid: bob.pid)
         rogue.close()
-        let after = try ProcessFigures.settle(pid: bob.pid, to: before, slack: 8)
+        let after = try ProcessFigures.settle(pid: bob.pid, to: before, threads: 8, fds: 2)
         ProcessFigures.report("\(count) block requests of \(chunk.size) bytes never read", before, after, during: during)
         print("[bounds] the member was dropped: \(dropped.reason)")
         #expect(dropped.reason.contains("stopped reading") || dropped.reason.contains("cannot send"), "\(dropped)")
@@ -225,7 +255,7 @@ struct ResourceBoundsTests {
         #expect(!bob.events.dropFirst(skip).contains {
             $0["event"] as? String == "state" && $0.peerName == "alice" && $0["state"] as? String == "notConnected"
         }, "bob dropped alice while a control client was stuck: \(alice.events("state").map(\.reason))")
-        let after = try ProcessFigures.settle(pid: bob.pid, to: before, slack: 1)
+        let after = try ProcessFigures.settle(pid: bob.pid, to: before, threads: 8, fds: 1)
         ProcessFigures.report("events client that never reads, 12 MB of events", before, after)
         #expect(after.fds <= before.fds + 1, "the stuck client was not disconnected: \(after)")
         #expect(after.peakMiB - before.rssMiB < 48)

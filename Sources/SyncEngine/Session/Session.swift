@@ -82,7 +82,8 @@ final class Session: @unchecked Sendable {
                 try channel.send(frames)
                 flow.sent(bytes)
             } catch {
-                flow.sent(bytes, failure: error.description)
+                // Only a failed channel ends the session (not a frame refused before sending).
+                flow.sent(bytes, failure: channel.failure.map { _ in error.description })
             }
         }
     }
