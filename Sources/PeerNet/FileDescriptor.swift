@@ -205,6 +205,9 @@ final class SocketFD: Sendable {
                 return
             case EPIPE, ECONNRESET, ENOTCONN, ETIMEDOUT, ESHUTDOWN:
                 throw .closed("writing to \(what()): \(errnoText(code))")
+            case EAGAIN:  // == EWOULDBLOCK on Linux
+                // SO_SNDTIMEO expired (see `setSocketSendTimeout`): the peer read nothing for that long.
+                throw .timedOut("writing to \(what()): the peer stopped reading")
             default:
                 throw systemError("send to \(what())", code)
             }
@@ -233,6 +236,20 @@ func setNonBlocking(_ fd: Int32, _ on: Bool) throws(NetError) {
 func setCloseOnExec(_ fd: Int32) {
     let flags = fcntl(fd, F_GETFD)
     if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+}
+
+/// Sets `SO_SNDTIMEO`: a blocking `send` that can hand no byte to the kernel for that long
+/// fails with `EAGAIN`; it also bounds a blocking `connect` on a Unix socket whose
+/// listener's queue is full. `nil` clears it.
+func setSocketSendTimeout(_ fd: Int32, _ timeout: Duration?) {
+    var value = timeval(tv_sec: 0, tv_usec: 0)
+    if let timeout {
+        let (seconds, attoseconds) = timeout.components
+        value.tv_sec = Int(seconds)
+        value.tv_usec = Int(attoseconds / 1_000_000_000_000)
+        if value.tv_sec == 0 && value.tv_usec == 0 { value.tv_usec = 1 }
+    }
+    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
 }
 
 /// Sets an integer socket option.

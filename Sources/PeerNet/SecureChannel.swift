@@ -126,6 +126,16 @@ public final class SecureChannel: Sendable {
     /// The peer's address, for logs and events.
     public var remoteDescription: String { stream.remoteDescription }
 
+    /// The largest frame body `receive` accepts now (see `limitFrames(to:)`).
+    private let frameLimit = Atomic<Int>(WireLimits.maxFrameBody)
+
+    /// Refuses (fails the channel on) frames whose body is larger than `bytes` from now on;
+    /// `WireLimits.maxFrameBody` lifts the limit. Any thread, even while `receive` waits: for
+    /// peers that may send only small frames until they are trusted.
+    public func limitFrames(to bytes: Int) {
+        frameLimit.store(min(bytes, WireLimits.maxFrameBody), ordering: .releasing)
+    }
+
     /// Why the channel can no longer be used, or nil while it can.
     public var failure: NetError? { status.withLock { $0 } }
 
@@ -296,6 +306,7 @@ public final class SecureChannel: Sendable {
             while true {
                 try checkOpen()
                 if state.atEnd { return nil }
+                state.frames.maxBody = frameLimit.load(ordering: .acquiring)
                 if let frame = try nextFrame(&state) { return frame }
                 if try decryptNextMessage(&state) { continue }
 

@@ -142,6 +142,13 @@ public final class TCPConnection: ByteStream {
         socket.shutdownWrite()
     }
 
+    /// A write that cannot hand any byte to the peer for `timeout` fails with `timedOut`
+    /// (and so fails the channel over it): a peer that stops reading never blocks a sender
+    /// for longer.
+    public func setSendTimeout(_ timeout: Duration) {
+        try? socket.withFD("setting a send timeout") { fd throws(NetError) in setSocketSendTimeout(fd, timeout) }
+    }
+
     public func close() {
         socket.close()
     }

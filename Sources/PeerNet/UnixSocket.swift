@@ -31,19 +31,6 @@ private func connectUnix(_ fd: Int32, _ address: sockaddr_un) -> Int32 {
     return result == 0 ? 0 : errno
 }
 
-/// Sets `SO_SNDTIMEO`, which also bounds a blocking `connect` on a Unix socket whose
-/// listener's queue is full. `nil` clears it.
-private func setSendTimeout(_ fd: Int32, _ timeout: Duration?) {
-    var value = timeval(tv_sec: 0, tv_usec: 0)
-    if let timeout {
-        let (seconds, attoseconds) = timeout.components
-        value.tv_sec = Int(seconds)
-        value.tv_usec = Int(attoseconds / 1_000_000_000_000)
-        if value.tv_sec == 0 && value.tv_usec == 0 { value.tv_usec = 1 }
-    }
-    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-}
-
 /// A connection over a Unix-domain stream socket (the local control socket).
 ///
 /// `Sendable` for the same reasons as `TCPConnection`: immutable properties around a
@@ -67,7 +54,7 @@ public final class UnixConnection: ByteStream {
     public static func connect(path: String, timeout: Duration = .seconds(10)) throws(NetError) -> UnixConnection {
         let address = try unixAddress(path)
         let fd = try makeSocket(family: AF_UNIX)
-        setSendTimeout(fd, timeout)
+        setSocketSendTimeout(fd, timeout)
         var code: Int32
         repeat {
             code = connectUnix(fd, address)
@@ -89,7 +76,7 @@ public final class UnixConnection: ByteStream {
                 throw .unreachable(address: path, reason: errnoText(code))
             }
         }
-        setSendTimeout(fd, nil)
+        setSocketSendTimeout(fd, nil)
         return UnixConnection(fd: fd, path: path)
     }
 
@@ -111,6 +98,12 @@ public final class UnixConnection: ByteStream {
 
     public func shutdownWrite() {
         socket.shutdownWrite()
+    }
+
+    /// A write that cannot hand any byte to the peer for `timeout` fails with `timedOut`
+    /// (a client that stops reading never blocks its writer for longer).
+    public func setSendTimeout(_ timeout: Duration) {
+        try? socket.withFD("setting a send timeout") { fd throws(NetError) in setSocketSendTimeout(fd, timeout) }
     }
 
     public func close() {
@@ -202,7 +195,7 @@ public final class UnixListener: Sendable {
         }
         let probe = try makeSocket(family: AF_UNIX)
         defer { _ = Glibc.close(probe) }
-        setSendTimeout(probe, .seconds(1))
+        setSocketSendTimeout(probe, .seconds(1))
         let code = connectUnix(probe, address)
         switch code {
         case 0, EAGAIN:

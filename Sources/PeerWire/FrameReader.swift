@@ -16,6 +16,9 @@
 public struct FrameReader: Sendable {
     private var input = InputBuffer()
     private var failure: WireError?
+    /// The largest body accepted, below the type's own limit: a connection lowers it while
+    /// the peer is not trusted yet (it then may only send small frames).
+    public var maxBody = WireLimits.maxFrameBody
 
     public init() {}
 
@@ -63,6 +66,7 @@ public struct FrameReader: Sendable {
             length = length << 8 | Int(input.byte(at: offset))
         }
         try Self.checkBodyLength(length, of: type)
+        guard length <= maxBody else { throw .frameTooLarge(type: type, length: length, limit: maxBody) }
 
         guard input.readableCount >= WireLimits.frameHeaderSize + length else {
             // Room for the whole (limit-checked) frame at once, but only once the peer has

@@ -1,5 +1,6 @@
 internal import Foundation
 internal import PeerNet
+internal import Synchronization
 
 /// The node's local control socket: a Unix-domain socket in the home (mode 0600) that
 /// speaks newline-delimited JSON. Each request is one object with an `id` and an `op`;
@@ -46,14 +47,16 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     private func serve(_ connection: UnixConnection) {
+        connection.setSendTimeout(node.config.sendTimeout)
+        let outbox = Outbox(connection)
         var reader = LineReader(connection)
         var subscription: UInt64?
         defer {
             if let subscription { node.unsubscribe(subscription) }
-            connection.close()
+            outbox.finish()
         }
         while let line = try? reader.readLine() {
-            let reply = Replier(connection: connection)
+            let reply = Replier(outbox: outbox)
             let parsed = JSONValue.parse(line)
             guard let request = parsed, let op = request["op"]?.stringValue else {
                 reply.failure(parsed?["id"], .invalidArgument("a request must be a JSON object with an \"op\""))
@@ -199,9 +202,10 @@ public final class ControlServer: @unchecked Sendable {
         done.wait()
     }
 
-    /// Writes answer lines to one client (writes are serialised by the stream).
+    /// Writes answer lines to one client, through its outbox (never blocks the caller,
+    /// which may be the node's queue emitting an event).
     struct Replier: Sendable {
-        let connection: UnixConnection
+        let outbox: Outbox
 
         func success(_ id: JSONValue?, _ result: JSONValue) {
             write(["id": id ?? .null, "ok": true, "result": result])
@@ -217,7 +221,53 @@ public final class ControlServer: @unchecked Sendable {
         }
 
         private func write(_ value: JSONValue) {
-            try? connection.write(Array((value.encodedLine() + "\n").utf8))
+            outbox.write(Array((value.encodedLine() + "\n").utf8))
+        }
+    }
+
+    /// The lines waiting for one client, written in order on the client's own queue. A
+    /// client that stops reading (an `events` reader that hangs) never stalls the node: at
+    /// most `maxPendingBytes` wait for it, beyond that it is disconnected, and a write that
+    /// cannot proceed for the send timeout fails and disconnects it too.
+    final class Outbox: Sendable {
+        static let maxPendingBytes = 4 << 20
+        private let connection: UnixConnection
+        private let queue = DispatchQueue(label: "syncpeer.control.client")
+        private let state = Mutex((pending: 0, closed: false))
+
+        init(_ connection: UnixConnection) {
+            self.connection = connection
+        }
+
+        func write(_ line: [UInt8]) {
+            let accepted = state.withLock { state -> Bool in
+                guard !state.closed else { return false }
+                guard state.pending + line.count <= Self.maxPendingBytes else {
+                    state.closed = true
+                    return false
+                }
+                state.pending += line.count
+                return true
+            }
+            guard accepted else {
+                // Overflow (or already closed): end the client; its request loop ends too.
+                connection.close()
+                return
+            }
+            queue.async { [self] in
+                let failed = (try? connection.write(line)) == nil
+                state.withLock { state in
+                    state.pending -= line.count
+                    if failed { state.closed = true }
+                }
+                if failed { connection.close() }
+            }
+        }
+
+        /// Writes what is queued (bounded by the send timeout), then closes the connection.
+        func finish() {
+            queue.sync {}
+            connection.close()
         }
     }
 }

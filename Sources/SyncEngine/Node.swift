@@ -43,9 +43,25 @@ public final class Node: @unchecked Sendable {
 
     /// Frames an unpaired peer may send (dropped) before its connection is closed.
     static let maxDroppedFrames = 64
-    /// Handshakes in progress at once; more connections are closed at once.
+    /// Handshakes in progress at once, in all and per source address; see `SourceSlots`
+    /// (a quieter address takes the oldest slot of the busiest one; else the connection is
+    /// closed at once). A thread runs each handshake, so this bounds threads too.
     static let maxPendingHandshakes = 32
-    private let pendingHandshakes = Atomic<Int>(0)
+    static let maxPendingHandshakesPerSource = 8
+    /// Sessions with unknown peers (completed handshakes, not paired), in all and per source
+    /// address: each holds an invitation, a reader thread and socket buffers.
+    static let maxUnpairedSessions = 32
+    static let maxUnpairedSessionsPerSource = 4
+    /// The largest frame body an unknown peer may send before the user accepts it (a
+    /// message, which is dropped, is the largest it has any use for); larger fails the session.
+    static let maxUnpairedFrameBody = WireLimits.maxMessageBody + 1_024
+    private let pendingHandshakes = Mutex(SourceSlots<TCPConnection>(total: maxPendingHandshakes,
+                                                                     perSource: maxPendingHandshakesPerSource))
+    private let nextHandshakeID = Atomic<UInt64>(1)
+    /// Unpaired sessions by source (confined to `queue`).
+    var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
+    /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
+    var refusedConnections = 0
 
     struct Redial {
         var address: String
@@ -214,6 +230,7 @@ public final class Node: @unchecked Sendable {
             guard let session = sessions.values.first(where: { $0.invitationID == wanted && $0.machine.state == .awaitingLocalDecision }) else {
                 return .failure(.notFound("no open invitation '\(invitation)'; see 'syncpeer invitations'"))
             }
+            if accept { session.channel.limitFrames(to: WireLimits.maxFrameBody) }
             let actions = session.machine.handle(accept ? .localAccept : .localDecline)
             emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID,
                            outcome: accept ? "accepted" : "declined", time: now()))
@@ -379,6 +396,7 @@ public final class Node: @unchecked Sendable {
             let outcome: Result<SecureChannel, NetError>
             do throws(NetError) {
                 let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
+                stream.setSendTimeout(config.sendTimeout)
                 outcome = .success(try SecureChannel.initiate(over: stream, staticKey: identity.keyPair, hello: hello,
                                                               timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval))
             } catch {
@@ -411,14 +429,22 @@ public final class Node: @unchecked Sendable {
                 if case .closed = error { return }
                 continue
             }
-            if pendingHandshakes.add(1, ordering: .relaxed).newValue > Self.maxPendingHandshakes {
-                pendingHandshakes.subtract(1, ordering: .relaxed)
+            let source = SourceSlots<TCPConnection>.sourceKey(stream.remoteHost)
+            let slot = nextHandshakeID.add(1, ordering: .relaxed).oldValue
+            switch pendingHandshakes.withLock({ $0.admit(id: slot, source: source, holder: stream) }) {
+            case .admitted:
+                break
+            case let .admittedEvicting(oldest):
+                oldest.close()  // its handshake thread fails and ends
+            case let .refused(why):
                 stream.close()
+                queue.async { [self] in connectionRefused(from: source, "handshakes in progress: \(why)") }
                 continue
             }
+            stream.setSendTimeout(config.sendTimeout)
             let hello = makeHello(context: nil, port: queue.sync { listenPort })
             let thread = Thread { [self] in
-                defer { pendingHandshakes.subtract(1, ordering: .relaxed) }
+                defer { pendingHandshakes.withLock { $0.release(id: slot) } }
                 do throws(NetError) {
                     let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
                                                             timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
@@ -428,6 +454,7 @@ public final class Node: @unchecked Sendable {
                     queue.async { [self] in
                         if stopped { channel.close(); return }
                         let session = register(channel, role: .responder, dialAddress: dialBack)
+                        session.source = source
                         begin(session, standing: standing(of: channel, expected: nil, address: nil))
                     }
                 } catch {
@@ -497,6 +524,11 @@ public final class Node: @unchecked Sendable {
                 perform(loser.machine.handle(.localDisconnect), on: loser)
             }
         }
+        if standing == .unknown, let source = session.source {
+            guard admitUnpaired(session, from: source) else { return }
+            // Until the user accepts it, an unknown peer has nothing large to say.
+            session.channel.limitFrames(to: Self.maxUnpairedFrameBody)
+        }
         redials[session.deviceKey] = nil
         discovery?.release(session.deviceKey)
         emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
@@ -504,18 +536,24 @@ public final class Node: @unchecked Sendable {
         startReader(session)
     }
 
+    /// Reads the peer's frames and hands them to `queue`; pauses while the session's flow
+    /// says we hold too much for this peer (back-pressure, see `SessionFlow`).
     private func startReader(_ session: Session) {
         let channel = session.channel
+        let flow = session.flow
         let id = session.id
         let thread = Thread { [self] in
-            while true {
+            while flow.waitForRoom() {
                 do throws(NetError) {
                     guard let frame = try channel.receive() else {
                         channel.close()
                         queue.async { [self] in transportEnded(id, "peer closed the connection") }
                         return
                     }
+                    let size = SessionFlow.size(of: frame)
+                    flow.received(size)
                     queue.async { [self] in
+                        defer { flow.handled(size) }
                         guard let session = sessions[id] else { return }
                         session.lastReceived = .now
                         perform(session.machine.handle(.frame(frame)), on: session)
@@ -537,7 +575,7 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Carries out a state machine's actions.
-    private func perform(_ actions: [SessionMachine.Action], on session: Session) {
+    func perform(_ actions: [SessionMachine.Action], on session: Session) {
         for action in actions {
             switch action {
             case let .send(frame):
@@ -548,6 +586,7 @@ public final class Node: @unchecked Sendable {
                 // "connecting" is reported once by begin(); closed once by finish().
                 if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
                 if state == .connected {
+                    unpairedSessions.release(id: session.id)
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
@@ -563,6 +602,7 @@ public final class Node: @unchecked Sendable {
                                address: session.channel.remoteDescription, time: now()))
                 if config.autoAccept {
                     emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
+                    session.channel.limitFrames(to: WireLimits.maxFrameBody)
                     perform(session.machine.handle(.localAccept), on: session)
                     return
                 }
@@ -617,6 +657,9 @@ public final class Node: @unchecked Sendable {
     /// Removes a closed session, reports it, and plans a redial for a paired peer.
     private func finish(_ session: Session) {
         guard sessions.removeValue(forKey: session.id) != nil else { return }
+        unpairedSessions.release(id: session.id)
+        session.flow.cancel()
+        session.parkedBlockRequests.removeAll()
         session.closeAfterPendingSends()
         transfersSessionClosed(session)
         let reason = session.closeReason ?? "closed"
@@ -667,7 +710,15 @@ public final class Node: @unchecked Sendable {
                 perform(session.machine.handle(.invitationExpired), on: session)
                 continue
             }
-            if now - session.lastReceived > config.deadPeerTimeout {
+            // A peer that does not read what we send: the reader stopped reading it (its
+            // silence is then ours), or a write failed or timed out.
+            if let stall = session.flow.stallReason(pausedFor: config.deadPeerTimeout) {
+                session.closeReason = session.closeReason ?? stall
+                perform(session.machine.handle(.transportClosed(stall)), on: session)
+                session.channel.close()
+                continue
+            }
+            if now - session.lastReceived > config.deadPeerTimeout, !session.flow.isPaused {
                 session.closeReason = "no answer for \(config.deadPeerTimeout) (peer gone)"
                 perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
                 session.channel.close()

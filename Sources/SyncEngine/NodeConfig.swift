@@ -18,6 +18,12 @@ public struct NodeConfig: Sendable {
     public var keepaliveInterval: Duration = .seconds(2)
     /// A peer silent for this long is considered gone.
     public var deadPeerTimeout: Duration = .seconds(7)
+    /// A write to a peer (or a control client) that cannot hand over any byte for this long
+    /// fails and ends the session: a peer that stops reading never blocks a sender longer.
+    public var sendTimeout: Duration = .seconds(30)
+    /// Index entries a peer may have stored per shared folder beyond twice our own count
+    /// (see `Node.indexQuota`).
+    public var peerIndexAllowance = 200_000
     /// First and longest wait before redialling a paired peer.
     public var redialInitial: Duration = .seconds(1)
     public var redialMaximum: Duration = .seconds(30)
@@ -69,6 +75,8 @@ public struct NodeConfig: Sendable {
         if let value = ms("SYNCPEER_REDIAL_MS") { redialInitial = value }
         if let value = ms("SYNCPEER_WATCH_DELAY_MS") { watchDelay = value }
         if let value = ms("SYNCPEER_RESCAN_MS") { rescanInterval = value }
+        if let value = ms("SYNCPEER_SEND_TIMEOUT_MS") { sendTimeout = value }
+        if let count = environment["SYNCPEER_PEER_INDEX_ALLOWANCE"].flatMap(Int.init), count > 0 { peerIndexAllowance = count }
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
     }
 }

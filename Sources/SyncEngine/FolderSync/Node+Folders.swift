@@ -408,26 +408,14 @@ extension Node {
             indexReceived(folderID, entries: entries, from: session)
         case let .indexAck(folderID, sequence):
             try? index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence))
-        case let .blockRequest(request, folderID, path, offset, size, hash):
+        case let .blockRequest(request, folderID, _, _, _, _):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
                 session.send([.blockResponse(request: request, ok: false, data: [])])
                 blockRefused(to: session, folder: nil)
                 return
             }
-            let device = session.deviceKey
-            folder.serveQueue.async { [weak self] in
-                let answer = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
-                guard case let .data(bytes) = answer else {
-                    session.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
-                    if answer == .notShared, let node = self {
-                        node.queue.async { node.blockRefused(to: session, folder: folder) }
-                    }
-                    return
-                }
-                folder.activity.served(to: device, bytes: bytes.count)
-                session.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
-            }
+            serveBlock(frame, from: folder, to: session)
         case let .blockResponse(request, ok, data):
             guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
             pending.callback(ok ? data : nil)
@@ -468,6 +456,7 @@ extension Node {
                 rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
             paths.insert(entry.path)
         }
+        guard withinIndexQuota(records, folder: folder, from: session) else { return }
         do {
             try index.upsertRemoteFiles(folderID: folderID, deviceID: session.deviceKey, records, receivedSequence: highest)
         } catch {

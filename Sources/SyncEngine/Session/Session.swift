@@ -37,6 +37,15 @@ final class Session: @unchecked Sendable {
     var redialAllowed = true
     /// Frames dropped because the peer is not paired yet.
     var droppedFrames = 0
+    /// The address the connection came from (accepted sessions): the key of the caps on
+    /// unpaired sessions per source. Nil for sessions we dialled.
+    var source: String?
+    /// What we hold for this peer (queued answers, unhandled requests); see `SessionFlow`.
+    let flow = SessionFlow()
+    /// Block requests waiting for the peer's serve budget (confined to the node's queue).
+    var parkedBlockRequests: [(request: Frame, folder: SharedFolder)] = []
+    /// Folders whose index quota this peer exceeded (reported once per session).
+    var quotaReported: Set<String> = []
 
     init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
         self.id = id
@@ -57,17 +66,33 @@ final class Session: @unchecked Sendable {
     func send(_ frames: [Frame]) {
         guard !frames.isEmpty else { return }
         lastSent = .now
-        let channel = self.channel
-        sendQueue.async {
-            try? channel.send(frames)
-        }
+        sendFromAnyThread(frames)
     }
 
     /// Queues frames from any thread (touches only immutable state): for transfer I/O
-    /// queues that read chunks off the node's queue.
+    /// queues that read chunks off the node's queue. The bytes count in `flow` until they
+    /// are written; a write blocks at most the socket's send timeout.
     func sendFromAnyThread(_ frames: [Frame]) {
         let channel = self.channel
-        sendQueue.async { try? channel.send(frames) }
+        let flow = self.flow
+        let bytes = SessionFlow.size(of: frames)
+        flow.queue(bytes)
+        sendQueue.async {
+            do throws(NetError) {
+                try channel.send(frames)
+                flow.sent(bytes)
+            } catch {
+                // Only a failed channel ends the session (not a frame refused before sending).
+                flow.sent(bytes, failure: channel.failure.map { _ in error.description })
+            }
+        }
+    }
+
+    /// Ends a session refused at once: after what is queued (a close frame) is handed to
+    /// the socket, close it, without waiting for the peer (a flood must not hold sockets).
+    func closeAfterQueuedSends() {
+        let channel = self.channel
+        sendQueue.async { channel.close() }
     }
 
     /// Ends the session gracefully: after everything queued is sent, half-close (so the

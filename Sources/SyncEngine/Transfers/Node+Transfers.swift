@@ -721,7 +721,12 @@ extension Node {
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
             return
         }
+        // Until it is on disk the chunk counts as unhandled in the session's flow: a sender
+        // faster than our disk (or one resending chunks in flight) is read no faster.
+        let flow = session.flow
+        flow.received(data.count)
         transfer.io.async { [self] in
+            defer { flow.handled(data.count) }
             var outcome: FileError?
             do throws(FileError) {
                 guard let partial = transfer.partials[entry] else { return }

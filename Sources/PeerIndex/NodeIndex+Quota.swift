@@ -1,0 +1,35 @@
+/// Counts behind the per-peer quota on stored index entries (`remote_files`).
+extension NodeIndex {
+    /// How many rows (tombstones included) the peer's index of the folder holds, and how
+    /// many of `paths` are among them: a batch adds `paths.count - existing` new rows.
+    public func remoteFileCounts(folderID: String, deviceID: String,
+                                 paths: [String]) throws(IndexError) -> (stored: Int, existing: Int) {
+        let list = "[" + paths.map(Self.jsonString).joined(separator: ",") + "]"
+        return try read { db in
+            let stored = try db.query("SELECT count(*) AS n FROM remote_files WHERE folder_id = ? AND device_id = ?",
+                                      [.text(folderID), .text(deviceID)]).first?.int("n") ?? 0
+            let existing = try db.query(
+                """
+                SELECT count(*) AS n FROM remote_files
+                WHERE folder_id = ? AND device_id = ? AND path IN (SELECT value FROM json_each(?))
+                """, [.text(folderID), .text(deviceID), .text(list)]).first?.int("n") ?? 0
+            return (stored, existing)
+        }
+    }
+
+    /// `text` as a JSON string literal.
+    private static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
