@@ -1,10 +1,38 @@
 import Foundation
 import Testing
 
-/// Product bugs the chaos test found, reduced to one deterministic case each. Disabled while
-/// the bug is open (each fails on main); enable one with its fix.
+/// Product bugs the chaos test found, reduced to one deterministic case each (each fails on
+/// main). A test is disabled while its bug is open; enable it with the fix.
 @Suite(.serialized)
 struct ChaosFindingsTests {
+    /// Bob edits a file while his daemon fetches alice's newer version of it: his edit must
+    /// survive (the file, or a conflict copy), never be replaced by the fetched content. (Chaos
+    /// seed 1001: the edit was checked against the index when the pull was planned, not when
+    /// the fetched file was renamed into place seconds later.)
+    @Test func anEditMadeWhileThePeersVersionIsFetchedIsKept() throws {
+        let trio = try FolderSyncTests.Trio()
+        defer { trio.env.cleanup() }
+        try "small".write(toFile: trio.path("alice", "big.bin"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try FolderSyncTests.eventually("first sync") { FolderSyncTests.converged(trio) && FolderSyncTests.tree(trio.folders["bob"]!).count == 1 }
+        try TestFiles.random(trio.path("alice", "big.bin"), size: 150_000_000, mtime: nil)
+        try FolderSyncTests.eventually("bob fetches alice's new version", timeout: 60) {
+            let transfers = ((try? FolderSyncTests.folderStatus(trio, trio.bob))?["transfers"] as? [[String: Any]]) ?? []
+            return transfers.contains { ($0["path"] as? String) == "big.bin" }
+        }
+        try "bob's edit during the fetch".write(toFile: trio.path("bob", "big.bin"), atomically: true, encoding: .utf8)
+        let transfers = try FolderSyncTests.folderStatus(trio, trio.bob)["transfers"] as? [[String: Any]] ?? []
+        try #require(transfers.contains { ($0["path"] as? String) == "big.bin" }, "the fetch ended before the edit: use a larger file")
+        try FolderSyncTests.eventually("the same files everywhere\n\(FolderSyncTests.describe(trio))", timeout: 90) {
+            FolderSyncTests.converged(trio) && FolderSyncTests.tree(trio.folders["bob"]!).count == 2
+        }
+        let contents = try FileManager.default.contentsOfDirectory(atPath: trio.folders["carol"]!).map {
+            try Data(contentsOf: URL(fileURLWithPath: trio.path("carol", $0)))
+        }
+        #expect(contents.contains(Data("bob's edit during the fetch".utf8)), "bob's edit is the file or its conflict copy")
+        #expect(contents.contains { $0.count == 150_000_000 }, "alice's version is the file or its conflict copy")
+    }
+
     /// Carol moves a directory away while bob, offline, edits a file in it. Delete-vs-modify:
     /// the edit wins, so `sub/f.txt` with bob's edit must be back everywhere, beside carol's
     /// moved copy. (Chaos seed 3: alice and bob stay at 60 %, idle, no error, for ever; bob

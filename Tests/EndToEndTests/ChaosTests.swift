@@ -20,7 +20,9 @@ import TestKit
 /// delete directories, make and retarget symlinks, the same file edited on two nodes at once,
 /// SIGKILL and restart of a daemon, a link refused or silently stalled, `syncpeer disconnect`.
 ///
-/// Every run prints its seed; on failure it prints the op log and the differences. Modes
+/// Every run prints its seed; on failure it prints the op log and the differences. A seed
+/// fixes every random choice, not the daemons' timing: where a choice depends on what has
+/// synced so far (which files a node has), a replay can take another path. Modes
 /// (environment variables):
 /// - default (`make test`): seeds 1, 2, 3, 12 s of chaos each;
 /// - `SYNCPEER_CHAOS=long` (`make chaos`): 20 seeds from 1001, 60 s each;

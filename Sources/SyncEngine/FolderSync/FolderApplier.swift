@@ -369,6 +369,12 @@ final class FolderApplier: @unchecked Sendable {
                 unlinkat(item.directory.fd, item.temp, 0)
                 rescan.append(item.state.path)
                 continue
+            } else if local[item.state.path] != nil, !diskMatchesIndex(item.state.path, root: root) {
+                // Edited here while the content was fetched (checked at the plan, seconds ago):
+                // the edit is not replaced; it is scanned, and then a conflict keeps both.
+                unlinkat(item.directory.fd, item.temp, 0)
+                rescan.append(item.state.path)
+                continue
             }
             guard renameat(item.directory.fd, item.temp, item.directory.fd, item.name) == 0 else {
                 folder.report("cannot put \(item.state.path) in place: \(String(cString: strerror(errno)))")
