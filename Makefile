@@ -2,13 +2,16 @@
 #   make demo    install dependencies, build, show two local peers at work
 #   make test    install dependencies, build, run every test
 #   make bench   release build, throughput/resume/memory figures on loopback (~5 min)
+#   make chaos   20 long chaos runs: three daemons, random edits, kills and link cuts, then
+#                every node must converge and keep every version (~40 min; CHAOS_COUNT=N,
+#                CHAOS_SECONDS=S per run, CHAOS_SEED=N replays one seed)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 # Every run from this Makefile pins discovery to loopback: nothing leaves the machine.
 export SYNCPEER_INTERFACE ?= lo
 
 SWIFT_FLAGS ?=
-.PHONY: deps build release test demo bench clean schema
+.PHONY: deps build release test demo bench chaos clean schema
 
 deps:
 	@bash scripts/install-deps.sh
@@ -31,6 +34,18 @@ demo: build
 # 1 MiB changed in 1 GiB, indexing 100,000 files); table + .build/bench/results.json.
 bench: deps
 	@bash scripts/bench.sh
+
+# The chaos test (Tests/EndToEndTests/ChaosTests.swift) with 20 seeds from 1001 and 60 s of
+# chaos each; `make test` runs it with 3 seeds of 12 s. Each run prints its seed and, on
+# failure, the invariants broken, the op log and the differences.
+CHAOS_COUNT ?= 20
+CHAOS_SECONDS ?= 60
+CHAOS_SEED ?=
+chaos: build
+	swift build --build-tests $(SWIFT_FLAGS)
+	SYNCPEER_CHAOS=long SYNCPEER_CHAOS_COUNT=$(CHAOS_COUNT) SYNCPEER_CHAOS_SECONDS=$(CHAOS_SECONDS) \
+	  $(if $(CHAOS_SEED),SYNCPEER_CHAOS_SEED=$(CHAOS_SEED)) \
+	  swift test --skip-build $(SWIFT_FLAGS) --filter 'EndToEndTests.ChaosTests'
 
 # Regenerates the embedded copy of schema/*.sql (a test fails when the two differ).
 schema:

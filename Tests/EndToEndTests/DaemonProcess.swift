@@ -17,6 +17,8 @@ final class DaemonProcess: @unchecked Sendable {
     let process = Process()
     private let log = EventLog()
     private(set) var port: UInt16 = 0
+    /// The address it listens on (127.0.0.1 unless `listen:` said otherwise).
+    private(set) var host = "127.0.0.1"
     let stderrPipe = Pipe()
 
     /// Test knobs: short keepalive and dead-peer delays so tests do not wait long.
@@ -77,9 +79,10 @@ final class DaemonProcess: @unchecked Sendable {
         let listening = try waitFor("listening", timeout: 10)
         let address = try #require(listening["address"] as? String)
         port = try #require(UInt16(address.split(separator: ":").last ?? ""))
+        host = String(address.split(separator: ":").dropLast().joined(separator: ":"))
     }
 
-    var address: String { "127.0.0.1:\(port)" }
+    var address: String { "\(host):\(port)" }
     var pid: Int32 { process.processIdentifier }
 
     /// All events so far.
@@ -184,8 +187,10 @@ extension SyncpeerRunner {
     }
 
     /// Pairs `a` with `b` (a invites, b accepts); returns the SAS both showed.
-    func pair(_ a: DaemonProcess, _ b: DaemonProcess, context: String? = nil, autoAccepted: Bool = false) throws -> String {
-        let pairing = try PairingProcess(self, from: a, to: b, context: context)
+    /// `target` is what `pair` dials (default: b's address).
+    func pair(_ a: DaemonProcess, _ b: DaemonProcess, target: String? = nil, context: String? = nil,
+              autoAccepted: Bool = false) throws -> String {
+        let pairing = try PairingProcess(self, from: a, to: b, target: target, context: context)
         let invitation = try b.waitFor("invitation")
         let id = try #require(invitation["invitation"] as? String)
         if !autoAccepted {

@@ -106,7 +106,7 @@ import TestKit
 
 // MARK: - Generators
 
-private func randomBytes(_ count: Int, _ rng: inout SplitMix64) -> [UInt8] {
+func randomBytes(_ count: Int, _ rng: inout SplitMix64) -> [UInt8] {
     var bytes: [UInt8] = []
     bytes.reserveCapacity(count + 8)
     while bytes.count < count {
@@ -181,7 +181,7 @@ private func noiseLikeBytes(maxLength: Int, _ rng: inout SplitMix64) -> [UInt8] 
 }
 
 /// One to three random edits: bit flips, byte changes, insertions, deletions, truncation.
-private func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
+func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
     var bytes = input
     for _ in 0..<Int.random(in: 1...3, using: &rng) {
         let position = Int.random(in: 0...bytes.count, using: &rng)
@@ -205,7 +205,7 @@ private func mutate(_ input: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
 
 // MARK: - Properties
 
-private struct Checker {
+struct Checker {
     var issues = 0
     var decodedFrames = 0
     var frameErrors = 0
@@ -241,16 +241,26 @@ private struct Checker {
         Issue.record("\(message); input: \(input)")
     }
 
-    /// Whole vs split feeding agree; the frames re-encode to exactly the bytes they came from;
-    /// the re-encoding decodes to the same frames.
-    mutating func checkFrameReader(_ input: [UInt8], _ rng: inout SplitMix64) {
+    /// Whole vs split feeding agree; every frame is within the limits of ``WireLimits``; the
+    /// frames re-encode to exactly the bytes they came from; the re-encoding decodes to the
+    /// same frames. Returns the frames decoded.
+    @discardableResult
+    mutating func checkFrameReader(_ input: [UInt8], _ rng: inout SplitMix64) -> [Frame] {
         let whole = decodeFrames(input, cuts: [])
         let split = decodeFrames(input, cuts: [Int.random(in: 0...input.count, using: &rng)])
         if whole.frames != split.frames || whole.error != split.error {
-            return fail("split feeding changed the result", input)
+            fail("split feeding changed the result", input)
+            return []
         }
         if whole.frames.count > input.count / WireLimits.frameHeaderSize {
-            return fail("more frames than headers fit", input)
+            fail("more frames than headers fit", input)
+            return []
+        }
+        for frame in whole.frames {
+            if let violation = limitViolation(frame) {
+                fail("\(frame) breaks a limit: \(violation)", input)
+                return []
+            }
         }
         decodedFrames += whole.frames.count
         if let error = whole.error {
@@ -259,13 +269,16 @@ private struct Checker {
         }
         let reencoded = encodeAll(whole.frames)
         if !input.starts(with: reencoded) {
-            return fail("re-encoding differs from the decoded bytes", input)
+            fail("re-encoding differs from the decoded bytes", input)
+            return []
         }
         for frame in whole.frames {
             if (try? Frame(decoding: FrameEncoder.encode(frame))) != frame {
-                return fail("\(frame) does not survive re-encoding", input)
+                fail("\(frame) does not survive re-encoding", input)
+                return []
             }
         }
+        return whole.frames
     }
 
     /// Messages re-frame to exactly the consumed bytes; the rest is an incomplete message. A reader

@@ -112,13 +112,14 @@ let sampleOffer = TransferOffer(id: sampleTransferID, kind: .folder, name: "trip
     .init(path: "empty", size: 0, mode: 0o600, mtimeNanoseconds: -5, manifest: []),
 ])
 
-/// `count` random valid frames (bodies up to `maxBody` bytes), deterministic for a seed.
+/// `count` random valid frames (bodies up to `maxBody` bytes; folder frames from
+/// `randomFolderFrame`), deterministic for a seed.
 func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [Frame] {
     let statuses = PairingStatus.allCases
     let codes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired, .impersonation,
                               .timeout, .shuttingDown, .unknown(999)]
     return (0..<count).map { _ in
-        switch Int.random(in: 0..<11, using: &rng) {
+        switch Int.random(in: 0..<13, using: &rng) {
         case 0: return .ping(rng.next())
         case 1: return .pong(rng.next())
         case 2: return .message(id: rng.next(), body: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
@@ -136,7 +137,8 @@ func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [F
             .init(path: String(repeating: "p", count: Int.random(in: 1...40, using: &rng)), size: rng.next(),
                   mode: UInt32.random(in: 0...0o7777, using: &rng), mtimeNanoseconds: Int64(bitPattern: rng.next()),
                   manifest: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))]))
-        default: return .streamClose(id: UInt32.random(in: 0 ... .max, using: &rng))
+        case 10: return .streamClose(id: UInt32.random(in: 0 ... .max, using: &rng))
+        default: return randomFolderFrame(using: &rng)
         }
     }
 }

@@ -49,13 +49,15 @@ let planTable: [PlanCase] = {
         [devB: file(a1b1, content: 3, mtime: t0 + 9, by: devB)],
         .conflict(winner: file(a2b1, content: 3, mtime: t0 + 9, by: devB), from: devB,
                   loser: file(a2, content: 2, mtime: t0 + 5), loserCopyName: copyOfA))
+    // The local edit wins over a peer's edit: nothing to do here (the peer keeps its edit as
+    // a conflict copy, then its merged version comes back as a metadata update).
     row("concurrent, local has the newer mtime", file(a2, content: 2, mtime: t0 + 9),
-        [devB: file(a1b1, content: 3, mtime: t0 + 5, by: devB)], .keepLocal(file(a2b1, content: 2, mtime: t0 + 9)))
+        [devB: file(a1b1, content: 3, mtime: t0 + 5, by: devB)], .upToDate)
     row("concurrent, same mtime: the larger device (remote B over local A) wins", file(a2, content: 2),
         [devB: file(a1b1, content: 3, by: devB)],
         .conflict(winner: file(a2b1, content: 3, by: devB), from: devB, loser: file(a2, content: 2), loserCopyName: copyOfA))
     row("concurrent, same mtime: the larger device (local C over remote B) wins", file(vv([devC: 1]), content: 2, by: devC),
-        [devB: file(vv([devB: 1]), content: 3, by: devB)], .keepLocal(file(vv([devB: 1, devC: 1]), content: 2, by: devC)))
+        [devB: file(vv([devB: 1]), content: 3, by: devB)], .upToDate)
     row("concurrent identical content: no conflict copy", file(a2, content: 5, mtime: t0 + 1),
         [devB: file(a1b1, content: 5, mtime: t0 + 2, by: devB)],
         .updateMetadata(file(a2b1, content: 5, mtime: t0 + 2, by: devB), from: devB))
@@ -63,8 +65,7 @@ let planTable: [PlanCase] = {
     row("a remote directory beats a newer local file", file(a2, mtime: t0 + 9), [devB: directory(a1b1, by: devB)],
         .conflict(winner: directory(a2b1, by: devB), from: devB, loser: file(a2, mtime: t0 + 9),
                   loserCopyName: "doc.sync-conflict-20231114-221320-AAAAAAA.txt"))
-    row("a local directory beats a newer remote file", directory(a2), [devB: file(a1b1, mtime: t0 + 9, by: devB)],
-        .keepLocal(directory(a2b1)))
+    row("a local directory beats a newer remote file", directory(a2), [devB: file(a1b1, mtime: t0 + 9, by: devB)], .upToDate)
     row("concurrent directory metadata", directory(a2, mtime: t0 + 1, mode: 0o700),
         [devB: directory(a1b1, mtime: t0 + 2, by: devB, mode: 0o750)],
         .updateMetadata(directory(a2b1, mtime: t0 + 2, by: devB, mode: 0o750), from: devB))
@@ -85,9 +86,10 @@ let planTable: [PlanCase] = {
         [devB: file(a1b1, by: devB), devC: file(vv([devA: 2, devB: 1, devC: 1]), content: 3, by: devC)],
         .pull(file(vv([devA: 2, devB: 1, devC: 1]), content: 3, by: devC), from: devC))
     row("three peers: one equal, one behind", file(a2), [devB: file(a2), devC: file(a1)], .upToDate)
+    // B's losing edit is not merged here: B must see C's edit as concurrent and keep a copy.
     row("two peers concurrent with each other, both ahead of us: no local copy", file(a1),
         [devB: file(a1b1, content: 2, mtime: t0 + 1, by: devB), devC: file(vv([devA: 1, devC: 1]), content: 3, mtime: t0 + 2, by: devC)],
-        .pull(file(vv([devA: 1, devB: 1, devC: 1]), content: 3, mtime: t0 + 2, by: devC), from: devC))
+        .pull(file(vv([devA: 1, devC: 1]), content: 3, mtime: t0 + 2, by: devC), from: devC))
     row("two peers with the same version: the first device is the source", nil,
         [devC: file(vv([devB: 1]), by: devB), devB: file(vv([devB: 1]), by: devB)], .pull(file(vv([devB: 1]), by: devB), from: devB))
     row("one peer concurrent with us, one behind: conflict with the concurrent one", file(a2, content: 2),

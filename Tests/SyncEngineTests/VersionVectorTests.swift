@@ -217,6 +217,58 @@ func contentKey(_ s: FileState) -> String {
         }
     }
 
+    /// A conflict seen first by a third node: alice and bob edit the same file while cut off
+    /// from each other; carol, who has neither edit, hears both and passes the winner on. Bob's
+    /// losing edit must survive (as a conflict copy on bob) whatever carol records: a version
+    /// recorded by carol that dominates bob's makes bob take the winner without a copy.
+    /// (Found by the chaos test, seed 1.)
+    @Test func aConflictRelayedByAThirdNodeKeepsTheLosingEdit() {
+        let base = file(vv([devA: 1]), content: 1, mtime: t0)
+        var alice = Replica(device: devA, state: file(vv([devA: 2]), content: 2, mtime: t0 + 9, by: devA))
+        var bob = Replica(device: devB, state: file(vv([devA: 1, devB: 1]), content: 3, mtime: t0 + 5, by: devB))
+        var carol = Replica(device: devC, state: base)
+        _ = carol.sync(with: [alice, bob])   // carol hears both: alice's newer edit wins
+        _ = bob.sync(with: [carol])          // bob hears carol first (his link to alice is cut)
+        for _ in 0..<4 {
+            _ = alice.sync(with: [bob, carol])
+            _ = bob.sync(with: [alice, carol])
+            _ = carol.sync(with: [alice, bob])
+        }
+        #expect(alice.state == bob.state && bob.state == carol.state, "the three converge")
+        #expect(alice.state.map(contentKey) == contentKey(file(vv([devA: 2]), content: 2)), "alice's edit wins")
+        let copies = (alice.copies + bob.copies + carol.copies).map { contentKey($0.1) }
+        #expect(copies.contains(contentKey(file(vv([devB: 1]), content: 3))), "bob's edit survives as a conflict copy")
+    }
+
+    /// Three replicas edit while partitioned and gossip in any order: every edit that no other
+    /// replica's start state had built on is the final state or a conflict copy somewhere.
+    @Test func threeReplicasKeepEveryConcurrentEdit() {
+        var rng = SplitMix64(seed: 123)
+        var lost = 0
+        for _ in 0..<300 {
+            var replicas = [Replica(device: devA, state: nil), Replica(device: devB, state: nil), Replica(device: devC, state: nil)]
+            replicas[0].edit(&rng)
+            for i in 1..<3 where Bool.random(using: &rng) { replicas[i].state = replicas[0].state }
+            for i in 0..<3 { for _ in 0..<Int.random(in: 0...2, using: &rng) { replicas[i].edit(&rng) } }
+            let starts = replicas.compactMap(\.state)
+            for _ in 0..<200 {
+                let i = Int.random(in: 0..<3, using: &rng)
+                var others = replicas.indices.filter { $0 != i }.map { replicas[$0] }
+                if Bool.random(using: &rng) { others = [others.randomElement(using: &rng)!] }
+                _ = replicas[i].sync(with: others)
+            }
+            for _ in 0..<6 {
+                for j in 0..<3 { _ = replicas[j].sync(with: replicas.indices.filter { $0 != j }.map { replicas[$0] }) }
+            }
+            let kept = Set(replicas.compactMap(\.state).map(contentKey) + replicas.flatMap(\.copies).map { contentKey($0.1) })
+            for start in starts where !start.deleted && start.kind != .directory {
+                if starts.contains(where: { $0.version.compare(start.version) == .greater }) { continue }
+                if !kept.contains(contentKey(start)) { lost += 1; print("LOST \(start)\nstarts \(starts)\nfinal \(replicas.map { String(describing: $0.state) })\ncopies \(replicas.map { $0.copies.map { $0.1 } })") }
+            }
+        }
+        #expect(lost == 0, "\(lost) concurrent edits lost")
+    }
+
     /// Whatever the states, the planner deletes only when a tombstone dominates the local version.
     @Test func neverDeletesUnlessATombstoneDominates() {
         var rng = SplitMix64(seed: 5)

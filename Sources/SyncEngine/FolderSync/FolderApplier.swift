@@ -454,6 +454,12 @@ final class FolderApplier: @unchecked Sendable {
                 unlinkat(item.directory.fd, item.temp, 0)
                 rescan.append(item.state.path)
                 continue
+            } else if local[item.state.path] != nil, !diskMatchesIndex(item.state.path, root: root) {
+                // Edited here while the content was fetched (checked at the plan, seconds ago):
+                // the edit is not replaced; it is scanned, and then a conflict keeps both.
+                unlinkat(item.directory.fd, item.temp, 0)
+                rescan.append(item.state.path)
+                continue
             }
             if local[item.state.path]?.kind == .directory, item.directory.entryKind(item.name) == .directory,
                unlinkat(item.directory.fd, item.name, AT_REMOVEDIR) != 0, errno != ENOENT {

@@ -13,8 +13,10 @@ public enum SyncAction: Sendable, Hashable {
     /// Remove the local path (if present) and record the tombstone `state`, whose version
     /// dominates the local one.
     case delete(FileState, from: String)
-    /// Concurrent versions where the local one wins: keep the disk as is and record
-    /// `state` (the local state with the merged version), so peers take it.
+    /// Concurrent versions where the local one wins over tombstones or equal content: keep
+    /// the disk as is and record `state` (the local state with their versions merged), so
+    /// peers take it. (Over a peer's live edit the local state stays as it is: that peer
+    /// keeps its edit as a conflict copy first.)
     case keepLocal(FileState)
     /// Concurrent versions where the local one loses and its content differs: move the
     /// local path to `loserCopyName` (it is then scanned and synced as a new file), then
@@ -46,10 +48,13 @@ public enum SyncAction: Sendable, Hashable {
 ///   only metadata differs, `delete` when it is a tombstone).
 /// - Concurrent newest states: the winner is chosen by `ConflictRules.beats` (a live
 ///   entry beats a tombstone, a directory beats a file, the newer mtime wins, then the
-///   larger device ID); its state is recorded with the merged version of all of them, so
-///   every node ends on the same record. A losing local file keeps its content as a
-///   conflict copy; a losing local tombstone simply takes the edit (delete-vs-modify:
-///   the edit wins, nothing is lost).
+///   larger device ID). A losing local file keeps its content as a conflict copy; a
+///   losing local tombstone simply takes the edit (delete-vs-modify: the edit wins,
+///   nothing is lost). The winner is recorded with the merged version of the states whose
+///   content survives here (the winner, ours, tombstones, equal content); a peer's losing
+///   edit is never merged by another node, so that the peer sees the conflict itself and
+///   keeps its edit as a copy. Once it has, its merged version dominates everywhere and
+///   every node ends on the same record.
 /// - A path is deleted only when a tombstone's version dominates the local version.
 public struct SyncPlanner: Sendable {
     public init() {}
@@ -90,21 +95,37 @@ public struct SyncPlanner: Sendable {
         }
 
         // Concurrent versions.
-        let merged = representatives.dropFirst().reduce(representatives[0].state.version) { $0.merged(with: $1.state.version) }
         let winner = representatives.dropFirst().reduce(representatives[0]) { ConflictRules.beats($1.state, $0.state) ? $1 : $0 }
+        // Our live content loses, and is kept as a conflict copy, unless the winner or an edit
+        // of other content was built on it. (It may be dominated by a peer's state with the
+        // same content: a version merged elsewhere; that one losing does not make ours superseded.)
+        var localLoses = false
+        if let local, !local.deleted, winner.device != nil, !local.hasSameContent(as: winner.state),
+           winner.state.version.compare(local.version) != .greater {
+            localLoses = !candidates.contains { $0.state.version.compare(local.version) == .greater && !$0.state.hasSameContent(as: local) }
+        }
+        // The version recorded here merges only versions whose content is not lost by it: the
+        // winner's, our own (it wins, becomes the conflict copy, or a newer state built on it),
+        // tombstones, states with the winner's content, and those with ours when we keep a copy.
+        // A peer's losing edit with other content stays concurrent with what we record: that
+        // peer keeps it as a conflict copy and merges then. A version that dominated it would
+        // reach that peer as a plain update (through us, before it has seen the winner itself)
+        // and its edit would be lost everywhere.
+        var merged = winner.state.version.merged(with: local?.version ?? VersionVector())
+        for other in representatives where other.state.deleted || other.state.hasSameContent(as: winner.state)
+            || (localLoses && local.map(other.state.hasSameContent(as:)) == true) {
+            merged = merged.merged(with: other.state.version)
+        }
         guard let winnerDevice = winner.device else {
-            return .keepLocal(winner.state.with(version: merged))
+            return merged == winner.state.version ? .upToDate : .keepLocal(winner.state.with(version: merged))
         }
         let target = winner.state.with(version: merged)
-        let localIsConcurrent = representatives.contains { $0.device == nil }
-        if let local, localIsConcurrent, !local.deleted {
-            // A live local state lost. Same content: only metadata and version to take.
-            if local.hasSameContent(as: target) { return .updateMetadata(target, from: winnerDevice) }
+        if let local, localLoses {
             return .conflict(winner: target, from: winnerDevice, loser: local,
                              loserCopyName: ConflictRules.conflictCopyName(for: local.path, mtimeNs: local.mtimeNs,
                                                                           device: local.modifiedBy))
         }
-        // No local state, a local tombstone, or a local state another peer already built on.
+        // No local state, a local tombstone, the same content, or a local state another peer built on.
         return take(target, from: winnerDevice, local: local)
     }
 

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// Product bugs the chaos test found, reduced to one deterministic case each (each fails on
+/// main). A test is disabled while its bug is open; enable it with the fix.
+@Suite(.serialized)
+struct ChaosFindingsTests {
+    /// Bob edits a file while his daemon fetches alice's newer version of it: his edit must
+    /// survive (the file, or a conflict copy), never be replaced by the fetched content. (Chaos
+    /// seed 1001: the edit was checked against the index when the pull was planned, not when
+    /// the fetched file was renamed into place seconds later.)
+    @Test func anEditMadeWhileThePeersVersionIsFetchedIsKept() throws {
+        let trio = try FolderSyncTests.Trio()
+        defer { trio.env.cleanup() }
+        try "small".write(toFile: trio.path("alice", "big.bin"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try FolderSyncTests.eventually("first sync") { FolderSyncTests.converged(trio) && FolderSyncTests.tree(trio.folders["bob"]!).count == 1 }
+        try TestFiles.random(trio.path("alice", "big.bin"), size: 150_000_000, mtime: nil)
+        try FolderSyncTests.eventually("bob fetches alice's new version", timeout: 60) {
+            let transfers = ((try? FolderSyncTests.folderStatus(trio, trio.bob))?["transfers"] as? [[String: Any]]) ?? []
+            return transfers.contains { ($0["path"] as? String) == "big.bin" }
+        }
+        try "bob's edit during the fetch".write(toFile: trio.path("bob", "big.bin"), atomically: true, encoding: .utf8)
+        let transfers = try FolderSyncTests.folderStatus(trio, trio.bob)["transfers"] as? [[String: Any]] ?? []
+        try #require(transfers.contains { ($0["path"] as? String) == "big.bin" }, "the fetch ended before the edit: use a larger file")
+        try FolderSyncTests.eventually("the same files everywhere\n\(FolderSyncTests.describe(trio))", timeout: 90) {
+            FolderSyncTests.converged(trio) && FolderSyncTests.tree(trio.folders["bob"]!).count == 2
+        }
+        let contents = try FileManager.default.contentsOfDirectory(atPath: trio.folders["carol"]!).map {
+            try Data(contentsOf: URL(fileURLWithPath: trio.path("carol", $0)))
+        }
+        #expect(contents.contains(Data("bob's edit during the fetch".utf8)), "bob's edit is the file or its conflict copy")
+        #expect(contents.contains { $0.count == 150_000_000 }, "alice's version is the file or its conflict copy")
+    }
+
+    /// Carol moves a directory away while bob, offline, edits a file in it. Delete-vs-modify:
+    /// the edit wins, so `sub/f.txt` with bob's edit must be back everywhere, beside carol's
+    /// moved copy. (Chaos seed 3: alice and bob stay at 60 %, idle, no error, for ever; bob
+    /// never gets `d2/sub/f.txt` and nobody gets bob's edit.)
+    @Test(.disabled("open bug found by the chaos test: an edit concurrent with a rename of its directory never syncs"))
+    func anEditConcurrentWithARenameOfItsDirectoryReachesEveryone() throws {
+        let trio = try FolderSyncTests.Trio()
+        defer { trio.env.cleanup() }
+        try FileManager.default.createDirectory(atPath: trio.path("alice", "sub"), withIntermediateDirectories: true)
+        try "v1".write(toFile: trio.path("alice", "sub/f.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try FolderSyncTests.eventually("first sync") {
+            FolderSyncTests.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "sub/f.txt"))
+        }
+        trio.bob.stop()
+        try FileManager.default.createDirectory(atPath: trio.path("carol", "d2"), withIntermediateDirectories: true)
+        try FolderSyncTests.eventually("d2 on alice") { FileManager.default.fileExists(atPath: trio.path("alice", "d2")) }
+        try FileManager.default.moveItem(atPath: trio.path("carol", "sub"), toPath: trio.path("carol", "d2/sub"))
+        try FolderSyncTests.eventually("alice has the move") {
+            FileManager.default.fileExists(atPath: trio.path("alice", "d2/sub/f.txt"))
+                && !FileManager.default.fileExists(atPath: trio.path("alice", "sub"))
+        }
+        try "v2 by bob".write(toFile: trio.path("bob", "sub/f.txt"), atomically: true, encoding: .utf8)
+        trio.bob = try trio.restart(trio.bob)
+        try FolderSyncTests.eventually("bob's edit and carol's move everywhere\n\(FolderSyncTests.describe(trio))", timeout: 30) {
+            FolderSyncTests.converged(trio) && trio.all.allSatisfy { node in
+                (try? String(contentsOfFile: trio.path(node, "sub/f.txt"), encoding: .utf8)) == "v2 by bob"
+                    && FileManager.default.fileExists(atPath: trio.path(node, "d2/sub/f.txt"))
+            }
+        }
+    }
+}
