@@ -59,7 +59,8 @@ struct ChaosFolder {
     let scratch: String
 
     /// Relative path → "file", "dir" or "link" for what is there now (daemon temporary
-    /// files and the staging directory excluded: users do not touch them).
+    /// files, the staging directory and the folder's root marker excluded: users do not
+    /// touch them).
     func entries() -> [String: String] {
         var out: [String: String] = [:]
         guard let walker = FileManager.default.enumerator(atPath: root) else { return out }
@@ -69,6 +70,7 @@ struct ChaosFolder {
                 if name == IgnorePatterns.stagingDirectoryName { walker.skipDescendants() }
                 continue
             }
+            if relative == FolderRoot.markerName { continue }   // the daemon's own marker, never synced
             var st = stat()
             guard lstat(root + "/" + relative, &st) == 0 else { continue }
             switch st.st_mode & S_IFMT {
@@ -163,7 +165,8 @@ struct ChaosFolder {
     /// temporary and staged files are not versions anyone saw).
     static func fileHashes(_ path: String) -> [String] {
         let name = (path as NSString).lastPathComponent
-        if name.hasSuffix(IgnorePatterns.temporarySuffix) || name == IgnorePatterns.stagingDirectoryName { return [] }
+        if name.hasSuffix(IgnorePatterns.temporarySuffix) || name == IgnorePatterns.stagingDirectoryName
+            || name == FolderRoot.markerName { return [] }
         var st = stat()
         guard lstat(path, &st) == 0 else { return [] }
         switch st.st_mode & S_IFMT {
