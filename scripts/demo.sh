@@ -184,7 +184,7 @@ show "$bin" --home "$work/alice" share "$work/shared" --with bob --with carol
 wait_for "$work/bob.log" "shares"
 folder_id=$(bob status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["offers"][0]["folder"])')
 show "$bin" --home "$work/bob" accept "$folder_id" --into "$work/bob-shared"
-tree_of() { (cd "$1" && find . -mindepth 1 -not -name '*.syncpeer-tmp' | sort | tr '\n' ' '); }
+tree_of() { (cd "$1" && find . -mindepth 1 -not -name '*.syncpeer-tmp' -not -name '.syncpeer-folder' | sort | tr '\n' ' '); }
 same_everywhere() { [ "$(tree_of "$work/shared")" = "$(tree_of "$work/bob-shared")" ] && [ "$(tree_of "$work/shared")" = "$(tree_of "$work/carol-inbox/shared")" ]; }
 wait_same() { for _ in $(seq 300); do same_everywhere && return 0; sleep 0.1; done; echo "demo: folders differ" >&2; for d in "$work/shared" "$work/bob-shared" "$work/carol-inbox/shared"; do echo "$d: $(tree_of "$d")" >&2; done; tail -5 "$work/carol.log" "$work/alice.log" >&2; return 1; }
 wait_same
