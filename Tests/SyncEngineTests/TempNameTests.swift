@@ -1,3 +1,4 @@
+import Foundation
 import PeerFiles
 import Testing
 @testable import SyncEngine
@@ -36,5 +37,33 @@ import Testing
         #expect(copyA.utf8.count - 4 <= 255)
         #expect(copyA != copyB)
         #expect(ConflictName.isCopy(copyA, of: "dir/" + a))
+    }
+}
+
+/// Temp files a failed pull kept inside a directory the user then moved (chaos seed 3: bob
+/// moved `d2` to `d1/d1` while the temp of `d2/f0.txt` waited in it; it was left for ever).
+@Suite struct StrandedTemporariesTests {
+    @Test func aMovedDirectoryLosesTheTempsOfItsOldPlaceAndKeepsThoseOfFailingPathsAtItsNewOne() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("stranded-\(UInt64.random(in: 0...UInt64.max))").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/d1/d1/inner", withIntermediateDirectories: true)
+        let strandedTop = "d1/d1/" + FolderApplier.tempName(forPath: "d2/f0.txt")
+        let strandedDeep = "d1/d1/inner/" + FolderApplier.tempName(forPath: "d2/inner/x")
+        let keptHere = "d1/d1/" + FolderApplier.tempName(forPath: "d1/d1/g.txt")
+        let elsewhere = "d1/" + FolderApplier.tempName(forPath: "d2/other")
+        for path in [strandedTop, strandedDeep, keptHere, elsewhere, "d1/d1/user.txt"] {
+            #expect(FileManager.default.createFile(atPath: root + "/" + path, contents: Data("x".utf8)))
+        }
+        let handle = try DirectoryHandle(path: root)
+        let failures = FolderApplier.removeStrandedTemporaries(under: handle, movedTo: "d1/d1", failing: ["d1/d1/g.txt"])
+        #expect(failures.isEmpty)
+        let exists = { (path: String) in FileManager.default.fileExists(atPath: root + "/" + path) }
+        #expect(!exists(strandedTop) && !exists(strandedDeep), "temps of paths at the old place go")
+        #expect(exists(keptHere), "the kept temp of a failing path at its own place stays (its chunks are reused)")
+        #expect(exists(elsewhere), "nothing outside the moved directory is touched")
+        #expect(exists("d1/d1/user.txt"), "user files are never touched")
+        // A file moved (not a directory) and a path no longer there: nothing to do.
+        #expect(FolderApplier.removeStrandedTemporaries(under: handle, movedTo: "d1/d1/user.txt", failing: []).isEmpty)
+        #expect(FolderApplier.removeStrandedTemporaries(under: handle, movedTo: "gone", failing: []).isEmpty)
     }
 }

@@ -57,16 +57,31 @@ extension FolderApplier {
 
     // MARK: Delete, rename, record
 
-    func delete(_ state: FileState, root: DirectoryHandle) {
-        guard let resolved = try? SafePath(state.path).resolve(under: root) else { return }
+    /// Deletes the local path as `state` (a tombstone that `device` sent) says, unless it
+    /// changed here since it was scanned; a directory goes only once empty.
+    func delete(_ state: FileState, from device: String, root: DirectoryHandle) {
+        let resolved: ResolvedPath
+        do {
+            resolved = try SafePath(state.path).resolve(under: root)
+        } catch let error as FileError where error.kind == .notFound || error.kind == .notADirectory {
+            record(state, root: root)   // its parent is gone already: so is the path
+            return
+        } catch {
+            fail(state.path, "cannot reach it to delete it: \(error)")
+            return
+        }
         switch resolved.existing {
         case nil:
             break
         case .directory:
-            // Only an empty directory goes: anything still inside is kept (and synced).
+            // Only an empty directory goes: anything still inside is kept (and synced), and
+            // the directory with it if the deletion does not cover it.
             if unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) != 0 {
-                if errno != ENOTEMPTY && errno != EEXIST { fail(state.path, "cannot remove the folder: \(Self.lastError())") }
-                rescan.append(state.path)
+                if errno == ENOTEMPTY || errno == EEXIST {
+                    keepOrWait(state, resolved, deleter: device, root: root)
+                } else {
+                    fail(state.path, "cannot remove the folder: \(Self.lastError())")
+                }
                 return
             }
         default:
@@ -87,9 +102,10 @@ extension FolderApplier {
               diskMatchesIndex(from.path, root: root),
               let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
               renameat(old.directory.fd, old.name, new.directory.fd, new.name) == 0 else {
-            // Not as expected: fetch the new path normally, delete the old one if it matches.
+            // Not as expected: fetch the new path normally, delete the old one if it matches
+            // (an edit made here since is scanned instead, and wins over the deletion).
             pull(to, from: source, root: root, conflictCopy: nil)
-            delete(from, root: root)
+            delete(from, from: source, root: root)
             return
         }
         let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
@@ -134,7 +150,14 @@ extension FolderApplier {
         let found: FileRecord?
         do { found = try index.file(folderID: folderID, path: path) } catch { return false }
         guard let record = found else { return true }
-        guard let resolved = try? SafePath(path).resolve(under: root) else { return false }
+        let resolved: ResolvedPath
+        do {
+            resolved = try SafePath(path).resolve(under: root)
+        } catch let error as FileError where error.kind == .notFound || error.kind == .notADirectory {
+            return record.deleted   // a parent is gone: nothing is at the path
+        } catch {
+            return false
+        }
         var st = stat()
         guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return record.deleted }
         if record.deleted { return false }

@@ -156,8 +156,8 @@ final class FolderApplier: @unchecked Sendable {
                 return
             }
             record(state, root: root)
-        case let .delete(state, _):
-            delete(state, root: root)
+        case let .delete(state, from):
+            delete(state, from: from, root: root)
         case .keepLocal:
             // Our version wins: nothing changes here, and our record keeps its own version.
             // (Recording the merged version would make it dominate the loser's, and the loser
@@ -173,7 +173,7 @@ final class FolderApplier: @unchecked Sendable {
                 // Ours is the winner: the losing device makes the copy; keep our version as is.
                 return
             } else if winner.deleted {
-                delete(winner, root: root)
+                delete(winner, from: from, root: root)
             } else {
                 pull(winner, from: from, root: root, conflictCopy: nil)
             }
@@ -191,12 +191,15 @@ final class FolderApplier: @unchecked Sendable {
             return
         }
         let resolved: ResolvedPath
+        // A parent missing here (deleted, while a peer kept or made this entry in it) is made again.
+        let parentsMissing = (try? safe.resolve(under: root)) == nil
         do {
             resolved = try safe.resolve(under: root, createDirectories: true)
         } catch {
             fail(state.path, "cannot create its folder: \(error.description)")
             return
         }
+        if parentsMissing { rescanRecreatedParents(of: state.path) }
         let temp = Self.tempName(forPath: state.path)
         switch state.kind {
         case .directory:

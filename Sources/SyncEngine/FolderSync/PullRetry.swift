@@ -12,6 +12,7 @@ internal import Glibc
 ///     badData          1 s, 2 s, 4 s … up to 60 s    a peer connects
 ///     diskFull         after 10 min (a safety net)   a probe sees more free space
 ///     unwritable       never (a rescan tries it)     its wanted version changes (a new plan)
+///     notEmpty         1 s, 2 s, 4 s … up to 60 s    a peer connects
 ///
 /// A full disk is not retried sooner by the clock: each attempt would fetch what cannot be
 /// stored. The 10-minute net is for a quota or a file system whose free space statvfs does
@@ -30,6 +31,9 @@ struct PullRetry: Equatable {
         case diskFull
         /// A name or place that cannot be written (too long, read-only, no permission).
         case unwritable
+        /// A directory a peer deleted still holds entries that its deletion covers but that
+        /// are not deleted here yet (their tombstones are on their way).
+        case notEmpty
     }
 
     /// What, besides the clock, makes a failed path worth trying again.
@@ -76,7 +80,7 @@ struct PullRetry: Equatable {
     /// The table above: whether the clock retries a failure, and what event wakes it.
     static func rule(_ failure: Failure) -> (timed: Bool, wake: Wake) {
         switch failure {
-        case .peerUnavailable, .badData: (true, .peerConnected)
+        case .peerUnavailable, .badData, .notEmpty: (true, .peerConnected)
         case .diskFull: (true, .spaceFreed)
         case .unwritable: (false, .versionChanged)
         }

@@ -153,6 +153,19 @@ final class SharedFolder: @unchecked Sendable {
         }
         if paths.contains(IgnorePatterns.fileName) { loadIgnores() }
         if full { fullScan() } else if !paths.isEmpty { scan(paths: paths, moves: moves) }
+        removeStrandedTemporaries(moves.map(\.to))
+    }
+
+    /// A directory the user moved carries the temp files that failed pulls kept in it, for
+    /// paths at its old place: nothing would ever use or remove them.
+    private func removeStrandedTemporaries(_ movedTo: [String]) {
+        guard !movedTo.isEmpty, let handle = try? DirectoryHandle(path: root) else { return }
+        for relative in movedTo {
+            for (path, reason) in FolderApplier.removeStrandedTemporaries(under: handle, movedTo: relative,
+                                                                         failing: retry.entries.keys) {
+                report("cannot remove the stranded temporary file \(path): \(reason)")
+            }
+        }
     }
 
     /// What the index knew at each renamed path (a file, or every file below a folder),
