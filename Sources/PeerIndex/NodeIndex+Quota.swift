@@ -17,6 +17,17 @@ extension NodeIndex {
         }
     }
 
+    /// Our entries of the folder that a peer cannot have made us store: live ones, and
+    /// tombstones of deletions made here (`modifiedBy` is us). Tombstones we recorded while
+    /// applying a peer's deletions are left out, so a member's flood of deletions for paths
+    /// that never existed cannot raise its own quota.
+    public func ownEntryCount(folderID: String, localDevice: String) throws(IndexError) -> Int {
+        try read { db in
+            try db.query("SELECT count(*) AS n FROM files WHERE folder_id = ? AND (deleted = 0 OR modified_by = ?)",
+                         [.text(folderID), .text(localDevice)]).first?.int("n") ?? 0
+        }
+    }
+
     /// `text` as a JSON string literal.
     private static func jsonString(_ text: String) -> String {
         var out = "\""

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import PeerCrypto
 internal import PeerIndex
 internal import PeerWire
 
@@ -103,9 +104,11 @@ extension Node {
     /// twice our own entries (a member may hold all we hold, and as much again that we have
     /// not pulled yet) plus `config.peerIndexAllowance` (a folder we just joined is empty
     /// here). Beyond it one member could grow the index on disk and the planner's memory
-    /// without end (1,000,000 tombstones: 472 MB of index).
+    /// without end (1,000,000 tombstones: 472 MB of index). "Our own" leaves out the
+    /// tombstones we recorded for other devices' deletions: applying a member's flood of
+    /// deletions must not raise that member's quota.
     func indexQuota(folderID: String) throws(IndexError) -> Int {
-        2 * (try index.fileCount(folderID: folderID)) + config.peerIndexAllowance
+        2 * (try index.ownEntryCount(folderID: folderID, localDevice: identity.deviceID.compact)) + config.peerIndexAllowance
     }
 
     /// Whether storing `records` keeps the peer within its quota; if not, says so once per

@@ -190,12 +190,13 @@ struct ResourceBoundsTests {
         let (folderID, _) = try rogue.joinOffered()
         let before = try ProcessFigures(pid: bob.pid)
 
-        // 10 batches of 1,000 tombstones for paths that never existed; our index has one
-        // file, so the quota is 2 × 1 + 2,000.
+        // 10 batches of 1,000 tombstones for paths that never existed, in a folder that does
+        // not exist and at the top (where applying them records tombstones here too: those
+        // must not raise the quota); our index has one file, so the quota is 2 × 1 + 2,000.
         for batch in 0..<10 {
             let entries = (1...1_000).map { n in
                 let sequence = UInt64(batch * 1_000 + n)
-                return SyncFileEntry(path: "gone/\(sequence)", kind: .file, size: 0, mtimeNanoseconds: 0, mode: 0o644,
+                return SyncFileEntry(path: sequence % 2 == 0 ? "gone/\(sequence)" : "gone-\(sequence)", kind: .file, size: 0, mtimeNanoseconds: 0, mode: 0o644,
                                      deleted: true, symlinkTarget: "", version: [.init(device: rogue.deviceKey, counter: sequence)],
                                      sequence: sequence, modifiedBy: rogue.deviceKey, rootHash: [], manifest: [])
             }
