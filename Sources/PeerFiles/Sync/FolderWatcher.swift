@@ -288,7 +288,7 @@ final class WatchLoop: @unchecked Sendable {
             wd = inotify_add_watch(inotify, path.isEmpty ? root : root + "/" + path, Self.mask | UInt32(IN_DONT_FOLLOW))
         }
         guard wd >= 0 else { return noteFailure(path) }
-        if let old = directories[wd], old != path { descriptors[old] = nil }
+        if let old = directories[wd], old != path, descriptors[old] == wd { descriptors[old] = nil }
         directories[wd] = path
         descriptors[path] = wd
         owner?.shared.withLock { $0.watchCount = directories.count }
@@ -368,7 +368,7 @@ final class WatchLoop: @unchecked Sendable {
         for (wd, dir) in directories where dir == old || dir.hasPrefix(below) {
             let moved = new + dir.dropFirst(old.count)
             directories[wd] = moved
-            descriptors[dir] = nil
+            if descriptors[dir] == wd { descriptors[dir] = nil }
             descriptors[moved] = wd
         }
     }
@@ -381,6 +381,14 @@ final class WatchLoop: @unchecked Sendable {
         guard fd >= 0 else { return }
         defer { close(fd) }
         if addWatch(fd, path: path) >= 0 { watchTree(fd, path: path, report: report) }
+    }
+
+    /// True when `path` is a directory now (not following a final link).
+    func isDirectory(_ path: String) -> Bool {
+        guard let (parent, name) = openParent(path) else { return false }
+        defer { close(parent) }
+        var st = stat()
+        return fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mode & S_IFMT == S_IFDIR
     }
 
     /// The parent directory of `path`, opened from the root one component at a time.
@@ -521,9 +529,12 @@ final class WatchLoop: @unchecked Sendable {
                 if isDirectory {
                     if ignored {
                         unwatch(from.path)
-                    } else if from.reportable {
-                        rewatch(from: from.path, to: path)
                     } else {
+                        if from.reportable { rewatch(from: from.path, to: path) }
+                        // The paths were remapped as of this event, but the tree may have
+                        // moved on since (the directory was made under a name it no longer
+                        // has, a new one took the old name, its parent moved): watch what is
+                        // there now, by inode, and report what it holds.
                         watchNewDirectory(path, report: true)
                     }
                 }
@@ -568,9 +579,13 @@ final class WatchLoop: @unchecked Sendable {
     }
 
     func flush() {
-        // A directory moved out of the folder (no MOVED_TO): its watches would report
-        // under stale paths.
-        for (_, move) in moves where move.isDirectory { unwatch(move.path) }
+        // A directory moved out of the folder, or into one not watched yet (no MOVED_TO):
+        // its watches would report under stale paths. A directory that has the name now
+        // (made since) is watched again, and what it holds reported.
+        for (_, move) in moves where move.isDirectory {
+            unwatch(move.path)
+            if move.reportable && isDirectory(move.path) { watchNewDirectory(move.path, report: true) }
+        }
         moves.removeAll()
         var batch = changed.sorted(by: utf8Less).map(WatchChange.changed)
         batch += renames.map { WatchChange.renamed(from: $0.0, to: $0.1) }
