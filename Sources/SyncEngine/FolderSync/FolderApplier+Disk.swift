@@ -25,9 +25,8 @@ extension FolderApplier {
                 } else if local[state.path].map({ !$0.deleted }) != true {
                     rescan.append(state.path)   // not scanned yet: scan it first, never clobber it
                     return
-                } else if unlinkat(resolved.directory.fd, resolved.name, 0) != 0 && errno != ENOENT {
-                    fail(state.path, "cannot remove the \(local[state.path]?.kind.rawValue ?? "entry") that a folder replaces: \(Self.lastError())")
-                    return
+                } else {
+                    guard removeIndexedVersion(resolved, state.path, failure: "cannot remove what a folder replaces") else { return }
                 }
             }
             guard mkdirat(resolved.directory.fd, resolved.name, mode) == 0 || errno == EEXIST else {
@@ -47,7 +46,8 @@ extension FolderApplier {
             fail(path, "its local version cannot be kept as \(copy): that name exists; the local version stays")
             return false
         }
-        guard renameat(directory.fd, name, directory.fd, copyName) == 0 || errno == ENOENT else {
+        let outcome = directory.placeNew(name, as: copyName)
+        guard outcome == .done || outcome == .failed(ENOENT) else {
             fail(path, "its local version cannot be kept as \(copy): \(Self.lastError()); the local version stays")
             return false
         }
@@ -85,14 +85,7 @@ extension FolderApplier {
                 return
             }
         default:
-            guard diskMatchesIndex(state.path, root: root) else {
-                rescan.append(state.path)  // edited here since: the edit wins, it is scanned and synced
-                return
-            }
-            guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 || errno == ENOENT else {
-                fail(state.path, "cannot delete it: \(Self.lastError())")
-                return
-            }
+            guard removeIndexedVersion(resolved, state.path, failure: "cannot delete it") else { return }
         }
         record(state, root: root)
     }
@@ -101,7 +94,7 @@ extension FolderApplier {
         guard let old = try? SafePath(from.path).resolve(under: root), old.existing == .file,
               diskMatchesIndex(from.path, root: root),
               let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
-              renameat(old.directory.fd, old.name, new.directory.fd, new.name) == 0 else {
+              (try? old.directory.move(old.name, to: new.directory, as: new.name)) != nil else {
             // Not as expected: fetch the new path normally, delete the old one if it matches
             // (an edit made here since is scanned instead, and wins over the deletion).
             pull(to, from: source, root: root, conflictCopy: nil)
@@ -141,6 +134,11 @@ extension FolderApplier {
         } catch {
             for record in records { fail(record.path, "cannot record it in the index: \(error)") }
         }
+    }
+
+    /// What the index records for `path` (nil when nothing, or when it cannot be read).
+    func indexRecord(_ path: String) -> FileRecord? {
+        (try? index.file(folderID: folderID, path: path)) ?? nil
     }
 
     /// True when what is on disk is what the index last recorded: the same kind, and for a

@@ -446,38 +446,54 @@ final class FolderApplier: @unchecked Sendable {
         }
         var done: [Pending] = []
         for item in ready {
+            let recorded: FileRecord?
+            do { recorded = try index.file(folderID: folderID, path: item.state.path) } catch {
+                discard(item, "cannot read what the index records for it: \(error)")
+                continue
+            }
+            // What should be at the path now: the version the index records (nil: nothing).
+            let expected = recorded.flatMap { $0.deleted ? nil : $0 }
+            let placement: PlaceOutcome
             if let copy = item.conflictCopy {
                 // The local version is kept first; if it cannot be, the winner waits.
                 guard keepAsConflictCopy(item.directory, item.name, copy: copy, path: item.state.path) else {
                     unlinkat(item.directory.fd, item.temp, 0)
                     continue
                 }
-            } else if local[item.state.path] == nil, item.directory.entryKind(item.name) != nil {
-                // Something appeared here since the plan: keep it, and scan it.
+                placement = item.directory.placeNew(item.temp, as: item.name)
+            } else if let expected, local[item.state.path] != nil {
+                if expected.kind == .directory {
+                    // A synced directory becomes a file or link only once empty (its children
+                    // were deleted first); anything still inside stays, with the directory.
+                    if item.directory.entryKind(item.name) == .directory,
+                       unlinkat(item.directory.fd, item.name, AT_REMOVEDIR) != 0, errno != ENOENT {
+                        discard(item, "the folder in its place cannot be removed: \(Self.lastError())")
+                        rescan.append(item.state.path)
+                        continue
+                    }
+                    placement = item.directory.placeNew(item.temp, as: item.name)
+                } else if !entry(item.name, in: item.directory, is: expected) {
+                    // Edited here while the content was fetched: the edit is not replaced; it
+                    // is scanned, and then a conflict keeps both.
+                    placement = .changedHere
+                } else {
+                    placement = placeOver(item.temp, at: item.name, in: item.directory, path: item.state.path, expected: expected)
+                }
+            } else {
+                // Nothing known here: anything that appeared since the plan stays, and is scanned.
+                placement = item.directory.placeNew(item.temp, as: item.name)
+            }
+            switch placement {
+            case .done:
+                done.append(item)
+            case .changedHere:
                 unlinkat(item.directory.fd, item.temp, 0)
                 rescan.append(item.state.path)
-                continue
-            } else if local[item.state.path] != nil, !diskMatchesIndex(item.state.path, root: root) {
-                // Edited here while the content was fetched (checked at the plan, seconds ago):
-                // the edit is not replaced; it is scanned, and then a conflict keeps both.
-                unlinkat(item.directory.fd, item.temp, 0)
-                rescan.append(item.state.path)
-                continue
+            case .failed(let code):
+                discard(item, "cannot put it in place: \(String(cString: strerror(code)))")
+            case .stranded:
+                break   // placeOver keeps it
             }
-            if local[item.state.path]?.kind == .directory, item.directory.entryKind(item.name) == .directory,
-               unlinkat(item.directory.fd, item.name, AT_REMOVEDIR) != 0, errno != ENOENT {
-                // A synced directory becomes a file or link only once empty (its children were
-                // deleted first); anything still inside stays, with the directory. (A directory
-                // the index does not know there makes the rename below fail: it stays too.)
-                discard(item, "the folder in its place cannot be removed: \(Self.lastError())")
-                rescan.append(item.state.path)
-                continue
-            }
-            guard renameat(item.directory.fd, item.temp, item.directory.fd, item.name) == 0 else {
-                discard(item, "cannot put it in place: \(Self.lastError())")
-                continue
-            }
-            done.append(item)
         }
         if !done.isEmpty, syncFileSystem(root.fd) != 0 {
             folder.report("cannot flush the renames of \(done.count) file(s) to disk: \(Self.lastError())")
