@@ -333,6 +333,36 @@ struct FolderSyncTests {
         #expect(try String(contentsOfFile: trio.path("carol", "a.txt"), encoding: .utf8) == "v2")
     }
 
+    /// A link and a file re-made on carol exactly as they were (same target; same content and
+    /// mtime, another inode): the scan sees no change, and a peer's later edit and deletion
+    /// still apply there (the applier compares what the scanner compares; comparing inodes
+    /// made carol refuse them for ever and the folder never converged: chaos seed 1003).
+    @Test func aPeersChangeAppliesOverAnEntryRemadeIdentically() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try "content".write(toFile: trio.path("alice", "f.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.createSymbolicLink(atPath: trio.path("alice", "l"), withDestinationPath: "f.txt")
+        try trio.share()
+        try Self.eventually("first sync") { Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "f.txt")) }
+        let file = trio.path("carol", "f.txt")
+        let before = try TestFiles.meta(file)
+        let mtime = before.mtime
+        try "content".write(toFile: file + ".new", atomically: false, encoding: .utf8)
+        chmod(file + ".new", mode_t(before.mode))
+        var times = [timespec(tv_sec: Int(mtime / 1_000_000_000), tv_nsec: Int(mtime % 1_000_000_000)),
+                     timespec(tv_sec: Int(mtime / 1_000_000_000), tv_nsec: Int(mtime % 1_000_000_000))]
+        #expect(utimensat(AT_FDCWD, file + ".new", &times, 0) == 0)
+        #expect(rename(file + ".new", file) == 0)
+        #expect(unlink(trio.path("carol", "l")) == 0 && symlink("f.txt", trio.path("carol", "l")) == 0)
+        Thread.sleep(forTimeInterval: 1.5)   // carol's watcher reports both (nothing to sync)
+        try "edited by alice".write(toFile: trio.path("alice", "f.txt"), atomically: true, encoding: .utf8)
+        try FileManager.default.removeItem(atPath: trio.path("alice", "l"))
+        try Self.eventually("alice's edit and deletion on carol\n\(Self.describe(trio))") {
+            Self.converged(trio) && (try? String(contentsOfFile: file, encoding: .utf8)) == "edited by alice"
+                && !FileManager.default.fileExists(atPath: trio.path("carol", "l"))
+        }
+    }
+
     /// Carol, who got the folder from alice, shares it with bob too (bob has it already: he
     /// is asked, even with auto-accept, and then just gains carol as a peer, no second copy). Coming back to a folder both have,
     /// carol pulls from both: her status counts block bytes from each (the sources of the

@@ -156,18 +156,8 @@ extension FolderApplier {
         } catch {
             return false
         }
-        var st = stat()
-        guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return record.deleted }
-        if record.deleted { return false }
-        switch record.kind {
-        case .directory:
-            return (st.st_mode & S_IFMT) == S_IFDIR
-        case .symlink:
-            return (st.st_mode & S_IFMT) == S_IFLNK && linkTarget(resolved.directory, resolved.name) == record.symlinkTarget
-        case .file:
-            let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-            return (st.st_mode & S_IFMT) == S_IFREG && Int64(st.st_size) == record.size && mtime == record.mtimeNs
-        }
+        guard resolved.existing != nil else { return record.deleted }
+        return !record.deleted && entry(resolved.name, in: resolved.directory, is: record)
     }
 
     /// The target of the link `name` (nil if it is not a readable link).

@@ -48,11 +48,12 @@ extension FolderApplier {
     }
 
     /// True when the entry `name` is the version `record` describes: same kind, for a file
-    /// the same size, mtime and (when recorded) inode, for a link the same target.
+    /// the same size and mtime, for a link the same target (what the scanner compares: a
+    /// record's inode is not refreshed when a scan finds the same content under a new one,
+    /// so comparing it would refuse the entry for ever, and the folder would never converge).
     func entry(_ name: String, in directory: DirectoryHandle, is record: FileRecord) -> Bool {
         var st = stat()
         guard fstatat(directory.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-        if let inode = record.inode, record.kind != .directory, inode != UInt64(st.st_ino) { return false }
         switch record.kind {
         case .directory:
             return (st.st_mode & S_IFMT) == S_IFDIR
