@@ -149,8 +149,12 @@ final class MDNSSocket: Sendable {
     /// that just went down) are ignored: mDNS is best effort.
     func multicast(_ bytes: [UInt8], on interface: MDNSInterface) {
         sendLock.withLock { _ in
+            // The interface's own address as the source: without it the kernel leaves the
+            // source 0.0.0.0 where no address has link scope (loopback), and Avahi drops
+            // such packets (RFC 6762 §11 receivers check the source is on the link).
             var request = ip_mreqn()
             request.imr_ifindex = Int32(interface.index)
+            request.imr_address = (interface.addresses.first ?? IPv4Address(0, 0, 0, 0)).inAddr
             _ = setsockopt(fd, IPPROTO_IP_, IP_MULTICAST_IF, &request, socklen_t(MemoryLayout<ip_mreqn>.size))
             sendUnlocked(bytes, to: mdnsGroup, port: mdnsPort)
         }
