@@ -334,7 +334,7 @@ public final class ServiceAdvertiser: Sendable {
     /// to queries. Returns multicasts to send now and unicast replies.
     private func handle(_ packet: MDNSPacket)
         -> ([(MDNSInterface, [UInt8])], [(IPv4Address, UInt16, [UInt8])]) {
-        guard let message = try? DNSMessage(decoding: packet.bytes), message.opcode == 0, message.rcode == 0 else {
+        guard let message = try? DNSMessage.decodingTolerantly(packet.bytes).message, message.opcode == 0, message.rcode == 0 else {
             return ([], [])
         }
         let now = ContinuousClock.now

@@ -179,7 +179,7 @@ public final class ServiceBrowser: Sendable {
     }
 
     private func receive(_ packet: MDNSPacket) -> [DiscoveryEvent] {
-        guard let message = try? DNSMessage(decoding: packet.bytes), message.isResponse,
+        guard let message = try? DNSMessage.decodingTolerantly(packet.bytes).message, message.isResponse,
               message.opcode == 0, message.rcode == 0 else { return [] }
         let now = ContinuousClock.now
         return state.withLock { s -> [DiscoveryEvent] in
