@@ -81,7 +81,7 @@ final class SourceCapture: @unchecked Sendable {
                     inet_ntop(AF_INET, &a, &text, 64)
                 }
             }
-            result.append(String(cString: text))
+            result.append(String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         return result
     }

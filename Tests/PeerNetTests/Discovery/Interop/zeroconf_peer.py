@@ -1,18 +1,24 @@
 #!/usr/bin/python3
-"""An independent mDNS/DNS-SD peer for the interop tests (python3-zeroconf from Debian).
+"""An independent mDNS/DNS-SD peer for the interop tests: python-zeroconf, either Debian's
+(/usr/bin/python3, python3-zeroconf) or the current PyPI release (a venv's python).
 
-Always run inside a test network namespace: `ip netns exec NS /usr/bin/python3 zeroconf_peer.py ...`.
+Always run inside a test network namespace: `ip netns exec NS PYTHON zeroconf_peer.py ...`.
 
+  version                                      prints {"version": ...}
   browse   TYPE IFACE_IP SECONDS               prints one JSON line per service seen
   register TYPE NAME PORT IFACE_IP SECONDS [key=value ...]
-                                               registers, prints {"registered": name}, waits, unregisters
+                                               registers (renaming on a conflict), prints
+                                               {"registered": name}, waits, unregisters;
+                                               {"conflict": name} when the name is taken
+                                               and no rename is possible
 """
 import json
 import socket
 import sys
 import time
 
-from zeroconf import IPVersion, ServiceBrowser, ServiceStateChange, Zeroconf
+import zeroconf
+from zeroconf import IPVersion, NonUniqueNameException, ServiceBrowser, ServiceStateChange, Zeroconf
 from zeroconf import ServiceInfo
 
 
@@ -63,7 +69,12 @@ def register(service_type, name, port, iface_ip, seconds, pairs):
         props[k] = v
     info = ServiceInfo(full_type, "%s.%s" % (name, full_type), addresses=[socket.inet_aton(iface_ip)],
                        port=port, properties=props, server="zc-peer.local.")
-    zc.register_service(info)
+    try:
+        zc.register_service(info, allow_name_change=True)
+    except NonUniqueNameException:
+        emit({"conflict": info.name})
+        zc.close()
+        return
     emit({"registered": info.name})
     time.sleep(seconds)
     zc.unregister_service(info)
@@ -73,7 +84,9 @@ def register(service_type, name, port, iface_ip, seconds, pairs):
 
 def main():
     mode = sys.argv[1]
-    if mode == "browse":
+    if mode == "version":
+        emit({"version": zeroconf.__version__})
+    elif mode == "browse":
         browse(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     elif mode == "register":
         register(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], float(sys.argv[6]), sys.argv[7:])
