@@ -90,7 +90,13 @@ public final class ServiceAdvertiser: Sendable {
         var at: ContinuousClock.Instant
         var bytes: [UInt8]
         var interfaceIndex: UInt32
+        var family: MDNSFamily
     }
+
+    /// A multicast to send: out of `interface`, over `family` (nil: each family it has).
+    private typealias Multicast = (interface: MDNSInterface, family: MDNSFamily?, bytes: [UInt8])
+    /// A unicast reply.
+    private typealias Unicast = (address: MDNSAddress, port: UInt16, bytes: [UInt8])
 
     private struct State {
         var label: String
@@ -100,7 +106,7 @@ public final class ServiceAdvertiser: Sendable {
         var registered: String?
         var interfaces: [MDNSInterface] = []
         var pending: [Pending] = []
-        /// When each (record, interface) was last multicast, for QU replies (RFC 6762 §5.4).
+        /// When each (record, interface, family) was last multicast, for QU replies (RFC 6762 §5.4).
         var lastMulticast: [String: ContinuousClock.Instant] = [:]
     }
 
@@ -152,7 +158,7 @@ public final class ServiceAdvertiser: Sendable {
     /// Shows or hides the service at run time: hiding sends goodbyes and stops answering;
     /// showing probes and announces again.
     public func setVisible(_ visible: Bool) {
-        let goodbye: [(MDNSInterface, [UInt8])] = state.withLock { s in
+        let goodbye: [Multicast] = state.withLock { s in
             guard s.visible != visible else { return [] }
             s.visible = visible
             if visible {
@@ -166,7 +172,7 @@ public final class ServiceAdvertiser: Sendable {
             return wasPublished ? goodbyePackets(s) : []
         }
         if let rt = runtime.withLock({ $0 }) {
-            for (interface, bytes) in goodbye { rt.socket.multicast(bytes, on: interface) }
+            for m in goodbye { rt.socket.multicast(m.bytes, on: m.interface, family: m.family) }
             rt.wake.wake()
         }
     }
@@ -178,13 +184,13 @@ public final class ServiceAdvertiser: Sendable {
         guard let rt = runtime.withLock({ rt -> Runtime? in defer { rt = nil }; return rt }) else { return }
         rt.wake.wake()
         rt.thread.join()
-        let goodbye: [(MDNSInterface, [UInt8])] = state.withLock { s in
+        let goodbye: [Multicast] = state.withLock { s in
             let published = s.phase.isPublished
             s.phase = .hidden
             s.registered = nil
             return published && s.visible ? goodbyePackets(s) : []
         }
-        for (interface, bytes) in goodbye { rt.socket.multicast(bytes, on: interface) }
+        for m in goodbye { rt.socket.multicast(m.bytes, on: m.interface, family: m.family) }
         rt.socket.close()
     }
 
@@ -224,9 +230,13 @@ public final class ServiceAdvertiser: Sendable {
                           ttl: ttl ?? configuration.otherRecordTTL)
     }
 
+    /// The A and AAAA records of `interface`'s addresses: both families whichever one a
+    /// packet goes out over (RFC 6762 §6.2).
     private func addressRecords(_ interface: MDNSInterface, ttl: UInt32? = nil) -> [DNSResourceRecord] {
         interface.addresses.map {
             DNSResourceRecord(name: hostName, data: .a($0), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
+        } + interface.ipv6Addresses.map {
+            DNSResourceRecord(name: hostName, data: .aaaa($0.bytes), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
         }
     }
 
@@ -236,34 +246,36 @@ public final class ServiceAdvertiser: Sendable {
          enumerationRecord(ttl: ttl)] + addressRecords(interface, ttl: ttl)
     }
 
-    private func goodbyePackets(_ s: State) -> [(MDNSInterface, [UInt8])] {
+    private func goodbyePackets(_ s: State) -> [Multicast] {
         s.interfaces.compactMap { interface in
             let message = DNSMessage.response(answers: allRecords(s.label, interface, ttl: 0))
-            return (try? message.encoded()).map { (interface, $0) }
+            return (try? message.encoded()).map { (interface, nil, $0) }
         }
     }
 
-    private func announcementPackets(_ s: inout State, now: ContinuousClock.Instant) -> [(MDNSInterface, [UInt8])] {
+    private func announcementPackets(_ s: inout State, now: ContinuousClock.Instant) -> [Multicast] {
         s.interfaces.compactMap { interface in
             let records = allRecords(s.label, interface)
-            for r in records { s.lastMulticast[key(r, interface.index)] = now }
-            return (try? DNSMessage.response(answers: records).encoded()).map { (interface, $0) }
+            for r in records {
+                for family in MDNSFamily.allCases { s.lastMulticast[key(r, interface.index, family)] = now }
+            }
+            return (try? DNSMessage.response(answers: records).encoded()).map { (interface, nil, $0) }
         }
     }
 
     /// A probe (RFC 6762 §8.1): a question for our name of type ANY, our proposed records in
     /// the authority section. Only the first asks for a unicast reply (QU): several sockets
     /// share port 5353 on a host, and a unicast datagram reaches only one of them.
-    private func probePackets(_ s: State, first: Bool) -> [(MDNSInterface, [UInt8])] {
+    private func probePackets(_ s: State, first: Bool) -> [Multicast] {
         let name = instanceName(s.label)
         let message = DNSMessage.query([DNSQuestion(name: name, type: DNSRecordType.any, unicastResponse: first)],
                                        authorities: [srvRecord(s.label), txtRecord(s.label)])
         guard let bytes = try? message.encoded() else { return [] }
-        return s.interfaces.map { ($0, bytes) }
+        return s.interfaces.map { ($0, nil, bytes) }
     }
 
-    private func key(_ record: DNSResourceRecord, _ index: UInt32) -> String {
-        "\(index)|\(record.name)|\(record.type)|\(record.data.uncompressedBytes)"
+    private func key(_ record: DNSResourceRecord, _ index: UInt32, _ family: MDNSFamily) -> String {
+        "\(index)|\(family)|\(record.name)|\(record.type)|\(record.data.uncompressedBytes)"
     }
 
     // MARK: The loop
@@ -274,12 +286,12 @@ public final class ServiceAdvertiser: Sendable {
             shouldStop: { state.withLock { $0.stopping } },
             onPacket: { packet in
                 let (sends, unicast) = handle(packet)
-                for (interface, bytes) in sends { socket.multicast(bytes, on: interface) }
-                for (address, port, bytes) in unicast { socket.send(bytes, to: address, port: port) }
+                for m in sends { socket.multicast(m.bytes, on: m.interface, family: m.family) }
+                for u in unicast { socket.send(u.bytes, to: u.address, port: u.port) }
             },
             onTick: { now in
                 let (sends, registered) = tick(now)
-                for (interface, bytes) in sends { socket.multicast(bytes, on: interface) }
+                for m in sends { socket.multicast(m.bytes, on: m.interface, family: m.family) }
                 if let registered { onNameRegistered(registered) }
             },
             onInterfacesChanged: {
@@ -294,9 +306,9 @@ public final class ServiceAdvertiser: Sendable {
             })
     }
 
-    private func tick(_ now: ContinuousClock.Instant) -> ([(MDNSInterface, [UInt8])], String?) {
+    private func tick(_ now: ContinuousClock.Instant) -> ([Multicast], String?) {
         state.withLock { s in
-            var sends: [(MDNSInterface, [UInt8])] = []
+            var sends: [Multicast] = []
             var registered: String?
             switch s.phase {
             case .hidden, .running:
@@ -323,7 +335,7 @@ public final class ServiceAdvertiser: Sendable {
             s.pending.removeAll { $0.at <= now }
             for p in due {
                 if let interface = s.interfaces.first(where: { $0.index == p.interfaceIndex }) {
-                    sends.append((interface, p.bytes))
+                    sends.append((interface, p.family, p.bytes))
                 }
             }
             return (sends, registered)
@@ -332,8 +344,7 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Handles one datagram: conflict detection on responses, tie-breaks on probes, answers
     /// to queries. Returns multicasts to send now and unicast replies.
-    private func handle(_ packet: MDNSPacket)
-        -> ([(MDNSInterface, [UInt8])], [(IPv4Address, UInt16, [UInt8])]) {
+    private func handle(_ packet: MDNSPacket) -> ([Multicast], [Unicast]) {
         guard let message = try? DNSMessage.decodingTolerantly(packet.bytes).message, message.opcode == 0, message.rcode == 0 else {
             return ([], [])
         }
@@ -413,9 +424,10 @@ public final class ServiceAdvertiser: Sendable {
         s.label = base + suffix
     }
 
+    /// Answers a query over the family it came by (to the group, or unicast when asked).
     private func answer(_ query: DNSMessage, packet: MDNSPacket, interface: MDNSInterface,
-                        state s: inout State, now: ContinuousClock.Instant)
-        -> ([(MDNSInterface, [UInt8])], [(IPv4Address, UInt16, [UInt8])]) {
+                        state s: inout State, now: ContinuousClock.Instant) -> ([Multicast], [Unicast]) {
+        let family = packet.source.family
         let records = allRecords(s.label, interface)
         var answers: [DNSResourceRecord] = []
         var unicastWanted = true
@@ -456,7 +468,7 @@ public final class ServiceAdvertiser: Sendable {
         }
         let message = DNSMessage.response(answers: answers, additionals: additionals)
         guard let bytes = try? message.encoded() else { return ([], []) }
-        var unicast: [(IPv4Address, UInt16, [UInt8])] = []
+        var unicast: [Unicast] = []
         var multicastNeeded = true
         if unicastWanted {
             unicast.append((packet.source, packet.sourcePort, bytes))
@@ -464,18 +476,19 @@ public final class ServiceAdvertiser: Sendable {
             // always for a probe (a defence must reach the prober whichever socket it uses).
             let isProbe = !query.authorities.isEmpty
             multicastNeeded = isProbe || answers.contains { r in
-                guard let last = s.lastMulticast[key(r, interface.index)] else { return true }
+                guard let last = s.lastMulticast[key(r, interface.index, family)] else { return true }
                 return now - last > .seconds(Int(r.ttl) / 4)
             }
         }
         guard multicastNeeded else { return ([], unicast) }
-        for r in answers + additionals { s.lastMulticast[key(r, interface.index)] = now }
+        for r in answers + additionals { s.lastMulticast[key(r, interface.index, family)] = now }
         let shared = answers.contains { !$0.cacheFlush }
         if shared {
             // Shared records: a random 20–120 ms delay (RFC 6762 §6).
-            s.pending.append(Pending(at: now + randomMilliseconds(20...120), bytes: bytes, interfaceIndex: interface.index))
+            s.pending.append(Pending(at: now + randomMilliseconds(20...120), bytes: bytes,
+                                     interfaceIndex: interface.index, family: family))
             return ([], unicast)
         }
-        return ([(interface, bytes)], unicast)
+        return ([(interface, family, bytes)], unicast)
     }
 }
