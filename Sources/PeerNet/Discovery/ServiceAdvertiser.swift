@@ -17,6 +17,12 @@ public struct AdvertiserConfiguration: Sendable {
     /// The SRV target host label (without ".local"); nil derives "syncpeer-<device ID prefix>".
     public var hostName: String?
     public var interfaces: InterfaceSelection
+    /// Whether A records (the interfaces' IPv4 addresses) are published: false when the
+    /// service does not accept IPv4.
+    public var publishesIPv4: Bool = true
+    /// Whether AAAA records (the interfaces' IPv6 addresses) are published: false when the
+    /// service does not accept IPv6 (it listens on 0.0.0.0, say).
+    public var publishesIPv6: Bool = true
     /// TTL of the SRV and A records (RFC 6762 §10: 120 s).
     public var hostRecordTTL: UInt32
     /// TTL of the PTR and TXT records (RFC 6762 §10: 75 minutes).
@@ -233,9 +239,11 @@ public final class ServiceAdvertiser: Sendable {
     /// The A and AAAA records of `interface`'s addresses: both families whichever one a
     /// packet goes out over (RFC 6762 §6.2).
     private func addressRecords(_ interface: MDNSInterface, ttl: UInt32? = nil) -> [DNSResourceRecord] {
-        interface.addresses.map {
+        let v4 = configuration.publishesIPv4 ? interface.addresses : []
+        let v6 = configuration.publishesIPv6 ? interface.ipv6Addresses : []
+        return v4.map {
             DNSResourceRecord(name: hostName, data: .a($0), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
-        } + interface.ipv6Addresses.map {
+        } + v6.map {
             DNSResourceRecord(name: hostName, data: .aaaa($0.bytes), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
         }
     }

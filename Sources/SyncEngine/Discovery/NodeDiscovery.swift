@@ -85,7 +85,9 @@ final class NodeDiscovery: Sendable {
         let peers = Mutex<[String: DiscoveredPeer]>([:])
     }
 
-    init(config: NodeConfig, identity: Identity, port: UInt16,
+    /// `host` is the numeric address the listener is bound to: it decides which families
+    /// of addresses are published (both for the dual-stack "::", else its own family).
+    init(config: NodeConfig, identity: Identity, port: UInt16, host: String,
          onRegistered: @escaping @Sendable (String) -> Void,
          onChange: @escaping @Sendable (Change) -> Void) throws(EngineError) {
         let (type, info) = try config.discoverySettings()
@@ -94,6 +96,8 @@ final class NodeDiscovery: Sendable {
         var advertised = AdvertiserConfiguration(
             serviceType: type, displayName: identity.displayName, port: port, deviceID: ownKey,
             protocolVersion: Int(Hello.currentProtocolVersion), info: info, interfaces: selection)
+        advertised.publishesIPv4 = host == "::" || !host.contains(":")
+        advertised.publishesIPv6 = host.contains(":")
         if let ttl = config.mdnsRecordTTL {
             advertised.hostRecordTTL = ttl
             advertised.otherRecordTTL = ttl
