@@ -51,31 +51,27 @@ final class MDNSSocket: Sendable {
         do throws(NetError) {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
             try setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1, "SO_REUSEPORT")
+            // Hop limit 255 (RFC 6762 §11), loopback on, and the arrival interface of each datagram.
+            let options: [(Int32, Int32, String)] = family == AF_INET6
+                ? [(IPV6_V6ONLY, 1, "IPV6_V6ONLY"), (ipv6RecvPktinfo, 1, "IPV6_RECVPKTINFO"),
+                   (IPV6_MULTICAST_HOPS, 255, "IPV6_MULTICAST_HOPS"), (IPV6_UNICAST_HOPS, 255, "IPV6_UNICAST_HOPS"),
+                   (IPV6_MULTICAST_LOOP, 1, "IPV6_MULTICAST_LOOP")]
+                : [(IP_PKTINFO, 1, "IP_PKTINFO"), (IP_MULTICAST_TTL, 255, "IP_MULTICAST_TTL"), (IP_TTL, 255, "IP_TTL"),
+                   (IP_MULTICAST_LOOP, 1, "IP_MULTICAST_LOOP")]
+            for (name, value, label) in options {
+                try setOption(fd, family == AF_INET6 ? ipv6Level : ipv4Level, name, value, label)
+            }
             let bound: Int32
             if family == AF_INET6 {
-                try setOption(fd, ipv6Level, IPV6_V6ONLY, 1, "IPV6_V6ONLY")
-                try setOption(fd, ipv6Level, ipv6RecvPktinfo, 1, "IPV6_RECVPKTINFO")
-                try setOption(fd, ipv6Level, IPV6_MULTICAST_HOPS, 255, "IPV6_MULTICAST_HOPS")
-                try setOption(fd, ipv6Level, IPV6_UNICAST_HOPS, 255, "IPV6_UNICAST_HOPS")
-                try setOption(fd, ipv6Level, IPV6_MULTICAST_LOOP, 1, "IPV6_MULTICAST_LOOP")
                 var address = sockaddr_in6()
                 address.sin6_family = sa_family_t(AF_INET6)
                 address.sin6_port = port.bigEndian
-                bound = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-                }
+                bound = bindTo(fd, &address)
             } else {
-                try setOption(fd, ipv4Level, IP_PKTINFO, 1, "IP_PKTINFO")
-                try setOption(fd, ipv4Level, IP_MULTICAST_TTL, 255, "IP_MULTICAST_TTL")
-                try setOption(fd, ipv4Level, IP_TTL, 255, "IP_TTL")
-                try setOption(fd, ipv4Level, IP_MULTICAST_LOOP, 1, "IP_MULTICAST_LOOP")
                 var address = sockaddr_in()
                 address.sin_family = sa_family_t(AF_INET)
                 address.sin_port = port.bigEndian
-                address.sin_addr = in_addr(s_addr: 0)
-                bound = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
+                bound = bindTo(fd, &address)
             }
             guard bound == 0 else { throw systemError(family == AF_INET6 ? "bind [::]:\(port)" : "bind 0.0.0.0:\(port)") }
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
@@ -171,6 +167,12 @@ final class MDNSSocket: Sendable {
             target.sin6_addr = ip.in6
             target.sin6_scope_id = scope
             sendTo(fd6, bytes, &target)
+        }
+    }
+
+    private static func bindTo<Address>(_ fd: Int32, _ address: inout Address) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
         }
     }
 

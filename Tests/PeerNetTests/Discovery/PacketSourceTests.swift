@@ -21,35 +21,34 @@ final class SourceCapture: @unchecked Sendable {
         setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, size)
         let index = if_nametoindex(interface)
         guard index != 0 else { throw CommandFailed(description: "no interface \(interface)") }
-        var bound: Int32
+        func bindTo<Address>(_ address: inout Address) -> Int32 {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<Address>.size)) }
+            }
+        }
+        let bound: Int32
+        let joined: Int32
         if family == AF_INET6 {
             setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, size)
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = UInt16(5353).bigEndian
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            bound = bindTo(&address)
             var request = ipv6_mreq()
             inet_pton(AF_INET6, "ff02::fb", &request.ipv6mr_multiaddr)
             request.ipv6mr_interface = index
-            guard setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ipv6_mreq>.size)) == 0 else {
-                throw CommandFailed(description: "IPV6_ADD_MEMBERSHIP: \(errno)")
-            }
+            joined = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ipv6_mreq>.size))
         } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = UInt16(5353).bigEndian
-            bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            bound = bindTo(&address)
             var request = ip_mreqn()
             inet_pton(AF_INET, "224.0.0.251", &request.imr_multiaddr)
             request.imr_ifindex = Int32(index)
-            guard setsockopt(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreqn>.size)) == 0 else {
-                throw CommandFailed(description: "IP_ADD_MEMBERSHIP: \(errno)")
-            }
+            joined = setsockopt(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreqn>.size))
         }
+        guard joined == 0 else { throw CommandFailed(description: "joining the mDNS group on \(interface): \(errno)") }
         guard bound == 0 else { throw CommandFailed(description: "bind 5353: \(errno)") }
     }
 
