@@ -198,6 +198,36 @@ struct DiscoveryInteropTests {
         #expect(lost != nil, "no lost event after zeroconf unregistered; events: \(log.all)")
     }
 
+    /// IPv6 only (link-local addresses, no IPv4 on the link), both directions: python-zeroconf
+    /// resolves our service to our link-local address, and our browser finds its service
+    /// at its link-local address scoped to the link.
+    @Test(arguments: Zeroconf.allCases)
+    func ipv6OnlyBothDirections(_ zeroconf: Zeroconf) async throws {
+        let (ns1, ns2, _, vb) = try TestNamespace.vethPair(ipv4: false, ipv6: true)
+        defer { ns1.remove(); ns2.remove() }
+        let thread = try NetnsThread(ns2)
+        defer { thread.finish() }
+        let factory = NodeFactory(thread: thread, interfaces: .automatic)
+        let advertiser = try factory.advertiser(type, name: "Six Ours", port: 46004, id: "OURS-ID")
+        defer { advertiser.stop() }
+        let (browser, log) = try factory.browser(type, ignoring: "OURS-ID")
+        defer { browser.stop() }
+        let theirBrowser = try peer(zeroconf, in: ns1, ["browse", type.name, "v6", "60"])
+        defer { theirBrowser.terminate() }
+        let registrar = try peer(zeroconf, in: ns1, ["register", type.name, "Six Theirs", "47004", "v6:fe80::1", "60", "id=ZC-ID"])
+        defer { registrar.terminate() }
+
+        let line = await theirBrowser.wait(timeout: .seconds(30)) { ($0["name"] as? String)?.hasPrefix("Six Ours.") == true }
+        let seen = try #require(line, "\(zeroconf.testDescription) did not resolve our service over IPv6; stderr: \(theirBrowser.stderr)")
+        print("\(zeroconf.testDescription) over IPv6 only resolved us to \(seen["addresses6"] ?? "?")")
+        #expect(seen["addresses6"] as? [String] == ["fe80::2"] && seen["port"] as? Int == 46004)
+
+        let found = await log.wait(timeout: .seconds(30)) { $0.isFound("Six Theirs") }
+        try #require(found != nil, "our browser did not find the \(zeroconf.testDescription) service over IPv6; stderr: \(registrar.stderr); events: \(log.all)")
+        let theirs = try #require(log.found("Six Theirs"))
+        #expect(theirs.ipv6Addresses == [IPv6Address("fe80::1%\(vb)")!] && theirs.addresses.isEmpty && theirs.port == 47004)
+    }
+
     /// python-zeroconf holds "Clash" first; our advertiser then probes for "Clash", sees the
     /// name answered (with 0.47.3's malformed NSEC beside it) and takes "Clash (2)".
     @Test(arguments: Zeroconf.allCases)
