@@ -1,56 +1,6 @@
 internal import Glibc
 internal import Synchronization
 
-/// What a `ServiceAdvertiser` publishes and how.
-public struct AdvertiserConfiguration: Sendable {
-    public var serviceType: ServiceType
-    /// The instance name users see (the first label): 1–63 bytes of UTF-8.
-    public var displayName: String
-    /// The TCP port the service listens on.
-    public var port: UInt16
-    /// Published as `id=` in the TXT record.
-    public var deviceID: String
-    /// Published as `v=` in the TXT record.
-    public var protocolVersion: Int
-    /// Published beside `id` and `v`.
-    public var info: DiscoveryInfo
-    /// The SRV target host label (without ".local"); nil derives "syncpeer-<device ID prefix>".
-    public var hostName: String?
-    public var interfaces: InterfaceSelection
-    /// Whether A records (the interfaces' IPv4 addresses) are published: false when the
-    /// service does not accept IPv4.
-    public var publishesIPv4: Bool = true
-    /// Whether AAAA records (the interfaces' IPv6 addresses) are published: false when the
-    /// service does not accept IPv6 (it listens on 0.0.0.0, say).
-    public var publishesIPv6: Bool = true
-    /// TTL of the SRV and A records (RFC 6762 §10: 120 s).
-    public var hostRecordTTL: UInt32
-    /// TTL of the PTR and TXT records (RFC 6762 §10: 75 minutes).
-    public var otherRecordTTL: UInt32
-    /// How often interface addresses are re-read.
-    public var interfaceRefreshInterval: Duration
-
-    public init(serviceType: ServiceType, displayName: String, port: UInt16, deviceID: String,
-                protocolVersion: Int, info: DiscoveryInfo = try! DiscoveryInfo(), hostName: String? = nil,
-                interfaces: InterfaceSelection = .automatic, hostRecordTTL: UInt32 = 120,
-                otherRecordTTL: UInt32 = 4500, interfaceRefreshInterval: Duration = .seconds(5)) {
-        self.serviceType = serviceType
-        self.displayName = displayName
-        self.port = port
-        self.deviceID = deviceID
-        self.protocolVersion = protocolVersion
-        self.info = info
-        self.hostName = hostName
-        self.interfaces = interfaces
-        self.hostRecordTTL = hostRecordTTL
-        self.otherRecordTTL = otherRecordTTL
-        self.interfaceRefreshInterval = interfaceRefreshInterval
-    }
-}
-
-/// The DNS-SD service type enumeration name (RFC 6763 §9).
-let serviceEnumerationName = DNSName("_services._dns-sd._udp.local")
-
 /// Publishes one service instance over mDNS (RFC 6762, RFC 6763): probes for a unique
 /// instance name (renaming "name (2)", "name (3)"… on conflicts), announces, answers
 /// queries (QM and QU, with known-answer suppression), defends its name and says
@@ -66,7 +16,7 @@ let serviceEnumerationName = DNSName("_services._dns-sd._udp.local")
 public final class ServiceAdvertiser: Sendable {
     public let configuration: AdvertiserConfiguration
     private let onNameRegistered: @Sendable (String) -> Void
-    private let hostName: DNSName
+    private let published: AdvertisedRecords
     private let state: Mutex<State>
     private let runtime = Mutex<Runtime?>(nil)
 
@@ -126,7 +76,7 @@ public final class ServiceAdvertiser: Sendable {
         self.onNameRegistered = onNameRegistered
         let host = configuration.hostName ?? Self.derivedHostName(configuration.deviceID)
         if host.isEmpty || host.utf8.count > 63 || host.contains(".") { throw .hostNameInvalid(host) }
-        hostName = DNSName(labels: [host, "local"])
+        published = AdvertisedRecords(configuration: configuration, hostName: DNSName(labels: [host, "local"]))
         state = Mutex(State(label: configuration.displayName))
     }
 
@@ -206,64 +156,16 @@ public final class ServiceAdvertiser: Sendable {
 
     // MARK: Records
 
-    private func instanceName(_ label: String) -> DNSName {
-        DNSName(labelBytes: [Array(label.utf8)] + configuration.serviceType.domain.labels)
-    }
-
-    private var txtStrings: [[UInt8]] {
-        [Array("id=\(configuration.deviceID)".utf8), Array("v=\(configuration.protocolVersion)".utf8)]
-            + configuration.info.txtStrings
-    }
-
-    private func srvRecord(_ label: String, ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: instanceName(label),
-                          data: .srv(priority: 0, weight: 0, port: configuration.port, target: hostName),
-                          ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
-    }
-
-    private func txtRecord(_ label: String, ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: instanceName(label), data: .txt(txtStrings),
-                          ttl: ttl ?? configuration.otherRecordTTL, cacheFlush: true)
-    }
-
-    private func ptrRecord(_ label: String, ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: configuration.serviceType.domain, data: .ptr(instanceName(label)),
-                          ttl: ttl ?? configuration.otherRecordTTL)
-    }
-
-    private func enumerationRecord(ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: serviceEnumerationName, data: .ptr(configuration.serviceType.domain),
-                          ttl: ttl ?? configuration.otherRecordTTL)
-    }
-
-    /// The A and AAAA records of `interface`'s addresses: both families whichever one a
-    /// packet goes out over (RFC 6762 §6.2).
-    private func addressRecords(_ interface: MDNSInterface, ttl: UInt32? = nil) -> [DNSResourceRecord] {
-        let v4 = configuration.publishesIPv4 ? interface.addresses : []
-        let v6 = configuration.publishesIPv6 ? interface.ipv6Addresses : []
-        return v4.map {
-            DNSResourceRecord(name: hostName, data: .a($0), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
-        } + v6.map {
-            DNSResourceRecord(name: hostName, data: .aaaa($0.bytes), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
-        }
-    }
-
-    /// Every record published on `interface`.
-    private func allRecords(_ label: String, _ interface: MDNSInterface, ttl: UInt32? = nil) -> [DNSResourceRecord] {
-        [ptrRecord(label, ttl: ttl), srvRecord(label, ttl: ttl), txtRecord(label, ttl: ttl),
-         enumerationRecord(ttl: ttl)] + addressRecords(interface, ttl: ttl)
-    }
-
     private func goodbyePackets(_ s: State) -> [Multicast] {
         s.interfaces.compactMap { interface in
-            let message = DNSMessage.response(answers: allRecords(s.label, interface, ttl: 0))
+            let message = DNSMessage.response(answers: published.allRecords(s.label, interface, ttl: 0))
             return (try? message.encoded()).map { (interface, nil, $0) }
         }
     }
 
     private func announcementPackets(_ s: inout State, now: ContinuousClock.Instant) -> [Multicast] {
         s.interfaces.compactMap { interface in
-            let records = allRecords(s.label, interface)
+            let records = published.allRecords(s.label, interface)
             for r in records {
                 for family in MDNSFamily.allCases { s.lastMulticast[key(r, interface.index, family)] = now }
             }
@@ -275,9 +177,9 @@ public final class ServiceAdvertiser: Sendable {
     /// the authority section. Only the first asks for a unicast reply (QU): several sockets
     /// share port 5353 on a host, and a unicast datagram reaches only one of them.
     private func probePackets(_ s: State, first: Bool) -> [Multicast] {
-        let name = instanceName(s.label)
+        let name = published.instanceName(s.label)
         let message = DNSMessage.query([DNSQuestion(name: name, type: DNSRecordType.any, unicastResponse: first)],
-                                       authorities: [srvRecord(s.label), txtRecord(s.label)])
+                                       authorities: [published.srvRecord(s.label), published.txtRecord(s.label)])
         guard let bytes = try? message.encoded() else { return [] }
         return s.interfaces.map { ($0, nil, bytes) }
     }
@@ -360,8 +262,8 @@ public final class ServiceAdvertiser: Sendable {
         return state.withLock { s in
             guard s.visible, !s.stopping,
                   let interface = s.interfaces.first(where: { $0.index == packet.interfaceIndex }) else { return ([], []) }
-            let ours = instanceName(s.label)
-            let mine = [srvRecord(s.label), txtRecord(s.label)]
+            let ours = published.instanceName(s.label)
+            let mine = [published.srvRecord(s.label), published.txtRecord(s.label)]
             if message.isResponse {
                 // Never answer a response; look for records that claim our name with other data.
                 let conflict = message.answers.contains { r in
@@ -436,7 +338,7 @@ public final class ServiceAdvertiser: Sendable {
     private func answer(_ query: DNSMessage, packet: MDNSPacket, interface: MDNSInterface,
                         state s: inout State, now: ContinuousClock.Instant) -> ([Multicast], [Unicast]) {
         let family = packet.source.family
-        let records = allRecords(s.label, interface)
+        let records = published.allRecords(s.label, interface)
         var answers: [DNSResourceRecord] = []
         var unicastWanted = true
         for question in query.questions where question.recordClass == dnsClassIN || question.recordClass == 255 {
@@ -456,10 +358,10 @@ public final class ServiceAdvertiser: Sendable {
         for r in answers {
             switch r.data {
             case .ptr where r.name == configuration.serviceType.domain:
-                addAdditional(srvRecord(s.label)); addAdditional(txtRecord(s.label))
-                addressRecords(interface).forEach(addAdditional)
+                addAdditional(published.srvRecord(s.label)); addAdditional(published.txtRecord(s.label))
+                published.addressRecords(interface).forEach(addAdditional)
             case .srv:
-                addressRecords(interface).forEach(addAdditional)
+                published.addressRecords(interface).forEach(addAdditional)
             default: break
             }
         }
