@@ -50,7 +50,7 @@ var package = Package(
         .target(name: "TestKit", path: "Tests/TestKit"),
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop", "Vectors"]),
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire", "TestKit"]),
-        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto", "TestKit"], exclude: ["Discovery/Interop"]),
+        .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto", "TestKit"], exclude: ["Discovery/Interop", "Discovery/Captures"]),
         .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
         .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "TestKit"]),

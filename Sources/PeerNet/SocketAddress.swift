@@ -46,16 +46,23 @@ struct SocketAddress: Sendable {
     }
 
     /// The numeric host: "127.0.0.1", "::1". An IPv4-mapped IPv6 address
-    /// ("::ffff:127.0.0.1") is shown as plain IPv4.
+    /// ("::ffff:127.0.0.1") is shown as plain IPv4; a link-local one with its interface
+    /// ("fe80::1%eth0"), so that it can be dialled again.
     var host: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
+        var zone = ""
         let written: Bool = withUnsafeBytes(of: storage) { raw in
             switch family {
             case AF_INET:
                 var address = raw.load(as: sockaddr_in.self).sin_addr
                 return inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil
             case AF_INET6:
-                var address = raw.load(as: sockaddr_in6.self).sin6_addr
+                let sin6 = raw.load(as: sockaddr_in6.self)
+                var address = sin6.sin6_addr
+                var name = [CChar](repeating: 0, count: Int(IF_NAMESIZE) + 1)
+                if sin6.sin6_scope_id != 0, if_indextoname(sin6.sin6_scope_id, &name) != nil {
+                    zone = "%" + String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                }
                 return inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil
             default:
                 return false
@@ -64,7 +71,7 @@ struct SocketAddress: Sendable {
         guard written else { return "?" }
         let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         if text.hasPrefix("::ffff:"), text.contains(".") { return String(text.dropFirst(7)) }
-        return text
+        return text + zone
     }
 
     /// "host:port", or "[v6]:port".

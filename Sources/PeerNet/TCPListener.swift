@@ -13,16 +13,25 @@ public final class TCPListener: Sendable {
     public let port: UInt16
 
     /// Binds to `host` (a numeric address or a name) and `port` (0 = any free port), with
-    /// `SO_REUSEADDR`, and listens with a queue of `backlog` pending connections.
+    /// `SO_REUSEADDR`, and listens with a queue of `backlog` pending connections. The IPv6
+    /// wildcard `::` takes IPv4 connections as well (dual stack), and on a kernel without
+    /// IPv6 it means the IPv4 wildcard 0.0.0.0.
     public init(host: String, port: UInt16, backlog: Int32 = 64) throws(NetError) {
         let requested = HostPort(host: host, port: port)
         guard !host.isEmpty else { throw .invalidAddress("empty host to listen on (expected host:port)") }
-        guard let address = try TCPConnection.resolve(host: host, port: port, passive: true).first else {
+        let wildcard6 = host == "::"
+        guard var address = try TCPConnection.resolve(host: host, port: port, passive: true).first else {
             throw .invalidAddress("\(requested) has no address to listen on")
         }
-        let fd = try makeSocket(family: address.family)
+        var fd = Glibc.socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if fd < 0, wildcard6, errno == EAFNOSUPPORT, let any4 = try TCPConnection.resolve(host: "0.0.0.0", port: port, passive: true).first {
+            address = any4
+            fd = try makeSocket(family: address.family)
+        }
+        guard fd >= 0 else { throw systemError("socket") }
         do throws(NetError) {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
+            if wildcard6, address.isIPv6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0, "IPV6_V6ONLY") }
             // Set before listen so that accepted sockets inherit them and the TCP window
             // scale is negotiated for 256 KiB.
             TCPConnection.configure(fd)

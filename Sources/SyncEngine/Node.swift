@@ -115,7 +115,7 @@ public final class Node: @unchecked Sendable {
             self.scheduleInitialRedials()
             self.startFolders()
         }
-        do { try startDiscovery(port: listener.port) } catch {
+        do { try startDiscovery(port: listener.port, host: listener.host) } catch {
             stop()
             throw error
         }

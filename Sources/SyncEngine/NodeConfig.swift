@@ -7,7 +7,8 @@ public struct NodeConfig: Sendable {
     public static let defaultPort: UInt16 = 41_414
 
     /// Where to listen: "HOST:PORT"; port 0 picks a free port.
-    public var listen: String = "0.0.0.0:\(NodeConfig.defaultPort)"
+    /// IPv6 and IPv4 (dual stack; IPv4 alone on a kernel without IPv6).
+    public var listen: String = "[::]:\(NodeConfig.defaultPort)"
     /// Accept every invitation without asking (demos and tests only).
     public var autoAccept = false
     /// How long an unanswered invitation lasts.

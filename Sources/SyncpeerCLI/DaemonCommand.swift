@@ -15,7 +15,7 @@ struct DaemonCommand: Command {
         holds the home. Other commands (pair, accept, msg, peers, events ...) talk to it over
         the control socket control.sock in the home. Events are printed as they happen
         (NDJSON with --json). SIGINT or SIGTERM closes every session cleanly and exits 0.
-        The default listen address is 0.0.0.0:\(NodeConfig.defaultPort); tests use 127.0.0.1:0 (any free port).
+        The default listen address is [::]:\(NodeConfig.defaultPort) (IPv6 and IPv4); tests use 127.0.0.1:0 (any free port).
 
         Discovery (DNS-SD over multicast DNS, as Bonjour) is on by default: the daemon
         advertises "<name>._<service-type>._tcp.local" with its port, device ID and
@@ -26,7 +26,7 @@ struct DaemonCommand: Command {
         Wi-Fi) use --no-discovery and --peer HOST:PORT.
         """,
         options: [
-            OptionSpec("listen", .value("HOST:PORT"), help: "address to listen on (default 0.0.0.0:\(NodeConfig.defaultPort); port 0 = any free port)"),
+            OptionSpec("listen", .value("HOST:PORT"), help: "address to listen on (default [::]:\(NodeConfig.defaultPort), IPv6 and IPv4; port 0 = any free port)"),
             OptionSpec("peer", .repeating("HOST:PORT"), help: "a peer address to connect to at start (static peer)"),
             OptionSpec("invitation-timeout", .value("SECONDS"), help: "how long an unanswered invitation lasts (default 30)"),
             OptionSpec("receive-dir", .value("DIR"), help: "where accepted files and folders go (default ~/Downloads)"),

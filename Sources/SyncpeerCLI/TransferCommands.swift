@@ -149,7 +149,7 @@ struct ReceiveCommand: Command {
             OptionSpec("dir", .value("DIR"), help: "where to put what is received (default ~/Downloads)"),
             OptionSpec("accept", help: "accept the offer without asking"),
             OptionSpec("decline", help: "decline the offer"),
-            OptionSpec("listen", .value("HOST:PORT"), help: "where to listen when no daemon runs (default 0.0.0.0:\(NodeConfig.defaultPort))"),
+            OptionSpec("listen", .value("HOST:PORT"), help: "where to listen when no daemon runs (default [::]:\(NodeConfig.defaultPort), IPv6 and IPv4)"),
         ],
         examples: ["syncpeer receive --dir ~/Incoming --accept", "syncpeer receive"])
 
@@ -161,7 +161,7 @@ struct ReceiveCommand: Command {
         if arguments.flag("accept") && arguments.flag("decline") { throw .usage("give --accept or --decline, not both") }
         decision = arguments.flag("accept") ? true : arguments.flag("decline") ? false : nil
         directory = arguments.value("dir").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
-        listen = arguments.value("listen") ?? "0.0.0.0:\(NodeConfig.defaultPort)"
+        listen = arguments.value("listen") ?? "[::]:\(NodeConfig.defaultPort)"
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {

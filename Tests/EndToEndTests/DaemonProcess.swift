@@ -78,8 +78,9 @@ final class DaemonProcess: @unchecked Sendable {
         try process.run()
         let listening = try waitFor("listening", timeout: 10)
         let address = try #require(listening["address"] as? String)
-        port = try #require(UInt16(address.split(separator: ":").last ?? ""))
-        host = String(address.split(separator: ":").dropLast().joined(separator: ":"))
+        let colon = try #require(address.lastIndex(of: ":"))
+        port = try #require(UInt16(address[address.index(after: colon)...]))
+        host = String(address[..<colon])  // "[v6]" keeps its brackets
     }
 
     var address: String { "\(host):\(port)" }

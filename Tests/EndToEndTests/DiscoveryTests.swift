@@ -89,6 +89,8 @@ struct DiscoveryTests {
         #expect(peers[0]["discovered"] as? Bool == true && peers[0]["paired"] as? Bool == false)
         #expect(peers[0]["state"] as? String == "notConnected")
         #expect(peers[0]["address"] as? String == "127.0.0.1:\(bob.port)")
+        // Both name the instance as the events do: its label.
+        #expect(browse[0]["instance"] as? String == "bob" && peers[0]["instance"] as? String == "bob")
         // Discovery never bypasses pairing: nobody dialled anybody.
         #expect(alice.events("invitation").isEmpty && bob.events("invitation").isEmpty)
         #expect(alice.events("state").isEmpty && bob.events("state").isEmpty)

@@ -88,6 +88,13 @@ final class TestNamespace: Sendable {
     /// 10.99.0.2 (second), multicast routed to the veth ends. The pair is created inside
     /// the first namespace, so it never exists in the root one.
     static func vethPair() throws -> (first: TestNamespace, second: TestNamespace, firstLink: String, secondLink: String) {
+        try vethPair(ipv4: true, ipv6: false)
+    }
+
+    /// The same LAN with the chosen families. IPv6: link-local fe80::1 (first) and fe80::2
+    /// (second) only, no other automatic address and no duplicate-address detection (usable
+    /// at once); with IPv4 as well (dual stack), also fd99::1 and fd99::2.
+    static func vethPair(ipv4: Bool, ipv6: Bool) throws -> (first: TestNamespace, second: TestNamespace, firstLink: String, secondLink: String) {
         let a = try TestNamespace()
         let b: TestNamespace
         do { b = try TestNamespace() } catch { a.remove(); throw error }
@@ -96,10 +103,17 @@ final class TestNamespace: Sendable {
         do {
             for ns in [a, b] { try TestNetns.ip(["-n", ns.name, "link", "set", "lo", "up"]) }
             try TestNetns.ip(["-n", a.name, "link", "add", va, "type", "veth", "peer", "name", vb, "netns", b.name])
-            for (ns, dev, addr) in [(a, va, "10.99.0.1/24"), (b, vb, "10.99.0.2/24")] {
-                try TestNetns.ip(["-n", ns.name, "addr", "add", addr, "dev", dev])
-                try TestNetns.ip(["-n", ns.name, "link", "set", dev, "up", "multicast", "on"])
-                try TestNetns.ip(["-n", ns.name, "route", "add", "224.0.0.0/4", "dev", dev])
+            for (ns, dev, n) in [(a, va, 1), (b, vb, 2)] {
+                var commands: [[String]] = []
+                if ipv4 { commands.append(["addr", "add", "10.99.0.\(n)/24", "dev", dev]) }
+                if ipv6 {
+                    commands.append(["link", "set", dev, "addrgenmode", "none"])
+                    commands.append(["addr", "add", "fe80::\(n)/64", "dev", dev, "nodad"])
+                    if ipv4 { commands.append(["addr", "add", "fd99::\(n)/64", "dev", dev, "nodad"]) }
+                }
+                commands.append(["link", "set", dev, "up", "multicast", "on"])
+                if ipv4 { commands.append(["route", "add", "224.0.0.0/4", "dev", dev]) }
+                for command in commands { try TestNetns.ip(["-n", ns.name] + command) }
             }
         } catch {
             a.remove(); b.remove()

@@ -283,3 +283,21 @@ import Testing
         }
     }
 }
+
+/// The daemon's default listen address `[::]` is dual stack: IPv4 and IPv6 clients both
+/// reach it (IPV6_V6ONLY off, whatever the system default), and each is shown in its own
+/// form.
+struct DualStackListenerTests {
+    @Test func ipv6WildcardAcceptsBothFamilies() throws {
+        let listener = try TCPListener(host: "::", port: 0)
+        defer { listener.close() }
+        #expect(listener.host == "::")
+        for (host, shown) in [("127.0.0.1", "127.0.0.1"), ("::1", "::1")] {
+            let client = try TCPConnection.connect(host: host, port: listener.port, timeout: .seconds(5))
+            defer { client.close() }
+            let accepted = try listener.accept()
+            defer { accepted.close() }
+            #expect(accepted.remoteHost == shown)
+        }
+    }
+}

@@ -26,6 +26,8 @@ public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
     case messageTooLarge
     /// Bytes follow the last record (only reported when strict decoding is asked for).
     case trailingBytes(Int)
+    /// More records than `DNSMessage.maxSkippedRecords` did not parse (tolerant decoding).
+    case tooManyBadRecords(Int)
 
     public var description: String {
         switch self {
@@ -41,6 +43,7 @@ public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
         case let .txtStringTooLong(n): return "TXT string of \(n) bytes (at most 255)"
         case .messageTooLarge: return "DNS message too large"
         case let .trailingBytes(n): return "\(n) bytes after the last DNS record"
+        case let .tooManyBadRecords(n): return "\(n) DNS records do not parse"
         }
     }
 }

@@ -180,10 +180,34 @@ struct DNSWriter {
 // MARK: Decoding
 
 extension DNSMessage {
+    /// The most records `decodingTolerantly` skips in one message; past that the message
+    /// is refused as a whole (it is more garbage than data).
+    public static let maxSkippedRecords = 16
+
     /// Decodes `bytes`. Any malformation throws a `DNSError`; nothing traps, and the work
     /// is bounded by the message size (counts larger than the data fail as truncation).
     /// Bytes after the last record are ignored unless `strict`.
     public init(decoding bytes: [UInt8], strict: Bool = false) throws(DNSError) {
+        var skipped: [DNSError] = []
+        self = try Self.decode(bytes, strict: strict, tolerant: false, skipped: &skipped)
+    }
+
+    /// Decodes `bytes` as a multicast DNS receiver should (be liberal in what you accept):
+    /// a record whose data does not parse is skipped, found by its RDLENGTH, and the rest of
+    /// the message is kept; a record that cannot even be located (its owner name or header
+    /// is broken, or its data runs past the end) ends the message there, keeping the records
+    /// before it. Throws when the header or a question does not parse, or when more than
+    /// `maxSkippedRecords` records had to be skipped. Returns the errors of what was skipped.
+    /// (python-zeroconf 0.47.3, for one, writes NSEC type bitmaps with 16-bit window and
+    /// length fields; its answers are otherwise fine.)
+    public static func decodingTolerantly(_ bytes: [UInt8]) throws(DNSError) -> (message: DNSMessage, skipped: [DNSError]) {
+        var skipped: [DNSError] = []
+        let message = try decode(bytes, strict: false, tolerant: true, skipped: &skipped)
+        return (message, skipped)
+    }
+
+    private static func decode(_ bytes: [UInt8], strict: Bool, tolerant: Bool,
+                               skipped: inout [DNSError]) throws(DNSError) -> DNSMessage {
         var reader = DNSReader(bytes)
         let id = try reader.u16("header")
         let flags = try reader.u16("header")
@@ -199,17 +223,34 @@ extension DNSMessage {
             questions.append(DNSQuestion(name: name, type: type, recordClass: cls & 0x7FFF,
                                          unicastResponse: cls & 0x8000 != 0))
         }
+        var located = true
         func records(_ count: UInt16) throws(DNSError) -> [DNSResourceRecord] {
             var list: [DNSResourceRecord] = []
-            for _ in 0..<count { list.append(try reader.record()) }
+            guard located else { return list }
+            for _ in 0..<count {
+                let header: DNSReader.RecordHeader
+                do throws(DNSError) { header = try reader.recordHeader() } catch {
+                    guard tolerant else { throw error }
+                    // Nothing after this point can be found: keep what came before.
+                    skipped.append(error)
+                    located = false
+                    break
+                }
+                do throws(DNSError) { list.append(try reader.record(header)) } catch {
+                    guard tolerant else { throw error }
+                    skipped.append(error)
+                    guard skipped.count <= maxSkippedRecords else { throw .tooManyBadRecords(skipped.count) }
+                    reader.position = header.end
+                }
+            }
             return list
         }
         let answers = try records(an)
         let authorities = try records(ns)
         let additionals = try records(ar)
         if strict, reader.position < bytes.count { throw .trailingBytes(bytes.count - reader.position) }
-        self.init(id: id, flags: flags, questions: questions, answers: answers,
-                  authorities: authorities, additionals: additionals)
+        return DNSMessage(id: id, flags: flags, questions: questions, answers: answers,
+                          authorities: authorities, additionals: additionals)
     }
 }
 
@@ -286,7 +327,18 @@ struct DNSReader {
         }
     }
 
-    mutating func record() throws(DNSError) -> DNSResourceRecord {
+    /// A record's owner, type, class, TTL and where its data lie.
+    struct RecordHeader {
+        var name: DNSName
+        var type: UInt16
+        var cls: UInt16
+        var ttl: UInt32
+        var start: Int
+        var end: Int
+    }
+
+    /// Reads a record's header; afterwards `position` is at its data.
+    mutating func recordHeader() throws(DNSError) -> RecordHeader {
         let name = try name()
         let type = try u16("record header")
         let cls = try u16("record header")
@@ -294,7 +346,18 @@ struct DNSReader {
         let length = Int(try u16("record header"))
         let start = position
         guard start + length <= bytes.count else { throw .truncated("record data", offset: start) }
-        let end = start + length
+        return RecordHeader(name: name, type: type, cls: cls, ttl: ttl, start: start, end: start + length)
+    }
+
+    mutating func record() throws(DNSError) -> DNSResourceRecord {
+        try record(try recordHeader())
+    }
+
+    /// Reads the data of the record `header` describes (`position` at its start); on
+    /// success `position` is at its end.
+    mutating func record(_ header: RecordHeader) throws(DNSError) -> DNSResourceRecord {
+        let (name, type, cls, ttl, start, end) = (header.name, header.type, header.cls, header.ttl, header.start, header.end)
+        let length = end - start
         let data: DNSRecordData
         switch type {
         case DNSRecordType.a:

@@ -10,14 +10,15 @@ func runMDNSLoop(socket: MDNSSocket, wake: WakePipe, refreshInterval: Duration,
                  onInterfacesChanged: () -> Void) {
     var nextRefresh = ContinuousClock.now + refreshInterval
     while !shouldStop() {
-        var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
-        _ = poll(&fds, 2, 50)
-        if fds[1].revents != 0 { wake.drain() }
+        let descriptors = socket.descriptors
+        var fds = [pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)]
+            + descriptors.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        _ = poll(&fds, nfds_t(fds.count), 50)
+        if fds[0].revents != 0 { wake.drain() }
         if shouldStop() { return }
-        if fds[0].revents & Int16(POLLIN) != 0 {
+        for (i, fd) in descriptors.enumerated() where fds[i + 1].revents & Int16(POLLIN) != 0 {
             var count = 0
-            while count < 64, let packet = socket.receive() {
+            while count < 64, let packet = socket.receive(from: fd) {
                 onPacket(packet)
                 count += 1
             }

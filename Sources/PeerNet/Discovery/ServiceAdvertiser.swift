@@ -1,50 +1,6 @@
 internal import Glibc
 internal import Synchronization
 
-/// What a `ServiceAdvertiser` publishes and how.
-public struct AdvertiserConfiguration: Sendable {
-    public var serviceType: ServiceType
-    /// The instance name users see (the first label): 1–63 bytes of UTF-8.
-    public var displayName: String
-    /// The TCP port the service listens on.
-    public var port: UInt16
-    /// Published as `id=` in the TXT record.
-    public var deviceID: String
-    /// Published as `v=` in the TXT record.
-    public var protocolVersion: Int
-    /// Published beside `id` and `v`.
-    public var info: DiscoveryInfo
-    /// The SRV target host label (without ".local"); nil derives "syncpeer-<device ID prefix>".
-    public var hostName: String?
-    public var interfaces: InterfaceSelection
-    /// TTL of the SRV and A records (RFC 6762 §10: 120 s).
-    public var hostRecordTTL: UInt32
-    /// TTL of the PTR and TXT records (RFC 6762 §10: 75 minutes).
-    public var otherRecordTTL: UInt32
-    /// How often interface addresses are re-read.
-    public var interfaceRefreshInterval: Duration
-
-    public init(serviceType: ServiceType, displayName: String, port: UInt16, deviceID: String,
-                protocolVersion: Int, info: DiscoveryInfo = try! DiscoveryInfo(), hostName: String? = nil,
-                interfaces: InterfaceSelection = .automatic, hostRecordTTL: UInt32 = 120,
-                otherRecordTTL: UInt32 = 4500, interfaceRefreshInterval: Duration = .seconds(5)) {
-        self.serviceType = serviceType
-        self.displayName = displayName
-        self.port = port
-        self.deviceID = deviceID
-        self.protocolVersion = protocolVersion
-        self.info = info
-        self.hostName = hostName
-        self.interfaces = interfaces
-        self.hostRecordTTL = hostRecordTTL
-        self.otherRecordTTL = otherRecordTTL
-        self.interfaceRefreshInterval = interfaceRefreshInterval
-    }
-}
-
-/// The DNS-SD service type enumeration name (RFC 6763 §9).
-let serviceEnumerationName = DNSName("_services._dns-sd._udp.local")
-
 /// Publishes one service instance over mDNS (RFC 6762, RFC 6763): probes for a unique
 /// instance name (renaming "name (2)", "name (3)"… on conflicts), announces, answers
 /// queries (QM and QU, with known-answer suppression), defends its name and says
@@ -60,7 +16,7 @@ let serviceEnumerationName = DNSName("_services._dns-sd._udp.local")
 public final class ServiceAdvertiser: Sendable {
     public let configuration: AdvertiserConfiguration
     private let onNameRegistered: @Sendable (String) -> Void
-    private let hostName: DNSName
+    private let published: AdvertisedRecords
     private let state: Mutex<State>
     private let runtime = Mutex<Runtime?>(nil)
 
@@ -90,7 +46,13 @@ public final class ServiceAdvertiser: Sendable {
         var at: ContinuousClock.Instant
         var bytes: [UInt8]
         var interfaceIndex: UInt32
+        var family: MDNSFamily
     }
+
+    /// A multicast to send: out of `interface`, over `family` (nil: each family it has).
+    private typealias Multicast = (interface: MDNSInterface, family: MDNSFamily?, bytes: [UInt8])
+    /// A unicast reply.
+    private typealias Unicast = (address: MDNSAddress, port: UInt16, bytes: [UInt8])
 
     private struct State {
         var label: String
@@ -100,7 +62,7 @@ public final class ServiceAdvertiser: Sendable {
         var registered: String?
         var interfaces: [MDNSInterface] = []
         var pending: [Pending] = []
-        /// When each (record, interface) was last multicast, for QU replies (RFC 6762 §5.4).
+        /// When each (record, interface, family) was last multicast, for QU replies (RFC 6762 §5.4).
         var lastMulticast: [String: ContinuousClock.Instant] = [:]
     }
 
@@ -114,7 +76,7 @@ public final class ServiceAdvertiser: Sendable {
         self.onNameRegistered = onNameRegistered
         let host = configuration.hostName ?? Self.derivedHostName(configuration.deviceID)
         if host.isEmpty || host.utf8.count > 63 || host.contains(".") { throw .hostNameInvalid(host) }
-        hostName = DNSName(labels: [host, "local"])
+        published = AdvertisedRecords(configuration: configuration, hostName: DNSName(labels: [host, "local"]))
         state = Mutex(State(label: configuration.displayName))
     }
 
@@ -152,7 +114,7 @@ public final class ServiceAdvertiser: Sendable {
     /// Shows or hides the service at run time: hiding sends goodbyes and stops answering;
     /// showing probes and announces again.
     public func setVisible(_ visible: Bool) {
-        let goodbye: [(MDNSInterface, [UInt8])] = state.withLock { s in
+        let goodbye: [Multicast] = state.withLock { s in
             guard s.visible != visible else { return [] }
             s.visible = visible
             if visible {
@@ -166,7 +128,7 @@ public final class ServiceAdvertiser: Sendable {
             return wasPublished ? goodbyePackets(s) : []
         }
         if let rt = runtime.withLock({ $0 }) {
-            for (interface, bytes) in goodbye { rt.socket.multicast(bytes, on: interface) }
+            for m in goodbye { rt.socket.multicast(m.bytes, on: m.interface, family: m.family) }
             rt.wake.wake()
         }
     }
@@ -178,13 +140,13 @@ public final class ServiceAdvertiser: Sendable {
         guard let rt = runtime.withLock({ rt -> Runtime? in defer { rt = nil }; return rt }) else { return }
         rt.wake.wake()
         rt.thread.join()
-        let goodbye: [(MDNSInterface, [UInt8])] = state.withLock { s in
+        let goodbye: [Multicast] = state.withLock { s in
             let published = s.phase.isPublished
             s.phase = .hidden
             s.registered = nil
             return published && s.visible ? goodbyePackets(s) : []
         }
-        for (interface, bytes) in goodbye { rt.socket.multicast(bytes, on: interface) }
+        for m in goodbye { rt.socket.multicast(m.bytes, on: m.interface, family: m.family) }
         rt.socket.close()
     }
 
@@ -194,76 +156,36 @@ public final class ServiceAdvertiser: Sendable {
 
     // MARK: Records
 
-    private func instanceName(_ label: String) -> DNSName {
-        DNSName(labelBytes: [Array(label.utf8)] + configuration.serviceType.domain.labels)
-    }
-
-    private var txtStrings: [[UInt8]] {
-        [Array("id=\(configuration.deviceID)".utf8), Array("v=\(configuration.protocolVersion)".utf8)]
-            + configuration.info.txtStrings
-    }
-
-    private func srvRecord(_ label: String, ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: instanceName(label),
-                          data: .srv(priority: 0, weight: 0, port: configuration.port, target: hostName),
-                          ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
-    }
-
-    private func txtRecord(_ label: String, ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: instanceName(label), data: .txt(txtStrings),
-                          ttl: ttl ?? configuration.otherRecordTTL, cacheFlush: true)
-    }
-
-    private func ptrRecord(_ label: String, ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: configuration.serviceType.domain, data: .ptr(instanceName(label)),
-                          ttl: ttl ?? configuration.otherRecordTTL)
-    }
-
-    private func enumerationRecord(ttl: UInt32? = nil) -> DNSResourceRecord {
-        DNSResourceRecord(name: serviceEnumerationName, data: .ptr(configuration.serviceType.domain),
-                          ttl: ttl ?? configuration.otherRecordTTL)
-    }
-
-    private func addressRecords(_ interface: MDNSInterface, ttl: UInt32? = nil) -> [DNSResourceRecord] {
-        interface.addresses.map {
-            DNSResourceRecord(name: hostName, data: .a($0), ttl: ttl ?? configuration.hostRecordTTL, cacheFlush: true)
+    private func goodbyePackets(_ s: State) -> [Multicast] {
+        s.interfaces.compactMap { interface in
+            let message = DNSMessage.response(answers: published.allRecords(s.label, interface, ttl: 0))
+            return (try? message.encoded()).map { (interface, nil, $0) }
         }
     }
 
-    /// Every record published on `interface`.
-    private func allRecords(_ label: String, _ interface: MDNSInterface, ttl: UInt32? = nil) -> [DNSResourceRecord] {
-        [ptrRecord(label, ttl: ttl), srvRecord(label, ttl: ttl), txtRecord(label, ttl: ttl),
-         enumerationRecord(ttl: ttl)] + addressRecords(interface, ttl: ttl)
-    }
-
-    private func goodbyePackets(_ s: State) -> [(MDNSInterface, [UInt8])] {
+    private func announcementPackets(_ s: inout State, now: ContinuousClock.Instant) -> [Multicast] {
         s.interfaces.compactMap { interface in
-            let message = DNSMessage.response(answers: allRecords(s.label, interface, ttl: 0))
-            return (try? message.encoded()).map { (interface, $0) }
-        }
-    }
-
-    private func announcementPackets(_ s: inout State, now: ContinuousClock.Instant) -> [(MDNSInterface, [UInt8])] {
-        s.interfaces.compactMap { interface in
-            let records = allRecords(s.label, interface)
-            for r in records { s.lastMulticast[key(r, interface.index)] = now }
-            return (try? DNSMessage.response(answers: records).encoded()).map { (interface, $0) }
+            let records = published.allRecords(s.label, interface)
+            for r in records {
+                for family in MDNSFamily.allCases { s.lastMulticast[key(r, interface.index, family)] = now }
+            }
+            return (try? DNSMessage.response(answers: records).encoded()).map { (interface, nil, $0) }
         }
     }
 
     /// A probe (RFC 6762 §8.1): a question for our name of type ANY, our proposed records in
     /// the authority section. Only the first asks for a unicast reply (QU): several sockets
     /// share port 5353 on a host, and a unicast datagram reaches only one of them.
-    private func probePackets(_ s: State, first: Bool) -> [(MDNSInterface, [UInt8])] {
-        let name = instanceName(s.label)
+    private func probePackets(_ s: State, first: Bool) -> [Multicast] {
+        let name = published.instanceName(s.label)
         let message = DNSMessage.query([DNSQuestion(name: name, type: DNSRecordType.any, unicastResponse: first)],
-                                       authorities: [srvRecord(s.label), txtRecord(s.label)])
+                                       authorities: [published.srvRecord(s.label), published.txtRecord(s.label)])
         guard let bytes = try? message.encoded() else { return [] }
-        return s.interfaces.map { ($0, bytes) }
+        return s.interfaces.map { ($0, nil, bytes) }
     }
 
-    private func key(_ record: DNSResourceRecord, _ index: UInt32) -> String {
-        "\(index)|\(record.name)|\(record.type)|\(record.data.uncompressedBytes)"
+    private func key(_ record: DNSResourceRecord, _ index: UInt32, _ family: MDNSFamily) -> String {
+        "\(index)|\(family)|\(record.name)|\(record.type)|\(record.data.uncompressedBytes)"
     }
 
     // MARK: The loop
@@ -274,12 +196,12 @@ public final class ServiceAdvertiser: Sendable {
             shouldStop: { state.withLock { $0.stopping } },
             onPacket: { packet in
                 let (sends, unicast) = handle(packet)
-                for (interface, bytes) in sends { socket.multicast(bytes, on: interface) }
-                for (address, port, bytes) in unicast { socket.send(bytes, to: address, port: port) }
+                for m in sends { socket.multicast(m.bytes, on: m.interface, family: m.family) }
+                for u in unicast { socket.send(u.bytes, to: u.address, port: u.port) }
             },
             onTick: { now in
                 let (sends, registered) = tick(now)
-                for (interface, bytes) in sends { socket.multicast(bytes, on: interface) }
+                for m in sends { socket.multicast(m.bytes, on: m.interface, family: m.family) }
                 if let registered { onNameRegistered(registered) }
             },
             onInterfacesChanged: {
@@ -294,9 +216,9 @@ public final class ServiceAdvertiser: Sendable {
             })
     }
 
-    private func tick(_ now: ContinuousClock.Instant) -> ([(MDNSInterface, [UInt8])], String?) {
+    private func tick(_ now: ContinuousClock.Instant) -> ([Multicast], String?) {
         state.withLock { s in
-            var sends: [(MDNSInterface, [UInt8])] = []
+            var sends: [Multicast] = []
             var registered: String?
             switch s.phase {
             case .hidden, .running:
@@ -323,7 +245,7 @@ public final class ServiceAdvertiser: Sendable {
             s.pending.removeAll { $0.at <= now }
             for p in due {
                 if let interface = s.interfaces.first(where: { $0.index == p.interfaceIndex }) {
-                    sends.append((interface, p.bytes))
+                    sends.append((interface, p.family, p.bytes))
                 }
             }
             return (sends, registered)
@@ -332,17 +254,16 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Handles one datagram: conflict detection on responses, tie-breaks on probes, answers
     /// to queries. Returns multicasts to send now and unicast replies.
-    private func handle(_ packet: MDNSPacket)
-        -> ([(MDNSInterface, [UInt8])], [(IPv4Address, UInt16, [UInt8])]) {
-        guard let message = try? DNSMessage(decoding: packet.bytes), message.opcode == 0, message.rcode == 0 else {
+    private func handle(_ packet: MDNSPacket) -> ([Multicast], [Unicast]) {
+        guard let message = try? DNSMessage.decodingTolerantly(packet.bytes).message, message.opcode == 0, message.rcode == 0 else {
             return ([], [])
         }
         let now = ContinuousClock.now
         return state.withLock { s in
             guard s.visible, !s.stopping,
                   let interface = s.interfaces.first(where: { $0.index == packet.interfaceIndex }) else { return ([], []) }
-            let ours = instanceName(s.label)
-            let mine = [srvRecord(s.label), txtRecord(s.label)]
+            let ours = published.instanceName(s.label)
+            let mine = [published.srvRecord(s.label), published.txtRecord(s.label)]
             if message.isResponse {
                 // Never answer a response; look for records that claim our name with other data.
                 let conflict = message.answers.contains { r in
@@ -413,10 +334,11 @@ public final class ServiceAdvertiser: Sendable {
         s.label = base + suffix
     }
 
+    /// Answers a query over the family it came by (to the group, or unicast when asked).
     private func answer(_ query: DNSMessage, packet: MDNSPacket, interface: MDNSInterface,
-                        state s: inout State, now: ContinuousClock.Instant)
-        -> ([(MDNSInterface, [UInt8])], [(IPv4Address, UInt16, [UInt8])]) {
-        let records = allRecords(s.label, interface)
+                        state s: inout State, now: ContinuousClock.Instant) -> ([Multicast], [Unicast]) {
+        let family = packet.source.family
+        let records = published.allRecords(s.label, interface)
         var answers: [DNSResourceRecord] = []
         var unicastWanted = true
         for question in query.questions where question.recordClass == dnsClassIN || question.recordClass == 255 {
@@ -436,10 +358,10 @@ public final class ServiceAdvertiser: Sendable {
         for r in answers {
             switch r.data {
             case .ptr where r.name == configuration.serviceType.domain:
-                addAdditional(srvRecord(s.label)); addAdditional(txtRecord(s.label))
-                addressRecords(interface).forEach(addAdditional)
+                addAdditional(published.srvRecord(s.label)); addAdditional(published.txtRecord(s.label))
+                published.addressRecords(interface).forEach(addAdditional)
             case .srv:
-                addressRecords(interface).forEach(addAdditional)
+                published.addressRecords(interface).forEach(addAdditional)
             default: break
             }
         }
@@ -456,7 +378,7 @@ public final class ServiceAdvertiser: Sendable {
         }
         let message = DNSMessage.response(answers: answers, additionals: additionals)
         guard let bytes = try? message.encoded() else { return ([], []) }
-        var unicast: [(IPv4Address, UInt16, [UInt8])] = []
+        var unicast: [Unicast] = []
         var multicastNeeded = true
         if unicastWanted {
             unicast.append((packet.source, packet.sourcePort, bytes))
@@ -464,18 +386,19 @@ public final class ServiceAdvertiser: Sendable {
             // always for a probe (a defence must reach the prober whichever socket it uses).
             let isProbe = !query.authorities.isEmpty
             multicastNeeded = isProbe || answers.contains { r in
-                guard let last = s.lastMulticast[key(r, interface.index)] else { return true }
+                guard let last = s.lastMulticast[key(r, interface.index, family)] else { return true }
                 return now - last > .seconds(Int(r.ttl) / 4)
             }
         }
         guard multicastNeeded else { return ([], unicast) }
-        for r in answers + additionals { s.lastMulticast[key(r, interface.index)] = now }
+        for r in answers + additionals { s.lastMulticast[key(r, interface.index, family)] = now }
         let shared = answers.contains { !$0.cacheFlush }
         if shared {
             // Shared records: a random 20–120 ms delay (RFC 6762 §6).
-            s.pending.append(Pending(at: now + randomMilliseconds(20...120), bytes: bytes, interfaceIndex: interface.index))
+            s.pending.append(Pending(at: now + randomMilliseconds(20...120), bytes: bytes,
+                                     interfaceIndex: interface.index, family: family))
             return ([], unicast)
         }
-        return ([(interface, bytes)], unicast)
+        return ([(interface, family, bytes)], unicast)
     }
 }

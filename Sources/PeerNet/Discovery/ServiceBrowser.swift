@@ -13,10 +13,26 @@ public struct ServiceInstance: Hashable, Sendable {
     public var port: UInt16
     /// The SRV target, e.g. "syncpeer-abc.local".
     public var hostName: String
-    /// IPv4 addresses of the host, sorted.
+    /// IPv4 addresses of the host (A records), sorted.
     public var addresses: [IPv4Address]
+    /// IPv6 addresses of the host (AAAA records), routable ones first; a link-local one
+    /// carries the name of the interface it was heard on as its zone ("fe80::1%eth0").
+    public var ipv6Addresses: [IPv6Address] = []
     /// The other TXT pairs (everything but `id` and `v`).
     public var info: [String: String]
+
+    public init(instanceName: String, displayName: String, deviceID: String, protocolVersion: Int?, port: UInt16,
+                hostName: String, addresses: [IPv4Address], ipv6Addresses: [IPv6Address] = [], info: [String: String]) {
+        self.instanceName = instanceName
+        self.displayName = displayName
+        self.deviceID = deviceID
+        self.protocolVersion = protocolVersion
+        self.port = port
+        self.hostName = hostName
+        self.addresses = addresses
+        self.ipv6Addresses = ipv6Addresses
+        self.info = info
+    }
 }
 
 /// What a `ServiceBrowser` reports.
@@ -85,6 +101,8 @@ public final class ServiceBrowser: Sendable {
         var refreshes = 0
         /// A random 0–2 % added to each refresh point (RFC 6762 §5.2).
         var jitter: Double
+        /// The interface it was last heard on (the zone of a link-local AAAA).
+        var interfaceIndex: UInt32
     }
 
     private struct State {
@@ -179,7 +197,7 @@ public final class ServiceBrowser: Sendable {
     }
 
     private func receive(_ packet: MDNSPacket) -> [DiscoveryEvent] {
-        guard let message = try? DNSMessage(decoding: packet.bytes), message.isResponse,
+        guard let message = try? DNSMessage.decodingTolerantly(packet.bytes).message, message.isResponse,
               message.opcode == 0, message.rcode == 0 else { return [] }
         let now = ContinuousClock.now
         return state.withLock { s -> [DiscoveryEvent] in
@@ -201,13 +219,15 @@ public final class ServiceBrowser: Sendable {
                 default: break
                 }
             }
-            for r in records where r.type == DNSRecordType.a && hosts.contains(r.name) { relevant.append(r) }
-            for r in relevant { insert(r, now: now, into: &s) }
+            for r in records where (r.type == DNSRecordType.a || r.type == DNSRecordType.aaaa) && hosts.contains(r.name) {
+                relevant.append(r)
+            }
+            for r in relevant { insert(r, now: now, interfaceIndex: packet.interfaceIndex, into: &s) }
             return evaluate(now: now, state: &s)
         }
     }
 
-    private func insert(_ r: DNSResourceRecord, now: ContinuousClock.Instant, into s: inout State) {
+    private func insert(_ r: DNSResourceRecord, now: ContinuousClock.Instant, interfaceIndex: UInt32, into s: inout State) {
         let key = RecordKey(name: r.name, data: r.data)
         if r.cacheFlush {
             // RFC 6762 §10.2: others of this name and type, older than 1 s, expire in 1 s.
@@ -223,7 +243,7 @@ public final class ServiceBrowser: Sendable {
         }
         if s.cache[key] == nil, s.cache.count >= Self.maxCacheEntries { return }
         s.cache[key] = Entry(record: r, received: now, expires: now + .seconds(Int(r.ttl)),
-                             jitter: Double.random(in: 0...0.02))
+                             jitter: Double.random(in: 0...0.02), interfaceIndex: interfaceIndex)
         s.resolving[DNSQuestion(name: r.name, type: r.type)] = nil
     }
 
@@ -233,7 +253,14 @@ public final class ServiceBrowser: Sendable {
         s.wanted = []
         defer { s.resolving = s.resolving.filter { s.wanted.contains($0.key) } }
         var byName: [DNSName: [DNSResourceRecord]] = [:]
-        for e in s.cache.values { byName[e.record.name, default: []].append(e.record) }
+        var ipv6ByHost: [DNSName: Set<IPv6Address>] = [:]
+        let interfaceNames = Dictionary(s.interfaces.map { ($0.index, $0.name) }, uniquingKeysWith: { a, _ in a })
+        for e in s.cache.values {
+            byName[e.record.name, default: []].append(e.record)
+            if case let .aaaa(bytes) = e.record.data, let address = IPv6Address(bytes: bytes) {
+                ipv6ByHost[e.record.name, default: []].insert(address.scoped(to: interfaceNames[e.interfaceIndex]))
+            }
+        }
         var current: [DNSName: ServiceInstance] = [:]
         let instanceNames = (byName[serviceDomain] ?? []).compactMap { r -> DNSName? in
             if case let .ptr(target) = r.data, target.parent == serviceDomain, !target.labels.isEmpty { return target }
@@ -261,8 +288,10 @@ public final class ServiceBrowser: Sendable {
                 if case let .a(address) = r.data { return address }
                 return nil
             }.sorted()
-            guard !addresses.isEmpty else {
+            let ipv6Addresses = (ipv6ByHost[host] ?? []).sorted()
+            guard !addresses.isEmpty || !ipv6Addresses.isEmpty else {
                 ask(DNSQuestion(name: host, type: DNSRecordType.a), now: now, state: &s)
+                ask(DNSQuestion(name: host, type: DNSRecordType.aaaa), now: now, state: &s)
                 continue
             }
             var pairs = txtDictionary(txt)
@@ -276,7 +305,8 @@ public final class ServiceBrowser: Sendable {
             let hostText = host.description
             current[name] = ServiceInstance(instanceName: name.description, displayName: name.firstLabel,
                                             deviceID: deviceID, protocolVersion: version, port: port,
-                                            hostName: hostText, addresses: addresses, info: pairs)
+                                            hostName: hostText, addresses: addresses, ipv6Addresses: ipv6Addresses,
+                                            info: pairs)
         }
         var events: [DiscoveryEvent] = []
         for (name, instance) in current.sorted(by: { $0.value.instanceName < $1.value.instanceName }) {

@@ -15,12 +15,13 @@ extension Node {
 
     // MARK: Lifecycle (any thread but the queue)
 
-    /// Starts advertising (TCP `port`) and browsing when discovery is on. The mDNS sockets
-    /// belong to the calling thread's network namespace.
-    func startDiscovery(port: UInt16) throws(EngineError) {
+    /// Starts advertising (TCP `port` on `host`, the listener's numeric address) and
+    /// browsing when discovery is on. The mDNS sockets belong to the calling thread's
+    /// network namespace.
+    func startDiscovery(port: UInt16, host: String) throws(EngineError) {
         guard config.discovery else { return }
         let discovery = try NodeDiscovery(
-            config: config, identity: identity, port: port,
+            config: config, identity: identity, port: port, host: host,
             onRegistered: { [weak self] name in
                 guard let node = self else { return }
                 node.queue.async { node.discoveryRegistered(name) }

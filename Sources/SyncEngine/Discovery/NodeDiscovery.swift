@@ -7,7 +7,8 @@ internal import Synchronization
 // How the node uses discovery (DNS-SD over multicast DNS, `PeerNet/Discovery`):
 //
 //   advertiser ── publishes "<display name>._<type>._tcp.local": SRV (host, TCP listen port),
-//                 TXT (id = compact device ID, v = protocol version, the user's info), A
+//                 TXT (id = compact device ID, v = protocol version, the user's info), A, AAAA
+//                 (over IPv4 and IPv6 multicast)
 //   browser ───── found / updated / lost ─▶ NodeDiscovery.table (by instance name)
 //                                                 │ (node queue)
 //                                                 ▼
@@ -28,7 +29,8 @@ struct DiscoveredPeer: Sendable, Equatable {
     var deviceKey: String
     /// The same in the dashed form users see.
     var displayID: String
-    /// "a.b.c.d:port" for every advertised address.
+    /// "a.b.c.d:port" for every advertised IPv4 address, then "[v6]:port" for every IPv6
+    /// one (routable first, then link-local ones with their zone: "[fe80::1%eth0]:port").
     var addresses: [String]
     var port: UInt16
     var info: [String: String]
@@ -83,7 +85,9 @@ final class NodeDiscovery: Sendable {
         let peers = Mutex<[String: DiscoveredPeer]>([:])
     }
 
-    init(config: NodeConfig, identity: Identity, port: UInt16,
+    /// `host` is the numeric address the listener is bound to: it decides which families
+    /// of addresses are published (both for the dual-stack "::", else its own family).
+    init(config: NodeConfig, identity: Identity, port: UInt16, host: String,
          onRegistered: @escaping @Sendable (String) -> Void,
          onChange: @escaping @Sendable (Change) -> Void) throws(EngineError) {
         let (type, info) = try config.discoverySettings()
@@ -92,6 +96,8 @@ final class NodeDiscovery: Sendable {
         var advertised = AdvertiserConfiguration(
             serviceType: type, displayName: identity.displayName, port: port, deviceID: ownKey,
             protocolVersion: Int(Hello.currentProtocolVersion), info: info, interfaces: selection)
+        advertised.publishesIPv4 = host == "::" || !host.contains(":")
+        advertised.publishesIPv6 = host.contains(":")
         if let ttl = config.mdnsRecordTTL {
             advertised.hostRecordTTL = ttl
             advertised.otherRecordTTL = ttl
@@ -169,7 +175,8 @@ final class NodeDiscovery: Sendable {
         return DiscoveredPeer(
             instanceName: instance.instanceName, label: instance.displayName, deviceKey: id.compact,
             displayID: id.description,
-            addresses: instance.addresses.map { HostPort(host: $0.description, port: instance.port).description },
+            addresses: instance.addresses.map { HostPort(host: $0.description, port: instance.port).description }
+                + instance.ipv6Addresses.map { HostPort(host: $0.description, port: instance.port).description },
             port: instance.port, info: instance.info, protocolVersion: instance.protocolVersion)
     }
 }
@@ -179,7 +186,8 @@ extension DiscoveredPeer {
     func json(paired: Bool) -> JSONValue {
         [
             "peer": ["id": .string(displayID), "name": .string(label)],
-            "instance": .string(instanceName),
+            // The label, as `peers`, the events and `visibility` name an instance.
+            "instance": .string(label),
             "address": JSONValue(addresses.first),
             "addresses": .array(addresses.map { .string($0) }),
             "port": JSONValue(Int(port)),

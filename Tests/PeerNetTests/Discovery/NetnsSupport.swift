@@ -102,6 +102,13 @@ final class TestNamespace: Sendable {
     /// Two namespaces joined by a veth pair: 10.99.0.1 (first) and 10.99.0.2 (second),
     /// multicast routed to the veth ends. Returns the namespaces and interface names.
     static func vethPair() throws -> (TestNamespace, TestNamespace, String, String) {
+        try vethPair(ipv4: true, ipv6: false)
+    }
+
+    /// A veth pair as above with the chosen families. IPv6: link-local fe80::1 (first) and
+    /// fe80::2 (second) only, no other automatic address, no duplicate-address detection
+    /// (usable at once); with IPv4 as well (dual stack), also fd99::1 and fd99::2.
+    static func vethPair(ipv4: Bool, ipv6: Bool) throws -> (TestNamespace, TestNamespace, String, String) {
         let a = try TestNamespace()
         let b: TestNamespace
         do { b = try TestNamespace() } catch { a.remove(); throw error }
@@ -111,10 +118,17 @@ final class TestNamespace: Sendable {
             for ns in [a, b] { try ip(["-n", ns.name, "link", "set", "lo", "up"]) }
             // Created inside the first namespace, so the pair never exists in the root one.
             try ip(["-n", a.name, "link", "add", va, "type", "veth", "peer", "name", vb, "netns", b.name])
-            for (ns, dev, addr) in [(a, va, "10.99.0.1/24"), (b, vb, "10.99.0.2/24")] {
-                try ip(["-n", ns.name, "addr", "add", addr, "dev", dev])
+            for (ns, dev, n) in [(a, va, 1), (b, vb, 2)] {
+                if ipv4 {
+                    try ip(["-n", ns.name, "addr", "add", "10.99.0.\(n)/24", "dev", dev])
+                }
+                if ipv6 {
+                    try ip(["-n", ns.name, "link", "set", dev, "addrgenmode", "none"])
+                    try ip(["-n", ns.name, "addr", "add", "fe80::\(n)/64", "dev", dev, "nodad"])
+                    if ipv4 { try ip(["-n", ns.name, "addr", "add", "fd99::\(n)/64", "dev", dev, "nodad"]) }
+                }
                 try ip(["-n", ns.name, "link", "set", dev, "up", "multicast", "on"])
-                try ip(["-n", ns.name, "route", "add", "224.0.0.0/4", "dev", dev])
+                if ipv4 { try ip(["-n", ns.name, "route", "add", "224.0.0.0/4", "dev", dev]) }
             }
         } catch {
             a.remove(); b.remove()

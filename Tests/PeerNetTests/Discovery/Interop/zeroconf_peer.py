@@ -1,18 +1,25 @@
 #!/usr/bin/python3
-"""An independent mDNS/DNS-SD peer for the interop tests (python3-zeroconf from Debian).
+"""An independent mDNS/DNS-SD peer for the interop tests: python-zeroconf, either Debian's
+(/usr/bin/python3, python3-zeroconf) or the current PyPI release (a venv's python).
 
-Always run inside a test network namespace: `ip netns exec NS /usr/bin/python3 zeroconf_peer.py ...`.
+Always run inside a test network namespace: `ip netns exec NS PYTHON zeroconf_peer.py ...`.
 
-  browse   TYPE IFACE_IP SECONDS               prints one JSON line per service seen
-  register TYPE NAME PORT IFACE_IP SECONDS [key=value ...]
-                                               registers, prints {"registered": name}, waits, unregisters
+  version                                      prints {"version": ...}
+  browse   TYPE IFACE_IP SECONDS               prints one JSON line per service seen (IFACE_IP
+                                               "v6": every interface, over IPv6 only)
+  register TYPE NAME PORT IFACE_IP SECONDS [key=value ...]      (IFACE_IP "v6:ADDRESS": IPv6 only)
+                                               registers (renaming on a conflict), prints
+                                               {"registered": name}, waits, unregisters;
+                                               {"conflict": name} when the name is taken
+                                               and no rename is possible
 """
 import json
 import socket
 import sys
 import time
 
-from zeroconf import IPVersion, ServiceBrowser, ServiceStateChange, Zeroconf
+import zeroconf
+from zeroconf import InterfaceChoice, IPVersion, NonUniqueNameException, ServiceBrowser, ServiceStateChange, Zeroconf
 from zeroconf import ServiceInfo
 
 
@@ -28,8 +35,16 @@ def decode_properties(props):
     return out
 
 
+def zeroconf_on(iface_ip):
+    """A Zeroconf on the interface with IPv4 address IFACE_IP, or, given "v6" or
+    "v6:ADDRESS", on every IPv6 interface of the namespace over IPv6 only."""
+    if iface_ip.startswith("v6"):
+        return Zeroconf(interfaces=InterfaceChoice.All, ip_version=IPVersion.V6Only)
+    return Zeroconf(interfaces=[iface_ip], ip_version=IPVersion.V4Only)
+
+
 def browse(service_type, iface_ip, seconds):
-    zc = Zeroconf(interfaces=[iface_ip], ip_version=IPVersion.V4Only)
+    zc = zeroconf_on(iface_ip)
     full_type = "_%s._tcp.local." % service_type
 
     def on_change(zeroconf, service_type, name, state_change):
@@ -44,6 +59,7 @@ def browse(service_type, iface_ip, seconds):
                 "port": info.port,
                 "server": info.server,
                 "addresses": [socket.inet_ntoa(a) for a in info.addresses if len(a) == 4],
+                "addresses6": [socket.inet_ntop(socket.AF_INET6, a) for a in info.addresses_by_version(IPVersion.V6Only)],
                 "properties": decode_properties(info.properties),
             })
         else:
@@ -55,15 +71,24 @@ def browse(service_type, iface_ip, seconds):
 
 
 def register(service_type, name, port, iface_ip, seconds, pairs):
-    zc = Zeroconf(interfaces=[iface_ip], ip_version=IPVersion.V4Only)
+    zc = zeroconf_on(iface_ip)
     full_type = "_%s._tcp.local." % service_type
+    if iface_ip.startswith("v6:"):
+        address = socket.inet_pton(socket.AF_INET6, iface_ip[3:])
+    else:
+        address = socket.inet_aton(iface_ip)
     props = {}
     for pair in pairs:
         k, _, v = pair.partition("=")
         props[k] = v
-    info = ServiceInfo(full_type, "%s.%s" % (name, full_type), addresses=[socket.inet_aton(iface_ip)],
+    info = ServiceInfo(full_type, "%s.%s" % (name, full_type), addresses=[address],
                        port=port, properties=props, server="zc-peer.local.")
-    zc.register_service(info)
+    try:
+        zc.register_service(info, allow_name_change=True)
+    except NonUniqueNameException:
+        emit({"conflict": info.name})
+        zc.close()
+        return
     emit({"registered": info.name})
     time.sleep(seconds)
     zc.unregister_service(info)
@@ -73,7 +98,9 @@ def register(service_type, name, port, iface_ip, seconds, pairs):
 
 def main():
     mode = sys.argv[1]
-    if mode == "browse":
+    if mode == "version":
+        emit({"version": zeroconf.__version__})
+    elif mode == "browse":
         browse(sys.argv[2], sys.argv[3], float(sys.argv[4]))
     elif mode == "register":
         register(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], float(sys.argv[6]), sys.argv[7:])
