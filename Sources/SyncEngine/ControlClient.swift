@@ -40,10 +40,15 @@ public final class ControlClient: Sendable {
             }
             if answer["ok"]?.boolValue == true { return answer["result"] ?? .null }
             let message = answer["error"]?.stringValue ?? "unknown error"
+            // The daemon's kind, so exit codes and `--json` errors match it; an older daemon
+            // sends only a category.
+            if let kind = answer["kind"]?.stringValue.flatMap(EngineError.Kind.init(rawValue:)) {
+                throw .daemon(kind: kind, message: message)
+            }
             switch answer["category"]?.stringValue {
             case "usage": throw .invalidArgument(message)
             case "state": throw .notFound(message)
-            case "data": throw .index(message)
+            case "data": throw .daemon(kind: .index, message: message)
             default: throw .refused(message)
             }
         }

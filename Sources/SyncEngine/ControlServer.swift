@@ -213,7 +213,7 @@ public final class ControlServer: @unchecked Sendable {
 
         func failure(_ id: JSONValue?, _ error: EngineError) {
             write(["id": id ?? .null, "ok": false, "error": .string(error.description),
-                   "category": .string("\(error.category)")])
+                   "kind": .string(error.kind.rawValue), "category": .string(error.category.rawValue)])
         }
 
         func event(_ id: JSONValue?, _ event: NodeEvent) {

@@ -283,10 +283,8 @@ public final class Node: @unchecked Sendable {
                 record.autoAccept = on
                 try index.upsertPeer(record)
                 return .success(NodeEvent.Peer(id: displayID(record.deviceID), name: record.name))
-            } catch let error as EngineError {
-                return .failure(error)
             } catch {
-                return .failure(.index("\(error)"))
+                return .failure(.wrapping(error))
             }
         }
         return try result.get()
@@ -306,10 +304,8 @@ public final class Node: @unchecked Sendable {
                     perform(session.machine.handle(.localDisconnect), on: session)
                 }
                 return .success(peer)
-            } catch let error as EngineError {
-                return .failure(error)
             } catch {
-                return .failure(.index("\(error)"))
+                return .failure(.wrapping(error))
             }
         }
         return try result.get()

@@ -47,7 +47,13 @@ public enum CLI {
         do {
             return try await dispatch(arguments, environment: environment, output: output)
         } catch {
-            output.err("syncpeer: error: \(error.description)\n")
+            // With --json (anywhere on the line: it is a global option), scripts get the
+            // error as one JSON object on standard error, like the results on standard output.
+            if arguments.contains("--json") {
+                output.errJSON(JSONError(error))
+            } else {
+                output.err("syncpeer: error: \(error.description)\n")
+            }
             return error.exitCode
         }
     }

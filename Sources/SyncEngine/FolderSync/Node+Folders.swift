@@ -65,7 +65,7 @@ extension Node {
                         try adoptRoot(of: folder)
                     }
                     for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
-                } catch let error as EngineError { throw error } catch { throw .index("\(error)") }
+                } catch { throw .wrapping(error) }
                 startFolder(folder)
                 for session in sessions.values where session.machine.state == .connected
                     && devices.contains(where: { $0.key == session.deviceKey }) {
@@ -299,7 +299,7 @@ extension Node {
             do {
                 for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
                 _ = try index.removeFolderOffers(folderID: folderID)
-            } catch { throw .index("\(error)") }
+            } catch { throw .wrapping(error) }
             acceptedShare(folderID, label: existing.safeLabel, path: existing.path, devices: devices)
             return ["folder": .string(folderID), "accepted": true, "path": .string(existing.path)]
         }
@@ -323,7 +323,7 @@ extension Node {
             try adoptRoot(of: record)
             for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
             _ = try index.removeFolderOffers(folderID: folderID)
-        } catch let error as EngineError { throw error } catch { throw .index("\(error)") }
+        } catch { throw .wrapping(error) }
         startFolder(record)
         acceptedShare(folderID, label: record.label, path: record.path, devices: devices)
         return ["folder": .string(folderID), "accepted": true, "path": .string(path)]

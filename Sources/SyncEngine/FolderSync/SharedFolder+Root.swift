@@ -171,7 +171,7 @@ extension SharedFolder {
         do {
             try index.setFolderRoot(id: id, device: identity.device, inode: identity.inode)
         } catch {
-            return .failure(.index("\(error)"))
+            return .failure(.index(error))
         }
         rootIdentity = identity
         rootIdentityLoaded = true

@@ -64,7 +64,7 @@ extension Node {
                 let rate = seconds > 0 ? Double(done) / seconds : 0
                 observer(NodeEvent(.transfer, peer: target.2, direction: "send", name: shownName, bytes: done, total: total,
                                    rate: rate, eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())
-                    .with(state: "preparing"))
+                    .with(state: TransferState.preparing.rawValue))
             }
             do throws(EngineError) {
                 prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream, progress: preparing)
@@ -80,7 +80,7 @@ extension Node {
                     $0.peerKey == target.1 && $0.prepared.rootHash == prepared.rootHash && !$0.isFinished
                 }) {
                     running.observers.append(observer)
-                    if running.state == "paused", let session = sessions[target.0], session.machine.state == .connected {
+                    if running.state == .paused, let session = sessions[target.0], session.machine.state == .connected {
                         offer(running, on: session)
                     } else {
                         emitTransfer(running, force: true)
@@ -119,7 +119,7 @@ extension Node {
             let waiter = ReceiveWaiter(directory: directory, accept: accept,
                                        observer: TransferObserver(progress: observer, completion: completion))
             // An offer already waiting for a decision is taken at once.
-            if let pending = transfers.incoming.values.first(where: { $0.state == "offered" && !$0.resumed }) {
+            if let pending = transfers.incoming.values.first(where: { $0.state == .offered && !$0.resumed }) {
                 take(pending, with: waiter)
             } else {
                 transfers.receiveWaiters.append(waiter)
@@ -132,7 +132,7 @@ extension Node {
                             observer: (@Sendable (NodeEvent) -> Void)? = nil,
                             completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)? = nil) throws(EngineError) -> NodeEvent {
         let result: Result<NodeEvent, EngineError> = queue.sync {
-            let candidates = transfers.incoming.values.filter { $0.state == "offered" && $0.id.description.hasPrefix(idText.lowercased()) }
+            let candidates = transfers.incoming.values.filter { $0.state == .offered && $0.id.description.hasPrefix(idText.lowercased()) }
             guard candidates.count == 1, let incoming = candidates.first else {
                 return .failure(candidates.isEmpty
                     ? .notFound("no offer '\(idText)' is waiting; see 'syncpeer transfers'")
@@ -157,13 +157,13 @@ extension Node {
             let id = idText.lowercased()
             if let transfer = transfers.outgoing.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
                 sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the sender")])
-                finishOutgoing(transfer, state: "cancelled", error: .refused("transfer cancelled"))
+                finishOutgoing(transfer, state: .cancelled, error: .refused("transfer cancelled"))
                 return .success(transferEvent(transfer, force: true))
             }
             if let transfer = transfers.incoming.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
                 sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the receiver")])
                 removePartials(transfer)
-                finishIncoming(transfer, state: "cancelled", error: .refused("transfer cancelled"))
+                finishIncoming(transfer, state: .cancelled, error: .refused("transfer cancelled"))
                 return .success(transferEvent(transfer, force: true))
             }
             // Not running: an unfinished transfer in the index (after a restart).
@@ -173,7 +173,9 @@ extension Node {
                     try? staging?.removeTree(record.id + PartialFile.fileExtension)
                     try? staging?.removeTree(record.id + ".tree")
                 }
-                try? index.updateTransferState(id: record.id, to: .cancelled, error: "cancelled")
+                do throws(IndexError) { try index.updateTransferState(id: record.id, to: .cancelled, error: "cancelled") } catch {
+                    return .failure(.index(error))
+                }
                 return .success(NodeEvent(.transfer, state: "cancelled", transfer: record.id,
                                           direction: record.direction.rawValue, name: record.name, time: now()))
             }
@@ -186,7 +188,7 @@ extension Node {
     public func resumeTransfers(_ idText: String?) -> Int {
         queue.sync {
             var count = 0
-            for transfer in transfers.outgoing.values where transfer.state == "paused" {
+            for transfer in transfers.outgoing.values where transfer.state == .paused {
                 if let idText, !transfer.id.description.hasPrefix(idText.lowercased()) { continue }
                 if let session = sessions.values.first(where: { $0.deviceKey == transfer.peerKey && $0.machine.state == .connected }) {
                     offer(transfer, on: session)
@@ -218,7 +220,7 @@ extension Node {
     public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [JSONValue] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
-        do { records = try index.transfers() } catch { throw .index(error.description) }
+        do { records = try index.transfers() } catch { throw .index(error) }
         return records.map { recordEvent($0, index: index).json }
     }
 
@@ -238,7 +240,7 @@ extension Node {
     func transfersSessionConnected(_ session: Session) {
         foldersSessionConnected(session)
         // Offer again what was interrupted, under the same IDs, so the receiver resumes.
-        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == "paused" {
+        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == .paused {
             offer(transfer, on: session)
         }
         resumeRecordedOutgoing(for: session)
@@ -251,15 +253,19 @@ extension Node {
         }
         for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
             transfer.sessionID = nil
-            if transfer.state == "offered" {
+            if transfer.state == .offered {
                 // Never answered: forget it (the sender offers again when it reconnects).
                 transfers.incoming[transfer.id] = nil
-                emit(transferEvent(transfer, force: true).with(state: "withdrawn"))
+                emit(transferEvent(transfer, force: true).with(state: TransferState.withdrawn.rawValue))
                 continue
             }
             recordVerified(transfer, force: true)
-            transfer.state = "paused"
-            try? index.updateTransferState(id: transfer.id.description, to: .paused, error: "connection lost")
+            transfer.move(to: .paused)
+            recordTransfer(transfer, "its paused state") { index throws(IndexError) in
+                // Accepted but not recorded yet (its partial files were still opening): nothing to update.
+                guard try index.transfer(id: transfer.recordID) != nil else { return }
+                try index.updateTransferState(id: transfer.recordID, to: .paused, error: "connection lost")
+            }
             emitTransfer(transfer, force: true, reason: "connection to \(session.peer.name) lost; resumes when it is back")
         }
     }
@@ -280,7 +286,11 @@ extension Node {
             DispatchQueue.global().async { [self] in
                 guard let prepared = try? PreparedOffer.build(path: source, name: record.name,
                                                               kind: spool == nil ? .file : .stream, id: id) else {
-                    queue.async { [self] in try? index.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone") }
+                    queue.async { [self] in
+                        recordTransfer(record, "its failed state") { index throws(IndexError) in
+                            try index.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone")
+                        }
+                    }
                     return
                 }
                 queue.async { [self] in
@@ -300,7 +310,7 @@ extension Node {
                     if let session = sessions[sessionID], session.machine.state == .connected {
                         offer(transfer, on: session)
                     } else {
-                        transfer.state = "paused"
+                        transfer.move(to: .paused)
                     }
                 }
             }
@@ -315,18 +325,18 @@ extension Node {
         case let .accept(id, have): acceptReceived(id, have: have, from: session)
         case let .decline(id, reason):
             guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
-            finishOutgoing(transfer, state: "declined", error: .refused("\(session.peer.name) declined: \(reason)"))
+            finishOutgoing(transfer, state: .declined, error: .refused("\(session.peer.name) declined: \(reason)"))
         case let .cancel(id, reason):
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
-                finishOutgoing(transfer, state: "cancelled", error: .refused("\(session.peer.name) cancelled: \(reason)"))
+                finishOutgoing(transfer, state: .cancelled, error: .refused("\(session.peer.name) cancelled: \(reason)"))
             } else if let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey {
                 removePartials(transfer)
-                finishIncoming(transfer, state: "cancelled", error: .refused("\(session.peer.name) cancelled: \(reason)"))
+                finishIncoming(transfer, state: .cancelled, error: .refused("\(session.peer.name) cancelled: \(reason)"))
             }
         case let .done(id, ok, reason):
             guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
             if ok {
-                finishOutgoing(transfer, state: "completed", error: nil)
+                finishOutgoing(transfer, state: .completed, error: nil)
             } else {
                 pauseOutgoing(transfer, reason: "\(session.peer.name) could not finish: \(reason)")
                 transfer.observers.forEach { $0.completion(.failure(.refused("\(session.peer.name) could not finish: \(reason)"))) }
@@ -342,7 +352,7 @@ extension Node {
 
     private func offer(_ transfer: OutgoingTransfer, on session: Session) {
         transfer.sessionID = session.id
-        transfer.state = "offered"
+        transfer.move(to: .offered)
         if let window = transfer.window { transfer.bytesSentBefore += Int64(window.sentBytes) }
         transfer.window = nil
         session.send([.offer(transfer.prepared.offer)])
@@ -350,18 +360,20 @@ extension Node {
     }
 
     private func acceptReceived(_ id: TransferID, have: [UInt8], from session: Session) {
-        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == "offered" else { return }
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == .offered else { return }
         let layout = transfer.prepared.layout
         guard let haveSet = ChunkBitmap.decode(have, count: layout.chunkCount) else {
             sendTo(transfer, [.cancel(id: id, reason: "the accept's chunk bitmap does not match the offer")])
-            finishOutgoing(transfer, state: "failed", error: .refused("\(session.peer.name) sent a malformed accept"))
+            finishOutgoing(transfer, state: .failed, error: .refused("\(session.peer.name) sent a malformed accept"))
             return
         }
         let window = SendWindow(sizes: layout.chunkSizes, have: haveSet, windowBytes: config.sendWindowBytes)
         if transfer.neededBytes == nil { transfer.neededBytes = Int64(window.totalBytes - window.confirmedBytes) }
         transfer.window = window
-        transfer.state = "active"
-        try? index.updateTransferState(id: id.description, to: .active)
+        transfer.move(to: .active)
+        recordTransfer(transfer, "its active state") { index throws(IndexError) in
+            try index.updateTransferState(id: id.description, to: .active)
+        }
         emitTransfer(transfer, force: true)
         pump(transfer)
     }
@@ -372,7 +384,7 @@ extension Node {
             try transfer.window!.ack(chunk, ok: ok)
         } catch {
             sendTo(transfer, [.cancel(id: id, reason: error.description)])
-            finishOutgoing(transfer, state: "failed", error: .refused(error.description))
+            finishOutgoing(transfer, state: .failed, error: .refused(error.description))
             return
         }
         if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
@@ -384,12 +396,12 @@ extension Node {
 
     /// Puts the next chunks of the window on the wire (read and verified on `io`).
     private func pump(_ transfer: OutgoingTransfer) {
-        guard transfer.state == "active", var window = transfer.window,
+        guard transfer.state == .active, var window = transfer.window,
               let sessionID = transfer.sessionID, let session = sessions[sessionID] else { return }
         let batch = window.next()
         transfer.window = window
         if window.isComplete {
-            transfer.state = "finishing"
+            transfer.move(to: .finishing)
             emitTransfer(transfer, force: true)
             return
         }
@@ -423,7 +435,7 @@ extension Node {
                         : error.description
                     queue.async { [self] in
                         sendTo(transfer, [.cancel(id: id, reason: "the sender cannot read its file")])
-                        finishOutgoing(transfer, state: "failed", error: .io(path: sources[entry].path, reason: reason))
+                        finishOutgoing(transfer, state: .failed, error: .io(path: sources[entry].path, reason: reason))
                     }
                 }
             }
@@ -432,17 +444,21 @@ extension Node {
 
     private func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
         transfer.sessionID = nil
-        transfer.state = "paused"
-        try? index.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
+        transfer.move(to: .paused)
+        recordTransfer(transfer, "its paused state") { index throws(IndexError) in
+            try index.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
+        }
         emitTransfer(transfer, force: true, reason: reason)
     }
 
-    private func finishOutgoing(_ transfer: OutgoingTransfer, state: String, error: EngineError?) {
-        transfer.state = state
-        let recordState: TransferRecord.State = state == "completed" ? .completed : state == "cancelled" || state == "declined" ? .cancelled : .failed
-        try? index.updateTransferState(id: transfer.id.description, to: recordState, error: error?.description)
-        if state == "completed" {
-            try? index.markChunksVerified(transferID: transfer.id.description, indices: 0..<transfer.prepared.chunkCount)
+    private func finishOutgoing(_ transfer: OutgoingTransfer, state: TransferState, error: EngineError?) {
+        guard transfer.move(to: state) else { return }
+        let recordID = transfer.id.description
+        recordTransfer(transfer, "its \(state) state") { index throws(IndexError) in
+            try index.updateTransferState(id: recordID, to: state.recorded, error: error?.description)
+            if state == .completed {
+                try index.markChunksVerified(transferID: recordID, indices: 0..<transfer.prepared.chunkCount)
+            }
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
         emit(event)
@@ -451,7 +467,7 @@ extension Node {
         }
         transfer.observers = []
         transfers.outgoing[transfer.id] = nil
-        if let spool = transfer.spoolFile, state == "completed" || state == "cancelled" || state == "declined" {
+        if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
             unlink(spool)
         }
         transfer.io.async { transfer.readers = [:] }
@@ -461,7 +477,9 @@ extension Node {
     private func supersedeRecordedSends(of source: String, to peerKey: String, by id: TransferID) {
         for record in (try? index.transfers(deviceID: peerKey)) ?? []
         where record.direction == .send && record.state.isUnfinished && record.finalPath == source && record.id != id.description {
-            try? index.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
+            recordTransfer(record, "that it was superseded") { index throws(IndexError) in
+                try index.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
+            }
         }
     }
 
@@ -479,9 +497,7 @@ extension Node {
                                     rootHash: transfer.prepared.rootHash, chunkCount: transfer.prepared.chunkCount,
                                     state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
                                     error: nil, createdAt: time, updatedAt: time)
-        do { try index.insertTransfer(record, chunks: chunks) } catch {
-            emitError(transfer.peer, "cannot record the transfer: \(error)")
-        }
+        recordTransfer(transfer, "the start") { index throws(IndexError) in try index.insertTransfer(record, chunks: chunks) }
     }
 
     // MARK: Receiving
@@ -495,9 +511,9 @@ extension Node {
                 return
             }
             existing.sessionID = session.id
-            if existing.state == "offered" { return }
+            if existing.state == .offered { return }
             existing.resumed = true
-            existing.state = "preparing"
+            existing.move(to: .preparing)
             if let directory = existing.directory { startReceiving(existing, into: directory) }
             return
         }
@@ -592,12 +608,12 @@ extension Node {
 
     private func declineIncoming(_ transfer: IncomingTransfer, reason: String) {
         sendTo(transfer, [.decline(id: transfer.id, reason: reason)])
-        finishIncoming(transfer, state: "declined", error: nil)
+        finishIncoming(transfer, state: .declined, error: nil)
     }
 
     private func acceptIncoming(_ transfer: IncomingTransfer, into directory: String) {
         transfer.directory = directory
-        transfer.state = "preparing"
+        transfer.move(to: .preparing)
         startReceiving(transfer, into: directory)
     }
 
@@ -652,7 +668,7 @@ extension Node {
                     sendTo(transfer, [.decline(id: transfer.id, reason: "the receiver cannot write: \(error.kind == .diskFull ? "disk full" : "an error")")])
                     // Keep whatever partial data exists: the transfer stays resumable (paused) once
                     // the folder is usable again, and 'syncpeer cancel' removes it.
-                    finishIncoming(transfer, state: "paused", error: .io(path: directory, reason: error.description))
+                    finishIncoming(transfer, state: .paused, error: .io(path: directory, reason: error.description))
                 case .success:
                     transfer.verified = have
                     transfer.verifiedBytes = have.reduce(0) { total, index in
@@ -664,7 +680,7 @@ extension Node {
                         transfer.setHeld(entry: entry, held)
                     }
                     recordIncoming(transfer, directory: directory)
-                    transfer.state = "active"
+                    transfer.move(to: .active)
                     sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.chunkCount))])
                     emitTransfer(transfer, force: true)
                     if have.count == transfer.layout.chunkCount { complete(transfer) }
@@ -709,13 +725,18 @@ extension Node {
             }
         }
         try? old.remove()
-        try? index.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
+        do throws(IndexError) {
+            try index.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
+        } catch {
+            let reason = Self.recordFailure("that it was superseded", name: earlier.name, id: earlier.id, error)
+            queue.async { [self] in emitError(nil, reason) }
+        }
         return copied
     }
 
     private func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: Session) {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
-              transfer.state == "active", let (entry, chunk) = transfer.layout.locate(index) else { return }
+              transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
             transfer.duplicateBytes += Int64(data.count)
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
@@ -736,7 +757,7 @@ extension Node {
             }
             let failure = outcome
             queue.async { [self] in
-                guard transfer.state == "active" else { return }
+                guard transfer.state == .active else { return }
                 if let failure {
                     if failure.kind == .hashMismatch {
                         transfer.duplicateBytes += Int64(data.count)
@@ -747,7 +768,7 @@ extension Node {
                             // A failed transfer is never resumed: its partial data would stay
                             // on disk for good (a sender could fill the disk this way).
                             removePartials(transfer)
-                            finishIncoming(transfer, state: "failed", error: .refused(reason))
+                            finishIncoming(transfer, state: .failed, error: .refused(reason))
                             return
                         }
                         emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
@@ -757,8 +778,10 @@ extension Node {
                     // Disk full or another write error: keep the partial data, pause.
                     let reason = failure.kind == .diskFull ? "disk full on the receiver (\(transfer.directory ?? "")): free some space, then resume" : failure.description
                     recordVerified(transfer, force: true)
-                    transfer.state = "paused"
-                    try? self.index.updateTransferState(id: transfer.recordID, to: .paused, error: reason)
+                    transfer.move(to: .paused)
+                    recordTransfer(transfer, "its paused state") { index throws(IndexError) in
+                        try index.updateTransferState(id: transfer.recordID, to: .paused, error: reason)
+                    }
                     sendTo(transfer, [.done(id: id, ok: false, reason: String(reason.prefix(400)))])
                     emitTransfer(transfer, force: true, reason: reason)
                     for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
@@ -784,7 +807,7 @@ extension Node {
         guard !transfer.completing else { return }
         transfer.completing = true
         recordVerified(transfer, force: true)
-        transfer.state = "finishing"
+        transfer.move(to: .finishing)
         let recordID = transfer.recordID
         transfer.io.async { [self] in
             let outcome: Result<String, FileError> = Result { () throws(FileError) in
@@ -823,17 +846,21 @@ extension Node {
             queue.async { [self] in
                 switch outcome {
                 case let .success(path):
-                    try? index.updateTransferState(id: recordID, to: .completed)
-                    try? index.setTransferFinalPath(id: recordID, path: path)
+                    recordTransfer(transfer, "its completion") { index throws(IndexError) in
+                        try index.updateTransferState(id: recordID, to: .completed)
+                        try index.setTransferFinalPath(id: recordID, path: path)
+                    }
                     sendTo(transfer, [.done(id: transfer.id, ok: true, reason: "")])
                     transfer.finalPath = path
-                    finishIncoming(transfer, state: "completed", error: nil)
+                    finishIncoming(transfer, state: .completed, error: nil)
                 case let .failure(error):
                     transfer.completing = false
                     let reason = error.kind == .diskFull ? "disk full on the receiver: free some space, then resume" : error.description
-                    try? index.updateTransferState(id: recordID, to: .paused, error: reason)
+                    recordTransfer(transfer, "its paused state") { index throws(IndexError) in
+                        try index.updateTransferState(id: recordID, to: .paused, error: reason)
+                    }
                     sendTo(transfer, [.done(id: transfer.id, ok: false, reason: String(reason.prefix(400)))])
-                    transfer.state = "paused"
+                    transfer.move(to: .paused)
                     emitTransfer(transfer, force: true, reason: reason)
                     for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
                     transfer.observers = []
@@ -842,14 +869,14 @@ extension Node {
         }
     }
 
-    private func finishIncoming(_ transfer: IncomingTransfer, state: String, error: EngineError?) {
-        transfer.state = state
-        if state == "declined" || state == "cancelled" {
-            try? index.updateTransferState(id: transfer.recordID, to: .cancelled, error: error?.description ?? state)
-        } else if state == "failed" {
-            try? index.updateTransferState(id: transfer.recordID, to: .failed, error: error?.description)
-        } else if state == "paused", (try? index.transfer(id: transfer.recordID)) != nil {
-            try? index.updateTransferState(id: transfer.recordID, to: .paused, error: error?.description)
+    private func finishIncoming(_ transfer: IncomingTransfer, state: TransferState, error: EngineError?) {
+        guard transfer.move(to: state) else { return }
+        let recordID = transfer.recordID
+        let message = error?.description ?? (state == .declined || state == .cancelled ? state.rawValue : nil)
+        recordTransfer(transfer, "its \(state) state") { index throws(IndexError) in
+            // An offer never accepted has no record to update.
+            if try index.transfer(id: recordID) == nil { return }
+            try index.updateTransferState(id: recordID, to: state.recorded, error: message)
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
         emit(event)
@@ -873,10 +900,13 @@ extension Node {
     }
 
     private func recordIncoming(_ transfer: IncomingTransfer, directory: String) {
-        if (try? index.transfer(id: transfer.recordID)) != nil {
-            try? index.updateTransferState(id: transfer.recordID, to: .active)
-            return
+        let recordID = transfer.recordID
+        var known = false
+        recordTransfer(transfer, "its active state") { index throws(IndexError) in
+            known = try index.transfer(id: recordID) != nil
+            if known { try index.updateTransferState(id: recordID, to: .active) }
         }
+        if known { return }
         var chunks: [TransferChunk] = []
         for (entry, manifest) in transfer.layout.manifests.enumerated() {
             for (i, chunk) in manifest.chunks.enumerated() {
@@ -892,16 +922,18 @@ extension Node {
                                     rootHash: transfer.rootHash, chunkCount: transfer.layout.chunkCount, state: .active,
                                     partialPath: directory, finalPath: nil, bytesDone: transfer.verifiedBytes,
                                     error: nil, createdAt: time, updatedAt: time)
-        do { try index.insertTransfer(record, chunks: chunks) } catch {
-            emitError(transfer.peer, "cannot record the transfer: \(error)")
-        }
+        recordTransfer(transfer, "the start") { index throws(IndexError) in try index.insertTransfer(record, chunks: chunks) }
     }
 
     /// Records verified chunks in batches (one transaction per batch).
     private func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
         guard !transfer.unrecorded.isEmpty else { return }
         guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500) else { return }
-        try? index.markChunksVerified(transferID: transfer.recordID, indices: transfer.unrecorded)
+        let indices = transfer.unrecorded
+        // Kept for the next batch when the write fails (the partial file still holds them).
+        guard recordTransfer(transfer, "\(indices.count) verified chunks", { index throws(IndexError) in
+            try index.markChunksVerified(transferID: transfer.recordID, indices: indices)
+        }) else { return }
         transfer.unrecorded = []
         transfer.lastRecord = .now
     }
@@ -920,7 +952,7 @@ extension Node {
         var path: String?
         let direction: String
         if let outgoing = transfer as? OutgoingTransfer {
-            done = outgoing.state == "completed" ? outgoing.totalSize : outgoing.confirmedBytes
+            done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
             direction = "send"
             if let needed = outgoing.neededBytes {
                 resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
@@ -936,7 +968,7 @@ extension Node {
         return NodeEvent(.transfer, peer: transfer.peer, transfer: transfer.id.description, direction: direction,
                          name: transfer.name, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
                          rate: transfer.meter.bytesPerSecond, eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
-                         path: path, resent: resent, reason: reason, time: now()).with(state: transfer.state)
+                         path: path, resent: resent, reason: reason ?? transfer.recordFailure, time: now()).with(state: transfer.state.rawValue)
     }
 
     /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.
