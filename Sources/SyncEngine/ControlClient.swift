@@ -21,13 +21,16 @@ public final class ControlClient: Sendable {
 
     deinit { connection.close() }
 
-    /// Sends one request and waits for its final answer; progress events go to `onEvent`.
-    public func request(_ op: String, _ arguments: [String: JSONValue] = [:],
-                        onEvent: (JSONValue) -> Void = { _ in }) throws(EngineError) -> JSONValue {
-        var object = arguments
-        object["op"] = .string(op)
-        object["id"] = 1
-        do { try connection.write(Array((JSONValue.object(object).encodedLine() + "\n").utf8)) } catch {
+    /// Sends one request and waits for its final answer, decoded as `T`; progress events
+    /// go to `onEvent`.
+    public func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self,
+                                   onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> T {
+        try self.request(request, onEvent: onEvent).decode(as: T.self)
+    }
+
+    /// Sends one request and waits for its final answer (as JSON); progress events go to `onEvent`.
+    public func request(_ request: ControlRequest, onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
+        do { try connection.write(Array((request.json(id: 1).encodedLine() + "\n").utf8)) } catch {
             throw .network("lost the daemon: \(error.description)")
         }
         while true {
@@ -35,7 +38,8 @@ public final class ControlClient: Sendable {
                 throw .network("the daemon closed the control connection")
             }
             if let event = answer["event"] {
-                onEvent(event)
+                // An event of a kind this client does not know (a newer daemon) is skipped.
+                if let typed = try? event.decode(as: NodeEvent.self) { onEvent(typed) }
                 continue
             }
             if answer["ok"]?.boolValue == true { return answer["result"] ?? .null }
@@ -54,11 +58,12 @@ public final class ControlClient: Sendable {
         }
     }
 
-    /// Subscribes to every event and calls `onEvent` until the daemon goes away.
-    public func streamEvents(_ onEvent: (JSONValue) -> Bool) throws(EngineError) {
-        _ = try request("events")
+    /// Subscribes to every event and calls `onEvent` until the daemon goes away or it
+    /// returns false. Events of kinds this client does not know are skipped.
+    public func streamEvents(_ onEvent: (NodeEvent) -> Bool) throws(EngineError) {
+        _ = try request(.events)
         while let line = try nextLine() {
-            guard let answer = JSONValue.parse(line), let event = answer["event"] else { continue }
+            guard let answer = JSONValue.parse(line), let event = try? answer["event"]?.decode(as: NodeEvent.self) else { continue }
             if !onEvent(event) { return }
         }
     }

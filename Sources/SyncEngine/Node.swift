@@ -207,18 +207,14 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Open invitations from peers.
-    public func invitations() -> [JSONValue] {
+    public func invitations() -> [InvitationInfo] {
         queue.sync {
             sessions.values.filter { $0.invitationID != nil && $0.machine.state == .awaitingLocalDecision }
                 .sorted { $0.id < $1.id }
                 .map { session in
-                    [
-                        "invitation": .string(session.invitationID!),
-                        "peer": ["id": .string(session.peer.id), "name": .string(session.peer.name)],
-                        "sas": .string(session.channel.shortAuthenticationString),
-                        "context": JSONValue(session.context),
-                        "address": .string(session.channel.remoteDescription),
-                    ]
+                    InvitationInfo(invitation: session.invitationID!, peer: session.peer,
+                                   code: session.channel.shortAuthenticationString, context: session.context,
+                                   address: session.channel.remoteDescription)
                 }
         }
     }
@@ -282,7 +278,7 @@ public final class Node: @unchecked Sendable {
                 var record = try knownPeer(for: peerText)
                 record.autoAccept = on
                 try index.upsertPeer(record)
-                return .success(NodeEvent.Peer(id: displayID(record.deviceID), name: record.name))
+                return .success(try peerRef(record))
             } catch {
                 return .failure(.wrapping(error))
             }
@@ -297,7 +293,7 @@ public final class Node: @unchecked Sendable {
                 let record = try knownPeer(for: peerText)
                 _ = try index.deletePeer(deviceID: record.deviceID)
                 redials[record.deviceID] = nil
-                let peer = NodeEvent.Peer(id: displayID(record.deviceID), name: record.name)
+                let peer = try peerRef(record)
                 for session in sessions.values where session.deviceKey == record.deviceID {
                     session.closeReason = "unpaired"
                     session.redialAllowed = false
@@ -312,53 +308,42 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Paired peers and live sessions, merged: one entry per device.
-    public func peers() -> [JSONValue] {
+    public func peers() -> [PeerSummary] {
         queue.sync {
-            var entries: [String: [String: JSONValue]] = [:]
+            var entries: [String: PeerSummary] = [:]
             let records = (try? index.peers()) ?? []
             for record in records where record.trust == .paired {
-                entries[record.deviceID] = [
-                    "peer": ["id": .string(displayID(record.deviceID)), "name": .string(record.name)],
-                    "paired": true, "state": "notConnected",
-                    "addresses": .array(record.addresses.map { .string($0) }),
-                    "lastSeen": record.lastSeen.map { .number(Double($0)) } ?? .null,
-                ]
+                guard let peer = try? peerRef(record) else { continue }
+                entries[record.deviceID] = PeerSummary(peer: peer, paired: true, state: .notConnected, addresses: record.addresses,
+                                                       lastSeen: record.lastSeen, discovered: false)
             }
             for session in sessions.values where session.machine.state != .closed {
-                var entry = entries[session.deviceKey] ?? [
-                    "peer": ["id": .string(session.peer.id), "name": .string(session.peer.name)],
-                    "paired": false, "addresses": .array([]), "lastSeen": .null,
-                ]
-                entry["state"] = .string(Self.publicState(session.machine.state))
-                entry["address"] = .string(session.channel.remoteDescription)
+                var entry = entries[session.deviceKey]
+                    ?? PeerSummary(peer: session.peer, paired: false, state: .notConnected, addresses: [], discovered: false)
+                entry.state = Self.publicState(session.machine.state)
+                entry.address = session.channel.remoteDescription
                 entries[session.deviceKey] = entry
             }
             mergeDiscovered(into: &entries)
-            return entries.values.sorted { ($0["peer"]?["name"]?.stringValue ?? "") < ($1["peer"]?["name"]?.stringValue ?? "") }
-                .map { .object($0) }
+            return entries.values.sorted { $0.peer.name < $1.peer.name }
         }
     }
 
     /// Facts about this node for `status`.
-    public func status() -> JSONValue {
+    public func status() -> NodeStatus {
         queue.sync {
-            [
-                "id": .string(identity.deviceID.description),
-                "name": .string(identity.displayName),
-                "listen": .string(HostPort(host: listenHost, port: listenPort).description),
-                "pid": JSONValue(Int(getpid())),
-                "sessions": JSONValue(sessions.count),
-                "discovery": discoveryStatus(),
-            ]
+            NodeStatus(id: identity.deviceID, name: identity.displayName,
+                       listen: HostPort(host: listenHost, port: listenPort).description,
+                       pid: Int(getpid()), sessions: sessions.count, discovery: discoveryStatus())
         }
     }
 
     /// The Multipeer-style state names: notConnected, connecting, connected.
-    static func publicState(_ state: SessionMachine.State) -> String {
+    static func publicState(_ state: SessionMachine.State) -> SessionState {
         switch state {
-        case .awaitingLocalDecision, .awaitingPeerDecision: return "connecting"
-        case .connected: return "connected"
-        case .closed: return "notConnected"
+        case .awaitingLocalDecision, .awaitingPeerDecision: return .connecting
+        case .connected: return .connected
+        case .closed: return .notConnected
         }
     }
 
@@ -588,13 +573,13 @@ public final class Node: @unchecked Sendable {
                     session.pairCompletion = nil
                     transfersSessionConnected(session)
                 }
-                emit(NodeEvent(.state, peer: session.peer, state: Self.publicState(state), time: now()))
+                emit(NodeEvent(.state, peer: session.peer, state: Self.publicState(state).rawValue, time: now()))
             case .raiseInvitation:
                 let invitation = Self.newInvitationID()
                 session.invitationID = invitation
                 session.invitationDeadline = .now + config.invitationTimeout
                 emit(NodeEvent(.invitation, peer: session.peer, invitation: invitation,
-                               sas: session.channel.shortAuthenticationString, context: session.context,
+                               code: session.channel.shortAuthenticationString, context: session.context,
                                address: session.channel.remoteDescription, time: now()))
                 if config.autoAccept {
                     emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
@@ -603,7 +588,7 @@ public final class Node: @unchecked Sendable {
                     return
                 }
             case .invitationPending:
-                let event = NodeEvent(.invitationPending, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now())
+                let event = NodeEvent(.invitationPending, peer: session.peer, code: session.channel.shortAuthenticationString, time: now())
                 emit(event)
                 session.pairProgress?(event)
             case .pinPeer:
@@ -683,7 +668,7 @@ public final class Node: @unchecked Sendable {
                                 pairedAt: existing?.pairedAt ?? time, addresses: addresses)
         do {
             try index.upsertPeer(record)
-            emit(NodeEvent(.paired, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now()))
+            emit(NodeEvent(.paired, peer: session.peer, code: session.channel.shortAuthenticationString, time: now()))
         } catch {
             emitError(session.peer, "cannot store the pairing: \(error)")
         }
@@ -758,7 +743,7 @@ public final class Node: @unchecked Sendable {
             seen.insert(record.deviceID)
         }
         for session in sessions.values where !seen.contains(session.deviceKey) {
-            list.append(.init(deviceID: session.peer.id, name: session.peer.name, addresses: session.dialAddress.map { [$0] } ?? []))
+            list.append(.init(deviceID: session.peer.id.description, name: session.peer.name, addresses: session.dialAddress.map { [$0] } ?? []))
             seen.insert(session.deviceKey)
         }
         return list
@@ -802,6 +787,19 @@ public final class Node: @unchecked Sendable {
 
     func displayID(_ compact: String) -> String {
         (try? DeviceID(parsing: compact))?.description ?? compact
+    }
+
+    /// A peer of the index as results show it; a device ID the index holds that does not
+    /// parse is damaged data.
+    func peerRef(_ record: PeerRecord) throws(EngineError) -> PeerRef {
+        try peerRef(device: record.deviceID, name: record.name)
+    }
+
+    func peerRef(device compact: String, name: String) throws(EngineError) -> PeerRef {
+        do { return PeerRef(id: try DeviceID(parsing: compact), name: name) } catch {
+            throw .index(IndexError(kind: .unexpectedValue, operation: "read peer", path: index.path,
+                                    message: "device ID '\(compact)' is not valid: \(error.description)"))
+        }
     }
 
     func emit(_ event: NodeEvent) {

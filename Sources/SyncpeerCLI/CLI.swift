@@ -69,7 +69,8 @@ public enum CLI {
             let token = arguments[index]
             switch token {
             case "--version":
-                if globals.json { output.json(["version": version]) } else { output.line("syncpeer \(version)") }
+                // --json may come after --version too.
+                if globals.json || arguments.contains("--json") { output.json(["version": version]) } else { output.line("syncpeer \(version)") }
                 return ExitCode.success
             case "-h", "--help":
                 help = true

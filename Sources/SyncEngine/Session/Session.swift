@@ -51,7 +51,7 @@ final class Session: @unchecked Sendable {
         self.id = id
         self.channel = channel
         self.machine = SessionMachine(role: role)
-        self.peer = NodeEvent.Peer(id: channel.remoteDeviceID.description, name: channel.remoteHello.displayName)
+        self.peer = PeerRef(id: channel.remoteDeviceID, name: channel.remoteHello.displayName)
         self.deviceKey = channel.remoteDeviceID.compact
         self.publicKey = channel.remoteStaticKey
         self.dialAddress = dialAddress

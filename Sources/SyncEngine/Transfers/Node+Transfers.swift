@@ -184,51 +184,62 @@ extension Node {
         return try result.get()
     }
 
-    /// Offers paused outgoing transfers again (to peers that are connected).
-    public func resumeTransfers(_ idText: String?) -> Int {
-        queue.sync {
+    /// Offers paused outgoing transfers again (to peers that are connected). An ID that
+    /// names no unfinished transfer (running or recorded) is not found, as for `cancel`.
+    public func resumeTransfers(_ idText: String?) throws(EngineError) -> ResumeResult {
+        let result: Result<ResumeResult, EngineError> = queue.sync {
+            let prefix = idText?.lowercased()
+            func matches(_ id: String) -> Bool { prefix.map { id.hasPrefix($0) } ?? true }
+            if prefix != nil {
+                let running = transfers.outgoing.values.contains { matches($0.id.description) && !$0.isFinished }
+                    || transfers.incoming.values.contains { matches($0.id.description) && !$0.isFinished }
+                let recorded = ((try? index.transfers()) ?? []).contains { matches($0.id) && $0.state.isUnfinished }
+                guard running || recorded else {
+                    return .failure(.notFound("no unfinished transfer '\(idText ?? "")'; see 'syncpeer transfers'"))
+                }
+            }
             var count = 0
-            for transfer in transfers.outgoing.values where transfer.state == .paused {
-                if let idText, !transfer.id.description.hasPrefix(idText.lowercased()) { continue }
+            for transfer in transfers.outgoing.values where transfer.state == .paused && matches(transfer.id.description) {
                 if let session = sessions.values.first(where: { $0.deviceKey == transfer.peerKey && $0.machine.state == .connected }) {
                     offer(transfer, on: session)
                     count += 1
                 }
             }
-            return count
+            return .success(ResumeResult(offered: count))
         }
+        return try result.get()
     }
 
     /// Active transfers (live) and finished ones (from the index), newest first.
-    public func transferList() -> [JSONValue] {
+    public func transferList() -> [NodeEvent] {
         queue.sync {
             var seen = Set<String>()
-            var list: [JSONValue] = []
+            var list: [NodeEvent] = []
             let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
             for transfer in live.sorted(by: { $0.started > $1.started }) {
                 seen.insert(transfer.id.description)
-                list.append(transferEvent(transfer, force: true).json)
+                list.append(transferEvent(transfer, force: true))
             }
             for record in (try? index.transfers()) ?? [] where !seen.contains(record.id) {
-                list.append(Self.recordEvent(record, index: index).json)
+                list.append(Self.recordEvent(record, index: index))
             }
             return list
         }
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
-    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [JSONValue] {
+    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [NodeEvent] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
         do { records = try index.transfers() } catch { throw .index(error) }
-        return records.map { recordEvent($0, index: index).json }
+        return records.map { recordEvent($0, index: index) }
     }
 
     /// A recorded (not running) transfer as an event.
     static func recordEvent(_ record: TransferRecord, index: NodeIndex) -> NodeEvent {
         let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
-        let peerID = (try? DeviceID(parsing: record.deviceID))?.description ?? record.deviceID
-        return NodeEvent(.transfer, peer: .init(id: peerID, name: name), state: record.state.rawValue,
+        let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
+        return NodeEvent(.transfer, peer: peer, state: TransferState(record.state).rawValue,
                          transfer: record.id, direction: record.direction.rawValue, name: record.name,
                          bytes: record.bytesDone, total: record.size,
                          path: record.direction == .receive ? record.finalPath : nil,

@@ -2,17 +2,17 @@ internal import Foundation
 
 /// Something that happened in the node, for the CLI to render and for scripts (NDJSON via
 /// `syncpeer events`). Fields that do not apply are left out of the JSON.
-public struct NodeEvent: Sendable, Equatable, Encodable {
-    public enum Kind: String, Sendable, Encodable {
+public struct NodeEvent: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
         /// The node listens (address).
         case listening
         /// A session changed state (peer, state, reason when closed).
         case state
-        /// A peer invites us (invitation, peer, sas, context, address).
+        /// A peer invites us (invitation, peer, code, context, address).
         case invitation
         /// An invitation ended (invitation, outcome: accepted / declined / expired / cancelled).
         case invitationClosed = "invitation_closed"
-        /// Our invitation reached the peer, which now shows the same SAS (peer, sas).
+        /// Our invitation reached the peer, which now shows the same code (peer, code).
         case invitationPending = "invitation_pending"
         /// A peer was pinned (peer).
         case paired
@@ -47,20 +47,14 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
     }
 
     /// A peer as events show it.
-    public struct Peer: Sendable, Equatable, Encodable {
-        public let id: String
-        public let name: String
-        public init(id: String, name: String) {
-            self.id = id
-            self.name = name
-        }
-    }
+    public typealias Peer = PeerRef
 
     public var event: Kind
     public var peer: Peer?
     public var state: String?
     public var invitation: String?
-    public var sas: String?
+    /// The short authentication code both ends show while pairing.
+    public var code: String?
     public var context: String?
     public var address: String?
     public var outcome: String?
@@ -95,7 +89,7 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
     /// Milliseconds since 1970.
     public var time: Int64
 
-    public init(_ event: Kind, peer: Peer? = nil, state: String? = nil, invitation: String? = nil, sas: String? = nil,
+    public init(_ event: Kind, peer: Peer? = nil, state: String? = nil, invitation: String? = nil, code: String? = nil,
                 context: String? = nil, address: String? = nil, outcome: String? = nil, id: UInt64? = nil,
                 text: String? = nil, transfer: String? = nil, direction: String? = nil, name: String? = nil,
                 bytes: Int64? = nil, total: Int64? = nil, files: Int? = nil, rate: Double? = nil, eta: Double? = nil,
@@ -115,7 +109,7 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
         self.peer = peer
         self.state = state
         self.invitation = invitation
-        self.sas = sas
+        self.code = code
         self.context = context
         self.address = address
         self.outcome = outcome
@@ -132,12 +126,5 @@ public struct NodeEvent: Sendable, Equatable, Encodable {
 
 extension NodeEvent {
     /// The event as a JSON value: the shape the control socket and `--json` output use.
-    public var json: JSONValue {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let data = try? encoder.encode(self), let value = try? JSONDecoder().decode(JSONValue.self, from: data) else {
-            return .null
-        }
-        return value
-    }
+    public var json: JSONValue { JSONValue(encoding: self) }
 }
