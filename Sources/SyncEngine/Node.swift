@@ -63,13 +63,7 @@ public final class Node: @unchecked Sendable {
     /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
     var refusedConnections = 0
 
-    struct Redial {
-        var address: String
-        var nextAttempt: ContinuousClock.Instant
-        var delay: Duration
-        /// Attempts so far (the address rotates among the known ones).
-        var attempts = 0
-    }
+    typealias Redial = TimerMachine.Redial
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
         self.home = home
@@ -620,14 +614,12 @@ public final class Node: @unchecked Sendable {
                     session.redialAllowed = false
                     discovery?.holdOff(session.deviceKey)
                 }
-            case let .report(text):
-                if text.hasPrefix("refused") {
-                    emit(NodeEvent(.refused, peer: session.peer, reason: text, time: now()))
-                    session.pairCompletion?(.failure(.refused(text)))
-                    session.pairCompletion = nil
-                } else {
-                    session.closeReason = session.closeReason ?? text
-                }
+            case let .refused(reason):
+                emit(NodeEvent(.refused, peer: session.peer, reason: reason, time: now()))
+                session.pairCompletion?(.failure(.refused(reason)))
+                session.pairCompletion = nil
+            case let .ended(reason):
+                session.closeReason = session.closeReason ?? reason
             case .closeTransport:
                 session.closeAfterPendingSends()
             }
@@ -682,42 +674,41 @@ public final class Node: @unchecked Sendable {
 
     private func tick() {
         if stopped { return }
-        let now = ContinuousClock.now
-        for session in Array(sessions.values) {
-            if let deadline = session.invitationDeadline, session.machine.state == .awaitingLocalDecision, now >= deadline {
-                session.invitationDeadline = nil
-                session.closeReason = "invitation expired"
-                emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID, outcome: "expired", time: self.now()))
-                perform(session.machine.handle(.invitationExpired), on: session)
-                continue
-            }
+        let machine = TimerMachine(deadPeerTimeout: config.deadPeerTimeout, keepaliveInterval: config.keepaliveInterval,
+                                   redialMaximum: config.redialMaximum)
+        let facts = sessions.values.sorted { $0.id < $1.id }.map { session in
             // A peer that does not read what we send: the reader stopped reading it (its
             // silence is then ours), or a write failed or timed out.
-            if let stall = session.flow.stallReason(pausedFor: config.deadPeerTimeout) {
-                session.closeReason = session.closeReason ?? stall
-                perform(session.machine.handle(.transportClosed(stall)), on: session)
-                session.channel.close()
-                continue
-            }
-            if now - session.lastReceived > config.deadPeerTimeout, !session.flow.isPaused {
-                session.closeReason = "no answer for \(config.deadPeerTimeout) (peer gone)"
-                perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
-                session.channel.close()
-                continue
-            }
-            if now - session.lastSent >= config.keepaliveInterval {
-                session.send([.ping(UInt64.random(in: 0...UInt64.max))])
-            }
+            TimerMachine.SessionFacts(id: session.id, awaitingDecision: session.machine.state == .awaitingLocalDecision,
+                                      invitationDeadline: session.invitationDeadline,
+                                      stall: session.flow.stallReason(pausedFor: config.deadPeerTimeout),
+                                      lastReceived: session.lastReceived, lastSent: session.lastSent,
+                                      flowPaused: session.flow.isPaused)
         }
-        for (device, redial) in redials where now >= redial.nextAttempt {
-            if sessions.values.contains(where: { $0.deviceKey == device }) { redials[device] = nil; continue }
-            var next = redial
-            next.delay = min(redial.delay * 2, config.redialMaximum)
-            next.nextAttempt = now + next.delay
-            next.attempts += 1
-            redials[device] = next
-            let address = redialAddress(for: device, attempt: redial.attempts, fallback: redial.address)
-            startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
+        let actions = machine.tick(now: .now, sessions: facts, redials: redials,
+                                   devicesWithSession: Set(sessions.values.map(\.deviceKey)))
+        for action in actions {
+            switch action {
+            case let .expireInvitation(id):
+                guard let session = sessions[id] else { continue }
+                session.invitationDeadline = nil
+                session.closeReason = "invitation expired"
+                emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now()))
+                perform(session.machine.handle(.invitationExpired), on: session)
+            case let .close(id, reason):
+                guard let session = sessions[id] else { continue }
+                session.closeReason = session.closeReason ?? reason
+                perform(session.machine.handle(.transportClosed(reason)), on: session)
+                session.channel.close()
+            case let .ping(id):
+                sessions[id]?.send([.ping(UInt64.random(in: 0...UInt64.max))])
+            case let .dropRedial(device):
+                redials[device] = nil
+            case let .redial(device, attempt, next):
+                redials[device] = next
+                let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
+                startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
+            }
         }
     }
 
