@@ -7,7 +7,8 @@ internal import Synchronization
 /// as a `ControlRequest`); the answer is one final line `{"id":…,"ok":true,"result":…}` (a
 /// typed result, see Results.swift and docs/JSON.md) or
 /// `{"id":…,"ok":false,"error":"…","kind":"notFound",…,"category":"usage|state|data|failure"}`,
-/// possibly preceded by progress lines `{"id":…,"event":{…}}`. The `events` op streams
+/// possibly preceded by progress lines `{"id":…,"event":{…}}`. A transfer result is its
+/// `transfer` event (with `"event":"transfer"`), like the progress lines before it. The `events` op streams
 /// every node event until the client disconnects. docs/PROTOCOL.md lists every op.
 public final class ControlServer: @unchecked Sendable {
     // @unchecked: `listener` is set once in start() before any other thread sees self;
@@ -120,9 +121,9 @@ public final class ControlServer: @unchecked Sendable {
             case let .resolve(path, keep):
                 reply.success(id, try node.resolveConflict(path: path, keep: keep))
             case .transfers:
-                reply.success(id, node.transferList())
+                reply.success(id, node.transferList().map(NodeEvent.transfer))
             case let .cancel(transfer):
-                reply.success(id, try node.cancelTransfer(transfer))
+                reply.success(id, NodeEvent.transfer(try node.cancelTransfer(transfer)))
             case let .resume(transfer):
                 reply.success(id, try node.resumeTransfers(transfer))
             case let .message(peer, text):
@@ -156,20 +157,20 @@ public final class ControlServer: @unchecked Sendable {
     /// when it ends, else answers at once with `start`'s event.
     private func followTransfer(id: JSONValue?, reply: Replier, follow: Bool,
                                 _ start: (_ observer: (@Sendable (NodeEvent) -> Void)?,
-                                          _ completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)?) throws(EngineError) -> NodeEvent?) throws(EngineError) {
+                                          _ completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)?) throws(EngineError) -> TransferInfo?) throws(EngineError) {
         guard follow else {
-            if let event = try start(nil, nil) { reply.success(id, event) }
+            if let event = try start(nil, nil) { reply.success(id, NodeEvent.transfer(event)) }
             return
         }
         let done = DispatchSemaphore(value: 0)
         let first = try start({ event in reply.event(id, event) }, { result in
             switch result {
-            case let .success(event): reply.success(id, event)
+            case let .success(event): reply.success(id, NodeEvent.transfer(event))
             case let .failure(error): reply.failure(id, error)
             }
             done.signal()
         })
-        if let first { reply.event(id, first) }
+        if let first { reply.event(id, .transfer(first)) }
         done.wait()
     }
 

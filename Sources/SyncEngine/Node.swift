@@ -94,7 +94,7 @@ public final class Node: @unchecked Sendable {
             self.listener = listener
             self.listenPort = listener.port
             self.listenHost = address.host
-            self.emit(NodeEvent(.listening, address: bound, time: now()))
+            self.emit(.listening(.init(address: bound, time: now())))
         }
         let acceptThread = Thread { [self] in acceptLoop(listener) }
         acceptThread.name = "syncpeer-accept"
@@ -159,7 +159,7 @@ public final class Node: @unchecked Sendable {
     /// the session is connected (the peer accepted), or with the reason it was not.
     public func pair(address: String, context: String?,
                      progress: @escaping @Sendable (NodeEvent) -> Void = { _ in },
-                     completion: @escaping @Sendable (Result<NodeEvent.Peer, EngineError>) -> Void) {
+                     completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
         if let context, context.utf8.count > WireLimits.maxContext {
             completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
             return
@@ -214,16 +214,16 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Accepts or declines an open invitation.
-    public func answer(invitation: String, accept: Bool) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func answer(invitation: String, accept: Bool) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             let wanted = invitation.uppercased()
             guard let session = sessions.values.first(where: { $0.invitationID == wanted && $0.machine.state == .awaitingLocalDecision }) else {
                 return .failure(.notFound("no open invitation '\(invitation)'; see 'syncpeer invitations'"))
             }
             if accept { session.channel.limitFrames(to: WireLimits.maxFrameBody) }
             let actions = session.machine.handle(accept ? .localAccept : .localDecline)
-            emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID,
-                           outcome: accept ? "accepted" : "declined", time: now()))
+            emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID,
+                                         outcome: accept ? "accepted" : "declined", time: now())))
             perform(actions, on: session)
             return .success(session.peer)
         }
@@ -231,12 +231,12 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Sends a text message to a connected, paired peer; returns the peer and message ID.
-    public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (NodeEvent.Peer, UInt64) {
+    public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (PeerRef, UInt64) {
         let body = Array(text.utf8)
         guard body.count <= WireLimits.maxMessageBody else {
             throw .invalidArgument("the message is \(body.count) bytes; at most \(WireLimits.maxMessageBody) are allowed")
         }
-        let result: Result<(NodeEvent.Peer, UInt64), EngineError> = queue.sync {
+        let result: Result<(PeerRef, UInt64), EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try connectedSession(for: peerText)
                 let id = session.nextMessageID
@@ -250,8 +250,8 @@ public final class Node: @unchecked Sendable {
 
     /// Ends the session with a peer (both ends see it closed). A paired peer is not
     /// redialled until the node restarts or it connects again.
-    public func disconnect(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func disconnect(peer peerText: String) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try liveSession(for: peerText)
                 redials[session.deviceKey] = nil
@@ -266,8 +266,8 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Lets a paired peer's offers be accepted without asking (into the receive folder), or not.
-    public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             do {
                 var record = try knownPeer(for: peerText)
                 record.autoAccept = on
@@ -281,8 +281,8 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Forgets a paired peer: removes its pinned key and ends its session.
-    public func unpair(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func unpair(peer peerText: String) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             do {
                 let record = try knownPeer(for: peerText)
                 _ = try index.deletePeer(deviceID: record.deviceID)
@@ -346,7 +346,7 @@ public final class Node: @unchecked Sendable {
     /// Starts dialling from any thread (the work happens on `queue` and a dial thread).
     private func dial(address: String, expected: String?, context: String?,
                       progress: (@Sendable (NodeEvent) -> Void)? = nil,
-                      completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
+                      completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
         queue.async { [self] in
             startDial(address: address, expected: expected, context: context, progress: progress, completion: completion)
         }
@@ -355,7 +355,7 @@ public final class Node: @unchecked Sendable {
     /// Runs on `queue`.
     func startDial(address: String, expected: String?, context: String?,
                            progress: (@Sendable (NodeEvent) -> Void)?,
-                           completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
+                           completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
@@ -506,7 +506,7 @@ public final class Node: @unchecked Sendable {
         }
         redials[session.deviceKey] = nil
         discovery?.release(session.deviceKey)
-        emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
+        emit(.state(.init(peer: session.peer, state: .connecting, address: session.channel.remoteDescription, time: now())))
         perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
         startReader(session)
     }
@@ -567,34 +567,34 @@ public final class Node: @unchecked Sendable {
                     session.pairCompletion = nil
                     transfersSessionConnected(session)
                 }
-                emit(NodeEvent(.state, peer: session.peer, state: Self.publicState(state).rawValue, time: now()))
+                emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
             case .raiseInvitation:
                 let invitation = Self.newInvitationID()
                 session.invitationID = invitation
                 session.invitationDeadline = .now + config.invitationTimeout
-                emit(NodeEvent(.invitation, peer: session.peer, invitation: invitation,
-                               code: session.channel.shortAuthenticationString, context: session.context,
-                               address: session.channel.remoteDescription, time: now()))
+                emit(.invitation(.init(peer: session.peer, invitation: invitation,
+                                       code: session.channel.shortAuthenticationString, context: session.context,
+                                       address: session.channel.remoteDescription, time: now())))
                 if config.autoAccept {
-                    emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
+                    emit(.invitationClosed(.init(peer: session.peer, invitation: invitation, outcome: "accepted", time: now())))
                     session.channel.limitFrames(to: WireLimits.maxFrameBody)
                     perform(session.machine.handle(.localAccept), on: session)
                     return
                 }
             case .invitationPending:
-                let event = NodeEvent(.invitationPending, peer: session.peer, code: session.channel.shortAuthenticationString, time: now())
+                let event = NodeEvent.invitationPending(.init(peer: session.peer, code: session.channel.shortAuthenticationString, time: now()))
                 emit(event)
                 session.pairProgress?(event)
             case .pinPeer:
                 pin(session)
             case let .deliverMessage(id, body):
-                emit(NodeEvent(.message, peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now()))
+                emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
                 transferFrameReceived(frame, from: session)
             case let .dropped(type):
                 session.droppedFrames += 1
                 if session.droppedFrames <= Self.maxDroppedFrames {
-                    emit(NodeEvent(.dropped, peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now()))
+                    emit(.dropped(.init(peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now())))
                 } else {
                     // An unpaired peer that keeps talking is not waiting politely: end it.
                     session.closeReason = "too many frames before pairing (\(Self.maxDroppedFrames))"
@@ -604,7 +604,7 @@ public final class Node: @unchecked Sendable {
                     return
                 }
             case let .pairingRejected(status):
-                emit(NodeEvent(.pairingRejected, peer: session.peer, outcome: "\(status)", time: now()))
+                emit(.pairingRejected(.init(peer: session.peer, outcome: "\(status)", time: now())))
                 session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
                 session.pairCompletion = nil
             case let .peerClosed(code):
@@ -615,7 +615,7 @@ public final class Node: @unchecked Sendable {
                     discovery?.holdOff(session.deviceKey)
                 }
             case let .refused(reason):
-                emit(NodeEvent(.refused, peer: session.peer, reason: reason, time: now()))
+                emit(.refused(.init(peer: session.peer, reason: reason, time: now())))
                 session.pairCompletion?(.failure(.refused(reason)))
                 session.pairCompletion = nil
             case let .ended(reason):
@@ -636,7 +636,7 @@ public final class Node: @unchecked Sendable {
         session.closeAfterPendingSends()
         transfersSessionClosed(session)
         let reason = session.closeReason ?? "closed"
-        emit(NodeEvent(.state, peer: session.peer, state: "notConnected", reason: reason, time: now()))
+        emit(.state(.init(peer: session.peer, state: .notConnected, reason: reason, time: now())))
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
@@ -660,7 +660,7 @@ public final class Node: @unchecked Sendable {
                                 pairedAt: existing?.pairedAt ?? time, addresses: addresses)
         do {
             try index.upsertPeer(record)
-            emit(NodeEvent(.paired, peer: session.peer, code: session.channel.shortAuthenticationString, time: now()))
+            emit(.paired(.init(peer: session.peer, code: session.channel.shortAuthenticationString, time: now())))
         } catch {
             emitError(session.peer, "cannot store the pairing: \(error)")
         }
@@ -693,7 +693,7 @@ public final class Node: @unchecked Sendable {
                 guard let session = sessions[id] else { continue }
                 session.invitationDeadline = nil
                 session.closeReason = "invitation expired"
-                emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now()))
+                emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now())))
                 perform(session.machine.handle(.invitationExpired), on: session)
             case let .close(id, reason):
                 guard let session = sessions[id] else { continue }
@@ -797,8 +797,8 @@ public final class Node: @unchecked Sendable {
         for handler in subscribers.values { handler(event) }
     }
 
-    func emitError(_ peer: NodeEvent.Peer?, _ reason: String) {
-        emit(NodeEvent(.error, peer: peer, reason: reason, time: now()))
+    func emitError(_ peer: PeerRef?, _ reason: String) {
+        emit(.error(.init(peer: peer, reason: reason, time: now())))
     }
 
     func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

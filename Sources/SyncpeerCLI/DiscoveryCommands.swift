@@ -33,7 +33,7 @@ struct BrowseCommand: Command {
         guard watch else { return ExitCode.success }
         do {
             try client.streamEvents { event in
-                guard event.event == .found || event.event == .lost else { return true }
+                guard event.kind == .found || event.kind == .lost else { return true }
                 if json { output.json(event) } else if let line = EventRenderer.line(event) { output.line(line) }
                 return true
             }

@@ -11,58 +11,57 @@ enum EventRenderer {
 
     static func line(_ event: NodeEvent) -> String? {
         let who = peerName(event.peer)
-        switch event.event {
-        case .listening:
-            return "listening on \(event.address ?? "?")"
-        case .state:
-            var text = "\(who): \(event.state ?? "?")"
-            if let reason = event.reason { text += " (\(reason))" }
+        switch event {
+        case let .listening(e):
+            return "listening on \(e.address)"
+        case let .state(e):
+            var text = "\(who): \(e.state.rawValue)"
+            if let reason = e.reason { text += " (\(reason))" }
             return text
-        case .invitation:
-            var text = "invitation \(event.invitation ?? "?") from \(who) at \(event.address ?? "?"); "
-            text += "code \(event.code ?? "?")"
-            if let context = event.context { text += "; context: \(context)" }
-            text += " — compare the code with the other device, then 'syncpeer accept \(event.invitation ?? "ID")'"
+        case let .invitation(e):
+            var text = "invitation \(e.invitation) from \(who) at \(e.address); code \(e.code)"
+            if let context = e.context { text += "; context: \(context)" }
+            text += " — compare the code with the other device, then 'syncpeer accept \(e.invitation)'"
             return text
-        case .invitationClosed:
-            return "invitation \(event.invitation ?? "?") from \(who) \(event.outcome ?? "closed")"
-        case .invitationPending:
-            return "\(who) has the invitation; code \(event.code ?? "?")"
+        case let .invitationClosed(e):
+            return "invitation \(e.invitation ?? "?") from \(who) \(e.outcome)"
+        case let .invitationPending(e):
+            return "\(who) has the invitation; code \(e.code)"
         case .paired:
             return "paired with \(who)"
-        case .pairingRejected:
-            return "\(who) \(event.outcome ?? "rejected") the invitation"
-        case .shareOffer:
-            return "\(who) shares the folder '\(event.name ?? "?")' (\(event.folder ?? "?")): 'syncpeer accept \(event.folder ?? "ID") [--into DIR]'"
-        case .folder:
-            var text = "folder \(event.name ?? event.folder ?? "?"): \(event.state ?? "?")"
-            if let path = event.path { text += " at \(path)" }
-            if let reason = event.reason { text += " (\(reason))" }
+        case let .pairingRejected(e):
+            return "\(who) \(e.outcome) the invitation"
+        case let .shareOffer(e):
+            return "\(who) shares the folder '\(e.name)' (\(e.folder)): 'syncpeer accept \(e.folder) [--into DIR]'"
+        case let .folder(e):
+            var text = "folder \(e.name ?? e.folder): \(e.state ?? "?")"
+            if let path = e.path { text += " at \(path)" }
+            if let reason = e.reason { text += " (\(reason))" }
             return text
-        case .offer:
-            return "\(who) offers \(event.name ?? "?"): 'syncpeer accept \(event.transfer ?? "ID")'"
-        case .message:
-            return "\(event.peer?.name ?? "?"): \(event.text ?? "")"
-        case .refused:
-            return "refused \(who): \(event.reason ?? "")"
-        case .dropped:
-            return "dropped from \(who): \(event.reason ?? "")"
-        case .found:
-            var text = "found \(who) at \(event.address ?? "?")"
-            if let info = event.info, !info.isEmpty {
-                text += " (" + info.keys.sorted().map { "\($0)=\(info[$0] ?? "")" }.joined(separator: " ") + ")"
+        case let .offer(e):
+            return "\(who) offers \(e.name): 'syncpeer accept \(e.transfer)'"
+        case let .message(e):
+            return "\(e.peer.name): \(e.text)"
+        case let .refused(e):
+            return "refused \(who): \(e.reason)"
+        case let .dropped(e):
+            return "dropped from \(who): \(e.reason)"
+        case let .found(e):
+            var text = "found \(who) at \(e.address ?? "?")"
+            if !e.info.isEmpty {
+                text += " (" + e.info.keys.sorted().map { "\($0)=\(e.info[$0] ?? "")" }.joined(separator: " ") + ")"
             }
             return text
         case .lost:
             return "lost \(who)"
-        case .registered:
-            var text = "visible to others as '\(event.instance ?? "?")'"
-            if let reason = event.reason { text += " (\(reason))" }
+        case let .registered(e):
+            var text = "visible to others as '\(e.instance)'"
+            if let reason = e.reason { text += " (\(reason))" }
             return text
-        case .visibility:
-            return event.state == "visible" ? "visible to others" : "invisible to others"
-        case .error:
-            return "error: \(event.reason ?? "")" + (event.peer != nil ? " [\(who)]" : "")
+        case let .visibility(e):
+            return e.state == "visible" ? "visible to others" : "invisible to others"
+        case let .error(e):
+            return "error: \(e.reason)" + (e.peer != nil ? " [\(who)]" : "")
         case .transfer:
             // Progress is the bar's (or `transfers`'); a daemon's log would fill with it.
             return nil
@@ -70,9 +69,9 @@ enum EventRenderer {
     }
 
     /// A transfer's state in words: "report.pdf to bob (MFRGGZD): paused (connection lost)".
-    static func transferLine(_ event: NodeEvent) -> String {
-        var text = "\(event.name ?? "?") \(event.direction == "send" ? "to" : "from") \(peerName(event.peer)): \(event.state ?? "?")"
-        if let reason = event.reason { text += " (\(reason))" }
+    static func transferLine(_ transfer: TransferInfo) -> String {
+        var text = "\(transfer.name) \(transfer.direction == .send ? "to" : "from") \(peerName(transfer.peer)): \(transfer.state.rawValue)"
+        if let reason = transfer.reason { text += " (\(reason))" }
         return text
     }
 }

@@ -51,10 +51,10 @@ struct AnswerCommand {
         if id.count >= 7, id.allSatisfy(\.isHexDigit) {
             let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
             let result = try context.call(.answerOffer(transfer: id, accept: accept, directory: directory, follow: accept),
-                                          as: NodeEvent.self, onEvent: renderer.show)
+                                          as: TransferInfo.self, onEvent: renderer.show)
             renderer.finish()
-            context.print(result, text: accept ? SendCommand.summary(result, verb: "Received", preposition: "from")
-                                               : "Declined \(result.name ?? id)")
+            context.print(NodeEvent.transfer(result), text: accept ? SendCommand.summary(result, verb: "Received", preposition: "from")
+                                               : "Declined \(result.name)")
             return ExitCode.success
         }
         let result = try context.call(.answerInvitation(invitation: id, accept: accept), as: PeerResult.self)

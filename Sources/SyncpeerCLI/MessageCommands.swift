@@ -50,10 +50,13 @@ struct ChatCommand: Command {
         _ = try context.call(.peers, as: [PeerSummary].self)
         let reading = Thread {
             try? listener.streamEvents { event in
-                if event.event == .message {
+                switch event {
+                case .message:
                     if json { output.json(event) } else if let line = EventRenderer.line(event) { output.line(line) }
-                } else if event.event == .state, event.state == SessionState.notConnected.rawValue {
-                    if json { output.json(event) } else { output.line("\(EventRenderer.peerName(event.peer)) left") }
+                case let .state(change) where change.state == .notConnected:
+                    if json { output.json(event) } else { output.line("\(EventRenderer.peerName(change.peer)) left") }
+                default:
+                    break
                 }
                 return true
             }

@@ -19,7 +19,7 @@ struct PeersCommand: Command {
         let client = try context.client()
         do {
             try client.streamEvents { event in
-                if [.state, .paired, .invitation, .found, .lost].contains(event.event) {
+                if [.state, .paired, .invitation, .found, .lost].contains(event.kind) {
                     if !context.globals.json { context.output.line("") }
                     try? show(context)
                 }

@@ -11,7 +11,7 @@ final class ProgressRenderer: @unchecked Sendable {
     private var lastLineLength = 0
     private let json: Bool
     /// Piped text: the last state printed per transfer (progress alone prints nothing).
-    private var shownStates: [String: String] = [:]
+    private var shownStates: [String: TransferState] = [:]
 
     init(output: any OutputSink, json: Bool) {
         self.output = output
@@ -26,21 +26,21 @@ final class ProgressRenderer: @unchecked Sendable {
         }
         guard live else {
             // Piped text: a line when something changes, not a line per progress step.
-            guard event.event == .transfer else {
+            guard case let .transfer(transfer) = event else {
                 if let line = EventRenderer.line(event) { output.line(line) }
                 return
             }
-            let key = event.transfer ?? event.name ?? ""
-            guard shownStates[key] != event.state else { return }
-            shownStates[key] = event.state
-            output.line(EventRenderer.transferLine(event))
+            let key = transfer.transfer ?? transfer.name
+            guard shownStates[key] != transfer.state else { return }
+            shownStates[key] = transfer.state
+            output.line(EventRenderer.transferLine(transfer))
             return
         }
-        guard event.event == .transfer else {
+        guard case let .transfer(transfer) = event else {
             if let line = EventRenderer.line(event) { clear(); output.line(line) }
             return
         }
-        let line = Self.bar(event, width: 24)
+        let line = Self.bar(transfer, width: 24)
         let padding = lastLineLength > line.count ? String(repeating: " ", count: lastLineLength - line.count) : ""
         output.out("\r" + line + padding)
         lastLineLength = line.count
@@ -57,8 +57,8 @@ final class ProgressRenderer: @unchecked Sendable {
         lastLineLength = 0
     }
 
-    static func bar(_ event: NodeEvent, width: Int) -> String {
-        let name = event.name ?? "?"
+    static func bar(_ event: TransferInfo, width: Int) -> String {
+        let name = event.name
         let bytes = event.bytes ?? 0
         let total = event.total ?? 0
         let fraction = total > 0 ? Double(bytes) / Double(total) : 1
@@ -68,7 +68,7 @@ final class ProgressRenderer: @unchecked Sendable {
         var line = "\(shorten(name, 28))  \(percent) [\(bar)] \(formatBytes(bytes))/\(formatBytes(total))"
         if let rate = event.rate, rate > 0 { line += "  \(formatBytes(Int64(rate)))/s" }
         if let eta = event.eta, eta > 0 { line += "  ETA \(formatDuration(eta))" }
-        if let state = event.state, state != TransferState.active.rawValue { line += "  \(state)" }
+        if event.state != .active { line += "  \(event.state.rawValue)" }
         return line
     }
 

@@ -74,7 +74,7 @@ struct SendCommand: Command {
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         let started = ContinuousClock.now
         return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
-            let result: NodeEvent
+            let result: TransferInfo
             do throws(EngineError) { result = try client.call(request, onEvent: renderer.show) } catch {
                 renderer.finish()
                 if let spool { unlink(spool) }
@@ -84,14 +84,14 @@ struct SendCommand: Command {
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             let total = Double(result.total ?? 0)
-            context.print(result, text: Self.summary(result, verb: "Sent", preposition: "to")
+            context.print(NodeEvent.transfer(result), text: Self.summary(result, verb: "Sent", preposition: "to")
                 + String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001)))))
             return ExitCode.success
         }
     }
 
-    static func summary(_ event: NodeEvent, verb: String, preposition: String) -> String {
-        var text = "\(verb) \(event.name ?? "?") \(preposition) \(EventRenderer.peerName(event.peer)): \(ProgressRenderer.formatBytes(event.total ?? 0))"
+    static func summary(_ event: TransferInfo, verb: String, preposition: String) -> String {
+        var text = "\(verb) \(event.name) \(preposition) \(EventRenderer.peerName(event.peer)): \(ProgressRenderer.formatBytes(event.total ?? 0))"
         if let resent = event.resent { text += ", \(ProgressRenderer.formatBytes(resent)) re-sent" }
         if let path = event.path { text += " → \(path)" }
         return text
@@ -172,7 +172,7 @@ struct ReceiveCommand: Command {
         }
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         return try withNode(context, listen: listen) { client throws(CLIError) in
-            let result: NodeEvent
+            let result: TransferInfo
             do throws(EngineError) {
                 if let decision {
                     result = try client.call(.receive(directory: directory, accept: decision), onEvent: renderer.show)
@@ -184,29 +184,30 @@ struct ReceiveCommand: Command {
                 throw CLIError(error)
             }
             renderer.finish()
-            if result.state == TransferState.declined.rawValue {
-                context.print(result, text: "Declined \(result.name ?? "the offer") from \(EventRenderer.peerName(result.peer))")
+            if result.state == .declined {
+                context.print(NodeEvent.transfer(result), text: "Declined \(result.name) from \(EventRenderer.peerName(result.peer))")
                 return ExitCode.success
             }
-            context.print(result, text: SendCommand.summary(result, verb: "Received", preposition: "from"))
+            context.print(NodeEvent.transfer(result), text: SendCommand.summary(result, verb: "Received", preposition: "from"))
             return ExitCode.success
         }
     }
 
     /// Waits for the next offer, asks on the terminal, answers and follows the transfer.
     private func askThenReceive(_ client: ControlClient, _ context: CommandContext,
-                                _ renderer: ProgressRenderer) throws(EngineError) -> NodeEvent {
+                                _ renderer: ProgressRenderer) throws(EngineError) -> TransferInfo {
         context.output.line("waiting for an offer ...")
-        var offer: NodeEvent?
+        var offer: NodeEvent.Offer?
         try client.streamEvents { event in
-            guard event.event == .offer else { return true }
-            offer = event
+            guard case let .offer(found) = event else { return true }
+            offer = found
             return false
         }
-        guard let offer, let id = offer.transfer else { throw .network("the daemon stopped") }
-        let size = ProgressRenderer.formatBytes(offer.total ?? 0)
-        let files = offer.files ?? 1
-        context.output.out("\(EventRenderer.peerName(offer.peer)) offers \(offer.name ?? "?") (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] ")
+        guard let offer else { throw .network("the daemon stopped") }
+        let id = offer.transfer
+        let size = ProgressRenderer.formatBytes(offer.total)
+        let files = offer.files
+        context.output.out("\(EventRenderer.peerName(offer.peer)) offers \(offer.name) (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] ")
         let answer = readLine()?.lowercased() ?? ""
         let accept = answer == "y" || answer == "yes"
         let follower = try ControlClient.connect(home: context.home)
@@ -226,7 +227,7 @@ struct TransfersCommand: Command {
     init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list: [NodeEvent]
+        let list: [TransferInfo]
         if let client = try? ControlClient.connect(home: context.home) {
             do throws(EngineError) { list = try client.call(.transfers) } catch { throw CLIError(error) }
         } else {
@@ -238,26 +239,26 @@ struct TransfersCommand: Command {
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         do {
             try client.streamEvents { event in
-                if event.event == .transfer || event.event == .offer { renderer.show(event) }
+                if event.kind == .transfer || event.kind == .offer { renderer.show(event) }
                 return true
             }
         } catch { throw CLIError(error) }
         return ExitCode.success
     }
 
-    func show(_ list: [NodeEvent], _ context: CommandContext) {
+    func show(_ list: [TransferInfo], _ context: CommandContext) {
         if context.globals.json {
-            context.printLines(list)
+            context.printLines(list.map(NodeEvent.transfer))
             return
         }
         if list.isEmpty { context.output.line("no transfers yet") }
         for item in list {
             let id = String((item.transfer ?? "?").prefix(8))
-            let direction = item.direction == "send" ? "to  " : "from"
+            let direction = item.direction == .send ? "to  " : "from"
             let bytes = item.bytes ?? 0
             let total = item.total ?? 0
             let percent = total > 0 ? Int(Double(bytes) * 100 / Double(total)) : 100
-            var line = "\(id)  \(item.state ?? "?")  \(percent)%  \(item.name ?? "?")  \(direction) \(EventRenderer.peerName(item.peer))  \(ProgressRenderer.formatBytes(bytes))/\(ProgressRenderer.formatBytes(total))"
+            var line = "\(id)  \(item.state.rawValue)  \(percent)%  \(item.name)  \(direction) \(EventRenderer.peerName(item.peer))  \(ProgressRenderer.formatBytes(bytes))/\(ProgressRenderer.formatBytes(total))"
             if let reason = item.reason { line += "  (\(reason))" }
             context.output.line(line)
         }
@@ -274,8 +275,8 @@ struct CancelCommand: Command {
     let id: String
     init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals[0] }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.call(.cancel(transfer: id), as: NodeEvent.self)
-        context.print(result, text: "Cancelled \(result.name ?? id)")
+        let result = try context.call(.cancel(transfer: id), as: TransferInfo.self)
+        context.print(NodeEvent.transfer(result), text: "Cancelled \(result.name)")
         return ExitCode.success
     }
 }

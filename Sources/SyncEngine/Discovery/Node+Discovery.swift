@@ -63,7 +63,7 @@ extension Node {
             guard let discovery else { return .failure(Self.discoveryOff) }
             if let visible, visible != discovery.isVisible {
                 discovery.setVisible(visible)
-                emit(NodeEvent(.visibility, state: visible ? "visible" : "invisible", time: now()))
+                emit(.visibility(.init(state: visible ? "visible" : "invisible", time: now())))
             }
             return .success(discoveryStatus())
         }
@@ -84,17 +84,18 @@ extension Node {
     func discoveryRegistered(_ name: String) {
         guard !stopped else { return }
         let renamed = name != identity.displayName
-        emit(NodeEvent(.registered, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
-                       instance: name, time: now()))
+        emit(.registered(.init(instance: name, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
+                               time: now())))
     }
 
     func discoveryChanged(_ change: NodeDiscovery.Change) {
         guard !stopped else { return }
         switch change {
         case let .found(peer):
-            emit(NodeEvent(.found, peer: peer.ref, address: peer.addresses.first,
-                           instance: peer.label, addresses: peer.addresses, port: Int(peer.port), info: peer.info,
-                           time: now()))
+            if let ref = peer.ref {
+                emit(.found(.init(peer: ref, instance: peer.label, address: peer.addresses.first, addresses: peer.addresses,
+                                  port: Int(peer.port), info: peer.info, time: now())))
+            }
             connectIfPaired(peer)
         case let .updated(peer):
             // Back with a new address or port (after a crash, say): a pending redial goes there now.
@@ -105,7 +106,7 @@ extension Node {
                 redials[peer.deviceKey] = redial
             }
         case let .lost(peer):
-            emit(NodeEvent(.lost, peer: peer.ref, instance: peer.label, time: now()))
+            if let ref = peer.ref { emit(.lost(.init(peer: ref, instance: peer.label, time: now()))) }
         }
     }
 

@@ -336,7 +336,7 @@ extension Node {
             session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
             sendIndex(folderID, to: session)
         }
-        emit(NodeEvent(.folder, state: "shared", name: label, path: path, time: now()).with(folder: folderID))
+        emit(.folder(.init(folder: folderID, name: label, state: "shared", path: path, time: now())))
     }
 
     // MARK: - Session hooks (queue)
@@ -381,7 +381,7 @@ extension Node {
             let already = ((try? index.folderOffers(folderID: folderID)) ?? []).contains { $0.deviceID == session.deviceKey }
             try? index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label)
             if !already {
-                emit(NodeEvent(.shareOffer, peer: session.peer, name: label, time: now()).with(folder: folderID))
+                emit(.shareOffer(.init(peer: session.peer, folder: folderID, name: label, time: now())))
             }
             // Auto-accept takes new folders only (into the receive folder). A peer asking to
             // join a folder we have already would get our copy: that is always asked.
@@ -403,7 +403,7 @@ extension Node {
                 sendIndex(folderID, to: session)
             } else {
                 _ = try? index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey)
-                emit(NodeEvent(.folder, peer: session.peer, state: "unshared", reason: reason, time: now()).with(folder: folderID))
+                emit(.folder(.init(folder: folderID, peer: session.peer, state: "unshared", reason: reason, time: now())))
             }
         case let .indexUpdate(folderID, _, entries):
             indexReceived(folderID, entries: entries, from: session)
@@ -548,22 +548,14 @@ extension Node {
     }
 
     func emitFolder(_ folder: SharedFolder, reason: String?) {
-        emit(NodeEvent(.folder, state: folder.status, name: folder.label, path: folder.root, reason: reason, time: now())
-            .with(folder: folder.id))
+        emit(.folder(.init(folder: folder.id, name: folder.label, state: folder.status, path: folder.root, reason: reason,
+                           time: now())))
     }
 
     static func newFolderID() -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
         let chars = (0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] }
         return String(chars[0..<5]) + "-" + String(chars[5..<10])
-    }
-}
-
-extension NodeEvent {
-    func with(folder: String) -> NodeEvent {
-        var copy = self
-        copy.folder = folder
-        return copy
     }
 }
 

@@ -36,14 +36,14 @@ extension Node {
     /// observer sees progress and then the end (completed, declined, failed).
     public func send(path: String, to peerText: String, name: String?, spoolFile: String?,
                      observer: @escaping @Sendable (NodeEvent) -> Void,
-                     completion: @escaping @Sendable (Result<NodeEvent, EngineError>) -> Void) {
-        let resolved: Result<(UInt64, String, NodeEvent.Peer), EngineError> = queue.sync {
+                     completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
+        let resolved: Result<(UInt64, String, PeerRef), EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try connectedSession(for: peerText)
                 return .success((session.id, session.deviceKey, session.peer))
             } catch { return .failure(error) }
         }
-        let target: (UInt64, String, NodeEvent.Peer)
+        let target: (UInt64, String, PeerRef)
         switch resolved {
         case let .failure(error): completion(.failure(error)); return
         case let .success(value): target = value
@@ -62,9 +62,9 @@ extension Node {
                 let elapsed = now - started
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 let rate = seconds > 0 ? Double(done) / seconds : 0
-                observer(NodeEvent(.transfer, peer: target.2, direction: "send", name: shownName, bytes: done, total: total,
-                                   rate: rate, eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())
-                    .with(state: TransferState.preparing.rawValue))
+                observer(.transfer(TransferInfo(direction: .send, peer: target.2, name: shownName, state: .preparing,
+                                                bytes: done, total: total, rate: rate,
+                                                eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())))
             }
             do throws(EngineError) {
                 prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream, progress: preparing)
@@ -114,7 +114,7 @@ extension Node {
     /// Waits for the next offer and accepts it into `directory` (or declines it).
     public func receiveNext(directory: String?, accept: Bool,
                             observer: @escaping @Sendable (NodeEvent) -> Void,
-                            completion: @escaping @Sendable (Result<NodeEvent, EngineError>) -> Void) {
+                            completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
         queue.async { [self] in
             let waiter = ReceiveWaiter(directory: directory, accept: accept,
                                        observer: TransferObserver(progress: observer, completion: completion))
@@ -130,8 +130,8 @@ extension Node {
     /// Accepts or declines an offer by transfer ID (or a unique prefix of at least 4 hex digits).
     public func answerOffer(_ idText: String, accept: Bool, directory: String?,
                             observer: (@Sendable (NodeEvent) -> Void)? = nil,
-                            completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)? = nil) throws(EngineError) -> NodeEvent {
-        let result: Result<NodeEvent, EngineError> = queue.sync {
+                            completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)? = nil) throws(EngineError) -> TransferInfo {
+        let result: Result<TransferInfo, EngineError> = queue.sync {
             let candidates = transfers.incoming.values.filter { $0.state == .offered && $0.id.description.hasPrefix(idText.lowercased()) }
             guard candidates.count == 1, let incoming = candidates.first else {
                 return .failure(candidates.isEmpty
@@ -152,8 +152,8 @@ extension Node {
     }
 
     /// Cancels a transfer in either direction; a receiver's partial data is removed.
-    public func cancelTransfer(_ idText: String) throws(EngineError) -> NodeEvent {
-        let result: Result<NodeEvent, EngineError> = queue.sync {
+    public func cancelTransfer(_ idText: String) throws(EngineError) -> TransferInfo {
+        let result: Result<TransferInfo, EngineError> = queue.sync {
             let id = idText.lowercased()
             if let transfer = transfers.outgoing.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
                 sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the sender")])
@@ -176,8 +176,8 @@ extension Node {
                 do throws(IndexError) { try index.updateTransferState(id: record.id, to: .cancelled, error: "cancelled") } catch {
                     return .failure(.index(error))
                 }
-                return .success(NodeEvent(.transfer, state: "cancelled", transfer: record.id,
-                                          direction: record.direction.rawValue, name: record.name, time: now()))
+                return .success(TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive,
+                                             name: record.name, state: .cancelled, time: now()))
             }
             return .failure(.notFound("no unfinished transfer '\(idText)'; see 'syncpeer transfers'"))
         }
@@ -211,10 +211,10 @@ extension Node {
     }
 
     /// Active transfers (live) and finished ones (from the index), newest first.
-    public func transferList() -> [NodeEvent] {
+    public func transferList() -> [TransferInfo] {
         queue.sync {
             var seen = Set<String>()
-            var list: [NodeEvent] = []
+            var list: [TransferInfo] = []
             let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
             for transfer in live.sorted(by: { $0.started > $1.started }) {
                 seen.insert(transfer.id.description)
@@ -228,7 +228,7 @@ extension Node {
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
-    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [NodeEvent] {
+    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [TransferInfo] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
         do { records = try index.transfers() } catch { throw .index(error) }
@@ -236,14 +236,13 @@ extension Node {
     }
 
     /// A recorded (not running) transfer as an event.
-    static func recordEvent(_ record: TransferRecord, index: NodeIndex) -> NodeEvent {
+    static func recordEvent(_ record: TransferRecord, index: NodeIndex) -> TransferInfo {
         let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
         let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
-        return NodeEvent(.transfer, peer: peer, state: TransferState(record.state).rawValue,
-                         transfer: record.id, direction: record.direction.rawValue, name: record.name,
-                         bytes: record.bytesDone, total: record.size,
-                         path: record.direction == .receive ? record.finalPath : nil,
-                         reason: record.error, time: record.updatedAt)
+        return TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive, peer: peer,
+                            name: record.name, state: TransferState(record.state), bytes: record.bytesDone, total: record.size,
+                            path: record.direction == .receive ? record.finalPath : nil, reason: record.error,
+                            time: record.updatedAt)
     }
 
     // MARK: - Session hooks (queue)
@@ -267,7 +266,9 @@ extension Node {
             if transfer.state == .offered {
                 // Never answered: forget it (the sender offers again when it reconnects).
                 transfers.incoming[transfer.id] = nil
-                emit(transferEvent(transfer, force: true).with(state: TransferState.withdrawn.rawValue))
+                var withdrawn = transferEvent(transfer, force: true)
+                withdrawn.state = .withdrawn
+                emit(.transfer(withdrawn))
                 continue
             }
             recordVerified(transfer, force: true)
@@ -472,7 +473,7 @@ extension Node {
             }
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
-        emit(event)
+        emit(.transfer(event))
         for observer in transfer.observers {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
@@ -596,8 +597,8 @@ extension Node {
             acceptIncoming(transfer, into: directory)
             return
         }
-        emit(NodeEvent(.offer, peer: session.peer, transfer: offer.id.description, name: offer.name,
-                       total: Int64(offer.totalSize), files: offer.entries.count, time: now()))
+        emit(.offer(.init(peer: session.peer, transfer: offer.id.description, name: offer.name,
+                          total: Int64(offer.totalSize), files: offer.entries.count, time: now())))
         if let waiter = transfers.receiveWaiters.first {
             transfers.receiveWaiters.removeFirst()
             take(transfer, with: waiter)
@@ -890,7 +891,7 @@ extension Node {
             try index.updateTransferState(id: recordID, to: state.recorded, error: message)
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
-        emit(event)
+        emit(.transfer(event))
         for observer in transfer.observers {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
@@ -957,29 +958,30 @@ extension Node {
     }
 
     /// The current state of a transfer as an event.
-    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> NodeEvent {
+    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> TransferInfo {
         let done: Int64
         var resent: Int64?
         var path: String?
-        let direction: String
+        let direction: TransferInfo.Direction
         if let outgoing = transfer as? OutgoingTransfer {
             done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
-            direction = "send"
+            direction = .send
             if let needed = outgoing.neededBytes {
                 resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
             }
         } else {
             let incoming = transfer as! IncomingTransfer
             done = incoming.verifiedBytes
-            direction = "receive"
+            direction = .receive
             path = incoming.finalPath
             resent = incoming.duplicateBytes
         }
         let remaining = max(0, transfer.totalSize - done)
-        return NodeEvent(.transfer, peer: transfer.peer, transfer: transfer.id.description, direction: direction,
-                         name: transfer.name, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
-                         rate: transfer.meter.bytesPerSecond, eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
-                         path: path, resent: resent, reason: reason ?? transfer.recordFailure, time: now()).with(state: transfer.state.rawValue)
+        return TransferInfo(transfer: transfer.id.description, direction: direction, peer: transfer.peer, name: transfer.name,
+                            state: transfer.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
+                            rate: transfer.meter.bytesPerSecond,
+                            eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
+                            path: path, resent: resent, reason: reason ?? transfer.recordFailure, time: now())
     }
 
     /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.
@@ -989,16 +991,8 @@ extension Node {
         transfer.meter.sample(time: transfer.elapsedSeconds(), bytes: bytes)
         guard force || now - transfer.lastEmit >= Self.progressInterval else { return }
         transfer.lastEmit = now
-        let event = transferEvent(transfer, force: force, reason: reason)
+        let event = NodeEvent.transfer(transferEvent(transfer, force: force, reason: reason))
         emit(event)
         for observer in transfer.observers { observer.progress(event) }
-    }
-}
-
-extension NodeEvent {
-    func with(state: String) -> NodeEvent {
-        var copy = self
-        copy.state = state
-        return copy
     }
 }

@@ -17,7 +17,7 @@ final class TransferTable: @unchecked Sendable {
 /// A client of the control socket following one transfer: progress events, then the end.
 struct TransferObserver: Sendable {
     let progress: @Sendable (NodeEvent) -> Void
-    let completion: @Sendable (Result<NodeEvent, EngineError>) -> Void
+    let completion: @Sendable (Result<TransferInfo, EngineError>) -> Void
 }
 
 /// A `syncpeer receive` waiting for the next offer.
@@ -33,7 +33,7 @@ class TransferBase: @unchecked Sendable {
     // touched only on `io` (readers, partial files), which only `io` closures use.
     let id: TransferID
     let peerKey: String
-    let peer: NodeEvent.Peer
+    let peer: PeerRef
     let name: String
     let totalSize: Int64
     let fileCount: Int
@@ -56,7 +56,7 @@ class TransferBase: @unchecked Sendable {
     let progress: Progress
     private let fileProgress: [Progress]
 
-    init(id: TransferID, peerKey: String, peer: NodeEvent.Peer, name: String, sizes: [Int64], state: TransferState) {
+    init(id: TransferID, peerKey: String, peer: PeerRef, name: String, sizes: [Int64], state: TransferState) {
         self.id = id
         self.peerKey = peerKey
         self.peer = peer
@@ -111,7 +111,7 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
     /// Chunk readers per entry (touched only on `io`).
     var readers: [Int: ChunkReader] = [:]
 
-    init(prepared: PreparedOffer, peerKey: String, peer: NodeEvent.Peer, spoolFile: String?) {
+    init(prepared: PreparedOffer, peerKey: String, peer: PeerRef, spoolFile: String?) {
         self.prepared = prepared
         self.spoolFile = spoolFile
         super.init(id: prepared.offer.id, peerKey: peerKey, peer: peer, name: prepared.offer.name,
@@ -155,7 +155,7 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Where the file or folder was put.
     var finalPath: String?
 
-    init(offer: TransferOffer, layout: ChunkLayout, rootHash: [UInt8], paths: [SafePath], peerKey: String, peer: NodeEvent.Peer) {
+    init(offer: TransferOffer, layout: ChunkLayout, rootHash: [UInt8], paths: [SafePath], peerKey: String, peer: PeerRef) {
         self.offer = offer
         self.layout = layout
         self.rootHash = rootHash
