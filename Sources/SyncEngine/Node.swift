@@ -667,7 +667,9 @@ public final class Node: @unchecked Sendable {
     }
 
     private func markSeen(_ session: Session) {
-        try? index.updateLastSeen(deviceID: session.deviceKey, address: session.dialAddress)
+        do { try index.updateLastSeen(deviceID: session.deviceKey, address: session.dialAddress) } catch {
+            emitError(session.peer, "cannot record when \(session.peer.name) was last seen: \(error.description)")
+        }
     }
 
     // MARK: - Timer: keepalive, dead peers, invitations, redial

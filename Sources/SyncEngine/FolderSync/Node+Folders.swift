@@ -379,7 +379,12 @@ extension Node {
                 return
             }
             let already = ((try? index.folderOffers(folderID: folderID)) ?? []).contains { $0.deviceID == session.deviceKey }
-            try? index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label)
+            do { try index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label) } catch {
+                // Not recorded: 'syncpeer accept' would not find it. The peer offers it again
+                // when it reconnects.
+                emitError(session.peer, "folder \(label): cannot record the share offer in the index: \(error.description)")
+                return
+            }
             if !already {
                 emit(.shareOffer(.init(peer: session.peer, folder: folderID, name: label, time: now())))
             }
@@ -402,13 +407,18 @@ extension Node {
                 folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
                 sendIndex(folderID, to: session)
             } else {
-                _ = try? index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey)
+                do { _ = try index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey) } catch {
+                    emitError(session.peer, "folder \(folderID): cannot record that the peer left it: \(error.description)")
+                }
                 emit(.folder(.init(folder: folderID, peer: session.peer, state: "unshared", reason: reason, time: now())))
             }
         case let .indexUpdate(folderID, _, entries):
             indexReceived(folderID, entries: entries, from: session)
         case let .indexAck(folderID, sequence):
-            try? index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence))
+            do { try index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence)) } catch {
+                // The peer's acknowledgement is lost: what it already has is sent again later.
+                emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
+            }
         case let .blockRequest(request, folderID, _, _, _, _):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {

@@ -458,22 +458,30 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     func setError(_ message: String) {
-        let id = self.id
         node?.queue.async { [self] in
             status = "error"
             error = message
-            try? node?.index.setFolderError(id: id, message)
+            recordError(message)
             node?.emitFolder(self, reason: message)
         }
     }
 
     func clearError() {
-        let id = self.id
         node?.queue.async { [self] in
             error = nil
             status = "idle"
-            try? node?.index.setFolderError(id: id, nil)
+            recordError(nil)
         }
+    }
+
+    /// Keeps the folder's error in the index (shown after a restart); a write that fails is
+    /// reported. Runs on the node's queue.
+    private func recordError(_ message: String?) {
+        guard let node else { return }
+        do { try node.index.setFolderError(id: id, message) } catch where error.kind != .notFound {
+            // (Not found: the folder was unshared meanwhile; nothing to keep.)
+            node.emitError(nil, "folder \(label): cannot record its state in the index: \(error.description)")
+        } catch {}
     }
 
     func report(_ message: String) {
