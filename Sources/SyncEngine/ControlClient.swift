@@ -31,7 +31,7 @@ public final class ControlClient: Sendable {
     /// Sends one request and waits for its final answer (as JSON); progress events go to `onEvent`.
     public func request(_ request: ControlRequest, onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
         do { try connection.write(Array((request.json(id: 1).encodedLine() + "\n").utf8)) } catch {
-            throw .network("lost the daemon: \(error.description)")
+            throw .connection("lost the daemon", error)
         }
         while true {
             guard let line = try nextLine(), let answer = JSONValue.parse(line) else {
@@ -69,7 +69,7 @@ public final class ControlClient: Sendable {
     }
 
     private func nextLine() throws(EngineError) -> String? {
-        do { return try reader.readLine() } catch { throw .network("lost the daemon: \(error.description)") }
+        do { return try reader.readLine() } catch { throw .connection("lost the daemon", error) }
     }
 
     /// Lets the Sendable client own a mutating reader (used by one thread at a time).

@@ -25,7 +25,7 @@ public final class ControlServer: @unchecked Sendable {
     public func start() throws(EngineError) {
         let listener: UnixListener
         do { listener = try UnixListener(path: path) } catch {
-            throw .network("cannot open the control socket: \(error.description)")
+            throw .connection("cannot open the control socket", error)
         }
         self.listener = listener
         let thread = Thread { [self] in

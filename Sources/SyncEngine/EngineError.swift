@@ -1,9 +1,10 @@
 public import PeerFiles
 public import PeerIndex
+public import PeerNet
 
 /// Errors of the engine. Each names what failed (path, peer, value) and says what to do,
 /// in one line the CLI can print as it is. Failures of the lower layers keep their typed
-/// error (`index`, `file`), so callers can tell a full disk from a corrupt index; `kind`
+/// error (`index`, `file`, `connection`), so callers can tell a full disk from a corrupt index; `kind`
 /// names the case for scripts (the control socket and `--json` send it).
 public enum EngineError: Error, Sendable, CustomStringConvertible {
     /// The home has no identity yet.
@@ -34,6 +35,8 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     case refused(String)
     /// A connection could not be made or was lost.
     case network(String)
+    /// A socket operation of the lower layer failed: what was being done, and why.
+    case connection(String, NetError)
     /// An error the daemon reported over the control socket: its kind and its line.
     case daemon(kind: Kind, message: String)
 
@@ -57,6 +60,8 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
             return error.description
         case let .daemon(_, message):
             return message
+        case let .connection(what, error):
+            return "\(what): \(error.description)"
         case let .io(path, reason):
             return path.isEmpty ? reason : "\(path): \(reason)"
         case let .invalidArgument(m), let .notFound(m), let .notConnected(m), let .refused(m), let .network(m):
@@ -83,7 +88,7 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
         case .notFound: .notFound
         case .notConnected: .notConnected
         case .refused: .refused
-        case .network: .network
+        case .network, .connection: .network
         case let .daemon(kind, _): kind
         }
     }

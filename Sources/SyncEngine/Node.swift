@@ -87,7 +87,7 @@ public final class Node: @unchecked Sendable {
         do { address = try HostPort(parsing: config.listen) } catch { throw .invalidArgument("--listen: \(error.description)") }
         let listener: TCPListener
         do { listener = try TCPListener(host: address.host, port: address.port) } catch {
-            throw .network("cannot listen on \(config.listen): \(error.description)")
+            throw .connection("cannot listen on \(config.listen)", error)
         }
         let bound = HostPort(host: address.host, port: listener.port).description
         queue.sync {
@@ -382,7 +382,7 @@ public final class Node: @unchecked Sendable {
                 switch outcome {
                 case let .failure(error):
                     emitError(nil, "cannot connect to \(address): \(error.description)")
-                    completion?(.failure(.network("cannot connect to \(address): \(error.description)")))
+                    completion?(.failure(.connection("cannot connect to \(address)", error)))
                 case let .success(channel):
                     let session = register(channel, role: .initiator, dialAddress: address)
                     session.pairCompletion = completion

@@ -80,7 +80,7 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
         do {
             return try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
         } catch {
-            throw .daemon(kind: .invalidArgument, message: "the daemon's answer is not a \(T.self): \(error)")
+            throw .daemon(kind: .network, message: "the daemon's answer is not a \(T.self) (is it another version?): \(error)")
         }
     }
 
