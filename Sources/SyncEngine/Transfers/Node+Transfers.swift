@@ -156,14 +156,11 @@ extension Node {
         let result: Result<TransferInfo, EngineError> = queue.sync {
             let id = idText.lowercased()
             if let transfer = transfers.outgoing.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
-                sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the sender")])
-                finishOutgoing(transfer, state: .cancelled, error: .refused("transfer cancelled"))
+                perform(.cancelledHere, on: transfer)
                 return .success(transferEvent(transfer, force: true))
             }
             if let transfer = transfers.incoming.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
-                sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the receiver")])
-                removePartials(transfer)
-                finishIncoming(transfer, state: .cancelled, error: .refused("transfer cancelled"))
+                perform(.cancelledHere, on: transfer)
                 return .success(transferEvent(transfer, force: true))
             }
             // Not running: an unfinished transfer in the index (after a restart).
@@ -259,7 +256,7 @@ extension Node {
     func transfersSessionClosed(_ session: Session) {
         foldersSessionClosed(session)
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
-            pauseOutgoing(transfer, reason: "connection to \(session.peer.name) lost; resumes when it is back")
+            perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
         for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
             transfer.sessionID = nil
@@ -271,14 +268,7 @@ extension Node {
                 emit(.transfer(withdrawn))
                 continue
             }
-            recordVerified(transfer, force: true)
-            transfer.move(to: .paused)
-            recordTransfer(transfer, "its paused state") { index throws(IndexError) in
-                // Accepted but not recorded yet (its partial files were still opening): nothing to update.
-                guard try index.transfer(id: transfer.recordID) != nil else { return }
-                try index.updateTransferState(id: transfer.recordID, to: .paused, error: "connection lost")
-            }
-            emitTransfer(transfer, force: true, reason: "connection to \(session.peer.name) lost; resumes when it is back")
+            perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
     }
 
@@ -337,23 +327,16 @@ extension Node {
         case let .accept(id, have): acceptReceived(id, have: have, from: session)
         case let .decline(id, reason):
             guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
-            finishOutgoing(transfer, state: .declined, error: .refused("\(session.peer.name) declined: \(reason)"))
+            perform(.peerDeclined(reason), on: transfer)
         case let .cancel(id, reason):
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
-                finishOutgoing(transfer, state: .cancelled, error: .refused("\(session.peer.name) cancelled: \(reason)"))
+                perform(.peerCancelled(reason), on: transfer)
             } else if let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey {
-                removePartials(transfer)
-                finishIncoming(transfer, state: .cancelled, error: .refused("\(session.peer.name) cancelled: \(reason)"))
+                perform(.peerCancelled(reason), on: transfer)
             }
         case let .done(id, ok, reason):
             guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
-            if ok {
-                finishOutgoing(transfer, state: .completed, error: nil)
-            } else {
-                pauseOutgoing(transfer, reason: "\(session.peer.name) could not finish: \(reason)")
-                transfer.observers.forEach { $0.completion(.failure(.refused("\(session.peer.name) could not finish: \(reason)"))) }
-                transfer.observers = []
-            }
+            perform(ok ? .peerFinished : .peerCouldNotFinish(reason), on: transfer)
         case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
         case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
         default: folderFrameReceived(frame, from: session)
@@ -375,8 +358,7 @@ extension Node {
         guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == .offered else { return }
         let layout = transfer.prepared.layout
         guard let haveSet = ChunkBitmap.decode(have, count: layout.chunkCount) else {
-            sendTo(transfer, [.cancel(id: id, reason: "the accept's chunk bitmap does not match the offer")])
-            finishOutgoing(transfer, state: .failed, error: .refused("\(session.peer.name) sent a malformed accept"))
+            perform(.malformedAccept, on: transfer)
             return
         }
         let window = SendWindow(sizes: layout.chunkSizes, have: haveSet, windowBytes: config.sendWindowBytes)
@@ -395,8 +377,7 @@ extension Node {
         do throws(SendWindow.Failure) {
             try transfer.window!.ack(chunk, ok: ok)
         } catch {
-            sendTo(transfer, [.cancel(id: id, reason: error.description)])
-            finishOutgoing(transfer, state: .failed, error: .refused(error.description))
+            perform(.windowRejected(error.description), on: transfer)
             return
         }
         if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
@@ -446,15 +427,14 @@ extension Node {
                         ? "\(sources[entry].path) changed while it was being sent; send it again"
                         : error.description
                     queue.async { [self] in
-                        sendTo(transfer, [.cancel(id: id, reason: "the sender cannot read its file")])
-                        finishOutgoing(transfer, state: .failed, error: .io(path: sources[entry].path, reason: reason))
+                        perform(.sourceUnreadable(path: sources[entry].path, reason: reason), on: transfer)
                     }
                 }
             }
         }
     }
 
-    private func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
+    func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
         transfer.sessionID = nil
         transfer.move(to: .paused)
         recordTransfer(transfer, "its paused state") { index throws(IndexError) in
@@ -463,7 +443,7 @@ extension Node {
         emitTransfer(transfer, force: true, reason: reason)
     }
 
-    private func finishOutgoing(_ transfer: OutgoingTransfer, state: TransferState, error: EngineError?) {
+    func finishOutgoing(_ transfer: OutgoingTransfer, state: TransferState, error: EngineError?) {
         guard transfer.move(to: state) else { return }
         let recordID = transfer.id.description
         recordTransfer(transfer, "its \(state) state") { index throws(IndexError) in
@@ -619,8 +599,7 @@ extension Node {
     }
 
     private func declineIncoming(_ transfer: IncomingTransfer, reason: String) {
-        sendTo(transfer, [.decline(id: transfer.id, reason: reason)])
-        finishIncoming(transfer, state: .declined, error: nil)
+        perform(.declinedHere(reason), on: transfer)
     }
 
     private func acceptIncoming(_ transfer: IncomingTransfer, into directory: String) {
@@ -677,10 +656,7 @@ extension Node {
                 let have = held
                 switch outcome {
                 case let .failure(error):
-                    sendTo(transfer, [.decline(id: transfer.id, reason: "the receiver cannot write: \(error.kind == .diskFull ? "disk full" : "an error")")])
-                    // Keep whatever partial data exists: the transfer stays resumable (paused) once
-                    // the folder is usable again, and 'syncpeer cancel' removes it.
-                    finishIncoming(transfer, state: .paused, error: .io(path: directory, reason: error.description))
+                    perform(.cannotOpen(path: directory, reason: error.description, diskFull: error.kind == .diskFull), on: transfer)
                 case .success:
                     transfer.verified = have
                     transfer.verifiedBytes = have.reduce(0) { total, index in
@@ -775,12 +751,7 @@ extension Node {
                         transfer.duplicateBytes += Int64(data.count)
                         transfer.badChunks += 1
                         if transfer.badChunks > Self.maxBadChunks {
-                            let reason = "\(transfer.peer.name) sent \(transfer.badChunks) chunks that failed verification; the transfer was stopped and nothing was put in place"
-                            sendTo(transfer, [.cancel(id: id, reason: "too many chunks failed verification")])
-                            // A failed transfer is never resumed: its partial data would stay
-                            // on disk for good (a sender could fill the disk this way).
-                            removePartials(transfer)
-                            finishIncoming(transfer, state: .failed, error: .refused(reason))
+                            perform(.tooManyBadChunks(transfer.badChunks), on: transfer)
                             return
                         }
                         emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
@@ -789,15 +760,7 @@ extension Node {
                     }
                     // Disk full or another write error: keep the partial data, pause.
                     let reason = failure.kind == .diskFull ? "disk full on the receiver (\(transfer.directory ?? "")): free some space, then resume" : failure.description
-                    recordVerified(transfer, force: true)
-                    transfer.move(to: .paused)
-                    recordTransfer(transfer, "its paused state") { index throws(IndexError) in
-                        try index.updateTransferState(id: transfer.recordID, to: .paused, error: reason)
-                    }
-                    sendTo(transfer, [.done(id: id, ok: false, reason: String(reason.prefix(400)))])
-                    emitTransfer(transfer, force: true, reason: reason)
-                    for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
-                    transfer.observers = []
+                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
                     return
                 }
                 if transfer.verified.insert(index).inserted {
@@ -862,26 +825,18 @@ extension Node {
                         try index.updateTransferState(id: recordID, to: .completed)
                         try index.setTransferFinalPath(id: recordID, path: path)
                     }
-                    sendTo(transfer, [.done(id: transfer.id, ok: true, reason: "")])
                     transfer.finalPath = path
-                    finishIncoming(transfer, state: .completed, error: nil)
+                    perform(.placed, on: transfer)
                 case let .failure(error):
                     transfer.completing = false
                     let reason = error.kind == .diskFull ? "disk full on the receiver: free some space, then resume" : error.description
-                    recordTransfer(transfer, "its paused state") { index throws(IndexError) in
-                        try index.updateTransferState(id: recordID, to: .paused, error: reason)
-                    }
-                    sendTo(transfer, [.done(id: transfer.id, ok: false, reason: String(reason.prefix(400)))])
-                    transfer.move(to: .paused)
-                    emitTransfer(transfer, force: true, reason: reason)
-                    for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
-                    transfer.observers = []
+                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
                 }
             }
         }
     }
 
-    private func finishIncoming(_ transfer: IncomingTransfer, state: TransferState, error: EngineError?) {
+    func finishIncoming(_ transfer: IncomingTransfer, state: TransferState, error: EngineError?) {
         guard transfer.move(to: state) else { return }
         let recordID = transfer.recordID
         let message = error?.description ?? (state == .declined || state == .cancelled ? state.rawValue : nil)
@@ -900,7 +855,7 @@ extension Node {
         transfer.io.async { transfer.partials = [:] }
     }
 
-    private func removePartials(_ transfer: IncomingTransfer) {
+    func removePartials(_ transfer: IncomingTransfer) {
         let recordID = transfer.recordID
         transfer.io.async {
             for partial in transfer.partials.values { try? partial.remove() }
@@ -938,7 +893,7 @@ extension Node {
     }
 
     /// Records verified chunks in batches (one transaction per batch).
-    private func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
+    func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
         guard !transfer.unrecorded.isEmpty else { return }
         guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500) else { return }
         let indices = transfer.unrecorded
@@ -952,7 +907,7 @@ extension Node {
 
     // MARK: Events
 
-    private func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
+    func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
         guard let sessionID = transfer.sessionID, let session = sessions[sessionID] else { return }
         session.send(frames)
     }
