@@ -161,6 +161,14 @@ struct JSONContractTests {
         let invitation = try #require(invitations.first?["invitation"] as? String)
         _ = check("command decline", try cli(alice, ["decline", invitation]))
         checkError("pair (declined)", try pairing.finish(), exit: 1, kind: "refused")
+        // Again, accepted this time: the pair command's events and result, accept's result.
+        let seen = alice.events.count
+        let second = try PairingProcess(env, from: carol, to: alice)
+        let again = try alice.waitFor("invitation", after: seen)
+        _ = check("command accept", try cli(alice, ["accept", try #require(again["invitation"] as? String)]))
+        let paired = check("command pair", try second.finish())
+        #expect(paired.first?["event"] as? String == "invitation_pending" && (paired.last?["peer"] as? [String: Any])?["name"] as? String == "alice",
+                "\(paired)")
 
         // Files: send (progress events and the result), the list, resume, cancel.
         let source = pair.outbox + "/report.bin"
@@ -171,6 +179,32 @@ struct JSONContractTests {
         _ = check("command resume", try cli(alice, ["resume"]))
         checkError("resume (unknown ID)", try cli(alice, ["resume", "deadbeef"]), exit: 3, kind: "notFound")
         checkError("cancel (unknown ID)", try cli(alice, ["cancel", "deadbeef"]), exit: 3, kind: "notFound")
+
+        // receive: bob waits for the next offer (taken before its auto-accept), alice sends.
+        let inbox = env.home("received")
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        let receiving = Process()
+        receiving.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+        receiving.arguments = ["--home", bob.home, "receive", "--accept", "--dir", inbox, "--json"]
+        receiving.environment = ["PATH": "/usr/bin:/bin", "SYNCPEER_INTERFACE": "lo"]
+        let receivedOut = Pipe()
+        receiving.standardOutput = receivedOut
+        receiving.standardError = FileHandle.nullDevice
+        try receiving.run()
+        // The waiter is registered once the request reached bob's daemon; until then an offer
+        // would be auto-accepted. Sending waits for it by retrying with a new file name.
+        for attempt in 0..<20 where receiving.isRunning {
+            let file = pair.outbox + "/for-receive-\(attempt).bin"
+            try TestFiles.random(file, size: 10_000)
+            _ = try cli(alice, ["send", file, "--to", "bob"])
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        receiving.waitUntilExit()
+        let receiveResult = SyncpeerRunner.Result(status: receiving.terminationStatus,
+                                                  stdout: String(decoding: receivedOut.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+                                                  stderr: "")
+        let received = check("command receive", receiveResult)
+        #expect(received.last?["state"] as? String == "completed", "\(received)")
 
         // Piped without --json, send prints text only.
         let piped = try env.cli(alice, ["send", source, "--to", "bob"])
