@@ -34,7 +34,7 @@ enum EventRenderer {
         case let .shareOffer(e):
             return "\(who) shares the folder '\(e.name)' (\(e.folder)): 'syncpeer accept \(e.folder) [--into DIR]'"
         case let .folder(e):
-            var text = "folder \(e.name ?? e.folder): \(e.state ?? "?")"
+            var text = "folder \(e.name ?? e.folder): \(e.state?.rawValue ?? "?")"
             if let path = e.path { text += " at \(path)" }
             if let reason = e.reason { text += " (\(reason))" }
             return text

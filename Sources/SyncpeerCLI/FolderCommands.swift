@@ -120,7 +120,7 @@ struct StatusCommand: Command {
     func show(_ result: FoldersResult, _ context: CommandContext) {
         if result.folders.isEmpty { context.output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
         for folder in result.folders {
-            var line = "\(folder.label) (\(folder.folder))  \(folder.state)  \(folder.files) files, \(ProgressRenderer.formatBytes(folder.bytes))  \(folder.path)"
+            var line = "\(folder.label) (\(folder.folder))  \(folder.state.rawValue)  \(folder.files) files, \(ProgressRenderer.formatBytes(folder.bytes))  \(folder.path)"
             if folder.conflicts > 0 { line += "  \(folder.conflicts) conflict(s)" }
             context.output.line(line)
             if let error = folder.error { context.output.line("  error: \(error)") }

@@ -22,7 +22,7 @@ struct NodeEventCodingTests {
         .error(.init(peer: nil, reason: "cannot record", time: 11)),
         .offer(.init(peer: peer, transfer: "ab12", name: "a.txt", total: 10, files: 1, time: 12)),
         .shareOffer(.init(peer: peer, folder: "abcde-fghij", name: "docs", time: 13)),
-        .folder(.init(folder: "abcde-fghij", name: "docs", state: "idle", path: "/d", time: 14)),
+        .folder(.init(folder: "abcde-fghij", name: "docs", state: .idle, path: "/d", time: 14)),
         .transfer(.init(transfer: "ab12", direction: .receive, peer: peer, name: "a.txt", state: .paused, bytes: 5, total: 10,
                         rate: 1.5, reason: "connection lost", time: 15)),
         .found(.init(peer: peer, instance: "bob (2)", address: "a:1", addresses: ["a:1"], port: 1, info: ["k": "v"], time: 16)),

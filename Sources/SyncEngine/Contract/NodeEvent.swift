@@ -149,7 +149,7 @@ public enum NodeEvent: Sendable, Equatable {
         public var peer: PeerRef?
         /// The folder's label.
         public var name: String?
-        public var state: String?
+        public var state: FolderState?
         public var path: String?
         public var reason: String?
         public var time: Int64

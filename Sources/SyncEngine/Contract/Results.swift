@@ -130,13 +130,23 @@ public struct FoldersResult: Sendable, Equatable, Codable {
     public var offers: [ShareOfferInfo]
 }
 
+/// What a shared folder is doing (`state` of `status` and of `folder` events).
+public enum FolderState: String, Sendable, Codable, CaseIterable {
+    case scanning, syncing, idle
+    /// Some paths cannot be pulled now and are tried again by themselves.
+    case retrying
+    /// Stopped (see its error), or paths that wait for a change.
+    case error
+    /// Events only: the folder was shared with us, or a member left it.
+    case shared, unshared
+}
+
 /// One shared folder's state (`folders`, `syncpeer status`).
 public struct FolderStatus: Sendable, Equatable, Codable {
     public var folder: String
     public var label: String
     public var path: String
-    /// scanning, syncing, idle, retrying, error (and the states a root check gives).
-    public var state: String
+    public var state: FolderState
     public var error: String?
     public var files: Int
     public var bytes: Int64

@@ -119,7 +119,7 @@ extension Node {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
             var (state, error) = queue.sync { (folder.status, folder.error) }
-            if state == "idle", let failing = folder.failing.state { state = failing }   // never idle while paths fail
+            if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
             let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             let activity = folder.activity.snapshot
@@ -336,7 +336,7 @@ extension Node {
             session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
             sendIndex(folderID, to: session)
         }
-        emit(.folder(.init(folder: folderID, name: label, state: "shared", path: path, time: now())))
+        emit(.folder(.init(folder: folderID, name: label, state: .shared, path: path, time: now())))
     }
 
     // MARK: - Session hooks (queue)
@@ -410,7 +410,7 @@ extension Node {
                 do { _ = try index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey) } catch {
                     emitError(session.peer, "folder \(folderID): cannot record that the peer left it: \(error.description)")
                 }
-                emit(.folder(.init(folder: folderID, peer: session.peer, state: "unshared", reason: reason, time: now())))
+                emit(.folder(.init(folder: folderID, peer: session.peer, state: .unshared, reason: reason, time: now())))
             }
         case let .indexUpdate(folderID, _, entries):
             indexReceived(folderID, entries: entries, from: session)
