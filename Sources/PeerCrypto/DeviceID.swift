@@ -132,3 +132,19 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
         return alphabet[(n - sum % n) % n]
     }
 }
+
+/// In JSON a device ID is its canonical text ("MFRGGZD-FMZTGNB-…"); decoding checks it.
+extension DeviceID: Codable {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        do { self = try DeviceID(parsing: text) } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -21,45 +21,55 @@ public final class ControlClient: Sendable {
 
     deinit { connection.close() }
 
-    /// Sends one request and waits for its final answer; progress events go to `onEvent`.
-    public func request(_ op: String, _ arguments: [String: JSONValue] = [:],
-                        onEvent: (JSONValue) -> Void = { _ in }) throws(EngineError) -> JSONValue {
-        var object = arguments
-        object["op"] = .string(op)
-        object["id"] = 1
-        do { try connection.write(Array((JSONValue.object(object).encodedLine() + "\n").utf8)) } catch {
-            throw .network("lost the daemon: \(error.description)")
+    /// Sends one request and waits for its final answer, decoded as `T`; progress events
+    /// go to `onEvent`.
+    public func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self,
+                                   onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> T {
+        try self.request(request, onEvent: onEvent).decode(as: T.self)
+    }
+
+    /// Sends one request and waits for its final answer (as JSON); progress events go to `onEvent`.
+    public func request(_ request: ControlRequest, onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
+        do { try connection.write(Array((request.json(id: 1).encodedLine() + "\n").utf8)) } catch {
+            throw .connection("lost the daemon", error)
         }
         while true {
             guard let line = try nextLine(), let answer = JSONValue.parse(line) else {
                 throw .network("the daemon closed the control connection")
             }
             if let event = answer["event"] {
-                onEvent(event)
+                // An event of a kind this client does not know (a newer daemon) is skipped.
+                if let typed = try? event.decode(as: NodeEvent.self) { onEvent(typed) }
                 continue
             }
             if answer["ok"]?.boolValue == true { return answer["result"] ?? .null }
             let message = answer["error"]?.stringValue ?? "unknown error"
+            // The daemon's kind, so exit codes and `--json` errors match it; an older daemon
+            // sends only a category.
+            if let kind = answer["kind"]?.stringValue.flatMap(EngineError.Kind.init(rawValue:)) {
+                throw .daemon(kind: kind, message: message)
+            }
             switch answer["category"]?.stringValue {
             case "usage": throw .invalidArgument(message)
             case "state": throw .notFound(message)
-            case "data": throw .index(message)
+            case "data": throw .daemon(kind: .index, message: message)
             default: throw .refused(message)
             }
         }
     }
 
-    /// Subscribes to every event and calls `onEvent` until the daemon goes away.
-    public func streamEvents(_ onEvent: (JSONValue) -> Bool) throws(EngineError) {
-        _ = try request("events")
+    /// Subscribes to every event and calls `onEvent` until the daemon goes away or it
+    /// returns false. Events of kinds this client does not know are skipped.
+    public func streamEvents(_ onEvent: (NodeEvent) -> Bool) throws(EngineError) {
+        _ = try request(.events)
         while let line = try nextLine() {
-            guard let answer = JSONValue.parse(line), let event = answer["event"] else { continue }
+            guard let answer = JSONValue.parse(line), let event = try? answer["event"]?.decode(as: NodeEvent.self) else { continue }
             if !onEvent(event) { return }
         }
     }
 
     private func nextLine() throws(EngineError) -> String? {
-        do { return try reader.readLine() } catch { throw .network("lost the daemon: \(error.description)") }
+        do { return try reader.readLine() } catch { throw .connection("lost the daemon", error) }
     }
 
     /// Lets the Sendable client own a mutating reader (used by one thread at a time).

@@ -3,16 +3,13 @@ internal import PeerNet
 internal import Synchronization
 
 /// The node's local control socket: a Unix-domain socket in the home (mode 0600) that
-/// speaks newline-delimited JSON. Each request is one object with an `id` and an `op`;
-/// the answer is one final line `{"id":…,"ok":true,"result":…}` or
-/// `{"id":…,"ok":false,"error":"…","category":"usage|state|data|failure"}`, possibly
-/// preceded by progress lines `{"id":…,"event":{…}}`. The `events` op streams every node
-/// event until the client disconnects.
-///
-/// Ops: status, peers, invitations, pair {address, context?}, accept {invitation},
-/// decline {invitation}, msg {peer, text}, disconnect {peer}, unpair {peer}, browse,
-/// visibility {visible?}, events. `pair`'s address may also be a discovered peer's name
-/// or device ID (prefix).
+/// speaks newline-delimited JSON. Each request is one object with an `id` and an `op` (read
+/// as a `ControlRequest`); the answer is one final line `{"id":…,"ok":true,"result":…}` (a
+/// typed result, see Results.swift and docs/JSON.md) or
+/// `{"id":…,"ok":false,"error":"…","kind":"notFound",…,"category":"usage|state|data|failure"}`,
+/// possibly preceded by progress lines `{"id":…,"event":{…}}`. A transfer result is its
+/// `transfer` event (with `"event":"transfer"`), like the progress lines before it. The `events` op streams
+/// every node event until the client disconnects. docs/PROTOCOL.md lists every op.
 public final class ControlServer: @unchecked Sendable {
     // @unchecked: `listener` is set once in start() before any other thread sees self;
     // everything else is immutable.
@@ -28,7 +25,7 @@ public final class ControlServer: @unchecked Sendable {
     public func start() throws(EngineError) {
         let listener: UnixListener
         do { listener = try UnixListener(path: path) } catch {
-            throw .network("cannot open the control socket: \(error.description)")
+            throw .connection("cannot open the control socket", error)
         }
         self.listener = listener
         let thread = Thread { [self] in
@@ -58,123 +55,98 @@ public final class ControlServer: @unchecked Sendable {
         while let line = try? reader.readLine() {
             let reply = Replier(outbox: outbox)
             let parsed = JSONValue.parse(line)
-            guard let request = parsed, let op = request["op"]?.stringValue else {
-                reply.failure(parsed?["id"], .invalidArgument("a request must be a JSON object with an \"op\""))
+            let id = parsed?["id"]
+            let request: ControlRequest
+            do throws(EngineError) { request = try ControlRequest(json: parsed ?? .null) } catch {
+                reply.failure(id, error)
                 continue
             }
-            let id = request["id"]
-            if op == "events" {
+            if request == .events {
                 if subscription == nil {
                     subscription = node.subscribe { event in reply.event(id, event) }
                 }
                 reply.success(id, "subscribed")
                 continue
             }
-            handle(op, request, id: id, reply: reply)
+            handle(request, id: id, reply: reply)
         }
     }
 
-    private func handle(_ op: String, _ request: JSONValue, id: JSONValue?, reply: Replier) {
-        func argument(_ name: String) throws(EngineError) -> String {
-            guard let value = request[name]?.stringValue else { throw .invalidArgument("'\(op)' needs \"\(name)\"") }
-            return value
-        }
+    private func handle(_ request: ControlRequest, id: JSONValue?, reply: Replier) {
         do throws(EngineError) {
-            switch op {
-            case "status":
+            switch request {
+            case .events:
+                break  // answered by the loop
+            case .status:
                 reply.success(id, node.status())
-            case "peers":
-                reply.success(id, .array(node.peers()))
-            case "invitations":
-                reply.success(id, .array(node.invitations()))
-            case "browse":
-                reply.success(id, .array(try node.browse()))
-            case "visibility":
-                var visible: Bool?
-                if let value = request["visible"] {
-                    guard let flag = value.boolValue else { throw .invalidArgument("'visibility' takes \"visible\": true or false") }
-                    visible = flag
-                }
+            case .peers:
+                reply.success(id, node.peers())
+            case .invitations:
+                reply.success(id, node.invitations())
+            case .browse:
+                reply.success(id, try node.browse())
+            case let .visibility(visible):
                 reply.success(id, try node.setVisibility(visible))
-            case "accept", "decline":
-                if let folder = request["folder"]?.stringValue {
-                    reply.success(id, try node.answerShare(folder, accept: op == "accept", into: request["dir"]?.stringValue))
-                    return
+            case let .answerShare(folder, accept, directory):
+                reply.success(id, try node.answerShare(folder, accept: accept, into: directory))
+            case let .answerOffer(transfer, accept, directory, follow):
+                try followTransfer(id: id, reply: reply, follow: follow) { observer, completion throws(EngineError) in
+                    try node.answerOffer(transfer, accept: accept, directory: directory, observer: observer, completion: completion)
                 }
-                if let transfer = request["transfer"]?.stringValue {
-                    try followTransfer(id: id, reply: reply, follow: request["follow"]?.boolValue == true) { observer, completion throws(EngineError) in
-                        let event = try node.answerOffer(transfer, accept: op == "accept", directory: request["dir"]?.stringValue,
-                                                         observer: observer, completion: completion)
-                        return event
-                    }
-                    return
-                }
-                let peer = try node.answer(invitation: try argument("invitation"), accept: op == "accept")
-                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
-            case "send":
-                let path = try argument("path")
-                let peer = try argument("peer")
+            case let .answerInvitation(invitation, accept):
+                reply.success(id, PeerResult(peer: try node.answer(invitation: invitation, accept: accept)))
+            case let .send(path, peer, name, spool):
                 try node.ensureConnected(peer)
                 try followTransfer(id: id, reply: reply, follow: true) { observer, completion throws(EngineError) in
-                    node.send(path: path, to: peer, name: request["name"]?.stringValue, spoolFile: request["spool"]?.stringValue,
+                    node.send(path: path, to: peer, name: name, spoolFile: spool,
                               observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
                 }
-            case "receive":
+            case let .receive(directory, accept):
                 try followTransfer(id: id, reply: reply, follow: true) { observer, completion throws(EngineError) in
-                    node.receiveNext(directory: request["dir"]?.stringValue, accept: request["decline"]?.boolValue != true,
+                    node.receiveNext(directory: directory, accept: accept,
                                      observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
                 }
-            case "share":
-                let peers = (request["peers"]?.arrayValue ?? []).compactMap(\.stringValue)
-                guard !peers.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
-                reply.success(id, try node.share(directory: try argument("dir"), with: peers))
-            case "unshare":
-                reply.success(id, try node.unshare(directory: try argument("dir")))
-            case "confirm":
-                reply.success(id, try node.confirmFolder(directory: try argument("dir")))
-            case "folders":
-                reply.success(id, ["folders": .array(node.folderStatus()), "offers": .array(node.shareOffers())])
-            case "conflicts":
-                reply.success(id, .array(node.conflicts()))
-            case "resolve":
-                reply.success(id, try node.resolveConflict(path: try argument("path"), keep: try argument("keep")))
-            case "transfers":
-                reply.success(id, .array(node.transferList()))
-            case "cancel":
-                reply.success(id, try node.cancelTransfer(try argument("transfer")).json)
-            case "resume":
-                reply.success(id, ["offered": JSONValue(node.resumeTransfers(request["transfer"]?.stringValue))])
-            case "msg":
-                let (peer, messageID) = try node.sendMessage(to: try argument("peer"), text: try argument("text"))
-                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)], "id": JSONValue(messageID)])
-            case "disconnect":
-                let peer = try node.disconnect(peer: try argument("peer"))
-                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
-            case "auto-accept":
-                let on = request["on"]?.boolValue ?? true
-                let peer = try node.setAutoAccept(peer: try argument("peer"), on)
-                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)], "autoAccept": .bool(on)])
-            case "unpair":
-                let peer = try node.unpair(peer: try argument("peer"))
-                reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
-            case "pair":
+            case let .share(directory, peers):
+                reply.success(id, try node.share(directory: directory, with: peers))
+            case let .unshare(directory):
+                reply.success(id, try node.unshare(directory: directory))
+            case let .confirm(directory):
+                reply.success(id, try node.confirmFolder(directory: directory))
+            case .folders:
+                reply.success(id, FoldersResult(folders: node.folderStatus(), offers: node.shareOffers()))
+            case .conflicts:
+                reply.success(id, node.conflicts())
+            case let .resolve(path, keep):
+                reply.success(id, try node.resolveConflict(path: path, keep: keep))
+            case .transfers:
+                reply.success(id, node.transferList().map(NodeEvent.transfer))
+            case let .cancel(transfer):
+                reply.success(id, NodeEvent.transfer(try node.cancelTransfer(transfer)))
+            case let .resume(transfer):
+                reply.success(id, try node.resumeTransfers(transfer))
+            case let .message(peer, text):
+                let (to, messageID) = try node.sendMessage(to: peer, text: text)
+                reply.success(id, PeerResult(peer: to, id: messageID))
+            case let .disconnect(peer):
+                reply.success(id, PeerResult(peer: try node.disconnect(peer: peer)))
+            case let .autoAccept(peer, on):
+                reply.success(id, PeerResult(peer: try node.setAutoAccept(peer: peer, on), autoAccept: on))
+            case let .unpair(peer):
+                reply.success(id, PeerResult(peer: try node.unpair(peer: peer)))
+            case let .pair(address, context):
                 let done = DispatchSemaphore(value: 0)
-                node.pair(address: try argument("address"), context: request["context"]?.stringValue,
+                node.pair(address: address, context: context,
                           progress: { event in reply.event(id, event) },
                           completion: { result in
                               switch result {
-                              case let .success(peer):
-                                  reply.success(id, ["peer": ["id": .string(peer.id), "name": .string(peer.name)]])
-                              case let .failure(error):
-                                  reply.failure(id, error)
+                              case let .success(peer): reply.success(id, PeerResult(peer: peer))
+                              case let .failure(error): reply.failure(id, error)
                               }
                               done.signal()
                           })
                 done.wait()
-            default:
-                throw .invalidArgument("unknown op '\(op)'")
             }
         } catch {
             reply.failure(id, error)
@@ -185,20 +157,20 @@ public final class ControlServer: @unchecked Sendable {
     /// when it ends, else answers at once with `start`'s event.
     private func followTransfer(id: JSONValue?, reply: Replier, follow: Bool,
                                 _ start: (_ observer: (@Sendable (NodeEvent) -> Void)?,
-                                          _ completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)?) throws(EngineError) -> NodeEvent?) throws(EngineError) {
+                                          _ completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)?) throws(EngineError) -> TransferInfo?) throws(EngineError) {
         guard follow else {
-            if let event = try start(nil, nil) { reply.success(id, event.json) }
+            if let event = try start(nil, nil) { reply.success(id, NodeEvent.transfer(event)) }
             return
         }
         let done = DispatchSemaphore(value: 0)
         let first = try start({ event in reply.event(id, event) }, { result in
             switch result {
-            case let .success(event): reply.success(id, event.json)
+            case let .success(event): reply.success(id, NodeEvent.transfer(event))
             case let .failure(error): reply.failure(id, error)
             }
             done.signal()
         })
-        if let first { reply.event(id, first) }
+        if let first { reply.event(id, .transfer(first)) }
         done.wait()
     }
 
@@ -207,13 +179,13 @@ public final class ControlServer: @unchecked Sendable {
     struct Replier: Sendable {
         let outbox: Outbox
 
-        func success(_ id: JSONValue?, _ result: JSONValue) {
-            write(["id": id ?? .null, "ok": true, "result": result])
+        func success(_ id: JSONValue?, _ result: some Encodable) {
+            write(["id": id ?? .null, "ok": true, "result": JSONValue(encoding: result)])
         }
 
         func failure(_ id: JSONValue?, _ error: EngineError) {
             write(["id": id ?? .null, "ok": false, "error": .string(error.description),
-                   "category": .string("\(error.category)")])
+                   "kind": .string(error.kind.rawValue), "category": .string(error.category.rawValue)])
         }
 
         func event(_ id: JSONValue?, _ event: NodeEvent) {

@@ -1,5 +1,11 @@
+public import PeerFiles
+public import PeerIndex
+public import PeerNet
+
 /// Errors of the engine. Each names what failed (path, peer, value) and says what to do,
-/// in one line the CLI can print as it is.
+/// in one line the CLI can print as it is. Failures of the lower layers keep their typed
+/// error (`index`, `file`, `connection`), so callers can tell a full disk from a corrupt index; `kind`
+/// names the case for scripts (the control socket and `--json` send it).
 public enum EngineError: Error, Sendable, CustomStringConvertible {
     /// The home has no identity yet.
     case notInitialised(home: String)
@@ -14,7 +20,9 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     /// A display name breaks the rules (1–63 bytes of UTF-8, no control characters).
     case invalidDisplayName(String)
     /// The node's index could not be opened or used.
-    case index(String)
+    case index(IndexError)
+    /// A file operation of the lower layer failed.
+    case file(FileError)
     /// A file operation failed.
     case io(path: String, reason: String)
     /// A value given by the user is not acceptable.
@@ -27,6 +35,10 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     case refused(String)
     /// A connection could not be made or was lost.
     case network(String)
+    /// A socket operation of the lower layer failed: what was being done, and why.
+    case connection(String, NetError)
+    /// An error the daemon reported over the control socket: its kind and its line.
+    case daemon(kind: Kind, message: String)
 
     public var description: String {
         switch self {
@@ -42,28 +54,73 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
             return "key file \(path) is corrupt (\(reason)); restore it from a backup, or move it away and run 'syncpeer init' to create a new identity (peers will have to pair again)"
         case let .invalidDisplayName(why):
             return "invalid display name: \(why)"
-        case let .index(message):
+        case let .index(error):
+            return error.description
+        case let .file(error):
+            return error.description
+        case let .daemon(_, message):
             return message
+        case let .connection(what, error):
+            return "\(what): \(error.description)"
         case let .io(path, reason):
-            return "\(path): \(reason)"
+            return path.isEmpty ? reason : "\(path): \(reason)"
         case let .invalidArgument(m), let .notFound(m), let .notConnected(m), let .refused(m), let .network(m):
             return m
         }
     }
 
     /// What kind of failure this is, for exit codes.
-    public var category: Category {
+    public var category: Category { kind.category }
+
+    /// The case, by a stable name (the `kind` of JSON errors; see docs/JSON.md).
+    public var kind: Kind {
         switch self {
-        case .notInitialised: return .state
-        case .invalidDisplayName, .invalidArgument: return .usage
-        case .notFound, .notConnected: return .state
-        case .refused, .network: return .failure
-        case .keyFileExposed, .keyFileNotOwned, .keyFileCorrupt, .index: return .data
-        case .homeUnusable, .io: return .failure
+        case .notInitialised: .notInitialised
+        case .homeUnusable: .homeUnusable
+        case .keyFileExposed: .keyFileExposed
+        case .keyFileNotOwned: .keyFileNotOwned
+        case .keyFileCorrupt: .keyFileCorrupt
+        case .invalidDisplayName: .invalidDisplayName
+        case .index: .index
+        case .file: .file
+        case .io: .io
+        case .invalidArgument: .invalidArgument
+        case .notFound: .notFound
+        case .notConnected: .notConnected
+        case .refused: .refused
+        case .network, .connection: .network
+        case let .daemon(kind, _): kind
         }
     }
 
-    public enum Category: Sendable {
+    /// The kinds of engine errors, as scripts see them.
+    public enum Kind: String, Sendable, Codable, CaseIterable {
+        case notInitialised, homeUnusable, keyFileExposed, keyFileNotOwned, keyFileCorrupt, invalidDisplayName
+        case index, file, io, invalidArgument, notFound, notConnected, refused, network
+
+        /// What kind of failure this is, for exit codes.
+        public var category: Category {
+            switch self {
+            case .notInitialised, .notFound, .notConnected: .state
+            case .invalidDisplayName, .invalidArgument: .usage
+            case .refused, .network, .homeUnusable, .io, .file: .failure
+            case .keyFileExposed, .keyFileNotOwned, .keyFileCorrupt, .index: .data
+            }
+        }
+    }
+
+    public enum Category: String, Sendable, Codable {
         case usage, state, data, failure
+    }
+
+    /// Wraps an error thrown by untyped code: engine errors as they are, the lower layers'
+    /// typed errors in their case.
+    static func wrapping(_ error: any Error) -> EngineError {
+        switch error {
+        case let error as EngineError: error
+        case let error as IndexError: .index(error)
+        case let error as FileError: .file(error)
+        default: .io(path: "", reason: "\(error)")
+        }
     }
 }

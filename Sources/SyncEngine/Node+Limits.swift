@@ -21,7 +21,7 @@ extension Node {
             oldest.closeReason = reason
             oldest.redialAllowed = false
             if oldest.invitationID != nil, oldest.machine.state == .awaitingLocalDecision {
-                emit(NodeEvent(.invitationClosed, peer: oldest.peer, invitation: oldest.invitationID, outcome: "dropped", time: now()))
+                emit(.invitationClosed(.init(peer: oldest.peer, invitation: oldest.invitationID, outcome: "dropped", time: now())))
             }
             oldest.send([.close(code: .normal, reason: "too many unpaired connections")])
             perform(oldest.machine.handle(.transportClosed(reason)), on: oldest)

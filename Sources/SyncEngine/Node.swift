@@ -63,13 +63,7 @@ public final class Node: @unchecked Sendable {
     /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
     var refusedConnections = 0
 
-    struct Redial {
-        var address: String
-        var nextAttempt: ContinuousClock.Instant
-        var delay: Duration
-        /// Attempts so far (the address rotates among the known ones).
-        var attempts = 0
-    }
+    typealias Redial = TimerMachine.Redial
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
         self.home = home
@@ -93,14 +87,14 @@ public final class Node: @unchecked Sendable {
         do { address = try HostPort(parsing: config.listen) } catch { throw .invalidArgument("--listen: \(error.description)") }
         let listener: TCPListener
         do { listener = try TCPListener(host: address.host, port: address.port) } catch {
-            throw .network("cannot listen on \(config.listen): \(error.description)")
+            throw .connection("cannot listen on \(config.listen)", error)
         }
         let bound = HostPort(host: address.host, port: listener.port).description
         queue.sync {
             self.listener = listener
             self.listenPort = listener.port
             self.listenHost = address.host
-            self.emit(NodeEvent(.listening, address: bound, time: now()))
+            self.emit(.listening(.init(address: bound, time: now())))
         }
         let acceptThread = Thread { [self] in acceptLoop(listener) }
         acceptThread.name = "syncpeer-accept"
@@ -165,7 +159,7 @@ public final class Node: @unchecked Sendable {
     /// the session is connected (the peer accepted), or with the reason it was not.
     public func pair(address: String, context: String?,
                      progress: @escaping @Sendable (NodeEvent) -> Void = { _ in },
-                     completion: @escaping @Sendable (Result<NodeEvent.Peer, EngineError>) -> Void) {
+                     completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
         if let context, context.utf8.count > WireLimits.maxContext {
             completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
             return
@@ -207,33 +201,29 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Open invitations from peers.
-    public func invitations() -> [JSONValue] {
+    public func invitations() -> [InvitationInfo] {
         queue.sync {
             sessions.values.filter { $0.invitationID != nil && $0.machine.state == .awaitingLocalDecision }
                 .sorted { $0.id < $1.id }
                 .map { session in
-                    [
-                        "invitation": .string(session.invitationID!),
-                        "peer": ["id": .string(session.peer.id), "name": .string(session.peer.name)],
-                        "sas": .string(session.channel.shortAuthenticationString),
-                        "context": JSONValue(session.context),
-                        "address": .string(session.channel.remoteDescription),
-                    ]
+                    InvitationInfo(invitation: session.invitationID!, peer: session.peer,
+                                   code: session.channel.shortAuthenticationString, context: session.context,
+                                   address: session.channel.remoteDescription)
                 }
         }
     }
 
     /// Accepts or declines an open invitation.
-    public func answer(invitation: String, accept: Bool) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func answer(invitation: String, accept: Bool) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             let wanted = invitation.uppercased()
             guard let session = sessions.values.first(where: { $0.invitationID == wanted && $0.machine.state == .awaitingLocalDecision }) else {
                 return .failure(.notFound("no open invitation '\(invitation)'; see 'syncpeer invitations'"))
             }
             if accept { session.channel.limitFrames(to: WireLimits.maxFrameBody) }
             let actions = session.machine.handle(accept ? .localAccept : .localDecline)
-            emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID,
-                           outcome: accept ? "accepted" : "declined", time: now()))
+            emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID,
+                                         outcome: accept ? "accepted" : "declined", time: now())))
             perform(actions, on: session)
             return .success(session.peer)
         }
@@ -241,12 +231,12 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Sends a text message to a connected, paired peer; returns the peer and message ID.
-    public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (NodeEvent.Peer, UInt64) {
+    public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (PeerRef, UInt64) {
         let body = Array(text.utf8)
         guard body.count <= WireLimits.maxMessageBody else {
             throw .invalidArgument("the message is \(body.count) bytes; at most \(WireLimits.maxMessageBody) are allowed")
         }
-        let result: Result<(NodeEvent.Peer, UInt64), EngineError> = queue.sync {
+        let result: Result<(PeerRef, UInt64), EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try connectedSession(for: peerText)
                 let id = session.nextMessageID
@@ -260,8 +250,8 @@ public final class Node: @unchecked Sendable {
 
     /// Ends the session with a peer (both ends see it closed). A paired peer is not
     /// redialled until the node restarts or it connects again.
-    public func disconnect(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func disconnect(peer peerText: String) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try liveSession(for: peerText)
                 redials[session.deviceKey] = nil
@@ -276,93 +266,78 @@ public final class Node: @unchecked Sendable {
     }
 
     /// Lets a paired peer's offers be accepted without asking (into the receive folder), or not.
-    public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             do {
                 var record = try knownPeer(for: peerText)
                 record.autoAccept = on
                 try index.upsertPeer(record)
-                return .success(NodeEvent.Peer(id: displayID(record.deviceID), name: record.name))
-            } catch let error as EngineError {
-                return .failure(error)
+                return .success(try peerRef(record))
             } catch {
-                return .failure(.index("\(error)"))
+                return .failure(.wrapping(error))
             }
         }
         return try result.get()
     }
 
     /// Forgets a paired peer: removes its pinned key and ends its session.
-    public func unpair(peer peerText: String) throws(EngineError) -> NodeEvent.Peer {
-        let result: Result<NodeEvent.Peer, EngineError> = queue.sync {
+    public func unpair(peer peerText: String) throws(EngineError) -> PeerRef {
+        let result: Result<PeerRef, EngineError> = queue.sync {
             do {
                 let record = try knownPeer(for: peerText)
                 _ = try index.deletePeer(deviceID: record.deviceID)
                 redials[record.deviceID] = nil
-                let peer = NodeEvent.Peer(id: displayID(record.deviceID), name: record.name)
+                let peer = try peerRef(record)
                 for session in sessions.values where session.deviceKey == record.deviceID {
                     session.closeReason = "unpaired"
                     session.redialAllowed = false
                     perform(session.machine.handle(.localDisconnect), on: session)
                 }
                 return .success(peer)
-            } catch let error as EngineError {
-                return .failure(error)
             } catch {
-                return .failure(.index("\(error)"))
+                return .failure(.wrapping(error))
             }
         }
         return try result.get()
     }
 
     /// Paired peers and live sessions, merged: one entry per device.
-    public func peers() -> [JSONValue] {
+    public func peers() -> [PeerSummary] {
         queue.sync {
-            var entries: [String: [String: JSONValue]] = [:]
+            var entries: [String: PeerSummary] = [:]
             let records = (try? index.peers()) ?? []
             for record in records where record.trust == .paired {
-                entries[record.deviceID] = [
-                    "peer": ["id": .string(displayID(record.deviceID)), "name": .string(record.name)],
-                    "paired": true, "state": "notConnected",
-                    "addresses": .array(record.addresses.map { .string($0) }),
-                    "lastSeen": record.lastSeen.map { .number(Double($0)) } ?? .null,
-                ]
+                guard let peer = try? peerRef(record) else { continue }
+                entries[record.deviceID] = PeerSummary(peer: peer, paired: true, state: .notConnected, addresses: record.addresses,
+                                                       lastSeen: record.lastSeen, discovered: false)
             }
             for session in sessions.values where session.machine.state != .closed {
-                var entry = entries[session.deviceKey] ?? [
-                    "peer": ["id": .string(session.peer.id), "name": .string(session.peer.name)],
-                    "paired": false, "addresses": .array([]), "lastSeen": .null,
-                ]
-                entry["state"] = .string(Self.publicState(session.machine.state))
-                entry["address"] = .string(session.channel.remoteDescription)
+                var entry = entries[session.deviceKey]
+                    ?? PeerSummary(peer: session.peer, paired: false, state: .notConnected, addresses: [], discovered: false)
+                entry.state = Self.publicState(session.machine.state)
+                entry.address = session.channel.remoteDescription
                 entries[session.deviceKey] = entry
             }
             mergeDiscovered(into: &entries)
-            return entries.values.sorted { ($0["peer"]?["name"]?.stringValue ?? "") < ($1["peer"]?["name"]?.stringValue ?? "") }
-                .map { .object($0) }
+            return entries.values.sorted { $0.peer.name < $1.peer.name }
         }
     }
 
     /// Facts about this node for `status`.
-    public func status() -> JSONValue {
+    public func status() -> NodeStatus {
         queue.sync {
-            [
-                "id": .string(identity.deviceID.description),
-                "name": .string(identity.displayName),
-                "listen": .string(HostPort(host: listenHost, port: listenPort).description),
-                "pid": JSONValue(Int(getpid())),
-                "sessions": JSONValue(sessions.count),
-                "discovery": discoveryStatus(),
-            ]
+            NodeStatus(id: identity.deviceID, name: identity.displayName,
+                       listen: HostPort(host: listenHost, port: listenPort).description,
+                       pid: Int(getpid()), sessions: sessions.count, discovery: discoveryStatus())
         }
     }
 
     /// The Multipeer-style state names: notConnected, connecting, connected.
-    static func publicState(_ state: SessionMachine.State) -> String {
+    static func publicState(_ state: SessionMachine.State) -> SessionState {
         switch state {
-        case .awaitingLocalDecision, .awaitingPeerDecision: return "connecting"
-        case .connected: return "connected"
-        case .closed: return "notConnected"
+        case .awaitingLocalDecision, .awaitingPeerDecision: return .connecting
+        case .connected: return .connected
+        case .closed: return .notConnected
         }
     }
 
@@ -371,7 +346,7 @@ public final class Node: @unchecked Sendable {
     /// Starts dialling from any thread (the work happens on `queue` and a dial thread).
     private func dial(address: String, expected: String?, context: String?,
                       progress: (@Sendable (NodeEvent) -> Void)? = nil,
-                      completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
+                      completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
         queue.async { [self] in
             startDial(address: address, expected: expected, context: context, progress: progress, completion: completion)
         }
@@ -380,7 +355,7 @@ public final class Node: @unchecked Sendable {
     /// Runs on `queue`.
     func startDial(address: String, expected: String?, context: String?,
                            progress: (@Sendable (NodeEvent) -> Void)?,
-                           completion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?) {
+                           completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
@@ -407,7 +382,7 @@ public final class Node: @unchecked Sendable {
                 switch outcome {
                 case let .failure(error):
                     emitError(nil, "cannot connect to \(address): \(error.description)")
-                    completion?(.failure(.network("cannot connect to \(address): \(error.description)")))
+                    completion?(.failure(.connection("cannot connect to \(address)", error)))
                 case let .success(channel):
                     let session = register(channel, role: .initiator, dialAddress: address)
                     session.pairCompletion = completion
@@ -531,7 +506,7 @@ public final class Node: @unchecked Sendable {
         }
         redials[session.deviceKey] = nil
         discovery?.release(session.deviceKey)
-        emit(NodeEvent(.state, peer: session.peer, state: "connecting", address: session.channel.remoteDescription, time: now()))
+        emit(.state(.init(peer: session.peer, state: .connecting, address: session.channel.remoteDescription, time: now())))
         perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
         startReader(session)
     }
@@ -592,34 +567,34 @@ public final class Node: @unchecked Sendable {
                     session.pairCompletion = nil
                     transfersSessionConnected(session)
                 }
-                emit(NodeEvent(.state, peer: session.peer, state: Self.publicState(state), time: now()))
+                emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
             case .raiseInvitation:
                 let invitation = Self.newInvitationID()
                 session.invitationID = invitation
                 session.invitationDeadline = .now + config.invitationTimeout
-                emit(NodeEvent(.invitation, peer: session.peer, invitation: invitation,
-                               sas: session.channel.shortAuthenticationString, context: session.context,
-                               address: session.channel.remoteDescription, time: now()))
+                emit(.invitation(.init(peer: session.peer, invitation: invitation,
+                                       code: session.channel.shortAuthenticationString, context: session.context,
+                                       address: session.channel.remoteDescription, time: now())))
                 if config.autoAccept {
-                    emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: invitation, outcome: "accepted", time: now()))
+                    emit(.invitationClosed(.init(peer: session.peer, invitation: invitation, outcome: "accepted", time: now())))
                     session.channel.limitFrames(to: WireLimits.maxFrameBody)
                     perform(session.machine.handle(.localAccept), on: session)
                     return
                 }
             case .invitationPending:
-                let event = NodeEvent(.invitationPending, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now())
+                let event = NodeEvent.invitationPending(.init(peer: session.peer, code: session.channel.shortAuthenticationString, time: now()))
                 emit(event)
                 session.pairProgress?(event)
             case .pinPeer:
                 pin(session)
             case let .deliverMessage(id, body):
-                emit(NodeEvent(.message, peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now()))
+                emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
                 transferFrameReceived(frame, from: session)
             case let .dropped(type):
                 session.droppedFrames += 1
                 if session.droppedFrames <= Self.maxDroppedFrames {
-                    emit(NodeEvent(.dropped, peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now()))
+                    emit(.dropped(.init(peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now())))
                 } else {
                     // An unpaired peer that keeps talking is not waiting politely: end it.
                     session.closeReason = "too many frames before pairing (\(Self.maxDroppedFrames))"
@@ -629,7 +604,7 @@ public final class Node: @unchecked Sendable {
                     return
                 }
             case let .pairingRejected(status):
-                emit(NodeEvent(.pairingRejected, peer: session.peer, outcome: "\(status)", time: now()))
+                emit(.pairingRejected(.init(peer: session.peer, outcome: "\(status)", time: now())))
                 session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
                 session.pairCompletion = nil
             case let .peerClosed(code):
@@ -639,14 +614,12 @@ public final class Node: @unchecked Sendable {
                     session.redialAllowed = false
                     discovery?.holdOff(session.deviceKey)
                 }
-            case let .report(text):
-                if text.hasPrefix("refused") {
-                    emit(NodeEvent(.refused, peer: session.peer, reason: text, time: now()))
-                    session.pairCompletion?(.failure(.refused(text)))
-                    session.pairCompletion = nil
-                } else {
-                    session.closeReason = session.closeReason ?? text
-                }
+            case let .refused(reason):
+                emit(.refused(.init(peer: session.peer, reason: reason, time: now())))
+                session.pairCompletion?(.failure(.refused(reason)))
+                session.pairCompletion = nil
+            case let .ended(reason):
+                session.closeReason = session.closeReason ?? reason
             case .closeTransport:
                 session.closeAfterPendingSends()
             }
@@ -663,7 +636,7 @@ public final class Node: @unchecked Sendable {
         session.closeAfterPendingSends()
         transfersSessionClosed(session)
         let reason = session.closeReason ?? "closed"
-        emit(NodeEvent(.state, peer: session.peer, state: "notConnected", reason: reason, time: now()))
+        emit(.state(.init(peer: session.peer, state: .notConnected, reason: reason, time: now())))
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
@@ -687,56 +660,57 @@ public final class Node: @unchecked Sendable {
                                 pairedAt: existing?.pairedAt ?? time, addresses: addresses)
         do {
             try index.upsertPeer(record)
-            emit(NodeEvent(.paired, peer: session.peer, sas: session.channel.shortAuthenticationString, time: now()))
+            emit(.paired(.init(peer: session.peer, code: session.channel.shortAuthenticationString, time: now())))
         } catch {
             emitError(session.peer, "cannot store the pairing: \(error)")
         }
     }
 
     private func markSeen(_ session: Session) {
-        try? index.updateLastSeen(deviceID: session.deviceKey, address: session.dialAddress)
+        do { try index.updateLastSeen(deviceID: session.deviceKey, address: session.dialAddress) } catch {
+            emitError(session.peer, "cannot record when \(session.peer.name) was last seen: \(error.description)")
+        }
     }
 
     // MARK: - Timer: keepalive, dead peers, invitations, redial
 
     private func tick() {
         if stopped { return }
-        let now = ContinuousClock.now
-        for session in Array(sessions.values) {
-            if let deadline = session.invitationDeadline, session.machine.state == .awaitingLocalDecision, now >= deadline {
-                session.invitationDeadline = nil
-                session.closeReason = "invitation expired"
-                emit(NodeEvent(.invitationClosed, peer: session.peer, invitation: session.invitationID, outcome: "expired", time: self.now()))
-                perform(session.machine.handle(.invitationExpired), on: session)
-                continue
-            }
+        let machine = TimerMachine(deadPeerTimeout: config.deadPeerTimeout, keepaliveInterval: config.keepaliveInterval,
+                                   redialMaximum: config.redialMaximum)
+        let facts = sessions.values.sorted { $0.id < $1.id }.map { session in
             // A peer that does not read what we send: the reader stopped reading it (its
             // silence is then ours), or a write failed or timed out.
-            if let stall = session.flow.stallReason(pausedFor: config.deadPeerTimeout) {
-                session.closeReason = session.closeReason ?? stall
-                perform(session.machine.handle(.transportClosed(stall)), on: session)
-                session.channel.close()
-                continue
-            }
-            if now - session.lastReceived > config.deadPeerTimeout, !session.flow.isPaused {
-                session.closeReason = "no answer for \(config.deadPeerTimeout) (peer gone)"
-                perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
-                session.channel.close()
-                continue
-            }
-            if now - session.lastSent >= config.keepaliveInterval {
-                session.send([.ping(UInt64.random(in: 0...UInt64.max))])
-            }
+            TimerMachine.SessionFacts(id: session.id, awaitingDecision: session.machine.state == .awaitingLocalDecision,
+                                      invitationDeadline: session.invitationDeadline,
+                                      stall: session.flow.stallReason(pausedFor: config.deadPeerTimeout),
+                                      lastReceived: session.lastReceived, lastSent: session.lastSent,
+                                      flowPaused: session.flow.isPaused)
         }
-        for (device, redial) in redials where now >= redial.nextAttempt {
-            if sessions.values.contains(where: { $0.deviceKey == device }) { redials[device] = nil; continue }
-            var next = redial
-            next.delay = min(redial.delay * 2, config.redialMaximum)
-            next.nextAttempt = now + next.delay
-            next.attempts += 1
-            redials[device] = next
-            let address = redialAddress(for: device, attempt: redial.attempts, fallback: redial.address)
-            startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
+        let actions = machine.tick(now: .now, sessions: facts, redials: redials,
+                                   devicesWithSession: Set(sessions.values.map(\.deviceKey)))
+        for action in actions {
+            switch action {
+            case let .expireInvitation(id):
+                guard let session = sessions[id] else { continue }
+                session.invitationDeadline = nil
+                session.closeReason = "invitation expired"
+                emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now())))
+                perform(session.machine.handle(.invitationExpired), on: session)
+            case let .close(id, reason):
+                guard let session = sessions[id] else { continue }
+                session.closeReason = session.closeReason ?? reason
+                perform(session.machine.handle(.transportClosed(reason)), on: session)
+                session.channel.close()
+            case let .ping(id):
+                sessions[id]?.send([.ping(UInt64.random(in: 0...UInt64.max))])
+            case let .dropRedial(device):
+                redials[device] = nil
+            case let .redial(device, attempt, next):
+                redials[device] = next
+                let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
+                startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
+            }
         }
     }
 
@@ -762,7 +736,7 @@ public final class Node: @unchecked Sendable {
             seen.insert(record.deviceID)
         }
         for session in sessions.values where !seen.contains(session.deviceKey) {
-            list.append(.init(deviceID: session.peer.id, name: session.peer.name, addresses: session.dialAddress.map { [$0] } ?? []))
+            list.append(.init(deviceID: session.peer.id.description, name: session.peer.name, addresses: session.dialAddress.map { [$0] } ?? []))
             seen.insert(session.deviceKey)
         }
         return list
@@ -808,12 +782,25 @@ public final class Node: @unchecked Sendable {
         (try? DeviceID(parsing: compact))?.description ?? compact
     }
 
+    /// A peer of the index as results show it; a device ID the index holds that does not
+    /// parse is damaged data.
+    func peerRef(_ record: PeerRecord) throws(EngineError) -> PeerRef {
+        try peerRef(device: record.deviceID, name: record.name)
+    }
+
+    func peerRef(device compact: String, name: String) throws(EngineError) -> PeerRef {
+        do { return PeerRef(id: try DeviceID(parsing: compact), name: name) } catch {
+            throw .index(IndexError(kind: .unexpectedValue, operation: "read peer", path: index.path,
+                                    message: "device ID '\(compact)' is not valid: \(error.description)"))
+        }
+    }
+
     func emit(_ event: NodeEvent) {
         for handler in subscribers.values { handler(event) }
     }
 
-    func emitError(_ peer: NodeEvent.Peer?, _ reason: String) {
-        emit(NodeEvent(.error, peer: peer, reason: reason, time: now()))
+    func emitError(_ peer: PeerRef?, _ reason: String) {
+        emit(.error(.init(peer: peer, reason: reason, time: now())))
     }
 
     func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

@@ -41,7 +41,7 @@ public enum NodeSetup {
         let finalName = requestedName ?? stored ?? DisplayName.fromHostName(hostName())
         let changed = finalName != stored
         if changed {
-            do { try index.setSetting(displayNameKey, finalName) } catch { throw .index(error.description) }
+            do { try index.setSetting(displayNameKey, finalName) } catch { throw .index(error) }
         }
         return InitResult(identity: Identity(keyPair: keyPair, displayName: finalName),
                           createdIdentity: created, nameChanged: changed)
@@ -56,11 +56,11 @@ public enum NodeSetup {
     }
 
     static func openIndex(_ home: NodeHome) throws(EngineError) -> NodeIndex {
-        do { return try NodeIndex.open(at: home.indexFile) } catch { throw .index(error.description) }
+        do { return try NodeIndex.open(at: home.indexFile) } catch { throw .index(error) }
     }
 
     static func storedName(_ index: NodeIndex) throws(EngineError) -> String? {
-        do { return try index.setting(displayNameKey) } catch { throw .index(error.description) }
+        do { return try index.setting(displayNameKey) } catch { throw .index(error) }
     }
 
     static func hostName() -> String {

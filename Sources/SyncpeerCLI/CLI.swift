@@ -47,7 +47,13 @@ public enum CLI {
         do {
             return try await dispatch(arguments, environment: environment, output: output)
         } catch {
-            output.err("syncpeer: error: \(error.description)\n")
+            // With --json (anywhere on the line: it is a global option), scripts get the
+            // error as one JSON object on standard error, like the results on standard output.
+            if arguments.contains("--json") {
+                output.errJSON(JSONError(error))
+            } else {
+                output.err("syncpeer: error: \(error.description)\n")
+            }
             return error.exitCode
         }
     }
@@ -63,7 +69,8 @@ public enum CLI {
             let token = arguments[index]
             switch token {
             case "--version":
-                if globals.json { output.json(["version": version]) } else { output.line("syncpeer \(version)") }
+                // --json may come after --version too.
+                if globals.json || arguments.contains("--json") { output.json(["version": version]) } else { output.line("syncpeer \(version)") }
                 return ExitCode.success
             case "-h", "--help":
                 help = true

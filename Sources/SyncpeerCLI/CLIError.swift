@@ -1,3 +1,5 @@
+public import SyncEngine
+
 /// Errors that end a command, each with the exit code it maps to.
 ///
 /// Exit codes (documented in the README):
@@ -8,10 +10,12 @@ public enum CLIError: Error, Equatable, Sendable, CustomStringConvertible {
     case state(String)
     case data(String)
     case failure(String)
+    /// An error of the engine (or of the daemon), with its kind.
+    case engine(EngineError.Kind, String)
 
     public var description: String {
         switch self {
-        case let .usage(m), let .state(m), let .data(m), let .failure(m): return m
+        case let .usage(m), let .state(m), let .data(m), let .failure(m), let .engine(_, m): return m
         }
     }
 
@@ -21,7 +25,38 @@ public enum CLIError: Error, Equatable, Sendable, CustomStringConvertible {
         case .usage: return ExitCode.usage
         case .state: return ExitCode.state
         case .data: return ExitCode.data
+        case let .engine(kind, _):
+            switch kind.category {
+            case .usage: return ExitCode.usage
+            case .state: return ExitCode.state
+            case .data: return ExitCode.data
+            case .failure: return ExitCode.failure
+            }
         }
+    }
+
+    /// The `kind` of a JSON error: the engine's kind, else the exit category.
+    public var kind: String {
+        switch self {
+        case .usage: return "usage"
+        case .state: return "state"
+        case .data: return "data"
+        case .failure: return "failure"
+        case let .engine(kind, _): return kind.rawValue
+        }
+    }
+}
+
+/// An error as `--json` prints it (on standard error): see docs/JSON.md.
+struct JSONError: Encodable {
+    let error: String
+    let kind: String
+    let exit: Int32
+
+    init(_ error: CLIError) {
+        self.error = error.description
+        kind = error.kind
+        exit = error.exitCode
     }
 }
 

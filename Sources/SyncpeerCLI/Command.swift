@@ -26,13 +26,8 @@ public struct CommandContext: Sendable {
 }
 
 extension CLIError {
-    /// Maps an engine error to the CLI's categories (and so to an exit code).
+    /// Maps an engine error to the CLI's error (its kind gives the exit code).
     init(_ error: EngineError) {
-        switch error.category {
-        case .usage: self = .usage(error.description)
-        case .state: self = .state(error.description)
-        case .data: self = .data(error.description)
-        case .failure: self = .failure(error.description)
-        }
+        self = .engine(error.kind, error.description)
     }
 }

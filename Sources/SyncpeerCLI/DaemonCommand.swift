@@ -95,8 +95,7 @@ struct DaemonCommand: Command {
         let daemon: Daemon
         do {
             daemon = try Daemon.start(home: context.home, config: config) { event in
-                let value = event.json
-                if json { output.line(value.encodedLine()) } else if let line = EventRenderer.line(value) { output.line(line) }
+                if json { output.json(event) } else if let line = EventRenderer.line(event) { output.line(line) }
             }
         } catch { throw CLIError(error) }
         if !json {

@@ -21,10 +21,10 @@ struct BrowseCommand: Command {
         let output = context.output
         let json = context.globals.json
         let client = try context.client()
-        let list: [JSONValue]
-        do { list = try client.request("browse").arrayValue ?? [] } catch { throw CLIError(error) }
+        let list: [BrowsedPeer]
+        do { list = try client.call(.browse) } catch { throw CLIError(error) }
         if json {
-            for item in list { output.line(item.encodedLine()) }
+            context.printLines(list)
         } else if list.isEmpty && !watch {
             output.line("no nodes found nearby (yet); discovery finds nodes of the same service type on the same network")
         } else {
@@ -33,20 +33,19 @@ struct BrowseCommand: Command {
         guard watch else { return ExitCode.success }
         do {
             try client.streamEvents { event in
-                let kind = event["event"]?.stringValue
-                guard kind == "found" || kind == "lost" else { return true }
-                if json { output.line(event.encodedLine()) } else if let line = EventRenderer.line(event) { output.line(line) }
+                guard event.kind == .found || event.kind == .lost else { return true }
+                if json { output.json(event) } else if let line = EventRenderer.line(event) { output.line(line) }
                 return true
             }
         } catch { throw CLIError(error) }
         return ExitCode.success
     }
 
-    static func line(_ item: JSONValue) -> String {
-        var text = "\(EventRenderer.peerName(item))  \(item["address"]?.stringValue ?? "-")"
-        text += item["paired"]?.boolValue == true ? "  paired" : "  not paired"
-        if case let .object(info)? = item["info"], !info.isEmpty {
-            text += "  " + info.keys.sorted().map { "\($0)=\(info[$0]?.stringValue ?? "")" }.joined(separator: " ")
+    static func line(_ item: BrowsedPeer) -> String {
+        var text = "\(EventRenderer.peerName(item.peer))  \(item.address ?? "-")"
+        text += item.paired ? "  paired" : "  not paired"
+        if !item.info.isEmpty {
+            text += "  " + item.info.keys.sorted().map { "\($0)=\(item.info[$0] ?? "")" }.joined(separator: " ")
         }
         return text
     }
@@ -77,11 +76,9 @@ struct VisibilityCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        var request: [String: JSONValue] = [:]
-        if let visible { request["visible"] = .bool(visible) }
-        let result = try context.request("visibility", request)
-        let shown = result["visible"]?.boolValue == true
-        let name = result["instance"]?.stringValue.map { " as '\($0)'" } ?? ""
+        let result = try context.call(.visibility(visible: visible), as: DiscoveryStatus.self)
+        let shown = result.visible == true
+        let name = result.instance.map { " as '\($0)'" } ?? ""
         context.print(result, text: shown ? "visible to others\(name)" : "invisible to others")
         return ExitCode.success
     }

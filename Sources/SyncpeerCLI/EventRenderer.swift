@@ -1,72 +1,78 @@
 internal import Foundation
 internal import SyncEngine
 
-/// Turns node events (as JSON) into one human line each.
+/// Turns node events into one human line each.
 enum EventRenderer {
-    static func peerName(_ event: JSONValue) -> String {
-        guard let peer = event["peer"] else { return "?" }
-        let name = peer["name"]?.stringValue ?? "?"
-        let id = peer["id"]?.stringValue.map { String($0.prefix(7)) } ?? ""
-        return "\(name) (\(id))"
+    /// "bob (MFRGGZD)": the name and the start of the device ID.
+    static func peerName(_ peer: PeerRef?) -> String {
+        guard let peer else { return "?" }
+        return "\(peer.name) (\(peer.shortID))"
     }
 
-    static func line(_ event: JSONValue) -> String? {
-        let who = peerName(event)
-        switch event["event"]?.stringValue {
-        case "listening":
-            return "listening on \(event["address"]?.stringValue ?? "?")"
-        case "state":
-            var text = "\(who): \(event["state"]?.stringValue ?? "?")"
-            if let reason = event["reason"]?.stringValue { text += " (\(reason))" }
+    static func line(_ event: NodeEvent) -> String? {
+        let who = peerName(event.peer)
+        switch event {
+        case let .listening(e):
+            return "listening on \(e.address)"
+        case let .state(e):
+            var text = "\(who): \(e.state.rawValue)"
+            if let reason = e.reason { text += " (\(reason))" }
             return text
-        case "invitation":
-            var text = "invitation \(event["invitation"]?.stringValue ?? "?") from \(who) at \(event["address"]?.stringValue ?? "?"); "
-            text += "code \(event["sas"]?.stringValue ?? "?")"
-            if let context = event["context"]?.stringValue { text += "; context: \(context)" }
-            text += " — compare the code with the other device, then 'syncpeer accept \(event["invitation"]?.stringValue ?? "ID")'"
+        case let .invitation(e):
+            var text = "invitation \(e.invitation) from \(who) at \(e.address); code \(e.code)"
+            if let context = e.context { text += "; context: \(context)" }
+            text += " — compare the code with the other device, then 'syncpeer accept \(e.invitation)'"
             return text
-        case "invitation_closed":
-            return "invitation \(event["invitation"]?.stringValue ?? "?") from \(who) \(event["outcome"]?.stringValue ?? "closed")"
-        case "invitation_pending":
-            return "\(who) has the invitation; code \(event["sas"]?.stringValue ?? "?")"
-        case "paired":
+        case let .invitationClosed(e):
+            return "invitation \(e.invitation ?? "?") from \(who) \(e.outcome)"
+        case let .invitationPending(e):
+            return "\(who) has the invitation; code \(e.code)"
+        case .paired:
             return "paired with \(who)"
-        case "pairing_rejected":
-            return "\(who) \(event["outcome"]?.stringValue ?? "rejected") the invitation"
-        case "share_offer":
-            return "\(who) shares the folder '\(event["name"]?.stringValue ?? "?")' (\(event["folder"]?.stringValue ?? "?")): 'syncpeer accept \(event["folder"]?.stringValue ?? "ID") [--into DIR]'"
-        case "folder":
-            var text = "folder \(event["name"]?.stringValue ?? event["folder"]?.stringValue ?? "?"): \(event["state"]?.stringValue ?? "?")"
-            if let path = event["path"]?.stringValue { text += " at \(path)" }
-            if let reason = event["reason"]?.stringValue { text += " (\(reason))" }
+        case let .pairingRejected(e):
+            return "\(who) \(e.outcome) the invitation"
+        case let .shareOffer(e):
+            return "\(who) shares the folder '\(e.name)' (\(e.folder)): 'syncpeer accept \(e.folder) [--into DIR]'"
+        case let .folder(e):
+            var text = "folder \(e.name ?? e.folder): \(e.state?.rawValue ?? "?")"
+            if let path = e.path { text += " at \(path)" }
+            if let reason = e.reason { text += " (\(reason))" }
             return text
-        case "offer":
-            return "\(who) offers \(event["name"]?.stringValue ?? "?"): 'syncpeer accept \(event["transfer"]?.stringValue ?? "ID")'"
-        case "message":
-            return "\(event["peer"]?["name"]?.stringValue ?? "?"): \(event["text"]?.stringValue ?? "")"
-        case "refused":
-            return "refused \(who): \(event["reason"]?.stringValue ?? "")"
-        case "dropped":
-            return "dropped from \(who): \(event["reason"]?.stringValue ?? "")"
-        case "found":
-            var text = "found \(who) at \(event["address"]?.stringValue ?? "?")"
-            if case let .object(info)? = event["info"], !info.isEmpty {
-                text += " (" + info.keys.sorted().map { "\($0)=\(info[$0]?.stringValue ?? "")" }.joined(separator: " ") + ")"
+        case let .offer(e):
+            return "\(who) offers \(e.name): 'syncpeer accept \(e.transfer)'"
+        case let .message(e):
+            return "\(e.peer.name): \(e.text)"
+        case let .refused(e):
+            return "refused \(who): \(e.reason)"
+        case let .dropped(e):
+            return "dropped from \(who): \(e.reason)"
+        case let .found(e):
+            var text = "found \(who) at \(e.address ?? "?")"
+            if !e.info.isEmpty {
+                text += " (" + e.info.keys.sorted().map { "\($0)=\(e.info[$0] ?? "")" }.joined(separator: " ") + ")"
             }
             return text
-        case "lost":
+        case .lost:
             return "lost \(who)"
-        case "registered":
-            var text = "visible to others as '\(event["instance"]?.stringValue ?? "?")'"
-            if let reason = event["reason"]?.stringValue { text += " (\(reason))" }
+        case let .registered(e):
+            var text = "visible to others as '\(e.instance)'"
+            if let reason = e.reason { text += " (\(reason))" }
             return text
-        case "visibility":
-            return event["state"]?.stringValue == "visible" ? "visible to others" : "invisible to others"
-        case "error":
-            return "error: \(event["reason"]?.stringValue ?? "")" + (event["peer"] != nil ? " [\(who)]" : "")
-        default:
+        case let .visibility(e):
+            return e.state == "visible" ? "visible to others" : "invisible to others"
+        case let .error(e):
+            return "error: \(e.reason)" + (e.peer != nil ? " [\(who)]" : "")
+        case .transfer:
+            // Progress is the bar's (or `transfers`'); a daemon's log would fill with it.
             return nil
         }
+    }
+
+    /// A transfer's state in words: "report.pdf to bob (MFRGGZD): paused (connection lost)".
+    static func transferLine(_ transfer: TransferInfo) -> String {
+        var text = "\(transfer.name) \(transfer.direction == .send ? "to" : "from") \(peerName(transfer.peer)): \(transfer.state.rawValue)"
+        if let reason = transfer.reason { text += " (\(reason))" }
+        return text
     }
 }
 
@@ -76,15 +82,20 @@ extension CommandContext {
         do { return try ControlClient.connect(home: home) } catch { throw CLIError(error) }
     }
 
-    /// One request to the daemon.
-    func request(_ op: String, _ arguments: [String: JSONValue] = [:],
-                 onEvent: (JSONValue) -> Void = { _ in }) throws(CLIError) -> JSONValue {
+    /// One request to the daemon, its result decoded as `T`.
+    func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self,
+                            onEvent: (NodeEvent) -> Void = { _ in }) throws(CLIError) -> T {
         let client = try client()
-        do { return try client.request(op, arguments, onEvent: onEvent) } catch { throw CLIError(error) }
+        do { return try client.call(request, as: T.self, onEvent: onEvent) } catch { throw CLIError(error) }
     }
 
     /// Prints a result as JSON (with --json) or as the given text.
-    func print(_ result: JSONValue, text: @autoclosure () -> String) {
-        if globals.json { output.line(result.encodedLine()) } else { output.line(text()) }
+    func print(_ result: some Encodable, text: @autoclosure () -> String) {
+        if globals.json { output.json(result) } else { output.line(text()) }
+    }
+
+    /// Prints each item of a list as one JSON line (with --json).
+    func printLines(_ list: [some Encodable]) {
+        for item in list { output.json(item) }
     }
 }

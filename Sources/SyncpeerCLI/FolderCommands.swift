@@ -28,18 +28,20 @@ struct ShareCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("share", ["dir": .string(directory), "peers": .array(peers.map { .string($0) })])
-        let names = (result["peers"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
-        context.print(result, text: "Sharing \(directory) as folder \(result["folder"]?.stringValue ?? "?") with \(names)")
+        let result = try context.call(.share(directory: directory, peers: peers), as: ShareResult.self)
+        let names = result.peers.map(\.name).joined(separator: ", ")
+        context.print(result, text: "Sharing \(directory) as folder \(result.folder) with \(names)")
         return ExitCode.success
     }
 }
 
-/// A command on one shared folder, `syncpeer NAME DIR`: sends its name with the folder's
+/// A command on one shared folder, `syncpeer NAME DIR`: sends its request with the folder's
 /// absolute path to the daemon and prints `done`.
 protocol SharedFolderCommand: Command {
     var directory: String { get }
     init(directory: String)
+    /// The request for `directory`.
+    var request: ControlRequest { get }
     /// The line printed on success.
     var done: String { get }
 }
@@ -50,7 +52,7 @@ extension SharedFolderCommand {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request(Self.spec.name, ["dir": .string(directory)])
+        let result = try context.call(request, as: FolderResult.self)
         context.print(result, text: done)
         return ExitCode.success
     }
@@ -64,6 +66,7 @@ struct UnshareCommand: SharedFolderCommand {
         arguments: [ArgumentSpec("DIR", help: "a shared folder")],
         examples: ["syncpeer unshare ~/Documents"])
     let directory: String
+    var request: ControlRequest { .unshare(directory: directory) }
     var done: String { "No longer sharing \(directory)" }
 }
 
@@ -85,6 +88,7 @@ struct ConfirmCommand: SharedFolderCommand {
         arguments: [ArgumentSpec("DIR", help: "a shared folder")],
         examples: ["syncpeer confirm ~/Photos"])
     let directory: String
+    var request: ControlRequest { .confirm(directory: directory) }
     var done: String { "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices" }
 }
 
@@ -101,9 +105,9 @@ struct StatusCommand: Command {
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         while true {
-            let result = try context.request("folders")
+            let result = try context.call(.folders, as: FoldersResult.self)
             if context.globals.json {
-                context.output.line(result.encodedLine())
+                context.output.json(result)
             } else {
                 show(result, context)
             }
@@ -113,46 +117,39 @@ struct StatusCommand: Command {
         }
     }
 
-    func show(_ result: JSONValue, _ context: CommandContext) {
-        let folders = result["folders"]?.arrayValue ?? []
-        if folders.isEmpty { context.output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
-        for folder in folders {
-            let files = folder["files"]?.intValue ?? 0
-            let bytes = Int64(folder["bytes"]?.intValue ?? 0)
-            var line = "\(folder["label"]?.stringValue ?? "?") (\(folder["folder"]?.stringValue ?? "?"))  \(folder["state"]?.stringValue ?? "?")  \(files) files, \(ProgressRenderer.formatBytes(bytes))  \(folder["path"]?.stringValue ?? "")"
-            if let conflicts = folder["conflicts"]?.intValue, conflicts > 0 { line += "  \(conflicts) conflict(s)" }
+    func show(_ result: FoldersResult, _ context: CommandContext) {
+        if result.folders.isEmpty { context.output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
+        for folder in result.folders {
+            var line = "\(folder.label) (\(folder.folder))  \(folder.state.rawValue)  \(folder.files) files, \(ProgressRenderer.formatBytes(folder.bytes))  \(folder.path)"
+            if folder.conflicts > 0 { line += "  \(folder.conflicts) conflict(s)" }
             context.output.line(line)
-            if let error = folder["error"]?.stringValue { context.output.line("  error: \(error)") }
-            let failures = folder["failures"]?.arrayValue ?? []
-            if let failing = folder["failing"]?.intValue, failing > 0 {
-                context.output.line("  \(failing) path(s) cannot be pulled now:")
-                for item in failures {
-                    context.output.line("    \(item["path"]?.stringValue ?? "?"): \(item["reason"]?.stringValue ?? "?") (\(item["retry"]?.stringValue ?? "?"))")
+            if let error = folder.error { context.output.line("  error: \(error)") }
+            if folder.failing > 0 {
+                context.output.line("  \(folder.failing) path(s) cannot be pulled now:")
+                for item in folder.failures {
+                    context.output.line("    \(item.path): \(item.reason) (\(item.retry))")
                 }
-                if failing > failures.count { context.output.line("    and \(failing - failures.count) more") }
+                if folder.failing > folder.failures.count { context.output.line("    and \(folder.failing - folder.failures.count) more") }
             }
-            for peer in folder["peers"]?.arrayValue ?? [] {
-                let connected = peer["connected"]?.boolValue == true ? "connected" : "not connected"
-                let out = peer["outOfSyncFiles"]?.intValue ?? 0
-                let outBytes = Int64(peer["outOfSyncBytes"]?.intValue ?? 0)
-                let percent = peer["percent"]?.intValue ?? 0
-                let moved = Int64(peer["receivedBytes"]?.intValue ?? 0) + Int64(peer["sentBytes"]?.intValue ?? 0) > 0
-                    ? "  ↓ \(ProgressRenderer.formatBytes(Int64(peer["receivedBytes"]?.intValue ?? 0))) ↑ \(ProgressRenderer.formatBytes(Int64(peer["sentBytes"]?.intValue ?? 0)))"
+            for peer in folder.peers {
+                let connected = peer.connected ? "connected" : "not connected"
+                let moved = peer.receivedBytes + peer.sentBytes > 0
+                    ? "  ↓ \(ProgressRenderer.formatBytes(peer.receivedBytes)) ↑ \(ProgressRenderer.formatBytes(peer.sentBytes))"
                     : ""
-                context.output.line("  \(EventRenderer.peerName(peer))  \(connected)  \(percent)% in sync" + (out > 0 ? "  (\(out) files, \(ProgressRenderer.formatBytes(outBytes)) differ)" : "") + moved)
+                let differ = peer.outOfSyncFiles > 0
+                    ? "  (\(peer.outOfSyncFiles) files, \(ProgressRenderer.formatBytes(peer.outOfSyncBytes)) differ)" : ""
+                context.output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved)
             }
-            for item in folder["transfers"]?.arrayValue ?? [] {
-                let peers = (item["peers"]?.arrayValue ?? []).compactMap(\.stringValue).joined(separator: ", ")
-                let needed = Int64(item["needed"]?.intValue ?? 0)
-                let fetched = Int64(item["fetched"]?.intValue ?? 0)
-                context.output.line("  ↓ \(item["path"]?.stringValue ?? "?")  \(item["percent"]?.intValue ?? 0)%  \(ProgressRenderer.formatBytes(fetched)) of \(ProgressRenderer.formatBytes(needed)) from \(peers)")
+            for item in folder.transfers {
+                let peers = item.peers.map(\.name).joined(separator: ", ")
+                context.output.line("  ↓ \(item.path)  \(item.percent)%  \(ProgressRenderer.formatBytes(item.fetched)) of \(ProgressRenderer.formatBytes(item.needed)) from \(peers)")
             }
         }
-        for offer in result["offers"]?.arrayValue ?? [] {
-            if let joins = offer["joins"]?.stringValue {
-                context.output.line("offer: \(EventRenderer.peerName(offer)) asks to join your folder \(joins) (it would get your copy) — 'syncpeer accept \(offer["folder"]?.stringValue ?? "?")'")
+        for offer in result.offers {
+            if let joins = offer.joins {
+                context.output.line("offer: \(EventRenderer.peerName(offer.peer)) asks to join your folder \(joins) (it would get your copy) — 'syncpeer accept \(offer.folder)'")
             } else {
-                context.output.line("offer: \(EventRenderer.peerName(offer)) shares '\(offer["label"]?.stringValue ?? "?")' — 'syncpeer accept \(offer["folder"]?.stringValue ?? "?") [--into DIR]'")
+                context.output.line("offer: \(EventRenderer.peerName(offer.peer)) shares '\(offer.label)' — 'syncpeer accept \(offer.folder) [--into DIR]'")
             }
         }
     }
@@ -166,14 +163,14 @@ struct ConflictsCommand: Command {
         examples: ["syncpeer conflicts", "syncpeer conflicts --json"])
     init(parsing arguments: ParsedArguments) throws(CLIError) {}
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list = try context.request("conflicts").arrayValue ?? []
+        let list = try context.call(.conflicts, as: [ConflictInfo].self)
         if context.globals.json {
-            for item in list { context.output.line(item.encodedLine()) }
+            context.printLines(list)
         } else if list.isEmpty {
             context.output.line("no conflicts")
         } else {
             for item in list {
-                context.output.line("\(item["original"]?.stringValue ?? "?")  ←  \(item["path"]?.stringValue ?? "?")")
+                context.output.line("\(item.original)  ←  \(item.path)")
             }
         }
         return ExitCode.success
@@ -190,17 +187,17 @@ struct ResolveCommand: Command {
         arguments: [ArgumentSpec("PATH", help: "the file that has conflict copies")],
         examples: ["syncpeer resolve ~/Documents/report.txt --keep remote"])
     let path: String
-    let keep: String
+    let keep: ConflictKeep
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         path = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
-        guard let keep = arguments.value("keep"), ["local", "remote", "both"].contains(keep) else {
+        guard let keep = arguments.value("keep").flatMap(ConflictKeep.init(rawValue:)) else {
             throw .usage("'syncpeer resolve' needs --keep local, remote or both")
         }
         self.keep = keep
     }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("resolve", ["path": .string(path), "keep": .string(keep)])
-        context.print(result, text: "Resolved \(path): kept \(keep)")
+        let result = try context.call(.resolve(path: path, keep: keep), as: ResolveResult.self)
+        context.print(result, text: "Resolved \(path): kept \(keep.rawValue)")
         return ExitCode.success
     }
 }

@@ -11,15 +11,15 @@ struct InvitationsCommand: Command {
     init(parsing arguments: ParsedArguments) throws(CLIError) {}
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list = try context.request("invitations").arrayValue ?? []
+        let list = try context.call(.invitations, as: [InvitationInfo].self)
         if context.globals.json {
-            for item in list { context.output.line(item.encodedLine()) }
+            context.printLines(list)
         } else if list.isEmpty {
             context.output.line("no open invitations")
         } else {
             for item in list {
-                var line = "\(item["invitation"]?.stringValue ?? "?")  \(EventRenderer.peerName(item))  code \(item["sas"]?.stringValue ?? "?")  from \(item["address"]?.stringValue ?? "?")"
-                if let text = item["context"]?.stringValue { line += "  context: \(text)" }
+                var line = "\(item.invitation)  \(EventRenderer.peerName(item.peer))  code \(item.code)  from \(item.address)"
+                if let text = item.context { line += "  context: \(text)" }
                 context.output.line(line)
             }
         }
@@ -43,25 +43,22 @@ struct AnswerCommand {
     static func run(_ id: String, accept: Bool, into directory: String?, _ context: CommandContext) throws(CLIError) -> Int32 {
         // Folder IDs look like "abcde-fghij".
         if id.wholeMatch(of: #/[a-z2-7]{5}-[a-z2-7]{5}/#) != nil {
-            var request: [String: JSONValue] = ["folder": .string(id)]
-            if let directory { request["dir"] = .string(directory) }
-            let result = try context.request(accept ? "accept" : "decline", request)
-            context.print(result, text: accept ? "Accepted folder \(id) into \(result["path"]?.stringValue ?? "?")" : "Declined folder \(id)")
+            let result = try context.call(.answerShare(folder: id, accept: accept, directory: directory), as: FolderResult.self)
+            context.print(result, text: accept ? "Accepted folder \(id) into \(result.path ?? "?")" : "Declined folder \(id)")
             return ExitCode.success
         }
         // Invitation IDs are 6 letters and digits; transfer IDs are hex (32 digits, or a prefix of 7 or more).
         if id.count >= 7, id.allSatisfy(\.isHexDigit) {
-            var request: [String: JSONValue] = ["transfer": .string(id), "follow": .bool(accept)]
-            if let directory { request["dir"] = .string(directory) }
             let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
-            let result = try context.request(accept ? "accept" : "decline", request, onEvent: renderer.show)
+            let result = try context.call(.answerOffer(transfer: id, accept: accept, directory: directory, follow: accept),
+                                          as: TransferInfo.self, onEvent: renderer.show)
             renderer.finish()
-            context.print(result, text: accept ? SendCommand.summary(result, verb: "Received", preposition: "from")
-                                               : "Declined \(result["name"]?.stringValue ?? id)")
+            context.print(NodeEvent.transfer(result), text: accept ? SendCommand.summary(result, verb: "Received", preposition: "from")
+                                               : "Declined \(result.name)")
             return ExitCode.success
         }
-        let result = try context.request(accept ? "accept" : "decline", ["invitation": .string(id)])
-        context.print(result, text: (accept ? "Accepted " : "Declined ") + EventRenderer.peerName(result))
+        let result = try context.call(.answerInvitation(invitation: id, accept: accept), as: PeerResult.self)
+        context.print(result, text: (accept ? "Accepted " : "Declined ") + EventRenderer.peerName(result.peer))
         return ExitCode.success
     }
 }

@@ -23,8 +23,8 @@ struct MsgCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("msg", ["peer": .string(peer), "text": .string(text)])
-        context.print(result, text: "sent to \(EventRenderer.peerName(result))")
+        let result = try context.call(.message(peer: peer, text: text), as: PeerResult.self)
+        context.print(result, text: "sent to \(EventRenderer.peerName(result.peer))")
         return ExitCode.success
     }
 }
@@ -47,14 +47,16 @@ struct ChatCommand: Command {
         let output = context.output
         let json = context.globals.json
         // Check the peer first, so a typo fails before anything is typed.
-        let peers = try context.request("peers").arrayValue ?? []
-        _ = peers
+        _ = try context.call(.peers, as: [PeerSummary].self)
         let reading = Thread {
             try? listener.streamEvents { event in
-                if event["event"]?.stringValue == "message" {
-                    if json { output.line(event.encodedLine()) } else if let line = EventRenderer.line(event) { output.line(line) }
-                } else if event["event"]?.stringValue == "state", event["state"]?.stringValue == "notConnected" {
-                    output.line(json ? event.encodedLine() : "\(EventRenderer.peerName(event)) left")
+                switch event {
+                case .message:
+                    if json { output.json(event) } else if let line = EventRenderer.line(event) { output.line(line) }
+                case let .state(change) where change.state == .notConnected:
+                    if json { output.json(event) } else { output.line("\(EventRenderer.peerName(change.peer)) left") }
+                default:
+                    break
                 }
                 return true
             }
@@ -63,7 +65,7 @@ struct ChatCommand: Command {
         if !json { output.line("chatting with \(peer); Ctrl-D to end") }
         while let line = readLine(strippingNewline: true) {
             if line.isEmpty { continue }
-            do { _ = try sender.request("msg", ["peer": .string(peer), "text": .string(line)]) } catch {
+            do { _ = try sender.request(.message(peer: peer, text: line)) } catch {
                 throw CLIError(error)
             }
         }

@@ -20,11 +20,19 @@ extension OutputSink {
 
     /// One JSON object (sorted keys) followed by a newline.
     func json(_ value: some Encodable) {
+        if let line = Self.jsonLine(value) { out(line) }
+    }
+
+    /// One JSON object on standard error (errors under `--json`).
+    func errJSON(_ value: some Encodable) {
+        if let line = Self.jsonLine(value) { err(line) }
+    }
+
+    static func jsonLine(_ value: some Encodable) -> String? {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        if let data = try? encoder.encode(value) {
-            out(String(decoding: data, as: UTF8.self) + "\n")
-        }
+        guard let data = try? encoder.encode(value) else { return nil }
+        return String(decoding: data, as: UTF8.self) + "\n"
     }
 }
 

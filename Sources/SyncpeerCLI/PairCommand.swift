@@ -27,17 +27,15 @@ struct PairCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        var request: [String: JSONValue] = ["address": .string(address)]
-        if let contextText { request["context"] = .string(contextText) }
         let output = context.output
         let json = context.globals.json
         if !json { output.line("Inviting \(address) ...") }
-        let result = try context.request("pair", request) { event in
-            if json { output.line(event.encodedLine()) } else if let line = EventRenderer.line(event) {
+        let result = try context.call(.pair(address: address, context: contextText), as: PeerResult.self) { event in
+            if json { output.json(event) } else if let line = EventRenderer.line(event) {
                 output.line(line + " — waiting for them to accept")
             }
         }
-        context.print(result, text: "Paired with \(EventRenderer.peerName(result))")
+        context.print(result, text: "Paired with \(EventRenderer.peerName(result.peer))")
         return ExitCode.success
     }
 }

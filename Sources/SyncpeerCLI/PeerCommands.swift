@@ -19,8 +19,7 @@ struct PeersCommand: Command {
         let client = try context.client()
         do {
             try client.streamEvents { event in
-                let kind = event["event"]?.stringValue
-                if kind == "state" || kind == "paired" || kind == "invitation" || kind == "found" || kind == "lost" {
+                if [.state, .paired, .invitation, .found, .lost].contains(event.kind) {
                     if !context.globals.json { context.output.line("") }
                     try? show(context)
                 }
@@ -31,9 +30,9 @@ struct PeersCommand: Command {
     }
 
     func show(_ context: CommandContext) throws(CLIError) {
-        let list = try context.request("peers").arrayValue ?? []
+        let list = try context.call(.peers, as: [PeerSummary].self)
         if context.globals.json {
-            for item in list { context.output.line(item.encodedLine()) }
+            context.printLines(list)
             return
         }
         if list.isEmpty {
@@ -41,11 +40,10 @@ struct PeersCommand: Command {
             return
         }
         for item in list {
-            let state = item["state"]?.stringValue ?? "?"
-            let paired = item["paired"]?.boolValue == true ? "paired" : "not paired"
-            let address = item["address"]?.stringValue ?? item["addresses"]?.arrayValue?.first?.stringValue ?? "-"
-            let nearby = item["discovered"]?.boolValue == true ? "  nearby" : ""
-            context.output.line("\(EventRenderer.peerName(item))  \(state)  \(paired)  \(address)\(nearby)")
+            let paired = item.paired ? "paired" : "not paired"
+            let address = item.address ?? item.addresses.first ?? "-"
+            let nearby = item.discovered ? "  nearby" : ""
+            context.output.line("\(EventRenderer.peerName(item.peer))  \(item.state.rawValue)  \(paired)  \(address)\(nearby)")
         }
     }
 }
@@ -60,9 +58,9 @@ struct PeerAction {
             examples: [example])
     }
 
-    static func run(_ op: String, peer: String, verb: String, _ context: CommandContext) throws(CLIError) -> Int32 {
-        let result = try context.request(op, ["peer": .string(peer)])
-        context.print(result, text: "\(verb) \(EventRenderer.peerName(result))")
+    static func run(_ request: ControlRequest, verb: String, _ context: CommandContext) throws(CLIError) -> Int32 {
+        let result = try context.call(request, as: PeerResult.self)
+        context.print(result, text: "\(verb) \(EventRenderer.peerName(result.peer))")
         return ExitCode.success
     }
 }
@@ -71,14 +69,14 @@ struct UnpairCommand: Command {
     static let spec = PeerAction.spec("unpair", "forget a paired peer: its key is no longer trusted", "syncpeer unpair bob")
     let peer: String
     init(parsing arguments: ParsedArguments) throws(CLIError) { peer = arguments.positionals[0] }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run("unpair", peer: peer, verb: "Unpaired", context) }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run(.unpair(peer: peer), verb: "Unpaired", context) }
 }
 
 struct DisconnectCommand: Command {
     static let spec = PeerAction.spec("disconnect", "end the session with a peer (both ends see it closed)", "syncpeer disconnect bob")
     let peer: String
     init(parsing arguments: ParsedArguments) throws(CLIError) { peer = arguments.positionals[0] }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run("disconnect", peer: peer, verb: "Disconnected", context) }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run(.disconnect(peer: peer), verb: "Disconnected", context) }
 }
 
 /// `syncpeer auto-accept PEER on|off`: offers from this peer are received without asking.
@@ -104,8 +102,8 @@ struct AutoAcceptCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("auto-accept", ["peer": .string(peer), "on": .bool(on)])
-        context.print(result, text: "\(EventRenderer.peerName(result)): offers are \(on ? "accepted without asking" : "asked about")")
+        let result = try context.call(.autoAccept(peer: peer, on: on), as: PeerResult.self)
+        context.print(result, text: "\(EventRenderer.peerName(result.peer)): offers are \(on ? "accepted without asking" : "asked about")")
         return ExitCode.success
     }
 }
@@ -123,7 +121,7 @@ struct EventsCommand: Command {
         let client = try context.client()
         do {
             try client.streamEvents { event in
-                context.output.line(event.encodedLine())
+                context.output.json(event)
                 return true
             }
         } catch { throw CLIError(error) }

@@ -1,29 +1,46 @@
 internal import Foundation
 internal import SyncEngine
 
-/// Shows transfer events: a live bar on a terminal (name, percentage, bytes, rate, ETA),
-/// else one NDJSON line per event (the engine already limits them to about five a second).
+/// Shows transfer events: a live bar on a terminal (name, percentage, bytes, rate, ETA);
+/// with --json one NDJSON line per event (the engine already limits them to about five a
+/// second); otherwise (piped text) one plain line per change of state, never JSON.
 final class ProgressRenderer: @unchecked Sendable {
     // @unchecked: called from one control-client thread at a time.
     let output: any OutputSink
     let live: Bool
     private var lastLineLength = 0
+    private let json: Bool
+    /// Piped text: the last state printed per transfer (progress alone prints nothing).
+    private var shownStates: [String: TransferState] = [:]
 
     init(output: any OutputSink, json: Bool) {
         self.output = output
         self.live = output.isTerminal && !json
+        self.json = json
     }
 
-    func show(_ event: JSONValue) {
-        guard live else {
-            output.line(event.encodedLine())
+    func show(_ event: NodeEvent) {
+        if json {
+            output.json(event)
             return
         }
-        guard event["event"]?.stringValue == "transfer" else {
+        guard live else {
+            // Piped text: a line when something changes, not a line per progress step.
+            guard case let .transfer(transfer) = event else {
+                if let line = EventRenderer.line(event) { output.line(line) }
+                return
+            }
+            let key = transfer.transfer ?? transfer.name
+            guard shownStates[key] != transfer.state else { return }
+            shownStates[key] = transfer.state
+            output.line(EventRenderer.transferLine(transfer))
+            return
+        }
+        guard case let .transfer(transfer) = event else {
             if let line = EventRenderer.line(event) { clear(); output.line(line) }
             return
         }
-        let line = Self.bar(event, width: 24)
+        let line = Self.bar(transfer, width: 24)
         let padding = lastLineLength > line.count ? String(repeating: " ", count: lastLineLength - line.count) : ""
         output.out("\r" + line + padding)
         lastLineLength = line.count
@@ -40,18 +57,18 @@ final class ProgressRenderer: @unchecked Sendable {
         lastLineLength = 0
     }
 
-    static func bar(_ event: JSONValue, width: Int) -> String {
-        let name = event["name"]?.stringValue ?? "?"
-        let bytes = Int64(event["bytes"]?.intValue ?? 0)
-        let total = Int64(event["total"]?.intValue ?? 0)
+    static func bar(_ event: TransferInfo, width: Int) -> String {
+        let name = event.name
+        let bytes = event.bytes ?? 0
+        let total = event.total ?? 0
         let fraction = total > 0 ? Double(bytes) / Double(total) : 1
         let filled = Int((fraction * Double(width)).rounded(.down))
         let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: max(0, width - filled))
         let percent = String(format: "%3.0f%%", fraction * 100)
         var line = "\(shorten(name, 28))  \(percent) [\(bar)] \(formatBytes(bytes))/\(formatBytes(total))"
-        if case let .number(rate)? = event["rate"], rate > 0 { line += "  \(formatBytes(Int64(rate)))/s" }
-        if case let .number(eta)? = event["eta"], eta > 0 { line += "  ETA \(formatDuration(eta))" }
-        if let state = event["state"]?.stringValue, state != "active" { line += "  \(state)" }
+        if let rate = event.rate, rate > 0 { line += "  \(formatBytes(Int64(rate)))/s" }
+        if let eta = event.eta, eta > 0 { line += "  ETA \(formatDuration(eta))" }
+        if event.state != .active { line += "  \(event.state.rawValue)" }
         return line
     }
 

@@ -70,14 +70,12 @@ struct SendCommand: Command {
                 throw .usage("\(path): no such file or folder")
             }
         }
-        var request: [String: JSONValue] = ["path": .string(source), "peer": .string(peer)]
-        if let sendName { request["name"] = .string(sendName) }
-        if let spool { request["spool"] = .string(spool) }
+        let request = ControlRequest.send(path: source, peer: peer, name: sendName, spool: spool)
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         let started = ContinuousClock.now
         return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
-            let result: JSONValue
-            do throws(EngineError) { result = try client.request("send", request, onEvent: renderer.show) } catch {
+            let result: TransferInfo
+            do throws(EngineError) { result = try client.call(request, onEvent: renderer.show) } catch {
                 renderer.finish()
                 if let spool { unlink(spool) }
                 throw CLIError(error)
@@ -85,19 +83,17 @@ struct SendCommand: Command {
             renderer.finish()
             let elapsed = ContinuousClock.now - started
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            let total = Double(result["total"]?.intValue ?? 0)
-            context.print(result, text: Self.summary(result, verb: "Sent", preposition: "to")
+            let total = Double(result.total ?? 0)
+            context.print(NodeEvent.transfer(result), text: Self.summary(result, verb: "Sent", preposition: "to")
                 + String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001)))))
             return ExitCode.success
         }
     }
 
-    static func summary(_ event: JSONValue, verb: String, preposition: String) -> String {
-        let name = event["name"]?.stringValue ?? "?"
-        let total = Int64(event["total"]?.intValue ?? 0)
-        var text = "\(verb) \(name) \(preposition) \(EventRenderer.peerName(event)): \(ProgressRenderer.formatBytes(total))"
-        if let resent = event["resent"]?.intValue { text += ", \(ProgressRenderer.formatBytes(Int64(resent))) re-sent" }
-        if let path = event["path"]?.stringValue { text += " → \(path)" }
+    static func summary(_ event: TransferInfo, verb: String, preposition: String) -> String {
+        var text = "\(verb) \(event.name) \(preposition) \(EventRenderer.peerName(event.peer)): \(ProgressRenderer.formatBytes(event.total ?? 0))"
+        if let resent = event.resent { text += ", \(ProgressRenderer.formatBytes(resent)) re-sent" }
+        if let path = event.path { text += " → \(path)" }
         return text
     }
 
@@ -176,51 +172,46 @@ struct ReceiveCommand: Command {
         }
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         return try withNode(context, listen: listen) { client throws(CLIError) in
-            var request: [String: JSONValue] = [:]
-            if let directory { request["dir"] = .string(directory) }
-            let result: JSONValue
+            let result: TransferInfo
             do throws(EngineError) {
                 if let decision {
-                    request["decline"] = .bool(!decision)
-                    result = try client.request("receive", request, onEvent: renderer.show)
+                    result = try client.call(.receive(directory: directory, accept: decision), onEvent: renderer.show)
                 } else {
-                    result = try askThenReceive(client, context, request, renderer)
+                    result = try askThenReceive(client, context, renderer)
                 }
             } catch {
                 renderer.finish()
                 throw CLIError(error)
             }
             renderer.finish()
-            if result["state"]?.stringValue == "declined" {
-                context.print(result, text: "Declined \(result["name"]?.stringValue ?? "the offer") from \(EventRenderer.peerName(result))")
+            if result.state == .declined {
+                context.print(NodeEvent.transfer(result), text: "Declined \(result.name) from \(EventRenderer.peerName(result.peer))")
                 return ExitCode.success
             }
-            context.print(result, text: SendCommand.summary(result, verb: "Received", preposition: "from"))
+            context.print(NodeEvent.transfer(result), text: SendCommand.summary(result, verb: "Received", preposition: "from"))
             return ExitCode.success
         }
     }
 
     /// Waits for the next offer, asks on the terminal, answers and follows the transfer.
-    private func askThenReceive(_ client: ControlClient, _ context: CommandContext, _ request: [String: JSONValue],
-                                _ renderer: ProgressRenderer) throws(EngineError) -> JSONValue {
+    private func askThenReceive(_ client: ControlClient, _ context: CommandContext,
+                                _ renderer: ProgressRenderer) throws(EngineError) -> TransferInfo {
         context.output.line("waiting for an offer ...")
-        var offer: JSONValue?
+        var offer: NodeEvent.Offer?
         try client.streamEvents { event in
-            guard event["event"]?.stringValue == "offer" else { return true }
-            offer = event
+            guard case let .offer(found) = event else { return true }
+            offer = found
             return false
         }
-        guard let offer, let id = offer["transfer"]?.stringValue else { throw .network("the daemon stopped") }
-        let size = ProgressRenderer.formatBytes(Int64(offer["total"]?.intValue ?? 0))
-        let files = offer["files"]?.intValue ?? 1
-        context.output.out("\(EventRenderer.peerName(offer)) offers \(offer["name"]?.stringValue ?? "?") (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] ")
+        guard let offer else { throw .network("the daemon stopped") }
+        let id = offer.transfer
+        let size = ProgressRenderer.formatBytes(offer.total)
+        let files = offer.files
+        context.output.out("\(EventRenderer.peerName(offer.peer)) offers \(offer.name) (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] ")
         let answer = readLine()?.lowercased() ?? ""
         let accept = answer == "y" || answer == "yes"
-        var arguments = request
-        arguments["transfer"] = .string(id)
-        arguments["follow"] = .bool(true)
         let follower = try ControlClient.connect(home: context.home)
-        return try follower.request(accept ? "accept" : "decline", arguments, onEvent: renderer.show)
+        return try follower.call(.answerOffer(transfer: id, accept: accept, directory: directory, follow: true), onEvent: renderer.show)
     }
 }
 
@@ -236,9 +227,9 @@ struct TransfersCommand: Command {
     init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list: [JSONValue]
+        let list: [TransferInfo]
         if let client = try? ControlClient.connect(home: context.home) {
-            do throws(EngineError) { list = try client.request("transfers").arrayValue ?? [] } catch { throw CLIError(error) }
+            do throws(EngineError) { list = try client.call(.transfers) } catch { throw CLIError(error) }
         } else {
             do throws(EngineError) { list = try Node.recordedTransfers(home: context.home) } catch { throw CLIError(error) }
         }
@@ -248,27 +239,27 @@ struct TransfersCommand: Command {
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         do {
             try client.streamEvents { event in
-                if event["event"]?.stringValue == "transfer" || event["event"]?.stringValue == "offer" { renderer.show(event) }
+                if event.kind == .transfer || event.kind == .offer { renderer.show(event) }
                 return true
             }
         } catch { throw CLIError(error) }
         return ExitCode.success
     }
 
-    func show(_ list: [JSONValue], _ context: CommandContext) {
+    func show(_ list: [TransferInfo], _ context: CommandContext) {
         if context.globals.json {
-            for item in list { context.output.line(item.encodedLine()) }
+            context.printLines(list.map(NodeEvent.transfer))
             return
         }
         if list.isEmpty { context.output.line("no transfers yet") }
         for item in list {
-            let id = String((item["transfer"]?.stringValue ?? "?").prefix(8))
-            let direction = item["direction"]?.stringValue == "send" ? "to  " : "from"
-            let bytes = Int64(item["bytes"]?.intValue ?? 0)
-            let total = Int64(item["total"]?.intValue ?? 0)
+            let id = String((item.transfer ?? "?").prefix(8))
+            let direction = item.direction == .send ? "to  " : "from"
+            let bytes = item.bytes ?? 0
+            let total = item.total ?? 0
             let percent = total > 0 ? Int(Double(bytes) * 100 / Double(total)) : 100
-            var line = "\(id)  \(item["state"]?.stringValue ?? "?")  \(percent)%  \(item["name"]?.stringValue ?? "?")  \(direction) \(EventRenderer.peerName(item))  \(ProgressRenderer.formatBytes(bytes))/\(ProgressRenderer.formatBytes(total))"
-            if let reason = item["reason"]?.stringValue { line += "  (\(reason))" }
+            var line = "\(id)  \(item.state.rawValue)  \(percent)%  \(item.name)  \(direction) \(EventRenderer.peerName(item.peer))  \(ProgressRenderer.formatBytes(bytes))/\(ProgressRenderer.formatBytes(total))"
+            if let reason = item.reason { line += "  (\(reason))" }
             context.output.line(line)
         }
     }
@@ -284,8 +275,8 @@ struct CancelCommand: Command {
     let id: String
     init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals[0] }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.request("cancel", ["transfer": .string(id)])
-        context.print(result, text: "Cancelled \(result["name"]?.stringValue ?? id)")
+        let result = try context.call(.cancel(transfer: id), as: TransferInfo.self)
+        context.print(NodeEvent.transfer(result), text: "Cancelled \(result.name)")
         return ExitCode.success
     }
 }
@@ -301,10 +292,8 @@ struct ResumeCommand: Command {
     let id: String?
     init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals.first }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        var request: [String: JSONValue] = [:]
-        if let id { request["transfer"] = .string(id) }
-        let result = try context.request("resume", request)
-        context.print(result, text: "Offered again: \(result["offered"]?.intValue ?? 0) transfer(s)")
+        let result = try context.call(.resume(transfer: id), as: ResumeResult.self)
+        context.print(result, text: "Offered again: \(result.offered) transfer(s)")
         return ExitCode.success
     }
 }

@@ -200,7 +200,7 @@ extension SyncpeerRunner {
         }
         let result = try pairing.finish()
         try #require(result.status == 0, "pair failed: \(result.stderr)")
-        return try #require(invitation["sas"] as? String)
+        return try #require(invitation["code"] as? String)
     }
 }
 

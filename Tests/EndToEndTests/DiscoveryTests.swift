@@ -89,14 +89,19 @@ struct DiscoveryTests {
         #expect(peers[0]["discovered"] as? Bool == true && peers[0]["paired"] as? Bool == false)
         #expect(peers[0]["state"] as? String == "notConnected")
         #expect(peers[0]["address"] as? String == "127.0.0.1:\(bob.port)")
-        // Both name the instance as the events do: its label.
-        #expect(browse[0]["instance"] as? String == "bob" && peers[0]["instance"] as? String == "bob")
+        // The same short instance name everywhere: browse, peers and the found event.
+        #expect(browse[0]["instance"] as? String == "bob" && peers[0]["instance"] as? String == "bob", "\(browse) \(peers)")
+        #expect(bobSeen["instance"] as? String == "bob")
+        let document = try JSONDocument()
+        let problems = document.problems(browse[0], as: "command browse") + document.problems(peers[0], as: "command peers")
+        #expect(problems.isEmpty, "\(problems)")
         // Discovery never bypasses pairing: nobody dialled anybody.
         #expect(alice.events("invitation").isEmpty && bob.events("invitation").isEmpty)
         #expect(alice.events("state").isEmpty && bob.events("state").isEmpty)
 
         let status = try JSONSerialization.jsonObject(with: Data(try env.cli(alice, ["visibility", "--json"]).stdout.utf8)) as? [String: Any]
         #expect(status?["visible"] as? Bool == true && status?["instance"] as? String == "alice")
+        #expect(document.problems(status ?? [:], as: "command visibility").isEmpty, "\(status ?? [:])")
     }
 
     @Test func twoNamespacesOverVethPairByNameAndReconnectThroughDiscovery() throws {
@@ -123,8 +128,8 @@ struct DiscoveryTests {
         let invitation = try bob.waitFor("invitation")
         #expect(peerName(invitation) == "alice")
         #expect((invitation["address"] as? String)?.hasPrefix("10.99.0.1:") == true)
-        let code = try #require(invitation["sas"] as? String)
-        #expect(try alice.waitFor("invitation_pending")["sas"] as? String == code, "both ends show the same code")
+        let code = try #require(invitation["code"] as? String)
+        #expect(try alice.waitFor("invitation_pending")["code"] as? String == code, "both ends show the same code")
         #expect(try env.cli(bob, ["accept", try #require(invitation["invitation"] as? String)]).status == 0)
         let paired = try pairing.finish()
         #expect(paired.status == 0, "\(paired.stderr)")

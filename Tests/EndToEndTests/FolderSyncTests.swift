@@ -435,7 +435,8 @@ struct FolderSyncTests {
         }
         let first = inFlight[0]
         #expect((first["path"] as? String)?.hasPrefix("big-") == true, "\(first)")
-        #expect(((first["peers"] as? [String]) ?? []).contains { $0 == "alice" || $0 == "carol" }, "\(first)")
+        let sources = ((first["peers"] as? [[String: Any]]) ?? []).compactMap { $0["name"] as? String }
+        #expect(sources.contains { $0 == "alice" || $0 == "carol" }, "\(first)")
         #expect(((first["needed"] as? NSNumber)?.intValue ?? 0) >= 3_000_000, "\(first)")
         trio.bob.crash()
         for name in (try FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) where name.hasPrefix("big-") {

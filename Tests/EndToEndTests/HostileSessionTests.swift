@@ -269,7 +269,7 @@ struct HostileSessionTests {
         #expect((summary["handshakeHash"] as? String)?.count == 128, "BLAKE2b: a 64-byte handshake hash")
 
         let invitation = try b.waitFor("invitation") { $0.peerName == "python-peer" }
-        #expect(invitation["sas"] as? String == sas, "bob shows \(invitation["sas"] ?? "?"), python derived \(sas)")
+        #expect(invitation["code"] as? String == sas, "bob shows \(invitation["code"] ?? "?"), python derived \(sas)")
         // The SAS rule, ported to Swift from the hash Python reports, agrees too.
         let hash = try #require((summary["handshakeHash"] as? String).flatMap(bytes(hex:)))
         #expect(ShortAuthenticationString.derive(handshakeHash: hash) == sas)
@@ -297,7 +297,7 @@ struct HostileSessionTests {
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         try #require(process.terminationStatus == 0, "pair via \(address) failed: \(stderr)")
-        return try #require(invitation["sas"] as? String)
+        return try #require(invitation["code"] as? String)
     }
 
     func deviceID(_ env: SyncpeerRunner, _ daemon: DaemonProcess) throws -> String {

@@ -24,14 +24,14 @@ struct SessionTests {
         let invitation = try bob.waitFor("invitation")
         #expect(invitation["context"] as? String == "holiday photos")
         #expect((invitation["peer"] as? [String: Any])?["name"] as? String == "alice")
-        let bobCode = try #require(invitation["sas"] as? String)
+        let bobCode = try #require(invitation["code"] as? String)
         #expect(bobCode.wholeMatch(of: #/[0-9]{6}/#) != nil)
         let pending = try alice.waitFor("invitation_pending")
-        #expect(pending["sas"] as? String == bobCode, "both ends show the same code")
+        #expect(pending["code"] as? String == bobCode, "both ends show the same code")
 
         // The invitation is listed, with the same code, until it is answered.
         let listed = try env.cli(bob, ["invitations", "--json"])
-        #expect(listed.stdout.contains("\"sas\":\"\(bobCode)\""))
+        #expect(listed.stdout.contains("\"code\":\"\(bobCode)\""))
         let id = try #require(invitation["invitation"] as? String)
         #expect(try env.cli(bob, ["accept", id]).status == 0)
         let paired = try pairing.finish()

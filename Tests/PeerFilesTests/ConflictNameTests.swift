@@ -1,4 +1,4 @@
-import PeerFiles
+@testable import PeerFiles
 import Testing
 
 /// 2026-11-29 15:30:00 UTC.
@@ -141,5 +141,16 @@ let conflictTime: Int64 = 1_795_966_200
             #expect(kept.count <= limit)
             #expect(String(validating: Array(kept), as: UTF8.self) != nil, "\(limit)")
         }
+    }
+}
+
+/// A conflict copy's time as JSON shows it (epoch seconds from the name's UTC stamp).
+struct ConflictStampTests {
+    @Test func aStampReadsBackAsTheSecondsItWasMadeFrom() {
+        for seconds: Int64 in [0, 1_700_000_000, 1_764_576_000] {
+            #expect(ConflictName.unixSeconds(ofStamp: ConflictName.timestamp(seconds)) == seconds)
+        }
+        #expect(ConflictName.unixSeconds(ofStamp: "2026120-081500") == nil)
+        #expect(ConflictName.unixSeconds(ofStamp: "20261201x081500") == nil)
     }
 }

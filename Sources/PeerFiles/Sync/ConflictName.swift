@@ -151,6 +151,21 @@ public enum ConflictName {
             + "-" + two(parts.tm_hour) + two(parts.tm_min) + two(parts.tm_sec)
     }
 
+    /// The seconds since 1970 (UTC) of a "YYYYMMDD-HHMMSS" stamp; nil if it is not one.
+    public static func unixSeconds(ofStamp stamp: String) -> Int64? {
+        let digits = stamp.utf8.filter { $0 != UInt8(ascii: "-") }.map { Int32($0) - 48 }
+        guard stamp.utf8.count == 15, digits.count == 14, digits.allSatisfy({ (0...9).contains($0) }) else { return nil }
+        func number(_ range: Range<Int>) -> Int32 { digits[range].reduce(0) { $0 * 10 + $1 } }
+        var parts = tm()
+        parts.tm_year = number(0..<4) - 1900
+        parts.tm_mon = number(4..<6) - 1
+        parts.tm_mday = number(6..<8)
+        parts.tm_hour = number(8..<10)
+        parts.tm_min = number(10..<12)
+        parts.tm_sec = number(12..<14)
+        return Int64(timegm(&parts))
+    }
+
     private static func split(_ path: String) -> (directory: String, name: String) {
         guard let slash = path.lastIndex(of: "/") else { return ("", path) }
         return (String(path[...slash]), String(path[path.index(after: slash)...]))

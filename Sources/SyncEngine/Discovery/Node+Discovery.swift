@@ -49,22 +49,22 @@ extension Node {
     // MARK: Requests (any thread)
 
     /// Nearby syncpeer nodes (each instance once), as `browse` lists them.
-    public func browse() throws(EngineError) -> [JSONValue] {
-        let result: Result<[JSONValue], EngineError> = queue.sync {
+    public func browse() throws(EngineError) -> [BrowsedPeer] {
+        let result: Result<[BrowsedPeer], EngineError> = queue.sync {
             guard let discovery else { return .failure(Self.discoveryOff) }
             let paired = Set(((try? index.peers()) ?? []).filter { $0.trust == .paired }.map(\.deviceID))
-            return .success(discovery.peers.map { $0.json(paired: paired.contains($0.deviceKey)) })
+            return .success(discovery.peers.compactMap { $0.browsed(paired: paired.contains($0.deviceKey)) })
         }
         return try result.get()
     }
 
     /// Shows (`true`) or hides (`false`) this node on the network, or only reports (nil).
-    public func setVisibility(_ visible: Bool?) throws(EngineError) -> JSONValue {
-        let result: Result<JSONValue, EngineError> = queue.sync {
+    public func setVisibility(_ visible: Bool?) throws(EngineError) -> DiscoveryStatus {
+        let result: Result<DiscoveryStatus, EngineError> = queue.sync {
             guard let discovery else { return .failure(Self.discoveryOff) }
             if let visible, visible != discovery.isVisible {
                 discovery.setVisible(visible)
-                emit(NodeEvent(.visibility, state: visible ? "visible" : "invisible", time: now()))
+                emit(.visibility(.init(state: visible ? "visible" : "invisible", time: now())))
             }
             return .success(discoveryStatus())
         }
@@ -76,31 +76,27 @@ extension Node {
     // MARK: On the queue
 
     /// Discovery facts for `status` and `visibility`.
-    func discoveryStatus() -> JSONValue {
-        guard let discovery else { return ["enabled": false] }
-        return [
-            "enabled": true,
-            "visible": .bool(discovery.isVisible),
-            "instance": JSONValue(discovery.registeredName),
-            "serviceType": .string(discovery.serviceType.description),
-            "interfaces": discovery.interfaces.isEmpty ? "automatic" : .array(discovery.interfaces.map { .string($0) }),
-        ]
+    func discoveryStatus() -> DiscoveryStatus {
+        guard let discovery else { return DiscoveryStatus(enabled: false) }
+        return DiscoveryStatus(enabled: true, visible: discovery.isVisible, instance: discovery.registeredName,
+                               serviceType: discovery.serviceType.description, interfaces: discovery.interfaces)
     }
 
     func discoveryRegistered(_ name: String) {
         guard !stopped else { return }
         let renamed = name != identity.displayName
-        emit(NodeEvent(.registered, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
-                       instance: name, time: now()))
+        emit(.registered(.init(instance: name, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
+                               time: now())))
     }
 
     func discoveryChanged(_ change: NodeDiscovery.Change) {
         guard !stopped else { return }
         switch change {
         case let .found(peer):
-            emit(NodeEvent(.found, peer: .init(id: peer.displayID, name: peer.label), address: peer.addresses.first,
-                           instance: peer.label, addresses: peer.addresses, port: Int(peer.port), info: peer.info,
-                           time: now()))
+            if let ref = peer.ref {
+                emit(.found(.init(peer: ref, instance: peer.label, address: peer.addresses.first, addresses: peer.addresses,
+                                  port: Int(peer.port), info: peer.info, time: now())))
+            }
             connectIfPaired(peer)
         case let .updated(peer):
             // Back with a new address or port (after a crash, say): a pending redial goes there now.
@@ -111,7 +107,7 @@ extension Node {
                 redials[peer.deviceKey] = redial
             }
         case let .lost(peer):
-            emit(NodeEvent(.lost, peer: .init(id: peer.displayID, name: peer.label), instance: peer.label, time: now()))
+            if let ref = peer.ref { emit(.lost(.init(peer: ref, instance: peer.label, time: now()))) }
         }
     }
 
@@ -146,17 +142,15 @@ extension Node {
 
     /// Adds discovered peers to `peers`: `discovered` on every entry, and for a peer only
     /// discovered, a new entry with its address.
-    func mergeDiscovered(into entries: inout [String: [String: JSONValue]]) {
-        for key in entries.keys { entries[key]?["discovered"] = false }
+    func mergeDiscovered(into entries: inout [String: PeerSummary]) {
         guard let discovery else { return }
         for peer in discovery.peers {
-            var entry = entries[peer.deviceKey] ?? [
-                "peer": ["id": .string(peer.displayID), "name": .string(peer.label)],
-                "paired": false, "state": "notConnected", "addresses": .array([]), "lastSeen": .null,
-            ]
-            entry["discovered"] = true
-            entry["instance"] = .string(peer.label)
-            if entry["address"] == nil { entry["address"] = JSONValue(peer.addresses.first) }
+            guard let ref = peer.ref else { continue }
+            var entry = entries[peer.deviceKey]
+                ?? PeerSummary(peer: ref, paired: false, state: .notConnected, addresses: [], discovered: false)
+            entry.discovered = true
+            entry.instance = peer.label
+            if entry.address == nil { entry.address = peer.addresses.first }
             entries[peer.deviceKey] = entry
         }
     }

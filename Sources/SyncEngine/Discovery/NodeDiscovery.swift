@@ -182,18 +182,16 @@ final class NodeDiscovery: Sendable {
 }
 
 extension DiscoveredPeer {
-    /// The peer as `browse` lists it.
-    func json(paired: Bool) -> JSONValue {
-        [
-            "peer": ["id": .string(displayID), "name": .string(label)],
-            // The label, as `peers`, the events and `visibility` name an instance.
-            "instance": .string(label),
-            "address": JSONValue(addresses.first),
-            "addresses": .array(addresses.map { .string($0) }),
-            "port": JSONValue(Int(port)),
-            "info": .object(info.mapValues { .string($0) }),
-            "version": protocolVersion.map { JSONValue($0) } ?? .null,
-            "paired": .bool(paired),
-        ]
+    /// The peer as results and events show it (nil if its advertised ID does not parse,
+    /// which discovery already refuses).
+    var ref: PeerRef? {
+        (try? DeviceID(parsing: displayID)).map { PeerRef(id: $0, name: label) }
+    }
+
+    /// The peer as `browse` lists it: the short instance name, as `peers` and events show it.
+    func browsed(paired: Bool) -> BrowsedPeer? {
+        guard let ref else { return nil }
+        return BrowsedPeer(peer: ref, instance: label, address: addresses.first, addresses: addresses, port: Int(port),
+                           info: info, version: protocolVersion.map { Int($0) }, paired: paired)
     }
 }

@@ -37,15 +37,10 @@ extension Node {
         let count = (folderTable.refusedBlocks[session.id] ?? 0) + 1
         folderTable.refusedBlocks[session.id] = count
         guard count == Self.refusalsReported else { return }
-        var event = NodeEvent(.refused, peer: session.peer, reason: """
+        emit(.refused(.init(peer: session.peer, reason: """
             refused \(count) block requests for data not shared with this peer (ignored, deleted or unknown \
             files, or ranges that are not chunks of a shared file): it may be probing for files it must not see
-            """, time: now())
-        if let folder {
-            event.name = folder.label
-            event.folder = folder.id
-        }
-        emit(event)
+            """, folder: folder?.id, name: folder?.label, time: now())))
     }
 }
 

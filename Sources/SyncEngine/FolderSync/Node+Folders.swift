@@ -36,12 +36,12 @@ extension Node {
     // MARK: - Requests (any thread)
 
     /// Shares a folder with paired peers (adding peers to an already shared folder).
-    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> JSONValue {
+    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> ShareResult {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .invalidArgument("\(directory) is not a folder")
         }
-        let result: Result<JSONValue, EngineError> = queue.sync {
+        let result: Result<ShareResult, EngineError> = queue.sync {
             do throws(EngineError) {
                 var devices: [(key: String, name: String)] = []
                 for text in peerTexts {
@@ -65,23 +65,24 @@ extension Node {
                         try adoptRoot(of: folder)
                     }
                     for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
-                } catch let error as EngineError { throw error } catch { throw .index("\(error)") }
+                } catch { throw .wrapping(error) }
                 startFolder(folder)
                 for session in sessions.values where session.machine.state == .connected
                     && devices.contains(where: { $0.key == session.deviceKey }) {
                     session.send([.shareOffer(folder: folder.id, label: folder.safeLabel)])
                 }
-                return .success(["folder": .string(folder.id), "label": .string(folder.safeLabel), "path": .string(folder.path),
-                                 "peers": .array(devices.map { .string($0.name) })])
+                var peers: [PeerRef] = []
+                for device in devices { peers.append(try peerRef(device: device.key, name: device.name)) }
+                return .success(ShareResult(folder: folder.id, label: folder.safeLabel, path: folder.path, peers: peers))
             } catch { return .failure(error) }
         }
         return try result.get()
     }
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
-    public func unshare(directory: String) throws(EngineError) -> JSONValue {
+    public func unshare(directory: String) throws(EngineError) -> FolderResult {
         var stopping: SharedFolder?
-        let result: Result<JSONValue, EngineError> = queue.sync {
+        let result: Result<FolderResult, EngineError> = queue.sync {
             guard let record = (try? index.folder(path: directory)) ?? nil else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
@@ -90,8 +91,11 @@ extension Node {
                 session.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")])
             }
             stopping = folderTable.folders.removeValue(forKey: record.id)
-            _ = try? index.removeFolder(id: record.id)
-            return .success(["folder": .string(record.id), "path": .string(record.path)])
+            do { _ = try index.removeFolder(id: record.id) } catch {
+                // Still recorded: it would start again with the next daemon. Say so.
+                return .failure(.wrapping(error))
+            }
+            return .success(FolderResult(folder: record.id, path: record.path))
         }
         // Off the node's queue: a pull on the folder's io may be waiting for block answers
         // that the node's queue delivers.
@@ -100,8 +104,8 @@ extension Node {
     }
 
     /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
-    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> JSONValue {
-        let result: Result<JSONValue, EngineError> = queue.sync {
+    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
+        let result: Result<FolderResult, EngineError> = queue.sync {
             do throws(EngineError) { return .success(try answerShareOnQueue(folderID, accept: accept, into: directory)) }
             catch { return .failure(error) }
         }
@@ -111,52 +115,52 @@ extension Node {
     /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
     /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
     /// folder than for a small one.
-    public func folderStatus() -> [JSONValue] {
+    public func folderStatus() -> [FolderStatus] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
             var (state, error) = queue.sync { (folder.status, folder.error) }
-            if state == "idle", let failing = folder.failing.state { state = failing }   // never idle while paths fail
+            if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
             let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             let activity = folder.activity.snapshot
-            var peers: [JSONValue] = []
+            var peers: [FolderPeer] = []
             for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
                 let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
                     VersionVector($0) != VersionVector($1)
                 }) ?? RemoteComparison()
                 let outFiles = comparison.outOfSyncFiles
                 let total = max(1, max(comparison.liveEntries, totals.entries))
-                let name = (try? index.peer(deviceID: member.deviceID))??.name ?? "?"
-                peers.append(["peer": ["id": .string(displayID(member.deviceID)), "name": .string(name)],
-                              "connected": .bool(connected.contains(member.deviceID)),
-                              "outOfSyncFiles": JSONValue(outFiles), "outOfSyncBytes": .number(Double(comparison.outOfSyncBytes)),
-                              "percent": .number(Double(100 * max(0, total - outFiles) / total)),
-                              "indexReceived": .bool(member.receivedSequence > 0),
-                              "receivedBytes": .number(Double(activity.received[member.deviceID] ?? 0)),
-                              "sentBytes": .number(Double(activity.sent[member.deviceID] ?? 0))])
+                guard let peer = memberRef(member.deviceID) else { continue }
+                peers.append(FolderPeer(peer: peer, connected: connected.contains(member.deviceID),
+                                        outOfSyncFiles: outFiles, outOfSyncBytes: comparison.outOfSyncBytes,
+                                        percent: 100 * max(0, total - outFiles) / total,
+                                        indexReceived: member.receivedSequence > 0,
+                                        receivedBytes: activity.received[member.deviceID] ?? 0,
+                                        sentBytes: activity.sent[member.deviceID] ?? 0))
             }
-            let current: [JSONValue] = activity.current.values.sorted { $0.path < $1.path }.map { item in
-                ["path": .string(item.path), "size": .number(Double(item.size)), "needed": .number(Double(item.needed)),
-                 "fetched": .number(Double(item.fetched)),
-                 "percent": .number(Double(item.needed > 0 ? 100 * item.fetched / item.needed : 100)),
-                 "peers": .array(item.peers.map { device in .string((try? index.peer(deviceID: device))??.name ?? displayID(device)) })]
+            let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.map { item in
+                FolderPull(path: item.path, size: item.size, needed: item.needed, fetched: item.fetched,
+                           percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
+                           peers: item.peers.compactMap(memberRef))
             }
-            return ["folder": .string(folder.id), "label": .string(folder.label), "path": .string(folder.root),
-                    "state": .string(state), "error": JSONValue(error),
-                    "files": JSONValue(totals.files), "bytes": .number(Double(totals.bytes)),
-                    "conflicts": JSONValue(conflictCopies(folder.id).count), "peers": .array(peers),
-                    "transfers": .array(current), "reusedBytes": .number(Double(activity.reused)),
-                    "scannedBytes": .number(Double(activity.scanned)),
-                    "failing": JSONValue(folder.failing.count), "failures": .array(Self.failures(of: folder))]
+            return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
+                                files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
+                                peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
+                                failing: folder.failing.count, failures: Self.failures(of: folder))
         }
     }
 
     /// The first paths that cannot be pulled now: what, why, and when they are tried again.
-    static func failures(of folder: SharedFolder) -> [JSONValue] {
+    static func failures(of folder: SharedFolder) -> [PathFailure] {
         folder.failing.list(limit: 20).map { item in
-            ["path": .string(item.path), "kind": .string(item.failure.rawValue), "reason": .string(item.reason),
-             "retry": .string(item.retry)]
+            PathFailure(path: item.path, kind: item.failure.rawValue, reason: item.reason, retry: item.retry)
         }
+    }
+
+    /// A folder member as results show it (nil if the index has no valid ID for it).
+    private func memberRef(_ device: String) -> PeerRef? {
+        let name = (try? index.peer(deviceID: device))??.name ?? "?"
+        return try? peerRef(device: device, name: name)
     }
 
     /// The live conflict copies of a folder, by path (found by the index, not by loading it).
@@ -165,30 +169,28 @@ extension Node {
     }
 
     /// Share offers waiting for an answer.
-    public func shareOffers() -> [JSONValue] {
-        ((try? index.folderOffers()) ?? []).map { offer in
-            let name = (try? index.peer(deviceID: offer.deviceID))??.name ?? "?"
+    public func shareOffers() -> [ShareOfferInfo] {
+        ((try? index.folderOffers()) ?? []).compactMap { offer in
+            guard let peer = memberRef(offer.deviceID) else { return nil }
             // Offers stored by older versions may hold the label as the peer sent it.
             let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
-            var item: [String: JSONValue] = ["folder": .string(offer.folderID), "label": .string(label),
-                                             "peer": ["id": .string(displayID(offer.deviceID)), "name": .string(name)]]
-            if let existing = (try? index.folder(id: offer.folderID)) ?? nil {
-                item["joins"] = .string(existing.path)   // accepting lets that peer join a folder we have
-            }
-            return .object(item)
+            // Accepting lets that peer join a folder we have.
+            let joins = ((try? index.folder(id: offer.folderID)) ?? nil)?.path
+            return ShareOfferInfo(folder: offer.folderID, label: label, peer: peer, joins: joins)
         }
     }
 
     /// Conflict copies in every shared folder.
-    public func conflicts() -> [JSONValue] {
+    public func conflicts() -> [ConflictInfo] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        var out: [JSONValue] = []
+        var out: [ConflictInfo] = []
         for folder in list {
             for path in conflictCopies(folder.id) {
                 let parsed = ConflictName.parse(path)
-                out.append(["folder": .string(folder.label), "path": .string(folder.root + "/" + path),
-                            "original": .string(folder.root + "/" + (original(ofCopy: path, in: folder.id) ?? parsed?.original ?? "?")),
-                            "device": .string(parsed?.device ?? "?"), "time": .string(parsed?.time ?? "?")])
+                out.append(ConflictInfo(folder: folder.label, path: folder.root + "/" + path,
+                                        original: folder.root + "/" + (original(ofCopy: path, in: folder.id) ?? parsed?.original ?? "?"),
+                                        device: parsed?.device ?? "?",
+                                        time: parsed.flatMap { ConflictName.unixSeconds(ofStamp: $0.time) }.map { $0 * 1000 }))
             }
         }
         return out
@@ -206,7 +208,7 @@ extension Node {
     /// Settles a conflict on `path` (the original file): keep the local version (the
     /// conflict copies go), the remote one (the newest copy replaces it), or both (the copies
     /// get ordinary names).
-    public func resolveConflict(path: String, keep: String) throws(EngineError) -> JSONValue {
+    public func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
@@ -215,8 +217,7 @@ extension Node {
         let relative = String(absolute.dropFirst(folder.root.count + 1))
         let copies = conflictCopies(folder.id).filter { ConflictName.isCopy($0, of: relative) }.sorted()
         guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
-        guard ["local", "remote", "both"].contains(keep) else { throw .invalidArgument("--keep takes local, remote or both") }
-        let result: Result<JSONValue, EngineError> = folder.io.sync { () -> Result<JSONValue, EngineError> in
+        let result: Result<ResolveResult, EngineError> = folder.io.sync { () -> Result<ResolveResult, EngineError> in
             // Every step is checked: a copy that cannot be removed or renamed stays, and
             // says so (in the answer and as an error event).
             var failures: [String] = []
@@ -229,9 +230,9 @@ extension Node {
             }
             let root = folder.root
             switch keep {
-            case "local":
+            case .local:
                 for copy in copies { check(unlink(root + "/" + copy) == 0 || errno == ENOENT, copy, "cannot delete the conflict copy") }
-            case "remote":
+            case .remote:
                 let newest = copies.max { (ConflictName.parse($0)?.time ?? "") < (ConflictName.parse($1)?.time ?? "") }!
                 guard Glibc.rename(root + "/" + newest, absolute) == 0 else {
                     return .failure(.io(path: absolute, reason: String(cString: strerror(errno))))
@@ -239,7 +240,7 @@ extension Node {
                 for copy in copies where copy != newest {
                     check(unlink(root + "/" + copy) == 0 || errno == ENOENT, copy, "cannot delete the conflict copy")
                 }
-            default:
+            case .both:
                 guard let handle = try? DirectoryHandle(path: URL(fileURLWithPath: absolute).deletingLastPathComponent().path) else {
                     return .failure(.io(path: absolute, reason: "cannot open its folder"))
                 }
@@ -255,7 +256,7 @@ extension Node {
             }
             folder.fullScanPaths(copies + [relative])
             guard failures.isEmpty else { return .failure(.io(path: absolute, reason: failures.joined(separator: "; "))) }
-            return .success(["path": .string(absolute), "kept": .string(keep), "copies": .array(copies.map { .string($0) })])
+            return .success(ResolveResult(path: absolute, kept: keep, copies: copies))
         }
         return try result.get()
     }
@@ -282,16 +283,16 @@ extension Node {
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
 
-    private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> JSONValue {
+    private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
         let offers = ((try? index.folderOffers(folderID: folderID)) ?? [])
         guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
         let devices = Set(offers.map(\.deviceID))
         guard accept else {
-            _ = try? index.removeFolderOffers(folderID: folderID)
+            do { _ = try index.removeFolderOffers(folderID: folderID) } catch { throw .index(error) }
             for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
                 session.send([.shareAnswer(folder: folderID, accepted: false, reason: "declined")])
             }
-            return ["folder": .string(folderID), "accepted": false]
+            return FolderResult(folder: folderID, accepted: false)
         }
         if let existing = (try? index.folder(id: folderID)) ?? nil {
             // We share this folder already (with another peer): the new peer joins it, no
@@ -299,9 +300,9 @@ extension Node {
             do {
                 for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
                 _ = try index.removeFolderOffers(folderID: folderID)
-            } catch { throw .index("\(error)") }
+            } catch { throw .wrapping(error) }
             acceptedShare(folderID, label: existing.safeLabel, path: existing.path, devices: devices)
-            return ["folder": .string(folderID), "accepted": true, "path": .string(existing.path)]
+            return FolderResult(folder: folderID, path: existing.path, accepted: true)
         }
         // The label is the peer's: a safe name (again: offers stored by older versions).
         let label = FolderLabel.safeName(first.label, fallback: folderID)
@@ -323,10 +324,10 @@ extension Node {
             try adoptRoot(of: record)
             for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
             _ = try index.removeFolderOffers(folderID: folderID)
-        } catch let error as EngineError { throw error } catch { throw .index("\(error)") }
+        } catch { throw .wrapping(error) }
         startFolder(record)
         acceptedShare(folderID, label: record.label, path: record.path, devices: devices)
-        return ["folder": .string(folderID), "accepted": true, "path": .string(path)]
+        return FolderResult(folder: folderID, path: path, accepted: true)
     }
 
     /// Tells the connected offering peers yes, sends them our index, and says so.
@@ -335,7 +336,7 @@ extension Node {
             session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
             sendIndex(folderID, to: session)
         }
-        emit(NodeEvent(.folder, state: "shared", name: label, path: path, time: now()).with(folder: folderID))
+        emit(.folder(.init(folder: folderID, name: label, state: .shared, path: path, time: now())))
     }
 
     // MARK: - Session hooks (queue)
@@ -378,9 +379,14 @@ extension Node {
                 return
             }
             let already = ((try? index.folderOffers(folderID: folderID)) ?? []).contains { $0.deviceID == session.deviceKey }
-            try? index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label)
+            do { try index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label) } catch {
+                // Not recorded: 'syncpeer accept' would not find it. The peer offers it again
+                // when it reconnects.
+                emitError(session.peer, "folder \(label): cannot record the share offer in the index: \(error.description)")
+                return
+            }
             if !already {
-                emit(NodeEvent(.shareOffer, peer: session.peer, name: label, time: now()).with(folder: folderID))
+                emit(.shareOffer(.init(peer: session.peer, folder: folderID, name: label, time: now())))
             }
             // Auto-accept takes new folders only (into the receive folder). A peer asking to
             // join a folder we have already would get our copy: that is always asked.
@@ -401,13 +407,18 @@ extension Node {
                 folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
                 sendIndex(folderID, to: session)
             } else {
-                _ = try? index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey)
-                emit(NodeEvent(.folder, peer: session.peer, state: "unshared", reason: reason, time: now()).with(folder: folderID))
+                do { _ = try index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey) } catch {
+                    emitError(session.peer, "folder \(folderID): cannot record that the peer left it: \(error.description)")
+                }
+                emit(.folder(.init(folder: folderID, peer: session.peer, state: .unshared, reason: reason, time: now())))
             }
         case let .indexUpdate(folderID, _, entries):
             indexReceived(folderID, entries: entries, from: session)
         case let .indexAck(folderID, sequence):
-            try? index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence))
+            do { try index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence)) } catch {
+                // The peer's acknowledgement is lost: what it already has is sent again later.
+                emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
+            }
         case let .blockRequest(request, folderID, _, _, _, _):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
@@ -547,22 +558,14 @@ extension Node {
     }
 
     func emitFolder(_ folder: SharedFolder, reason: String?) {
-        emit(NodeEvent(.folder, state: folder.status, name: folder.label, path: folder.root, reason: reason, time: now())
-            .with(folder: folder.id))
+        emit(.folder(.init(folder: folder.id, name: folder.label, state: folder.status, path: folder.root, reason: reason,
+                           time: now())))
     }
 
     static func newFolderID() -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
         let chars = (0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] }
         return String(chars[0..<5]) + "-" + String(chars[5..<10])
-    }
-}
-
-extension NodeEvent {
-    func with(folder: String) -> NodeEvent {
-        var copy = self
-        copy.folder = folder
-        return copy
     }
 }
 

@@ -31,7 +31,7 @@ extension SharedFolder {
             FolderApplier.removeKeptTemp(path, root: root)
         }
         publishFailures()
-        setStatus("idle")
+        setStatus(.idle)
     }
 
     /// After an apply: failed paths go in the table (news reported once per change), the
@@ -125,10 +125,10 @@ final class FailingPaths: Sendable {
 
     /// The folder's state while paths fail: "retrying" when any will be tried again by
     /// itself, "error" when all wait for a change (nil when nothing fails).
-    var state: String? {
+    var state: FolderState? {
         table.withLock { retry in
             if retry.isEmpty { return nil }
-            return retry.entries.values.contains { $0.failure != .unwritable } ? "retrying" : "error"
+            return retry.entries.values.contains { $0.failure != .unwritable } ? .retrying : .error
         }
     }
 

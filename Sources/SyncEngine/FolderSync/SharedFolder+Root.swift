@@ -160,7 +160,7 @@ extension SharedFolder {
     /// `syncpeer confirm`: adopts the root as it is now (writes its marker, records its
     /// identity) and lets the next scan record every deletion it finds, even all files;
     /// then scans and syncs. The root must exist.
-    func confirm() -> Result<JSONValue, EngineError> {
+    func confirm() -> Result<FolderResult, EngineError> {
         guard let index else { return .failure(.io(path: root, reason: "the node is stopping")) }
         let identity: RootIdentity
         do {
@@ -171,7 +171,7 @@ extension SharedFolder {
         do {
             try index.setFolderRoot(id: id, device: identity.device, inode: identity.inode)
         } catch {
-            return .failure(.index("\(error)"))
+            return .failure(.index(error))
         }
         rootIdentity = identity
         rootIdentityLoaded = true
@@ -181,6 +181,6 @@ extension SharedFolder {
             fullScan()
             pull(paths: nil)
         }
-        return .success(["folder": .string(id), "path": .string(root), "stoppedBecause": JSONValue(was)])
+        return .success(FolderResult(folder: id, path: root, stoppedBecause: was))
     }
 }

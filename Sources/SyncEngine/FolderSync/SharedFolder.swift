@@ -36,7 +36,7 @@ final class SharedFolder: @unchecked Sendable {
     let servedIgnores = Mutex<IgnorePatterns?>(nil)
     var periodic: (any DispatchSourceTimer)?
     /// Node queue: what `syncpeer status` shows.
-    var status = "scanning"
+    var status = FolderState.scanning
     var error: String?
     /// io: why the folder does not sync (its root is not the adopted one, or a scan's
     /// deletions were refused); nil while it syncs. Nothing is pulled while it is set.
@@ -225,7 +225,7 @@ final class SharedFolder: @unchecked Sendable {
         if paths == nil { lastFullScan = .now() }
         // A confirmation (`syncpeer confirm`) holds for one whole scan.
         defer { if paths == nil { deletionsConfirmed = false } }
-        setStatus("scanning")
+        setStatus(.scanning)
         let before: LiveTotals
         do { before = try index.liveTotals(folderID: id) } catch {
             report("scan of \(root) not started: cannot read the index: \(error)")
@@ -273,7 +273,7 @@ final class SharedFolder: @unchecked Sendable {
         } catch {
             report("scan of \(root) failed: \(error)")
         }
-        setStatus("idle")
+        setStatus(.idle)
         if wroteChanges {
             node?.folderChanged(id)
             // A local change may conflict with a version a peer sent earlier (while this
@@ -324,13 +324,13 @@ final class SharedFolder: @unchecked Sendable {
         let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy(retry.waitsForSpace) }
         guard !wanted.isEmpty else { return }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
-        setStatus("syncing")
+        setStatus(.syncing)
         let applier = FolderApplier(folder: self, node: node, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests)
         applier.keptTemps = keptTemps
         applier.apply(actions)
         recordOutcome(applier.failures, actions: actions)
-        setStatus("idle")
+        setStatus(.idle)
         node.folderChanged(id)
     }
 
@@ -451,29 +451,37 @@ final class SharedFolder: @unchecked Sendable {
     // MARK: - Status
 
     /// Sets the state shown by status; "idle" while some paths fail says so instead.
-    func setStatus(_ value: String) {
+    func setStatus(_ value: FolderState) {
         node?.queue.async { [self] in
-            if error == nil { status = value == "idle" ? failing.state ?? value : value }
+            if error == nil { status = value == .idle ? failing.state ?? value : value }
         }
     }
 
     func setError(_ message: String) {
-        let id = self.id
         node?.queue.async { [self] in
-            status = "error"
+            status = .error
             error = message
-            try? node?.index.setFolderError(id: id, message)
+            recordError(message)
             node?.emitFolder(self, reason: message)
         }
     }
 
     func clearError() {
-        let id = self.id
         node?.queue.async { [self] in
             error = nil
-            status = "idle"
-            try? node?.index.setFolderError(id: id, nil)
+            status = .idle
+            recordError(nil)
         }
+    }
+
+    /// Keeps the folder's error in the index (shown after a restart); a write that fails is
+    /// reported. Runs on the node's queue.
+    private func recordError(_ message: String?) {
+        guard let node else { return }
+        do { try node.index.setFolderError(id: id, message) } catch where error.kind != .notFound {
+            // (Not found: the folder was unshared meanwhile; nothing to keep.)
+            node.emitError(nil, "folder \(label): cannot record its state in the index: \(error.description)")
+        } catch {}
     }
 
     func report(_ message: String) {

@@ -13,7 +13,7 @@ final class Session: @unchecked Sendable {
     let id: UInt64
     let channel: SecureChannel
     var machine: SessionMachine
-    let peer: NodeEvent.Peer
+    let peer: PeerRef
     /// Canonical compact device ID (the index's key).
     let deviceKey: String
     let publicKey: PublicKey
@@ -27,7 +27,7 @@ final class Session: @unchecked Sendable {
     var invitationID: String?
     var invitationDeadline: ContinuousClock.Instant?
     /// Called once when a pairing this node started ends (connected, or refused).
-    var pairCompletion: (@Sendable (Result<NodeEvent.Peer, EngineError>) -> Void)?
+    var pairCompletion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?
     /// Told when our invitation reached the peer (it now shows the SAS).
     var pairProgress: (@Sendable (NodeEvent) -> Void)?
     var nextMessageID: UInt64 = 1
@@ -51,7 +51,7 @@ final class Session: @unchecked Sendable {
         self.id = id
         self.channel = channel
         self.machine = SessionMachine(role: role)
-        self.peer = NodeEvent.Peer(id: channel.remoteDeviceID.description, name: channel.remoteHello.displayName)
+        self.peer = PeerRef(id: channel.remoteDeviceID, name: channel.remoteHello.displayName)
         self.deviceKey = channel.remoteDeviceID.compact
         self.publicKey = channel.remoteStaticKey
         self.dialAddress = dialAddress

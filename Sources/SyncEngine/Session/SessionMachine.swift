@@ -70,8 +70,11 @@ public struct SessionMachine: Sendable {
         case dropped(FrameType)
         /// The pairing ended without trust (declined, expired, refused).
         case pairingRejected(PairingStatus)
-        /// Report a refusal or error to the user.
-        case report(String)
+        /// The peer is refused (a key that is not the one expected): tell the user and fail
+        /// a pairing in progress. The text is the reason.
+        case refused(String)
+        /// The session ends for this reason (kept as its close reason, shown to the user).
+        case ended(String)
         /// The peer ended the session with a close frame (its code says whether to redial).
         case peerClosed(CloseCode)
         /// Close the transport (after sending any frames above).
@@ -106,7 +109,7 @@ public struct SessionMachine: Sendable {
             return [.send(.pairing(.expired)), .send(.close(code: .timeout, reason: "invitation expired"))]
                 + closeNow()
         case let .transportClosed(reason):
-            return [.report(reason)] + move(to: .closed)
+            return [.ended(reason)] + move(to: .closed)
         case .localDisconnect:
             return [.send(.close(code: .normal, reason: "disconnected by the user"))] + closeNow()
         case .localShutdown:
@@ -116,7 +119,7 @@ public struct SessionMachine: Sendable {
 
     private mutating func handshakeCompleted(_ standing: PeerStanding) -> [Action] {
         if case let .impersonation(why) = standing {
-            return [.report("refused: possible impersonation: \(why)"),
+            return [.refused("refused: possible impersonation: \(why)"),
                     .send(.close(code: .impersonation, reason: "refused: possible impersonation"))] + closeNow()
         }
         switch role {
@@ -137,7 +140,7 @@ public struct SessionMachine: Sendable {
         case .pong:
             return []
         case let .close(code, reason):
-            return [.report("peer closed the session: \(reason)"), .peerClosed(code)] + closeNow()
+            return [.ended("peer closed the session: \(reason)"), .peerClosed(code)] + closeNow()
         case let .pairing(status):
             guard role == .initiator, state == .awaitingPeerDecision else { return [] }
             switch status {

@@ -36,14 +36,14 @@ extension Node {
     /// observer sees progress and then the end (completed, declined, failed).
     public func send(path: String, to peerText: String, name: String?, spoolFile: String?,
                      observer: @escaping @Sendable (NodeEvent) -> Void,
-                     completion: @escaping @Sendable (Result<NodeEvent, EngineError>) -> Void) {
-        let resolved: Result<(UInt64, String, NodeEvent.Peer), EngineError> = queue.sync {
+                     completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
+        let resolved: Result<(UInt64, String, PeerRef), EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try connectedSession(for: peerText)
                 return .success((session.id, session.deviceKey, session.peer))
             } catch { return .failure(error) }
         }
-        let target: (UInt64, String, NodeEvent.Peer)
+        let target: (UInt64, String, PeerRef)
         switch resolved {
         case let .failure(error): completion(.failure(error)); return
         case let .success(value): target = value
@@ -62,9 +62,9 @@ extension Node {
                 let elapsed = now - started
                 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
                 let rate = seconds > 0 ? Double(done) / seconds : 0
-                observer(NodeEvent(.transfer, peer: target.2, direction: "send", name: shownName, bytes: done, total: total,
-                                   rate: rate, eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())
-                    .with(state: "preparing"))
+                observer(.transfer(TransferInfo(direction: .send, peer: target.2, name: shownName, state: .preparing,
+                                                bytes: done, total: total, rate: rate,
+                                                eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())))
             }
             do throws(EngineError) {
                 prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream, progress: preparing)
@@ -80,7 +80,7 @@ extension Node {
                     $0.peerKey == target.1 && $0.prepared.rootHash == prepared.rootHash && !$0.isFinished
                 }) {
                     running.observers.append(observer)
-                    if running.state == "paused", let session = sessions[target.0], session.machine.state == .connected {
+                    if running.state == .paused, let session = sessions[target.0], session.machine.state == .connected {
                         offer(running, on: session)
                     } else {
                         emitTransfer(running, force: true)
@@ -114,12 +114,12 @@ extension Node {
     /// Waits for the next offer and accepts it into `directory` (or declines it).
     public func receiveNext(directory: String?, accept: Bool,
                             observer: @escaping @Sendable (NodeEvent) -> Void,
-                            completion: @escaping @Sendable (Result<NodeEvent, EngineError>) -> Void) {
+                            completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
         queue.async { [self] in
             let waiter = ReceiveWaiter(directory: directory, accept: accept,
                                        observer: TransferObserver(progress: observer, completion: completion))
             // An offer already waiting for a decision is taken at once.
-            if let pending = transfers.incoming.values.first(where: { $0.state == "offered" && !$0.resumed }) {
+            if let pending = transfers.incoming.values.first(where: { $0.state == .offered && !$0.resumed }) {
                 take(pending, with: waiter)
             } else {
                 transfers.receiveWaiters.append(waiter)
@@ -130,9 +130,9 @@ extension Node {
     /// Accepts or declines an offer by transfer ID (or a unique prefix of at least 4 hex digits).
     public func answerOffer(_ idText: String, accept: Bool, directory: String?,
                             observer: (@Sendable (NodeEvent) -> Void)? = nil,
-                            completion: (@Sendable (Result<NodeEvent, EngineError>) -> Void)? = nil) throws(EngineError) -> NodeEvent {
-        let result: Result<NodeEvent, EngineError> = queue.sync {
-            let candidates = transfers.incoming.values.filter { $0.state == "offered" && $0.id.description.hasPrefix(idText.lowercased()) }
+                            completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)? = nil) throws(EngineError) -> TransferInfo {
+        let result: Result<TransferInfo, EngineError> = queue.sync {
+            let candidates = transfers.incoming.values.filter { $0.state == .offered && $0.id.description.hasPrefix(idText.lowercased()) }
             guard candidates.count == 1, let incoming = candidates.first else {
                 return .failure(candidates.isEmpty
                     ? .notFound("no offer '\(idText)' is waiting; see 'syncpeer transfers'")
@@ -152,18 +152,15 @@ extension Node {
     }
 
     /// Cancels a transfer in either direction; a receiver's partial data is removed.
-    public func cancelTransfer(_ idText: String) throws(EngineError) -> NodeEvent {
-        let result: Result<NodeEvent, EngineError> = queue.sync {
+    public func cancelTransfer(_ idText: String) throws(EngineError) -> TransferInfo {
+        let result: Result<TransferInfo, EngineError> = queue.sync {
             let id = idText.lowercased()
             if let transfer = transfers.outgoing.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
-                sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the sender")])
-                finishOutgoing(transfer, state: "cancelled", error: .refused("transfer cancelled"))
+                perform(.cancelledHere, on: transfer)
                 return .success(transferEvent(transfer, force: true))
             }
             if let transfer = transfers.incoming.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
-                sendTo(transfer, [.cancel(id: transfer.id, reason: "cancelled by the receiver")])
-                removePartials(transfer)
-                finishIncoming(transfer, state: "cancelled", error: .refused("transfer cancelled"))
+                perform(.cancelledHere, on: transfer)
                 return .success(transferEvent(transfer, force: true))
             }
             // Not running: an unfinished transfer in the index (after a restart).
@@ -173,64 +170,76 @@ extension Node {
                     try? staging?.removeTree(record.id + PartialFile.fileExtension)
                     try? staging?.removeTree(record.id + ".tree")
                 }
-                try? index.updateTransferState(id: record.id, to: .cancelled, error: "cancelled")
-                return .success(NodeEvent(.transfer, state: "cancelled", transfer: record.id,
-                                          direction: record.direction.rawValue, name: record.name, time: now()))
+                do throws(IndexError) { try index.updateTransferState(id: record.id, to: .cancelled, error: "cancelled") } catch {
+                    return .failure(.index(error))
+                }
+                return .success(TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive,
+                                             name: record.name, state: .cancelled, time: now()))
             }
             return .failure(.notFound("no unfinished transfer '\(idText)'; see 'syncpeer transfers'"))
         }
         return try result.get()
     }
 
-    /// Offers paused outgoing transfers again (to peers that are connected).
-    public func resumeTransfers(_ idText: String?) -> Int {
-        queue.sync {
+    /// Offers paused outgoing transfers again (to peers that are connected). An ID that
+    /// names no unfinished transfer (running or recorded) is not found, as for `cancel`.
+    public func resumeTransfers(_ idText: String?) throws(EngineError) -> ResumeResult {
+        let result: Result<ResumeResult, EngineError> = queue.sync {
+            let prefix = idText?.lowercased()
+            func matches(_ id: String) -> Bool { prefix.map { id.hasPrefix($0) } ?? true }
+            if prefix != nil {
+                let running = transfers.outgoing.values.contains { matches($0.id.description) && !$0.isFinished }
+                    || transfers.incoming.values.contains { matches($0.id.description) && !$0.isFinished }
+                let recorded = ((try? index.transfers()) ?? []).contains { matches($0.id) && $0.state.isUnfinished }
+                guard running || recorded else {
+                    return .failure(.notFound("no unfinished transfer '\(idText ?? "")'; see 'syncpeer transfers'"))
+                }
+            }
             var count = 0
-            for transfer in transfers.outgoing.values where transfer.state == "paused" {
-                if let idText, !transfer.id.description.hasPrefix(idText.lowercased()) { continue }
+            for transfer in transfers.outgoing.values where transfer.state == .paused && matches(transfer.id.description) {
                 if let session = sessions.values.first(where: { $0.deviceKey == transfer.peerKey && $0.machine.state == .connected }) {
                     offer(transfer, on: session)
                     count += 1
                 }
             }
-            return count
+            return .success(ResumeResult(offered: count))
         }
+        return try result.get()
     }
 
     /// Active transfers (live) and finished ones (from the index), newest first.
-    public func transferList() -> [JSONValue] {
+    public func transferList() -> [TransferInfo] {
         queue.sync {
             var seen = Set<String>()
-            var list: [JSONValue] = []
+            var list: [TransferInfo] = []
             let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
             for transfer in live.sorted(by: { $0.started > $1.started }) {
                 seen.insert(transfer.id.description)
-                list.append(transferEvent(transfer, force: true).json)
+                list.append(transferEvent(transfer, force: true))
             }
             for record in (try? index.transfers()) ?? [] where !seen.contains(record.id) {
-                list.append(Self.recordEvent(record, index: index).json)
+                list.append(Self.recordEvent(record, index: index))
             }
             return list
         }
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
-    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [JSONValue] {
+    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [TransferInfo] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
-        do { records = try index.transfers() } catch { throw .index(error.description) }
-        return records.map { recordEvent($0, index: index).json }
+        do { records = try index.transfers() } catch { throw .index(error) }
+        return records.map { recordEvent($0, index: index) }
     }
 
     /// A recorded (not running) transfer as an event.
-    static func recordEvent(_ record: TransferRecord, index: NodeIndex) -> NodeEvent {
+    static func recordEvent(_ record: TransferRecord, index: NodeIndex) -> TransferInfo {
         let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
-        let peerID = (try? DeviceID(parsing: record.deviceID))?.description ?? record.deviceID
-        return NodeEvent(.transfer, peer: .init(id: peerID, name: name), state: record.state.rawValue,
-                         transfer: record.id, direction: record.direction.rawValue, name: record.name,
-                         bytes: record.bytesDone, total: record.size,
-                         path: record.direction == .receive ? record.finalPath : nil,
-                         reason: record.error, time: record.updatedAt)
+        let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
+        return TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive, peer: peer,
+                            name: record.name, state: TransferState(record.state), bytes: record.bytesDone, total: record.size,
+                            path: record.direction == .receive ? record.finalPath : nil, reason: record.error,
+                            time: record.updatedAt)
     }
 
     // MARK: - Session hooks (queue)
@@ -238,7 +247,7 @@ extension Node {
     func transfersSessionConnected(_ session: Session) {
         foldersSessionConnected(session)
         // Offer again what was interrupted, under the same IDs, so the receiver resumes.
-        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == "paused" {
+        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == .paused {
             offer(transfer, on: session)
         }
         resumeRecordedOutgoing(for: session)
@@ -247,20 +256,19 @@ extension Node {
     func transfersSessionClosed(_ session: Session) {
         foldersSessionClosed(session)
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
-            pauseOutgoing(transfer, reason: "connection to \(session.peer.name) lost; resumes when it is back")
+            perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
         for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
             transfer.sessionID = nil
-            if transfer.state == "offered" {
+            if transfer.state == .offered {
                 // Never answered: forget it (the sender offers again when it reconnects).
                 transfers.incoming[transfer.id] = nil
-                emit(transferEvent(transfer, force: true).with(state: "withdrawn"))
+                var withdrawn = transferEvent(transfer, force: true)
+                withdrawn.state = .withdrawn
+                emit(.transfer(withdrawn))
                 continue
             }
-            recordVerified(transfer, force: true)
-            transfer.state = "paused"
-            try? index.updateTransferState(id: transfer.id.description, to: .paused, error: "connection lost")
-            emitTransfer(transfer, force: true, reason: "connection to \(session.peer.name) lost; resumes when it is back")
+            perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
     }
 
@@ -280,7 +288,11 @@ extension Node {
             DispatchQueue.global().async { [self] in
                 guard let prepared = try? PreparedOffer.build(path: source, name: record.name,
                                                               kind: spool == nil ? .file : .stream, id: id) else {
-                    queue.async { [self] in try? index.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone") }
+                    queue.async { [self] in
+                        recordTransfer(record, "its failed state") { index throws(IndexError) in
+                            try index.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone")
+                        }
+                    }
                     return
                 }
                 queue.async { [self] in
@@ -300,7 +312,7 @@ extension Node {
                     if let session = sessions[sessionID], session.machine.state == .connected {
                         offer(transfer, on: session)
                     } else {
-                        transfer.state = "paused"
+                        transfer.move(to: .paused)
                     }
                 }
             }
@@ -315,23 +327,16 @@ extension Node {
         case let .accept(id, have): acceptReceived(id, have: have, from: session)
         case let .decline(id, reason):
             guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
-            finishOutgoing(transfer, state: "declined", error: .refused("\(session.peer.name) declined: \(reason)"))
+            perform(.peerDeclined(reason), on: transfer)
         case let .cancel(id, reason):
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
-                finishOutgoing(transfer, state: "cancelled", error: .refused("\(session.peer.name) cancelled: \(reason)"))
+                perform(.peerCancelled(reason), on: transfer)
             } else if let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey {
-                removePartials(transfer)
-                finishIncoming(transfer, state: "cancelled", error: .refused("\(session.peer.name) cancelled: \(reason)"))
+                perform(.peerCancelled(reason), on: transfer)
             }
         case let .done(id, ok, reason):
             guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
-            if ok {
-                finishOutgoing(transfer, state: "completed", error: nil)
-            } else {
-                pauseOutgoing(transfer, reason: "\(session.peer.name) could not finish: \(reason)")
-                transfer.observers.forEach { $0.completion(.failure(.refused("\(session.peer.name) could not finish: \(reason)"))) }
-                transfer.observers = []
-            }
+            perform(ok ? .peerFinished : .peerCouldNotFinish(reason), on: transfer)
         case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
         case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
         default: folderFrameReceived(frame, from: session)
@@ -342,7 +347,7 @@ extension Node {
 
     private func offer(_ transfer: OutgoingTransfer, on session: Session) {
         transfer.sessionID = session.id
-        transfer.state = "offered"
+        transfer.move(to: .offered)
         if let window = transfer.window { transfer.bytesSentBefore += Int64(window.sentBytes) }
         transfer.window = nil
         session.send([.offer(transfer.prepared.offer)])
@@ -350,18 +355,19 @@ extension Node {
     }
 
     private func acceptReceived(_ id: TransferID, have: [UInt8], from session: Session) {
-        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == "offered" else { return }
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == .offered else { return }
         let layout = transfer.prepared.layout
         guard let haveSet = ChunkBitmap.decode(have, count: layout.chunkCount) else {
-            sendTo(transfer, [.cancel(id: id, reason: "the accept's chunk bitmap does not match the offer")])
-            finishOutgoing(transfer, state: "failed", error: .refused("\(session.peer.name) sent a malformed accept"))
+            perform(.malformedAccept, on: transfer)
             return
         }
         let window = SendWindow(sizes: layout.chunkSizes, have: haveSet, windowBytes: config.sendWindowBytes)
         if transfer.neededBytes == nil { transfer.neededBytes = Int64(window.totalBytes - window.confirmedBytes) }
         transfer.window = window
-        transfer.state = "active"
-        try? index.updateTransferState(id: id.description, to: .active)
+        transfer.move(to: .active)
+        recordTransfer(transfer, "its active state") { index throws(IndexError) in
+            try index.updateTransferState(id: id.description, to: .active)
+        }
         emitTransfer(transfer, force: true)
         pump(transfer)
     }
@@ -371,8 +377,7 @@ extension Node {
         do throws(SendWindow.Failure) {
             try transfer.window!.ack(chunk, ok: ok)
         } catch {
-            sendTo(transfer, [.cancel(id: id, reason: error.description)])
-            finishOutgoing(transfer, state: "failed", error: .refused(error.description))
+            perform(.windowRejected(error.description), on: transfer)
             return
         }
         if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
@@ -384,12 +389,12 @@ extension Node {
 
     /// Puts the next chunks of the window on the wire (read and verified on `io`).
     private func pump(_ transfer: OutgoingTransfer) {
-        guard transfer.state == "active", var window = transfer.window,
+        guard transfer.state == .active, var window = transfer.window,
               let sessionID = transfer.sessionID, let session = sessions[sessionID] else { return }
         let batch = window.next()
         transfer.window = window
         if window.isComplete {
-            transfer.state = "finishing"
+            transfer.move(to: .finishing)
             emitTransfer(transfer, force: true)
             return
         }
@@ -422,36 +427,39 @@ extension Node {
                         ? "\(sources[entry].path) changed while it was being sent; send it again"
                         : error.description
                     queue.async { [self] in
-                        sendTo(transfer, [.cancel(id: id, reason: "the sender cannot read its file")])
-                        finishOutgoing(transfer, state: "failed", error: .io(path: sources[entry].path, reason: reason))
+                        perform(.sourceUnreadable(path: sources[entry].path, reason: reason), on: transfer)
                     }
                 }
             }
         }
     }
 
-    private func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
+    func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
         transfer.sessionID = nil
-        transfer.state = "paused"
-        try? index.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
+        transfer.move(to: .paused)
+        recordTransfer(transfer, "its paused state") { index throws(IndexError) in
+            try index.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
+        }
         emitTransfer(transfer, force: true, reason: reason)
     }
 
-    private func finishOutgoing(_ transfer: OutgoingTransfer, state: String, error: EngineError?) {
-        transfer.state = state
-        let recordState: TransferRecord.State = state == "completed" ? .completed : state == "cancelled" || state == "declined" ? .cancelled : .failed
-        try? index.updateTransferState(id: transfer.id.description, to: recordState, error: error?.description)
-        if state == "completed" {
-            try? index.markChunksVerified(transferID: transfer.id.description, indices: 0..<transfer.prepared.chunkCount)
+    func finishOutgoing(_ transfer: OutgoingTransfer, state: TransferState, error: EngineError?) {
+        guard transfer.move(to: state) else { return }
+        let recordID = transfer.id.description
+        recordTransfer(transfer, "its \(state) state") { index throws(IndexError) in
+            try index.updateTransferState(id: recordID, to: state.recorded, error: error?.description)
+            if state == .completed {
+                try index.markChunksVerified(transferID: recordID, indices: 0..<transfer.prepared.chunkCount)
+            }
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
-        emit(event)
+        emit(.transfer(event))
         for observer in transfer.observers {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
         transfer.observers = []
         transfers.outgoing[transfer.id] = nil
-        if let spool = transfer.spoolFile, state == "completed" || state == "cancelled" || state == "declined" {
+        if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
             unlink(spool)
         }
         transfer.io.async { transfer.readers = [:] }
@@ -461,7 +469,9 @@ extension Node {
     private func supersedeRecordedSends(of source: String, to peerKey: String, by id: TransferID) {
         for record in (try? index.transfers(deviceID: peerKey)) ?? []
         where record.direction == .send && record.state.isUnfinished && record.finalPath == source && record.id != id.description {
-            try? index.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
+            recordTransfer(record, "that it was superseded") { index throws(IndexError) in
+                try index.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
+            }
         }
     }
 
@@ -479,9 +489,7 @@ extension Node {
                                     rootHash: transfer.prepared.rootHash, chunkCount: transfer.prepared.chunkCount,
                                     state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
                                     error: nil, createdAt: time, updatedAt: time)
-        do { try index.insertTransfer(record, chunks: chunks) } catch {
-            emitError(transfer.peer, "cannot record the transfer: \(error)")
-        }
+        recordTransfer(transfer, "the start") { index throws(IndexError) in try index.insertTransfer(record, chunks: chunks) }
     }
 
     // MARK: Receiving
@@ -495,9 +503,9 @@ extension Node {
                 return
             }
             existing.sessionID = session.id
-            if existing.state == "offered" { return }
+            if existing.state == .offered { return }
             existing.resumed = true
-            existing.state = "preparing"
+            existing.move(to: .preparing)
             if let directory = existing.directory { startReceiving(existing, into: directory) }
             return
         }
@@ -569,8 +577,8 @@ extension Node {
             acceptIncoming(transfer, into: directory)
             return
         }
-        emit(NodeEvent(.offer, peer: session.peer, transfer: offer.id.description, name: offer.name,
-                       total: Int64(offer.totalSize), files: offer.entries.count, time: now()))
+        emit(.offer(.init(peer: session.peer, transfer: offer.id.description, name: offer.name,
+                          total: Int64(offer.totalSize), files: offer.entries.count, time: now())))
         if let waiter = transfers.receiveWaiters.first {
             transfers.receiveWaiters.removeFirst()
             take(transfer, with: waiter)
@@ -591,13 +599,12 @@ extension Node {
     }
 
     private func declineIncoming(_ transfer: IncomingTransfer, reason: String) {
-        sendTo(transfer, [.decline(id: transfer.id, reason: reason)])
-        finishIncoming(transfer, state: "declined", error: nil)
+        perform(.declinedHere(reason), on: transfer)
     }
 
     private func acceptIncoming(_ transfer: IncomingTransfer, into directory: String) {
         transfer.directory = directory
-        transfer.state = "preparing"
+        transfer.move(to: .preparing)
         startReceiving(transfer, into: directory)
     }
 
@@ -649,10 +656,7 @@ extension Node {
                 let have = held
                 switch outcome {
                 case let .failure(error):
-                    sendTo(transfer, [.decline(id: transfer.id, reason: "the receiver cannot write: \(error.kind == .diskFull ? "disk full" : "an error")")])
-                    // Keep whatever partial data exists: the transfer stays resumable (paused) once
-                    // the folder is usable again, and 'syncpeer cancel' removes it.
-                    finishIncoming(transfer, state: "paused", error: .io(path: directory, reason: error.description))
+                    perform(.cannotOpen(path: directory, reason: error.description, diskFull: error.kind == .diskFull), on: transfer)
                 case .success:
                     transfer.verified = have
                     transfer.verifiedBytes = have.reduce(0) { total, index in
@@ -664,7 +668,7 @@ extension Node {
                         transfer.setHeld(entry: entry, held)
                     }
                     recordIncoming(transfer, directory: directory)
-                    transfer.state = "active"
+                    transfer.move(to: .active)
                     sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.chunkCount))])
                     emitTransfer(transfer, force: true)
                     if have.count == transfer.layout.chunkCount { complete(transfer) }
@@ -709,13 +713,18 @@ extension Node {
             }
         }
         try? old.remove()
-        try? index.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
+        do throws(IndexError) {
+            try index.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
+        } catch {
+            let reason = Self.recordFailure("that it was superseded", name: earlier.name, id: earlier.id, error)
+            queue.async { [self] in emitError(nil, reason) }
+        }
         return copied
     }
 
     private func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: Session) {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
-              transfer.state == "active", let (entry, chunk) = transfer.layout.locate(index) else { return }
+              transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
             transfer.duplicateBytes += Int64(data.count)
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
@@ -736,18 +745,13 @@ extension Node {
             }
             let failure = outcome
             queue.async { [self] in
-                guard transfer.state == "active" else { return }
+                guard transfer.state == .active else { return }
                 if let failure {
                     if failure.kind == .hashMismatch {
                         transfer.duplicateBytes += Int64(data.count)
                         transfer.badChunks += 1
                         if transfer.badChunks > Self.maxBadChunks {
-                            let reason = "\(transfer.peer.name) sent \(transfer.badChunks) chunks that failed verification; the transfer was stopped and nothing was put in place"
-                            sendTo(transfer, [.cancel(id: id, reason: "too many chunks failed verification")])
-                            // A failed transfer is never resumed: its partial data would stay
-                            // on disk for good (a sender could fill the disk this way).
-                            removePartials(transfer)
-                            finishIncoming(transfer, state: "failed", error: .refused(reason))
+                            perform(.tooManyBadChunks(transfer.badChunks), on: transfer)
                             return
                         }
                         emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
@@ -756,13 +760,7 @@ extension Node {
                     }
                     // Disk full or another write error: keep the partial data, pause.
                     let reason = failure.kind == .diskFull ? "disk full on the receiver (\(transfer.directory ?? "")): free some space, then resume" : failure.description
-                    recordVerified(transfer, force: true)
-                    transfer.state = "paused"
-                    try? self.index.updateTransferState(id: transfer.recordID, to: .paused, error: reason)
-                    sendTo(transfer, [.done(id: id, ok: false, reason: String(reason.prefix(400)))])
-                    emitTransfer(transfer, force: true, reason: reason)
-                    for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
-                    transfer.observers = []
+                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
                     return
                 }
                 if transfer.verified.insert(index).inserted {
@@ -784,7 +782,7 @@ extension Node {
         guard !transfer.completing else { return }
         transfer.completing = true
         recordVerified(transfer, force: true)
-        transfer.state = "finishing"
+        transfer.move(to: .finishing)
         let recordID = transfer.recordID
         transfer.io.async { [self] in
             let outcome: Result<String, FileError> = Result { () throws(FileError) in
@@ -823,36 +821,32 @@ extension Node {
             queue.async { [self] in
                 switch outcome {
                 case let .success(path):
-                    try? index.updateTransferState(id: recordID, to: .completed)
-                    try? index.setTransferFinalPath(id: recordID, path: path)
-                    sendTo(transfer, [.done(id: transfer.id, ok: true, reason: "")])
+                    recordTransfer(transfer, "its completion") { index throws(IndexError) in
+                        try index.updateTransferState(id: recordID, to: .completed)
+                        try index.setTransferFinalPath(id: recordID, path: path)
+                    }
                     transfer.finalPath = path
-                    finishIncoming(transfer, state: "completed", error: nil)
+                    perform(.placed, on: transfer)
                 case let .failure(error):
                     transfer.completing = false
                     let reason = error.kind == .diskFull ? "disk full on the receiver: free some space, then resume" : error.description
-                    try? index.updateTransferState(id: recordID, to: .paused, error: reason)
-                    sendTo(transfer, [.done(id: transfer.id, ok: false, reason: String(reason.prefix(400)))])
-                    transfer.state = "paused"
-                    emitTransfer(transfer, force: true, reason: reason)
-                    for observer in transfer.observers { observer.completion(.failure(.io(path: transfer.directory ?? "", reason: reason))) }
-                    transfer.observers = []
+                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
                 }
             }
         }
     }
 
-    private func finishIncoming(_ transfer: IncomingTransfer, state: String, error: EngineError?) {
-        transfer.state = state
-        if state == "declined" || state == "cancelled" {
-            try? index.updateTransferState(id: transfer.recordID, to: .cancelled, error: error?.description ?? state)
-        } else if state == "failed" {
-            try? index.updateTransferState(id: transfer.recordID, to: .failed, error: error?.description)
-        } else if state == "paused", (try? index.transfer(id: transfer.recordID)) != nil {
-            try? index.updateTransferState(id: transfer.recordID, to: .paused, error: error?.description)
+    func finishIncoming(_ transfer: IncomingTransfer, state: TransferState, error: EngineError?) {
+        guard transfer.move(to: state) else { return }
+        let recordID = transfer.recordID
+        let message = error?.description ?? (state == .declined || state == .cancelled ? state.rawValue : nil)
+        recordTransfer(transfer, "its \(state) state") { index throws(IndexError) in
+            // An offer never accepted has no record to update.
+            if try index.transfer(id: recordID) == nil { return }
+            try index.updateTransferState(id: recordID, to: state.recorded, error: message)
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
-        emit(event)
+        emit(.transfer(event))
         for observer in transfer.observers {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
@@ -861,7 +855,7 @@ extension Node {
         transfer.io.async { transfer.partials = [:] }
     }
 
-    private func removePartials(_ transfer: IncomingTransfer) {
+    func removePartials(_ transfer: IncomingTransfer) {
         let recordID = transfer.recordID
         transfer.io.async {
             for partial in transfer.partials.values { try? partial.remove() }
@@ -873,10 +867,13 @@ extension Node {
     }
 
     private func recordIncoming(_ transfer: IncomingTransfer, directory: String) {
-        if (try? index.transfer(id: transfer.recordID)) != nil {
-            try? index.updateTransferState(id: transfer.recordID, to: .active)
-            return
+        let recordID = transfer.recordID
+        var known = false
+        recordTransfer(transfer, "its active state") { index throws(IndexError) in
+            known = try index.transfer(id: recordID) != nil
+            if known { try index.updateTransferState(id: recordID, to: .active) }
         }
+        if known { return }
         var chunks: [TransferChunk] = []
         for (entry, manifest) in transfer.layout.manifests.enumerated() {
             for (i, chunk) in manifest.chunks.enumerated() {
@@ -892,51 +889,54 @@ extension Node {
                                     rootHash: transfer.rootHash, chunkCount: transfer.layout.chunkCount, state: .active,
                                     partialPath: directory, finalPath: nil, bytesDone: transfer.verifiedBytes,
                                     error: nil, createdAt: time, updatedAt: time)
-        do { try index.insertTransfer(record, chunks: chunks) } catch {
-            emitError(transfer.peer, "cannot record the transfer: \(error)")
-        }
+        recordTransfer(transfer, "the start") { index throws(IndexError) in try index.insertTransfer(record, chunks: chunks) }
     }
 
     /// Records verified chunks in batches (one transaction per batch).
-    private func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
+    func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
         guard !transfer.unrecorded.isEmpty else { return }
         guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500) else { return }
-        try? index.markChunksVerified(transferID: transfer.recordID, indices: transfer.unrecorded)
+        let indices = transfer.unrecorded
+        // Kept for the next batch when the write fails (the partial file still holds them).
+        guard recordTransfer(transfer, "\(indices.count) verified chunks", { index throws(IndexError) in
+            try index.markChunksVerified(transferID: transfer.recordID, indices: indices)
+        }) else { return }
         transfer.unrecorded = []
         transfer.lastRecord = .now
     }
 
     // MARK: Events
 
-    private func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
+    func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
         guard let sessionID = transfer.sessionID, let session = sessions[sessionID] else { return }
         session.send(frames)
     }
 
     /// The current state of a transfer as an event.
-    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> NodeEvent {
+    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> TransferInfo {
         let done: Int64
         var resent: Int64?
         var path: String?
-        let direction: String
+        let direction: TransferInfo.Direction
         if let outgoing = transfer as? OutgoingTransfer {
-            done = outgoing.state == "completed" ? outgoing.totalSize : outgoing.confirmedBytes
-            direction = "send"
+            done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
+            direction = .send
             if let needed = outgoing.neededBytes {
                 resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
             }
         } else {
             let incoming = transfer as! IncomingTransfer
             done = incoming.verifiedBytes
-            direction = "receive"
+            direction = .receive
             path = incoming.finalPath
             resent = incoming.duplicateBytes
         }
         let remaining = max(0, transfer.totalSize - done)
-        return NodeEvent(.transfer, peer: transfer.peer, transfer: transfer.id.description, direction: direction,
-                         name: transfer.name, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
-                         rate: transfer.meter.bytesPerSecond, eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
-                         path: path, resent: resent, reason: reason, time: now()).with(state: transfer.state)
+        return TransferInfo(transfer: transfer.id.description, direction: direction, peer: transfer.peer, name: transfer.name,
+                            state: transfer.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
+                            rate: transfer.meter.bytesPerSecond,
+                            eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
+                            path: path, resent: resent, reason: reason ?? transfer.recordFailure, time: now())
     }
 
     /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.
@@ -946,16 +946,8 @@ extension Node {
         transfer.meter.sample(time: transfer.elapsedSeconds(), bytes: bytes)
         guard force || now - transfer.lastEmit >= Self.progressInterval else { return }
         transfer.lastEmit = now
-        let event = transferEvent(transfer, force: force, reason: reason)
+        let event = NodeEvent.transfer(transferEvent(transfer, force: force, reason: reason))
         emit(event)
         for observer in transfer.observers { observer.progress(event) }
-    }
-}
-
-extension NodeEvent {
-    func with(state: String) -> NodeEvent {
-        var copy = self
-        copy.state = state
-        return copy
     }
 }

@@ -103,7 +103,7 @@ struct PreparedOffer: Sendable {
                     { bytes in report(done + Int64(bytes), total) }
                 })
             } catch {
-                throw .io(path: file.absolute, reason: error.description)
+                throw .file(error)
             }
             let encoded = manifest.encode()
             guard encoded.count <= WireLimits.maxManifest else {

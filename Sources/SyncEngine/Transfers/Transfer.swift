@@ -17,7 +17,7 @@ final class TransferTable: @unchecked Sendable {
 /// A client of the control socket following one transfer: progress events, then the end.
 struct TransferObserver: Sendable {
     let progress: @Sendable (NodeEvent) -> Void
-    let completion: @Sendable (Result<NodeEvent, EngineError>) -> Void
+    let completion: @Sendable (Result<TransferInfo, EngineError>) -> Void
 }
 
 /// A `syncpeer receive` waiting for the next offer.
@@ -33,17 +33,21 @@ class TransferBase: @unchecked Sendable {
     // touched only on `io` (readers, partial files), which only `io` closures use.
     let id: TransferID
     let peerKey: String
-    let peer: NodeEvent.Peer
+    let peer: PeerRef
     let name: String
     let totalSize: Int64
     let fileCount: Int
     var sessionID: UInt64?
-    var state: String
+    /// Changed only through `move(to:)`.
+    private(set) var state: TransferState
     /// Blocking file I/O for this transfer runs here, never on the node's queue.
     let io: DispatchQueue
     var meter = RateMeter()
     var lastEmit: ContinuousClock.Instant = .now - .seconds(1)
     var observers: [TransferObserver] = []
+    /// The last index write of this transfer that failed (nil once one succeeds): shown as
+    /// the reason of its events, since resume depends on the record.
+    var recordFailure: String?
     let started = ContinuousClock.now
     /// Foundation progress in bytes for the whole transfer, and one per file. The files' are
     /// not children of the whole: Foundation adds children's fractions exactly, with
@@ -52,7 +56,7 @@ class TransferBase: @unchecked Sendable {
     let progress: Progress
     private let fileProgress: [Progress]
 
-    init(id: TransferID, peerKey: String, peer: NodeEvent.Peer, name: String, sizes: [Int64], state: String) {
+    init(id: TransferID, peerKey: String, peer: PeerRef, name: String, sizes: [Int64], state: TransferState) {
         self.id = id
         self.peerKey = peerKey
         self.peer = peer
@@ -77,7 +81,16 @@ class TransferBase: @unchecked Sendable {
         fileProgress[entry].completedUnitCount = bytes
     }
 
-    var isFinished: Bool { ["completed", "failed", "cancelled", "declined"].contains(state) }
+    var isFinished: Bool { state.isFinished }
+
+    /// Moves to `next` when `TransferState.allows` the step; returns whether it did. A
+    /// finished transfer never moves again (a late frame cannot revive it).
+    @discardableResult
+    func move(to next: TransferState) -> Bool {
+        guard state == next || state.allows(next) else { return false }
+        state = next
+        return true
+    }
 
     func elapsedSeconds() -> Double {
         let d = ContinuousClock.now - started
@@ -98,11 +111,11 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
     /// Chunk readers per entry (touched only on `io`).
     var readers: [Int: ChunkReader] = [:]
 
-    init(prepared: PreparedOffer, peerKey: String, peer: NodeEvent.Peer, spoolFile: String?) {
+    init(prepared: PreparedOffer, peerKey: String, peer: PeerRef, spoolFile: String?) {
         self.prepared = prepared
         self.spoolFile = spoolFile
         super.init(id: prepared.offer.id, peerKey: peerKey, peer: peer, name: prepared.offer.name,
-                   sizes: prepared.offer.entries.map { Int64($0.size) }, state: "offered")
+                   sizes: prepared.offer.entries.map { Int64($0.size) }, state: .offered)
     }
 
     var confirmedBytes: Int64 { Int64(window?.confirmedBytes ?? 0) }
@@ -142,14 +155,14 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Where the file or folder was put.
     var finalPath: String?
 
-    init(offer: TransferOffer, layout: ChunkLayout, rootHash: [UInt8], paths: [SafePath], peerKey: String, peer: NodeEvent.Peer) {
+    init(offer: TransferOffer, layout: ChunkLayout, rootHash: [UInt8], paths: [SafePath], peerKey: String, peer: PeerRef) {
         self.offer = offer
         self.layout = layout
         self.rootHash = rootHash
         self.paths = paths
         self.recordID = offer.id.description
         super.init(id: offer.id, peerKey: peerKey, peer: peer, name: offer.name,
-                   sizes: offer.entries.map { Int64($0.size) }, state: "offered")
+                   sizes: offer.entries.map { Int64($0.size) }, state: .offered)
     }
 
     /// The name of the staging tree of a folder offer.

@@ -63,6 +63,27 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
         return String(decoding: data, as: UTF8.self)
     }
 
+    /// A typed value's JSON (results and events, for the control socket).
+    public init(encoding value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let data = try? encoder.encode(value), let json = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+            self = .null
+            return
+        }
+        self = json
+    }
+
+    /// Reads this JSON as a typed value (the CLI's view of a result or event); a shape that
+    /// does not match is a data error naming the type.
+    public func decode<T: Decodable>(as type: T.Type = T.self) throws(EngineError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
+        } catch {
+            throw .daemon(kind: .network, message: "the daemon's answer is not a \(T.self) (is it another version?): \(error)")
+        }
+    }
+
     /// Parses one line of JSON; nil when it is not JSON.
     public static func parse(_ line: String) -> JSONValue? {
         try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))

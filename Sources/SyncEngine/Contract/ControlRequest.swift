@@ -1,0 +1,202 @@
+/// One request of the control protocol (see docs/PROTOCOL.md, "Control socket"): what the
+/// CLI asks a daemon. On the wire it is one JSON object, `{"id":…,"op":…, arguments}`;
+/// `init(json:)` checks it and `json` writes it, so the client and the server cannot
+/// disagree on names.
+public enum ControlRequest: Sendable, Equatable {
+    case status
+    case peers
+    case invitations
+    case browse
+    /// Shows (true) or hides (false) the node, or only reports (nil).
+    case visibility(visible: Bool?)
+    /// Invites a nearby node (name, device ID prefix) or HOST:PORT.
+    case pair(address: String, context: String?)
+    case answerInvitation(invitation: String, accept: Bool)
+    /// Accepts or declines an offer of files; with `follow`, the answer comes when it ends.
+    case answerOffer(transfer: String, accept: Bool, directory: String?, follow: Bool)
+    case answerShare(folder: String, accept: Bool, directory: String?)
+    case send(path: String, peer: String, name: String?, spool: String?)
+    /// Waits for the next offer and accepts (or declines) it.
+    case receive(directory: String?, accept: Bool)
+    case share(directory: String, peers: [String])
+    case unshare(directory: String)
+    case confirm(directory: String)
+    case folders
+    case conflicts
+    case resolve(path: String, keep: ConflictKeep)
+    case transfers
+    case cancel(transfer: String)
+    case resume(transfer: String?)
+    case message(peer: String, text: String)
+    case disconnect(peer: String)
+    case unpair(peer: String)
+    case autoAccept(peer: String, on: Bool)
+    /// Streams every event until the client disconnects.
+    case events
+
+    /// The `op` names, one per operation of the protocol.
+    public enum Op: String, Sendable, CaseIterable {
+        case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
+        case share, unshare, confirm, folders, conflicts, resolve, transfers, cancel, resume, msg
+        case disconnect, unpair, autoAccept = "auto-accept", events
+    }
+
+    public var op: Op {
+        switch self {
+        case .status: .status
+        case .peers: .peers
+        case .invitations: .invitations
+        case .browse: .browse
+        case .visibility: .visibility
+        case .pair: .pair
+        case let .answerInvitation(_, accept), let .answerOffer(_, accept, _, _), let .answerShare(_, accept, _):
+            accept ? .accept : .decline
+        case .send: .send
+        case .receive: .receive
+        case .share: .share
+        case .unshare: .unshare
+        case .confirm: .confirm
+        case .folders: .folders
+        case .conflicts: .conflicts
+        case .resolve: .resolve
+        case .transfers: .transfers
+        case .cancel: .cancel
+        case .resume: .resume
+        case .message: .msg
+        case .disconnect: .disconnect
+        case .unpair: .unpair
+        case .autoAccept: .autoAccept
+        case .events: .events
+        }
+    }
+
+    /// The request's arguments (everything but `id` and `op`).
+    public var arguments: [String: JSONValue] {
+        var a: [String: JSONValue] = [:]
+        func put(_ key: String, _ value: String?) { if let value { a[key] = .string(value) } }
+        switch self {
+        case .status, .peers, .invitations, .browse, .folders, .conflicts, .transfers, .events:
+            break
+        case let .visibility(visible):
+            if let visible { a["visible"] = .bool(visible) }
+        case let .pair(address, context):
+            put("address", address)
+            put("context", context)
+        case let .answerInvitation(invitation, _):
+            put("invitation", invitation)
+        case let .answerOffer(transfer, _, directory, follow):
+            put("transfer", transfer)
+            put("dir", directory)
+            a["follow"] = .bool(follow)
+        case let .answerShare(folder, _, directory):
+            put("folder", folder)
+            put("dir", directory)
+        case let .send(path, peer, name, spool):
+            put("path", path)
+            put("peer", peer)
+            put("name", name)
+            put("spool", spool)
+        case let .receive(directory, accept):
+            put("dir", directory)
+            a["decline"] = .bool(!accept)
+        case let .share(directory, peers):
+            put("dir", directory)
+            a["peers"] = .array(peers.map { .string($0) })
+        case let .unshare(directory), let .confirm(directory):
+            put("dir", directory)
+        case let .resolve(path, keep):
+            put("path", path)
+            put("keep", keep.rawValue)
+        case let .cancel(transfer):
+            put("transfer", transfer)
+        case let .resume(transfer):
+            put("transfer", transfer)
+        case let .message(peer, text):
+            put("peer", peer)
+            put("text", text)
+        case let .disconnect(peer), let .unpair(peer):
+            put("peer", peer)
+        case let .autoAccept(peer, on):
+            put("peer", peer)
+            a["on"] = .bool(on)
+        }
+        return a
+    }
+
+    /// The request as a line's object, with `id`.
+    public func json(id: Int) -> JSONValue {
+        var object = arguments
+        object["op"] = .string(op.rawValue)
+        object["id"] = JSONValue(id)
+        return .object(object)
+    }
+
+    /// Reads a request object; a missing or mistyped argument is a usage error naming it.
+    public init(json request: JSONValue) throws(EngineError) {
+        guard case .object = request, let name = request["op"]?.stringValue else {
+            throw .invalidArgument("a request must be a JSON object with an \"op\"")
+        }
+        guard let op = Op(rawValue: name) else { throw .invalidArgument("unknown op '\(name)'") }
+        func string(_ key: String) throws(EngineError) -> String {
+            guard let value = request[key]?.stringValue else { throw .invalidArgument("'\(name)' needs \"\(key)\"") }
+            return value
+        }
+        func optional(_ key: String) throws(EngineError) -> String? {
+            guard let value = request[key], value != .null else { return nil }
+            guard let text = value.stringValue else { throw .invalidArgument("'\(name)': \"\(key)\" must be a string") }
+            return text
+        }
+        func flag(_ key: String) throws(EngineError) -> Bool? {
+            guard let value = request[key], value != .null else { return nil }
+            guard let flag = value.boolValue else { throw .invalidArgument("'\(name)' takes \"\(key)\": true or false") }
+            return flag
+        }
+        switch op {
+        case .status: self = .status
+        case .peers: self = .peers
+        case .invitations: self = .invitations
+        case .browse: self = .browse
+        case .folders: self = .folders
+        case .conflicts: self = .conflicts
+        case .transfers: self = .transfers
+        case .events: self = .events
+        case .visibility: self = .visibility(visible: try flag("visible"))
+        case .pair: self = .pair(address: try string("address"), context: try optional("context"))
+        case .accept, .decline:
+            let accept = op == .accept
+            if let folder = try optional("folder") {
+                self = .answerShare(folder: folder, accept: accept, directory: try optional("dir"))
+            } else if let transfer = try optional("transfer") {
+                self = .answerOffer(transfer: transfer, accept: accept, directory: try optional("dir"),
+                                    follow: try flag("follow") ?? false)
+            } else {
+                self = .answerInvitation(invitation: try string("invitation"), accept: accept)
+            }
+        case .send:
+            self = .send(path: try string("path"), peer: try string("peer"), name: try optional("name"), spool: try optional("spool"))
+        case .receive: self = .receive(directory: try optional("dir"), accept: try flag("decline") != true)
+        case .share:
+            guard let list = request["peers"]?.arrayValue, !list.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
+            let peers = list.compactMap(\.stringValue)
+            guard peers.count == list.count else { throw .invalidArgument("'share': \"peers\" must be a list of strings") }
+            self = .share(directory: try string("dir"), peers: peers)
+        case .unshare: self = .unshare(directory: try string("dir"))
+        case .confirm: self = .confirm(directory: try string("dir"))
+        case .resolve:
+            let keep = try string("keep")
+            guard let value = ConflictKeep(rawValue: keep) else { throw .invalidArgument("'resolve' keeps local, remote or both, not '\(keep)'") }
+            self = .resolve(path: try string("path"), keep: value)
+        case .cancel: self = .cancel(transfer: try string("transfer"))
+        case .resume: self = .resume(transfer: try optional("transfer"))
+        case .msg: self = .message(peer: try string("peer"), text: try string("text"))
+        case .disconnect: self = .disconnect(peer: try string("peer"))
+        case .unpair: self = .unpair(peer: try string("peer"))
+        case .autoAccept: self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true)
+        }
+    }
+}
+
+/// Which side of a conflict `resolve` keeps.
+public enum ConflictKeep: String, Sendable, Codable, CaseIterable {
+    case local, remote, both
+}

@@ -1,0 +1,224 @@
+public import PeerCrypto
+
+// The typed results of the control protocol's operations: what the engine returns, what
+// the daemon sends as `result`, and what the CLI decodes and renders. Their JSON is
+// documented field by field in docs/JSON.md (a test holds the two together). Optional
+// fields that do not apply are left out. Times are milliseconds since 1970 (UTC).
+
+/// A peer as results and events show it: its device ID and display name.
+public struct PeerRef: Sendable, Hashable, Codable {
+    public let id: DeviceID
+    public let name: String
+
+    public init(id: DeviceID, name: String) {
+        self.id = id
+        self.name = name
+    }
+
+    /// The first 7 characters of the device ID, as people quote it.
+    public var shortID: String { id.shortID }
+}
+
+/// A session's state as the Multipeer-style API names it.
+public enum SessionState: String, Sendable, Codable {
+    case notConnected, connecting, connected
+}
+
+/// One entry of `peers`: a paired peer, a live session or a discovered node, merged by device.
+public struct PeerSummary: Sendable, Equatable, Codable {
+    public var peer: PeerRef
+    public var paired: Bool
+    public var state: SessionState
+    /// Addresses stored for a paired peer (last used first).
+    public var addresses: [String]
+    /// The live session's or the discovered node's address.
+    public var address: String?
+    /// When a paired peer was last connected.
+    public var lastSeen: Int64?
+    /// Whether discovery sees it nearby now.
+    public var discovered: Bool
+    /// Its discovery instance name ("bob", "bob (2)") when nearby.
+    public var instance: String?
+}
+
+/// An open invitation from a peer (`invitations`).
+public struct InvitationInfo: Sendable, Equatable, Codable {
+    public var invitation: String
+    public var peer: PeerRef
+    /// The short authentication code both ends show.
+    public var code: String
+    public var context: String?
+    public var address: String
+}
+
+/// Discovery facts (`status`'s `discovery`, and the result of `visibility`).
+public struct DiscoveryStatus: Sendable, Equatable, Codable {
+    public var enabled: Bool
+    public var visible: Bool?
+    /// The instance name we are published under ("alice", or "alice (2)" after a clash).
+    public var instance: String?
+    public var serviceType: String?
+    /// The interfaces discovery runs on; empty means every suitable one (automatic).
+    public var interfaces: [String]?
+}
+
+/// The node (`status`).
+public struct NodeStatus: Sendable, Equatable, Codable {
+    public var id: DeviceID
+    public var name: String
+    public var listen: String
+    public var pid: Int
+    public var sessions: Int
+    public var discovery: DiscoveryStatus
+}
+
+/// A nearby node found by discovery (`browse`).
+public struct BrowsedPeer: Sendable, Equatable, Codable {
+    public var peer: PeerRef
+    /// The instance name ("bob", "bob (2)"), as in `found` events and `peers`.
+    public var instance: String
+    public var address: String?
+    public var addresses: [String]
+    public var port: Int
+    public var info: [String: String]
+    public var version: Int?
+    public var paired: Bool
+}
+
+/// The result of an operation on one peer (`accept`/`decline` of an invitation, `pair`,
+/// `disconnect`, `unpair`, `auto-accept`, `msg`).
+public struct PeerResult: Sendable, Equatable, Codable {
+    public var peer: PeerRef
+    /// `auto-accept`: the new setting.
+    public var autoAccept: Bool?
+    /// `msg`: the message's ID.
+    public var id: UInt64?
+
+    public init(peer: PeerRef, autoAccept: Bool? = nil, id: UInt64? = nil) {
+        self.peer = peer
+        self.autoAccept = autoAccept
+        self.id = id
+    }
+}
+
+/// `resume`: how many transfers were offered again.
+public struct ResumeResult: Sendable, Equatable, Codable {
+    public var offered: Int
+}
+
+/// `share`: the folder and the peers it is offered to.
+public struct ShareResult: Sendable, Equatable, Codable {
+    public var folder: String
+    public var label: String
+    public var path: String
+    public var peers: [PeerRef]
+}
+
+/// `unshare`, `confirm`, and the answer to a share offer (`accept`/`decline FOLDER-ID`).
+public struct FolderResult: Sendable, Equatable, Codable {
+    public var folder: String
+    public var path: String?
+    /// Answer to an offer: whether it was accepted.
+    public var accepted: Bool?
+    /// `confirm`: why the folder had stopped, if it had.
+    public var stoppedBecause: String?
+}
+
+/// `folders`: every shared folder and the share offers waiting for an answer.
+public struct FoldersResult: Sendable, Equatable, Codable {
+    public var folders: [FolderStatus]
+    public var offers: [ShareOfferInfo]
+}
+
+/// What a shared folder is doing (`state` of `status` and of `folder` events).
+public enum FolderState: String, Sendable, Codable, CaseIterable {
+    case scanning, syncing, idle
+    /// Some paths cannot be pulled now and are tried again by themselves.
+    case retrying
+    /// Stopped (see its error), or paths that wait for a change.
+    case error
+    /// Events only: the folder was shared with us, or a member left it.
+    case shared, unshared
+}
+
+/// One shared folder's state (`folders`, `syncpeer status`).
+public struct FolderStatus: Sendable, Equatable, Codable {
+    public var folder: String
+    public var label: String
+    public var path: String
+    public var state: FolderState
+    public var error: String?
+    public var files: Int
+    public var bytes: Int64
+    public var conflicts: Int
+    public var peers: [FolderPeer]
+    /// Files being pulled now.
+    public var transfers: [FolderPull]
+    public var reusedBytes: Int64
+    public var scannedBytes: Int64
+    /// Paths that cannot be pulled now (all), and the first of them with why.
+    public var failing: Int
+    public var failures: [PathFailure]
+}
+
+/// What one member of a folder is missing, and what moved with it.
+public struct FolderPeer: Sendable, Equatable, Codable {
+    public var peer: PeerRef
+    public var connected: Bool
+    public var outOfSyncFiles: Int
+    public var outOfSyncBytes: Int64
+    public var percent: Int
+    public var indexReceived: Bool
+    public var receivedBytes: Int64
+    public var sentBytes: Int64
+}
+
+/// A file being pulled into a folder.
+public struct FolderPull: Sendable, Equatable, Codable {
+    public var path: String
+    public var size: Int64
+    public var needed: Int64
+    public var fetched: Int64
+    public var percent: Int
+    /// The peers it is pulled from.
+    public var peers: [PeerRef]
+}
+
+/// A path that cannot be pulled now.
+public struct PathFailure: Sendable, Equatable, Codable {
+    public var path: String
+    public var kind: String
+    public var reason: String
+    /// When it is tried again, in words.
+    public var retry: String
+}
+
+/// A share offer waiting for an answer.
+public struct ShareOfferInfo: Sendable, Equatable, Codable {
+    public var folder: String
+    public var label: String
+    public var peer: PeerRef
+    /// The path of our folder the peer asks to join, when we have it already.
+    public var joins: String?
+}
+
+/// A conflict copy (`conflicts`).
+public struct ConflictInfo: Sendable, Equatable, Codable {
+    /// The folder's label.
+    public var folder: String
+    /// The copy's absolute path.
+    public var path: String
+    /// The file it is a copy of.
+    public var original: String
+    /// The device whose version the copy holds (short ID, as in the copy's name).
+    public var device: String
+    /// When the conflict happened (from the copy's name).
+    public var time: Int64?
+}
+
+/// `resolve`: what was kept, and the copies it settled.
+public struct ResolveResult: Sendable, Equatable, Codable {
+    public var path: String
+    public var kept: ConflictKeep
+    public var copies: [String]
+}
