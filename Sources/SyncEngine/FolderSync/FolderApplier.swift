@@ -446,13 +446,15 @@ final class FolderApplier: @unchecked Sendable {
         }
         var done: [Pending] = []
         for item in ready {
-            let recorded: FileRecord?
-            do { recorded = try index.file(folderID: folderID, path: item.state.path) } catch {
-                discard(item, "cannot read what the index records for it: \(error)")
-                continue
+            // What should be at a path the plan knew: the version the index records now (nil:
+            // nothing). A path the plan did not know needs no read: nothing may be replaced there.
+            var expected: FileRecord?
+            if item.conflictCopy == nil, local[item.state.path] != nil {
+                do { expected = try index.file(folderID: folderID, path: item.state.path).flatMap { $0.deleted ? nil : $0 } } catch {
+                    discard(item, "cannot read what the index records for it: \(error)")
+                    continue
+                }
             }
-            // What should be at the path now: the version the index records (nil: nothing).
-            let expected = recorded.flatMap { $0.deleted ? nil : $0 }
             let placement: PlaceOutcome
             if let copy = item.conflictCopy {
                 // The local version is kept first; if it cannot be, the winner waits.
@@ -461,7 +463,7 @@ final class FolderApplier: @unchecked Sendable {
                     continue
                 }
                 placement = item.directory.placeNew(item.temp, as: item.name)
-            } else if let expected, local[item.state.path] != nil {
+            } else if let expected {
                 if expected.kind == .directory {
                     // A synced directory becomes a file or link only once empty (its children
                     // were deleted first); anything still inside stays, with the directory.
