@@ -1,5 +1,6 @@
 import Foundation
 import PeerFiles
+import PeerWire
 import Testing
 @testable import SyncEngine
 
