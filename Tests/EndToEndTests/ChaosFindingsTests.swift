@@ -33,6 +33,36 @@ struct ChaosFindingsTests {
         #expect(contents.contains { $0.count == 150_000_000 }, "alice's version is the file or its conflict copy")
     }
 
+    /// Bob moves a directory out of the folder while his daemon fetches a new file of alice's
+    /// into it: alice's file must survive everywhere (the move deleted only what bob had seen).
+    /// (Chaos seed 1004: the fetched file was put in through the directory handle opened when
+    /// the pull began, so it landed in the moved directory, outside the folder, while the index
+    /// recorded it at its old path; the scan of the move then turned that record into a deletion
+    /// dominating alice's version, and it was deleted on every node.)
+    @Test func aFileFetchedIntoADirectoryMovedAwayMeanwhileIsKept() throws {
+        let trio = try FolderSyncTests.Trio()
+        defer { trio.env.cleanup() }
+        try FileManager.default.createDirectory(atPath: trio.path("alice", "sub"), withIntermediateDirectories: true)
+        try "seen by bob".write(toFile: trio.path("alice", "sub/note.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try FolderSyncTests.eventually("first sync") {
+            FolderSyncTests.converged(trio) && FileManager.default.fileExists(atPath: trio.path("bob", "sub/note.txt"))
+        }
+        try TestFiles.random(trio.path("alice", "sub/big.bin"), size: 150_000_000, mtime: nil)
+        let big = try TestFiles.hash(trio.path("alice", "sub/big.bin"))
+        func fetching() -> Bool {
+            let transfers = ((try? FolderSyncTests.folderStatus(trio, trio.bob))?["transfers"] as? [[String: Any]]) ?? []
+            return transfers.contains { ($0["path"] as? String) == "sub/big.bin" }
+        }
+        try FolderSyncTests.eventually("bob fetches alice's new file", timeout: 60, fetching)
+        try FileManager.default.moveItem(atPath: trio.path("bob", "sub"), toPath: trio.env.home("bob-moved-away"))
+        try #require(fetching(), "the fetch ended before the move: use a larger file")
+        try FolderSyncTests.eventually("alice's file everywhere\n\(FolderSyncTests.describe(trio))", timeout: 90) {
+            FolderSyncTests.converged(trio) && trio.all.allSatisfy { (try? TestFiles.hash(trio.path($0, "sub/big.bin"))) == big }
+        }
+        #expect(!FileManager.default.fileExists(atPath: trio.path("alice", "sub/note.txt")), "bob's move deleted what he had")
+    }
+
     /// Carol moves a directory away while bob, offline, edits a file in it. Delete-vs-modify:
     /// the edit wins, so `sub/f.txt` with bob's edit must be back everywhere, beside carol's
     /// moved copy. (Chaos seed 3: alice and bob stayed at 60 %, idle, no error, for ever:
