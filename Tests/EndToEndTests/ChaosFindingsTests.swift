@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// Product bugs the chaos test found, reduced to one deterministic case each (each fails on
@@ -35,10 +36,12 @@ struct ChaosFindingsTests {
 
     /// Bob moves a directory out of the folder while his daemon fetches a new file of alice's
     /// into it: alice's file must survive everywhere (the move deleted only what bob had seen).
-    /// (Chaos seed 1004: the fetched file was put in through the directory handle opened when
-    /// the pull began, so it landed in the moved directory, outside the folder, while the index
-    /// recorded it at its old path; the scan of the move then turned that record into a deletion
-    /// dominating alice's version, and it was deleted on every node.)
+    /// (The applier put a fetched file in through the directory handle opened when the pull
+    /// began, wherever the directory had gone, and recorded it at its old path; the scan of the
+    /// move would then record a deletion dominating alice's version. A candidate, read from
+    /// the code, for chaos seed 1004's lost versions. Unlike the other tests here this one has
+    /// not been seen to fail without the fix: the daemon is paused for the move, yet the old
+    /// binary passed it once, timed out once and finished the fetch before the move once.)
     @Test func aFileFetchedIntoADirectoryMovedAwayMeanwhileIsKept() throws {
         let trio = try FolderSyncTests.Trio()
         defer { trio.env.cleanup() }
@@ -54,12 +57,19 @@ struct ChaosFindingsTests {
             let transfers = ((try? FolderSyncTests.folderStatus(trio, trio.bob))?["transfers"] as? [[String: Any]]) ?? []
             return transfers.contains { ($0["path"] as? String) == "sub/big.bin" }
         }
-        try FolderSyncTests.eventually("bob fetches alice's new file", timeout: 60, fetching)
-        try FileManager.default.moveItem(atPath: trio.path("bob", "sub"), toPath: trio.env.home("bob-moved-away"))
-        try #require(fetching(), "the fetch ended before the move: use a larger file")
-        try FolderSyncTests.eventually("alice's file everywhere\n\(FolderSyncTests.describe(trio))", timeout: 90) {
-            FolderSyncTests.converged(trio) && trio.all.allSatisfy { (try? TestFiles.hash(trio.path($0, "sub/big.bin"))) == big }
+        try FolderSyncTests.eventually("bob fetches alice's new file", timeout: 120, fetching)
+        // The move happens while bob's daemon is paused in the middle of the fetch.
+        Glibc.kill(trio.bob.pid, SIGSTOP)
+        let moved = Result { try FileManager.default.moveItem(atPath: trio.path("bob", "sub"), toPath: trio.env.home("bob-moved-away")) }
+        Glibc.kill(trio.bob.pid, SIGCONT)
+        try moved.get()
+        let deadline = Date().addingTimeInterval(180)
+        var everywhere = false
+        while !everywhere && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.5)
+            everywhere = FolderSyncTests.converged(trio) && trio.all.allSatisfy { (try? TestFiles.hash(trio.path($0, "sub/big.bin"))) == big }
         }
+        try #require(everywhere, "alice's file everywhere; now:\n\(FolderSyncTests.describe(trio))\nbob's status: \((try? FolderSyncTests.folderStatus(trio, trio.bob)) ?? [:])")
         #expect(!FileManager.default.fileExists(atPath: trio.path("alice", "sub/note.txt")), "bob's move deleted what he had")
     }
 

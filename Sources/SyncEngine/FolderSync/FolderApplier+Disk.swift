@@ -165,8 +165,9 @@ extension FolderApplier {
     /// False when the user moved or deleted it (or a parent) since it was opened: an entry
     /// put in through the old handle would land wherever the directory went — out of the
     /// folder, or under another path — while the index recorded it at `path`; the scan of
-    /// the move then turned that record into a deletion that dominates the peer's version,
-    /// and the version was lost on every node (make chaos seed 1004).
+    /// the move would turn that record into a deletion that dominates the peer's version, and
+    /// the version would be lost on every node (a candidate for make chaos seed 1004's lost
+    /// concurrent edit, found by reading the code; not reproduced).
     func directoryInPlace(_ directory: DirectoryHandle, of path: String) -> Bool {
         guard let root = try? DirectoryHandle(path: folder.root), let resolved = try? SafePath(path).resolve(under: root) else {
             return false
