@@ -88,7 +88,7 @@ alice pair "$target" --context "demo" > "$work/pair.log" 2>&1 & pair_pid=$!
 wait_for "$work/bob.log" "invitation"
 show "$bin" --home "$work/bob" invitations
 invitation=$(bob invitations --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["invitation"])')
-code_bob=$(bob invitations --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["sas"])')
+code_bob=$(bob invitations --json | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline())["code"])')
 wait_for "$work/pair.log" "has the invitation"
 code_alice=$(grep -o 'code [0-9]*' "$work/pair.log" | head -1 | cut -d' ' -f2)
 echo "code on alice's screen: $code_alice — code on bob's screen: $code_bob"
@@ -129,7 +129,7 @@ step "alice sends a 200 MB file: chunked, each chunk verified, live progress on 
 mkdir -p "$work/inbox"
 head -c 200000000 /dev/urandom > "$work/video.bin"
 # bob waits for the offer and accepts it into its inbox (progress as NDJSON in bob-receive.log).
-bob receive --dir "$work/inbox" --accept > "$work/bob-receive.log" 2>&1 &
+bob receive --dir "$work/inbox" --accept --json > "$work/bob-receive.log" 2>&1 &
 receive_pid=$!
 printf '$ syncpeer send video.bin --to bob\n'
 if [ -t 1 ]; then
