@@ -22,15 +22,9 @@ struct NoiseInteropTests {
         (.initiator, Array("three".utf8)), (.responder, Array(repeating: 0, count: 1)),
     ]
 
-    /// Both suites syncpeer speaks: protocol version 2's, and version 1's (kept to refuse
-    /// a version-1 peer in its own protocol).
-    static let suites = [NoiseHandshake.xxProtocolName, NoiseHandshake.xxVersion1ProtocolName]
-
-    @Test(arguments: suites)
-    func transcriptMatchesNoiseprotocol(_ protocolName: String) throws {
+    @Test func transcriptMatchesNoiseprotocol() throws {
         guard try Python.available() else { return }
         let request: [String: Any] = [
-            "protocol": protocolName,
             "prologue": hex(Self.prologue),
             "initiator": ["static": hex(Self.initiatorStatic), "ephemeral": hex(Self.initiatorEphemeral)],
             "responder": ["static": hex(Self.responderStatic), "ephemeral": hex(Self.responderEphemeral)],
@@ -43,10 +37,10 @@ struct NoiseInteropTests {
         let initiatorStatic = try KeyPair(privateKeyBytes: Self.initiatorStatic)
         let responderStatic = try KeyPair(privateKeyBytes: Self.responderStatic)
         let initiator = try NoiseHandshakeState(
-            protocolName: protocolName, role: .initiator, prologue: Self.prologue,
+            protocolName: NoiseHandshake.xxProtocolName, role: .initiator, prologue: Self.prologue,
             staticKeyPair: initiatorStatic, ephemeralKeyPair: try KeyPair(privateKeyBytes: Self.initiatorEphemeral))
         let responder = try NoiseHandshakeState(
-            protocolName: protocolName, role: .responder, prologue: Self.prologue,
+            protocolName: NoiseHandshake.xxProtocolName, role: .responder, prologue: Self.prologue,
             staticKeyPair: responderStatic, ephemeralKeyPair: try KeyPair(privateKeyBytes: Self.responderEphemeral))
         var handshake: [String] = []
         for (i, payload) in Self.handshakePayloads.enumerated() {
@@ -79,17 +73,16 @@ struct NoiseInteropTests {
 
     /// Swift initiator and Python responder, each processing the other's messages, with
     /// freshly generated keys on both sides.
-    @Test(arguments: suites)
-    func liveHandshakeWithPythonResponder(_ protocolName: String) throws {
+    @Test func liveHandshakeWithPythonResponder() throws {
         guard try Python.available() else { return }
         let peer = try Python.LivePeer()
         defer { peer.close() }
 
         let prologue = Array("syncpeer live interop".utf8)
-        let started = try peer.call(["op": "start", "prologue": hex(prologue), "protocol": protocolName])
+        let started = try peer.call(["op": "start", "prologue": hex(prologue)])
         let pythonKey = try PublicKey(try Python.bytes(started["public_key"]))
         let me = KeyPair.generate()
-        let initiator = NoiseHandshake.xx(role: .initiator, prologue: prologue, staticKey: me, protocolName: protocolName)
+        let initiator = NoiseHandshake.xx(role: .initiator, prologue: prologue, staticKey: me)
 
         let m1 = try initiator.writeMessage(payload: Array("hi".utf8))
         #expect(try peer.call(["op": "read", "data": hex(m1)])["payload"] as? String == hex(Array("hi".utf8)))
