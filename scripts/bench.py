@@ -471,6 +471,9 @@ def measure_limits(bench, results, source):
     limits["chacha20poly1305_open"] = crypto["chacha20poly1305_open"]
     limits["noise_encrypt_plus_decrypt"] = crypto.get("noise_encrypt_plus_decrypt")
     limits["blake2b"] = crypto["blake2b"]
+    for key in ("aes256gcm_seal", "aes256gcm_open", "noise_chachapoly_encrypt_plus_decrypt", "sha256"):
+        if key in crypto:
+            limits[key] = crypto[key]
     log("limits: FastCDC + BLAKE2b over the 1 GiB file (syncpeer-bench chunk)")
     chunk = json.loads(subprocess.run([bench.args.bench_bin, "chunk", source, "--runs", "2"], check=True,
                                       capture_output=True, text=True).stdout)
@@ -1021,12 +1024,442 @@ def index_100k(bench, results, sampler, count=100_000, dirs=100):
 # ---------------------------------------------------------------------------------------
 # Report
 
+# ---------------------------------------------------------------------------------------
+# A-share for syncpeer, and the same workloads with Syncthing (Debian's), interleaved
+
+def cpu_delta(before, after):
+    return {n: {"user_s": round(after[n][0] - before[n][0], 2), "system_s": round(after[n][1] - before[n][1], 2)}
+            for n in before if before[n] and after.get(n)}
+
+
+def sync_share(bench, results, sampler, size=GiB):
+    """A-share: a new 1 GiB file in a folder alice shares with bob, from the share command until
+    bob's copy is identical (through a counting proxy: bytes on the wire)."""
+    log(f"sync_share: a new {size / MiB:.0f} MiB file in a shared folder, until bob has it")
+    alice, bob, inbox, relay = folder_pair(bench, "sync_share", proxy=True)
+    sampler.watch("sync_share.alice", alice.pid)
+    sampler.watch("sync_share.bob", bob.pid)
+    shared = os.path.join(bench.work, "share-folder")
+    os.makedirs(shared)
+    source = os.path.join(shared, "big.bin")
+    write_random_file(source, size)
+    warm(source)
+    target = os.path.join(inbox, os.path.basename(shared), "big.bin")
+    cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    up0, down0 = relay.counters()
+    start = time.monotonic()
+    bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
+
+    def done():
+        try:
+            return os.path.getsize(target) == size and same_content(source, target)
+        except OSError:
+            return False
+    wait_until("the shared file on bob", bench.args.folder_timeout, done, interval=0.05)
+    elapsed = time.monotonic() - start
+    cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    up1, down1 = relay.counters()
+    memory = {"alice": alice.memory(), "bob": bob.memory()}
+    results["sync_share"] = {
+        "bytes": size, "seconds": round(elapsed, 2), "mb_s": round(size / MB / elapsed, 1),
+        "wire_bytes": (up1 - up0) + (down1 - down0), "cpu": cpu_delta(cpu0, cpu1),
+        "alice_vmhwm": memory["alice"].get("VmHWM"), "bob_vmhwm": memory["bob"].get("VmHWM"),
+        "note": "from `share` (the file already written) until bob's copy is identical (cmp, polled every 50 ms)",
+    }
+    log(f"  {elapsed:.2f} s; CPU {results['sync_share']['cpu']}")
+    alice.stop()
+    bob.stop()
+    relay.close()
+    drop_file_cache(source)
+    drop_file_cache(target)
+    shutil.rmtree(shared, ignore_errors=True)
+    shutil.rmtree(inbox, ignore_errors=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Syncthing:
+    """One Syncthing instance, configured for the benchmark: listening on 127.0.0.1 only, no
+    global or local discovery, no relays, NAT traversal, usage reporting, upgrades or crash
+    reports, normal priority (it lowers its own by default), REST on 127.0.0.1 with an API key."""
+
+    def __init__(self, bench, name):
+        import secrets
+        import xml.etree.ElementTree as ET
+        self.bench = bench
+        self.name = name
+        self.home = os.path.join(bench.work, f"syncthing-{name}")
+        self.port = free_port()
+        self.gui_port = free_port()
+        self.api_key = secrets.token_hex(16)
+        # STMONITORED: run the worker directly (no monitor process in front of it), so that
+        # the PID whose CPU and memory are read is the one that syncs.
+        self.env = dict(bench.env, HOME=self.home, STNODEFAULTFOLDER="1", STNOUPGRADE="1", STMONITORED="1")
+        subprocess.run(["syncthing", "generate", f"--home={self.home}", "--no-default-folder"], env=self.env,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.device_id = subprocess.run(["syncthing", "serve", f"--home={self.home}", "--device-id"], env=self.env,
+                                        check=True, capture_output=True, text=True).stdout.strip()
+        self.config_path = os.path.join(self.home, "config.xml")
+        self.ET = ET
+        self.tree = ET.parse(self.config_path)
+        root = self.tree.getroot()
+        for folder in root.findall("folder"):
+            root.remove(folder)
+        options = root.find("options")
+        settings = {"listenAddress": f"tcp://127.0.0.1:{self.port}", "globalAnnounceEnabled": "false",
+                    "localAnnounceEnabled": "false", "relaysEnabled": "false", "natEnabled": "false",
+                    "urAccepted": "-1", "urSeen": "3", "autoUpgradeIntervalH": "0", "startBrowser": "false",
+                    "crashReportingEnabled": "false", "setLowPriority": "false", "announceLANAddresses": "false"}
+        for key, value in settings.items():
+            for old in options.findall(key):
+                options.remove(old)
+            element = ET.SubElement(options, key)
+            element.text = value
+        gui = root.find("gui")
+        gui.set("tls", "false")
+        gui.find("address").text = f"127.0.0.1:{self.gui_port}"
+        key = gui.find("apikey")
+        if key is None:
+            key = ET.SubElement(gui, "apikey")
+        key.text = self.api_key
+        self.proc = None
+
+    def add_peer(self, other, address):
+        device = self.ET.SubElement(self.tree.getroot(), "device", id=other.device_id, name=other.name,
+                                    compression="metadata", introducer="false")
+        self.ET.SubElement(device, "address").text = address
+
+    def add_folder(self, folder_id, path, peers):
+        folder = self.ET.SubElement(self.tree.getroot(), "folder", id=folder_id, label=folder_id, path=path,
+                                    type="sendreceive", rescanIntervalS="3600", fsWatcherEnabled="true",
+                                    fsWatcherDelayS="1")
+        for device_id in [self.device_id] + [p.device_id for p in peers]:
+            self.ET.SubElement(folder, "device", id=device_id)
+
+    def start(self):
+        self.tree.write(self.config_path)
+        self.log = open(os.path.join(self.bench.work, f"syncthing-{self.name}.log"), "wb")
+        self.bench.daemon_logs.append(self.log.name)
+        self.proc = track(subprocess.Popen(["syncthing", "serve", f"--home={self.home}", "--no-browser", "--no-restart",
+                                            "--logflags=0"], stdout=self.log, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, env=self.env, start_new_session=True))
+        self.pid = self.proc.pid
+        wait_until(f"syncthing {self.name} REST up", 60, lambda: self.api("GET", "/rest/system/ping", quiet=True))
+
+    def api(self, method, path, quiet=False):
+        import urllib.request
+        request = urllib.request.Request(f"http://127.0.0.1:{self.gui_port}{path}", method=method,
+                                         headers={"X-API-Key": self.api_key})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as reply:
+                body = reply.read()
+                return json.loads(body) if body else {}
+        except (OSError, ValueError):
+            if quiet:
+                return None
+            raise
+
+    def connected(self, other):
+        reply = self.api("GET", "/rest/system/connections", quiet=True) or {}
+        return (reply.get("connections", {}).get(other.device_id) or {}).get("connected")
+
+    def idle(self, folder_id):
+        reply = self.api("GET", f"/rest/db/status?folder={folder_id}", quiet=True) or {}
+        return reply.get("state") == "idle"
+
+    def scan(self, folder_id, sub=None):
+        self.api("POST", f"/rest/db/scan?folder={folder_id}" + (f"&sub={sub}" if sub else ""))
+
+    def cpu(self):
+        return proc_cpu(self.pid)
+
+    def memory(self):
+        return proc_status(self.pid)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+
+
+class SyncthingPair:
+    """Two Syncthing instances sharing one folder; alice dials bob through a counting proxy
+    (bob does not dial back: its address for alice is `dynamic` and discovery is off)."""
+
+    def __init__(self, bench, sampler):
+        self.bench = bench
+        self.alice = Syncthing(bench, "alice")
+        self.bob = Syncthing(bench, "bob")
+        self.relay = CountingProxy("127.0.0.1", self.bob.port)
+        self.alice_dir = os.path.join(bench.work, "st-alice-folder")
+        self.bob_dir = os.path.join(bench.work, "st-bob-folder")
+        os.makedirs(self.alice_dir)
+        os.makedirs(self.bob_dir)
+        self.alice.add_peer(self.bob, f"tcp://127.0.0.1:{self.relay.port}")
+        self.bob.add_peer(self.alice, "dynamic")
+        self.alice.add_folder("bench", self.alice_dir, [self.bob])
+        self.bob.add_folder("bench", self.bob_dir, [self.alice])
+        self.alice.start()
+        self.bob.start()
+        sampler.watch("syncthing.alice", self.alice.pid)
+        sampler.watch("syncthing.bob", self.bob.pid)
+        wait_until("syncthing alice and bob connected", 60,
+                   lambda: self.alice.connected(self.bob) and self.bob.connected(self.alice), interval=0.2)
+        wait_until("syncthing folders idle", 60, lambda: self.alice.idle("bench") and self.bob.idle("bench"), interval=0.2)
+
+    def run(self, what, change, arrived, sub=None, timeout=600):
+        """Applies `change` on alice's side, asks alice to scan at once (no watcher delay), and
+        returns the figures when `arrived()` holds on bob's side."""
+        cpu0 = {"alice": self.alice.cpu(), "bob": self.bob.cpu()}
+        up0, down0 = self.relay.counters()
+        start = time.monotonic()
+        change()
+        self.alice.scan("bench", sub)
+        wait_until(f"syncthing: {what}", timeout, arrived, interval=0.05)
+        elapsed = time.monotonic() - start
+        cpu1 = {"alice": self.alice.cpu(), "bob": self.bob.cpu()}
+        wait_until("syncthing idle again", 120, lambda: self.alice.idle("bench") and self.bob.idle("bench"), interval=0.2)
+        time.sleep(1.0)
+        up1, down1 = self.relay.counters()
+        memory = {"alice": self.alice.memory(), "bob": self.bob.memory()}
+        result = {"seconds": round(elapsed, 2), "wire_bytes": (up1 - up0) + (down1 - down0),
+                  "cpu": cpu_delta(cpu0, cpu1),
+                  "alice_vmhwm": memory["alice"].get("VmHWM"), "bob_vmhwm": memory["bob"].get("VmHWM")}
+        log(f"  syncthing {what}: {elapsed:.2f} s, {result['wire_bytes'] / MiB:.2f} MiB on the wire, CPU {result['cpu']}")
+        return result
+
+    def close(self):
+        self.alice.stop()
+        self.bob.stop()
+        self.relay.close()
+        shutil.rmtree(self.alice_dir, ignore_errors=True)
+        shutil.rmtree(self.bob_dir, ignore_errors=True)
+
+
+def syncthing_version():
+    out = subprocess.run(["syncthing", "--version"], capture_output=True, text=True).stdout.split()
+    return out[1] if len(out) > 1 else None
+
+
+def syncthing_a(pair, results, size=GiB):
+    source = os.path.join(pair.alice_dir, "big.bin")
+    target = os.path.join(pair.bob_dir, "big.bin")
+    staging = os.path.join(pair.bench.work, "st-big.bin")
+    write_random_file(staging, size)
+    warm(staging)
+
+    def arrived():
+        try:
+            return os.path.getsize(target) == size and same_content(source, target)
+        except OSError:
+            return False
+    log(f"syncthing A: a new {size / MiB:.0f} MiB file in the shared folder")
+    results["syncthing"]["a"] = pair.run("A, 1 GiB new file", lambda: os.rename(staging, source), arrived, sub="big.bin")
+    results["syncthing"]["a"]["bytes"] = size
+
+
+def syncthing_b(pair, results, count=10_000, size=4096):
+    staging = os.path.join(pair.bench.work, "st-small")
+    os.makedirs(staging)
+    contents = {}
+    for i in range(count):
+        name = f"f{i:05d}.bin"
+        contents[name] = os.urandom(size)
+        with open(os.path.join(staging, name), "wb") as f:
+            f.write(contents[name])
+    target = os.path.join(pair.bob_dir, "small")
+
+    def arrived():
+        try:
+            names = [e.name for e in os.scandir(target) if e.is_file(follow_symlinks=False) and not e.name.startswith(".syncthing.")]
+        except FileNotFoundError:
+            return False
+        if len(names) != count:
+            return False
+        for name in names:
+            with open(os.path.join(target, name), "rb") as f:
+                if f.read() != contents.get(name):
+                    return False
+        return True
+    log(f"syncthing B: {count:,} files of {size} B")
+    results["syncthing"]["b"] = pair.run("B, 10,000 small files",
+                                         lambda: os.rename(staging, os.path.join(pair.alice_dir, "small")), arrived, sub="small")
+
+
+def syncthing_c(pair, results, size=GiB, change=MiB):
+    source = os.path.join(pair.alice_dir, "big.bin")
+    target = os.path.join(pair.bob_dir, "big.bin")
+    offset = size // 2 - change // 2
+    new = os.urandom(change)
+
+    def write():
+        fd = os.open(source, os.O_WRONLY)
+        try:
+            os.pwrite(fd, new, offset)
+        finally:
+            os.close(fd)
+
+    def arrived():
+        try:
+            with open(target, "rb") as f:
+                f.seek(offset)
+                if f.read(change) != new:
+                    return False
+        except OSError:
+            return False
+        return same_content(source, target)
+    log(f"syncthing C: {change / MiB:g} MiB rewritten in the middle of the synced file")
+    results["syncthing"]["c"] = pair.run("C, 1 MiB changed mid-file", write, arrived, sub="big.bin")
+
+
+def rsync_daemon(bench):
+    """A fresh rsync daemon on 127.0.0.1 (module directory under work/rsync-*); `push` sends
+    to it and returns (seconds, bytes on the wire from --stats)."""
+    rsync = shutil.which("rsync")
+    root = tempfile.mkdtemp(prefix="rsync-", dir=bench.work)
+    target = os.path.join(root, "module")
+    os.makedirs(target)
+    port = free_port()
+    config = os.path.join(root, "rsyncd.conf")
+    with open(config, "w") as f:
+        f.write(f"pid file = {root}/rsyncd.pid\nuse chroot = no\nuid = {os.getuid()}\ngid = {os.getgid()}\n"
+                f"[bench]\n  path = {target}\n  read only = no\n")
+    daemon = track(subprocess.Popen([rsync, "--daemon", "--no-detach", "--address=127.0.0.1", f"--port={port}",
+                                     f"--config={config}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return RsyncTarget(rsync, daemon, port, target, root)
+
+
+class RsyncTarget:
+    def __init__(self, rsync, daemon, port, target, root):
+        self.rsync, self.daemon, self.port, self.target, self.root = rsync, daemon, port, target, root
+        wait_until("rsync daemon up", 10, self._up)
+
+    def _up(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+            return True
+        except OSError:
+            return False
+
+    def push(self, source, extra=()):
+        start = time.monotonic()
+        out = subprocess.run([self.rsync, "-a", "--stats", *extra, source, f"rsync://127.0.0.1:{self.port}/bench/"],
+                             check=True, capture_output=True, text=True).stdout
+        elapsed = time.monotonic() - start
+        wire = 0
+        for line in out.splitlines():
+            if line.startswith("Total bytes sent:") or line.startswith("Total bytes received:"):
+                wire += int(line.split(":")[1].strip().replace(",", ""))
+        return elapsed, wire
+
+    def close(self):
+        if self.daemon.poll() is None:
+            os.kill(self.daemon.pid, signal.SIGTERM)
+            try:
+                self.daemon.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.kill(self.daemon.pid, signal.SIGKILL)
+                self.daemon.wait()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def rsync_small_and_delta(bench, results, size=GiB, count=10_000, file_size=4096, change=MiB):
+    """rsync on workloads B (10,000 × 4 KiB) and C (1 MiB rewritten in the middle of a 1 GiB
+    file the daemon already holds: rsync's delta algorithm), plaintext, no fsync."""
+    if not shutil.which("rsync"):
+        return
+    small = os.path.join(bench.work, "rsync-small")
+    os.makedirs(small)
+    for i in range(count):
+        with open(os.path.join(small, f"f{i:05d}.bin"), "wb") as f:
+            f.write(os.urandom(file_size))
+    target = rsync_daemon(bench)
+    try:
+        seconds, wire = target.push(small)
+        results["rsync"]["b"] = {"seconds": round(seconds, 2), "wire_bytes": wire}
+        log(f"  rsync B: {seconds:.2f} s")
+        big = os.path.join(bench.work, "rsync-big.bin")
+        write_random_file(big, size)
+        target.push(big)
+        offset = size // 2 - change // 2
+        fd = os.open(big, os.O_WRONLY)
+        try:
+            os.pwrite(fd, os.urandom(change), offset)
+        finally:
+            os.close(fd)
+        seconds, wire = target.push(big, extra=("--no-whole-file",))
+        results["rsync"]["c"] = {"seconds": round(seconds, 2), "wire_bytes": wire,
+                                 "identical": same_content(big, os.path.join(target.target, "rsync-big.bin"))}
+        log(f"  rsync C: {seconds:.2f} s, {wire / MiB:.2f} MiB on the wire")
+        drop_file_cache(big)
+        os.unlink(big)
+    finally:
+        target.close()
+        shutil.rmtree(small, ignore_errors=True)
+
+
 def fmt_rate(x):
     return f"{x:,.0f} MB/s" if isinstance(x, (int, float)) else "—"
 
 
 def fmt_mib(x):
     return f"{x / MiB:,.1f} MiB" if isinstance(x, (int, float)) else "—"
+
+
+def versus(results, add):
+    """Each workload side by side: syncpeer, Syncthing, rsync; seconds, ratios, bytes on the
+    wire, CPU seconds of each side, peak RSS of each side."""
+    st = results.get("syncthing") or {}
+    rs = results.get("rsync") or {}
+
+    def cpu_text(cpu):
+        parts = [f"{n} {c['user_s'] + c['system_s']:.2f}" for n, c in (cpu or {}).items()]
+        return "CPU-s " + " / ".join(parts) if parts else ""
+
+    def rss_text(entry):
+        if not entry or entry.get("alice_vmhwm") is None:
+            return ""
+        return f"peak RSS {fmt_mib(entry.get('alice_vmhwm'))} / {fmt_mib(entry.get('bob_vmhwm'))}"
+
+    def ratio(ours, theirs):
+        return f"{ours / theirs:.2f}" if ours and theirs else "—"
+
+    e2e = results.get("end_to_end") or {}
+    rows = [
+        ("A-send, 1 GiB (send)", e2e, st.get("a"), rs if "seconds" in rs else None),
+        ("A-share, 1 GiB new file", results.get("sync_share"), st.get("a"), rs if "seconds" in rs else None),
+        ("B, 10,000 × 4 KiB", results.get("sync_small"), st.get("b"), rs.get("b")),
+        ("C, 1 MiB changed in 1 GiB", results.get("sync_delta"), st.get("c"), rs.get("c")),
+    ]
+    if "version" in st:
+        add("versus", f"Syncthing {st['version']}, rsync: same workloads, interleaved", "", "")
+    for label, ours, theirs, plain in rows:
+        if not ours or "seconds" not in ours:
+            continue
+        seconds = ours["seconds"]
+        note = [f"÷ Syncthing {ratio(seconds, (theirs or {}).get('seconds'))}",
+                f"÷ rsync {ratio(seconds, (plain or {}).get('seconds'))}"]
+        if ours.get("wire_bytes") is not None:
+            note.append(f"wire {fmt_mib(ours['wire_bytes'])}")
+        note += [cpu_text(ours.get("cpu")), rss_text(ours) or rss_text(results.get("memory") if ours is e2e else None)]
+        add("versus", f"{label}: syncpeer", f"{seconds} s", "; ".join(x for x in note if x))
+        if theirs and "seconds" in theirs:
+            add("versus", f"{label}: Syncthing", f"{theirs['seconds']} s",
+                "; ".join(x for x in [f"wire {fmt_mib(theirs['wire_bytes'])}", cpu_text(theirs.get("cpu")), rss_text(theirs)] if x))
+        if plain and "seconds" in plain:
+            add("versus", f"{label}: rsync daemon", f"{plain['seconds']} s",
+                "; ".join(x for x in [f"wire {fmt_mib(plain['wire_bytes'])}" if plain.get("wire_bytes") is not None else "",
+                                      "plaintext, no fsync"] if x))
 
 
 def table(results, size):
@@ -1045,13 +1478,17 @@ def table(results, size):
     limit("chacha20poly1305_seal", "ChaCha20-Poly1305 IETF seal, 64 KiB", "libsodium via PeerCrypto")
     limit("chacha20poly1305_open", "ChaCha20-Poly1305 IETF open, 64 KiB", "")
     limit("blake2b", "BLAKE2b-256, 1 MiB buffers", "")
+    limit("aes256gcm_seal", "AES-256-GCM seal, 64 KiB", "OpenSSL libcrypto via PeerCrypto")
+    limit("aes256gcm_open", "AES-256-GCM open, 64 KiB", "")
+    limit("sha256", "SHA-256, 1 MiB buffers", "OpenSSL libcrypto")
     chunk = limits.get("fastcdc_chunk_hash") or {}
     for key, label in (("filechunker_threads2", "FastCDC chunk+hash (FileChunker, 2 thr)"),
                        ("filechunker_threads1", "FastCDC chunk+hash (FileChunker, 1 thr)"),
                        ("fastcdc_cut_only", "FastCDC cut only, in memory")):
         if key in chunk:
             add("limit", label, fmt_rate(chunk[key]["mb_s"]), f"{chunk.get('chunks', '?')} chunks" if key.endswith("2") else "")
-    limit("noise_encrypt_plus_decrypt", "Noise transport seal+open (1 core)", "info: both ends' crypto on 1 core")
+    limit("noise_encrypt_plus_decrypt", "Noise transport seal+open, AESGCM (1 core)", "info: both ends' crypto on 1 core")
+    limit("noise_chachapoly_encrypt_plus_decrypt", "Noise transport seal+open, ChaChaPoly (1 core)", "protocol version 1's cipher")
     limit("tcp_loopback_file", "loopback TCP copy, file→file", "info: sendfile, writes to disk cache")
     limit("disk_write_fsync", "disk write + fsync, same size", "info: receiver fsyncs the file")
     if goal:
@@ -1130,6 +1567,7 @@ def table(results, size):
             add("rsync", "rsync daemon over loopback", "skipped", rs["skipped"])
         else:
             add("rsync", f"rsync daemon over loopback, {size_label}", fmt_rate(rs["mb_s"]), f"{rs['seconds']} s, plaintext")
+    versus(results, add)
     w = [max(len(str(row[i])) for row in rows) for i in range(4)]
     lines = [f"{'section':<{w[0]}}  {'measure':<{w[1]}}  {'value':>{w[2]}}  note",
              f"{'-' * w[0]}  {'-' * w[1]}  {'-' * w[2]}  {'-' * 4}"]
@@ -1149,12 +1587,12 @@ def main():
     parser.add_argument("--resume-timeout", type=float, default=180, help="seconds the resume run may take (default 180)")
     parser.add_argument("--tmp", default="/tmp", help="where the temporary directory goes (same disk as the files)")
     parser.add_argument("--output", default=".build/bench/results.json")
-    parser.add_argument("--skip", default="", help="comma-separated phases to skip: limits,e2e,rsync,large,resume,"
-                        "sync_small,sync_delta,index_100k")
+    parser.add_argument("--skip", action="append", default=[], help="(repeatable) ""comma-separated phases to skip: limits,e2e,rsync,large,resume,"
+                        "sync_share,sync_small,sync_delta,syncthing,index_100k")
     parser.add_argument("--folder-timeout", type=float, default=300, help="seconds each folder-sync wait may take (default 300)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) for inspection")
     args = parser.parse_args()
-    skip = set(filter(None, args.skip.split(",")))
+    skip = {name for value in args.skip for name in value.split(",") if name}
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
@@ -1204,10 +1642,33 @@ def main():
         if os.path.exists(source):
             drop_file_cache(source)
             os.unlink(source)
-        if "sync_small" not in skip:
-            sync_small(bench, results, sampler)
-        if "sync_delta" not in skip:
-            sync_delta(bench, results, sampler, size=args.size)
+        # Workloads A-share, B and C, each run by syncpeer and then by Syncthing (and rsync),
+        # interleaved, so that both see the same load on this shared machine.
+        pair = None
+        if "syncthing" not in skip:
+            if shutil.which("syncthing"):
+                results["syncthing"] = {"version": syncthing_version()}
+                pair = SyncthingPair(bench, sampler)
+            else:
+                results["syncthing"] = {"skipped": "syncthing is not installed"}
+        try:
+            if "sync_share" not in skip:
+                sync_share(bench, results, sampler, size=args.size)
+            if pair:
+                syncthing_a(pair, results, size=args.size)
+            if "sync_small" not in skip:
+                sync_small(bench, results, sampler)
+            if pair:
+                syncthing_b(pair, results)
+            if "sync_delta" not in skip:
+                sync_delta(bench, results, sampler, size=args.size)
+            if pair:
+                syncthing_c(pair, results, size=args.size)
+        finally:
+            if pair:
+                pair.close()
+        if "rsync" not in skip and "rsync" in results and "skipped" not in results["rsync"]:
+            rsync_small_and_delta(bench, results, size=args.size)
         if "index_100k" not in skip:
             index_100k(bench, results, sampler)
     except (BenchError, subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyboardInterrupt, SystemExit) as error:

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # make bench: builds syncpeer and syncpeer-bench in release mode, then runs scripts/bench.py
 # (limits of this machine, a 1 GiB send over loopback, a resume after SIGKILL, peak memory,
-# optionally rsync, and folder sync: 10,000 small files, a 1 MiB change in a 1 GiB file,
-# indexing 100,000 files). Figures: a table on stdout and .build/bench/results.json.
+# and folder sync: a new 1 GiB file, 10,000 small files, a 1 MiB change in a 1 GiB file,
+# indexing 100,000 files), with Syncthing and rsync on the same workloads, interleaved.
+# Figures: a table on stdout and .build/bench/results.json.
+#
+# As root, everything runs in a private network namespace made here (loopback only, removed
+# at the end), and Syncthing and rsync are installed from Debian if missing (for the bench
+# only: the product needs neither).
 #
 # Knobs (environment): BENCH_SIZE (bytes, default 1 GiB), BENCH_TMP (default /tmp),
-# BENCH_RSYNC=0 (do not install or run rsync), BENCH_ARGS (more options for bench.py,
-# e.g. "--skip rsync --keep").
+# BENCH_RSYNC=0 (do not install or run rsync), BENCH_SYNCTHING=0 (same for Syncthing),
+# BENCH_ARGS (more options for bench.py, e.g. "--skip large,resume --keep").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
@@ -26,9 +31,34 @@ elif ! command -v rsync >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
     || echo "bench: rsync could not be installed; that comparison is skipped" >&2
 fi
 
+if [ "${BENCH_SYNCTHING:-1}" = "0" ]; then
+  args+=(--skip syncthing)
+elif ! command -v syncthing >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  echo "bench: installing syncthing from Debian for the comparison (BENCH_SYNCTHING=0 skips it)" >&2
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq syncthing >/dev/null 2>&1 \
+     || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq syncthing >/dev/null 2>&1; }) \
+    || echo "bench: syncthing could not be installed; that comparison is skipped" >&2
+fi
+skip_extra=""
+command -v syncthing >/dev/null 2>&1 || skip_extra="syncthing"
+
+# A private network namespace (root only): nothing of the benchmark, Syncthing included,
+# can reach or be reached from a real interface.
+run=()
+ns=""
+if [ "$(id -u)" -eq 0 ] && command -v ip >/dev/null 2>&1; then
+  ns="syncpeer-bench-$$"
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  run=(ip netns exec "$ns")
+fi
+cleanup() { if [ -n "$ns" ]; then ip netns del "$ns" 2>/dev/null || true; fi; }
+trap cleanup EXIT
+if [ -n "$skip_extra" ]; then args+=(--skip "$skip_extra"); fi
+
 # bench.py kills every process it starts (by PID) and removes its temporary directory,
 # also on failure or Ctrl-C; this trap only forwards a signal to it.
-python3 scripts/bench.py "${args[@]}" ${BENCH_ARGS:-} &
+"${run[@]}" python3 scripts/bench.py "${args[@]}" ${BENCH_ARGS:-} &
 child=$!
-trap 'kill -TERM "$child" 2>/dev/null; wait "$child"' INT TERM HUP
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; cleanup' INT TERM HUP
 wait "$child"

@@ -3,22 +3,25 @@ public enum Noise {
     /// The largest Noise message, handshake or transport, in bytes (spec section 3).
     public static let maxMessageLength = 65_535
     /// The AEAD tag that every encrypted field carries.
-    public static let tagLength = ChaChaPoly.tagLength
-    /// HASHLEN for BLAKE2b-512.
-    public static let hashLength = 64
+    public static let tagLength = NoiseCipherFunction.tagLength
     /// DHLEN for X25519.
     public static let dhLength = 32
 }
 
-/// A Noise `CipherState` (spec section 5.1): a ChaCha20-Poly1305 key and a 64-bit nonce.
+/// A Noise `CipherState` (spec section 5.1): a key for one cipher function
+/// (ChaCha20-Poly1305 or AES-256-GCM) and a 64-bit nonce.
 ///
 /// Used both inside the handshake (through the symmetric state) and, after `Split()`, as
 /// the transport cipher for one direction. Not thread-safe: a cipher state belongs to one
 /// task at a time (hand it over with `sending` or keep it inside an actor), because the
 /// nonce must never be used twice and concurrent calls could race on it.
 public final class NoiseCipherState {
+    /// The cipher function.
+    public let function: NoiseCipherFunction
     /// The key, or nil while empty (before the first MixKey, encryption is the identity).
     private var key: SecureBytes?
+    /// For AES-GCM, the key expanded once into OpenSSL contexts (nil for ChaChaPoly).
+    private var aes: AESGCMContext?
     /// The next nonce. 2^64−1 is reserved for Rekey and is never used for a message.
     public private(set) var nonce: UInt64 = 0
     /// Why this cipher may not be used at all (the unused direction of a one-way
@@ -26,28 +29,32 @@ public final class NoiseCipherState {
     let disabledReason: String?
 
     /// An empty cipher state (no key), as `InitializeKey(empty)` leaves it.
-    public init() {
+    public init(_ function: NoiseCipherFunction = .chaChaPoly) {
+        self.function = function
         disabledReason = nil
     }
 
     /// A cipher state holding `key` (32 bytes), nonce 0.
-    public init(key: SecureBytes) throws(CryptoError) {
+    public init(_ function: NoiseCipherFunction = .chaChaPoly, key: SecureBytes) throws(CryptoError) {
+        self.function = function
         disabledReason = nil
         try initializeKey(key)
     }
 
     /// A cipher that refuses every operation, for a direction the pattern never uses;
     /// an empty key would otherwise "encrypt" as plaintext.
-    init(disabled reason: String) {
+    init(_ function: NoiseCipherFunction, disabled reason: String) {
+        self.function = function
         disabledReason = reason
     }
 
     /// `InitializeKey(key)`: sets the key (nil empties it) and resets the nonce to 0.
     public func initializeKey(_ key: SecureBytes?) throws(CryptoError) {
-        if let key, key.count != ChaChaPoly.keyLength {
-            throw .invalidLength(what: "Noise cipher key", expected: ChaChaPoly.keyLength, actual: key.count)
+        if let key, key.count != NoiseCipherFunction.keyLength {
+            throw .invalidLength(what: "Noise cipher key", expected: NoiseCipherFunction.keyLength, actual: key.count)
         }
         self.key = key
+        aes = key.flatMap { function == .aesGCM ? AESGCMContext(key: $0) : nil }
         nonce = 0
     }
 
@@ -69,7 +76,7 @@ public final class NoiseCipherState {
             throw .unsupported("a Noise ciphertext of \(length + Noise.tagLength) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
         }
         guard nonce < UInt64.max else { throw .nonceExhausted }
-        let ciphertext = ChaChaPoly.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
+        let ciphertext = seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext)
         nonce += 1
         return ciphertext
     }
@@ -86,7 +93,23 @@ public final class NoiseCipherState {
             throw .unsupported("a Noise ciphertext of \(length) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
         }
         guard nonce < UInt64.max else { throw .nonceExhausted }
-        let plaintext = try ChaChaPoly.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        let plaintext: [UInt8]
+        if let aes {
+            let opened: [UInt8]? = ad.withUnsafeBytes { a in
+                ciphertext.withUnsafeBytes { c in
+                    guard c.count >= Noise.tagLength else { return nil }
+                    var out = [UInt8](repeating: 0, count: max(c.count - Noise.tagLength, 1))
+                    guard out.withUnsafeMutableBytes({ aes.open(nonce: nonce, ad: a, ciphertext: c, into: $0.baseAddress!) }) else {
+                        return nil
+                    }
+                    return Array(out.prefix(c.count - Noise.tagLength))
+                }
+            }
+            guard let opened else { throw .authenticationFailed }
+            plaintext = opened
+        } else {
+            plaintext = try ChaChaPoly.open(key: key, nonce: nonce, ad: ad, ciphertext: ciphertext)
+        }
         nonce += 1
         return plaintext
     }
@@ -101,7 +124,11 @@ public final class NoiseCipherState {
             throw .unsupported("a Noise ciphertext of \(plaintext.count + Noise.tagLength) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
         }
         guard nonce < UInt64.max else { throw .nonceExhausted }
-        ChaChaPoly.seal(key: key, nonce: nonce, plaintext: plaintext, into: output)
+        if let aes {
+            aes.seal(nonce: nonce, ad: UnsafeRawBufferPointer(start: nil, count: 0), plaintext: plaintext, into: output)
+        } else {
+            ChaChaPoly.seal(key: key, nonce: nonce, plaintext: plaintext, into: output)
+        }
         nonce += 1
     }
 
@@ -116,7 +143,12 @@ public final class NoiseCipherState {
             throw .unsupported("a Noise ciphertext of \(ciphertext.count) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
         }
         guard nonce < UInt64.max else { throw .nonceExhausted }
-        guard ChaChaPoly.open(key: key, nonce: nonce, ciphertext: ciphertext, into: output) else { throw .authenticationFailed }
+        let opened = if let aes {
+            aes.open(nonce: nonce, ad: UnsafeRawBufferPointer(start: nil, count: 0), ciphertext: ciphertext, into: output)
+        } else {
+            ChaChaPoly.open(key: key, nonce: nonce, ciphertext: ciphertext, into: output)
+        }
+        guard opened else { throw .authenticationFailed }
         nonce += 1
         return ciphertext.count - Noise.tagLength
     }
@@ -129,9 +161,11 @@ public final class NoiseCipherState {
     public func rekey() throws(CryptoError) {
         try checkUsable()
         guard let key else { throw .handshake("cannot rekey a cipher state that has no key") }
-        var sealed = ChaChaPoly.seal(key: key, nonce: UInt64.max, ad: [UInt8](), plaintext: [UInt8](repeating: 0, count: 32))
-        self.key = SecureBytes(sealed[0..<ChaChaPoly.keyLength])
+        var sealed = seal(key: key, nonce: UInt64.max, ad: [UInt8](), plaintext: [UInt8](repeating: 0, count: 32))
+        let newKey = SecureBytes(sealed[0..<NoiseCipherFunction.keyLength])
         wipe(&sealed)
+        self.key = newKey
+        if function == .aesGCM { aes = AESGCMContext(key: newKey) }
     }
 
     /// Transport convenience: encrypts with empty associated data.
@@ -142,6 +176,18 @@ public final class NoiseCipherState {
     /// Transport convenience: decrypts with empty associated data.
     public func decrypt(_ ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         try decryptWithAd([UInt8](), ciphertext: ciphertext)
+    }
+
+    /// ENCRYPT(k, n, ad, plaintext) of this state's cipher function.
+    private func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes) -> [UInt8] {
+        guard let aes else { return ChaChaPoly.seal(key: key, nonce: nonce, ad: ad, plaintext: plaintext) }
+        return plaintext.withUnsafeBytes { p in
+            var out = [UInt8](repeating: 0, count: p.count + Noise.tagLength)
+            ad.withUnsafeBytes { a in
+                out.withUnsafeMutableBytes { o in aes.seal(nonce: nonce, ad: a, plaintext: p, into: o.baseAddress!) }
+            }
+            return out
+        }
     }
 
     private func checkUsable() throws(CryptoError) {

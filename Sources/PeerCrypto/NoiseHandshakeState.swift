@@ -18,7 +18,7 @@ public struct NoiseTransport {
     public let send: NoiseCipherState
     /// Decrypts the peer's transport messages.
     public let receive: NoiseCipherState
-    /// The final handshake hash `h` (64 bytes): identical on both sides, usable for
+    /// The final handshake hash `h` (HASHLEN bytes: 64 for BLAKE2b, 32 for SHA-256): identical on both sides, usable for
     /// channel binding (e.g. signing it to prove possession of another key).
     public let handshakeHash: [UInt8]
     /// The peer's static public key, when the pattern involves one (learned during the
@@ -55,7 +55,7 @@ public final class NoiseHandshakeState {
     /// Starts a handshake (`Initialize()`): mixes the prologue and pre-message keys.
     ///
     /// - Parameters:
-    ///   - protocolName: e.g. `Noise_XX_25519_ChaChaPoly_BLAKE2b`.
+    ///   - protocolName: e.g. `Noise_XX_25519_AESGCM_SHA256`.
     ///   - prologue: data both sides must agree on (e.g. a version string); a mismatch
     ///     makes the handshake fail.
     ///   - staticKeyPair: `s`, required when the pattern sends or pre-shares it.
@@ -77,7 +77,7 @@ public final class NoiseHandshakeState {
         self.remoteStaticKey = remoteStaticKey
         self.remoteEphemeralKey = remoteEphemeralKey
         self.psks = preSharedKeys
-        self.symmetric = NoiseSymmetricState(protocolName: parsed.name)
+        self.symmetric = NoiseSymmetricState(protocolName: parsed.name, cipher: parsed.cipher, hash: parsed.hash)
 
         // Check the keys up front, so a misconfigured handshake fails before any message.
         let localPre = role == .initiator ? pattern.initiatorPreMessage : pattern.responderPreMessage
@@ -135,7 +135,7 @@ public final class NoiseHandshakeState {
         !isComplete && failure == nil && Self.sender(ofMessage: messageIndex) == role
     }
 
-    /// The current handshake hash `h` (64 bytes); final once the handshake is complete.
+    /// The current handshake hash `h` (HASHLEN bytes); final once the handshake is complete.
     public var handshakeHash: [UInt8] { symmetric.handshakeHash }
 
     /// `WriteMessage(payload)`: the next handshake message, carrying `payload` (encrypted
@@ -280,9 +280,9 @@ public final class NoiseHandshakeState {
         if pattern.isOneWay {
             // One-way patterns use c1 only; an unkeyed c2 would pass plaintext through.
             if role == .initiator {
-                receive = NoiseCipherState(disabled: "\(pattern.name) is one-way: the initiator cannot receive transport messages")
+                receive = NoiseCipherState(protocolName.cipher, disabled: "\(pattern.name) is one-way: the initiator cannot receive transport messages")
             } else {
-                send = NoiseCipherState(disabled: "\(pattern.name) is one-way: the responder cannot send transport messages")
+                send = NoiseCipherState(protocolName.cipher, disabled: "\(pattern.name) is one-way: the responder cannot send transport messages")
             }
         }
         transport = NoiseTransport(send: send, receive: receive, handshakeHash: symmetric.handshakeHash,

@@ -139,18 +139,21 @@ public struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible
     ]
 }
 
-/// A full Noise protocol name, `Noise_<pattern>_25519_ChaChaPoly_BLAKE2b`, parsed.
+/// A full Noise protocol name, `Noise_<pattern>_25519_<cipher>_<hash>`, parsed: DH 25519,
+/// cipher `ChaChaPoly` or `AESGCM`, hash `BLAKE2b` or `SHA256`.
 ///
-/// Only this one suite is implemented: it is the one syncpeer speaks, and refusing other
-/// names loudly is safer than silently running a different suite.
+/// Other functions (448, SHA512, BLAKE2s) are refused loudly rather than silently run as
+/// a different suite.
 public struct NoiseProtocolName: Sendable, Hashable, CustomStringConvertible {
-    /// The only DH, cipher and hash functions supported.
-    public static let dhName = "25519", cipherName = "ChaChaPoly", hashName = "BLAKE2b"
+    /// The only DH function supported.
+    public static let dhName = "25519"
 
     /// The exact name, which is hashed into the handshake (so it must be byte-identical
     /// on both sides).
     public let name: String
     public let pattern: NoiseHandshakePattern
+    public let cipher: NoiseCipherFunction
+    public let hash: NoiseHashFunction
 
     public init(_ name: String) throws(CryptoError) {
         let parts = name.split(separator: "_", omittingEmptySubsequences: false)
@@ -160,13 +163,15 @@ public struct NoiseProtocolName: Sendable, Hashable, CustomStringConvertible {
         guard parts[2] == Self.dhName else {
             throw .unsupported("Noise DH function '\(parts[2])' in '\(name)' (only \(Self.dhName))")
         }
-        guard parts[3] == Self.cipherName else {
-            throw .unsupported("Noise cipher '\(parts[3])' in '\(name)' (only \(Self.cipherName))")
+        guard let cipher = NoiseCipherFunction(rawValue: String(parts[3])) else {
+            throw .unsupported("Noise cipher '\(parts[3])' in '\(name)' (only \(NoiseCipherFunction.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
-        guard parts[4] == Self.hashName else {
-            throw .unsupported("Noise hash '\(parts[4])' in '\(name)' (only \(Self.hashName))")
+        guard let hash = NoiseHashFunction(rawValue: String(parts[4])) else {
+            throw .unsupported("Noise hash '\(parts[4])' in '\(name)' (only \(NoiseHashFunction.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         self.name = name
+        self.cipher = cipher
+        self.hash = hash
         self.pattern = try NoiseHandshakePattern(named: String(parts[1]))
     }
 

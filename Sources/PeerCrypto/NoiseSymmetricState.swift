@@ -4,40 +4,45 @@
 /// Confined to one task, like the handshake state that owns it.
 public final class NoiseSymmetricState {
     /// The cipher state used for handshake payloads and static keys.
-    public let cipherState = NoiseCipherState()
+    public let cipherState: NoiseCipherState
+    /// The hash function (HASH, HMAC-HASH, HKDF).
+    public let hashFunction: NoiseHashFunction
     /// `ck`: secret, so it lives in wiped memory.
     private var chainingKey: SecureBytes
-    /// `h`: not secret (it is the transcript hash), 64 bytes.
+    /// `h`: not secret (it is the transcript hash), HASHLEN bytes.
     private var hash: [UInt8]
 
-    /// `InitializeSymmetric(protocol_name)`: names up to 64 bytes are zero-padded,
-    /// longer ones hashed, so `h` always starts as 64 bytes.
-    public init(protocolName: String) {
+    /// `InitializeSymmetric(protocol_name)`: names up to HASHLEN bytes are zero-padded,
+    /// longer ones hashed, so `h` always starts as HASHLEN bytes.
+    public init(protocolName: String, cipher: NoiseCipherFunction = .chaChaPoly, hash hashFunction: NoiseHashFunction = .blake2b) {
+        cipherState = NoiseCipherState(cipher)
+        self.hashFunction = hashFunction
         let name = Array(protocolName.utf8)
-        if name.count <= Noise.hashLength {
-            hash = name + [UInt8](repeating: 0, count: Noise.hashLength - name.count)
+        let hashLength = hashFunction.hashLength
+        if name.count <= hashLength {
+            hash = name + [UInt8](repeating: 0, count: hashLength - name.count)
         } else {
-            hash = BLAKE2b.hash(name, length: Noise.hashLength)
+            hash = hashFunction.hash(parts: [name])
         }
         chainingKey = SecureBytes(hash)
     }
 
-    /// `MixKey(input_key_material)`: derives a new chaining key and cipher key.
+    /// `MixKey(input_key_material)`: derives a new chaining key and cipher key (the first
+    /// 32 bytes of the second output when HASHLEN is 64).
     public func mixKey(_ inputKeyMaterial: some ContiguousBytes) {
-        let outputs = HMACBLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 2)
+        let outputs = NoiseHMAC.hkdf(hashFunction, chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 2)
         chainingKey = outputs[0]
-        // HASHLEN 64 > 32: the cipher key is the first 32 bytes (spec section 5.2).
         try! cipherState.initializeKey(truncatedKey(outputs[1]))  // always 32 bytes
     }
 
     /// `MixHash(data)`: h = HASH(h || data).
     public func mixHash(_ data: some ContiguousBytes) {
-        hash = BLAKE2b.hash(parts: [hash, data], length: Noise.hashLength)
+        hash = hashFunction.hash(parts: [hash, data])
     }
 
     /// `MixKeyAndHash(input_key_material)`: for `psk` tokens; mixes into both ck and h.
     public func mixKeyAndHash(_ inputKeyMaterial: some ContiguousBytes) {
-        let outputs = HMACBLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 3)
+        let outputs = NoiseHMAC.hkdf(hashFunction, chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 3)
         chainingKey = outputs[0]
         mixHash(outputs[1])
         try! cipherState.initializeKey(truncatedKey(outputs[2]))  // always 32 bytes
@@ -63,17 +68,17 @@ public final class NoiseSymmetricState {
 
     /// `Split()`: the two transport cipher states, initiator→responder first.
     public func split() -> (initiatorToResponder: NoiseCipherState, responderToInitiator: NoiseCipherState) {
-        let outputs = HMACBLAKE2b.hkdf(chainingKey: chainingKey, inputKeyMaterial: [UInt8](), outputs: 2)
+        let outputs = NoiseHMAC.hkdf(hashFunction, chainingKey: chainingKey, inputKeyMaterial: [UInt8](), outputs: 2)
         // Keys are always 32 bytes here, so the throwing initialiser cannot fail.
-        let c1 = try! NoiseCipherState(key: truncatedKey(outputs[0]))
-        let c2 = try! NoiseCipherState(key: truncatedKey(outputs[1]))
+        let c1 = try! NoiseCipherState(cipherState.function, key: truncatedKey(outputs[0]))
+        let c2 = try! NoiseCipherState(cipherState.function, key: truncatedKey(outputs[1]))
         return (c1, c2)
     }
 
     private func truncatedKey(_ output: SecureBytes) -> SecureBytes {
         output.withUnsafeBytes { full in
-            SecureBytes(count: ChaChaPoly.keyLength) { out in
-                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: full[0..<ChaChaPoly.keyLength]))
+            SecureBytes(count: NoiseCipherFunction.keyLength) { out in
+                out.copyMemory(from: UnsafeRawBufferPointer(rebasing: full[0..<NoiseCipherFunction.keyLength]))
             }
         }
     }

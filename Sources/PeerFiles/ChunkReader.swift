@@ -50,6 +50,14 @@ public final class ChunkReader {
         if ownsDescriptor { close(fd) }
     }
 
+    /// Size, mtime (unix ns) and inode of the open file (`fstat`), or nil if that fails:
+    /// what an index compares to know that the file still holds what it hashed.
+    public func stamp() -> (size: Int64, mtimeNs: Int64, inode: UInt64)? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return (Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), UInt64(st.st_ino))
+    }
+
     /// Lends `body` exactly `size` bytes read at `offset`. A file that ends earlier throws
     /// `FileError.changedOnDisk` (it was truncated since it was scanned); `body`'s errors
     /// pass through.

@@ -38,6 +38,9 @@ extension DirectoryHandle {
         return renameat2(fd, from, fd, to, flags)
     }
 
+    /// The errno of a renameat2 whose flags this kernel (ENOSYS) or file system (EINVAL,
+    /// ENOTSUP) does not support: the caller falls back to a plain rename or link + unlink.
+    /// The one test of it, for every renameat2 with flags.
     static func flagsUnsupported(_ code: Int32) -> Bool { code == EINVAL || code == ENOSYS || code == ENOTSUP }
 
     /// Renames `temp` to `name` only if nothing is at `name` (else `.changedHere`).

@@ -16,7 +16,7 @@ extension DirectoryHandle {
         if let renameat2 = PartialFile.renameat2Function {
             if renameat2(fd, name, destination.fd, newName, 1) == 0 { return }
             let code = errno
-            guard code == ENOSYS || code == EINVAL else {
+            guard Self.flagsUnsupported(code) else {
                 throw FileError.system("rename", path: destination.path + "/" + newName, errno: code)
             }
         }

@@ -288,8 +288,7 @@ public final class PartialFile {
         if useRenameat2, let renameat2 = Self.renameat2 {
             if renameat2(from.fd, name, to.fd, newName, 1 /* RENAME_NOREPLACE */) == 0 { return }
             let code = errno
-            // ENOSYS: old kernel; EINVAL: the file system does not support the flag.
-            guard code == ENOSYS || code == EINVAL else { throw FileError.system("rename", path: target, errno: code) }
+            guard DirectoryHandle.flagsUnsupported(code) else { throw FileError.system("rename", path: target, errno: code) }
         }
         // link() never replaces an existing entry: it fails with EEXIST.
         guard linkat(from.fd, name, to.fd, newName, 0) == 0 else { throw FileError.system("link", path: target, errno: errno) }

@@ -44,16 +44,31 @@ extension SecureChannel {
             let remoteHello: Hello
             switch role {
             case .initiator:
-                try io.write(try step(1) { () throws(CryptoError) in try state.writeMessage(payload: []) })
-                let message2 = try io.readMessage(number: 2)
+                // Message 1 carries our protocol version in the clear (bound into the
+                // handshake hash), so a responder of another version can refuse by name.
+                try io.write(try step(1) { () throws(CryptoError) in try state.writeMessage(payload: versionPayload) })
+                let message2: [UInt8]
+                do throws(NetError) {
+                    message2 = try io.readMessage(number: 2)
+                } catch .closed(let why) {
+                    // A version-1 responder requires an empty message 1 and hangs up on ours.
+                    throw NetError.closed("\(why): a peer of an incompatible protocol version does this (protocol version 1 refuses message 1, which carries this device's version \(protocolVersion))")
+                }
                 remoteHello = try peerHello(try step(2) { () throws(CryptoError) in try state.readMessage(message2) },
                                             ours: hello)
                 try io.write(try step(3) { () throws(CryptoError) in try state.writeMessage(payload: hello.encode()) })
             case .responder:
                 let message1 = try io.readMessage(number: 1)
                 let payload1 = try step(1) { () throws(CryptoError) in try state.readMessage(message1) }
-                guard payload1.isEmpty else {
-                    throw NetError.handshakeFailed("handshake message 1 carries a \(payload1.count)-byte payload; it must be empty")
+                if payload1.isEmpty {
+                    // Protocol version 1 sends an empty message 1: answer in its own suite
+                    // and prologue with our hello, so that it reports "the peer speaks
+                    // protocol version 2" instead of a failed authentication, then refuse.
+                    try refuseVersion1(message1: message1, io: io, staticKey: staticKey, hello: hello)
+                }
+                guard payload1 == versionPayload else {
+                    let theirs = payload1.count == 2 ? "version \(UInt16(payload1[0]) << 8 | UInt16(payload1[1]))" : "an unknown version (a \(payload1.count)-byte version field)"
+                    throw NetError.handshakeFailed("incompatible protocol version: the peer speaks protocol \(theirs), this device speaks version \(protocolVersion)")
                 }
                 try io.write(try step(2) { () throws(CryptoError) in try state.writeMessage(payload: hello.encode()) })
                 let message3 = try io.readMessage(number: 3)
@@ -77,6 +92,21 @@ extension SecureChannel {
         }
     }
 
+    /// Message 1's payload: this implementation's protocol version, u16 big-endian.
+    static var versionPayload: [UInt8] { [UInt8(protocolVersion >> 8), UInt8(protocolVersion & 0xFF)] }
+
+    /// Answers a protocol-version-1 initiator's message 1 with a version-1 message 2
+    /// (`Noise_XX_25519_ChaChaPoly_BLAKE2b`, prologue `syncpeer/1`) carrying our hello, whose
+    /// version the peer checks and refuses by name; then fails this handshake the same way.
+    /// Message 2 reveals no more than any XX responder does (its static key and hello).
+    private static func refuseVersion1(message1: [UInt8], io: HandshakeIO, staticKey: KeyPair, hello: Hello) throws(NetError) -> Never {
+        let legacy = NoiseHandshake.xx(role: .responder, prologue: version1Prologue, staticKey: staticKey,
+                                       protocolName: NoiseHandshake.xxVersion1ProtocolName)
+        _ = try step(1) { () throws(CryptoError) in try legacy.readMessage(message1) }
+        try io.write(try step(2) { () throws(CryptoError) in try legacy.writeMessage(payload: hello.encode()) })
+        throw NetError.handshakeFailed("incompatible protocol version: the peer speaks protocol version 1 (\(NoiseHandshake.xxVersion1ProtocolName)), this device speaks version \(protocolVersion); it was told so in its own protocol")
+    }
+
     /// Runs one Noise step, turning its error into `handshakeFailed` with the message number.
     private static func step(_ number: Int, _ body: () throws(CryptoError) -> [UInt8]) throws(NetError) -> [UInt8] {
         do throws(CryptoError) {
@@ -88,7 +118,7 @@ extension SecureChannel {
         }
     }
 
-    /// Decodes the peer's hello and checks that it speaks our protocol version.
+    /// Decodes the peer's hello and checks that it speaks our hello's protocol version.
     private static func peerHello(_ payload: [UInt8], ours: Hello) throws(NetError) -> Hello {
         let hello: Hello
         do throws(WireError) {

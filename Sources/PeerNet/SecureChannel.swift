@@ -8,8 +8,8 @@ internal import Synchronization
 /// ## Protocol
 ///
 /// ```
-///  prologue "syncpeer/1", Noise_XX_25519_ChaChaPoly_BLAKE2b, each message framed by NoiseFraming
-///  1  initiator → responder   e                  payload empty (sent in the clear)
+///  prologue "syncpeer/2", Noise_XX_25519_AESGCM_SHA256, each message framed by NoiseFraming
+///  1  initiator → responder   e                  payload: protocol version u16 BE, 2 (in the clear)
 ///  2  responder → initiator   e, ee, s, es       payload: the responder's Hello (encrypted)
 ///  3  initiator → responder   s, se              payload: the initiator's Hello (encrypted)
 ///  then both ways: Noise transport messages (2-byte length + ciphertext + tag) whose
@@ -46,9 +46,15 @@ internal import Synchronization
 /// throws the error that failed it. A `receive` that times out (`timedOut`) does not fail
 /// the channel; call it again.
 public final class SecureChannel: Sendable {
-    /// The Noise prologue: ASCII `syncpeer/1`. Both sides mix it into the handshake, so a
+    /// The wire protocol version this implementation speaks: the Noise suite and prologue
+    /// below, and message 1's payload. Version 1 was `Noise_XX_25519_ChaChaPoly_BLAKE2b` with
+    /// prologue `syncpeer/1` and an empty message 1; a version-1 peer is refused by name.
+    public static let protocolVersion: UInt16 = 2
+    /// The Noise prologue: ASCII `syncpeer/2`. Both sides mix it into the handshake, so a
     /// peer speaking another protocol (or version of it) fails the handshake.
-    public static let prologue: [UInt8] = Array("syncpeer/1".utf8)
+    public static let prologue: [UInt8] = Array("syncpeer/\(protocolVersion)".utf8)
+    /// Protocol version 1's prologue, used only to refuse a version-1 peer in its protocol.
+    static let version1Prologue: [UInt8] = Array("syncpeer/1".utf8)
     /// The largest handshake message accepted: room for the largest hello plus keys and tags.
     public static let maxHandshakeMessage = 61_000
     /// Bytes asked of the stream per read once the channel is up.

@@ -35,10 +35,19 @@ private func connectUnix(_ fd: Int32, _ address: sockaddr_un) -> Int32 {
 ///
 /// `Sendable` for the same reasons as `TCPConnection`: immutable properties around a
 /// `SocketFD`, which serialises writes and closes the descriptor exactly once.
+///
+/// Descriptors a peer passes (`SCM_RIGHTS`, see `write(_:passing:)`) arrive with the bytes
+/// they were sent with; every read keeps them (at most `maxPassedDescriptors`, others are
+/// closed at once) until `takeDescriptor()` hands them out. Those never taken are closed
+/// with the connection.
 public final class UnixConnection: ByteStream {
     let socket: SocketFD
     /// The socket path (the listener's path on the accepting side).
     public let path: String
+    /// Descriptors received and not yet taken.
+    private let passed = Mutex<[Int32]>([])
+    /// Descriptors kept for `takeDescriptor` at most.
+    public static let maxPassedDescriptors = 4
 
     init(fd: Int32, path: String) {
         socket = SocketFD(fd)
@@ -81,11 +90,51 @@ public final class UnixConnection: ByteStream {
     }
 
     public func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
-        try socket.read(maxCount: maxCount, deadline: deadline, peer: path)
+        precondition(maxCount > 0, "read(maxCount:) needs a positive count")
+        var bytes = [UInt8](repeating: 0, count: maxCount)
+        let result = bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(NetError) in try read(into: buffer, deadline: deadline) }
+        }
+        let count = try result.get()
+        // Do not let a few bytes pin a large allocation in the caller's hands.
+        return maxCount > 4096 && count < maxCount / 4 ? Array(bytes[..<count]) : Array(bytes.prefix(count))
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
-        try socket.read(into: buffer, deadline: deadline, peer: path)
+        try socket.receiveMessage(into: buffer, deadline: deadline, peer: path) { fd in
+            let kept = passed.withLock { list -> Bool in
+                guard list.count < Self.maxPassedDescriptors else { return false }
+                list.append(fd)
+                return true
+            }
+            if !kept { _ = Glibc.close(fd) }
+        }
+    }
+
+    /// Whether the peer closed its end (or the connection failed), without reading anything:
+    /// for a server busy with a long request to notice a client that went away.
+    public var peerHungUp: Bool {
+        (try? socket.withFD("poll") { fd throws(NetError) -> Bool in
+            let readHangUp: Int16 = 0x2000  // POLLRDHUP (Linux; Glibc hides it behind _GNU_SOURCE)
+            var pfd = pollfd(fd: fd, events: readHangUp, revents: 0)
+            guard poll(&pfd, 1, 0) > 0 else { return false }
+            return pfd.revents & (readHangUp | Int16(POLLHUP) | Int16(POLLERR)) != 0
+        }) ?? true
+    }
+
+    /// The oldest descriptor the peer passed and nobody took yet; the caller owns it.
+    public func takeDescriptor() -> Int32? {
+        passed.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+    }
+
+    /// Writes every byte, passing a duplicate of `descriptor` with the first of them
+    /// (`SCM_RIGHTS`): the peer's `takeDescriptor()` gets it once it read those bytes.
+    public func write(_ bytes: [UInt8], passing descriptor: Int32) throws(NetError) {
+        precondition(!bytes.isEmpty, "a descriptor travels with at least one byte")
+        let sent = try socket.withFD("writing to \(path): the connection was closed") { fd throws(NetError) -> Int in
+            try sendWithDescriptor(fd, bytes, descriptor, peer: path)
+        }
+        if sent < bytes.count { try write(Array(bytes[sent...])) }
     }
 
     public func write(_ bytes: [UInt8]) throws(NetError) {
@@ -108,6 +157,112 @@ public final class UnixConnection: ByteStream {
 
     public func close() {
         socket.close()
+        for fd in passed.withLock({ list -> [Int32] in defer { list.removeAll() }; return list }) { _ = Glibc.close(fd) }
+    }
+
+    deinit {
+        for fd in passed.withLock({ $0 }) { _ = Glibc.close(fd) }
+    }
+}
+
+// MARK: - Passing descriptors (SCM_RIGHTS)
+
+/// `CMSG_ALIGN`: control messages are aligned to `size_t`.
+private func cmsgAlign(_ length: Int) -> Int {
+    let unit = MemoryLayout<Int>.size
+    return (length + unit - 1) & ~(unit - 1)
+}
+
+private let cmsgHeaderSize = cmsgAlign(MemoryLayout<cmsghdr>.size)
+
+/// One `sendmsg` of `bytes` with `descriptor` attached; returns how many bytes it took.
+private func sendWithDescriptor(_ fd: Int32, _ bytes: [UInt8], _ descriptor: Int32, peer: String) throws(NetError) -> Int {
+    let space = cmsgHeaderSize + cmsgAlign(MemoryLayout<Int32>.size)
+    var control = [UInt8](repeating: 0, count: space)
+    var bytes = bytes
+    let result: Int = control.withUnsafeMutableBytes { controlBuffer in
+        var header = cmsghdr()
+        header.cmsg_len = cmsgHeaderSize + MemoryLayout<Int32>.size
+        header.cmsg_level = SOL_SOCKET
+        header.cmsg_type = Int32(SCM_RIGHTS)
+        controlBuffer.storeBytes(of: header, toByteOffset: 0, as: cmsghdr.self)
+        controlBuffer.storeBytes(of: descriptor, toByteOffset: cmsgHeaderSize, as: Int32.self)
+        return bytes.withUnsafeMutableBytes { data in
+            var vector = iovec(iov_base: data.baseAddress, iov_len: data.count)
+            return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                var message = msghdr()
+                message.msg_iov = vectorPointer
+                message.msg_iovlen = 1
+                message.msg_control = controlBuffer.baseAddress
+                message.msg_controllen = space
+                while true {
+                    let n = sendmsg(fd, &message, Int32(MSG_NOSIGNAL))
+                    if n >= 0 || errno != EINTR { return n }
+                }
+            }
+        }
+    }
+    guard result >= 0 else { throw systemError("sendmsg to \(peer)") }
+    return result
+}
+
+extension SocketFD {
+    /// Like `read(into:deadline:peer:)`, with `recvmsg`: descriptors passed with the bytes
+    /// go to `received` (close-on-exec set), in order.
+    func receiveMessage(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?,
+                        peer what: @autoclosure () -> String, received: (Int32) -> Void) throws(NetError) -> Int {
+        precondition(buffer.count > 0, "read(into:) needs room for at least one byte")
+        return try withFD("reading from \(what()): the connection was closed") { fd throws(NetError) -> Int in
+            let space = cmsgHeaderSize + cmsgAlign(MemoryLayout<Int32>.size * UnixConnection.maxPassedDescriptors)
+            var control = [UInt8](repeating: 0, count: space)
+            while true {
+                if let deadline {
+                    guard try SocketFD.wait(fd, for: Int16(POLLIN), until: deadline, operation: "poll") else {
+                        throw .timedOut("no data from \(what()) before the deadline")
+                    }
+                }
+                let flags = Int32(MSG_CMSG_CLOEXEC) | (deadline == nil ? 0 : Int32(MSG_DONTWAIT))
+                let (n, controlLength): (Int, Int) = control.withUnsafeMutableBytes { controlBuffer in
+                    var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+                    return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                        var message = msghdr()
+                        message.msg_iov = vectorPointer
+                        message.msg_iovlen = 1
+                        message.msg_control = controlBuffer.baseAddress
+                        message.msg_controllen = space
+                        let n = recvmsg(fd, &message, flags)
+                        return (n, n >= 0 ? Int(message.msg_controllen) : 0)
+                    }
+                }
+                if n >= 0 {
+                    var offset = 0
+                    control.withUnsafeBytes { raw in
+                        while offset + cmsgHeaderSize <= controlLength {
+                            let header = raw.loadUnaligned(fromByteOffset: offset, as: cmsghdr.self)
+                            let length = Int(header.cmsg_len)
+                            guard length >= cmsgHeaderSize, offset + length <= controlLength else { break }
+                            if header.cmsg_level == SOL_SOCKET && header.cmsg_type == Int32(SCM_RIGHTS) {
+                                let count = (length - cmsgHeaderSize) / MemoryLayout<Int32>.size
+                                for i in 0..<count {
+                                    received(raw.loadUnaligned(fromByteOffset: offset + cmsgHeaderSize + i * 4, as: Int32.self))
+                                }
+                            }
+                            offset += cmsgAlign(length)
+                        }
+                    }
+                    return n
+                }
+                let code = errno
+                switch code {
+                case EINTR, EAGAIN, EWOULDBLOCK:
+                    continue
+                case ECONNRESET, ETIMEDOUT, EPIPE, ENOTCONN, ESHUTDOWN:
+                    throw .closed("reading from \(what()): \(errnoText(code))")
+                default:
+                    throw systemError("recv from \(what())", code)
+                }
+            }
+        }
     }
 }
 

@@ -45,6 +45,12 @@ extension Frame {
             frame = .streamData(id: id, bytes: bytes)
         case .streamClose:
             frame = .streamClose(id: try reader.u32("stream id"))
+        case .streamCredit:
+            let id = try reader.u32("stream id")
+            frame = .streamCredit(id: id, bytes: try reader.u32("stream credit"))
+        case .streamReset:
+            let id = try reader.u32("stream id")
+            frame = .streamReset(id: id, reason: try reader.prefixedText(.u16, rule: .closeReason, "stream reset reason"))
         case .offer:
             frame = .offer(try TransferOffer.read(from: &reader))
         case .accept:

@@ -39,11 +39,13 @@
 ///  0x30  streamOpen   id u32, len u8, name (1 … 255)               6 … 260
 ///  0x31  streamData   id u32, len u32, bytes (≤ 65,536)            8 … 65,544
 ///  0x32  streamClose  id u32                                       4
+///  0x33  streamCredit id u32, bytes u32                             8
+///  0x34  streamReset  id u32, len u16, reason (≤ 512)              6 … 518
 /// ```
 ///
 /// Codes are grouped by concern, leaving room in each group: 0x00 is never used (a zeroed
 /// buffer is not a frame); 0x04–0x0F connection control; 0x11–0x1F pairing; 0x21–0x2F
-/// messages; 0x33–0x3F streams; 0x40–0x4F resources (offer, accept, decline, cancel);
+/// messages; 0x35–0x3F streams; 0x40–0x4F resources (offer, accept, decline, cancel);
 /// 0x50–0x5F chunks; 0x60–0x6F folder index. No frame body may exceed
 /// ``WireLimits/maxFrameBody`` (16 MiB + 1 KiB, room for a 16 MiB chunk).
 ///
@@ -66,8 +68,13 @@ public enum Frame: Equatable, Sendable {
     case streamOpen(id: UInt32, name: String)
     /// The next bytes of stream `id` (at most ``WireLimits/maxStreamData`` bytes).
     case streamData(id: UInt32, bytes: [UInt8])
-    /// Ends stream `id`.
+    /// Ends stream `id`: the writer wrote everything (the stream is complete).
     case streamClose(id: UInt32)
+    /// The reader of stream `id` lets the writer send `bytes` more bytes (credit-based flow
+    /// control: a writer never sends more than it was granted).
+    case streamCredit(id: UInt32, bytes: UInt32)
+    /// Either side abandons stream `id`: it is cut, never complete (the reason is for people).
+    case streamReset(id: UInt32, reason: String)
     /// A sender offers files (with their manifests).
     case offer(TransferOffer)
     /// The receiver accepts; `have` is a bitmap over all chunks of the offer (entry by entry,
@@ -108,6 +115,8 @@ public enum Frame: Equatable, Sendable {
         case .streamOpen: .streamOpen
         case .streamData: .streamData
         case .streamClose: .streamClose
+        case .streamCredit: .streamCredit
+        case .streamReset: .streamReset
         case .offer: .offer
         case .accept: .accept
         case .decline: .decline
@@ -130,7 +139,7 @@ public enum Frame: Equatable, Sendable {
     /// (a user's message, a stream name) before sending them.
     public func validate() throws(WireError) {
         switch self {
-        case .ping, .pong, .pairing, .streamClose, .chunkAck:
+        case .ping, .pong, .pairing, .streamClose, .streamCredit, .chunkAck:
             return
         case let .offer(offer):
             try offer.validate()
@@ -167,7 +176,7 @@ public enum Frame: Equatable, Sendable {
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
             }
-        case let .close(_, reason):
+        case let .close(_, reason), let .streamReset(_, reason):
             try TextRule.closeReason.check(reason, "close reason")
         case let .streamOpen(_, name):
             try TextRule.streamName.check(name, "stream name")
@@ -191,6 +200,8 @@ extension Frame: CustomStringConvertible {
         case let .streamOpen(id, name): "streamOpen(id: \(id), name: \(name.utf8.count) bytes)"
         case let .streamData(id, bytes): "streamData(id: \(id), \(bytes.count) bytes)"
         case let .streamClose(id): "streamClose(id: \(id))"
+        case let .streamCredit(id, bytes): "streamCredit(id: \(id), \(bytes) bytes)"
+        case let .streamReset(id, reason): "streamReset(id: \(id), reason: \(reason.utf8.count) bytes)"
         case let .offer(offer): "offer(\(offer.id), \(offer.entries.count) entries)"
         case let .accept(id, have): "accept(\(id), have: \(have.count) bytes)"
         case let .decline(id, _): "decline(\(id))"

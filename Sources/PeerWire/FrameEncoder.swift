@@ -68,6 +68,12 @@ public enum FrameEncoder {
             writer.prefixedBytes(bytes, .u32)
         case let .streamClose(id):
             writer.u32(id)
+        case let .streamCredit(id, bytes):
+            writer.u32(id)
+            writer.u32(bytes)
+        case let .streamReset(id, reason):
+            writer.u32(id)
+            writer.prefixedText(reason, .u16)
         case let .offer(offer):
             offer.write(to: &writer)
         case let .accept(id, have):

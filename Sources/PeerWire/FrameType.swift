@@ -12,6 +12,8 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case streamOpen = 0x30
     case streamData = 0x31
     case streamClose = 0x32
+    case streamCredit = 0x33
+    case streamReset = 0x34
     // 0x40–0x4F: resources (transfers).
     case offer = 0x40
     case accept = 0x41
@@ -39,6 +41,8 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .streamOpen: "stream-open"
         case .streamData: "stream-data"
         case .streamClose: "stream-close"
+        case .streamCredit: "stream-credit"
+        case .streamReset: "stream-reset"
         case .offer: "offer"
         case .accept: "accept"
         case .decline: "decline"

@@ -21,7 +21,7 @@ public struct Hello: Equatable, Sendable {
     /// The magic bytes at the start of every encoded hello: ASCII `SPH1`.
     public static let magic: [UInt8] = [0x53, 0x50, 0x48, 0x31]
     /// The frame protocol version this module implements.
-    public static let currentProtocolVersion: UInt16 = 1
+    public static let currentProtocolVersion: UInt16 = 2
 
     /// Version of the frame protocol the node speaks.
     public var protocolVersion: UInt16

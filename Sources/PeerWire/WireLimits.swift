@@ -65,6 +65,8 @@ public enum WireLimits {
         case .streamOpen: range = 6...(5 + maxStreamName)            // id u32, name len u8, name (≥ 1)
         case .streamData: range = 8...(8 + maxStreamData)            // id u32, data len u32, data
         case .streamClose: range = 4...4                             // id u32
+        case .streamCredit: range = 8...8                            // id u32, bytes u32
+        case .streamReset: range = 6...(6 + maxCloseReason)          // id u32, reason len u16, reason
         case .offer: range = 23...maxFrameBody                       // id, kind, name (≥ 1), count, entries
         case .accept: range = 20...(20 + maxHaveBitmap)              // id, bitmap len u32, bitmap
         case .decline, .cancel: range = 18...(18 + maxCloseReason)   // id, reason len u16, reason

@@ -23,14 +23,20 @@ public final class ControlClient: Sendable {
 
     /// Sends one request and waits for its final answer, decoded as `T`; progress events
     /// go to `onEvent`.
-    public func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self,
+    public func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, passing descriptor: Int32? = nil,
                                    onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> T {
-        try self.request(request, onEvent: onEvent).decode(as: T.self)
+        try self.request(request, passing: descriptor, onEvent: onEvent).decode(as: T.self)
     }
 
-    /// Sends one request and waits for its final answer (as JSON); progress events go to `onEvent`.
-    public func request(_ request: ControlRequest, onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
-        do { try connection.write(Array((request.json(id: 1).encodedLine() + "\n").utf8)) } catch {
+    /// Sends one request and waits for its final answer (as JSON); progress events go to
+    /// `onEvent`. `descriptor` travels with the request (`SCM_RIGHTS`) for the ops that
+    /// take one (`ControlRequest.passesDescriptor`).
+    public func request(_ request: ControlRequest, passing descriptor: Int32? = nil,
+                        onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
+        let line = Array((request.json(id: 1).encodedLine() + "\n").utf8)
+        do {
+            if let descriptor { try connection.write(line, passing: descriptor) } else { try connection.write(line) }
+        } catch {
             throw .connection("lost the daemon", error)
         }
         while true {

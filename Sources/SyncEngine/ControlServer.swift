@@ -68,11 +68,11 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, "subscribed")
                 continue
             }
-            handle(request, id: id, reply: reply)
+            handle(request, id: id, reply: reply, connection: connection)
         }
     }
 
-    private func handle(_ request: ControlRequest, id: JSONValue?, reply: Replier) {
+    private func handle(_ request: ControlRequest, id: JSONValue?, reply: Replier, connection: UnixConnection) {
         do throws(EngineError) {
             switch request {
             case .events:
@@ -135,6 +135,22 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, PeerResult(peer: try node.setAutoAccept(peer: peer, on), autoAccept: on))
             case let .unpair(peer):
                 reply.success(id, PeerResult(peer: try node.unpair(peer: peer)))
+            case let .streamSend(peer, name):
+                let input = try passedDescriptor(connection, request)
+                defer { close(input) }
+                try node.ensureConnected(peer)
+                let stream = try node.openStream(named: name, to: peer)
+                reply.success(id, try StreamPump.send(from: input, to: stream, clientGone: { connection.peerHungUp }))
+            case let .streamReceive(peer):
+                let output = try passedDescriptor(connection, request)
+                defer { close(output) }
+                var stream: IncomingByteStream?
+                while stream == nil {
+                    // Wait in steps, so a client that gave up is noticed.
+                    if connection.peerHungUp { throw EngineError.network("the client went away") }
+                    stream = try node.acceptStream(from: peer, timeout: .seconds(1))
+                }
+                reply.success(id, try StreamPump.receive(stream!, to: output, clientGone: { connection.peerHungUp }))
             case let .pair(address, context):
                 let done = DispatchSemaphore(value: 0)
                 node.pair(address: address, context: context,
@@ -151,6 +167,13 @@ public final class ControlServer: @unchecked Sendable {
         } catch {
             reply.failure(id, error)
         }
+    }
+
+    private func passedDescriptor(_ connection: UnixConnection, _ request: ControlRequest) throws(EngineError) -> Int32 {
+        guard let fd = connection.takeDescriptor() else {
+            throw .invalidArgument("'\(request.op.rawValue)' needs a descriptor passed with the request (SCM_RIGHTS)")
+        }
+        return fd
     }
 
     /// Runs a transfer request; with `follow`, streams its progress to the client and answers

@@ -35,6 +35,8 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     case refused(String)
     /// A connection could not be made or was lost.
     case network(String)
+    /// A byte stream was cut before its end (never reported as complete).
+    case streamCut(String)
     /// A socket operation of the lower layer failed: what was being done, and why.
     case connection(String, NetError)
     /// An error the daemon reported over the control socket: its kind and its line.
@@ -64,7 +66,7 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
             return "\(what): \(error.description)"
         case let .io(path, reason):
             return path.isEmpty ? reason : "\(path): \(reason)"
-        case let .invalidArgument(m), let .notFound(m), let .notConnected(m), let .refused(m), let .network(m):
+        case let .invalidArgument(m), let .notFound(m), let .notConnected(m), let .refused(m), let .network(m), let .streamCut(m):
             return m
         }
     }
@@ -89,6 +91,7 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
         case .notConnected: .notConnected
         case .refused: .refused
         case .network, .connection: .network
+        case .streamCut: .streamCut
         case let .daemon(kind, _): kind
         }
     }
@@ -96,14 +99,14 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     /// The kinds of engine errors, as scripts see them.
     public enum Kind: String, Sendable, Codable, CaseIterable {
         case notInitialised, homeUnusable, keyFileExposed, keyFileNotOwned, keyFileCorrupt, invalidDisplayName
-        case index, file, io, invalidArgument, notFound, notConnected, refused, network
+        case index, file, io, invalidArgument, notFound, notConnected, refused, network, streamCut
 
         /// What kind of failure this is, for exit codes.
         public var category: Category {
             switch self {
             case .notInitialised, .notFound, .notConnected: .state
             case .invalidDisplayName, .invalidArgument: .usage
-            case .refused, .network, .homeUnusable, .io, .file: .failure
+            case .refused, .network, .streamCut, .homeUnusable, .io, .file: .failure
             case .keyFileExposed, .keyFileNotOwned, .keyFileCorrupt, .index: .data
             }
         }

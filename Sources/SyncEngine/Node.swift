@@ -62,6 +62,15 @@ public final class Node: @unchecked Sendable {
     var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
     /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
     var refusedConnections = 0
+    /// Streams peers opened that no consumer took yet, and consumers waiting for one
+    /// (confined to `queue`; see Node+Streams).
+    var unclaimedStreams: [UnclaimedStream] = []
+    var streamWaiters: [StreamWaiter] = []
+    private var lastStreamWaiterID: UInt64 = 0
+    func nextStreamWaiterID() -> UInt64 {
+        lastStreamWaiterID += 1
+        return lastStreamWaiterID
+    }
 
     typealias Redial = TimerMachine.Redial
 
@@ -446,7 +455,7 @@ public final class Node: @unchecked Sendable {
 
     private func makeHello(context: String?, port: UInt16) -> Hello {
         Hello(displayName: identity.displayName, softwareVersion: SyncEngine.version,
-              features: ["messages"], context: context, listenPort: port == 0 ? nil : port)
+              features: ["messages", Self.streamsFeature], context: context, listenPort: port == 0 ? nil : port)
     }
 
     /// How much the node trusts the peer of a fresh channel.
@@ -591,6 +600,8 @@ public final class Node: @unchecked Sendable {
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
                 transferFrameReceived(frame, from: session)
+            case let .stream(frame):
+                if !performStream(session.streams.received(frame), on: session) { return }
             case let .dropped(type):
                 session.droppedFrames += 1
                 if session.droppedFrames <= Self.maxDroppedFrames {
@@ -636,6 +647,7 @@ public final class Node: @unchecked Sendable {
         session.closeAfterPendingSends()
         transfersSessionClosed(session)
         let reason = session.closeReason ?? "closed"
+        _ = performStream(session.streams.sessionEnded("the session with \(session.peer.name) ended: \(reason)"), on: session)
         emit(.state(.init(peer: session.peer, state: .notConnected, reason: reason, time: now())))
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
@@ -676,6 +688,7 @@ public final class Node: @unchecked Sendable {
 
     private func tick() {
         if stopped { return }
+        expireUnclaimedStreams()
         let machine = TimerMachine(deadPeerTimeout: config.deadPeerTimeout, keepaliveInterval: config.keepaliveInterval,
                                    redialMaximum: config.redialMaximum)
         let facts = sessions.values.sorted { $0.id < $1.id }.map { session in

@@ -1,10 +1,11 @@
 // syncpeer-bench: microbenchmarks of the limits a transfer cannot beat on this machine,
-// through the same modules the product uses (PeerCrypto over libsodium, PeerFiles).
+// through the same modules the product uses (PeerCrypto over libsodium and libcrypto, PeerFiles).
 // Not part of the `syncpeer` product; `scripts/bench.sh` runs it and collects its JSON.
 //
-//   syncpeer-bench crypto [--seconds S]          ChaCha20-Poly1305 IETF (64 KiB messages,
-//                                                seal and open; also the Noise transport
-//                                                path) and BLAKE2b-256 (1 MiB buffers)
+//   syncpeer-bench crypto [--seconds S]          ChaCha20-Poly1305 IETF and AES-256-GCM
+//                                                (64 KiB messages, seal and open; also the
+//                                                Noise transport path with each), BLAKE2b-256
+//                                                and SHA-256 (1 MiB buffers)
 //   syncpeer-bench chunk PATH [--runs N]         FastCDC + BLAKE2b over a file (FileChunker,
 //                                                as `syncpeer send` prepares an offer)
 //
@@ -103,19 +104,45 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
     }
     results["chacha20poly1305_open"] = open.json
 
+    // AES-256-GCM (OpenSSL) on the same messages.
+    let aesSeal = measure("aes256gcm seal 64 KiB", bytes: messages * messageSize, runs: runs) {
+        for i in 0..<messages {
+            let c = AESGCM.seal(key: key, nonce: UInt64(i), ad: empty, plaintext: message)
+            sink &+= c[i & 0xFFFF]
+        }
+    }
+    results["aes256gcm_seal"] = aesSeal.json
+    let aesSealed = AESGCM.seal(key: key, nonce: 7, ad: empty, plaintext: message)
+    let aesOpen = measure("aes256gcm open 64 KiB", bytes: messages * messageSize, runs: runs) {
+        for i in 0..<messages {
+            let p = (try? AESGCM.open(key: key, nonce: 7, ad: empty, ciphertext: aesSealed)) ?? []
+            sink &+= p[i & 0xFFFF]
+        }
+    }
+    results["aes256gcm_open"] = aesOpen.json
+
     // The transport path of a session: NoiseCipherState with full-size plaintexts
-    // (65,519 bytes + 16-byte tag = 65,535), as SecureChannel seals a stream of frames.
-    let noisePlain = Array(secureRandomBytes(65_519))
-    let noiseMessages = sized(noisePlain.count, seconds: seconds, guessMBs: 1000)
-    if let sender = try? NoiseCipherState(key: key), let receiver = try? NoiseCipherState(key: key) {
-        let noise = measure("Noise transport encrypt + decrypt, 65,519-byte plaintexts", bytes: noiseMessages * noisePlain.count, runs: runs) {
-            for _ in 0..<noiseMessages {
-                let c = (try? sender.encrypt(noisePlain[0...])) ?? []
-                let p = (try? receiver.decrypt(c)) ?? []
-                sink &+= p.first ?? 0
+    // (65,519 bytes + 16-byte tag = 65,535), sealed and opened in place as SecureChannel
+    // does; protocol version 2's cipher (AESGCM) and version 1's (ChaChaPoly).
+    let noiseMessages = sized(65_519, seconds: seconds, guessMBs: 1000)
+    for (cipher, label, resultKey) in [(NoiseCipherFunction.aesGCM, "AESGCM", "noise_encrypt_plus_decrypt"),
+                                       (.chaChaPoly, "ChaChaPoly", "noise_chachapoly_encrypt_plus_decrypt")] {
+        guard let sender = try? NoiseCipherState(cipher, key: key), let receiver = try? NoiseCipherState(cipher, key: key) else { continue }
+        let plain = secureRandomBytes(65_519)
+        var buffer = [UInt8](repeating: 0, count: 65_535)
+        let noise = measure("Noise transport \(label) encrypt + decrypt in place, 65,519-byte plaintexts",
+                            bytes: noiseMessages * plain.count, runs: runs) {
+            buffer.withUnsafeMutableBytes { b in
+                plain.withUnsafeBytes { p in
+                    for _ in 0..<noiseMessages {
+                        try? sender.encrypt(p, into: b.baseAddress!)
+                        _ = try? receiver.decrypt(UnsafeRawBufferPointer(b), into: b.baseAddress!)
+                        sink &+= b[0]
+                    }
+                }
             }
         }
-        results["noise_encrypt_plus_decrypt"] = noise.json
+        results[resultKey] = noise.json
     }
 
     // BLAKE2b-256 on 1 MiB buffers (the chunk hash; chunks are ≥ 64 KiB).
@@ -130,6 +157,14 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
         sink &+= hasher.finalize()[0]
     }
     results["blake2b"] = blake.json
+    let sha = measure("SHA-256 1 MiB buffers", bytes: buffers * bufferSize, runs: runs) {
+        var hasher = SHA256.Hasher()
+        buffer.withUnsafeBytes { raw in
+            for _ in 0..<buffers { hasher.update(raw) }
+        }
+        sink &+= hasher.finalize()[0]
+    }
+    results["sha256"] = sha.json
     results["sink"] = Int(sink)
     return results
 }

@@ -34,7 +34,8 @@ struct SendCommand: Command {
         arrival; the receiver puts the file in place only when every chunk is verified. If
         the transfer is interrupted (a process killed, the network gone, a full disk), run
         the same command again, or let the daemons reconnect: it continues from the chunks
-        the receiver already holds. PATH '-' reads standard input (give --name). Without a
+        the receiver already holds. PATH '-' streams standard input live (give --name; the
+        receiver runs 'syncpeer receive --stdout'): not resumable, a cut is reported. Without a
         running daemon, a node runs in this process for the duration of the transfer.
         """,
         options: [
@@ -57,27 +58,21 @@ struct SendCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        var source = path
-        var spool: String?
-        var sendName = name
         if path == "-" {
-            spool = try Self.spoolStandardInput(home: context.home)
-            source = spool!
-            sendName = name ?? "stdin"
-        } else {
-            source = URL(fileURLWithPath: path).standardizedFileURL.path
-            guard FileManager.default.fileExists(atPath: source) else {
-                throw .usage("\(path): no such file or folder")
-            }
+            // Live: the node reads standard input itself and streams it as it comes.
+            return try StandardStreams.send(context, peer: peer, name: name ?? "stdin")
         }
-        let request = ControlRequest.send(path: source, peer: peer, name: sendName, spool: spool)
+        let source = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard FileManager.default.fileExists(atPath: source) else {
+            throw .usage("\(path): no such file or folder")
+        }
+        let request = ControlRequest.send(path: source, peer: peer, name: name, spool: nil)
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         let started = ContinuousClock.now
         return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
             let result: TransferInfo
             do throws(EngineError) { result = try client.call(request, onEvent: renderer.show) } catch {
                 renderer.finish()
-                if let spool { unlink(spool) }
                 throw CLIError(error)
             }
             renderer.finish()
@@ -95,38 +90,6 @@ struct SendCommand: Command {
         if let resent = event.resent { text += ", \(ProgressRenderer.formatBytes(resent)) re-sent" }
         if let path = event.path { text += " → \(path)" }
         return text
-    }
-
-    /// Copies standard input to a private file in the home (mode 0600): a stream becomes a
-    /// file that can be chunked, verified and resumed.
-    static func spoolStandardInput(home: NodeHome) throws(CLIError) -> String {
-        let directory = home.path + "/spool"
-        do { try home.create() } catch { throw CLIError(error) }
-        mkdir(directory, 0o700)
-        let path = directory + "/stdin-\(UUID().uuidString)"
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .failure("cannot create \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress!, $0.count) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                unlink(path)
-                throw .failure("cannot read standard input: \(String(cString: strerror(errno)))")
-            }
-            var offset = 0
-            while offset < n {
-                let w = buffer.withUnsafeBytes { write(fd, $0.baseAddress! + offset, n - offset) }
-                guard w > 0 else {
-                    unlink(path)
-                    throw .failure("cannot spool standard input to \(path): \(String(cString: strerror(errno)))")
-                }
-                offset += w
-            }
-        }
-        return path
     }
 }
 
@@ -146,14 +109,22 @@ struct ReceiveCommand: Command {
             OptionSpec("accept", help: "accept the offer without asking"),
             OptionSpec("decline", help: "decline the offer"),
             OptionSpec("listen", .value("HOST:PORT"), help: "where to listen when no daemon runs (default [::]:\(NodeConfig.defaultPort), IPv6 and IPv4)"),
+            OptionSpec("stdout", help: "write the next stream a peer sends ('send -') to standard output"),
+            OptionSpec("from", .value("PEER"), help: "with --stdout: only a stream from this peer"),
         ],
-        examples: ["syncpeer receive --dir ~/Incoming --accept", "syncpeer receive"])
+        examples: ["syncpeer receive --dir ~/Incoming --accept", "syncpeer receive",
+                   "syncpeer receive --stdout | tar x"])
 
     let directory: String?
     let decision: Bool?
     let listen: String
+    let toStandardOutput: Bool
+    let from: String?
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
+        toStandardOutput = arguments.flag("stdout")
+        from = arguments.value("from")
+        if from != nil && !toStandardOutput { throw .usage("--from goes with --stdout") }
         if arguments.flag("accept") && arguments.flag("decline") { throw .usage("give --accept or --decline, not both") }
         decision = arguments.flag("accept") ? true : arguments.flag("decline") ? false : nil
         directory = arguments.value("dir").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
@@ -161,6 +132,9 @@ struct ReceiveCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        if toStandardOutput {
+            return try StandardStreams.receive(context, peer: from, listen: listen)
+        }
         if let directory {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {

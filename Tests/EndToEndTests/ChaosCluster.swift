@@ -171,7 +171,7 @@ final class ChaosCluster {
         }.joined(separator: "\n")
     }
 
-    /// Writes each node's events (NDJSON) and `log` into `directory`.
+    /// Writes each node's events (NDJSON), a copy of its index and `log` into `directory`.
     func writeArtifacts(to directory: String, log: [String]) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try (log.joined(separator: "\n") + "\n").write(toFile: directory + "/ops.log", atomically: false, encoding: .utf8)
@@ -181,6 +181,12 @@ final class ChaosCluster {
                 return String(decoding: data, as: UTF8.self)
             }
             try (lines.joined(separator: "\n") + "\n").write(toFile: directory + "/\(name).events.ndjson", atomically: false, encoding: .utf8)
+            // The node's index (records and versions of every path), with its write-ahead log.
+            for suffix in ["", "-wal", "-shm"] {
+                let source = (homes[name] ?? "") + "/index.db" + suffix, target = directory + "/\(name).index.db" + suffix
+                try? FileManager.default.removeItem(atPath: target)
+                try? FileManager.default.copyItem(atPath: source, toPath: target)
+            }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// Product bugs the chaos test found, reduced to one deterministic case each (each fails on
@@ -31,6 +32,45 @@ struct ChaosFindingsTests {
         }
         #expect(contents.contains(Data("bob's edit during the fetch".utf8)), "bob's edit is the file or its conflict copy")
         #expect(contents.contains { $0.count == 150_000_000 }, "alice's version is the file or its conflict copy")
+    }
+
+    /// Bob moves a directory out of the folder while his daemon fetches a new file of alice's
+    /// into it: alice's file must survive everywhere (the move deleted only what bob had seen).
+    /// (The applier put a fetched file in through the directory handle opened when the pull
+    /// began, wherever the directory had gone, and recorded it at its old path; the scan of the
+    /// move would then record a deletion dominating alice's version. A candidate, read from
+    /// the code, for chaos seed 1004's lost versions. Unlike the other tests here this one has
+    /// not been seen to fail without the fix: the daemon is paused for the move, yet the old
+    /// binary passed it once, timed out once and finished the fetch before the move once.)
+    @Test func aFileFetchedIntoADirectoryMovedAwayMeanwhileIsKept() throws {
+        let trio = try FolderSyncTests.Trio()
+        defer { trio.env.cleanup() }
+        try FileManager.default.createDirectory(atPath: trio.path("alice", "sub"), withIntermediateDirectories: true)
+        try "seen by bob".write(toFile: trio.path("alice", "sub/note.txt"), atomically: true, encoding: .utf8)
+        try trio.share()
+        try FolderSyncTests.eventually("first sync") {
+            FolderSyncTests.converged(trio) && FileManager.default.fileExists(atPath: trio.path("bob", "sub/note.txt"))
+        }
+        try TestFiles.random(trio.path("alice", "sub/big.bin"), size: 150_000_000, mtime: nil)
+        let big = try TestFiles.hash(trio.path("alice", "sub/big.bin"))
+        func fetching() -> Bool {
+            let transfers = ((try? FolderSyncTests.folderStatus(trio, trio.bob))?["transfers"] as? [[String: Any]]) ?? []
+            return transfers.contains { ($0["path"] as? String) == "sub/big.bin" }
+        }
+        try FolderSyncTests.eventually("bob fetches alice's new file", timeout: 120, fetching)
+        // The move happens while bob's daemon is paused in the middle of the fetch.
+        Glibc.kill(trio.bob.pid, SIGSTOP)
+        let moved = Result { try FileManager.default.moveItem(atPath: trio.path("bob", "sub"), toPath: trio.env.home("bob-moved-away")) }
+        Glibc.kill(trio.bob.pid, SIGCONT)
+        try moved.get()
+        let deadline = Date().addingTimeInterval(180)
+        var everywhere = false
+        while !everywhere && Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.5)
+            everywhere = FolderSyncTests.converged(trio) && trio.all.allSatisfy { (try? TestFiles.hash(trio.path($0, "sub/big.bin"))) == big }
+        }
+        try #require(everywhere, "alice's file everywhere; now:\n\(FolderSyncTests.describe(trio))\nbob's status: \((try? FolderSyncTests.folderStatus(trio, trio.bob)) ?? [:])")
+        #expect(!FileManager.default.fileExists(atPath: trio.path("alice", "sub/note.txt")), "bob's move deleted what he had")
     }
 
     /// Carol moves a directory away while bob, offline, edits a file in it. Delete-vs-modify:

@@ -40,8 +40,15 @@ final class DaemonProcess: @unchecked Sendable {
             let result = try env.run(["--home", self.home, "init", "--name", name])
             try #require(result.status == 0, "init failed: \(result.stderr)")
         }
+        // Every daemon receives into a folder of its own test home unless the test names one:
+        // what it accepts never lands in a real or shared ~/Downloads.
+        var receive: [String] = []
+        if !arguments.contains("--receive-dir") {
+            receive = ["--receive-dir", self.home + "/Downloads"]
+            try FileManager.default.createDirectory(atPath: self.home + "/Downloads", withIntermediateDirectories: true)
+        }
         let daemonArguments = ["--home", self.home, "daemon", "--listen", listen, "--json"]
-            + (discovery ? [] : ["--no-discovery"]) + arguments
+            + (discovery ? [] : ["--no-discovery"]) + receive + arguments
         if let namespace {
             process.executableURL = URL(fileURLWithPath: TestNetns.ipPath)
             process.arguments = ["netns", "exec", namespace, SyncpeerRunner.binary] + daemonArguments

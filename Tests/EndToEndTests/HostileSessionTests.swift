@@ -261,12 +261,12 @@ struct HostileSessionTests {
         let responder = try #require(summary["responder"] as? [String: Any])
         #expect(responder["magic"] as? String == "SPH1")
         #expect(responder["name"] as? String == "bob")
-        #expect(responder["version"] as? Int == 1)
+        #expect(responder["version"] as? Int == 2)
         #expect(responder["listenPort"] as? Int == Int(b.port))
         #expect(summary["firstTransportPlaintext"] as? String == "100000000101", "pairing(pending) alone")
         let sas = try #require(summary["sas"] as? String)
         #expect(sas.count == 6 && sas.allSatisfy(\.isNumber))
-        #expect((summary["handshakeHash"] as? String)?.count == 128, "BLAKE2b: a 64-byte handshake hash")
+        #expect((summary["handshakeHash"] as? String)?.count == 64, "SHA-256: a 32-byte handshake hash")
 
         let invitation = try b.waitFor("invitation") { $0.peerName == "python-peer" }
         #expect(invitation["code"] as? String == sas, "bob shows \(invitation["code"] ?? "?"), python derived \(sas)")

@@ -66,22 +66,26 @@ struct SendTests {
         #expect((final["files"] as? NSNumber)?.intValue == 1_000)
     }
 
+    /// With nobody running `receive --stdout`, a peer that accepts our offers without asking
+    /// (bob runs `--auto-accept`) saves the live stream as a file in its receive folder.
     @Test func standardInputArrivesAsANamedFile() throws {
         let pair = try TransferPair()
         defer { pair.env.cleanup() }
         let text = (0..<20_000).map { "line \($0)\n" }.joined()
         let result = try pair.env.cli(pair.alice, ["send", "-", "--to", "bob", "--name", "lines.txt"], stdin: text)
         #expect(result.status == 0, "\(result.stderr)")
-        // Without a terminal nor --json, text only: a line per change of state, the summary last.
-        let lines = result.stdout.split(separator: "\n")
-        #expect(lines.dropLast().allSatisfy { $0.hasPrefix("lines.txt to bob (") }, "\(result.stdout)")
+        // Without a terminal nor --json, text only: the summary.
         #expect(!result.stdout.contains("{"), "\(result.stdout)")
-        #expect(lines.last?.hasPrefix("Sent lines.txt to bob (") == true, "\(result.stdout)")
+        #expect(result.stdout.hasPrefix("Sent stream lines.txt to bob"), "\(result.stdout)")
+        let saved = try pair.bob.waitFor("transfer") { $0["name"] as? String == "lines.txt" && $0["state"] as? String == "completed" }
+        #expect(saved["path"] as? String == pair.inbox + "/lines.txt")
         #expect(try String(contentsOfFile: pair.inbox + "/lines.txt", encoding: .utf8) == text)
         #expect(try TestFiles.meta(pair.inbox + "/lines.txt").mode == 0o644)
-        // The spooled copy is gone.
+        // Nothing was spooled, and no partial file is left.
         let spool = (try? FileManager.default.contentsOfDirectory(atPath: pair.alice.home + "/spool")) ?? []
         #expect(spool.isEmpty, "\(spool)")
+        let staging = (try? FileManager.default.contentsOfDirectory(atPath: pair.inbox + "/.syncpeer-partial")) ?? []
+        #expect(staging.isEmpty, "\(staging)")
     }
 
     @Test func nameClashesNeverOverwrite() throws {

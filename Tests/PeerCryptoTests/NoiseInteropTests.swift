@@ -22,9 +22,15 @@ struct NoiseInteropTests {
         (.initiator, Array("three".utf8)), (.responder, Array(repeating: 0, count: 1)),
     ]
 
-    @Test func transcriptMatchesNoiseprotocol() throws {
+    /// Both suites syncpeer speaks: protocol version 2's, and version 1's (kept to refuse
+    /// a version-1 peer in its own protocol).
+    static let suites = [NoiseHandshake.xxProtocolName, NoiseHandshake.xxVersion1ProtocolName]
+
+    @Test(arguments: suites)
+    func transcriptMatchesNoiseprotocol(_ protocolName: String) throws {
         guard try Python.available() else { return }
         let request: [String: Any] = [
+            "protocol": protocolName,
             "prologue": hex(Self.prologue),
             "initiator": ["static": hex(Self.initiatorStatic), "ephemeral": hex(Self.initiatorEphemeral)],
             "responder": ["static": hex(Self.responderStatic), "ephemeral": hex(Self.responderEphemeral)],
@@ -37,10 +43,10 @@ struct NoiseInteropTests {
         let initiatorStatic = try KeyPair(privateKeyBytes: Self.initiatorStatic)
         let responderStatic = try KeyPair(privateKeyBytes: Self.responderStatic)
         let initiator = try NoiseHandshakeState(
-            protocolName: NoiseHandshake.xxProtocolName, role: .initiator, prologue: Self.prologue,
+            protocolName: protocolName, role: .initiator, prologue: Self.prologue,
             staticKeyPair: initiatorStatic, ephemeralKeyPair: try KeyPair(privateKeyBytes: Self.initiatorEphemeral))
         let responder = try NoiseHandshakeState(
-            protocolName: NoiseHandshake.xxProtocolName, role: .responder, prologue: Self.prologue,
+            protocolName: protocolName, role: .responder, prologue: Self.prologue,
             staticKeyPair: responderStatic, ephemeralKeyPair: try KeyPair(privateKeyBytes: Self.responderEphemeral))
         var handshake: [String] = []
         for (i, payload) in Self.handshakePayloads.enumerated() {
@@ -73,16 +79,17 @@ struct NoiseInteropTests {
 
     /// Swift initiator and Python responder, each processing the other's messages, with
     /// freshly generated keys on both sides.
-    @Test func liveHandshakeWithPythonResponder() throws {
+    @Test(arguments: suites)
+    func liveHandshakeWithPythonResponder(_ protocolName: String) throws {
         guard try Python.available() else { return }
         let peer = try Python.LivePeer()
         defer { peer.close() }
 
         let prologue = Array("syncpeer live interop".utf8)
-        let started = try peer.call(["op": "start", "prologue": hex(prologue)])
+        let started = try peer.call(["op": "start", "prologue": hex(prologue), "protocol": protocolName])
         let pythonKey = try PublicKey(try Python.bytes(started["public_key"]))
         let me = KeyPair.generate()
-        let initiator = NoiseHandshake.xx(role: .initiator, prologue: prologue, staticKey: me)
+        let initiator = NoiseHandshake.xx(role: .initiator, prologue: prologue, staticKey: me, protocolName: protocolName)
 
         let m1 = try initiator.writeMessage(payload: Array("hi".utf8))
         #expect(try peer.call(["op": "read", "data": hex(m1)])["payload"] as? String == hex(Array("hi".utf8)))

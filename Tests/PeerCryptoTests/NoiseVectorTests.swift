@@ -2,10 +2,12 @@ import Foundation
 import PeerCrypto
 import Testing
 
-/// Known-answer tests from the shared Noise test vectors (cacophony format), which are
-/// read in place and never copied into the repository.
+/// Known-answer tests from the public Noise test vectors (cacophony format) of the three
+/// suites PeerCrypto implements, kept in `Tests/PeerCryptoTests/Vectors/`: 59 patterns each
+/// for ChaChaPoly_BLAKE2b (protocol version 1), AESGCM_SHA256 (protocol version 2) and
+/// AESGCM_BLAKE2b.
 struct NoiseVectorTests {
-    static let expectedCount = 59
+    static let expectedCount = 3 * 59
 
     @Test("Noise test vector", arguments: NoiseVectorFile.cases)
     func vector(_ testCase: NoiseVectorCase) throws {
@@ -33,6 +35,9 @@ struct NoiseVectorTests {
         #expect(vectors.count == Self.expectedCount, "expected \(Self.expectedCount) vectors, found \(vectors.count)")
         #expect(vectors.count - failures.count == Self.expectedCount, "\(vectors.count - failures.count) of \(Self.expectedCount) vectors passed")
         #expect(Set(vectors.map(\.protocolName)).count == vectors.count, "protocol names repeat")
+        for suite in ["25519_ChaChaPoly_BLAKE2b", "25519_AESGCM_SHA256", "25519_AESGCM_BLAKE2b"] {
+            #expect(vectors.filter { $0.protocolName.hasSuffix(suite) }.count == 59, "59 vectors of \(suite)")
+        }
     }
 }
 
@@ -54,12 +59,17 @@ enum NoiseVectorFile {
     static let environmentVariable = "SYNCPEER_NOISE_VECTORS"
     static let allowMissingVariable = "SYNCPEER_ALLOW_MISSING_VECTORS"
 
-    /// `$SYNCPEER_NOISE_VECTORS`, else the copy kept in the test tree
-    /// (`Tests/PeerCryptoTests/Vectors/`, the public Noise known-answer vectors).
-    static var path: String {
-        if let path = ProcessInfo.processInfo.environment[environmentVariable], !path.isEmpty { return path }
-        return packageRoot.appendingPathComponent("Tests/PeerCryptoTests/Vectors/noise-25519-chachapoly-blake2b.json")
-            .standardizedFileURL.path
+    /// The vector files, one per suite.
+    static let fileNames = ["noise-25519-chachapoly-blake2b.json", "noise-25519-aesgcm-sha256.json",
+                            "noise-25519-aesgcm-blake2b.json"]
+
+    /// `$SYNCPEER_NOISE_VECTORS` (a directory holding `fileNames`), else the copies kept in
+    /// the test tree (`Tests/PeerCryptoTests/Vectors/`, the public Noise known-answer vectors).
+    static var directory: URL {
+        if let path = ProcessInfo.processInfo.environment[environmentVariable], !path.isEmpty {
+            return URL(fileURLWithPath: path, isDirectory: true)
+        }
+        return packageRoot.appendingPathComponent("Tests/PeerCryptoTests/Vectors", isDirectory: true).standardizedFileURL
     }
 
     /// This file is `<root>/Tests/PeerCryptoTests/NoiseVectorTests.swift`.
@@ -70,16 +80,20 @@ enum NoiseVectorFile {
     static let cases: [NoiseVectorCase] = load()
 
     private static func load() -> [NoiseVectorCase] {
-        let path = path
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return [.missing("Noise test vectors not found at \(path) (set \(environmentVariable) to the file's path)")]
+        var cases: [NoiseVectorCase] = []
+        for name in fileNames {
+            let path = directory.appendingPathComponent(name).path
+            guard let data = FileManager.default.contents(atPath: path) else {
+                return [.missing("Noise test vectors not found at \(path) (set \(environmentVariable) to their directory)")]
+            }
+            do {
+                let file = try JSONDecoder().decode(File.self, from: data)
+                cases += file.vectors.map { .vector($0) }
+            } catch {
+                return [.missing("Noise test vectors at \(path) could not be decoded: \(error)")]
+            }
         }
-        do {
-            let file = try JSONDecoder().decode(File.self, from: data)
-            return file.vectors.map { .vector($0) }
-        } catch {
-            return [.missing("Noise test vectors at \(path) could not be decoded: \(error)")]
-        }
+        return cases
     }
 
     /// Fails loudly, or with `SYNCPEER_ALLOW_MISSING_VECTORS=1` records a known issue.

@@ -17,7 +17,7 @@ import Testing
         #expect(r.remoteHello == helloA)
         #expect(r.remoteHello.listenPort == 22_000 && r.remoteHello.context == "folder “Photos”")
         #expect(i.remoteHello.listenPort == nil && i.remoteHello.features == ["resources", "x-test"])
-        #expect(i.handshakeHash.count == 64)
+        #expect(i.handshakeHash.count == 32, "SHA-256's HASHLEN")
         #expect(i.handshakeHash == r.handshakeHash)
         #expect(i.shortAuthenticationString == r.shortAuthenticationString)
         #expect(i.shortAuthenticationString.count == 6 && i.shortAuthenticationString.allSatisfy(\.isNumber))
@@ -56,7 +56,7 @@ import Testing
 
     @Test func protocolVersionMismatchNamesBothVersions() throws {
         let (a, b) = PairStream.pair()
-        let newer = Hello(protocolVersion: 2, displayName: "Future", softwareVersion: "syncpeer 9")
+        let newer = Hello(protocolVersion: 3, displayName: "Future", softwareVersion: "syncpeer 9")
         let responder = ChannelBackground { try SecureChannel.respond(over: b, staticKey: .generate(), hello: newer) }
         let error = netError { () throws(NetError) in
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
@@ -65,9 +65,80 @@ import Testing
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("version 2") && reason.contains("version 1"), "\(reason)")
+        #expect(reason.contains("version 3") && reason.contains("version 2"), "\(reason)")
         // The initiator hung up instead of sending message 3.
         #expect(try responder.netError(within: 10)?.isClosed == true)
+    }
+
+    // MARK: A peer of protocol version 1 (Noise_XX_25519_ChaChaPoly_BLAKE2b, prologue
+    // "syncpeer/1", empty message 1), played here step by step as its code ran.
+
+    /// Version 1's check of the responder's hello (message 2), as that version's code has it.
+    static func version1Verdict(on hello: Hello) -> String? {
+        hello.protocolVersion == 1 ? nil : "the peer speaks protocol version \(hello.protocolVersion), this device speaks version 1"
+    }
+
+    /// A version-1 initiator gets a message 2 it can decrypt, whose hello names version 2, so
+    /// it refuses by version (not "did not authenticate"); our responder refuses it by name,
+    /// at once, not when its timer fires.
+    @Test func version1InitiatorIsToldTheVersionInItsOwnProtocol() throws {
+        let (a, b) = PairStream.pair()
+        let side = ChannelBackground {
+            try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB, timeout: .seconds(60))
+        }
+        let old = NoiseHandshake.xx(role: .initiator, prologue: Array("syncpeer/1".utf8), staticKey: .generate(),
+                                    protocolName: "Noise_XX_25519_ChaChaPoly_BLAKE2b")
+        try b.write(NoiseFraming.frame(old.writeMessage(payload: [])))
+        var reader = NoiseMessageReader()
+        var message2: [UInt8]?
+        while message2 == nil {
+            let bytes = try b.read(maxCount: 4096, deadline: .now + .seconds(30))
+            try #require(!bytes.isEmpty, "the responder hung up without answering the version-1 peer")
+            reader.append(bytes)
+            message2 = try reader.next()
+        }
+        let hello = try Hello.decode(try old.readMessage(message2!))
+        #expect(hello.protocolVersion == 2)
+        #expect(hello.displayName == helloB.displayName)
+        #expect(Self.version1Verdict(on: hello) == "the peer speaks protocol version 2, this device speaks version 1")
+
+        let error = try side.netError(within: 30)
+        guard case let .handshakeFailed(reason) = error else {
+            Issue.record("expected handshakeFailed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("incompatible protocol version") && reason.contains("version 1") && reason.contains("version 2"),
+                "\(reason)")
+        #expect(try b.read(maxCount: 100, deadline: .now + .seconds(30)) == [], "the responder closed the connection")
+        b.close()
+    }
+
+    /// A version-1 responder refuses message 1 (it must be empty there) and hangs up; our
+    /// initiator says the peer may be of an incompatible version, at once.
+    @Test func version1ResponderHangingUpIsReportedAsIncompatible() throws {
+        let (a, b) = PairStream.pair()
+        let side = ChannelBackground {
+            try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(60))
+        }
+        let old = NoiseHandshake.xx(role: .responder, prologue: Array("syncpeer/1".utf8), staticKey: .generate(),
+                                    protocolName: "Noise_XX_25519_ChaChaPoly_BLAKE2b")
+        var reader = NoiseMessageReader()
+        var message1: [UInt8]?
+        while message1 == nil {
+            let bytes = try b.read(maxCount: 4096, deadline: .now + .seconds(30))
+            try #require(!bytes.isEmpty)
+            reader.append(bytes)
+            message1 = try reader.next()
+        }
+        let payload1 = try old.readMessage(message1!)
+        #expect(payload1 == [0, 2], "message 1 carries version 2, which version 1 refuses")
+        b.close()  // what version 1 does with a non-empty message 1
+        let error = try side.netError(within: 30)
+        guard case let .closed(reason) = error else {
+            Issue.record("expected closed, got \(String(describing: error))")
+            return
+        }
+        #expect(reason.contains("incompatible protocol version"), "\(reason)")
     }
 
     @Test func invalidLocalHelloFailsBeforeSendingAnything() throws {
@@ -149,7 +220,7 @@ import Testing
         let side = ChannelBackground {
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
         }
-        _ = try b.read(maxCount: 34, deadline: .now + .seconds(5))  // message 1
+        _ = try b.read(maxCount: 36, deadline: .now + .seconds(5))  // message 1
         try b.write(garbage.bytes)
         b.shutdownWrite()
         let error = try side.netError(within: 20)
@@ -157,25 +228,28 @@ import Testing
         b.close()
     }
 
-    @Test func message1WithAPayloadIsRefused() throws {
+    @Test(arguments: [[1, 2, 3], [0, 3], [0]] as [[UInt8]])
+    func message1OfAnotherVersionIsRefused(payload: [UInt8]) throws {
         let (a, b) = PairStream.pair()
         let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
         let state = NoiseHandshake.xx(role: .initiator, prologue: SecureChannel.prologue, staticKey: .generate())
-        try b.write(NoiseFraming.frame(state.writeMessage(payload: [1, 2, 3])))
+        try b.write(NoiseFraming.frame(state.writeMessage(payload: payload)))
         let error = try side.netError(within: 20)
         guard case let .handshakeFailed(reason) = error else {
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("payload"), "\(reason)")
+        #expect(reason.contains("incompatible protocol version") && reason.contains("version 2"), "\(reason)")
+        if payload == [0, 3] { #expect(reason.contains("version 3"), "\(reason)") }
+        #expect(try b.read(maxCount: 100, deadline: .now + .seconds(20)) == [], "nothing answered; stream closed")
         b.close()
     }
 
     @Test func wrongPrologueFails() throws {
         let (a, b) = PairStream.pair()
         let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
-        let state = NoiseHandshake.xx(role: .initiator, prologue: Array("syncpeer/2".utf8), staticKey: .generate())
-        try b.write(NoiseFraming.frame(state.writeMessage()))
+        let state = NoiseHandshake.xx(role: .initiator, prologue: Array("syncpeer/9".utf8), staticKey: .generate())
+        try b.write(NoiseFraming.frame(state.writeMessage(payload: SecureChannel.versionPayload)))
         var reader = NoiseMessageReader()
         while true {
             let bytes = try b.read(maxCount: 4096, deadline: .now + .seconds(5))
@@ -232,16 +306,17 @@ import Testing
         var testDescription: String { name }
     }
 
-    // Layout: initiator → responder: message 1 (2 + 32 bytes), then message 3
+    // Layout: initiator → responder: message 1 (2 + 32 + 2-byte version), then message 3
     // (2 + 48 encrypted static key + hello + 16). Responder → initiator: message 2
     // (2 + 32 + 48 + hello + 16). Length prefixes are left alone (a longer announced
     // length would just wait for the timeout).
     static let handshakeFlips: [HandshakeFlip] = {
-        let message3 = 34
+        let message3 = 36
         let helloALength = helloA.encode().count, helloBLength = helloB.encode().count
         return [
             HandshakeFlip(name: "message 1, first byte of e", flips: .init(initiatorToResponder: [2: 0x01]), detector: .initiator),
             HandshakeFlip(name: "message 1, last byte of e", flips: .init(initiatorToResponder: [33: 0x80]), detector: .initiator),
+            HandshakeFlip(name: "message 1, version", flips: .init(initiatorToResponder: [35: 0x01]), detector: .responder),
             HandshakeFlip(name: "message 2, e", flips: .init(responderToInitiator: [10: 0x04]), detector: .initiator),
             HandshakeFlip(name: "message 2, encrypted s", flips: .init(responderToInitiator: [40: 0x01]), detector: .initiator),
             HandshakeFlip(name: "message 2, hello", flips: .init(responderToInitiator: [2 + 32 + 48 + 3: 0x01]), detector: .initiator),

@@ -75,6 +75,8 @@ let sampleFrames: [Frame] = [
     .streamData(id: 1, bytes: []),
     .streamData(id: 1, bytes: pattern(1000)),
     .streamClose(id: 1),
+    .streamCredit(id: 1, bytes: .max),
+    .streamReset(id: 2, reason: "cut: the writer's input failed"),
     .offer(sampleOffer),
     .offer(TransferOffer(id: sampleTransferID, kind: .folder, name: "photos", entries: [])),
     .accept(id: sampleTransferID, have: []),
@@ -119,7 +121,7 @@ func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [F
     let codes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired, .impersonation,
                               .timeout, .shuttingDown, .unknown(999)]
     return (0..<count).map { _ in
-        switch Int.random(in: 0..<13, using: &rng) {
+        switch Int.random(in: 0..<14, using: &rng) {
         case 0: return .ping(rng.next())
         case 1: return .pong(rng.next())
         case 2: return .message(id: rng.next(), body: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))
@@ -138,6 +140,10 @@ func randomFrames(_ count: Int, maxBody: Int, using rng: inout SplitMix64) -> [F
                   mode: UInt32.random(in: 0...0o7777, using: &rng), mtimeNanoseconds: Int64(bitPattern: rng.next()),
                   manifest: rng.bytes(Int.random(in: 0...maxBody, using: &rng)))]))
         case 10: return .streamClose(id: UInt32.random(in: 0 ... .max, using: &rng))
+        case 11: return Bool.random(using: &rng)
+            ? .streamCredit(id: UInt32.random(in: 0 ... .max, using: &rng), bytes: UInt32.random(in: 0 ... .max, using: &rng))
+            : .streamReset(id: UInt32.random(in: 0 ... .max, using: &rng),
+                           reason: String(repeating: "r", count: Int.random(in: 0...512, using: &rng)))
         default: return randomFolderFrame(using: &rng)
         }
     }

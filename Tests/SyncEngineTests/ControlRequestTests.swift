@@ -20,6 +20,7 @@ struct ControlRequestTests {
         .cancel(transfer: "3f9a"), .resume(transfer: nil), .resume(transfer: "3f9a"),
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
+        .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
     ]
 
     @Test(arguments: samples)

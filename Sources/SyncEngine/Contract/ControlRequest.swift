@@ -33,12 +33,19 @@ public enum ControlRequest: Sendable, Equatable {
     case autoAccept(peer: String, on: Bool)
     /// Streams every event until the client disconnects.
     case events
+    /// Writes what the descriptor passed with the request (`SCM_RIGHTS`) reads, as the
+    /// byte stream `name`, to a peer, until its end (live: nothing is spooled).
+    case streamSend(peer: String, name: String)
+    /// Waits for the next stream a peer opens (from `peer`, if given) and writes it to the
+    /// descriptor passed with the request.
+    case streamReceive(peer: String?)
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
         case share, unshare, confirm, folders, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, unpair, autoAccept = "auto-accept", events
+        case streamSend = "stream-send", streamReceive = "stream-receive"
     }
 
     public var op: Op {
@@ -67,8 +74,13 @@ public enum ControlRequest: Sendable, Equatable {
         case .unpair: .unpair
         case .autoAccept: .autoAccept
         case .events: .events
+        case .streamSend: .streamSend
+        case .streamReceive: .streamReceive
         }
     }
+
+    /// Whether the request carries a descriptor (passed with its line).
+    public var passesDescriptor: Bool { op == .streamSend || op == .streamReceive }
 
     /// The request's arguments (everything but `id` and `op`).
     public var arguments: [String: JSONValue] {
@@ -119,6 +131,11 @@ public enum ControlRequest: Sendable, Equatable {
         case let .autoAccept(peer, on):
             put("peer", peer)
             a["on"] = .bool(on)
+        case let .streamSend(peer, name):
+            put("peer", peer)
+            put("name", name)
+        case let .streamReceive(peer):
+            put("peer", peer)
         }
         return a
     }
@@ -192,6 +209,8 @@ public enum ControlRequest: Sendable, Equatable {
         case .disconnect: self = .disconnect(peer: try string("peer"))
         case .unpair: self = .unpair(peer: try string("peer"))
         case .autoAccept: self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true)
+        case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))
+        case .streamReceive: self = .streamReceive(peer: try optional("peer"))
         }
     }
 }

@@ -222,3 +222,19 @@ public struct ResolveResult: Sendable, Equatable, Codable {
     public var kept: ConflictKeep
     public var copies: [String]
 }
+
+/// A byte stream that ended complete (`stream-send`, `stream-receive`; `send -`,
+/// `receive --stdout`). A cut stream is an error (`streamCut`), never this.
+public struct StreamResult: Sendable, Equatable, Codable {
+    public var peer: PeerRef
+    /// The stream's name (`--name`).
+    public var name: String
+    /// Bytes written to (or read from) the stream.
+    public var bytes: Int64
+
+    public init(peer: PeerRef, name: String, bytes: Int64) {
+        self.peer = peer
+        self.name = name
+        self.bytes = bytes
+    }
+}

@@ -160,6 +160,23 @@ extension FolderApplier {
         return !record.deleted && entry(resolved.name, in: resolved.directory, is: record)
     }
 
+    /// True when `directory` is still the folder's directory at `path`'s parent: that path,
+    /// resolved again from the root now, reaches the same directory (device and inode).
+    /// False when the user moved or deleted it (or a parent) since it was opened: an entry
+    /// put in through the old handle would land wherever the directory went — out of the
+    /// folder, or under another path — while the index recorded it at `path`; the scan of
+    /// the move would turn that record into a deletion that dominates the peer's version, and
+    /// the version would be lost on every node (a candidate for make chaos seed 1004's lost
+    /// concurrent edit, found by reading the code; not reproduced).
+    func directoryInPlace(_ directory: DirectoryHandle, of path: String) -> Bool {
+        guard let root = try? DirectoryHandle(path: folder.root), let resolved = try? SafePath(path).resolve(under: root) else {
+            return false
+        }
+        var held = stat(), now = stat()
+        guard fstat(directory.fd, &held) == 0, fstat(resolved.directory.fd, &now) == 0 else { return false }
+        return held.st_dev == now.st_dev && held.st_ino == now.st_ino
+    }
+
     /// The target of the link `name` (nil if it is not a readable link).
     func linkTarget(_ directory: DirectoryHandle, _ name: String) -> String? {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)

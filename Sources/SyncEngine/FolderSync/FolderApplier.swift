@@ -446,6 +446,15 @@ final class FolderApplier: @unchecked Sendable {
         }
         var done: [Pending] = []
         for item in ready {
+            // The directory was opened when the pull was planned, maybe seconds ago: if the
+            // user has moved or deleted it since, the handle still reaches it, wherever it is
+            // now, and nothing may go into it (see `directoryInPlace`).
+            guard directoryInPlace(item.directory, of: item.state.path) else {
+                unlinkat(item.directory.fd, item.temp, 0)
+                rescan.append(item.state.path)
+                continue
+            }
+            let placedInode = inode(item.directory, item.temp)
             // What should be at a path the plan knew: the version the index records now (nil:
             // nothing). A path the plan did not know needs no read: nothing may be replaced there.
             var expected: FileRecord?
@@ -486,6 +495,11 @@ final class FolderApplier: @unchecked Sendable {
                 placement = item.directory.placeNew(item.temp, as: item.name)
             }
             switch placement {
+            case .done where !directoryInPlace(item.directory, of: item.state.path):
+                // Moved away between the check and the rename: what we put there is taken back
+                // (the peer still has it; the path is planned again once the move is scanned).
+                if let placedInode, inode(item.directory, item.name) == placedInode { unlinkat(item.directory.fd, item.name, 0) }
+                rescan.append(item.state.path)
             case .done:
                 done.append(item)
             case .changedHere:

@@ -423,26 +423,36 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     /// Answers a member's block request. Only a chunk of a live, not-ignored file of the
-    /// local index is read, and only if the bytes still hash right: a member never gets an
-    /// ignored file, a path we do not share, or an arbitrary range (not even a byte).
+    /// local index is read: a member never gets an ignored file, a path we do not share, or
+    /// an arbitrary range (not even a byte). The bytes are trusted without hashing them
+    /// again while the file's size, mtime and inode are still those the index recorded when
+    /// it hashed them (the scanner's own test of an unchanged file); otherwise they are
+    /// hashed, and a mismatch is `unavailable`. The receiver verifies every chunk anyway.
     func readBlock(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockAnswer {
         guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
               let start = Int64(exactly: offset), let index else { return .notShared }
         // The patterns in force now: a file ignored after it was indexed is not served either.
         guard let ignores = servedIgnores.withLock({ $0 }) else { return .unavailable }
         guard !ignores.isIgnored(safe.string, isDirectory: false) else { return .notShared }
+        let indexed: NodeIndex.FileStamp
         do {
-            guard try index.hasLiveChunk(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
+            guard let stamp = try index.liveChunkStamp(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
                 return .notShared
             }
+            indexed = stamp
         } catch {
             report("cannot look up a block request in the index: \(error)")
             return .unavailable
         }
         guard let rootHandle = try? DirectoryHandle(path: root),
               let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
-              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
-              let bytes = try? reader.bytes(of: ChunkRef(offset: offset, size: size, hash: expected), verify: true) else {
+              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else {
+            return .unavailable
+        }
+        let onDisk = reader.stamp()
+        let unchanged = onDisk != nil && indexed.inode != nil && onDisk?.size == indexed.size
+            && onDisk?.mtimeNs == indexed.mtimeNs && onDisk?.inode == indexed.inode
+        guard let bytes = try? reader.bytes(of: ChunkRef(offset: offset, size: size, hash: expected), verify: !unchanged) else {
             return .unavailable
         }
         return .data(bytes)

@@ -46,11 +46,16 @@ final class Session: @unchecked Sendable {
     var parkedBlockRequests: [(request: Frame, folder: SharedFolder)] = []
     /// Folders whose index quota this peer exceeded (reported once per session).
     var quotaReported: Set<String> = []
+    /// The named byte streams of this session (see `StreamTable`) and their local ends.
+    var streams: StreamTable
+    var incomingStreams: [UInt32: IncomingByteStream] = [:]
+    var outgoingStreams: [UInt32: OutgoingByteStream] = [:]
 
     init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
         self.id = id
         self.channel = channel
         self.machine = SessionMachine(role: role)
+        self.streams = StreamTable(isInitiator: role == .initiator)
         self.peer = PeerRef(id: channel.remoteDeviceID, name: channel.remoteHello.displayName)
         self.deviceKey = channel.remoteDeviceID.compact
         self.publicKey = channel.remoteStaticKey

@@ -66,6 +66,8 @@ public struct SessionMachine: Sendable {
         case deliverMessage(id: UInt64, body: [UInt8])
         /// A transfer or shared-folder frame (offer, chunk, index update ...) for the node.
         case transfer(Frame)
+        /// A stream frame (open, data, close, credit, reset) for the session's streams.
+        case stream(Frame)
         /// Something the peer sent was dropped because the session is not connected.
         case dropped(FrameType)
         /// The pairing ended without trust (declined, expired, refused).
@@ -151,9 +153,9 @@ public struct SessionMachine: Sendable {
         case let .message(id, body):
             guard state == .connected else { return [.dropped(.message)] }
             return [.deliverMessage(id: id, body: body)]
-        case .streamOpen, .streamData, .streamClose:
+        case .streamOpen, .streamData, .streamClose, .streamCredit, .streamReset:
             guard state == .connected else { return [.dropped(frame.type)] }
-            return []
+            return [.stream(frame)]
         case .offer, .accept, .decline, .cancel, .done, .chunk, .chunkAck,
              .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse:
             guard state == .connected else { return [.dropped(frame.type)] }

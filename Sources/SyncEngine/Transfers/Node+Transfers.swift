@@ -67,7 +67,14 @@ extension Node {
                                                 eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())))
             }
             do throws(EngineError) {
-                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream, progress: preparing)
+                let reuse: ((String, PreparedOffer.FileStamp) -> Manifest?)?
+                if spoolFile == nil {
+                    reuse = { [self] file, stamp in indexedManifest(file, stamp) }
+                } else {
+                    reuse = nil
+                }
+                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream,
+                                                   indexed: reuse, progress: preparing)
             } catch {
                 completion(.failure(error))
                 return
@@ -286,8 +293,15 @@ extension Node {
             let key = session.deviceKey
             let sessionID = session.id
             DispatchQueue.global().async { [self] in
+                let reuse: ((String, PreparedOffer.FileStamp) -> Manifest?)?
+                if spool == nil {
+                    reuse = { [self] file, stamp in indexedManifest(file, stamp) }
+                } else {
+                    reuse = nil
+                }
                 guard let prepared = try? PreparedOffer.build(path: source, name: record.name,
-                                                              kind: spool == nil ? .file : .stream, id: id) else {
+                                                              kind: spool == nil ? .file : .stream, id: id,
+                                                              indexed: reuse) else {
                     queue.async { [self] in
                         recordTransfer(record, "its failed state") { index throws(IndexError) in
                             try index.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone")
@@ -949,5 +963,33 @@ extension Node {
         let event = NodeEvent.transfer(transferEvent(transfer, force: force, reason: reason))
         emit(event)
         for observer in transfer.observers { observer.progress(event) }
+    }
+}
+
+extension Node {
+    /// The manifest a shared folder's local index holds for the file at `absolutePath`, if
+    /// that file lies in a shared folder and its size, mtime and inode are still the ones
+    /// the index recorded when it hashed it (the scanner's own test of an unchanged file);
+    /// nil otherwise. Lets `send` of an indexed file skip reading and hashing it again. Runs
+    /// off the node's queue (the index serialises its own access).
+    func indexedManifest(_ absolutePath: String, _ stamp: PreparedOffer.FileStamp) -> Manifest? {
+        guard let real = realpath(absolutePath, nil) else { return nil }
+        let file = String(cString: real)
+        free(real)
+        guard let folders = try? index.folders() else { return nil }
+        for folder in folders {
+            guard let rootReal = realpath(folder.path, nil) else { continue }
+            let root = String(cString: rootReal)
+            free(rootReal)
+            let prefix = root.hasSuffix("/") ? root : root + "/"
+            guard file.hasPrefix(prefix) else { continue }
+            let relative = String(file.dropFirst(prefix.count))
+            guard let record = try? index.file(folderID: folder.id, path: relative),
+                  record.kind == .file, !record.deleted, record.size == stamp.size,
+                  record.mtimeNs == stamp.mtimeNs, record.inode == stamp.inode,
+                  let manifest = record.manifest else { continue }
+            return manifest
+        }
+        return nil
     }
 }

@@ -61,7 +61,11 @@ struct PreparedOffer: Sendable {
     /// Chunks a file (or every regular file of a folder) and builds the offer. Blocking:
     /// call it off the node's queue.
     /// `progress` gets (bytes read so far, bytes in all), after every chunk.
+    /// `indexed`, when given, returns the manifest a shared folder's index holds for a file
+    /// whose size, mtime and inode are still those it hashed (nil otherwise): such a file is
+    /// not read and hashed again. `Node.indexedManifest` is the one the node passes.
     static func build(path: String, name: String?, kind: TransferOffer.Kind, id: TransferID = .random(),
+                      indexed: ((String, FileStamp) -> Manifest?)? = nil,
                       progress: ((Int64, Int64) -> Void)? = nil) throws(EngineError) -> PreparedOffer {
         var info = stat()
         guard lstat(path, &info) == 0 else {
@@ -98,12 +102,17 @@ struct PreparedOffer: Sendable {
             }
             let manifest: Manifest
             let done = before
-            do {
-                manifest = try FileChunker.manifest(ofFileAt: file.absolute, progress: progress.map { report in
-                    { bytes in report(done + Int64(bytes), total) }
-                })
-            } catch {
-                throw .file(error)
+            if let reused = indexed?(file.absolute, stamp), reused.fileSize == UInt64(stamp.size) {
+                manifest = reused
+                progress?(done + stamp.size, total)
+            } else {
+                do {
+                    manifest = try FileChunker.manifest(ofFileAt: file.absolute, progress: progress.map { report in
+                        { bytes in report(done + Int64(bytes), total) }
+                    })
+                } catch {
+                    throw .file(error)
+                }
             }
             let encoded = manifest.encode()
             guard encoded.count <= WireLimits.maxManifest else {

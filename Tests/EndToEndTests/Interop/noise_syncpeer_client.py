@@ -3,8 +3,9 @@
 
 Usage: noise_syncpeer_client.py PORT [NAME]
 
-Connects to 127.0.0.1:PORT (loopback only), runs Noise_XX_25519_ChaChaPoly_BLAKE2b as the
-initiator with the prologue "syncpeer/1", decodes the responder's hello (message 2), sends
+Connects to 127.0.0.1:PORT (loopback only), runs Noise_XX_25519_AESGCM_SHA256 as the
+initiator with the prologue "syncpeer/2" (protocol version 2: message 1 carries the version,
+u16 big-endian, in the clear), decodes the responder's hello (message 2), sends
 its own hello (message 3, display name NAME, default "python-peer", no listen port), then
 reads and decrypts the first transport message, which must be the frame
 pairing(pending) = 10 00000001 01. Prints one JSON object on stdout and exits 0 when every
@@ -19,8 +20,9 @@ import sys
 
 from noise.connection import Keypair, NoiseConnection
 
-PROTOCOL = b"Noise_XX_25519_ChaChaPoly_BLAKE2b"
-PROLOGUE = b"syncpeer/1"
+PROTOCOL = b"Noise_XX_25519_AESGCM_SHA256"
+PROLOGUE = b"syncpeer/2"
+VERSION = 2
 HELLO_MAGIC = b"SPH1"
 PAIRING_PENDING = bytes([0x10, 0x00, 0x00, 0x00, 0x01, 0x01])
 
@@ -46,7 +48,7 @@ def write_message(sock, message):
 
 def encode_hello(name, software="noise-python/0.3", features=("messages",)):
     out = bytearray(HELLO_MAGIC)
-    out += struct.pack(">H", 1)  # protocol version
+    out += struct.pack(">H", VERSION)  # protocol version
     for text in (name, software):
         raw = text.encode()
         out += bytes([len(raw)]) + raw
@@ -107,7 +109,7 @@ def main():
         noise.set_prologue(PROLOGUE)
         noise.start_handshake()
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            write_message(sock, noise.write_message(b""))               # 1: -> e
+            write_message(sock, noise.write_message(struct.pack(">H", VERSION)))  # 1: -> e
             responder_hello = decode_hello(bytes(noise.read_message(read_message(sock))))  # 2: <- e, ee, s, es
             summary["responder"] = responder_hello
             write_message(sock, noise.write_message(encode_hello(name)))  # 3: -> s, se

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Noise_XX_25519_ChaChaPoly_BLAKE2b peer built on the PyPI package `noiseprotocol`.
+"""Noise XX peer (Noise_XX_25519_AESGCM_SHA256, protocol version 2, or
+Noise_XX_25519_ChaChaPoly_BLAKE2b, version 1) built on the PyPI package `noiseprotocol`.
 
 Test helper only: PeerCryptoTests runs it to check the Swift Noise implementation against
 an independent one. Everything is hex-encoded JSON; nothing touches the network.
@@ -7,7 +8,7 @@ an independent one. Everything is hex-encoded JSON; nothing touches the network.
 Modes (first argument):
 
   transcript  Reads one JSON object on stdin:
-                {"prologue", "initiator": {"static", "ephemeral"},
+                {"protocol"?, "prologue", "initiator": {"static", "ephemeral"},
                  "responder": {"static", "ephemeral"},
                  "handshake_payloads": [3 payloads],
                  "transport": [{"from": "initiator"|"responder", "payload"}]}
@@ -17,7 +18,7 @@ Modes (first argument):
 
   live        A responder driven one JSON line at a time, so the Swift side can act
               as a real initiator. Requests and replies:
-                {"op": "start", "prologue", "static"?} -> {"public_key"}
+                {"op": "start", "protocol"?, "prologue", "static"?} -> {"public_key"}
                 {"op": "read", "data"}     -> {"payload"}        (handshake message)
                 {"op": "write", "payload"} -> {"data"}
                 {"op": "encrypt", "payload"} -> {"data"}         (transport)
@@ -31,7 +32,8 @@ import warnings
 
 from noise.connection import Keypair, NoiseConnection
 
-PROTOCOL = b"Noise_XX_25519_ChaChaPoly_BLAKE2b"
+PROTOCOLS = {b"Noise_XX_25519_AESGCM_SHA256", b"Noise_XX_25519_ChaChaPoly_BLAKE2b"}
+DEFAULT_PROTOCOL = "Noise_XX_25519_AESGCM_SHA256"
 
 # noiseprotocol warns when an ephemeral key is set explicitly; transcript mode does that
 # on purpose (fixed keys make the transcript comparable byte for byte).
@@ -42,8 +44,15 @@ def unhex(text):
     return bytes.fromhex(text or "")
 
 
-def make_party(initiator, prologue, static=None, ephemeral=None):
-    conn = NoiseConnection.from_name(PROTOCOL)
+def protocol_name(request):
+    name = (request.get("protocol") or DEFAULT_PROTOCOL).encode()
+    if name not in PROTOCOLS:
+        raise ValueError("unexpected protocol %r" % name)
+    return name
+
+
+def make_party(name, initiator, prologue, static=None, ephemeral=None):
+    conn = NoiseConnection.from_name(name)
     if initiator:
         conn.set_as_initiator()
     else:
@@ -82,8 +91,9 @@ def read_handshake(conn, learned, data):
 
 def transcript(request):
     prologue = unhex(request["prologue"])
-    ini = make_party(True, prologue, unhex(request["initiator"]["static"]), unhex(request["initiator"]["ephemeral"]))
-    res = make_party(False, prologue, unhex(request["responder"]["static"]), unhex(request["responder"]["ephemeral"]))
+    name = protocol_name(request)
+    ini = make_party(name, True, prologue, unhex(request["initiator"]["static"]), unhex(request["initiator"]["ephemeral"]))
+    res = make_party(name, False, prologue, unhex(request["responder"]["static"]), unhex(request["responder"]["ephemeral"]))
 
     learned = {id(ini): {}, id(res): {}}
     handshake = []
@@ -132,7 +142,7 @@ def live():
             op = request["op"]
             if op == "start":
                 static = unhex(request["static"]) if request.get("static") else None
-                conn = make_party(False, unhex(request["prologue"]), static)
+                conn = make_party(protocol_name(request), False, unhex(request["prologue"]), static)
                 reply = {"public_key": public_static(conn).hex()}
             elif conn is None:
                 raise ValueError("send a 'start' request first")

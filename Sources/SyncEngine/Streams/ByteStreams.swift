@@ -1,0 +1,207 @@
+internal import Dispatch
+internal import Synchronization
+
+/// How a stream ended, as its reader or writer sees it.
+public enum StreamEnd: Sendable, Equatable {
+    /// The writer wrote everything and closed the stream.
+    case complete
+    /// The stream was cut before its end (the peer reset it, the session ended, or a local
+    /// cancel); the reason is for people. Never reported as complete.
+    case cut(String)
+}
+
+/// A byte stream we write to a peer (`Node.openStream(named:to:)`). `write` blocks while
+/// the peer's reader has granted no room (back-pressure: at most `StreamTable.window` bytes
+/// are in flight), and throws once the stream is cut. Any one thread at a time writes.
+public final class OutgoingByteStream: Sendable {
+    public let name: String
+    public let peer: PeerRef
+    let id: UInt32
+
+    private struct State {
+        var cut: String?
+        var finished = false
+        var bytesWritten: Int64 = 0
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    /// Sends up to the bytes given within the credit left; returns how many it sent (0: no
+    /// credit now), or throws when the stream can no longer be written.
+    private let sendPiece: @Sendable (UnsafeRawBufferPointer) throws(EngineError) -> Int
+    private let close: @Sendable (_ reset: String?) -> Void
+
+    init(name: String, peer: PeerRef, id: UInt32,
+         sendPiece: @escaping @Sendable (UnsafeRawBufferPointer) throws(EngineError) -> Int,
+         close: @escaping @Sendable (_ reset: String?) -> Void) {
+        self.name = name
+        self.peer = peer
+        self.id = id
+        self.sendPiece = sendPiece
+        self.close = close
+    }
+
+    /// Bytes handed to the session so far.
+    public var bytesWritten: Int64 { state.withLock { $0.bytesWritten } }
+
+    /// Why the stream is cut, if it is.
+    public var cutReason: String? { state.withLock { $0.cut } }
+
+    /// Writes every byte, waiting for credit as needed.
+    public func write(_ bytes: UnsafeRawBufferPointer) throws(EngineError) {
+        var offset = 0
+        while offset < bytes.count {
+            if let reason = state.withLock({ $0.finished ? "the stream was already finished" : $0.cut }) {
+                throw .streamCut("stream '\(name)' to \(peer.name) is cut: \(reason)")
+            }
+            let piece = UnsafeRawBufferPointer(rebasing: bytes[offset..<min(bytes.count, offset + Self.pieceSize)])
+            let sent = try sendPiece(piece)
+            if sent == 0 {
+                _ = wake.wait(timeout: .now() + .milliseconds(200))
+                continue
+            }
+            offset += sent
+            state.withLock { $0.bytesWritten += Int64(sent) }
+        }
+    }
+
+    public func write(_ bytes: [UInt8]) throws(EngineError) {
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(EngineError) in try write(raw) } }
+        try result.get()
+    }
+
+    /// Ends the stream: the peer's reader sees it complete after the bytes written.
+    public func finish() throws(EngineError) {
+        let cut: String? = state.withLock {
+            if $0.cut == nil { $0.finished = true }
+            return $0.cut
+        }
+        if let cut { throw .streamCut("stream '\(name)' to \(peer.name) is cut: \(cut)") }
+        close(nil)
+    }
+
+    /// Abandons the stream: the peer's reader sees it cut with `reason`.
+    public func cancel(reason: String) {
+        let first = state.withLock { state -> Bool in
+            guard state.cut == nil, !state.finished else { return false }
+            state.cut = reason
+            return true
+        }
+        if first { close(reason) }
+        wake.signal()
+    }
+
+    /// Largest data frame.
+    static let pieceSize = 65_536
+
+    // MARK: From the node's queue
+
+    func creditArrived() { wake.signal() }
+
+    func ended(_ reason: String) {
+        state.withLock { if $0.cut == nil && !$0.finished { $0.cut = reason } }
+        wake.signal()
+    }
+}
+
+/// A byte stream a peer writes to us. `next` hands out the bytes in order as they arrive,
+/// then nil once the peer closed it (complete); it throws `streamCut` when the stream was
+/// cut instead. What the consumer takes is granted back to the writer, so at most
+/// `StreamTable.window` bytes wait here. One thread at a time reads.
+public final class IncomingByteStream: Sendable {
+    public let name: String
+    public let peer: PeerRef
+    let id: UInt32
+    let sessionID: UInt64
+
+    private struct State {
+        var pieces: [[UInt8]] = []
+        var head = 0
+        var end: StreamEnd?
+        var bytesRead: Int64 = 0
+    }
+
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let consumed: @Sendable (Int) -> Void
+    private let reset: @Sendable (String) -> Void
+
+    init(name: String, peer: PeerRef, id: UInt32, sessionID: UInt64,
+         consumed: @escaping @Sendable (Int) -> Void, reset: @escaping @Sendable (String) -> Void) {
+        self.name = name
+        self.peer = peer
+        self.id = id
+        self.sessionID = sessionID
+        self.consumed = consumed
+        self.reset = reset
+    }
+
+    /// Bytes handed to the consumer so far.
+    public var bytesRead: Int64 { state.withLock { $0.bytesRead } }
+
+    /// The next bytes, in order; nil when the writer finished (the stream is complete).
+    /// Waits at most `timeout` for them (nil: as long as it takes), then throws `timedOut`.
+    public func next(timeout: Duration? = nil) throws(EngineError) -> [UInt8]? {
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            enum Step { case piece([UInt8]), done, cut(String), wait }
+            let step: Step = state.withLock { state in
+                if state.head < state.pieces.count {
+                    let piece = state.pieces[state.head]
+                    state.pieces[state.head] = []
+                    state.head += 1
+                    if state.head > 64 && state.head * 2 > state.pieces.count {
+                        state.pieces.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    state.bytesRead += Int64(piece.count)
+                    return .piece(piece)
+                }
+                switch state.end {
+                case .complete: return .done
+                case let .cut(reason): return .cut(reason)
+                case nil: return .wait
+                }
+            }
+            switch step {
+            case let .piece(bytes):
+                consumed(bytes.count)
+                return bytes
+            case .done:
+                return nil
+            case let .cut(reason):
+                throw .streamCut("stream '\(name)' from \(peer.name) was cut after \(bytesRead) bytes: \(reason)")
+            case .wait:
+                if let deadline, ContinuousClock.now >= deadline {
+                    throw .network("no data on stream '\(name)' from \(peer.name) for \(timeout!)")
+                }
+                _ = wake.wait(timeout: .now() + .milliseconds(200))
+            }
+        }
+    }
+
+    /// Stops reading: the writer sees the stream cut with `reason`.
+    public func cancel(reason: String) {
+        let first = state.withLock { state -> Bool in
+            guard state.end == nil else { return false }
+            state.end = .cut(reason)
+            state.pieces.removeAll()
+            state.head = 0
+            return true
+        }
+        if first { reset(reason) }
+        wake.signal()
+    }
+
+    // MARK: From the node's queue
+
+    func append(_ bytes: [UInt8]) {
+        state.withLock { if $0.end == nil { $0.pieces.append(bytes) } }
+        wake.signal()
+    }
+
+    func ended(_ end: StreamEnd) {
+        state.withLock { if $0.end == nil { $0.end = end } }
+        wake.signal()
+    }
+}
