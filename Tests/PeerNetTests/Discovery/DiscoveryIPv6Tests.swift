@@ -30,8 +30,8 @@ struct DiscoveryIPv6Tests {
         defer { adv1.stop(); adv2.stop(); b1.stop(); b2.stop() }
 
         let sources = try t1.run { capture.sources(for: .milliseconds(1500), containing: "syncpeer-six") }
-        let found2 = try #require(await log1.wait(timeout: .seconds(3)) { $0.isFound("Six Two") }, "\(log1.all)")
-        let found1 = try #require(await log2.wait(timeout: .seconds(3)) { $0.isFound("Six One") }, "\(log2.all)")
+        let found2 = try #require(await log1.wait(timeout: .seconds(15)) { $0.isFound("Six Two") }, "\(log1.all)")
+        let found1 = try #require(await log2.wait(timeout: .seconds(15)) { $0.isFound("Six One") }, "\(log2.all)")
         print("IPv6-only discovery over veth: \(found2.0 - start) and \(found1.0 - start)")
         let seenTwo = try #require(log1.found("Six Two"))
         let seenOne = try #require(log2.found("Six One"))
@@ -69,7 +69,7 @@ struct DiscoveryIPv6Tests {
             .advertiser(type, name: "Dual", port: 42103, id: "DUAL")
         defer { advertiser.stop(); browser.stop() }
 
-        let found = try #require(await log.wait(timeout: .seconds(3)) { $0.isFound("Dual") }, "\(log.all)")
+        let found = try #require(await log.wait(timeout: .seconds(15)) { $0.isFound("Dual") }, "\(log.all)")
         _ = found
         try await Task.sleep(for: .seconds(3))
         let events = log.all.filter { event in
