@@ -163,6 +163,22 @@ public final class UnixConnection: ByteStream {
     deinit {
         for fd in passed.withLock({ $0 }) { _ = Glibc.close(fd) }
     }
+
+    /// Whether the other end has closed (or shut down its writing side), waiting at most
+    /// `timeout` for it; does not consume anything that is readable. A closed connection
+    /// counts as hung up.
+    public func peerHasHungUp(within timeout: Duration) -> Bool {
+        let milliseconds = Int32(max(0, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
+        let result: Bool? = try? socket.withFD("polling") { fd throws(NetError) in
+            // POLLRDHUP (Linux, 0x2000) is not in the Glibc module: the peer shut down writing.
+            let peerClosed: Int16 = 0x2000
+            var entry = pollfd(fd: fd, events: peerClosed, revents: 0)
+            let n = poll(&entry, 1, milliseconds)
+            if n <= 0 { return false }
+            return entry.revents & (peerClosed | Int16(POLLHUP | POLLERR | POLLNVAL)) != 0
+        }
+        return result ?? true
+    }
 }
 
 // MARK: - Passing descriptors (SCM_RIGHTS)

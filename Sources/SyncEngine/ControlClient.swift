@@ -21,6 +21,12 @@ public final class ControlClient: Sendable {
 
     deinit { connection.close() }
 
+    /// Tells the daemon this client is going away (its write side closes; answers can still
+    /// be read): a `send` that is not detached is cancelled.
+    public func hangUp() {
+        connection.shutdownWrite()
+    }
+
     /// Sends one request and waits for its final answer, decoded as `T`; progress events
     /// go to `onEvent`.
     public func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, passing descriptor: Int32? = nil,

@@ -95,10 +95,31 @@ public final class ControlServer: @unchecked Sendable {
                 }
             case let .answerInvitation(invitation, accept):
                 reply.success(id, PeerResult(peer: try node.answer(invitation: invitation, accept: accept)))
-            case let .send(path, peer, name, spool):
+            case let .send(path, peer, name, spool, detach):
                 try node.ensureConnected(peer)
+                if detach {
+                    try detachedSend(id: id, reply: reply) { observer, completion in
+                        node.send(path: path, to: peer, name: name, spoolFile: spool, observer: observer, completion: completion)
+                    }
+                    break
+                }
+                // The transfer is the client's: if it goes away before the end (Ctrl-C, a
+                // closed terminal), the transfer is cancelled, never left to finish unseen.
+                let cancellation = SendCancellation()
+                let finished = Latch()
+                let watcher = Thread { [node] in
+                    while !finished.isSet {
+                        guard connection.peerHasHungUp(within: .milliseconds(250)) else { continue }
+                        if finished.isSet { return }
+                        if let transfer = cancellation.cancel() { _ = try? node.cancelTransfer(transfer) }
+                        return
+                    }
+                }
+                watcher.name = "syncpeer-control-send-watch"
+                watcher.start()
+                defer { finished.set() }
                 try followTransfer(id: id, reply: reply, follow: true) { observer, completion throws(EngineError) in
-                    node.send(path: path, to: peer, name: name, spoolFile: spool,
+                    node.send(path: path, to: peer, name: name, spoolFile: spool, cancellation: cancellation,
                               observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
                 }
@@ -131,6 +152,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, PeerResult(peer: to, id: messageID))
             case let .disconnect(peer):
                 reply.success(id, PeerResult(peer: try node.disconnect(peer: peer)))
+            case let .connect(peer):
+                reply.success(id, PeerResult(peer: try node.connect(peer: peer)))
             case let .autoAccept(peer, on):
                 reply.success(id, PeerResult(peer: try node.setAutoAccept(peer: peer, on), autoAccept: on))
             case let .unpair(peer):
@@ -195,6 +218,49 @@ public final class ControlServer: @unchecked Sendable {
         })
         if let first { reply.event(id, .transfer(first)) }
         done.wait()
+    }
+
+    /// A send the daemon carries on alone: answers with the first transfer event that has
+    /// an ID (or the error, if it fails before), then lets the transfer run.
+    private func detachedSend(id: JSONValue?, reply: Replier,
+                              _ start: (@escaping @Sendable (NodeEvent) -> Void,
+                                        @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) -> Void) throws(EngineError) {
+        let answered = Latch()
+        let done = DispatchSemaphore(value: 0)
+        @Sendable func answerOnce(_ body: () -> Void) {
+            guard answered.set() else { return }
+            body()
+            done.signal()
+        }
+        start({ event in
+            guard case let .transfer(info) = event, info.transfer != nil else {
+                if case .transfer = event { reply.event(id, event) }
+                return
+            }
+            answerOnce { reply.success(id, event) }
+        }, { result in
+            answerOnce {
+                switch result {
+                case let .success(event): reply.success(id, NodeEvent.transfer(event))
+                case let .failure(error): reply.failure(id, error)
+                }
+            }
+        })
+        done.wait()
+    }
+
+    /// A flag set once, from any thread.
+    final class Latch: Sendable {
+        private let state = Mutex(false)
+        var isSet: Bool { state.withLock { $0 } }
+        /// Sets it; true for the call that set it first.
+        @discardableResult
+        func set() -> Bool {
+            state.withLock { state in
+                defer { state = true }
+                return !state
+            }
+        }
     }
 
     /// Writes answer lines to one client, through its outbox (never blocks the caller,

@@ -1,3 +1,4 @@
+internal import Glibc
 internal import PeerNet
 
 /// A running node with its home lock and control socket: what `syncpeer daemon` runs.
@@ -18,6 +19,9 @@ public final class Daemon: Sendable {
     /// socket. `onEvent` sees every event from the start (including `listening`).
     public static func start(home: NodeHome, config: NodeConfig,
                              onEvent: @escaping @Sendable (NodeEvent) -> Void) throws(EngineError) -> Daemon {
+        // A home never initialised has no key: say what to do (not a lock-file error about
+        // a folder that does not exist).
+        guard access(home.keyFile, F_OK) == 0 else { throw .notInitialised(home: home.path) }
         let lock: HomeLock
         do { lock = try HomeLock.acquire(path: home.lockFile) } catch {
             throw .network("\(error.description) (home \(home.path))")

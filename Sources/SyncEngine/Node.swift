@@ -274,6 +274,23 @@ public final class Node: @unchecked Sendable {
         return try result.get()
     }
 
+    /// Connects to a paired peer now, undoing `disconnect`: discovery may dial it again, and
+    /// its stored address is dialled at once. Returns once connected (or throws why not).
+    public func connect(peer peerText: String) throws(EngineError) -> PeerRef {
+        let target: Result<(String, PeerRef), EngineError> = queue.sync {
+            do {
+                let record = try knownPeer(for: peerText)
+                discovery?.release(record.deviceID)
+                return .success((record.deviceID, try peerRef(record)))
+            } catch {
+                return .failure(.wrapping(error))
+            }
+        }
+        let (_, peer) = try target.get()
+        try ensureConnected(peer.id.description)
+        return peer
+    }
+
     /// Lets a paired peer's offers be accepted without asking (into the receive folder), or not.
     public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> PeerRef {
         let result: Result<PeerRef, EngineError> = queue.sync {
@@ -757,7 +774,7 @@ public final class Node: @unchecked Sendable {
 
     func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
         do throws(PeerResolver.Failure) {
-            switch try PeerResolver.resolve(text, among: candidates()) {
+            switch try PeerResolver.resolve(text, among: candidates(), nearby: nearbyUnpairedNames()) {
             case let .peer(candidate): return candidate
             case let .address(address): throw PeerResolver.Failure.unknown(address)
             }

@@ -30,7 +30,7 @@ public struct NodeConfig: Sendable {
     public var redialMaximum: Duration = .seconds(30)
     /// Addresses to dial at start ("HOST:PORT"), in addition to paired peers' addresses.
     public var staticPeers: [String] = []
-    /// Where accepted files and folders go (`daemon --receive-dir`; default ~/Downloads).
+    /// Where accepted files and folders go (`daemon --receive-dir`; default XDG_DOWNLOAD_DIR, else ~/Downloads).
     public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
     /// Shared folders: how long file events are gathered before a rescan, and how often a
     /// full rescan runs as a safety net.
@@ -39,9 +39,12 @@ public struct NodeConfig: Sendable {
     /// Bytes of chunks a sender keeps in flight per transfer (bounds memory).
     public var sendWindowBytes = 16 << 20
 
+    /// XDG_DOWNLOAD_DIR (user-dirs.dirs), else ~/Downloads; created when a transfer is
+    /// accepted into it.
     static func defaultReceiveDirectory() -> String {
-        let home = ProcessInfo.processInfo.environment["HOME"] ?? "/tmp"
-        return home + "/Downloads"
+        UserDirs.downloadDirectory(environment: ProcessInfo.processInfo.environment) { path in
+            (try? String(contentsOfFile: path, encoding: .utf8)).map { String($0.prefix(65_536)) }
+        }
     }
 
     /// Transport rekey interval in messages (each direction).

@@ -31,6 +31,7 @@ public enum CLI {
         MsgCommand.self,
         ChatCommand.self,
         DisconnectCommand.self,
+        ConnectCommand.self,
         UnpairCommand.self,
         AutoAcceptCommand.self,
         EventsCommand.self,

@@ -53,6 +53,12 @@ struct JSONError: Encodable {
     let kind: String
     let exit: Int32
 
+    init(error: String, kind: String, exit: Int32) {
+        self.error = error
+        self.kind = kind
+        self.exit = exit
+    }
+
     init(_ error: CLIError) {
         self.error = error.description
         kind = error.kind
@@ -67,4 +73,6 @@ public enum ExitCode {
     public static let usage: Int32 = 2
     public static let state: Int32 = 3
     public static let data: Int32 = 4
+    /// Stopped by Ctrl-C (SIGINT), as shells count it: 128 + 2.
+    public static let interrupted: Int32 = 130
 }

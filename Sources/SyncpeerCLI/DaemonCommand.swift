@@ -94,8 +94,13 @@ struct DaemonCommand: Command {
         signal(SIGTERM, SIG_IGN)
         let daemon: Daemon
         do {
+            let transfers = TransferLog()
             daemon = try Daemon.start(home: context.home, config: config) { event in
-                if json { output.json(event) } else if let line = EventRenderer.line(event) { output.line(line) }
+                if json {
+                    output.json(event)
+                } else if let line = EventRenderer.line(event) ?? transfers.line(event) {
+                    output.line(line)
+                }
             }
         } catch { throw CLIError(error) }
         if !json {

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Synchronization
 internal import SyncEngine
 
 /// Turns node events into one human line each.
@@ -74,6 +75,34 @@ enum EventRenderer {
         if let reason = transfer.reason { text += " (\(reason))" }
         return text
     }
+}
+
+/// A daemon's log of transfers: a line when one changes state (never one per progress
+/// step), and one that says so when an interrupted transfer resumes.
+final class TransferLog: Sendable {
+    private let seen = Mutex<[String: (state: TransferState, paused: Bool)]>([:])
+
+    func line(_ event: NodeEvent) -> String? {
+        guard case let .transfer(transfer) = event, let id = transfer.transfer else { return nil }
+        return seen.withLock { seen -> String? in
+            let before = seen[id]
+            guard before?.state != transfer.state else { return nil }
+            let paused = (before?.paused ?? false) || transfer.state == .paused
+            seen[id] = transfer.isEnd ? nil : (transfer.state, paused)
+            if transfer.state == .active, before?.paused == true {
+                let held = ProgressLayout.formatPair(transfer.bytes ?? 0, transfer.total ?? 0)
+                let percent = (transfer.total ?? 0) > 0 ? Int(Double(transfer.bytes ?? 0) * 100 / Double(transfer.total!)) : 0
+                seen[id] = (.active, false)
+                return "\(transfer.name) \(transfer.direction == .send ? "to" : "from") \(EventRenderer.peerName(transfer.peer)): resuming at \(percent)% (\(held) held)"
+            }
+            return EventRenderer.transferLine(transfer)
+        }
+    }
+}
+
+extension TransferInfo {
+    /// Finished for good (the log forgets it).
+    var isEnd: Bool { state.isFinished }
 }
 
 extension CommandContext {

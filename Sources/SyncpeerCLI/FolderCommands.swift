@@ -97,39 +97,52 @@ struct StatusCommand: Command {
     static let spec = CommandSpec(
         name: "status",
         abstract: "show each shared folder: state, files, what each peer still needs, conflicts, offers",
-        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error. With --watch the status is printed again every 2 s until Ctrl-C.",
+        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error. With --watch the status is shown again every 2 s until Ctrl-C: redrawn in place on a terminal, one status after another when piped.",
         options: [OptionSpec("watch", help: "print the status again every 2 s")],
         examples: ["syncpeer status", "syncpeer status --json", "syncpeer status --watch"])
     let watch: Bool
     init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        // On a terminal --watch redraws the status in place; piped, each one follows the
+        // last after a blank line.
+        let inPlace = watch && context.output.isTerminal && !context.globals.json
+        var drawn = 0
         while true {
             let result = try context.call(.folders, as: FoldersResult.self)
             if context.globals.json {
                 context.output.json(result)
+            } else if inPlace {
+                let page = CapturedOutput()
+                show(result, page)
+                let width = ProgressRenderer.terminalWidth()
+                let lines = page.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                    .map { ProgressLayout.shorten(String($0), max(10, width - 1)) }
+                let up = drawn > 0 ? "\u{1b}[\(drawn)A" : ""
+                context.output.out("\r" + up + "\u{1b}[J" + lines.joined(separator: "\n") + "\n")
+                drawn = lines.count
             } else {
-                show(result, context)
+                show(result, context.output)
             }
             guard watch else { return ExitCode.success }
             try? await Task.sleep(for: .seconds(2))
-            if !context.globals.json { context.output.line("") }
+            if !context.globals.json && !inPlace { context.output.line("") }
         }
     }
 
-    func show(_ result: FoldersResult, _ context: CommandContext) {
-        if result.folders.isEmpty { context.output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
+    func show(_ result: FoldersResult, _ output: any OutputSink) {
+        if result.folders.isEmpty { output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
         for folder in result.folders {
             var line = "\(folder.label) (\(folder.folder))  \(folder.state.rawValue)  \(folder.files) files, \(ProgressRenderer.formatBytes(folder.bytes))  \(folder.path)"
             if folder.conflicts > 0 { line += "  \(folder.conflicts) conflict(s)" }
-            context.output.line(line)
-            if let error = folder.error { context.output.line("  error: \(error)") }
+            output.line(line)
+            if let error = folder.error { output.line("  error: \(error)") }
             if folder.failing > 0 {
-                context.output.line("  \(folder.failing) path(s) cannot be pulled now:")
+                output.line("  \(folder.failing) path(s) cannot be pulled now:")
                 for item in folder.failures {
-                    context.output.line("    \(item.path): \(item.reason) (\(item.retry))")
+                    output.line("    \(item.path): \(item.reason) (\(item.retry))")
                 }
-                if folder.failing > folder.failures.count { context.output.line("    and \(folder.failing - folder.failures.count) more") }
+                if folder.failing > folder.failures.count { output.line("    and \(folder.failing - folder.failures.count) more") }
             }
             for peer in folder.peers {
                 let connected = peer.connected ? "connected" : "not connected"
@@ -138,18 +151,18 @@ struct StatusCommand: Command {
                     : ""
                 let differ = peer.outOfSyncFiles > 0
                     ? "  (\(peer.outOfSyncFiles) files, \(ProgressRenderer.formatBytes(peer.outOfSyncBytes)) differ)" : ""
-                context.output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved)
+                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved)
             }
             for item in folder.transfers {
                 let peers = item.peers.map(\.name).joined(separator: ", ")
-                context.output.line("  ↓ \(item.path)  \(item.percent)%  \(ProgressRenderer.formatBytes(item.fetched)) of \(ProgressRenderer.formatBytes(item.needed)) from \(peers)")
+                output.line("  ↓ \(item.path)  \(item.percent)%  \(ProgressRenderer.formatBytes(item.fetched)) of \(ProgressRenderer.formatBytes(item.needed)) from \(peers)")
             }
         }
         for offer in result.offers {
             if let joins = offer.joins {
-                context.output.line("offer: \(EventRenderer.peerName(offer.peer)) asks to join your folder \(joins) (it would get your copy) — 'syncpeer accept \(offer.folder)'")
+                output.line("offer: \(EventRenderer.peerName(offer.peer)) asks to join your folder \(joins) (it would get your copy) — 'syncpeer accept \(offer.folder)'")
             } else {
-                context.output.line("offer: \(EventRenderer.peerName(offer.peer)) shares '\(offer.label)' — 'syncpeer accept \(offer.folder) [--into DIR]'")
+                output.line("offer: \(EventRenderer.peerName(offer.peer)) shares '\(offer.label)' — 'syncpeer accept \(offer.folder) [--into DIR]'")
             }
         }
     }

@@ -35,7 +35,7 @@ struct AnswerCommand {
             abstract: accept ? "accept an invitation (pin the peer's key) or an offer of files (receive it)"
                              : "decline an invitation (nothing of the peer is kept) or an offer of files",
             options: accept ? [OptionSpec("into", .value("DIR"), help: "for an offer: where to put it (default: the daemon's receive folder)")] : [],
-            arguments: [ArgumentSpec("ID", help: "an invitation ID ('syncpeer invitations') or a transfer ID ('syncpeer transfers')")],
+            arguments: [ArgumentSpec("ID", help: "an invitation ID ('syncpeer invitations') or a transfer ID ('syncpeer transfers'): any unique prefix, in any case")],
             examples: accept ? ["syncpeer accept K7Q2PX", "syncpeer accept 3f9a2c71 --into ~/Incoming"]
                              : ["syncpeer decline K7Q2PX"])
     }
@@ -47,16 +47,30 @@ struct AnswerCommand {
             context.print(result, text: accept ? "Accepted folder \(id) into \(result.path ?? "?")" : "Declined folder \(id)")
             return ExitCode.success
         }
-        // Invitation IDs are 6 letters and digits; transfer IDs are hex (32 digits, or a prefix of 7 or more).
-        if id.count >= 7, id.allSatisfy(\.isHexDigit) {
+        // Any unique prefix of an invitation ID or of an offer's transfer ID, in any case.
+        let invitations = try context.call(.invitations, as: [InvitationInfo].self)
+        let offers = try context.call(.transfers, as: [TransferInfo].self).filter { $0.direction == .receive && $0.state == .offered }
+        let candidates = invitations.map { IDPrefix.Candidate(id: $0.invitation, label: "invitation from \($0.peer.name)") }
+            + offers.compactMap { offer in
+                offer.transfer.map { IDPrefix.Candidate(id: $0, label: "offer of \(offer.name) from \(offer.peer?.name ?? "?")") }
+            }
+        let chosen: String
+        switch IDPrefix.match(id, in: candidates) {
+        case let .one(candidate): chosen = candidate.id
+        case let .ambiguous(found): throw .usage(IDPrefix.ambiguity(id, found))
+        case .none:
+            throw .engine(.notFound, "no invitation or offer '\(id)' is waiting: see 'syncpeer invitations' and 'syncpeer transfers'")
+        }
+        if offers.contains(where: { $0.transfer == chosen }) {
             let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
-            let result = try context.call(.answerOffer(transfer: id, accept: accept, directory: directory, follow: accept),
+            let result = try context.call(.answerOffer(transfer: chosen, accept: accept, directory: directory, follow: accept),
                                           as: TransferInfo.self, onEvent: renderer.show)
-            renderer.finish()
+            renderer.finish(with: result)
             context.print(NodeEvent.transfer(result), text: accept ? SendCommand.summary(result, verb: "Received", preposition: "from")
                                                : "Declined \(result.name)")
             return ExitCode.success
         }
+        let id = chosen
         let result = try context.call(.answerInvitation(invitation: id, accept: accept), as: PeerResult.self)
         context.print(result, text: (accept ? "Accepted " : "Declined ") + EventRenderer.peerName(result.peer))
         return ExitCode.success

@@ -79,6 +79,13 @@ struct DisconnectCommand: Command {
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run(.disconnect(peer: peer), verb: "Disconnected", context) }
 }
 
+struct ConnectCommand: Command {
+    static let spec = PeerAction.spec("connect", "connect to a paired peer now (undoes 'syncpeer disconnect')", "syncpeer connect bob")
+    let peer: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) { peer = arguments.positionals[0] }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run(.connect(peer: peer), verb: "Connected to", context) }
+}
+
 /// `syncpeer auto-accept PEER on|off`: offers from this peer are received without asking.
 struct AutoAcceptCommand: Command {
     static let spec = CommandSpec(

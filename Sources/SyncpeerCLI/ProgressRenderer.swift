@@ -1,22 +1,73 @@
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import Dispatch
 internal import Foundation
+internal import Synchronization
 internal import SyncEngine
 
-/// Shows transfer events: a live bar on a terminal (name, percentage, bytes, rate, ETA);
-/// with --json one NDJSON line per event (the engine already limits them to about five a
-/// second); otherwise (piped text) one plain line per change of state, never JSON.
+/// Shows transfer events. On a terminal: one live line per transfer (name, percentage,
+/// bytes, rate, ETA or what it waits for), redrawn in place, fitted to the terminal's
+/// width, the status coloured unless NO_COLOR is set; a clock redraws it even when no
+/// event comes (so a stall shows within 2 s). With --json: one NDJSON line per event.
+/// Piped text: one plain line per change of state, never JSON.
 final class ProgressRenderer: @unchecked Sendable {
-    // @unchecked: called from one control-client thread at a time.
+    // @unchecked: `ticker` is set once in init (DispatchSource is thread-safe); the rest is
+    // immutable or behind `state`.
     let output: any OutputSink
     let live: Bool
-    private var lastLineLength = 0
     private let json: Bool
-    /// Piped text: the last state printed per transfer (progress alone prints nothing).
-    private var shownStates: [String: TransferState] = [:]
+    private let colour: Bool
+    private let state = Mutex(Screen())
+    private let clockStart = ContinuousClock.now
+    private let ticker: (any DispatchSourceTimer)?
 
-    init(output: any OutputSink, json: Bool) {
+    /// What is on the screen (live) or was printed (piped), per transfer in order.
+    struct Screen {
+        var order: [String] = []
+        var tracks: [String: TransferTrack] = [:]
+        /// Lines drawn by the last redraw (live).
+        var drawn = 0
+        /// Piped text: the last state printed per transfer.
+        var shownStates: [String: TransferState] = [:]
+        var last: TransferInfo?
+        var finished = false
+    }
+
+    init(output: any OutputSink, json: Bool, environment: [String: String] = ProcessInfo.processInfo.environment) {
         self.output = output
         self.live = output.isTerminal && !json
         self.json = json
+        // https://no-color.org: any non-empty NO_COLOR turns colour off.
+        self.colour = live && (environment["NO_COLOR"] ?? "").isEmpty && environment["TERM"] != "dumb"
+        if live {
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
+            ticker = timer
+        } else {
+            ticker = nil
+        }
+        ticker?.setEventHandler { [weak self] in self?.redraw() }
+        ticker?.resume()
+    }
+
+    deinit { ticker?.cancel() }
+
+    private var now: Double {
+        let d = ContinuousClock.now - clockStart
+        return Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+
+    /// The latest event of the transfer shown last (for what a command says at the end).
+    var lastTransfer: TransferInfo? { state.withLock { $0.last } }
+
+    /// Seconds the transfer `id` spent moving bytes (not waiting for an answer or a peer).
+    func movingSeconds(of id: String?) -> Double? {
+        let now = self.now
+        return state.withLock { screen in
+            guard let key = id ?? screen.order.last, let track = screen.tracks[key] else { return nil }
+            return track.movingSeconds(at: now)
+        }
     }
 
     func show(_ event: NodeEvent) {
@@ -24,72 +75,108 @@ final class ProgressRenderer: @unchecked Sendable {
             output.json(event)
             return
         }
-        guard live else {
-            // Piped text: a line when something changes, not a line per progress step.
-            guard case let .transfer(transfer) = event else {
-                if let line = EventRenderer.line(event) { output.line(line) }
-                return
-            }
-            let key = transfer.transfer ?? transfer.name
-            guard shownStates[key] != transfer.state else { return }
-            shownStates[key] = transfer.state
-            output.line(EventRenderer.transferLine(transfer))
-            return
-        }
+        let now = self.now
         guard case let .transfer(transfer) = event else {
-            if let line = EventRenderer.line(event) { clear(); output.line(line) }
+            guard let line = EventRenderer.line(event) else { return }
+            if live { printAbove(line) } else { output.line(line) }
             return
         }
-        let line = Self.bar(transfer, width: 24)
-        let padding = lastLineLength > line.count ? String(repeating: " ", count: lastLineLength - line.count) : ""
-        output.out("\r" + line + padding)
-        lastLineLength = line.count
-    }
-
-    /// Ends the live line.
-    func finish() {
-        if live && lastLineLength > 0 { output.out("\n") }
-        lastLineLength = 0
-    }
-
-    private func clear() {
-        if lastLineLength > 0 { output.out("\r" + String(repeating: " ", count: lastLineLength) + "\r") }
-        lastLineLength = 0
-    }
-
-    static func bar(_ event: TransferInfo, width: Int) -> String {
-        let name = event.name
-        let bytes = event.bytes ?? 0
-        let total = event.total ?? 0
-        let fraction = total > 0 ? Double(bytes) / Double(total) : 1
-        let filled = Int((fraction * Double(width)).rounded(.down))
-        let bar = String(repeating: "#", count: filled) + String(repeating: "-", count: max(0, width - filled))
-        let percent = String(format: "%3.0f%%", fraction * 100)
-        var line = "\(shorten(name, 28))  \(percent) [\(bar)] \(formatBytes(bytes))/\(formatBytes(total))"
-        if let rate = event.rate, rate > 0 { line += "  \(formatBytes(Int64(rate)))/s" }
-        if let eta = event.eta, eta > 0 { line += "  ETA \(formatDuration(eta))" }
-        if event.state != .active { line += "  \(event.state.rawValue)" }
-        return line
-    }
-
-    static func shorten(_ text: String, _ limit: Int) -> String {
-        text.count <= limit ? text : String(text.prefix(limit - 1)) + "…"
-    }
-
-    /// Decimal units, as disks and networks count: 1.5 MB = 1,500,000 bytes.
-    static func formatBytes(_ bytes: Int64) -> String {
-        let units = ["B", "kB", "MB", "GB", "TB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1000 && unit < units.count - 1 {
-            value /= 1000
-            unit += 1
+        let text: String? = state.withLock { screen in
+            let key = Self.track(transfer, on: &screen, at: now)
+            if live { return nil }
+            guard screen.shownStates[key] != transfer.state else { return nil }
+            screen.shownStates[key] = transfer.state
+            return EventRenderer.transferLine(transfer)
         }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        if let text { output.line(text) }
+        if live { redraw() }
     }
 
-    static func formatDuration(_ seconds: Double) -> String {
-        let s = Int(seconds.rounded(.up))
-        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+    /// Records `transfer` in its line's track (a new line for a new transfer); returns its key.
+    private static func track(_ transfer: TransferInfo, on screen: inout Screen, at now: Double) -> String {
+        let preparing = "preparing:" + transfer.name + ":" + (transfer.peer?.name ?? "")
+        let key = transfer.transfer.map { String($0.prefix(12)) } ?? preparing
+        // The preparing line of a send becomes the transfer's once it has an ID.
+        if key != preparing, let index = screen.order.firstIndex(of: preparing) {
+            screen.order[index] = key
+            screen.tracks[key] = screen.tracks.removeValue(forKey: preparing)
+        }
+        if screen.tracks[key] == nil {
+            screen.order.append(key)
+            screen.tracks[key] = TransferTrack(transfer, at: now)
+        } else {
+            screen.tracks[key]!.update(transfer, at: now)
+        }
+        screen.last = transfer
+        return key
     }
+
+    /// Ends the live lines with the command's final answer drawn (the daemon's last event may
+    /// be "finishing": the last frame says "done", or why not). Prints nothing else: the
+    /// command says the outcome itself (in JSON too).
+    func finish(with result: TransferInfo) {
+        let now = self.now
+        if live { state.withLock { screen in _ = Self.track(result, on: &screen, at: now) } }
+        finish()
+    }
+
+    /// Redraws every transfer's line in place (live only).
+    func redraw() {
+        guard live else { return }
+        let now = self.now
+        let width = Self.terminalWidth()
+        let text: String? = state.withLock { screen in
+            guard !screen.finished, !screen.order.isEmpty else { return nil }
+            let lines = screen.order.compactMap { screen.tracks[$0] }.map { track in
+                let info = track.info
+                return ProgressLayout.line(name: info.name, bytes: info.bytes ?? 0, total: info.total ?? 0,
+                                           status: track.status(at: now), width: width, colour: colour).styled
+            }
+            var out = Self.moveToTop(screen.drawn)
+            out += lines.map { "\u{1b}[2K" + $0 }.joined(separator: "\n")
+            screen.drawn = lines.count
+            return out
+        }
+        if let text { output.out(text) }
+    }
+
+    /// A line of another event above the transfer lines.
+    private func printAbove(_ line: String) {
+        let clear: String = state.withLock { screen in
+            defer { screen.drawn = 0 }
+            return Self.moveToTop(screen.drawn) + (screen.drawn > 0 ? "\u{1b}[J" : "")
+        }
+        output.out(clear + line + "\n")
+        redraw()
+    }
+
+    /// From the end of the last drawn line to the start of the first.
+    private static func moveToTop(_ drawn: Int) -> String {
+        guard drawn > 0 else { return "" }
+        return "\r" + (drawn > 1 ? "\u{1b}[\(drawn - 1)A" : "")
+    }
+
+    /// Ends the live lines (the last frame stays on the screen).
+    func finish() {
+        ticker?.cancel()
+        guard live else { return }
+        redraw()
+        let drawn: Int = state.withLock { screen in
+            screen.finished = true
+            return screen.drawn
+        }
+        if drawn > 0 { output.out("\n") }
+    }
+
+    /// The terminal's width (TIOCGWINSZ on standard output), else $COLUMNS, else 80.
+    static func terminalWidth() -> Int {
+        var size = winsize()
+        if ioctl(1, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 { return Int(size.ws_col) }
+        if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap(Int.init), columns > 0 { return columns }
+        return 80
+    }
+
+    static func formatBytes(_ bytes: Int64) -> String { ProgressLayout.formatBytes(bytes) }
+    static func formatDuration(_ seconds: Double) -> String { ProgressLayout.formatDuration(seconds) }
+    static func shorten(_ text: String, _ limit: Int) -> String { ProgressLayout.shorten(text, limit) }
 }

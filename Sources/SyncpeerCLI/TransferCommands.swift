@@ -41,20 +41,24 @@ struct SendCommand: Command {
         options: [
             OptionSpec("to", .value("PEER"), help: "display name, device ID (prefix) or HOST:PORT of a paired peer"),
             OptionSpec("name", .value("NAME"), help: "the name the receiver sees (default: the file or folder name; 'stdin' for -)"),
+            OptionSpec("detach", help: "hand the transfer to the running daemon and return (Ctrl-C no longer cancels it)"),
         ],
         arguments: [ArgumentSpec("PATH", help: "a file, a folder, or - for standard input")],
         examples: ["syncpeer send report.pdf --to laptop", "syncpeer send ~/Photos/trip --to bob",
-                   "tar c notes | syncpeer send - --to bob --name notes.tar"])
+                   "tar c notes | syncpeer send - --to bob --name notes.tar",
+                   "syncpeer send big.iso --to bob --detach"])
 
     let path: String
     let peer: String
     let name: String?
+    let detach: Bool
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         guard let peer = arguments.value("to") else { throw .usage("'syncpeer send' needs --to PEER") }
         self.peer = peer
         path = arguments.positionals[0]
         name = arguments.value("name")
+        detach = arguments.flag("detach")
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
@@ -66,23 +70,62 @@ struct SendCommand: Command {
         guard FileManager.default.fileExists(atPath: source) else {
             throw .usage("\(path): no such file or folder")
         }
-        let request = ControlRequest.send(path: source, peer: peer, name: name, spool: nil)
+        let request = ControlRequest.send(path: source, peer: peer, name: name, spool: nil, detach: detach)
+        if detach { return try runDetached(request, context) }
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
-        let started = ContinuousClock.now
         return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
+            // Ctrl-C: the daemon is told this client is going; it cancels the transfer
+            // (the offer is withdrawn, the receiver's partial data removed) and answers.
+            let interrupt = InterruptWatch { client.hangUp() }
+            defer { interrupt.stop() }
             let result: TransferInfo
             do throws(EngineError) { result = try client.call(request, onEvent: renderer.show) } catch {
                 renderer.finish()
+                if interrupt.interrupted { return Self.reportCancelled(renderer.lastTransfer, context) }
                 throw CLIError(error)
             }
-            renderer.finish()
-            let elapsed = ContinuousClock.now - started
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            renderer.finish(with: result)
+            let seconds = renderer.movingSeconds(of: result.transfer)
             let total = Double(result.total ?? 0)
-            context.print(NodeEvent.transfer(result), text: Self.summary(result, verb: "Sent", preposition: "to")
-                + String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001)))))
+            var text = Self.summary(result, verb: "Sent", preposition: "to")
+            if let seconds {
+                text += String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001))))
+            }
+            context.print(NodeEvent.transfer(result), text: text)
             return ExitCode.success
         }
+    }
+
+    /// After Ctrl-C: says what became of the transfer and exits 130.
+    static func reportCancelled(_ last: TransferInfo?, _ context: CommandContext) -> Int32 {
+        let name = last?.name ?? "the transfer"
+        let peer = last.map { EventRenderer.peerName($0.peer) } ?? "the peer"
+        let text = last?.transfer == nil
+            ? "Cancelled \(name): nothing was offered to \(peer)"
+            : "Cancelled \(name): the offer to \(peer) is withdrawn and whatever \(peer) received of it is removed"
+        if context.globals.json {
+            context.output.errJSON(JSONError(error: text, kind: "cancelled", exit: ExitCode.interrupted))
+        } else {
+            context.output.err(text + "\n")
+        }
+        return ExitCode.interrupted
+    }
+
+    /// `--detach`: the running daemon takes the transfer; says how to follow and cancel it.
+    private func runDetached(_ request: ControlRequest, _ context: CommandContext) throws(CLIError) -> Int32 {
+        guard let client = try? ControlClient.connect(home: context.home) else {
+            throw .state("--detach hands the transfer to a running daemon, and none is running for \(context.home.path): start one with 'syncpeer daemon'")
+        }
+        let result: TransferInfo
+        do throws(EngineError) { result = try client.call(request) } catch {
+            throw CLIError(error)
+        }
+        let id = String((result.transfer ?? "?").prefix(8))
+        context.print(NodeEvent.transfer(result), text: """
+            Handed \(result.name) to the daemon (transfer \(id), \(result.state.rawValue) to \(EventRenderer.peerName(result.peer))): \
+            'syncpeer transfers --watch' follows it, 'syncpeer cancel \(id)' cancels it
+            """)
+        return ExitCode.success
     }
 
     static func summary(_ event: TransferInfo, verb: String, preposition: String) -> String {
@@ -157,7 +200,7 @@ struct ReceiveCommand: Command {
                 renderer.finish()
                 throw CLIError(error)
             }
-            renderer.finish()
+            renderer.finish(with: result)
             if result.state == .declined {
                 context.print(NodeEvent.transfer(result), text: "Declined \(result.name) from \(EventRenderer.peerName(result.peer))")
                 return ExitCode.success
@@ -207,10 +250,17 @@ struct TransfersCommand: Command {
         } else {
             do throws(EngineError) { list = try Node.recordedTransfers(home: context.home) } catch { throw CLIError(error) }
         }
-        show(list, context)
+        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
+        if watch && renderer.live {
+            // One live line per transfer, redrawn in place: the unfinished ones, then any
+            // that start while watching.
+            for item in list where !item.state.isFinished { renderer.show(.transfer(item)) }
+            if list.allSatisfy(\.state.isFinished) { context.output.line("no transfer running; waiting for one (Ctrl-C to stop)") }
+        } else {
+            show(list, context)
+        }
         guard watch else { return ExitCode.success }
         let client = try context.client()
-        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         do {
             try client.streamEvents { event in
                 if event.kind == .transfer || event.kind == .offer { renderer.show(event) }
@@ -239,16 +289,32 @@ struct TransfersCommand: Command {
     }
 }
 
+/// The full ID of the unfinished transfer that `typed` (any unique prefix) names.
+func unfinishedTransfer(_ typed: String, _ context: CommandContext) throws(CLIError) -> String {
+    let list = try context.call(.transfers, as: [TransferInfo].self).filter { !$0.state.isFinished }
+    let candidates = list.compactMap { item in
+        item.transfer.map {
+            IDPrefix.Candidate(id: $0, label: "\(item.name) \(item.direction == .send ? "to" : "from") \(item.peer?.name ?? "?"), \(item.state.rawValue)")
+        }
+    }
+    switch IDPrefix.match(typed, in: candidates) {
+    case let .one(candidate): return candidate.id
+    case let .ambiguous(found): throw .usage(IDPrefix.ambiguity(typed, found))
+    case .none: throw .engine(.notFound, "no unfinished transfer '\(typed)'; see 'syncpeer transfers'")
+    }
+}
+
 /// `syncpeer cancel ID`.
 struct CancelCommand: Command {
     static let spec = CommandSpec(
         name: "cancel",
         abstract: "cancel a transfer (a receiver's partial data is removed)",
-        arguments: [ArgumentSpec("ID", help: "the transfer ID, or its first characters (see 'syncpeer transfers')")],
+        arguments: [ArgumentSpec("ID", help: "the transfer ID, or any unique prefix of it (see 'syncpeer transfers')")],
         examples: ["syncpeer cancel 3f9a2c"])
     let id: String
     init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals[0] }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let id = try unfinishedTransfer(self.id, context)
         let result = try context.call(.cancel(transfer: id), as: TransferInfo.self)
         context.print(NodeEvent.transfer(result), text: "Cancelled \(result.name)")
         return ExitCode.success
@@ -266,6 +332,8 @@ struct ResumeCommand: Command {
     let id: String?
     init(parsing arguments: ParsedArguments) throws(CLIError) { id = arguments.positionals.first }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        var id: String?
+        if let typed = self.id { id = try unfinishedTransfer(typed, context) }
         let result = try context.call(.resume(transfer: id), as: ResumeResult.self)
         context.print(result, text: "Offered again: \(result.offered) transfer(s)")
         return ExitCode.success

@@ -244,8 +244,11 @@ struct JSONContractTests {
         checkError("visibility", try cli(alice, ["visibility"]), exit: 3, kind: "notFound")
         checkError("msg (unknown peer)", try cli(alice, ["msg", "--to", "zed", "hi"]), exit: 3, kind: "notFound")
         checkError("send (usage)", try env.run(["--home", alice.home, "send", "--json"]), exit: 2, kind: "usage")
+        checkError("send (never initialised)", try env.run(["--home", env.home("nobody"), "send", "/etc/hostname", "--to", "bob", "--json"]),
+                   exit: 3, kind: "notInitialised")
 
         _ = check("command disconnect", try cli(alice, ["disconnect", "bob"]))
+        _ = check("command connect", try cli(alice, ["connect", "bob"]))
         _ = check("command unpair", try cli(alice, ["unpair", "bob"]))
 
         // Every event both daemons printed, as documented.

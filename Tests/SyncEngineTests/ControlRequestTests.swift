@@ -14,11 +14,12 @@ struct ControlRequestTests {
         .answerOffer(transfer: "3f9a2c71", accept: false, directory: nil, follow: false),
         .answerShare(folder: "abcde-fghij", accept: true, directory: nil),
         .send(path: "/tmp/a", peer: "bob", name: "a.txt", spool: nil),
+        .send(path: "/tmp/a", peer: "bob", name: nil, spool: nil, detach: true),
         .receive(directory: nil, accept: true), .receive(directory: "/tmp", accept: false),
         .share(directory: "/tmp/docs", peers: ["bob", "carol"]), .unshare(directory: "/tmp/docs"),
         .confirm(directory: "/tmp/docs"), .resolve(path: "/tmp/docs/a", keep: .both),
         .cancel(transfer: "3f9a"), .resume(transfer: nil), .resume(transfer: "3f9a"),
-        .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .unpair(peer: "bob"),
+        .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
         .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
     ]

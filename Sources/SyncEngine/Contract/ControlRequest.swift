@@ -15,7 +15,10 @@ public enum ControlRequest: Sendable, Equatable {
     /// Accepts or declines an offer of files; with `follow`, the answer comes when it ends.
     case answerOffer(transfer: String, accept: Bool, directory: String?, follow: Bool)
     case answerShare(folder: String, accept: Bool, directory: String?)
-    case send(path: String, peer: String, name: String?, spool: String?)
+    /// Sends to one peer. Unless `detach`, the transfer belongs to the client: when its
+    /// connection goes away (Ctrl-C), the transfer is cancelled. With `detach` the answer
+    /// comes once the transfer has its ID, and the daemon carries on with it.
+    case send(path: String, peer: String, name: String?, spool: String?, detach: Bool = false)
     /// Waits for the next offer and accepts (or declines) it.
     case receive(directory: String?, accept: Bool)
     case share(directory: String, peers: [String])
@@ -29,6 +32,8 @@ public enum ControlRequest: Sendable, Equatable {
     case resume(transfer: String?)
     case message(peer: String, text: String)
     case disconnect(peer: String)
+    /// Connects to a paired peer now (undoes `disconnect`).
+    case connect(peer: String)
     case unpair(peer: String)
     case autoAccept(peer: String, on: Bool)
     /// Streams every event until the client disconnects.
@@ -44,7 +49,7 @@ public enum ControlRequest: Sendable, Equatable {
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
         case share, unshare, confirm, folders, conflicts, resolve, transfers, cancel, resume, msg
-        case disconnect, unpair, autoAccept = "auto-accept", events
+        case disconnect, connect, unpair, autoAccept = "auto-accept", events
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
 
@@ -71,6 +76,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .resume: .resume
         case .message: .msg
         case .disconnect: .disconnect
+        case .connect: .connect
         case .unpair: .unpair
         case .autoAccept: .autoAccept
         case .events: .events
@@ -103,11 +109,12 @@ public enum ControlRequest: Sendable, Equatable {
         case let .answerShare(folder, _, directory):
             put("folder", folder)
             put("dir", directory)
-        case let .send(path, peer, name, spool):
+        case let .send(path, peer, name, spool, detach):
             put("path", path)
             put("peer", peer)
             put("name", name)
             put("spool", spool)
+            if detach { a["detach"] = .bool(true) }
         case let .receive(directory, accept):
             put("dir", directory)
             a["decline"] = .bool(!accept)
@@ -126,7 +133,7 @@ public enum ControlRequest: Sendable, Equatable {
         case let .message(peer, text):
             put("peer", peer)
             put("text", text)
-        case let .disconnect(peer), let .unpair(peer):
+        case let .disconnect(peer), let .unpair(peer), let .connect(peer):
             put("peer", peer)
         case let .autoAccept(peer, on):
             put("peer", peer)
@@ -190,7 +197,8 @@ public enum ControlRequest: Sendable, Equatable {
                 self = .answerInvitation(invitation: try string("invitation"), accept: accept)
             }
         case .send:
-            self = .send(path: try string("path"), peer: try string("peer"), name: try optional("name"), spool: try optional("spool"))
+            self = .send(path: try string("path"), peer: try string("peer"), name: try optional("name"), spool: try optional("spool"),
+                         detach: try flag("detach") ?? false)
         case .receive: self = .receive(directory: try optional("dir"), accept: try flag("decline") != true)
         case .share:
             guard let list = request["peers"]?.arrayValue, !list.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
@@ -207,6 +215,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .resume: self = .resume(transfer: try optional("transfer"))
         case .msg: self = .message(peer: try string("peer"), text: try string("text"))
         case .disconnect: self = .disconnect(peer: try string("peer"))
+        case .connect: self = .connect(peer: try string("peer"))
         case .unpair: self = .unpair(peer: try string("peer"))
         case .autoAccept: self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true)
         case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))

@@ -73,6 +73,14 @@ extension Node {
 
     static let discoveryOff = EngineError.notFound("discovery is off (the daemon runs with --no-discovery)")
 
+    /// Names of the nodes discovery sees nearby that are not paired (on the queue): what a
+    /// name the user typed may mean ("carol is nearby but not paired").
+    func nearbyUnpairedNames() -> [String] {
+        guard let discovery else { return [] }
+        let paired = Set(((try? index.peers()) ?? []).filter { $0.trust == .paired }.map(\.deviceID))
+        return discovery.peers.filter { !paired.contains($0.deviceKey) }.compactMap { $0.browsed(paired: false)?.peer.name }
+    }
+
     // MARK: On the queue
 
     /// Discovery facts for `status` and `visibility`.

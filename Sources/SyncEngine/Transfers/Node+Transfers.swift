@@ -35,6 +35,7 @@ extension Node {
     /// Sends a file or folder (or a spooled stream) to a connected, paired peer. The
     /// observer sees progress and then the end (completed, declined, failed).
     public func send(path: String, to peerText: String, name: String?, spoolFile: String?,
+                     cancellation: SendCancellation? = nil,
                      observer: @escaping @Sendable (NodeEvent) -> Void,
                      completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
         let resolved: Result<(UInt64, String, PeerRef), EngineError> = queue.sync {
@@ -80,6 +81,11 @@ extension Node {
                 return
             }
             queue.async { [self] in
+                if cancellation?.isCancelled == true {
+                    if let spoolFile { unlink(spoolFile) }
+                    completion(.failure(.refused("transfer cancelled before it was offered")))
+                    return
+                }
                 let observer = TransferObserver(progress: observer, completion: completion)
                 // The same content to the same peer, still unfinished: continue that transfer
                 // (same ID, so the receiver resumes) instead of starting another.
@@ -87,6 +93,10 @@ extension Node {
                     $0.peerKey == target.1 && $0.prepared.rootHash == prepared.rootHash && !$0.isFinished
                 }) {
                     running.observers.append(observer)
+                    if cancellation?.attach(running.id.description) == false {
+                        perform(.cancelledHere, on: running)
+                        return
+                    }
                     if running.state == .paused, let session = sessions[target.0], session.machine.state == .connected {
                         offer(running, on: session)
                     } else {
@@ -108,6 +118,10 @@ extension Node {
                 if recorded == nil {
                     supersedeRecordedSends(of: path, to: target.1, by: transfer.id)
                     recordOutgoing(transfer, source: path)
+                }
+                if cancellation?.attach(transfer.id.description) == false {
+                    perform(.cancelledHere, on: transfer)
+                    return
                 }
                 guard let session = sessions[target.0], session.machine.state == .connected else {
                     pauseOutgoing(transfer, reason: "waiting for \(target.2.name) to reconnect")
@@ -244,10 +258,15 @@ extension Node {
         let name = (try? index.peer(deviceID: record.deviceID))?.name ?? "?"
         let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
         return TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive, peer: peer,
-                            name: record.name, state: TransferState(record.state), bytes: record.bytesDone, total: record.size,
+                            name: record.name, state: TransferState(record.state),
+                            // A completed transfer holds every byte (the count is recorded in batches).
+                            bytes: record.state == .completed ? record.size : record.bytesDone, total: record.size,
                             path: record.direction == .receive ? record.finalPath : nil, reason: record.error,
                             time: record.updatedAt)
     }
+
+    /// The receive folder of this node's configuration (created when missing).
+    var defaultReceiveDirectory: String { config.receiveDirectory }
 
     // MARK: - Session hooks (queue)
 
@@ -362,7 +381,11 @@ extension Node {
     private func offer(_ transfer: OutgoingTransfer, on session: Session) {
         transfer.sessionID = session.id
         transfer.move(to: .offered)
-        if let window = transfer.window { transfer.bytesSentBefore += Int64(window.sentBytes) }
+        if let window = transfer.window {
+            transfer.bytesSentBefore += Int64(window.sentBytes)
+            // Shown until the receiver answers with what it holds (never "0%" on a resume).
+            transfer.heldBefore = max(transfer.heldBefore, Int64(window.confirmedBytes))
+        }
         transfer.window = nil
         session.send([.offer(transfer.prepared.offer)])
         emitTransfer(transfer, force: true)
@@ -379,6 +402,8 @@ extension Node {
         if transfer.neededBytes == nil { transfer.neededBytes = Int64(window.totalBytes - window.confirmedBytes) }
         transfer.window = window
         transfer.move(to: .active)
+        // What the receiver already holds was not moved now: the rate counts from here.
+        transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.confirmedBytes)
         recordTransfer(transfer, "its active state") { index throws(IndexError) in
             try index.updateTransferState(id: id.description, to: .active)
         }
@@ -630,6 +655,14 @@ extension Node {
             var have = Set<Int>()
             let outcome: Result<Void, FileError> = Result { () throws(FileError) in
                 if transfer.target == nil {
+                    // The default receive folder (~/Downloads) is made when it is missing; a
+                    // folder the user named must exist (the CLI checks it).
+                    if directory == defaultReceiveDirectory, !FileManager.default.fileExists(atPath: directory) {
+                        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+                            throw FileError(kind: .io, operation: "create the receive folder", path: directory,
+                                            message: "\(error.localizedDescription)")
+                        }
+                    }
                     transfer.target = try DirectoryHandle(path: directory)
                 }
                 let target = transfer.target!
@@ -683,6 +716,7 @@ extension Node {
                     }
                     recordIncoming(transfer, directory: directory)
                     transfer.move(to: .active)
+                    transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.verifiedBytes)
                     sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.chunkCount))])
                     emitTransfer(transfer, force: true)
                     if have.count == transfer.layout.chunkCount { complete(transfer) }
@@ -946,10 +980,14 @@ extension Node {
             resent = incoming.duplicateBytes
         }
         let remaining = max(0, transfer.totalSize - done)
+        // A rate and a time to go only while bytes move: none while paused or waiting for an
+        // answer (the last rate would be a lie), none while the window is still filling.
+        let clock = transfer.elapsedSeconds()
+        let moving = transfer.state == .active
         return TransferInfo(transfer: transfer.id.description, direction: direction, peer: transfer.peer, name: transfer.name,
                             state: transfer.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
-                            rate: transfer.meter.bytesPerSecond,
-                            eta: transfer.isFinished ? 0 : transfer.meter.eta(remaining: remaining),
+                            rate: moving ? transfer.meter.rate(at: clock) : nil,
+                            eta: transfer.isFinished ? 0 : moving ? transfer.meter.eta(remaining: remaining, at: clock) : nil,
                             path: path, resent: resent, reason: reason ?? transfer.recordFailure, time: now())
     }
 

@@ -118,7 +118,10 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
                    sizes: prepared.offer.entries.map { Int64($0.size) }, state: .offered)
     }
 
-    var confirmedBytes: Int64 { Int64(window?.confirmedBytes ?? 0) }
+    /// Bytes the receiver confirmed in an earlier attempt (shown while offering again).
+    var heldBefore: Int64 = 0
+
+    var confirmedBytes: Int64 { window.map { Int64($0.confirmedBytes) } ?? heldBefore }
 }
 
 /// Receiving one offer from one peer.

@@ -102,7 +102,8 @@ struct TransferMachine: Sendable {
         case let (.receive, .cannotOpen(path, reason, diskFull)):
             // Whatever partial data exists is kept: resumable once the folder is usable
             // again ('syncpeer cancel' removes it).
-            return [.send(.decline(id: id, reason: "the receiver cannot write: \(diskFull ? "disk full" : "an error")")),
+            // The sender is told the real reason (its own words, bounded), not "an error".
+            return [.send(.decline(id: id, reason: "the receiver cannot write there: \(diskFull ? "disk full" : String(reason.prefix(300)))")),
                     .finish(.paused, .io(path: path, reason: reason))]
         case let (.receive, .writeFailed(path, reason)):
             return [.send(.done(id: id, ok: false, reason: String(reason.prefix(400)))),
