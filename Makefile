@@ -1,6 +1,7 @@
 # syncpeer — two commands do all set-up on a fresh Debian machine (as root):
 #   make demo    install dependencies, build, show two local peers at work
 #   make test    install dependencies, build, run every test
+#   make install release build, man pages, completions, systemd user unit (PREFIX, DESTDIR)
 #   make bench   release build, throughput/resume/memory figures on loopback (~5 min)
 #   make chaos   20 long chaos runs: three daemons, random edits, kills and link cuts, then
 #                every node must converge and keep every version (~40 min; CHAOS_COUNT=N,
@@ -11,7 +12,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 export SYNCPEER_INTERFACE ?= lo
 
 SWIFT_FLAGS ?=
-.PHONY: deps build release test demo bench chaos clean schema
+.PHONY: deps build release test demo bench chaos clean schema install uninstall
 
 deps:
 	@bash scripts/install-deps.sh
@@ -50,6 +51,15 @@ chaos: build
 	SYNCPEER_CHAOS=long SYNCPEER_CHAOS_COUNT=$(CHAOS_COUNT) SYNCPEER_CHAOS_SECONDS=$(CHAOS_SECONDS) \
 	  $(if $(CHAOS_SEED),SYNCPEER_CHAOS_SEED=$(CHAOS_SEED)) \
 	  SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) swift test --skip-build $(SWIFT_FLAGS) --filter 'EndToEndTests.ChaosTests'
+
+# The release binary, man pages and bash/zsh/fish completions generated from its help texts,
+# and a systemd user unit, under $(DESTDIR)$(PREFIX); `make uninstall` removes exactly those.
+PREFIX ?= /usr/local
+install: release
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" bash scripts/install.sh install "$$(swift build -c release --static-swift-stdlib --show-bin-path)/syncpeer"
+
+uninstall:
+	PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" bash scripts/install.sh uninstall
 
 # Regenerates the embedded copy of schema/*.sql (a test fails when the two differ).
 schema:

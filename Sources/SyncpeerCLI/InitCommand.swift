@@ -41,6 +41,9 @@ struct InitCommand: Command {
         }
         context.output.line("Device ID: \(identity.deviceID)")
         context.output.line("Name:      \(identity.displayName)")
+        if result.createdIdentity {
+            context.output.line("Next: run 'syncpeer daemon', or with the user unit of 'make install': systemctl --user enable --now syncpeer")
+        }
         return ExitCode.success
     }
 
