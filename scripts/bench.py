@@ -812,6 +812,11 @@ def is_temp_name(name):
     return name.endswith(".syncpeer-tmp") or ".syncpeer-partial" in name
 
 
+def is_own_name(name):
+    """syncpeer's own files in a folder: temporaries and the root marker (.syncpeer-folder)."""
+    return is_temp_name(name) or name.startswith(".syncpeer")
+
+
 def sync_small(bench, results, sampler, count=10_000, size=4096):
     log(f"sync_small: {count:,} files of {size} B on alice")
     alice, bob, inbox, _ = folder_pair(bench, "sync_small")
@@ -830,7 +835,7 @@ def sync_small(bench, results, sampler, count=10_000, size=4096):
 
     def arrived():
         try:
-            names = [e.name for e in os.scandir(target) if e.is_file(follow_symlinks=False) and not is_temp_name(e.name)]
+            names = [e.name for e in os.scandir(target) if e.is_file(follow_symlinks=False) and not is_own_name(e.name)]
         except FileNotFoundError:
             return False
         state["seen"] = len(names)

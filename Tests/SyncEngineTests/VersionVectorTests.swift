@@ -115,7 +115,7 @@ struct Replica {
         var remotes: [String: FileState] = [:]
         for other in others { if let s = other.state { remotes[other.device] = s } }
         let before = state
-        switch SyncPlanner().plan(local: state, remotes: remotes) {
+        switch SyncPlanner(localDevice: device).plan(local: state, remotes: remotes) {
         case .upToDate: break
         case .pull(let s, _), .updateMetadata(let s, _), .delete(let s, _), .keepLocal(let s): state = s
         case .conflict(let winner, _, let loser, let copyName):
@@ -238,6 +238,55 @@ func contentKey(_ s: FileState) -> String {
         #expect(alice.state.map(contentKey) == contentKey(file(vv([devA: 2]), content: 2)), "alice's edit wins")
         let copies = (alice.copies + bob.copies + carol.copies).map { contentKey($0.1) }
         #expect(copies.contains(contentKey(file(vv([devB: 1]), content: 3))), "bob's edit survives as a conflict copy")
+    }
+
+    /// make chaos seed 1016: alice merges two concurrent tombstones (hers and bob's) into
+    /// {A:2,B:2} while carol merges the same two with her live edit into the same {A:2,B:2}.
+    /// Equal versions, one deleted and one live: before the tie break each kept its own state
+    /// for good (alice "held a tombstone with exactly the live record's version"). Now the
+    /// conflict rules' winner (the edit) is recorded with a change on top, and all converge.
+    @Test func equalVersionsWithDifferentStatesConverge() {
+        let tombA = tombstone(vv([devA: 2]), mtime: t0 + 1, by: devA)
+        let tombB = tombstone(vv([devB: 2]), mtime: t0 + 2, by: devB)
+        let liveC = file(vv([devA: 1, devB: 1]), content: 7, mtime: t0 + 3, by: devC)
+        var alice = Replica(device: devA, state: tombA)
+        let bob = Replica(device: devB, state: tombB)
+        var carol = Replica(device: devC, state: liveC)
+        _ = carol.sync(with: [alice, bob])   // carol hears both tombstones: her edit wins, merged
+        _ = alice.sync(with: [bob])          // alice hears only bob: two tombstones, merged
+        #expect(alice.state?.version == carol.state?.version && alice.state?.deleted == true && carol.state?.deleted == false,
+                "the tie this test is about: \(String(describing: alice.state)) / \(String(describing: carol.state))")
+        var replicas = [alice, bob, carol]
+        for _ in 0..<8 {
+            for j in 0..<3 { _ = replicas[j].sync(with: replicas.indices.filter { $0 != j }.map { replicas[$0] }) }
+        }
+        let states = replicas.map(\.state)
+        #expect(states.allSatisfy { $0 == states[0] }, "converged: \(states)")
+        #expect(states[0].map(contentKey) == contentKey(liveC), "the edit wins over the deletions")
+        // Once converged, nobody changes anything any more (the tie break does not repeat).
+        for j in 0..<3 {
+            let others = replicas.indices.filter { $0 != j }.map { replicas[$0] }
+            let changed = replicas[j].sync(with: others)
+            #expect(!changed, "replica \(j) changed again")
+        }
+    }
+
+    /// Two live contents under one version: the winner spreads, the loser's content is kept
+    /// as a conflict copy where it was, and it stays quiet afterwards.
+    @Test func equalVersionsWithDifferentContentsKeepTheLoserAsACopy() {
+        let shared = vv([devA: 3, devB: 3])
+        var alice = Replica(device: devA, state: file(shared, content: 1, mtime: t0 + 5, by: devA))
+        var bob = Replica(device: devB, state: file(shared, content: 2, mtime: t0 + 9, by: devB))
+        for _ in 0..<6 {
+            _ = alice.sync(with: [bob])
+            _ = bob.sync(with: [alice])
+        }
+        #expect(alice.state == bob.state, "\(String(describing: alice.state)) / \(String(describing: bob.state))")
+        #expect(alice.state.map(contentKey) == contentKey(file(shared, content: 2)), "the newer mtime wins")
+        #expect(alice.copies.map { contentKey($0.1) } == [contentKey(file(shared, content: 1))], "alice keeps her content: \(alice.copies)")
+        #expect(bob.copies.isEmpty)
+        let again = (alice.sync(with: [bob]), bob.sync(with: [alice]))
+        #expect(!again.0 && !again.1, "the tie break does not repeat")
     }
 
     /// Three replicas edit while partitioned and gossip in any order: every edit that no other

@@ -353,7 +353,7 @@ final class SharedFolder: @unchecked Sendable {
         let entries = ((try? index.remoteFiles(folderID: id, paths: paths)) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = notIgnored(plan.remotes)
-        plan.actions = SyncPlanner().plan(local: plan.local, remotes: plan.remotes)
+        plan.actions = SyncPlanner(localDevice: node?.identity.deviceID.compact).plan(local: plan.local, remotes: plan.remotes)
         return plan
     }
 
@@ -363,7 +363,7 @@ final class SharedFolder: @unchecked Sendable {
     /// planning pass over all paths.
     private func planAll(index: NodeIndex, members: Set<String>) -> Plan {
         var plan = Plan()
-        let planner = SyncPlanner()
+        let planner = SyncPlanner(localDevice: node?.identity.deviceID.compact)
         var after: String?
         while true {
             let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []

@@ -57,7 +57,13 @@ public enum SyncAction: Sendable, Hashable {
 ///   every node ends on the same record.
 /// - A path is deleted only when a tombstone's version dominates the local version.
 public struct SyncPlanner: Sendable {
-    public init() {}
+    /// Our device ID: the counter a tie between equal versions is broken with (nil: ties
+    /// are left as they are, for tests of the other rules).
+    public var localDevice: String?
+
+    public init(localDevice: String? = nil) {
+        self.localDevice = localDevice
+    }
 
     /// The action for one path. `remotes` maps device ID → that peer's state of the path.
     public func plan(local: FileState?, remotes: [String: FileState]) -> SyncAction {
@@ -72,6 +78,7 @@ public struct SyncPlanner: Sendable {
         let maximal = candidates.filter { c in
             !candidates.contains { $0.state.version.compare(c.state.version) == .greater }
         }
+        if let tie = breakTie(local: local, maximal: maximal) { return tie }
         // One representative per distinct version: local when it is among them, else
         // the state with the highest precedence (ties: first device in order).
         var representatives: [(device: String?, state: FileState)] = []
@@ -127,6 +134,37 @@ public struct SyncPlanner: Sendable {
         }
         // No local state, a local tombstone, the same content, or a local state another peer built on.
         return take(target, from: winnerDevice, local: local)
+    }
+
+    /// Equal versions with different states: a tombstone and a live entry, or two contents,
+    /// recorded under one version by merges made on different nodes from different sets of
+    /// states (alice merges two concurrent tombstones into {A:2,B:2} while carol merges the
+    /// same two with her live edit into the same {A:2,B:2}). Versions cannot order them, and
+    /// the representative rule keeps each node on its own state for good: the folder never
+    /// converges (make chaos seed 1016). When every newest state has our version, the
+    /// conflict rules pick the winner and it is recorded with our change on top, so it
+    /// dominates every tied state and spreads; a losing live local edit is kept as a
+    /// conflict copy first. A tied peer breaks the tie the same way at the same time: both
+    /// then hold the winner under concurrent versions with the same content, which merge
+    /// without a change of anyone's, so the tie break never repeats.
+    private func breakTie(local: FileState?, maximal: [(device: String?, state: FileState)]) -> SyncAction? {
+        guard let localDevice, let local, maximal.allSatisfy({ $0.state.version == local.version }) else { return nil }
+        let tied = maximal.filter { $0.device != nil && !Self.sameState($0.state, local) }
+        guard !tied.isEmpty else { return nil }
+        let winner = tied.reduce((device: String?.none, state: local)) { ConflictRules.beats($1.state, $0.state) ? $1 : $0 }
+        let version = local.version.incremented(for: localDevice)
+        guard let device = winner.device else { return .keepLocal(local.with(version: version)) }
+        let target = winner.state.with(version: version)
+        if !local.deleted, !local.hasSameContent(as: winner.state) {
+            return .conflict(winner: target, from: device, loser: local,
+                             loserCopyName: ConflictRules.conflictCopyName(for: local.path, mtimeNs: local.mtimeNs, device: local.modifiedBy))
+        }
+        return take(target, from: device, local: local)
+    }
+
+    /// The same on disk (content and the metadata applied there), versions aside.
+    static func sameState(_ a: FileState, _ b: FileState) -> Bool {
+        a.hasSameContentAndMetadata(as: b)
     }
 
     /// Plans every path of a batch; `remotes` maps path → (device → state).
