@@ -96,7 +96,7 @@ public final class ControlServer: @unchecked Sendable {
             case let .answerInvitation(invitation, accept):
                 reply.success(id, PeerResult(peer: try node.answer(invitation: invitation, accept: accept)))
             case let .send(path, peer, name, spool, detach):
-                try node.ensureConnected(peer)
+                try node.dialIfOffline(peer)
                 if detach {
                     try detachedSend(id: id, reply: reply) { observer, completion in
                         node.send(path: path, to: peer, name: name, spoolFile: spool, observer: observer, completion: completion)

@@ -209,6 +209,32 @@ public final class Node: @unchecked Sendable {
         throw .notConnected("cannot reach \(target.name)\(address == "-" ? " (no known address)" : " at \(address)"): is its daemon running?")
     }
 
+    /// Dials `peerText` when it is not connected and waits until that dial ends (connected,
+    /// refused, unreachable: a peer on the network answers in milliseconds) or `patience`
+    /// passes; never fails for a paired peer that is offline: a send to it is queued and goes
+    /// out when it connects (a later redial, its own dial, or discovery).
+    public func dialIfOffline(_ peerText: String, patience: Duration = .seconds(3)) throws(EngineError) {
+        let plan: Result<(key: String, address: String?), EngineError> = queue.sync {
+            do throws(EngineError) {
+                let candidate = try resolve(peerText)
+                let key = candidate.deviceID.filter { $0 != "-" }
+                if sessions.values.contains(where: { $0.deviceKey == key && $0.machine.state != .closed }) {
+                    return .success((key, nil))
+                }
+                return .success((key, candidate.addresses.first))
+            } catch { return .failure(error) }
+        }
+        let target = try plan.get()
+        guard let address = target.address else { return }
+        let ended = ControlServer.Latch()
+        dial(address: address, expected: target.key, context: nil) { _ in ended.set() }
+        let deadline = ContinuousClock.now + patience
+        while ContinuousClock.now < deadline, !ended.isSet {
+            if queue.sync(execute: { sessions.values.contains { $0.deviceKey == target.key && $0.machine.state == .connected } }) { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
     /// Open invitations from peers.
     public func invitations() -> [InvitationInfo] {
         queue.sync {
@@ -798,6 +824,15 @@ public final class Node: @unchecked Sendable {
             throw .notConnected("\(session.peer.name) is not paired yet (the invitation is open)")
         }
         return session
+    }
+
+    /// The paired peer `text` names (connected or not).
+    func pairedPeer(for text: String) throws(EngineError) -> PeerRecord {
+        let candidate = try resolve(text)
+        let record: PeerRecord?
+        do { record = try index.peer(deviceID: candidate.deviceID.filter { $0 != "-" }) } catch { throw .index(error) }
+        guard let record, record.trust == .paired else { throw .notFound("\(candidate.name) is not paired") }
+        return record
     }
 
     private func knownPeer(for text: String) throws -> PeerRecord {

@@ -3,6 +3,7 @@
 #endif
 internal import Foundation
 internal import SyncEngine
+internal import Synchronization
 
 /// Runs `body` with a control client: the running daemon's, or, when none runs, a node
 /// started in this process for the duration of the command (same protocol either way).
@@ -39,61 +40,120 @@ struct SendCommand: Command {
         running daemon, a node runs in this process for the duration of the transfer.
         """,
         options: [
-            OptionSpec("to", .value("PEER"), help: "display name, device ID (prefix) or HOST:PORT of a paired peer"),
+            OptionSpec("to", .repeating("PEER"), help: "display name, device ID (prefix) or HOST:PORT of a paired peer; repeat it to send to several at once (a line each)"),
             OptionSpec("name", .value("NAME"), help: "the name the receiver sees (default: the file or folder name; 'stdin' for -)"),
             OptionSpec("detach", help: "hand the transfer to the running daemon and return (Ctrl-C no longer cancels it)"),
         ],
         arguments: [ArgumentSpec("PATH", help: "a file, a folder, or - for standard input")],
         examples: ["syncpeer send report.pdf --to laptop", "syncpeer send ~/Photos/trip --to bob",
                    "tar c notes | syncpeer send - --to bob --name notes.tar",
-                   "syncpeer send big.iso --to bob --detach"])
+                   "syncpeer send big.iso --to bob --detach", "syncpeer send slides.pdf --to bob --to carol"])
 
     let path: String
-    let peer: String
+    /// The peers, in the order given (each once).
+    let peers: [String]
     let name: String?
     let detach: Bool
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
-        guard let peer = arguments.value("to") else { throw .usage("'syncpeer send' needs --to PEER") }
-        self.peer = peer
+        var peers: [String] = []
+        for peer in arguments.all("to") where !peers.contains(peer) { peers.append(peer) }
+        guard !peers.isEmpty else { throw .usage("'syncpeer send' needs --to PEER") }
+        self.peers = peers
         path = arguments.positionals[0]
         name = arguments.value("name")
         detach = arguments.flag("detach")
+        if path == "-" && peers.count > 1 {
+            throw .usage("standard input goes live to one peer; to send it to several, save it to a file first")
+        }
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         if path == "-" {
             // Live: the node reads standard input itself and streams it as it comes.
-            return try StandardStreams.send(context, peer: peer, name: name ?? "stdin")
+            return try StandardStreams.send(context, peer: peers[0], name: name ?? "stdin")
         }
         let source = URL(fileURLWithPath: path).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: source) else {
             throw .usage("\(path): no such file or folder")
         }
-        let request = ControlRequest.send(path: source, peer: peer, name: name, spool: nil, detach: detach)
-        if detach { return try runDetached(request, context) }
-        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
-        return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
-            // Ctrl-C: the daemon is told this client is going; it cancels the transfer
-            // (the offer is withdrawn, the receiver's partial data removed) and answers.
-            let interrupt = InterruptWatch { client.hangUp() }
-            defer { interrupt.stop() }
-            let result: TransferInfo
-            do throws(EngineError) { result = try client.call(request, onEvent: renderer.show) } catch {
-                renderer.finish()
-                if interrupt.interrupted { return Self.reportCancelled(renderer.lastTransfer, context) }
-                throw CLIError(error)
-            }
-            renderer.finish(with: result)
-            let seconds = renderer.movingSeconds(of: result.transfer)
-            let total = Double(result.total ?? 0)
-            var text = Self.summary(result, verb: "Sent", preposition: "to")
-            if let seconds {
-                text += String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001))))
-            }
-            context.print(NodeEvent.transfer(result), text: text)
+        let requests = peers.map { ControlRequest.send(path: source, peer: $0, name: name, spool: nil, detach: detach) }
+        if detach {
+            for request in requests { _ = try runDetached(request, context) }
             return ExitCode.success
         }
+        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
+        return try withNode(context, listen: "127.0.0.1:0") { first throws(CLIError) in
+            // One control connection per peer, each followed on its own thread; the renderer
+            // draws a line per transfer.
+            var clients = [first]
+            for _ in peers.dropFirst() {
+                do throws(EngineError) { clients.append(try ControlClient.connect(home: context.home)) } catch {
+                    throw CLIError(error)
+                }
+            }
+            // Ctrl-C: the daemon is told each client is going; it cancels the transfers (the
+            // offers are withdrawn, the receivers' partial data removed) and answers.
+            let all = clients
+            let interrupt = InterruptWatch { for client in all { client.hangUp() } }
+            defer { interrupt.stop() }
+            let outcomes = Self.callAll(zip(clients, requests).map { ($0, $1) }, onEvent: renderer.show)
+            for case let .success(result) in outcomes { renderer.finish(with: result) }
+            renderer.finish()
+            if interrupt.interrupted {
+                return Self.reportCancelled(renderer.lastTransfer, context)
+            }
+            var failure: CLIError?
+            for (peer, outcome) in zip(peers, outcomes) {
+                switch outcome {
+                case let .success(result):
+                    var text = Self.summary(result, verb: "Sent", preposition: "to")
+                    if let seconds = renderer.movingSeconds(of: result.transfer) {
+                        let total = Double(result.total ?? 0)
+                        text += String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(total / max(seconds, 0.001))))
+                    }
+                    context.print(NodeEvent.transfer(result), text: text)
+                case let .failure(error):
+                    let error = CLIError(error)
+                    // One peer: the error is the command's. Several: each failed peer is named,
+                    // the others' results stand, and the exit code is the first failure's.
+                    if peers.count == 1 { throw error }
+                    if context.globals.json {
+                        context.output.errJSON(JSONError(error))
+                    } else {
+                        context.output.err("syncpeer: error: to \(peer): \(error.description)\n")
+                    }
+                    failure = failure ?? error
+                }
+            }
+            return failure?.exitCode ?? ExitCode.success
+        }
+    }
+
+    /// Makes each call on its own thread and waits for all: the outcomes in the same order.
+    static func callAll(_ calls: [(ControlClient, ControlRequest)],
+                        onEvent: @escaping @Sendable (NodeEvent) -> Void) -> [Result<TransferInfo, EngineError>] {
+        if calls.count == 1 {
+            let (client, request) = calls[0]
+            do throws(EngineError) { return [.success(try client.call(request, onEvent: onEvent))] } catch { return [.failure(error)] }
+        }
+        final class Outcomes: Sendable {
+            let list: Mutex<[Result<TransferInfo, EngineError>?]>
+            init(_ count: Int) { list = Mutex(Array(repeating: nil, count: count)) }
+        }
+        let outcomes = Outcomes(calls.count)
+        let group = DispatchGroup()
+        for (index, (client, request)) in calls.enumerated() {
+            group.enter()
+            Thread.detachNewThread {
+                let outcome: Result<TransferInfo, EngineError>
+                do throws(EngineError) { outcome = .success(try client.call(request, onEvent: onEvent)) } catch { outcome = .failure(error) }
+                outcomes.list.withLock { $0[index] = outcome }
+                group.leave()
+            }
+        }
+        group.wait()
+        return outcomes.list.withLock { $0.map { $0! } }
     }
 
     /// After Ctrl-C: says what became of the transfer and exits 130.
@@ -121,8 +181,11 @@ struct SendCommand: Command {
             throw CLIError(error)
         }
         let id = String((result.transfer ?? "?").prefix(8))
+        let state = result.state == .paused && result.reason != nil
+            ? result.reason!
+            : "\(result.state.rawValue) to \(EventRenderer.peerName(result.peer))"
         context.print(NodeEvent.transfer(result), text: """
-            Handed \(result.name) to the daemon (transfer \(id), \(result.state.rawValue) to \(EventRenderer.peerName(result.peer))): \
+            Handed \(result.name) to the daemon (transfer \(id), \(state)): \
             'syncpeer transfers --watch' follows it, 'syncpeer cancel \(id)' cancels it
             """)
         return ExitCode.success

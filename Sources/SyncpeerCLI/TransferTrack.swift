@@ -90,6 +90,6 @@ struct TransferTrack {
 
     /// A pause that ends by itself when the peer is back (the engine's reasons say so).
     static func isLinkLoss(_ reason: String) -> Bool {
-        reason.contains("lost") || reason.contains("reconnect")
+        reason.contains("lost") || reason.contains("reconnect") || reason.hasPrefix("waiting for")
     }
 }

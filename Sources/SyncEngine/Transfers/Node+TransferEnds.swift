@@ -33,6 +33,7 @@ extension Node {
                 // Verified chunks are kept: recorded before the pause, so resume finds them.
                 recordVerified(transfer, force: true)
                 transfer.move(to: .paused)
+                transfer.pauseReason = reason
                 let recordID = transfer.recordID
                 recordTransfer(transfer, "its paused state") { index throws(IndexError) in
                     // Accepted but not recorded yet (its partial files were still opening).

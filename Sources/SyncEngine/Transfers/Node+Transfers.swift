@@ -38,13 +38,18 @@ extension Node {
                      cancellation: SendCancellation? = nil,
                      observer: @escaping @Sendable (NodeEvent) -> Void,
                      completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
-        let resolved: Result<(UInt64, String, PeerRef), EngineError> = queue.sync {
+        // A paired peer that is not connected now is no error: the transfer waits for it
+        // ("waiting for carol…") and is offered as soon as a session to it is up.
+        let resolved: Result<(UInt64?, String, PeerRef), EngineError> = queue.sync {
             do throws(EngineError) {
-                let session = try connectedSession(for: peerText)
-                return .success((session.id, session.deviceKey, session.peer))
+                if let session = try? connectedSession(for: peerText) {
+                    return .success((session.id, session.deviceKey, session.peer))
+                }
+                let record = try pairedPeer(for: peerText)
+                return .success((nil, record.deviceID, try peerRef(record)))
             } catch { return .failure(error) }
         }
-        let target: (UInt64, String, PeerRef)
+        let target: (UInt64?, String, PeerRef)
         switch resolved {
         case let .failure(error): completion(.failure(error)); return
         case let .success(value): target = value
@@ -97,7 +102,7 @@ extension Node {
                         perform(.cancelledHere, on: running)
                         return
                     }
-                    if running.state == .paused, let session = sessions[target.0], session.machine.state == .connected {
+                    if running.state == .paused, let session = target.0.flatMap({ sessions[$0] }), session.machine.state == .connected {
                         offer(running, on: session)
                     } else {
                         emitTransfer(running, force: true)
@@ -123,13 +128,19 @@ extension Node {
                     perform(.cancelledHere, on: transfer)
                     return
                 }
-                guard let session = sessions[target.0], session.machine.state == .connected else {
-                    pauseOutgoing(transfer, reason: "waiting for \(target.2.name) to reconnect")
+                guard let session = target.0.flatMap({ sessions[$0] }), session.machine.state == .connected else {
+                    pauseOutgoing(transfer, reason: Self.waitingReason(target.2.name))
                     return
                 }
                 offer(transfer, on: session)
             }
         }
+    }
+
+    /// Why a transfer to a peer that is not connected waits: `transfers` shows it, and the
+    /// progress line says "waiting for NAME…".
+    static func waitingReason(_ name: String) -> String {
+        "waiting for \(name) to connect: queued, it goes out as soon as \(name) is online"
     }
 
     /// Waits for the next offer and accepts it into `directory` (or declines it).
@@ -476,6 +487,7 @@ extension Node {
     func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
         transfer.sessionID = nil
         transfer.move(to: .paused)
+        transfer.pauseReason = reason
         recordTransfer(transfer, "its paused state") { index throws(IndexError) in
             try index.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
         }
@@ -988,7 +1000,8 @@ extension Node {
                             state: transfer.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
                             rate: moving ? transfer.meter.rate(at: clock) : nil,
                             eta: transfer.isFinished ? 0 : moving ? transfer.meter.eta(remaining: remaining, at: clock) : nil,
-                            path: path, resent: resent, reason: reason ?? transfer.recordFailure, time: now())
+                            path: path, resent: resent,
+                            reason: reason ?? transfer.recordFailure ?? (transfer.state == .paused ? transfer.pauseReason : nil), time: now())
     }
 
     /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.

@@ -48,6 +48,8 @@ class TransferBase: @unchecked Sendable {
     /// The last index write of this transfer that failed (nil once one succeeds): shown as
     /// the reason of its events, since resume depends on the record.
     var recordFailure: String?
+    /// Why it is paused (shown by `transfers` while it is): a lost link, an offline peer.
+    var pauseReason: String?
     let started = ContinuousClock.now
     /// Foundation progress in bytes for the whole transfer, and one per file. The files' are
     /// not children of the whole: Foundation adds children's fractions exactly, with
