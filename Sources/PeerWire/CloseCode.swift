@@ -18,6 +18,8 @@ public enum CloseCode: Hashable, Sendable {
     case timeout
     /// The node is stopping.
     case shuttingDown
+    /// The peer removed its pairing with us (`syncpeer unpair`): it will refuse us from now on.
+    case unpaired
     /// A code this version does not know.
     case unknown(UInt16)
 
@@ -31,6 +33,7 @@ public enum CloseCode: Hashable, Sendable {
         case 4: self = .impersonation
         case 5: self = .timeout
         case 6: self = .shuttingDown
+        case 7: self = .unpaired
         default: self = .unknown(rawValue)
         }
     }
@@ -45,6 +48,7 @@ public enum CloseCode: Hashable, Sendable {
         case .impersonation: 4
         case .timeout: 5
         case .shuttingDown: 6
+        case .unpaired: 7
         case let .unknown(value): value
         }
     }

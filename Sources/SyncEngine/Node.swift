@@ -343,7 +343,7 @@ public final class Node: @unchecked Sendable {
                 for session in sessions.values where session.deviceKey == record.deviceID {
                     session.closeReason = "unpaired"
                     session.redialAllowed = false
-                    perform(session.machine.handle(.localDisconnect), on: session)
+                    perform(session.machine.handle(.localUnpair), on: session)
                 }
                 return .success(peer)
             } catch {
@@ -668,6 +668,7 @@ public final class Node: @unchecked Sendable {
                     session.redialAllowed = false
                     discovery?.holdOff(session.deviceKey)
                 }
+                if code == .unpaired { peerUnpairedUs(session) }
             case let .refused(reason):
                 emit(.refused(.init(peer: session.peer, reason: reason, time: now())))
                 session.pairCompletion?(.failure(.refused(reason)))
@@ -679,6 +680,18 @@ public final class Node: @unchecked Sendable {
             }
         }
         if session.machine.state == .closed { finish(session) }
+    }
+
+    /// The peer removed its pairing with us and will refuse us: we drop ours too (our
+    /// `peers` would otherwise list a paired peer that can never connect), with the reason
+    /// on the session's end.
+    private func peerUnpairedUs(_ session: Session) {
+        guard let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired else { return }
+        session.closeReason = "\(session.peer.name) unpaired this device (pair again to reconnect)"
+        redials[session.deviceKey] = nil
+        do { _ = try index.deletePeer(deviceID: session.deviceKey) } catch {
+            emitError(session.peer, "\(session.peer.name) unpaired this device, but its pairing cannot be removed here: \(error.description)")
+        }
     }
 
     /// Removes a closed session, reports it, and plans a redial for a paired peer.

@@ -54,8 +54,8 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                    0x40, 0x41, 0x42, 0x43, 0x44, 0x50, 0x51, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
-                                       .impersonation, .timeout, .shuttingDown]
-        #expect(closeCodes.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6])
+                                       .impersonation, .timeout, .shuttingDown, .unpaired]
+        #expect(closeCodes.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6, 7])
     }
 
     @Test func limitsAreStable() {

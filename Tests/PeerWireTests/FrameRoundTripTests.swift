@@ -99,7 +99,8 @@ import Testing
     @Test func closeCodesCompareByRawValue() throws {
         #expect(CloseCode.unknown(0) == .normal)
         #expect(CloseCode(rawValue: 6) == .shuttingDown)
-        #expect(CloseCode(rawValue: 7) == .unknown(7))
+        #expect(CloseCode(rawValue: 7) == .unpaired)
+        #expect(CloseCode(rawValue: 8) == .unknown(8))
         #expect(Set<CloseCode>([.unknown(3), .notPaired]).count == 1)
         // An unknown code from a newer peer is preserved through a round trip.
         let frame = try Frame(decoding: FrameEncoder.encode(.close(code: .unknown(0xFFFF), reason: "?")))

@@ -399,6 +399,18 @@ extension Node {
                 }
             }
         case let .shareAnswer(folderID, accepted, reason):
+            // A refusal from the peer whose offer we have not answered yet: it stopped sharing
+            // the folder (unshare), so the offer goes ('syncpeer accept' no longer finds it).
+            if !accepted, FolderLabel.isSafe(folderID) {
+                do {
+                    if try index.removeFolderOffers(folderID: folderID, deviceID: session.deviceKey) > 0 {
+                        emit(.folder(.init(folder: folderID, peer: session.peer, state: .unshared,
+                                           reason: "\(session.peer.name) stopped sharing it before it was accepted", time: now())))
+                    }
+                } catch {
+                    emitError(session.peer, "folder \(folderID): cannot remove the withdrawn share offer: \(error.description)")
+                }
+            }
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard members.contains(session.deviceKey) else { return }
             if accepted {

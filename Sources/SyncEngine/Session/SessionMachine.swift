@@ -49,6 +49,8 @@ public struct SessionMachine: Sendable {
         case transportClosed(String)
         /// The local user asked to end the session.
         case localDisconnect
+        /// The user removed the pairing (`syncpeer unpair`): the peer is told so.
+        case localUnpair
         /// The node is stopping (the peer may redial later).
         case localShutdown
     }
@@ -114,6 +116,8 @@ public struct SessionMachine: Sendable {
             return [.ended(reason)] + move(to: .closed)
         case .localDisconnect:
             return [.send(.close(code: .normal, reason: "disconnected by the user"))] + closeNow()
+        case .localUnpair:
+            return [.send(.close(code: .unpaired, reason: "unpaired by the user"))] + closeNow()
         case .localShutdown:
             return [.send(.close(code: .shuttingDown, reason: "the node is shutting down"))] + closeNow()
         }
