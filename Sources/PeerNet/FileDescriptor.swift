@@ -163,16 +163,21 @@ final class SocketFD: Sendable {
                 let flags = deadline == nil ? Int32(0) : Int32(MSG_DONTWAIT)
                 let n = recv(fd, buffer.baseAddress, buffer.count, flags)
                 if n >= 0 { return n }
-                let code = errno
-                switch code {
-                case EINTR, EAGAIN, EWOULDBLOCK:
-                    continue
-                case ECONNRESET, ETIMEDOUT, EPIPE, ENOTCONN, ESHUTDOWN:
-                    throw .closed("reading from \(what()): \(errnoText(code))")
-                default:
-                    throw systemError("recv from \(what())", code)
-                }
+                if let failure = SocketFD.readFailure(errno, peer: what()) { throw failure }
             }
+        }
+    }
+
+    /// What a failed read's `errno` means: nil to try again (interrupted, or nothing there
+    /// yet after a poll), `.closed` when the peer went away, otherwise a system error.
+    static func readFailure(_ code: Int32, peer what: @autoclosure () -> String) -> NetError? {
+        switch code {
+        case EINTR, EAGAIN, EWOULDBLOCK:
+            return nil
+        case ECONNRESET, ETIMEDOUT, EPIPE, ENOTCONN, ESHUTDOWN:
+            return .closed("reading from \(what()): \(errnoText(code))")
+        default:
+            return systemError("recv from \(what())", code)
         }
     }
 

@@ -268,15 +268,7 @@ extension SocketFD {
                     }
                     return n
                 }
-                let code = errno
-                switch code {
-                case EINTR, EAGAIN, EWOULDBLOCK:
-                    continue
-                case ECONNRESET, ETIMEDOUT, EPIPE, ENOTCONN, ESHUTDOWN:
-                    throw .closed("reading from \(what()): \(errnoText(code))")
-                default:
-                    throw systemError("recv from \(what())", code)
-                }
+                if let failure = SocketFD.readFailure(errno, peer: what()) { throw failure }
             }
         }
     }

@@ -249,20 +249,6 @@ public final class ControlServer: @unchecked Sendable {
         done.wait()
     }
 
-    /// A flag set once, from any thread.
-    final class Latch: Sendable {
-        private let state = Mutex(false)
-        var isSet: Bool { state.withLock { $0 } }
-        /// Sets it; true for the call that set it first.
-        @discardableResult
-        func set() -> Bool {
-            state.withLock { state in
-                defer { state = true }
-                return !state
-            }
-        }
-    }
-
     /// Writes answer lines to one client, through its outbox (never blocks the caller,
     /// which may be the node's queue emitting an event).
     struct Replier: Sendable {

@@ -187,26 +187,10 @@ public final class Node: @unchecked Sendable {
     /// Makes sure a paired peer is connected: dials its last known address if needed and
     /// waits up to `timeout`. Blocks the calling thread (never call it on `queue`).
     public func ensureConnected(_ peerText: String, timeout: Duration = .seconds(15)) throws(EngineError) {
-        let plan: Result<(key: String, name: String, address: String?), EngineError> = queue.sync {
-            do throws(EngineError) {
-                let candidate = try resolve(peerText)
-                let key = candidate.deviceID.filter { $0 != "-" }
-                if sessions.values.contains(where: { $0.deviceKey == key && $0.machine.state == .connected }) {
-                    return .success((key, candidate.name, nil))
-                }
-                return .success((key, candidate.name, candidate.addresses.first ?? "-"))
-            } catch { return .failure(error) }
-        }
-        let target = try plan.get()
-        guard let address = target.address else { return }
-        if address != "-" { dial(address: address, expected: target.key, context: nil, completion: nil) }
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let connected = queue.sync { sessions.values.contains { $0.deviceKey == target.key && $0.machine.state == .connected } }
-            if connected { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        throw .notConnected("cannot reach \(target.name)\(address == "-" ? " (no known address)" : " at \(address)"): is its daemon running?")
+        guard let target = try dialTarget(peerText, unlessA: { $0 == .connected }) else { return }
+        if let address = target.address { dial(address: address, expected: target.key, context: nil, completion: nil) }
+        if waitConnected(target.key, until: .now + timeout, every: 0.05) { return }
+        throw .notConnected("cannot reach \(target.name)\(target.address.map { " at \($0)" } ?? " (no known address)"): is its daemon running?")
     }
 
     /// Dials `peerText` when it is not connected and waits until that dial ends (connected,
@@ -214,25 +198,36 @@ public final class Node: @unchecked Sendable {
     /// passes; never fails for a paired peer that is offline: a send to it is queued and goes
     /// out when it connects (a later redial, its own dial, or discovery).
     public func dialIfOffline(_ peerText: String, patience: Duration = .seconds(3)) throws(EngineError) {
-        let plan: Result<(key: String, address: String?), EngineError> = queue.sync {
+        guard let target = try dialTarget(peerText, unlessA: { $0 != .closed }), let address = target.address else { return }
+        let ended = Latch()
+        dial(address: address, expected: target.key, context: nil) { _ in ended.set() }
+        _ = waitConnected(target.key, until: .now + patience, every: 0.02, unless: { ended.isSet })
+    }
+
+    /// The peer `peerText` names, as a dial needs it (device key, name, last known address);
+    /// nil when a session with it is already in a state `present` accepts.
+    private func dialTarget(_ peerText: String, unlessA present: (SessionMachine.State) -> Bool) throws(EngineError)
+        -> (key: String, name: String, address: String?)? {
+        let plan: Result<(key: String, name: String, address: String?)?, EngineError> = queue.sync {
             do throws(EngineError) {
                 let candidate = try resolve(peerText)
                 let key = candidate.deviceID.filter { $0 != "-" }
-                if sessions.values.contains(where: { $0.deviceKey == key && $0.machine.state != .closed }) {
-                    return .success((key, nil))
-                }
-                return .success((key, candidate.addresses.first))
+                if sessions.values.contains(where: { $0.deviceKey == key && present($0.machine.state) }) { return .success(nil) }
+                return .success((key, candidate.name, candidate.addresses.first))
             } catch { return .failure(error) }
         }
-        let target = try plan.get()
-        guard let address = target.address else { return }
-        let ended = ControlServer.Latch()
-        dial(address: address, expected: target.key, context: nil) { _ in ended.set() }
-        let deadline = ContinuousClock.now + patience
-        while ContinuousClock.now < deadline, !ended.isSet {
-            if queue.sync(execute: { sessions.values.contains { $0.deviceKey == target.key && $0.machine.state == .connected } }) { return }
-            Thread.sleep(forTimeInterval: 0.02)
+        return try plan.get()
+    }
+
+    /// Polls until the device `key` is connected (true), or `deadline` passes or `unless`
+    /// says to stop (false). Blocks the calling thread (never call it on `queue`).
+    private func waitConnected(_ key: String, until deadline: ContinuousClock.Instant, every seconds: Double,
+                               unless stop: () -> Bool = { false }) -> Bool {
+        while ContinuousClock.now < deadline, !stop() {
+            if queue.sync(execute: { sessions.values.contains { $0.deviceKey == key && $0.machine.state == .connected } }) { return true }
+            Thread.sleep(forTimeInterval: seconds)
         }
+        return queue.sync { sessions.values.contains { $0.deviceKey == key && $0.machine.state == .connected } }
     }
 
     /// Open invitations from peers.
@@ -305,7 +300,7 @@ public final class Node: @unchecked Sendable {
     public func connect(peer peerText: String) throws(EngineError) -> PeerRef {
         let target: Result<(String, PeerRef), EngineError> = queue.sync {
             do {
-                let record = try knownPeer(for: peerText)
+                let record = try pairedPeer(for: peerText)
                 discovery?.release(record.deviceID)
                 return .success((record.deviceID, try peerRef(record)))
             } catch {
@@ -321,7 +316,7 @@ public final class Node: @unchecked Sendable {
     public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> PeerRef {
         let result: Result<PeerRef, EngineError> = queue.sync {
             do {
-                var record = try knownPeer(for: peerText)
+                var record = try pairedPeer(for: peerText)
                 record.autoAccept = on
                 try index.upsertPeer(record)
                 return .success(try peerRef(record))
@@ -336,7 +331,7 @@ public final class Node: @unchecked Sendable {
     public func unpair(peer peerText: String) throws(EngineError) -> PeerRef {
         let result: Result<PeerRef, EngineError> = queue.sync {
             do {
-                let record = try knownPeer(for: peerText)
+                let record = try pairedPeer(for: peerText)
                 _ = try index.deletePeer(deviceID: record.deviceID)
                 redials[record.deviceID] = nil
                 let peer = try peerRef(record)
@@ -848,14 +843,6 @@ public final class Node: @unchecked Sendable {
         return record
     }
 
-    private func knownPeer(for text: String) throws -> PeerRecord {
-        let candidate = try resolve(text)
-        guard let record = try index.peer(deviceID: candidate.deviceID.filter { $0 != "-" }), record.trust == .paired else {
-            throw EngineError.notFound("\(candidate.name) is not paired")
-        }
-        return record
-    }
-
     func displayID(_ compact: String) -> String {
         (try? DeviceID(parsing: compact))?.description ?? compact
     }
@@ -893,5 +880,19 @@ public final class Node: @unchecked Sendable {
     static func newInvitationID() -> String {
         let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
         return String((0..<6).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
+    }
+}
+
+/// A flag set once, from any thread (a dial's end, a finished control request).
+final class Latch: Sendable {
+    private let state = Mutex(false)
+    var isSet: Bool { state.withLock { $0 } }
+    /// Sets it; true for the call that set it first.
+    @discardableResult
+    func set() -> Bool {
+        state.withLock { state in
+            defer { state = true }
+            return !state
+        }
     }
 }

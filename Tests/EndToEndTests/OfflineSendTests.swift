@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 import Testing
 
 /// Issue 13 point 5: a send to a paired peer that is offline waits for it (and says so)
@@ -12,7 +11,7 @@ struct OfflineSendTests {
         let process = Process()
         let output = Pipe()
         let errors = Pipe()
-        private let collected = Collected()
+        private let collected = CollectedOutput()
 
         init(_ env: SyncpeerRunner, _ daemon: DaemonProcess, _ arguments: [String]) throws {
             process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
@@ -47,12 +46,6 @@ struct OfflineSendTests {
             let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             return (process.terminationStatus, stderr)
         }
-    }
-
-    final class Collected: Sendable {
-        private let data = Mutex(Data())
-        func append(_ more: Data) { data.withLock { $0.append(more) } }
-        var text: String { data.withLock { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// bob is paired but stopped: `send` says at once that it waits for bob (it does not

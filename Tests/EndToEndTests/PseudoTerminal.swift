@@ -7,7 +7,7 @@ import Synchronization
 final class PseudoTerminal {
     let process = Process()
     private let master: Int32
-    private let data = DrawnBytes()
+    private let data = CollectedOutput()
     private let reader: Thread
 
     init(_ arguments: [String], environment: [String: String], columns: UInt16 = 60, rows: UInt16 = 24) throws {
@@ -84,9 +84,9 @@ final class PseudoTerminal {
     }
 }
 
-/// The bytes the terminal's reader thread has collected.
-private final class DrawnBytes: Sendable {
+/// Output a reader thread collects while the test reads it (a terminal's, a pipe's).
+final class CollectedOutput: Sendable {
     private let bytes = Mutex(Data())
-    func append(_ more: ArraySlice<UInt8>) { bytes.withLock { $0.append(contentsOf: more) } }
+    func append(_ more: some Sequence<UInt8>) { bytes.withLock { $0.append(contentsOf: more) } }
     var text: String { bytes.withLock { String(decoding: $0, as: UTF8.self) } }
 }

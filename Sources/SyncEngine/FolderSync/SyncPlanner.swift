@@ -149,7 +149,7 @@ public struct SyncPlanner: Sendable {
     /// without a change of anyone's, so the tie break never repeats.
     private func breakTie(local: FileState?, maximal: [(device: String?, state: FileState)]) -> SyncAction? {
         guard let localDevice, let local, maximal.allSatisfy({ $0.state.version == local.version }) else { return nil }
-        let tied = maximal.filter { $0.device != nil && !Self.sameState($0.state, local) }
+        let tied = maximal.filter { $0.device != nil && !$0.state.hasSameContentAndMetadata(as: local) }
         guard !tied.isEmpty else { return nil }
         let winner = tied.reduce((device: String?.none, state: local)) { ConflictRules.beats($1.state, $0.state) ? $1 : $0 }
         let version = local.version.incremented(for: localDevice)
@@ -160,11 +160,6 @@ public struct SyncPlanner: Sendable {
                              loserCopyName: ConflictRules.conflictCopyName(for: local.path, mtimeNs: local.mtimeNs, device: local.modifiedBy))
         }
         return take(target, from: device, local: local)
-    }
-
-    /// The same on disk (content and the metadata applied there), versions aside.
-    static func sameState(_ a: FileState, _ b: FileState) -> Bool {
-        a.hasSameContentAndMetadata(as: b)
     }
 
     /// Plans every path of a batch; `remotes` maps path → (device → state).
