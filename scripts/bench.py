@@ -808,6 +808,27 @@ def wait_until(what, timeout, condition, interval=0.05):
         time.sleep(interval)
 
 
+def overwrite_in_place(path, data, offset):
+    """C's change: `data` written over the file at `offset`, in place (no new inode)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+
+
+def change_arrived(source, target, data, offset):
+    """True once `target` holds `data` at `offset` and is byte for byte `source`."""
+    try:
+        with open(target, "rb") as f:
+            f.seek(offset)
+            if f.read(len(data)) != data:
+                return False
+    except OSError:
+        return False
+    return same_content(source, target)
+
+
 def is_temp_name(name):
     return name.endswith(".syncpeer-tmp") or ".syncpeer-partial" in name
 
@@ -919,21 +940,10 @@ def sync_delta(bench, results, sampler, size=GiB, change=MiB):
     new = os.urandom(change)
     log(f"sync_delta: overwriting {change / MiB:g} MiB at offset {offset:,} in place")
     t0 = time.monotonic()
-    fd = os.open(source, os.O_WRONLY)
-    try:
-        os.pwrite(fd, new, offset)
-    finally:
-        os.close(fd)
+    overwrite_in_place(source, new, offset)
 
     def region_matches():
-        try:
-            with open(target, "rb") as f:
-                f.seek(offset)
-                if f.read(change) != new:
-                    return False
-        except OSError:
-            return False
-        return same_content(source, target)
+        return change_arrived(source, target, new, offset)
     try:
         wait_until("the change on bob", bench.args.folder_timeout, region_matches, interval=0.05)
     except BenchError as error:
@@ -1308,21 +1318,10 @@ def syncthing_c(pair, results, size=GiB, change=MiB):
     new = os.urandom(change)
 
     def write():
-        fd = os.open(source, os.O_WRONLY)
-        try:
-            os.pwrite(fd, new, offset)
-        finally:
-            os.close(fd)
+        overwrite_in_place(source, new, offset)
 
     def arrived():
-        try:
-            with open(target, "rb") as f:
-                f.seek(offset)
-                if f.read(change) != new:
-                    return False
-        except OSError:
-            return False
-        return same_content(source, target)
+        return change_arrived(source, target, new, offset)
     log(f"syncthing C: {change / MiB:g} MiB rewritten in the middle of the synced file")
     results["syncthing"]["c"] = pair.run("C, 1 MiB changed mid-file", write, arrived, sub="big.bin")
 

@@ -88,38 +88,32 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
     let message = secureRandomBytes(messageSize)
     let messages = sized(messageSize, seconds: seconds, guessMBs: 1000)
     var sink: UInt8 = 0
-    let seal = measure("chacha20poly1305_ietf seal 64 KiB", bytes: messages * messageSize, runs: runs) {
-        for i in 0..<messages {
-            let c = ChaChaPoly.seal(key: key, nonce: UInt64(i), ad: empty, plaintext: message)
-            sink &+= c[i & 0xFFFF]
+    // One AEAD, sealing fresh nonces and opening one sealed message, under `key` prefix
+    // `name` in the results.
+    func aead(_ label: String, _ name: String, seal: (UInt64, [UInt8]) -> [UInt8], open: ([UInt8]) -> [UInt8]?) {
+        let sealing = measure("\(label) seal 64 KiB", bytes: messages * messageSize, runs: runs) {
+            for i in 0..<messages {
+                let c = seal(UInt64(i), message)
+                sink &+= c[i & 0xFFFF]
+            }
         }
-    }
-    results["chacha20poly1305_seal"] = seal.json
-    let sealed = ChaChaPoly.seal(key: key, nonce: 7, ad: empty, plaintext: message)
-    let open = measure("chacha20poly1305_ietf open 64 KiB", bytes: messages * messageSize, runs: runs) {
-        for i in 0..<messages {
-            let p = (try? ChaChaPoly.open(key: key, nonce: 7, ad: empty, ciphertext: sealed)) ?? []
-            sink &+= p[i & 0xFFFF]
+        results["\(name)_seal"] = sealing.json
+        let sealed = seal(7, message)
+        let opening = measure("\(label) open 64 KiB", bytes: messages * messageSize, runs: runs) {
+            for i in 0..<messages {
+                let p = open(sealed) ?? []
+                sink &+= p[i & 0xFFFF]
+            }
         }
+        results["\(name)_open"] = opening.json
     }
-    results["chacha20poly1305_open"] = open.json
-
+    aead("chacha20poly1305_ietf", "chacha20poly1305",
+         seal: { ChaChaPoly.seal(key: key, nonce: $0, ad: empty, plaintext: $1) },
+         open: { try? ChaChaPoly.open(key: key, nonce: 7, ad: empty, ciphertext: $0) })
     // AES-256-GCM (OpenSSL) on the same messages.
-    let aesSeal = measure("aes256gcm seal 64 KiB", bytes: messages * messageSize, runs: runs) {
-        for i in 0..<messages {
-            let c = AESGCM.seal(key: key, nonce: UInt64(i), ad: empty, plaintext: message)
-            sink &+= c[i & 0xFFFF]
-        }
-    }
-    results["aes256gcm_seal"] = aesSeal.json
-    let aesSealed = AESGCM.seal(key: key, nonce: 7, ad: empty, plaintext: message)
-    let aesOpen = measure("aes256gcm open 64 KiB", bytes: messages * messageSize, runs: runs) {
-        for i in 0..<messages {
-            let p = (try? AESGCM.open(key: key, nonce: 7, ad: empty, ciphertext: aesSealed)) ?? []
-            sink &+= p[i & 0xFFFF]
-        }
-    }
-    results["aes256gcm_open"] = aesOpen.json
+    aead("aes256gcm", "aes256gcm",
+         seal: { AESGCM.seal(key: key, nonce: $0, ad: empty, plaintext: $1) },
+         open: { try? AESGCM.open(key: key, nonce: 7, ad: empty, ciphertext: $0) })
 
     // The transport path of a session: NoiseCipherState with full-size plaintexts
     // (65,519 bytes + 16-byte tag = 65,535), sealed and opened in place as SecureChannel
