@@ -21,6 +21,8 @@ var package = Package(
     products: [
         .executable(name: "syncpeer", targets: ["syncpeer"]),
         .library(name: "SyncEngine", targets: ["SyncEngine"]),
+        // The public Swift API in Multipeer Connectivity's shape (docs/API.md).
+        .library(name: "Syncpeer", targets: ["Syncpeer"]),
     ],
     targets: [
         // C libraries from Debian, each imported by exactly one Swift module.
@@ -46,6 +48,13 @@ var package = Package(
         // CLI: argument parser, commands, rendering of events. No protocol or sync logic.
         .target(name: "SyncpeerCLI", dependencies: ["SyncEngine"]),
         .executableTarget(name: "syncpeer", dependencies: ["SyncpeerCLI"]),
+        // The public API for Swift programs: peers, advertiser/browser, invitations, sessions,
+        // messages, resources with a Progress, streams, folders (docs/API.md).
+        .target(name: "Syncpeer", dependencies: ["SyncEngine", "PeerCrypto"]),
+        // examples/: small programs that use only the public API (examples/README.md).
+        .executableTarget(name: "syncpeer-chat", dependencies: ["Syncpeer"], path: "examples/chat"),
+        .executableTarget(name: "syncpeer-drop", dependencies: ["Syncpeer"], path: "examples/drop"),
+        .executableTarget(name: "syncpeer-mirror", dependencies: ["Syncpeer"], path: "examples/mirror"),
         // Microbenchmarks of this machine's limits (crypto, chunking) for `make bench`; not a
         // product and not a dependency of `syncpeer`.
         .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles"], path: "Sources/SyncpeerBench"),
@@ -59,8 +68,9 @@ var package = Package(
         .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI", "SyncEngine", "PeerCrypto"]),
+        .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
-        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex"], exclude: ["Interop"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex"], exclude: ["Interop"]),
     ]
 )
 

@@ -81,6 +81,9 @@ public final class SecureChannel: Sendable {
     private let status = Mutex<NetError?>(nil)
     private let sender: Mutex<SendState>
     private let receiver: Mutex<ReceiveState>
+    /// Frames `sendUrgent` put ahead of everything not yet encrypted: whoever sends next
+    /// (a bulk frame's writer, or the urgent sender itself) writes them first.
+    private let urgent = Mutex<[Frame]>([])
 
     /// The sending direction: cipher and buffers reused across calls.
     private struct SendState {
@@ -177,11 +180,46 @@ public final class SecureChannel: Sendable {
             state.buffers.outputCount = 0
             var encoded: [UInt8] = []
             for frame in frames {
+                try appendUrgent(&state)
                 encoded.removeAll(keepingCapacity: true)
                 FrameEncoder.append(frame, to: &encoded)
                 try appendPlaintext(encoded, &state)
             }
             try finishSend(&state)
+        }
+    }
+
+    /// Sends `frame` ahead of every frame that another thread is about to send: it goes out
+    /// at the next frame boundary, between two bulk frames, even while a writer blocked on
+    /// a full socket holds the send lock (that writer sends it, before its next frame).
+    /// Returns once it is handed to the stream.
+    public func sendUrgent(_ frame: Frame) throws(NetError) {
+        do throws(WireError) {
+            try frame.validate()
+        } catch {
+            throw .protocolViolation("cannot send an invalid \(frame.type) frame: \(error)")
+        }
+        urgent.withLock { $0.append(frame) }
+        try sender.withLock { (state: inout SendState) throws(NetError) in
+            try checkOpen()
+            state.buffers.plaintextCount = 0
+            state.buffers.outputCount = 0
+            try appendUrgent(&state)
+            try finishSend(&state)
+        }
+    }
+
+    /// Takes the frames `sendUrgent` left and encodes them first.
+    private func appendUrgent(_ state: inout SendState) throws(NetError) {
+        let frames = urgent.withLock { pending -> [Frame] in
+            defer { pending.removeAll() }
+            return pending
+        }
+        var encoded: [UInt8] = []
+        for frame in frames {
+            encoded.removeAll(keepingCapacity: true)
+            FrameEncoder.append(frame, to: &encoded)
+            try appendPlaintext(encoded, &state)
         }
     }
 
@@ -205,6 +243,7 @@ public final class SecureChannel: Sendable {
             try checkOpen()
             state.buffers.plaintextCount = 0
             state.buffers.outputCount = 0
+            try appendUrgent(&state)
             try appendPlaintext(header, &state)
             var failure: E?
             var done = 0

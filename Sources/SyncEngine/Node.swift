@@ -27,6 +27,8 @@ public final class Node: @unchecked Sendable {
     var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
     private var subscribers: [UInt64: @Sendable (NodeEvent) -> Void] = [:]
+    /// Handlers of message bodies as bytes (the public API's `received` data).
+    private var messageSubscribers: [UInt64: @Sendable (PeerRef, [UInt8]) -> Void] = [:]
     private var nextSubscriberID: UInt64 = 1
     var redials: [String: Redial] = [:]
     private var dialsInFlight: Set<String> = []
@@ -150,16 +152,30 @@ public final class Node: @unchecked Sendable {
 
     /// Registers a handler for every event; returns a token for `unsubscribe`.
     public func subscribe(_ handler: @escaping @Sendable (NodeEvent) -> Void) -> UInt64 {
-        queue.sync {
-            let id = nextSubscriberID
-            nextSubscriberID += 1
-            subscribers[id] = handler
-            return id
-        }
+        register(handler, in: \.subscribers)
     }
 
     public func unsubscribe(_ token: UInt64) {
         queue.async { self.subscribers[token] = nil }
+    }
+
+    /// Registers a handler for every message's body as bytes (events carry it as text).
+    public func subscribeMessages(_ handler: @escaping @Sendable (PeerRef, [UInt8]) -> Void) -> UInt64 {
+        register(handler, in: \.messageSubscribers)
+    }
+
+    /// Adds `handler` to one of the subscriber tables under a new token.
+    private func register<Handler>(_ handler: Handler, in table: ReferenceWritableKeyPath<Node, [UInt64: Handler]>) -> UInt64 {
+        queue.sync {
+            let id = nextSubscriberID
+            nextSubscriberID += 1
+            self[keyPath: table][id] = handler
+            return id
+        }
+    }
+
+    public func unsubscribeMessages(_ token: UInt64) {
+        queue.async { self.messageSubscribers[token] = nil }
     }
 
     // MARK: - Requests (any thread)
@@ -262,17 +278,27 @@ public final class Node: @unchecked Sendable {
 
     /// Sends a text message to a connected, paired peer; returns the peer and message ID.
     public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (PeerRef, UInt64) {
-        let body = Array(text.utf8)
+        let (peer, id, _) = try sendMessage(to: peerText, bytes: Array(text.utf8), unreliable: false)
+        return (peer, id)
+    }
+
+    /// Sends bytes as a message. Reliable: queued in order with every other frame.
+    /// Unreliable: never queued behind bulk frames, and dropped (`sent` false) when the
+    /// link to the peer is saturated.
+    public func sendMessage(to peerText: String, bytes body: [UInt8], unreliable: Bool) throws(EngineError) -> (peer: PeerRef, id: UInt64, sent: Bool) {
         guard body.count <= WireLimits.maxMessageBody else {
             throw .invalidArgument("the message is \(body.count) bytes; at most \(WireLimits.maxMessageBody) are allowed")
         }
-        let result: Result<(PeerRef, UInt64), EngineError> = queue.sync {
+        let result: Result<(PeerRef, UInt64, Bool), EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try connectedSession(for: peerText)
                 let id = session.nextMessageID
                 session.nextMessageID += 1
+                if unreliable {
+                    return .success((session.peer, id, session.sendUnreliable(.message(id: id, body: body))))
+                }
                 session.send([.message(id: id, body: body)])
-                return .success((session.peer, id))
+                return .success((session.peer, id, true))
             } catch { return .failure(error) }
         }
         return try result.get()
@@ -635,6 +661,7 @@ public final class Node: @unchecked Sendable {
             case .pinPeer:
                 pin(session)
             case let .deliverMessage(id, body):
+                for handler in messageSubscribers.values { handler(session.peer, body) }
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
                 transferFrameReceived(frame, from: session)

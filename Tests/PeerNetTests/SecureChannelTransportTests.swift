@@ -1,3 +1,4 @@
+import Foundation
 import PeerCrypto
 @testable import PeerNet
 import PeerWire
@@ -379,5 +380,40 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         #expect(data[..<first].allSatisfy { $0 == 7 })
         #expect(data[first...].allSatisfy { $0 == 0 })
         #expect(frames[1] == .ping(5))
+    }
+}
+
+/// `sendUrgent`: the unreliable lane's way past bulk frames on the same channel.
+@Suite struct UrgentFrameTests {
+    /// One `send` of 200 large messages blocks on a full socket (nobody reads yet); an urgent
+    /// ping sent meanwhile goes out at the writer's next frame boundary, long before the end
+    /// of the batch, and every bulk frame still arrives once, in order.
+    @Test func anUrgentFrameOvertakesABlockedBulkSend() throws {
+        let pair = try ChannelPair.make()
+        let body = patternBytes(60_000, seed: 5)
+        let bulk = (0..<200).map { Frame.message(id: UInt64($0), body: body) }
+        let writer = ChannelBackground { try pair.initiator.send(bulk) }
+        Thread.sleep(forTimeInterval: 0.2)  // the writer fills the socket and blocks
+        #expect(!writer.isFinished, "12 MB went into a socketpair nobody reads")
+        let urgent = ChannelBackground { try pair.initiator.sendUrgent(.ping(42)) }
+        Thread.sleep(forTimeInterval: 0.2)  // the urgent frame waits for the send lock
+        var before = 0, next: UInt64 = 0, sawPing = false
+        while let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
+            switch frame {
+            case .ping(42):
+                sawPing = true
+            case let .message(id, received):
+                #expect(id == next && received == body)
+                next += 1
+                if !sawPing { before += 1 }
+            default:
+                Issue.record("unexpected \(frame)")
+            }
+            if next == 200 && sawPing { break }
+        }
+        try writer.value()
+        try urgent.value()
+        #expect(sawPing)
+        #expect(before < 100, "the urgent frame waited behind \(before) of 200 bulk frames")
     }
 }

@@ -2,6 +2,7 @@ internal import Dispatch
 internal import PeerCrypto
 internal import PeerNet
 internal import PeerWire
+internal import Synchronization
 
 /// One live connection to a peer after its handshake: the secure channel, the state
 /// machine and the bookkeeping around them. Confined to the node's queue, except that
@@ -51,6 +52,13 @@ final class Session: @unchecked Sendable {
     var incomingStreams: [UInt32: IncomingByteStream] = [:]
     var outgoingStreams: [UInt32: OutgoingByteStream] = [:]
 
+    /// The unreliable lane (`sendUnreliable`): its own queue, so such a frame never waits
+    /// behind the bulk frames queued on `sendQueue`, and the bytes waiting on it.
+    let unreliableQueue: DispatchQueue
+    let unreliablePending = PendingBytes()
+    /// Bytes that may wait on the unreliable lane; beyond, unreliable frames are dropped.
+    static let maxUnreliablePending = 256 * 1024
+
     init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
         self.id = id
         self.channel = channel
@@ -62,6 +70,7 @@ final class Session: @unchecked Sendable {
         self.dialAddress = dialAddress
         self.context = channel.remoteHello.context
         self.sendQueue = DispatchQueue(label: "syncpeer.session.\(id).send")
+        self.unreliableQueue = DispatchQueue(label: "syncpeer.session.\(id).unreliable")
         let now = ContinuousClock.now
         lastReceived = now
         lastSent = now
@@ -93,6 +102,27 @@ final class Session: @unchecked Sendable {
         }
     }
 
+    /// Sends `frame` past everything queued on `sendQueue`: it is written at the next frame
+    /// boundary (`SecureChannel.sendUrgent`); false, and nothing is sent, when the link is
+    /// saturated: the frames already on this lane still wait for the socket
+    /// (`maxUnreliablePending`).
+    func sendUnreliable(_ frame: Frame) -> Bool {
+        let bytes = SessionFlow.size(of: frame)
+        let before = unreliablePending.count.add(bytes, ordering: .relaxed).oldValue
+        guard before + bytes <= Self.maxUnreliablePending else {
+            unreliablePending.count.subtract(bytes, ordering: .relaxed)
+            return false
+        }
+        lastSent = .now
+        let channel = self.channel
+        let pending = self.unreliablePending
+        unreliableQueue.async {
+            try? channel.sendUrgent(frame)  // a failed channel ends the session through its reader
+            pending.count.subtract(bytes, ordering: .relaxed)
+        }
+        return true
+    }
+
     /// Ends a session refused at once: after what is queued (a close frame) is handed to
     /// the socket, close it, without waiting for the peer (a flood must not hold sockets).
     func closeAfterQueuedSends() {
@@ -110,4 +140,9 @@ final class Session: @unchecked Sendable {
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { channel.close() }
         }
     }
+}
+
+/// Bytes waiting on a session's unreliable lane (shared with the closures that send them).
+final class PendingBytes: Sendable {
+    let count = Atomic<Int>(0)
 }

@@ -1,0 +1,156 @@
+import Foundation
+import Syncpeer
+import Testing
+
+/// The public API, as a Swift program uses it: two sessions in this process, real sockets on
+/// loopback, real homes in a temporary folder.
+@Suite(.serialized) struct SyncpeerAPITests {
+    final class Pair: Sendable {
+        let root: URL
+        let alice: Session
+        let bob: Session
+        let bobPeer: PeerID
+        let inbox: URL
+        /// The link alice's session goes through, when the pair was made with one.
+        let link: SlowLink?
+
+        /// Alice and bob, paired; with `aliceToBob` (bytes per second), alice reaches bob
+        /// through a `SlowLink` that drains at that rate.
+        init(aliceToBob rate: Int? = nil) async throws {
+            root = FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-api-\(UUID().uuidString)")
+            inbox = root.appendingPathComponent("inbox")
+            try FileManager.default.createDirectory(at: inbox, withIntermediateDirectories: true)
+            alice = try Session(home: root.appendingPathComponent("alice").path, displayName: "alice")
+            bob = try Session(home: root.appendingPathComponent("bob").path, displayName: "bob", receiveDirectory: inbox.path)
+            // Bob answers invitations with an advertiser, as an MPC app would.
+            let advertiser = Advertiser(session: bob)
+            let invitations = advertiser.invitations
+            let answering = Task {
+                for await invitation in invitations {
+                    #expect(invitation.context == "say hello")
+                    #expect(invitation.peer.displayName == "alice")
+                    try invitation.accept()
+                    return
+                }
+            }
+            let bobAddress = bob.address
+            let link = try rate.map { try SlowLink(to: bobAddress, bytesPerSecond: $0) }
+            self.link = link
+            bobPeer = try await alice.invite(link?.address ?? bobAddress, context: "say hello")
+            try await answering.value
+            #expect(bobPeer.displayName == "bob")
+            #expect(bobPeer.deviceID == bob.myPeerID.deviceID)
+        }
+
+        deinit {
+            link?.stop()
+            alice.close()
+            bob.close()
+            try? FileManager.default.removeItem(at: root)
+        }
+    }
+
+    @Test func messagesArriveAsData() async throws {
+        let pair = try await Pair()
+        let events = pair.bob.events
+        let sent = try pair.alice.send(Data("hello bob".utf8), to: [pair.bobPeer])
+        #expect(sent == [pair.bobPeer])
+        for await event in events {
+            if case let .received(data, from) = event {
+                #expect(data == Data("hello bob".utf8))
+                #expect(from == pair.alice.myPeerID)
+                break
+            }
+        }
+    }
+
+    /// Over a link slower than the sender (2 MB/s), 16 MiB of reliable messages wait in
+    /// alice's queue; unreliable ones sent after them go out at the next frame boundary, and
+    /// once 256 KiB of them wait for the socket the rest are dropped (not queued).
+    @Test func anUnreliableMessageOvertakesQueuedBulkDataAndIsDroppedWhenSaturated() async throws {
+        let pair = try await Pair(aliceToBob: 2_000_000)
+        let events = pair.bob.events
+        let bulk = Data(repeating: 0x61, count: 65_536)
+        for _ in 0..<256 { try pair.alice.send(bulk, to: [pair.bobPeer], mode: .reliable) }
+        var accepted: [Int] = []
+        for index in 0..<32 {
+            var urgent = Data("urgent \(index) ".utf8)
+            urgent.append(Data(repeating: 0x62, count: 60_000))
+            if try pair.alice.send(urgent, to: [pair.bobPeer], mode: .unreliable) == [pair.bobPeer] { accepted.append(index) }
+        }
+        #expect(accepted.first == 0, "the first unreliable message was dropped on an idle lane")
+        #expect(accepted.count < 32, "32 × 60 KB of unreliable messages were all queued behind a saturated link")
+        var reliableBefore = 0
+        for await event in events {
+            guard case let .received(data, _) = event else { continue }
+            if data.starts(with: Data("urgent ".utf8)) { break }
+            reliableBefore += 1
+        }
+        // It did not wait for the queue: it arrived long before the last bulk message (the
+        // kernel's buffers hold ~64 of them; a loaded machine drains more while they are queued).
+        #expect(reliableBefore < 192, "the unreliable message waited behind \(reliableBefore) of 256 bulk messages")
+        print("unreliable: \(accepted.count) of 32 accepted; the first arrived after \(reliableBefore) of 256 bulk messages")
+    }
+
+    @Test func aResourceReportsLiveProgressAndCancelCancelsIt() async throws {
+        // 24 MiB through a 4 MB/s link: the cancel lands mid-transfer however loaded the machine.
+        let pair = try await Pair(aliceToBob: 4_000_000)
+        let source = pair.root.appendingPathComponent("big.bin")
+        // Random bytes: a repeating pattern would be one chunk sent once (content-defined
+        // chunks dedup), and the transfer over before it could be cancelled.
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        try random.readData(ofLength: 24 << 20).write(to: source)
+        let events = pair.bob.events
+        let offers = Task { () -> Session.ResourceOffer? in
+            for await event in events { if case let .resourceOffered(offer) = event { return offer } }
+            return nil
+        }
+        let done = AsyncStream<String?>.makeStream()
+        let progress = pair.alice.sendResource(at: source, named: "big.bin", to: pair.bobPeer) { error in
+            done.continuation.yield(error?.kind)
+        }
+        let offer = try #require(await offers.value)
+        #expect(offer.name == "big.bin" && offer.totalBytes == 24 << 20)
+        try pair.bob.acceptResource(offer)
+        // Live: the Progress moves before the end, then cancel() cancels the transfer.
+        while progress.completedUnitCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(progress.totalUnitCount == 24 << 20)
+        #expect(progress.completedUnitCount < 24 << 20, "the Progress counted hashed bytes as sent")
+        progress.cancel()
+        var outcome: String?? = .none
+        for await kind in done.stream { outcome = kind; break }
+        #expect(outcome != .some(nil), "a cancelled resource reported success")
+        #expect(!FileManager.default.fileExists(atPath: pair.inbox.appendingPathComponent("big.bin").path))
+    }
+
+    @Test func aStreamArrivesInOrderAndEndsComplete() async throws {
+        let pair = try await Pair()
+        let writer = try pair.alice.startStream(named: "log", to: pair.bobPeer)
+        let reader = try #require(try await pair.bob.acceptStream(from: pair.alice.myPeerID, timeout: .seconds(20)))
+        #expect(reader.name == "log" && reader.peer == pair.alice.myPeerID)
+        let pieces = (0..<64).map { Data(repeating: UInt8($0), count: 100_000) }
+        let writing = Task.detached {
+            for piece in pieces { try writer.write(piece) }
+            try writer.finish()
+        }
+        var received = Data()
+        for try await piece in reader { received.append(piece) }
+        try await writing.value
+        #expect(received == pieces.reduce(Data(), +))
+    }
+
+    @Test func aStreamCutByTheWriterIsNeverComplete() async throws {
+        let pair = try await Pair()
+        let writer = try pair.alice.startStream(named: "half", to: pair.bobPeer)
+        let reader = try #require(try await pair.bob.acceptStream(timeout: .seconds(20)))
+        try writer.write(Data(repeating: 1, count: 10_000))
+        writer.cancel(reason: "changed my mind")
+        var received = 0
+        do {
+            for try await piece in reader { received += piece.count }
+            Issue.record("a cut stream ended as complete after \(received) bytes")
+        } catch let error as SyncpeerError {
+            #expect(error.kind == "streamCut", "\(error)")
+        }
+    }
+}
