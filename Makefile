@@ -12,7 +12,7 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 export SYNCPEER_INTERFACE ?= lo
 
 SWIFT_FLAGS ?=
-.PHONY: deps build release test demo bench chaos clean schema install uninstall
+.PHONY: deps build release test demo bench chaos clean schema assets screenshots install uninstall
 
 deps:
 	@bash scripts/install-deps.sh
@@ -64,6 +64,16 @@ uninstall:
 # Regenerates the embedded copy of schema/*.sql (a test fails when the two differ).
 schema:
 	@python3 scripts/embed-schema.py
+
+# Regenerates the dashboard's embedded copy of web/ (a test fails when the two differ).
+assets:
+	@python3 scripts/embed-assets.py
+
+# Screenshots of each dashboard view (docs/screenshots/*.png), taken by the browser tests
+# in headless Chromium against real daemons.
+screenshots: build
+	swift build --build-tests $(SWIFT_FLAGS)
+	SYNCPEER_SCREENSHOTS=$(CURDIR)/docs/screenshots swift test --skip-build $(SWIFT_FLAGS) --filter DashboardBrowserTests
 
 clean:
 	swift package clean

@@ -3,7 +3,7 @@
 //
 // Layers (dependencies point down only):
 //
-//   syncpeer (executable) → SyncpeerCLI → SyncEngine → PeerNet / PeerIndex / PeerFiles
+//   syncpeer (executable) → SyncpeerCLI → SyncpeerWeb → SyncEngine → PeerNet / PeerIndex / PeerFiles
 //                                                     → PeerWire / PeerCrypto → CSodium / COpenSSL / CSQLite
 import PackageDescription
 
@@ -45,8 +45,11 @@ var package = Package(
         .target(name: "PeerNet", dependencies: ["PeerWire", "PeerCrypto"]),
         // Engine: the node (composition root), identity, sessions, transfers, sync; emits events, never prints.
         .target(name: "SyncEngine", dependencies: ["PeerNet", "PeerIndex", "PeerFiles", "PeerWire", "PeerCrypto"]),
+        // The local web dashboard (`daemon --gui`): a bounded HTTP/1.1 server, the page's
+        // embedded assets (web/), a client of the control socket like the CLI.
+        .target(name: "SyncpeerWeb", dependencies: ["SyncEngine", "PeerNet", "PeerCrypto"]),
         // CLI: argument parser, commands, rendering of events. No protocol or sync logic.
-        .target(name: "SyncpeerCLI", dependencies: ["SyncEngine"]),
+        .target(name: "SyncpeerCLI", dependencies: ["SyncEngine", "SyncpeerWeb"]),
         .executableTarget(name: "syncpeer", dependencies: ["SyncpeerCLI"]),
         // The public API for Swift programs: peers, advertiser/browser, invitations, sessions,
         // messages, resources with a Progress, streams, folders (docs/API.md).
@@ -69,6 +72,7 @@ var package = Package(
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI", "SyncEngine", "PeerCrypto"]),
         .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
+        .testTarget(name: "SyncpeerWebTests", dependencies: ["SyncpeerWeb", "SyncEngine", "TestKit"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
         .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex"], exclude: ["Interop"]),
     ]

@@ -14,6 +14,8 @@ import pathlib
 import re
 import sys
 
+from embedding import raw_literal, write_if_changed
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "schema"
 OUTPUT = ROOT / "Sources" / "PeerIndex" / "EmbeddedSchema.swift"
@@ -30,19 +32,6 @@ def swift_string(text: str) -> str:
     if not re.fullmatch(r"[A-Za-z0-9._-]*", text):
         fail(f"unexpected characters in name {text!r}")
     return '"' + text + '"'
-
-
-def raw_literal(text: str) -> str:
-    """A Swift raw multi-line literal whose value is exactly `text`.
-
-    With n '#', the literal ends at '\"\"\"' + n*'#' and escapes start with '\\' + n*'#'.
-    One more '#' than the longest run of '#' in the text rules out both.
-    """
-    longest = max((len(run) for run in re.findall(r"#+", text)), default=0)
-    hashes = "#" * (longest + 1)
-    # The newline before the closing delimiter is not part of the value, and the closing
-    # delimiter sits in column 0, so no indentation is stripped.
-    return f'{hashes}"""\n{text}\n"""{hashes}'
 
 
 def main() -> None:
@@ -85,12 +74,7 @@ def main() -> None:
     out.append("    ]")
     out.append("}")
     content = "\n".join(out) + "\n"
-    if OUTPUT.exists() and OUTPUT.read_text(encoding="utf-8") == content:
-        print(f"embed-schema: {OUTPUT.relative_to(ROOT)} is up to date ({len(entries)} migrations)")
-        return
-    OUTPUT.write_text(content, encoding="utf-8")
-    print(f"embed-schema: wrote {OUTPUT.relative_to(ROOT)} ({len(entries)} migrations)")
-
+    write_if_changed(OUTPUT, content, "embed-schema", ROOT, f"{len(entries)} migrations")
 
 if __name__ == "__main__":
     main()

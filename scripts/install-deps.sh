@@ -6,7 +6,9 @@ set -euo pipefail
 # python3-zeroconf: an independent mDNS implementation for the discovery interop tests (run only
 # inside test network namespaces, with /usr/bin/python3); python3-venv: those tests also make a
 # venv (.build/zeroconf-pypi) with the current PyPI release of zeroconf.
-apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf)
+# chromium: the dashboard's browser tests (headless, driven over the DevTools protocol on a
+# pipe, inside test network namespaces only).
+apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -22,6 +22,7 @@ public enum CLI {
         UnshareCommand.self,
         ConfirmCommand.self,
         StatusCommand.self,
+        GuiCommand.self,
         ConflictsCommand.self,
         ResolveCommand.self,
         CancelCommand.self,

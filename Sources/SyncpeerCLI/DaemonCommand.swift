@@ -4,6 +4,7 @@
 internal import Dispatch
 internal import Foundation
 internal import SyncEngine
+internal import SyncpeerWeb
 
 /// `syncpeer daemon`: runs the node until SIGINT or SIGTERM.
 struct DaemonCommand: Command {
@@ -36,6 +37,8 @@ struct DaemonCommand: Command {
             OptionSpec("service-type", .value("TYPE"), help: "DNS-SD service type: 1-15 lowercase letters, digits, hyphens (default syncpeer)"),
             OptionSpec("info", .repeating("KEY=VALUE"), help: "discovery info published with the service (each pair <= 255 bytes, <= 400 in all)"),
             OptionSpec("interface", .repeating("NAME"), help: "discover on this interface only (default: $SYNCPEER_INTERFACE, else every multicast interface but loopback)"),
+            OptionSpec("gui", .value("HOST:PORT|off"), help: "serve the web dashboard there (default \(Self.defaultGUI), or any free port when that one is taken); 'off' turns it off; 'syncpeer gui' prints its link"),
+            OptionSpec("gui-allow-remote", help: "let --gui listen on an address other machines can reach (the key still guards it)"),
         ],
         examples: ["syncpeer daemon", "syncpeer --home /tmp/alice daemon --listen 127.0.0.1:0",
                    "syncpeer daemon --service-type photos --info room=kitchen --interface eth0",
@@ -44,6 +47,11 @@ struct DaemonCommand: Command {
     var config = NodeConfig()
     /// Whether --interface was given (else SYNCPEER_INTERFACE applies).
     var interfacesGiven = false
+    /// Where the dashboard listens (nil: off), and whether it was asked for explicitly.
+    var gui: String? = Self.defaultGUI
+    var guiGiven = false
+    var guiAllowRemote = false
+    static let defaultGUI = "127.0.0.1:8385"
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         if let listen = arguments.value("listen") { config.listen = listen }
@@ -71,6 +79,11 @@ struct DaemonCommand: Command {
         }
         config.interfaces = arguments.all("interface")
         interfacesGiven = !config.interfaces.isEmpty
+        if let value = arguments.value("gui") {
+            gui = value == "off" ? nil : value
+            guiGiven = true
+        }
+        guiAllowRemote = arguments.flag("gui-allow-remote")
         // The rules are checked even with --no-discovery: a bad flag is a bad flag.
         do { try config.validateDiscovery() } catch { throw .usage(error.description) }
     }
@@ -106,6 +119,11 @@ struct DaemonCommand: Command {
         if !json {
             output.line("syncpeer daemon \(daemon.node.identity.displayName) (\(daemon.node.identity.deviceID)) — Ctrl-C to stop")
         }
+        let dashboard: DashboardServer?
+        do { dashboard = try startDashboard(context.home, output: json ? nil : output) } catch {
+            daemon.stop()
+            throw CLIError(error)
+        }
         let stopRequested = DispatchSemaphore(value: 0)
         let sources = [SIGINT, SIGTERM].map { sig in
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
@@ -121,9 +139,26 @@ struct DaemonCommand: Command {
             waiter.start()
         }
         for source in sources { source.cancel() }
+        dashboard?.stop()
         daemon.stop()
         if !json { output.line("stopped") }
         return ExitCode.success
     }
-}
 
+    /// Starts the dashboard where --gui says. The default address falls back to any free
+    /// port when another daemon has it (several homes on one machine); an address given
+    /// explicitly must work or the daemon does not start.
+    private func startDashboard(_ home: NodeHome, output: (any OutputSink)?) throws(EngineError) -> DashboardServer? {
+        guard let gui else { return nil }
+        let log: @Sendable (String) -> Void = { line in output?.line(line) }
+        let server: DashboardServer
+        do {
+            server = try DashboardServer.start(home: home, listen: gui, allowRemote: guiAllowRemote, log: log)
+        } catch {
+            guard !guiGiven, case .connection = error else { throw error }
+            server = try DashboardServer.start(home: home, listen: "127.0.0.1:0", allowRemote: false, log: log)
+        }
+        log("dashboard on \(server.url) ('syncpeer gui' prints the link with its key)")
+        return server
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Syncpeer
 import Testing
 
@@ -111,14 +112,23 @@ import Testing
         }
         let offer = try #require(await offers.value)
         #expect(offer.name == "big.bin" && offer.totalBytes == 24 << 20)
+        // Live: the Progress moves before the end, then cancel() cancels the transfer. Watched
+        // from a thread of its own: on a loaded machine (the whole suite) a task can wait
+        // seconds for a thread, longer than the transfer takes.
+        let firstMove = Mutex<(done: Int64, total: Int64)?>(nil)
+        let watcher = Thread {
+            let deadline = Date().addingTimeInterval(120)
+            while progress.completedUnitCount == 0, Date() < deadline { usleep(2_000) }
+            firstMove.withLock { $0 = (progress.completedUnitCount, progress.totalUnitCount) }
+            progress.cancel()
+        }
+        watcher.start()
         try pair.bob.acceptResource(offer)
-        // Live: the Progress moves before the end, then cancel() cancels the transfer.
-        while progress.completedUnitCount == 0 { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(progress.totalUnitCount == 24 << 20)
-        #expect(progress.completedUnitCount < 24 << 20, "the Progress counted hashed bytes as sent")
-        progress.cancel()
         var outcome: String?? = .none
         for await kind in done.stream { outcome = kind; break }
+        let moved = try #require(firstMove.withLock { $0 })
+        #expect(moved.total == 24 << 20)
+        #expect(moved.done > 0 && moved.done < 24 << 20, "the Progress counted hashed bytes as sent, or did not move: \(moved)")
         #expect(outcome != .some(nil), "a cancelled resource reported success")
         #expect(!FileManager.default.fileExists(atPath: pair.inbox.appendingPathComponent("big.bin").path))
     }

@@ -1,0 +1,336 @@
+internal import Foundation
+internal import PeerNet
+public import SyncEngine
+internal import Synchronization
+
+/// The local web dashboard (`daemon --gui`): serves the embedded page, answers `POST /api`
+/// with the control protocol's own requests and answers (it is a client of the daemon's
+/// control socket, like the CLI), and streams the node's events to each open page over
+/// Server-Sent Events. See docs/PROTOCOL.md ("Dashboard").
+///
+/// Everything a browser sends is hostile until checked: the parser is bounded
+/// (`HTTPLimits`), a request has 10 s to arrive, at most `maxRequests` are served at once
+/// and `maxStreams` event streams are open; only the embedded assets are served (no path
+/// reaches the disk); Host and Origin must name this server; the secret's cookie is needed
+/// for everything but the login redirect; POST needs the CSRF token too.
+public final class DashboardServer: Sendable {
+    /// "host:port" the server listens on.
+    public let address: String
+    let listener: TCPListener
+    let access: DashboardAccess
+    let home: NodeHome
+    let log: @Sendable (String) -> Void
+    private let requests = Atomic<Int>(0)
+    private let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
+    private let stopped = Atomic<Bool>(false)
+
+    static let maxRequests = 32
+    static let maxStreams = 64
+    static let requestTimeout: Duration = .seconds(10)
+    static let sendTimeout: Duration = .seconds(10)
+    static let heartbeat: Duration = .seconds(15)
+
+    /// The ops a page may send: what the views show and the answers they give. Not `send`,
+    /// `share` and the others that name paths on this machine, nor the descriptor ops.
+    static let allowedOps: Set<ControlRequest.Op> = [
+        .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
+        .resume, .folders, .conflicts, .resolve, .connect, .disconnect, .msg,
+    ]
+
+    /// The file `syncpeer gui` reads the running dashboard's address from.
+    public static func addressFile(_ home: NodeHome) -> String { home.path + "/gui-address" }
+
+    /// Listens on `listen` ("host:port"); a non-loopback address only with `allowRemote`.
+    public static func start(home: NodeHome, listen: String, allowRemote: Bool,
+                             log: @escaping @Sendable (String) -> Void) throws(EngineError) -> DashboardServer {
+        let requested: HostPort
+        do { requested = try HostPort(parsing: listen) } catch { throw .invalidArgument("--gui: \(error.description)") }
+        let loopback = requested.host == "127.0.0.1" || requested.host == "::1" || requested.host == "localhost"
+        guard loopback || allowRemote else {
+            throw .invalidArgument("--gui \(listen) is not a loopback address: anyone who can reach it could try the dashboard; add --gui-allow-remote to mean it")
+        }
+        let token = try DashboardAccess.loadOrCreateToken(home: home)
+        let listener: TCPListener
+        do { listener = try TCPListener(host: requested.host, port: requested.port) } catch {
+            throw .connection("cannot serve the dashboard on \(listen)", error)
+        }
+        let server = DashboardServer(listener: listener, home: home, log: log,
+                                     access: DashboardAccess(token: token, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port)))
+        if !loopback { log("dashboard: listening on \(server.address), beyond this machine (--gui-allow-remote); the key still guards it") }
+        do {
+            try Data((server.url + "\n").utf8).write(to: URL(fileURLWithPath: addressFile(home)), options: .atomic)
+        } catch {
+            listener.close()
+            throw .invalidArgument("cannot write \(addressFile(home)): \(error.localizedDescription)")
+        }
+        let accepting = Thread { server.acceptLoop() }
+        accepting.name = "syncpeer-gui-accept"
+        accepting.start()
+        let beating = Thread { server.heartbeatLoop() }
+        beating.name = "syncpeer-gui-heartbeat"
+        beating.start()
+        return server
+    }
+
+    private init(listener: TCPListener, home: NodeHome, log: @escaping @Sendable (String) -> Void, access: DashboardAccess) {
+        self.listener = listener
+        self.home = home
+        self.log = log
+        self.access = access
+        let host = listener.host.contains(":") ? "[\(listener.host)]" : listener.host
+        address = "\(host):\(listener.port)"
+    }
+
+    /// The dashboard's URL without the key.
+    public var url: String { "http://\(address)/" }
+
+    /// Stops listening and ends every event stream.
+    public func stop() {
+        stopped.store(true, ordering: .relaxed)
+        listener.close()
+        for stream in streams.withLock({ Array($0.values) }) { stream.close() }
+        try? FileManager.default.removeItem(atPath: Self.addressFile(home))
+    }
+
+    // MARK: Connections
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .relaxed) {
+            let connection: TCPConnection
+            do { connection = try listener.accept() } catch {
+                if case .closed = error { return }
+                continue
+            }
+            guard requests.add(1, ordering: .relaxed).newValue <= Self.maxRequests else {
+                requests.subtract(1, ordering: .relaxed)
+                connection.close()
+                continue
+            }
+            let thread = Thread { [self] in serve(connection) }
+            thread.name = "syncpeer-gui-request"
+            thread.start()
+        }
+    }
+
+    /// Reads one request (bounded in size and time), answers it, closes the connection.
+    /// It holds one of `maxRequests` slots until answered; an event stream gives its slot
+    /// back and counts among `maxStreams` instead.
+    private func serve(_ connection: TCPConnection) {
+        var holdsSlot = true
+        defer { if holdsSlot { requests.subtract(1, ordering: .relaxed) } }
+        connection.setSendTimeout(Self.sendTimeout)
+        let deadline = ContinuousClock.now + Self.requestTimeout
+        let limits = HTTPLimits()
+        var buffer: [UInt8] = []
+        var request: HTTPRequest?
+        reading: while true {
+            switch HTTPRequestParser.parse(buffer, limits: limits) {
+            case let .request(parsed, _):
+                request = parsed
+                break reading
+            case let .invalid(status, reason):
+                respond(connection, HTTPResponse.text(status, reason))
+                connection.close()
+                return
+            case .incomplete:
+                guard buffer.count <= limits.head + limits.body + 4,
+                      let more = try? connection.read(maxCount: 16_384, deadline: deadline), !more.isEmpty else {
+                    connection.close()
+                    return
+                }
+                buffer += more
+            }
+        }
+        guard let request else { return }
+        if let stream = route(request, on: connection) {
+            requests.subtract(1, ordering: .relaxed)
+            holdsSlot = false
+            runStream(stream)
+        }
+        connection.close()
+    }
+
+    private func respond(_ connection: TCPConnection, _ response: HTTPResponse) {
+        try? connection.write(response.bytes())
+    }
+
+    /// Answers `request`, or returns the event stream it opened.
+    private func route(_ request: HTTPRequest, on connection: TCPConnection) -> EventStream? {
+        guard access.hostAllowed(request) else {
+            respond(connection, .text(421, "this server answers only to \(address)"))
+            return nil
+        }
+        let changes = request.method == "POST"
+        guard access.originAllowed(request, required: changes) else {
+            respond(connection, .text(403, "requests from another origin are refused"))
+            return nil
+        }
+        switch (request.method, request.path) {
+        case ("GET", "/") where request.query["token"] != nil:
+            guard access.isToken(request.query["token"]) else {
+                respond(connection, .page(401, Self.loginPage("This link's key is not the dashboard's (it changes when gui-token is removed).")))
+                return nil
+            }
+            // The key leaves the URL (history, screenshots): the cookie holds it from now on.
+            respond(connection, HTTPResponse(status: 303, headers: [("Location", "/"), ("Set-Cookie", access.sessionCookie)], body: []))
+            return nil
+        case ("GET", _), ("POST", _):
+            break
+        case ("HEAD", _):
+            respond(connection, .text(405, "HEAD is not served"))
+            return nil
+        default:
+            respond(connection, .text(405, "only GET and POST are served"))
+            return nil
+        }
+        guard access.hasSession(request) else {
+            respond(connection, .page(401, Self.loginPage("Open the link that 'syncpeer gui' prints.")))
+            return nil
+        }
+        switch (request.method, request.path) {
+        case ("GET", "/"):
+            let page = DashboardAssets.indexHTML.replacingOccurrences(of: "{{CSRF}}", with: access.csrf)
+            respond(connection, .asset(page, type: "text/html; charset=utf-8"))
+        case ("GET", "/app.js"):
+            respond(connection, .asset(DashboardAssets.appJS, type: "text/javascript; charset=utf-8"))
+        case ("GET", "/style.css"):
+            respond(connection, .asset(DashboardAssets.styleCSS, type: "text/css; charset=utf-8"))
+        case ("GET", "/events"):
+            guard let stream = openStream(connection) else {
+                respond(connection, .text(503, "\(Self.maxStreams) dashboard pages are open already"))
+                return nil
+            }
+            return stream
+        case ("POST", "/api"):
+            guard access.hasCSRF(request) else {
+                respond(connection, .text(403, "the CSRF token is missing or wrong: reload the page"))
+                return nil
+            }
+            guard request.header("content-type")?.lowercased().hasPrefix("application/json") == true else {
+                respond(connection, .text(415, "the body must be application/json"))
+                return nil
+            }
+            respond(connection, .json(call(request.body)))
+        default:
+            respond(connection, .text(404, "not found"))
+        }
+        return nil
+    }
+
+    // MARK: API
+
+    /// One control request from the page, answered as the control socket answers it.
+    func call(_ body: [UInt8]) -> JSONValue {
+        let parsed: ControlRequest
+        do throws(EngineError) {
+            guard let json = JSONValue.parse(String(decoding: body, as: UTF8.self)), case .object = json else {
+                throw .invalidArgument("the body is not a JSON object")
+            }
+            parsed = try ControlRequest(json: json)
+            try Self.check(parsed)
+            let client = try ControlClient.connect(home: home)
+            return ["ok": true, "result": try client.request(parsed)]
+        } catch {
+            return ["ok": false, "error": .string(error.description), "kind": .string(error.kind.rawValue)]
+        }
+    }
+
+    /// Refuses what a page may not ask: ops outside `allowedOps`, and answers that would
+    /// choose a directory on this machine or hold the request open for a whole transfer.
+    static func check(_ request: ControlRequest) throws(EngineError) {
+        guard allowedOps.contains(request.op) else {
+            throw .invalidArgument("the dashboard does not take '\(request.op.rawValue)'; use the syncpeer command")
+        }
+        switch request {
+        case let .answerOffer(_, _, directory, follow) where directory != nil || follow:
+            throw .invalidArgument("the dashboard accepts files into the receive directory only")
+        case let .answerShare(_, _, directory) where directory != nil:
+            throw .invalidArgument("the dashboard accepts folders into the receive directory only")
+        default:
+            return
+        }
+    }
+
+    // MARK: Events
+
+    private func openStream(_ connection: TCPConnection) -> EventStream? {
+        let stream = EventStream(connection)
+        let opened = streams.withLock { open -> Bool in
+            guard open.count < Self.maxStreams, !stopped.load(ordering: .relaxed) else { return false }
+            open[ObjectIdentifier(stream)] = stream
+            return true
+        }
+        return opened ? stream : nil
+    }
+
+    /// Writes every node event to the page until either side goes away. The daemon bounds
+    /// what waits for a control client (its outbox); a page that stops reading is cut off
+    /// there, never stalling the node, and its EventSource reconnects and resyncs.
+    private func runStream(_ stream: EventStream) {
+        defer {
+            streams.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(stream)) }
+            stream.close()
+        }
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n"
+            + HTTPResponse.securityHeaders.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n"
+        // Every stream starts with `resync`: a page that reconnects fetches everything again.
+        guard stream.send(head + "retry: 2000\nevent: resync\ndata: {}\n\n") else { return }
+        guard let client = try? ControlClient.connect(home: home) else { return }
+        stream.attach(client)
+        try? client.streamEvents { event in
+            stream.send("data: \(event.json.encodedLine())\n\n")
+        }
+    }
+
+    private func heartbeatLoop() {
+        while !stopped.load(ordering: .relaxed) {
+            Thread.sleep(forTimeInterval: Double(Self.heartbeat.components.seconds))
+            // A comment line: finds the pages that went away while no event came.
+            for stream in streams.withLock({ Array($0.values) }) where !stream.send(": keepalive\n\n") {
+                stream.close()
+            }
+        }
+    }
+
+    static func loginPage(_ why: String) -> String {
+        """
+        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>syncpeer</title></head>
+        <body><h1>syncpeer</h1><p>\(HTTPResponse.escape(why))</p><pre>syncpeer gui</pre></body></html>
+        """
+    }
+}
+
+/// One open event stream: writes are serialised (events and heartbeats), and the first
+/// failure closes it and the control connection behind it.
+final class EventStream: Sendable {
+    private let connection: TCPConnection
+    private let state = Mutex<(closed: Bool, client: ControlClient?)>((false, nil))
+
+    init(_ connection: TCPConnection) { self.connection = connection }
+
+    func attach(_ client: ControlClient) {
+        let closed = state.withLock { state -> Bool in
+            state.client = client
+            return state.closed
+        }
+        if closed { client.hangUp() }
+    }
+
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            if (try? connection.write(Array(text.utf8))) == nil { state.closed = true }
+            return !state.closed
+        }
+    }
+
+    func close() {
+        let client = state.withLock { state -> ControlClient? in
+            state.closed = true
+            return state.client
+        }
+        client?.hangUp()
+        connection.close()
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A headless Chromium (Debian's `chromium`) driven over the DevTools protocol by
+/// Browser/cdp_driver.py, inside a network namespace of the test's own: the browser can
+/// reach nothing but that namespace's loopback, where the daemons run.
+final class BrowserDriver {
+    let process = Process()
+    private let input = Pipe()
+    private let output = Pipe()
+    private var pending = Data()
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Browser/cdp_driver.py").path
+
+    init(namespace: TestNamespace) throws {
+        process.executableURL = URL(fileURLWithPath: TestNetns.ipPath)
+        process.arguments = ["netns", "exec", namespace.name, "/usr/bin/python3", Self.script]
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let ready = try answer()
+        try #require(ready["ok"] as? Bool == true, "the browser did not start: \(ready)")
+    }
+
+    private func answer(timeout: Double = 60) throws -> [String: Any] {
+        let handle = output.fileHandleForReading
+        let deadline = Date().addingTimeInterval(timeout)
+        while pending.firstIndex(of: 0x0A) == nil {
+            guard Date() < deadline, process.isRunning || !pending.isEmpty else { throw DaemonProcess.DaemonError.timeout("no answer from the browser driver") }
+            let chunk = handle.availableData
+            if chunk.isEmpty { throw DaemonProcess.DaemonError.timeout("the browser driver ended") }
+            pending.append(chunk)
+        }
+        let newline = pending.firstIndex(of: 0x0A)!
+        let line = pending[pending.startIndex..<newline]
+        pending = Data(pending[(newline + 1)...])
+        return (try JSONSerialization.jsonObject(with: line) as? [String: Any]) ?? [:]
+    }
+
+    @discardableResult
+    func command(_ command: [String: Any]) throws -> [String: Any] {
+        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: command) + Data([0x0A]))
+        let reply = try answer()
+        try #require(reply["ok"] as? Bool == true, "browser: \(command["cmd"] ?? "?") failed: \(reply["error"] ?? reply)")
+        return reply
+    }
+
+    func open(_ url: String) throws { try command(["cmd": "open", "url": url]) }
+
+    func eval(_ js: String) throws -> Any? { try command(["cmd": "eval", "js": js])["value"] }
+
+    /// Evaluates `js` until it gives a true value (the page renders asynchronously).
+    func waitUntil(_ what: String, _ js: String, timeout: Double = 30) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let value = try eval(js) as? Bool, value { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let body = (try? eval("document.body ? document.body.innerText : ''")) as? String ?? ""
+        Issue.record("\(what): not seen within \(timeout) s; the page says:\n\(body.prefix(2000))")
+        throw DaemonProcess.DaemonError.timeout(what)
+    }
+
+    /// Writes a screenshot when SYNCPEER_SCREENSHOTS names a folder (`make screenshots`).
+    func screenshot(_ name: String, width: Int = 1280, height: Int = 900) throws {
+        guard let folder = ProcessInfo.processInfo.environment["SYNCPEER_SCREENSHOTS"], !folder.isEmpty else { return }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try command(["cmd": "shot", "path": folder + "/" + name + ".png", "width": width, "height": height])
+    }
+
+    func quit() {
+        input.fileHandleForWriting.write(Data("{\"cmd\":\"quit\"}\n".utf8))
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(15)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+/// The dashboard in a real browser against real daemons: the key, a live transfer bar on
+/// the receiver's page, an invitation accepted from the page, a conflict resolved from it.
+@Suite(.serialized, .enabled(if: TestNetns.available, Comment(rawValue: TestNetns.unavailableReason)))
+struct DashboardBrowserTests {
+    static let chromiumInstalled = FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
+
+    /// Bob's daemon with its dashboard, in `namespace`, and the link `syncpeer gui` prints.
+    static func daemon(_ env: SyncpeerRunner, _ name: String, in namespace: TestNamespace,
+                       arguments: [String] = [], environment: [String: String] = [:], home: String? = nil,
+                       listen: String = "127.0.0.1:0") throws -> (DaemonProcess, link: String) {
+        let daemon = try DaemonProcess(env, name: name, home: home, arguments: ["--gui", "127.0.0.1:0"] + arguments,
+                                       environment: environment, namespace: namespace.name, listen: listen)
+        let gui = try env.cli(daemon, ["gui", "--no-open"])
+        try #require(gui.status == 0, "gui failed: \(gui.stderr)")
+        return (daemon, gui.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Runs `body` with a temporary test home and a loopback-only network namespace of its
+    /// own (where the daemons and the browser run), and removes both afterwards.
+    static func scene(_ body: (SyncpeerRunner, TestNamespace) throws -> Void) throws {
+        try #require(chromiumInstalled, "chromium is not installed (make deps installs it)")
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let namespace = try TestNamespace.loopbackOnly()
+        defer { namespace.remove() }
+        try body(env, namespace)
+    }
+
+    @Test func thePageLoadsWithTheKeyAndIsRefusedWithout() throws {
+        try Self.scene { env, namespace in
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace)
+            defer { bob.stop() }
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            let plain = String(link.prefix { $0 != "?" })
+            try browser.open(plain)
+            try browser.waitUntil("the refusal", "document.body.innerText.includes('syncpeer gui') && !document.querySelector('#peers')")
+            try browser.open(link)
+            try browser.waitUntil("the dashboard", "!!document.querySelector('#peers') && !!document.querySelector('#transfers')")
+            #expect(try browser.eval("location.search") as? String == "", "the key stayed in the address bar")
+            // The cookie carries the session from now on: the plain address works.
+            try browser.open(plain)
+            try browser.waitUntil("the dashboard again", "!!document.querySelector('#folders')")
+            try browser.screenshot("peers")
+            try browser.screenshot("narrow", width: 390, height: 844)
+        }
+    }
+
+    @Test func aSendFromTheCLIShowsALiveBarOnTheReceiversPage() throws {
+        try Self.scene { env, namespace in
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace)
+            defer { bob.stop() }
+            let alice = try DaemonProcess(env, name: "alice", arguments: ["--gui", "off"], namespace: namespace.name)
+            defer { alice.stop() }
+            _ = try env.pair(alice, bob)
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(link)
+            try browser.waitUntil("the dashboard", "!!document.querySelector('#transfers')")
+            let file = env.home("big.bin")
+            try TestFiles.random(file, size: 400 << 20)
+            let send = Process()
+            send.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+            send.arguments = ["--home", alice.home, "send", file, "--to", "bob"]
+            send.environment = ["PATH": "/usr/bin:/bin", "SYNCPEER_INTERFACE": "lo"]
+            send.standardOutput = FileHandle.nullDevice
+            send.standardError = FileHandle.nullDevice
+            try send.run()
+            defer { if send.isRunning { kill(send.processIdentifier, SIGTERM) } }
+            // The offer appears on bob's page; accepting it there starts the transfer.
+            let row = "document.querySelector('#transfers [data-transfer]')"
+            try browser.waitUntil("the offer on bob's page", "!!\(row) && !!\(row).querySelector('button.accept')")
+            _ = try browser.eval("\(row).querySelector('button.accept').click(), true")
+            var seen: [Int] = []
+            let deadline = Date().addingTimeInterval(120)
+            while Date() < deadline {
+                let text = try browser.eval("(\(row)?.querySelector('.percent')?.textContent) || ''") as? String ?? ""
+                if let percent = Int(String(text.filter { $0.isNumber })), seen.last != percent { seen.append(percent) }
+                if seen.last == 100 { break }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            try browser.screenshot("transfers")
+            #expect(seen.last == 100, "the bar never reached 100 %: \(seen)")
+            #expect(seen.filter { $0 > 0 && $0 < 100 }.count >= 2, "the bar did not move while the file was on its way: \(seen)")
+            #expect(seen == seen.sorted(), "the bar went backwards: \(seen)")
+            send.waitUntilExit()
+            #expect(send.terminationStatus == 0)
+            try TestFiles.expectSame(file, bob.home + "/Downloads/big.bin")
+        }
+    }
+
+    @Test func anInvitationAcceptedOnThePagePairsThePeers() throws {
+        try Self.scene { env, namespace in
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace, arguments: ["--invitation-timeout", "120"])
+            defer { bob.stop() }
+            let carol = try DaemonProcess(env, name: "carol", arguments: ["--gui", "off"], namespace: namespace.name)
+            defer { carol.stop() }
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(link)
+            try browser.waitUntil("the dashboard", "!!document.querySelector('#invitations')")
+            let pairing = try PairingProcess(env, from: carol, to: bob)
+            let invitation = try bob.waitFor("invitation")
+            let code = try #require(invitation["code"] as? String)
+            let item = "document.querySelector('#invitations [data-invitation]')"
+            // The page shows the code both screens must agree on, then the answer pairs them.
+            try browser.waitUntil("the invitation with its code", "!!\(item) && \(item).textContent.includes('\(code)')")
+            try browser.screenshot("invitation")
+            _ = try browser.eval("\(item).querySelector('button.accept').click(), true")
+            let result = try pairing.finish()
+            #expect(result.status == 0, "pair failed: \(result.stderr)")
+            let peers = try env.cli(bob, ["peers", "--json"])
+            #expect(peers.stdout.contains("carol") && peers.stdout.contains("\"paired\":true"), "\(peers.stdout)")
+            try browser.waitUntil("carol among the peers", "document.querySelector('#peers').textContent.includes('carol')")
+        }
+    }
+
+    @Test func aConflictResolvedOnThePageChangesTheFiles() throws {
+        try Self.scene { env, namespace in
+            let fast = FolderSyncTests.environment
+            for name in ["alice-recv", "bob-recv", "docs"] { try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true) }
+            var alice = try DaemonProcess(env, name: "alice", arguments: ["--gui", "off", "--auto-accept", "--receive-dir", env.home("alice-recv")],
+                                          environment: fast, namespace: namespace.name)
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace, arguments: ["--auto-accept", "--receive-dir", env.home("bob-recv")], environment: fast)
+            defer { bob.stop() }
+            _ = try env.pair(alice, bob, autoAccepted: true)
+            let mine = env.home("docs") + "/notes.txt", theirs = env.home("bob-recv") + "/docs/notes.txt"
+            try "original".write(toFile: mine, atomically: true, encoding: .utf8)
+            let shared = try env.cli(alice, ["share", env.home("docs"), "--with", "bob"])
+            try #require(shared.status == 0, "\(shared.stderr)")
+            try FolderSyncTests.eventually("notes.txt reaches bob") { FileManager.default.fileExists(atPath: theirs) }
+            // Both edit while apart: bob's edit is newer and wins; alice's becomes the conflict copy.
+            let address = alice.address
+            alice.stop()
+            try "bob's edit".write(toFile: theirs, atomically: true, encoding: .utf8)
+            try "alice's edit".write(toFile: mine, atomically: true, encoding: .utf8)
+            try TestFiles.setMtime(mine, 1_700_000_000_000_000_000)
+            alice = try DaemonProcess(env, name: "alice", home: alice.home, arguments: ["--gui", "off", "--auto-accept", "--receive-dir", env.home("alice-recv")],
+                                      environment: fast, namespace: namespace.name, listen: address)
+            defer { alice.stop() }
+            let bobFolder = env.home("bob-recv") + "/docs"
+            func copies() -> [String] { ((try? FileManager.default.contentsOfDirectory(atPath: bobFolder)) ?? []).filter { $0.contains(".sync-conflict-") } }
+            try FolderSyncTests.eventually("a conflict copy on bob", timeout: 45) { copies().count == 1 }
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(link)
+            let item = "document.querySelector('#conflicts [data-path]')"
+            try browser.waitUntil("the conflict on bob's page", "!!\(item) && !!\(item).querySelector('button.keep-remote')")
+            try browser.screenshot("folders")
+            // Keep theirs: alice's version (the copy) becomes the file on bob, and the copy goes.
+            _ = try browser.eval("\(item).querySelector('button.keep-remote').click(), true")
+            try FolderSyncTests.eventually("the copy is gone and alice's version is the file on bob") {
+                copies().isEmpty && (try? String(contentsOfFile: theirs, encoding: .utf8)) == "alice's edit"
+            }
+            try FolderSyncTests.eventually("and on alice") { (try? String(contentsOfFile: mine, encoding: .utf8)) == "alice's edit" }
+            try browser.waitUntil("no conflict left on the page", "!\(item)")
+            try browser.screenshot("activity")
+        }
+    }
+}

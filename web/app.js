@@ -1,0 +1,715 @@
+/*
+ * syncpeer dashboard, the browser side of `syncpeer gui`. Lists come from POST /api (one
+ * control request each). GET /events (SSE) says what changed: a `transfer` event updates
+ * its row in place; any other refetches the lists it touches (one batch per 300 ms at
+ * most); `resync` refetches everything, and so does a 10 s safety timer.
+ * API text (peer and file names…) is hostile: the DOM is built with createElement and
+ * textContent only, never innerHTML. The page loads no other script.
+ */
+'use strict';
+
+// --- constants ---
+
+/** Transfer states that no longer change by themselves (`failed` can still be resumed). */
+const FINISHED = new Set(['completed', 'cancelled', 'declined', 'failed', 'withdrawn']);
+const CANCELLABLE = new Set(['preparing', 'offered', 'active', 'finishing', 'paused']);
+/** Every list the page shows, by loader name. */
+const ALL = ['status', 'folders', 'peers', 'invitations', 'browse', 'transfers', 'conflicts'];
+/** The lists an event (other than `transfer`) makes stale; an unknown kind refetches ALL. */
+const REFETCH = {
+  state: ['peers', 'folders', 'browse'],
+  invitation: ['invitations', 'peers'], invitation_closed: ['invitations', 'peers'],
+  invitation_pending: ['peers'], paired: ['peers', 'invitations', 'browse'],
+  pairing_rejected: ['peers', 'invitations'],
+  folder: ['folders', 'conflicts'], share_offer: ['folders'], conflict: ['conflicts', 'folders'],
+  offer: ['transfers'], found: ['browse', 'peers'], lost: ['browse', 'peers'],
+  refused: ['peers'], error: ['peers', 'transfers', 'folders'], dropped: [], message: [],
+  listening: ['status'], registered: ['status'], visibility: ['status', 'browse'],
+};
+const LOG_MAX = 200, FINISHED_MAX = 20, DEBOUNCE_MS = 300, SAFETY_MS = 10000;
+
+// --- state ---
+
+const st = {
+  gone: false,          // the session ended (HTTP 401/403): everything stops
+  node: null,           // the daemon's own `status` (id, name), when it gives one
+  folders: null,        // {folders, offers}
+  peers: [],
+  invitations: [],
+  nearby: null,         // `browse` result; null while discovery is off
+  conflicts: [],
+  transfers: new Map(), // row key -> latest transfer event
+  order: new Map(),     // row key -> sequence number (running rows: newest first)
+  lastState: new Map(), // row key -> last state seen (the log shows state changes only)
+  touched: new Map(),   // row key -> event counter when an event last updated it
+  rows: new Map(),      // row key -> its <li>
+  seq: 0,
+  events: 0,
+  pairing: new Map(),   // address -> {label, peer?, code?}: our pair requests in flight
+  busy: new Set(),      // focus keys of buttons whose request is in flight
+  es: null,
+  poll: 0,
+  resynced: false,
+};
+
+const csrf = (document.querySelector('meta[name="csrf-token"]') || {}).content || '';
+const $ = (id) => document.getElementById(id);
+
+// --- small helpers ---
+
+const num = (v) => typeof v === 'number' && Number.isFinite(v);
+const arr = (v) => (Array.isArray(v) ? v.filter((x) => x && typeof x === 'object') : []);
+const str = (v) => (v == null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+const short = (id) => (typeof id === 'string' ? id.slice(0, 7) : '');
+/** A value safe to put in a class name. */
+const cls = (v) => (typeof v === 'string' && /^[A-Za-z_]+$/.test(v) ? v : 'unknown');
+const plural = (n, word) => `${num(n) ? n : '?'} ${word}${n === 1 ? '' : 's'}`;
+const validTime = (t) => num(t) && Math.abs(t) < 8.64e15;
+
+function peerName(p) {
+  if (typeof p === 'string') return short(p) || 'unknown peer';
+  if (p && typeof p.name === 'string' && p.name) return p.name;
+  return (p && short(p.id)) || 'unknown peer';
+}
+
+/** Bytes in decimal units: "12.3 MB". */
+function bytes(n) {
+  if (!num(n)) return '?';
+  const units = ['B', 'kB', 'MB', 'GB', 'TB', 'PB'];
+  let i = 0;
+  while (Math.abs(n) >= 1000 && i < units.length - 1) { n /= 1000; i++; }
+  return (i ? n.toFixed(n < 100 ? 1 : 0) : String(Math.round(n))) + ' ' + units[i];
+}
+
+/** Seconds as "0:42" or "1:02:03". */
+function duration(s) {
+  s = Math.max(0, Math.round(s));
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60);
+  const pad = (x) => String(x).padStart(2, '0');
+  return h ? `${h}:${pad(m)}:${pad(s % 60)}` : `${m}:${pad(s % 60)}`;
+}
+
+/**
+ * Creates an element. props: `class`, `data` (dataset), non-strings as properties
+ * (hidden, disabled, value, max), strings as attributes. Children are nodes or strings,
+ * nested in arrays at will; strings become text nodes, never HTML.
+ */
+function el(tag, props, ...kids) {
+  const n = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v == null || v === false) continue;
+    if (k === 'class') n.className = v;
+    else if (k === 'data') Object.entries(v).forEach(([dk, dv]) => { n.dataset[dk] = str(dv); });
+    else if (typeof v !== 'string' && k in n) n[k] = v;
+    else n.setAttribute(k, str(v));
+  }
+  for (const kid of kids.flat(Infinity)) {
+    if (kid != null && kid !== false && kid !== '') n.append(kid instanceof Node ? kid : str(kid));
+  }
+  return n;
+}
+
+/** A hostile name in its own bidi island, so it cannot reorder the text around it. */
+const bdi = (text) => el('bdi', null, str(text));
+const sid = (id) => (short(id) ? el('span', { class: 'sid' }, short(id)) : null);
+const empty = (text) => el('li', { class: 'empty' }, text);
+/** Joins the non-empty parts with " · ". */
+const dots = (...parts) => parts.filter((p) => p != null && p !== '').join(' · ');
+
+/**
+ * Replaces a container's children; if a button in it had focus, the new button with the
+ * same focus key gets it back (a re-render must not throw keyboard users out).
+ */
+function fill(box, nodes) {
+  const a = document.activeElement;
+  const key = a && a !== document.body && box.contains(a) ? a.dataset.fkey : null;
+  box.replaceChildren(...nodes.filter(Boolean));
+  const again = key && box.querySelector(`[data-fkey="${CSS.escape(key)}"]`);
+  if (again) again.focus();
+}
+
+// --- the API ---
+
+class ApiError extends Error {
+  constructor(message, kind) { super(message); this.kind = kind; }
+}
+
+/** Sends one control request; resolves to its `result`, throws an ApiError otherwise. */
+async function api(req) {
+  if (st.gone) throw new ApiError('the session has ended', 'session');
+  let res, body;
+  try {
+    res = await fetch('/api', { method: 'POST', credentials: 'same-origin', body: JSON.stringify(req),
+      headers: { 'Content-Type': 'application/json', 'X-CSRF-Token': csrf } });
+  } catch (e) {
+    throw new ApiError('cannot reach the syncpeer daemon', 'network');
+  }
+  if (res.status === 401 || res.status === 403) {
+    sessionGone();
+    throw new ApiError('the session has ended', 'session');
+  }
+  if (!res.ok) throw new ApiError(`HTTP ${res.status}`, 'http');
+  try { body = await res.json(); } catch (e) { throw new ApiError('unreadable answer', 'http'); }
+  if (!body || body.ok !== true) {
+    throw new ApiError(str(body && body.error) || 'request failed', str(body && body.kind) || 'error');
+  }
+  return body.result;
+}
+
+/** HTTP 401/403: stop everything and say how to get back in. */
+function sessionGone() {
+  if (st.gone) return;
+  st.gone = true;
+  clearInterval(st.poll);
+  clearTimeout(flushTimer);
+  if (st.es) st.es.close();
+  $('session-gone').hidden = false;
+  document.body.classList.add('gone');
+  setLive('off');
+}
+
+let noticeTimer = 0;
+/** Shows the outcome of an action; an error says "Error:" in text, not only in colour. */
+function notice(text, isError) {
+  const n = $('notice');
+  n.textContent = (isError ? 'Error: ' : '') + text;
+  n.classList.toggle('is-error', !!isError);
+  n.hidden = false;
+  clearTimeout(noticeTimer);
+  noticeTimer = setTimeout(() => { n.hidden = true; }, isError ? 15000 : 6000);
+}
+
+// --- loading lists ---
+
+const LOADERS = {
+  async status() {
+    // The web contract's status carries folders; the daemon's own describes the node
+    // (id, name). Use whichever arrives.
+    const r = await api({ op: 'status' });
+    if (r && Array.isArray(r.folders)) { st.folders = r; renderFolders(); }
+    if (r && typeof r.name === 'string') { st.node = r; renderHeader(); }
+  },
+  async folders() { st.folders = (await api({ op: 'folders' })) || {}; renderFolders(); },
+  async peers() { st.peers = arr(await api({ op: 'peers' })); renderPeers(); },
+  async invitations() { st.invitations = arr(await api({ op: 'invitations' })); renderInvitations(); },
+  async browse() {
+    try {
+      st.nearby = arr(await api({ op: 'browse' }));
+    } catch (e) {
+      if (e.kind !== 'notFound') throw e;
+      st.nearby = null; // discovery is off: hide the nearby list
+    }
+    renderPeers();
+  },
+  async transfers() {
+    const mark = st.events;
+    mergeTransfers(arr(await api({ op: 'transfers' })), mark);
+    renderTransfers();
+  },
+  async conflicts() { st.conflicts = arr(await api({ op: 'conflicts' })); renderConflicts(); },
+};
+
+const inflight = new Map(); // loader name -> its promise
+const again = new Set();    // loaders asked for while in flight: run once more afterwards
+
+function load(name) {
+  if (st.gone || !LOADERS[name]) return Promise.resolve();
+  if (inflight.has(name)) { again.add(name); return inflight.get(name); }
+  const p = LOADERS[name]()
+    .then(() => loadError(name, ''), (e) => { if (e.kind !== 'session') loadError(name, e.message); })
+    .finally(() => { inflight.delete(name); if (again.delete(name)) load(name); });
+  inflight.set(name, p);
+  return p;
+}
+
+function loadError(name, message) {
+  const n = $('err-' + name);
+  if (!n) return;
+  n.hidden = !message;
+  n.textContent = message ? `Error: could not load ${name}: ${message}` : '';
+}
+
+let flushTimer = 0;
+const pending = new Set();
+
+/** Refetches these lists soon; requests within 300 ms are merged into one batch. */
+function refetch(names) {
+  if (!names || !names.length || st.gone) return;
+  names.forEach((n) => pending.add(n));
+  if (flushTimer) return;
+  flushTimer = setTimeout(() => {
+    flushTimer = 0;
+    const batch = [...pending];
+    pending.clear();
+    batch.forEach(load);
+  }, DEBOUNCE_MS);
+}
+
+const refreshAll = () => ALL.forEach(load);
+
+// --- actions ---
+
+/**
+ * A button that sends `req` when clicked. `key` names what it acts on, so that the button
+ * survives re-renders (focus; disabled while its request is in flight). `subject` ends
+ * its accessible name ("Accept" + "the invitation from bob").
+ * opts: ok(result), start(), end(), refresh (the lists to refetch afterwards).
+ */
+function button(label, action, req, key, subject, opts = {}) {
+  const k = `${key}|${action}`;
+  const b = el('button', { type: 'button', class: action, data: { fkey: k }, disabled: st.busy.has(k), 'aria-label': `${label} ${subject}` }, label);
+  b.addEventListener('click', () => act(b, k, req, `${label} ${subject}`, opts));
+  return b;
+}
+
+async function act(btn, k, req, what, opts) {
+  if (st.busy.has(k)) return;
+  st.busy.add(k);
+  if (btn) btn.disabled = true;
+  if (opts.start) opts.start();
+  try {
+    const r = await api(req);
+    if (opts.ok) opts.ok(r);
+  } catch (e) {
+    if (e.kind !== 'session') {
+      notice(`${what} failed: ${e.message}`, true);
+      logLine([`Error: ${what} failed: ${e.message}`]);
+    }
+  } finally {
+    st.busy.delete(k);
+    if (btn) btn.disabled = false;
+    const now = document.querySelector(`[data-fkey="${CSS.escape(k)}"]`);
+    if (now) now.disabled = false;
+    if (opts.end) opts.end();
+    refetch(opts.refresh);
+  }
+}
+
+/** A pair request can wait a long time for the other side: show it under "Pairing". */
+function pairOpts(address, label) {
+  return {
+    start() { st.pairing.set(address, { label }); renderPairing(); },
+    end() { st.pairing.delete(address); renderPairing(); },
+    ok(r) { notice(`Paired with ${peerName((r && r.peer) || r)}.`); },
+    refresh: ['peers', 'browse', 'invitations'],
+  };
+}
+
+$('pair-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const input = $('pair-address');
+  const address = input.value.trim();
+  if (!address) return;
+  input.value = '';
+  // The form stays usable while the request waits.
+  act(null, `pair:${address}|pair`, { op: 'pair', address }, `Pair with ${address}`, pairOpts(address, address));
+});
+
+// --- header and live indicator ---
+
+function renderHeader() {
+  const n = st.node;
+  $('node-name').textContent = n && n.name ? n.name + (n.id ? ` (${short(n.id)})` : '') : '';
+}
+
+const LIVE_TEXT = { connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…', off: 'offline' };
+function setLive(state) {
+  $('live').dataset.state = state;
+  $('live').textContent = LIVE_TEXT[state];
+}
+
+// --- peers and invitations ---
+
+const STATE_TEXT = { connected: 'connected', connecting: 'connecting', notConnected: 'not connected' };
+
+function renderPeers() {
+  $('nearby').hidden = st.nearby === null;
+  if (st.nearby) fill($('nearby-list'), st.nearby.length ? st.nearby.map(nearbyRow) : [empty('No one nearby.')]);
+  const known = st.peers.filter((p) => p.paired || (p.state && p.state !== 'notConnected'));
+  fill($('peer-list'), known.length ? known.map(peerRow) : [empty('No paired peers yet.')]);
+}
+
+function nearbyRow(n) {
+  const p = n.peer || {};
+  const name = peerName(p);
+  const paired = typeof n.paired === 'boolean' ? n.paired : st.peers.some((x) => x.paired && x.peer && x.peer.id === p.id);
+  const address = str(p.id || n.address);
+  const instance = typeof n.instance === 'string' && n.instance !== p.name ? 'as ' + n.instance : '';
+  return el('li', { class: 'peer', data: { peer: str(p.id) } },
+    el('div', { class: 'who' }, el('strong', null, bdi(name)), ' ', sid(p.id)),
+    el('div', { class: 'meta' }, dots(instance, str(n.address), paired ? 'paired' : 'not paired')),
+    paired || !address ? null : el('div', { class: 'actions' },
+      button('Pair', 'pair', { op: 'pair', address }, 'pair:' + address, 'with ' + name, pairOpts(address, name))));
+}
+
+function peerRow(s) {
+  const p = s.peer || {};
+  const name = peerName(p);
+  const id = typeof p.id === 'string' ? p.id : '';
+  const seen = s.state !== 'connected' && validTime(s.lastSeen) ? 'last seen ' + new Date(s.lastSeen).toLocaleString() : '';
+  const refresh = { refresh: ['peers'] };
+  let action = null;
+  if (id && (s.state === 'connected' || (s.state === 'connecting' && s.paired))) {
+    action = button('Disconnect', 'disconnect', { op: 'disconnect', peer: id }, 'peer:' + id, name, refresh);
+  } else if (id && s.paired) {
+    action = button('Connect', 'connect', { op: 'connect', peer: id }, 'peer:' + id, 'to ' + name, refresh);
+  }
+  return el('li', { class: 'peer state-' + cls(s.state), data: { peer: id } },
+    el('div', { class: 'who' }, el('strong', null, bdi(name)), ' ', sid(id), ' ',
+      el('span', { class: 'badge state' }, STATE_TEXT[s.state] || str(s.state) || 'unknown')),
+    el('div', { class: 'meta' }, dots(s.paired ? 'paired' : 'not paired', str(s.address), seen,
+      s.nearby || s.discovered ? 'nearby' : '', s.autoAccept ? 'accepts files automatically' : '')),
+    action && el('div', { class: 'actions' }, action));
+}
+
+function renderInvitations() {
+  const list = st.invitations.filter((i) => i.invitation);
+  fill($('invitation-list'), list.length ? list.map(invitationRow) : [empty('No open invitations.')]);
+}
+
+/** The code, big, so that people compare it with the other screen before accepting. */
+const codeLine = (code) => el('p', { class: 'code-line' }, 'Check that the other screen shows ', el('strong', { class: 'code' }, code));
+
+function invitationRow(inv) {
+  const p = inv.peer || {};
+  const name = peerName(p);
+  const id = str(inv.invitation);
+  const subject = 'the invitation from ' + name;
+  const refresh = ['invitations', 'peers', 'browse'];
+  return el('li', { class: 'invitation', data: { invitation: id } },
+    el('p', { class: 'who' }, el('strong', null, bdi(name)), ' ', sid(p.id), ' wants to pair'),
+    codeLine(str(inv.code) || '(no code)'),
+    inv.context ? el('p', { class: 'meta' }, 'Says: ', bdi(inv.context)) : null,
+    inv.address ? el('p', { class: 'meta' }, 'From ' + str(inv.address)) : null,
+    el('div', { class: 'actions' },
+      button('Accept', 'accept', { op: 'accept', invitation: id }, 'inv:' + id, subject,
+        { refresh, ok: (r) => notice(`Paired with ${peerName((r && r.peer) || p)}.`) }),
+      button('Decline', 'decline', { op: 'decline', invitation: id }, 'inv:' + id, subject,
+        { refresh, ok: () => notice(`Declined ${name}.`) })));
+}
+
+/** Our own pair requests, waiting for the other side to accept. */
+function renderPairing() {
+  const items = [...st.pairing.values()].map((w) => el('li', { class: 'waiting' },
+    el('p', null, 'Waiting for ', bdi(w.peer ? peerName(w.peer) : w.label), ' to accept…'),
+    w.code ? codeLine(w.code) : null));
+  $('pairing').hidden = !items.length;
+  fill($('pairing-list'), items);
+}
+
+/** `invitation_pending`: the peer we invite now shows the code; attach it to our request. */
+function noteCode(ev) {
+  const p = ev.peer || {};
+  const waits = [...st.pairing.entries()];
+  const match = waits.find(([a]) => a === p.name || (a.length >= 4 && str(p.id).startsWith(a)))
+    || (waits.length === 1 ? waits[0] : null);
+  if (!match) return;
+  match[1].peer = p;
+  match[1].code = str(ev.code);
+  renderPairing();
+}
+
+// --- folders and conflicts ---
+
+/** A bar with its percentage written beside it. */
+function meter(pct, label, text) {
+  pct = num(pct) ? Math.max(0, Math.min(100, Math.floor(pct))) : 0;
+  return el('div', { class: 'bar-line' },
+    el('progress', { class: 'meter', max: 100, value: pct, 'aria-label': label }, pct + '%'),
+    el('span', { class: 'pct' }, pct + '%' + text));
+}
+
+function renderFolders() {
+  const f = st.folders || {};
+  const folders = arr(f.folders), offers = arr(f.offers);
+  fill($('folder-list'), folders.length ? folders.map(folderItem) : [empty('No shared folders.')]);
+  $('offers').hidden = !offers.length;
+  fill($('offer-list'), offers.map(offerRow));
+}
+
+function folderItem(f) {
+  const members = arr(f.peers).map((m) => {
+    const name = peerName(m.peer);
+    const missing = num(m.outOfSyncFiles) && m.outOfSyncFiles > 0
+      ? `${plural(m.outOfSyncFiles, 'file')} (${bytes(m.outOfSyncBytes)}) to sync` : '';
+    return el('li', null,
+      el('div', null, el('strong', null, bdi(name)), ' ', el('span', { class: 'badge' }, m.connected ? 'connected' : 'offline')),
+      meter(m.percent, `${name} in sync`, ' in sync'),
+      el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '')));
+  });
+  const pulls = arr(f.transfers).map((t) => {
+    const pct = num(t.percent) ? t.percent : num(t.needed) && t.needed > 0 ? (100 * t.fetched) / t.needed : 0;
+    return el('li', null, el('div', { class: 'name' }, bdi(t.path)), meter(pct, 'Pulling ' + str(t.path), ' of ' + bytes(t.size)));
+  });
+  const failures = arr(f.failures).map((x) => el('li', null, el('span', { class: 'name' }, bdi(x.path)),
+    ' — ', dots(str(x.kind), str(x.reason), x.retry ? 'retry ' + str(x.retry) : '')));
+  const failing = num(f.failing) ? f.failing : failures.length;
+  return el('li', { class: 'folder state-' + cls(f.state), data: { folder: str(f.folder) } },
+    el('h3', null, bdi(f.label || f.folder || 'folder')),
+    el('p', { class: 'meta' }, el('span', { class: 'badge state' }, str(f.state) || 'unknown'), ' ', bdi(f.path)),
+    el('p', { class: 'meta' }, dots(plural(f.files, 'file'), bytes(f.bytes), f.conflicts ? plural(f.conflicts, 'conflict') : '')),
+    f.error ? el('p', { class: 'error' }, 'Error: ', bdi(f.error)) : null,
+    members.length ? [el('h4', null, 'Peers'), el('ul', { class: 'sub' }, members)] : null,
+    pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
+    failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null);
+}
+
+function offerRow(o) {
+  const label = str(o.label || o.folder);
+  const id = str(o.folder);
+  const subject = 'the folder ' + label;
+  return el('li', { class: 'offer', data: { folder: id } },
+    el('p', null, bdi(peerName(o.peer)), ' offers the folder ', el('strong', null, bdi(label))),
+    o.joins ? el('p', { class: 'meta' }, 'It would join ', bdi(o.joins)) : null,
+    el('div', { class: 'actions' },
+      button('Accept', 'accept', { op: 'accept', folder: id }, 'folder:' + id, subject,
+        { refresh: ['folders'], ok: () => notice(`Accepted ${label}.`) }),
+      button('Decline', 'decline', { op: 'decline', folder: id }, 'folder:' + id, subject,
+        { refresh: ['folders'], ok: () => notice(`Declined ${label}.`) })));
+}
+
+function renderConflicts() {
+  const list = st.conflicts.filter((c) => c.copy || c.path);
+  fill($('conflict-list'), list.length ? list.map(conflictRow) : [empty('No conflicts.')]);
+}
+
+const KEEP = [['Keep mine', 'local'], ['Keep theirs', 'remote'], ['Keep both', 'both']];
+
+function conflictRow(c) {
+  // Resolve names the file the copy is of (`original`, absolute); `path` is the copy itself.
+  const target = str(c.original || c.path);
+  const title = target;
+  const fields = Object.entries(c).filter(([, v]) => typeof v === 'string')
+    .map(([k, v]) => [el('dt', null, k), el('dd', null, bdi(v))]);
+  if (c.peer) fields.push([el('dt', null, 'peer'), el('dd', null, bdi(peerName(c.peer)))]);
+  if (validTime(c.time)) fields.push([el('dt', null, 'time'), el('dd', null, new Date(c.time).toLocaleString())]);
+  const opts = { refresh: ['conflicts', 'folders'], ok: () => notice(`Resolved ${title}.`) };
+  return el('li', { class: 'conflict', data: { path: target } },
+    el('p', { class: 'name' }, el('strong', null, bdi(title))),
+    el('dl', { class: 'fields' }, fields),
+    el('div', { class: 'actions' }, KEEP.map(([label, keep]) =>
+      button(label, 'keep-' + keep, { op: 'resolve', path: target, keep }, 'conflict:' + target, 'for ' + title, opts))));
+}
+
+// --- transfers ---
+
+/** A row's key: the transfer ID, or (while a sender prepares, before it has one) who and what. */
+function tkey(t) {
+  return t.transfer ? 't:' + t.transfer : 'p:' + [t.direction, t.peer && t.peer.id, t.name].map(str).join('\n');
+}
+
+const group = (t) => (FINISHED.has(t.state) ? 'finished' : 'running');
+const newer = (a, b) => (a.time || 0) > (b.time || 0);
+
+/** Integer percent of bytes/total; 100 once completed. */
+function percentOf(t) {
+  if (t.state === 'completed') return 100;
+  if (!num(t.bytes) || !num(t.total) || t.total <= 0) return 0;
+  return Math.max(0, Math.min(100, Math.floor((t.bytes * 100) / t.total)));
+}
+
+/** Takes the `transfers` list; keeps rows that events updated while it was on its way. */
+function mergeTransfers(list, mark) {
+  const next = new Map();
+  for (const t of list.slice().reverse()) { // oldest first, so the newest gets the top
+    const k = tkey(t);
+    const old = st.transfers.get(k);
+    const keep = old && newer(old, t) ? old : t;
+    next.set(k, keep);
+    if (!st.order.has(k)) st.order.set(k, ++st.seq);
+    st.lastState.set(k, keep.state);
+  }
+  for (const [k, t] of st.transfers) if (!next.has(k) && (st.touched.get(k) || 0) > mark) next.set(k, t);
+  st.transfers = next;
+  for (const m of [st.order, st.lastState, st.touched]) for (const k of m.keys()) if (!next.has(k)) m.delete(k);
+}
+
+/** A live `transfer` event: updates its row in place; re-renders only when rows move. */
+function onTransfer(t) {
+  if (typeof t.state !== 'string') return;
+  st.events++;
+  const k = tkey(t);
+  let moved = false;
+  if (t.transfer) { // the offer replaces the ID-less "preparing" row it came from
+    const prep = tkey(Object.assign({}, t, { transfer: null }));
+    if (st.transfers.delete(prep)) { moved = true; st.order.set(k, st.order.get(prep) || ++st.seq); }
+  }
+  const prev = st.transfers.get(k);
+  if (prev && newer(prev, t)) return; // a late, out-of-order event
+  st.transfers.set(k, t);
+  st.touched.set(k, st.events);
+  if (!st.order.has(k)) st.order.set(k, ++st.seq);
+  if (st.lastState.get(k) !== t.state) { // progress is not logged, state changes are
+    st.lastState.set(k, t.state);
+    logLine(transferLine(t), t.time);
+  }
+  const row = st.rows.get(k);
+  if (!moved && row && row.isConnected && row.dataset.group === group(t)) fillTransferRow(row, t);
+  else renderTransfers();
+}
+
+/** Running transfers first (newest first), then the last 20 finished. */
+function renderTransfers() {
+  const all = [...st.transfers.entries()];
+  const running = all.filter(([, t]) => !FINISHED.has(t.state)).sort((a, b) => st.order.get(b[0]) - st.order.get(a[0]));
+  const finished = all.filter(([, t]) => FINISHED.has(t.state))
+    .sort((a, b) => (b[1].time || 0) - (a[1].time || 0)).slice(0, FINISHED_MAX);
+  st.rows = new Map();
+  fill($('running-list'), running.length ? running.map(transferRow) : [empty('Nothing is moving.')]);
+  fill($('finished-list'), finished.length ? finished.map(transferRow) : [empty('None yet.')]);
+}
+
+function transferRow([k, t]) {
+  const span = (c) => el('span', { class: c });
+  const row = el('li', { class: 'transfer', data: { transfer: str(t.transfer), group: group(t) } },
+    el('div', { class: 't-head' }, el('span', { class: 'dir', 'aria-hidden': 'true' }), ' ',
+      el('span', { class: 'who' }, span('to'), ' ', el('bdi', { class: 'tpeer' })), ' ', el('strong', null, el('bdi', { class: 'name' }))),
+    el('div', { class: 'bar-line' }, el('progress', { class: 'bar', max: 100, value: 0 }), span('percent')),
+    el('div', { class: 't-info' }, span('badge state'), span('size'), span('rate'), span('eta'), span('reason')),
+    el('div', { class: 'actions' }));
+  st.rows.set(k, row);
+  fillTransferRow(row, t);
+  return row;
+}
+
+/** Writes a transfer event into its row (about 5 times a second while bytes move). */
+function fillTransferRow(row, t) {
+  const set = (c, text) => { row.querySelector('.' + c).textContent = text; };
+  const pct = percentOf(t);
+  const send = t.direction === 'send';
+  const name = str(t.name) || '(unnamed)';
+  const active = t.state === 'active';
+  row.className = 'transfer state-' + cls(t.state);
+  set('dir', send ? '↑' : '↓');
+  set('to', send ? 'to' : 'from');
+  set('tpeer', peerName(t.peer));
+  set('name', name);
+  const bar = row.querySelector('.bar');
+  bar.value = pct;
+  bar.textContent = pct + '%';
+  bar.setAttribute('aria-label', (t.state === 'preparing' ? 'Preparing ' : 'Progress of ') + name);
+  set('percent', pct + '%');
+  set('state', str(t.state) || 'unknown');
+  // While preparing, bytes count hashing, not sending.
+  const size = num(t.total) ? `${bytes(t.bytes || 0)} of ${bytes(t.total)}` : '';
+  set('size', dots(t.state === 'preparing' && size ? 'hashed ' + size : size, t.files > 1 ? plural(t.files, 'file') : ''));
+  set('rate', active && num(t.rate) ? bytes(t.rate) + '/s' : '');
+  set('eta', active && num(t.eta) ? duration(t.eta) + ' left' : '');
+  let reason = str(t.reason);
+  if (t.state === 'paused') reason = 'paused' + (reason ? ': ' + reason : '');
+  else if (t.state === 'completed' && t.path && !reason) reason = 'saved to ' + str(t.path);
+  set('reason', reason);
+  updateActions(row, t, name);
+}
+
+/** Rebuilds a row's buttons only when their set changes (so a click in progress survives). */
+function updateActions(row, t, name) {
+  const id = str(t.transfer);
+  const acts = [];
+  if (id && t.state === 'offered' && t.direction === 'receive') acts.push(['accept', 'Accept'], ['decline', 'Decline']);
+  if (id && (t.state === 'paused' || t.state === 'failed')) acts.push(['resume', 'Resume']);
+  if (id && CANCELLABLE.has(t.state)) acts.push(['cancel', 'Cancel']);
+  const sig = acts.map((a) => a[0]).join();
+  if (row.dataset.actions === sig) return;
+  row.dataset.actions = sig;
+  fill(row.querySelector('.actions'), acts.map(([op, label]) =>
+    button(label, op, { op, transfer: id }, 't:' + id, name, { refresh: ['transfers'] })));
+}
+
+const TRANSFER_VERB = { active: 'started' };
+
+/** "report.pdf from alice completed". */
+function transferLine(t) {
+  const line = [bdi(str(t.name) || '(unnamed)'), t.direction === 'send' ? ' to ' : ' from ', bdi(peerName(t.peer)),
+    ' ' + (TRANSFER_VERB[t.state] || str(t.state))];
+  if (t.reason && t.state !== 'active' && t.state !== 'completed') line.push(': ', bdi(t.reason));
+  return line;
+}
+
+// --- activity log ---
+
+/** Prepends a line (strings and nodes); keeps the last 200. */
+function logLine(parts, time) {
+  const t = validTime(time) ? time : Date.now();
+  const log = $('activity-log');
+  const placeholder = log.querySelector('.empty');
+  if (placeholder) placeholder.remove();
+  log.prepend(el('li', null, el('time', { datetime: new Date(t).toISOString() }, new Date(t).toLocaleTimeString()), ' ', parts));
+  while (log.children.length > LOG_MAX) log.lastElementChild.remove();
+}
+
+/** A node event as a human line, e.g. "alice connected". */
+function eventLine(kind, ev) {
+  const who = bdi(peerName(ev.peer));
+  const why = (v) => (v ? [' (', bdi(v), ')'] : []);
+  switch (kind) {
+    case 'state':
+      if (ev.state === 'connected') return [who, ' connected'];
+      if (ev.state === 'connecting') return [who, ' connecting', ev.address ? ' from ' + str(ev.address) : ''];
+      return [who, ' disconnected', why(ev.reason)];
+    case 'invitation': return [who, ' wants to pair, code ' + str(ev.code)];
+    case 'invitation_closed': return ['Invitation from ', who, ' ' + (str(ev.outcome) || 'closed')];
+    case 'invitation_pending': return ['Waiting for ', who, ' to accept, code ' + str(ev.code)];
+    case 'paired': return ['Paired with ', who, ev.code ? ', code ' + str(ev.code) : ''];
+    case 'pairing_rejected': return ['Pairing with ', who, ' ' + (str(ev.outcome) || 'rejected')];
+    case 'message': return [who, ': ', bdi(ev.text)];
+    case 'refused': return ['Refused ', who, why(ev.reason)];
+    case 'error': return ['Error', ev.peer ? [' with ', who] : '', ': ', bdi(ev.reason || ev.error || 'unknown')];
+    case 'offer': return [who, ' offers ', bdi(ev.name), ` (${bytes(ev.total)})`];
+    case 'share_offer': return [who, ' shares the folder ', bdi(ev.name || ev.label || ev.folder)];
+    case 'folder': return ['Folder ', bdi(ev.name || ev.label || ev.folder), ': ' + (str(ev.state) || 'changed'), why(ev.reason)];
+    case 'conflict': return ['Conflict in ', bdi(ev.folder), ': ', bdi(ev.copy || ev.path || ev.original)];
+    case 'found': return ['Found ', who, ' nearby'];
+    case 'lost': return [who, ' is no longer nearby'];
+    default: return ['Event: ' + kind];
+  }
+}
+
+// --- events (SSE) ---
+
+function handleEvent(ev) {
+  if (!ev || typeof ev !== 'object') return;
+  const kind = str(ev.type || ev.event); // the web contract names it `type`, the daemon's JSON `event`
+  if (kind === 'transfer') return onTransfer(ev);
+  logLine(eventLine(kind, ev), ev.time);
+  if (kind === 'invitation_pending') noteCode(ev);
+  refetch(REFETCH[kind] || ALL);
+}
+
+function onMessage(e) {
+  let ev;
+  try { ev = JSON.parse(e.data); } catch (err) { return; }
+  try { handleEvent(ev); } catch (err) { console.error('syncpeer: cannot show an event', err); }
+}
+
+function connectEvents() {
+  if (st.gone) return;
+  const es = new EventSource('/events');
+  st.es = es;
+  es.addEventListener('open', () => {
+    setLive('live');  // the stream's first message, `resync`, refetches everything
+  });
+  es.addEventListener('message', onMessage);
+  // Every stream starts with `resync` (the server cannot know what the page missed before
+  // it connected); only a later one, after a break, is worth a line in the log.
+  es.addEventListener('resync', () => {
+    if (st.resynced) logLine(['Reconnected; reloading everything.']);
+    st.resynced = true;
+    refreshAll();
+  });
+  es.addEventListener('error', () => {
+    if (st.gone) return;
+    setLive('reconnecting');
+    if (es.readyState !== EventSource.CLOSED) return; // the browser retries by itself
+    // It gave up (an HTTP error such as 401): the API tells whether the session is gone;
+    // otherwise open the stream again a little later.
+    es.close();
+    setTimeout(() => { api({ op: 'status' }).catch(() => {}).finally(connectEvents); }, 3000);
+  });
+}
+
+// --- start ---
+
+refreshAll();
+connectEvents();
+st.poll = setInterval(refreshAll, SAFETY_MS);
