@@ -105,6 +105,8 @@ struct DaemonCommand: Command {
         let json = context.globals.json
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
+        // An address a daemon of this home wrote before (one that crashed) is never handed out.
+        DashboardServer.forgetAddress(context.home)
         let daemon: Daemon
         do {
             let transfers = TransferLog()
@@ -121,8 +123,14 @@ struct DaemonCommand: Command {
         }
         let dashboard: DashboardServer?
         do { dashboard = try startDashboard(context.home, output: json ? nil : output) } catch {
-            daemon.stop()
-            throw CLIError(error)
+            // The default dashboard is a convenience: its failure (a damaged gui-token)
+            // is said, and the node runs on; one asked for with --gui must work.
+            guard !guiGiven else {
+                daemon.stop()
+                throw CLIError(error)
+            }
+            if !json { output.line("dashboard off: \(error.description)") }
+            dashboard = nil
         }
         let stopRequested = DispatchSemaphore(value: 0)
         let sources = [SIGINT, SIGTERM].map { sig in

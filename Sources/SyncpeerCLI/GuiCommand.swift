@@ -10,10 +10,11 @@ struct GuiCommand: Command {
         abstract: "print the web dashboard's link (and open it in $BROWSER)",
         discussion: """
         The daemon serves a dashboard on 127.0.0.1 (see 'syncpeer daemon --gui'): peers,
-        folders, transfers and an activity log, live. The link holds the home's key
-        (HOME/gui-token, mode 0600) once; the browser then keeps it in a cookie and the
-        address bar shows the plain address. Anyone with the link can use the dashboard:
-        do not share it. Remove gui-token and restart the daemon to make a new key.
+        folders, transfers and an activity log, live. The link holds a login code made
+        from the home's key (HOME/gui-token, mode 0600): good once, for two minutes. The
+        browser then keeps a session of this daemon run in a cookie, and the address bar
+        shows the plain address. Run 'syncpeer gui' again for a new link. Remove gui-token
+        and restart the daemon to make a new key.
         With --json prints {"url": ...}.
         """,
         options: [OptionSpec("no-open", help: "only print the link, even when $BROWSER is set")],
@@ -33,9 +34,12 @@ struct GuiCommand: Command {
               let address = text.split(separator: "\n").first.map(String.init), address.hasPrefix("http://") else {
             throw .engine(.notFound, "the daemon of \(home.path) serves no dashboard: start it without '--gui off'")
         }
-        let token: String
-        do { token = try DashboardAccess.loadOrCreateToken(home: home) } catch { throw CLIError(error) }
-        let link = "\(address)?token=\(token)"
+        // The daemon made the key when it started its dashboard; never make one here (the
+        // running daemon would not know it).
+        let key: String?
+        do { key = try DashboardAccess.loadToken(home: home) } catch { throw CLIError(error) }
+        guard let key else { throw .engine(.notFound, "\(home.path)/gui-token is missing: restart the daemon to make a new key") }
+        let link = "\(address)?login=\(DashboardAccess.loginCode(key: key))"
         if context.globals.json {
             context.output.json(["url": link])
         } else {

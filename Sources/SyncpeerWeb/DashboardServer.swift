@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Glibc
 internal import PeerNet
 public import SyncEngine
 internal import Synchronization
@@ -26,7 +27,8 @@ public final class DashboardServer: Sendable {
 
     static let maxRequests = 32
     static let maxStreams = 64
-    static let requestTimeout: Duration = .seconds(10)
+    /// Time for a whole request to arrive (a slow sender holds a slot no longer).
+    static let requestTimeout: Duration = .seconds(5)
     static let sendTimeout: Duration = .seconds(10)
     static let heartbeat: Duration = .seconds(15)
 
@@ -37,15 +39,24 @@ public final class DashboardServer: Sendable {
         .resume, .folders, .conflicts, .resolve, .connect, .disconnect, .msg,
     ]
 
-    /// The file `syncpeer gui` reads the running dashboard's address from.
+    /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
+    /// server starts, removed when it stops and when a daemon starts (`forgetAddress`), so it
+    /// never names the port of a daemon that is gone.
     public static func addressFile(_ home: NodeHome) -> String { home.path + "/gui-address" }
+
+    public static func forgetAddress(_ home: NodeHome) {
+        unlink(addressFile(home))
+    }
 
     /// Listens on `listen` ("host:port"); a non-loopback address only with `allowRemote`.
     public static func start(home: NodeHome, listen: String, allowRemote: Bool,
                              log: @escaping @Sendable (String) -> Void) throws(EngineError) -> DashboardServer {
         let requested: HostPort
         do { requested = try HostPort(parsing: listen) } catch { throw .invalidArgument("--gui: \(error.description)") }
-        let loopback = requested.host == "127.0.0.1" || requested.host == "::1" || requested.host == "localhost"
+        guard requested.host != "0.0.0.0", requested.host != "::", requested.host != "localhost" else {
+            throw .invalidArgument("--gui \(listen): name one numeric address (127.0.0.1, or this machine's address on a network with --gui-allow-remote); requests must name it in their Host")
+        }
+        let loopback = requested.host == "127.0.0.1" || requested.host == "::1"
         guard loopback || allowRemote else {
             throw .invalidArgument("--gui \(listen) is not a loopback address: anyone who can reach it could try the dashboard; add --gui-allow-remote to mean it")
         }
@@ -54,9 +65,11 @@ public final class DashboardServer: Sendable {
         do { listener = try TCPListener(host: requested.host, port: requested.port) } catch {
             throw .connection("cannot serve the dashboard on \(listen)", error)
         }
-        let server = DashboardServer(listener: listener, home: home, log: log,
-                                     access: DashboardAccess(token: token, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port)))
-        if !loopback { log("dashboard: listening on \(server.address), beyond this machine (--gui-allow-remote); the key still guards it") }
+        let access = DashboardAccess(key: token, port: listener.port, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port))
+        let server = DashboardServer(listener: listener, home: home, log: log, access: access)
+        if !loopback {
+            log("dashboard: listening on \(server.address), beyond this machine (--gui-allow-remote): plain HTTP, so the session cookie crosses the network readable; prefer an SSH tunnel to 127.0.0.1")
+        }
         do {
             try Data((server.url + "\n").utf8).write(to: URL(fileURLWithPath: addressFile(home)), options: .atomic)
         } catch {
@@ -103,6 +116,8 @@ public final class DashboardServer: Sendable {
             }
             guard requests.add(1, ordering: .relaxed).newValue <= Self.maxRequests else {
                 requests.subtract(1, ordering: .relaxed)
+                // A few bytes into a fresh socket's buffer: never blocks the accept loop.
+                respond(connection, .text(503, "\(Self.maxRequests) requests are being served; try again"))
                 connection.close()
                 continue
             }
@@ -123,22 +138,37 @@ public final class DashboardServer: Sendable {
         let limits = HTTPLimits()
         var buffer: [UInt8] = []
         var request: HTTPRequest?
+        // The head's end is looked for in the new bytes only, and the request is parsed once
+        // the head is there and again only when the whole body is: a client that sends one
+        // byte at a time costs a scan of each byte once, not of the whole buffer each time.
+        var headComplete = false
+        var needed = 0
         reading: while true {
-            switch HTTPRequestParser.parse(buffer, limits: limits) {
-            case let .request(parsed, _):
-                request = parsed
-                break reading
-            case let .invalid(status, reason):
-                respond(connection, HTTPResponse.text(status, reason))
-                connection.close()
-                return
-            case .incomplete:
-                guard buffer.count <= limits.head + limits.body + 4,
-                      let more = try? connection.read(maxCount: 16_384, deadline: deadline), !more.isEmpty else {
+            if headComplete && buffer.count >= needed {
+                switch HTTPRequestParser.parse(buffer, limits: limits) {
+                case let .request(parsed, _):
+                    request = parsed
+                    break reading
+                case let .invalid(status, reason):
+                    respond(connection, HTTPResponse.text(status, reason))
                     connection.close()
                     return
+                case let .bodyPending(total):
+                    needed = total
+                case .incomplete:
+                    needed = buffer.count + 1
                 }
-                buffer += more
+            }
+            guard let more = try? connection.read(maxCount: 16_384, deadline: deadline), !more.isEmpty else {
+                connection.close()
+                return
+            }
+            let scanFrom = max(0, buffer.count - 3)
+            buffer += more
+            if !headComplete {
+                headComplete = HTTPRequestParser.endOfHead(buffer, from: scanFrom, within: limits.head) != nil
+                    || buffer.count > limits.head  // the parser says which limit it passed
+                needed = 0
             }
         }
         guard let request else { return }
@@ -166,13 +196,13 @@ public final class DashboardServer: Sendable {
             return nil
         }
         switch (request.method, request.path) {
-        case ("GET", "/") where request.query["token"] != nil:
-            guard access.isToken(request.query["token"]) else {
-                respond(connection, .page(401, Self.loginPage("This link's key is not the dashboard's (it changes when gui-token is removed).")))
+        case ("GET", "/") where request.query["login"] != nil:
+            guard access.redeem(request.query["login"]) else {
+                respond(connection, .page(401, Self.loginPage("This link was used already or is older than two minutes: run 'syncpeer gui' for a new one.")))
                 return nil
             }
-            // The key leaves the URL (history, screenshots): the cookie holds it from now on.
-            respond(connection, HTTPResponse(status: 303, headers: [("Location", "/"), ("Set-Cookie", access.sessionCookie)], body: []))
+            // The code leaves the address bar at once; the session cookie holds the login.
+            respond(connection, HTTPResponse(status: 303, headers: [("Location", "/"), ("Set-Cookie", access.openSession())], body: []))
             return nil
         case ("GET", _), ("POST", _):
             break
@@ -301,36 +331,37 @@ public final class DashboardServer: Sendable {
 }
 
 /// One open event stream: writes are serialised (events and heartbeats), and the first
-/// failure closes it and the control connection behind it.
+/// failure closes it and the control connection behind it. `close` never waits for a
+/// write in progress (a page that reads a byte now and then could hold one for long): it
+/// shuts the socket, which ends that write.
 final class EventStream: Sendable {
     private let connection: TCPConnection
-    private let state = Mutex<(closed: Bool, client: ControlClient?)>((false, nil))
+    private let writing = Mutex<Void>(())
+    private let closed = Atomic<Bool>(false)
+    private let client = Mutex<ControlClient?>(nil)
 
     init(_ connection: TCPConnection) { self.connection = connection }
 
     func attach(_ client: ControlClient) {
-        let closed = state.withLock { state -> Bool in
-            state.client = client
-            return state.closed
-        }
-        if closed { client.hangUp() }
+        self.client.withLock { $0 = client }
+        if closed.load(ordering: .acquiring) { client.hangUp() }
     }
 
     @discardableResult
     func send(_ text: String) -> Bool {
-        state.withLock { state -> Bool in
-            guard !state.closed else { return false }
-            if (try? connection.write(Array(text.utf8))) == nil { state.closed = true }
-            return !state.closed
+        writing.withLock { _ -> Bool in
+            guard !closed.load(ordering: .acquiring) else { return false }
+            if (try? connection.write(Array(text.utf8))) == nil {
+                close()
+                return false
+            }
+            return true
         }
     }
 
     func close() {
-        let client = state.withLock { state -> ControlClient? in
-            state.closed = true
-            return state.client
-        }
-        client?.hangUp()
+        closed.store(true, ordering: .releasing)
+        client.withLock { $0 }?.hangUp()
         connection.close()
     }
 }

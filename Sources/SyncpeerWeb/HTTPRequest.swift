@@ -42,8 +42,10 @@ public struct HTTPLimits: Sendable {
 
 /// The outcome of parsing the bytes read so far from one connection.
 public enum HTTPParseResult: Sendable, Equatable {
-    /// Not a whole request yet: read more (the limits are not exceeded yet).
+    /// Not a whole head yet: read more (the limits are not exceeded yet).
     case incomplete
+    /// A valid head whose body has not all arrived: the request is `total` bytes in all.
+    case bodyPending(total: Int)
     /// A request, and how many bytes of the buffer it took.
     case request(HTTPRequest, consumed: Int)
     /// Not a request this server takes: answer `status` with `reason` and close.
@@ -113,7 +115,7 @@ public enum HTTPRequestParser {
             length = value
         }
         let bodyStart = headEnd + 4
-        guard buffer.count - bodyStart >= length else { return .incomplete }
+        guard buffer.count - bodyStart >= length else { return .bodyPending(total: bodyStart + length) }
         request.body = Array(buffer[bodyStart..<(bodyStart + length)])
         let targetText = String(decoding: target, as: UTF8.self)
         if let mark = targetText.firstIndex(of: "?") {
@@ -128,11 +130,12 @@ public enum HTTPRequestParser {
         return .request(request, consumed: bodyStart + length)
     }
 
-    /// The offset of "\r\n\r\n", if it starts within the first `limit` bytes.
-    static func endOfHead(_ buffer: [UInt8], within limit: Int) -> Int? {
+    /// The offset of "\r\n\r\n", if it starts within the first `limit` bytes (looked for
+    /// from `start` on: a reader passes where its previous look ended, less 3 bytes).
+    static func endOfHead(_ buffer: [UInt8], from start: Int = 0, within limit: Int) -> Int? {
         guard buffer.count >= 4 else { return nil }
         let last = min(buffer.count - 4, limit)
-        var index = 0
+        var index = max(0, start)
         while index <= last {
             if buffer[index] == 0x0D && buffer[index + 1] == 0x0A && buffer[index + 2] == 0x0D && buffer[index + 3] == 0x0A {
                 return index

@@ -102,8 +102,15 @@ import Testing
         #expect(try Self.exchange(port, Self.get("/", port: port)).status == 401, "the page without the key")
         #expect(try Self.exchange(port, Self.get("/app.js", port: port)).status == 401)
         #expect(try Self.exchange(port, Self.get("/events", port: port)).status == 401)
-        #expect(try Self.exchange(port, Self.get("/?token=" + String(repeating: "0", count: 64), port: port)).status == 401)
+        #expect(try Self.exchange(port, Self.get("/?login=1.2.3", port: port)).status == 401)
+        // The key itself is not a login code, nor a cookie.
+        let key = try String(contentsOfFile: alice.home + "/gui-token", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try Self.exchange(port, Self.get("/?login=" + key, port: port)).status == 401)
+        #expect(try Self.exchange(port, Self.get("/", port: port, cookie: "syncpeer-gui-\(port)=\(key)")).status == 401)
         let (cookie, csrf) = try Self.login(port, link: link)
+        // The link was good once.
+        let path = String(link.dropFirst("http://127.0.0.1:\(port)".count))
+        #expect(try Self.exchange(port, Self.get(path, port: port)).status == 401, "a login link worked twice")
         #expect(try Self.exchange(port, Self.get("/app.js", port: port, cookie: cookie)).status == 200)
         // DNS rebinding: a page of evil.example that resolves to 127.0.0.1 sends its own Host.
         #expect(try Self.exchange(port, Self.get("/", port: port, host: "evil.example:\(port)", cookie: cookie)).status == 421)
