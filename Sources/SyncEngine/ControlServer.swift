@@ -118,7 +118,10 @@ public final class ControlServer: @unchecked Sendable {
                 watcher.name = "syncpeer-control-send-watch"
                 watcher.start()
                 defer { finished.set() }
-                try followTransfer(id: id, reply: reply, follow: true) { observer, completion throws(EngineError) in
+                // Set before the answer is written: a client that exits once it has read the
+                // end (a failure that left the transfer paused, resumable) has not hung up on
+                // a running send, and nothing is cancelled.
+                try followTransfer(id: id, reply: reply, follow: true, beforeAnswer: { finished.set() }) { observer, completion throws(EngineError) in
                     node.send(path: path, to: peer, name: name, spoolFile: spool, cancellation: cancellation,
                               observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
@@ -200,8 +203,8 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     /// Runs a transfer request; with `follow`, streams its progress to the client and answers
-    /// when it ends, else answers at once with `start`'s event.
-    private func followTransfer(id: JSONValue?, reply: Replier, follow: Bool,
+    /// when it ends (`beforeAnswer` first), else answers at once with `start`'s event.
+    private func followTransfer(id: JSONValue?, reply: Replier, follow: Bool, beforeAnswer: @escaping @Sendable () -> Void = {},
                                 _ start: (_ observer: (@Sendable (NodeEvent) -> Void)?,
                                           _ completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)?) throws(EngineError) -> TransferInfo?) throws(EngineError) {
         guard follow else {
@@ -210,6 +213,7 @@ public final class ControlServer: @unchecked Sendable {
         }
         let done = DispatchSemaphore(value: 0)
         let first = try start({ event in reply.event(id, event) }, { result in
+            beforeAnswer()
             switch result {
             case let .success(event): reply.success(id, NodeEvent.transfer(event))
             case let .failure(error): reply.failure(id, error)
