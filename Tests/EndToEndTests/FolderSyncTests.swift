@@ -279,6 +279,42 @@ struct FolderSyncTests {
         }
     }
 
+    /// A node killed while it rebuilds a changed large file from its own copy keeps the old
+    /// version (the new one is assembled beside it), never a mix; after a restart it has the
+    /// new one. The kill is aimed at the rebuild by waiting for its temporary file to appear.
+    @Test func aKillDuringARebuildFromLocalChunksLeavesTheOldVersion() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let size = 96 << 20
+        try TestFiles.random(trio.path("alice", "big.bin"), size: size)
+        let old = try TestFiles.hash(trio.path("alice", "big.bin"))
+        try trio.share()
+        try Self.eventually("the first sync\n\(Self.describe(trio))", timeout: 120) {
+            ["bob", "carol"].allSatisfy { (try? TestFiles.hash(trio.path($0, "big.bin"))) == old }
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: trio.path("alice", "big.bin")))
+        try handle.seek(toOffset: UInt64(size / 2))
+        try handle.write(contentsOf: Data(repeating: 0x5A, count: 200_000))
+        try handle.close()
+        let new = try TestFiles.hash(trio.path("alice", "big.bin"))
+        var sawRebuild = false
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !sawRebuild {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: trio.folders["bob"]!)) ?? []
+            sawRebuild = names.contains { $0.hasSuffix(".syncpeer-tmp") }
+            if !sawRebuild { usleep(2_000) }
+        }
+        trio.bob.crash()
+        let after = try TestFiles.hash(trio.path("bob", "big.bin"))
+        print("aKillDuringARebuildFromLocalChunksLeavesTheOldVersion: killed \(sawRebuild ? "during" : "outside") the rebuild; bob has the \(after == old ? "old" : after == new ? "new" : "TORN") version")
+        #expect(after == old || after == new, "bob's file is one whole version, never a mix")
+        trio.bob = try trio.restart(trio.bob)
+        try Self.eventually("bob has the new version after the restart", timeout: 60) {
+            (try? TestFiles.hash(trio.path("bob", "big.bin"))) == new
+        }
+        #expect(try TestFiles.hash(trio.path("carol", "big.bin")) == new)
+    }
+
     @Test func anIgnoredFileNeverLeavesItsMachine() throws {
         let trio = try Trio()
         defer { trio.env.cleanup() }
