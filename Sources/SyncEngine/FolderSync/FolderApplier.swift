@@ -36,6 +36,9 @@ final class FolderApplier: @unchecked Sendable {
     /// Chunk hash → where local files hold it (looked up for every `batchFiles` actions).
     var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     let folderID: String
+    /// Replaced versions left at their temporary names by `placeOver`, removed at the end
+    /// of the batch's commit.
+    var outgoing: [(directory: DirectoryHandle, name: String)] = []
     /// Files assembled and waiting for the batch barrier.
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0
@@ -502,6 +505,8 @@ final class FolderApplier: @unchecked Sendable {
             item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
         }
         store(records)
+        for old in outgoing { unlinkat(old.directory.fd, old.name, 0) }
+        outgoing = []
         folder.activity.endAll()
         pending = []
         pendingBytes = 0
