@@ -123,15 +123,22 @@ extension FolderApplier {
     }
 
     /// Copies the runs into `fd`; returns the chunks that are not there after all (their
-    /// source changed during the copy and the copied bytes do not verify), or the errno of
-    /// a failed write.
+    /// source shrank or changed during the copy and the copied bytes do not verify: they
+    /// are fetched), or the errno of a failed write.
     func copy(_ runs: [CopyRun], into fd: Int32) -> (missing: [ChunkRef], error: Int32) {
+        var missing: [ChunkRef] = []
+        var copied: [CopyRun] = []
         for run in runs {
             let error = Self.copyRange(run.source.fd, from: run.from, into: fd, at: run.to, length: run.length)
-            if error != 0 { return ([], error) }
+            if error == ENODATA {
+                missing += run.chunks   // the source ends earlier now
+            } else if error != 0 {
+                return ([], error)
+            } else {
+                copied.append(run)
+            }
         }
-        var missing: [ChunkRef] = []
-        for run in runs {
+        for run in copied {
             if run.source.unchanged {
                 folder.activity.reused(bytes: Int(run.length))
                 continue
