@@ -56,8 +56,11 @@ extension DirectoryHandle {
     /// Swaps `temp` in for the entry at `name`; the entry that comes out (then at `temp`) is
     /// removed when `isExpected(temp)` says it is the version meant to be replaced, and
     /// swapped back otherwise (`.changedHere`; `temp` then holds its own content again).
-    /// Nothing at `name` (deleted since) is `.changedHere` too.
-    public func replace(_ name: String, with temp: String, ifOutgoing isExpected: (String) -> Bool) -> PlaceOutcome {
+    /// Nothing at `name` (deleted since) is `.changedHere` too. With `removingOutgoing: false`
+    /// the expected entry that came out stays at `temp` for the caller to remove (removing a
+    /// large file takes a while, and need not delay what follows the rename).
+    public func replace(_ name: String, with temp: String, removingOutgoing: Bool = true,
+                        ifOutgoing isExpected: (String) -> Bool) -> PlaceOutcome {
         guard rename2(temp, name, Self.renameExchange) == 0 else {
             let code = errno
             if code == ENOENT { return entryKind(temp) == nil ? .failed(code) : .changedHere }
@@ -65,7 +68,7 @@ extension DirectoryHandle {
             return renameat(fd, temp, fd, name) == 0 ? .done : .failed(errno)
         }
         if isExpected(temp) {
-            unlinkat(fd, temp, 0)
+            if removingOutgoing { unlinkat(fd, temp, 0) }
             return .done
         }
         if rename2(temp, name, Self.renameExchange) == 0 { return .changedHere }

@@ -24,10 +24,13 @@ public final class FileChunker {
     public let path: String
     /// Bytes of the file consumed by the chunks returned so far.
     public private(set) var bytesChunked: UInt64 = 0
+    /// With `quickSums`, the `QuickSum` of each chunk returned so far (for `ChunkSums`).
+    public private(set) var sums: [QuickSum] = []
 
     private let fd: Int32
     private let ownsDescriptor: Bool
     private let hashThreads: Int
+    private let quickSums: Bool
     private let capacity: Int
     /// Two buffers: chunks of one are hashed while the next block is read into the other
     /// and cut (double buffering), so cutting and hashing run side by side.
@@ -40,6 +43,8 @@ public final class FileChunker {
     private var pending: [ChunkRef] = []
     private var pendingStarts: [Int] = []
     private var ready: [ChunkRef] = []
+    private var pendingSums: [QuickSum] = []
+    private var readySums: [QuickSum] = []
     private var readyIndex = 0
 
     /// Where the uncut bytes are in the current buffer.
@@ -58,15 +63,17 @@ public final class FileChunker {
     ///   - readBlockSize: bytes read per batch (≥ 1; tests use tiny ones).
     ///   - hashThreads: 1 = everything on the caller's thread; more = cutting the next
     ///     block and hashing the chunks of the current one run in parallel (Dispatch).
+    ///   - quickSums: also compute each chunk's `QuickSum` (`sums`).
     public init(fileDescriptor: Int32, path: String = "", parameters: ChunkParameters,
                 readBlockSize: Int = FileChunker.defaultReadBlockSize, hashThreads: Int = 2,
-                ownsDescriptor: Bool = false) {
+                ownsDescriptor: Bool = false, quickSums: Bool = false) {
         precondition(readBlockSize >= 1, "FileChunker: readBlockSize must be at least 1")
         self.fd = fileDescriptor
         self.path = path
         self.parameters = parameters
         self.hashThreads = max(1, hashThreads)
         self.ownsDescriptor = ownsDescriptor
+        self.quickSums = quickSums
         capacity = readBlockSize + parameters.maxSize
         buffers = (UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64),
                    UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64))
@@ -106,6 +113,7 @@ public final class FileChunker {
             if ready.isEmpty { return nil }
         }
         let chunk = ready[readyIndex]
+        if quickSums { sums.append(readySums[readyIndex]) }
         readyIndex += 1
         bytesChunked = chunk.end
         return chunk
@@ -154,30 +162,37 @@ public final class FileChunker {
         var failure: FileError?
         let count = pending.count
         let hashed = UnsafeRawPointer(buffers.1)
+        let withSums = quickSums
+        pendingSums = withSums ? [QuickSum](repeating: QuickSum(low: 0, high: 0), count: count) : []
         if hashThreads == 1 {
             do { try advance(into: &next) } catch { failure = error }
             for i in 0..<count {
-                pending[i].hash = ChunkHash.of(UnsafeRawBufferPointer(start: hashed + pendingStarts[i], count: Int(pending[i].size)))
+                let region = UnsafeRawBufferPointer(start: hashed + pendingStarts[i], count: Int(pending[i].size))
+                pending[i].hash = ChunkHash.of(region)
+                if withSums { pendingSums[i] = QuickSum.of(region) }
             }
         } else {
             withUnsafeMutablePointer(to: &next) { nextPointer in
                 withUnsafeMutablePointer(to: &failure) { failurePointer in
                     pending.withUnsafeMutableBufferPointer { chunks in
-                        pendingStarts.withUnsafeBufferPointer { starts in
-                            // Iteration 0 reads and cuts the next block (it writes only
-                            // buffers.0, `window` and `next`); iteration i > 0 hashes pending
-                            // chunk i − 1 (it reads buffers.1 and writes only that chunk).
-                            // The iterations touch disjoint memory, hence the unchecked wrapper.
-                            let shared = UncheckedSendable((chunker: self, data: hashed, chunks: chunks.baseAddress!,
-                                                            starts: starts.baseAddress!, next: nextPointer,
-                                                            failure: failurePointer))
-                            DispatchQueue.concurrentPerform(iterations: count + 1) { j in
-                                let p = shared.value
-                                if j == 0 {
-                                    do throws(FileError) { try p.chunker.advance(into: &p.next.pointee) } catch { p.failure.pointee = error }
-                                } else {
-                                    let region = UnsafeRawBufferPointer(start: p.data + p.starts[j - 1], count: Int(p.chunks[j - 1].size))
-                                    p.chunks[j - 1].hash = ChunkHash.of(region)
+                        pendingSums.withUnsafeMutableBufferPointer { sums in
+                            pendingStarts.withUnsafeBufferPointer { starts in
+                                // Iteration 0 reads and cuts the next block (it writes only
+                                // buffers.0, `window` and `next`); iteration i > 0 hashes pending
+                                // chunk i − 1 (it reads buffers.1 and writes only that chunk).
+                                // The iterations touch disjoint memory, hence the unchecked wrapper.
+                                let shared = UncheckedSendable((chunker: self, data: hashed, chunks: chunks.baseAddress!,
+                                                                sums: withSums ? sums.baseAddress : nil, starts: starts.baseAddress!,
+                                                                next: nextPointer, failure: failurePointer))
+                                DispatchQueue.concurrentPerform(iterations: count + 1) { j in
+                                    let p = shared.value
+                                    if j == 0 {
+                                        do throws(FileError) { try p.chunker.advance(into: &p.next.pointee) } catch { p.failure.pointee = error }
+                                    } else {
+                                        let region = UnsafeRawBufferPointer(start: p.data + p.starts[j - 1], count: Int(p.chunks[j - 1].size))
+                                        p.chunks[j - 1].hash = ChunkHash.of(region)
+                                        if let sums = p.sums { sums[j - 1] = QuickSum.of(region) }
+                                    }
                                 }
                             }
                         }
@@ -187,6 +202,7 @@ public final class FileChunker {
         }
         if let failure { throw failure }
         swap(&ready, &pending)
+        readySums = pendingSums
         (pending, pendingStarts) = next
     }
 

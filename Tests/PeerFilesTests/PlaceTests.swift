@@ -37,6 +37,13 @@ import Testing
             #expect(content(dir + "/f") == "new")
             #expect(handle.entryKind(".tmp") == nil)
 
+            // Asked to, the replaced version stays at the temporary name for the caller.
+            try Tree.write(dir + "/.tmp", "newest")
+            #expect(handle.replace("f", with: ".tmp", removingOutgoing: false) { _ in true } == .done)
+            #expect(content(dir + "/f") == "newest")
+            #expect(content(dir + "/.tmp") == "new", "the version that came out, left for the caller")
+            try FileManager.default.removeItem(atPath: dir + "/.tmp")
+
             // The user edited f after the caller's last look: the edit goes back in place.
             try Tree.write(dir + "/f", "edited by the user")
             try Tree.write(dir + "/.tmp", "newer")

@@ -38,6 +38,9 @@ public struct FolderScanner: Sendable {
     /// When set, a root that is another directory (device, inode) is `rootMissing`: a
     /// disk unmounted from under its mount point leaves an empty directory there.
     public var expectedRoot: RootIdentity?
+    /// When set, the quick sums of large files' chunks are kept here, and a large file that
+    /// changed is re-chunked from its known manifest (`DeltaChunker`), not whole.
+    public var chunkSums: ChunkSumCache?
     /// Tests: called with the relative path after a file was read, before it is checked
     /// for changes made during the read.
     var afterReadHook: (@Sendable (String) -> Void)?
@@ -337,7 +340,7 @@ private final class ScanRun {
                 entry.manifest = manifest   // renamed or moved here: the content is not read
                 summary.moved += 1
             } else {
-                switch hash(frame.fd, item.name, path: path) {
+                switch hash(frame.fd, item.name, path: path, previous: previous?.manifest) {
                 case .hashed(let fresh):
                     entry = fresh
                 case .unstable:
@@ -480,8 +483,9 @@ private final class ScanRun {
     }
 
     /// Reads and chunks the file `name` in `fd`; the entry's metadata comes from the
-    /// open descriptor (what was actually read).
-    func hash(_ dirFd: Int32, _ name: String, path: String) -> HashResult {
+    /// open descriptor (what was actually read). A large file whose `previous` manifest has
+    /// its quick sums in `chunkSums` is re-chunked from it (`DeltaChunker`).
+    func hash(_ dirFd: Int32, _ name: String, path: String, previous: Manifest? = nil) -> HashResult {
         let fd = openat(dirFd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
@@ -489,39 +493,52 @@ private final class ScanRun {
             if code == ELOOP { return .unstable }   // replaced by a link since it was listed
             return .failed(FileError.system("open", path: path, errno: code).message)
         }
+        defer { Glibc.close(fd) }
         var before = stat()
         guard fstat(fd, &before) == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            return .failed(FileError.system("fstat", path: path, errno: code).message)
+            return .failed(FileError.system("fstat", path: path, errno: errno).message)
         }
-        guard before.st_mode & S_IFMT == S_IFREG else {
-            Glibc.close(fd)
-            return .unstable
-        }
+        guard before.st_mode & S_IFMT == S_IFREG else { return .unstable }
         let size = UInt64(before.st_size)
-        let chunker = FileChunker(fileDescriptor: fd, path: path, parameters: ChunkParameters.forFileSize(size),
-                                  readBlockSize: FolderScanner.readBlockSize(for: size),
-                                  hashThreads: size >= 4 << 20 ? scanner.hashThreads : 1, ownsDescriptor: true)
+        let sumCache = size >= ChunkSumCache.minimumFileSize ? scanner.chunkSums : nil
         summary.filesHashed += 1
         let chunks: [ChunkRef]
+        let sums: [QuickSum]
         do {
-            chunks = try chunker.allChunks()
+            (chunks, sums) = try chunk(fd, path: path, size: size, previous: previous, sumCache: sumCache)
         } catch {
-            summary.bytesRead += chunker.bytesChunked
             return .failed(error.message)
         }
-        summary.bytesRead += chunker.bytesChunked
         scanner.afterReadHook?(path)
         var after = stat()
         guard fstat(fd, &after) == 0, after.st_size == before.st_size, Self.mtimeNs(after) == Self.mtimeNs(before),
-              chunker.bytesChunked == size,
+              (chunks.last?.end ?? 0) == size,
               let manifest = try? Manifest(fileSize: size, chunks: chunks) else {
             return .unstable
         }
+        sumCache?.record(ChunkSums(rootHash: manifest.rootHash, sums: sums), for: path)
         return .hashed(ScannedEntry(path: path, kind: .file, size: size, mtimeNs: Self.mtimeNs(before),
                                     mode: UInt32(before.st_mode) & 0o7777, inode: UInt64(before.st_ino),
                                     manifest: manifest))
+    }
+
+    /// The chunks of the open file (and their quick sums when `sumCache` is set): from the
+    /// `previous` manifest when the cache has its sums, else by reading it whole.
+    private func chunk(_ fd: Int32, path: String, size: UInt64, previous: Manifest?,
+                       sumCache: ChunkSumCache?) throws(FileError) -> ([ChunkRef], [QuickSum]) {
+        if let sumCache, let previous, let old = sumCache.sums(for: path, rootHash: previous.rootHash) {
+            let delta = try DeltaChunker.rechunk(fileDescriptor: fd, path: path, size: size, previous: previous, sums: old,
+                                                 threads: scanner.hashThreads)
+            if let delta {
+                summary.bytesRead += delta.bytesRead
+                return (delta.chunks, delta.sums)
+            }
+        }
+        let chunker = FileChunker(fileDescriptor: fd, path: path, parameters: ChunkParameters.forFileSize(size),
+                                  readBlockSize: FolderScanner.readBlockSize(for: size),
+                                  hashThreads: size >= 4 << 20 ? scanner.hashThreads : 1, quickSums: sumCache != nil)
+        defer { summary.bytesRead += chunker.bytesChunked }
+        return (try chunker.allChunks(), chunker.sums)
     }
 
     // MARK: Known entries

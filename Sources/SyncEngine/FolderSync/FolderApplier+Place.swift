@@ -10,10 +10,13 @@ internal import PeerIndex
 /// chaos test lost a version on a loaded machine, with the applier's thread paused between a
 /// check of the path and the rename over it.
 extension FolderApplier {
-    /// Puts `temp` in place of the version `expected` that the index records at `name`.
+    /// Puts `temp` in place of the version `expected` that the index records at `name`. The
+    /// version that comes out is left at `temp` and listed in `outgoing`: the batch removes
+    /// it once the new versions are recorded (a large file takes a while to remove).
     func placeOver(_ temp: String, at name: String, in directory: DirectoryHandle, path: String,
                    expected: FileRecord) -> PlaceOutcome {
-        let outcome = directory.replace(name, with: temp) { entry($0, in: directory, is: expected) }
+        let outcome = directory.replace(name, with: temp, removingOutgoing: false) { entry($0, in: directory, is: expected) }
+        if outcome == .done { outgoing.append((directory, temp)) }
         guard case .stranded(let hidden) = outcome else { return outcome }
         keepAside(hidden, of: path, in: directory)   // the pulled version is in place
         return .done

@@ -34,8 +34,11 @@ final class FolderApplier: @unchecked Sendable {
     /// Peers connected at the start of the apply, refreshed before each batch's fetches.
     private var connected: Set<String> = []
     /// Chunk hash → where local files hold it (looked up for every `batchFiles` actions).
-    private var localLocations: [[UInt8]: [ChunkLocation]] = [:]
+    var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     let folderID: String
+    /// Replaced versions left at their temporary names by `placeOver`, removed at the end
+    /// of the batch's commit.
+    var outgoing: [(directory: DirectoryHandle, name: String)] = []
     /// Files assembled and waiting for the batch barrier.
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0
@@ -276,37 +279,34 @@ final class FolderApplier: @unchecked Sendable {
 
     /// Sizes the file and writes every chunk some local file already holds (or, with
     /// `reusingTemp`, that the temp file holds already and that verifies); returns the
-    /// chunks still missing, or why the file cannot be written.
+    /// chunks still missing, or why the file cannot be written. Chunks of files that are
+    /// still what the index recorded are copied in the kernel, unread (`LocalSource`).
     private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
         if ftruncate(fd, off_t(manifest.fileSize)) != 0 {
             return ([], .writing(errno, "cannot size its temporary file"))
         }
+        let sources = LocalSources()
+        var runs: [CopyRun] = []
         var missing: [ChunkRef] = []
         for chunk in manifest.chunks {
             if reusingTemp, Self.holds(fd, chunk) {
                 folder.activity.reused(bytes: Int(chunk.size))
-            } else if let bytes = localChunk(chunk) {
+                continue
+            }
+            switch localPlan(chunk, sources: sources) {
+            case let .copy(source, from):
+                Self.append(chunk, from: from, of: source, to: &runs)
+            case let .bytes(bytes):
                 let error = write(bytes, at: chunk.offset, fd)
                 guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.reused(bytes: bytes.count)
-            } else {
+            case nil:
                 missing.append(chunk)
             }
         }
-        return (missing, nil)
-    }
-
-    /// True when the file open at `fd` holds this chunk's bytes (they hash to its hash).
-    private static func holds(_ fd: Int32, _ chunk: ChunkRef) -> Bool {
-        var bytes = [UInt8](repeating: 0, count: Int(chunk.size))
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + done, $0.count - done, off_t(chunk.offset) + off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return false }
-            done += n
-        }
-        return ChunkHash.of(bytes) == chunk.hash
+        let copied = copy(runs, into: fd)
+        guard copied.error == 0 else { return ([], .writing(copied.error, "cannot write its temporary file")) }
+        return (missing + copied.missing, nil)
     }
 
     /// Fetches every queued chunk of the batch from peers, many at a time across all files
@@ -376,19 +376,6 @@ final class FolderApplier: @unchecked Sendable {
                       completion: completion)
             }
         }
-    }
-
-    /// A chunk with this hash from any local file that still holds it.
-    private func localChunk(_ chunk: ChunkRef) -> [UInt8]? {
-        for location in localLocations[chunk.hash.bytes] ?? [] where location.size == Int64(chunk.size) {
-            let rootPath = location.folderID == folderID ? folder.root : (try? index.folder(id: location.folderID))??.path
-            guard let rootPath, let handle = try? DirectoryHandle(path: rootPath),
-                  let resolved = try? SafePath(location.path).resolve(under: handle), resolved.existing == .file,
-                  let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { continue }
-            let ref = ChunkRef(offset: UInt64(location.offset), size: chunk.size, hash: chunk.hash)
-            if let bytes = try? reader.bytes(of: ref, verify: true) { return bytes }
-        }
-        return nil
     }
 
     /// Writes all of `bytes` at `offset`; 0, or the errno of the failure. Any thread (block
@@ -518,6 +505,8 @@ final class FolderApplier: @unchecked Sendable {
             item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
         }
         store(records)
+        for old in outgoing { unlinkat(old.directory.fd, old.name, 0) }
+        outgoing = []
         folder.activity.endAll()
         pending = []
         pendingBytes = 0

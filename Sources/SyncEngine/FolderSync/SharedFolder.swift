@@ -56,6 +56,8 @@ final class SharedFolder: @unchecked Sendable {
     var watchDelay: Duration = .seconds(1)
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
+    /// Quick sums of the chunks of large files, so that a change re-hashes only what changed.
+    let chunkSums = ChunkSumCache()
     /// io: paths whose pull failed and when they are tried again (SharedFolder+Retry).
     var retry = PullRetry()
     var retryTimer: DispatchWorkItem?
@@ -233,7 +235,8 @@ final class SharedFolder: @unchecked Sendable {
         }
         let known = KnownEntriesWithMoves(base: IndexKnownEntries(index: index, folderID: id),
                                           moved: moves.isEmpty ? [] : renamedFiles(moves, index: index))
-        let scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
+        var scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
+        scanner.chunkSums = chunkSums
         var wroteChanges = false
         // Only a rescan of some paths plans its changes again, so only then are they
         // collected: a full scan of a large folder does not hold all of its paths.

@@ -1,0 +1,84 @@
+import Foundation
+import Glibc
+import PeerFiles
+import PeerIndex
+import Testing
+@testable import SyncEngine
+
+/// The ranges a pull takes from local files: copied in the kernel, byte for byte, and only
+/// from a file that is still exactly what the index recorded.
+@Suite struct LocalCopyTests {
+    static func temporaryDirectory() throws -> String {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("local-copy-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// `count` random bytes.
+    static func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        var generator = SystemRandomNumberGenerator()
+        out.withUnsafeMutableBytes { raw in
+            for i in stride(from: 0, to: count & ~7, by: 8) { raw.storeBytes(of: generator.next(), toByteOffset: i, as: UInt64.self) }
+        }
+        return out
+    }
+
+    static func record(of path: String, size: Int64? = nil, mtimeNs: Int64? = nil) -> FileRecord {
+        var st = stat()
+        _ = stat(path, &st)
+        let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        return FileRecord(folderID: "f", path: "a.bin", kind: .file, size: size ?? Int64(st.st_size), mtimeNs: mtimeNs ?? mtime,
+                          mode: 0o644, inode: UInt64(st.st_ino), version: [:], modifiedBy: "x")
+    }
+
+    @Test func rangesAreCopiedByteForByte() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = Self.bytes(80 << 20 | 12_345)   // more than two writeback intervals
+        try Data(source).write(to: URL(fileURLWithPath: dir + "/a.bin"))
+        let from = open(dir + "/a.bin", O_RDONLY)
+        let to = open(dir + "/b.bin", O_RDWR | O_CREAT, 0o600)
+        defer { close(from); close(to) }
+        var expected = Self.bytes(source.count)
+        try Data(expected).write(to: URL(fileURLWithPath: dir + "/b.bin"))
+        // Two ranges at other offsets than in the source, one of them shifted by one byte.
+        #expect(FolderApplier.copyRange(from, from: 1, into: to, at: 0, length: 70 << 20) == 0)
+        expected.replaceSubrange(0..<(70 << 20), with: source[1..<(70 << 20) + 1])
+        #expect(FolderApplier.copyRange(from, from: UInt64(source.count - 5_000), into: to, at: 75 << 20, length: 5_000) == 0)
+        expected.replaceSubrange((75 << 20)..<(75 << 20) + 5_000, with: source[(source.count - 5_000)...])
+        let written = [UInt8](try Data(contentsOf: URL(fileURLWithPath: dir + "/b.bin")))
+        #expect(written == expected, "the target holds exactly the copied ranges and nothing else changed")
+        // A range past the end of the source is an error, not a short file.
+        #expect(FolderApplier.copyRange(from, from: UInt64(source.count - 10), into: to, at: 0, length: 100) == ENODATA)
+    }
+
+    @Test func onlyAFileThatIsWhatTheIndexRecordedIsTrusted() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/a.bin"
+        try Data(Self.bytes(100_000)).write(to: URL(fileURLWithPath: path))
+        let recorded = Self.record(of: path)
+        #expect(FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: recorded).trusted)
+        #expect(!FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: nil).trusted, "not in the index")
+        #expect(!FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: Self.record(of: path, size: 99_999)).trusted,
+                "another size")
+        #expect(!FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: Self.record(of: path, mtimeNs: recorded.mtimeNs - 1)).trusted,
+                "another mtime")
+        var tombstone = recorded
+        tombstone.deleted = true
+        #expect(!FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: tombstone).trusted, "a deleted entry")
+        var other = recorded
+        other.inode = recorded.inode.map { $0 + 1 }
+        #expect(!FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: other).trusted, "another file (inode)")
+
+        // Written to while open: no longer unchanged, so what was copied from it is verified.
+        let source = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: recorded)
+        #expect(source.unchanged)
+        let writer = open(path, O_WRONLY)
+        var byte: UInt8 = 0
+        _ = pwrite(writer, &byte, 1, 200_000)
+        close(writer)
+        #expect(!source.unchanged)
+    }
+}
