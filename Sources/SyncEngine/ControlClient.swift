@@ -1,4 +1,5 @@
 internal import PeerNet
+internal import Synchronization
 
 /// Talks to a running node over its control socket (see `ControlServer`).
 public final class ControlClient: Sendable {
@@ -84,11 +85,13 @@ public final class ControlClient: Sendable {
         do { return try reader.readLine() } catch { throw .connection("lost the daemon", error) }
     }
 
-    /// Lets the Sendable client own a mutating reader (used by one thread at a time).
-    final class LineReaderBox: @unchecked Sendable {
-        // @unchecked: a client is used by one thread at a time (the CLI's).
-        var reader: LineReader
-        init(_ reader: LineReader) { self.reader = reader }
-        func readLine() throws(NetError) -> String? { try reader.readLine() }
+    /// Lets the Sendable client own a mutating reader (a client answers one request at a
+    /// time; the lock makes that a rule the compiler checks, not a comment).
+    final class LineReaderBox: Sendable {
+        private let reader: Mutex<LineReader>
+        init(_ reader: LineReader) { self.reader = Mutex(reader) }
+        func readLine() throws(NetError) -> String? {
+            try reader.withLock { (reader: inout LineReader) throws(NetError) -> String? in try reader.readLine() }
+        }
     }
 }

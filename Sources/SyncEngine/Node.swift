@@ -7,7 +7,7 @@ internal import PeerWire
 internal import Synchronization
 
 /// The node: the composition root that owns the listener, the sessions with peers, the
-/// index and the event subscribers. Every mutable property is confined to `queue`;
+/// index and the event bus (`EventBus`, which owns the subscribers). Every mutable property is confined to `queue`;
 /// blocking work (accept, connect, handshakes, reads) runs on dedicated threads and hands
 /// its results to `queue`.
 ///
@@ -26,10 +26,8 @@ public final class Node: @unchecked Sendable {
     private var listener: TCPListener?
     var sessions: [UInt64: Session] = [:]
     private var nextSessionID: UInt64 = 1
-    private var subscribers: [UInt64: @Sendable (NodeEvent) -> Void] = [:]
-    /// Handlers of message bodies as bytes (the public API's `received` data).
-    private var messageSubscribers: [UInt64: @Sendable (PeerRef, [UInt8]) -> Void] = [:]
-    private var nextSubscriberID: UInt64 = 1
+    /// Who listens to the node's events (its own lock: subscribing never waits for `queue`).
+    let events = EventBus()
     var redials: [String: Redial] = [:]
     private var dialsInFlight: Set<String> = []
     private var timer: (any DispatchSourceTimer)?
@@ -150,32 +148,23 @@ public final class Node: @unchecked Sendable {
         }
     }
 
-    /// Registers a handler for every event; returns a token for `unsubscribe`.
+    /// Registers a handler for every event; returns a token for `unsubscribe`. Any thread,
+    /// a handler included.
     public func subscribe(_ handler: @escaping @Sendable (NodeEvent) -> Void) -> UInt64 {
-        register(handler, in: \.subscribers)
+        events.subscribe(handler)
     }
 
     public func unsubscribe(_ token: UInt64) {
-        queue.async { self.subscribers[token] = nil }
+        events.unsubscribe(token)
     }
 
     /// Registers a handler for every message's body as bytes (events carry it as text).
     public func subscribeMessages(_ handler: @escaping @Sendable (PeerRef, [UInt8]) -> Void) -> UInt64 {
-        register(handler, in: \.messageSubscribers)
-    }
-
-    /// Adds `handler` to one of the subscriber tables under a new token.
-    private func register<Handler>(_ handler: Handler, in table: ReferenceWritableKeyPath<Node, [UInt64: Handler]>) -> UInt64 {
-        queue.sync {
-            let id = nextSubscriberID
-            nextSubscriberID += 1
-            self[keyPath: table][id] = handler
-            return id
-        }
+        events.subscribeMessages(handler)
     }
 
     public func unsubscribeMessages(_ token: UInt64) {
-        queue.async { self.messageSubscribers[token] = nil }
+        events.unsubscribe(token)
     }
 
     // MARK: - Requests (any thread)
@@ -661,7 +650,7 @@ public final class Node: @unchecked Sendable {
             case .pinPeer:
                 pin(session)
             case let .deliverMessage(id, body):
-                for handler in messageSubscribers.values { handler(session.peer, body) }
+                events.deliverMessage(from: session.peer, body: body)
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
                 transferFrameReceived(frame, from: session)
@@ -888,7 +877,7 @@ public final class Node: @unchecked Sendable {
     }
 
     func emit(_ event: NodeEvent) {
-        for handler in subscribers.values { handler(event) }
+        events.emit(event)
     }
 
     func emitError(_ peer: PeerRef?, _ reason: String) {

@@ -3,6 +3,7 @@ internal import Glibc
 #endif
 internal import Dispatch
 internal import Foundation
+internal import Synchronization
 internal import PeerFiles
 internal import PeerIndex
 
@@ -556,12 +557,10 @@ final class FolderApplier: @unchecked Sendable {
 }
 
 /// A failure set from several threads (the first one set stays).
-final class FailureFlag: @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
-    private var first: PullFailure?
-    func set(_ failure: PullFailure) { lock.lock(); if first == nil { first = failure }; lock.unlock() }
-    var value: PullFailure? { lock.lock(); defer { lock.unlock() }; return first }
+final class FailureFlag: Sendable {
+    private let first = Mutex<PullFailure?>(nil)
+    func set(_ failure: PullFailure) { first.withLock { if $0 == nil { $0 = failure } } }
+    var value: PullFailure? { first.withLock { $0 } }
     var isSet: Bool { value != nil }
 }
 
