@@ -11,6 +11,8 @@ final class SlowLink: Sendable {
     private let listener: Int32
     private let sockets = Mutex<[Int32]>([])
     private let stopped = Atomic<Bool>(false)
+    /// Bytes forwarded from clients to the target so far.
+    let forwarded = Atomic<Int>(0)
 
     /// Forwards connections to `target` ("host:port"); client → target at `bytesPerSecond`.
     init(to target: String, bytesPerSecond: Int) throws {
@@ -36,7 +38,7 @@ final class SlowLink: Sendable {
                 guard client >= 0 else { return }
                 guard let upstream = try? Self.connect(host, port) else { close(client); continue }
                 sockets.withLock { $0 += [client, upstream] }
-                Thread.detachNewThread { Self.pump(from: client, to: upstream, rate: bytesPerSecond) }
+                Thread.detachNewThread { [self] in Self.pump(from: client, to: upstream, rate: bytesPerSecond) { forwarded.add($0, ordering: .relaxed) } }
                 Thread.detachNewThread { Self.pump(from: upstream, to: client, rate: nil) }
             }
         }
@@ -51,7 +53,7 @@ final class SlowLink: Sendable {
 
     /// Copies until either side ends; with `rate`, at most that many bytes per second, in
     /// pieces of 4 KiB.
-    private static func pump(from: Int32, to: Int32, rate: Int?) {
+    private static func pump(from: Int32, to: Int32, rate: Int?, counted: (Int) -> Void = { _ in }) {
         let piece = rate == nil ? 65_536 : 4_096
         var buffer = [UInt8](repeating: 0, count: piece)
         let start = ContinuousClock.now
@@ -66,6 +68,7 @@ final class SlowLink: Sendable {
                 offset += wrote
             }
             moved += count
+            counted(count)
             if let rate {
                 let due = start + .milliseconds(moved * 1000 / rate)
                 if due > .now { Thread.sleep(forTimeInterval: Double((due - .now).components.attoseconds) / 1e18) }
