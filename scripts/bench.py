@@ -15,7 +15,9 @@ Benchmark helper only (never part of the product). Runs release-built binaries:
   6. folder sync (issue 6): 10,000 files of 4 KiB shared from alice until all are on bob
      (sync_small); a 1 MiB in-place change in the middle of a synced 1 GiB file, time and
      bytes on the wire through a counting TCP proxy (sync_delta); the scan and index of
-     100,000 small files (index_100k); peak memory of the daemons in each.
+     100,000 small files (index_100k) and of 1,000,000 (index_1m, with the time of one
+     `status --json` on the idle folder and the size of the index); peak memory of the
+     daemons in each.
 
 Everything listens on 127.0.0.1 only. Every process started here is killed by PID and
 the temporary directory removed at the end, also on failure or Ctrl-C. Figures are
@@ -996,54 +998,127 @@ def sync_delta(bench, results, sampler, size=GiB, change=MiB):
     shutil.rmtree(inbox, ignore_errors=True)
 
 
-def index_100k(bench, results, sampler, count=100_000, dirs=100):
-    log(f"index_100k: creating {count:,} files of 1–16 B in {dirs} folders")
-    shared = os.path.join(bench.work, "index-100k")
+def make_small_files(root, count, dirs):
+    """count files of 1–16 B (random bytes, nearly all different) in dirs folders under root;
+    os.open/os.write/os.close relative to the folder's descriptor, which is several times
+    faster than `with open` for a million files."""
     per_dir = count // dirs
+    pool = os.urandom(per_dir * dirs * 16 + 16)
+    d_width, f_width = max(3, len(str(dirs - 1))), max(4, len(str(per_dir - 1)))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     for d in range(dirs):
-        directory = os.path.join(shared, f"d{d:03d}")
+        directory = os.path.join(root, f"d{d:0{d_width}d}")
         os.makedirs(directory)
-        for i in range(per_dir):
-            with open(os.path.join(directory, f"f{i:04d}.txt"), "wb") as f:
-                f.write(os.urandom(1 + (i * 7 + d) % 16))
-    alice, bob, inbox, _ = folder_pair(bench, "index_100k")
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for i in range(per_dir):
+                offset = (d * per_dir + i) * 16
+                fd = os.open(f"f{i:0{f_width}d}.txt", flags, 0o644, dir_fd=dir_fd)
+                os.write(fd, pool[offset:offset + 1 + (i * 7 + d) % 16])
+                os.close(fd)
+        finally:
+            os.close(dir_fd)
+    return per_dir * dirs
+
+
+def index_db_bytes(home):
+    """Sizes of alice's SQLite index: the database and its write-ahead log (if any)."""
+    sizes = {}
+    for suffix in ("", "-wal"):
+        try:
+            sizes["index_db" + suffix.replace("-", "_")] = os.path.getsize(os.path.join(home, "index.db" + suffix))
+        except OSError:
+            pass
+    return sizes
+
+
+def timed_status(bench, daemon, path):
+    start = time.monotonic()
+    folder = folder_status(bench, daemon, path)
+    return folder, time.monotonic() - start
+
+
+def index_files(bench, results, sampler, count, dirs, name, timeout=None, interval=0.25, rss_goal=None):
+    """Scan and index of count small files in dirs folders, shared on alice with bob stopped
+    (index_100k, index_1m): seconds until `status --json` shows the folder idle with every
+    file, peak RSS, CPU, then the time of one `status --json` call on the idle folder and
+    the size of alice's index.db."""
+    timeout = timeout or bench.args.folder_timeout
+    log(f"{name}: creating {count:,} files of 1–16 B in {dirs:,} folders")
+    shared = os.path.join(bench.work, name.replace("_", "-"))
+    created_at = time.monotonic()
+    count = make_small_files(shared, count, dirs)
+    create_seconds = time.monotonic() - created_at
+    log(f"  created in {create_seconds:.1f} s")
+    alice, bob, inbox, _ = folder_pair(bench, name)
     # Only alice's scan and index are measured: bob is stopped (the folder is offered to
     # him when he comes back), so no pull competes with the scan.
     bob.stop()
-    sampler.watch("index_100k.alice", alice.pid)
+    sampler.watch(f"{name}.alice", alice.pid)
     before = alice.memory()
-    log(f"index_100k: share, poll `status --json` until idle with {count:,} files")
+    log(f"{name}: share, poll `status --json` until idle with {count:,} files (timeout {timeout:.0f} s)")
     start = time.monotonic()
     bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
     shared_at = time.monotonic() - start
-    state = {"last": None, "polls": 0}
+    state = {"last": None, "polls": 0, "slowest_poll": 0.0, "next_log": start + 30, "progress": []}
 
     def indexed():
         state["polls"] += 1
-        folder = folder_status(bench, alice, shared)
+        folder, took = timed_status(bench, alice, shared)
+        state["slowest_poll"] = max(state["slowest_poll"], took)
         state["last"] = folder and {k: folder.get(k) for k in ("state", "files", "error")}
+        now = time.monotonic()
+        if now >= state["next_log"]:  # progress of a long scan: files so far and alice's memory
+            state["next_log"] = now + 30
+            rss = alice.memory().get("VmRSS")
+            state["progress"].append({"seconds": round(now - start), "files": (folder or {}).get("files"),
+                                      "state": (folder or {}).get("state"), "alice_vmrss": rss})
+            log(f"  {now - start:.0f} s: {(folder or {}).get('files')} files, {(folder or {}).get('state')}, "
+                f"VmRSS alice {(rss or 0) / MiB:.0f} MiB, status call {took:.2f} s")
         return folder and folder.get("state") == "idle" and folder.get("files") == count
     try:
-        wait_until(f"{count} files indexed", bench.args.folder_timeout, indexed, interval=0.25)
+        wait_until(f"{count} files indexed", timeout, indexed, interval=interval)
     except BenchError as error:
-        results["index_100k"] = {"files": count, "error": str(error), "last_status": state["last"]}
+        memory, cpu = alice.memory(), alice.cpu()
+        results[name] = {"files": count, "error": str(error), "last_status": state["last"],
+                         "progress": state["progress"], "alice_vmhwm": memory.get("VmHWM"),
+                         "alice_vmrss": memory.get("VmRSS"), **index_db_bytes(alice.home),
+                         "alice_cpu_total_s": round(cpu[0] + cpu[1], 2) if cpu else None}
         raise
     elapsed = time.monotonic() - start
     memory = alice.memory()
     cpu = alice.cpu()
-    results["index_100k"] = {
+    idle_calls = [round(timed_status(bench, alice, shared)[1], 3) for _ in range(3)]
+    results[name] = {
         "files": count, "directories": dirs, "seconds": round(elapsed, 2), "share_command_seconds": round(shared_at, 2),
-        "files_per_s": round(count / elapsed), "status_polls": state["polls"],
+        "create_seconds": round(create_seconds, 1),
+        "files_per_s": round(count / elapsed), "status_polls": state["polls"], "poll_interval_s": interval,
+        "slowest_status_poll_s": round(state["slowest_poll"], 3),
+        "status_call_seconds": idle_calls[0], "status_call_seconds_runs": idle_calls,
         "alice_vmhwm": memory.get("VmHWM"), "alice_vmrss_before": before.get("VmRSS"),
-        "alice_sampled_max_rss": sampler.peak.get("index_100k.alice"),
+        "alice_sampled_max_rss": sampler.peak.get(f"{name}.alice"),
         "alice_cpu_total_s": round(cpu[0] + cpu[1], 2) if cpu else None,
-        "note": "from the share command to `status --json` showing idle with every file (polled every 0.25 s, "
-                "after each status answer); bob offline",
+        **index_db_bytes(alice.home), "progress": state["progress"], "rss_goal": rss_goal,
+        "note": f"from the share command to `status --json` showing idle with every file (polled every {interval:g} s, "
+                "after each status answer); bob offline; status_call_seconds: one `status --json` "
+                "on the idle folder, the CLI's start included",
     }
-    log(f"  {elapsed:.2f} s ({count / elapsed:,.0f} files/s); VmHWM alice {memory.get('VmHWM', 0) / MiB:.0f} MiB")
+    log(f"  {elapsed:.2f} s ({count / elapsed:,.0f} files/s); VmHWM alice {memory.get('VmHWM', 0) / MiB:.0f} MiB; "
+        f"status on the idle folder {idle_calls[0]:.2f} s; index.db {results[name].get('index_db', 0) / MiB:.0f} MiB")
     alice.stop()
     shutil.rmtree(shared, ignore_errors=True)
     shutil.rmtree(inbox, ignore_errors=True)
+
+
+def index_100k(bench, results, sampler):
+    index_files(bench, results, sampler, count=100_000, dirs=100, name="index_100k", rss_goal=100 * MiB)
+
+
+def index_1m(bench, results, sampler):
+    # Syncthing folders of 1–5 million files are reported never to finish their scan: a
+    # wait of its own (--index-1m-timeout), and status polled less often than for 100,000.
+    index_files(bench, results, sampler, count=1_000_000, dirs=1000, name="index_1m",
+                timeout=bench.args.index_1m_timeout, interval=1.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1567,14 +1642,20 @@ def table(results, size):
             f"watch delay included; first sync {sd['first_sync_seconds']} s")
         add("folder", "  peak RSS alice / bob (VmHWM)", f"{fmt_mib(sd['alice_vmhwm'])} / {fmt_mib(sd['bob_vmhwm'])}",
             "whole run incl. the first 1 GiB sync")
-    ix = results.get("index_100k")
-    if ix and "seconds" not in ix:
-        add("folder", "index 100,000 files", "FAILED", ix.get("error", "")[:100])
-    elif ix:
-        add("folder", f"scan + index {ix['files']:,} files (alice)", f"{ix['seconds']} s",
-            f"{ix['files_per_s']:,} files/s; status polled every 0.25 s")
-        add("folder", "  peak RSS alice (VmHWM)", fmt_mib(ix["alice_vmhwm"]),
-            "goal < 100 MiB " + ("MET" if (ix["alice_vmhwm"] or 0) < 100 * MiB else "NOT met"))
+    for key in ("index_100k", "index_1m"):
+        ix = results.get(key)
+        if ix and "seconds" not in ix:
+            add("folder", f"index {ix['files']:,} files", "FAILED", ix.get("error", "")[:100])
+        elif ix:
+            add("folder", f"scan + index {ix['files']:,} files (alice)", f"{ix['seconds']} s",
+                f"{ix['files_per_s']:,} files/s; status polled every {ix['poll_interval_s']:g} s")
+            goal = ix.get("rss_goal")
+            add("folder", "  peak RSS alice (VmHWM)", fmt_mib(ix["alice_vmhwm"]),
+                f"goal < {fmt_mib(goal)} " + ("MET" if (ix["alice_vmhwm"] or 0) < goal else "NOT met") if goal else "")
+            add("folder", "  `status --json` on the idle folder", f"{ix['status_call_seconds']} s",
+                f"CLI start included; slowest poll during the scan {ix['slowest_status_poll_s']} s")
+            add("folder", "  alice's index.db", fmt_mib(ix.get("index_db")),
+                f"WAL {fmt_mib(ix['index_db_wal'])}" if ix.get("index_db_wal") else "")
     rs = results.get("rsync")
     if rs:
         if "skipped" in rs:
@@ -1602,8 +1683,10 @@ def main():
     parser.add_argument("--tmp", default="/tmp", help="where the temporary directory goes (same disk as the files)")
     parser.add_argument("--output", default=".build/bench/results.json")
     parser.add_argument("--skip", action="append", default=[], help="(repeatable) ""comma-separated phases to skip: limits,e2e,rsync,large,resume,"
-                        "sync_share,sync_small,sync_delta,syncthing,index_100k")
+                        "sync_share,sync_small,sync_delta,syncthing,index_100k,index_1m")
     parser.add_argument("--folder-timeout", type=float, default=300, help="seconds each folder-sync wait may take (default 300)")
+    parser.add_argument("--index-1m-timeout", type=float, default=900,
+                        help="seconds the index_1m wait may take (default 900)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs) for inspection")
     args = parser.parse_args()
     skip = {name for value in args.skip for name in value.split(",") if name}
@@ -1685,6 +1768,8 @@ def main():
             rsync_small_and_delta(bench, results, size=args.size)
         if "index_100k" not in skip:
             index_100k(bench, results, sampler)
+        if "index_1m" not in skip:
+            index_1m(bench, results, sampler)
     except (BenchError, subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyboardInterrupt, SystemExit) as error:
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             error = f"interrupted ({type(error).__name__} {error})"

@@ -2,7 +2,7 @@
 # make bench: builds syncpeer and syncpeer-bench in release mode, then runs scripts/bench.py
 # (limits of this machine, a 1 GiB send over loopback, a resume after SIGKILL, peak memory,
 # and folder sync: a new 1 GiB file, 10,000 small files, a 1 MiB change in a 1 GiB file,
-# indexing 100,000 files), with Syncthing and rsync on the same workloads, interleaved.
+# indexing 100,000 and 1,000,000 files), with Syncthing and rsync on the same workloads, interleaved.
 # Figures: a table on stdout and .build/bench/results.json.
 #
 # As root, everything runs in a private network namespace made here (loopback only, removed
