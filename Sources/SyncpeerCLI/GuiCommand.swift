@@ -30,8 +30,13 @@ struct GuiCommand: Command {
         let home = context.home
         // The daemon must be running: the address file of one that crashed would be stale.
         do { _ = try ControlClient.connect(home: home) } catch { throw CLIError(error) }
-        guard let text = try? String(contentsOfFile: DashboardServer.addressFile(home), encoding: .utf8),
-              let address = text.split(separator: "\n").first.map(String.init), address.hasPrefix("http://") else {
+        // A daemon that has just started may not have written it yet.
+        var text = try? String(contentsOfFile: DashboardServer.addressFile(home), encoding: .utf8)
+        for _ in 0..<30 where text == nil {
+            try? await Task.sleep(for: .milliseconds(100))
+            text = try? String(contentsOfFile: DashboardServer.addressFile(home), encoding: .utf8)
+        }
+        guard let text, let address = text.split(separator: "\n").first.map(String.init), address.hasPrefix("http://") else {
             throw .engine(.notFound, "the daemon of \(home.path) serves no dashboard: start it without '--gui off'")
         }
         // The daemon made the key when it started its dashboard; never make one here (the

@@ -198,6 +198,31 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// A node found by discovery is listed as nearby on the page; "Pair" there invites it.
+    @Test func aNearbyNodeIsPairedByAClick() throws {
+        try Self.scene { env, namespace in
+            let carol = try DaemonProcess(env, name: "carol", in: namespace, arguments: ["--gui", "off", "--interface", "lo"])
+            defer { carol.stop() }
+            let bob = try DaemonProcess(env, name: "bob", in: namespace, arguments: ["--gui", "127.0.0.1:0", "--interface", "lo"])
+            defer { bob.stop() }
+            let gui = try env.cli(bob, ["gui", "--no-open"])
+            try #require(gui.status == 0, "gui failed: \(gui.stderr)")
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(gui.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            let row = "[...document.querySelectorAll('#peers [data-peer]')].find(e => e.textContent.includes('carol') && e.querySelector('button.pair'))"
+            try browser.waitUntil("carol nearby with a Pair button", "!!(\(row))", timeout: 45)
+            try browser.screenshot("nearby")
+            _ = try browser.eval("(\(row)).querySelector('button.pair').click(), true")
+            let invitation = try carol.waitFor("invitation", timeout: 30)
+            let id = try #require(invitation["invitation"] as? String)
+            let accepted = try env.cli(carol, ["accept", id])
+            #expect(accepted.status == 0, "\(accepted.stderr)")
+            try bob.waitForState("connected", peer: "carol", timeout: 30)
+            try browser.waitUntil("carol paired on the page", "document.querySelector('#peer-list') ? document.querySelector('#peer-list').textContent.includes('carol') : document.querySelector('#peers').textContent.includes('paired')")
+        }
+    }
+
     @Test func aConflictResolvedOnThePageChangesTheFiles() throws {
         try Self.scene { env, namespace in
             let fast = FolderSyncTests.environment
