@@ -80,7 +80,8 @@ public final class Database {
     }
 
     /// Switches to WAL (readers never block the writer) with `synchronous=NORMAL`
-    /// (durable at checkpoints; a power cut can lose the last commits but never corrupts).
+    /// (durable at checkpoints; a power cut can lose the last commits but never corrupts),
+    /// and gives the connection a 32 MiB page cache.
     /// WAL is recorded in the file, so this is the first call that writes to it.
     public func useWALJournal() throws(IndexError) {
         let mode = try query("PRAGMA journal_mode = WAL").first?[0].stringValue
@@ -89,6 +90,12 @@ public final class Database {
                              message: "SQLite kept journal mode \(mode ?? "unknown") instead of WAL")
         }
         try execute("PRAGMA synchronous = NORMAL")
+        // A page cache of up to 32 MiB (SQLite's default is ~2 MiB): the file and chunk
+        // indexes of a large folder are inserted in hash order, one random page each, and a
+        // small cache re-reads and re-writes those pages for every batch. Indexing 1,000,000
+        // files: 158.6 s and a peak RSS of 71 MiB, against 284.6 s and 32 MiB (make bench,
+        // index_1m, 2 Dec). Filled only as pages are used.
+        try execute("PRAGMA cache_size = -32768")
     }
 
     // MARK: Statements
