@@ -763,6 +763,9 @@ function eventLine(kind, ev) {
     case 'conflict': return ['Conflict in ', bdi(ev.folder), ': ', bdi(ev.copy || ev.path || ev.original)];
     case 'found': return ['Found ', who, ' nearby'];
     case 'lost': return [who, ' is no longer nearby'];
+    case 'registered': return ['Visible to others as ', bdi(ev.instance), why(ev.reason)];
+    case 'visibility': return [ev.state === 'visible' ? 'Visible to others now' : 'Hidden from others now'];
+    case 'listening': return ['Listening on ', str(ev.address)];
     default: return ['Event: ' + kind];
   }
 }
