@@ -151,10 +151,18 @@ struct FolderNamesTests {
         try "big-*\n".write(toFile: trio.path("bob", ".syncpeerignore"), atomically: false, encoding: .utf8)
         trio.bob = try trio.restart(trio.bob)
         try "after the restart".write(toFile: trio.path("alice", "later.txt"), atomically: false, encoding: .utf8)
-        try Self.eventually("bob syncs after the restart") {
-            FileManager.default.fileExists(atPath: trio.path("bob", "later.txt"))
-                && FileManager.default.fileExists(atPath: trio.path("bob", "keep.txt"))
-                && FileManager.default.fileExists(atPath: trio.path("alice", ".syncpeerignore"))
+        // A functional wait: in the whole suite (chaos seeds alongside) this once needed more
+        // than 30 s; what the nodes hold when it gives up is recorded, to tell slow from stuck.
+        do {
+            try Self.eventually("bob syncs after the restart", timeout: 90) {
+                FileManager.default.fileExists(atPath: trio.path("bob", "later.txt"))
+                    && FileManager.default.fileExists(atPath: trio.path("bob", "keep.txt"))
+                    && FileManager.default.fileExists(atPath: trio.path("alice", ".syncpeerignore"))
+            }
+        } catch {
+            let status = (try? trio.env.cli(trio.bob, ["status", "--json"]).stdout) ?? "?"
+            Issue.record("when it gave up:\n\(Self.describe(trio))\nbob's status: \(status)")
+            throw error
         }
         let remaining = Self.temporaries(trio.folders["bob"]!)
         #expect(remaining.isEmpty, "left by the kill: \(left); still there: \(remaining)")
