@@ -47,7 +47,7 @@ public final class DashboardAccess: Sendable {
     }
 
     public static func randomHex(_ count: Int = 32) -> String {
-        SecureBytes.random(count: count).withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+        SecureBytes.random(count: count).withUnsafeBytes { hex($0) }
     }
 
     static func bytes(fromHex text: String) -> [UInt8] {
@@ -129,8 +129,7 @@ public final class DashboardAccess: Sendable {
     }
 
     private static func mac(key: [UInt8], time: Int64, nonce: String) -> String {
-        BLAKE2b.hash(parts: [Array("syncpeer-gui-login|\(time)|\(nonce)".utf8)], length: 32, key: key)
-            .map { String(format: "%02x", $0) }.joined()
+        hex(BLAKE2b.hash(parts: [Array("syncpeer-gui-login|\(time)|\(nonce)".utf8)], length: 32, key: key))
     }
 
     /// Whether `code` is a login code of this key, fresh, and not used before (it is used now).
