@@ -32,8 +32,8 @@ public final class Node: @unchecked Sendable {
     private var dialsInFlight: Set<String> = []
     private var timer: (any DispatchSourceTimer)?
     var stopped = false
-    /// Transfers in progress (confined to `queue`).
-    let transfers = TransferTable()
+    /// Sending and receiving files, folders and streams (its state confined to `queue`).
+    let transfers: TransferService
     /// Shared folders (confined to `queue`).
     let folderTable = FolderTable()
     /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
@@ -79,6 +79,9 @@ public final class Node: @unchecked Sendable {
         self.identity = identity
         self.index = index
         self.config = config
+        transfers = TransferService(queue: queue, store: index, events: events, config: config,
+                                    indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
+        transfers.link = self
     }
 
     /// Opens an initialised home (identity and index) for running a node.
@@ -627,7 +630,8 @@ public final class Node: @unchecked Sendable {
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
-                    transfersSessionConnected(session)
+                    foldersSessionConnected(session)
+                    transfers.sessionConnected(session.link)
                 }
                 emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
             case .raiseInvitation:
@@ -653,7 +657,7 @@ public final class Node: @unchecked Sendable {
                 events.deliverMessage(from: session.peer, body: body)
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
-                transferFrameReceived(frame, from: session)
+                if !transfers.frameReceived(frame, from: session.link) { folderFrameReceived(frame, from: session) }
             case let .stream(frame):
                 if !performStream(session.streams.received(frame), on: session) { return }
             case let .dropped(type):
@@ -712,7 +716,8 @@ public final class Node: @unchecked Sendable {
         session.flow.cancel()
         session.parkedBlockRequests.removeAll()
         session.closeAfterPendingSends()
-        transfersSessionClosed(session)
+        foldersSessionClosed(session)
+        transfers.sessionClosed(session.link)
         let reason = session.closeReason ?? "closed"
         _ = performStream(session.streams.sessionEnded("the session with \(session.peer.name) ended: \(reason)"), on: session)
         emit(.state(.init(peer: session.peer, state: .notConnected, reason: reason, time: now())))

@@ -1,7 +1,7 @@
 internal import PeerIndex
 
 /// Carries out `TransferMachine`'s actions for each direction (on the node's queue).
-extension Node {
+extension TransferService {
     func perform(_ event: TransferMachine.Event, on transfer: OutgoingTransfer) {
         let machine = TransferMachine(direction: .send, id: transfer.id, peer: transfer.peer.name)
         for action in machine.handle(event, in: transfer.state) {
@@ -35,10 +35,10 @@ extension Node {
                 transfer.move(to: .paused)
                 transfer.pauseReason = reason
                 let recordID = transfer.recordID
-                recordTransfer(transfer, "its paused state") { index throws(IndexError) in
+                recordTransfer(transfer, "its paused state") { store throws(IndexError) in
                     // Accepted but not recorded yet (its partial files were still opening).
-                    guard try index.transfer(id: recordID) != nil else { return }
-                    try index.updateTransferState(id: recordID, to: .paused, error: reason)
+                    guard try store.transfer(id: recordID) != nil else { return }
+                    try store.updateTransferState(id: recordID, to: .paused, error: reason)
                 }
                 emitTransfer(transfer, force: true, reason: reason)
                 self.fail(transfer, fail)

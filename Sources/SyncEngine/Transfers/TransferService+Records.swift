@@ -5,13 +5,13 @@ internal import PeerWire
 /// write is never silent: one path reports it as an `error` event naming the transfer and
 /// what was not recorded, and marks the transfer (its events carry the failure as `reason`
 /// until a later write succeeds). Runs on the node's queue.
-extension Node {
+extension TransferService {
     /// Runs `write` against the index for a running transfer; returns whether it worked.
     @discardableResult
     func recordTransfer(_ transfer: TransferBase, _ what: String,
-                        _ write: (NodeIndex) throws(IndexError) -> Void) -> Bool {
+                        _ write: (any TransferStore) throws(IndexError) -> Void) -> Bool {
         do throws(IndexError) {
-            try write(index)
+            try write(store)
             transfer.recordFailure = nil
             return true
         } catch {
@@ -25,9 +25,9 @@ extension Node {
     /// Runs `write` for a transfer that is only a record (not running); a failure is reported.
     @discardableResult
     func recordTransfer(_ record: TransferRecord, _ what: String,
-                        _ write: (NodeIndex) throws(IndexError) -> Void) -> Bool {
+                        _ write: (any TransferStore) throws(IndexError) -> Void) -> Bool {
         do throws(IndexError) {
-            try write(index)
+            try write(store)
             return true
         } catch {
             emitError(nil, Self.recordFailure(what, name: record.name, id: record.id, error))

@@ -1,0 +1,87 @@
+internal import PeerFiles
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+
+// The roles the transfer service reaches the rest of the engine through. The node plays
+// `PeerLink` (its sessions), the index plays `TransferStore`, the event bus `EventSink`;
+// the service's unit tests (TransferServiceTests) play them with an in-memory link between
+// two services and a store that fails on demand, without sockets or processes.
+
+/// A session with a peer as transfers see it: who it is, whether it is connected (paired
+/// and open), where chunk frames go and what counts the bytes we have not handled yet.
+struct LinkSession: Sendable {
+    let id: UInt64
+    /// The peer's compact device ID (the index's key).
+    let deviceKey: String
+    let peer: PeerRef
+    let isConnected: Bool
+    /// Writes chunk frames straight from a file (any thread).
+    let chunks: any ChunkSink
+    /// The receive side's flow control: a chunk counts until it is on disk.
+    let flow: any ReceiveFlow
+}
+
+/// The sessions, for the services above them (called on the owner's queue).
+protocol PeerLink: AnyObject, Sendable {
+    /// The session `id`, in any state but closed; nil when it is gone.
+    func session(_ id: UInt64) -> LinkSession?
+    /// The connected session with the device `deviceKey`, if there is one.
+    func connectedSession(device deviceKey: String) -> LinkSession?
+    /// Queues `frames` on the session `id` in order (nothing when it is gone).
+    func send(_ frames: [Frame], on id: UInt64)
+}
+
+/// Where a chunk is written from a file without a chunk-sized buffer (`SecureChannel`).
+protocol ChunkSink: Sendable {
+    /// Sends chunk `index` of `id`, `count` bytes that `fill(buffer, offset)` reads into the
+    /// buffer; returns the error `fill` threw, if any. A failed channel is no error here: it
+    /// ends the session, and that pauses the transfer.
+    func writeChunk(id: TransferID, index: UInt32, count: Int,
+                    fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError?
+}
+
+/// Counts frames read from a peer until they are handled, so a peer faster than our disk is
+/// read no faster (`SessionFlow`).
+protocol ReceiveFlow: Sendable {
+    func received(_ bytes: Int)
+    func handled(_ bytes: Int)
+}
+
+/// The index's transfer rows (and the peer rows transfers read), as the transfer service
+/// uses them. Resume after a restart depends on these records.
+protocol TransferStore: Sendable {
+    var path: String { get }
+    func insertTransfer(_ transfer: TransferRecord, chunks: [TransferChunk]) throws(IndexError)
+    func transfer(id: String) throws(IndexError) -> TransferRecord?
+    func transfers(deviceID: String?) throws(IndexError) -> [TransferRecord]
+    func resumableTransfer(deviceID: String, rootHash: [UInt8], direction: TransferRecord.Direction) throws(IndexError) -> TransferRecord?
+    func updateTransferState(id: String, to state: TransferRecord.State, error: String?) throws(IndexError)
+    func setTransferFinalPath(id: String, path finalPath: String) throws(IndexError)
+    func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk]
+    func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError)
+    func peer(deviceID: String) throws(IndexError) -> PeerRecord?
+}
+
+extension NodeIndex: TransferStore {
+    func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError) {
+        try markChunksVerified(transferID: transferID, indices: indices[...])
+    }
+}
+
+extension SecureChannel: ChunkSink {
+    func writeChunk(id: TransferID, index: UInt32, count: Int,
+                    fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError? {
+        do throws(NetError) { return try sendChunk(id: id, index: index, count: count, fill: fill) } catch { return nil }
+    }
+}
+
+extension SessionFlow: ReceiveFlow {}
+
+extension TransferStore {
+    func transfers() throws(IndexError) -> [TransferRecord] { try transfers(deviceID: nil) }
+
+    func updateTransferState(id: String, to state: TransferRecord.State) throws(IndexError) {
+        try updateTransferState(id: id, to: state, error: nil)
+    }
+}

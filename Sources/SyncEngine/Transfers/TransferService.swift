@@ -1,0 +1,1042 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerFiles
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+
+/// Resources: sending and receiving files and folders, chunked, verified and resumable.
+///
+///     sender                                   receiver
+///     offer(id, entries + manifests) ───────▶  new: ask the user (or auto-accept)
+///                                              known id / same content: resume
+///     ◀─────────────────── accept(id, have)    (re-hashes its partial files)
+///     chunk(i) … (window of 16 MiB) ────────▶  verify hash → pwrite at offset → record
+///     ◀──────────────────── chunkAck(i, ok)    (bad hash: ok = false, sent again)
+///     ◀───────────────────── done(id, ok)      all chunks: fsync, mode, mtime, rename
+///
+/// Transfers survive lost connections: both ends keep their state (the receiver its partial
+/// files and verified chunks), and when the peers reconnect the sender offers again under the
+/// same ID; the receiver answers with the chunks it holds, so at most the chunks that were in
+/// flight travel twice.
+///
+/// The transfer service owns the transfers table and every transfer's state. It reaches
+/// the rest of the engine only through its roles (TransferRoles.swift): `PeerLink` for
+/// sessions, `TransferStore` for the index's transfer rows, `EventSink` for events.
+final class TransferService: @unchecked Sendable {
+    // @unchecked: every mutable property (the table, each transfer's fields) is confined to
+    // `queue`, the owner's serial queue (the node's); file I/O runs on each transfer's `io`
+    // queue and touches only the fields documented as `io`'s. `Mutex` cannot hold it: a
+    // transfer's closures hop between the two queues with the transfer object.
+    static let progressInterval: Duration = .milliseconds(200)
+    static let recordBatch = 64
+    /// Chunks failing verification that a transfer tolerates before it is stopped.
+    static let maxBadChunks = 8
+
+    let queue: DispatchQueue
+    let store: any TransferStore
+    let events: any EventSink
+    let config: NodeConfig
+    /// Sessions (the node); weak: the node owns this service.
+    weak var link: (any PeerLink)?
+    /// The manifest a shared folder's index holds for an unchanged file (`send` skips
+    /// hashing it again); runs off `queue`.
+    let indexedManifest: @Sendable (String, PreparedOffer.FileStamp) -> Manifest?
+    /// Transfers in progress and `receive` clients waiting (confined to `queue`).
+    let transfers = TransferTable()
+
+    init(queue: DispatchQueue, store: any TransferStore, events: any EventSink, config: NodeConfig,
+         indexedManifest: @escaping @Sendable (String, PreparedOffer.FileStamp) -> Manifest? = { _, _ in nil }) {
+        self.queue = queue
+        self.store = store
+        self.events = events
+        self.config = config
+        self.indexedManifest = indexedManifest
+    }
+
+    /// Where `send` goes: a paired peer, and its connected session if it has one.
+    struct Target: Sendable {
+        let sessionID: UInt64?
+        let deviceKey: String
+        let peer: PeerRef
+    }
+
+    // MARK: - Requests (any thread)
+
+    /// Sends a file or folder (or a spooled stream) to `target` (resolved by the caller).
+    /// The observer sees progress and then the end (completed, declined, failed). A peer
+    /// that is not connected now is no error: the transfer waits for it ("waiting for
+    /// carol…") and is offered as soon as a session to it is up.
+    func send(path: String, to target: Target, name: String?, spoolFile: String?,
+              cancellation: SendCancellation? = nil,
+              observer: @escaping @Sendable (NodeEvent) -> Void,
+              completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
+        // Chunking reads every byte: do it off the node's queue, and show it (a large file
+        // takes seconds before there is anything to offer).
+        DispatchQueue.global().async { [self] in
+            let prepared: PreparedOffer
+            let shownName = name ?? URL(fileURLWithPath: path).lastPathComponent
+            let started = ContinuousClock.now
+            var lastShown: ContinuousClock.Instant?
+            let preparing = { (done: Int64, total: Int64) in
+                let now = ContinuousClock.now
+                guard lastShown == nil || done == total || now - lastShown! >= Self.progressInterval else { return }
+                lastShown = now
+                let elapsed = now - started
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                let rate = seconds > 0 ? Double(done) / seconds : 0
+                observer(.transfer(TransferInfo(direction: .send, peer: target.peer, name: shownName, state: .preparing,
+                                                bytes: done, total: total, rate: rate,
+                                                eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())))
+            }
+            do throws(EngineError) {
+                let reuse: ((String, PreparedOffer.FileStamp) -> Manifest?)?
+                if spoolFile == nil {
+                    reuse = indexedManifest
+                } else {
+                    reuse = nil
+                }
+                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream,
+                                                   indexed: reuse, progress: preparing)
+            } catch {
+                completion(.failure(error))
+                return
+            }
+            queue.async { [self] in
+                if cancellation?.isCancelled == true {
+                    if let spoolFile { unlink(spoolFile) }
+                    completion(.failure(.refused("transfer cancelled before it was offered")))
+                    return
+                }
+                let observer = TransferObserver(progress: observer, completion: completion)
+                // The same content to the same peer, still unfinished: continue that transfer
+                // (same ID, so the receiver resumes) instead of starting another.
+                if let running = transfers.outgoing.values.first(where: {
+                    $0.peerKey == target.deviceKey && $0.prepared.rootHash == prepared.rootHash && !$0.isFinished
+                }) {
+                    running.observers.append(observer)
+                    if cancellation?.attach(running.id.description) == false {
+                        perform(.cancelledHere, on: running)
+                        return
+                    }
+                    if running.state == .paused, let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected {
+                        offer(running, on: session)
+                    } else {
+                        emitTransfer(running, force: true)
+                    }
+                    if let spoolFile { unlink(spoolFile) }
+                    return
+                }
+                var prepared = prepared
+                let recorded = ((try? store.transfers(deviceID: target.deviceKey)) ?? []).first {
+                    $0.direction == .send && $0.state.isUnfinished && $0.rootHash == prepared.rootHash
+                }
+                if let recorded, let id = TransferID(hex: recorded.id) {
+                    prepared = prepared.withID(id)
+                }
+                let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.deviceKey, peer: target.peer, spoolFile: spoolFile)
+                transfer.observers.append(observer)
+                transfers.outgoing[transfer.id] = transfer
+                if recorded == nil {
+                    supersedeRecordedSends(of: path, to: target.deviceKey, by: transfer.id)
+                    recordOutgoing(transfer, source: path)
+                }
+                if cancellation?.attach(transfer.id.description) == false {
+                    perform(.cancelledHere, on: transfer)
+                    return
+                }
+                guard let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected else {
+                    pauseOutgoing(transfer, reason: Self.waitingReason(target.peer.name))
+                    return
+                }
+                offer(transfer, on: session)
+            }
+        }
+    }
+
+    /// Why a transfer to a peer that is not connected waits: `transfers` shows it, and the
+    /// progress line says "waiting for NAME…".
+    static func waitingReason(_ name: String) -> String {
+        "waiting for \(name) to connect: queued, it goes out as soon as \(name) is online"
+    }
+
+    /// Waits for the next offer and accepts it into `directory` (or declines it).
+    func receiveNext(directory: String?, accept: Bool,
+                            observer: @escaping @Sendable (NodeEvent) -> Void,
+                            completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
+        queue.async { [self] in
+            let waiter = ReceiveWaiter(directory: directory, accept: accept,
+                                       observer: TransferObserver(progress: observer, completion: completion))
+            // An offer already waiting for a decision is taken at once.
+            if let pending = transfers.incoming.values.first(where: { $0.state == .offered && !$0.resumed }) {
+                take(pending, with: waiter)
+            } else {
+                transfers.receiveWaiters.append(waiter)
+            }
+        }
+    }
+
+    /// Accepts or declines an offer by transfer ID (or a unique prefix of at least 4 hex digits).
+    func answerOffer(_ idText: String, accept: Bool, directory: String?,
+                            observer: (@Sendable (NodeEvent) -> Void)? = nil,
+                            completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)? = nil) throws(EngineError) -> TransferInfo {
+        let result: Result<TransferInfo, EngineError> = queue.sync {
+            let candidates = transfers.incoming.values.filter { $0.state == .offered && $0.id.description.hasPrefix(idText.lowercased()) }
+            guard candidates.count == 1, let incoming = candidates.first else {
+                return .failure(candidates.isEmpty
+                    ? .notFound("no offer '\(idText)' is waiting; see 'syncpeer transfers'")
+                    : .invalidArgument("'\(idText)' matches \(candidates.count) offers; give more of the ID"))
+            }
+            if let observer, let completion {
+                incoming.observers.append(TransferObserver(progress: observer, completion: completion))
+            }
+            if accept {
+                acceptIncoming(incoming, into: directory ?? config.receiveDirectory)
+            } else {
+                declineIncoming(incoming, reason: "declined by the user")
+            }
+            return .success(transferEvent(incoming, force: true))
+        }
+        return try result.get()
+    }
+
+    /// Cancels a transfer in either direction; a receiver's partial data is removed.
+    func cancelTransfer(_ idText: String) throws(EngineError) -> TransferInfo {
+        let result: Result<TransferInfo, EngineError> = queue.sync {
+            let id = idText.lowercased()
+            if let transfer = transfers.outgoing.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
+                perform(.cancelledHere, on: transfer)
+                return .success(transferEvent(transfer, force: true))
+            }
+            if let transfer = transfers.incoming.values.first(where: { $0.id.description.hasPrefix(id) && !$0.isFinished }) {
+                perform(.cancelledHere, on: transfer)
+                return .success(transferEvent(transfer, force: true))
+            }
+            // Not running: an unfinished transfer in the index (after a restart).
+            if let record = ((try? store.transfers()) ?? []).first(where: { $0.id.hasPrefix(id) && $0.state.isUnfinished }) {
+                if record.direction == .receive, let directory = record.partialPath, let handle = try? DirectoryHandle(path: directory) {
+                    let staging = try? handle.openSubdirectory(PartialFile.stagingDirectoryName)
+                    try? staging?.removeTree(record.id + PartialFile.fileExtension)
+                    try? staging?.removeTree(record.id + ".tree")
+                }
+                do throws(IndexError) { try store.updateTransferState(id: record.id, to: .cancelled, error: "cancelled") } catch {
+                    return .failure(.index(error))
+                }
+                return .success(TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive,
+                                             name: record.name, state: .cancelled, time: now()))
+            }
+            return .failure(.notFound("no unfinished transfer '\(idText)'; see 'syncpeer transfers'"))
+        }
+        return try result.get()
+    }
+
+    /// Offers paused outgoing transfers again (to peers that are connected). An ID that
+    /// names no unfinished transfer (running or recorded) is not found, as for `cancel`.
+    func resumeTransfers(_ idText: String?) throws(EngineError) -> ResumeResult {
+        let result: Result<ResumeResult, EngineError> = queue.sync {
+            let prefix = idText?.lowercased()
+            func matches(_ id: String) -> Bool { prefix.map { id.hasPrefix($0) } ?? true }
+            if prefix != nil {
+                let running = transfers.outgoing.values.contains { matches($0.id.description) && !$0.isFinished }
+                    || transfers.incoming.values.contains { matches($0.id.description) && !$0.isFinished }
+                let recorded = ((try? store.transfers()) ?? []).contains { matches($0.id) && $0.state.isUnfinished }
+                guard running || recorded else {
+                    return .failure(.notFound("no unfinished transfer '\(idText ?? "")'; see 'syncpeer transfers'"))
+                }
+            }
+            var count = 0
+            for transfer in transfers.outgoing.values where transfer.state == .paused && matches(transfer.id.description) {
+                if let session = link?.connectedSession(device: transfer.peerKey) {
+                    offer(transfer, on: session)
+                    count += 1
+                }
+            }
+            return .success(ResumeResult(offered: count))
+        }
+        return try result.get()
+    }
+
+    /// Active transfers (live) and finished ones (from the index), newest first.
+    func transferList() -> [TransferInfo] {
+        queue.sync {
+            var seen = Set<String>()
+            var list: [TransferInfo] = []
+            let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
+            for transfer in live.sorted(by: { $0.started > $1.started }) {
+                seen.insert(transfer.id.description)
+                list.append(transferEvent(transfer, force: true))
+            }
+            for record in (try? store.transfers()) ?? [] where !seen.contains(record.id) {
+                list.append(Self.recordEvent(record, store: store))
+            }
+            return list
+        }
+    }
+
+    /// A recorded (not running) transfer as an event.
+    static func recordEvent(_ record: TransferRecord, store: any TransferStore) -> TransferInfo {
+        let name = (try? store.peer(deviceID: record.deviceID))?.name ?? "?"
+        let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
+        return TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive, peer: peer,
+                            name: record.name, state: TransferState(record.state),
+                            // A completed transfer holds every byte (the count is recorded in batches).
+                            bytes: record.state == .completed ? record.size : record.bytesDone, total: record.size,
+                            path: record.direction == .receive ? record.finalPath : nil, reason: record.error,
+                            time: record.updatedAt)
+    }
+
+    // MARK: - Session hooks (queue)
+
+    /// A session is connected (paired): offers again what was interrupted.
+    func sessionConnected(_ session: LinkSession) {
+        // Offer again what was interrupted, under the same IDs, so the receiver resumes.
+        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == .paused {
+            offer(transfer, on: session)
+        }
+        resumeRecordedOutgoing(for: session)
+    }
+
+    /// A session ended: its transfers pause (offers never answered are withdrawn).
+    func sessionClosed(_ session: LinkSession) {
+        for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
+            perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
+        }
+        for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
+            transfer.sessionID = nil
+            if transfer.state == .offered {
+                // Never answered: forget it (the sender offers again when it reconnects).
+                transfers.incoming[transfer.id] = nil
+                var withdrawn = transferEvent(transfer, force: true)
+                withdrawn.state = .withdrawn
+                emit(.transfer(withdrawn))
+                continue
+            }
+            perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
+        }
+    }
+
+    /// After a restart: unfinished outgoing transfers recorded in the index are offered again
+    /// (rebuilt from their source files) when their peer connects.
+    private func resumeRecordedOutgoing(for session: LinkSession) {
+        let records = ((try? store.transfers(deviceID: session.deviceKey)) ?? []).filter {
+            $0.direction == .send && $0.state.isUnfinished
+        }
+        for record in records {
+            guard let id = TransferID(hex: record.id), transfers.outgoing[id] == nil,
+                  let source = record.finalPath else { continue }
+            let spool = record.partialPath
+            let peer = session.peer
+            let key = session.deviceKey
+            let sessionID = session.id
+            DispatchQueue.global().async { [self] in
+                let reuse: ((String, PreparedOffer.FileStamp) -> Manifest?)?
+                if spool == nil {
+                    reuse = indexedManifest
+                } else {
+                    reuse = nil
+                }
+                guard let prepared = try? PreparedOffer.build(path: source, name: record.name,
+                                                              kind: spool == nil ? .file : .stream, id: id,
+                                                              indexed: reuse) else {
+                    queue.async { [self] in
+                        recordTransfer(record, "its failed state") { store throws(IndexError) in
+                            try store.updateTransferState(id: record.id, to: .failed, error: "source \(source) is gone")
+                        }
+                    }
+                    return
+                }
+                queue.async { [self] in
+                    guard transfers.outgoing[id] == nil else { return }
+                    var prepared = prepared
+                    if prepared.rootHash != record.rootHash {
+                        // The source changed: a new transfer, for which the receiver reuses the
+                        // chunks of the interrupted one that still match.
+                        prepared = prepared.withID(.random())
+                    }
+                    let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
+                    transfers.outgoing[transfer.id] = transfer
+                    if transfer.id != id {
+                        supersedeRecordedSends(of: source, to: key, by: transfer.id)
+                        recordOutgoing(transfer, source: source)
+                    }
+                    if let session = link?.session(sessionID), session.isConnected {
+                        offer(transfer, on: session)
+                    } else {
+                        transfer.move(to: .paused)
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: - Frames (queue)
+
+    /// Handles a transfer frame from `session`; false for any other frame (not this service's).
+    func frameReceived(_ frame: Frame, from session: LinkSession) -> Bool {
+        switch frame {
+        case let .offer(offer): offerReceived(offer, from: session)
+        case let .accept(id, have): acceptReceived(id, have: have, from: session)
+        case let .decline(id, reason):
+            if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
+                perform(.peerDeclined(reason), on: transfer)
+            }
+        case let .cancel(id, reason):
+            if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
+                perform(.peerCancelled(reason), on: transfer)
+            } else if let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey {
+                perform(.peerCancelled(reason), on: transfer)
+            }
+        case let .done(id, ok, reason):
+            if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
+                perform(ok ? .peerFinished : .peerCouldNotFinish(reason), on: transfer)
+            }
+        case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
+        case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
+        default: return false
+        }
+        return true
+    }
+
+    // MARK: Sending
+
+    private func offer(_ transfer: OutgoingTransfer, on session: LinkSession) {
+        transfer.sessionID = session.id
+        transfer.move(to: .offered)
+        if let window = transfer.window {
+            transfer.bytesSentBefore += Int64(window.sentBytes)
+            // Shown until the receiver answers with what it holds (never "0%" on a resume).
+            transfer.heldBefore = max(transfer.heldBefore, Int64(window.confirmedBytes))
+        }
+        transfer.window = nil
+        link?.send([.offer(transfer.prepared.offer)], on: session.id)
+        emitTransfer(transfer, force: true)
+    }
+
+    private func acceptReceived(_ id: TransferID, have: [UInt8], from session: LinkSession) {
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == .offered else { return }
+        let layout = transfer.prepared.layout
+        guard let haveSet = ChunkBitmap.decode(have, count: layout.chunkCount) else {
+            perform(.malformedAccept, on: transfer)
+            return
+        }
+        let window = SendWindow(sizes: layout.chunkSizes, have: haveSet, windowBytes: config.sendWindowBytes)
+        if transfer.neededBytes == nil { transfer.neededBytes = Int64(window.totalBytes - window.confirmedBytes) }
+        transfer.window = window
+        transfer.move(to: .active)
+        // What the receiver already holds was not moved now: the rate counts from here.
+        transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.confirmedBytes)
+        recordTransfer(transfer, "its active state") { store throws(IndexError) in
+            try store.updateTransferState(id: id.description, to: .active)
+        }
+        emitTransfer(transfer, force: true)
+        pump(transfer)
+    }
+
+    private func ackReceived(_ id: TransferID, index chunk: Int, ok: Bool, from session: LinkSession) {
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.window != nil else { return }
+        do throws(SendWindow.Failure) {
+            try transfer.window!.ack(chunk, ok: ok)
+        } catch {
+            perform(.windowRejected(error.description), on: transfer)
+            return
+        }
+        if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
+            transfer.advance(entry: entry, by: Int64(transfer.prepared.layout.manifests[entry].chunks[chunk - transfer.prepared.layout.firstChunk[entry]].size))
+        }
+        emitTransfer(transfer, force: false)
+        pump(transfer)
+    }
+
+    /// Puts the next chunks of the window on the wire (read and verified on `io`).
+    private func pump(_ transfer: OutgoingTransfer) {
+        guard transfer.state == .active, var window = transfer.window,
+              let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
+        let batch = window.next()
+        transfer.window = window
+        if window.isComplete {
+            transfer.move(to: .finishing)
+            emitTransfer(transfer, force: true)
+            return
+        }
+        let layout = transfer.prepared.layout
+        let sources = transfer.prepared.sources
+        let id = transfer.id
+        for index in batch {
+            guard let (entry, chunk) = layout.locate(index) else { continue }
+            transfer.io.async { [self] in
+                do throws(FileError) {
+                    let reader: ChunkReader
+                    if let existing = transfer.readers[entry] { reader = existing } else {
+                        reader = try ChunkReader(path: sources[entry].path)
+                        transfer.readers[entry] = reader
+                    }
+                    // The receiver verifies every chunk; re-hashing here too cost a third of the
+                    // sender's CPU (bench: 1 GiB send 229 → see README). A cheap check that the
+                    // file is the one that was chunked catches edits made since.
+                    try sources[entry].checkUnchanged()
+                    // Read straight from the file into the channel's send buffer, one Noise
+                    // message at a time: no chunk-sized buffer, no copy of the chunk.
+                    let failure = session.chunks.writeChunk(id: id, index: UInt32(index), count: Int(chunk.size)) {
+                        (buffer, offset) throws(FileError) in
+                        try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+                    }
+                    // (A failed channel ends the session, which pauses the transfer.)
+                    if let failure { throw failure }
+                } catch {
+                    let reason = error.kind == .hashMismatch || error.kind == .changedOnDisk
+                        ? "\(sources[entry].path) changed while it was being sent; send it again"
+                        : error.description
+                    queue.async { [self] in
+                        perform(.sourceUnreadable(path: sources[entry].path, reason: reason), on: transfer)
+                    }
+                }
+            }
+        }
+    }
+
+    func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
+        transfer.sessionID = nil
+        transfer.move(to: .paused)
+        transfer.pauseReason = reason
+        recordTransfer(transfer, "its paused state") { store throws(IndexError) in
+            try store.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
+        }
+        emitTransfer(transfer, force: true, reason: reason)
+    }
+
+    func finishOutgoing(_ transfer: OutgoingTransfer, state: TransferState, error: EngineError?) {
+        guard transfer.move(to: state) else { return }
+        let recordID = transfer.id.description
+        recordTransfer(transfer, "its \(state) state") { store throws(IndexError) in
+            try store.updateTransferState(id: recordID, to: state.recorded, error: error?.description)
+            if state == .completed {
+                try store.markChunksVerified(transferID: recordID, indices: Array(0..<transfer.prepared.chunkCount))
+            }
+        }
+        let event = transferEvent(transfer, force: true, reason: error?.description)
+        emit(.transfer(event))
+        for observer in transfer.observers {
+            if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
+        }
+        transfer.observers = []
+        transfers.outgoing[transfer.id] = nil
+        if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
+            unlink(spool)
+        }
+        transfer.io.async { transfer.readers = [:] }
+    }
+
+    /// Marks unfinished recorded sends of the same source to the same peer as superseded.
+    private func supersedeRecordedSends(of source: String, to peerKey: String, by id: TransferID) {
+        for record in (try? store.transfers(deviceID: peerKey)) ?? []
+        where record.direction == .send && record.state.isUnfinished && record.finalPath == source && record.id != id.description {
+            recordTransfer(record, "that it was superseded") { store throws(IndexError) in
+                try store.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
+            }
+        }
+    }
+
+    private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
+        let time = now()
+        var chunks: [TransferChunk] = []
+        for (entry, manifest) in transfer.prepared.layout.manifests.enumerated() {
+            for (i, chunk) in manifest.chunks.enumerated() {
+                chunks.append(TransferChunk(index: transfer.prepared.layout.firstChunk[entry] + i, offset: Int64(chunk.offset),
+                                            size: Int64(chunk.size), hash: chunk.hash.bytes))
+            }
+        }
+        let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
+                                    name: transfer.name, size: transfer.totalSize, mode: 0, mtimeNs: 0,
+                                    rootHash: transfer.prepared.rootHash, chunkCount: transfer.prepared.chunkCount,
+                                    state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
+                                    error: nil, createdAt: time, updatedAt: time)
+        recordTransfer(transfer, "the start") { store throws(IndexError) in try store.insertTransfer(record, chunks: chunks) }
+    }
+
+    // MARK: Receiving
+
+    private func offerReceived(_ offer: TransferOffer, from session: LinkSession) {
+        if let existing = transfers.incoming[offer.id] {
+            // The sender offers again (after a reconnect): answer with what we hold.
+            guard existing.peerKey == session.deviceKey else {
+                link?.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")], on: session.id)
+                emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
+                return
+            }
+            existing.sessionID = session.id
+            if existing.state == .offered { return }
+            existing.resumed = true
+            existing.move(to: .preparing)
+            if let directory = existing.directory { startReceiving(existing, into: directory) }
+            return
+        }
+        // Hostile input: every manifest must decode and match its entry; every path must be safe.
+        var manifests: [Manifest] = []
+        var paths: [SafePath] = []
+        do {
+            _ = try SafePath.validateName(offer.name)
+            for entry in offer.entries {
+                let manifest = try Manifest.decode(entry.manifest)
+                guard manifest.fileSize == entry.size else { throw EngineError.refused("manifest size differs from the entry size") }
+                manifests.append(manifest)
+                paths.append(try SafePath(offer.kind == .folder ? entry.path : offer.name))
+            }
+            // A folder's entries must be distinct files: no duplicates, and no file that is
+            // also a parent directory of another ("a" and "a/b").
+            var files = Set<String>()
+            var directories = Set<String>()
+            for path in paths {
+                guard files.insert(path.string).inserted else { throw EngineError.refused("the entry '\(path)' appears twice") }
+                for depth in 1..<path.components.count {
+                    directories.insert(path.components.prefix(depth).joined(separator: "/"))
+                }
+            }
+            if let clash = files.first(where: { directories.contains($0) }) {
+                throw EngineError.refused("'\(clash)' is both a file and a folder in the offer")
+            }
+        } catch {
+            link?.send([.decline(id: offer.id, reason: "refused: \(error)")], on: session.id)
+            emitError(session.peer, "refused an offer from \(session.peer.name): \(error)")
+            return
+        }
+        // An ID this node knows from another peer (or from one of its own sends) is never
+        // resumed: that would bypass the user's decision and write into someone else's
+        // partial file. IDs are random, so an honest sender never collides.
+        if let known = try? store.transfer(id: offer.id.description),
+           known.deviceID != session.deviceKey || known.direction != .receive {
+            link?.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")], on: session.id)
+            emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
+            return
+        }
+        let layout = ChunkLayout(manifests: manifests)
+        let rootHash = PreparedOffer.contentHash(of: offer, manifests: manifests)
+        let transfer = IncomingTransfer(offer: offer, layout: layout, rootHash: rootHash, paths: paths,
+                                        peerKey: session.deviceKey, peer: session.peer)
+        transfer.sessionID = session.id
+        transfers.incoming[offer.id] = transfer
+
+        // Accepted before (same ID, or the same content from the same peer): resume.
+        let record = (try? store.transfer(id: offer.id.description)) ?? (try? store.resumableTransfer(
+            deviceID: session.deviceKey, rootHash: rootHash, direction: .receive))
+        if let record, record.state.isUnfinished, let directory = record.partialPath {
+            if transfers.incoming.values.contains(where: { $0 !== transfer && $0.recordID == record.id }) {
+                transfers.incoming[offer.id] = nil
+                link?.send([.decline(id: offer.id, reason: "this content is already being received (transfer \(record.id.prefix(8)))")], on: session.id)
+                return
+            }
+            transfer.resumed = true
+            transfer.recordID = record.id
+            acceptIncoming(transfer, into: directory)
+            return
+        }
+        // The same file from the same peer, interrupted, whose source changed since: resume by
+        // reusing the chunks that still match (single files).
+        if offer.kind != .folder, let earlier = supersededTransfer(for: offer, from: session.deviceKey),
+           let directory = earlier.partialPath {
+            transfer.resumed = true
+            transfer.supersedes = earlier
+            acceptIncoming(transfer, into: directory)
+            return
+        }
+        emit(.offer(.init(peer: session.peer, transfer: offer.id.description, name: offer.name,
+                          total: Int64(offer.totalSize), files: offer.entries.count, time: now())))
+        if let waiter = transfers.receiveWaiters.first {
+            transfers.receiveWaiters.removeFirst()
+            take(transfer, with: waiter)
+        } else if config.autoAccept || ((try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false) {
+            acceptIncoming(transfer, into: config.receiveDirectory)
+        } else {
+            emitTransfer(transfer, force: true)
+        }
+    }
+
+    private func take(_ transfer: IncomingTransfer, with waiter: ReceiveWaiter) {
+        transfer.observers.append(waiter.observer)
+        if waiter.accept {
+            acceptIncoming(transfer, into: waiter.directory ?? config.receiveDirectory)
+        } else {
+            declineIncoming(transfer, reason: "declined by the user")
+        }
+    }
+
+    private func declineIncoming(_ transfer: IncomingTransfer, reason: String) {
+        perform(.declinedHere(reason), on: transfer)
+    }
+
+    private func acceptIncoming(_ transfer: IncomingTransfer, into directory: String) {
+        transfer.directory = directory
+        transfer.move(to: .preparing)
+        startReceiving(transfer, into: directory)
+    }
+
+    /// Opens (or re-opens) the partial files, finds the chunks they already hold, records
+    /// the transfer and sends the accept.
+    private func startReceiving(_ transfer: IncomingTransfer, into directory: String) {
+        let recordID = transfer.recordID
+        transfer.io.async { [self] in
+            var have = Set<Int>()
+            let outcome: Result<Void, FileError> = Result { () throws(FileError) in
+                if transfer.target == nil {
+                    // The default receive folder (~/Downloads) is made when it is missing; a
+                    // folder the user named must exist (the CLI checks it).
+                    if directory == config.receiveDirectory, !FileManager.default.fileExists(atPath: directory) {
+                        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+                            throw FileError(kind: .io, operation: "create the receive folder", path: directory,
+                                            message: "\(error.localizedDescription)")
+                        }
+                    }
+                    transfer.target = try DirectoryHandle(path: directory)
+                }
+                let target = transfer.target!
+                if transfer.offer.kind == .folder {
+                    if transfer.tree == nil {
+                        let staging = try target.openSubdirectory(PartialFile.stagingDirectoryName, create: true)
+                        transfer.tree = try staging.openSubdirectory(recordID + ".tree", create: true)
+                    }
+                }
+                for (entry, manifest) in transfer.layout.manifests.enumerated() {
+                    let partial: PartialFile
+                    if let open = transfer.partials[entry] { partial = open } else {
+                        if let tree = transfer.tree {
+                            let resolved = try transfer.paths[entry].resolve(under: tree, createDirectories: true)
+                            partial = try PartialFile(transferID: "\(recordID)-\(entry)", in: resolved.directory)
+                        } else {
+                            partial = try PartialFile(transferID: recordID, in: target)
+                        }
+                        transfer.partials[entry] = partial
+                    }
+                    // The file is the truth: re-hash what it holds (cheap next to a transfer,
+                    // and it also finds chunks written just before a crash).
+                    if transfer.resumed {
+                        for local in try partial.verifiedChunks(of: manifest) {
+                            have.insert(transfer.layout.firstChunk[entry] + local)
+                        }
+                    }
+                    if let earlier = transfer.supersedes {
+                        for local in try copyMatchingChunks(from: earlier, in: target, to: partial, manifest: manifest)
+                        where !have.contains(transfer.layout.firstChunk[entry] + local) {
+                            have.insert(transfer.layout.firstChunk[entry] + local)
+                        }
+                    }
+                }
+            }
+            let held = have
+            queue.async { [self] in
+                let have = held
+                switch outcome {
+                case let .failure(error):
+                    perform(.cannotOpen(path: directory, reason: error.description, diskFull: error.kind == .diskFull), on: transfer)
+                case .success:
+                    transfer.verified = have
+                    transfer.verifiedBytes = have.reduce(0) { total, index in
+                        total + Int64(transfer.layout.locate(index)?.chunk.size ?? 0)
+                    }
+                    for (entry, _) in transfer.layout.manifests.enumerated() {
+                        let held = transfer.layout.range(of: entry).filter { have.contains($0) }
+                            .reduce(Int64(0)) { $0 + Int64(transfer.layout.locate($1)!.chunk.size) }
+                        transfer.setHeld(entry: entry, held)
+                    }
+                    recordIncoming(transfer, directory: directory)
+                    transfer.move(to: .active)
+                    transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.verifiedBytes)
+                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.chunkCount))])
+                    emitTransfer(transfer, force: true)
+                    if have.count == transfer.layout.chunkCount { complete(transfer) }
+                }
+            }
+        }
+    }
+
+    /// An unfinished receive of a file with the same name from the same peer (not running).
+    private func supersededTransfer(for offer: TransferOffer, from deviceKey: String) -> TransferRecord? {
+        let records: [TransferRecord] = (try? store.transfers(deviceID: deviceKey)) ?? []
+        let running = Set(transfers.incoming.values.map(\.recordID))
+        return records.first { record in
+            record.direction == .receive && record.state.isUnfinished && record.name == offer.name
+                && record.id != offer.id.description && !running.contains(record.id)
+        }
+    }
+
+    /// Copies the verified chunks of an earlier partial file that the new manifest also
+    /// contains (by hash, wherever they now are) into the new partial file; returns their
+    /// indices in the new manifest. Runs on the transfer's `io` queue; the earlier partial
+    /// is removed afterwards and its record marked as superseded.
+    private func copyMatchingChunks(from earlier: TransferRecord, in target: DirectoryHandle, to partial: PartialFile,
+                                    manifest: Manifest) throws(FileError) -> [Int] {
+        guard let old = try PartialFile.existing(transferID: earlier.id, in: target) else { return [] }
+        let chunks = (try? store.transferChunks(transferID: earlier.id)) ?? []
+        // Every chunk the earlier partial may hold (recorded or not: verification is batched),
+        // each checked by its hash when read.
+        var located: [ChunkHash: TransferChunk] = [:]
+        for chunk in chunks {
+            if let hash = ChunkHash(bytes: chunk.hash) { located[hash] = chunk }
+        }
+        var copied: [Int] = []
+        if !located.isEmpty {
+            let reader = try ChunkReader(path: old.path)
+            for (index, chunk) in manifest.chunks.enumerated() {
+                guard let source = located[chunk.hash], source.size == Int64(chunk.size) else { continue }
+                let ref = ChunkRef(offset: UInt64(source.offset), size: chunk.size, hash: chunk.hash)
+                guard let bytes = try? reader.bytes(of: ref, verify: true) else { continue }
+                try partial.writeChunk(bytes, as: chunk)
+                copied.append(index)
+            }
+        }
+        try? old.remove()
+        do throws(IndexError) {
+            try store.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
+        } catch {
+            let reason = Self.recordFailure("that it was superseded", name: earlier.name, id: earlier.id, error)
+            queue.async { [self] in emitError(nil, reason) }
+        }
+        return copied
+    }
+
+    private func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: LinkSession) {
+        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
+              transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
+        if transfer.verified.contains(index) {
+            transfer.duplicateBytes += Int64(data.count)
+            sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
+            return
+        }
+        // Until it is on disk the chunk counts as unhandled in the session's flow: a sender
+        // faster than our disk (or one resending chunks in flight) is read no faster.
+        let flow = session.flow
+        flow.received(data.count)
+        transfer.io.async { [self] in
+            defer { flow.handled(data.count) }
+            var outcome: FileError?
+            do throws(FileError) {
+                guard let partial = transfer.partials[entry] else { return }
+                try partial.writeChunk(data, as: chunk)
+            } catch {
+                outcome = error
+            }
+            let failure = outcome
+            queue.async { [self] in
+                guard transfer.state == .active else { return }
+                if let failure {
+                    if failure.kind == .hashMismatch {
+                        transfer.duplicateBytes += Int64(data.count)
+                        transfer.badChunks += 1
+                        if transfer.badChunks > Self.maxBadChunks {
+                            perform(.tooManyBadChunks(transfer.badChunks), on: transfer)
+                            return
+                        }
+                        emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
+                        sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: false)])
+                        return
+                    }
+                    // Disk full or another write error: keep the partial data, pause.
+                    let reason = failure.kind == .diskFull ? "disk full on the receiver (\(transfer.directory ?? "")): free some space, then resume" : failure.description
+                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
+                    return
+                }
+                if transfer.verified.insert(index).inserted {
+                    transfer.verifiedBytes += Int64(chunk.size)
+                    transfer.advance(entry: entry, by: Int64(chunk.size))
+                    transfer.unrecorded.append(index)
+                }
+                sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
+                recordVerified(transfer, force: false)
+                emitTransfer(transfer, force: false)
+                if transfer.verified.count == transfer.layout.chunkCount { complete(transfer) }
+            }
+        }
+    }
+
+    /// Every chunk is verified: make each file final (fsync, mode, mtime, no-replace rename);
+    /// a folder appears at once, complete.
+    private func complete(_ transfer: IncomingTransfer) {
+        guard !transfer.completing else { return }
+        transfer.completing = true
+        recordVerified(transfer, force: true)
+        transfer.move(to: .finishing)
+        let recordID = transfer.recordID
+        transfer.io.async { [self] in
+            let outcome: Result<String, FileError> = Result { () throws(FileError) in
+                guard let target = transfer.target else { throw FileError(kind: .io, operation: "finish", path: "", message: "no target") }
+                for (entry, manifest) in transfer.layout.manifests.enumerated() {
+                    guard let partial = transfer.partials[entry] else { continue }
+                    let meta = transfer.offer.entries[entry]
+                    let time = FileTimestamp(nanosecondsSinceEpoch: meta.mtimeNanoseconds)
+                    if let tree = transfer.tree {
+                        let resolved = try transfer.paths[entry].resolve(under: tree, createDirectories: true)
+                        try partial.commit(as: resolved.name, mode: meta.mode, modificationTime: time, size: manifest.fileSize, onConflict: .fail)
+                        resolved.directory.removeIfEmpty(PartialFile.stagingDirectoryName)
+                    } else {
+                        let name = try partial.commit(as: transfer.offer.name, mode: meta.mode, modificationTime: time,
+                                                      size: manifest.fileSize, onConflict: .pickUniqueName)
+                        target.removeIfEmpty(PartialFile.stagingDirectoryName)
+                        return target.path + "/" + name
+                    }
+                }
+                guard let tree = transfer.tree else { return target.path }
+                tree.removeIfEmpty(PartialFile.stagingDirectoryName)
+                let staging = try target.openSubdirectory(PartialFile.stagingDirectoryName)
+                var name = transfer.offer.name
+                while true {
+                    do throws(FileError) {
+                        try staging.move(recordID + ".tree", to: target, as: name)
+                        break
+                    } catch where error.kind == .alreadyExists {
+                        name = target.uniqueName(for: transfer.offer.name)
+                    }
+                }
+                target.removeIfEmpty(PartialFile.stagingDirectoryName)
+                try target.sync()
+                return target.path + "/" + name
+            }
+            queue.async { [self] in
+                switch outcome {
+                case let .success(path):
+                    recordTransfer(transfer, "its completion") { store throws(IndexError) in
+                        try store.updateTransferState(id: recordID, to: .completed)
+                        try store.setTransferFinalPath(id: recordID, path: path)
+                    }
+                    transfer.finalPath = path
+                    perform(.placed, on: transfer)
+                case let .failure(error):
+                    transfer.completing = false
+                    let reason = error.kind == .diskFull ? "disk full on the receiver: free some space, then resume" : error.description
+                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
+                }
+            }
+        }
+    }
+
+    func finishIncoming(_ transfer: IncomingTransfer, state: TransferState, error: EngineError?) {
+        guard transfer.move(to: state) else { return }
+        let recordID = transfer.recordID
+        let message = error?.description ?? (state == .declined || state == .cancelled ? state.rawValue : nil)
+        recordTransfer(transfer, "its \(state) state") { store throws(IndexError) in
+            // An offer never accepted has no record to update.
+            if try store.transfer(id: recordID) == nil { return }
+            try store.updateTransferState(id: recordID, to: state.recorded, error: message)
+        }
+        let event = transferEvent(transfer, force: true, reason: error?.description)
+        emit(.transfer(event))
+        for observer in transfer.observers {
+            if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
+        }
+        transfer.observers = []
+        transfers.incoming[transfer.id] = nil
+        transfer.io.async { transfer.partials = [:] }
+    }
+
+    func removePartials(_ transfer: IncomingTransfer) {
+        let recordID = transfer.recordID
+        transfer.io.async {
+            for partial in transfer.partials.values { try? partial.remove() }
+            transfer.partials = [:]
+            if let target = transfer.target, let staging = try? target.openSubdirectory(PartialFile.stagingDirectoryName) {
+                try? staging.removeTree(recordID + ".tree")
+            }
+        }
+    }
+
+    private func recordIncoming(_ transfer: IncomingTransfer, directory: String) {
+        let recordID = transfer.recordID
+        var known = false
+        recordTransfer(transfer, "its active state") { store throws(IndexError) in
+            known = try store.transfer(id: recordID) != nil
+            if known { try store.updateTransferState(id: recordID, to: .active) }
+        }
+        if known { return }
+        var chunks: [TransferChunk] = []
+        for (entry, manifest) in transfer.layout.manifests.enumerated() {
+            for (i, chunk) in manifest.chunks.enumerated() {
+                let global = transfer.layout.firstChunk[entry] + i
+                chunks.append(TransferChunk(index: global, offset: Int64(chunk.offset), size: Int64(chunk.size),
+                                            hash: chunk.hash.bytes, verified: transfer.verified.contains(global)))
+            }
+        }
+        let time = now()
+        let first = transfer.offer.entries.first
+        let record = TransferRecord(id: transfer.recordID, direction: .receive, deviceID: transfer.peerKey, name: transfer.name,
+                                    size: transfer.totalSize, mode: first?.mode ?? 0, mtimeNs: first?.mtimeNanoseconds ?? 0,
+                                    rootHash: transfer.rootHash, chunkCount: transfer.layout.chunkCount, state: .active,
+                                    partialPath: directory, finalPath: nil, bytesDone: transfer.verifiedBytes,
+                                    error: nil, createdAt: time, updatedAt: time)
+        recordTransfer(transfer, "the start") { store throws(IndexError) in try store.insertTransfer(record, chunks: chunks) }
+    }
+
+    /// Records verified chunks in batches (one transaction per batch).
+    func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
+        guard !transfer.unrecorded.isEmpty else { return }
+        guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500) else { return }
+        let indices = transfer.unrecorded
+        // Kept for the next batch when the write fails (the partial file still holds them).
+        guard recordTransfer(transfer, "\(indices.count) verified chunks", { store throws(IndexError) in
+            try store.markChunksVerified(transferID: transfer.recordID, indices: indices)
+        }) else { return }
+        transfer.unrecorded = []
+        transfer.lastRecord = .now
+    }
+
+    // MARK: Events
+
+    func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
+        guard let sessionID = transfer.sessionID else { return }
+        link?.send(frames, on: sessionID)
+    }
+
+    /// The current state of a transfer as an event.
+    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> TransferInfo {
+        let done: Int64
+        var resent: Int64?
+        var path: String?
+        let direction: TransferInfo.Direction
+        if let outgoing = transfer as? OutgoingTransfer {
+            done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
+            direction = .send
+            if let needed = outgoing.neededBytes {
+                resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
+            }
+        } else {
+            let incoming = transfer as! IncomingTransfer
+            done = incoming.verifiedBytes
+            direction = .receive
+            path = incoming.finalPath
+            resent = incoming.duplicateBytes
+        }
+        let remaining = max(0, transfer.totalSize - done)
+        // A rate and a time to go only while bytes move: none while paused or waiting for an
+        // answer (the last rate would be a lie), none while the window is still filling.
+        let clock = transfer.elapsedSeconds()
+        let moving = transfer.state == .active
+        return TransferInfo(transfer: transfer.id.description, direction: direction, peer: transfer.peer, name: transfer.name,
+                            state: transfer.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
+                            rate: moving ? transfer.meter.rate(at: clock) : nil,
+                            eta: transfer.isFinished ? 0 : moving ? transfer.meter.eta(remaining: remaining, at: clock) : nil,
+                            path: path, resent: resent,
+                            reason: reason ?? transfer.recordFailure ?? (transfer.state == .paused ? transfer.pauseReason : nil), time: now())
+    }
+
+    /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.
+    func emitTransfer(_ transfer: TransferBase, force: Bool, reason: String? = nil) {
+        let now = ContinuousClock.now
+        let bytes: Int64 = (transfer as? OutgoingTransfer)?.confirmedBytes ?? (transfer as? IncomingTransfer)?.verifiedBytes ?? 0
+        transfer.meter.sample(time: transfer.elapsedSeconds(), bytes: bytes)
+        guard force || now - transfer.lastEmit >= Self.progressInterval else { return }
+        transfer.lastEmit = now
+        let event = NodeEvent.transfer(transferEvent(transfer, force: force, reason: reason))
+        emit(event)
+        for observer in transfer.observers { observer.progress(event) }
+    }
+
+    func emit(_ event: NodeEvent) {
+        events.emit(event)
+    }
+
+    func emitError(_ peer: PeerRef?, _ reason: String) {
+        emit(.error(.init(peer: peer, reason: reason, time: now())))
+    }
+
+    func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}

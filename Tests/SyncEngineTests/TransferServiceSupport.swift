@@ -1,0 +1,291 @@
+import Dispatch
+import Foundation
+import PeerCrypto
+import PeerFiles
+import PeerIndex
+import PeerNet
+import PeerWire
+@testable import SyncEngine
+import Synchronization
+import TestKit
+
+/// Two transfer services joined by an in-memory link: no node, no sockets, no processes.
+/// Frames one end sends reach the other end's service on that service's queue, in order;
+/// chunks are read from the sender's file by the service's own `fill`, as a channel would.
+/// The link can be cut (both ends see their session close) and connected again, and it can
+/// corrupt or count chunks on the way.
+final class TransferPair: @unchecked Sendable {
+    // @unchecked: the links' state is confined to their queues; `nextSession` has a lock.
+    let alice: End
+    let bob: End
+    private let nextSession = Mutex<UInt64>(1)
+
+    /// One side: its service, the store it records in, the events it emits, its link.
+    final class End: @unchecked Sendable {
+        // @unchecked: `sessionID` is confined to `queue`; the rest is immutable or locked.
+        let name: String
+        let peer: PeerRef
+        let queue: DispatchQueue
+        let store: any TransferStore
+        /// The index behind `store` (where the set-up pairs the two ends).
+        let index: NodeIndex
+        let publicKey: [UInt8]
+        let events = EventLog()
+        let service: TransferService
+        let directory: String
+        let flow = FlowCount()
+        /// The other end (set once both exist).
+        fileprivate(set) unowned var other: End!
+        /// The session to the other end, 0 while not connected (confined to `queue`).
+        fileprivate var sessionID: UInt64 = 0
+        /// What happens to the chunks this end sends.
+        let chunkRule = Mutex(ChunkRule())
+        fileprivate let link = LinkBox()
+
+        init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void) throws {
+            self.name = name
+            let key = KeyPair.generate().publicKey
+            publicKey = key.bytes
+            peer = PeerRef(id: DeviceID(publicKey: key), name: name)
+            queue = DispatchQueue(label: "test.transfers.\(name)")
+            index = try store?.index ?? NodeIndex.inMemory()
+            self.store = store ?? index
+            directory = NSTemporaryDirectory() + "transfer-service-\(name)-\(UUID().uuidString)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            var config = NodeConfig()
+            config.receiveDirectory = directory
+            configure(&config)
+            service = TransferService(queue: queue, store: self.store, events: events, config: config)
+        }
+
+        var deviceKey: String { peer.id.description.filter { $0 != "-" } }
+
+        /// The session to the other end as this end's service sees it (on `queue`).
+        fileprivate func view(_ id: UInt64) -> LinkSession {
+            LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
+                        chunks: ChunkPipe(from: self, session: id), flow: flow)
+        }
+
+        /// Hands `frame`, sent on session `id`, to the other end (dropped when that session
+        /// has ended on the other side by the time it arrives: a cut link loses what was in flight).
+        fileprivate func deliver(_ frame: Frame, on id: UInt64) {
+            let other = self.other!
+            other.queue.async {
+                guard other.sessionID == id, id != 0 else { return }
+                _ = other.service.frameReceived(frame, from: other.view(id))
+            }
+        }
+
+        /// Runs `body` on this end's queue and returns its result.
+        func sync<T>(_ body: () throws -> T) rethrows -> T { try queue.sync(execute: body) }
+    }
+
+    /// Corrupt chunks, or cut the link after so many chunks.
+    struct ChunkRule {
+        var corruptEvery = false
+        var cutAfter: Int?
+        var sent = 0
+    }
+
+    init(configureAlice: (inout NodeConfig) -> Void = { _ in },
+         configureBob: (inout NodeConfig) -> Void = { $0.autoAccept = true },
+         aliceStore: FailingStore? = nil, bobStore: FailingStore? = nil) throws {
+        alice = try End(name: "alice", store: aliceStore, configure: configureAlice)
+        bob = try End(name: "bob", store: bobStore, configure: configureBob)
+        alice.other = bob
+        bob.other = alice
+        for end in [alice, bob] {
+            end.link.end = end
+            end.service.link = end.link
+            // Paired: each index knows the other (transfer rows belong to a peer).
+            try end.index.upsertPeer(PeerRecord(deviceID: end.other.deviceKey, name: end.other.name, publicKey: end.other.publicKey,
+                                                trust: .paired, firstSeen: 1, lastSeen: 1, pairedAt: 1))
+        }
+    }
+
+    func cleanup() {
+        for end in [alice, bob] { try? FileManager.default.removeItem(atPath: end.directory) }
+    }
+
+    /// Connects the two ends (a new session on both), as a handshake would.
+    func connect() {
+        let id = nextSession.withLock { id in
+            defer { id += 1 }
+            return id
+        }
+        // Both ends hold the session before either service hears of it (a frame sent at
+        // once must find the other end's session).
+        for end in [alice, bob] { end.sync { end.sessionID = id } }
+        for end in [alice, bob] { end.sync { end.service.sessionConnected(end.view(id)) } }
+    }
+
+    /// Cuts the link: both ends see their session close.
+    func cut() {
+        for end in [alice, bob] {
+            end.queue.async {
+                let id = end.sessionID
+                guard id != 0 else { return }
+                end.sessionID = 0
+                end.service.sessionClosed(LinkSession(id: id, deviceKey: end.other.deviceKey, peer: end.other.peer, isConnected: false,
+                                                      chunks: ChunkPipe(from: end, session: id), flow: end.flow))
+            }
+        }
+    }
+
+    /// Sends the file at `path` from alice to bob; the returned box holds the outcome.
+    @discardableResult
+    func send(_ path: String, name: String? = nil) -> Outcome {
+        let outcome = Outcome()
+        let target = alice.sync {
+            TransferService.Target(sessionID: alice.sessionID == 0 ? nil : alice.sessionID, deviceKey: bob.deviceKey, peer: bob.peer)
+        }
+        alice.service.send(path: path, to: target, name: name, spoolFile: nil, observer: { _ in },
+                           completion: { outcome.set($0) })
+        return outcome
+    }
+
+    /// Waits until `condition` holds (polling; a functional wait, never a timing assertion).
+    static func eventually(_ what: String, timeout: Double = 60, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard Date() < deadline else { throw Timeout(what: what) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+
+    struct Timeout: Error, CustomStringConvertible {
+        let what: String
+        var description: String { "timed out waiting for \(what)" }
+    }
+
+    static func randomFile(_ path: String, size: Int, seed: UInt64) throws {
+        var generator = SplitMix64(seed: seed)
+        try Data(generator.bytes(size)).write(to: URL(fileURLWithPath: path))
+    }
+}
+
+/// The role `PeerLink` for one end (weak, as the node is to its service).
+final class LinkBox: PeerLink, @unchecked Sendable {
+    // @unchecked: `end` is set once before use; the rest runs on the end's queue.
+    weak var end: TransferPair.End?
+
+    func session(_ id: UInt64) -> LinkSession? {
+        guard let end, id != 0, end.sessionID == id else { return nil }
+        return end.view(id)
+    }
+
+    func connectedSession(device deviceKey: String) -> LinkSession? {
+        guard let end, end.sessionID != 0, end.other.deviceKey == deviceKey else { return nil }
+        return end.view(end.sessionID)
+    }
+
+    func send(_ frames: [Frame], on id: UInt64) {
+        guard let end, id != 0, end.sessionID == id else { return }
+        for frame in frames { end.deliver(frame, on: id) }
+    }
+}
+
+/// Chunk frames of one session: `fill` reads the chunk straight from the sender's file,
+/// then the chunk goes to the other end like any frame (corrupted or cut by the rule).
+struct ChunkPipe: ChunkSink {
+    let end: TransferPair.End
+    let session: UInt64
+
+    init(from end: TransferPair.End, session: UInt64) {
+        self.end = end
+        self.session = session
+    }
+
+    func writeChunk(id: TransferID, index: UInt32, count: Int,
+                    fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError? {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let failure: FileError? = bytes.withUnsafeMutableBytes { buffer in
+            do throws(FileError) { try fill(buffer, 0) } catch { return error }
+            return nil
+        }
+        if let failure { return failure }
+        let (corrupt, cut) = end.chunkRule.withLock { rule in
+            rule.sent += 1
+            return (rule.corruptEvery, rule.cutAfter.map { rule.sent > $0 } ?? false)
+        }
+        if cut { return nil }  // the link is down: lost in flight
+        if corrupt, !bytes.isEmpty { bytes[bytes.count / 2] ^= 0xFF }
+        end.deliver(.chunk(id: id, index: index, data: bytes), on: session)
+        return nil
+    }
+}
+
+/// `ReceiveFlow` that counts: every chunk received must be handled.
+final class FlowCount: ReceiveFlow {
+    private let counts = Mutex((frames: 0, bytes: 0))
+    func received(_ bytes: Int) { counts.withLock { $0.frames += 1; $0.bytes += bytes } }
+    func handled(_ bytes: Int) { counts.withLock { $0.frames -= 1; $0.bytes -= bytes } }
+    var unhandled: (frames: Int, bytes: Int) { counts.withLock { $0 } }
+}
+
+/// `EventSink` that keeps every event.
+final class EventLog: EventSink {
+    private let events = Mutex<[NodeEvent]>([])
+    func emit(_ event: NodeEvent) { events.withLock { $0.append(event) } }
+    var all: [NodeEvent] { events.withLock { $0 } }
+
+    var transfers: [TransferInfo] {
+        all.compactMap { if case let .transfer(info) = $0 { info } else { nil } }
+    }
+
+    var errors: [String] {
+        all.compactMap { if case let .error(failure) = $0 { failure.reason } else { nil } }
+    }
+
+    var offers: [NodeEvent.Offer] {
+        all.compactMap { if case let .offer(offer) = $0 { offer } else { nil } }
+    }
+}
+
+/// A send's end, set once.
+final class Outcome: Sendable {
+    private let result = Mutex<Result<TransferInfo, EngineError>?>(nil)
+    func set(_ value: Result<TransferInfo, EngineError>) { result.withLock { if $0 == nil { $0 = value } } }
+    var value: Result<TransferInfo, EngineError>? { result.withLock { $0 } }
+}
+
+/// A store that is the real index except for the writes told to fail (a full disk, a
+/// damaged database): what the service does when the index says no.
+final class FailingStore: TransferStore {
+    let index: NodeIndex
+    /// Names of the operations that fail: "insert", "state", "final path", "verified".
+    let failing = Mutex<Set<String>>([])
+
+    init() throws { index = try NodeIndex.inMemory() }
+
+    private func check(_ operation: String) throws(IndexError) {
+        if failing.withLock({ $0.contains(operation) }) {
+            throw IndexError(kind: .sqlite, operation: operation, path: "", message: "database or disk is full")
+        }
+    }
+
+    var path: String { index.path }
+    func insertTransfer(_ transfer: TransferRecord, chunks: [TransferChunk]) throws(IndexError) {
+        try check("insert")
+        try index.insertTransfer(transfer, chunks: chunks)
+    }
+    func transfer(id: String) throws(IndexError) -> TransferRecord? { try index.transfer(id: id) }
+    func transfers(deviceID: String?) throws(IndexError) -> [TransferRecord] { try index.transfers(deviceID: deviceID) }
+    func resumableTransfer(deviceID: String, rootHash: [UInt8], direction: TransferRecord.Direction) throws(IndexError) -> TransferRecord? {
+        try index.resumableTransfer(deviceID: deviceID, rootHash: rootHash, direction: direction)
+    }
+    func updateTransferState(id: String, to state: TransferRecord.State, error: String?) throws(IndexError) {
+        try check("state")
+        try index.updateTransferState(id: id, to: state, error: error)
+    }
+    func setTransferFinalPath(id: String, path finalPath: String) throws(IndexError) {
+        try check("final path")
+        try index.setTransferFinalPath(id: id, path: finalPath)
+    }
+    func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] { try index.transferChunks(transferID: transferID) }
+    func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError) {
+        try check("verified")
+        try index.markChunksVerified(transferID: transferID, indices: indices)
+    }
+    func peer(deviceID: String) throws(IndexError) -> PeerRecord? { try index.peer(deviceID: deviceID) }
+}
