@@ -32,7 +32,7 @@ extension FolderApplier {
             local: own?.deleted == false ? own : nil, tombstone: tombstone,
             children: children.map { DirectoryDeletion.Child(local: locals[$0].map(FileState.init),
                                                              deleter: remotes[$0]?[deleter].map(FileState.init)) },
-            device: node.identity.deviceID.compact,
+            device: host.localDevice,
             mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), mode: UInt32(st.st_mode & 0o7777))
         switch decision {
         case let .keep(state):

@@ -26,7 +26,7 @@ final class FolderApplier: @unchecked Sendable {
     // elsewhere only call `write(_:at:_:)` (pwrite on a descriptor) and `fetch` (which
     // touches immutable state).
     let folder: SharedFolder
-    let node: Node
+    let host: any FolderHost
     let index: NodeIndex
     let local: [String: FileState]
     /// Path → device → that peer's state (what the plan was made from).
@@ -82,10 +82,10 @@ final class FolderApplier: @unchecked Sendable {
     }
     private var jobs: [FetchJob] = []
 
-    init(folder: SharedFolder, node: Node, index: NodeIndex, local: [String: FileState],
+    init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [String: FileState],
          remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
         self.folder = folder
-        self.node = node
+        self.host = host
         self.index = index
         self.local = local
         self.remotes = remotes
@@ -95,7 +95,7 @@ final class FolderApplier: @unchecked Sendable {
 
     func apply(_ actions: [SyncAction]) {
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
-        connected = node.connectedDevices()
+        connected = host.connectedDevices()
         // Directories first (parents before children), deletions last (children first).
         let creates = actions.filter { if case let .pull(s, _) = $0 { return s.kind == .directory && !s.deleted } else { return false } }
             .sorted { $0.paths[0] < $1.paths[0] }
@@ -317,7 +317,7 @@ final class FolderApplier: @unchecked Sendable {
         guard !jobs.isEmpty else { return }
         // Peers may have connected (or gone) and sent their index since the plan: every
         // connected peer that holds a file's content now serves its blocks (multi-source).
-        connected = node.connectedDevices()
+        connected = host.connectedDevices()
         let fresh = ((try? index.remoteFiles(folderID: folderID, paths: Set(jobs.map(\.path)))) ?? [:])
             .mapValues { $0.mapValues(FileState.init) }
         // In flight: at most `inFlightUnits` units of `inFlightUnit` bytes (a small file's
@@ -367,7 +367,7 @@ final class FolderApplier: @unchecked Sendable {
                        completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
         guard tries < sources.count else { completion(nil, lied); return }
         let device = sources[(attempt + tries) % sources.count]
-        node.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
+        host.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                           hash: chunk.hash.bytes) { [self] bytes in
             if let bytes, ChunkHash.of(bytes) == chunk.hash {
                 folder.activity.fetched(path: path, from: device, bytes: bytes.count)

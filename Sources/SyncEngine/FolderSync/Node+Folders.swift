@@ -278,7 +278,7 @@ extension Node {
 
     func startFolder(_ record: FolderRecord) {
         guard folderTable.folders[record.id] == nil else { return }
-        let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, node: self)
+        let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }

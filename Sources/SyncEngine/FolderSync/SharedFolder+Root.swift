@@ -128,7 +128,7 @@ extension SharedFolder {
     /// judges the whole scan, and the root is checked again just before. Throws the
     /// guard's refusal (nothing recorded). Returns whether anything was written.
     func recordDeletions(_ paths: [String], before: LiveTotals, index: NodeIndex) throws -> Bool {
-        guard !paths.isEmpty, let node else { return false }
+        guard !paths.isEmpty, let host else { return false }
         let afterAdditions = try index.liveTotals(folderID: id)
         var deletedFiles = 0
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
@@ -140,7 +140,7 @@ extension SharedFolder {
                                 deletedEntries: paths.count, deletedFiles: deletedFiles)
         if let refusal = MassDeletionGuard.check(totals, allowDeletingEverything: deletionsConfirmed) { throw refusal }
         guard checkRoot() else { throw ScanError.rootMissing(path: root, reason: "it changed before the deletions were recorded") }
-        let changes = LocalChanges(localDevice: node.identity.deviceID.compact)
+        let changes = LocalChanges(localDevice: host.localDevice)
         let now = Self.nowNs()
         var wrote = false
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
@@ -152,7 +152,7 @@ extension SharedFolder {
             guard !rows.isEmpty else { continue }
             _ = try index.upsertFiles(rows)
             wrote = true
-            node.folderChanged(id)
+            host.folderChanged(id)
         }
         return wrote
     }

@@ -27,7 +27,7 @@ final class SharedFolder: @unchecked Sendable {
     let label: String
     let io: DispatchQueue
     let serveQueue: DispatchQueue
-    weak var node: Node?
+    weak var host: (any FolderHost)?
     /// io: the watcher and the ignore patterns in force.
     var watcher: FolderWatcher?
     var ignores = IgnorePatterns()
@@ -64,16 +64,16 @@ final class SharedFolder: @unchecked Sendable {
     /// Any thread: what status shows of `retry`.
     let failing = FailingPaths()
 
-    init(id: String, root: String, label: String, node: Node) {
+    init(id: String, root: String, label: String, host: any FolderHost) {
         self.id = id
         self.root = root
         self.label = label
-        self.node = node
+        self.host = host
         io = DispatchQueue(label: "syncpeer.folder.\(id)")
         serveQueue = DispatchQueue(label: "syncpeer.folder.\(id).serve", attributes: .concurrent)
     }
 
-    var index: NodeIndex? { node?.index }
+    var index: NodeIndex? { host?.index }
 
     // MARK: - Life
 
@@ -249,7 +249,7 @@ final class SharedFolder: @unchecked Sendable {
                 if try apply(batch, index: index) {
                     wroteChanges = true
                     // Peers start pulling while a long first scan goes on.
-                    node?.folderChanged(id)
+                    host?.folderChanged(id)
                     if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path)) }
                 }
             }
@@ -271,14 +271,14 @@ final class SharedFolder: @unchecked Sendable {
             return
         } catch let refusal as MassDeletionGuard.Refusal {
             stop(.deletions, refusal.description + "; if you really deleted them, run 'syncpeer confirm \(root)'")
-            if wroteChanges { node?.folderChanged(id) }
+            if wroteChanges { host?.folderChanged(id) }
             return
         } catch {
             report("scan of \(root) failed: \(error)")
         }
         setStatus(.idle)
         if wroteChanges {
-            node?.folderChanged(id)
+            host?.folderChanged(id)
             // A local change may conflict with a version a peer sent earlier (while this
             // change was not scanned yet): plan those paths again.
             if paths != nil { pull(paths: changedPaths) }
@@ -288,7 +288,7 @@ final class SharedFolder: @unchecked Sendable {
     /// Turns the additions and changes of one batch of scan results into new local records
     /// (our counter incremented); its deletions wait for the end of the scan.
     private func apply(_ batch: ScanBatch, index: NodeIndex) throws -> Bool {
-        guard !batch.added.isEmpty || !batch.changed.isEmpty, let node else { return false }
+        guard !batch.added.isEmpty || !batch.changed.isEmpty, let host else { return false }
         let found = batch.added + batch.changed
         var manifests: [String: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[entry.path] = entry }
@@ -297,7 +297,7 @@ final class SharedFolder: @unchecked Sendable {
                          mode: entry.mode, symlinkTarget: entry.symlinkTarget, rootHash: entry.manifest?.rootHash)
         }
         let scanResult = LocalScanResult(rootPresent: true, present: present)
-        let changes = LocalChanges(localDevice: node.identity.deviceID.compact)
+        let changes = LocalChanges(localDevice: host.localDevice)
         let records: [FileState]
         switch changes.records(for: scanResult, old: { path in (try? index.file(folderID: self.id, path: path)).flatMap { $0.map(FileState.init) } },
                                deletedAtNs: Self.nowNs()) {
@@ -318,7 +318,7 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Plans and applies what peers changed, for `paths` (or every path).
     func pull(paths: Set<String>?) {
-        guard stopped == nil, let index, let node, checkRoot() else { return }
+        guard stopped == nil, let index, let host, checkRoot() else { return }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
@@ -328,13 +328,13 @@ final class SharedFolder: @unchecked Sendable {
         guard !wanted.isEmpty else { return }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         setStatus(.syncing)
-        let applier = FolderApplier(folder: self, node: node, index: index, local: plan.local, remotes: plan.remotes,
+        let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests)
         applier.keptTemps = keptTemps
         applier.apply(actions)
         recordOutcome(applier.failures, actions: actions)
         setStatus(.idle)
-        node.folderChanged(id)
+        host.folderChanged(id)
     }
 
     /// What to do, with the local states and the peers' manifests of the paths concerned.
@@ -356,7 +356,7 @@ final class SharedFolder: @unchecked Sendable {
         let entries = ((try? index.remoteFiles(folderID: id, paths: paths)) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = notIgnored(plan.remotes)
-        plan.actions = SyncPlanner(localDevice: node?.identity.deviceID.compact).plan(local: plan.local, remotes: plan.remotes)
+        plan.actions = SyncPlanner(localDevice: host?.localDevice).plan(local: plan.local, remotes: plan.remotes)
         return plan
     }
 
@@ -366,7 +366,7 @@ final class SharedFolder: @unchecked Sendable {
     /// planning pass over all paths.
     private func planAll(index: NodeIndex, members: Set<String>) -> Plan {
         var plan = Plan()
-        let planner = SyncPlanner(localDevice: node?.identity.deviceID.compact)
+        let planner = SyncPlanner(localDevice: host?.localDevice)
         var after: String?
         while true {
             let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []
@@ -465,22 +465,22 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Sets the state shown by status; "idle" while some paths fail says so instead.
     func setStatus(_ value: FolderState) {
-        node?.queue.async { [self] in
+        host?.queue.async { [self] in
             if error == nil { status = value == .idle ? failing.state ?? value : value }
         }
     }
 
     func setError(_ message: String) {
-        node?.queue.async { [self] in
+        host?.queue.async { [self] in
             status = .error
             error = message
             recordError(message)
-            node?.emitFolder(self, reason: message)
+            host?.emitFolder(self, reason: message)
         }
     }
 
     func clearError() {
-        node?.queue.async { [self] in
+        host?.queue.async { [self] in
             error = nil
             status = .idle
             recordError(nil)
@@ -490,15 +490,15 @@ final class SharedFolder: @unchecked Sendable {
     /// Keeps the folder's error in the index (shown after a restart); a write that fails is
     /// reported. Runs on the node's queue.
     private func recordError(_ message: String?) {
-        guard let node else { return }
-        do { try node.index.setFolderError(id: id, message) } catch where error.kind != .notFound {
+        guard let host else { return }
+        do { try host.index.setFolderError(id: id, message) } catch where error.kind != .notFound {
             // (Not found: the folder was unshared meanwhile; nothing to keep.)
-            node.emitError(nil, "folder \(label): cannot record its state in the index: \(error.description)")
+            host.emitError(nil, "folder \(label): cannot record its state in the index: \(error.description)")
         } catch {}
     }
 
     func report(_ message: String) {
-        node?.queue.async { [self] in node?.emitError(nil, "folder \(label): \(message)") }
+        host?.queue.async { [self] in host?.emitError(nil, "folder \(label): \(message)") }
     }
 
     static func nowNs() -> Int64 {

@@ -1,0 +1,32 @@
+internal import Dispatch
+internal import PeerCrypto
+internal import PeerIndex
+
+/// What a shared folder (`SharedFolder`, `FolderApplier`) needs of the engine around it:
+/// the node plays it; `FolderHostTests` play it with an in-memory index and blocks served
+/// from a directory, without sessions or processes. The folder never reaches the node's
+/// sessions, tables or queue otherwise.
+protocol FolderHost: AnyObject, Sendable {
+    /// This device's compact ID: the counter our changes bump in version vectors.
+    var localDevice: String { get }
+    /// The index the folder's files and the peers' indexes live in.
+    var index: NodeIndex { get }
+    /// The serial queue where a folder's status and error are kept (the node's).
+    var queue: DispatchQueue { get }
+    /// The folder's local index changed: its peers are sent the new entries. Any thread.
+    func folderChanged(_ folderID: String)
+    /// The folder's state changed (on `queue`).
+    func emitFolder(_ folder: SharedFolder, reason: String?)
+    /// Something the user should know (on `queue`).
+    func emitError(_ peer: PeerRef?, _ reason: String)
+    /// Devices connected now (never called on `queue`).
+    func connectedDevices() -> Set<String>
+    /// Asks `device` for a block; `callback` gets the bytes, or nil (refused, timed out,
+    /// gone). The folder verifies what it gets. Any thread.
+    func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
+                      callback: @escaping @Sendable ([UInt8]?) -> Void)
+}
+
+extension Node: FolderHost {
+    var localDevice: String { identity.deviceID.compact }
+}
