@@ -34,8 +34,8 @@ public final class Node: @unchecked Sendable {
     var stopped = false
     /// Sending and receiving files, folders and streams (its state confined to `queue`).
     let transfers: TransferService
-    /// Shared folders (confined to `queue`).
-    let folderTable = FolderTable()
+    /// Shared folders: sharing, the index exchange, serving blocks (confined to `queue`).
+    let folders: FolderService
     /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
     var discovery: NodeDiscovery?
     private var listenPort: UInt16 = 0
@@ -81,7 +81,9 @@ public final class Node: @unchecked Sendable {
         self.config = config
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
+        folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
         transfers.link = self
+        folders.link = self
     }
 
     /// Opens an initialised home (identity and index) for running a node.
@@ -119,7 +121,7 @@ public final class Node: @unchecked Sendable {
         queue.sync {
             self.timer = timer
             self.scheduleInitialRedials()
-            self.startFolders()
+            self.folders.startFolders()
         }
         do { try startDiscovery(port: listener.port, host: listener.host) } catch {
             stop()
@@ -131,7 +133,7 @@ public final class Node: @unchecked Sendable {
     /// Closes every session (telling peers), the listener and the timer.
     public func stop() {
         stopDiscovery()
-        stopFolders()
+        folders.stopFolders()
         let (closing, listener): ([Session], TCPListener?) = queue.sync {
             stopped = true
             timer?.cancel()
@@ -630,7 +632,7 @@ public final class Node: @unchecked Sendable {
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
-                    foldersSessionConnected(session)
+                    folders.sessionConnected(session.link)
                     transfers.sessionConnected(session.link)
                 }
                 emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
@@ -657,7 +659,8 @@ public final class Node: @unchecked Sendable {
                 events.deliverMessage(from: session.peer, body: body)
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
             case let .transfer(frame):
-                if !transfers.frameReceived(frame, from: session.link) { folderFrameReceived(frame, from: session) }
+                let link = session.link
+                if !transfers.frameReceived(frame, from: link) { _ = folders.frameReceived(frame, from: link) }
             case let .stream(frame):
                 if !performStream(session.streams.received(frame), on: session) { return }
             case let .dropped(type):
@@ -714,9 +717,8 @@ public final class Node: @unchecked Sendable {
         guard sessions.removeValue(forKey: session.id) != nil else { return }
         unpairedSessions.release(id: session.id)
         session.flow.cancel()
-        session.parkedBlockRequests.removeAll()
         session.closeAfterPendingSends()
-        foldersSessionClosed(session)
+        folders.sessionClosed(session.link)
         transfers.sessionClosed(session.link)
         let reason = session.closeReason ?? "closed"
         _ = performStream(session.streams.sessionEnded("the session with \(session.peer.name) ended: \(reason)"), on: session)
@@ -875,10 +877,7 @@ public final class Node: @unchecked Sendable {
     }
 
     func peerRef(device compact: String, name: String) throws(EngineError) -> PeerRef {
-        do { return PeerRef(id: try DeviceID(parsing: compact), name: name) } catch {
-            throw .index(IndexError(kind: .unexpectedValue, operation: "read peer", path: index.path,
-                                    message: "device ID '\(compact)' is not valid: \(error.description)"))
-        }
+        try PeerRef.indexed(device: compact, name: name, index: index)
     }
 
     func emit(_ event: NodeEvent) {

@@ -9,7 +9,8 @@ import PeerWire
 import Synchronization
 import TestKit
 
-/// Two transfer services joined by an in-memory link: no node, no sockets, no processes.
+/// Two ends, each a transfer service and a folder service on one queue and one in-memory
+/// index (as in a node), joined by an in-memory link: no node, no sockets, no processes.
 /// Frames one end sends reach the other end's service on that service's queue, in order;
 /// chunks are read from the sender's file by the service's own `fill`, as a channel would.
 /// The link can be cut (both ends see their session close) and connected again, and it can
@@ -32,6 +33,7 @@ final class TransferPair: @unchecked Sendable {
         let publicKey: [UInt8]
         let events = EventLog()
         let service: TransferService
+        let folders: FolderService
         let directory: String
         let flow = FlowCount()
         /// The other end (set once both exist).
@@ -54,8 +56,11 @@ final class TransferPair: @unchecked Sendable {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             var config = NodeConfig()
             config.receiveDirectory = directory
+            config.watchDelay = .milliseconds(50)
             configure(&config)
             service = TransferService(queue: queue, store: self.store, events: events, config: config)
+            folders = FolderService(queue: queue, index: index, events: events, config: config,
+                                    localDevice: peer.id.description.filter { $0 != "-" })
         }
 
         var deviceKey: String { peer.id.description.filter { $0 != "-" } }
@@ -63,7 +68,7 @@ final class TransferPair: @unchecked Sendable {
         /// The session to the other end as this end's service sees it (on `queue`).
         fileprivate func view(_ id: UInt64) -> LinkSession {
             LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
-                        chunks: ChunkPipe(from: self, session: id), flow: flow)
+                        chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id))
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session
@@ -72,8 +77,14 @@ final class TransferPair: @unchecked Sendable {
             let other = self.other!
             other.queue.async {
                 guard other.sessionID == id, id != 0 else { return }
-                _ = other.service.frameReceived(frame, from: other.view(id))
+                let session = other.view(id)
+                if !other.service.frameReceived(frame, from: session) { _ = other.folders.frameReceived(frame, from: session) }
             }
+        }
+
+        /// Plays a hostile peer: `frames` go to the other end as they are, on the current session.
+        func sendRaw(_ frames: [Frame]) {
+            sync { link.send(frames, on: sessionID) }
         }
 
         /// Runs `body` on this end's queue and returns its result.
@@ -97,6 +108,7 @@ final class TransferPair: @unchecked Sendable {
         for end in [alice, bob] {
             end.link.end = end
             end.service.link = end.link
+            end.folders.link = end.link
             // Paired: each index knows the other (transfer rows belong to a peer).
             try end.index.upsertPeer(PeerRecord(deviceID: end.other.deviceKey, name: end.other.name, publicKey: end.other.publicKey,
                                                 trust: .paired, firstSeen: 1, lastSeen: 1, pairedAt: 1))
@@ -104,7 +116,10 @@ final class TransferPair: @unchecked Sendable {
     }
 
     func cleanup() {
-        for end in [alice, bob] { try? FileManager.default.removeItem(atPath: end.directory) }
+        for end in [alice, bob] {
+            end.folders.stopFolders()
+            try? FileManager.default.removeItem(atPath: end.directory)
+        }
     }
 
     /// Connects the two ends (a new session on both), as a handshake would.
@@ -116,7 +131,12 @@ final class TransferPair: @unchecked Sendable {
         // Both ends hold the session before either service hears of it (a frame sent at
         // once must find the other end's session).
         for end in [alice, bob] { end.sync { end.sessionID = id } }
-        for end in [alice, bob] { end.sync { end.service.sessionConnected(end.view(id)) } }
+        for end in [alice, bob] {
+            end.sync {
+                end.folders.sessionConnected(end.view(id))
+                end.service.sessionConnected(end.view(id))
+            }
+        }
     }
 
     /// Cuts the link: both ends see their session close.
@@ -126,8 +146,11 @@ final class TransferPair: @unchecked Sendable {
                 let id = end.sessionID
                 guard id != 0 else { return }
                 end.sessionID = 0
-                end.service.sessionClosed(LinkSession(id: id, deviceKey: end.other.deviceKey, peer: end.other.peer, isConnected: false,
-                                                      chunks: ChunkPipe(from: end, session: id), flow: end.flow))
+                let closed = LinkSession(id: id, deviceKey: end.other.deviceKey, peer: end.other.peer, isConnected: false,
+                                                      chunks: ChunkPipe(from: end, session: id), flow: end.flow,
+                                                      frames: FramePipe(from: end, session: id))
+                end.folders.sessionClosed(closed)
+                end.service.sessionClosed(closed)
             }
         }
     }
@@ -179,9 +202,35 @@ final class LinkBox: PeerLink, @unchecked Sendable {
         return end.view(end.sessionID)
     }
 
+    func connectedSessions() -> [LinkSession] {
+        guard let end, end.sessionID != 0 else { return [] }
+        return [end.view(end.sessionID)]
+    }
+
     func send(_ frames: [Frame], on id: UInt64) {
         guard let end, id != 0, end.sessionID == id else { return }
         for frame in frames { end.deliver(frame, on: id) }
+    }
+}
+
+/// Frames sent from any thread on one session (block answers): they reach the other end
+/// like any frame.
+struct FramePipe: FrameSender {
+    let end: TransferPair.End
+    let session: UInt64
+
+    init(from end: TransferPair.End, session: UInt64) {
+        self.end = end
+        self.session = session
+    }
+
+    func sendFromAnyThread(_ frames: [Frame]) {
+        for frame in frames { end.deliver(frame, on: session) }
+    }
+
+    func afterQueuedSends(_ body: @escaping @Sendable () -> Void) {
+        // Delivery is queued on the other end's queue: "written" once it is there.
+        end.other.queue.async(execute: body)
     }
 }
 
@@ -220,6 +269,8 @@ final class FlowCount: ReceiveFlow {
     private let counts = Mutex((frames: 0, bytes: 0))
     func received(_ bytes: Int) { counts.withLock { $0.frames += 1; $0.bytes += bytes } }
     func handled(_ bytes: Int) { counts.withLock { $0.frames -= 1; $0.bytes -= bytes } }
+    func reserve(_ bytes: Int) -> Bool { true }
+    func release(_ bytes: Int) {}
     var unhandled: (frames: Int, bytes: Int) { counts.withLock { $0 } }
 }
 

@@ -109,7 +109,7 @@ import Testing
         for i in entries.indices where kind == "dup" { entries[i].path = "same.bin" }
         let offer = TransferOffer(id: .random(), kind: .folder, name: "folder", entries: entries)
         // Alice's end plays the hostile sender: the frame goes out on her link as is.
-        pair.alice.sync { pair.alice.service.link?.send([.offer(offer)], on: pair.alice.service.link!.connectedSession(device: pair.bob.deviceKey)!.id) }
+        pair.alice.sendRaw([.offer(offer)])
         try TransferPair.eventually("bob refuses it") { !pair.bob.events.errors.isEmpty }
         #expect(pair.bob.events.errors.first?.contains("refused an offer from alice") == true, "\(pair.bob.events.errors)")
         #expect(pair.bob.events.offers.isEmpty)

@@ -1,9 +1,8 @@
 internal import Dispatch
-internal import PeerCrypto
 internal import PeerIndex
 
 /// What a shared folder (`SharedFolder`, `FolderApplier`) needs of the engine around it:
-/// the node plays it; `FolderHostTests` play it with an in-memory index and blocks served
+/// `FolderService` plays it; `FolderHostTests` play it with an in-memory index and blocks served
 /// from a directory, without sessions or processes. The folder never reaches the node's
 /// sessions, tables or queue otherwise.
 protocol FolderHost: AnyObject, Sendable {
@@ -27,6 +26,4 @@ protocol FolderHost: AnyObject, Sendable {
                       callback: @escaping @Sendable ([UInt8]?) -> Void)
 }
 
-extension Node: FolderHost {
-    var localDevice: String { identity.deviceID.compact }
-}
+extension FolderService: FolderHost {}

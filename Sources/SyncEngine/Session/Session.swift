@@ -43,10 +43,6 @@ final class Session: @unchecked Sendable {
     var source: String?
     /// What we hold for this peer (queued answers, unhandled requests); see `SessionFlow`.
     let flow = SessionFlow()
-    /// Block requests waiting for the peer's serve budget (confined to the node's queue).
-    var parkedBlockRequests: [(request: Frame, folder: SharedFolder)] = []
-    /// Folders whose index quota this peer exceeded (reported once per session).
-    var quotaReported: Set<String> = []
     /// The named byte streams of this session (see `StreamTable`) and their local ends.
     var streams: StreamTable
     var incomingStreams: [UInt32: IncomingByteStream] = [:]

@@ -27,7 +27,7 @@ internal import PeerWire
 /// The transfer service owns the transfers table and every transfer's state. It reaches
 /// the rest of the engine only through its roles (TransferRoles.swift): `PeerLink` for
 /// sessions, `TransferStore` for the index's transfer rows, `EventSink` for events.
-final class TransferService: @unchecked Sendable {
+final class TransferService: Reporting, @unchecked Sendable {
     // @unchecked: every mutable property (the table, each transfer's fields) is confined to
     // `queue`, the owner's serial queue (the node's); file I/O runs on each transfer's `io`
     // queue and touches only the fields documented as `io`'s. `Mutex` cannot hold it: a
@@ -1030,13 +1030,4 @@ final class TransferService: @unchecked Sendable {
         for observer in transfer.observers { observer.progress(event) }
     }
 
-    func emit(_ event: NodeEvent) {
-        events.emit(event)
-    }
-
-    func emitError(_ peer: PeerRef?, _ reason: String) {
-        emit(.error(.init(peer: peer, reason: reason, time: now())))
-    }
-
-    func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }

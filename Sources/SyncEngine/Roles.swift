@@ -1,12 +1,15 @@
+internal import Foundation
+internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerNet
 internal import PeerWire
 
-// The roles the transfer service reaches the rest of the engine through. The node plays
-// `PeerLink` (its sessions), the index plays `TransferStore`, the event bus `EventSink`;
-// the service's unit tests (TransferServiceTests) play them with an in-memory link between
-// two services and a store that fails on demand, without sockets or processes.
+// The roles the services (transfers, folders) reach the rest of the engine through. The
+// node plays `PeerLink` (its sessions), the index plays `TransferStore`, the event bus
+// `EventSink`; the unit tests (TransferServiceTests, FolderServiceTests) play them with an
+// in-memory link between two services and a store that fails on demand, without sockets or
+// processes. docs/ARCHITECTURE.md has the table of who plays what.
 
 /// A session with a peer as transfers see it: who it is, whether it is connected (paired
 /// and open), where chunk frames go and what counts the bytes we have not handled yet.
@@ -18,8 +21,19 @@ struct LinkSession: Sendable {
     let isConnected: Bool
     /// Writes chunk frames straight from a file (any thread).
     let chunks: any ChunkSink
-    /// The receive side's flow control: a chunk counts until it is on disk.
+    /// The session's flow control: a chunk counts until it is on disk, a block answer
+    /// until it is written.
     let flow: any ReceiveFlow
+    /// Sends from any thread (block answers prepared off the owner's queue).
+    let frames: any FrameSender
+}
+
+/// A session's send queue, for work off the owner's queue.
+protocol FrameSender: Sendable {
+    /// Queues `frames` in order; any thread.
+    func sendFromAnyThread(_ frames: [Frame])
+    /// Runs `body` once everything queued so far is written (or the session ended).
+    func afterQueuedSends(_ body: @escaping @Sendable () -> Void)
 }
 
 /// The sessions, for the services above them (called on the owner's queue).
@@ -28,6 +42,8 @@ protocol PeerLink: AnyObject, Sendable {
     func session(_ id: UInt64) -> LinkSession?
     /// The connected session with the device `deviceKey`, if there is one.
     func connectedSession(device deviceKey: String) -> LinkSession?
+    /// Every connected session.
+    func connectedSessions() -> [LinkSession]
     /// Queues `frames` on the session `id` in order (nothing when it is gone).
     func send(_ frames: [Frame], on id: UInt64)
 }
@@ -46,6 +62,10 @@ protocol ChunkSink: Sendable {
 protocol ReceiveFlow: Sendable {
     func received(_ bytes: Int)
     func handled(_ bytes: Int)
+    /// Reserves `bytes` of the budget for answers in preparation; false when it is spent.
+    func reserve(_ bytes: Int) -> Bool
+    /// Gives back what `reserve` took, once the answer is written.
+    func release(_ bytes: Int)
 }
 
 /// The index's transfer rows (and the peer rows transfers read), as the transfer service
@@ -83,5 +103,33 @@ extension TransferStore {
 
     func updateTransferState(id: String, to state: TransferRecord.State) throws(IndexError) {
         try updateTransferState(id: id, to: state, error: nil)
+    }
+}
+
+/// What every service reports through: events to its sink, with the time in milliseconds.
+protocol Reporting {
+    var events: any EventSink { get }
+}
+
+extension Reporting {
+    func emit(_ event: NodeEvent) {
+        events.emit(event)
+    }
+
+    func emitError(_ peer: PeerRef?, _ reason: String) {
+        emit(.error(.init(peer: peer, reason: reason, time: now())))
+    }
+
+    func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+extension PeerRef {
+    /// A peer of the index as results show it; a device ID the index holds that does not
+    /// parse is damaged data.
+    static func indexed(device compact: String, name: String, index: NodeIndex) throws(EngineError) -> PeerRef {
+        do { return PeerRef(id: try DeviceID(parsing: compact), name: name) } catch {
+            throw .index(IndexError(kind: .unexpectedValue, operation: "read peer", path: index.path,
+                                    message: "device ID '\(compact)' is not valid: \(error.description)"))
+        }
     }
 }

@@ -7,9 +7,9 @@ internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
 
-/// The node's side of transfers: the public calls (the control server's and the Swift
-/// API's), which resolve a peer's name and hand the rest to `TransferService`, and the node
-/// as the service's `PeerLink`.
+/// The node's side of its services: the public calls (the control server's and the Swift
+/// API's), which resolve peers' names and hand the rest to `TransferService` or
+/// `FolderService`, and the node as their `PeerLink`.
 extension Node {
     /// Sends a file or folder (or a spooled stream) to a paired peer. The observer sees
     /// progress and then the end (completed, declined, failed).
@@ -72,6 +72,62 @@ extension Node {
     }
 }
 
+extension Node {
+    /// Shares a folder with paired peers (adding peers to an already shared folder).
+    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> ShareResult {
+        let resolved: Result<[(key: String, name: String)], EngineError> = queue.sync {
+            do throws(EngineError) {
+                var devices: [(key: String, name: String)] = []
+                for text in peerTexts {
+                    let candidate = try resolve(text)
+                    let key = candidate.deviceID.filter { $0 != "-" }
+                    guard (try? index.peer(deviceID: key))??.trust == .paired else {
+                        throw .notFound("\(candidate.name) is not paired; pair first")
+                    }
+                    devices.append((key, candidate.name))
+                }
+                return .success(devices)
+            } catch { return .failure(error) }
+        }
+        return try folders.share(directory: directory, with: try resolved.get())
+    }
+
+    /// Stops sharing a folder: nothing on disk changes; peers are told.
+    public func unshare(directory: String) throws(EngineError) -> FolderResult {
+        try folders.unshare(directory: directory)
+    }
+
+    /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
+    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
+        try folders.answerShare(folderID, accept: accept, into: directory)
+    }
+
+    /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.
+    public func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
+        try folders.confirmFolder(directory: directory)
+    }
+
+    /// Per folder: state, counts, and per peer what is out of sync.
+    public func folderStatus() -> [FolderStatus] {
+        folders.folderStatus()
+    }
+
+    /// Share offers waiting for an answer.
+    public func shareOffers() -> [ShareOfferInfo] {
+        folders.shareOffers()
+    }
+
+    /// Conflict copies in every shared folder.
+    public func conflicts() -> [ConflictInfo] {
+        folders.conflicts()
+    }
+
+    /// Settles a conflict on `path`: keep the local version, the remote one, or both.
+    public func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
+        try folders.resolveConflict(path: path, keep: keep)
+    }
+}
+
 extension Node: PeerLink {
     // On `queue`, like every use of `sessions`.
     func session(_ id: UInt64) -> LinkSession? {
@@ -80,6 +136,10 @@ extension Node: PeerLink {
 
     func connectedSession(device deviceKey: String) -> LinkSession? {
         sessions.values.first { $0.deviceKey == deviceKey && $0.machine.state == .connected }?.link
+    }
+
+    func connectedSessions() -> [LinkSession] {
+        sessions.values.filter { $0.machine.state == .connected }.sorted { $0.id < $1.id }.map(\.link)
     }
 
     func send(_ frames: [Frame], on id: UInt64) {
@@ -91,7 +151,13 @@ extension Session {
     /// This session as the services above the sessions see it.
     var link: LinkSession {
         LinkSession(id: id, deviceKey: deviceKey, peer: peer, isConnected: machine.state == .connected,
-                    chunks: channel, flow: flow)
+                    chunks: channel, flow: flow, frames: self)
+    }
+}
+
+extension Session: FrameSender {
+    func afterQueuedSends(_ body: @escaping @Sendable () -> Void) {
+        sendQueue.async(execute: body)
     }
 }
 

@@ -5,7 +5,7 @@ internal import PeerIndex
 /// What keeps a folder peer inside its bounds on this node: a shared folder's label is a
 /// name made into a new directory inside the receive folder, and block requests for what is
 /// not shared are refused and, when they pile up, reported.
-extension Node {
+extension FolderService {
     /// Creates `<receive folder>/<name>` for an accepted offer: a new directory (never an
     /// existing one: `name (1)`… if taken), made through the open receive folder with the
     /// *at() calls, so a name from a peer can never create or reuse anything outside it.
@@ -32,8 +32,8 @@ extension Node {
 
     /// Counts a refused block request (no such folder for the peer, or not shared in it).
     /// On the node's queue.
-    func blockRefused(to session: Session, folder: SharedFolder?) {
-        guard sessions[session.id] === session else { return }
+    func blockRefused(to session: LinkSession, folder: SharedFolder?) {
+        guard link?.session(session.id) != nil else { return }
         let count = (folderTable.refusedBlocks[session.id] ?? 0) + 1
         folderTable.refusedBlocks[session.id] = count
         guard count == Self.refusalsReported else { return }

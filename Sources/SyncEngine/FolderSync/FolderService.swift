@@ -15,9 +15,11 @@ internal import PeerWire
 ///     both: indexUpdate(entries since the peer's last ack) ──▶ store remote index, indexAck
 ///           ──▶ SyncPlanner ──▶ blockRequest / blockResponse for missing chunks
 ///
-/// State here is confined to the node's queue; disk work runs on each folder's queues.
+/// The folder service owns the folder table, the index exchange with members and block
+/// serving; each folder (`SharedFolder`) reaches it through `FolderHost`, and it reaches
+/// sessions through `PeerLink` only.
 final class FolderTable: @unchecked Sendable {
-    // @unchecked: used only on the node's queue.
+    // @unchecked: used only on the owner's queue.
     var folders: [String: SharedFolder] = [:]
     var pendingBlocks: [UInt32: (device: String, callback: @Sendable ([UInt8]?) -> Void)] = [:]
     var nextRequest: UInt32 = 1
@@ -27,31 +29,55 @@ final class FolderTable: @unchecked Sendable {
     var sending: Set<String> = []
     /// Block requests refused per session (session ID), for one event when they pile up.
     var refusedBlocks: [UInt64: Int] = [:]
+    /// Block requests waiting for a session's serve budget, in order (session ID).
+    var parked: [UInt64: [(request: Frame, folder: SharedFolder)]] = [:]
+    /// Folders whose index quota a session's peer exceeded (reported once per session).
+    var quotaReported: [UInt64: Set<String>] = [:]
 }
 
-extension Node {
+final class FolderService: Reporting, @unchecked Sendable {
+    // @unchecked: `table` and the folders' `status`/`error` are confined to `queue` (the
+    // owner's, the node's); disk work runs on each folder's own queues, which hold the
+    // folder object itself — a `Mutex` cannot hold what two queues' closures capture.
     static let indexBatch = 1_000
     static let blockTimeout: Duration = .seconds(30)
 
+    let queue: DispatchQueue
+    let index: NodeIndex
+    let events: any EventSink
+    let config: NodeConfig
+    /// This device's compact ID.
+    let localDevice: String
+    /// Sessions (the node); weak: the node owns this service.
+    weak var link: (any PeerLink)?
+    /// Shared folders and what is in flight for them (confined to `queue`).
+    let folderTable = FolderTable()
+
+    init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
+        self.queue = queue
+        self.index = index
+        self.events = events
+        self.config = config
+        self.localDevice = localDevice
+    }
+
+    /// Connected sessions whose peers are members of `folderID`.
+    func connectedMembers(of folderID: String) -> [LinkSession] {
+        let members = Set(((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID))
+        return (link?.connectedSessions() ?? []).filter { members.contains($0.deviceKey) }
+    }
+
     // MARK: - Requests (any thread)
 
-    /// Shares a folder with paired peers (adding peers to an already shared folder).
-    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> ShareResult {
+    /// Shares a folder with paired peers (resolved by the caller; adding peers to an already
+    /// shared folder).
+    func share(directory: String, with devices: [(key: String, name: String)]) throws(EngineError) -> ShareResult {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw .invalidArgument("\(directory) is not a folder")
         }
         let result: Result<ShareResult, EngineError> = queue.sync {
             do throws(EngineError) {
-                var devices: [(key: String, name: String)] = []
-                for text in peerTexts {
-                    let candidate = try resolve(text)
-                    let key = candidate.deviceID.filter { $0 != "-" }
-                    guard (try? index.peer(deviceID: key))??.trust == .paired else {
-                        throw .notFound("\(candidate.name) is not paired; pair first")
-                    }
-                    devices.append((key, candidate.name))
-                }
                 let folder: FolderRecord
                 do {
                     if let existing = try index.folder(path: directory) {
@@ -67,12 +93,11 @@ extension Node {
                     for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
                 } catch { throw .wrapping(error) }
                 startFolder(folder)
-                for session in sessions.values where session.machine.state == .connected
-                    && devices.contains(where: { $0.key == session.deviceKey }) {
-                    session.send([.shareOffer(folder: folder.id, label: folder.safeLabel)])
+                for session in link?.connectedSessions() ?? [] where devices.contains(where: { $0.key == session.deviceKey }) {
+                    link?.send([.shareOffer(folder: folder.id, label: folder.safeLabel)], on: session.id)
                 }
                 var peers: [PeerRef] = []
-                for device in devices { peers.append(try peerRef(device: device.key, name: device.name)) }
+                for device in devices { peers.append(try PeerRef.indexed(device: device.key, name: device.name, index: index)) }
                 return .success(ShareResult(folder: folder.id, label: folder.safeLabel, path: folder.path, peers: peers))
             } catch { return .failure(error) }
         }
@@ -80,15 +105,14 @@ extension Node {
     }
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
-    public func unshare(directory: String) throws(EngineError) -> FolderResult {
+    func unshare(directory: String) throws(EngineError) -> FolderResult {
         var stopping: SharedFolder?
         let result: Result<FolderResult, EngineError> = queue.sync {
             guard let record = (try? index.folder(path: directory)) ?? nil else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
-            let members = ((try? index.folderPeers(folderID: record.id)) ?? []).map(\.deviceID)
-            for session in sessions.values where members.contains(session.deviceKey) && session.machine.state == .connected {
-                session.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")])
+            for session in connectedMembers(of: record.id) {
+                link?.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")], on: session.id)
             }
             stopping = folderTable.folders.removeValue(forKey: record.id)
             do { _ = try index.removeFolder(id: record.id) } catch {
@@ -104,7 +128,7 @@ extension Node {
     }
 
     /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
-    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
+    func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
         let result: Result<FolderResult, EngineError> = queue.sync {
             do throws(EngineError) { return .success(try answerShareOnQueue(folderID, accept: accept, into: directory)) }
             catch { return .failure(error) }
@@ -115,7 +139,7 @@ extension Node {
     /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
     /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
     /// folder than for a small one.
-    public func folderStatus() -> [FolderStatus] {
+    func folderStatus() -> [FolderStatus] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         return list.sorted { $0.label < $1.label }.map { folder in
             var (state, error) = queue.sync { (folder.status, folder.error) }
@@ -160,7 +184,7 @@ extension Node {
     /// A folder member as results show it (nil if the index has no valid ID for it).
     private func memberRef(_ device: String) -> PeerRef? {
         let name = (try? index.peer(deviceID: device))??.name ?? "?"
-        return try? peerRef(device: device, name: name)
+        return try? PeerRef.indexed(device: device, name: name, index: index)
     }
 
     /// The live conflict copies of a folder, by path (found by the index, not by loading it).
@@ -169,7 +193,7 @@ extension Node {
     }
 
     /// Share offers waiting for an answer.
-    public func shareOffers() -> [ShareOfferInfo] {
+    func shareOffers() -> [ShareOfferInfo] {
         ((try? index.folderOffers()) ?? []).compactMap { offer in
             guard let peer = memberRef(offer.deviceID) else { return nil }
             // Offers stored by older versions may hold the label as the peer sent it.
@@ -181,7 +205,7 @@ extension Node {
     }
 
     /// Conflict copies in every shared folder.
-    public func conflicts() -> [ConflictInfo] {
+    func conflicts() -> [ConflictInfo] {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         var out: [ConflictInfo] = []
         for folder in list {
@@ -208,7 +232,7 @@ extension Node {
     /// Settles a conflict on `path` (the original file): keep the local version (the
     /// conflict copies go), the remote one (the newest copy replaces it), or both (the copies
     /// get ordinary names).
-    public func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
+    func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
@@ -289,8 +313,8 @@ extension Node {
         let devices = Set(offers.map(\.deviceID))
         guard accept else {
             do { _ = try index.removeFolderOffers(folderID: folderID) } catch { throw .index(error) }
-            for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
-                session.send([.shareAnswer(folder: folderID, accepted: false, reason: "declined")])
+            for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
+                link?.send([.shareAnswer(folder: folderID, accepted: false, reason: "declined")], on: session.id)
             }
             return FolderResult(folder: folderID, accepted: false)
         }
@@ -332,8 +356,8 @@ extension Node {
 
     /// Tells the connected offering peers yes, sends them our index, and says so.
     private func acceptedShare(_ folderID: String, label: String, path: String, devices: Set<String>) {
-        for session in sessions.values where devices.contains(session.deviceKey) && session.machine.state == .connected {
-            session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
+        for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
+            link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
             sendIndex(folderID, to: session)
         }
         emit(.folder(.init(folder: folderID, name: label, state: .shared, path: path, time: now())))
@@ -341,19 +365,25 @@ extension Node {
 
     // MARK: - Session hooks (queue)
 
-    func foldersSessionConnected(_ session: Session) {
+    /// A member connected: offer its folders again and retry what waited for a peer.
+    func sessionConnected(_ session: LinkSession) {
         for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
-            session.send([.shareOffer(folder: folderID, label: record.safeLabel)])
+            link?.send([.shareOffer(folder: folderID, label: record.safeLabel)], on: session.id)
             folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
             // Pulls that failed for want of a peer are tried again now, not at the next rescan.
             folderTable.folders[folderID]?.peerConnected()
         }
     }
 
-    func foldersSessionClosed(_ session: Session) {
+    /// A session ended: its pending block requests fail, its parked ones are dropped.
+    func sessionClosed(_ session: LinkSession) {
         folderTable.refusedBlocks[session.id] = nil
+        folderTable.quotaReported[session.id] = nil
+        if let parked = folderTable.parked.removeValue(forKey: session.id) {
+            for _ in parked { session.flow.handled(0) }
+        }
         for (request, pending) in folderTable.pendingBlocks where pending.device == session.deviceKey {
             folderTable.pendingBlocks[request] = nil
             pending.callback(nil)
@@ -362,28 +392,29 @@ extension Node {
 
     // MARK: - Frames (queue)
 
-    func folderFrameReceived(_ frame: Frame, from session: Session) {
+    /// Handles a folder frame from `session`; false for any other frame.
+    func frameReceived(_ frame: Frame, from session: LinkSession) -> Bool {
         switch frame {
         case let .shareOffer(folderID, offered):
             // Our folder IDs are safe names; another is refused before it is stored or shown.
             guard FolderLabel.isSafe(folderID) else {
-                session.send([.shareAnswer(folder: folderID, accepted: false, reason: "invalid folder ID")])
+                link?.send([.shareAnswer(folder: folderID, accepted: false, reason: "invalid folder ID")], on: session.id)
                 emitError(session.peer, "refused a share offer with an invalid folder ID")
-                return
+                return true
             }
             let label = FolderLabel.safeName(offered, fallback: folderID)
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             if (try? index.folder(id: folderID)) ?? nil != nil, members.contains(session.deviceKey) {
-                session.send([.shareAnswer(folder: folderID, accepted: true, reason: "")])
+                link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
                 sendIndex(folderID, to: session)
-                return
+                return true
             }
             let already = ((try? index.folderOffers(folderID: folderID)) ?? []).contains { $0.deviceID == session.deviceKey }
             do { try index.recordFolderOffer(folderID: folderID, deviceID: session.deviceKey, label: label) } catch {
                 // Not recorded: 'syncpeer accept' would not find it. The peer offers it again
                 // when it reconnects.
                 emitError(session.peer, "folder \(label): cannot record the share offer in the index: \(error.description)")
-                return
+                return true
             }
             if !already {
                 emit(.shareOffer(.init(peer: session.peer, folder: folderID, name: label, time: now())))
@@ -412,7 +443,7 @@ extension Node {
                 }
             }
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
-            guard members.contains(session.deviceKey) else { return }
+            guard members.contains(session.deviceKey) else { return true }
             if accepted {
                 // Whatever we sent before the peer accepted was ignored: start again from
                 // its last acknowledgement.
@@ -434,20 +465,21 @@ extension Node {
         case let .blockRequest(request, folderID, _, _, _, _):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
-                session.send([.blockResponse(request: request, ok: false, data: [])])
+                link?.send([.blockResponse(request: request, ok: false, data: [])], on: session.id)
                 blockRefused(to: session, folder: nil)
-                return
+                return true
             }
             serveBlock(frame, from: folder, to: session)
         case let .blockResponse(request, ok, data):
-            guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
+            guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return true }
             pending.callback(ok ? data : nil)
         default:
-            return
+            return false
         }
+        return true
     }
 
-    private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: Session) {
+    private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: LinkSession) {
         let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
         guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else { return }
         var records: [RemoteFileRecord] = []
@@ -486,7 +518,7 @@ extension Node {
             emitError(session.peer, "folder \(folder.label): cannot store the peer's index: \(error)")
             return
         }
-        session.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))])
+        link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
         let changed = paths
         folder.io.async { folder.pull(paths: changed) }
     }
@@ -497,28 +529,28 @@ extension Node {
     /// large index is never queued in memory at once. While a pass runs for the session,
     /// another call changes nothing: each page starts from `sent`, which picks up new
     /// entries and a reset (the peer accepted the share only now) alike.
-    func sendIndex(_ folderID: String, to session: Session) {
+    func sendIndex(_ folderID: String, to session: LinkSession) {
         guard folderTable.sending.insert("\(folderID)|\(session.id)").inserted else { return }
         sendIndexPage(folderID, to: session, full: false)
     }
 
-    private func sendIndexPage(_ folderID: String, to session: Session, full: Bool) {
+    private func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
         let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
         let acked = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil)?.ackedSequence ?? 0
         let since = max(folderTable.sent[key] ?? 0, acked)
         let full = full || since == 0
-        let records = sessions[session.id] === session && session.machine.state == .connected
+        let records = link?.session(session.id)?.isConnected == true
             ? (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? [] : []
         if !records.isEmpty {
-            session.send([.indexUpdate(folder: folderID, full: full, entries: records.map(Self.wireEntry))])
+            link?.send([.indexUpdate(folder: folderID, full: full, entries: records.map(Self.wireEntry))], on: session.id)
             folderTable.sent[key] = records.map(\.sequence).max() ?? since
         }
         guard records.count == Self.indexBatch else {
             folderTable.sending.remove(pass)
             return
         }
-        session.sendQueue.async { [weak self] in
+        session.frames.afterQueuedSends { [weak self] in
             guard let self else { return }
             queue.async { self.sendIndexPage(folderID, to: session, full: full) }
         }
@@ -539,8 +571,7 @@ extension Node {
     /// A folder's local index changed: send the new entries to its connected peers.
     func folderChanged(_ folderID: String) {
         queue.async { [self] in
-            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
-            for session in sessions.values where members.contains(session.deviceKey) && session.machine.state == .connected {
+            for session in connectedMembers(of: folderID) {
                 sendIndex(folderID, to: session)
             }
         }
@@ -548,21 +579,21 @@ extension Node {
 
     /// Device keys of connected peers. Never call on the node's queue.
     func connectedDevices() -> Set<String> {
-        queue.sync { Set(sessions.values.filter { $0.machine.state == .connected }.map(\.deviceKey)) }
+        queue.sync { Set((link?.connectedSessions() ?? []).map(\.deviceKey)) }
     }
 
     /// Asks a peer for a block; `callback` gets the bytes, or nil (refused, timed out, gone).
     func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
                       callback: @escaping @Sendable ([UInt8]?) -> Void) {
         queue.async { [self] in
-            guard let session = sessions.values.first(where: { $0.deviceKey == device && $0.machine.state == .connected }) else {
+            guard let session = link?.connectedSession(device: device) else {
                 callback(nil)
                 return
             }
             let request = folderTable.nextRequest
             folderTable.nextRequest &+= 1
             folderTable.pendingBlocks[request] = (device, callback)
-            session.send([.blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)])
+            link?.send([.blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)], on: session.id)
             queue.asyncAfter(deadline: .now() + .seconds(30)) { [self] in
                 folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil)
             }
