@@ -459,7 +459,12 @@ extension Node {
             }
             serveBlock(frame, from: folder, to: session)
         case let .blockResponse(request, ok, data):
-            guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return }
+            // Only the asked peer's answer settles a request: another's (a guessed or stale
+            // ID) is dropped, and the request stays for its answer or its timeout. (Removed
+            // first, a request answered by another peer never called back: the pull waiting
+            // for it, and the folder's io with it, waited for ever.)
+            guard folderTable.pendingBlocks[request]?.device == session.deviceKey,
+                  let pending = folderTable.pendingBlocks.removeValue(forKey: request) else { return }
             pending.callback(ok ? data : nil)
         default:
             return
