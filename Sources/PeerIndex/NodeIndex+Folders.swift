@@ -15,6 +15,17 @@ extension NodeIndex {
     /// fails with SQLITE_CONSTRAINT_PRIMARYKEY / _UNIQUE and changes nothing.
     @discardableResult
     public func addFolder(id: String, path folderPath: String, label: String = "") throws(IndexError) -> FolderRecord {
+        try addFolder(id: id, path: folderPath, label: label, sharedWith: [])
+    }
+
+    /// Adds a folder (as `addFolder`) shared with `peers` and, for an accepted offer
+    /// (`removingOffers`), forgets the offers of its ID: all in one transaction. A crash
+    /// leaves all of it or none of it, never a folder that no peer shares (which would not
+    /// sync, and, being a folder we have, would not be accepted automatically again).
+    /// An unknown peer (or a taken ID or path) fails and changes nothing.
+    @discardableResult
+    public func addFolder(id: String, path folderPath: String, label: String = "", sharedWith peers: [String],
+                          removingOffers: Bool = false) throws(IndexError) -> FolderRecord {
         let record = FolderRecord(id: id, path: folderPath, label: label, createdAt: clock(),
                                   indexID: Int64.random(in: 1...Int64.max))
         try write { db in
@@ -22,6 +33,7 @@ extension NodeIndex {
                 "INSERT INTO folders (folder_id, path, label, created_at, paused, index_id) VALUES (?, ?, ?, ?, 0, ?)",
                 [.text(record.id), .text(record.path), .text(record.label), .integer(record.createdAt),
                  .integer(record.indexID)])
+            try Self.insertFolderPeers(db, folderID: id, peers, removingOffers: removingOffers)
         }
         return record
     }
@@ -98,6 +110,21 @@ extension NodeIndex {
             try db.execute("INSERT INTO folder_peers (folder_id, device_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            [.text(folderID), .text(deviceID)])
         }
+    }
+
+    /// Shares a folder with several known peers and, for an accepted offer
+    /// (`removingOffers`), forgets the offers of its ID, in one transaction (all or nothing).
+    /// Idempotent as `addFolderPeer`.
+    public func addFolderPeers(folderID: String, deviceIDs: [String], removingOffers: Bool = false) throws(IndexError) {
+        try write { db in try Self.insertFolderPeers(db, folderID: folderID, deviceIDs, removingOffers: removingOffers) }
+    }
+
+    private static func insertFolderPeers(_ db: Database, folderID: String, _ deviceIDs: [String], removingOffers: Bool) throws {
+        for device in deviceIDs {
+            try db.execute("INSERT INTO folder_peers (folder_id, device_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                           [.text(folderID), .text(device)])
+        }
+        if removingOffers { try db.execute("DELETE FROM folder_offers WHERE folder_id = ?", [.text(folderID)]) }
     }
 
     /// Stops sharing a folder with a peer; what it told us goes too. Returns whether it was shared.

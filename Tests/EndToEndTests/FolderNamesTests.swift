@@ -19,6 +19,9 @@ struct FolderNamesTests {
         FolderSyncTests.tree(trio.folders[node]!).keys.filter { $0.contains(".sync-conflict-") }.sorted()
     }
 
+    /// The temporary name of the root marker while it is written (`FolderRoot.adopt`).
+    static let markerTemporary = ".syncpeer-folder.syncpeer-tmp"
+
     /// Every temporary file below `root` (hidden ones included).
     static func temporaries(_ root: String) -> [String] {
         guard let walker = FileManager.default.enumerator(atPath: root) else { return [] }
@@ -144,7 +147,12 @@ struct FolderNamesTests {
         for i in 0..<24 { try TestFiles.random(trio.path("alice", "big-\(i).bin"), size: 3_000_000 + i) }
         try "stays".write(toFile: trio.path("alice", "keep.txt"), atomically: false, encoding: .utf8)
         try trio.share()
-        try Self.eventually("bob is assembling files") { !Self.temporaries(trio.folders["bob"]!).isEmpty }
+        // A file's temporary: the root marker's (written while bob accepts the folder, and
+        // renamed within milliseconds) is no file being assembled, and a kill then tests the
+        // accept (aReceiverKilledWhileItAcceptsAFolderSyncsItOnceRestarted does, deterministically).
+        try Self.eventually("bob is assembling files") {
+            Self.temporaries(trio.folders["bob"]!).contains { $0 != Self.markerTemporary }
+        }
         trio.bob.crash()
         let left = Self.temporaries(trio.folders["bob"]!)
         try #require(!left.isEmpty, "the kill left temporary files (the test needs some)")
@@ -166,6 +174,68 @@ struct FolderNamesTests {
         }
         let remaining = Self.temporaries(trio.folders["bob"]!)
         #expect(remaining.isEmpty, "left by the kill: \(left); still there: \(remaining)")
+    }
+
+    /// A receiving daemon killed while it accepts a folder (after it has recorded the
+    /// acceptance, before the folder's root is adopted) syncs that folder once it is started
+    /// again, with nothing left to answer. The kill is made deterministic: a FIFO in the place
+    /// of the root marker's temporary file holds the daemon in that step until it is killed.
+    /// (Recorded in separate writes, a kill there left a folder no peer shared, and an offer
+    /// that auto-accept and reconnects never took again: the folder never synced.)
+    @Test func aReceiverKilledWhileItAcceptsAFolderSyncsItOnceRestarted() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let environment = FolderSyncTests.environment
+        let docs = env.home("docs")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try "one".write(toFile: docs + "/one.txt", atomically: true, encoding: .utf8)
+        let alice = try DaemonProcess(env, name: "alice", environment: environment)
+        defer { alice.stop() }
+        let bobArguments = ["--receive-dir", env.home("bob-recv")]
+        var bob = try DaemonProcess(env, name: "bob", arguments: bobArguments, environment: environment)
+        _ = try env.pair(alice, bob)
+        try alice.waitForState("connected", peer: "bob")
+        #expect(try env.cli(alice, ["share", docs, "--with", "bob"]).status == 0)
+        let folderID = try #require(try bob.waitFor("share_offer", timeout: 15)["folder"] as? String)
+
+        let chosen = env.home("chosen")
+        try FileManager.default.createDirectory(atPath: chosen, withIntermediateDirectories: true)
+        let fifo = chosen + "/" + Self.markerTemporary
+        try #require(mkfifo(fifo, 0o600) == 0, "mkfifo: \(String(cString: strerror(errno)))")
+        let accept = Process()
+        accept.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
+        accept.arguments = ["--home", bob.home, "accept", folderID, "--into", chosen]
+        accept.environment = ["PATH": "/usr/bin:/bin", "HOME": env.root.path, "SYNCPEER_INTERFACE": "lo"]
+        accept.standardOutput = FileHandle.nullDevice
+        accept.standardError = FileHandle.nullDevice
+        try accept.run()
+        // Bob opens the FIFO to write the marker (and waits for a reader that never comes).
+        let pid = bob.pid
+        try Self.eventually("bob waits in the root marker's FIFO", timeout: 15) {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            return tasks.contains { task in
+                let wchan = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/wchan", encoding: .utf8)) ?? ""
+                return wchan.contains("wait_for_partner") || wchan.contains("fifo_open")
+            }
+        }
+        bob.crash()
+        accept.waitUntilExit()
+        try FileManager.default.removeItem(atPath: fifo)
+
+        bob = try DaemonProcess(env, name: "bob", home: bob.home, arguments: bobArguments, environment: environment,
+                                listen: bob.address)
+        defer { bob.stop() }
+        try Self.eventually("bob syncs the folder it accepted", timeout: 30) {
+            FileManager.default.fileExists(atPath: chosen + "/one.txt")
+        }
+        try "two".write(toFile: docs + "/two.txt", atomically: true, encoding: .utf8)
+        try Self.eventually("two.txt follows") { FileManager.default.fileExists(atPath: chosen + "/two.txt") }
+        let status = try env.cli(bob, ["status", "--json"])
+        let object = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect((object?["offers"] as? [Any] ?? []).isEmpty, "nothing is left to answer: \(status.stdout)")
+        let folders = object?["folders"] as? [[String: Any]] ?? []
+        #expect(folders.count == 1 && (folders.first?["peers"] as? [Any])?.count == 1, "\(status.stdout)")
+        #expect(try String(contentsOfFile: chosen + "/.syncpeer-folder", encoding: .utf8) == folderID + "\n", "its root is adopted")
     }
 
     /// When the conflict copy cannot be made (its name is taken), the losing local version

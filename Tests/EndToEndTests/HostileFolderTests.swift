@@ -223,6 +223,39 @@ struct HostileFolderTests {
         #expect(bob.daemon.process.isRunning)
     }
 
+    // MARK: 3. A peer that answers for another
+
+    /// A block response from a peer that was not asked (a guessed request ID) is dropped:
+    /// the request still takes the asked peer's answer, and the file arrives. (Before, the
+    /// forged answer removed the request without settling it, and the folder's pulls
+    /// waited for ever.)
+    @Test func anAnswerFromAPeerThatWasNotAskedSettlesNothing() throws {
+        let bob = try HostileBob(autoAccept: true)
+        defer { bob.env.cleanup() }
+        let sharer = try bob.pairedRogue(name: "rogue-sharer")
+        defer { sharer.close() }
+        let other = try bob.pairedRogue(name: "rogue-other")
+        defer { other.close() }
+        let folderID = "answe-rsabc"
+        try sharer.send(.shareOffer(folder: folderID, label: "answers"))
+        #expect(try sharer.take { if case .shareAnswer(folderID, _, _) = $0 { true } else { false } }
+            == .shareAnswer(folder: folderID, accepted: true, reason: ""))
+        let file = try ForgedFile(chunks: [Array("the asked peer's content\n".utf8)])
+        let device = DeviceID(publicKey: sharer.keyPair.publicKey).compact
+        try sharer.send(.indexUpdate(folder: folderID, full: true, entries: [Self.entry("a.txt", file, sequence: 1, device: device)]))
+        let request = try sharer.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
+        guard case let .blockRequest(id, _, _, _, _, _) = request else { Issue.record("no block request"); return }
+        // Another paired peer answers first, with the right bytes even; then the asked one.
+        try other.send(.blockResponse(request: id, ok: true, data: file.content))
+        Thread.sleep(forTimeInterval: 0.3)
+        try sharer.send(.blockResponse(request: id, ok: true, data: file.content))
+        let arrived = bob.receive + "/answers/a.txt"
+        try FolderSyncTests.eventually("a.txt arrives with the asked peer's answer", timeout: 10) {
+            FileManager.default.fileExists(atPath: arrived)
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: arrived)) == Data(file.content))
+    }
+
     // MARK: - Helpers
 
     func expectSafeName(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {

@@ -142,6 +142,45 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
         #expect(try index.folderOffers().isEmpty)
     }
 
+    /// Accepting an offer is one transaction: the folder, its peers and the end of the
+    /// offers all at once, or nothing (a daemon killed between separate writes left a folder
+    /// that no peer shared, which never synced).
+    @Test func anAcceptedFolderIsRecordedWithItsPeersAllOrNothing() throws {
+        let index = try NodeIndex.inMemory(clock: fixedClock)
+        for n in 1...3 { try index.upsertPeer(samplePeer(n)) }
+        for n in 2...3 { try index.recordFolderOffer(folderID: "photos", deviceID: deviceID(n), label: "Photos") }
+        // An unknown peer among them (a failure half-way): no folder, no peer, the offers stay.
+        let failed = #expect(throws: IndexError.self) {
+            try index.addFolder(id: "photos", path: "/r/Photos", label: "Photos", sharedWith: [deviceID(2), deviceID(9)],
+                                removingOffers: true)
+        }
+        #expect(failed?.resultCode == 787)
+        #expect(try index.folder(id: "photos") == nil)
+        #expect(try index.folderIDs(sharedWith: deviceID(2)).isEmpty)
+        #expect(try index.folderOffers(folderID: "photos").count == 2)
+
+        let added = try index.addFolder(id: "photos", path: "/r/Photos", label: "Photos", sharedWith: [deviceID(3), deviceID(2)],
+                                        removingOffers: true)
+        #expect(try index.folder(id: "photos") == added)
+        #expect(try index.folderPeers(folderID: "photos").map(\.deviceID) == [deviceID(2), deviceID(3)].sorted())
+        #expect(try index.folderOffers().isEmpty)
+
+        // Joining an existing folder: the same, for the peers alone.
+        try index.recordFolderOffer(folderID: "photos", deviceID: deviceID(1), label: "Photos")
+        #expect(throws: IndexError.self) {
+            try index.addFolderPeers(folderID: "photos", deviceIDs: [deviceID(1), deviceID(9)], removingOffers: true)
+        }
+        #expect(try index.folderPeer(folderID: "photos", deviceID: deviceID(1)) == nil)
+        #expect(try index.folderOffers(folderID: "photos").count == 1)
+        try index.addFolderPeers(folderID: "photos", deviceIDs: [deviceID(1), deviceID(2)], removingOffers: true)
+        #expect(try index.folderPeers(folderID: "photos").count == 3)
+        #expect(try index.folderOffers().isEmpty)
+        // Without removingOffers, offers stay (sharing a folder of our own).
+        try index.recordFolderOffer(folderID: "photos", deviceID: deviceID(1), label: "Photos")
+        try index.addFolderPeers(folderID: "photos", deviceIDs: [deviceID(1)])
+        #expect(try index.folderOffers().count == 1)
+    }
+
     // MARK: Local files
 
     @Test func filesOfEveryKindRoundTrip() throws {

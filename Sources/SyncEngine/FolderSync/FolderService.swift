@@ -79,18 +79,21 @@ final class FolderService: Reporting, @unchecked Sendable {
         let result: Result<ShareResult, EngineError> = queue.sync {
             do throws(EngineError) {
                 let folder: FolderRecord
+                let keys = devices.map(\.key)
                 do {
                     if let existing = try index.folder(path: directory) {
                         folder = existing
+                        try index.addFolderPeers(folderID: folder.id, deviceIDs: keys)
                     } else {
                         // Peers show the label and may name a folder after it: a safe name.
+                        // The folder and its peers in one transaction (see answerShareOnQueue).
                         let id = Self.newFolderID()
                         folder = try index.addFolder(id: id, path: directory,
                                                      label: FolderLabel.safeName(URL(fileURLWithPath: directory).lastPathComponent,
-                                                                                 fallback: id))
+                                                                                 fallback: id),
+                                                     sharedWith: keys)
                         try adoptRoot(of: folder)
                     }
-                    for device in devices { try index.addFolderPeer(folderID: folder.id, deviceID: device.key) }
                 } catch { throw .wrapping(error) }
                 startFolder(folder)
                 for session in link?.connectedSessions() ?? [] where devices.contains(where: { $0.key == session.deviceKey }) {
@@ -322,8 +325,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             // We share this folder already (with another peer): the new peer joins it, no
             // new directory is made, and it becomes one more source for pulls.
             do {
-                for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
-                _ = try index.removeFolderOffers(folderID: folderID)
+                try index.addFolderPeers(folderID: folderID, deviceIDs: devices.sorted(), removingOffers: true)
             } catch { throw .wrapping(error) }
             acceptedShare(folderID, label: existing.safeLabel, path: existing.path, devices: devices)
             return FolderResult(folder: folderID, path: existing.path, accepted: true)
@@ -342,16 +344,33 @@ final class FolderService: Reporting, @unchecked Sendable {
         } else {
             path = try makeReceivedFolder(named: label)
         }
+        // The folder, its peers and the end of the offers in one transaction, then the root
+        // (marker, identity): a daemon killed in between finds the folder accepted and adopts
+        // its root when it starts it. (Written one by one, a kill before the peers left a
+        // folder no peer shared, which no peer's offer could join without asking: it never
+        // synced.)
         let record: FolderRecord
         do {
-            record = try index.addFolder(id: folderID, path: path, label: label)
-            try adoptRoot(of: record)
-            for device in devices { try index.addFolderPeer(folderID: folderID, deviceID: device) }
-            _ = try index.removeFolderOffers(folderID: folderID)
+            record = try index.addFolder(id: folderID, path: path, label: label, sharedWith: devices.sorted(), removingOffers: true)
         } catch { throw .wrapping(error) }
+        do throws(EngineError) { try adoptRoot(of: record) } catch {
+            // adoptRoot removed the folder again: the offers come back, to be accepted elsewhere.
+            restoreOffers(offers)
+            throw error
+        }
         startFolder(record)
         acceptedShare(folderID, label: record.label, path: record.path, devices: devices)
         return FolderResult(folder: folderID, path: path, accepted: true)
+    }
+
+    /// Records `offers` again (an accept that failed after it had removed them).
+    private func restoreOffers(_ offers: [FolderOffer]) {
+        for offer in offers {
+            do { try index.recordFolderOffer(folderID: offer.folderID, deviceID: offer.deviceID, label: offer.label) } catch {
+                // The peer offers it again when it reconnects.
+                emitError(nil, "folder \(offer.folderID): cannot record the share offer again: \(error.description)")
+            }
+        }
     }
 
     /// Tells the connected offering peers yes, sends them our index, and says so.
@@ -471,7 +490,12 @@ final class FolderService: Reporting, @unchecked Sendable {
             }
             serveBlock(frame, from: folder, to: session)
         case let .blockResponse(request, ok, data):
-            guard let pending = folderTable.pendingBlocks.removeValue(forKey: request), pending.device == session.deviceKey else { return true }
+            // Only the asked peer's answer settles a request: another's (a guessed or stale
+            // ID) is dropped, and the request stays for its answer or its timeout. (Removed
+            // first, a request answered by another peer never called back: the pull waiting
+            // for it, and the folder's io with it, waited for ever.)
+            guard folderTable.pendingBlocks[request]?.device == session.deviceKey,
+                  let pending = folderTable.pendingBlocks.removeValue(forKey: request) else { return true }
             pending.callback(ok ? data : nil)
         default:
             return false
