@@ -18,8 +18,8 @@ internal import PeerWire
 /// The folder service owns the folder table, the index exchange with members and block
 /// serving; each folder (`SharedFolder`) reaches it through `FolderHost`, and it reaches
 /// sessions through `PeerLink` only.
-final class FolderTable: @unchecked Sendable {
-    // @unchecked: used only on the owner's queue.
+struct FolderTable {
+    // A value held by `FolderService`, used only on its queue.
     var folders: [String: SharedFolder] = [:]
     var pendingBlocks: [UInt32: (device: String, callback: @Sendable ([UInt8]?) -> Void)] = [:]
     var nextRequest: UInt32 = 1
@@ -51,7 +51,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// Sessions (the node); weak: the node owns this service.
     weak var link: (any PeerLink)?
     /// Shared folders and what is in flight for them (confined to `queue`).
-    let folderTable = FolderTable()
+    var folderTable = FolderTable()
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue

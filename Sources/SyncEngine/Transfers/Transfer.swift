@@ -4,9 +4,8 @@ internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
 
-/// The transfers a node is running, confined to the node's queue.
-final class TransferTable: @unchecked Sendable {
-    // @unchecked: used only on the node's queue.
+/// The transfers a node is running (a value held by `TransferService`, on its queue).
+struct TransferTable {
     var outgoing: [TransferID: OutgoingTransfer] = [:]
     var incoming: [TransferID: IncomingTransfer] = [:]
     /// `syncpeer receive` clients waiting for the next offer (directory, or nil for the

@@ -47,7 +47,7 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// hashing it again); runs off `queue`.
     let indexedManifest: @Sendable (String, PreparedOffer.FileStamp) -> Manifest?
     /// Transfers in progress and `receive` clients waiting (confined to `queue`).
-    let transfers = TransferTable()
+    var transfers = TransferTable()
 
     init(queue: DispatchQueue, store: any TransferStore, events: any EventSink, config: NodeConfig,
          indexedManifest: @escaping @Sendable (String, PreparedOffer.FileStamp) -> Manifest? = { _, _ in nil }) {
