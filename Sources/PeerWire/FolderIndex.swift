@@ -71,6 +71,14 @@ public struct SyncFileEntry: Equatable, Sendable {
         }
     }
 
+    /// Bytes this entry takes in an `indexUpdate` frame (exactly what `write` writes): what
+    /// a sender pages by, so that a page of entries with large manifests stays one frame.
+    public var encodedSize: Int {
+        var size = 2 + path.utf8.count + 1 + 8 + 8 + 4 + 1 + 2 + symlinkTarget.utf8.count + 2
+        for entry in version { size += 1 + entry.device.utf8.count + 8 }
+        return size + 8 + 1 + modifiedBy.utf8.count + 1 + rootHash.count + 4 + manifest.count
+    }
+
     func write(to writer: inout ByteWriter) {
         writer.prefixedText(path, .u16)
         writer.u8(kind.rawValue)

@@ -133,6 +133,16 @@ public enum Frame: Equatable, Sendable {
         }
     }
 
+    /// Throws when the frame's body, every field within its limit, is still longer than a
+    /// frame may be (offers and index pages with many large manifests): such a frame is
+    /// refused before it is sent, where a peer would have to end the session on reading it.
+    private func checkBodyFits() throws(WireError) {
+        let length = FrameEncoder.bodyLength(of: self)
+        guard WireLimits.bodyLengthRange(of: type).contains(length) else {
+            throw .frameTooLarge(type: type, length: length, limit: WireLimits.maxFrameBody)
+        }
+    }
+
     /// Throws unless every field is within its limit, so that ``FrameEncoder`` may encode it.
     ///
     /// Frames decoded by ``FrameReader`` are always valid; check frames built from local input
@@ -143,6 +153,7 @@ public enum Frame: Equatable, Sendable {
             return
         case let .offer(offer):
             try offer.validate()
+            try checkBodyFits()
         case let .accept(_, have):
             guard have.count <= WireLimits.maxHaveBitmap else {
                 throw .fieldTooLong(field: "have bitmap", length: have.count, limit: WireLimits.maxHaveBitmap)
@@ -165,6 +176,7 @@ public enum Frame: Equatable, Sendable {
                 throw .tooManyEntries(field: "index entries", count: entries.count, limit: WireLimits.maxIndexEntries)
             }
             for entry in entries { try entry.validate() }
+            try checkBodyFits()
         case let .indexAck(folder, _):
             try TextRule.folderID.check(folder, "folder id")
         case let .blockRequest(_, folder, path, _, size, hash):

@@ -48,6 +48,14 @@ public enum FrameEncoder {
         return writer.bytes
     }
 
+    /// The length of the frame's body as `append` writes it (encoding it: for the frames
+    /// whose size is not bounded by their fields alone).
+    static func bodyLength(of frame: Frame) -> Int {
+        var writer = ByteWriter()
+        writeBody(of: frame, to: &writer)
+        return writer.bytes.count
+    }
+
     private static func writeBody(of frame: Frame, to writer: inout ByteWriter) {
         switch frame {
         case let .ping(nonce), let .pong(nonce):

@@ -200,6 +200,59 @@ func chunkBenchmarks(path: String, runs: Int) throws -> [String: Any] {
     return results
 }
 
+/// Bytes a peer must fetch when `change` bytes are rewritten in place at a random offset
+/// (workload C), for chunk parameters of a 1 GiB file: every chunk after the change whose
+/// boundaries differ or that overlaps the changed range is new. In memory on `bufferBytes`
+/// of random data, `trials` offsets (the same for each parameter set).
+func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any] {
+    var generator = SystemRandomNumberGenerator()
+    let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferBytes, alignment: 64)
+    defer { memory.deallocate() }
+    let words = memory.bindMemory(to: UInt64.self)
+    for i in words.indices { words[i] = generator.next() }
+    let offsets = (0..<trials).map { _ in Int.random(in: change..<(bufferBytes - 2 * change), using: &generator) }
+    let candidates: [(String, ChunkParameters)] = [
+        ("forFileSize(1 GiB)", ChunkParameters.forFileSize(1 << 30)),
+        ("avg 512 KiB", ChunkParameters(minSize: 128 << 10, averageSize: 512 << 10, maxSize: 2 << 20)),
+        ("avg 256 KiB", ChunkParameters(minSize: 64 << 10, averageSize: 256 << 10, maxSize: 1 << 20)),
+        ("avg 128 KiB", ChunkParameters(minSize: 32 << 10, averageSize: 128 << 10, maxSize: 512 << 10)),
+    ]
+    var results: [String: Any] = ["buffer_bytes": bufferBytes, "change_bytes": change, "trials": trials]
+    for (name, params) in candidates {
+        let before = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
+        var starts = Set<Int>()
+        var previous = 0
+        var old = Set<[Int]>()
+        for end in before {
+            old.insert([previous, end])
+            starts.insert(previous)
+            previous = end
+        }
+        var fetched: [Int] = []
+        for offset in offsets {
+            let saved = Array(UnsafeRawBufferPointer(rebasing: memory[offset..<(offset + change)]))
+            for i in offset..<(offset + change) { memory[i] = UInt8.random(in: 0...255, using: &generator) }
+            let after = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
+            var bytes = 0
+            var start = 0
+            for end in after {
+                let overlaps = start < offset + change && end > offset
+                if overlaps || !old.contains([start, end]) { bytes += end - start }
+                start = end
+            }
+            fetched.append(bytes)
+            for (i, byte) in saved.enumerated() { memory[offset + i] = byte }
+        }
+        fetched.sort()
+        results[name] = [
+            "parameters": "\(params)", "chunks_per_gib": before.count * (1 << 30) / bufferBytes,
+            "min_bytes": fetched.first ?? 0, "median_bytes": fetched[fetched.count / 2], "max_bytes": fetched.last ?? 0,
+            "over_4_mib": fetched.filter { $0 > 4 << 20 }.count,
+        ] as [String: Any]
+    }
+    return results
+}
+
 func emit(_ object: [String: Any]) {
     let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
     FileHandle.standardOutput.write(data)
@@ -226,7 +279,10 @@ case "chunk":
         FileHandle.standardError.write(Data("syncpeer-bench: \(arguments[1]): \(error)\n".utf8))
         exit(1)
     }
+case "delta":
+    emit(deltaBenchmarks(bufferBytes: (option("mib").flatMap(Int.init) ?? 256) << 20, change: 1 << 20,
+                         trials: option("trials").flatMap(Int.init) ?? 30))
 default:
-    FileHandle.standardError.write(Data("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N]\n".utf8))
+    FileHandle.standardError.write(Data("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N] | delta [--mib M] [--trials T]\n".utf8))
     exit(2)
 }

@@ -54,6 +54,24 @@ import Testing
         }
     }
 
+    /// Each field within its limit, the whole still over a frame: two index entries (or
+    /// offer entries) with 9 MiB manifests. Refused before sending (the reader of such a
+    /// frame must end the session); one of them alone is a valid frame.
+    @Test func framesWhoseFieldsFitButWhoseBodyDoesNotAreRefused() throws {
+        let manifest = [UInt8](repeating: 7, count: 9 << 20)
+        let device = String(repeating: "A", count: 56)
+        let entry = { (path: String) in
+            SyncFileEntry(path: path, kind: .file, size: 1, mtimeNanoseconds: 0, mode: 0o644, deleted: false, symlinkTarget: "",
+                          version: [], sequence: 1, modifiedBy: device, rootHash: [UInt8](repeating: 1, count: 32), manifest: manifest)
+        }
+        let two = Frame.indexUpdate(folder: "abcde-fghij", full: true, entries: [entry("a"), entry("b")])
+        #expect(throws: WireError.self) { try two.validate() }
+        try Frame.indexUpdate(folder: "abcde-fghij", full: true, entries: [entry("a")]).validate()
+        let offerEntry = { (path: String) in TransferOffer.Entry(path: path, size: 1, mode: 0o644, mtimeNanoseconds: 0, manifest: manifest) }
+        let offer = Frame.offer(TransferOffer(id: .random(), kind: .folder, name: "f", entries: [offerEntry("a"), offerEntry("b")]))
+        #expect(throws: WireError.self) { try offer.validate() }
+    }
+
     @Test func transferIDHexRoundTrip() throws {
         let id = TransferID.random()
         #expect(TransferID(hex: id.description) == id)

@@ -1,8 +1,10 @@
 import Foundation
+import PeerFiles
 import PeerIndex
 import PeerWire
 @testable import SyncEngine
 import Synchronization
+import TestKit
 import Testing
 
 /// The folder service on its own (issue 12): two ends over the in-memory link of
@@ -46,7 +48,8 @@ import Testing
 
     /// A peer's folder ID becomes a name on our disk and in the index: one that is not a
     /// safe name is refused before it is stored or shown.
-    @Test(arguments: ["../etc", "a/b", "", String(repeating: "x", count: 300)])
+    // (An empty or over-long ID never gets this far: the frame decoder refuses it.)
+    @Test(arguments: ["../etc", "a/b", "dir\\name"])
     func aShareOfferWithAnUnsafeFolderIDIsRefused(_ id: String) throws {
         let pair = try TransferPair()
         defer { pair.cleanup() }
@@ -100,5 +103,63 @@ import Testing
             FileManager.default.fileExists(atPath: docs + "/fine")
         }
         #expect(!FileManager.default.fileExists(atPath: pair.alice.directory + "/escape"))
+    }
+    /// Entries whose manifests add up to more than a frame (16 MiB) reach the peer all the
+    /// same: the sender pages by bytes. Before, a page of 1,000 entries over the limit was
+    /// refused by the channel before sending and its entries never reached the peer (a
+    /// folder of ~450 files of 1 GiB). The link here refuses frames as the channel does.
+    @Test func entriesWithLargeManifestsArePagedByBytesAndAllGoOut() throws {
+        // bob does not accept: alice sends her index to him as a member, and he only drops
+        // it (no pulls of 480,000 chunks): what is checked is what alice put on the wire.
+        let pair = try TransferPair(configureBob: { $0.autoAccept = false })
+        defer { pair.cleanup() }
+        let docs = pair.alice.directory + "/videos"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        pair.connect()
+        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        try TransferPair.eventually("alice's first scan is done") { pair.alice.folders.folderStatus().first?.state == .idle }
+        // 24 files of 20,000 chunks each: ~720 KB of manifest per entry, ~17 MB in all.
+        var generator = SplitMix64(seed: 31)
+        let records: [FileRecord] = (0..<24).map { n in
+            let chunks = (0..<20_000).map { i in
+                FileChunkRecord(offset: Int64(i) << 16, size: 1 << 16,
+                                hash: withUnsafeBytes(of: (generator.next(), generator.next(), generator.next(), generator.next())) { Array($0) })
+            }
+            var record = FileRecord(folderID: shared.folder, path: "film-\(n).mkv", kind: .file, size: 20_000 << 16, mtimeNs: 1,
+                                    mode: 0o644, version: [pair.alice.deviceKey: 1], modifiedBy: pair.alice.deviceKey, chunks: chunks)
+            record.rootHash = record.manifest!.rootHash
+            return record
+        }
+        let total = records.map { FolderService.wireEntry($0).encodedSize }.reduce(0, +)
+        #expect(total > WireLimits.maxFrameBody, "the entries must not fit one frame (\(total) bytes)")
+        try pair.alice.index.upsertFiles(records)
+        pair.alice.folders.folderChanged(shared.folder)
+        try TransferPair.eventually("all 24 entries went out", timeout: 120) {
+            Set(pair.alice.indexPathsSent.withLock { $0 }).count == 24 || !pair.alice.refusedFrames.withLock { $0 }.isEmpty
+        }
+        #expect(pair.alice.refusedFrames.withLock { $0 }.isEmpty, "\(pair.alice.refusedFrames.withLock { $0 })")
+        #expect(Set(pair.alice.indexPathsSent.withLock { $0 }) == Set(records.map(\.path)))
+    }
+
+    /// The page is the longest prefix within the budget, never empty, in sequence order.
+    @Test func anIndexPageIsTheLongestPrefixWithinItsBudget() {
+        let entry = { (n: Int, manifest: Int) in
+            SyncFileEntry(path: "f\(n)", kind: .file, size: 1, mtimeNanoseconds: 1, mode: 0o644, deleted: false, symlinkTarget: "",
+                          version: [], sequence: UInt64(n), modifiedBy: String(repeating: "A", count: 56), rootHash: [],
+                          manifest: [UInt8](repeating: 0, count: manifest))
+        }
+        let entries = (1...10).map { entry($0, 1_000) }
+        let one = entries[0].encodedSize
+        #expect(FolderService.indexPage(entries, budget: 3 * one).map(\.sequence) == [1, 2, 3])
+        #expect(FolderService.indexPage(entries, budget: 3 * one - 1).count == 2)
+        #expect(FolderService.indexPage(entries, budget: 1).count == 1, "one entry always goes")
+        #expect(FolderService.indexPage(entries, budget: .max).count == 10)
+        #expect(FolderService.indexPage([], budget: 10).isEmpty)
+        // The size is what the frame really takes.
+        let frame = Frame.indexUpdate(folder: "abcde-fghij", full: false, entries: Array(entries.prefix(4)))
+        var encoded: [UInt8] = []
+        FrameEncoder.append(frame, to: &encoded)
+        let overhead = encoded.count - 4 * one
+        #expect(overhead > 0 && overhead < 64, "frame overhead \(overhead)")
     }
 }

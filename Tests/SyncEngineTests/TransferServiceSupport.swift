@@ -82,6 +82,21 @@ final class TransferPair: @unchecked Sendable {
             }
         }
 
+        /// Frames this end's services sent that the channel would have refused (invalid or
+        /// over the frame limit: never sent), and the paths of the index entries it sent.
+        let refusedFrames = Mutex<[String]>([])
+        let indexPathsSent = Mutex<[String]>([])
+
+        /// What `SecureChannel.send` does first: an invalid frame is refused, not sent.
+        fileprivate func admit(_ frame: Frame) -> Bool {
+            do throws(WireError) { try frame.validate() } catch {
+                refusedFrames.withLock { $0.append("\(frame.type): \(error)") }
+                return false
+            }
+            if case let .indexUpdate(_, _, entries) = frame { indexPathsSent.withLock { $0 += entries.map(\.path) } }
+            return true
+        }
+
         /// Plays a hostile peer: `frames` go to the other end as they are, on the current session.
         func sendRaw(_ frames: [Frame]) {
             sync { link.send(frames, on: sessionID) }
@@ -209,7 +224,7 @@ final class LinkBox: PeerLink, @unchecked Sendable {
 
     func send(_ frames: [Frame], on id: UInt64) {
         guard let end, id != 0, end.sessionID == id else { return }
-        for frame in frames { end.deliver(frame, on: id) }
+        for frame in frames where end.admit(frame) { end.deliver(frame, on: id) }
     }
 }
 

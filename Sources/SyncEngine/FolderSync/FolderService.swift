@@ -33,6 +33,8 @@ struct FolderTable {
     var parked: [UInt64: [(request: Frame, folder: SharedFolder)]] = [:]
     /// Folders whose index quota a session's peer exceeded (reported once per session).
     var quotaReported: [UInt64: Set<String>] = [:]
+    /// How many records the next page of an index pass reads ("folder|session ID").
+    var pageLimit: [String: Int] = [:]
 }
 
 final class FolderService: Reporting, @unchecked Sendable {
@@ -564,13 +566,21 @@ final class FolderService: Reporting, @unchecked Sendable {
         let acked = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil)?.ackedSequence ?? 0
         let since = max(folderTable.sent[key] ?? 0, acked)
         let full = full || since == 0
+        // How many records to read: what the last page held, doubled while pages are not cut
+        // by bytes (a pass starts small, so a folder of large files' manifests is not read
+        // 1,000 at a time — 720 MB for 1 GiB files — only to send a few).
+        let limit = folderTable.pageLimit[pass] ?? Self.firstIndexRead
         let records = link?.session(session.id)?.isConnected == true
-            ? (try? index.files(folderID: folderID, since: since, limit: Self.indexBatch)) ?? [] : []
-        if !records.isEmpty {
-            link?.send([.indexUpdate(folder: folderID, full: full, entries: records.map(Self.wireEntry))], on: session.id)
-            folderTable.sent[key] = records.map(\.sequence).max() ?? since
+            ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
+        let page = Self.indexPage(records.map(Self.wireEntry), budget: Self.indexPageBytes)
+        if !page.isEmpty {
+            link?.send([.indexUpdate(folder: folderID, full: full, entries: page)], on: session.id)
+            folderTable.sent[key] = records.prefix(page.count).map(\.sequence).max() ?? since
         }
-        guard records.count == Self.indexBatch else {
+        let cut = page.count < records.count
+        folderTable.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
+        guard records.count == limit || cut else {
+            folderTable.pageLimit[pass] = nil
             folderTable.sending.remove(pass)
             return
         }
@@ -578,6 +588,27 @@ final class FolderService: Reporting, @unchecked Sendable {
             guard let self else { return }
             queue.async { self.sendIndexPage(folderID, to: session, full: full) }
         }
+    }
+
+    /// The most bytes of entries in one `indexUpdate` frame (the frame's limit is 16 MiB):
+    /// a page of 1,000 large files' manifests (a 1 GiB file's is ~300 KB) is split.
+    static let indexPageBytes = 4 << 20
+    /// Records read for a pass's first page (then doubled up to `indexBatch`).
+    static let firstIndexRead = 100
+
+    /// The longest prefix of `entries` (in sequence order) that fits `budget` bytes, and
+    /// never less than one entry (one entry always fits a frame: its manifest is at most
+    /// `WireLimits.maxManifest`). Before, a page over the frame limit was refused by the
+    /// channel before sending, and its entries were never sent.
+    static func indexPage(_ entries: [SyncFileEntry], budget: Int) -> [SyncFileEntry] {
+        var used = 0
+        var count = 0
+        for entry in entries {
+            used += entry.encodedSize
+            if count > 0 && used > budget { break }
+            count += 1
+        }
+        return Array(entries.prefix(count))
     }
 
     static func wireEntry(_ record: FileRecord) -> SyncFileEntry {
