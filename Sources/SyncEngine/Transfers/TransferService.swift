@@ -25,7 +25,7 @@ internal import PeerWire
 /// flight travel twice.
 ///
 /// The transfer service owns the transfers table and every transfer's state. It reaches
-/// the rest of the engine only through its roles (TransferRoles.swift): `PeerLink` for
+/// the rest of the engine only through its roles (Roles.swift): `PeerLink` for
 /// sessions, `TransferStore` for the index's transfer rows, `EventSink` for events.
 final class TransferService: Reporting, @unchecked Sendable {
     // @unchecked: every mutable property (the table, each transfer's fields) is confined to
