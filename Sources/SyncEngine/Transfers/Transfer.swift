@@ -140,6 +140,10 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Verified chunks not yet recorded in the index (recorded in batches).
     var unrecorded: [Int] = []
     var lastRecord: ContinuousClock.Instant = .now
+    /// Where each batch of verified chunks is made durable (`DataSync`) before it is
+    /// recorded: serial, so batches are recorded in order, and off `io`, which goes on
+    /// writing meanwhile.
+    let durability: DispatchQueue
     /// Files being written (touched only on `io`).
     var partials: [Int: PartialFile] = [:]
     var tree: DirectoryHandle?
@@ -166,6 +170,7 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
         self.rootHash = rootHash
         self.paths = paths
         self.recordID = offer.id.description
+        self.durability = DispatchQueue(label: "syncpeer.transfer.\(offer.id.description.prefix(8)).sync")
         super.init(id: offer.id, peerKey: peerKey, peer: peer, name: offer.name,
                    sizes: offer.entries.map { Int64($0.size) }, state: .offered)
     }
