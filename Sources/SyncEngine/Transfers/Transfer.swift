@@ -144,6 +144,11 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// recorded: serial, so batches are recorded in order, and off `io`, which goes on
     /// writing meanwhile.
     let durability: DispatchQueue
+    /// A batch is being made durable and recorded: the next waits for it (one at a time, so
+    /// a slow disk makes batches larger, never a queue of syncs); `recordForced` remembers
+    /// a forced record asked for meanwhile.
+    var recording = false
+    var recordForced = false
     /// Files being written (touched only on `io`).
     var partials: [Int: PartialFile] = [:]
     var tree: DirectoryHandle?

@@ -1006,12 +1006,17 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// closure reported them), so the sync covers them.
     func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
         guard !transfer.unrecorded.isEmpty else { return }
+        guard !transfer.recording else {
+            if force { transfer.recordForced = true }
+            return
+        }
         guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500)
                 || transfer.unrecorded.reduce(Int64(0), { $0 + Int64(transfer.layout.locate($1)?.chunk.size ?? 0) }) >= Self.recordBatchBytes
         else { return }
         let indices = transfer.unrecorded
         transfer.unrecorded = []
         transfer.lastRecord = .now
+        transfer.recording = true
         let entries = Set(indices.compactMap { transfer.layout.locate($0)?.entry })
         transfer.io.async { [self] in
             // A descriptor of each file the batch touched (partial files live on `io`).
@@ -1032,17 +1037,23 @@ final class TransferService: Reporting, @unchecked Sendable {
                 }
                 let failed = failure
                 queue.async { [self] in
+                    transfer.recording = false
+                    let forced = transfer.recordForced
+                    transfer.recordForced = false
                     if let failed {
                         // Not recorded: a resume reads these chunks again (the file is the truth).
                         emitError(transfer.peer, "cannot make \(indices.count) verified chunks of \(transfer.name) durable: \(failed.description)")
-                        return
-                    }
-                    // Kept for the next batch when the write fails (the partial file holds them).
-                    if !recordTransfer(transfer, "\(indices.count) verified chunks", { store throws(IndexError) in
+                    } else if !recordTransfer(transfer, "\(indices.count) verified chunks", { store throws(IndexError) in
                         try store.markChunksVerified(transferID: transfer.recordID, indices: indices)
                     }) {
+                        // Kept for the next batch (the partial file holds them); not retried
+                        // at once, or a failing index would be written to in a loop.
                         transfer.unrecorded.insert(contentsOf: indices, at: 0)
+                        return
                     }
+                    // What arrived meanwhile (and a forced record asked for meanwhile);
+                    // nothing once the files are being committed (fsynced, then renamed).
+                    if !transfer.completing && !transfer.isFinished { recordVerified(transfer, force: forced) }
                 }
             }
         }
