@@ -179,6 +179,11 @@ import Testing
         try TransferPair.randomFile(source, size: 1 << 20, seed: 5)
         let outcome = pair.send(source)
         try TransferPair.eventually("the send completes") { outcome.value != nil }
+        // Verified chunks are recorded once they are durable (after an fdatasync that runs
+        // beside the final commit): that report may come just after the completion.
+        try TransferPair.eventually("bob reports the failed write") {
+            pair.bob.events.errors.contains { $0.contains("cannot record") }
+        }
         let failure = try #require(pair.bob.events.errors.first { $0.contains("cannot record") }, "\(pair.bob.events.errors)")
         #expect(failure.contains("doc.bin") && failure.contains("database or disk is full"), "\(failure)")
         #expect(failure.contains(failing == "verified" ? "verified chunks" : "state"), "\(failure)")
