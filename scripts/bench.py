@@ -592,10 +592,18 @@ def resume(bench, results, source):
     bob_memory = bob.memory()
     window = bench.args.window or 16 * MiB
     resent = final.get("resent")
+    # When bytes move again: the sender's first "active" after the kill (bob listening,
+    # reconnected, his partial file checked, his accept received).
+    moving = next((t for t, e in events if state["kill_time"] is not None and t > state["kill_time"]
+                   and e.get("state") == "active"), None)
+    clean = results.get("end_to_end", {}).get("seconds")
     results["resume"] = {
         "bytes": size, "seconds": round(elapsed, 2), "killed_at_bytes": state["killed_at"],
         "killed_at_seconds": round(state["kill_time"], 2) if state["kill_time"] else None,
         "bob_restarted_at_seconds": round(state["restarted"], 2) if state["restarted"] else None,
+        "moving_again_at_seconds": round(moving, 2) if moving is not None else None,
+        "stalled_seconds": round(moving - state["kill_time"], 2) if moving is not None else None,
+        "ratio_to_clean_send": round(elapsed / clean, 2) if clean else None,
         "completed": True, "resent": resent, "window_bytes": window,
         "resent_within_window": resent is not None and resent <= window,
         "identical": identical, "restarted_bob_vmhwm": bob_memory.get("VmHWM"),
@@ -1605,7 +1613,9 @@ def table(results, size):
         add("resume", f"{size_label}, bob SIGKILLed at 50 %", "FAILED", r.get("error", "")[:100])
     elif r:
         add("resume", f"{size_label}, bob SIGKILLed at 50 %, total", f"{r['seconds']} s",
-            f"killed at {fmt_mib(r['killed_at_bytes'])}, back at {r['bob_restarted_at_seconds']} s")
+            f"killed at {fmt_mib(r['killed_at_bytes'])}, back at {r['bob_restarted_at_seconds']} s, "
+            f"moving again {r.get('stalled_seconds')} s after the kill"
+            + (f"; {r['ratio_to_clean_send']}× the clean send" if r.get("ratio_to_clean_send") else ""))
         add("resume", "bytes re-sent", f"{r['resent']:,} B" if r["resent"] is not None else "—",
             f"= {fmt_mib(r['resent'])}; window {fmt_mib(r['window_bytes'])}: "
             f"{'within' if r['resent_within_window'] else 'OVER'}")

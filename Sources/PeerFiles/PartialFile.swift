@@ -212,18 +212,33 @@ public final class PartialFile {
     }
 
     /// Indices of the chunks of `manifest` whose bytes in the partial file already match
-    /// their hash (each chunk's range is read and re-hashed). Used to resume when the
-    /// index lost track of the verified chunks. Chunks beyond the end of the file are
-    /// missing.
-    public func verifiedChunks(of manifest: Manifest) throws(FileError) -> [Int] {
+    /// their hash. Each chunk's range is read and re-hashed, except the chunks in `trusted`:
+    /// those known to be on disk and correct (verified when they arrived and made durable
+    /// before they were recorded, see `DataSync`), taken as held without reading them. The
+    /// file is the truth for everything else, chunks written just before a crash included.
+    /// Chunks beyond the end of the file are missing, trusted or not (a partial file that
+    /// was lost or cut short holds nothing there).
+    public func verifiedChunks(of manifest: Manifest, trusting trusted: Set<Int> = []) throws(FileError) -> [Int] {
         let fileSize = try size()
-        if reader == nil { reader = ChunkReader(fileDescriptor: try openDescriptor("verify"), path: path) }
         var good: [Int] = []
         for (index, chunk) in manifest.chunks.enumerated() where chunk.end <= fileSize {
+            if trusted.contains(index) {
+                good.append(index)
+                continue
+            }
+            if reader == nil { reader = ChunkReader(fileDescriptor: try openDescriptor("verify"), path: path) }
             let bytes = try reader!.read(offset: chunk.offset, size: Int(chunk.size))
             if ChunkHash.of(bytes) == chunk.hash { good.append(index) }
         }
         return good
+    }
+
+    /// A second descriptor of this partial file, to make what was written so far durable
+    /// from another thread while this one goes on writing (see `DataSync`).
+    public func dataSync() throws(FileError) -> DataSync {
+        let copy = dup(try openDescriptor("open for sync"))
+        guard copy >= 0 else { throw FileError.system("dup", path: path, errno: errno) }
+        return DataSync(fd: copy, path: path)
     }
 
     /// Makes the partial file the final file `name` in `directory`:
@@ -308,3 +323,35 @@ public final class PartialFile {
         return unsafeBitCast(symbol, to: RenameAt2.self)
     }()
 }
+
+/// Makes the bytes written to a partial file durable (`fdatasync`, or `syncfs` for many
+/// files at once) through its own descriptor, so that it can run off the writer's thread:
+/// every write that returned before `sync` was called is on disk when it returns. A
+/// receiver records a chunk as verified only after this, so a chunk the index calls
+/// verified survives a power loss as well as a crash, and a resume may trust it without
+/// reading it again.
+public final class DataSync: @unchecked Sendable {
+    // @unchecked: `fd` is immutable and only passed to thread-safe system calls.
+    private let fd: Int32
+    public let path: String
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+    }
+
+    deinit { close(fd) }
+
+    /// `fdatasync` of this file, or `syncfs` of its whole file system when `fileSystem`
+    /// (one call for a batch that touched many files).
+    public func sync(fileSystem: Bool = false) throws(FileError) {
+        while true {
+            if (fileSystem ? partialSyncFileSystem(fd) : fdatasync(fd)) == 0 { return }
+            if errno == EINTR { continue }
+            throw FileError.system(fileSystem ? "syncfs" : "fdatasync", path: path, errno: errno)
+        }
+    }
+}
+
+/// syncfs(2), which the Glibc module does not export.
+@_silgen_name("syncfs") private func partialSyncFileSystem(_ fd: Int32) -> Int32

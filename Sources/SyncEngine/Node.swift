@@ -122,6 +122,9 @@ public final class Node: @unchecked Sendable {
             self.timer = timer
             self.scheduleInitialRedials()
             self.folders.startFolders()
+            // Paired peers are dialled now, not at the first tick (250 ms on): a restarted
+            // node is back in its transfers as soon as it listens (bench "resume").
+            self.tick()
         }
         do { try startDiscovery(port: listener.port, host: listener.host) } catch {
             stop()

@@ -42,31 +42,63 @@ struct ResumeTests {
         }
     }
 
-    @Test func receiverKilledHalfwayResumesAfterRestart() throws {
-        var pair = try TransferPair()
-        defer { pair.env.cleanup() }
-        let source = pair.outbox + "/half.bin"
+    /// Starts sending a new file `name` of `size` bytes and SIGKILLs bob halfway; returns
+    /// the source and the running send.
+    func sendAndKillBobHalfway(_ pair: TransferPair, _ name: String) throws -> (source: String, sending: (Process, Pipe, Pipe)) {
+        let source = pair.outbox + "/" + name
         try TestFiles.random(source, size: Self.size)
         let sending = try startSend(pair, source)
         try waitForProgress(pair.bob, 0.5, direction: "receive")
         pair.bob.crash()
+        return (source, sending)
+    }
+
+    /// Waits for the send to end, checks that the file arrived whole; returns the bytes re-sent.
+    func finishResumed(_ pair: TransferPair, _ source: String, _ sending: (Process, Pipe, Pipe)) throws -> Int64 {
+        let result = finish(sending)
+        #expect(result.status == 0, "\(result.stderr)")
+        try TestFiles.expectSame(source, pair.inbox + "/" + URL(fileURLWithPath: source).lastPathComponent)
+        let final = try #require(TransferPair.result(result.stdout))
+        return try #require((final["resent"] as? NSNumber)?.int64Value)
+    }
+
+    @Test func receiverKilledHalfwayResumesAfterRestart() throws {
+        var pair = try TransferPair()
+        defer { pair.env.cleanup() }
+        let (source, sending) = try sendAndKillBobHalfway(pair, "half.bin")
         // The partial file survives the crash.
         let partials = try FileManager.default.contentsOfDirectory(atPath: pair.inbox + "/.syncpeer-partial")
         #expect(partials.count == 1 && partials[0].hasSuffix(".part"), "\(partials)")
         try pair.alice.waitFor("transfer") { $0["state"] as? String == "paused" }
 
         pair.bob = try pair.restartBob()
-        let result = finish(sending)
-        #expect(result.status == 0, "\(result.stderr)")
-        try TestFiles.expectSame(source, pair.inbox + "/half.bin")
-        let final = try #require(TransferPair.result(result.stdout))
-        let resent = try #require((final["resent"] as? NSNumber)?.int64Value)
+        let resent = try finishResumed(pair, source, sending)
         print("receiver killed at 50 %: \(resent) bytes re-sent (bound \(Self.inFlightBound))")
         #expect(resent <= Self.inFlightBound)
         // Bob resumed without asking again and received less than the whole file this time.
         let resumed = try #require(pair.bob.events("transfer").first { $0["state"] as? String == "active" })
         #expect(((resumed["bytes"] as? NSNumber)?.int64Value ?? 0) >= Int64(Self.size) / 2 - Self.inFlightBound)
         #expect(pair.bob.events("offer").isEmpty, "a resumed transfer is not offered to the user again")
+    }
+
+    /// The receiver trusts the chunks its index recorded as verified without reading them
+    /// again, but never past the end of its partial file: one cut short while the receiver
+    /// was down (a lost tail) is sent again from there, and the file arrives whole.
+    @Test func aPartialFileCutShortWhileTheReceiverIsDownStillArrivesWhole() throws {
+        var pair = try TransferPair()
+        defer { pair.env.cleanup() }
+        let (source, sending) = try sendAndKillBobHalfway(pair, "cut.bin")
+        let staging = pair.inbox + "/.syncpeer-partial"
+        let partials = try FileManager.default.contentsOfDirectory(atPath: staging)
+        #expect(partials.count == 1, "\(partials)")
+        let part = staging + "/" + partials[0]
+        let held = try #require((try FileManager.default.attributesOfItem(atPath: part)[.size] as? NSNumber)?.int64Value)
+        #expect(truncate(part, off_t(held / 4)) == 0)
+
+        pair.bob = try pair.restartBob()
+        let resent = try finishResumed(pair, source, sending)
+        // What was cut off travelled again, and not much more than that and one window.
+        #expect(resent >= held / 2 && resent <= held - held / 4 + Self.inFlightBound, "re-sent \(resent) of \(held)")
     }
 
     @Test func senderKilledHalfwayResumesAfterRestart() throws {

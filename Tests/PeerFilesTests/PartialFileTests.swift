@@ -55,6 +55,29 @@ func fileStat(_ path: String) -> stat {
         }
     }
 
+    /// A resume takes the chunks recorded as verified (durable) without reading them, but
+    /// only where the file still reaches: a partial file cut short holds nothing past its
+    /// end. Every other chunk is read and hashed (one written wrongly is not held).
+    @Test func resumeTrustsRecordedChunksOnlyWithinTheFile() throws {
+        try withTemporaryDirectory { dir in
+            let sample = try Sample(count: 200_000, seed: 9)
+            let chunks = sample.manifest.chunks
+            #expect(chunks.count > 10)
+            let partial = try PartialFile(transferID: "t-trust", in: try DirectoryHandle(path: dir))
+            for i in 0..<6 { try partial.writeChunk(sample.chunkBytes(i), as: chunks[i]) }
+            // Chunk 6 holds garbage of the right length (a write torn by a crash).
+            try partial.write([UInt8](repeating: 0xAB, count: Int(chunks[6].size)), at: chunks[6].offset)
+            try partial.dataSync().sync()
+            try partial.dataSync().sync(fileSystem: true)
+            // Recorded: 0–2; the file is the truth for 3–6 (3–5 good, 6 torn); 9 is past the end.
+            #expect(try partial.verifiedChunks(of: sample.manifest, trusting: [0, 1, 2, 9]) == [0, 1, 2, 3, 4, 5])
+            // Cut short inside chunk 4: a recorded chunk past the end is not held.
+            try partial.truncate(to: chunks[4].offset + 1)
+            #expect(try partial.verifiedChunks(of: sample.manifest, trusting: [0, 1, 2, 3, 4]) == [0, 1, 2, 3])
+            #expect(try partial.verifiedChunks(of: sample.manifest) == [0, 1, 2, 3])
+        }
+    }
+
     @Test func partialFileIsPrivate() throws {
         try withTemporaryDirectory { dir in
             let partial = try PartialFile(transferID: "abc", in: try DirectoryHandle(path: dir))

@@ -18,7 +18,8 @@ import TestKit
 final class TransferPair: @unchecked Sendable {
     // @unchecked: the links' state is confined to their queues; `nextSession` has a lock.
     let alice: End
-    let bob: End
+    /// Replaced by `restartBob` (a new service over the same index, folder and identity).
+    private(set) var bob: End
     private let nextSession = Mutex<UInt64>(1)
 
     /// One side: its service, the store it records in, the events it emits, its link.
@@ -44,16 +45,25 @@ final class TransferPair: @unchecked Sendable {
         let chunkRule = Mutex(ChunkRule())
         fileprivate let link = LinkBox()
 
-        init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void) throws {
+        init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void, restarting earlier: End? = nil) throws {
             self.name = name
-            let key = KeyPair.generate().publicKey
-            publicKey = key.bytes
-            peer = PeerRef(id: DeviceID(publicKey: key), name: name)
+            if let earlier {
+                // A restart: the same identity, index and folder; nothing of the old process.
+                publicKey = earlier.publicKey
+                peer = earlier.peer
+                index = earlier.index
+                self.store = earlier.store
+                directory = earlier.directory
+            } else {
+                let key = KeyPair.generate().publicKey
+                publicKey = key.bytes
+                peer = PeerRef(id: DeviceID(publicKey: key), name: name)
+                index = try store?.index ?? NodeIndex.inMemory()
+                self.store = store ?? index
+                directory = NSTemporaryDirectory() + "transfer-service-\(name)-\(UUID().uuidString)"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            }
             queue = DispatchQueue(label: "test.transfers.\(name)")
-            index = try store?.index ?? NodeIndex.inMemory()
-            self.store = store ?? index
-            directory = NSTemporaryDirectory() + "transfer-service-\(name)-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             var config = NodeConfig()
             config.receiveDirectory = directory
             config.watchDelay = .milliseconds(50)
@@ -128,6 +138,23 @@ final class TransferPair: @unchecked Sendable {
             try end.index.upsertPeer(PeerRecord(deviceID: end.other.deviceKey, name: end.other.name, publicKey: end.other.publicKey,
                                                 trust: .paired, firstSeen: 1, lastSeen: 1, pairedAt: 1))
         }
+    }
+
+    /// Bob's process "restarts": the link is cut, and a new transfer service (and folder
+    /// service) takes over his index, folder and identity, with nothing of the old one's
+    /// memory. Call `connect()` afterwards.
+    func restartBob(configure: (inout NodeConfig) -> Void = { $0.autoAccept = true }) throws {
+        cut()
+        for end in [alice, bob] { end.sync {} }
+        let old = bob
+        let new = try End(name: old.name, store: nil, configure: configure, restarting: old)
+        old.folders.stopFolders()
+        new.other = alice
+        new.link.end = new
+        new.service.link = new.link
+        new.folders.link = new.link
+        alice.sync { alice.other = new }
+        bob = new
     }
 
     func cleanup() {

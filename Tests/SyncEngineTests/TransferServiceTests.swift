@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import PeerFiles
 import PeerIndex
 import PeerWire
@@ -58,25 +59,34 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: Self.received(pair.bob, "later.bin")))
     }
 
-    /// The link is cut after 20 chunks (the rest in flight is lost); when it is back the
-    /// sender offers again under the same ID, the receiver answers with what it holds, and no
-    /// more than one window travels twice.
-    @Test func aCutLinkPausesBothEndsAndResumesWithoutSendingTwiceWhatArrived() throws {
-        let window = 512 << 10
+    /// A pair whose sender has a window of `window` bytes and sends a 6 MiB file whose link
+    /// is cut after `chunks` chunks (the rest in flight is lost); returns once both ends are
+    /// paused, with the send's outcome, its source and the bytes the receiver holds.
+    static func sendCutAfter(_ chunks: Int, window: Int, seed: UInt64, name: String)
+        throws -> (pair: TransferPair, outcome: Outcome, source: String, held: Int64) {
         let pair = try TransferPair(configureAlice: { $0.sendWindowBytes = window })
-        defer { pair.cleanup() }
-        pair.alice.chunkRule.withLock { $0.cutAfter = 20 }
+        pair.alice.chunkRule.withLock { $0.cutAfter = chunks }
         pair.connect()
-        let source = pair.alice.directory + "/big.bin"
-        try TransferPair.randomFile(source, size: 6 << 20, seed: 3)
+        let source = pair.alice.directory + "/" + name
+        try TransferPair.randomFile(source, size: 6 << 20, seed: seed)
         let outcome = pair.send(source)
-        try TransferPair.eventually("20 chunks are sent") { pair.alice.chunkRule.withLock { $0.sent } >= 20 }
+        try TransferPair.eventually("\(chunks) chunks are sent") { pair.alice.chunkRule.withLock { $0.sent } >= chunks }
         pair.cut()
         try TransferPair.eventually("both ends pause") {
             pair.alice.events.transfers.last?.state == .paused && pair.bob.events.transfers.last?.state == .paused
         }
         let held = try #require(pair.bob.events.transfers.last?.bytes)
         #expect(held > 0 && held < 6 << 20)
+        return (pair, outcome, source, held)
+    }
+
+    /// The link is cut after 20 chunks (the rest in flight is lost); when it is back the
+    /// sender offers again under the same ID, the receiver answers with what it holds, and no
+    /// more than one window travels twice.
+    @Test func aCutLinkPausesBothEndsAndResumesWithoutSendingTwiceWhatArrived() throws {
+        let window = 512 << 10
+        let (pair, outcome, source, _) = try Self.sendCutAfter(20, window: window, seed: 3, name: "big.bin")
+        defer { pair.cleanup() }
         pair.alice.chunkRule.withLock { $0.cutAfter = nil }
         pair.connect()
         try TransferPair.eventually("the send completes") { outcome.value != nil }
@@ -87,6 +97,45 @@ import Testing
         // One transfer on each side: the resume continued it (same ID), it did not start another.
         #expect(try pair.bob.store.transfers().count == 1 && pair.bob.events.offers.count == 1)
         #expect(Set(pair.alice.events.transfers.map(\.transfer)).count == 1)
+    }
+
+    /// The receiver's process restarts mid-transfer (nothing of it left but its index and
+    /// its partial file): the sender offers again under the same ID, the new receiver
+    /// resumes from what its index recorded as verified, without asking the user again, and
+    /// no more than one window travels twice. A partial file cut short or lost while the
+    /// receiver was down is not trusted past its end: the file still arrives whole.
+    @Test(arguments: ["as left", "cut short", "removed"])
+    func aRestartedReceiverResumesFromItsRecordsAndTrustsNoneOfThemPastThePartialFilesEnd(_ partialFile: String) throws {
+        let window = 512 << 10
+        let (pair, outcome, source, held) = try Self.sendCutAfter(40, window: window, seed: 8, name: "restart.bin")
+        defer { pair.cleanup() }
+        // What bob holds is recorded (durable first) before his process goes away.
+        let record = try #require(try pair.bob.store.transfers().first)
+        try TransferPair.eventually("bob's index records what he holds") {
+            (try? pair.bob.store.transfer(id: record.id))?.bytesDone == held
+        }
+        let part = pair.bob.directory + "/" + PartialFile.stagingDirectoryName + "/" + record.id + PartialFile.fileExtension
+        switch partialFile {
+        case "cut short": #expect(truncate(part, off_t(held / 3)) == 0)
+        case "removed": #expect(unlink(part) == 0)
+        default: break
+        }
+        try pair.restartBob()
+        pair.alice.chunkRule.withLock { $0.cutAfter = nil }
+        pair.connect()
+        try TransferPair.eventually("the send completes") { outcome.value != nil }
+        let info = try #require(Self.completed(outcome), "\(String(describing: outcome.value))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: Self.received(pair.bob, "restart.bin")))
+                == (try Data(contentsOf: URL(fileURLWithPath: source))))
+        let resent = info.resent ?? .max
+        switch partialFile {
+        case "as left": #expect(resent <= Int64(window), "re-sent \(resent) bytes, window \(window)")
+        case "cut short": #expect(resent >= held / 2 && resent <= held - held / 3 + Int64(window) + (256 << 10), "re-sent \(resent) of \(held)")
+        default: #expect(resent >= held, "re-sent \(resent) of \(held)")
+        }
+        // The same transfer, resumed without a new decision: one record, no offer shown.
+        #expect(try pair.bob.store.transfers().count == 1 && pair.bob.events.offers.isEmpty)
+        #expect(pair.bob.events.transfers.first?.state == .active)
     }
 
     /// Hostile offers: a name or entry path that leaves the folder, duplicate entries, a
@@ -130,6 +179,11 @@ import Testing
         try TransferPair.randomFile(source, size: 1 << 20, seed: 5)
         let outcome = pair.send(source)
         try TransferPair.eventually("the send completes") { outcome.value != nil }
+        // Verified chunks are recorded once they are durable (after an fdatasync that runs
+        // beside the final commit): that report may come just after the completion.
+        try TransferPair.eventually("bob reports the failed write") {
+            pair.bob.events.errors.contains { $0.contains("cannot record") }
+        }
         let failure = try #require(pair.bob.events.errors.first { $0.contains("cannot record") }, "\(pair.bob.events.errors)")
         #expect(failure.contains("doc.bin") && failure.contains("database or disk is full"), "\(failure)")
         #expect(failure.contains(failing == "verified" ? "verified chunks" : "state"), "\(failure)")

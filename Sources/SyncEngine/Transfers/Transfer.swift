@@ -139,6 +139,15 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Verified chunks not yet recorded in the index (recorded in batches).
     var unrecorded: [Int] = []
     var lastRecord: ContinuousClock.Instant = .now
+    /// Where each batch of verified chunks is made durable (`DataSync`) before it is
+    /// recorded: serial, so batches are recorded in order, and off `io`, which goes on
+    /// writing meanwhile.
+    let durability: DispatchQueue
+    /// A batch is being made durable and recorded: the next waits for it (one at a time, so
+    /// a slow disk makes batches larger, never a queue of syncs); `recordForced` remembers
+    /// a forced record asked for meanwhile.
+    var recording = false
+    var recordForced = false
     /// Files being written (touched only on `io`).
     var partials: [Int: PartialFile] = [:]
     var tree: DirectoryHandle?
@@ -165,6 +174,7 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
         self.rootHash = rootHash
         self.paths = paths
         self.recordID = offer.id.description
+        self.durability = DispatchQueue(label: "syncpeer.transfer.\(offer.id.description.prefix(8)).sync")
         super.init(id: offer.id, peerKey: peerKey, peer: peer, name: offer.name,
                    sizes: offer.entries.map { Int64($0.size) }, state: .offered)
     }

@@ -30,7 +30,7 @@ extension TransferService {
             case let .finish(state, outcome):
                 finishIncoming(transfer, state: state, error: outcome?.error)
             case let .pause(reason, fail):
-                // Verified chunks are kept: recorded before the pause, so resume finds them.
+                // Verified chunks are kept: recorded (once durable), so a resume finds them.
                 recordVerified(transfer, force: true)
                 transfer.move(to: .paused)
                 transfer.pauseReason = reason

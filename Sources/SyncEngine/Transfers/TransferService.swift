@@ -14,8 +14,9 @@ internal import PeerWire
 ///     sender                                   receiver
 ///     offer(id, entries + manifests) ───────▶  new: ask the user (or auto-accept)
 ///                                              known id / same content: resume
-///     ◀─────────────────── accept(id, have)    (re-hashes its partial files)
-///     chunk(i) … (window of 16 MiB) ────────▶  verify hash → pwrite at offset → record
+///     ◀─────────────────── accept(id, have)    (trusts recorded chunks, re-hashes the rest)
+///     chunk(i) … (window of 16 MiB) ────────▶  verify hash → pwrite at offset →
+///                                              per batch: fdatasync, then record
 ///     ◀──────────────────── chunkAck(i, ok)    (bad hash: ok = false, sent again)
 ///     ◀───────────────────── done(id, ok)      all chunks: fsync, mode, mtime, rename
 ///
@@ -34,6 +35,9 @@ final class TransferService: Reporting, @unchecked Sendable {
     // transfer's closures hop between the two queues with the transfer object.
     static let progressInterval: Duration = .milliseconds(200)
     static let recordBatch = 64
+    /// A batch is also recorded once it holds this many bytes: a resume after a crash reads
+    /// again at most this much that arrived before the last record (plus what was in flight).
+    static let recordBatchBytes: Int64 = 16 << 20
     /// Chunks failing verification that a transfer tolerates before it is stopped.
     static let maxBadChunks = 8
 
@@ -677,8 +681,12 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// the transfer and sends the accept.
     private func startReceiving(_ transfer: IncomingTransfer, into directory: String) {
         let recordID = transfer.recordID
+        // Chunks this process verified and wrote (a link lost and back, no restart): held.
+        let known = transfer.verified
         transfer.io.async { [self] in
             var have = Set<Int>()
+            // The chunks the index records as verified, for a transfer resumed after a restart.
+            let recorded = transfer.resumed ? Self.recordedChunks(store, recordID) : (verified: [], rows: [:])
             let outcome: Result<Void, FileError> = Result { () throws(FileError) in
                 if transfer.target == nil {
                     // The default receive folder (~/Downloads) is made when it is missing; a
@@ -709,11 +717,26 @@ final class TransferService: Reporting, @unchecked Sendable {
                         }
                         transfer.partials[entry] = partial
                     }
-                    // The file is the truth: re-hash what it holds (cheap next to a transfer,
-                    // and it also finds chunks written just before a crash).
+                    // What it holds: the chunks verified in this process or recorded as
+                    // verified (durable before they were recorded), without reading them;
+                    // for the rest the file is the truth: re-hashed (it finds the chunks
+                    // written just before a crash, or that the index lost track of).
                     if transfer.resumed {
-                        for local in try partial.verifiedChunks(of: manifest) {
-                            have.insert(transfer.layout.firstChunk[entry] + local)
+                        let first = transfer.layout.firstChunk[entry]
+                        var trusted = Set<Int>()
+                        for global in known where transfer.layout.range(of: entry).contains(global) {
+                            trusted.insert(global - first)
+                        }
+                        for local in recorded.verified where local >= first && local - first < manifest.chunks.count {
+                            // Only a row that describes this manifest's chunk (same place, size, hash).
+                            let chunk = manifest.chunks[local - first]
+                            if let row = recorded.rows[local], row.offset == Int64(chunk.offset),
+                               row.size == Int64(chunk.size), row.hash == chunk.hash.bytes {
+                                trusted.insert(local - first)
+                            }
+                        }
+                        for local in try partial.verifiedChunks(of: manifest, trusting: trusted) {
+                            have.insert(first + local)
                         }
                     }
                     if let earlier = transfer.supersedes {
@@ -749,6 +772,15 @@ final class TransferService: Reporting, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The chunk rows of a recorded transfer by global index, and which are verified (none
+    /// when the index cannot be read: everything is then read again).
+    static func recordedChunks(_ store: any TransferStore, _ recordID: String) -> (verified: [Int], rows: [Int: TransferChunk]) {
+        let chunks = (try? store.transferChunks(transferID: recordID)) ?? []
+        var rows: [Int: TransferChunk] = [:]
+        for chunk in chunks where chunk.verified { rows[chunk.index] = chunk }
+        return (Array(rows.keys), rows)
     }
 
     /// An unfinished receive of a file with the same name from the same peer (not running).
@@ -966,17 +998,65 @@ final class TransferService: Reporting, @unchecked Sendable {
         recordTransfer(transfer, "the start") { store throws(IndexError) in try store.insertTransfer(record, chunks: chunks) }
     }
 
-    /// Records verified chunks in batches (one transaction per batch).
+    /// Records verified chunks in batches (one transaction per batch), each batch only once
+    /// the partial files hold it durably: a resume trusts what is recorded without reading
+    /// it again (`startReceiving`), so a chunk recorded as verified must be on disk, a power
+    /// loss included. The sync runs on the transfer's `durability` queue while `io` goes on
+    /// writing; writes of the batch's chunks returned before it was taken (their `io`
+    /// closure reported them), so the sync covers them.
     func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
         guard !transfer.unrecorded.isEmpty else { return }
-        guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500) else { return }
+        guard !transfer.recording else {
+            if force { transfer.recordForced = true }
+            return
+        }
+        guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500)
+                || transfer.unrecorded.reduce(Int64(0), { $0 + Int64(transfer.layout.locate($1)?.chunk.size ?? 0) }) >= Self.recordBatchBytes
+        else { return }
         let indices = transfer.unrecorded
-        // Kept for the next batch when the write fails (the partial file still holds them).
-        guard recordTransfer(transfer, "\(indices.count) verified chunks", { store throws(IndexError) in
-            try store.markChunksVerified(transferID: transfer.recordID, indices: indices)
-        }) else { return }
         transfer.unrecorded = []
         transfer.lastRecord = .now
+        transfer.recording = true
+        let entries = Set(indices.compactMap { transfer.layout.locate($0)?.entry })
+        transfer.io.async { [self] in
+            // A descriptor of each file the batch touched (partial files live on `io`).
+            var opened: [DataSync] = []
+            var openFailure: FileError?
+            for entry in entries.sorted() {
+                guard let partial = transfer.partials[entry] else { continue }
+                do throws(FileError) { opened.append(try partial.dataSync()) } catch { openFailure = openFailure ?? error }
+                // One `syncfs` makes a batch of many files durable: one descriptor is enough.
+                if entries.count > 1 { break }
+            }
+            let syncs = opened
+            let failedToOpen = openFailure
+            transfer.durability.async { [self] in
+                var failure = failedToOpen
+                for sync in syncs where failure == nil {
+                    do throws(FileError) { try sync.sync(fileSystem: entries.count > 1) } catch { failure = error }
+                }
+                let failed = failure
+                queue.async { [self] in
+                    transfer.recording = false
+                    let forced = transfer.recordForced
+                    transfer.recordForced = false
+                    if let failed {
+                        // Not recorded: a resume reads these chunks again (the file is the truth).
+                        emitError(transfer.peer, "cannot make \(indices.count) verified chunks of \(transfer.name) durable: \(failed.description)")
+                    } else if !recordTransfer(transfer, "\(indices.count) verified chunks", { store throws(IndexError) in
+                        try store.markChunksVerified(transferID: transfer.recordID, indices: indices)
+                    }) {
+                        // Kept for the next batch (the partial file holds them); not retried
+                        // at once, or a failing index would be written to in a loop.
+                        transfer.unrecorded.insert(contentsOf: indices, at: 0)
+                        return
+                    }
+                    // What arrived meanwhile (and a forced record asked for meanwhile);
+                    // nothing once the files are being committed (fsynced, then renamed).
+                    if !transfer.completing && !transfer.isFinished { recordVerified(transfer, force: forced) }
+                }
+            }
+        }
     }
 
     // MARK: Events
