@@ -15,7 +15,7 @@ internal import Synchronization
 ///     dial thread ───▶ handshake ────────┼─▶ queue: SessionMachine → actions ─▶ send queue / events / index
 ///     reader thread per session ─────────┘        ▲
 ///     timer (1 s): keepalive, dead peers, invitation expiry, redial ┘
-public final class Node: @unchecked Sendable {
+public final class Node: Reporting, @unchecked Sendable {
     // @unchecked: all mutable state below is read and written only on `queue`.
     public let identity: Identity
     public let home: NodeHome
@@ -886,12 +886,6 @@ public final class Node: @unchecked Sendable {
     func emit(_ event: NodeEvent) {
         events.emit(event)
     }
-
-    func emitError(_ peer: PeerRef?, _ reason: String) {
-        emit(.error(.init(peer: peer, reason: reason, time: now())))
-    }
-
-    func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     static func sameName(_ a: String, _ b: String) -> Bool {
         func fold(_ s: String) -> String {

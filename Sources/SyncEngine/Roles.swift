@@ -106,16 +106,13 @@ extension TransferStore {
     }
 }
 
-/// What every service reports through: events to its sink, with the time in milliseconds.
+/// What the node and every service report through: `emit` (to their event sink), and on it
+/// an error event and the time in milliseconds.
 protocol Reporting {
-    var events: any EventSink { get }
+    func emit(_ event: NodeEvent)
 }
 
 extension Reporting {
-    func emit(_ event: NodeEvent) {
-        events.emit(event)
-    }
-
     func emitError(_ peer: PeerRef?, _ reason: String) {
         emit(.error(.init(peer: peer, reason: reason, time: now())))
     }

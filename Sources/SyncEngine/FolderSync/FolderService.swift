@@ -14,12 +14,10 @@ internal import PeerWire
 ///                         ◀─shareAnswer(accepted)──────── B: accept FOLDER --into DIR
 ///     both: indexUpdate(entries since the peer's last ack) ──▶ store remote index, indexAck
 ///           ──▶ SyncPlanner ──▶ blockRequest / blockResponse for missing chunks
-///
-/// The folder service owns the folder table, the index exchange with members and block
-/// serving; each folder (`SharedFolder`) reaches it through `FolderHost`, and it reaches
-/// sessions through `PeerLink` only.
+
+/// What `FolderService` holds about its folders and what is in flight for them (a value,
+/// used only on the service's queue).
 struct FolderTable {
-    // A value held by `FolderService`, used only on its queue.
     var folders: [String: SharedFolder] = [:]
     var pendingBlocks: [UInt32: (device: String, callback: @Sendable ([UInt8]?) -> Void)] = [:]
     var nextRequest: UInt32 = 1
@@ -37,8 +35,11 @@ struct FolderTable {
     var pageLimit: [String: Int] = [:]
 }
 
+/// The folder service owns the folder table, the index exchange with members and block
+/// serving; each folder (`SharedFolder`) reaches it through `FolderHost`, and it reaches
+/// sessions through `PeerLink` only.
 final class FolderService: Reporting, @unchecked Sendable {
-    // @unchecked: `table` and the folders' `status`/`error` are confined to `queue` (the
+    // @unchecked: `folderTable` and the folders' `status`/`error` are confined to `queue` (the
     // owner's, the node's); disk work runs on each folder's own queues, which hold the
     // folder object itself — a `Mutex` cannot hold what two queues' closures capture.
     static let indexBatch = 1_000
@@ -61,6 +62,10 @@ final class FolderService: Reporting, @unchecked Sendable {
         self.events = events
         self.config = config
         self.localDevice = localDevice
+    }
+
+    func emit(_ event: NodeEvent) {
+        events.emit(event)
     }
 
     /// Connected sessions whose peers are members of `folderID`.

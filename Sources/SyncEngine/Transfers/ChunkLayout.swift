@@ -1,4 +1,5 @@
 internal import PeerFiles
+internal import PeerIndex
 
 /// The chunks of all entries of an offer numbered in one sequence, entry by entry, as the
 /// wire counts them (`chunk` frames, acks and the accept's have-bitmap).
@@ -31,6 +32,21 @@ struct ChunkLayout: Sendable {
         }
         while manifests[low].chunks.isEmpty || index - firstChunk[low] >= manifests[low].chunks.count { low += 1 }
         return (low, manifests[low].chunks[index - firstChunk[low]])
+    }
+
+    /// Every chunk as the index records it for a transfer, by global index; those in
+    /// `verified` marked verified.
+    func transferChunks(verified: Set<Int> = []) -> [TransferChunk] {
+        var chunks: [TransferChunk] = []
+        chunks.reserveCapacity(chunkCount)
+        for (entry, manifest) in manifests.enumerated() {
+            for (i, chunk) in manifest.chunks.enumerated() {
+                let global = firstChunk[entry] + i
+                chunks.append(TransferChunk(index: global, offset: Int64(chunk.offset), size: Int64(chunk.size),
+                                            hash: chunk.hash.bytes, verified: verified.contains(global)))
+            }
+        }
+        return chunks
     }
 
     var chunkSizes: [Int] { manifests.flatMap { $0.chunks.map { Int($0.size) } } }

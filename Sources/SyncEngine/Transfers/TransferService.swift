@@ -62,6 +62,10 @@ final class TransferService: Reporting, @unchecked Sendable {
         self.indexedManifest = indexedManifest
     }
 
+    func emit(_ event: NodeEvent) {
+        events.emit(event)
+    }
+
     /// Where `send` goes: a paired peer, and its connected session if it has one.
     struct Target: Sendable {
         let sessionID: UInt64?
@@ -546,13 +550,7 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
         let time = now()
-        var chunks: [TransferChunk] = []
-        for (entry, manifest) in transfer.prepared.layout.manifests.enumerated() {
-            for (i, chunk) in manifest.chunks.enumerated() {
-                chunks.append(TransferChunk(index: transfer.prepared.layout.firstChunk[entry] + i, offset: Int64(chunk.offset),
-                                            size: Int64(chunk.size), hash: chunk.hash.bytes))
-            }
-        }
+        let chunks = transfer.prepared.layout.transferChunks()
         let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
                                     name: transfer.name, size: transfer.totalSize, mode: 0, mtimeNs: 0,
                                     rootHash: transfer.prepared.rootHash, chunkCount: transfer.prepared.chunkCount,
@@ -980,14 +978,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             if known { try store.updateTransferState(id: recordID, to: .active) }
         }
         if known { return }
-        var chunks: [TransferChunk] = []
-        for (entry, manifest) in transfer.layout.manifests.enumerated() {
-            for (i, chunk) in manifest.chunks.enumerated() {
-                let global = transfer.layout.firstChunk[entry] + i
-                chunks.append(TransferChunk(index: global, offset: Int64(chunk.offset), size: Int64(chunk.size),
-                                            hash: chunk.hash.bytes, verified: transfer.verified.contains(global)))
-            }
-        }
+        let chunks = transfer.layout.transferChunks(verified: transfer.verified)
         let time = now()
         let first = transfer.offer.entries.first
         let record = TransferRecord(id: transfer.recordID, direction: .receive, deviceID: transfer.peerKey, name: transfer.name,
