@@ -9,7 +9,7 @@ internal import PeerWire
 
 /// The node's side of its services: the public calls (the control server's and the Swift
 /// API's), which resolve peers' names and hand the rest to `TransferService` or
-/// `FolderService`, and the node as their `PeerLink`.
+/// `FolderService`.
 extension Node {
     /// Sends a file or folder (or a spooled stream) to a paired peer. The observer sees
     /// progress and then the end (completed, declined, failed).
@@ -125,25 +125,6 @@ extension Node {
     /// Settles a conflict on `path`: keep the local version, the remote one, or both.
     public func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
         try folders.resolveConflict(path: path, keep: keep)
-    }
-}
-
-extension Node: PeerLink {
-    // On `queue`, like every use of `sessions`.
-    func session(_ id: UInt64) -> LinkSession? {
-        sessions[id]?.link
-    }
-
-    func connectedSession(device deviceKey: String) -> LinkSession? {
-        sessions.values.first { $0.deviceKey == deviceKey && $0.machine.state == .connected }?.link
-    }
-
-    func connectedSessions() -> [LinkSession] {
-        sessions.values.filter { $0.machine.state == .connected }.sorted { $0.id < $1.id }.map(\.link)
-    }
-
-    func send(_ frames: [Frame], on id: UInt64) {
-        sessions[id]?.send(frames)
     }
 }
 

@@ -5,11 +5,14 @@ internal import PeerIndex
 internal import PeerNet
 internal import PeerWire
 
-// The roles the services (transfers, folders) reach the rest of the engine through. The
-// node plays `PeerLink` (its sessions), the index plays `TransferStore`, the event bus
-// `EventSink`; the unit tests (TransferServiceTests, FolderServiceTests) play them with an
-// in-memory link between two services and a store that fails on demand, without sockets or
-// processes. docs/ARCHITECTURE.md has the table of who plays what.
+// The roles the services reach each other through. `ConnectionService` plays `PeerLink`
+// (its sessions) for transfers and folders and reports to a `SessionObserver`; the node
+// (the composition root) plays `SessionObserver`, fanning out to the services, and
+// `NearbyPeers` over discovery; the index plays `TransferStore`, the event bus `EventSink`.
+// The unit tests play them with an in-memory link between two services, a store that fails
+// on demand, or a recording observer (TransferServiceTests, FolderServiceTests,
+// ConnectionServiceTests), without processes. docs/ARCHITECTURE.md has the table of who
+// plays what.
 
 /// A session with a peer as transfers see it: who it is, whether it is connected (paired
 /// and open), where chunk frames go and what counts the bytes we have not handled yet.
@@ -46,6 +49,36 @@ protocol PeerLink: AnyObject, Sendable {
     func connectedSessions() -> [LinkSession]
     /// Queues `frames` on the session `id` in order (nothing when it is gone).
     func send(_ frames: [Frame], on id: UInt64)
+}
+
+/// What the connections tell the layers above the sessions (transfers, folders, streams),
+/// on the owner's queue. The node plays it and hands each call to the services.
+protocol SessionObserver: AnyObject {
+    /// The session is paired and open (its pairing frames are sent).
+    func sessionConnected(_ session: Session)
+    /// A transfer or folder frame from a connected peer.
+    func transferFrame(_ frame: Frame, on session: Session)
+    /// A stream frame from a connected peer; false when it ended the session (its further
+    /// actions are dropped).
+    func streamFrame(_ frame: Frame, on session: Session) -> Bool
+    /// The session ended (`reason`) and is no longer listed.
+    func sessionEnded(_ session: Session, reason: String)
+    /// The connections' timer beat (every 250 ms), before their own timeouts.
+    func timerFired()
+}
+
+/// What discovery knows that dialling uses (on the owner's queue); the node plays it over
+/// `NodeDiscovery`, and nothing plays it when discovery is off.
+protocol NearbyPeers: AnyObject {
+    /// Discovery must not dial `device` (the user or the peer ended the session on purpose)
+    /// until `release`.
+    func holdOff(_ device: String)
+    func release(_ device: String)
+    func isHeldOff(_ device: String) -> Bool
+    /// The addresses discovery saw `device` at, freshest first.
+    func addresses(of device: String) -> [String]
+    /// Names of nearby nodes that are not paired (what a name the user typed may mean).
+    func nearbyUnpairedNames() -> [String]
 }
 
 /// Where a chunk is written from a file without a chunk-sized buffer (`SecureChannel`).

@@ -8,11 +8,6 @@ internal import PeerNet
 /// and the discovered half of `peers`. Everything here except `startDiscovery` and
 /// `stopDiscovery` runs on `queue`, like the rest of the node's state.
 extension Node {
-    /// How long the node with the larger device ID waits before dialling a paired peer it
-    /// discovered: the smaller one dials at once, so both rarely dial at the same moment
-    /// (if the smaller one cannot see us, we still dial after this grace).
-    static let discoveryDialGrace: Duration = .milliseconds(1500)
-
     // MARK: Lifecycle (any thread but the queue)
 
     /// Starts advertising (TCP `port` on `host`, the listener's numeric address) and
@@ -91,61 +86,27 @@ extension Node {
     }
 
     func discoveryRegistered(_ name: String) {
-        guard !stopped else { return }
+        guard !connections.stopped else { return }
         let renamed = name != identity.displayName
         emit(.registered(.init(instance: name, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
                                time: now())))
     }
 
     func discoveryChanged(_ change: NodeDiscovery.Change) {
-        guard !stopped else { return }
+        guard !connections.stopped else { return }
         switch change {
         case let .found(peer):
             if let ref = peer.ref {
                 emit(.found(.init(peer: ref, instance: peer.label, address: peer.addresses.first, addresses: peer.addresses,
                                   port: Int(peer.port), info: peer.info, time: now())))
             }
-            connectIfPaired(peer)
+            if let address = peer.addresses.first { connections.dialDiscovered(peer.deviceKey, at: address) }
         case let .updated(peer):
             // Back with a new address or port (after a crash, say): a pending redial goes there now.
-            if var redial = redials[peer.deviceKey], let address = peer.addresses.first {
-                redial.address = address
-                redial.nextAttempt = .now
-                redial.delay = config.redialInitial
-                redials[peer.deviceKey] = redial
-            }
+            if let address = peer.addresses.first { connections.peerMoved(peer.deviceKey, to: address) }
         case let .lost(peer):
             if let ref = peer.ref { emit(.lost(.init(peer: ref, instance: peer.label, time: now()))) }
         }
-    }
-
-    /// Dials a discovered device when it is paired and not connected, expecting its pinned
-    /// key: a node that only advertises a paired peer's ID or name is refused by the
-    /// handshake's impersonation check. Unpaired peers are never dialled from here, nor
-    /// peers the user disconnected (until they connect again or the node restarts).
-    private func connectIfPaired(_ peer: DiscoveredPeer) {
-        guard !stopped, let address = peer.addresses.first, discovery?.isHeldOff(peer.deviceKey) == false,
-              let record = try? index.peer(deviceID: peer.deviceKey), record.trust == .paired,
-              !sessions.values.contains(where: { $0.deviceKey == peer.deviceKey && $0.machine.state != .closed })
-        else { return }
-        if identity.deviceID.compact < peer.deviceKey {
-            redials[peer.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
-            startDial(address: address, expected: peer.deviceKey, context: nil, progress: nil, completion: nil)
-        } else {
-            redials[peer.deviceKey] = Redial(address: address, nextAttempt: .now + Self.discoveryDialGrace, delay: config.redialInitial)
-        }
-    }
-
-    /// Where to redial a paired device on its `attempt`-th try: its discovered addresses
-    /// first (fresh), then the ones stored in the index (last known first, static peers
-    /// among them), in turn.
-    func redialAddress(for device: String, attempt: Int, fallback: String) -> String {
-        var list: [String] = []
-        for peer in discovery?.peers(device: device) ?? [] { list += peer.addresses }
-        list += (try? index.peer(deviceID: device))?.addresses ?? []
-        var seen: Set<String> = []
-        list = list.filter { seen.insert($0).inserted }
-        return list.isEmpty ? fallback : list[attempt % list.count]
     }
 
     /// Adds discovered peers to `peers`: `discovered` on every entry, and for a peer only
@@ -193,5 +154,17 @@ extension Node {
         }
         let hint = discovery == nil ? "give HOST:PORT (discovery is off)" : "see 'syncpeer browse', or give HOST:PORT"
         return .failure(.notFound("no nearby or paired peer matches '\(text.trimmingSpaces())'; \(hint)"))
+    }
+}
+
+/// Discovery as the connections see it (on `queue`): nothing is held off, seen or nearby
+/// when it is off.
+extension Node: NearbyPeers {
+    func holdOff(_ device: String) { discovery?.holdOff(device) }
+    func release(_ device: String) { discovery?.release(device) }
+    func isHeldOff(_ device: String) -> Bool { discovery?.isHeldOff(device) ?? false }
+
+    func addresses(of device: String) -> [String] {
+        (discovery?.peers(device: device) ?? []).flatMap(\.addresses)
     }
 }

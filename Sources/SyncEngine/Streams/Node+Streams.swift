@@ -86,7 +86,7 @@ extension Node {
         for action in actions {
             switch action {
             case let .send(frame):
-                if sessions[session.id] != nil { session.send([frame]) }
+                if connections.sessions[session.id] != nil { session.send([frame]) }
             case let .opened(id, name):
                 let sessionID = session.id
                 let stream = IncomingByteStream(
@@ -106,11 +106,8 @@ extension Node {
             case let .credit(id, _):
                 session.outgoingStreams[id]?.creditArrived()
             case let .violation(reason):
-                guard sessions[session.id] != nil else { return false }
-                session.closeReason = "protocol violation: \(reason)"
-                session.redialAllowed = false
-                session.send([.close(code: .protocolError, reason: String(reason.utf8.prefix(WireLimits.maxCloseReason)) ?? "stream violation")])
-                perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
+                guard connections.sessions[session.id] != nil else { return false }
+                connections.endForViolation(session, reason)
                 return false
             }
         }
@@ -144,7 +141,7 @@ extension Node {
 
     private func sendStreamPiece(_ bytes: UnsafeRawBufferPointer, stream id: UInt32, session sessionID: UInt64) throws(EngineError) -> Int {
         let result: Result<Int, EngineError> = queue.sync {
-            guard let session = sessions[sessionID], session.outgoingStreams[id] != nil else {
+            guard let session = connections.sessions[sessionID], session.outgoingStreams[id] != nil else {
                 return .failure(.streamCut("the session ended"))
             }
             let granted = session.streams.take(credit: bytes.count, for: id)
@@ -157,7 +154,7 @@ extension Node {
     }
 
     private func closeOutgoing(_ id: UInt32, session sessionID: UInt64, reset: String?) {
-        guard let session = sessions[sessionID] else { return }
+        guard let session = connections.sessions[sessionID] else { return }
         session.outgoingStreams[id] = nil
         if let reset {
             performStream(session.streams.reset(id, reason: reset), on: session)
@@ -167,14 +164,14 @@ extension Node {
     }
 
     private func closeIncoming(_ id: UInt32, session sessionID: UInt64, reason: String) {
-        guard let session = sessions[sessionID] else { return }
+        guard let session = connections.sessions[sessionID] else { return }
         session.incomingStreams[id] = nil
         unclaimedStreams.removeAll { $0.stream.sessionID == sessionID && $0.stream.id == id }
         performStream(session.streams.reset(id, reason: reason), on: session)
     }
 
     private func streamConsumed(_ bytes: Int, stream id: UInt32, session sessionID: UInt64) {
-        guard let session = sessions[sessionID] else { return }
+        guard let session = connections.sessions[sessionID] else { return }
         performStream(session.streams.consumed(bytes, of: id), on: session)
     }
 }

@@ -4,9 +4,9 @@ internal import PeerIndex
 internal import PeerWire
 
 /// What one peer, paired or not, may make the node hold: unpaired sessions per source
-/// address (pending handshakes are capped in `acceptLoop`), block answers in preparation
+/// address (pending handshakes are capped in `acceptLoop`); block answers in preparation
 /// per session (FolderService+Serving). See also `SessionFlow` and the index quota there.
-extension Node {
+extension ConnectionService {
     // MARK: - Unpaired sessions
 
     /// Takes a slot for a new session with an unknown peer from `source`, making room by

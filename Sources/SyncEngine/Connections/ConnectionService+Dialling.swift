@@ -1,0 +1,170 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+internal import Synchronization
+
+/// Dialling and accepting: a dial thread per outgoing connection, the accept loop with a
+/// handshake thread per incoming one (bounded by `pendingHandshakes`), and how much a fresh
+/// channel's peer is trusted.
+extension ConnectionService {
+    /// How long the node with the larger device ID waits before dialling a paired peer it
+    /// discovered: the smaller one dials at once, so both rarely dial at the same moment
+    /// (if the smaller one cannot see us, we still dial after this grace).
+    static let discoveryDialGrace: Duration = .milliseconds(1500)
+
+    /// Starts dialling from any thread (the work happens on `queue` and a dial thread).
+    func dial(address: String, expected: String?, context: String?,
+              progress: (@Sendable (NodeEvent) -> Void)? = nil,
+              completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
+        queue.async { [self] in
+            startDial(address: address, expected: expected, context: context, progress: progress, completion: completion)
+        }
+    }
+
+    /// Runs on `queue`.
+    func startDial(address: String, expected: String?, context: String?,
+                   progress: (@Sendable (NodeEvent) -> Void)?,
+                   completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
+        let target: HostPort
+        do { target = try HostPort(parsing: address) } catch {
+            completion?(.failure(.invalidArgument(error.description)))
+            return
+        }
+        if stopped || dialsInFlight.contains(address) {
+            completion?(.failure(.network("already connecting to \(address)")))
+            return
+        }
+        dialsInFlight.insert(address)
+        let hello = makeHello(context: context, port: listenPort)
+        let thread = Thread { [self] in
+            let outcome: Result<SecureChannel, NetError>
+            do throws(NetError) {
+                let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
+                stream.setSendTimeout(config.sendTimeout)
+                outcome = .success(try SecureChannel.initiate(over: stream, staticKey: identity.keyPair, hello: hello,
+                                                              timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval))
+            } catch {
+                outcome = .failure(error)
+            }
+            queue.async { [self] in
+                dialsInFlight.remove(address)
+                switch outcome {
+                case let .failure(error):
+                    emitError(nil, "cannot connect to \(address): \(error.description)")
+                    completion?(.failure(.connection("cannot connect to \(address)", error)))
+                case let .success(channel):
+                    let session = register(channel, role: .initiator, dialAddress: address)
+                    session.pairCompletion = completion
+                    session.pairProgress = progress
+                    begin(session, standing: standing(of: channel, expected: expected, address: address))
+                }
+            }
+        }
+        thread.name = "syncpeer-dial"
+        thread.start()
+    }
+
+    /// Discovery saw the paired-or-not device `device` at `address` (on `queue`). Dials it
+    /// when it is paired and not connected, expecting its pinned key: a node that only
+    /// advertises a paired peer's ID or name is refused by the handshake's impersonation
+    /// check. Unpaired peers are never dialled from here, nor peers the user disconnected
+    /// (until they connect again or the node restarts).
+    func dialDiscovered(_ device: String, at address: String) {
+        guard !stopped, nearby?.isHeldOff(device) == false,
+              let record = try? index.peer(deviceID: device), record.trust == .paired,
+              !hasSession(device: device, where: { $0 != .closed })
+        else { return }
+        if identity.deviceID.compact < device {
+            redials[device] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+            startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
+        } else {
+            redials[device] = Redial(address: address, nextAttempt: .now + Self.discoveryDialGrace, delay: config.redialInitial)
+        }
+    }
+
+    /// Discovery saw `device` back with a new address or port (after a crash, say): a
+    /// pending redial goes there now (on `queue`).
+    func peerMoved(_ device: String, to address: String) {
+        guard var redial = redials[device] else { return }
+        redial.address = address
+        redial.nextAttempt = .now
+        redial.delay = config.redialInitial
+        redials[device] = redial
+    }
+
+    func acceptLoop(_ listener: TCPListener) {
+        while true {
+            let stream: TCPConnection
+            do { stream = try listener.accept() } catch {
+                let done = queue.sync { stopped }
+                if done { return }
+                if case .closed = error { return }
+                continue
+            }
+            let source = SourceSlots<TCPConnection>.sourceKey(stream.remoteHost)
+            let slot = nextHandshakeID.add(1, ordering: .relaxed).oldValue
+            switch pendingHandshakes.withLock({ $0.admit(id: slot, source: source, holder: stream) }) {
+            case .admitted:
+                break
+            case let .admittedEvicting(oldest):
+                oldest.close()  // its handshake thread fails and ends
+            case let .refused(why):
+                stream.close()
+                queue.async { [self] in connectionRefused(from: source, "handshakes in progress: \(why)") }
+                continue
+            }
+            stream.setSendTimeout(config.sendTimeout)
+            let hello = makeHello(context: nil, port: queue.sync { listenPort })
+            let thread = Thread { [self] in
+                defer { pendingHandshakes.withLock { $0.release(id: slot) } }
+                do throws(NetError) {
+                    let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
+                                                            timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
+                    let dialBack = channel.remoteHello.listenPort.map {
+                        HostPort(host: stream.remoteHost, port: $0).description
+                    }
+                    queue.async { [self] in
+                        if stopped { channel.close(); return }
+                        let session = register(channel, role: .responder, dialAddress: dialBack)
+                        session.source = source
+                        begin(session, standing: standing(of: channel, expected: nil, address: nil))
+                    }
+                } catch {
+                    stream.close()
+                    queue.async { [self] in
+                        emitError(nil, "handshake with \(stream.remoteDescription) failed: \(error.description)")
+                    }
+                }
+            }
+            thread.name = "syncpeer-handshake"
+            thread.start()
+        }
+    }
+
+    private func makeHello(context: String?, port: UInt16) -> Hello {
+        Hello(displayName: identity.displayName, softwareVersion: SyncEngine.version,
+              features: features, context: context, listenPort: port == 0 ? nil : port)
+    }
+
+    /// How much the node trusts the peer of a fresh channel.
+    private func standing(of channel: SecureChannel, expected: String?, address: String?) -> SessionMachine.PeerStanding {
+        let device = channel.remoteDeviceID.compact
+        if let expected, expected != device {
+            return .impersonation("expected \(displayID(expected).prefix(7)) at \(address ?? "?"), but \(channel.remoteDeviceID.shortID) answered with another key")
+        }
+        let records = (try? index.peers()) ?? []
+        if let record = records.first(where: { $0.deviceID == device }), record.trust == .paired {
+            return .paired
+        }
+        let name = channel.remoteHello.displayName
+        // Compare names as people read them: case, surrounding spaces and compatibility forms
+        // ("Ａlice", "alice ") do not make a different name.
+        if let twin = records.first(where: { $0.trust == .paired && Self.sameName($0.name, name) && $0.deviceID != device }) {
+            return .impersonation("'\(name)' is paired as \(displayID(twin.deviceID).prefix(7)) but presents a different key (\(channel.remoteDeviceID.shortID))")
+        }
+        return .unknown
+    }
+}

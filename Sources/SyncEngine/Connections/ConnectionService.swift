@@ -1,0 +1,511 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+internal import Synchronization
+
+/// Connections and pairing: the listener, dialling, handshakes, the sessions with peers
+/// (one per device), keepalive and dead-peer detection, redial with back-off, invitations
+/// and the pinned keys of paired peers. Its state is confined to `queue` (the node's);
+/// blocking work (accept, connect, handshakes, reads) runs on dedicated threads and hands
+/// its results to `queue`.
+///
+///     accept thread ─▶ handshake thread ─┐
+///     dial thread ───▶ handshake ────────┼─▶ queue: SessionMachine → actions ─▶ send queue / events / index
+///     reader thread per session ─────────┘        ▲              └─▶ SessionObserver (transfers, folders, streams)
+///     timer (250 ms): keepalive, dead peers, invitation expiry, redial ┘
+///
+/// It plays `PeerLink` for the services above the sessions and reports to them through
+/// `SessionObserver`; discovery reaches it through `NearbyPeers` (both played by the node,
+/// the composition root). ConnectionServiceTests run two of them in one process over
+/// loopback with in-memory indexes.
+final class ConnectionService: Reporting, @unchecked Sendable {
+    // @unchecked: every mutable property is read and written only on `queue`, except
+    // `pendingHandshakes` and `nextHandshakeID` (Mutex, Atomic: the accept thread's); the
+    // threads it starts capture the service and hop to `queue` for every access.
+    let queue: DispatchQueue
+    let identity: Identity
+    let config: NodeConfig
+    let index: NodeIndex
+    let events: EventBus
+    /// The Hello's feature names (what the layers above speak).
+    let features: [String]
+    /// The layers above the sessions (set once by the node before `listen`).
+    weak var observer: (any SessionObserver)?
+    /// Discovery, when it is on.
+    weak var nearby: (any NearbyPeers)?
+
+    var sessions: [UInt64: Session] = [:]
+    private var nextSessionID: UInt64 = 1
+    private var listener: TCPListener?
+    private(set) var listenPort: UInt16 = 0
+    private(set) var listenHost = ""
+    var redials: [String: Redial] = [:]
+    var dialsInFlight: Set<String> = []
+    private var timer: (any DispatchSourceTimer)?
+    private(set) var stopped = false
+
+    /// Frames an unpaired peer may send (dropped) before its connection is closed.
+    static let maxDroppedFrames = 64
+    /// Handshakes in progress at once, in all and per source address; see `SourceSlots`
+    /// (a quieter address takes the oldest slot of the busiest one; else the connection is
+    /// closed at once). A thread runs each handshake, so this bounds threads too.
+    static let maxPendingHandshakes = 32
+    static let maxPendingHandshakesPerSource = 8
+    /// Sessions with unknown peers (completed handshakes, not paired), in all and per source
+    /// address: each holds an invitation, a reader thread and socket buffers.
+    static let maxUnpairedSessions = 32
+    static let maxUnpairedSessionsPerSource = 4
+    /// The largest frame body an unknown peer may send before the user accepts it (a
+    /// message, which is dropped, is the largest it has any use for); larger fails the session.
+    static let maxUnpairedFrameBody = WireLimits.maxMessageBody + 1_024
+    let pendingHandshakes = Mutex(SourceSlots<TCPConnection>(total: maxPendingHandshakes,
+                                                             perSource: maxPendingHandshakesPerSource))
+    let nextHandshakeID = Atomic<UInt64>(1)
+    /// Unpaired sessions by source.
+    var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
+    /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
+    var refusedConnections = 0
+
+    typealias Redial = TimerMachine.Redial
+
+    init(queue: DispatchQueue, identity: Identity, config: NodeConfig, index: NodeIndex, events: EventBus, features: [String]) {
+        self.queue = queue
+        self.identity = identity
+        self.config = config
+        self.index = index
+        self.events = events
+        self.features = features
+    }
+
+    func emit(_ event: NodeEvent) {
+        events.emit(event)
+    }
+
+    // MARK: - Lifecycle
+
+    /// Binds the listener and starts accepting (any thread but `queue`). Returns the bound
+    /// address as "host:port", and the port and numeric host for discovery.
+    func listen() throws(EngineError) -> (address: String, port: UInt16, host: String) {
+        let address: HostPort
+        do { address = try HostPort(parsing: config.listen) } catch { throw .invalidArgument("--listen: \(error.description)") }
+        let listener: TCPListener
+        do { listener = try TCPListener(host: address.host, port: address.port) } catch {
+            throw .connection("cannot listen on \(config.listen)", error)
+        }
+        let bound = HostPort(host: address.host, port: listener.port).description
+        queue.sync {
+            self.listener = listener
+            self.listenPort = listener.port
+            self.listenHost = address.host
+            self.emit(.listening(.init(address: bound, time: now())))
+        }
+        let acceptThread = Thread { [self] in acceptLoop(listener) }
+        acceptThread.name = "syncpeer-accept"
+        acceptThread.start()
+        return (bound, listener.port, listener.host)
+    }
+
+    /// Starts the timer and dials the paired peers (on `queue`): at once, not at the first
+    /// tick (250 ms on), so a restarted node is back in its transfers as soon as it listens
+    /// (bench "resume").
+    func startTimer() {
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+        timer.setEventHandler { [weak self] in self?.tick() }
+        timer.resume()
+        self.timer = timer
+        scheduleInitialRedials()
+        tick()
+    }
+
+    /// Closes every session (telling peers), the listener and the timer (any thread but
+    /// `queue`); returns once the goodbye frames are written.
+    func stop() {
+        let (closing, listener): ([Session], TCPListener?) = queue.sync {
+            stopped = true
+            timer?.cancel()
+            timer = nil
+            let all = Array(sessions.values)
+            for session in all {
+                session.closeReason = "the node is shutting down"
+                perform(session.machine.handle(.localShutdown), on: session)
+            }
+            return (all, self.listener)
+        }
+        listener?.close()
+        for session in closing {
+            session.sendQueue.sync {}
+            session.channel.close()
+        }
+    }
+
+    // MARK: - Sessions
+
+    func register(_ channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) -> Session {
+        let session = Session(id: nextSessionID, channel: channel, role: role, dialAddress: dialAddress)
+        nextSessionID += 1
+        sessions[session.id] = session
+        return session
+    }
+
+    func begin(_ session: Session, standing: SessionMachine.PeerStanding) {
+        // One session per device: when two exist (both dialled at once), keep the one
+        // dialled by the smaller device ID, so both ends keep the same one.
+        if standing == .paired,
+           let other = sessions.values.first(where: { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }) {
+            let myKey = identity.deviceID.compact
+            func initiatorKey(_ s: Session) -> String { s.machine.role == .initiator ? myKey : s.deviceKey }
+            let keepNew = initiatorKey(session) < initiatorKey(other)
+            let loser = keepNew ? other : session
+            if !keepNew || other.machine.state != .connected {
+                loser.closeReason = "duplicate connection"
+                loser.redialAllowed = false
+                loser.pairCompletion = nil
+                if loser === session {
+                    session.send([.close(code: .normal, reason: "duplicate connection")])
+                    sessions[session.id] = nil
+                    session.closeAfterPendingSends()
+                    return
+                }
+                perform(loser.machine.handle(.localDisconnect), on: loser)
+            }
+        }
+        if standing == .unknown, let source = session.source {
+            guard admitUnpaired(session, from: source) else { return }
+            // Until the user accepts it, an unknown peer has nothing large to say.
+            session.channel.limitFrames(to: Self.maxUnpairedFrameBody)
+        }
+        redials[session.deviceKey] = nil
+        nearby?.release(session.deviceKey)
+        emit(.state(.init(peer: session.peer, state: .connecting, address: session.channel.remoteDescription, time: now())))
+        perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
+        startReader(session)
+    }
+
+    /// Reads the peer's frames and hands them to `queue`; pauses while the session's flow
+    /// says we hold too much for this peer (back-pressure, see `SessionFlow`).
+    private func startReader(_ session: Session) {
+        let channel = session.channel
+        let flow = session.flow
+        let id = session.id
+        let thread = Thread { [self] in
+            while flow.waitForRoom() {
+                do throws(NetError) {
+                    guard let frame = try channel.receive() else {
+                        channel.close()
+                        queue.async { [self] in transportEnded(id, "peer closed the connection") }
+                        return
+                    }
+                    let size = SessionFlow.size(of: frame)
+                    flow.received(size)
+                    queue.async { [self] in
+                        defer { flow.handled(size) }
+                        guard let session = sessions[id] else { return }
+                        session.lastReceived = .now
+                        perform(session.machine.handle(.frame(frame)), on: session)
+                    }
+                } catch {
+                    channel.close()
+                    queue.async { [self] in transportEnded(id, error.description) }
+                    return
+                }
+            }
+        }
+        thread.name = "syncpeer-reader"
+        thread.start()
+    }
+
+    private func transportEnded(_ id: UInt64, _ reason: String) {
+        guard let session = sessions[id] else { return }
+        perform(session.machine.handle(.transportClosed(session.closeReason ?? reason)), on: session)
+    }
+
+    /// Ends `session` at once for a protocol violation by the peer: the close frame says
+    /// why, and it is not redialled.
+    func endForViolation(_ session: Session, _ reason: String) {
+        session.closeReason = "protocol violation: \(reason)"
+        session.redialAllowed = false
+        session.send([.close(code: .protocolError, reason: String(reason.utf8.prefix(WireLimits.maxCloseReason)) ?? "protocol violation")])
+        perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
+    }
+
+    /// Carries out a state machine's actions.
+    func perform(_ actions: [SessionMachine.Action], on session: Session) {
+        for action in actions {
+            switch action {
+            case let .send(frame):
+                // At once, in order: later actions (a connected session starts transfers) may
+                // send too, and the peer must see the machine's frames first.
+                session.send([frame])
+            case let .state(state):
+                // "connecting" is reported once by begin(); closed once by finish().
+                if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
+                if state == .connected {
+                    unpairedSessions.release(id: session.id)
+                    markSeen(session)
+                    session.pairCompletion?(.success(session.peer))
+                    session.pairCompletion = nil
+                    observer?.sessionConnected(session)
+                }
+                emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
+            case .raiseInvitation:
+                let invitation = Self.newInvitationID()
+                session.invitationID = invitation
+                session.invitationDeadline = .now + config.invitationTimeout
+                emit(.invitation(.init(peer: session.peer, invitation: invitation,
+                                       code: session.channel.shortAuthenticationString, context: session.context,
+                                       address: session.channel.remoteDescription, time: now())))
+                if config.autoAccept {
+                    emit(.invitationClosed(.init(peer: session.peer, invitation: invitation, outcome: "accepted", time: now())))
+                    session.channel.limitFrames(to: WireLimits.maxFrameBody)
+                    perform(session.machine.handle(.localAccept), on: session)
+                    return
+                }
+            case .invitationPending:
+                let event = NodeEvent.invitationPending(.init(peer: session.peer, code: session.channel.shortAuthenticationString, time: now()))
+                emit(event)
+                session.pairProgress?(event)
+            case .pinPeer:
+                pin(session)
+            case let .deliverMessage(id, body):
+                events.deliverMessage(from: session.peer, body: body)
+                emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
+            case let .transfer(frame):
+                observer?.transferFrame(frame, on: session)
+            case let .stream(frame):
+                if observer?.streamFrame(frame, on: session) == false { return }
+            case let .dropped(type):
+                session.droppedFrames += 1
+                if session.droppedFrames <= Self.maxDroppedFrames {
+                    emit(.dropped(.init(peer: session.peer, reason: "\(type) frame from a peer that is not paired was dropped", time: now())))
+                } else {
+                    // An unpaired peer that keeps talking is not waiting politely: end it.
+                    session.closeReason = "too many frames before pairing (\(Self.maxDroppedFrames))"
+                    session.redialAllowed = false
+                    session.send([.close(code: .protocolError, reason: "too many frames before pairing")])
+                    perform(session.machine.handle(.transportClosed(session.closeReason!)), on: session)
+                    return
+                }
+            case let .pairingRejected(status):
+                emit(.pairingRejected(.init(peer: session.peer, outcome: "\(status)", time: now())))
+                session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
+                session.pairCompletion = nil
+            case let .peerClosed(code):
+                // A peer that shuts down may come back: keep redialling. One that ended the
+                // session on purpose (disconnect, refusal) is left alone.
+                if code != .shuttingDown {
+                    session.redialAllowed = false
+                    nearby?.holdOff(session.deviceKey)
+                }
+                if code == .unpaired { peerUnpairedUs(session) }
+            case let .refused(reason):
+                emit(.refused(.init(peer: session.peer, reason: reason, time: now())))
+                session.pairCompletion?(.failure(.refused(reason)))
+                session.pairCompletion = nil
+            case let .ended(reason):
+                session.closeReason = session.closeReason ?? reason
+            case .closeTransport:
+                session.closeAfterPendingSends()
+            }
+        }
+        if session.machine.state == .closed { finish(session) }
+    }
+
+    /// Removes a closed session, reports it, and plans a redial for a paired peer.
+    private func finish(_ session: Session) {
+        guard sessions.removeValue(forKey: session.id) != nil else { return }
+        unpairedSessions.release(id: session.id)
+        session.flow.cancel()
+        session.closeAfterPendingSends()
+        let reason = session.closeReason ?? "closed"
+        observer?.sessionEnded(session, reason: reason)
+        emit(.state(.init(peer: session.peer, state: .notConnected, reason: reason, time: now())))
+        session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
+        session.pairCompletion = nil
+        if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
+           let stored = record.addresses.first ?? nearby?.addresses(of: session.deviceKey).first,
+           !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
+            let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
+            redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+        }
+    }
+
+    /// The Multipeer-style state names: notConnected, connecting, connected.
+    static func publicState(_ state: SessionMachine.State) -> SessionState {
+        switch state {
+        case .awaitingLocalDecision, .awaitingPeerDecision: return .connecting
+        case .connected: return .connected
+        case .closed: return .notConnected
+        }
+    }
+
+    // MARK: - Timer: keepalive, dead peers, invitations, redial
+
+    private func tick() {
+        if stopped { return }
+        observer?.timerFired()
+        let machine = TimerMachine(deadPeerTimeout: config.deadPeerTimeout, keepaliveInterval: config.keepaliveInterval,
+                                   redialMaximum: config.redialMaximum)
+        let facts = sessions.values.sorted { $0.id < $1.id }.map { session in
+            // A peer that does not read what we send: the reader stopped reading it (its
+            // silence is then ours), or a write failed or timed out.
+            TimerMachine.SessionFacts(id: session.id, awaitingDecision: session.machine.state == .awaitingLocalDecision,
+                                      invitationDeadline: session.invitationDeadline,
+                                      stall: session.flow.stallReason(pausedFor: config.deadPeerTimeout),
+                                      lastReceived: session.lastReceived, lastSent: session.lastSent,
+                                      flowPaused: session.flow.isPaused)
+        }
+        let actions = machine.tick(now: .now, sessions: facts, redials: redials,
+                                   devicesWithSession: Set(sessions.values.map(\.deviceKey)))
+        for action in actions {
+            switch action {
+            case let .expireInvitation(id):
+                guard let session = sessions[id] else { continue }
+                session.invitationDeadline = nil
+                session.closeReason = "invitation expired"
+                emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now())))
+                perform(session.machine.handle(.invitationExpired), on: session)
+            case let .close(id, reason):
+                guard let session = sessions[id] else { continue }
+                session.closeReason = session.closeReason ?? reason
+                perform(session.machine.handle(.transportClosed(reason)), on: session)
+                session.channel.close()
+            case let .ping(id):
+                sessions[id]?.send([.ping(UInt64.random(in: 0...UInt64.max))])
+            case let .dropRedial(device):
+                redials[device] = nil
+            case let .redial(device, attempt, next):
+                redials[device] = next
+                let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
+                startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
+            }
+        }
+    }
+
+    private func scheduleInitialRedials() {
+        let records = (try? index.peers()) ?? []
+        for record in records where record.trust == .paired {
+            if let address = record.addresses.first {
+                redials[record.deviceID] = Redial(address: address, nextAttempt: .now, delay: config.redialInitial)
+            }
+        }
+        for address in config.staticPeers where !records.contains(where: { $0.addresses.first == address }) {
+            startDial(address: address, expected: nil, context: nil, progress: nil, completion: nil)
+        }
+    }
+
+    /// Where to redial a paired device on its `attempt`-th try: its discovered addresses
+    /// first (fresh), then the ones stored in the index (last known first, static peers
+    /// among them), in turn.
+    func redialAddress(for device: String, attempt: Int, fallback: String) -> String {
+        var list = nearby?.addresses(of: device) ?? []
+        list += (try? index.peer(deviceID: device))?.addresses ?? []
+        var seen: Set<String> = []
+        list = list.filter { seen.insert($0).inserted }
+        return list.isEmpty ? fallback : list[attempt % list.count]
+    }
+
+    // MARK: - Lookup
+
+    private func candidates() -> [PeerResolver.Candidate] {
+        var list: [PeerResolver.Candidate] = []
+        var seen: Set<String> = []
+        for record in (try? index.peers()) ?? [] where record.trust == .paired {
+            list.append(.init(deviceID: displayID(record.deviceID), name: record.name, addresses: record.addresses))
+            seen.insert(record.deviceID)
+        }
+        for session in sessions.values where !seen.contains(session.deviceKey) {
+            list.append(.init(deviceID: session.peer.id.description, name: session.peer.name, addresses: session.dialAddress.map { [$0] } ?? []))
+            seen.insert(session.deviceKey)
+        }
+        return list
+    }
+
+    /// The peer a name, device ID (or prefix) or address the user typed means: paired peers,
+    /// then live sessions; discovery's nearby names make a better "not found".
+    func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
+        do throws(PeerResolver.Failure) {
+            switch try PeerResolver.resolve(text, among: candidates(), nearby: nearby?.nearbyUnpairedNames() ?? []) {
+            case let .peer(candidate): return candidate
+            case let .address(address): throw PeerResolver.Failure.unknown(address)
+            }
+        } catch {
+            throw .notFound(error.description)
+        }
+    }
+
+    func liveSession(for text: String) throws(EngineError) -> Session {
+        let candidate = try resolve(text)
+        let key = candidate.deviceID.filter { $0 != "-" }
+        guard let session = sessions.values.first(where: { $0.deviceKey == key && $0.machine.state != .closed }) else {
+            throw .notConnected("\(candidate.name) is not connected")
+        }
+        return session
+    }
+
+    func connectedSession(for text: String) throws(EngineError) -> Session {
+        let session = try liveSession(for: text)
+        guard session.machine.state == .connected else {
+            throw .notConnected("\(session.peer.name) is not paired yet (the invitation is open)")
+        }
+        return session
+    }
+
+    /// Whether a session with `device` exists in a state `present` accepts.
+    func hasSession(device: String, where present: (SessionMachine.State) -> Bool) -> Bool {
+        sessions.values.contains { $0.deviceKey == device && present($0.machine.state) }
+    }
+
+    /// The paired peer `text` names (connected or not).
+    func pairedPeer(for text: String) throws(EngineError) -> PeerRecord {
+        let candidate = try resolve(text)
+        let record: PeerRecord?
+        do { record = try index.peer(deviceID: candidate.deviceID.filter { $0 != "-" }) } catch { throw .index(error) }
+        guard let record, record.trust == .paired else { throw .notFound("\(candidate.name) is not paired") }
+        return record
+    }
+
+    func displayID(_ compact: String) -> String {
+        (try? DeviceID(parsing: compact))?.description ?? compact
+    }
+
+    /// A peer of the index as results show it; a device ID the index holds that does not
+    /// parse is damaged data.
+    func peerRef(_ record: PeerRecord) throws(EngineError) -> PeerRef {
+        try PeerRef.indexed(device: record.deviceID, name: record.name, index: index)
+    }
+
+    static func sameName(_ a: String, _ b: String) -> Bool {
+        func fold(_ s: String) -> String {
+            s.precomposedStringWithCompatibilityMapping.lowercased().trimmingCharacters(in: .whitespaces)
+        }
+        return fold(a) == fold(b)
+    }
+
+    static func newInvitationID() -> String {
+        let alphabet = Array("ABCDEFGHJKLMNPQRSTUVWXYZ23456789")
+        return String((0..<6).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] })
+    }
+}
+
+extension ConnectionService: PeerLink {
+    // On `queue`, like every use of `sessions`.
+    func session(_ id: UInt64) -> LinkSession? {
+        sessions[id]?.link
+    }
+
+    func connectedSession(device deviceKey: String) -> LinkSession? {
+        sessions.values.first { $0.deviceKey == deviceKey && $0.machine.state == .connected }?.link
+    }
+
+    func connectedSessions() -> [LinkSession] {
+        sessions.values.filter { $0.machine.state == .connected }.sorted { $0.id < $1.id }.map(\.link)
+    }
+
+    func send(_ frames: [Frame], on id: UInt64) {
+        sessions[id]?.send(frames)
+    }
+}

@@ -1,0 +1,220 @@
+import Dispatch
+import Foundation
+import PeerCrypto
+import PeerIndex
+import PeerNet
+import PeerWire
+@testable import SyncEngine
+import Synchronization
+import Testing
+
+/// The connection service alone: two of them in this process over loopback TCP, each with
+/// an in-memory index, its own queue and a recording observer in place of the services
+/// above the sessions (no node, no processes). What a user of `pair`, `invitations`,
+/// `disconnect` and a restarted peer would check: who is paired, who is connected, what
+/// reaches the layers above, and that a peer comes back by itself.
+@Suite(.serialized)
+struct ConnectionServiceTests {
+    @Test func anAcceptedInvitationPairsBothEndsAndFramesReachTheLayersAbove() throws {
+        let bob = try Peer("bob") { $0.autoAccept = true }
+        let alice = try Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try eventually("alice's invitation answered") { paired.value != nil }
+        guard case let .success(peer)? = paired.value else { Issue.record("pairing failed: \(String(describing: paired.value))"); return }
+        #expect(peer.name == "bob")
+        try eventually("both ends connected") { alice.observer.connected.count == 1 && bob.observer.connected.count == 1 }
+        #expect(try alice.index.peer(deviceID: bob.key)?.trust == .paired)
+        #expect(try bob.index.peer(deviceID: alice.key)?.trust == .paired)
+        #expect(alice.service.peerList().map(\.peer.name) == ["bob"])
+
+        // A folder frame sent through the link reaches bob's observer, not the session.
+        let sessionID = try #require(alice.onQueue { alice.service.connectedSession(device: bob.key)?.id })
+        alice.onQueue { alice.service.send([.indexAck(folder: "f1", sequence: 7)], on: sessionID) }
+        try eventually("the frame reaches bob's layers above") { bob.observer.frames.contains("indexAck(f1, 7)") }
+
+        // A message is the connections' own: delivered as an event.
+        _ = try alice.service.sendMessage(to: "bob", bytes: Array("hello".utf8), unreliable: false)
+        try eventually("bob's message event") { bob.events.contains { if case let .message(m) = $0 { m.text == "hello" } else { false } } }
+        #expect(bob.observer.timerBeats > 0)
+    }
+
+    @Test func aDeclinedInvitationPairsNobodyAndTellsTheInviter() throws {
+        let bob = try Peer("bob")
+        let alice = try Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try eventually("bob's open invitation") { bob.service.invitations().count == 1 }
+        let invitation = try #require(bob.service.invitations().first)
+        #expect(invitation.peer.name == "alice")
+        #expect(invitation.code == alice.onQueue { alice.service.sessions.values.first?.channel.shortAuthenticationString })
+        _ = try bob.service.answer(invitation: invitation.invitation, accept: false)
+        try eventually("alice told") { paired.value != nil }
+        guard case let .failure(error)? = paired.value else { Issue.record("expected a refusal"); return }
+        #expect("\(error)".contains("declined"))
+        #expect(try alice.index.peer(deviceID: bob.key) == nil)
+        #expect(try bob.index.peer(deviceID: alice.key) == nil)
+        #expect(alice.observer.connected.isEmpty && bob.observer.connected.isEmpty)
+    }
+
+    @Test func anotherKeyAtAPairedPeersAddressIsRefused() throws {
+        let bob = try Peer("bob") { $0.autoAccept = true }
+        let alice = try Peer("alice")
+        let mallory = try Peer("mallory") { $0.autoAccept = true }
+        defer { alice.service.stop(); bob.service.stop(); mallory.service.stop() }
+        // Alice expects bob's key but mallory answers at the address.
+        let outcome = Outcome()
+        alice.queue.async {
+            alice.service.invite(address: mallory.address, expected: bob.key, context: nil, progress: { _ in },
+                                 completion: { outcome.set($0) })
+        }
+        try eventually("the dial ends") { outcome.value != nil }
+        guard case let .failure(error)? = outcome.value else { Issue.record("impersonation was not refused"); return }
+        #expect("\(error)".contains("impersonation"))
+        #expect(try alice.index.peer(deviceID: mallory.key) == nil)
+        #expect(alice.observer.connected.isEmpty)
+    }
+
+    @Test func aPeerThatDisconnectsIsHeldOffAndAPeerThatRestartsIsRedialled() throws {
+        let bob = try Peer("bob") { $0.autoAccept = true }
+        let alice = try Peer("alice")
+        defer { alice.service.stop() }
+        let paired = alice.invite(bob)
+        try eventually("paired") { alice.observer.connected.count == 1 && bob.observer.connected.count == 1 }
+        #expect(paired.value != nil)
+
+        // Bob restarts: the same identity, index and port; alice redials him by herself.
+        bob.service.stop()
+        try eventually("alice sees bob gone") { alice.observer.ended.count == 1 }
+        #expect(alice.observer.ended.first?.contains("shutting down") == true)
+        let bob2 = try Peer(restarting: bob)
+        defer { bob2.service.stop() }
+        try eventually("alice reconnected to the restarted bob", timeout: 30) {
+            alice.observer.connected.count == 2 && bob2.observer.connected.count == 1
+        }
+
+        // Bob disconnects on purpose: alice's discovery is told not to dial him again.
+        _ = try bob2.service.disconnect(peer: "alice")
+        try eventually("alice sees the disconnect") { alice.observer.ended.count == 2 }
+        #expect(alice.nearby.heldOff.withLock { $0.contains(bob.key) })
+        #expect(bob2.nearby.heldOff.withLock { $0.contains(alice.key) })
+        Thread.sleep(forTimeInterval: 0.3)  // several redial periods: nobody dials
+        #expect(alice.observer.connected.count == 2)
+    }
+
+    // MARK: - Support
+
+    final class Outcome: @unchecked Sendable {
+        // @unchecked: `state` is a Mutex.
+        private let state = Mutex<Result<PeerRef, EngineError>?>(nil)
+        var value: Result<PeerRef, EngineError>? { state.withLock { $0 } }
+        func set(_ result: Result<PeerRef, EngineError>) { state.withLock { $0 = result } }
+    }
+
+    /// The layers above the sessions, recorded.
+    final class Recorder: SessionObserver, @unchecked Sendable {
+        // @unchecked: every field is a Mutex.
+        private let log = Mutex<(connected: [String], ended: [String], frames: [String], beats: Int)>(([], [], [], 0))
+        var connected: [String] { log.withLock { $0.connected } }
+        var ended: [String] { log.withLock { $0.ended } }
+        var frames: [String] { log.withLock { $0.frames } }
+        var timerBeats: Int { log.withLock { $0.beats } }
+
+        func sessionConnected(_ session: Session) { log.withLock { $0.connected.append(session.peer.name) } }
+        func transferFrame(_ frame: Frame, on session: Session) {
+            let text: String
+            if case let .indexAck(folder, sequence) = frame { text = "indexAck(\(folder), \(sequence))" } else { text = "\(frame.type)" }
+            log.withLock { $0.frames.append(text) }
+        }
+        func streamFrame(_ frame: Frame, on session: Session) -> Bool { true }
+        func sessionEnded(_ session: Session, reason: String) { log.withLock { $0.ended.append(reason) } }
+        func timerFired() { log.withLock { $0.beats += 1 } }
+    }
+
+    /// Discovery, recorded: what it was told to hold off.
+    final class Nearby: NearbyPeers, @unchecked Sendable {
+        // @unchecked: `heldOff` is a Mutex.
+        let heldOff = Mutex<Set<String>>([])
+        func holdOff(_ device: String) { _ = heldOff.withLock { $0.insert(device) } }
+        func release(_ device: String) { _ = heldOff.withLock { $0.remove(device) } }
+        func isHeldOff(_ device: String) -> Bool { heldOff.withLock { $0.contains(device) } }
+        func addresses(of device: String) -> [String] { [] }
+        func nearbyUnpairedNames() -> [String] { [] }
+    }
+
+    /// One end: a connection service listening on loopback, its index, events and observer.
+    final class Peer: @unchecked Sendable {
+        // @unchecked: immutable after init; the service confines its state to `queue`.
+        let identity: Identity
+        let index: NodeIndex
+        let queue: DispatchQueue
+        let bus = EventBus()
+        let recorded = EventLog()
+        let observer = Recorder()
+        let nearby = Nearby()
+        let service: ConnectionService
+        let address: String
+        let config: NodeConfig
+
+        var key: String { identity.deviceID.compact }
+        var events: [NodeEvent] { recorded.all }
+
+        convenience init(_ name: String, configure: (inout NodeConfig) -> Void = { _ in }) throws {
+            var config = NodeConfig()
+            config.listen = "127.0.0.1:0"
+            config.discovery = false
+            config.redialInitial = .milliseconds(50)
+            config.keepaliveInterval = .milliseconds(500)
+            configure(&config)
+            try self.init(identity: Identity(keyPair: KeyPair.generate(), displayName: name), index: NodeIndex.inMemory(), config: config)
+        }
+
+        /// The same identity, index and port as `earlier` (stopped): a restarted node.
+        convenience init(restarting earlier: Peer) throws {
+            var config = earlier.config
+            config.listen = earlier.address
+            try self.init(identity: earlier.identity, index: earlier.index, config: config)
+        }
+
+        private init(identity: Identity, index: NodeIndex, config: NodeConfig) throws {
+            self.identity = identity
+            self.index = index
+            self.config = config
+            queue = DispatchQueue(label: "test.connections.\(identity.displayName)")
+            service = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: bus,
+                                        features: ["messages"])
+            service.observer = observer
+            service.nearby = nearby
+            _ = bus.subscribe { [recorded] event in recorded.emit(event) }
+            address = try service.listen().address
+            queue.sync { service.startTimer() }
+        }
+
+        func onQueue<T>(_ body: () -> T) -> T { queue.sync(execute: body) }
+
+        /// Invites `other` at its address (what `pair HOST:PORT` does).
+        func invite(_ other: Peer) -> Outcome {
+            let outcome = Outcome()
+            queue.async { [self] in
+                service.invite(address: other.address, expected: nil, context: nil, progress: { _ in },
+                               completion: { outcome.set($0) })
+            }
+            return outcome
+        }
+    }
+
+    func eventually(_ what: String, timeout: Double = 15, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw TransferPair.Timeout(what: what) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+}
+
+extension ConnectionService {
+    /// `peers` without discovery, sorted by name (what the node lists).
+    func peerList() -> [PeerSummary] {
+        queue.sync { peerEntries().values.sorted { $0.peer.name < $1.peer.name } }
+    }
+}
