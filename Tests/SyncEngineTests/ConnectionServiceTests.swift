@@ -85,21 +85,53 @@ struct ConnectionServiceTests {
 
         // Bob restarts: the same identity, index and port; alice redials him by herself.
         bob.service.stop()
-        try eventually("alice sees bob gone") { alice.observer.ended.count == 1 }
-        #expect(alice.observer.ended.first?.contains("shutting down") == true)
+        try eventually("alice sees bob gone") { alice.observer.stillConnected.isEmpty }
+        #expect(alice.observer.ended.last?.contains("shutting down") == true)
         let bob2 = try Peer(restarting: bob)
         defer { bob2.service.stop() }
         try eventually("alice reconnected to the restarted bob", timeout: 30) {
-            alice.observer.connected.count == 2 && bob2.observer.connected.count == 1
+            alice.observer.stillConnected.count == 1 && bob2.observer.stillConnected.count == 1
         }
+        let connections = alice.observer.connected.count
 
         // Bob disconnects on purpose: alice's discovery is told not to dial him again.
         _ = try bob2.service.disconnect(peer: "alice")
-        try eventually("alice sees the disconnect") { alice.observer.ended.count == 2 }
+        try eventually("alice sees the disconnect") { alice.observer.stillConnected.isEmpty }
+        #expect(alice.observer.ended.last?.contains("disconnected") == true)
         #expect(alice.nearby.heldOff.withLock { $0.contains(bob.key) })
         #expect(bob2.nearby.heldOff.withLock { $0.contains(alice.key) })
         Thread.sleep(forTimeInterval: 0.3)  // several redial periods: nobody dials
-        #expect(alice.observer.connected.count == 2)
+        #expect(alice.observer.connected.count == connections)
+    }
+
+    @Test func twoPeersThatDialEachOtherAtOnceKeepOneSessionBoth() throws {
+        let bob = try Peer("bob") { $0.autoAccept = true }
+        let alice = try Peer("alice")
+        _ = alice.invite(bob)
+        try eventually("paired") { alice.observer.connected.count == 1 && bob.observer.connected.count == 1 }
+        alice.service.stop()
+        bob.service.stop()
+        // Both restart at once, and each dials the other at start (its stored address).
+        let alice2 = try Peer(restarting: alice)
+        let bob2 = try Peer(restarting: bob)
+        defer { alice2.service.stop(); bob2.service.stop() }
+        func liveSessions(_ peer: Peer) -> [UInt64] {
+            peer.onQueue { peer.service.sessions.values.filter { $0.machine.state != .closed }.map(\.id).sorted() }
+        }
+        try eventually("connected again") {
+            alice2.onQueue { alice2.service.connectedSession(device: bob.key) != nil }
+                && bob2.onQueue { bob2.service.connectedSession(device: alice.key) != nil }
+        }
+        Thread.sleep(forTimeInterval: 0.5)  // a duplicate, if kept, would be closed or redialled by now
+        #expect(liveSessions(alice2).count == 1)
+        #expect(liveSessions(bob2).count == 1)
+        // Whichever connection won, each end told the layers above of one connected session
+        // that is still open (the loser, if it ever connected, was reported ended).
+        #expect(alice2.observer.stillConnected == liveSessions(alice2))
+        #expect(bob2.observer.stillConnected == liveSessions(bob2))
+        // Ending the duplicate is not the user's disconnect: discovery may still dial.
+        #expect(alice2.nearby.heldOff.withLock { $0.isEmpty })
+        #expect(bob2.nearby.heldOff.withLock { $0.isEmpty })
     }
 
     // MARK: - Support
@@ -114,20 +146,32 @@ struct ConnectionServiceTests {
     /// The layers above the sessions, recorded.
     final class Recorder: SessionObserver, @unchecked Sendable {
         // @unchecked: every field is a Mutex.
-        private let log = Mutex<(connected: [String], ended: [String], frames: [String], beats: Int)>(([], [], [], 0))
+        private let log = Mutex<(connected: [String], ended: [String], frames: [String], beats: Int, open: Set<UInt64>)>(([], [], [], 0, []))
         var connected: [String] { log.withLock { $0.connected } }
         var ended: [String] { log.withLock { $0.ended } }
         var frames: [String] { log.withLock { $0.frames } }
         var timerBeats: Int { log.withLock { $0.beats } }
+        /// The sessions reported connected and not ended since.
+        var stillConnected: [UInt64] { log.withLock { $0.open.sorted() } }
 
-        func sessionConnected(_ session: Session) { log.withLock { $0.connected.append(session.peer.name) } }
+        func sessionConnected(_ session: Session) {
+            log.withLock {
+                $0.connected.append(session.peer.name)
+                $0.open.insert(session.id)
+            }
+        }
         func transferFrame(_ frame: Frame, on session: Session) {
             let text: String
             if case let .indexAck(folder, sequence) = frame { text = "indexAck(\(folder), \(sequence))" } else { text = "\(frame.type)" }
             log.withLock { $0.frames.append(text) }
         }
         func streamFrame(_ frame: Frame, on session: Session) -> Bool { true }
-        func sessionEnded(_ session: Session, reason: String) { log.withLock { $0.ended.append(reason) } }
+        func sessionEnded(_ session: Session, reason: String) {
+            log.withLock {
+                $0.ended.append(reason)
+                $0.open.remove(session.id)
+            }
+        }
         func timerFired() { log.withLock { $0.beats += 1 } }
     }
 

@@ -153,25 +153,26 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     func begin(_ session: Session, standing: SessionMachine.PeerStanding) {
         // One session per device: when two exist (both dialled at once), keep the one
-        // dialled by the smaller device ID, so both ends keep the same one.
+        // dialled by the smaller device ID, so both ends keep the same one, and end the
+        // other even when it is connected already (its transfers resume on the one kept).
+        // Two dialled by the same device: the newer one (that device dialled again, so the
+        // older one is stale on its side, e.g. it restarted).
         if standing == .paired,
            let other = sessions.values.first(where: { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }) {
             let myKey = identity.deviceID.compact
             func initiatorKey(_ s: Session) -> String { s.machine.role == .initiator ? myKey : s.deviceKey }
-            let keepNew = initiatorKey(session) < initiatorKey(other)
+            let keepNew = initiatorKey(session) <= initiatorKey(other)
             let loser = keepNew ? other : session
-            if !keepNew || other.machine.state != .connected {
-                loser.closeReason = "duplicate connection"
-                loser.redialAllowed = false
-                loser.pairCompletion = nil
-                if loser === session {
-                    session.send([.close(code: .normal, reason: "duplicate connection")])
-                    sessions[session.id] = nil
-                    session.closeAfterPendingSends()
-                    return
-                }
-                perform(loser.machine.handle(.localDisconnect), on: loser)
+            loser.closeReason = "duplicate connection"
+            loser.redialAllowed = false
+            loser.pairCompletion = nil
+            loser.send([.close(code: .normal, reason: "duplicate connection")])
+            if loser === session {
+                sessions[session.id] = nil
+                session.closeAfterPendingSends()
+                return
             }
+            perform(loser.machine.handle(.transportClosed("duplicate connection")), on: loser)
         }
         if standing == .unknown, let source = session.source {
             guard admitUnpaired(session, from: source) else { return }
@@ -296,9 +297,12 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             case let .peerClosed(code):
                 // A peer that shuts down may come back: keep redialling. One that ended the
                 // session on purpose (disconnect, refusal) is left alone.
+                // A peer that ends one of two sessions with us ends the duplicate (see
+                // `begin`), not us: discovery may still dial it.
                 if code != .shuttingDown {
                     session.redialAllowed = false
-                    nearby?.holdOff(session.deviceKey)
+                    let duplicate = sessions.values.contains { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }
+                    if !duplicate { nearby?.holdOff(session.deviceKey) }
                 }
                 if code == .unpaired { peerUnpairedUs(session) }
             case let .refused(reason):
