@@ -82,6 +82,7 @@ final class NamespaceProcess: Sendable {
     }
 
     var stderr: String { err.text }
+    var stdout: String { out.text }
 
     /// Waits until a JSON line satisfies `match`; returns it, or nil after `timeout`.
     func wait(timeout: Duration, _ match: ([String: Any]) -> Bool) async -> [String: Any]? {
@@ -147,7 +148,7 @@ struct DiscoveryInteropTests {
         }
 
         let line = await browser.wait(timeout: .seconds(30)) { ($0["event"] as? String) == "added" }
-        let seen = try #require(line, "\(zeroconf.testDescription) did not report our service; stderr: \(browser.stderr)")
+        let seen = try #require(line, "\(zeroconf.testDescription) did not report our service; stdout: \(browser.stdout) stderr: \(browser.stderr)")
         #expect(seen["name"] as? String == "Interop Ours._syncpeer-test._tcp.local.")
         #expect(seen["port"] as? Int == 46001)
         #expect(seen["addresses"] as? [String] == ["10.99.0.2"])

@@ -3,6 +3,7 @@
 (/usr/bin/python3, python3-zeroconf) or the current PyPI release (a venv's python).
 
 Always run inside a test network namespace: `ip netns exec NS PYTHON zeroconf_peer.py ...`.
+ZC_PEER_DEBUG=1 in the environment logs python-zeroconf at DEBUG level to stderr.
 
   version                                      prints {"version": ...}
   browse   TYPE IFACE_IP SECONDS               prints one JSON line per service seen (IFACE_IP
@@ -97,6 +98,10 @@ def register(service_type, name, port, iface_ip, seconds, pairs):
 
 
 def main():
+    import os, logging
+    if os.environ.get("ZC_PEER_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(relativeCreated)d %(threadName)s %(message)s")
+        logging.getLogger("zeroconf").setLevel(logging.DEBUG)
     mode = sys.argv[1]
     if mode == "version":
         emit({"version": zeroconf.__version__})
