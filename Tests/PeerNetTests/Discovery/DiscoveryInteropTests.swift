@@ -82,6 +82,7 @@ final class NamespaceProcess: Sendable {
     }
 
     var stderr: String { err.text }
+    var stdout: String { out.text }
 
     /// Waits until a JSON line satisfies `match`; returns it, or nil after `timeout`.
     func wait(timeout: Duration, _ match: ([String: Any]) -> Bool) async -> [String: Any]? {
@@ -108,9 +109,24 @@ final class NamespaceProcess: Sendable {
 struct DiscoveryInteropTests {
     let type = try! ServiceType("syncpeer-test")
 
-    /// Runs the helper with `zeroconf`'s interpreter in `namespace`.
-    private func peer(_ zeroconf: Zeroconf, in namespace: TestNamespace, _ arguments: [String]) throws -> NamespaceProcess {
-        try NamespaceProcess(namespace: namespace, [try zeroconf.python(), Zeroconf.helper] + arguments)
+    /// Runs the helper (browse or register) with `zeroconf`'s interpreter in `namespace`, and
+    /// returns once its sockets are open ("ready"): under a full run's load, starting python
+    /// and importing zeroconf alone took minutes, and each test's own waits (what it must see
+    /// within 30 s) count from here.
+    private func peer(_ zeroconf: Zeroconf, in namespace: TestNamespace, _ arguments: [String]) async throws -> NamespaceProcess {
+        let process = try NamespaceProcess(namespace: namespace, [try zeroconf.python(), Zeroconf.helper] + arguments)
+        let ready = await process.wait(timeout: .seconds(600)) { ($0["event"] as? String) == "ready" }
+        if ready == nil {
+            process.terminate()
+            throw HelperNotStarted(what: "\(zeroconf.testDescription) \(arguments.first ?? "")", stderr: process.stderr)
+        }
+        return process
+    }
+
+    struct HelperNotStarted: Error, CustomStringConvertible {
+        let what: String
+        let stderr: String
+        var description: String { "the \(what) helper did not start within 600 s; stderr: \(stderr)" }
     }
 
     /// Which releases these tests ran against (printing the version opens no socket).
@@ -139,15 +155,14 @@ struct DiscoveryInteropTests {
             try thread.run { try advertiser.start() }
             try await waitUntil(timeout: .seconds(10)) { !names.all.isEmpty }
         }
-        let browser = try peer(zeroconf, in: ns1, ["browse", type.name, "10.99.0.1", "180"])
+        let browser = try await peer(zeroconf, in: ns1, ["browse", type.name, "10.99.0.1", "180"])
         defer { browser.terminate() }
         if !oursFirst {
-            try await Task.sleep(for: .milliseconds(500))  // let Python start and bind
-            try thread.run { try advertiser.start() }
+            try thread.run { try advertiser.start() }  // python's browser is up ("ready")
         }
 
         let line = await browser.wait(timeout: .seconds(30)) { ($0["event"] as? String) == "added" }
-        let seen = try #require(line, "\(zeroconf.testDescription) did not report our service; stderr: \(browser.stderr)")
+        let seen = try #require(line, "\(zeroconf.testDescription) did not report our service; stdout: \(browser.stdout) stderr: \(browser.stderr)")
         #expect(seen["name"] as? String == "Interop Ours._syncpeer-test._tcp.local.")
         #expect(seen["port"] as? Int == 46001)
         #expect(seen["addresses"] as? [String] == ["10.99.0.2"])
@@ -171,7 +186,7 @@ struct DiscoveryInteropTests {
         defer { thread.finish() }
         var started: (ServiceBrowser, EventLog)?
         if !theirsFirst { started = try NodeFactory(thread: thread, interfaces: .automatic).browser(type) }
-        let registrar = try peer(zeroconf, in: ns1, ["register", type.name, "ZC Peer", "47001", "10.99.0.1", "6",
+        let registrar = try await peer(zeroconf, in: ns1, ["register", type.name, "ZC Peer", "47001", "10.99.0.1", "6",
                                                      "id=ZC-ID", "v=2", "color=blue"])
         defer { registrar.terminate() }
         if theirsFirst {
@@ -211,9 +226,9 @@ struct DiscoveryInteropTests {
         defer { advertiser.stop() }
         let (browser, log) = try factory.browser(type, ignoring: "OURS-ID")
         defer { browser.stop() }
-        let theirBrowser = try peer(zeroconf, in: ns1, ["browse", type.name, "v6", "60"])
+        let theirBrowser = try await peer(zeroconf, in: ns1, ["browse", type.name, "v6", "60"])
         defer { theirBrowser.terminate() }
-        let registrar = try peer(zeroconf, in: ns1, ["register", type.name, "Six Theirs", "47004", "v6:fe80::1", "60", "id=ZC-ID"])
+        let registrar = try await peer(zeroconf, in: ns1, ["register", type.name, "Six Theirs", "47004", "v6:fe80::1", "60", "id=ZC-ID"])
         defer { registrar.terminate() }
 
         let line = await theirBrowser.wait(timeout: .seconds(30)) { ($0["name"] as? String)?.hasPrefix("Six Ours.") == true }
@@ -235,7 +250,7 @@ struct DiscoveryInteropTests {
         defer { ns1.remove(); ns2.remove() }
         let thread = try NetnsThread(ns2)
         defer { thread.finish() }
-        let registrar = try peer(zeroconf, in: ns1, ["register", type.name, "Clash", "47002", "10.99.0.1", "30"])
+        let registrar = try await peer(zeroconf, in: ns1, ["register", type.name, "Clash", "47002", "10.99.0.1", "30"])
         defer { registrar.terminate() }
         let registered = await registrar.wait(timeout: .seconds(20)) { $0["registered"] != nil }
         let theirs = try #require(registered?["registered"] as? String, "stderr: \(registrar.stderr)")
@@ -265,7 +280,7 @@ struct DiscoveryInteropTests {
         try await waitUntil(timeout: .seconds(10)) { !names.all.isEmpty }
         #expect(names.all == ["Clash"])
 
-        let registrar = try peer(zeroconf, in: ns1, ["register", type.name, "Clash", "47003", "10.99.0.1", "30"])
+        let registrar = try await peer(zeroconf, in: ns1, ["register", type.name, "Clash", "47003", "10.99.0.1", "30"])
         defer { registrar.terminate() }
         let outcome = await registrar.wait(timeout: .seconds(20)) { $0["registered"] != nil || $0["conflict"] != nil }
         let line = try #require(outcome, "stderr: \(registrar.stderr)")

@@ -3,6 +3,7 @@
 (/usr/bin/python3, python3-zeroconf) or the current PyPI release (a venv's python).
 
 Always run inside a test network namespace: `ip netns exec NS PYTHON zeroconf_peer.py ...`.
+ZC_PEER_DEBUG=1 in the environment logs python-zeroconf at DEBUG level to stderr.
 
   version                                      prints {"version": ...}
   browse   TYPE IFACE_IP SECONDS               prints one JSON line per service seen (IFACE_IP
@@ -66,12 +67,14 @@ def browse(service_type, iface_ip, seconds):
             emit({"event": "removed", "name": name})
 
     ServiceBrowser(zc, full_type, handlers=[on_change])
+    emit({"event": "ready"})  # the test's clocks start here, not at a slow start-up
     time.sleep(seconds)
     zc.close()
 
 
 def register(service_type, name, port, iface_ip, seconds, pairs):
     zc = zeroconf_on(iface_ip)
+    emit({"event": "ready"})
     full_type = "_%s._tcp.local." % service_type
     if iface_ip.startswith("v6:"):
         address = socket.inet_pton(socket.AF_INET6, iface_ip[3:])
@@ -97,6 +100,10 @@ def register(service_type, name, port, iface_ip, seconds, pairs):
 
 
 def main():
+    import os, logging
+    if os.environ.get("ZC_PEER_DEBUG"):
+        logging.basicConfig(level=logging.DEBUG, stream=sys.stderr, format="%(relativeCreated)d %(threadName)s %(message)s")
+        logging.getLogger("zeroconf").setLevel(logging.DEBUG)
     mode = sys.argv[1]
     if mode == "version":
         emit({"version": zeroconf.__version__})
