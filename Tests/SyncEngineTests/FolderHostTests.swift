@@ -130,6 +130,10 @@ import Testing
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.root + "/photo.raw")) == content)
         #expect(fixture.host.requests.withLock { $0 } > 1, "fetched in blocks")
+        // The file is renamed into place before its record is written: wait for the record.
+        try TransferPair.eventually("photo.raw is recorded", timeout: 30) {
+            ((try? fixture.host.index.file(folderID: fixture.folderID, path: "photo.raw")) ?? nil) != nil
+        }
         let record = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "photo.raw"))
         #expect(record.version == [fixture.host.remoteDevice: 1] && record.modifiedBy == fixture.host.remoteDevice)
     }
