@@ -83,6 +83,7 @@ final class TransferService: Reporting, @unchecked Sendable {
               cancellation: SendCancellation? = nil,
               observer: @escaping @Sendable (NodeEvent) -> Void,
               completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
+        let requested = now()
         // Chunking reads every byte: do it off the node's queue, and show it (a large file
         // takes seconds before there is anything to offer).
         DispatchQueue.global().async { [self] in
@@ -137,6 +138,16 @@ final class TransferService: Reporting, @unchecked Sendable {
                         emitTransfer(running, force: true)
                     }
                     if let spoolFile { unlink(spoolFile) }
+                    return
+                }
+                // The same content from the same source that finished while this request
+                // was hashing (a send resumed by itself after a restart): that transfer is
+                // this request's result, not a reason to send a second copy.
+                if spoolFile == nil, let finished = ((try? store.transfers(deviceID: target.deviceKey)) ?? []).first(where: {
+                    $0.direction == .send && $0.state == .completed && $0.rootHash == prepared.rootHash
+                        && $0.finalPath == path && $0.updatedAt >= requested
+                }) {
+                    completion(.success(Self.recordEvent(finished, store: store)))
                     return
                 }
                 var prepared = prepared
