@@ -158,7 +158,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
         // Two dialled by the same device: the newer one (that device dialled again, so the
         // older one is stale on its side, e.g. it restarted).
         if standing == .paired,
-           let other = sessions.values.first(where: { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }) {
+           let other = otherLiveSession(than: session) {
             let myKey = identity.deviceID.compact
             func initiatorKey(_ s: Session) -> String { s.machine.role == .initiator ? myKey : s.deviceKey }
             let keepNew = initiatorKey(session) <= initiatorKey(other)
@@ -301,8 +301,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 // `begin`), not us: discovery may still dial it.
                 if code != .shuttingDown {
                     session.redialAllowed = false
-                    let duplicate = sessions.values.contains { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }
-                    if !duplicate { nearby?.holdOff(session.deviceKey) }
+                    if otherLiveSession(than: session) == nil { nearby?.holdOff(session.deviceKey) }
                 }
                 if code == .unpaired { peerUnpairedUs(session) }
             case let .refused(reason):
@@ -456,6 +455,11 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             throw .notConnected("\(session.peer.name) is not paired yet (the invitation is open)")
         }
         return session
+    }
+
+    /// Another session with the device of `session` that is not closed (a duplicate).
+    func otherLiveSession(than session: Session) -> Session? {
+        sessions.values.first { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }
     }
 
     /// Whether a session with `device` exists in a state `present` accepts.

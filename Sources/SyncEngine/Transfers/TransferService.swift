@@ -143,7 +143,8 @@ final class TransferService: Reporting, @unchecked Sendable {
                 // The same content from the same source that finished while this request
                 // was hashing (a send resumed by itself after a restart): that transfer is
                 // this request's result, not a reason to send a second copy.
-                if spoolFile == nil, let finished = ((try? store.transfers(deviceID: target.deviceKey)) ?? []).first(where: {
+                let records = (try? store.transfers(deviceID: target.deviceKey)) ?? []
+                if spoolFile == nil, let finished = records.first(where: {
                     $0.direction == .send && $0.state == .completed && $0.rootHash == prepared.rootHash
                         && $0.finalPath == path && $0.updatedAt >= requested
                 }) {
@@ -151,7 +152,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     return
                 }
                 var prepared = prepared
-                let recorded = ((try? store.transfers(deviceID: target.deviceKey)) ?? []).first {
+                let recorded = records.first {
                     $0.direction == .send && $0.state.isUnfinished && $0.rootHash == prepared.rootHash
                 }
                 if let recorded, let id = TransferID(hex: recorded.id) {
