@@ -47,8 +47,9 @@ final class FolderApplier: @unchecked Sendable {
     var rescan: [String] = []
     /// Paths whose pull failed in this apply, and why (the folder reports and retries them).
     private(set) var failures: [String: FailedPull] = [:]
-    /// Path → the version (`PullFailure.version`) each action of this apply wants there.
-    private var wanted: [String: String] = [:]
+    /// Path → the state each action of this apply wants there (its `PullFailure.version`
+    /// is made only for a path that fails).
+    private var wanted: [String: FileState] = [:]
     /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
     /// failed attempt holds: those that still verify are not fetched again.
     var keptTemps: [String: String] = [:]
@@ -81,6 +82,18 @@ final class FolderApplier: @unchecked Sendable {
         let sources: [String]
     }
     private var jobs: [FetchJob] = []
+    /// Jobs are started in groups of this many as files are prepared, so the fetches of a
+    /// batch's first files overlap the preparation of the next ones (before, nothing was
+    /// asked for until the whole batch was prepared, and nothing was in flight meanwhile).
+    static let launchJobs = 32
+    /// In flight: at most `inFlightUnits` units of `inFlightUnit` bytes (a small file's block
+    /// takes one unit, a 4 MiB chunk 64), so many small files keep the link busy and big
+    /// chunks stay within the memory budget. Only `launch` takes units.
+    private let units = DispatchSemaphore(value: FolderApplier.inFlightUnits)
+    /// The batch's started fetches; the commit waits for them.
+    private let inFlight = DispatchGroup()
+    /// Jobs started in this apply (which peer a job asks first rotates with it).
+    private var launched = 0
 
     init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [String: FileState],
          remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
@@ -233,7 +246,7 @@ final class FolderApplier: @unchecked Sendable {
             }
             // A temp file kept from a failed attempt at this version is reused (its chunks
             // that verify are not fetched again); any other one is emptied.
-            let reuse = keptTemps[state.path] == PullFailure.version(of: state)
+            let reuse = keptTemps[state.path].map { $0 == PullFailure.version(of: state) } ?? false
             let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
                 failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
@@ -265,6 +278,7 @@ final class FolderApplier: @unchecked Sendable {
                 jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources))
             }
             pendingBytes += Int64(manifest.fileSize)
+            if jobs.count >= Self.launchJobs { launch() }
         }
     }
 
@@ -310,22 +324,19 @@ final class FolderApplier: @unchecked Sendable {
         return (missing + copied.missing, nil)
     }
 
-    /// Fetches every queued chunk of the batch from peers, many at a time across all files
-    /// (many small files do not wait for each other), spread over the peers that hold each
-    /// file.
-    private func fetchAll() {
+    /// Starts fetching the queued chunks from peers, many at a time across all files (many
+    /// small files do not wait for each other), spread over the peers that hold each file.
+    /// Blocks only while the in-flight budget is used up.
+    private func launch() {
         guard !jobs.isEmpty else { return }
         // Peers may have connected (or gone) and sent their index since the plan: every
         // connected peer that holds a file's content now serves its blocks (multi-source).
         connected = host.connectedDevices()
         let fresh = ((try? index.remoteFiles(folderID: folderID, paths: Set(jobs.map(\.path)))) ?? [:])
             .mapValues { $0.mapValues(FileState.init) }
-        // In flight: at most `inFlightUnits` units of `inFlightUnit` bytes (a small file's
-        // block takes one unit, a 4 MiB chunk 64), so many small files keep the link busy
-        // and big chunks stay within the memory budget. Only this loop takes units.
-        let units = DispatchSemaphore(value: Self.inFlightUnits)
-        let group = DispatchGroup()
-        for (n, job) in jobs.enumerated() {
+        let units = units
+        let group = inFlight
+        for job in jobs {
             let item = pending[job.pending]
             if item.failure.isSet { continue }
             if let full = diskFull.value {
@@ -338,7 +349,8 @@ final class FolderApplier: @unchecked Sendable {
             group.enter()
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[job.path] ?? [:])
-            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: n) { (bytes: [UInt8]?, lied: Bool) in
+            launched += 1
+            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched) { (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
                     group.leave()
@@ -356,8 +368,13 @@ final class FolderApplier: @unchecked Sendable {
                 }
             }
         }
-        group.wait()
         jobs = []
+    }
+
+    /// Starts what is still queued and waits until every fetch of the batch has ended.
+    private func fetchAll() {
+        launch()
+        inFlight.wait()
     }
 
     /// Asks the peers in turn (starting at a different one per chunk) until one answers
@@ -530,7 +547,7 @@ final class FolderApplier: @unchecked Sendable {
         case let .conflict(winner, _, _, _): [winner]
         case let .rename(from, to, _): [from, to]
         }
-        for state in states { wanted[state.path] = PullFailure.version(of: state) }
+        for state in states { wanted[state.path] = state }
     }
 
     /// A path that could not be applied because a place cannot be written (a rename, link,
@@ -545,7 +562,7 @@ final class FolderApplier: @unchecked Sendable {
     /// the kind of failure says (see `PullRetry`). The first failure of a path in an apply stays.
     func failed(_ path: String, _ failure: PullFailure) {
         guard failures[path] == nil else { return }
-        failures[path] = FailedPull(failure: failure, version: wanted[path] ?? "")
+        failures[path] = FailedPull(failure: failure, version: wanted[path].map(PullFailure.version) ?? "")
     }
 
     /// Removes the temp file a failed attempt kept for `path`, if any (the path needs
