@@ -131,6 +131,7 @@ extension FolderApplier {
         guard !records.isEmpty else { return }
         do {
             _ = try index.upsertFiles(records)
+            folder.placed.note(records)
         } catch {
             for record in records { fail(record.path, "cannot record it in the index: \(error)") }
         }

@@ -58,6 +58,8 @@ final class SharedFolder: @unchecked Sendable {
     let activity = FolderActivity()
     /// Quick sums of the chunks of large files, so that a change re-hashes only what changed.
     let chunkSums = ChunkSumCache()
+    /// Files the applier just placed, as it recorded them (io only; see `PlacedFiles`).
+    var placed = PlacedFiles()
     /// io: paths whose pull failed and when they are tried again (SharedFolder+Retry).
     var retry = PullRetry()
     var retryTimer: DispatchWorkItem?
@@ -157,7 +159,10 @@ final class SharedFolder: @unchecked Sendable {
             }
         }
         if paths.contains(IgnorePatterns.fileName) { loadIgnores() }
-        if full { fullScan() } else if !paths.isEmpty { scan(paths: paths, moves: moves) }
+        if full { fullScan() } else {
+            paths = needingScan(paths)
+            if !paths.isEmpty { scan(paths: paths, moves: moves) }
+        }
         removeStrandedTemporaries(moves.map(\.to))
     }
 
@@ -290,6 +295,7 @@ final class SharedFolder: @unchecked Sendable {
     private func apply(_ batch: ScanBatch, index: NodeIndex) throws -> Bool {
         guard !batch.added.isEmpty || !batch.changed.isEmpty, let host else { return false }
         let found = batch.added + batch.changed
+        placed.forget(found.map(\.path))
         var manifests: [String: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[entry.path] = entry }
         let present = found.map { entry in

@@ -1,0 +1,79 @@
+import Glibc
+import PeerFiles
+import PeerIndex
+
+/// Files this node has just put in place from a peer, each with what it recorded for it.
+///
+/// The watcher reports every such placement as a change. When the disk still shows exactly
+/// the recorded file (the same inode, size, mtime and permission bits: the scanner's own
+/// test for "unchanged, not read"), a rescan would only read the index back to learn
+/// nothing; `SharedFolder.watched` leaves such paths out. Anything else about the path (a
+/// different inode, size, mtime or mode, another kind, gone, unreadable) is scanned as
+/// before. A mark is used once: the first report of its path consumes it.
+struct PlacedFiles {
+    struct Mark: Equatable {
+        var inode: UInt64
+        var size: Int64
+        var mtimeNs: Int64
+        var mode: UInt32
+    }
+
+    /// Marks kept at most; past that they are all dropped (their paths are simply scanned).
+    static let limit = 100_000
+
+    private(set) var marks: [String: Mark] = [:]
+    let limit: Int
+
+    init(limit: Int = PlacedFiles.limit) {
+        self.limit = limit
+    }
+
+    var isEmpty: Bool { marks.isEmpty }
+
+    /// Notes what was just recorded: a live file with an inode is marked, anything else
+    /// (a deletion, a directory, a link) clears its path's mark.
+    mutating func note(_ records: [FileRecord]) {
+        for record in records {
+            if record.kind == .file, !record.deleted, let inode = record.inode {
+                marks[record.path] = Mark(inode: inode, size: record.size, mtimeNs: record.mtimeNs, mode: record.mode)
+            } else {
+                marks[record.path] = nil
+            }
+        }
+        if marks.count > limit { marks.removeAll() }
+    }
+
+    /// Drops the marks of paths recorded some other way (a scan found them changed).
+    mutating func forget(_ paths: some Sequence<String>) {
+        guard !marks.isEmpty else { return }
+        for path in paths { marks[path] = nil }
+    }
+
+    /// Whether `path` has a mark; `stat` is asked only then. Consumes the mark and says
+    /// whether what `stat` found (nil: not a regular file, or not readable) is it.
+    mutating func take(_ path: String, stat: () -> Mark?) -> Bool {
+        guard let mark = marks.removeValue(forKey: path) else { return false }
+        return stat() == mark
+    }
+}
+
+extension SharedFolder {
+    /// The paths of a watcher batch that need a scan: those the applier placed and that
+    /// are still exactly what it recorded are left out (see `PlacedFiles`).
+    func needingScan(_ paths: [String]) -> [String] {
+        guard !placed.isEmpty else { return paths }
+        var root: DirectoryHandle?
+        return paths.filter { path in
+            !placed.take(path) {
+                if root == nil { root = try? DirectoryHandle(path: self.root) }
+                guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return nil }
+                var st = stat()
+                guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
+                      st.st_mode & S_IFMT == S_IFREG else { return nil }
+                return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                                        mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                                        mode: UInt32(st.st_mode) & 0o7777)
+            }
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import PeerIndex
+import Testing
+@testable import SyncEngine
+
+/// Which watcher reports of files the applier placed are left unscanned: only a report
+/// whose path still shows exactly the recorded file, once.
+struct PlacedFilesTests {
+    static func record(_ path: String, kind: FileKind = .file, size: Int64 = 4096, mtimeNs: Int64 = 7,
+                       mode: UInt32 = 0o644, inode: UInt64? = 11, deleted: Bool = false) -> FileRecord {
+        FileRecord(folderID: "f", path: path, kind: kind, size: size, mtimeNs: mtimeNs, mode: mode, inode: inode,
+                   deleted: deleted, version: ["d": 1], modifiedBy: "d")
+    }
+
+    static let recorded = PlacedFiles.Mark(inode: 11, size: 4096, mtimeNs: 7, mode: 0o644)
+
+    @Test(arguments: [
+        ("the same file", PlacedFiles.Mark?.some(recorded), true),
+        ("another inode (replaced)", .some(.init(inode: 12, size: 4096, mtimeNs: 7, mode: 0o644)), false),
+        ("another size (appended to)", .some(.init(inode: 11, size: 4097, mtimeNs: 7, mode: 0o644)), false),
+        ("another mtime (rewritten in place)", .some(.init(inode: 11, size: 4096, mtimeNs: 8, mode: 0o644)), false),
+        ("other permissions", .some(.init(inode: 11, size: 4096, mtimeNs: 7, mode: 0o600)), false),
+        ("not a file any more, or gone", nil, false),
+    ])
+    func aPlacedFileIsLeftOutOnlyWhileItIsExactlyWhatWasRecorded(name: String, found: PlacedFiles.Mark?, skipped: Bool) {
+        var placed = PlacedFiles()
+        placed.note([Self.record("a.txt")])
+        #expect(placed.take("a.txt") { found } == skipped, "\(name)")
+        // Used once: a second report of the path is scanned, whatever the disk shows.
+        #expect(placed.take("a.txt") { Self.recorded } == false)
+    }
+
+    @Test func pathsNeverPlacedAreScannedWithoutAStat() {
+        var placed = PlacedFiles()
+        placed.note([Self.record("a.txt")])
+        #expect(placed.take("b.txt") { Issue.record("no stat for a path without a mark"); return Self.recorded } == false)
+    }
+
+    @Test func deletionsDirectoriesLinksAndRecordsWithoutAnInodeClearTheMark() {
+        for other in [Self.record("a.txt", deleted: true), Self.record("a.txt", kind: .directory),
+                      Self.record("a.txt", kind: .symlink), Self.record("a.txt", inode: nil)] {
+            var placed = PlacedFiles()
+            placed.note([Self.record("a.txt")])
+            placed.note([other])
+            #expect(placed.take("a.txt") { Self.recorded } == false)
+        }
+    }
+
+    @Test func aScanThatRecordedThePathDropsItsMark() {
+        var placed = PlacedFiles()
+        placed.note([Self.record("a.txt"), Self.record("b.txt", inode: 12)])
+        placed.forget(["a.txt"])
+        #expect(placed.take("a.txt") { Self.recorded } == false)
+        #expect(placed.take("b.txt") { .init(inode: 12, size: 4096, mtimeNs: 7, mode: 0o644) } == true)
+    }
+
+    @Test func pastTheLimitEveryMarkIsDropped() {
+        var placed = PlacedFiles(limit: 3)
+        placed.note((0..<3).map { Self.record("f\($0)") })
+        #expect(placed.marks.count == 3)
+        placed.note([Self.record("f3")])
+        #expect(placed.isEmpty)
+    }
+}
