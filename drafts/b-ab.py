@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Workload B (10,000 x 4 KiB) for an A/B: each --syncpeer binary in turn, --runs times, in one
+script (trees kept until the end, see bench.set_aside); the arrival curve on bob, CPU-s of both
+daemons, medians per binary. Optional: perf record of both daemons (--perf DIR).
+Run in a netns: ip netns exec NS python3 drafts/b-ab.py --syncpeer OLD --syncpeer NEW --runs 3 --quiet"""
+import argparse, json, os, shutil, subprocess, sys, threading, time, types
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+import bench as B
+
+p = argparse.ArgumentParser()
+p.add_argument("--syncpeer", required=True, action="append")
+p.add_argument("--count", type=int, default=10000)
+p.add_argument("--perf", default="")
+p.add_argument("--runs", type=int, default=1)
+p.add_argument("--quiet", action="store_true")
+a = p.parse_args()
+args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp="/tmp", window=0, folder_timeout=120)
+bench = B.Bench(args)
+if os.environ.get('TRACE'): B.FOLDER_ENV['SYNCPEER_TRACE_PULL'] = '1'
+results = []
+try:
+  for run0 in range(a.runs * len(a.syncpeer)):
+    run = run0
+    binary = a.syncpeer[run0 % len(a.syncpeer)]
+    bench.syncpeer = binary
+    tag = f"r{run}"
+    alice, bob, inbox, _ = B.folder_pair(bench, tag)
+    shared = os.path.join(bench.work, f"small-{tag}")
+    os.makedirs(shared)
+    for i in range(a.count):
+        with open(os.path.join(shared, f"f{i:05d}.bin"), "wb") as f:
+            f.write(os.urandom(4096))
+    target = os.path.join(inbox, os.path.basename(shared))
+    curve = []
+    stop = [False]
+    def poll():
+        while not stop[0]:
+            try:
+                n = sum(1 for e in os.scandir(target) if not B.is_own_name(e.name))
+            except FileNotFoundError:
+                n = -1
+            curve.append((time.monotonic(), n))
+            time.sleep(0.02)
+    perfs = []
+    if a.perf:
+        os.makedirs(a.perf, exist_ok=True)
+        for d in (alice, bob):
+            perfs.append(B.track(subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(d.pid), "-o",
+                        os.path.join(a.perf, f"{d.name}-{tag}.data")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+        time.sleep(0.5)
+    cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    t = threading.Thread(target=poll, daemon=True); t.start()
+    start = time.monotonic()
+    bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
+    shared_at = time.monotonic() - start
+    B.wait_until("all", 120, lambda: curve and curve[-1][1] == a.count, interval=0.02)
+    end = curve[-1][0] - start
+    stop[0] = True
+    cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    time.sleep(0.3)
+    for pp in perfs:
+        pp.send_signal(2); pp.wait()
+    first = next((tt for tt, n in curve if n > 0), None)
+    def at(frac):
+        return next((tt - start for tt, n in curve if n >= frac * a.count), None)
+    print(f"run {run}: total {end:.2f}s share-cmd {shared_at:.2f}s first-file {first - start if first else None:.2f}s "
+          f"25% {at(.25):.2f} 50% {at(.5):.2f} 75% {at(.75):.2f} 100% {at(1):.2f}  load {open('/proc/loadavg').read().split()[0]}")
+    for n in ("alice", "bob"):
+        print(f"   cpu {n}: user {cpu1[n][0]-cpu0[n][0]:.2f} sys {cpu1[n][1]-cpu0[n][1]:.2f}")
+    if not a.quiet:
+        for d in (alice, bob):
+            for tt, e in d.events:
+                if tt < start - 0.1: continue
+                ev = e.get("event")
+                if ev in ("progress",): continue
+                s = json.dumps(e)[:160]
+                print(f"   {d.name} {tt - start:7.3f} {s}")
+    results.append((os.path.basename(binary), end, cpu1["alice"][0]+cpu1["alice"][1]-cpu0["alice"][0]-cpu0["alice"][1], cpu1["bob"][0]+cpu1["bob"][1]-cpu0["bob"][0]-cpu0["bob"][1]))
+    print("binary", binary)
+    alice.stop(); bob.stop()
+    os.makedirs('/tmp/wtb', exist_ok=True)
+    for l in bench.daemon_logs: shutil.copy(l + '.stderr', '/tmp/wtb/' + os.path.basename(l) + '.stderr')
+    print('start', start)
+    pass
+  for b in a.syncpeer:
+    rs = [r for r in results if r[0] == os.path.basename(b)]
+    ts = sorted(r[1] for r in rs)
+    print("totals", os.path.basename(b), [round(r[1], 2) for r in rs], "median", ts[len(ts)//2],
+          "cpu alice", [round(r[2], 2) for r in rs], "bob", [round(r[3], 2) for r in rs])
+finally:
+    B.kill_started()
+    shutil.rmtree(bench.work, ignore_errors=True)
