@@ -818,6 +818,20 @@ def wait_until(what, timeout, condition, interval=0.05):
         time.sleep(interval)
 
 
+def wait_for_arrival(what, timeout, arrived, interval=0.05):
+    """Waits until `arrived()` holds on the receiving side and returns when the check that
+    succeeded started. Both tools put a file in place by a rename once it is complete, so it
+    was there by then: the check itself (comparing 1 GiB, or reading 10,000 files) is not part
+    of any tool's figure."""
+    started = [None]
+
+    def timed():
+        started[0] = time.monotonic()
+        return arrived()
+    wait_until(what, timeout, timed, interval)
+    return started[0]
+
+
 def overwrite_in_place(path, data, offset):
     """C's change: `data` written over the file at `offset`, in place (no new inode)."""
     fd = os.open(path, os.O_WRONLY)
@@ -898,17 +912,11 @@ def sync_small(bench, results, sampler, count=10_000, size=4096):
     start = time.monotonic()
     bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
     shared_at = time.monotonic() - start
-    check_started = [None]
-
-    def timed_arrived():
-        check_started[0] = time.monotonic()
-        return arrived()
     try:
-        wait_until(f"{count} files on bob", bench.args.folder_timeout, timed_arrived)
+        elapsed = wait_for_arrival(f"{count} files on bob", bench.args.folder_timeout, arrived) - start
     except BenchError as error:
         results["sync_small"] = {"files": count, "file_bytes": size, "error": str(error), "arrived": state["seen"]}
         raise
-    elapsed = check_started[0] - start
     cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
     memory = {"alice": alice.memory(), "bob": bob.memory()}
     results["sync_small"] = {
@@ -966,21 +974,13 @@ def sync_delta(bench, results, sampler, size=GiB, change=MiB):
     cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
     t0 = time.monotonic()
     overwrite_in_place(source, new, offset)
-    # The time is taken when the check that succeeds starts (as in sync_small): it opens bob's
-    # file then, and the file is replaced by a rename, so it was in sync by that time. The
-    # check itself (comparing the two 1 GiB files) is not part of the figure.
-    check_started = [None]
-
-    def region_matches():
-        check_started[0] = time.monotonic()
-        return change_arrived(source, target, new, offset)
     try:
-        wait_until("the change on bob", bench.args.folder_timeout, region_matches, interval=0.05)
+        elapsed = wait_for_arrival("the change on bob", bench.args.folder_timeout,
+                                   lambda: change_arrived(source, target, new, offset)) - t0
     except BenchError as error:
         results["sync_delta"] = {"bytes": size, "changed_bytes": change, "error": str(error)}
         raise
     checked = time.monotonic() - t0
-    elapsed = check_started[0] - t0
     cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
     up1, down1 = relay.counters()
     wait_until("alice idle and bob in sync after the change", 120, settled, interval=0.5)
@@ -1177,8 +1177,7 @@ def sync_share(bench, results, sampler, size=GiB):
             return os.path.getsize(target) == size and same_content(source, target)
         except OSError:
             return False
-    wait_until("the shared file on bob", bench.args.folder_timeout, done, interval=0.05)
-    elapsed = time.monotonic() - start
+    elapsed = wait_for_arrival("the shared file on bob", bench.args.folder_timeout, done) - start
     cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
     up1, down1 = relay.counters()
     memory = {"alice": alice.memory(), "bob": bob.memory()}
@@ -1186,7 +1185,8 @@ def sync_share(bench, results, sampler, size=GiB):
         "bytes": size, "seconds": round(elapsed, 2), "mb_s": round(size / MB / elapsed, 1),
         "wire_bytes": (up1 - up0) + (down1 - down0), "cpu": cpu_delta(cpu0, cpu1),
         "alice_vmhwm": memory["alice"].get("VmHWM"), "bob_vmhwm": memory["bob"].get("VmHWM"),
-        "note": "from `share` (the file already written) until bob's copy is identical (cmp, polled every 50 ms)",
+        "note": "from `share` (the file already written) until the start of the check (cmp, polled every 50 ms) "
+                "that found bob's copy identical",
     }
     log(f"  {elapsed:.2f} s; CPU {results['sync_share']['cpu']}")
     alice.stop()
@@ -1347,8 +1347,7 @@ class SyncthingPair:
         start = time.monotonic()
         change()
         self.alice.scan("bench", sub)
-        wait_until(f"syncthing: {what}", timeout, arrived, interval=0.05)
-        elapsed = time.monotonic() - start
+        elapsed = wait_for_arrival(f"syncthing: {what}", timeout, arrived) - start
         cpu1 = {"alice": self.alice.cpu(), "bob": self.bob.cpu()}
         wait_until("syncthing idle again", 120, lambda: self.alice.idle("bench") and self.bob.idle("bench"), interval=0.2)
         time.sleep(1.0)
