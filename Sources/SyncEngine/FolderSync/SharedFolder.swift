@@ -295,7 +295,7 @@ final class SharedFolder: @unchecked Sendable {
     private func apply(_ batch: ScanBatch, index: NodeIndex) throws -> Bool {
         guard !batch.added.isEmpty || !batch.changed.isEmpty, let host else { return false }
         let found = batch.added + batch.changed
-        placed.forget(found.map(\.path))
+        placed.forget(found.lazy.map(\.path))
         var manifests: [String: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[entry.path] = entry }
         let present = found.map { entry in
