@@ -19,9 +19,8 @@ bench = B.Bench(args)
 if os.environ.get('TRACE'): B.FOLDER_ENV['SYNCPEER_TRACE_PULL'] = '1'
 results = []
 try:
-  for run0 in range(a.runs * len(a.syncpeer)):
-    run = run0
-    binary = a.syncpeer[run0 % len(a.syncpeer)]
+  for run in range(a.runs * len(a.syncpeer)):
+    binary = a.syncpeer[run % len(a.syncpeer)]
     bench.syncpeer = binary
     tag = f"r{run}"
     alice, bob, inbox, _ = B.folder_pair(bench, tag)
@@ -81,7 +80,6 @@ try:
     os.makedirs('/tmp/wtb', exist_ok=True)
     for l in bench.daemon_logs: shutil.copy(l + '.stderr', '/tmp/wtb/' + os.path.basename(l) + '.stderr')
     print('start', start)
-    pass
   for b in a.syncpeer:
     rs = [r for r in results if r[0] == os.path.basename(b)]
     ts = sorted(r[1] for r in rs)
