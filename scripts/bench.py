@@ -476,7 +476,7 @@ def measure_limits(bench, results, source):
     for key in ("aes256gcm_seal", "aes256gcm_open", "noise_chachapoly_encrypt_plus_decrypt", "sha256"):
         if key in crypto:
             limits[key] = crypto[key]
-    log("limits: FastCDC + BLAKE2b over the 1 GiB file (syncpeer-bench chunk)")
+    log("limits: FastCDC + SHA-256 over the 1 GiB file (syncpeer-bench chunk)")
     chunk = json.loads(subprocess.run([bench.args.bench_bin, "chunk", source, "--runs", "2"], check=True,
                                       capture_output=True, text=True).stdout)
     limits["fastcdc_chunk_hash"] = chunk
@@ -1587,10 +1587,10 @@ def table(results, size):
     limit("tcp_loopback", "loopback TCP copy, memory→memory", "best of 3")
     limit("chacha20poly1305_seal", "ChaCha20-Poly1305 IETF seal, 64 KiB", "libsodium via PeerCrypto")
     limit("chacha20poly1305_open", "ChaCha20-Poly1305 IETF open, 64 KiB", "")
-    limit("blake2b", "BLAKE2b-256, 1 MiB buffers", "")
+    limit("blake2b", "BLAKE2b-256, 1 MiB buffers", "libsodium (content hash before protocol 3)")
     limit("aes256gcm_seal", "AES-256-GCM seal, 64 KiB", "OpenSSL libcrypto via PeerCrypto")
     limit("aes256gcm_open", "AES-256-GCM open, 64 KiB", "")
-    limit("sha256", "SHA-256, 1 MiB buffers", "OpenSSL libcrypto")
+    limit("sha256", "SHA-256, 1 MiB buffers", "OpenSSL libcrypto: the content hash")
     chunk = limits.get("fastcdc_chunk_hash") or {}
     for key, label in (("filechunker_threads2", "FastCDC chunk+hash (FileChunker, 2 thr)"),
                        ("filechunker_threads1", "FastCDC chunk+hash (FileChunker, 1 thr)"),

@@ -20,6 +20,15 @@ public enum SHA256 {
         return hasher.finalize()
     }
 
+    /// Digest of `data` written at `out` (32 bytes): one call into libcrypto, no context
+    /// kept, no allocation here (for hashing many chunks).
+    public static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
+        var length: UInt32 = 0
+        let ok = EVP_Digest(data.baseAddress ?? UnsafeRawPointer(out), data.count,
+                            out.assumingMemoryBound(to: UInt8.self), &length, EVP_sha256(), nil) == 1
+        precondition(ok && length == UInt32(digestLength), "SHA-256 failed")
+    }
+
     /// Streaming SHA-256; the OpenSSL context lives in a class owned by this value type,
     /// copied on write.
     public struct Hasher: Sendable {

@@ -85,7 +85,7 @@ public struct TransferChunk: Sendable, Equatable {
     public var offset: Int64
     /// Length in bytes (> 0).
     public var size: Int64
-    /// BLAKE2b-256 of the chunk (32 bytes).
+    /// SHA-256 of the chunk (32 bytes).
     public var hash: [UInt8]
     /// Received, hash checked and written (receive side).
     public var verified: Bool

@@ -76,6 +76,8 @@ public final class Node: Reporting, @unchecked Sendable {
     /// Binds the listener and starts accepting, the folders, the timer and redials, and
     /// discovery. Returns "host:port".
     public func start() throws(EngineError) -> String {
+        // Before a peer can connect or a folder start: no record with an old hash is served.
+        try ContentHashUpgrade.run(index: index)
         let bound = try connections.listen()
         queue.sync {
             folders.startFolders()

@@ -6,7 +6,7 @@
 //                                                (64 KiB messages, seal and open; also the
 //                                                Noise transport path with each), BLAKE2b-256
 //                                                and SHA-256 (1 MiB buffers)
-//   syncpeer-bench chunk PATH [--runs N]         FastCDC + BLAKE2b over a file (FileChunker,
+//   syncpeer-bench chunk PATH [--runs N]         FastCDC + SHA-256 over a file (FileChunker,
 //                                                as `syncpeer send` prepares an offer)
 //
 // Prints one JSON object on stdout. Rates are in MB/s (10^6 bytes per second); every
@@ -139,7 +139,7 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
         results[resultKey] = noise.json
     }
 
-    // BLAKE2b-256 on 1 MiB buffers (the chunk hash; chunks are ≥ 64 KiB).
+    // BLAKE2b-256 (the chunk hash before protocol version 3) and SHA-256 (since) on 1 MiB buffers.
     let bufferSize = 1 << 20
     let buffer = secureRandomBytes(bufferSize)
     let buffers = sized(bufferSize, seconds: seconds, guessMBs: 800)

@@ -68,12 +68,17 @@ let smallParameters: [ChunkParameters] = [
         #expect(before.count - unchanged <= 3, "\(before.count - unchanged) of \(before.count) chunks changed")
     }
 
-    @Test func chunkHashIsBLAKE2b256OfTheBytes() {
-        for count in [0, 1, 127, 128, 129, 100_000] {
+    @Test func chunkHashIsSHA256OfTheBytes() {
+        for count in [0, 1, 55, 56, 63, 64, 65, 127, 128, 129, 100_000] {
             let data = pseudoRandomBytes(count: count, seed: UInt64(count))
-            #expect(ChunkHash.of(data).bytes == BLAKE2b.hash(data, length: 32))
-            #expect(ChunkHash(bytes: BLAKE2b.hash(data, length: 32)) == ChunkHash.of(data))
+            #expect(ChunkHash.of(data).bytes == SHA256.hash(data))
+            #expect(ChunkHash(bytes: SHA256.hash(data)) == ChunkHash.of(data))
         }
+        // FIPS 180-4 examples: "", "abc", and the 448-bit two-block message.
+        #expect(ChunkHash.of([]).description == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(ChunkHash.of(Array("abc".utf8)).description == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(ChunkHash.of(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).description
+                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         #expect(ChunkHash(bytes: [UInt8](repeating: 0, count: 31)) == nil)
         let h = ChunkHash(bytes: Array(0..<32))!
         #expect(h.description == "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")

@@ -10,11 +10,14 @@ import TestKit
 /// the gear table, the masks, the cut rule, `ChunkParameters.forFileSize`, the root-hash
 /// layout or the manifest encoding makes this test fail — and breaks compatibility with
 /// every released peer. Never "fix" the expected values; introduce a new version
-/// ("v2" in the gear seed, the manifest domain and magic) instead.
+/// ("v2" in the gear seed, the manifest domain and magic) instead. Protocol version 3 did
+/// so for the content hash: chunks and roots are SHA-256 and the root's domain is
+/// "syncpeer-manifest-v2" (version 2 had BLAKE2b-256 and "syncpeer-manifest-v1"); the gear
+/// table and the cut points did not change.
 ///
 /// The values were computed once and cross-checked with an independent implementation
-/// of the documented rules in Python (hashlib's BLAKE2b), reproduced here so that
-/// anyone can recompute them:
+/// of the documented rules in Python (hashlib's BLAKE2b for the gear table, SHA-256 for
+/// chunks and roots), reproduced here so that anyone can recompute them:
 ///
 ///     import hashlib
 ///     M = (1 << 64) - 1
@@ -42,7 +45,7 @@ import TestKit
 ///         while off < len(d): off += cut(d, off, len(d) - off, mn, avg, mx); r.append(off)
 ///         return r
 ///     def root(size, chunks):   # chunks: [(size, 32-byte hash)]
-///         h = hashlib.blake2b(b"syncpeer-manifest-v1" + size.to_bytes(8, "big"), digest_size=32)
+///         h = hashlib.sha256(b"syncpeer-manifest-v2" + size.to_bytes(8, "big"))
 ///         for s, c in chunks: h.update(s.to_bytes(4, "big") + c)
 ///         return h.hexdigest()
 @Suite struct ChunkerKnownAnswerTests {
@@ -76,8 +79,8 @@ import TestKit
         #expect(Chunker.boundaries(in: Self.input, parameters: parameters)
                 == [86_154, 138_859, 250_805, 322_175, 401_897, 474_014, 528_863, 704_565, 762_858, 889_935, 995_211, 1_048_576])
         let manifest = try Manifest(fileSize: UInt64(Self.input.count), chunks: referenceChunks(Self.input, parameters: parameters))
-        #expect(manifest.chunks[0].hash.description == "35607759b4a387844c5527c62a99370cdec05436d53b1e0a7b63b1ad83d6f46e")
-        #expect(Self.hex(manifest.rootHash) == "2dde237d12696a7a7027f927aa5f8eb32d7f7949fd35093bcfdafc83d0b5d51c")
+        #expect(manifest.chunks[0].hash.description == "f6cbb9db468e46c14cc181adaa7cf8419d3e2b4a7c4bcae401e6d3ba42d3ab99")
+        #expect(Self.hex(manifest.rootHash) == "d1101f078f5997039de05eb18d94ae23d7135d5942418e4f1e23918d1bd5a9df")
         // The same through the file chunker.
         try withTemporaryDirectory { dir in
             try writeFile(dir + "/in", Self.input)
@@ -92,13 +95,13 @@ import TestKit
         #expect(boundaries.count == 107)
         #expect(Array(boundaries.prefix(8)) == [10_144, 19_750, 30_278, 39_203, 48_097, 56_765, 63_590, 79_578])
         let manifest = try Manifest(fileSize: UInt64(Self.input.count), chunks: referenceChunks(Self.input, parameters: parameters))
-        #expect(manifest.chunks[0].hash.description == "4dc9bf6f70b2569ec59a3e84971105368d9998b5d8d8ed92178144fa2d34c850")
-        #expect(Self.hex(manifest.rootHash) == "c40fc82844c81eb656e1aa4fdecd526f4b716583db9865eb7d38e778edebbecc")
+        #expect(manifest.chunks[0].hash.description == "2dcb0a7521a31d2448e788da0dc4b39a0607111d44ce5280ed446eba6d9e716e")
+        #expect(Self.hex(manifest.rootHash) == "2c1b54143335f41d421884e5d13ef7a3fa5c59750f174315983af213988310c0")
     }
 
     @Test func emptyFile() throws {
         let manifest = try Manifest(fileSize: 0, chunks: [])
-        #expect(Self.hex(manifest.rootHash) == "96d467fabb4e56cfb7870d96c93f01f2448d5ea388a2b85843601ccfca9a322d")
+        #expect(Self.hex(manifest.rootHash) == "015cd8d4f0888b601ac48eba2f758cf01df8f9163a711ec80e50a2422d85deac")
         #expect(manifest.encode() == Array("SPM1".utf8) + [UInt8](repeating: 0, count: 12) + manifest.rootHash)
     }
 
@@ -111,8 +114,8 @@ import TestKit
         ])
         var expected = Array("SPM1".utf8) + [0, 0, 0, 0, 0, 0, 0, 8] + [0, 0, 0, 2]
         expected += [0, 0, 0, 3] + h1.bytes + [0, 0, 0, 5] + h2.bytes
-        let root = BLAKE2b.hash(Array("syncpeer-manifest-v1".utf8) + [0, 0, 0, 0, 0, 0, 0, 8]
-                                    + [0, 0, 0, 3] + h1.bytes + [0, 0, 0, 5] + h2.bytes, length: 32)
+        let root = SHA256.hash(Array("syncpeer-manifest-v2".utf8) + [0, 0, 0, 0, 0, 0, 0, 8]
+                                   + [0, 0, 0, 3] + h1.bytes + [0, 0, 0, 5] + h2.bytes)
         #expect(two.rootHash == root)
         #expect(two.encode() == expected + root)
         #expect(two.encodedSize == expected.count + 32)

@@ -603,6 +603,14 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
                         try db.execute("INSERT INTO file_chunks (file_id, chunk_index, offset, size, hash) VALUES (?, 0, 0, 10, ?)",
                                        [.integer(db.lastInsertRowID), .blob(hash32(100 + n))])
                     }
+                    for (id, state) in [("t-paused", "paused"), ("t-done", "completed")] {
+                        try db.execute(
+                            """
+                            INSERT INTO transfers (transfer_id, direction, device_id, name, size, mode, mtime_ns, root_hash,
+                                                   chunk_count, state, created_at, updated_at)
+                            VALUES (?, 'send', ?, 'x.bin', 10, 420, 1, ?, 1, ?, 1, 1)
+                            """, [.text(id), .text(peer.deviceID), .blob(hash32(200)), .text(state)])
+                    }
                 }
             }
             let index = try NodeIndex.open(at: path, clock: fixedClock)
@@ -614,8 +622,18 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
             #expect(docs.rootDevice == nil && docs.rootInode == nil, "an upgraded folder has no root identity until its first start")
             let empty = try #require(try index.folder(id: "empty"))
             #expect(empty.maxSequence == 0 && empty.indexID > 0)
+            // 0004 (SHA-256 content): the exchange starts over, the records wait for the rehash
+            // at the next start, an unfinished transfer ends (its manifest is of the old hash).
             #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
-                    == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 3, receivedSequence: 9))
+                    == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 0, receivedSequence: 0))
+            #expect(try index.foldersWithOldContentHashes() == ["docs", "empty"])
+            #expect(try index.transfer(id: "t-paused")?.state == .failed)
+            #expect(try index.transfer(id: "t-paused")?.error?.contains("content hash") == true)
+            #expect(try index.transfer(id: "t-done")?.state == .completed)
+            try index.markContentHashesCurrent(folderID: "docs")
+            #expect(try index.foldersWithOldContentHashes() == ["empty"])
+            #expect(try index.addFolder(id: "new", path: "/n").id == "new")
+            #expect(try index.foldersWithOldContentHashes() == ["empty"], "a folder added now holds SHA-256 hashes only")
             let files = try index.files(folderID: "docs")
             #expect(files.map(\.path) == ["a", "b", "c"])
             #expect(files.map(\.sequence) == [4, 7, 2])

@@ -1,0 +1,95 @@
+import Foundation
+import PeerCrypto
+import PeerFiles
+@testable import PeerIndex
+import Testing
+@testable import SyncEngine
+
+/// Migration 0004 marks folders whose records hold BLAKE2b-256 hashes; the pass at start
+/// hashes unchanged files again with SHA-256 (same chunks, same version) and leaves changed
+/// ones to the scan (inode forgotten).
+struct ContentHashUpgradeTests {
+    static let me = String(repeating: "A", count: 56)
+
+    /// A record as a version-2 node stored it: the file's chunk ranges with BLAKE2b-256
+    /// hashes and the old root, and the stamp of the file on disk.
+    static func oldRecord(folderID: String, root: String, path: String, version: [String: UInt64]) throws -> FileRecord {
+        let full = root + "/" + path
+        var st = stat()
+        #expect(stat(full, &st) == 0)
+        let fresh = try FileChunker.manifest(ofFileAt: full)
+        let chunks = try fresh.chunks.map { chunk -> FileChunkRecord in
+            let bytes = try Array(FileHandle(forReadingFrom: URL(fileURLWithPath: full)).readToEnd() ?? Data())
+            let range = Int(chunk.offset)..<(Int(chunk.offset) + Int(chunk.size))
+            return FileChunkRecord(offset: Int64(chunk.offset), size: Int64(chunk.size), hash: BLAKE2b.hash(Array(bytes[range]), length: 32))
+        }
+        return FileRecord(folderID: folderID, path: path, kind: .file, size: Int64(st.st_size),
+                          mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                          mode: UInt32(st.st_mode) & 0o7777, inode: UInt64(st.st_ino), version: version,
+                          rootHash: BLAKE2b.hash(Array("old root \(path)".utf8), length: 32), modifiedBy: me, chunks: chunks)
+    }
+
+    @Test func unchangedFilesGetSHA256HashesAndKeepTheirVersionsChangedOnesAreLeftToTheScan() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("hash-upgrade-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        var generator = SystemRandomNumberGenerator()
+        func write(_ path: String, _ count: Int) throws {
+            try Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }).write(to: URL(fileURLWithPath: root + "/" + path))
+        }
+        try write("big.bin", 700_000)
+        try write("sub/small.txt", 5_000)
+        try write("edited.bin", 90_000)
+        try write("empty", 0)
+
+        let index = try NodeIndex.inMemory()
+        try index.addFolder(id: "docs", path: root)
+        let old = try ["big.bin", "sub/small.txt", "edited.bin", "empty"].map {
+            try Self.oldRecord(folderID: "docs", root: root, path: $0, version: [Self.me: 3])
+        }
+        var gone = old[1]
+        gone.path = "gone.txt"
+        let directory = FileRecord(folderID: "docs", path: "sub", kind: .directory, mtimeNs: 1, mode: 0o755, inode: 9,
+                                   version: [Self.me: 1], modifiedBy: Self.me)
+        _ = try index.upsertFiles(old + [gone, directory])
+        try write("edited.bin", 91_000) // changed after the record: another size and other bytes
+        try index.write { db in try db.execute("UPDATE folders SET content_hash = 'blake2b-256'") }
+        #expect(try index.foldersWithOldContentHashes() == ["docs"])
+
+        let summary = try ContentHashUpgrade.run(index: index)
+        #expect(summary == ContentHashUpgrade.Summary(folders: 1, rehashed: 3, forgotten: 2))
+        #expect(try index.foldersWithOldContentHashes().isEmpty)
+
+        for path in ["big.bin", "sub/small.txt", "empty"] {
+            let record = try #require(try index.file(folderID: "docs", path: path))
+            let expected = try FileChunker.manifest(ofFileAt: root + "/" + path)
+            #expect(record.rootHash == expected.rootHash, "\(path): the SHA-256 root")
+            #expect(record.chunks.map(\.hash) == expected.chunks.map(\.hash.bytes), "\(path): SHA-256 chunk hashes")
+            #expect(record.version == [Self.me: 3], "\(path): no edit recorded")
+            #expect(record.inode != nil, "\(path): still trusted as unchanged")
+        }
+        #expect(try index.file(folderID: "docs", path: "big.bin")?.chunks.count ?? 0 > 1)
+        for path in ["edited.bin", "gone.txt"] {
+            let record = try #require(try index.file(folderID: "docs", path: path))
+            #expect(record.inode == nil, "\(path): the first scan hashes it")
+            #expect(record.version == [Self.me: 3])
+        }
+        #expect(try index.file(folderID: "docs", path: "sub")?.kind == .directory)
+        #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(), "a second start has nothing to do")
+    }
+
+    /// A root that cannot be opened (an unmounted disk): every record is left to the scan.
+    @Test func aMissingRootLeavesEveryFileToTheFirstScan() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("hash-upgrade-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/a"))
+        let index = try NodeIndex.inMemory()
+        try index.addFolder(id: "docs", path: root)
+        _ = try index.upsertFiles([try Self.oldRecord(folderID: "docs", root: root, path: "a", version: [Self.me: 1])])
+        try FileManager.default.removeItem(atPath: root)
+        try index.write { db in try db.execute("UPDATE folders SET content_hash = 'blake2b-256'") }
+        #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(folders: 1, rehashed: 0, forgotten: 1))
+        #expect(try index.file(folderID: "docs", path: "a")?.inode == nil)
+        #expect(try index.foldersWithOldContentHashes().isEmpty)
+    }
+}
