@@ -51,8 +51,10 @@ extension SecureChannel {
                 do throws(NetError) {
                     message2 = try io.readMessage(number: 2)
                 } catch .closed(let why) {
-                    // A version-1 responder requires an empty message 1 and hangs up on ours.
-                    throw NetError.closed("\(why): a peer of an incompatible protocol version does this (protocol version 1 refuses message 1, which carries this device's version \(protocolVersion))")
+                    // A responder of an older version refuses a message 1 naming ours (version
+                    // 1 requires it empty, version 2 to name 2) and hangs up without an answer.
+                    let older = olderVersions.map { String($0.version) }.joined(separator: " or ")
+                    throw NetError.closed("\(why): a peer of an incompatible protocol version does this (an older protocol version, \(older), refuses a message 1 naming this device's version \(protocolVersion))")
                 }
                 remoteHello = try peerHello(try step(2) { () throws(CryptoError) in try state.readMessage(message2) },
                                             ours: hello)
@@ -60,11 +62,11 @@ extension SecureChannel {
             case .responder:
                 let message1 = try io.readMessage(number: 1)
                 let payload1 = try step(1) { () throws(CryptoError) in try state.readMessage(message1) }
-                if payload1.isEmpty {
-                    // Protocol version 1 sends an empty message 1: answer in its own suite
-                    // and prologue with our hello, so that it reports "the peer speaks
-                    // protocol version 2" instead of a failed authentication, then refuse.
-                    try refuseVersion1(message1: message1, io: io, staticKey: staticKey, hello: hello)
+                if let older = olderVersions.first(where: { $0.message1Payload == payload1 }) {
+                    // An older version's initiator: answer in its own suite and prologue
+                    // with our hello, so that it reports "the peer speaks protocol version
+                    // 3" instead of a failed authentication or a hang-up, then refuse.
+                    try refuse(older, message1: message1, io: io, staticKey: staticKey, hello: hello)
                 }
                 guard payload1 == versionPayload else {
                     let theirs = payload1.count == 2 ? "version \(UInt16(payload1[0]) << 8 | UInt16(payload1[1]))" : "an unknown version (a \(payload1.count)-byte version field)"
@@ -93,18 +95,22 @@ extension SecureChannel {
     }
 
     /// Message 1's payload: this implementation's protocol version, u16 big-endian.
-    static var versionPayload: [UInt8] { [UInt8(protocolVersion >> 8), UInt8(protocolVersion & 0xFF)] }
+    static var versionPayload: [UInt8] { payloadNaming(protocolVersion) }
 
-    /// Answers a protocol-version-1 initiator's message 1 with a version-1 message 2
-    /// (`Noise_XX_25519_ChaChaPoly_BLAKE2b`, prologue `syncpeer/1`) carrying our hello, whose
-    /// version the peer checks and refuses by name; then fails this handshake the same way.
-    /// Message 2 reveals no more than any XX responder does (its static key and hello).
-    private static func refuseVersion1(message1: [UInt8], io: HandshakeIO, staticKey: KeyPair, hello: Hello) throws(NetError) -> Never {
-        let legacy = NoiseHandshake.xx(role: .responder, prologue: version1Prologue, staticKey: staticKey,
-                                       protocolName: NoiseHandshake.xxVersion1ProtocolName)
+    /// Message 1's payload naming `version`, u16 big-endian.
+    static func payloadNaming(_ version: UInt16) -> [UInt8] { [UInt8(version >> 8), UInt8(version & 0xFF)] }
+
+    /// Answers an older version's initiator's message 1 with that version's message 2 (its
+    /// suite and prologue) carrying our hello, whose version the peer checks and refuses by
+    /// name; then fails this handshake the same way. Message 2 reveals no more than any XX
+    /// responder does (its static key and hello).
+    private static func refuse(_ older: OlderVersion, message1: [UInt8], io: HandshakeIO, staticKey: KeyPair,
+                               hello: Hello) throws(NetError) -> Never {
+        let legacy = NoiseHandshake.xx(role: .responder, prologue: older.prologue, staticKey: staticKey,
+                                       protocolName: older.protocolName)
         _ = try step(1) { () throws(CryptoError) in try legacy.readMessage(message1) }
         try io.write(try step(2) { () throws(CryptoError) in try legacy.writeMessage(payload: hello.encode()) })
-        throw NetError.handshakeFailed("incompatible protocol version: the peer speaks protocol version 1 (\(NoiseHandshake.xxVersion1ProtocolName)), this device speaks version \(protocolVersion); it was told so in its own protocol")
+        throw NetError.handshakeFailed("incompatible protocol version: the peer speaks protocol version \(older.version) (\(older.protocolName), prologue \(String(decoding: older.prologue, as: UTF8.self))), this device speaks version \(protocolVersion); it was told so in its own protocol")
     }
 
     /// Runs one Noise step, turning its error into `handshakeFailed` with the message number.

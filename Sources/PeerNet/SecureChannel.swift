@@ -8,8 +8,8 @@ internal import Synchronization
 /// ## Protocol
 ///
 /// ```
-///  prologue "syncpeer/2", Noise_XX_25519_AESGCM_SHA256, each message framed by NoiseFraming
-///  1  initiator → responder   e                  payload: protocol version u16 BE, 2 (in the clear)
+///  prologue "syncpeer/3", Noise_XX_25519_AESGCM_SHA256, each message framed by NoiseFraming
+///  1  initiator → responder   e                  payload: protocol version u16 BE, 3 (in the clear)
 ///  2  responder → initiator   e, ee, s, es       payload: the responder's Hello (encrypted)
 ///  3  initiator → responder   s, se              payload: the initiator's Hello (encrypted)
 ///  then both ways: Noise transport messages (2-byte length + ciphertext + tag) whose
@@ -47,14 +47,37 @@ internal import Synchronization
 /// the channel; call it again.
 public final class SecureChannel: Sendable {
     /// The wire protocol version this implementation speaks: the Noise suite and prologue
-    /// below, and message 1's payload. Version 1 was `Noise_XX_25519_ChaChaPoly_BLAKE2b` with
-    /// prologue `syncpeer/1` and an empty message 1; a version-1 peer is refused by name.
-    public static let protocolVersion: UInt16 = 2
-    /// The Noise prologue: ASCII `syncpeer/2`. Both sides mix it into the handshake, so a
+    /// below, message 1's payload, and the version in the hellos (the same number as
+    /// `Hello.currentProtocolVersion`, as which it is defined). Each older version
+    /// (`olderVersions`) is refused by name, in its own protocol.
+    public static let protocolVersion: UInt16 = Hello.currentProtocolVersion
+    /// The Noise prologue: ASCII `syncpeer/3`. Both sides mix it into the handshake, so a
     /// peer speaking another protocol (or version of it) fails the handshake.
-    public static let prologue: [UInt8] = Array("syncpeer/\(protocolVersion)".utf8)
-    /// Protocol version 1's prologue, used only to refuse a version-1 peer in its protocol.
-    static let version1Prologue: [UInt8] = Array("syncpeer/1".utf8)
+    public static let prologue: [UInt8] = versionPrologue(protocolVersion)
+
+    /// The prologue of protocol `version`: ASCII `syncpeer/<version>`.
+    static func versionPrologue(_ version: UInt16) -> [UInt8] { Array("syncpeer/\(version)".utf8) }
+
+    /// An older protocol version, known only to tell its peers, in their own protocol, that
+    /// this device speaks another: a responder answers its message 1 with a message 2 of
+    /// its suite and prologue carrying this device's hello, whose version it checks.
+    struct OlderVersion: Sendable {
+        let version: UInt16
+        /// Its Noise suite.
+        let protocolName: String
+        /// What its initiator sends as message 1's payload.
+        let message1Payload: [UInt8]
+        var prologue: [UInt8] { SecureChannel.versionPrologue(version) }
+    }
+
+    /// The older versions, oldest first. Version 1: `Noise_XX_25519_ChaChaPoly_BLAKE2b`,
+    /// prologue `syncpeer/1`, an empty message 1. Version 2: this version's suite, prologue
+    /// `syncpeer/2`, message 1 carrying 2; it hashed chunks and manifests with BLAKE2b-256,
+    /// where version 3 uses SHA-256.
+    static let olderVersions: [OlderVersion] = [
+        OlderVersion(version: 1, protocolName: NoiseHandshake.xxVersion1ProtocolName, message1Payload: []),
+        OlderVersion(version: 2, protocolName: NoiseHandshake.xxProtocolName, message1Payload: payloadNaming(2)),
+    ]
     /// The largest handshake message accepted: room for the largest hello plus keys and tags.
     public static let maxHandshakeMessage = 61_000
     /// Bytes asked of the stream per read once the channel is up.

@@ -20,8 +20,10 @@
 public struct Hello: Equatable, Sendable {
     /// The magic bytes at the start of every encoded hello: ASCII `SPH1`.
     public static let magic: [UInt8] = [0x53, 0x50, 0x48, 0x31]
-    /// The frame protocol version this module implements.
-    public static let currentProtocolVersion: UInt16 = 2
+    /// The protocol version this module implements (also `SecureChannel.protocolVersion`,
+    /// the handshake's). Version 3 changed the content hash of chunks and manifests from
+    /// BLAKE2b-256 to SHA-256, so peers of version 2 cannot sync with it.
+    public static let currentProtocolVersion: UInt16 = 3
 
     /// Version of the frame protocol the node speaks.
     public var protocolVersion: UInt16

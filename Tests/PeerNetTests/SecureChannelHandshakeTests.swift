@@ -56,7 +56,7 @@ import Testing
 
     @Test func protocolVersionMismatchNamesBothVersions() throws {
         let (a, b) = PairStream.pair()
-        let newer = Hello(protocolVersion: 3, displayName: "Future", softwareVersion: "syncpeer 9")
+        let newer = Hello(protocolVersion: 4, displayName: "Future", softwareVersion: "syncpeer 9")
         let responder = ChannelBackground { try SecureChannel.respond(over: b, staticKey: .generate(), hello: newer) }
         let error = netError { () throws(NetError) in
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
@@ -65,63 +65,91 @@ import Testing
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("version 3") && reason.contains("version 2"), "\(reason)")
+        #expect(reason.contains("version 4") && reason.contains("version 3"), "\(reason)")
         // The initiator hung up instead of sending message 3.
         #expect(try responder.netError(within: 10)?.isClosed == true)
     }
 
-    // MARK: A peer of protocol version 1 (Noise_XX_25519_ChaChaPoly_BLAKE2b, prologue
-    // "syncpeer/1", empty message 1), played here step by step as its code ran.
-
-    /// Version 1's check of the responder's hello (message 2), as that version's code has it.
-    static func version1Verdict(on hello: Hello) -> String? {
-        hello.protocolVersion == 1 ? nil : "the peer speaks protocol version \(hello.protocolVersion), this device speaks version 1"
+    @Test func thisVersionIs3() {
+        #expect(SecureChannel.protocolVersion == 3 && Hello.currentProtocolVersion == 3)
+        #expect(SecureChannel.prologue == Array("syncpeer/3".utf8))
+        #expect(SecureChannel.versionPayload == [0, 3])
+        #expect(Hello(displayName: "x", softwareVersion: "").protocolVersion == 3)
     }
 
-    /// A version-1 initiator gets a message 2 it can decrypt, whose hello names version 2, so
-    /// it refuses by version (not "did not authenticate"); our responder refuses it by name,
-    /// at once, not when its timer fires.
-    @Test func version1InitiatorIsToldTheVersionInItsOwnProtocol() throws {
+    // MARK: Peers of older protocol versions, played here step by step as their code ran.
+
+    /// An older protocol version as its own code spoke it.
+    struct OlderPeer: Sendable, CustomTestStringConvertible {
+        var version: UInt16
+        var protocolName: String
+        /// What its initiator sent as message 1's payload.
+        var message1: [UInt8]
+        var prologue: [UInt8] { Array("syncpeer/\(version)".utf8) }
+        var testDescription: String { "protocol version \(version)" }
+
+        /// That version's check of the responder's hello (message 2), as its code has it.
+        func verdict(on hello: Hello) -> String? {
+            hello.protocolVersion == version ? nil : "the peer speaks protocol version \(hello.protocolVersion), this device speaks version \(version)"
+        }
+    }
+
+    /// Version 1: Noise_XX_25519_ChaChaPoly_BLAKE2b, prologue "syncpeer/1", empty message 1.
+    /// Version 2: Noise_XX_25519_AESGCM_SHA256, prologue "syncpeer/2", message 1 carrying 2
+    /// (BLAKE2b-256 content hashes, where version 3 has SHA-256).
+    static let olderPeers = [
+        OlderPeer(version: 1, protocolName: "Noise_XX_25519_ChaChaPoly_BLAKE2b", message1: []),
+        OlderPeer(version: 2, protocolName: "Noise_XX_25519_AESGCM_SHA256", message1: [0, 2]),
+    ]
+
+    /// An older initiator gets a message 2 it can decrypt, whose hello names version 3, so it
+    /// refuses by version (not "did not authenticate", nor a hang-up); our responder refuses
+    /// it by name, at once, not when its timer fires.
+    @Test(arguments: olderPeers)
+    func olderInitiatorIsToldTheVersionInItsOwnProtocol(_ older: OlderPeer) throws {
         let (a, b) = PairStream.pair()
         let side = ChannelBackground {
             try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB, timeout: .seconds(60))
         }
-        let old = NoiseHandshake.xx(role: .initiator, prologue: Array("syncpeer/1".utf8), staticKey: .generate(),
-                                    protocolName: "Noise_XX_25519_ChaChaPoly_BLAKE2b")
-        try b.write(NoiseFraming.frame(old.writeMessage(payload: [])))
+        let old = NoiseHandshake.xx(role: .initiator, prologue: older.prologue, staticKey: .generate(),
+                                    protocolName: older.protocolName)
+        try b.write(NoiseFraming.frame(old.writeMessage(payload: older.message1)))
         var reader = NoiseMessageReader()
         var message2: [UInt8]?
         while message2 == nil {
             let bytes = try b.read(maxCount: 4096, deadline: .now + .seconds(30))
-            try #require(!bytes.isEmpty, "the responder hung up without answering the version-1 peer")
+            try #require(!bytes.isEmpty, "the responder hung up without answering the version-\(older.version) peer")
             reader.append(bytes)
             message2 = try reader.next()
         }
         let hello = try Hello.decode(try old.readMessage(message2!))
-        #expect(hello.protocolVersion == 2)
+        #expect(hello.protocolVersion == 3)
         #expect(hello.displayName == helloB.displayName)
-        #expect(Self.version1Verdict(on: hello) == "the peer speaks protocol version 2, this device speaks version 1")
+        #expect(older.verdict(on: hello) == "the peer speaks protocol version 3, this device speaks version \(older.version)")
 
         let error = try side.netError(within: 30)
         guard case let .handshakeFailed(reason) = error else {
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("incompatible protocol version") && reason.contains("version 1") && reason.contains("version 2"),
+        #expect(reason.contains("incompatible protocol version: the peer speaks protocol version \(older.version) ")
+                    && reason.contains(older.protocolName) && reason.contains("this device speaks version 3"),
                 "\(reason)")
         #expect(try b.read(maxCount: 100, deadline: .now + .seconds(30)) == [], "the responder closed the connection")
         b.close()
     }
 
-    /// A version-1 responder refuses message 1 (it must be empty there) and hangs up; our
-    /// initiator says the peer may be of an incompatible version, at once.
-    @Test func version1ResponderHangingUpIsReportedAsIncompatible() throws {
+    /// An older responder refuses message 1 (version 1 requires it empty, version 2 to name
+    /// 2) and hangs up; our initiator says the peer may be of an older, incompatible version,
+    /// at once.
+    @Test(arguments: olderPeers)
+    func olderResponderHangingUpIsReportedAsIncompatible(_ older: OlderPeer) throws {
         let (a, b) = PairStream.pair()
         let side = ChannelBackground {
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(60))
         }
-        let old = NoiseHandshake.xx(role: .responder, prologue: Array("syncpeer/1".utf8), staticKey: .generate(),
-                                    protocolName: "Noise_XX_25519_ChaChaPoly_BLAKE2b")
+        let old = NoiseHandshake.xx(role: .responder, prologue: older.prologue, staticKey: .generate(),
+                                    protocolName: older.protocolName)
         var reader = NoiseMessageReader()
         var message1: [UInt8]?
         while message1 == nil {
@@ -131,14 +159,16 @@ import Testing
             message1 = try reader.next()
         }
         let payload1 = try old.readMessage(message1!)
-        #expect(payload1 == [0, 2], "message 1 carries version 2, which version 1 refuses")
-        b.close()  // what version 1 does with a non-empty message 1
+        #expect(payload1 == [0, 3], "message 1 carries version 3, which version \(older.version) refuses")
+        #expect(payload1 != older.message1)
+        b.close()  // what the older version does with a message 1 not its own
         let error = try side.netError(within: 30)
         guard case let .closed(reason) = error else {
             Issue.record("expected closed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("incompatible protocol version"), "\(reason)")
+        #expect(reason.contains("incompatible protocol version") && reason.contains("older protocol version, 1 or 2,")
+                    && reason.contains("naming this device's version 3"), "\(reason)")
     }
 
     @Test func invalidLocalHelloFailsBeforeSendingAnything() throws {
@@ -228,7 +258,9 @@ import Testing
         b.close()
     }
 
-    @Test(arguments: [[1, 2, 3], [0, 3], [0]] as [[UInt8]])
+    /// A version field that is not ours nor an older version's initiator's (version 1 sent
+    /// an empty one, never [0, 1]) gets no answer.
+    @Test(arguments: [[1, 2, 3], [0, 4], [0], [0, 1]] as [[UInt8]])
     func message1OfAnotherVersionIsRefused(payload: [UInt8]) throws {
         let (a, b) = PairStream.pair()
         let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
@@ -239,8 +271,9 @@ import Testing
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("incompatible protocol version") && reason.contains("version 2"), "\(reason)")
-        if payload == [0, 3] { #expect(reason.contains("version 3"), "\(reason)") }
+        #expect(reason.contains("incompatible protocol version") && reason.contains("this device speaks version 3"), "\(reason)")
+        if payload == [0, 4] { #expect(reason.contains("the peer speaks protocol version 4"), "\(reason)") }
+        if payload == [0, 1] { #expect(reason.contains("the peer speaks protocol version 1"), "\(reason)") }
         #expect(try b.read(maxCount: 100, deadline: .now + .seconds(20)) == [], "nothing answered; stream closed")
         b.close()
     }

@@ -188,7 +188,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         TransportFlip(name: "responder → initiator, message 1", offset: 135 + 40, responderToInitiator: true),
     ])
     func flippedTransportByteFailsAuthentication(flip: TransportFlip) throws {
-        let initiatorHandshakeBytes = 36 + 2 + 48 + helloA.encode().count + 16  // message 1: 2 + 32 + version 2
+        let initiatorHandshakeBytes = 36 + 2 + 48 + helloA.encode().count + 16  // message 1: 2 + 32 + 2-byte version
         let responderHandshakeBytes = 2 + 32 + 48 + helloB.encode().count + 16
         var flips = Relay.Flips()
         if flip.responderToInitiator {
