@@ -68,6 +68,8 @@ public final class Node: Reporting, @unchecked Sendable {
     public static func open(home: NodeHome, config: NodeConfig) throws(EngineError) -> Node {
         let identity = try NodeSetup.loadIdentity(home: home)
         let index = try NodeSetup.openIndex(home)
+        // Before the control socket, any folder or any peer: records of protocol 2's hash.
+        try ContentHashUpgrade.run(index: index)
         return Node(home: home, identity: identity, index: index, config: config)
     }
 
@@ -76,8 +78,6 @@ public final class Node: Reporting, @unchecked Sendable {
     /// Binds the listener and starts accepting, the folders, the timer and redials, and
     /// discovery. Returns "host:port".
     public func start() throws(EngineError) -> String {
-        // Before a peer can connect or a folder start: no record with an old hash is served.
-        try ContentHashUpgrade.run(index: index)
         let bound = try connections.listen()
         queue.sync {
             folders.startFolders()

@@ -57,7 +57,7 @@ struct ContentHashUpgradeTests {
         #expect(try index.foldersWithOldContentHashes() == ["docs"])
 
         let summary = try ContentHashUpgrade.run(index: index)
-        #expect(summary == ContentHashUpgrade.Summary(folders: 1, rehashed: 3, forgotten: 2))
+        #expect(summary == ContentHashUpgrade.Summary(folders: 1, rehashed: 3, left: 2))
         #expect(try index.foldersWithOldContentHashes().isEmpty)
 
         for path in ["big.bin", "sub/small.txt", "empty"] {
@@ -65,31 +65,38 @@ struct ContentHashUpgradeTests {
             let expected = try FileChunker.manifest(ofFileAt: root + "/" + path)
             #expect(record.rootHash == expected.rootHash, "\(path): the SHA-256 root")
             #expect(record.chunks.map(\.hash) == expected.chunks.map(\.hash.bytes), "\(path): SHA-256 chunk hashes")
+            #expect(record.manifest == expected)
             #expect(record.version == [Self.me: 3], "\(path): no edit recorded")
             #expect(record.inode != nil, "\(path): still trusted as unchanged")
         }
         #expect(try index.file(folderID: "docs", path: "big.bin")?.chunks.count ?? 0 > 1)
         for path in ["edited.bin", "gone.txt"] {
             let record = try #require(try index.file(folderID: "docs", path: path))
-            #expect(record.inode == nil, "\(path): the first scan hashes it")
+            #expect(record.hasStaleHashes && record.manifest == nil, "\(path): left to the first scan, never offered as is")
             #expect(record.version == [Self.me: 3])
         }
         #expect(try index.file(folderID: "docs", path: "sub")?.kind == .directory)
         #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(), "a second start has nothing to do")
     }
 
-    /// A root that cannot be opened (an unmounted disk): every record is left to the scan.
-    @Test func aMissingRootLeavesEveryFileToTheFirstScan() throws {
+    /// A root that is not the shared one (missing, or an unmounted disk's empty mount point):
+    /// nothing is touched and the folder stays marked for the next start.
+    @Test(arguments: [false, true])
+    func aRootThatIsNotTheSharedOneIsLeftForTheNextStart(emptyMountPoint: Bool) throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("hash-upgrade-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
         try Data([1, 2, 3]).write(to: URL(fileURLWithPath: root + "/a"))
         let index = try NodeIndex.inMemory()
         try index.addFolder(id: "docs", path: root)
-        _ = try index.upsertFiles([try Self.oldRecord(folderID: "docs", root: root, path: "a", version: [Self.me: 1])])
+        let record = try Self.oldRecord(folderID: "docs", root: root, path: "a", version: [Self.me: 1])
+        _ = try index.upsertFiles([record])
         try FileManager.default.removeItem(atPath: root)
+        if emptyMountPoint { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
         try index.write { db in try db.execute("UPDATE folders SET content_hash = 'blake2b-256'") }
-        #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(folders: 1, rehashed: 0, forgotten: 1))
-        #expect(try index.file(folderID: "docs", path: "a")?.inode == nil)
-        #expect(try index.foldersWithOldContentHashes().isEmpty)
+        #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(folders: 0, rehashed: 0, left: 1))
+        let after = try #require(try index.file(folderID: "docs", path: "a"))
+        #expect(after.chunks == record.chunks && after.inode == record.inode && after.version == record.version)
+        #expect(try index.foldersWithOldContentHashes() == ["docs"])
     }
 }

@@ -116,6 +116,37 @@ import Testing
         }
     }
 
+    /// Records with stale hashes (protocol 2's BLAKE2b-256, not rehashed at start): the
+    /// first scan hashes the files again; one still of the recorded size, mtime and mode
+    /// keeps its version (no edit for peers to see), one that changed gets this device's
+    /// counter as any edit. Neither is offered as a manifest before.
+    @Test func theFirstScanRehashesStaleRecordsKeepingTheVersionOfUnchangedFiles() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        try TransferPair.randomFile(fixture.root + "/same.bin", size: 300_000, seed: 5)
+        try TransferPair.randomFile(fixture.root + "/edited.bin", size: 40_000, seed: 6)
+        let old: [String: UInt64] = [fixture.host.remoteDevice: 4]
+        let stale = try ["same.bin", "edited.bin"].map {
+            try ContentHashUpgradeTests.oldRecord(folderID: fixture.folderID, root: fixture.root, path: $0, version: old)
+        }
+        _ = try fixture.host.index.upsertFiles(stale)
+        #expect(try fixture.host.index.files(folderID: fixture.folderID).allSatisfy { $0.manifest == nil && $0.hasStaleHashes })
+        try TransferPair.randomFile(fixture.root + "/edited.bin", size: 41_000, seed: 7)
+        let folder = fixture.start()
+        defer { folder.stop() }
+        try TransferPair.eventually("both records hold SHA-256 hashes") {
+            ((try? fixture.host.index.files(folderID: fixture.folderID)) ?? []).allSatisfy { !$0.hasStaleHashes }
+        }
+        let same = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "same.bin"))
+        #expect(same.rootHash == (try FileChunker.manifest(ofFileAt: fixture.root + "/same.bin")).rootHash)
+        #expect(same.version == old, "unchanged on disk: no edit recorded")
+        #expect(same.inode != nil)
+        let edited = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "edited.bin"))
+        #expect(edited.rootHash == (try FileChunker.manifest(ofFileAt: fixture.root + "/edited.bin")).rootHash)
+        #expect(edited.version[fixture.host.localDevice] != nil && edited.version[fixture.host.remoteDevice] == 4,
+                "changed on disk: an edit of this device on top of the old version, \(edited.version)")
+    }
+
     @Test func aRemoteFileIsPulledBlockByBlockVerifiedAndPlaced() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }

@@ -127,7 +127,7 @@ import Testing
             }
             var record = FileRecord(folderID: shared.folder, path: "film-\(n).mkv", kind: .file, size: 20_000 << 16, mtimeNs: 1,
                                     mode: 0o644, version: [pair.alice.deviceKey: 1], modifiedBy: pair.alice.deviceKey, chunks: chunks)
-            record.rootHash = record.manifest!.rootHash
+            record.rootHash = record.chunkManifest!.rootHash
             return record
         }
         let total = records.map { FolderService.wireEntry($0).encodedSize }.reduce(0, +)

@@ -11,6 +11,14 @@ import Testing
     /// character (the first 200 characters alike, as in issue 10).
     static var rows: [(String, Int)] { characters.flatMap { c in (1...255).map { (c, $0) } } }
 
+    /// Pinned: names on disk outlive versions (a temporary left by a killed daemon of any
+    /// version is recognised), so they stay BLAKE2b-256 although content is SHA-256 since
+    /// protocol 3. Computed with `hashlib.blake2b(path, digest_size=32).hexdigest()[:32]`.
+    @Test func tempNamesArePinned() {
+        #expect(FolderApplier.tempName(forPath: "docs/report.txt") == ".8930bb4ec5aa65a1ce75b24fcdbd02a9.syncpeer-tmp")
+        #expect(FolderApplier.asideName(forPath: "docs/report.txt") == ".a2f615df1a9b8e1440b81f762c744b11.syncpeer-tmp")
+    }
+
     @Test(arguments: rows)
     func tempNamesAreUniqueShortAndIgnored(_ row: (String, Int)) {
         let count = max(0, (row.1 - 1) / row.0.utf8.count)

@@ -1,4 +1,16 @@
 internal import Glibc
+internal import PeerCrypto
+
+/// Short hex tags of names (conflict copies, temporary names): lowercase hex of the first
+/// bytes of BLAKE2b-256 of the name. Names on disk outlive versions, so this stays BLAKE2b
+/// although the content hash is SHA-256 since protocol version 3.
+public enum NameTag {
+    /// The first `digits` (≤ 64) hex digits of BLAKE2b-256(`bytes`).
+    public static func hex(of bytes: some Collection<UInt8>, digits: Int) -> String {
+        let digest = BLAKE2b.hash(Array(bytes), length: 32)
+        return String(digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined().prefix(digits))
+    }
+}
 
 /// Names of conflict copies: when two devices changed a file concurrently, the losing
 /// version is kept next to it as
@@ -51,7 +63,7 @@ public enum ConflictName {
             ext = nameBytes[nameBytes.endIndex...]
         }
         let kept = utf8Prefix(stem, maxBytes: limit - suffix.count - ext.count - shortenedTagBytes)
-        let tag = Array(("~" + ChunkHash.of(nameBytes).description.prefix(8)).utf8)
+        let tag = Array(("~" + NameTag.hex(of: nameBytes, digits: 8)).utf8)
         return directory + String(decoding: kept + tag + suffix + ext, as: UTF8.self)
     }
 

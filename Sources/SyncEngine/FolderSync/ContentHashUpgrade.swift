@@ -3,36 +3,43 @@ internal import PeerFiles
 internal import PeerIndex
 
 /// Protocol version 3 names content with SHA-256 instead of BLAKE2b-256 (migration 0004).
-/// Before any folder starts or any peer connects, the records of a folder still marked with
-/// the old hash are hashed again:
+/// When a node opens its index (before its control socket, any folder or any peer), the
+/// records of a folder still marked with the old hash are hashed again:
 /// - a live file whose size, mtime and inode are still those recorded (the scanner's own
 ///   test of an unchanged file) gets SHA-256 chunk hashes over the same chunk ranges (the
 ///   cut rule did not change) and the new root; its version stays, so no peer sees an edit;
-/// - a file that changed meanwhile, is gone or cannot be read loses its recorded inode, so
-///   the first scan hashes it and records whatever changed, as for any file;
-/// - an empty file gets the new empty root; directories, links and tombstones hold no hash.
-/// A folder whose root cannot be opened has every record's inode forgotten (its first scan
-/// once the root is back hashes everything). Then the folder is marked current. A crash
-/// midway repeats the pass; hashing the same bytes again gives the same records.
+/// - any other record keeps its stale hashes: `FileRecord.manifest` refuses them (never
+///   sent, offered or served), and the first scan hashes the file, keeping the version when
+///   size, mtime and mode are still those recorded (`SharedFolder.apply`);
+/// - a record already hashed with SHA-256 (an earlier, interrupted pass) is skipped.
+/// A folder whose root is not the one it was shared from (an unmounted disk's mount point,
+/// a missing directory: `FolderRoot.judge`) is left as it is and stays marked for the next
+/// start; its first scan, once the root is back, does the same. Then the folder is marked
+/// current.
 enum ContentHashUpgrade {
     struct Summary: Equatable {
         var folders = 0
         var rehashed = 0
-        var forgotten = 0
+        /// Records left to the first scan (changed, unreadable, or the root not trusted).
+        var left = 0
     }
 
     /// Records written per index transaction.
     static let batchSize = 256
 
-    /// Runs the pass over every marked folder; index errors stop it (the node does not
-    /// start: serving old hashes would be wrong, and the next start tries again).
+    /// Runs the pass over every marked folder. An index error stops it (the node does not
+    /// open; the next start tries again).
     @discardableResult
     static func run(index: NodeIndex) throws(EngineError) -> Summary {
         var summary = Summary()
         do {
             for folderID in try index.foldersWithOldContentHashes() {
                 guard let folder = try index.folder(id: folderID) else { continue }
-                try upgrade(folder, index: index, summary: &summary)
+                guard let root = trustedRoot(folder, index: index) else {
+                    summary.left += try index.liveTotals(folderID: folderID).files
+                    continue
+                }
+                try upgrade(folder, root: root, index: index, summary: &summary)
                 try index.markContentHashesCurrent(folderID: folderID)
                 summary.folders += 1
             }
@@ -42,23 +49,32 @@ enum ContentHashUpgrade {
         return summary
     }
 
-    private static func upgrade(_ folder: FolderRecord, index: NodeIndex, summary: inout Summary) throws(IndexError) {
-        let root = try? DirectoryHandle(path: folder.path)
+    /// The folder's root, opened, if it is the directory the folder was shared from (the
+    /// check every scan makes first).
+    static func trustedRoot(_ folder: FolderRecord, index: NodeIndex) -> DirectoryHandle? {
+        guard case .success(let observation) = FolderRoot.observe(folder.path) else { return nil }
+        let expected = folder.rootDevice.flatMap { device in folder.rootInode.map { RootIdentity(device: device, inode: $0) } }
+        guard let live = try? index.liveTotals(folderID: folder.id).entries else { return nil }
+        switch FolderRoot.judge(observation, folderID: folder.id, expected: expected, liveEntries: live) {
+        case .trusted, .adopt: return try? DirectoryHandle(path: folder.path)
+        case .refused: return nil
+        }
+    }
+
+    private static func upgrade(_ folder: FolderRecord, root: DirectoryHandle, index: NodeIndex,
+                                summary: inout Summary) throws(IndexError) {
         var after: String?
         while true {
             let page = try index.files(folderID: folder.id, afterPath: after, liveOnly: true, limit: batchSize)
             guard let last = page.last else { return }
             after = last.path
             var changed: [FileRecord] = []
-            for record in page where record.kind == .file {
-                if let root, let hashed = rehashed(record, under: root) {
+            for record in page where record.hasStaleHashes {
+                if let hashed = rehashed(record, under: root) {
                     changed.append(hashed)
                     summary.rehashed += 1
-                } else if record.inode != nil {
-                    var forgotten = record
-                    forgotten.inode = nil
-                    changed.append(forgotten)
-                    summary.forgotten += 1
+                } else {
+                    summary.left += 1
                 }
             }
             if !changed.isEmpty { _ = try index.upsertFiles(changed) }

@@ -48,13 +48,30 @@ extension FileState {
 
 extension FileRecord {
     /// The content manifest rebuilt from the recorded chunk list (nil for non-files,
-    /// tombstones, or a chunk list that does not add up to the size).
+    /// tombstones, a chunk list that does not add up to the size, or one whose root is not
+    /// the recorded root). The last is a record whose hashes are not of this version's
+    /// function (BLAKE2b-256, before protocol 3's SHA-256, not yet hashed again: see
+    /// `ContentHashUpgrade`) or a damaged one: it is never offered, sent, served or trusted
+    /// by the scanner as this file's content, and the next scan hashes the file again.
     var manifest: Manifest? {
-        guard kind == .file, !deleted else { return nil }
-        let refs = chunks.compactMap { chunk -> ChunkRef? in
-            guard let hash = ChunkHash(bytes: chunk.hash) else { return nil }
-            return ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size), hash: hash)
-        }
-        return try? Manifest(fileSize: UInt64(size), chunks: refs)
+        guard let manifest = chunkManifest, manifest.rootHash == rootHash else { return nil }
+        return manifest
     }
+
+    /// The manifest of the recorded chunk list with the root computed now, whatever root is
+    /// recorded (nil for non-files, tombstones, or chunks that do not add up to the size).
+    var chunkManifest: Manifest? {
+        guard kind == .file, !deleted else { return nil }
+        var refs: [ChunkRef] = []
+        refs.reserveCapacity(chunks.count)
+        for chunk in chunks {
+            guard let hash = ChunkHash(bytes: chunk.hash), let offset = UInt64(exactly: chunk.offset),
+                  let size = UInt32(exactly: chunk.size) else { return nil }
+            refs.append(ChunkRef(offset: offset, size: size, hash: hash))
+        }
+        return try? Manifest(fileSize: UInt64(max(0, size)), chunks: refs)
+    }
+
+    /// A live file whose recorded hashes are not this version's (see `manifest`).
+    var hasStaleHashes: Bool { kind == .file && !deleted && manifest == nil }
 }

@@ -86,6 +86,6 @@ extension FolderApplier {
     /// scanner and the watcher, removed at start if a killed daemon left it), other than the
     /// pull's temporary name of any path (a NUL, which no path holds, is hashed first).
     static func asideName(forPath path: String) -> String {
-        "." + ChunkHash.of([0] + Array(path.utf8)).description.prefix(32) + IgnorePatterns.temporarySuffix
+        "." + NameTag.hex(of: [0] + Array(path.utf8), digits: 32) + IgnorePatterns.temporarySuffix
     }
 }

@@ -12,7 +12,7 @@ extension FolderApplier {
     /// different temporaries), always within NAME_MAX, and ignored by the scanner and the
     /// watcher (`IgnorePatterns.temporarySuffix`). The one function that names them.
     static func tempName(forPath path: String) -> String {
-        "." + ChunkHash.of(Array(path.utf8)).description.prefix(32) + IgnorePatterns.temporarySuffix
+        "." + NameTag.hex(of: Array(path.utf8), digits: 32) + IgnorePatterns.temporarySuffix
     }
 
     /// Whether `name` is one of our temporary names (made by `tempName(forPath:)`, or by

@@ -302,20 +302,40 @@ final class SharedFolder: @unchecked Sendable {
             ScannedEntry(path: entry.path, kind: FileState.Kind(entry.kind), size: Int64(entry.size), mtimeNs: entry.mtimeNs,
                          mode: entry.mode, symlinkTarget: entry.symlinkTarget, rootHash: entry.manifest?.rootHash)
         }
-        let scanResult = LocalScanResult(rootPresent: true, present: present)
+        let olds: [String: FileRecord]
+        do { olds = try index.files(folderID: id, paths: present.map(\.path)) } catch {
+            report("cannot read the records of scanned files: \(error)")
+            return false
+        }
+        func chunks(_ path: String) -> [FileChunkRecord] {
+            manifests[path]?.manifest?.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) } ?? []
+        }
+        // A record with stale hashes (see FileRecord.manifest) whose size, mtime and mode are
+        // still those recorded holds the same content (the scanner's test of an unchanged
+        // file, less the inode): it gets the new hashes under its version, so no peer sees
+        // an edit nobody made. Anything else is judged as any change.
+        var rows: [FileRecord] = []
+        var rest: [ScannedEntry] = []
+        for entry in present {
+            if entry.kind == .file, let old = olds[entry.path], old.hasStaleHashes, old.size == entry.size,
+               old.mtimeNs == entry.mtimeNs, old.mode == entry.mode, let root = entry.rootHash {
+                var row = old
+                row.rootHash = root
+                row.chunks = chunks(entry.path)
+                row.inode = manifests[entry.path]?.inode
+                rows.append(row)
+            } else {
+                rest.append(entry)
+            }
+        }
+        let scanResult = LocalScanResult(rootPresent: true, present: rest)
         let changes = LocalChanges(localDevice: host.localDevice)
-        let records: [FileState]
-        switch changes.records(for: scanResult, old: { path in (try? index.file(folderID: self.id, path: path)).flatMap { $0.map(FileState.init) } },
-                               deletedAtNs: Self.nowNs()) {
+        switch changes.records(for: scanResult, old: { path in olds[path].map(FileState.init) }, deletedAtNs: Self.nowNs()) {
         case let .failure(refusal): throw refusal
-        case let .success(list): records = list
+        case let .success(list):
+            rows += list.map { state in state.fileRecord(folderID: id, inode: manifests[state.path]?.inode, chunks: chunks(state.path)) }
         }
-        guard !records.isEmpty else { return false }
-        let rows = records.map { state -> FileRecord in
-            let scanned = manifests[state.path]
-            let chunks = scanned?.manifest?.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) } ?? []
-            return state.fileRecord(folderID: id, inode: scanned?.inode, chunks: chunks)
-        }
+        guard !rows.isEmpty else { return false }
         do { _ = try index.upsertFiles(rows) } catch { report("cannot record changes: \(error)") ; return false }
         return true
     }
