@@ -1,7 +1,8 @@
 internal import PeerCrypto
 
-/// A SHA-256 digest (the content hash of protocol version 3) held inline (four words, no heap allocation), so that manifests
-/// of a million chunks stay compact and hashes can be dictionary keys (chunk reuse).
+/// A SHA-256 digest (the content hash since protocol version 3) held inline (four words,
+/// no heap allocation), so that manifests of a million chunks stay compact and hashes can
+/// be dictionary keys (chunk reuse).
 /// The bytes keep their order: `bytes` returns exactly the 32 digest bytes.
 public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible {
     public static let byteCount = 32

@@ -100,8 +100,8 @@ extension NodeIndex {
         }
     }
 
-    /// Records that every live record of the folder now carries SHA-256 hashes, or lost its
-    /// inode so that the next scan hashes it (see `foldersWithOldContentHashes`).
+    /// Records that the folder's records were hashed again: each live file now carries
+    /// SHA-256 hashes, or stale ones its next scan replaces (see `foldersWithOldContentHashes`).
     public func markContentHashesCurrent(folderID: String) throws(IndexError) {
         try updateFolder(id: folderID, operation: "mark content hashes current",
                          sql: "UPDATE folders SET content_hash = 'sha256' WHERE folder_id = ?", [.text(folderID)])

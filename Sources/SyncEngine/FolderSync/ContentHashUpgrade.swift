@@ -53,8 +53,9 @@ enum ContentHashUpgrade {
     /// check every scan makes first).
     static func trustedRoot(_ folder: FolderRecord, index: NodeIndex) -> DirectoryHandle? {
         guard case .success(let observation) = FolderRoot.observe(folder.path) else { return nil }
-        let expected = folder.rootDevice.flatMap { device in folder.rootInode.map { RootIdentity(device: device, inode: $0) } }
-        guard let live = try? index.liveTotals(folderID: folder.id).entries else { return nil }
+        let expected = folder.rootIdentity
+        // As `SharedFolder.checkRoot`: the live count matters only without a recorded identity.
+        guard let live = expected != nil ? 0 : try? index.liveTotals(folderID: folder.id).entries else { return nil }
         switch FolderRoot.judge(observation, folderID: folder.id, expected: expected, liveEntries: live) {
         case .trusted, .adopt: return try? DirectoryHandle(path: folder.path)
         case .refused: return nil
@@ -98,7 +99,7 @@ enum ContentHashUpgrade {
         }
         guard let manifest = try? Manifest(fileSize: UInt64(record.size), chunks: chunks) else { return nil }
         var updated = record
-        updated.chunks = chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
+        updated.chunks = manifest.chunkRecords
         updated.rootHash = manifest.rootHash
         return updated
     }

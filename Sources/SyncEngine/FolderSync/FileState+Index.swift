@@ -75,3 +75,18 @@ extension FileRecord {
     /// A live file whose recorded hashes are not this version's (see `manifest`).
     var hasStaleHashes: Bool { kind == .file && !deleted && manifest == nil }
 }
+
+extension Manifest {
+    /// The chunk list as the index records it.
+    var chunkRecords: [FileChunkRecord] {
+        chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
+    }
+}
+
+extension FolderRecord {
+    /// The root's identity as adopted (nil before it was recorded).
+    var rootIdentity: RootIdentity? {
+        guard let device = rootDevice, let inode = rootInode else { return nil }
+        return RootIdentity(device: device, inode: inode)
+    }
+}

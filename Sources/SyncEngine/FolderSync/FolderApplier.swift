@@ -269,8 +269,7 @@ final class FolderApplier: @unchecked Sendable {
                 folder.activity.begin(path: state.path, size: Int64(manifest.fileSize),
                                       needed: missing.reduce(Int64(0)) { $0 + Int64($1.size) }, peers: sources)
             }
-            let chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
-            var item = Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: chunks,
+            var item = Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: manifest.chunkRecords,
                                conflictCopy: conflictCopy)
             item.fd = fd
             pending.append(item)

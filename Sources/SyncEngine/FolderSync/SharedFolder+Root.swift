@@ -64,9 +64,7 @@ extension SharedFolder {
         guard let index else { return false }
         do {
             if !rootIdentityLoaded {
-                if let record = try index.folder(id: id), let device = record.rootDevice, let inode = record.rootInode {
-                    rootIdentity = RootIdentity(device: device, inode: inode)
-                }
+                rootIdentity = try index.folder(id: id)?.rootIdentity
                 rootIdentityLoaded = true
             }
             let observation: RootObservation

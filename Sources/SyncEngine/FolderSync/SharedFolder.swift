@@ -308,7 +308,7 @@ final class SharedFolder: @unchecked Sendable {
             return false
         }
         func chunks(_ path: String) -> [FileChunkRecord] {
-            manifests[path]?.manifest?.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) } ?? []
+            manifests[path]?.manifest?.chunkRecords ?? []
         }
         // A record with stale hashes (see FileRecord.manifest) whose size, mtime and mode are
         // still those recorded holds the same content (the scanner's test of an unchanged
