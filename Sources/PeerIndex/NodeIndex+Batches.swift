@@ -15,14 +15,15 @@ extension NodeIndex {
         }
     }
 
-    /// The local records of `paths` (with chunks), keyed by path; absent paths are left out.
-    public func files(folderID: String, paths: some Sequence<String>) throws(IndexError) -> [String: FileRecord] {
+    /// The local records of `paths` (with chunks unless `includeChunks` is false: the
+    /// planner compares versions and root hashes only), keyed by path; absent paths are left out.
+    public func files(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true) throws(IndexError) -> [String: FileRecord] {
         let list = Array(paths)
         return try readTransaction { db in
             var result: [String: FileRecord] = [:]
             for path in list {
                 if let record = try Self.loadFiles(db, where: "folder_id = ? AND path = ?", [.text(folderID), .text(path)],
-                                                   includeChunks: true).first {
+                                                   includeChunks: includeChunks).first {
                     result[path] = record
                 }
             }

@@ -77,7 +77,7 @@ public enum VersionJSON {
         }
 
         mutating func skipSpace() {
-            while i < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[i]) { i += 1 }
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x09 || bytes[i] == 0x0A || bytes[i] == 0x0D { i += 1 }
         }
 
         mutating func take(_ byte: UInt8) -> Bool {
@@ -105,6 +105,16 @@ public enum VersionJSON {
 
         mutating func string() -> String? {
             guard take(UInt8(ascii: "\"")) else { return nil }
+            // Fast path, every key we write: no escape up to the closing quote.
+            var end = i
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"), bytes[end] >= 0x20 {
+                end += 1
+            }
+            if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+                guard let text = String(validating: bytes[i..<end], as: UTF8.self) else { return nil }
+                i = end + 1
+                return text
+            }
             var scalars = String.UnicodeScalarView()
             var raw: [UInt8] = []
             func flush(_ raw: inout [UInt8], into scalars: inout String.UnicodeScalarView) -> Bool {

@@ -83,6 +83,12 @@ let smallParameters: [ChunkParameters] = [
         let h = ChunkHash(bytes: Array(0..<32))!
         #expect(h.description == "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")
         #expect(h.bytes == Array(0..<32))
+        // Any collection of 32 bytes gives the same hash as its array: a contiguous slice, and
+        // one without contiguous storage (the generic path).
+        let padded: [UInt8] = [9] + Array(0..<32) + [9]
+        #expect(ChunkHash(bytes: padded[1..<33]) == h)
+        #expect(ChunkHash(bytes: (0..<32).lazy.map { UInt8($0) }) == h)
+        #expect(ChunkHash(bytes: (0..<33).lazy.map { UInt8($0) }) == nil)
     }
 
     /// Edge cases, through the pure function and the streaming chunker alike.

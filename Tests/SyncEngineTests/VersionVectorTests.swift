@@ -59,8 +59,10 @@ func randomState(_ rng: inout SplitMix64, path: String = "p") -> FileState {
         #expect(VersionVector(json: v.json) == v)
         #expect(VersionVector(json: "{}") == VersionVector())
         #expect(VersionVector(json: " { \"a\" : 1 , \"b\":2 } ") == vv(["a": 1, "b": 2]))
+        // Keys with and without escapes (the parser's fast path takes the unescaped ones).
+        #expect(VersionVector(json: "{\"é\\u00e9\":1,\"ü\":2}") == vv(["éé": 1, "ü": 2]))
         for bad in ["", "[]", "{\"a\":-1}", "{\"a\":1.5}", "{\"a\":1e3}", "{\"a\":01}", "{\"a\":1,\"a\":2}", "{\"a\":1}x",
-                    "{\"a\":18446744073709551616}", "{a:1}", "{\"a\":\"1\"}", "{\"a\":1,}"] {
+                    "{\"a\":18446744073709551616}", "{a:1}", "{\"a\":\"1\"}", "{\"a\":1,}", "{\"a\u{01}b\":1}", "{\"a\":1", "{\"a"] {
             #expect(VersionVector(json: bad) == nil, "\(bad)")
         }
         // Foundation with sorted keys writes the same text for device-ID keys.

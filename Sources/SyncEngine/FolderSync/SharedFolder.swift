@@ -378,7 +378,7 @@ final class SharedFolder: @unchecked Sendable {
     private func planPaths(_ paths: Set<String>, index: NodeIndex, members: Set<String>) -> Plan {
         var plan = Plan()
         // Two batched lookups for the whole set (one read transaction each).
-        plan.local = ((try? index.files(folderID: id, paths: paths)) ?? [:]).mapValues(FileState.init)
+        plan.local = ((try? index.files(folderID: id, paths: paths, includeChunks: false)) ?? [:]).mapValues(FileState.init)
         let entries = ((try? index.remoteFiles(folderID: id, paths: paths)) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = notIgnored(plan.remotes)
