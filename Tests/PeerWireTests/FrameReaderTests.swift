@@ -163,6 +163,33 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         }
     }
 
+    /// A run of large frames (a transfer's chunks) reuses one arena instead of allocating
+    /// and zeroing one per frame; the first small frame that empties the buffer after them
+    /// gives it back.
+    @Test func consecutiveLargeFramesKeepTheirArenaUntilASmallOne() throws {
+        let frames: [Frame] = (0..<3).map { .chunk(id: sampleTransferID, index: UInt32($0), data: pattern(1 << 20)) }
+            + [.ping(1), .ping(2)]
+        var reader = FrameReader()
+        var allocatedAtStart: [Int] = []   // just after the first piece of each frame is in
+        var decoded: [Frame] = []
+        for frame in frames {
+            let bytes = FrameEncoder.encode(frame)
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(offset + WireLimits.maxNoisePlaintext, bytes.count)
+                reader.append(bytes[offset..<end])
+                if offset == 0 { allocatedAtStart.append(reader.allocatedByteCount) }
+                offset = end
+                while let next = try reader.next() { decoded.append(next) }
+            }
+        }
+        #expect(decoded == frames)
+        #expect(allocatedAtStart[1] >= 1 << 20 && allocatedAtStart[2] == allocatedAtStart[1],
+                "the second and third chunk are read into the first one's arena: \(allocatedAtStart)")
+        #expect(allocatedAtStart[3] == allocatedAtStart[1], "the arena is still there after the last chunk")
+        #expect(allocatedAtStart[4] < 1 << 20, "released once a small frame emptied the buffer: \(allocatedAtStart)")
+    }
+
     @Test func truncatedStreamYieldsCompleteFramesThenWaits() throws {
         let stream = encodeAll(sampleFrames)
         var boundaries: [Int] = []
