@@ -261,8 +261,26 @@ public final class SecureChannel: Sendable {
         guard count >= 0 && count <= WireLimits.maxChunk else {
             throw .protocolViolation("cannot send a chunk of \(count) bytes (at most \(WireLimits.maxChunk))")
         }
-        let header = FrameEncoder.chunkPrefix(id: id, index: index, count: count)
-        return try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
+        return try sendStreamed(header: FrameEncoder.chunkPrefix(id: id, index: index, count: count), count: count, fill: fill)
+    }
+
+    /// Sends a successful block answer (``Frame/blockResponse(request:ok:data:)`` with `ok`)
+    /// of `count` bytes that `fill` writes as in ``sendChunk(id:index:count:fill:)``: straight
+    /// from the file into the buffer that is encrypted, with the same handling of a `fill`
+    /// that throws (zeros, which the asker's hash check rejects).
+    @discardableResult
+    public func sendBlockResponse<E: Error>(request: UInt32, count: Int,
+                                            fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
+        guard count >= 0 && count <= WireLimits.maxChunk else {
+            throw .protocolViolation("cannot send a block of \(count) bytes (at most \(WireLimits.maxChunk))")
+        }
+        return try sendStreamed(header: FrameEncoder.blockResponsePrefix(request: request, count: count), count: count, fill: fill)
+    }
+
+    /// A frame of `header` then `count` bytes from `fill`, one Noise message at a time.
+    private func sendStreamed<E: Error>(header: [UInt8], count: Int,
+                                        fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
+        try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
             try checkOpen()
             state.buffers.plaintextCount = 0
             state.buffers.outputCount = 0

@@ -48,6 +48,19 @@ public enum FrameEncoder {
         return writer.bytes
     }
 
+    /// The bytes of a successful ``Frame/blockResponse(request:ok:data:)`` of `count` data
+    /// bytes that come before the data: the same frame written without the data in memory.
+    public static func blockResponsePrefix(request: UInt32, count: Int) -> [UInt8] {
+        precondition(count >= 0 && count <= WireLimits.maxChunk, "FrameEncoder: block of \(count) bytes")
+        var writer = ByteWriter()
+        writer.u8(FrameType.blockResponse.rawValue)
+        writer.u32(UInt32(4 + 1 + 4 + count))
+        writer.u32(request)
+        writer.u8(1)
+        writer.length(count, .u32)
+        return writer.bytes
+    }
+
     /// The length of the frame's body as `append` writes it (encoding it: for the frames
     /// whose size is not bounded by their fields alone).
     static func bodyLength(of frame: Frame) -> Int {

@@ -350,6 +350,27 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         #expect(offsets.first == (size == 0 ? nil : 0))
     }
 
+    /// A block answer streamed the same way arrives as the frame `.blockResponse(request, true, data)`.
+    @Test(arguments: [1, 65_519 * 2 + 11, 1 << 20])
+    func streamedBlockAnswerArrivesAsOneFrame(size: Int) throws {
+        let pair = try ChannelPair.make(rekeyInterval: 3)
+        defer { pair.initiator.close(); pair.responder.close() }
+        let data = patternBytes(size, seed: size + 5)
+        let receiver = ChannelBackground {
+            var received: [Frame] = []
+            while received.count < 2, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
+                received.append(frame)
+            }
+            return received
+        }
+        let failure: NetError? = try pair.initiator.sendBlockResponse(request: 41, count: size) { (buffer, offset) throws(NetError) in
+            data.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + buffer.count)])) }
+        }
+        #expect(failure == nil)
+        try pair.initiator.send(.ping(2))
+        #expect(try receiver.value(within: 60) == [.blockResponse(request: 41, ok: true, data: data), .ping(2)])
+    }
+
     /// A fill that fails mid-chunk: the rest of the chunk goes out as zeros (the frame
     /// stream stays intact), the error comes back, and the channel stays usable.
     @Test func failingFillSendsZerosAndReturnsTheError() throws {

@@ -28,6 +28,14 @@ import Testing
         #expect(prefix + data == FrameEncoder.encode(.chunk(id: sampleTransferID, index: 77, data: data)))
     }
 
+    /// The same for a successful block answer.
+    @Test(arguments: [0, 1, 65_536, WireLimits.maxChunk])
+    func blockResponsePrefixIsTheFrameWithoutItsData(count: Int) {
+        let data = pattern(count)
+        let prefix = FrameEncoder.blockResponsePrefix(request: 0xDEAD_BEEF, count: count)
+        #expect(prefix + data == FrameEncoder.encode(.blockResponse(request: 0xDEAD_BEEF, ok: true, data: data)))
+    }
+
     /// Offers that break a rule are refused by `validate()` with the field named.
     @Test(arguments: [
         (TransferOffer(id: sampleTransferID, kind: .file, name: "", entries: [.init(path: "a", size: 0, mode: 0, mtimeNanoseconds: 0, manifest: [])]),

@@ -274,6 +274,22 @@ struct FramePipe: FrameSender {
         // Delivery is queued on the other end's queue: "written" once it is there.
         end.other.queue.async(execute: body)
     }
+
+    func sendBlockFromAnyThread(request: UInt32, count: Int,
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void,
+                                done: @escaping @Sendable (FileError?) -> Void) {
+        // As the channel does: the bytes `fill` gave, zeros from where it failed.
+        var bytes = [UInt8](repeating: 0, count: count)
+        let failure: FileError? = bytes.withUnsafeMutableBytes { buffer in
+            do throws(FileError) { try fill(buffer, 0) } catch {
+                buffer.initializeMemory(as: UInt8.self, repeating: 0)
+                return error
+            }
+            return nil
+        }
+        end.deliver(.blockResponse(request: request, ok: true, data: bytes), on: session)
+        done(failure)
+    }
 }
 
 /// Chunk frames of one session: `fill` reads the chunk straight from the sender's file,

@@ -1,4 +1,5 @@
 internal import Dispatch
+internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
 
@@ -27,7 +28,26 @@ extension FolderService {
         guard case let .blockRequest(request, _, path, offset, size, hash) = frame else { return }
         let device = session.deviceKey
         folder.serveQueue.async { [self] in
-            let answer = folder.readBlock(path: path, offset: offset, size: size, hash: hash)
+            let answer: SharedFolder.BlockAnswer
+            switch folder.blockSource(path: path, offset: offset, size: size, hash: hash) {
+            case let .file(reader, chunk):
+                // Read from the file straight into the channel's buffer when the answer's turn
+                // comes (A-share profile: the block array, the frame encoding and the plaintext
+                // buffer were three copies of every served byte). The reader holds the file
+                // open: a file replaced since is still read as indexed; one written in place
+                // meanwhile gives bytes the asker's hash check refuses.
+                folder.activity.served(to: device, bytes: Int(chunk.size))
+                let source = HandedOver(reader: reader)
+                session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size), fill: { buffer, offset throws(FileError) in
+                    try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+                }, done: { [self] _ in
+                    session.flow.release(Self.serveCost(size))
+                    queue.async { [self] in resumeServing(session) }
+                })
+                return
+            case let .answer(result):
+                answer = result
+            }
             if case let .data(bytes) = answer {
                 folder.activity.served(to: device, bytes: bytes.count)
                 session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
@@ -52,6 +72,12 @@ extension FolderService {
             startServe(frame, from: folder, to: session)
         }
     }
+}
+
+/// A reader handed from the serve queue to the session's send queue: only the send queue
+/// uses it from then on, and only `read(at:into:)`, which touches nothing but the descriptor.
+private struct HandedOver: @unchecked Sendable {
+    let reader: ChunkReader
 }
 
 // MARK: - Index quota

@@ -458,33 +458,54 @@ final class SharedFolder: @unchecked Sendable {
     /// it hashed them (the scanner's own test of an unchanged file); otherwise they are
     /// hashed, and a mismatch is `unavailable`. The receiver verifies every chunk anyway.
     func readBlock(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockAnswer {
+        switch blockSource(path: path, offset: offset, size: size, hash: hash) {
+        case let .file(reader, chunk):
+            guard let bytes = try? reader.bytes(of: chunk) else { return .unavailable }
+            return .data(bytes)
+        case let .answer(answer):
+            return answer
+        }
+    }
+
+    /// Where a block answer comes from.
+    enum BlockSource {
+        /// Read it from this open file, unhashed: its size, mtime and inode are still those the
+        /// index recorded when it hashed the chunk (the asker verifies it anyway).
+        case file(ChunkReader, ChunkRef)
+        /// This answer: verified bytes (the file's stamp changed, so they were hashed), or a refusal.
+        case answer(BlockAnswer)
+    }
+
+    /// The checks of `readBlock`, with the bytes of an unchanged file left unread: the
+    /// server streams them from the file into the channel (`sendBlockFromAnyThread`).
+    func blockSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockSource {
         guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
-              let start = Int64(exactly: offset), let index else { return .notShared }
+              let start = Int64(exactly: offset), let index else { return .answer(.notShared) }
         // The patterns in force now: a file ignored after it was indexed is not served either.
-        guard let ignores = servedIgnores.withLock({ $0 }) else { return .unavailable }
-        guard !ignores.isIgnored(safe.string, isDirectory: false) else { return .notShared }
+        guard let ignores = servedIgnores.withLock({ $0 }) else { return .answer(.unavailable) }
+        guard !ignores.isIgnored(safe.string, isDirectory: false) else { return .answer(.notShared) }
         let indexed: NodeIndex.FileStamp
         do {
             guard let stamp = try index.liveChunkStamp(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
-                return .notShared
+                return .answer(.notShared)
             }
             indexed = stamp
         } catch {
             report("cannot look up a block request in the index: \(error)")
-            return .unavailable
+            return .answer(.unavailable)
         }
         guard let rootHandle = try? DirectoryHandle(path: root),
               let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
               let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else {
-            return .unavailable
+            return .answer(.unavailable)
         }
         let onDisk = reader.stamp()
         let unchanged = onDisk != nil && indexed.inode != nil && onDisk?.size == indexed.size
             && onDisk?.mtimeNs == indexed.mtimeNs && onDisk?.inode == indexed.inode
-        guard let bytes = try? reader.bytes(of: ChunkRef(offset: offset, size: size, hash: expected), verify: !unchanged) else {
-            return .unavailable
-        }
-        return .data(bytes)
+        let chunk = ChunkRef(offset: offset, size: size, hash: expected)
+        if unchanged { return .file(reader, chunk) }
+        guard let bytes = try? reader.bytes(of: chunk, verify: true) else { return .answer(.unavailable) }
+        return .answer(.data(bytes))
     }
 
     // MARK: - Status

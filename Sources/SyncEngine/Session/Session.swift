@@ -1,5 +1,6 @@
 internal import Dispatch
 internal import PeerCrypto
+internal import PeerFiles
 internal import PeerNet
 internal import PeerWire
 internal import Synchronization
@@ -94,6 +95,26 @@ final class Session: @unchecked Sendable {
             } catch {
                 // Only a failed channel ends the session (not a frame refused before sending).
                 flow.sent(bytes, failure: channel.failure.map { _ in error.description })
+            }
+        }
+    }
+
+    /// `FrameSender.sendBlockFromAnyThread`: in order with `sendFromAnyThread`'s frames.
+    func sendBlockFromAnyThread(request: UInt32, count: Int,
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void,
+                                done: @escaping @Sendable (FileError?) -> Void) {
+        let channel = self.channel
+        let flow = self.flow
+        let bytes = SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count
+        flow.queue(bytes)
+        sendQueue.async {
+            do throws(NetError) {
+                let failure = try channel.sendBlockResponse(request: request, count: count, fill: fill)
+                flow.sent(bytes)
+                done(failure)
+            } catch {
+                flow.sent(bytes, failure: channel.failure.map { _ in error.description })
+                done(nil)
             }
         }
     }
