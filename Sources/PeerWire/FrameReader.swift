@@ -25,7 +25,7 @@ public struct FrameReader: Sendable {
     /// Bytes appended but not yet returned as frames.
     public var bufferedByteCount: Int { input.readableCount }
 
-    /// Bytes the reader holds allocated (read, unread and room): at most about one frame.
+    /// Bytes the reader holds allocated (read, unread and room): at most about two frames.
     public var allocatedByteCount: Int { input.storage.count }
 
     /// The error that stopped this reader, if any.

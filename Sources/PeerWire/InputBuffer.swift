@@ -16,8 +16,10 @@ struct InputBuffer {
     /// Size kept when the buffer empties; a larger one (after a big frame) is released
     /// once a small message has emptied the buffer. While large frames follow each other
     /// (the chunks of a transfer) their arena is kept: allocating, zeroing and faulting in
-    /// a fresh 1–16 MiB arena for every chunk was 2.8 % of a receiver's CPU. The most kept
-    /// is one frame's worth, which a peer may make us hold anyway by sending it.
+    /// a fresh 1–16 MiB arena for every chunk was 2.8 % of a receiver's CPU. What is kept is
+    /// what the buffer grew to for the frames before (room for a whole frame, doubled when the
+    /// next frame's first bytes came in the same message): at most about two of the largest
+    /// frames allowed, which a peer could make us hold anyway without ever letting it empty.
     static let retainedCapacity = 512 * 1024
     /// The size of the last `consume`: over `retainedCapacity`, the arena stays.
     private var lastConsumed = 0

@@ -37,14 +37,13 @@ protocol FrameSender: Sendable {
     func sendFromAnyThread(_ frames: [Frame])
     /// Runs `body` once everything queued so far is written (or the session ended).
     func afterQueuedSends(_ body: @escaping @Sendable () -> Void)
-    /// Queues a successful answer to block request `request`: `count` bytes that
-    /// `fill(buffer, offset)` reads straight from the file into the channel's buffer when
-    /// its turn comes (no block-sized copy on the way). `done` gets the error `fill` threw
-    /// (the rest went out as zeros, which the asker's hash check rejects), nil otherwise,
-    /// once the answer is written or the session failed.
+    /// Queues a successful answer to block request `request`, in order with
+    /// `sendFromAnyThread`'s frames: `count` bytes that `fill(buffer, offset)` reads straight
+    /// from the file into the channel's buffer when its turn comes (no block-sized copy on
+    /// the way). If `fill` throws, the rest goes out as zeros, which the asker's hash check
+    /// rejects. The answer counts in the session's flow until it is written.
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void,
-                                done: @escaping @Sendable (FileError?) -> Void)
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void)
 }
 
 /// The sessions, for the services above them (called on the owner's queue).

@@ -46,6 +46,29 @@ import Testing
         #expect(try pair.bob.index.folderPeers(folderID: shared.folder).map(\.deviceID) == [pair.alice.deviceKey])
     }
 
+    /// Large blocks of unchanged files are streamed from the file into the channel
+    /// (`SharedFolder.streamedBlock`), small ones read into memory: both arrive intact. A file
+    /// of runs of one byte value has no content-defined cut, so its chunks all have the largest
+    /// size; each run holds another value, so a block read at the wrong offset would not verify.
+    @Test func largeBlocksAreStreamedAndArriveIntact() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let docs = pair.alice.directory + "/media"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try Data((0..<(2 << 20)).map { UInt8(1 + $0 >> 18) }).write(to: URL(fileURLWithPath: docs + "/runs.bin"))
+        try TransferPair.randomFile(docs + "/random.bin", size: 3 << 19, seed: 5)
+        pair.connect()
+        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        let received = pair.bob.directory + "/media"
+        try TransferPair.eventually("bob holds alice's files") { Self.contents(received) == Self.contents(docs) }
+        let runs = try #require(try pair.alice.index.files(folderID: shared.folder, paths: ["runs.bin"])["runs.bin"])
+        #expect(!runs.chunks.isEmpty && runs.chunks.allSatisfy { $0.size >= Int64(SharedFolder.streamedBlock) },
+                "the test needs blocks that are streamed: \(runs.chunks.map(\.size))")
+        let random = try #require(try pair.alice.index.files(folderID: shared.folder, paths: ["random.bin"])["random.bin"])
+        #expect(random.chunks.contains { $0.size < Int64(SharedFolder.streamedBlock) })
+        #expect(pair.bob.events.errors.isEmpty && pair.alice.events.errors.isEmpty, "\(pair.bob.events.errors) \(pair.alice.events.errors)")
+    }
+
     /// A peer's folder ID becomes a name on our disk and in the index: one that is not a
     /// safe name is refused before it is stored or shown.
     // (An empty or over-long ID never gets this far: the frame decoder refuses it.)

@@ -276,19 +276,13 @@ struct FramePipe: FrameSender {
     }
 
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void,
-                                done: @escaping @Sendable (FileError?) -> Void) {
-        // As the channel does: the bytes `fill` gave, zeros from where it failed.
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
+        // As the channel does: the bytes `fill` gave, zeros if it failed.
         var bytes = [UInt8](repeating: 0, count: count)
-        let failure: FileError? = bytes.withUnsafeMutableBytes { buffer in
-            do throws(FileError) { try fill(buffer, 0) } catch {
-                buffer.initializeMemory(as: UInt8.self, repeating: 0)
-                return error
-            }
-            return nil
+        bytes.withUnsafeMutableBytes { buffer in
+            do throws(FileError) { try fill(buffer, 0) } catch { buffer.initializeMemory(as: UInt8.self, repeating: 0) }
         }
         end.deliver(.blockResponse(request: request, ok: true, data: bytes), on: session)
-        done(failure)
     }
 }
 

@@ -23,8 +23,9 @@ internal import PeerIndex
 /// or the index shows it is exactly what a peer has seen.
 final class FolderApplier: @unchecked Sendable {
     // @unchecked: used on the folder's `io` queue; the block-fetch callbacks that run
-    // elsewhere only call `write(_:at:_:)` (pwrite on a descriptor) and `fetch` (which
-    // touches immutable state).
+    // elsewhere (the node's queue, `verifyQueue`, several at once) only call `verified`,
+    // `write(_:at:_:)` (pwrite and sync_file_range on a descriptor) and `fetch`, which touch
+    // immutable state, the locked activity counters and the failure flags.
     let folder: SharedFolder
     let host: any FolderHost
     let index: NodeIndex

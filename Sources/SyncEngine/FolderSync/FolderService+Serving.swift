@@ -38,12 +38,12 @@ extension FolderService {
                 // meanwhile gives bytes the asker's hash check refuses.
                 folder.activity.served(to: device, bytes: Int(chunk.size))
                 let source = HandedOver(reader: reader)
-                session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size), fill: { buffer, offset throws(FileError) in
+                session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
                     try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
-                }, done: { [self] _ in
-                    session.flow.release(Self.serveCost(size))
-                    queue.async { [self] in resumeServing(session) }
-                })
+                }
+                // Queued: the send queue's count holds it from here, as for an answer in memory.
+                session.flow.release(Self.serveCost(size))
+                queue.async { [self] in resumeServing(session) }
                 return
             case let .answer(result):
                 answer = result

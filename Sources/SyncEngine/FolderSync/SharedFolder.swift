@@ -467,6 +467,9 @@ final class SharedFolder: @unchecked Sendable {
         }
     }
 
+    /// Blocks of at least this size are streamed from the file (see `blockSource`).
+    static let streamedBlock: UInt32 = 256 << 10
+
     /// Where a block answer comes from.
     enum BlockSource {
         /// Read it from this open file, unhashed: its size, mtime and inode are still those the
@@ -503,7 +506,15 @@ final class SharedFolder: @unchecked Sendable {
         let unchanged = onDisk != nil && indexed.inode != nil && onDisk?.size == indexed.size
             && onDisk?.mtimeNs == indexed.mtimeNs && onDisk?.inode == indexed.inode
         let chunk = ChunkRef(offset: offset, size: size, hash: expected)
-        if unchanged { return .file(reader, chunk) }
+        // Only large blocks are streamed: a queued streamed answer holds its file open until
+        // it is written, and the send queue's byte budget (8 MiB) then bounds the open files
+        // of one session to 32. Small blocks cost little to copy, and a peer asking for
+        // 1-byte blocks could otherwise make us hold one open file per 33 queued bytes.
+        if unchanged && size >= Self.streamedBlock { return .file(reader, chunk) }
+        if unchanged {
+            guard let bytes = try? reader.bytes(of: chunk) else { return .answer(.unavailable) }
+            return .answer(.data(bytes))
+        }
         guard let bytes = try? reader.bytes(of: chunk, verify: true) else { return .answer(.unavailable) }
         return .answer(.data(bytes))
     }

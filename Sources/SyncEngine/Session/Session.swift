@@ -101,20 +101,19 @@ final class Session: @unchecked Sendable {
 
     /// `FrameSender.sendBlockFromAnyThread`: in order with `sendFromAnyThread`'s frames.
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void,
-                                done: @escaping @Sendable (FileError?) -> Void) {
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
         let channel = self.channel
         let flow = self.flow
         let bytes = SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count
         flow.queue(bytes)
         sendQueue.async {
             do throws(NetError) {
-                let failure = try channel.sendBlockResponse(request: request, count: count, fill: fill)
+                // A fill that failed (the file shrank since it was checked) sent zeros: the
+                // asker's hash check refuses them and it asks another peer or later.
+                _ = try channel.sendBlockResponse(request: request, count: count, fill: fill)
                 flow.sent(bytes)
-                done(failure)
             } catch {
                 flow.sent(bytes, failure: channel.failure.map { _ in error.description })
-                done(nil)
             }
         }
     }
