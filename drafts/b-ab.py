@@ -13,6 +13,7 @@ p.add_argument("--count", type=int, default=10000)
 p.add_argument("--perf", default="")
 p.add_argument("--runs", type=int, default=1)
 p.add_argument("--quiet", action="store_true")
+p.add_argument("--timeline", action="store_true", help="print both daemons' CPU and bob's file count every 0.3 s")
 a = p.parse_args()
 args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp="/tmp", window=0, folder_timeout=120)
 bench = B.Bench(args)
@@ -38,7 +39,7 @@ try:
                 n = sum(1 for e in os.scandir(target) if not B.is_own_name(e.name))
             except FileNotFoundError:
                 n = -1
-            curve.append((time.monotonic(), n))
+            curve.append((time.monotonic(), n, sum(alice.cpu()), sum(bob.cpu())) if a.timeline else (time.monotonic(), n))
             time.sleep(0.02)
     perfs = []
     if a.perf:
@@ -59,6 +60,12 @@ try:
     time.sleep(0.3)
     for pp in perfs:
         pp.send_signal(2); pp.wait()
+    if a.timeline:
+        prev = curve[0]
+        for c in curve[15::15] + [curve[-1]]:
+            print(f"   {c[0] - start:5.2f}s files {c[1]:6d}  alice {c[2] - prev[2]:5.2f} bob {c[3] - prev[3]:5.2f} CPU-s")
+            prev = c
+        curve = [c[:2] for c in curve]
     first = next((tt for tt, n in curve if n > 0), None)
     def at(frac):
         return next((tt - start for tt, n in curve if n >= frac * a.count), None)
