@@ -361,7 +361,7 @@ final class FolderApplier: @unchecked Sendable {
                     return
                 }
                 let error = self.write(bytes, at: job.chunk.offset, fd)
-                if error == 0 && job.chunk.size >= Self.verifyElsewhere {
+                if error == 0 && job.chunk.size >= Self.largeBlock {
                     // Start its writeback now (no wait): the batch's syncfs then finds a large
                     // file nearly all on disk, instead of writing it all at the end (A-share:
                     // 1.1 s with both peers idle after the last block, for 1 GiB).
@@ -399,12 +399,13 @@ final class FolderApplier: @unchecked Sendable {
                 verified(bytes, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,
                          completion: completion)
             }
-            if chunk.size >= Self.verifyElsewhere { Self.verifyQueue.async(execute: answer) } else { answer() }
+            if chunk.size >= Self.largeBlock { Self.verifyQueue.async(execute: answer) } else { answer() }
         }
     }
 
-    /// Blocks of at least this size are verified and written on `verifyQueue`.
-    static let verifyElsewhere: UInt32 = 256 << 10
+    /// Blocks of at least this size are verified and written on `verifyQueue`, and their
+    /// writeback is started as soon as they are written.
+    static let largeBlock: UInt32 = 256 << 10
 
     /// Verifies and writes fetched blocks (concurrent; the in-flight budget bounds the work).
     static let verifyQueue = DispatchQueue(label: "syncpeer.folder.verify", qos: .utility, attributes: .concurrent)

@@ -28,7 +28,7 @@ extension FolderService {
         guard case let .blockRequest(request, _, path, offset, size, hash) = frame else { return }
         let device = session.deviceKey
         folder.serveQueue.async { [self] in
-            let answer: SharedFolder.BlockAnswer
+            let refused: Bool
             switch folder.blockSource(path: path, offset: offset, size: size, hash: hash) {
             case let .file(reader, chunk):
                 // Read from the file straight into the channel's buffer when the answer's turn
@@ -41,22 +41,19 @@ extension FolderService {
                 session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
                     try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
                 }
-                // Queued: the send queue's count holds it from here, as for an answer in memory.
-                session.flow.release(Self.serveCost(size))
-                queue.async { [self] in resumeServing(session) }
-                return
-            case let .answer(result):
-                answer = result
-            }
-            if case let .data(bytes) = answer {
+                refused = false
+            case let .answer(.data(bytes)):
                 folder.activity.served(to: device, bytes: bytes.count)
                 session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
-            } else {
+                refused = false
+            case let .answer(answer):
                 session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
+                refused = answer == .notShared
             }
+            // Queued: the send queue's count holds the answer from here.
             session.flow.release(Self.serveCost(size))
             queue.async { [self] in
-                if answer == .notShared { blockRefused(to: session, folder: folder) }
+                if refused { blockRefused(to: session, folder: folder) }
                 resumeServing(session)
             }
         }

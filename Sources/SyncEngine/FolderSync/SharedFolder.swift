@@ -451,22 +451,6 @@ final class SharedFolder: @unchecked Sendable {
         case unavailable
     }
 
-    /// Answers a member's block request. Only a chunk of a live, not-ignored file of the
-    /// local index is read: a member never gets an ignored file, a path we do not share, or
-    /// an arbitrary range (not even a byte). The bytes are trusted without hashing them
-    /// again while the file's size, mtime and inode are still those the index recorded when
-    /// it hashed them (the scanner's own test of an unchanged file); otherwise they are
-    /// hashed, and a mismatch is `unavailable`. The receiver verifies every chunk anyway.
-    func readBlock(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockAnswer {
-        switch blockSource(path: path, offset: offset, size: size, hash: hash) {
-        case let .file(reader, chunk):
-            guard let bytes = try? reader.bytes(of: chunk) else { return .unavailable }
-            return .data(bytes)
-        case let .answer(answer):
-            return answer
-        }
-    }
-
     /// Blocks of at least this size are streamed from the file (see `blockSource`).
     static let streamedBlock: UInt32 = 256 << 10
 
@@ -479,8 +463,14 @@ final class SharedFolder: @unchecked Sendable {
         case answer(BlockAnswer)
     }
 
-    /// The checks of `readBlock`, with the bytes of an unchanged file left unread: the
-    /// server streams them from the file into the channel (`sendBlockFromAnyThread`).
+    /// How to answer a member's block request. Only a chunk of a live, not-ignored file of the
+    /// local index is read: a member never gets an ignored file, a path we do not share, or
+    /// an arbitrary range (not even a byte). The bytes are trusted without hashing them
+    /// again while the file's size, mtime and inode are still those the index recorded when
+    /// it hashed them (the scanner's own test of an unchanged file); otherwise they are
+    /// hashed, and a mismatch is `unavailable`. The receiver verifies every chunk anyway.
+    /// A large block of an unchanged file is left unread: the server streams it from the
+    /// file into the channel (`sendBlockFromAnyThread`).
     func blockSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockSource {
         guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
               let start = Int64(exactly: offset), let index else { return .answer(.notShared) }
@@ -511,11 +501,7 @@ final class SharedFolder: @unchecked Sendable {
         // of one session to 32. Small blocks cost little to copy, and a peer asking for
         // 1-byte blocks could otherwise make us hold one open file per 33 queued bytes.
         if unchanged && size >= Self.streamedBlock { return .file(reader, chunk) }
-        if unchanged {
-            guard let bytes = try? reader.bytes(of: chunk) else { return .answer(.unavailable) }
-            return .answer(.data(bytes))
-        }
-        guard let bytes = try? reader.bytes(of: chunk, verify: true) else { return .answer(.unavailable) }
+        guard let bytes = try? reader.bytes(of: chunk, verify: !unchanged) else { return .answer(.unavailable) }
         return .answer(.data(bytes))
     }
 

@@ -85,34 +85,31 @@ final class Session: @unchecked Sendable {
     /// are written; a write blocks at most the socket's send timeout.
     func sendFromAnyThread(_ frames: [Frame]) {
         let channel = self.channel
-        let flow = self.flow
-        let bytes = SessionFlow.size(of: frames)
-        flow.queue(bytes)
-        sendQueue.async {
-            do throws(NetError) {
-                try channel.send(frames)
-                flow.sent(bytes)
-            } catch {
-                // Only a failed channel ends the session (not a frame refused before sending).
-                flow.sent(bytes, failure: channel.failure.map { _ in error.description })
-            }
-        }
+        queueSend(SessionFlow.size(of: frames)) { () throws(NetError) in try channel.send(frames) }
     }
 
     /// `FrameSender.sendBlockFromAnyThread`: in order with `sendFromAnyThread`'s frames.
     func sendBlockFromAnyThread(request: UInt32, count: Int,
                                 fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
         let channel = self.channel
+        queueSend(SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count) { () throws(NetError) in
+            // A fill that failed (the file shrank since it was checked) sent zeros: the
+            // asker's hash check refuses them and it asks another peer or later.
+            _ = try channel.sendBlockResponse(request: request, count: count, fill: fill)
+        }
+    }
+
+    /// Runs `send` on `sendQueue`, its `bytes` counted in `flow` until it is done.
+    private func queueSend(_ bytes: Int, _ send: @escaping @Sendable () throws(NetError) -> Void) {
+        let channel = self.channel
         let flow = self.flow
-        let bytes = SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count
         flow.queue(bytes)
         sendQueue.async {
             do throws(NetError) {
-                // A fill that failed (the file shrank since it was checked) sent zeros: the
-                // asker's hash check refuses them and it asks another peer or later.
-                _ = try channel.sendBlockResponse(request: request, count: count, fill: fill)
+                try send()
                 flow.sent(bytes)
             } catch {
+                // Only a failed channel ends the session (not a frame refused before sending).
                 flow.sent(bytes, failure: channel.failure.map { _ in error.description })
             }
         }
