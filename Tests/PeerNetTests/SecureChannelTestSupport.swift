@@ -164,6 +164,18 @@ struct ChannelPair {
         return ChannelPair(initiator: initiator, responder: try responder.value(), initiatorKey: keyA,
                            responderKey: keyB, initiatorStream: a, responderStream: b)
     }
+
+    /// Receives `count` frames at the responder on a thread of its own (fewer if it ends).
+    func responderReceives(_ count: Int) -> ChannelBackground<[Frame]> {
+        let responder = self.responder
+        return ChannelBackground {
+            var received: [Frame] = []
+            while received.count < count, let frame = try responder.receive(deadline: .now + .seconds(60)) {
+                received.append(frame)
+            }
+            return received
+        }
+    }
 }
 
 /// A man in the middle that copies bytes between two streams, one thread per direction,

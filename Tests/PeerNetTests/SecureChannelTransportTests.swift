@@ -87,13 +87,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
             bytes[n] ^= 0xFF
             return .streamData(id: UInt32(n), bytes: bytes)
         } + [.streamClose(id: 7)]
-        let receiver = ChannelBackground {
-            var received: [Frame] = []
-            while received.count < frames.count, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
-                received.append(frame)
-            }
-            return received
-        }
+        let receiver = pair.responderReceives(frames.count)
         try pair.initiator.send(frames)
         #expect(try receiver.value(within: 120) == frames)
         // 200 × 65,549 bytes of frames cut into 65,519-byte plaintexts.
@@ -330,13 +324,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         defer { pair.initiator.close(); pair.responder.close() }
         let id = try TransferID(Array(1...16))
         let data = patternBytes(size, seed: size + 3)
-        let receiver = ChannelBackground {
-            var received: [Frame] = []
-            while received.count < 3, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
-                received.append(frame)
-            }
-            return received
-        }
+        let receiver = pair.responderReceives(3)
         try pair.initiator.send(.ping(1))
         var offsets: [Int] = []
         let failure: NetError? = try pair.initiator.sendChunk(id: id, index: 9, count: size) { (buffer, offset) throws(NetError) in
@@ -356,13 +344,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         let pair = try ChannelPair.make(rekeyInterval: 3)
         defer { pair.initiator.close(); pair.responder.close() }
         let data = patternBytes(size, seed: size + 5)
-        let receiver = ChannelBackground {
-            var received: [Frame] = []
-            while received.count < 2, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
-                received.append(frame)
-            }
-            return received
-        }
+        let receiver = pair.responderReceives(2)
         let failure: NetError? = try pair.initiator.sendBlockResponse(request: 41, count: size) { (buffer, offset) throws(NetError) in
             data.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + buffer.count)])) }
         }
@@ -378,13 +360,7 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         defer { pair.initiator.close(); pair.responder.close() }
         let id = try TransferID(Array(1...16))
         let size = 200_000
-        let receiver = ChannelBackground {
-            var received: [Frame] = []
-            while received.count < 2, let frame = try pair.responder.receive(deadline: .now + .seconds(60)) {
-                received.append(frame)
-            }
-            return received
-        }
+        let receiver = pair.responderReceives(2)
         let failure: NetError? = try pair.initiator.sendChunk(id: id, index: 0, count: size) { (buffer, offset) throws(NetError) in
             if offset > 0 { throw .closed("the source went away") }
             buffer.initializeMemory(as: UInt8.self, repeating: 7)
