@@ -13,8 +13,12 @@ p.add_argument("--count", type=int, default=10000)
 p.add_argument("--perf", default="")
 p.add_argument("--runs", type=int, default=1)
 p.add_argument("--quiet", action="store_true")
+p.add_argument("--trace", default="", help="perf trace -s of bob's syscalls (per thread: count, total ms) into this directory")
 p.add_argument("--timeline", action="store_true", help="print both daemons' CPU and bob's file count every 0.3 s")
+p.add_argument("--settle", type=float, default=35, help="seconds to wait first: ext4 without a journal makes every file creation "
+               "slow for ~30 s after a large deletion (recently_deleted), e.g. the previous script's trees")
 a = p.parse_args()
+time.sleep(a.settle)
 args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp="/tmp", window=0, folder_timeout=120)
 bench = B.Bench(args)
 if os.environ.get('TRACE'): B.FOLDER_ENV['SYNCPEER_TRACE_PULL'] = '1'
@@ -45,8 +49,13 @@ try:
     if a.perf:
         os.makedirs(a.perf, exist_ok=True)
         for d in (alice, bob):
-            perfs.append(B.track(subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(d.pid), "-o",
+            perfs.append(B.track(subprocess.Popen(["perf", "record"] + (os.environ["PERFEV"].split() if os.environ.get("PERFEV") else ["-F", "999"]) + ["-g", "-p", str(d.pid), "-o",
                         os.path.join(a.perf, f"{d.name}-{tag}.data")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+        time.sleep(0.5)
+    if a.trace:
+        os.makedirs(a.trace, exist_ok=True)
+        perfs.append(B.track(subprocess.Popen(["perf", "trace"] + ([] if os.environ.get("FULL") else ["-s"]) + ["-p", str(bob.pid), "-o",
+                    os.path.join(a.trace, f"bob-{tag}.txt")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
         time.sleep(0.5)
     cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
     t = threading.Thread(target=poll, daemon=True); t.start()

@@ -50,9 +50,11 @@ final class FolderActivity: Sendable {
         state.withLock { $0.scanned += Int64(clamping: bytes) }
     }
 
-    /// The batch is committed (or dropped): its files are no longer in flight.
-    func endAll() {
-        state.withLock { $0.current.removeAll() }
+    /// A batch is placed (or dropped): its files are no longer in flight.
+    func end(paths: [String]) {
+        state.withLock { counters in
+            for path in paths { counters.current[path] = nil }
+        }
     }
 
     var snapshot: Counters { state.withLock { $0 } }

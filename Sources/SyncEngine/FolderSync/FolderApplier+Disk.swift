@@ -194,13 +194,13 @@ extension FolderApplier {
 
     /// Sets the mtime of `name` (a link itself, never its target); false on failure (errno set).
     func setTimes(_ directory: DirectoryHandle, _ name: String, _ mtimeNs: Int64) -> Bool {
-        var times = [timespec(tv_sec: 0, tv_nsec: utimeOmit),
+        var times = [timespec(tv_sec: 0, tv_nsec: Self.utimeOmit),
                      timespec(tv_sec: Int(mtimeNs / 1_000_000_000), tv_nsec: Int(mtimeNs % 1_000_000_000))]
         return utimensat(directory.fd, name, &times, AT_SYMLINK_NOFOLLOW) == 0
     }
 
     /// `UTIME_OMIT` (not imported): leave that time as it is.
-    var utimeOmit: Int { (1 << 30) - 2 }
+    static var utimeOmit: Int { (1 << 30) - 2 }
 
     static func lastError() -> String { String(cString: strerror(errno)) }
 }
