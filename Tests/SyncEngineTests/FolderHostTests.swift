@@ -70,15 +70,16 @@ import Testing
 
         func cleanup() { try? FileManager.default.removeItem(atPath: (root as NSString).deletingLastPathComponent) }
 
-        /// The remote device announces `path` (written in its directory) at version 1.
-        func remoteHas(_ path: String, size: Int, seed: UInt64) throws -> Data {
+        /// The remote device announces `path` (written in its directory) at version 1, or `version`.
+        @discardableResult
+        func remoteHas(_ path: String, size: Int, seed: UInt64, version: [String: UInt64]? = nil) throws -> Data {
             let file = host.remoteRoot + "/" + path
             try TransferPair.randomFile(file, size: size, seed: seed)
             let entry = try PreparedOffer.build(path: file, name: nil, kind: .file).offer.entries[0]
             let manifest = try Manifest.decode(entry.manifest)
             try host.index.upsertRemoteFiles(folderID: folderID, deviceID: host.remoteDevice, [
                 RemoteFileRecord(path: path, sequence: 1, kind: .file, size: Int64(size), mtimeNs: 1_700_000_000_000_000_000,
-                                 mode: 0o644, version: [host.remoteDevice: 1], rootHash: manifest.rootHash,
+                                 mode: 0o644, version: version ?? [host.remoteDevice: 1], rootHash: manifest.rootHash,
                                  modifiedBy: host.remoteDevice, manifest: entry.manifest),
             ], receivedSequence: 1)
             return try Data(contentsOf: URL(fileURLWithPath: file))
@@ -167,6 +168,42 @@ import Testing
         }
         let record = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "photo.raw"))
         #expect(record.version == [fixture.host.remoteDevice: 1] && record.modifiedBy == fixture.host.remoteDevice)
+    }
+
+    /// A pull of many files, in several batches: a file of a later batch whose content a local
+    /// file had when the pull was planned must not be copied from that file once an earlier
+    /// batch of the same pull has replaced it (and recorded the new content) — the chunk's
+    /// location, looked up before, is stale. Every file ends up with exactly the remote's bytes.
+    @Test func aLaterBatchNeverCopiesAChunkFromAFileAnEarlierBatchReplaced() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let size = 200_000
+        try TransferPair.randomFile(fixture.root + "/a-edited.bin", size: size, seed: 100)
+        let folder = fixture.start()
+        try TransferPair.eventually("a-edited.bin is recorded") {
+            ((try? fixture.host.index.file(folderID: fixture.folderID, path: "a-edited.bin")) ?? nil) != nil
+        }
+        folder.stop()
+        // The remote edited a-edited.bin (it had our version), and adds a copy of its old
+        // content after more than a batch of other files.
+        var expected: [String: Data] = [:]
+        expected["a-edited.bin"] = try fixture.remoteHas("a-edited.bin", size: size, seed: 101,
+                                                        version: [fixture.host.localDevice: 1, fixture.host.remoteDevice: 1])
+        let others = FolderApplier.batchFiles + 200
+        for i in 0..<others {
+            let name = String(format: "f%04d.bin", i)
+            expected[name] = try fixture.remoteHas(name, size: 1_000, seed: 1_000 + UInt64(i))
+        }
+        expected["z-copy.bin"] = try fixture.remoteHas("z-copy.bin", size: size, seed: 100)
+        let again = fixture.start()
+        defer { again.stop() }
+        try TransferPair.eventually("every file is placed", timeout: 60) {
+            fixture.names.filter { !$0.hasPrefix(".") }.count == others + 2
+                && (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/a-edited.bin"))) == expected["a-edited.bin"]
+        }
+        for (name, content) in expected {
+            #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.root + "/" + name)) == content, "\(name)")
+        }
     }
 
     /// Blocks that fail verification, or a source that is gone: nothing is placed, no

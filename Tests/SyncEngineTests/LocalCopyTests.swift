@@ -81,4 +81,28 @@ import Testing
         close(writer)
         #expect(!source.unchanged)
     }
+
+    /// A location looked up before the file was replaced and recorded anew (by an earlier
+    /// batch of the same apply) names a chunk the file no longer has there: it is not copied
+    /// unverified, even though the file is exactly what the index records now.
+    @Test func aTrustedFileLendsOnlyTheChunksItsRecordLists() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/a.bin"
+        try Data(Self.bytes(100_000)).write(to: URL(fileURLWithPath: path))
+        var recorded = Self.record(of: path)
+        let listed = FileChunkRecord(offset: 0, size: 60_000, hash: [UInt8](repeating: 1, count: 32))
+        recorded.chunks = [listed, FileChunkRecord(offset: 60_000, size: 40_000, hash: [UInt8](repeating: 2, count: 32))]
+        let source = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: recorded)
+        #expect(source.trusted)
+        func location(_ offset: Int64, _ size: Int64) -> ChunkLocation {
+            ChunkLocation(folderID: "f", path: "a.bin", offset: offset, size: size)
+        }
+        #expect(source.holds(location(0, 60_000), hash: listed.hash))
+        #expect(!source.holds(location(0, 60_000), hash: [UInt8](repeating: 3, count: 32)), "the old content's chunk")
+        #expect(!source.holds(location(60_000, 60_000), hash: listed.hash), "another offset")
+        #expect(!source.holds(location(0, 50_000), hash: listed.hash), "another size")
+        let untrusted = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: nil)
+        #expect(!untrusted.holds(location(0, 60_000), hash: listed.hash))
+    }
 }

@@ -12,10 +12,12 @@ extension FolderApplier {
     /// A local file open as a source of chunks for one pull.
     final class LocalSource {
         let fd: Int32
-        /// True when, at open, the file was exactly what the index records for it: its
-        /// chunks can be copied without being verified.
+        /// True when, at open, the file was exactly what the index records for it: the
+        /// chunks that record lists (`holds`) can be copied without being verified.
         let trusted: Bool
         private let stamp: FileStamp?
+        /// The chunks the record lists (when trusted).
+        private let recorded: Set<FileChunkRecord>
 
         init(fd: Int32, record: FileRecord?) {
             self.fd = fd
@@ -26,6 +28,14 @@ extension FolderApplier {
             } else {
                 trusted = false
             }
+            recorded = trusted ? Set(record?.chunks ?? []) : []
+        }
+
+        /// True when the record the file matched lists this chunk at this place. A location
+        /// looked up earlier may be stale: the file may have been replaced since, and
+        /// recorded with other content (a batch of the same apply placed it).
+        func holds(_ location: ChunkLocation, hash: [UInt8]) -> Bool {
+            trusted && recorded.contains(FileChunkRecord(offset: location.offset, size: location.size, hash: hash))
         }
 
         deinit { close(fd) }
@@ -92,7 +102,7 @@ extension FolderApplier {
     func localPlan(_ chunk: ChunkRef, sources: LocalSources) -> LocalChunk? {
         let locations = (localLocations[chunk.hash.bytes] ?? []).filter { $0.size == Int64(chunk.size) }
         for location in locations {
-            if let source = sources.source(location, applier: self), source.trusted {
+            if let source = sources.source(location, applier: self), source.holds(location, hash: chunk.hash.bytes) {
                 return .copy(source, from: UInt64(location.offset))
             }
         }
