@@ -444,7 +444,7 @@ struct FolderSyncTests {
     /// Carol, who got the folder from alice, shares it with bob too (bob has it already: he
     /// is asked, even with auto-accept, and then just gains carol as a peer, no second copy). Coming back to a folder both have,
     /// carol pulls from both: her status counts block bytes from each (the sources of the
-    /// blocks are refreshed per batch of files, so a peer that connects later joins in).
+    /// blocks are looked up again at most every 250 ms while a pull runs, so a peer that connects later joins in).
     @Test func aReturningNodePullsFromSeveralPeers() throws {
         let trio = try Trio()
         defer { trio.env.cleanup() }

@@ -26,7 +26,9 @@ final class FolderApplier: @unchecked Sendable {
     // @unchecked: used on the folder's `io` queue; the block-fetch callbacks that run
     // elsewhere (the node's queue, `verifyQueue`, several at once) only call `verified`,
     // `write(_:at:_:)` (pwrite and sync_file_range on a descriptor) and `fetch`, which touch
-    // immutable state, the locked activity counters and the failure flags.
+    // immutable state, the locked activity counters and the failure flags. `flusher` runs
+    // `flush` (which touches only its `Flushing`) and the records' jobs of `place` (the
+    // index, immutable state, the activity counters and the locked `stored`).
     let folder: SharedFolder
     let host: any FolderHost
     let index: NodeIndex
@@ -34,9 +36,11 @@ final class FolderApplier: @unchecked Sendable {
     /// Path → device → that peer's state (what the plan was made from).
     let remotes: [String: [String: FileState]]
     let manifests: [String: [String: [UInt8]]]
-    /// Peers connected at the start of the apply, refreshed before each batch's fetches.
+    /// Peers connected at the start of the apply, refreshed by `launch` (at most every
+    /// `refreshInterval`).
     private var connected: Set<String> = []
-    /// Chunk hash → where local files hold it (looked up for every `batchFiles` actions).
+    /// Chunk hash → where local files hold it (looked up for every `batchFiles` actions; files
+    /// placed since by this apply may hold other content there now: `LocalSource.holds`).
     var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     let folderID: String
     /// Replaced versions left at their temporary names by `placeOver`, removed at the end
@@ -45,10 +49,16 @@ final class FolderApplier: @unchecked Sendable {
     /// Files assembled and waiting for the batch barrier.
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0
+    /// Descriptors `pending` holds open: its temporary files, and the directory of each file
+    /// that is not at the root.
+    private var pendingDescriptors = 0
     /// The batch sealed before `pending`, on its way to the disk (`seal`, `place`).
     private var flushing: Flushing?
-    /// Where sealed batches wait for their fetches and their data barrier.
+    /// Where sealed batches wait for their fetches and their data barrier, and placed ones
+    /// for their rename barrier and their records, in order.
     private let flusher = DispatchQueue(label: "syncpeer.folder.flush")
+    /// Records `flusher` stored for placed batches, or why it could not (taken in by `settle`).
+    private let stored = Mutex<[(records: [FileRecord], failure: String?)]>([])
     /// Paths to scan again once the apply is done (conflict copies, paths changed here).
     var rescan: [String] = []
     /// Paths whose pull failed in this apply, and why (the folder reports and retries them).
@@ -62,11 +72,15 @@ final class FolderApplier: @unchecked Sendable {
     /// Set when the disk is full: the batch's remaining chunks are not fetched.
     private let diskFull = FailureFlag()
     static let batchFiles = 256
+    /// Two batches are open at once (one flushing, one being prepared), so at most twice this
+    /// many descriptors: 512, as one batch of 256 files in subfolders held before. A Swift
+    /// program that embeds the engine keeps the default limit of 1,024 open files.
+    static let batchDescriptors = 256
     static let batchBytes: Int64 = 64 << 20
     static let inFlightUnit = 64 << 10
     static let inFlightUnits = 256   // 16 MiB
 
-    struct Pending {
+    struct Pending: Sendable {
         let directory: DirectoryHandle
         let temp: String
         let name: String
@@ -138,12 +152,14 @@ final class FolderApplier: @unchecked Sendable {
             // Only a file's pull is prepared while the batch before it is flushed: any other
             // action changes the disk now, so the files sealed before it are placed first (as
             // when every batch was committed before the next action).
-            if !Self.preparesOnly(action) || flushing?.flushed == true { place(root: root) }
+            if !Self.preparesOnly(action) { settle(root: root) } else if flushing?.flushed == true { place(root: root) }
             perform(action, root: root)
-            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes { seal(root: root) }
+            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes || pendingDescriptors >= Self.batchDescriptors {
+                seal(root: root)
+            }
         }
         seal(root: root)
-        place(root: root)
+        settle(root: root)
         if !rescan.isEmpty {
             // Conflict copies and skipped paths are picked up as local changes.
             let paths = rescan
@@ -153,7 +169,8 @@ final class FolderApplier: @unchecked Sendable {
     }
 
     /// Where local files hold the chunks the next actions need: one lookup for every
-    /// `batchFiles` actions (so files committed by earlier batches count too).
+    /// `batchFiles` actions (so files placed by earlier batches count too, though not those
+    /// of the batch still flushing).
     private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
         var hashes: [[UInt8]] = []
         for action in actions {
@@ -250,8 +267,8 @@ final class FolderApplier: @unchecked Sendable {
                 unlinkat(resolved.directory.fd, temp, 0)
                 return
             }
-            pending.append(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
-                                   conflictCopy: conflictCopy))
+            add(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
+                        conflictCopy: conflictCopy), root: root)
         case .file:
             guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
                   manifest.rootHash == (state.rootHash ?? []) else {
@@ -286,13 +303,19 @@ final class FolderApplier: @unchecked Sendable {
             var item = Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: manifest.chunkRecords,
                                conflictCopy: conflictCopy)
             item.fd = fd
-            pending.append(item)
+            add(item, root: root)
             for chunk in missing {
                 jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources))
             }
             pendingBytes += Int64(manifest.fileSize)
             if jobs.count >= Self.launchJobs { launch() }
         }
+    }
+
+    /// Adds an assembled file to the batch, counting the descriptors it holds open.
+    private func add(_ item: Pending, root: DirectoryHandle) {
+        pending.append(item)
+        pendingDescriptors += (item.fd >= 0 ? 1 : 0) + (item.directory === root ? 0 : 1)
     }
 
     /// Peers that are connected and have exactly this content for the path.
@@ -493,6 +516,7 @@ final class FolderApplier: @unchecked Sendable {
         inFlight = DispatchGroup()
         pending = []
         pendingBytes = 0
+        pendingDescriptors = 0
         batch.done.enter()
         flusher.async {
             fetches.wait()
@@ -614,16 +638,47 @@ final class FolderApplier: @unchecked Sendable {
                 break   // placeOver keeps it
             }
         }
-        if !done.isEmpty, syncFileSystem(root.fd) != 0 {
-            folder.report("cannot flush the renames of \(done.count) file(s) to disk: \(Self.lastError())")
-        }
-        let records = done.map { item in
-            item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
-        }
-        store(records)
-        for old in outgoing { unlinkat(old.directory.fd, old.name, 0) }
+        // The barrier for the renames, then the records: on `flusher`, while `io` goes on
+        // (`settle` waits for it before anything reads what the batch recorded).
+        let placed = done
+        let replaced = outgoing
         outgoing = []
-        folder.activity.end(paths: batch.items.map(\.state.path))
+        let paths = batch.items.map(\.state.path)
+        flusher.async { [self] in
+            if !placed.isEmpty, syncFileSystem(root.fd) != 0 {
+                folder.report("cannot flush the renames of \(placed.count) file(s) to disk: \(Self.lastError())")
+            }
+            let records = placed.map { item in
+                item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
+            }
+            var failure: String?
+            if !records.isEmpty {
+                do { _ = try index.upsertFiles(records) } catch { failure = "cannot record it in the index: \(error)" }
+            }
+            stored.withLock { $0.append((records, failure)) }
+            for old in replaced { unlinkat(old.directory.fd, old.name, 0) }
+            folder.activity.end(paths: paths)
+        }
+    }
+
+    /// Places the sealed batch and waits until `flusher` has recorded every placed batch,
+    /// then takes in what came of it (on `io`): before any action that is not a file's pull,
+    /// and at the end of the apply.
+    private func settle(root: DirectoryHandle) {
+        place(root: root)
+        flusher.sync {}
+        let results: [(records: [FileRecord], failure: String?)] = stored.withLock { all in
+            defer { all = [] }
+            return all
+        }
+        for (records, failure) in results {
+            if let failure {
+                // The disk changed, the index did not: the next scan sees the change as local.
+                for record in records { fail(record.path, failure) }
+            } else {
+                folder.placed.note(records)
+            }
+        }
     }
 
     /// Drops an assembled file that cannot be put in place: its temporary goes, the path
