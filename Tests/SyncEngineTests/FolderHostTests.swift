@@ -72,14 +72,14 @@ import Testing
 
         /// The remote device announces `path` (written in its directory) at version 1, or `version`.
         @discardableResult
-        func remoteHas(_ path: String, size: Int, seed: UInt64, version: [String: UInt64]? = nil) throws -> Data {
+        func remoteHas(_ path: String, size: Int, seed: UInt64, version: [String: UInt64]? = nil, mode: UInt32 = 0o644) throws -> Data {
             let file = host.remoteRoot + "/" + path
             try TransferPair.randomFile(file, size: size, seed: seed)
             let entry = try PreparedOffer.build(path: file, name: nil, kind: .file).offer.entries[0]
             let manifest = try Manifest.decode(entry.manifest)
             try host.index.upsertRemoteFiles(folderID: folderID, deviceID: host.remoteDevice, [
                 RemoteFileRecord(path: path, sequence: 1, kind: .file, size: Int64(size), mtimeNs: 1_700_000_000_000_000_000,
-                                 mode: 0o644, version: version ?? [host.remoteDevice: 1], rootHash: manifest.rootHash,
+                                 mode: mode, version: version ?? [host.remoteDevice: 1], rootHash: manifest.rootHash,
                                  modifiedBy: host.remoteDevice, manifest: entry.manifest),
             ], receivedSequence: 1)
             return try Data(contentsOf: URL(fileURLWithPath: file))
@@ -174,31 +174,35 @@ import Testing
     /// file had when the pull was planned must not be copied from that file once an earlier
     /// batch of the same pull has replaced it (and recorded the new content) — the chunk's
     /// location, looked up before, is stale. Every file ends up with exactly the remote's bytes.
+    /// (The mode change of g-meta.bin, applied at once, places and records the first batch
+    /// before z-copy.bin is prepared, whatever the timing.)
     @Test func aLaterBatchNeverCopiesAChunkFromAFileAnEarlierBatchReplaced() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         let size = 200_000
         try TransferPair.randomFile(fixture.root + "/a-edited.bin", size: size, seed: 100)
+        try TransferPair.randomFile(fixture.root + "/g-meta.bin", size: 1_000, seed: 102)
         let folder = fixture.start()
-        try TransferPair.eventually("a-edited.bin is recorded") {
-            ((try? fixture.host.index.file(folderID: fixture.folderID, path: "a-edited.bin")) ?? nil) != nil
+        try TransferPair.eventually("a-edited.bin and g-meta.bin are recorded") {
+            ((try? fixture.host.index.files(folderID: fixture.folderID)) ?? []).count == 2
         }
         folder.stop()
-        // The remote edited a-edited.bin (it had our version), and adds a copy of its old
-        // content after more than a batch of other files.
+        // The remote edited a-edited.bin (it had our version), changed g-meta.bin's mode, and
+        // adds a copy of a-edited.bin's old content after more than a batch of other files.
+        let ours: [String: UInt64] = [fixture.host.localDevice: 1, fixture.host.remoteDevice: 1]
         var expected: [String: Data] = [:]
-        expected["a-edited.bin"] = try fixture.remoteHas("a-edited.bin", size: size, seed: 101,
-                                                        version: [fixture.host.localDevice: 1, fixture.host.remoteDevice: 1])
+        expected["a-edited.bin"] = try fixture.remoteHas("a-edited.bin", size: size, seed: 101, version: ours)
         let others = FolderApplier.batchFiles + 200
         for i in 0..<others {
             let name = String(format: "f%04d.bin", i)
             expected[name] = try fixture.remoteHas(name, size: 1_000, seed: 1_000 + UInt64(i))
         }
+        expected["g-meta.bin"] = try fixture.remoteHas("g-meta.bin", size: 1_000, seed: 102, version: ours, mode: 0o600)
         expected["z-copy.bin"] = try fixture.remoteHas("z-copy.bin", size: size, seed: 100)
         let again = fixture.start()
         defer { again.stop() }
         try TransferPair.eventually("every file is placed", timeout: 60) {
-            fixture.names.filter { !$0.hasPrefix(".") }.count == others + 2
+            fixture.names.filter { !$0.hasPrefix(".") }.count == others + 3
                 && (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/a-edited.bin"))) == expected["a-edited.bin"]
         }
         for (name, content) in expected {

@@ -474,10 +474,10 @@ final class FolderApplier: @unchecked Sendable {
 
     // MARK: Commit
 
-    /// True for an action that only prepares a temporary file until its batch is placed.
+    /// True for an action that only prepares a temporary file (or link) until its batch is placed.
     private static func preparesOnly(_ action: SyncAction) -> Bool {
         switch action {
-        case let .pull(state, _): state.kind == .file && !state.deleted
+        case let .pull(state, _): state.kind != .directory && !state.deleted   // a file's or a link's temporary
         case .upToDate, .keepLocal: true
         default: false
         }
@@ -566,12 +566,15 @@ final class FolderApplier: @unchecked Sendable {
     /// Waits until the sealed batch is flushed, then puts its files in place (on `io`), with
     /// one barrier for the renames before they are recorded.
     private func place(root: DirectoryHandle) {
+        takeStored()
         guard let batch = flushing else { return }
         flushing = nil
         batch.done.wait()
         for (path, failure) in batch.failures { failed(path, failure) }
         let ready = batch.ready
-        var done: [Pending] = []
+        // Each placed file with the inode it was renamed with (read before the rename: later,
+        // the user may have put another file there).
+        var done: [(item: Pending, inode: UInt64?)] = []
         for item in ready {
             // The directory was opened when the pull was planned, maybe seconds ago: if the
             // user has moved or deleted it since, the handle still reaches it, wherever it is
@@ -628,7 +631,7 @@ final class FolderApplier: @unchecked Sendable {
                 if let placedInode, inode(item.directory, item.name) == placedInode { unlinkat(item.directory.fd, item.name, 0) }
                 rescan.append(item.state.path)
             case .done:
-                done.append(item)
+                done.append((item, placedInode))
             case .changedHere:
                 unlinkat(item.directory.fd, item.temp, 0)
                 rescan.append(item.state.path)
@@ -640,16 +643,14 @@ final class FolderApplier: @unchecked Sendable {
         }
         // The barrier for the renames, then the records: on `flusher`, while `io` goes on
         // (`settle` waits for it before anything reads what the batch recorded).
-        let placed = done
+        // Only records and names go along: the batch's descriptors close here.
+        let records = done.map { $0.item.state.fileRecord(folderID: folderID, inode: $0.inode, chunks: $0.item.chunks) }
         let replaced = outgoing
         outgoing = []
         let paths = batch.items.map(\.state.path)
         flusher.async { [self] in
-            if !placed.isEmpty, syncFileSystem(root.fd) != 0 {
-                folder.report("cannot flush the renames of \(placed.count) file(s) to disk: \(Self.lastError())")
-            }
-            let records = placed.map { item in
-                item.state.fileRecord(folderID: folderID, inode: inode(item.directory, item.name), chunks: item.chunks)
+            if !records.isEmpty, syncFileSystem(root.fd) != 0 {
+                folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(Self.lastError())")
             }
             var failure: String?
             if !records.isEmpty {
@@ -667,6 +668,12 @@ final class FolderApplier: @unchecked Sendable {
     private func settle(root: DirectoryHandle) {
         place(root: root)
         flusher.sync {}
+        takeStored()
+    }
+
+    /// Takes in what `flusher` recorded so far (on `io`; also from `place`, so the records
+    /// of a long pull do not pile up until its end).
+    private func takeStored() {
         let results: [(records: [FileRecord], failure: String?)] = stored.withLock { all in
             defer { all = [] }
             return all
