@@ -188,8 +188,10 @@ public final class SecureChannel: Sendable {
     ///
     /// Throws `protocolViolation` (and sends nothing) if a frame is invalid, e.g. over its
     /// size limit; throws the channel's failure if it has failed; a write error fails the
-    /// channel. When it returns, every frame has been handed to the stream.
-    public func send(_ frames: [Frame]) throws(NetError) {
+    /// channel. When it returns, every frame has been handed to the stream, unless `more`:
+    /// then the last Noise message, partly filled, waits for the next send (any kind, which
+    /// continues it) or `flush()`. A caller that passes `more` must make sure one follows.
+    public func send(_ frames: [Frame], more: Bool = false) throws(NetError) {
         for frame in frames {
             do throws(WireError) {
                 try frame.validate()
@@ -199,8 +201,6 @@ public final class SecureChannel: Sendable {
         }
         try sender.withLock { (state: inout SendState) throws(NetError) in
             try checkOpen()
-            state.buffers.plaintextCount = 0
-            state.buffers.outputCount = 0
             var encoded: [UInt8] = []
             for frame in frames {
                 try appendUrgent(&state)
@@ -208,6 +208,14 @@ public final class SecureChannel: Sendable {
                 FrameEncoder.append(frame, to: &encoded)
                 try appendPlaintext(encoded, &state)
             }
+            if !more { try finishSend(&state) }
+        }
+    }
+
+    /// Seals and writes what sends with `more` left waiting.
+    public func flush() throws(NetError) {
+        try sender.withLock { (state: inout SendState) throws(NetError) in
+            try checkOpen()
             try finishSend(&state)
         }
     }
@@ -225,8 +233,6 @@ public final class SecureChannel: Sendable {
         urgent.withLock { $0.append(frame) }
         try sender.withLock { (state: inout SendState) throws(NetError) in
             try checkOpen()
-            state.buffers.plaintextCount = 0
-            state.buffers.outputCount = 0
             try appendUrgent(&state)
             try finishSend(&state)
         }
@@ -261,7 +267,8 @@ public final class SecureChannel: Sendable {
         guard count >= 0 && count <= WireLimits.maxChunk else {
             throw .protocolViolation("cannot send a chunk of \(count) bytes (at most \(WireLimits.maxChunk))")
         }
-        return try sendStreamed(header: FrameEncoder.chunkPrefix(id: id, index: index, count: count), count: count, fill: fill)
+        return try sendStreamed(header: FrameEncoder.chunkPrefix(id: id, index: index, count: count), count: count, more: false,
+                                fill: fill)
     }
 
     /// Sends a successful block answer (``Frame/blockResponse(request:ok:data:)`` with `ok`)
@@ -269,21 +276,21 @@ public final class SecureChannel: Sendable {
     /// from the file into the buffer that is encrypted, with the same handling of a `fill`
     /// that throws (zeros, which the asker's hash check rejects).
     @discardableResult
-    public func sendBlockResponse<E: Error>(request: UInt32, count: Int,
+    public func sendBlockResponse<E: Error>(request: UInt32, count: Int, more: Bool = false,
                                             fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         guard count >= 0 && count <= WireLimits.maxChunk else {
             throw .protocolViolation("cannot send a block of \(count) bytes (at most \(WireLimits.maxChunk))")
         }
-        return try sendStreamed(header: FrameEncoder.blockResponsePrefix(request: request, count: count), count: count, fill: fill)
+        return try sendStreamed(header: FrameEncoder.blockResponsePrefix(request: request, count: count), count: count, more: more,
+                                fill: fill)
     }
 
-    /// A frame of `header` then `count` bytes from `fill`, one Noise message at a time.
-    private func sendStreamed<E: Error>(header: [UInt8], count: Int,
+    /// A frame of `header` then `count` bytes from `fill`, one Noise message at a time
+    /// (`more` as in `send(_:more:)`).
+    private func sendStreamed<E: Error>(header: [UInt8], count: Int, more: Bool,
                                         fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
             try checkOpen()
-            state.buffers.plaintextCount = 0
-            state.buffers.outputCount = 0
             try appendUrgent(&state)
             try appendPlaintext(header, &state)
             var failure: E?
@@ -300,7 +307,7 @@ public final class SecureChannel: Sendable {
                 done += piece
                 if buffers.plaintextSpace == 0 { try sealMessage(&state) }
             }
-            try finishSend(&state)
+            if !more { try finishSend(&state) }
             return failure
         }
     }
@@ -311,7 +318,7 @@ public final class SecureChannel: Sendable {
         precondition(plaintext.count <= WireLimits.maxNoisePlaintext)
         try sender.withLock { (state: inout SendState) throws(NetError) in
             try checkOpen()
-            state.buffers.outputCount = 0
+            try finishSend(&state)   // what sends with `more` left comes first
             plaintext.withUnsafeBytes { state.buffers.plaintext.copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(state.buffers.plaintext), byteCount: $0.count) }
             state.buffers.plaintextCount = plaintext.count
             try sealMessage(&state)

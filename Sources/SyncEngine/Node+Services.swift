@@ -5,6 +5,7 @@ internal import Dispatch
 internal import Foundation
 internal import PeerFiles
 internal import PeerIndex
+internal import PeerNet
 internal import PeerWire
 
 /// The node's side of its services: the public calls (the control server's and the Swift
@@ -138,7 +139,11 @@ extension Session {
 
 extension Session: FrameSender {
     func afterQueuedSends(_ body: @escaping @Sendable () -> Void) {
-        sendQueue.async(execute: body)
+        let channel = self.channel
+        sendQueue.async {
+            try? channel.flush()
+            body()
+        }
     }
 }
 

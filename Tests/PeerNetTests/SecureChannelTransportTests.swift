@@ -120,6 +120,30 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         #expect(pair.responder.messageCounts.received == 1)
     }
 
+    /// Sends marked `more` leave their last message for the next send, whatever its kind: a
+    /// burst of small frames from many calls goes out as one Noise message, in order, and
+    /// nothing stays behind once a send without `more` (or `flush`) comes.
+    @Test func sendsMarkedMoreShareTheNextSendsMessage() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let receiver = pair.responderReceives(54)
+        for n in 0..<50 as Range<UInt64> { try pair.initiator.send([.ping(n)], more: true) }
+        #expect(pair.initiator.messageCounts.sent == 0, "nothing is sealed while more follows")
+        _ = try pair.initiator.sendBlockResponse(request: 9, count: 1_000, more: true) { buffer, _ throws(NetError) in
+            buffer.initializeMemory(as: UInt8.self, repeating: 7)
+        }
+        try pair.initiator.sendUrgent(.ping(100))
+        #expect(pair.initiator.messageCounts.sent == 1, "an urgent frame takes what waits along")
+        try pair.initiator.send([.ping(101)], more: true)
+        try pair.initiator.flush()
+        #expect(pair.initiator.messageCounts.sent == 2)
+        try pair.initiator.send([.ping(102)])
+        let expected: [Frame] = (0..<50 as Range<UInt64>).map(Frame.ping)
+            + [.blockResponse(request: 9, ok: true, data: [UInt8](repeating: 7, count: 1_000)), .ping(100), .ping(101), .ping(102)]
+        #expect(try receiver.value(within: 30) == expected)
+        #expect(pair.initiator.messageCounts.sent == 3)
+    }
+
     @Test func concurrentSendersDoNotInterleaveTheirFrames() throws {
         let pair = try ChannelPair.make(rekeyInterval: 3)
         defer { pair.initiator.close(); pair.responder.close() }

@@ -137,7 +137,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
         }
         listener?.close()
         for session in closing {
-            session.sendQueue.sync {}
+            session.sendQueue.sync { try? session.channel.flush() }
             session.channel.close()
         }
     }

@@ -44,6 +44,8 @@ final class Session: @unchecked Sendable {
     var source: String?
     /// What we hold for this peer (queued answers, unhandled requests); see `SessionFlow`.
     let flow = SessionFlow()
+    /// Sends queued on `sendQueue` and not started yet (`queueSend`).
+    private let queuedSends = PendingBytes()
     /// The named byte streams of this session (see `StreamTable`) and their local ends.
     var streams: StreamTable
     var incomingStreams: [UInt32: IncomingByteStream] = [:]
@@ -85,30 +87,41 @@ final class Session: @unchecked Sendable {
     /// are written; a write blocks at most the socket's send timeout.
     func sendFromAnyThread(_ frames: [Frame]) {
         let channel = self.channel
-        queueSend(SessionFlow.size(of: frames)) { () throws(NetError) in try channel.send(frames) }
+        queueSend(SessionFlow.size(of: frames)) { (more: Bool) throws(NetError) in try channel.send(frames, more: more) }
     }
 
     /// `FrameSender.sendBlockFromAnyThread`: in order with `sendFromAnyThread`'s frames.
     func sendBlockFromAnyThread(request: UInt32, count: Int,
                                 fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
         let channel = self.channel
-        queueSend(SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count) { () throws(NetError) in
+        queueSend(SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count) { (more: Bool) throws(NetError) in
             // A fill that failed (the file shrank since it was checked) sent zeros: the
             // asker's hash check refuses them and it asks another peer or later.
-            _ = try channel.sendBlockResponse(request: request, count: count, fill: fill)
+            _ = try channel.sendBlockResponse(request: request, count: count, more: more, fill: fill)
         }
     }
 
     /// Runs `send` on `sendQueue`, its `bytes` counted in `flow` until it is done.
-    private func queueSend(_ bytes: Int, _ send: @escaping @Sendable () throws(NetError) -> Void) {
+    ///
+    /// `send` gets `more` when another send is queued behind it: its last Noise message then
+    /// waits for that one, so a burst of small frames (B: 10,000 block requests, and as many
+    /// answers) shares messages and writes instead of one encryption and one syscall each.
+    /// The last of a burst writes everything; every other job on `sendQueue` flushes first.
+    private func queueSend(_ bytes: Int, _ send: @escaping @Sendable (_ more: Bool) throws(NetError) -> Void) {
         let channel = self.channel
         let flow = self.flow
+        let queued = self.queuedSends
         flow.queue(bytes)
+        queued.count.add(1, ordering: .relaxed)
         sendQueue.async {
+            let more = queued.count.subtract(1, ordering: .relaxed).newValue > 0
             do throws(NetError) {
-                try send()
+                try send(more)
                 flow.sent(bytes)
             } catch {
+                // What an earlier send left waiting goes now (this one may have been refused
+                // before it took the channel).
+                if !more { try? channel.flush() }
                 // Only a failed channel ends the session (not a frame refused before sending).
                 flow.sent(bytes, failure: channel.failure.map { _ in error.description })
             }
@@ -140,7 +153,10 @@ final class Session: @unchecked Sendable {
     /// the socket, close it, without waiting for the peer (a flood must not hold sockets).
     func closeAfterQueuedSends() {
         let channel = self.channel
-        sendQueue.async { channel.close() }
+        sendQueue.async {
+            try? channel.flush()
+            channel.close()
+        }
     }
 
     /// Ends the session gracefully: after everything queued is sent, half-close (so the
@@ -149,6 +165,7 @@ final class Session: @unchecked Sendable {
     func closeAfterPendingSends() {
         let channel = self.channel
         sendQueue.async {
+            try? channel.flush()
             channel.finishSending()
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { channel.close() }
         }
