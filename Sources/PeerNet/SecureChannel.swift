@@ -17,7 +17,8 @@ internal import Synchronization
 /// ```
 ///
 /// Frames are not aligned with Noise messages: one message may hold many small frames
-/// (frames given to one `send` call are coalesced), and a large frame spans several.
+/// (frames given to one `send` call are coalesced, and so are those of calls marked `more`
+/// with the next call's), and a large frame spans several.
 /// Each direction rekeys its cipher (Noise `Rekey()`) after every `rekeyInterval` messages;
 /// both ends count the same messages, so no signalling is needed, but both must use the
 /// same interval (the default, in practice).
@@ -35,6 +36,10 @@ internal import Synchronization
 ///   are serialised by a `Mutex`, so the frames of one call are never interleaved with those
 ///   of another. Both reuse two fixed buffers per channel (plaintext of one Noise message,
 ///   ciphertext of up to `writeBatch` bytes): sending allocates nothing per frame or chunk.
+///   What a send marked `more` leaves waits for the next send or `flush()`: a frame queued
+///   before a slow send (a block read from a slow disk inside the lock) then waits for that
+///   send's first write, at most `writeBatch` bytes later. `finishSending` and `close` drop
+///   what waits: flush first.
 /// - `close` may be called from anywhere, at any time (also to wake a blocked `receive`).
 ///
 /// ## Failure

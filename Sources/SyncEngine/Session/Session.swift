@@ -172,7 +172,8 @@ final class Session: @unchecked Sendable {
     }
 }
 
-/// Bytes waiting on a session's unreliable lane (shared with the closures that send them).
+/// A count shared with the closures of a session's queues: the bytes waiting on its
+/// unreliable lane, or the sends queued on its `sendQueue`.
 final class PendingBytes: Sendable {
     let count = Atomic<Int>(0)
 }
