@@ -128,12 +128,28 @@ extension FolderApplier {
     /// Writes records to the index; a failure is a failure of each of their paths (the
     /// disk changed, the index did not: the next scan sees the change as local).
     func store(_ records: [FileRecord]) {
-        guard !records.isEmpty else { return }
+        takeIn(records, failure: upsert(records))
+    }
+
+    /// Writes records to the index (any thread: the placed batches' records are written on
+    /// `flusher`); nil, or why they could not be.
+    func upsert(_ records: [FileRecord]) -> String? {
+        guard !records.isEmpty else { return nil }
         do {
             _ = try index.upsertFiles(records)
-            folder.placed.note(records)
+            return nil
         } catch {
-            for record in records { fail(record.path, "cannot record it in the index: \(error)") }
+            return "cannot record it in the index: \(error)"
+        }
+    }
+
+    /// Takes in what came of `upsert` (on `io`): the records are marked as placed, or each of
+    /// their paths fails.
+    func takeIn(_ records: [FileRecord], failure: String?) {
+        if let failure {
+            for record in records { fail(record.path, failure) }
+        } else if !records.isEmpty {
+            folder.placed.note(records)
         }
     }
 

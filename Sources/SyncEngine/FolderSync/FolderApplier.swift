@@ -652,10 +652,7 @@ final class FolderApplier: @unchecked Sendable {
             if !records.isEmpty, syncFileSystem(root.fd) != 0 {
                 folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(Self.lastError())")
             }
-            var failure: String?
-            if !records.isEmpty {
-                do { _ = try index.upsertFiles(records) } catch { failure = "cannot record it in the index: \(error)" }
-            }
+            let failure = upsert(records)
             stored.withLock { $0.append((records, failure)) }
             for old in replaced { unlinkat(old.directory.fd, old.name, 0) }
             folder.activity.end(paths: paths)
@@ -663,8 +660,8 @@ final class FolderApplier: @unchecked Sendable {
     }
 
     /// Places the sealed batch and waits until `flusher` has recorded every placed batch,
-    /// then takes in what came of it (on `io`): before any action that is not a file's pull,
-    /// and at the end of the apply.
+    /// then takes in what came of it (on `io`): before any action that is not a file's or a
+    /// link's pull, and at the end of the apply.
     private func settle(root: DirectoryHandle) {
         place(root: root)
         flusher.sync {}
@@ -678,14 +675,7 @@ final class FolderApplier: @unchecked Sendable {
             defer { all = [] }
             return all
         }
-        for (records, failure) in results {
-            if let failure {
-                // The disk changed, the index did not: the next scan sees the change as local.
-                for record in records { fail(record.path, failure) }
-            } else {
-                folder.placed.note(records)
-            }
-        }
+        for (records, failure) in results { takeIn(records, failure: failure) }
     }
 
     /// Drops an assembled file that cannot be put in place: its temporary goes, the path
