@@ -5,7 +5,6 @@ internal import Dispatch
 internal import Foundation
 internal import PeerFiles
 internal import PeerIndex
-internal import PeerNet
 internal import PeerWire
 
 /// The node's side of its services: the public calls (the control server's and the Swift
@@ -137,15 +136,7 @@ extension Session {
     }
 }
 
-extension Session: FrameSender {
-    func afterQueuedSends(_ body: @escaping @Sendable () -> Void) {
-        let channel = self.channel
-        sendQueue.async {
-            try? channel.flush()
-            body()
-        }
-    }
-}
+extension Session: FrameSender {}
 
 extension Node {
     /// The manifest a shared folder's local index holds for the file at `absolutePath`, if

@@ -106,7 +106,8 @@ final class Session: @unchecked Sendable {
     /// `send` gets `more` when another send is queued behind it: its last Noise message then
     /// waits for that one, so a burst of small frames (B: 10,000 block requests, and as many
     /// answers) shares messages and writes instead of one encryption and one syscall each.
-    /// The last of a burst writes everything; every other job on `sendQueue` flushes first.
+    /// The last of a burst writes everything; every other job on `sendQueue` goes through
+    /// `afterQueuedSends`, which flushes first.
     private func queueSend(_ bytes: Int, _ send: @escaping @Sendable (_ more: Bool) throws(NetError) -> Void) {
         let channel = self.channel
         let flow = self.flow
@@ -153,10 +154,7 @@ final class Session: @unchecked Sendable {
     /// the socket, close it, without waiting for the peer (a flood must not hold sockets).
     func closeAfterQueuedSends() {
         let channel = self.channel
-        sendQueue.async {
-            try? channel.flush()
-            channel.close()
-        }
+        afterQueuedSends { channel.close() }
     }
 
     /// Ends the session gracefully: after everything queued is sent, half-close (so the
@@ -164,10 +162,20 @@ final class Session: @unchecked Sendable {
     /// later in case the peer never closes its side.
     func closeAfterPendingSends() {
         let channel = self.channel
-        sendQueue.async {
-            try? channel.flush()
+        afterQueuedSends {
             channel.finishSending()
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { channel.close() }
+        }
+    }
+
+    /// Runs `body` on `sendQueue` once everything queued before is handed to the socket:
+    /// what the last of those sends left waiting (`queueSend`'s `more`) is written first.
+    /// (`FrameSender.afterQueuedSends`.)
+    func afterQueuedSends(_ body: @escaping @Sendable () -> Void) {
+        let channel = self.channel
+        sendQueue.async {
+            try? channel.flush()
+            body()
         }
     }
 }
