@@ -5,6 +5,7 @@
 //
 //   syncpeer (executable) → SyncpeerCLI → SyncpeerWeb → SyncEngine → PeerNet / PeerIndex / PeerFiles
 //                                                     → PeerWire / PeerCrypto → CSodium / COpenSSL / CSQLite
+//                                                                             → BLAKE3AVX2 / BLAKE3AVX512 → BLAKE3Lanes
 import PackageDescription
 
 /// Settings applied to every Swift target: Swift 6 language mode (strict concurrency)
@@ -14,6 +15,15 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
+
+/// Code generation for an x86-64 CPU model (only where the build is for x86-64).
+func cpuSettings(_ cpu: String) -> [SwiftSetting] {
+    #if arch(x86_64)
+    return [.unsafeFlags(["-target-cpu", cpu])]
+    #else
+    return []
+    #endif
+}
 
 var package = Package(
     name: "syncpeer",
@@ -34,7 +44,12 @@ var package = Package(
 
         // Crypto: keys, device IDs, BLAKE2b, SHA-256, AES-GCM, the Noise Protocol Framework
         // (only importer of CSodium and COpenSSL).
-        .target(name: "PeerCrypto", dependencies: ["CSodium", "COpenSSL"]),
+        .target(name: "PeerCrypto", dependencies: ["CSodium", "COpenSSL", "BLAKE3Lanes", "BLAKE3AVX2", "BLAKE3AVX512"]),
+        // BLAKE3's compression over SIMD lanes (generic, inlinable), and two modules that
+        // compile it for wider vectors; PeerCrypto calls those only on CPUs with the features.
+        .target(name: "BLAKE3Lanes"),
+        .target(name: "BLAKE3AVX2", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("haswell")),
+        .target(name: "BLAKE3AVX512", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("skylake-avx512")),
         // Wire: framing and typed application frames; pure, no I/O.
         .target(name: "PeerWire"),
         // Index: SQLite wrapper, migrations, the node's database (only importer of CSQLite).

@@ -139,7 +139,7 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
         results[resultKey] = noise.json
     }
 
-    // BLAKE2b-256 (the chunk hash before protocol version 3) and SHA-256 (since) on 1 MiB buffers.
+    // BLAKE2b-256 (the chunk hash before protocol version 3), SHA-256 (since) and BLAKE3 on 1 MiB buffers.
     let bufferSize = 1 << 20
     let buffer = secureRandomBytes(bufferSize)
     let buffers = sized(bufferSize, seconds: seconds, guessMBs: 800)
@@ -159,6 +159,19 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
         sink &+= hasher.finalize()[0]
     }
     results["sha256"] = sha.json
+    // BLAKE3, each 1 MiB buffer one digest (as a content chunk is hashed), at the widest lane
+    // count this CPU runs (SYNCPEER_BLAKE3_LANES=4 or 8 lowers it).
+    var digest = [UInt8](repeating: 0, count: BLAKE3.digestLength)
+    let blake3 = measure("BLAKE3 1 MiB buffers, \(BLAKE3.lanes) lanes", bytes: buffers * bufferSize, runs: runs) {
+        buffer.withUnsafeBytes { raw in
+            digest.withUnsafeMutableBytes { out in
+                for _ in 0..<buffers { BLAKE3.hash(raw, into: out.baseAddress!) }
+            }
+        }
+        sink &+= digest[0]
+    }
+    results["blake3"] = blake3.json
+    results["blake3_lanes"] = BLAKE3.lanes
     results["sink"] = Int(sink)
     return results
 }

@@ -1,0 +1,276 @@
+internal import BLAKE3Lanes
+internal import BLAKE3AVX2
+internal import BLAKE3AVX512
+#if canImport(Glibc)
+internal import Glibc
+#endif
+
+/// BLAKE3 (O'Connor, Aumasson, Neves, Wilcox-O'Hearn, 2020) in its hash mode with 32-byte
+/// digests, our own Swift. Inputs are cut into 1 KiB chunks that form a binary tree; the
+/// chunks of a subtree are compressed side by side in SIMD lanes: 16 with AVX-512, 8 with
+/// AVX2, else 4 (SSE2, every x86-64), picked once from the CPU's features (`Lanes`).
+/// Known answers: the BLAKE3 team's test vectors (`BLAKE3Tests`).
+public enum BLAKE3 {
+    public static let digestLength = 32
+    static let chunkLength = 1024
+    /// Largest subtree compressed in one go (chunks): its chaining values stay on the stack.
+    static let largestSubtree = 1024
+
+    static let chunkStart: UInt32 = 1, chunkEnd: UInt32 = 2, parent: UInt32 = 4, root: UInt32 = 8
+    static let iv: [UInt32] = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19]
+
+    /// Digest of one input.
+    public static func hash(_ data: some ContiguousBytes) -> [UInt8] {
+        var hasher = Hasher()
+        hasher.update(data)
+        return hasher.finalize()
+    }
+
+    /// Digest of `data` written at `out` (32 bytes).
+    public static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
+        var hasher = Hasher()
+        hasher.update(data)
+        hasher.finalize(into: out)
+    }
+
+    /// The widest lane count this process uses: 16 with AVX-512 (F, VL, BW, DQ, CD), 8 with
+    /// AVX2 (and the Haswell features BLAKE3AVX2 is compiled for), else 4. The environment
+    /// variable SYNCPEER_BLAKE3_LANES (4, 8 or 16) lowers it, for tests and measurements.
+    public static let lanes: Int = {
+        var widest = 4
+        let flags = cpuFlags()
+        if ["avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm", "popcnt", "sse4_2"].allSatisfy(flags.contains) {
+            widest = 8
+            if ["avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd"].allSatisfy(flags.contains) { widest = 16 }
+        }
+        if let text = getenv("SYNCPEER_BLAKE3_LANES"), let asked = Int(String(cString: text)), [4, 8, 16].contains(asked) {
+            widest = min(widest, asked)
+        }
+        return widest
+    }()
+
+    /// The CPU feature flags the kernel reports (the first "flags" line of /proc/cpuinfo; the
+    /// kernel leaves out features the OS does not enable, such as AVX-512 state).
+    static func cpuFlags() -> Set<Substring> {
+        guard let file = fopen("/proc/cpuinfo", "r") else { return [] }
+        defer { fclose(file) }
+        var line: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        defer { free(line) }
+        while getline(&line, &capacity, file) > 0, let line {
+            let text = String(cString: line)
+            guard text.hasPrefix("flags"), let colon = text.firstIndex(of: ":") else { continue }
+            return Set(text[text.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }))
+        }
+        return []
+    }
+
+    /// Compresses `blocks` blocks of `width` inputs side by side (see `blake3CompressLanes`).
+    static func compressLanes(width: Int, _ p: UnsafeRawPointer, stride: Int, blocks: Int, key: UnsafePointer<UInt32>,
+                              counter: UInt64, counterStep: UInt64, flags: UInt32, firstFlags: UInt32, lastFlags: UInt32,
+                              out: UnsafeMutablePointer<UInt32>) {
+        switch width {
+        case 16:
+            blake3Compress16(p, stride: stride, blocks: blocks, key: key, counter: counter, counterStep: counterStep,
+                             flags: flags, firstFlags: firstFlags, lastFlags: lastFlags, out: out)
+        case 8:
+            blake3Compress8(p, stride: stride, blocks: blocks, key: key, counter: counter, counterStep: counterStep,
+                            flags: flags, firstFlags: firstFlags, lastFlags: lastFlags, out: out)
+        default:
+            blake3CompressLanes(SIMD4<UInt32>.self, p, stride: stride, blocks: blocks, key: key, counter: counter,
+                                counterStep: counterStep, flags: flags, firstFlags: firstFlags, lastFlags: lastFlags, out: out)
+        }
+    }
+
+    /// The widest lane count ≤ `count` this process uses, or 1 (one input at a time).
+    static func width(for count: Int, widest: Int) -> Int {
+        var width = widest
+        while width > count && width > 4 { width >>= 1 }
+        return width <= count ? width : 1
+    }
+
+    /// One compression of one input: `cv` (8 words) is updated in place from the 64 bytes at
+    /// `block` (already padded with zeros past `length`).
+    static func compress(_ cv: UnsafeMutablePointer<UInt32>, block: UnsafeRawPointer, length: Int, counter: UInt64, flags: UInt32) {
+        @inline(__always) func word(_ j: Int) -> UInt32 {
+            UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4 &* j, as: UInt32.self))
+        }
+        var s = BLAKE3Words<UInt32>(cv[0], cv[1], cv[2], cv[3], cv[4], cv[5], cv[6], cv[7],
+                                    iv[0], iv[1], iv[2], iv[3],
+                                    UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32),
+                                    UInt32(length), flags)
+        s.rounds(BLAKE3Words(word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7),
+                               word(8), word(9), word(10), word(11), word(12), word(13), word(14), word(15)))
+        cv[0] = s.w0 ^ s.w8; cv[1] = s.w1 ^ s.w9; cv[2] = s.w2 ^ s.w10; cv[3] = s.w3 ^ s.w11
+        cv[4] = s.w4 ^ s.w12; cv[5] = s.w5 ^ s.w13; cv[6] = s.w6 ^ s.w14; cv[7] = s.w7 ^ s.w15
+    }
+
+    /// Chaining value (or, with `lastFlags` = root, the digest) of chunk number `counter`:
+    /// `count` bytes at `p`, 0 … 1024 (0 only for the empty input), one block at a time.
+    static func chunk(_ p: UnsafeRawPointer, count: Int, counter: UInt64, lastFlags: UInt32, out: UnsafeMutablePointer<UInt32>) {
+        for i in 0..<8 { out[i] = iv[i] }
+        let blocks = max(1, (count + 63) / 64)
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { padded in
+            for b in 0..<blocks {
+                let length = min(64, count - b * 64)
+                let flags = (b == 0 ? chunkStart : 0) | (b == blocks - 1 ? chunkEnd | lastFlags : 0)
+                var block = UnsafeRawPointer(padded.baseAddress!)
+                if length == 64 {
+                    block = p + b * 64
+                } else {
+                    padded.initializeMemory(as: UInt8.self, repeating: 0)
+                    if length > 0 { padded.baseAddress!.copyMemory(from: p + b * 64, byteCount: length) }
+                }
+                compress(out, block: block, length: length, counter: counter, flags: flags)
+            }
+        }
+    }
+
+    /// The parent node of two chaining values, 16 contiguous words at `children`.
+    static func parentNode(_ children: UnsafeRawPointer, flags: UInt32, out: UnsafeMutablePointer<UInt32>) {
+        for i in 0..<8 { out[i] = iv[i] }
+        compress(out, block: children, length: 64, counter: 0, flags: parent | flags)
+    }
+
+    /// Chaining value of the full subtree of `chunks` chunks (a power of two, 1 … 1024) at
+    /// `p`, the first being chunk number `counter`. Never the root: at least one more chunk
+    /// follows it. Chunks, then each level of parents, are compressed `lanes` at a time.
+    static func subtree(_ p: UnsafeRawPointer, chunks: Int, counter: UInt64, widest: Int, out: UnsafeMutablePointer<UInt32>) {
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: chunks * 8 + chunks * 4 + 8) { space in
+            iv.withUnsafeBufferPointer { key in
+                var level = space.baseAddress!
+                var next = level + chunks * 8
+                var i = 0
+                while i < chunks {
+                    let width = width(for: chunks - i, widest: widest)
+                    if width == 1 {
+                        chunk(p + i * chunkLength, count: chunkLength, counter: counter + UInt64(i), lastFlags: 0, out: level + 8 * i)
+                    } else {
+                        compressLanes(width: width, p + i * chunkLength, stride: chunkLength, blocks: 16, key: key.baseAddress!,
+                                      counter: counter + UInt64(i), counterStep: 1, flags: 0, firstFlags: chunkStart,
+                                      lastFlags: chunkEnd, out: level + 8 * i)
+                    }
+                    i += width
+                }
+                var count = chunks
+                while count > 1 {
+                    let pairs = count / 2
+                    i = 0
+                    while i < pairs {
+                        let width = width(for: pairs - i, widest: widest)
+                        if width == 1 {
+                            parentNode(level + 16 * i, flags: 0, out: next + 8 * i)
+                        } else {
+                            compressLanes(width: width, level + 16 * i, stride: 64, blocks: 1, key: key.baseAddress!,
+                                          counter: 0, counterStep: 0, flags: parent, firstFlags: 0, lastFlags: 0, out: next + 8 * i)
+                        }
+                        i += width
+                    }
+                    count = pairs
+                    swap(&level, &next)
+                }
+                out.update(from: level, count: 8)
+            }
+        }
+    }
+
+    /// Streaming BLAKE3. Keeps the current chunk (≤ 1 KiB) and one chaining value per level
+    /// of the tree (≤ 54 for 2^64 bytes); a long input is hashed straight from the caller's
+    /// memory in subtrees of up to 1,024 chunks.
+    public struct Hasher: Sendable {
+        /// Chaining values of finished subtrees, 8 words each, largest (leftmost) first.
+        private var stack: [UInt32] = []
+        /// The bytes of the chunk after the pushed ones: 1 … 1,024, or none yet.
+        private var current: [UInt8] = []
+        /// Chunks in the pushed subtrees.
+        private var counter: UInt64 = 0
+        private let widest: Int
+
+        public init() { widest = BLAKE3.lanes }
+
+        /// At most `lanes` lanes (4, 8 or 16; never more than `BLAKE3.lanes`): for tests.
+        init(lanes: Int) { widest = min(lanes, BLAKE3.lanes) }
+
+        public mutating func update(_ data: some ContiguousBytes) {
+            data.withUnsafeBytes { update($0) }
+        }
+
+        public mutating func update(_ buffer: UnsafeRawBufferPointer) {
+            guard var p = buffer.baseAddress, buffer.count > 0 else { return }
+            var n = buffer.count
+            if !current.isEmpty {
+                let take = min(chunkLength - current.count, n)
+                current.append(contentsOf: UnsafeRawBufferPointer(start: p, count: take))
+                p += take
+                n -= take
+                if n == 0 { return }
+                // The chunk is full and more follows: it is not the last one.
+                var cv = [UInt32](repeating: 0, count: 8)
+                current.withUnsafeBytes { chunk($0.baseAddress!, count: chunkLength, counter: counter, lastFlags: 0, out: &cv) }
+                push(cv, chunks: 1)
+                current.removeAll(keepingCapacity: true)
+            }
+            // Whole subtrees while more than a chunk remains, so the last chunk (which may be
+            // the root) is always kept in `current`.
+            while n > chunkLength {
+                var chunks = min(largestSubtree, 1 << (Int.bitWidth - 1 - ((n - 1) / chunkLength).leadingZeroBitCount))
+                while counter % UInt64(chunks) != 0 { chunks >>= 1 }
+                var cv = [UInt32](repeating: 0, count: 8)
+                subtree(p, chunks: chunks, counter: counter, widest: widest, out: &cv)
+                push(cv, chunks: chunks)
+                p += chunks * chunkLength
+                n -= chunks * chunkLength
+            }
+            current.append(contentsOf: UnsafeRawBufferPointer(start: p, count: n))
+        }
+
+        /// Pushes the chaining value of the next `chunks` chunks (never the last ones).
+        private mutating func push(_ cv: [UInt32], chunks: Int) {
+            mergeStack()
+            stack.append(contentsOf: cv)
+            counter += UInt64(chunks)
+        }
+
+        /// Merges the tree lazily, once more input is known to follow what the stack holds:
+        /// down to one value per one-bit of `counter` (the complete subtrees to the left of
+        /// what follows); so no merge is ever the root.
+        private mutating func mergeStack() {
+            while stack.count / 8 > counter.nonzeroBitCount {
+                let top = stack.count - 16
+                var merged = [UInt32](repeating: 0, count: 8)
+                stack.withUnsafeBufferPointer { parentNode(UnsafeRawPointer($0.baseAddress! + top), flags: 0, out: &merged) }
+                stack.removeLast(16)
+                stack.append(contentsOf: merged)
+            }
+        }
+
+        /// The 32-byte digest. The hasher may not be updated afterwards.
+        public mutating func finalize() -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: digestLength)
+            out.withUnsafeMutableBytes { finalize(into: $0.baseAddress!) }
+            return out
+        }
+
+        /// The digest written at `out` (32 bytes).
+        public mutating func finalize(into out: UnsafeMutableRawPointer) {
+            // The last chunk (in `current`, never empty after a pushed one) follows the stack.
+            mergeStack()
+            var cv = [UInt32](repeating: 0, count: 8)
+            current.withUnsafeBytes { bytes in
+                chunk(bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 8)!, count: bytes.count, counter: counter,
+                      lastFlags: counter == 0 ? root : 0, out: &cv)
+            }
+            // Right to left: each pushed subtree is the left sibling of what follows it.
+            var level = stack.count / 8
+            var pair = [UInt32](repeating: 0, count: 16)
+            while level > 0 {
+                level -= 1
+                for i in 0..<8 { pair[i] = stack[8 * level + i]; pair[8 + i] = cv[i] }
+                pair.withUnsafeBytes { parentNode($0.baseAddress!, flags: level == 0 ? root : 0, out: &cv) }
+            }
+            for i in 0..<8 {
+                for b in 0..<4 { out.storeBytes(of: UInt8(truncatingIfNeeded: cv[i] >> (8 * UInt32(b))), toByteOffset: 4 * i + b, as: UInt8.self) }
+            }
+        }
+    }
+}
