@@ -9,11 +9,15 @@ internal import Glibc
 /// digests, our own Swift. Inputs are cut into 1 KiB chunks that form a binary tree; the
 /// chunks of a subtree are compressed side by side in SIMD lanes: 16 with AVX-512, 8 with
 /// AVX2, else 4 (SSE2, every x86-64), picked once from the CPU's features (`Lanes`).
-/// Known answers: the BLAKE3 team's test vectors (`BLAKE3Tests`).
+/// Known answers: the BLAKE3 team's test vectors (`BLAKE3Tests`). Chaining values are kept
+/// as native words and read back as little-endian ones: little-endian hosts only (x86-64,
+/// arm64).
 public enum BLAKE3 {
     public static let digestLength = 32
     static let chunkLength = 1024
-    /// Largest subtree compressed in one go (chunks): its chaining values stay on the stack.
+    /// Largest subtree compressed in one go (chunks): its chaining values take 48 KiB of
+    /// temporary memory (on the heap: this toolchain's runtime never grants more than 1 KiB
+    /// of stack to `withUnsafeTemporaryAllocation`).
     static let largestSubtree = 1024
 
     static let chunkStart: UInt32 = 1, chunkEnd: UInt32 = 2, parent: UInt32 = 4, root: UInt32 = 8
