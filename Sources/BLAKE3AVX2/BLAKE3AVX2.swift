@@ -1,7 +1,7 @@
 internal import BLAKE3Lanes
 
 // This module is compiled for CPUs with AVX2 (Package.swift: -target-cpu); PeerCrypto calls
-// it only after checking that the CPU has those features (BLAKE3.Lanes).
+// it only after checking that the CPU has those features (`BLAKE3.lanes`).
 
 /// `blake3CompressLanes` over 8 lanes, compiled with AVX2.
 public func blake3Compress8(_ p: UnsafeRawPointer, stride: Int, blocks: Int, key: UnsafePointer<UInt32>,

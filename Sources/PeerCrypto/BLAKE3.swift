@@ -8,7 +8,7 @@ internal import Glibc
 /// BLAKE3 (O'Connor, Aumasson, Neves, Wilcox-O'Hearn, 2020) in its hash mode with 32-byte
 /// digests, our own Swift. Inputs are cut into 1 KiB chunks that form a binary tree; the
 /// chunks of a subtree are compressed side by side in SIMD lanes: 16 with AVX-512, 8 with
-/// AVX2, else 4 (SSE2, every x86-64), picked once from the CPU's features (`Lanes`).
+/// AVX2, else 4 (SSE2, every x86-64), picked once from the CPU's features (`lanes`).
 /// Known answers: the BLAKE3 team's test vectors (`BLAKE3Tests`). Chaining values are kept
 /// as native words and read back as little-endian ones: little-endian hosts only (x86-64,
 /// arm64).
