@@ -126,16 +126,20 @@ public func blake3CompressLanes<V: BLAKE3Vector>(_: V.Type, _ p: UnsafeRawPointe
         low[l] = UInt32(truncatingIfNeeded: c)
         high[l] = UInt32(truncatingIfNeeded: c >> 32)
     }
-    for b in 0..<blocks {
-        let m = blake3LoadBlocks(V.self, p + b &* 64, stride: stride)
-        let f = flags | (b == 0 ? firstFlags : 0) | (b == blocks &- 1 ? lastFlags : 0)
-        // Words 8 … 11 are the first four of BLAKE3's IV (SHA-256's).
-        var s = BLAKE3Words<V>(h0, h1, h2, h3, h4, h5, h6, h7,
-                               V(repeating: 0x6A09E667), V(repeating: 0xBB67AE85), V(repeating: 0x3C6EF372), V(repeating: 0xA54FF53A),
-                               low, high, V(repeating: 64), V(repeating: f))
-        s.rounds(m)
-        h0 = s.w0 ^ s.w8; h1 = s.w1 ^ s.w9; h2 = s.w2 ^ s.w10; h3 = s.w3 ^ s.w11
-        h4 = s.w4 ^ s.w12; h5 = s.w5 ^ s.w13; h6 = s.w6 ^ s.w14; h7 = s.w7 ^ s.w15
+    // The transpose's scratch, once per call: at 16 lanes it is over the 1 KiB that the
+    // runtime puts on the stack, so each allocation is a malloc.
+    withUnsafeTemporaryAllocation(of: V.self, capacity: 48) { scratch in
+        for b in 0..<blocks {
+            let m = blake3LoadBlocks(V.self, p + b &* 64, stride: stride, scratch: scratch)
+            let f = flags | (b == 0 ? firstFlags : 0) | (b == blocks &- 1 ? lastFlags : 0)
+            // Words 8 … 11 are the first four of BLAKE3's IV (SHA-256's).
+            var s = BLAKE3Words<V>(h0, h1, h2, h3, h4, h5, h6, h7,
+                                   V(repeating: 0x6A09E667), V(repeating: 0xBB67AE85), V(repeating: 0x3C6EF372), V(repeating: 0xA54FF53A),
+                                   low, high, V(repeating: 64), V(repeating: f))
+            s.rounds(m)
+            h0 = s.w0 ^ s.w8; h1 = s.w1 ^ s.w9; h2 = s.w2 ^ s.w10; h3 = s.w3 ^ s.w11
+            h4 = s.w4 ^ s.w12; h5 = s.w5 ^ s.w13; h6 = s.w6 ^ s.w14; h7 = s.w7 ^ s.w15
+        }
     }
     for l in 0..<lanes {
         let o = out + 8 &* l
@@ -147,29 +151,28 @@ public func blake3CompressLanes<V: BLAKE3Vector>(_: V.Type, _ p: UnsafeRawPointe
 /// The message of one 64-byte block of each lane (lane l's at `p + l·stride`), lane-major:
 /// whole vectors are loaded per lane and transposed in registers, not gathered word by word.
 /// Lanes L = 4, 8 or 16: words 4·L·g … 4·L·g + L − 1 of the L lanes form an L × L matrix,
-/// and log2(L) stages of unzipping row pairs transpose it.
+/// and log2(L) stages of unzipping row pairs transpose it. `t` is scratch of 48 vectors:
+/// t[0 ..< 16] the message, t[16 ..< 32] and t[32 ..< 48] the rows being transposed.
 @inlinable @inline(__always)
-public func blake3LoadBlocks<V: BLAKE3Vector>(_: V.Type, _ p: UnsafeRawPointer, stride: Int) -> BLAKE3Words<V> {
+public func blake3LoadBlocks<V: BLAKE3Vector>(_: V.Type, _ p: UnsafeRawPointer, stride: Int,
+                                              scratch t: UnsafeMutableBufferPointer<V>) -> BLAKE3Words<V> {
     let lanes = V.scalarCount
-    // t[0 ..< 16]: the message; t[16 ..< 32] and t[32 ..< 48]: rows being transposed.
-    return withUnsafeTemporaryAllocation(of: V.self, capacity: 48) { t in
-        for g in 0 ..< 16 / lanes {
-            for l in 0 ..< lanes {
-                var v = p.loadUnaligned(fromByteOffset: l &* stride &+ 4 &* lanes &* g, as: V.self)
-                for i in 0 ..< lanes { v[i] = UInt32(littleEndian: v[i]) }
-                t[16 &+ l] = v
-            }
-            var stage = 1
-            while stage < lanes {
-                for i in 0 ..< lanes / 2 {
-                    (t[32 &+ i], t[32 &+ i &+ lanes / 2]) = V.unzip(t[16 &+ 2 &* i], t[17 &+ 2 &* i])
-                }
-                for i in 0 ..< lanes { t[16 &+ i] = t[32 &+ i] }
-                stage <<= 1
-            }
-            for j in 0 ..< lanes { t[lanes &* g &+ j] = t[16 &+ j] }
+    for g in 0 ..< 16 / lanes {
+        for l in 0 ..< lanes {
+            var v = p.loadUnaligned(fromByteOffset: l &* stride &+ 4 &* lanes &* g, as: V.self)
+            for i in 0 ..< lanes { v[i] = UInt32(littleEndian: v[i]) }
+            t[16 &+ l] = v
         }
-        return BLAKE3Words(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7],
-                             t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15])
+        var stage = 1
+        while stage < lanes {
+            for i in 0 ..< lanes / 2 {
+                (t[32 &+ i], t[32 &+ i &+ lanes / 2]) = V.unzip(t[16 &+ 2 &* i], t[17 &+ 2 &* i])
+            }
+            for i in 0 ..< lanes { t[16 &+ i] = t[32 &+ i] }
+            stage <<= 1
+        }
+        for j in 0 ..< lanes { t[lanes &* g &+ j] = t[16 &+ j] }
     }
+    return BLAKE3Words(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7],
+                       t[8], t[9], t[10], t[11], t[12], t[13], t[14], t[15])
 }
