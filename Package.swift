@@ -25,6 +25,12 @@ func cpuSettings(_ cpu: String) -> [SwiftSetting] {
     #endif
 }
 
+/// Optimized in debug builds too: BLAKE3 is our own Swift, hashing every byte a transfer or
+/// a scan moves, and unoptimized it runs at a few MB/s, which turns the tests' large files
+/// into minutes of hashing. (swiftc takes the last -O flag given; debug builds pass -Onone
+/// before the target's own flags.)
+let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+
 var package = Package(
     name: "syncpeer",
     platforms: [.macOS(.v14)],
@@ -42,14 +48,15 @@ var package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
-        // Crypto: keys, device IDs, BLAKE2b, SHA-256, AES-GCM, the Noise Protocol Framework
+        // Crypto: keys, device IDs, BLAKE2b, SHA-256, BLAKE3, AES-GCM, the Noise Protocol Framework
         // (only importer of CSodium and COpenSSL).
-        .target(name: "PeerCrypto", dependencies: ["CSodium", "COpenSSL", "BLAKE3Lanes", "BLAKE3AVX2", "BLAKE3AVX512"]),
+        .target(name: "PeerCrypto", dependencies: ["CSodium", "COpenSSL", "BLAKE3Lanes", "BLAKE3AVX2", "BLAKE3AVX512"],
+                swiftSettings: optimizedInDebug),
         // BLAKE3's compression over SIMD lanes (generic, inlinable), and two modules that
         // compile it for wider vectors; PeerCrypto calls those only on CPUs with the features.
-        .target(name: "BLAKE3Lanes"),
-        .target(name: "BLAKE3AVX2", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("haswell")),
-        .target(name: "BLAKE3AVX512", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("skylake-avx512")),
+        .target(name: "BLAKE3Lanes", swiftSettings: optimizedInDebug),
+        .target(name: "BLAKE3AVX2", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("haswell") + optimizedInDebug),
+        .target(name: "BLAKE3AVX512", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("skylake-avx512") + optimizedInDebug),
         // Wire: framing and typed application frames; pure, no I/O.
         .target(name: "PeerWire"),
         // Index: SQLite wrapper, migrations, the node's database (only importer of CSQLite).

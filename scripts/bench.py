@@ -474,10 +474,11 @@ def measure_limits(bench, results, source):
     limits["chacha20poly1305_open"] = crypto["chacha20poly1305_open"]
     limits["noise_encrypt_plus_decrypt"] = crypto.get("noise_encrypt_plus_decrypt")
     limits["blake2b"] = crypto["blake2b"]
-    for key in ("aes256gcm_seal", "aes256gcm_open", "noise_chachapoly_encrypt_plus_decrypt", "sha256"):
+    for key in ("aes256gcm_seal", "aes256gcm_open", "noise_chachapoly_encrypt_plus_decrypt", "sha256", "blake3",
+                "sha256_4k", "blake3_4k"):
         if key in crypto:
             limits[key] = crypto[key]
-    log("limits: FastCDC + SHA-256 over the 1 GiB file (syncpeer-bench chunk)")
+    log("limits: FastCDC + BLAKE3 over the 1 GiB file (syncpeer-bench chunk)")
     chunk = json.loads(subprocess.run([bench.args.bench_bin, "chunk", source, "--runs", "2"], check=True,
                                       capture_output=True, text=True).stdout)
     limits["fastcdc_chunk_hash"] = chunk
@@ -1606,7 +1607,10 @@ def table(results, size):
     limit("blake2b", "BLAKE2b-256, 1 MiB buffers", "libsodium (content hash before protocol 3)")
     limit("aes256gcm_seal", "AES-256-GCM seal, 64 KiB", "OpenSSL libcrypto via PeerCrypto")
     limit("aes256gcm_open", "AES-256-GCM open, 64 KiB", "")
-    limit("sha256", "SHA-256, 1 MiB buffers", "OpenSSL libcrypto: the content hash")
+    limit("sha256", "SHA-256, 1 MiB buffers", "OpenSSL libcrypto (content hash of protocol 3)")
+    limit("blake3", "BLAKE3, 1 MiB buffers", "PeerCrypto, SIMD lanes: the content hash")
+    limit("sha256_4k", "SHA-256, 4 KiB inputs", "")
+    limit("blake3_4k", "BLAKE3, 4 KiB inputs", "a small file's one chunk")
     chunk = limits.get("fastcdc_chunk_hash") or {}
     for key, label in (("filechunker_threads2", "FastCDC chunk+hash (FileChunker, 2 thr)"),
                        ("filechunker_threads1", "FastCDC chunk+hash (FileChunker, 1 thr)"),

@@ -25,16 +25,66 @@ public enum BLAKE3 {
 
     /// Digest of one input.
     public static func hash(_ data: some ContiguousBytes) -> [UInt8] {
-        var hasher = Hasher()
-        hasher.update(data)
-        return hasher.finalize()
+        var out = [UInt8](repeating: 0, count: digestLength)
+        data.withUnsafeBytes { input in out.withUnsafeMutableBytes { hash(input, into: $0.baseAddress!) } }
+        return out
     }
 
     /// Digest of `data` written at `out` (32 bytes).
     public static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
-        var hasher = Hasher()
-        hasher.update(data)
-        hasher.finalize(into: out)
+        hash(data, into: out, widest: lanes)
+    }
+
+    /// Inputs up to this size (the largest chunk a manifest may name) are hashed in one pass
+    /// over the whole tree (`hash(_:into:widest:)`); longer ones stream through `Hasher`.
+    static let oneShotLimit = 16 << 20
+
+    /// The one-shot digest with at most `widest` lanes (4, 8 or 16; tests pass each).
+    ///
+    /// Every chunk's chaining value first, full chunks `widest` at a time (a 4 KiB input is
+    /// one 4-lane pass), then the tree level by level, parents side by side, an odd last
+    /// node carried up unchanged: that is BLAKE3's tree (each left subtree the largest power
+    /// of two of chunks below the count). `Hasher` keeps the last chunk back in case more
+    /// input follows, so it ran the tail of every input (all of one up to 4 KiB) one chunk
+    /// at a time; here nothing waits. The chaining values take 48 bytes per chunk (on the
+    /// stack up to 20 chunks, the runtime's 1 KiB; one allocation above).
+    static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer, widest: Int) {
+        let n = data.count
+        guard n <= oneShotLimit else {
+            var hasher = Hasher(lanes: widest)
+            hasher.update(data)
+            hasher.finalize(into: out)
+            return
+        }
+        let p = data.baseAddress ?? UnsafeRawPointer(bitPattern: 8)!
+        let chunks = max(1, (n + chunkLength - 1) / chunkLength)
+        withUnsafeTemporaryAllocation(of: UInt32.self, capacity: chunks * 8 + chunks * 4 + 8) { space in
+            var level = space.baseAddress!
+            guard chunks > 1 else {
+                chunk(p, count: n, counter: 0, lastFlags: root, out: level)
+                storeDigest(level, to: out)
+                return
+            }
+            var next = level + chunks * 8
+            // A partial last chunk (never the root here: at least two chunks) on its own.
+            let full = n % chunkLength == 0 ? chunks : chunks - 1
+            chunkValues(p, chunks: full, counter: 0, widest: widest, out: level)
+            if full < chunks {
+                chunk(p + full * chunkLength, count: n - full * chunkLength, counter: UInt64(full), lastFlags: 0, out: level + 8 * full)
+            }
+            var count = chunks
+            while count > 2 {
+                count = parentValues(level, count: count, widest: widest, out: next)
+                swap(&level, &next)
+            }
+            parentNode(level, flags: root, out: next)
+            storeDigest(next, to: out)
+        }
+    }
+
+    /// The digest: the root's first 8 output words, little-endian.
+    static func storeDigest(_ cv: UnsafePointer<UInt32>, to out: UnsafeMutableRawPointer) {
+        for i in 0..<8 { out.storeBytes(of: cv[i].littleEndian, toByteOffset: 4 * i, as: UInt32.self) }
     }
 
     /// The widest lane count this process uses: 16 with AVX-512 (F, VL, BW, DQ, CD), 8 with
@@ -141,41 +191,58 @@ public enum BLAKE3 {
     /// follows it. Chunks, then each level of parents, are compressed `lanes` at a time.
     static func subtree(_ p: UnsafeRawPointer, chunks: Int, counter: UInt64, widest: Int, out: UnsafeMutablePointer<UInt32>) {
         withUnsafeTemporaryAllocation(of: UInt32.self, capacity: chunks * 8 + chunks * 4 + 8) { space in
-            iv.withUnsafeBufferPointer { key in
-                var level = space.baseAddress!
-                var next = level + chunks * 8
-                var i = 0
-                while i < chunks {
-                    let width = width(for: chunks - i, widest: widest)
-                    if width == 1 {
-                        chunk(p + i * chunkLength, count: chunkLength, counter: counter + UInt64(i), lastFlags: 0, out: level + 8 * i)
-                    } else {
-                        compressLanes(width: width, p + i * chunkLength, stride: chunkLength, blocks: 16, key: key.baseAddress!,
-                                      counter: counter + UInt64(i), counterStep: 1, flags: 0, firstFlags: chunkStart,
-                                      lastFlags: chunkEnd, out: level + 8 * i)
-                    }
-                    i += width
+            var level = space.baseAddress!
+            var next = level + chunks * 8
+            chunkValues(p, chunks: chunks, counter: counter, widest: widest, out: level)
+            var count = chunks
+            while count > 1 {
+                count = parentValues(level, count: count, widest: widest, out: next)
+                swap(&level, &next)
+            }
+            out.update(from: level, count: 8)
+        }
+    }
+
+    /// Chaining values of `chunks` full chunks at `p` (none of them the root), the first being
+    /// chunk number `counter`, `widest` (or fewer) at a time: 8 words each at `out`.
+    static func chunkValues(_ p: UnsafeRawPointer, chunks: Int, counter: UInt64, widest: Int, out: UnsafeMutablePointer<UInt32>) {
+        iv.withUnsafeBufferPointer { key in
+            var i = 0
+            while i < chunks {
+                let width = width(for: chunks - i, widest: widest)
+                if width == 1 {
+                    chunk(p + i * chunkLength, count: chunkLength, counter: counter + UInt64(i), lastFlags: 0, out: out + 8 * i)
+                } else {
+                    compressLanes(width: width, p + i * chunkLength, stride: chunkLength, blocks: 16, key: key.baseAddress!,
+                                  counter: counter + UInt64(i), counterStep: 1, flags: 0, firstFlags: chunkStart,
+                                  lastFlags: chunkEnd, out: out + 8 * i)
                 }
-                var count = chunks
-                while count > 1 {
-                    let pairs = count / 2
-                    i = 0
-                    while i < pairs {
-                        let width = width(for: pairs - i, widest: widest)
-                        if width == 1 {
-                            parentNode(level + 16 * i, flags: 0, out: next + 8 * i)
-                        } else {
-                            compressLanes(width: width, level + 16 * i, stride: 64, blocks: 1, key: key.baseAddress!,
-                                          counter: 0, counterStep: 0, flags: parent, firstFlags: 0, lastFlags: 0, out: next + 8 * i)
-                        }
-                        i += width
-                    }
-                    count = pairs
-                    swap(&level, &next)
-                }
-                out.update(from: level, count: 8)
+                i += width
             }
         }
+    }
+
+    /// One level of the tree: the parents (never the root) of the `count` chaining values at
+    /// `level`, side by side, at `out`; an odd last value is carried up unchanged (a left
+    /// subtree is always the largest power of two below the count, so that is BLAKE3's tree).
+    /// Returns the count at `out`, (count + 1) / 2.
+    static func parentValues(_ level: UnsafePointer<UInt32>, count: Int, widest: Int, out: UnsafeMutablePointer<UInt32>) -> Int {
+        let pairs = count / 2
+        iv.withUnsafeBufferPointer { key in
+            var i = 0
+            while i < pairs {
+                let width = width(for: pairs - i, widest: widest)
+                if width == 1 {
+                    parentNode(level + 16 * i, flags: 0, out: out + 8 * i)
+                } else {
+                    compressLanes(width: width, level + 16 * i, stride: 64, blocks: 1, key: key.baseAddress!,
+                                  counter: 0, counterStep: 0, flags: parent, firstFlags: 0, lastFlags: 0, out: out + 8 * i)
+                }
+                i += width
+            }
+        }
+        if count % 2 == 1 { (out + 8 * pairs).update(from: level + 8 * (count - 1), count: 8) }
+        return pairs + count % 2
     }
 
     /// Streaming BLAKE3. Keeps the current chunk (≤ 1 KiB) and one chaining value per level
@@ -272,9 +339,7 @@ public enum BLAKE3 {
                 for i in 0..<8 { pair[i] = stack[8 * level + i]; pair[8 + i] = cv[i] }
                 pair.withUnsafeBytes { parentNode($0.baseAddress!, flags: level == 0 ? root : 0, out: &cv) }
             }
-            for i in 0..<8 {
-                for b in 0..<4 { out.storeBytes(of: UInt8(truncatingIfNeeded: cv[i] >> (8 * UInt32(b))), toByteOffset: 4 * i + b, as: UInt8.self) }
-            }
+            cv.withUnsafeBufferPointer { storeDigest($0.baseAddress!, to: out) }
         }
     }
 }

@@ -3,7 +3,7 @@ internal import Glibc
 internal import Synchronization
 
 /// Re-chunks a file that changed since `previous` was made from it, hashing (FastCDC cut
-/// and SHA-256) only what changed: the result is exactly the manifest `FileChunker` would
+/// and BLAKE3) only what changed: the result is exactly the manifest `FileChunker` would
 /// make of the whole file now.
 ///
 /// Why that holds: a FastCDC cut made from a chunk start depends only on the bytes of the
@@ -15,14 +15,14 @@ internal import Synchronization
 ///
 /// Unchanged is told by `QuickSum` (the old sums come from `ChunkSums`), computed over
 /// every old chunk on `threads` threads: it reads the whole file but hashes it several
-/// times faster than SHA-256, and cuts nothing. Memory: one buffer of the largest chunk
+/// times faster than the content hash, and cuts nothing. Memory: one buffer of the largest chunk
 /// per thread, freed on return.
 public enum DeltaChunker {
     public struct Result: Sendable {
         public let chunks: [ChunkRef]
         /// The quick sum of each chunk (for the next change).
         public let sums: [QuickSum]
-        /// Bytes read from the file, and bytes cut and hashed with SHA-256.
+        /// Bytes read from the file, and bytes cut and hashed with BLAKE3.
         public let bytesRead: UInt64
         public let bytesHashed: UInt64
     }

@@ -2,7 +2,7 @@ internal import Dispatch
 internal import Glibc
 
 /// Streaming FastCDC over a file: reads it once, in large blocks, and yields each chunk
-/// with its offset, size and SHA-256 hash. The chunks are exactly those of
+/// with its offset, size and BLAKE3 hash (`ChunkHash.of`). The chunks are exactly those of
 /// `Chunker.boundaries` over the whole file, whatever the block size.
 ///
 /// Memory is bounded: one buffer of `readBlockSize + parameters.maxSize` bytes (at most
@@ -17,8 +17,8 @@ internal import Glibc
 ///
 /// Measured on the 2-core build machine, release build, 512 MiB in the page cache:
 /// ≈ 1.2 GB/s with `hashThreads: 2`, ≈ 0.65 GB/s with 1 (cutting ≈ 0.48 and BLAKE2b ≈
-/// 0.96 CPU-seconds per GB, before the chunk hash became SHA-256 with SHA-NI, ≈ 0.6 of
-/// BLAKE2b's CPU); see `ChunkerBenchmark` in the tests.
+/// 0.96 CPU-seconds per GB, when BLAKE2b was the chunk hash; BLAKE3 since protocol 4 costs
+/// ≈ 0.2-0.4, so the cut now sets the pace); see `ChunkerBenchmark` in the tests.
 public final class FileChunker {
     public let parameters: ChunkParameters
     /// The path, for error messages.

@@ -163,7 +163,7 @@ public final class PartialFile {
         try result.get()
     }
 
-    /// Whether `bytes` hash to `expected` (SHA-256, `ChunkHash.of`).
+    /// Whether `bytes` hash to `expected` (BLAKE3, `ChunkHash.of`).
     public static func verify(_ bytes: UnsafeRawBufferPointer, expected: ChunkHash) -> Bool {
         ChunkHash.of(bytes) == expected
     }

@@ -3,7 +3,7 @@
 ///
 /// Building blocks of resumable, verified transfers:
 /// - `Chunker`, `ChunkParameters`, `FileChunker`: FastCDC content-defined chunking with a
-///   SHA-256 hash per chunk, streaming over files;
+///   BLAKE3 hash per chunk, streaming over files;
 /// - `Manifest`, `ChunkRef`, `ChunkHash`: the chunk list and root hash of a file and its
 ///   binary encoding (what travels in a transfer offer);
 /// - `SafePath`, `DirectoryHandle`, `ResolvedPath`: hostile names from peers refused, paths

@@ -3,10 +3,10 @@ internal import Synchronization
 
 /// A fast 128-bit checksum of a byte range, keyed with a random key drawn once per process:
 /// what a node compares to learn that a range of one of its own files still holds the
-/// bytes it hashed before, several times faster than SHA-256. Never sent, never stored:
+/// bytes it hashed before, several times faster than the content hash. Never sent, never stored:
 /// a sum means nothing to another process (other key), so a peer can neither see nor
 /// aim for one. Not a cryptographic hash: only for telling a node's own unchanged ranges
-/// from changed ones (`ChunkSums`), where a changed range is hashed with SHA-256 again.
+/// from changed ones (`ChunkSums`), where a changed range is hashed with the content hash (BLAKE3) again.
 ///
 /// Four lanes of 64-bit multiply–rotate rounds over 32-byte stripes (the structure of
 /// xxHash64, with other constants and a keyed start), a tail of 8-byte words and bytes,

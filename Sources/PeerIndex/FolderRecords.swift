@@ -93,7 +93,7 @@ public struct FileChunkRecord: Sendable, Equatable, Hashable {
     public var offset: Int64
     /// Length in bytes (> 0).
     public var size: Int64
-    /// SHA-256 of the chunk's bytes (32 bytes; BLAKE2b-256 before migration 0004).
+    /// BLAKE3 of the chunk's bytes (32 bytes; SHA-256 before migration 0005, BLAKE2b-256 before 0004).
     public var hash: [UInt8]
 
     public init(offset: Int64, size: Int64, hash: [UInt8]) {

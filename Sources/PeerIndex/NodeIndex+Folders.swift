@@ -91,20 +91,21 @@ extension NodeIndex {
                           SQLValue(both ? inode.map { Int64(bitPattern: $0) } : nil), .text(id)])
     }
 
-    /// Folders whose stored chunk and root hashes are still BLAKE2b-256 (recorded before
-    /// migration 0004, protocol version 3's SHA-256): their records must be hashed again
-    /// before the folder starts. Empty once every folder is done.
+    /// Folders whose stored chunk and root hashes are of an older function than protocol
+    /// version 4's BLAKE3 (SHA-256, recorded before migration 0005, or BLAKE2b-256, before
+    /// 0004): their records must be hashed again before the folder starts. Empty once every
+    /// folder is done.
     public func foldersWithOldContentHashes() throws(IndexError) -> [String] {
         try read { db in
-            try db.query("SELECT folder_id FROM folders WHERE content_hash <> 'sha256' ORDER BY folder_id").map { try $0.string("folder_id") }
+            try db.query("SELECT folder_id FROM folders WHERE content_function <> 'blake3' ORDER BY folder_id").map { try $0.string("folder_id") }
         }
     }
 
     /// Records that the folder's records were hashed again: each live file now carries
-    /// SHA-256 hashes, or stale ones its next scan replaces (see `foldersWithOldContentHashes`).
+    /// BLAKE3 hashes, or stale ones its next scan replaces (see `foldersWithOldContentHashes`).
     public func markContentHashesCurrent(folderID: String) throws(IndexError) {
         try updateFolder(id: folderID, operation: "mark content hashes current",
-                         sql: "UPDATE folders SET content_hash = 'sha256' WHERE folder_id = ?", [.text(folderID)])
+                         sql: "UPDATE folders SET content_function = 'blake3' WHERE folder_id = ?", [.text(folderID)])
     }
 
     /// Highest local sequence ever assigned in the folder (what index updates count up to).

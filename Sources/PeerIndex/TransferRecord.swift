@@ -85,7 +85,7 @@ public struct TransferChunk: Sendable, Equatable {
     public var offset: Int64
     /// Length in bytes (> 0).
     public var size: Int64
-    /// SHA-256 of the chunk (32 bytes).
+    /// The content hash of the chunk (BLAKE3 since protocol version 4, 32 bytes).
     public var hash: [UInt8]
     /// Received, hash checked and written (receive side).
     public var verified: Bool

@@ -52,8 +52,10 @@ extension SecureChannel {
                     message2 = try io.readMessage(number: 2)
                 } catch .closed(let why) {
                     // A responder of an older version refuses a message 1 naming ours (version
-                    // 1 requires it empty, version 2 to name 2) and hangs up without an answer.
-                    let older = olderVersions.map { String($0.version) }.joined(separator: " or ")
+                    // 1 requires it empty, versions 2 and 3 to name their own) and hangs up
+                    // without an answer.
+                    let names = olderVersions.map { String($0.version) }
+                    let older = names.dropLast().joined(separator: ", ") + (names.count > 1 ? " or " : "") + (names.last ?? "")
                     throw NetError.closed("\(why): a peer of an incompatible protocol version does this (an older protocol version, \(older), refuses a message 1 naming this device's version \(protocolVersion))")
                 }
                 remoteHello = try peerHello(try step(2) { () throws(CryptoError) in try state.readMessage(message2) },
@@ -65,7 +67,7 @@ extension SecureChannel {
                 if let older = olderVersions.first(where: { $0.message1Payload == payload1 }) {
                     // An older version's initiator: answer in its own suite and prologue
                     // with our hello, so that it reports "the peer speaks protocol version
-                    // 3" instead of a failed authentication or a hang-up, then refuse.
+                    // 4" instead of a failed authentication or a hang-up, then refuse.
                     try refuse(older, message1: message1, io: io, staticKey: staticKey, hello: hello)
                 }
                 guard payload1 == versionPayload else {

@@ -8,8 +8,8 @@ internal import Synchronization
 /// ## Protocol
 ///
 /// ```
-///  prologue "syncpeer/3", Noise_XX_25519_AESGCM_SHA256, each message framed by NoiseFraming
-///  1  initiator → responder   e                  payload: protocol version u16 BE, 3 (in the clear)
+///  prologue "syncpeer/4", Noise_XX_25519_AESGCM_SHA256, each message framed by NoiseFraming
+///  1  initiator → responder   e                  payload: protocol version u16 BE, 4 (in the clear)
 ///  2  responder → initiator   e, ee, s, es       payload: the responder's Hello (encrypted)
 ///  3  initiator → responder   s, se              payload: the initiator's Hello (encrypted)
 ///  then both ways: Noise transport messages (2-byte length + ciphertext + tag) whose
@@ -56,7 +56,7 @@ public final class SecureChannel: Sendable {
     /// `Hello.currentProtocolVersion`, as which it is defined). Each older version
     /// (`olderVersions`) is refused by name, in its own protocol.
     public static let protocolVersion: UInt16 = Hello.currentProtocolVersion
-    /// The Noise prologue: ASCII `syncpeer/3`. Both sides mix it into the handshake, so a
+    /// The Noise prologue: ASCII `syncpeer/4`. Both sides mix it into the handshake, so a
     /// peer speaking another protocol (or version of it) fails the handshake.
     public static let prologue: [UInt8] = versionPrologue(protocolVersion)
 
@@ -77,11 +77,13 @@ public final class SecureChannel: Sendable {
 
     /// The older versions, oldest first. Version 1: `Noise_XX_25519_ChaChaPoly_BLAKE2b`,
     /// prologue `syncpeer/1`, an empty message 1. Version 2: this version's suite, prologue
-    /// `syncpeer/2`, message 1 carrying 2; it hashed chunks and manifests with BLAKE2b-256,
-    /// where version 3 uses SHA-256.
+    /// `syncpeer/2`, message 1 carrying 2; it hashed chunks and manifests with BLAKE2b-256.
+    /// Version 3: the same, carrying 3, with SHA-256 content hashes, where version 4 uses
+    /// BLAKE3.
     static let olderVersions: [OlderVersion] = [
         OlderVersion(version: 1, protocolName: NoiseHandshake.xxVersion1ProtocolName, message1Payload: []),
         OlderVersion(version: 2, protocolName: NoiseHandshake.xxProtocolName, message1Payload: payloadNaming(2)),
+        OlderVersion(version: 3, protocolName: NoiseHandshake.xxProtocolName, message1Payload: payloadNaming(3)),
     ]
     /// The largest handshake message accepted: room for the largest hello plus keys and tags.
     public static let maxHandshakeMessage = 61_000

@@ -22,8 +22,9 @@ public struct Hello: Equatable, Sendable {
     public static let magic: [UInt8] = [0x53, 0x50, 0x48, 0x31]
     /// The protocol version this module implements (also `SecureChannel.protocolVersion`,
     /// the handshake's). Version 3 changed the content hash of chunks and manifests from
-    /// BLAKE2b-256 to SHA-256, so peers of version 2 cannot sync with it.
-    public static let currentProtocolVersion: UInt16 = 3
+    /// BLAKE2b-256 to SHA-256, version 4 from SHA-256 to BLAKE3, so peers of an older
+    /// version cannot sync with it.
+    public static let currentProtocolVersion: UInt16 = 4
 
     /// Version of the frame protocol the node speaks.
     public var protocolVersion: UInt16

@@ -5,8 +5,9 @@
 //   syncpeer-bench crypto [--seconds S]          ChaCha20-Poly1305 IETF and AES-256-GCM
 //                                                (64 KiB messages, seal and open; also the
 //                                                Noise transport path with each), BLAKE2b-256
-//                                                and SHA-256 (1 MiB buffers)
-//   syncpeer-bench chunk PATH [--runs N]         FastCDC + SHA-256 over a file (FileChunker,
+//                                                SHA-256 and BLAKE3 (1 MiB buffers; also
+//                                                SHA-256 and BLAKE3 of 4 KiB inputs)
+//   syncpeer-bench chunk PATH [--runs N]         FastCDC + BLAKE3 over a file (FileChunker,
 //                                                as `syncpeer send` prepares an offer)
 //
 // Prints one JSON object on stdout. Rates are in MB/s (10^6 bytes per second); every
@@ -139,7 +140,7 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
         results[resultKey] = noise.json
     }
 
-    // BLAKE2b-256 (the chunk hash before protocol version 3), SHA-256 (since) and BLAKE3 on 1 MiB buffers.
+    // BLAKE2b-256 (the chunk hash before protocol version 3), SHA-256 (protocol 3) and BLAKE3 (since protocol 4) on 1 MiB buffers.
     let bufferSize = 1 << 20
     let buffer = secureRandomBytes(bufferSize)
     let buffers = sized(bufferSize, seconds: seconds, guessMBs: 800)
@@ -172,6 +173,24 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
     }
     results["blake3"] = blake3.json
     results["blake3_lanes"] = BLAKE3.lanes
+    // Small files' chunks (workload B: 4 KiB files, each one chunk): one digest per 4 KiB,
+    // SHA-256 (one-shot, libcrypto) against BLAKE3.
+    let small = 4096
+    let smallCount = buffers * (bufferSize / small)
+    for (key, name, hash) in [("sha256_4k", "SHA-256 4 KiB inputs", SHA256.hash(_:into:)),
+                              ("blake3_4k", "BLAKE3 4 KiB inputs", BLAKE3.hash(_:into:))] as [(String, String, (UnsafeRawBufferPointer, UnsafeMutableRawPointer) -> Void)] {
+        let figure = measure(name, bytes: smallCount * small, runs: runs) {
+            buffer.withUnsafeBytes { raw in
+                digest.withUnsafeMutableBytes { out in
+                    for i in 0..<smallCount {
+                        hash(UnsafeRawBufferPointer(rebasing: raw[(i % 256) * small ..< (i % 256 + 1) * small]), out.baseAddress!)
+                    }
+                }
+            }
+            sink &+= digest[0]
+        }
+        results[key] = figure.json
+    }
     results["sink"] = Int(sink)
     return results
 }

@@ -7,7 +7,7 @@ struct ShareCommand: Command {
         name: "share",
         abstract: "keep a folder in sync with paired peers (they accept with 'syncpeer accept FOLDER-ID')",
         discussion: """
-        The folder is scanned (content-defined chunks, SHA-256 hashes, recorded in the index),
+        The folder is scanned (content-defined chunks, BLAKE3 hashes, recorded in the index),
         watched with inotify, and offered to each peer. Changes on any side propagate: new and
         edited files (only the chunks that changed travel; renames and copies move no data),
         deletions, renames, permissions. Concurrent edits keep both versions: the older

@@ -31,7 +31,7 @@ struct SendCommand: Command {
         name: "send",
         abstract: "send a file, a folder or standard input to a paired peer, with live progress",
         discussion: """
-        The file is cut into content-defined chunks, each verified by its SHA-256 hash on
+        The file is cut into content-defined chunks, each verified by its BLAKE3 hash on
         arrival; the receiver puts the file in place only when every chunk is verified. If
         the transfer is interrupted (a process killed, the network gone, a full disk), run
         the same command again, or let the daemons reconnect: it continues from the chunks

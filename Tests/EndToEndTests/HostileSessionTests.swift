@@ -261,7 +261,7 @@ struct HostileSessionTests {
         let responder = try #require(summary["responder"] as? [String: Any])
         #expect(responder["magic"] as? String == "SPH1")
         #expect(responder["name"] as? String == "bob")
-        #expect(responder["version"] as? Int == 3)
+        #expect(responder["version"] as? Int == 4)
         #expect(responder["listenPort"] as? Int == Int(b.port))
         #expect(summary["firstTransportPlaintext"] as? String == "100000000101", "pairing(pending) alone")
         let sas = try #require(summary["sas"] as? String)

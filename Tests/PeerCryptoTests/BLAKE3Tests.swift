@@ -58,6 +58,28 @@ struct BLAKE3Tests {
             var hasher = BLAKE3.Hasher(lanes: width)
             hasher.update(bytes)
             #expect(Self.hex(hasher.finalize()) == vector.digest, "\(width) lanes")
+            var out = [UInt8](repeating: 0, count: 32)
+            bytes.withUnsafeBytes { data in out.withUnsafeMutableBytes { BLAKE3.hash(data, into: $0.baseAddress!, widest: width) } }
+            #expect(Self.hex(out) == vector.digest, "one pass, \(width) lanes")
+        }
+    }
+
+    /// Every chunk count from 1 to 70 (odd ones carried up at each level of the tree), full
+    /// and partial last chunks: the one-pass tree at each lane width equals the streaming
+    /// hasher's, which the known answers pin.
+    @Test func theOnePassTreeMatchesTheStreamingHasherForEveryChunkCount() {
+        for chunks in 1...70 {
+            for length in [chunks * 1024 - 1023, chunks * 1024 - 1, chunks * 1024] {
+                let bytes = Self.input(length)
+                var streaming = BLAKE3.Hasher(lanes: 4)
+                streaming.update(bytes)
+                let expected = streaming.finalize()
+                for width in Self.widths {
+                    var out = [UInt8](repeating: 0, count: 32)
+                    bytes.withUnsafeBytes { data in out.withUnsafeMutableBytes { BLAKE3.hash(data, into: $0.baseAddress!, widest: width) } }
+                    #expect(out == expected, "\(length) bytes, \(width) lanes")
+                }
+            }
         }
     }
 

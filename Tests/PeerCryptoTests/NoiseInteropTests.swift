@@ -22,7 +22,7 @@ struct NoiseInteropTests {
         (.initiator, Array("three".utf8)), (.responder, Array(repeating: 0, count: 1)),
     ]
 
-    /// Both suites syncpeer speaks: protocol versions 3 and 2's, and version 1's (kept to refuse
+    /// Both suites syncpeer speaks: protocol versions 4, 3 and 2's, and version 1's (kept to refuse
     /// a version-1 peer in its own protocol).
     static let suites = [NoiseHandshake.xxProtocolName, NoiseHandshake.xxVersion1ProtocolName]
 

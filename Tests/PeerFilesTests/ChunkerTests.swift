@@ -68,17 +68,27 @@ let smallParameters: [ChunkParameters] = [
         #expect(before.count - unchanged <= 3, "\(before.count - unchanged) of \(before.count) chunks changed")
     }
 
-    @Test func chunkHashIsSHA256OfTheBytes() {
-        for count in [0, 1, 55, 56, 63, 64, 65, 127, 128, 129, 100_000] {
+    @Test func chunkHashIsBLAKE3OfTheBytes() {
+        for count in [0, 1, 55, 56, 63, 64, 65, 127, 128, 129, 1_023, 1_024, 1_025, 100_000] {
             let data = pseudoRandomBytes(count: count, seed: UInt64(count))
-            #expect(ChunkHash.of(data).bytes == SHA256.hash(data))
-            #expect(ChunkHash(bytes: SHA256.hash(data)) == ChunkHash.of(data))
+            #expect(ChunkHash.of(data).bytes == BLAKE3.hash(data))
+            #expect(ChunkHash(bytes: BLAKE3.hash(data)) == ChunkHash.of(data))
         }
-        // FIPS 180-4 examples: "", "abc", and the 448-bit two-block message.
-        #expect(ChunkHash.of([]).description == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
-        #expect(ChunkHash.of(Array("abc".utf8)).description == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        // Computed with PyPI `blake3`: "", "abc", the 448-bit message of FIPS 180-4's examples,
+        // and 100,000 bytes of SplitMix64 seeded with 100,000 (as `pseudoRandomBytes`).
+        #expect(ChunkHash.of([]).description == "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262")
+        #expect(ChunkHash.of(Array("abc".utf8)).description == "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85")
         #expect(ChunkHash.of(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)).description
-                == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
+                == "c19012cc2aaf0dc3d8e5c45a1b79114d2df42abb2a410bf54be09e891af06ff8")
+        #expect(ChunkHash.of(pseudoRandomBytes(count: 100_000, seed: 100_000)).description
+                == "3161c8e0c0a034bc5610e27874c8f281b71d1ad085210f7ff038a8882bcb83cd")
+        // Around BLAKE3's 1 KiB chunk and a whole small file (B's 4 KiB), same generator.
+        for (count, digest) in [(1_023, "c630eaee2002a417848c94dd30b1bd06bb171304b358370f5e5ddb22f64fa4bb"),
+                                (1_024, "a048778598a59d03fa4fa6b0a1f4545a0a0dbdb40349111dd8709b1fb5279cc1"),
+                                (1_025, "58b372c1507951c5a807cd5e628c7ef3e12452bf0f1706059c6bdce2fe2e6338"),
+                                (4_096, "523f7a6bde834079f56898db2bc83a18d133ebf7ed12bc40ee9e6d6eadefcc81")] {
+            #expect(ChunkHash.of(pseudoRandomBytes(count: count, seed: UInt64(count))).description == digest, "\(count) bytes")
+        }
         #expect(ChunkHash(bytes: [UInt8](repeating: 0, count: 31)) == nil)
         let h = ChunkHash(bytes: Array(0..<32))!
         #expect(h.description == "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f")

@@ -622,8 +622,9 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
             #expect(docs.rootDevice == nil && docs.rootInode == nil, "an upgraded folder has no root identity until its first start")
             let empty = try #require(try index.folder(id: "empty"))
             #expect(empty.maxSequence == 0 && empty.indexID > 0)
-            // 0004 (SHA-256 content): the exchange starts over, the records wait for the rehash
-            // at the next start, an unfinished transfer ends (its manifest is of the old hash).
+            // 0004 (SHA-256 content) and 0005 (BLAKE3): the exchange starts over, the records
+            // wait for the rehash at the next start, an unfinished transfer ends (its manifest
+            // is of the old hash).
             #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
                     == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 0, receivedSequence: 0))
             #expect(try index.foldersWithOldContentHashes() == ["docs", "empty"])
@@ -633,7 +634,7 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
             try index.markContentHashesCurrent(folderID: "docs")
             #expect(try index.foldersWithOldContentHashes() == ["empty"])
             #expect(try index.addFolder(id: "new", path: "/n").id == "new")
-            #expect(try index.foldersWithOldContentHashes() == ["empty"], "a folder added now holds SHA-256 hashes only")
+            #expect(try index.foldersWithOldContentHashes() == ["empty"], "a folder added now holds BLAKE3 hashes only")
             let files = try index.files(folderID: "docs")
             #expect(files.map(\.path) == ["a", "b", "c"])
             #expect(files.map(\.sequence) == [4, 7, 2])
@@ -642,6 +643,62 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
             #expect(try index.upsertFiles([sampleFile("docs", "d")])[0].sequence == 8)
             try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), [sampleRemote("a", sequence: 10)])
             #expect(try index.files(rootHash: hash32(1), folderID: "docs").map(\.path) == ["b"])
+        }
+    }
+}
+
+extension FolderIndexTests {
+    /// An index of protocol version 3 (migrations up to 0004: SHA-256 content, one folder
+    /// still marked BLAKE2b-256 by a 0004 pass whose root was missing) is migrated by 0005:
+    /// every folder waits for the BLAKE3 rehash, what the peer told us is dropped and the
+    /// exchange starts over, and an unfinished transfer ends as failed, saying why.
+    @Test func migration0005MarksEveryFolderForTheBLAKE3Rehash() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("index.db").path
+            do {
+                let db = try Database.open(path: path)
+                try db.transaction {
+                    try db.execute("PRAGMA application_id = \(Schema.applicationID)")
+                    for migration in Schema.migrations.prefix(4) {
+                        try db.execute(migration.sql)
+                        try db.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, 1)",
+                                       [.integer(Int64(migration.version)), .text(migration.name)])
+                    }
+                    let peer = samplePeer(2)
+                    try db.execute("INSERT INTO peers (device_id, name, public_key, trust, first_seen) VALUES (?, ?, ?, 'paired', 1)",
+                                   [.text(peer.deviceID), .text(peer.name), .blob(peer.publicKey)])
+                    try db.execute("INSERT INTO folders (folder_id, path, label, created_at, index_id) VALUES ('docs', '/d', 'Docs', 5, 1)")
+                    try db.execute("INSERT INTO folders (folder_id, path, created_at, index_id, content_hash) VALUES ('old', '/o', 6, 2, 'blake2b-256')")
+                    try db.execute("INSERT INTO folder_peers (folder_id, device_id, acked_sequence, received_sequence) VALUES ('docs', ?, 3, 9)",
+                                   [.text(peer.deviceID)])
+                    try db.execute(
+                        """
+                        INSERT INTO remote_files (folder_id, device_id, path, sequence, kind, size, mtime_ns, mode, version, root_hash, modified_by)
+                        VALUES ('docs', ?, 'r', 9, 'file', 0, 1, 420, '{}', ?, ?)
+                        """, [.text(peer.deviceID), .blob(hash32(9)), .text(peer.deviceID)])
+                    for (id, state) in [("t-active", "active"), ("t-done", "completed")] {
+                        try db.execute(
+                            """
+                            INSERT INTO transfers (transfer_id, direction, device_id, name, size, mode, mtime_ns, root_hash,
+                                                   chunk_count, state, created_at, updated_at)
+                            VALUES (?, 'receive', ?, 'x.bin', 10, 420, 1, ?, 1, ?, 1, 1)
+                            """, [.text(id), .text(peer.deviceID), .blob(hash32(200)), .text(state)])
+                    }
+                }
+            }
+            let index = try NodeIndex.open(at: path, clock: fixedClock)
+            #expect(try index.schemaVersion() == Schema.latestVersion)
+            #expect(try index.foldersWithOldContentHashes() == ["docs", "old"], "SHA-256 and BLAKE2b-256 folders alike")
+            #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(2)).isEmpty)
+            #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
+                    == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 0, receivedSequence: 0))
+            let failed = try #require(try index.transfer(id: "t-active"))
+            #expect(failed.state == .failed && failed.error?.contains("protocol version 4") == true)
+            #expect(try index.transfer(id: "t-done")?.state == .completed)
+            try index.markContentHashesCurrent(folderID: "old")
+            #expect(try index.foldersWithOldContentHashes() == ["docs"])
+            _ = try index.addFolder(id: "new", path: "/n")
+            #expect(try index.foldersWithOldContentHashes() == ["docs"], "a folder added now is BLAKE3")
         }
     }
 }

@@ -56,7 +56,7 @@ import Testing
 
     @Test func protocolVersionMismatchNamesBothVersions() throws {
         let (a, b) = PairStream.pair()
-        let newer = Hello(protocolVersion: 4, displayName: "Future", softwareVersion: "syncpeer 9")
+        let newer = Hello(protocolVersion: 5, displayName: "Future", softwareVersion: "syncpeer 9")
         let responder = ChannelBackground { try SecureChannel.respond(over: b, staticKey: .generate(), hello: newer) }
         let error = netError { () throws(NetError) in
             try SecureChannel.initiate(over: a, staticKey: .generate(), hello: helloA, timeout: .seconds(5))
@@ -65,16 +65,16 @@ import Testing
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("version 4") && reason.contains("version 3"), "\(reason)")
+        #expect(reason.contains("version 5") && reason.contains("version 4"), "\(reason)")
         // The initiator hung up instead of sending message 3.
         #expect(try responder.netError(within: 10)?.isClosed == true)
     }
 
-    @Test func thisVersionIs3() {
-        #expect(SecureChannel.protocolVersion == 3 && Hello.currentProtocolVersion == 3)
-        #expect(SecureChannel.prologue == Array("syncpeer/3".utf8))
-        #expect(SecureChannel.versionPayload == [0, 3])
-        #expect(Hello(displayName: "x", softwareVersion: "").protocolVersion == 3)
+    @Test func thisVersionIs4() {
+        #expect(SecureChannel.protocolVersion == 4 && Hello.currentProtocolVersion == 4)
+        #expect(SecureChannel.prologue == Array("syncpeer/4".utf8))
+        #expect(SecureChannel.versionPayload == [0, 4])
+        #expect(Hello(displayName: "x", softwareVersion: "").protocolVersion == 4)
     }
 
     // MARK: Peers of older protocol versions, played here step by step as their code ran.
@@ -96,13 +96,15 @@ import Testing
 
     /// Version 1: Noise_XX_25519_ChaChaPoly_BLAKE2b, prologue "syncpeer/1", empty message 1.
     /// Version 2: Noise_XX_25519_AESGCM_SHA256, prologue "syncpeer/2", message 1 carrying 2
-    /// (BLAKE2b-256 content hashes, where version 3 has SHA-256).
+    /// (BLAKE2b-256 content hashes). Version 3: the same suite, prologue "syncpeer/3",
+    /// message 1 carrying 3 (SHA-256 content hashes, where version 4 has BLAKE3).
     static let olderPeers = [
         OlderPeer(version: 1, protocolName: "Noise_XX_25519_ChaChaPoly_BLAKE2b", message1: []),
         OlderPeer(version: 2, protocolName: "Noise_XX_25519_AESGCM_SHA256", message1: [0, 2]),
+        OlderPeer(version: 3, protocolName: "Noise_XX_25519_AESGCM_SHA256", message1: [0, 3]),
     ]
 
-    /// An older initiator gets a message 2 it can decrypt, whose hello names version 3, so it
+    /// An older initiator gets a message 2 it can decrypt, whose hello names version 4, so it
     /// refuses by version (not "did not authenticate", nor a hang-up); our responder refuses
     /// it by name, at once, not when its timer fires.
     @Test(arguments: olderPeers)
@@ -123,9 +125,9 @@ import Testing
             message2 = try reader.next()
         }
         let hello = try Hello.decode(try old.readMessage(message2!))
-        #expect(hello.protocolVersion == 3)
+        #expect(hello.protocolVersion == 4)
         #expect(hello.displayName == helloB.displayName)
-        #expect(older.verdict(on: hello) == "the peer speaks protocol version 3, this device speaks version \(older.version)")
+        #expect(older.verdict(on: hello) == "the peer speaks protocol version 4, this device speaks version \(older.version)")
 
         let error = try side.netError(within: 30)
         guard case let .handshakeFailed(reason) = error else {
@@ -133,14 +135,14 @@ import Testing
             return
         }
         #expect(reason.contains("incompatible protocol version: the peer speaks protocol version \(older.version) ")
-                    && reason.contains(older.protocolName) && reason.contains("this device speaks version 3"),
+                    && reason.contains(older.protocolName) && reason.contains("this device speaks version 4"),
                 "\(reason)")
         #expect(try b.read(maxCount: 100, deadline: .now + .seconds(30)) == [], "the responder closed the connection")
         b.close()
     }
 
-    /// An older responder refuses message 1 (version 1 requires it empty, version 2 to name
-    /// 2) and hangs up; our initiator says the peer may be of an older, incompatible version,
+    /// An older responder refuses message 1 (version 1 requires it empty, versions 2 and 3 to
+    /// name their own) and hangs up; our initiator says the peer may be of an older, incompatible version,
     /// at once.
     @Test(arguments: olderPeers)
     func olderResponderHangingUpIsReportedAsIncompatible(_ older: OlderPeer) throws {
@@ -159,7 +161,7 @@ import Testing
             message1 = try reader.next()
         }
         let payload1 = try old.readMessage(message1!)
-        #expect(payload1 == [0, 3], "message 1 carries version 3, which version \(older.version) refuses")
+        #expect(payload1 == [0, 4], "message 1 carries version 4, which version \(older.version) refuses")
         #expect(payload1 != older.message1)
         b.close()  // what the older version does with a message 1 not its own
         let error = try side.netError(within: 30)
@@ -167,8 +169,8 @@ import Testing
             Issue.record("expected closed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("incompatible protocol version") && reason.contains("older protocol version, 1 or 2,")
-                    && reason.contains("naming this device's version 3"), "\(reason)")
+        #expect(reason.contains("incompatible protocol version") && reason.contains("older protocol version, 1, 2 or 3,")
+                    && reason.contains("naming this device's version 4"), "\(reason)")
     }
 
     @Test func invalidLocalHelloFailsBeforeSendingAnything() throws {
@@ -260,7 +262,7 @@ import Testing
 
     /// A version field that is not ours nor an older version's initiator's (version 1 sent
     /// an empty one, never [0, 1]) gets no answer.
-    @Test(arguments: [[1, 2, 3], [0, 4], [0], [0, 1]] as [[UInt8]])
+    @Test(arguments: [[1, 2, 3], [0, 5], [0], [0, 1]] as [[UInt8]])
     func message1OfAnotherVersionIsRefused(payload: [UInt8]) throws {
         let (a, b) = PairStream.pair()
         let side = ChannelBackground { try SecureChannel.respond(over: a, staticKey: .generate(), hello: helloB) }
@@ -271,8 +273,8 @@ import Testing
             Issue.record("expected handshakeFailed, got \(String(describing: error))")
             return
         }
-        #expect(reason.contains("incompatible protocol version") && reason.contains("this device speaks version 3"), "\(reason)")
-        if payload == [0, 4] { #expect(reason.contains("the peer speaks protocol version 4"), "\(reason)") }
+        #expect(reason.contains("incompatible protocol version") && reason.contains("this device speaks version 4"), "\(reason)")
+        if payload == [0, 5] { #expect(reason.contains("the peer speaks protocol version 5"), "\(reason)") }
         if payload == [0, 1] { #expect(reason.contains("the peer speaks protocol version 1"), "\(reason)") }
         #expect(try b.read(maxCount: 100, deadline: .now + .seconds(20)) == [], "nothing answered; stream closed")
         b.close()

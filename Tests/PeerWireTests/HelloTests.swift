@@ -3,7 +3,7 @@ import Testing
 
 /// Writes a hello by hand (not with the module's encoder), so that tests can build invalid ones.
 func helloBytes(
-    magic: [UInt8] = Array("SPH1".utf8), version: Int = 3, name: [UInt8] = Array("Ann".utf8),
+    magic: [UInt8] = Array("SPH1".utf8), version: Int = 4, name: [UInt8] = Array("Ann".utf8),
     software: [UInt8] = Array("syncpeer 0.1".utf8), features: [[UInt8]] = [],
     featureCount: Int? = nil, contextFlag: Int = 0, context: [UInt8] = [],
     portFlag: Int = 0, port: Int = 0, trailing: [UInt8] = []
@@ -35,7 +35,7 @@ struct HelloCase: Sendable, CustomTestStringConvertible {
         let hello = Hello(displayName: "Ann", softwareVersion: "sp 0.1", features: ["x"], context: "hi",
                           listenPort: 22_000)
         let expected: [UInt8] = [0x53, 0x50, 0x48, 0x31,  // "SPH1"
-                                 0x00, 0x03,  // protocol version 3
+                                 0x00, 0x04,  // protocol version 4
                                  3, 0x41, 0x6E, 0x6E,  // "Ann"
                                  6, 0x73, 0x70, 0x20, 0x30, 0x2E, 0x31,  // "sp 0.1"
                                  1, 1, 0x78,  // ["x"]
@@ -49,7 +49,7 @@ struct HelloCase: Sendable, CustomTestStringConvertible {
 
     @Test func knownAnswerWithoutContextOrPort() throws {
         let hello = Hello(displayName: "B", softwareVersion: "")
-        let expected: [UInt8] = [0x53, 0x50, 0x48, 0x31, 0x00, 0x03, 1, 0x42, 0, 0,
+        let expected: [UInt8] = [0x53, 0x50, 0x48, 0x31, 0x00, 0x04, 1, 0x42, 0, 0,
                                  0,  // no context
                                  0]  // no listen port
         #expect(hello.encode() == expected)

@@ -5,14 +5,14 @@ import PeerFiles
 import Testing
 @testable import SyncEngine
 
-/// Migration 0004 marks folders whose records hold BLAKE2b-256 hashes; the pass at start
-/// hashes unchanged files again with SHA-256 (same chunks, same version) and leaves changed
-/// ones to the scan (inode forgotten).
+/// Migration 0005 marks folders whose records hold SHA-256 hashes (0004 did BLAKE2b-256
+/// ones); the pass at start hashes unchanged files again with BLAKE3 (same chunks, same
+/// version) and leaves changed ones to the scan.
 struct ContentHashUpgradeTests {
     static let me = String(repeating: "A", count: 56)
 
-    /// A record as a version-2 node stored it: the file's chunk ranges with BLAKE2b-256
-    /// hashes and the old root, and the stamp of the file on disk.
+    /// A record as a version-3 node stored it: the file's chunk ranges with SHA-256 hashes
+    /// and the old root, and the stamp of the file on disk.
     static func oldRecord(folderID: String, root: String, path: String, version: [String: UInt64]) throws -> FileRecord {
         let full = root + "/" + path
         var st = stat()
@@ -21,15 +21,15 @@ struct ContentHashUpgradeTests {
         let chunks = try fresh.chunks.map { chunk -> FileChunkRecord in
             let bytes = try Array(FileHandle(forReadingFrom: URL(fileURLWithPath: full)).readToEnd() ?? Data())
             let range = Int(chunk.offset)..<(Int(chunk.offset) + Int(chunk.size))
-            return FileChunkRecord(offset: Int64(chunk.offset), size: Int64(chunk.size), hash: BLAKE2b.hash(Array(bytes[range]), length: 32))
+            return FileChunkRecord(offset: Int64(chunk.offset), size: Int64(chunk.size), hash: SHA256.hash(Array(bytes[range])))
         }
         return FileRecord(folderID: folderID, path: path, kind: .file, size: Int64(st.st_size),
                           mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
                           mode: UInt32(st.st_mode) & 0o7777, inode: UInt64(st.st_ino), version: version,
-                          rootHash: BLAKE2b.hash(Array("old root \(path)".utf8), length: 32), modifiedBy: me, chunks: chunks)
+                          rootHash: SHA256.hash(Array("old root \(path)".utf8)), modifiedBy: me, chunks: chunks)
     }
 
-    @Test func unchangedFilesGetSHA256HashesAndKeepTheirVersionsChangedOnesAreLeftToTheScan() throws {
+    @Test func unchangedFilesGetBLAKE3HashesAndKeepTheirVersionsChangedOnesAreLeftToTheScan() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("hash-upgrade-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: root + "/sub", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: root) }
@@ -53,7 +53,7 @@ struct ContentHashUpgradeTests {
                                    version: [Self.me: 1], modifiedBy: Self.me)
         _ = try index.upsertFiles(old + [gone, directory])
         try write("edited.bin", 91_000) // changed after the record: another size and other bytes
-        try index.write { db in try db.execute("UPDATE folders SET content_hash = 'blake2b-256'") }
+        try index.write { db in try db.execute("UPDATE folders SET content_function = 'sha256'") }
         #expect(try index.foldersWithOldContentHashes() == ["docs"])
 
         let summary = try ContentHashUpgrade.run(index: index)
@@ -63,8 +63,8 @@ struct ContentHashUpgradeTests {
         for path in ["big.bin", "sub/small.txt", "empty"] {
             let record = try #require(try index.file(folderID: "docs", path: path))
             let expected = try FileChunker.manifest(ofFileAt: root + "/" + path)
-            #expect(record.rootHash == expected.rootHash, "\(path): the SHA-256 root")
-            #expect(record.chunks.map(\.hash) == expected.chunks.map(\.hash.bytes), "\(path): SHA-256 chunk hashes")
+            #expect(record.rootHash == expected.rootHash, "\(path): the BLAKE3 root")
+            #expect(record.chunks.map(\.hash) == expected.chunks.map(\.hash.bytes), "\(path): BLAKE3 chunk hashes")
             #expect(record.manifest == expected)
             #expect(record.version == [Self.me: 3], "\(path): no edit recorded")
             #expect(record.inode != nil, "\(path): still trusted as unchanged")
@@ -93,7 +93,7 @@ struct ContentHashUpgradeTests {
         _ = try index.upsertFiles([record])
         try FileManager.default.removeItem(atPath: root)
         if emptyMountPoint { try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true) }
-        try index.write { db in try db.execute("UPDATE folders SET content_hash = 'blake2b-256'") }
+        try index.write { db in try db.execute("UPDATE folders SET content_function = 'sha256'") }
         #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(folders: 0, rehashed: 0, left: 1))
         let after = try #require(try index.file(folderID: "docs", path: "a"))
         #expect(after.chunks == record.chunks && after.inode == record.inode && after.version == record.version)

@@ -117,7 +117,7 @@ import Testing
         }
     }
 
-    /// Records with stale hashes (protocol 2's BLAKE2b-256, not rehashed at start): the
+    /// Records with stale hashes (protocol 3's SHA-256, not rehashed at start): the
     /// first scan hashes the files again; one still of the recorded size, mtime and mode
     /// keeps its version (no edit for peers to see), one that changed gets this device's
     /// counter as any edit. Neither is offered as a manifest before.
@@ -135,7 +135,7 @@ import Testing
         try TransferPair.randomFile(fixture.root + "/edited.bin", size: 41_000, seed: 7)
         let folder = fixture.start()
         defer { folder.stop() }
-        try TransferPair.eventually("both records hold SHA-256 hashes") {
+        try TransferPair.eventually("both records hold BLAKE3 hashes") {
             ((try? fixture.host.index.files(folderID: fixture.folderID)) ?? []).allSatisfy { !$0.hasStaleHashes }
         }
         let same = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "same.bin"))

@@ -12,8 +12,8 @@ import Testing
     static var rows: [(String, Int)] { characters.flatMap { c in (1...255).map { (c, $0) } } }
 
     /// Pinned: names on disk outlive versions (a temporary left by a killed daemon of any
-    /// version is recognised), so they stay BLAKE2b-256 although content is SHA-256 since
-    /// protocol 3. Computed with `hashlib.blake2b(path, digest_size=32).hexdigest()[:32]`.
+    /// version is recognised), so they stay BLAKE2b-256 although content is BLAKE3 since
+    /// protocol 4. Computed with `hashlib.blake2b(path, digest_size=32).hexdigest()[:32]`.
     @Test func tempNamesArePinned() {
         #expect(FolderApplier.tempName(forPath: "docs/report.txt") == ".8930bb4ec5aa65a1ce75b24fcdbd02a9.syncpeer-tmp")
         #expect(FolderApplier.asideName(forPath: "docs/report.txt") == ".a2f615df1a9b8e1440b81f762c744b11.syncpeer-tmp")

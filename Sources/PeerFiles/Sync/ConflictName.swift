@@ -3,7 +3,7 @@ internal import PeerCrypto
 
 /// Short hex tags of names (conflict copies, temporary names): lowercase hex of the first
 /// bytes of BLAKE2b-256 of the name. Names on disk outlive versions, so this stays BLAKE2b
-/// although the content hash is SHA-256 since protocol version 3.
+/// although the content hash changed (SHA-256 in protocol version 3, BLAKE3 since 4).
 public enum NameTag {
     /// The first `digits` (≤ 64) hex digits of BLAKE2b-256(`bytes`).
     public static func hex(of bytes: some Collection<UInt8>, digits: Int) -> String {

@@ -2,16 +2,17 @@ internal import Glibc
 internal import PeerFiles
 internal import PeerIndex
 
-/// Protocol version 3 names content with SHA-256 instead of BLAKE2b-256 (migration 0004).
-/// When a node opens its index (before its control socket, any folder or any peer), the
-/// records of a folder still marked with the old hash are hashed again:
+/// Protocol version 4 names content with BLAKE3 (migration 0005), version 3 did with
+/// SHA-256 (0004), version 2 with BLAKE2b-256. When a node opens its index (before its
+/// control socket, any folder or any peer), the records of a folder still marked with an
+/// older function are hashed again:
 /// - a live file whose size, mtime and inode are still those recorded (the scanner's own
-///   test of an unchanged file) gets SHA-256 chunk hashes over the same chunk ranges (the
+///   test of an unchanged file) gets BLAKE3 chunk hashes over the same chunk ranges (the
 ///   cut rule did not change) and the new root; its version stays, so no peer sees an edit;
 /// - any other record keeps its stale hashes: `FileRecord.manifest` refuses them (never
 ///   sent, offered or served), and the first scan hashes the file, keeping the version when
 ///   size, mtime and mode are still those recorded (`SharedFolder.apply`);
-/// - a record already hashed with SHA-256 (an earlier, interrupted pass) is skipped.
+/// - a record already hashed with BLAKE3 (an earlier, interrupted pass) is skipped.
 /// A folder whose root is not the one it was shared from (an unmounted disk's mount point,
 /// a missing directory: `FolderRoot.judge`) is left as it is and stays marked for the next
 /// start; its first scan, once the root is back, does the same. Then the folder is marked
@@ -82,7 +83,7 @@ enum ContentHashUpgrade {
         }
     }
 
-    /// The record with SHA-256 hashes of its chunk ranges, or nil when the file is not
+    /// The record with BLAKE3 hashes of its chunk ranges, or nil when the file is not
     /// exactly what the record describes (or cannot be read).
     static func rehashed(_ record: FileRecord, under root: DirectoryHandle) -> FileRecord? {
         guard let inode = record.inode, let safe = try? SafePath(record.path),

@@ -50,7 +50,7 @@ extension FileRecord {
     /// The content manifest rebuilt from the recorded chunk list (nil for non-files,
     /// tombstones, a chunk list that does not add up to the size, or one whose root is not
     /// the recorded root). The last is a record whose hashes are not of this version's
-    /// function (BLAKE2b-256, before protocol 3's SHA-256, not yet hashed again: see
+    /// function (SHA-256 or BLAKE2b-256, before protocol 4's BLAKE3, not yet hashed again: see
     /// `ContentHashUpgrade`) or a damaged one: it is never offered, sent, served or trusted
     /// by the scanner as this file's content, and the next scan hashes the file again.
     var manifest: Manifest? {

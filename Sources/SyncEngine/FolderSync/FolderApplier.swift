@@ -430,7 +430,7 @@ final class FolderApplier: @unchecked Sendable {
         host.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                           hash: chunk.hash.bytes) { [self] bytes in
             // The answer arrives on the node's queue: a large block is hashed and written
-            // elsewhere, several at once (a 4 MiB block is ~4 ms of SHA-256, which held the
+            // elsewhere, several at once (a 4 MiB block was ~4 ms of SHA-256 before BLAKE3, which held the
             // node's queue and kept a large pull to one core); a small one is not worth the hop.
             let answer: @Sendable () -> Void = { [self] in
                 verified(bytes, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,

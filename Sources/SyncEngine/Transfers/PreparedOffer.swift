@@ -141,8 +141,8 @@ struct PreparedOffer: Sendable {
     /// The content hash of an offer: kind, name, and every entry's path, size, mode and
     /// manifest root (not the mtime: touching a file does not make it new content).
     static func contentHash(of offer: TransferOffer, manifests: [Manifest]) -> [UInt8] {
-        var hasher = SHA256.Hasher()
-        hasher.update(Array("syncpeer-offer-v2".utf8))
+        var hasher = BLAKE3.Hasher()
+        hasher.update(Array("syncpeer-offer-v3".utf8))
         hasher.update([offer.kind.rawValue])
         let name = Array(offer.name.utf8)
         hasher.update([UInt8(name.count >> 8), UInt8(name.count & 0xFF)] + name)

@@ -4,7 +4,7 @@
 Usage: noise_syncpeer_client.py PORT [NAME]
 
 Connects to 127.0.0.1:PORT (loopback only), runs Noise_XX_25519_AESGCM_SHA256 as the
-initiator with the prologue "syncpeer/3" (protocol version 3: message 1 carries the version,
+initiator with the prologue "syncpeer/4" (protocol version 4: message 1 carries the version,
 u16 big-endian, in the clear), decodes the responder's hello (message 2), sends
 its own hello (message 3, display name NAME, default "python-peer", no listen port), then
 reads and decrypts the first transport message, which must be the frame
@@ -21,8 +21,8 @@ import sys
 from noise.connection import Keypair, NoiseConnection
 
 PROTOCOL = b"Noise_XX_25519_AESGCM_SHA256"
-PROLOGUE = b"syncpeer/3"
-VERSION = 3
+PROLOGUE = b"syncpeer/4"
+VERSION = 4
 HELLO_MAGIC = b"SPH1"
 PAIRING_PENDING = bytes([0x10, 0x00, 0x00, 0x00, 0x01, 0x01])
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Noise XX peer (Noise_XX_25519_AESGCM_SHA256, protocol versions 2 and 3, or
+"""Noise XX peer (Noise_XX_25519_AESGCM_SHA256, protocol versions 2 to 4, or
 Noise_XX_25519_ChaChaPoly_BLAKE2b, version 1) built on the PyPI package `noiseprotocol`.
 
 Test helper only: PeerCryptoTests runs it to check the Swift Noise implementation against
