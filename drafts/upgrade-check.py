@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Upgrade from protocol 2 (BLAKE2b content) to 3 (SHA-256) with real daemons: two nodes sync a
+"""Upgrade across a content-hash change (protocol 2 BLAKE2b → 3 SHA-256 → 4 BLAKE3) with real daemons: two nodes sync a
 folder with the OLD binary, stop; alice edits one file while down; both restart with the NEW
 binary on the same homes and ports. Checks: bob converges to alice's tree, no conflict copies,
 the deletion made before the upgrade stays, and a later edit still syncs. Run in a netns:
