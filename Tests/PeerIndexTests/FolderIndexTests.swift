@@ -669,8 +669,9 @@ extension FolderIndexTests {
                                    [.text(peer.deviceID), .text(peer.name), .blob(peer.publicKey)])
                     try db.execute("INSERT INTO folders (folder_id, path, label, created_at, index_id) VALUES ('docs', '/d', 'Docs', 5, 1)")
                     try db.execute("INSERT INTO folders (folder_id, path, created_at, index_id, content_hash) VALUES ('old', '/o', 6, 2, 'blake2b-256')")
-                    try db.execute("INSERT INTO folder_peers (folder_id, device_id, acked_sequence, received_sequence) VALUES ('docs', ?, 3, 9)",
-                                   [.text(peer.deviceID)])
+                    try db.execute(
+                        "INSERT INTO folder_peers (folder_id, device_id, acked_sequence, received_sequence, remote_index_id) VALUES ('docs', ?, 3, 9, 7)",
+                        [.text(peer.deviceID)])
                     try db.execute(
                         """
                         INSERT INTO remote_files (folder_id, device_id, path, sequence, kind, size, mtime_ns, mode, version, root_hash, modified_by)

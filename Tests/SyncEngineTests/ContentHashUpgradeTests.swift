@@ -79,6 +79,32 @@ struct ContentHashUpgradeTests {
         #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(), "a second start has nothing to do")
     }
 
+    /// A pass interrupted after some records were hashed again (the node stopped mid-way):
+    /// the next start hashes only the stale ones and leaves the others as they are.
+    @Test func anInterruptedPassHashesOnlyTheRecordsStillStale() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("hash-upgrade-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try Data((0..<70_000).map { UInt8($0 % 251) }).write(to: URL(fileURLWithPath: root + "/done.bin"))
+        try Data((0..<50_000).map { UInt8($0 % 241) }).write(to: URL(fileURLWithPath: root + "/stale.bin"))
+        let index = try NodeIndex.inMemory()
+        try index.addFolder(id: "docs", path: root)
+        let stale = try ["done.bin", "stale.bin"].map { try Self.oldRecord(folderID: "docs", root: root, path: $0, version: [Self.me: 2]) }
+        let rehashedBefore = try #require(ContentHashUpgrade.rehashed(stale[0], under: DirectoryHandle(path: root)))
+        _ = try index.upsertFiles([rehashedBefore, stale[1]])
+        try index.write { db in try db.execute("UPDATE folders SET content_function = 'sha256'") }
+        let done = try #require(try index.file(folderID: "docs", path: "done.bin"))
+        let staleBefore = try #require(try index.file(folderID: "docs", path: "stale.bin"))
+        #expect(!done.hasStaleHashes && staleBefore.hasStaleHashes)
+
+        #expect(try ContentHashUpgrade.run(index: index) == ContentHashUpgrade.Summary(folders: 1, rehashed: 1, left: 0))
+        #expect(try index.file(folderID: "docs", path: "done.bin") == done, "a record already hashed again is not rewritten")
+        let after = try #require(try index.file(folderID: "docs", path: "stale.bin"))
+        let expected = try FileChunker.manifest(ofFileAt: root + "/stale.bin")
+        #expect(after.manifest == expected && after.version == [Self.me: 2])
+        #expect(try index.foldersWithOldContentHashes().isEmpty)
+    }
+
     /// A root that is not the shared one (missing, or an unmounted disk's empty mount point):
     /// nothing is touched and the folder stays marked for the next start.
     @Test(arguments: [false, true])
