@@ -1,3 +1,4 @@
+import Glibc
 import PeerCrypto
 import PeerFiles
 import Testing
@@ -196,6 +197,23 @@ let smallParameters: [ChunkParameters] = [
             #expect(chunks == expected)
             #expect(chunker.bytesChunked == UInt64(Self.data.count))
             #expect(try chunker.next() == nil)
+        }
+    }
+
+    /// Two threads without reading ahead (the largest chunk sizes, or a small budget): each
+    /// block is read by the cut itself, and the chunks are the same.
+    @Test(arguments: [1, 4_096, 65_536, 1 << 20])
+    func twoThreadsWithoutReadingAheadEqualThePureFunction(blockSize: Int) throws {
+        let parameters = ChunkParameters(minSize: 1_024, averageSize: 4_096, maxSize: 16_384)
+        let expected = referenceChunks(Self.data, parameters: parameters)
+        try withTemporaryDirectory { dir in
+            let path = dir + "/f"
+            try writeFile(path, Self.data)
+            let fd = open(path, O_RDONLY)
+            defer { close(fd) }
+            let chunker = FileChunker(fileDescriptor: fd, parameters: parameters, readBlockSize: blockSize, hashThreads: 2,
+                                      readAheadBudget: 0)
+            #expect(try chunker.allChunks() == expected)
         }
     }
 
