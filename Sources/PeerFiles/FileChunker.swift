@@ -63,6 +63,8 @@ public final class FileChunker {
     private var readOffset: UInt64 = 0 // next pread offset
     private var readEOF = false
     private var started = false
+    /// The error that stopped the chunker (a failed read), thrown again by every `next()`.
+    private var stoppedBy: FileError?
     /// Cut but not yet hashed: the chunks in `hashing` (offsets relative to it).
     private var pending: [ChunkRef] = []
     private var pendingStarts: [Int] = []
@@ -145,9 +147,17 @@ public final class FileChunker {
     }
 
     /// The next chunk, or nil at the end of the file.
+    /// After an error every later call throws it again: the chunker stopped mid-file, and
+    /// nothing it would yield then is right.
     public func next() throws(FileError) -> ChunkRef? {
+        if let stoppedBy { throw stoppedBy }
         if readyIndex == ready.count {
-            try produceBatch()
+            do throws(FileError) {
+                try produceBatch()
+            } catch {
+                stoppedBy = error
+                throw error
+            }
             if ready.isEmpty { return nil }
         }
         let chunk = ready[readyIndex]
@@ -222,12 +232,16 @@ public final class FileChunker {
                     pending.withUnsafeMutableBufferPointer { chunks in
                         pendingSums.withUnsafeMutableBufferPointer { sums in
                             pendingStarts.withUnsafeBufferPointer { starts in
-                                // Iteration 0 cuts the next window (it writes only `filled`,
-                                // `window` and `next`, and reads the tail in `hashing`); the last
-                                // one reads the block after it (it writes only `spare`, `incoming`
-                                // and the read position); iteration i in 1 … count hashes pending
-                                // chunk i − 1 (it reads `hashing` and writes only that chunk).
-                                // The iterations touch disjoint memory, hence the unchecked wrapper.
+                                // Iteration 0 cuts the next window: it reads the tail in `hashing`
+                                // and writes `filled`, `window`, `finished` and `next` (without
+                                // read-ahead it first reads its block: also `block`, the read
+                                // position, `readEOF` and `failure`). The last one reads the block
+                                // after it (with read-ahead only): it writes `spare` (allocating it
+                                // into `allocations` the first time), `incoming`, the read position,
+                                // `readEOF` and `failure`. Iteration i in 1 … count hashes pending
+                                // chunk i − 1: it reads `hashing` and writes only that chunk. Only
+                                // one of the first two ever reads the file. The iterations touch
+                                // disjoint memory, hence the unchecked wrapper.
                                 let shared = UncheckedSendable((chunker: self, data: hashed, chunks: chunks.baseAddress!,
                                                                 sums: withSums ? sums.baseAddress : nil, starts: starts.baseAddress!,
                                                                 next: nextPointer, failure: failurePointer))
@@ -325,8 +339,9 @@ public final class FileChunker {
 
     /// After a cut and a read: the cut buffer is hashed next, the block read is cut next, and
     /// the buffer just hashed takes the read after that.
-    /// (Without a `spare` the file was read whole: the old `hashing` becomes `filled`, which
-    /// no cut writes again, since nothing is left to cut.)
+    /// Without a `spare` the two buffers swap: always without read-ahead; with it, only when
+    /// the first read took the whole file, and then no cut writes `filled` again (nothing is
+    /// left to cut).
     private func rotate() {
         let free = hashing
         hashing = filled

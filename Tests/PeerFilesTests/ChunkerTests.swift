@@ -217,6 +217,20 @@ let smallParameters: [ChunkParameters] = [
         }
     }
 
+    /// A read that fails stops the chunker: every later `next()` throws again, never nil (an
+    /// empty file's answer) or chunks cut from a half-rotated window.
+    @Test(arguments: [1, 2])
+    func aFailedReadIsThrownAgainByEveryLaterCall(threads: Int) throws {
+        try withTemporaryDirectory { dir in
+            let fd = open(dir, O_RDONLY | O_DIRECTORY)   // pread fails: EISDIR
+            defer { close(fd) }
+            let chunker = FileChunker(fileDescriptor: fd, path: dir, parameters: ChunkParameters.forFileSize(1 << 20),
+                                      hashThreads: threads)
+            #expect(throws: FileError.self) { try chunker.next() }
+            #expect(throws: FileError.self, "the second call too") { try chunker.next() }
+        }
+    }
+
     @Test func defaultParametersComeFromTheFileSize() throws {
         try withTemporaryDirectory { dir in
             let path = dir + "/f"
