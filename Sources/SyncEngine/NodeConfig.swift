@@ -38,6 +38,10 @@ public struct NodeConfig: Sendable {
     public var rescanInterval: Duration = .seconds(3600)
     /// Bytes of chunks a sender keeps in flight per transfer (bounds memory).
     public var sendWindowBytes = 16 << 20
+    /// The most bytes of chunks a transfer sends per second (0: no limit). Tests that must
+    /// interrupt a transfer midway set it, since a 200 MiB send over loopback takes well
+    /// under a second (`SYNCPEER_SEND_RATE`).
+    public var sendRateBytesPerSecond = 0
 
     /// XDG_DOWNLOAD_DIR (user-dirs.dirs), else ~/Downloads; created when a transfer is
     /// accepted into it.
@@ -82,5 +86,6 @@ public struct NodeConfig: Sendable {
         if let value = ms("SYNCPEER_SEND_TIMEOUT_MS") { sendTimeout = value }
         if let count = environment["SYNCPEER_PEER_INDEX_ALLOWANCE"].flatMap(Int.init), count > 0 { peerIndexAllowance = count }
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
+        if let rate = environment["SYNCPEER_SEND_RATE"].flatMap(Int.init), rate > 0 { sendRateBytesPerSecond = rate }
     }
 }

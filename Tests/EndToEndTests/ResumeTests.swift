@@ -10,6 +10,10 @@ struct ResumeTests {
     static let size = 200 << 20
     /// The send window (16 MiB) plus one largest chunk of a 200 MiB file (4 × 128 KiB).
     static let inFlightBound: Int64 = (16 << 20) + (512 << 10)
+    /// Senders here send at most 100 MB/s: unpaced, a 200 MiB send over loopback ends in well
+    /// under a second, often before a kill at "50 %" (seen once: the receiver held the whole
+    /// file when it was killed, and the test's premise was gone).
+    static let paced = ["SYNCPEER_SEND_RATE": "100000000"]
 
     /// Starts `syncpeer send --json` in the background.
     func startSend(_ pair: TransferPair, _ source: String) throws -> (Process, Pipe, Pipe) {
@@ -63,7 +67,7 @@ struct ResumeTests {
     }
 
     @Test func receiverKilledHalfwayResumesAfterRestart() throws {
-        var pair = try TransferPair()
+        var pair = try TransferPair(environment: Self.paced)
         defer { pair.env.cleanup() }
         let (source, sending) = try sendAndKillBobHalfway(pair, "half.bin")
         // The partial file survives the crash.
@@ -85,7 +89,7 @@ struct ResumeTests {
     /// again, but never past the end of its partial file: one cut short while the receiver
     /// was down (a lost tail) is sent again from there, and the file arrives whole.
     @Test func aPartialFileCutShortWhileTheReceiverIsDownStillArrivesWhole() throws {
-        var pair = try TransferPair()
+        var pair = try TransferPair(environment: Self.paced)
         defer { pair.env.cleanup() }
         let (source, sending) = try sendAndKillBobHalfway(pair, "cut.bin")
         let staging = pair.inbox + "/.syncpeer-partial"
@@ -102,7 +106,7 @@ struct ResumeTests {
     }
 
     @Test func senderKilledHalfwayResumesAfterRestart() throws {
-        var pair = try TransferPair()
+        var pair = try TransferPair(environment: Self.paced)
         defer { pair.env.cleanup() }
         let source = pair.outbox + "/half.bin"
         try TestFiles.random(source, size: Self.size)
@@ -115,7 +119,7 @@ struct ResumeTests {
         let held = (heldAtKill["bytes"] as? NSNumber)?.int64Value ?? 0
 
         // Alice comes back; the same send again continues the recorded transfer.
-        pair.alice = try DaemonProcess(pair.env, name: "alice", home: pair.alice.home)
+        pair.alice = try DaemonProcess(pair.env, name: "alice", home: pair.alice.home, environment: Self.paced)
         try pair.alice.waitForState("connected", peer: "bob", timeout: 15)
         let again = try pair.send(source)
         #expect(again.status == 0, "\(again.stderr)")
@@ -134,7 +138,7 @@ struct ResumeTests {
     /// is sent as a new transfer, and the receiver reuses every chunk of its partial file
     /// that still matches (content-defined chunks realign after the insertion).
     @Test func aChangedSourceReusesTheChunksThatStillMatch() throws {
-        var pair = try TransferPair()
+        var pair = try TransferPair(environment: Self.paced)
         defer { pair.env.cleanup() }
         let source = pair.outbox + "/doc.bin"
         try TestFiles.random(source, size: Self.size)
@@ -151,7 +155,8 @@ struct ResumeTests {
         try data.write(to: URL(fileURLWithPath: source))
 
         // Alice comes back on her old port, so the restarted bob (new port) can reach her.
-        pair.alice = try DaemonProcess(pair.env, name: "alice", home: pair.alice.home, listen: pair.alice.address)
+        pair.alice = try DaemonProcess(pair.env, name: "alice", home: pair.alice.home, environment: Self.paced,
+                                       listen: pair.alice.address)
         pair.bob = try pair.restartBob()
         try pair.alice.waitForState("connected", peer: "bob", timeout: 15)
         let again = try pair.send(source)
@@ -174,7 +179,7 @@ struct ResumeTests {
         defer { env.cleanup() }
         let inbox = env.home("inbox")
         try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
-        let alice = try DaemonProcess(env, name: "alice")
+        let alice = try DaemonProcess(env, name: "alice", environment: Self.paced)
         let bob = try DaemonProcess(env, name: "bob", arguments: ["--receive-dir", inbox, "--auto-accept"])
         // Alice reaches bob only through a proxy that the test can cut.
         let proxy = try ByteFlipProxy(targetPort: bob.port)
@@ -221,7 +226,7 @@ struct ResumeTests {
         let filler = mountPoint + "/filler"
         try TestFiles.random(filler, size: 16 << 20)
 
-        let alice = try DaemonProcess(env, name: "alice")
+        let alice = try DaemonProcess(env, name: "alice", environment: Self.paced)
         let bob = try DaemonProcess(env, name: "bob", arguments: ["--receive-dir", mountPoint, "--auto-accept"])
         _ = try env.pair(alice, bob, autoAccepted: true)
         try alice.waitForState("connected", peer: "bob")

@@ -111,6 +111,8 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
     var neededBytes: Int64?
     /// Chunk readers per entry (touched only on `io`).
     var readers: [Int: ChunkReader] = [:]
+    /// With a send rate: when pacing began and the bytes sent since (touched only on `io`).
+    var pacing: (start: ContinuousClock.Instant, bytes: Int64)?
 
     init(prepared: PreparedOffer, peerKey: String, peer: PeerRef, spoolFile: String?) {
         self.prepared = prepared

@@ -472,6 +472,17 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     /// Puts the next chunks of the window on the wire (read and verified on `io`).
+    /// Waits on `io` until sending `bytes` more keeps the transfer at `rate` bytes per second
+    /// since its first paced chunk.
+    private static func pace(_ transfer: OutgoingTransfer, bytes: Int64, rate: Int64) {
+        let now = ContinuousClock.now
+        var pacing = transfer.pacing ?? (start: now, bytes: 0)
+        let due = pacing.start + .nanoseconds(pacing.bytes * 1_000_000_000 / rate)
+        if due > now { Thread.sleep(forTimeInterval: Double((due - now).components.attoseconds) / 1e18 + Double((due - now).components.seconds)) }
+        pacing.bytes += bytes
+        transfer.pacing = pacing
+    }
+
     private func pump(_ transfer: OutgoingTransfer) {
         guard transfer.state == .active, var window = transfer.window,
               let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
@@ -485,9 +496,11 @@ final class TransferService: Reporting, @unchecked Sendable {
         let layout = transfer.prepared.layout
         let sources = transfer.prepared.sources
         let id = transfer.id
+        let rate = Int64(config.sendRateBytesPerSecond)
         for index in batch {
             guard let (entry, chunk) = layout.locate(index) else { continue }
             transfer.io.async { [self] in
+                if rate > 0 { Self.pace(transfer, bytes: Int64(chunk.size), rate: rate) }
                 do throws(FileError) {
                     let reader: ChunkReader
                     if let existing = transfer.readers[entry] { reader = existing } else {
