@@ -215,12 +215,8 @@ public final class FileChunker {
         let withSums = quickSums
         pendingSums = withSums ? [QuickSum](repeating: QuickSum(low: 0, high: 0), count: count) : []
         if hashThreads == 1 {
-            do {
-                try advance(into: &next)
-                incoming = try readAhead()
-            } catch {
-                failure = error
-            }
+            // One thread never reads ahead (`readsAhead`): the cut reads its block itself.
+            do { try advance(into: &next) } catch { failure = error }
             for i in 0..<count {
                 let region = UnsafeRawBufferPointer(start: hashed + pendingStarts[i], count: Int(pending[i].size))
                 pending[i].hash = ChunkHash.of(region)

@@ -471,18 +471,18 @@ final class TransferService: Reporting, @unchecked Sendable {
         pump(transfer)
     }
 
-    /// Puts the next chunks of the window on the wire (read and verified on `io`).
     /// Waits on `io` until sending `bytes` more keeps the transfer at `rate` bytes per second
     /// since its first paced chunk.
     private static func pace(_ transfer: OutgoingTransfer, bytes: Int64, rate: Int64) {
         let now = ContinuousClock.now
         var pacing = transfer.pacing ?? (start: now, bytes: 0)
-        let due = pacing.start + .nanoseconds(pacing.bytes * 1_000_000_000 / rate)
-        if due > now { Thread.sleep(forTimeInterval: Double((due - now).components.attoseconds) / 1e18 + Double((due - now).components.seconds)) }
+        let due = pacing.start + .seconds(Double(pacing.bytes) / Double(rate))
+        if due > now { Thread.sleep(forTimeInterval: (due - now) / .seconds(1)) }
         pacing.bytes += bytes
         transfer.pacing = pacing
     }
 
+    /// Puts the next chunks of the window on the wire (read and verified on `io`).
     private func pump(_ transfer: OutgoingTransfer) {
         guard transfer.state == .active, var window = transfer.window,
               let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
