@@ -1,6 +1,6 @@
 import Glibc
 import PeerCrypto
-import PeerFiles
+@testable import PeerFiles
 import Testing
 
 /// Parameter sets used throughout: tiny ones make many chunks from little data.
@@ -144,6 +144,52 @@ let smallParameters: [ChunkParameters] = [
             #expect(manifest.fileSize == UInt64(edge.bytes.count))
             #expect(manifest.chunks == streamed)
         }
+    }
+
+    /// The documented cut, one byte at a time (the rule `cutLength` unrolls).
+    static func byteAtATimeCut(_ bytes: ArraySlice<UInt8>, parameters p: ChunkParameters) -> Int {
+        let count = bytes.count
+        if count <= p.minSize { return count }
+        let end = min(count, p.maxSize), normal = min(p.averageSize, end)
+        var fp: UInt64 = 0
+        for i in p.minSize..<end {
+            fp = (fp &<< 1) &+ Chunker.gearTable[Int(bytes[bytes.startIndex + i])]
+            if fp & (i < normal ? p.strictMask : p.looseMask) == 0 { return i + 1 }
+        }
+        return end
+    }
+
+    /// Every cut position modulo the eight-byte step, before and after the average, and
+    /// every input length up to a few chunks: the unrolled loop cuts where the rule does.
+    @Test(arguments: smallParameters + [ChunkParameters(minSize: 5, averageSize: 32, maxSize: 77),
+                                        ChunkParameters(minSize: 13, averageSize: 64, maxSize: 64)])
+    func unrolledCutEqualsByteAtATime(parameters: ChunkParameters) {
+        let data = pseudoRandomBytes(count: 300_000, seed: UInt64(parameters.maxSize))
+        var endsModEight = Set<Int>()
+        for start in 0..<40 {
+            var offset = start
+            while offset < data.count {
+                let rest = data[offset...]
+                let expected = Self.byteAtATimeCut(rest, parameters: parameters)
+                let got = rest.withUnsafeBufferPointer {
+                    Chunker.cutLength($0.baseAddress!, count: $0.count, parameters: parameters)
+                }
+                #expect(got == expected, "offset \(offset)")
+                if got != expected { return }
+                if got > parameters.minSize && got < min(rest.count, parameters.maxSize) {
+                    endsModEight.insert((got - parameters.minSize - 1) % 8)  // a cut by the mask
+                }
+                offset += got
+            }
+        }
+        for count in 0...(3 * parameters.maxSize) where count <= 4_000 {
+            let slice = data[1_000..<(1_000 + count)]
+            let got = slice.withUnsafeBufferPointer {
+                count == 0 ? 0 : Chunker.cutLength($0.baseAddress!, count: count, parameters: parameters)
+            }
+            #expect(got == Self.byteAtATimeCut(slice, parameters: parameters), "count \(count)")
+        }
+        #expect(endsModEight.count == 8, "mask cuts landed on every byte of the eight-byte step")
     }
 
     @Test func zeroRunInsideRandomDataCutsAtMax() {
