@@ -13,9 +13,34 @@
 /// then room for the whole frame is reserved at once, so that a large frame is not copied
 /// as the buffer grows). After an error the reader stays
 /// failed: ``next()`` throws the same error again and appended bytes are dropped.
+///
+/// The data of a large `chunk` or `blockResponse` frame is decrypted straight into the
+/// array the frame returns: once 64 KiB of such a frame are in (the point where room for a
+/// whole frame would be reserved) and its fields are consistent, the array is allocated at
+/// the announced size, what is already buffered is moved into it, and every later message
+/// that fits in what is missing is decrypted into it in place. Copying each chunk out of
+/// the buffer was 6 % of a receiver's CPU.
 public struct FrameReader: Sendable {
     private var input = InputBuffer()
     private var failure: WireError?
+    /// The fields before the data of the frame whose data is filled in place, if any.
+    private var direct: DirectHead?
+    /// That frame's data: `directFilled` of its bytes are in.
+    private var directData: [UInt8] = []
+    private var directFilled = 0
+
+    private enum DirectHead {
+        case chunk(id: TransferID, index: UInt32)
+        case blockResponse(request: UInt32, ok: Bool)
+
+        /// Bytes of the frame before its data (header, fields, length prefix).
+        var prefixCount: Int {
+            switch self {
+            case .chunk: WireLimits.frameHeaderSize + 24
+            case .blockResponse: WireLimits.frameHeaderSize + 9
+            }
+        }
+    }
     /// The largest body accepted, below the type's own limit: a connection lowers it while
     /// the peer is not trusted yet (it then may only send small frames).
     public var maxBody = WireLimits.maxFrameBody
@@ -23,10 +48,12 @@ public struct FrameReader: Sendable {
     public init() {}
 
     /// Bytes appended but not yet returned as frames.
-    public var bufferedByteCount: Int { input.readableCount }
+    public var bufferedByteCount: Int {
+        input.readableCount + (direct.map { $0.prefixCount + directFilled } ?? 0)
+    }
 
     /// Bytes the reader holds allocated (read, unread and room): at most about two frames.
-    public var allocatedByteCount: Int { input.storage.count }
+    public var allocatedByteCount: Int { input.storage.count + directData.count }
 
     /// The error that stopped this reader, if any.
     public var error: WireError? { failure }
@@ -35,6 +62,7 @@ public struct FrameReader: Sendable {
     public mutating func append(_ bytes: some Collection<UInt8>) {
         guard failure == nil else { return }
         input.append(bytes)
+        fillDirectFromInput()
     }
 
     /// Adds the plaintext that `fill` writes into room for `maxCount` bytes (it returns
@@ -43,7 +71,34 @@ public struct FrameReader: Sendable {
     /// has failed.
     public mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
         guard failure == nil else { return true }
-        return input.append(maxCount: maxCount, fill)
+        if direct != nil && maxCount <= directData.count - directFilled {
+            let start = directFilled
+            let written = directData.withUnsafeMutableBytes { raw in
+                fill(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + maxCount)]))
+            }
+            directFilled += min(max(written ?? 0, 0), maxCount)
+            return written != nil
+        }
+        // No frame filled in place, or this plaintext runs past its end: into the buffer,
+        // then the part that belongs to the frame's data is moved over.
+        let appended = input.append(maxCount: maxCount, fill)
+        fillDirectFromInput()
+        return appended
+    }
+
+    /// Moves buffered bytes into the data filled in place, up to its end.
+    private mutating func fillDirectFromInput() {
+        guard direct != nil else { return }
+        let count = min(directData.count - directFilled, input.readableCount)
+        guard count > 0 else { return }
+        let range = input.consume(count)
+        let start = directFilled
+        directData.withUnsafeMutableBytes { target in
+            input.storage.withUnsafeBytes { source in
+                (target.baseAddress! + start).copyMemory(from: source.baseAddress! + range.lowerBound, byteCount: count)
+            }
+        }
+        directFilled += count
     }
 
     /// The next complete frame, or `nil` if more bytes are needed.
@@ -54,11 +109,24 @@ public struct FrameReader: Sendable {
         } catch {
             failure = error
             input.discardAll()
+            direct = nil
+            directData = []
             throw error
         }
     }
 
     private mutating func decodeNext() throws(WireError) -> Frame? {
+        if let head = direct {
+            guard directFilled == directData.count else { return nil }
+            let data = directData
+            direct = nil
+            directData = []
+            directFilled = 0
+            switch head {
+            case let .chunk(id, index): return .chunk(id: id, index: index, data: data)
+            case let .blockResponse(request, ok): return .blockResponse(request: request, ok: ok, data: data)
+            }
+        }
         guard input.readableCount >= 1 else { return nil }
         let code = input.byte(at: 0)
         guard let type = FrameType(rawValue: code) else { throw .unknownFrameType(code) }
@@ -75,6 +143,7 @@ public struct FrameReader: Sendable {
             // Room for the whole (limit-checked) frame at once, but only once the peer has
             // sent a good part of it: a bare header allocates nothing.
             if input.readableCount >= Self.reserveAfter {
+                if startDirect(type: type, length: length) { return nil }
                 input.reserve(unreadCount: WireLimits.frameHeaderSize + length)
             }
             return nil
@@ -86,6 +155,48 @@ public struct FrameReader: Sendable {
 
     /// Bytes of a frame that must be in before room for all of it is reserved.
     static let reserveAfter = 64 * 1024
+
+    /// Starts filling the data of the incomplete frame at the front of the buffer in
+    /// place, if it is a `chunk` or `blockResponse` whose fields decode and whose length
+    /// prefix covers exactly the rest of its body (`length`, already checked against the
+    /// limits). Any other frame is left to the buffer, and then decodes or fails exactly
+    /// as it would have.
+    private mutating func startDirect(type: FrameType, length: Int) -> Bool {
+        let header = WireLimits.frameHeaderSize
+        let head: DirectHead
+        let dataCount: Int
+        do throws(WireError) {
+            switch type {
+            case .chunk:
+                var reader = ByteReader(input.storage, range: (input.readIndex + header)..<(input.readIndex + header + 24))
+                let id = try reader.transferID()
+                let index = try reader.u32("chunk index")
+                head = .chunk(id: id, index: index)
+                dataCount = Int(try reader.u32("chunk"))
+            case .blockResponse:
+                var reader = ByteReader(input.storage, range: (input.readIndex + header)..<(input.readIndex + header + 9))
+                let request = try reader.u32("block request id")
+                let ok = try reader.flag("block response status")
+                head = .blockResponse(request: request, ok: ok)
+                dataCount = Int(try reader.u32("block data"))
+            default:
+                return false
+            }
+        } catch {
+            return false
+        }
+        guard dataCount <= WireLimits.maxChunk, header + length == head.prefixCount + dataCount,
+              input.readableCount >= head.prefixCount, input.readableCount < head.prefixCount + dataCount
+        else { return false }
+        _ = input.consume(head.prefixCount)
+        // Every byte is written before the frame is returned (it is returned only once
+        // `directFilled` reaches the count), so the array need not be zeroed first.
+        directData = [UInt8](unsafeUninitializedCapacity: dataCount) { _, initialized in initialized = dataCount }
+        directFilled = 0
+        direct = head
+        fillDirectFromInput()
+        return true
+    }
 
     static func checkBodyLength(_ length: Int, of type: FrameType) throws(WireError) {
         let allowed = WireLimits.bodyLengthRange(of: type)

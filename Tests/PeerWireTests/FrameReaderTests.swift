@@ -163,31 +163,131 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         }
     }
 
-    /// A run of large frames (a transfer's chunks) reuses one arena instead of allocating
-    /// and zeroing one per frame; the first small frame that empties the buffer after them
-    /// gives it back.
-    @Test func consecutiveLargeFramesKeepTheirArenaUntilASmallOne() throws {
-        let frames: [Frame] = (0..<3).map { .chunk(id: sampleTransferID, index: UInt32($0), data: pattern(1 << 20)) }
-            + [.ping(1), .ping(2)]
+    /// Appends `stream` the way a secure channel does (each piece written by a `fill` into
+    /// the room the reader offers), in pieces that end at `cuts`; returns the frames, the
+    /// error if decoding failed, the address each piece was written to, and the bytes left
+    /// buffered.
+    static func fillFrames(_ stream: [UInt8], cuts: [Int]) -> (frames: [Frame], error: WireError?, written: [(offset: Int, address: UInt)], buffered: Int) {
         var reader = FrameReader()
-        var allocatedAtStart: [Int] = []   // just after the first piece of each frame is in
-        var decoded: [Frame] = []
-        for frame in frames {
-            let bytes = FrameEncoder.encode(frame)
-            var offset = 0
-            while offset < bytes.count {
-                let end = min(offset + WireLimits.maxNoisePlaintext, bytes.count)
-                reader.append(bytes[offset..<end])
-                if offset == 0 { allocatedAtStart.append(reader.allocatedByteCount) }
-                offset = end
-                while let next = try reader.next() { decoded.append(next) }
+        var frames: [Frame] = []
+        var written: [(offset: Int, address: UInt)] = []
+        var start = 0
+        for end in cuts + [stream.count] where end > start {
+            let ok = reader.append(maxCount: end - start) { room in
+                room.copyBytes(from: stream[start..<end])
+                written.append((start, UInt(bitPattern: room.baseAddress)))
+                return end - start
+            }
+            #expect(ok)
+            start = end
+            do {
+                while let frame = try reader.next() { frames.append(frame) }
+            } catch {
+                return (frames, error, written, reader.bufferedByteCount)
             }
         }
-        #expect(decoded == frames)
-        #expect(allocatedAtStart[1] >= 1 << 20 && allocatedAtStart[2] == allocatedAtStart[1],
-                "the second and third chunk are read into the first one's arena: \(allocatedAtStart)")
-        #expect(allocatedAtStart[3] == allocatedAtStart[1], "the arena is still there after the last chunk")
-        #expect(allocatedAtStart[4] < 1 << 20, "released once a small frame emptied the buffer: \(allocatedAtStart)")
+        return (frames, nil, written, reader.bufferedByteCount)
+    }
+
+    /// The data of a large chunk or block response is decrypted into the array the frame
+    /// returns: a piece in the middle of a frame's data is written inside that array, not
+    /// into a buffer it is later copied out of.
+    @Test(arguments: [WireLimits.maxNoisePlaintext, 1_000, 70_000])
+    func largeChunkDataIsWrittenInPlace(piece: Int) throws {
+        let frames: [Frame] = [
+            .chunk(id: sampleTransferID, index: 0, data: pattern(1 << 20)),
+            .ping(1),
+            .chunk(id: sampleTransferID, index: 1, data: pattern(300_000).reversed()),
+            .chunk(id: sampleTransferID, index: 2, data: pattern(1 << 20).map { $0 ^ 0x5A }),
+            .blockResponse(request: 7, ok: true, data: pattern(200_000)),
+            .blockResponse(request: 8, ok: false, data: pattern(100_000)),
+            .chunk(id: sampleTransferID, index: 3, data: pattern(70_000)),
+        ]
+        let stream = encodeAll(frames)
+        let cuts = Array(stride(from: piece, to: stream.count, by: piece))
+        let result = Self.fillFrames(stream, cuts: cuts)
+        #expect(result.error == nil && result.buffered == 0)
+        #expect(result.frames == frames)
+        var frameStart = 0
+        for frame in frames {
+            let encoded = FrameEncoder.encode(frame).count
+            defer { frameStart += encoded }
+            guard case let .chunk(_, _, data) = frame, data.count >= 200_000,
+                  let decoded = result.frames.first(where: { $0 == frame }),
+                  case let .chunk(_, _, decodedData) = decoded else { continue }
+            // A piece wholly inside the second half of the data.
+            let middle = frameStart + encoded / 2
+            guard let inside = result.written.first(where: { $0.offset >= middle && $0.offset + piece <= frameStart + encoded }) else {
+                Issue.record("no piece inside the second half of chunk data")
+                continue
+            }
+            decodedData.withUnsafeBytes { raw in
+                let base = UInt(bitPattern: raw.baseAddress)
+                let expected = base + UInt(inside.offset - (frameStart + encoded - data.count))
+                #expect(inside.address == expected, "piece at \(inside.offset) was written into the frame's own data")
+            }
+        }
+    }
+
+    /// Large chunk frames at random piece boundaries, through both ways of appending,
+    /// between small frames: every frame comes out whole and in order.
+    @Test(arguments: 0..<8)
+    func largeFramesAtRandomSplitPoints(seed: Int) {
+        var rng = SplitMix64(seed: UInt64(1_000 + seed))
+        var frames = randomFrames(40, maxBody: 2_000, using: &rng)
+        for k in 0..<6 {
+            let size = Int.random(in: 60_000...400_000, using: &rng)
+            let frame: Frame = k % 2 == 0
+                ? .chunk(id: .random(), index: UInt32(k), data: rng.bytes(size))
+                : .blockResponse(request: UInt32(k), ok: Bool.random(using: &rng), data: rng.bytes(size))
+            frames.insert(frame, at: Int.random(in: 0...frames.count, using: &rng))
+        }
+        let stream = encodeAll(frames)
+        let cuts = randomCuts(count: stream.count, maxPiece: [100, 5_000, 70_000, 300_000][seed % 4], using: &rng)
+        let filled = Self.fillFrames(stream, cuts: cuts)
+        #expect(filled.error == nil && filled.buffered == 0)
+        #expect(filled.frames == frames)
+        let appended = decodeFrames(stream, cuts: cuts)
+        #expect(appended.error == nil)
+        #expect(appended.frames == frames)
+    }
+
+    /// A large frame whose fields do not add up is not filled in place: once all of it is in
+    /// it fails as any frame does. Until then it waits, however it arrives.
+    @Test(arguments: [WireLimits.maxNoisePlaintext, 4_096])
+    func inconsistentLargeFramesFailOnceComplete(piece: Int) {
+        let data = pattern(200_000)
+        let cases: [(bytes: [UInt8], error: WireError)] = [
+            (frameBytes(0x50, body: sampleTransferID.bytes + [0, 0, 0, 1] + [0, 0x01, 0x86, 0xA0] + data),   // says 100,000
+             .trailingBytes(after: "chunk frame body", count: 100_000)),
+            (frameBytes(0x50, body: sampleTransferID.bytes + [0, 0, 0, 1] + [0, 0x04, 0x93, 0xE0] + data),   // says 300,000
+             .truncated(field: "chunk")),
+            (frameBytes(0x65, body: [0, 0, 0, 9, 2] + [0, 0x03, 0x0D, 0x40] + data),                         // status 2
+             .invalidValue(field: "block response status", value: 2)),
+        ]
+        for (bytes, error) in cases {
+            let cuts = Array(stride(from: piece, to: bytes.count, by: piece))
+            let partial = Self.fillFrames(Array(bytes.dropLast()), cuts: cuts)
+            #expect(partial.error == nil && partial.frames.isEmpty && partial.buffered == bytes.count - 1)
+            #expect(Self.fillFrames(bytes, cuts: cuts).error == error)
+            #expect(decodeFrames(bytes, cuts: cuts).error == error)
+        }
+    }
+
+    /// What is buffered of a frame filled in place still counts as buffered (a stream that
+    /// ends there reports a truncated frame of that many bytes).
+    @Test func aFrameFilledInPlaceCountsAsBuffered() {
+        let stream = FrameEncoder.encode(.chunk(id: sampleTransferID, index: 0, data: pattern(1 << 20)))
+        var reader = FrameReader()
+        var offset = 0
+        while offset < stream.count - 1 {
+            let end = min(offset + WireLimits.maxNoisePlaintext, stream.count - 1)
+            reader.append(stream[offset..<end])
+            offset = end
+            #expect((try? reader.next()) == .some(nil))
+            #expect(reader.bufferedByteCount == offset)
+            #expect(reader.allocatedByteCount < (1 << 20) + 256 * 1024, "the data, plus at most a few messages")
+        }
     }
 
     @Test func truncatedStreamYieldsCompleteFramesThenWaits() throws {
