@@ -25,6 +25,9 @@ public struct FrameReader: Sendable {
     private var failure: WireError?
     /// The fields before the data of the frame whose data is filled in place, if any.
     private var direct: DirectHead?
+    /// That frame's body length, checked against `maxBody` again on every `next()`, as the
+    /// header of a frame in the buffer is (a connection may lower the limit meanwhile).
+    private var directBodyLength = 0
     /// That frame's data: `directFilled` of its bytes are in.
     private var directData: [UInt8] = []
     private var directFilled = 0
@@ -32,6 +35,13 @@ public struct FrameReader: Sendable {
     private enum DirectHead {
         case chunk(id: TransferID, index: UInt32)
         case blockResponse(request: UInt32, ok: Bool)
+
+        var type: FrameType {
+            switch self {
+            case .chunk: .chunk
+            case .blockResponse: .blockResponse
+            }
+        }
 
         /// Bytes of the frame before its data (header, fields, length prefix).
         var prefixCount: Int {
@@ -117,6 +127,9 @@ public struct FrameReader: Sendable {
 
     private mutating func decodeNext() throws(WireError) -> Frame? {
         if let head = direct {
+            guard directBodyLength <= maxBody else {
+                throw .frameTooLarge(type: head.type, length: directBodyLength, limit: maxBody)
+            }
             guard directFilled == directData.count else { return nil }
             let data = directData
             direct = nil
@@ -185,16 +198,25 @@ public struct FrameReader: Sendable {
         } catch {
             return false
         }
+        // (The frame is incomplete and at least 64 KiB of it are in, so the last two always
+        // hold; they are kept as the conditions the moves below rely on.)
         guard dataCount <= WireLimits.maxChunk, header + length == head.prefixCount + dataCount,
               input.readableCount >= head.prefixCount, input.readableCount < head.prefixCount + dataCount
         else { return false }
         _ = input.consume(head.prefixCount)
-        // Every byte is written before the frame is returned (it is returned only once
+        // Deliberately marked initialized before it is written: the bytes are UInt8, and
+        // every one of them is written before the frame is returned (only once
         // `directFilled` reaches the count), so the array need not be zeroed first.
         directData = [UInt8](unsafeUninitializedCapacity: dataCount) { _, initialized in initialized = dataCount }
         directFilled = 0
+        directBodyLength = length
         direct = head
         fillDirectFromInput()
+        // All that was buffered is in the array now. A large arena kept from an earlier
+        // frame goes: beside the array it would let a peer make us hold three large
+        // frames' worth instead of two, and while the array fills nothing else would
+        // release it.
+        input.releaseIfEmpty()
         return true
     }
 

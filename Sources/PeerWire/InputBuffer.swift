@@ -15,8 +15,10 @@ struct InputBuffer {
     private static let compactionThreshold = 4 * 1024
     /// Size kept when the buffer empties; a larger one (after a big frame) is released
     /// once a small message has emptied the buffer. While large frames follow each other
-    /// (the chunks of a transfer) their arena is kept: allocating, zeroing and faulting in
-    /// a fresh 1–16 MiB arena for every chunk was 2.8 % of a receiver's CPU. What is kept is
+    /// their arena is kept: allocating, zeroing and faulting in a fresh 1–16 MiB arena for
+    /// every chunk was 2.8 % of a receiver's CPU. (Chunks and block answers no longer use
+    /// it: `FrameReader` fills their data in place. Large offers, accepts and index
+    /// updates still do.) What is kept is
     /// what the buffer grew to for the frames before (room for a whole frame, doubled when the
     /// next frame's first bytes came in the same message): at most about two of the largest
     /// frames allowed, which a peer could make us hold anyway without ever letting it empty.
@@ -110,6 +112,16 @@ struct InputBuffer {
         lastConsumed = count
         defer { readIndex += count }
         return readIndex..<(readIndex + count)
+    }
+
+    /// Gives a large arena back when nothing is unread (a frame reader filling a frame's
+    /// own array in place has no use for it meanwhile).
+    mutating func releaseIfEmpty() {
+        guard readIndex == end else { return }
+        if storage.count > Self.retainedCapacity { storage = [] }
+        lastConsumed = 0
+        readIndex = 0
+        end = 0
     }
 
     /// Drops everything (after a fatal error nothing more will be decoded).

@@ -189,6 +189,13 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         return (frames, nil, written, reader.bufferedByteCount)
     }
 
+    static func largeData(_ frame: Frame) -> [UInt8]? {
+        switch frame {
+        case let .chunk(_, _, data), let .blockResponse(_, _, data): data
+        default: nil
+        }
+    }
+
     /// The data of a large chunk or block response is decrypted into the array the frame
     /// returns: a piece in the middle of a frame's data is written inside that array, not
     /// into a buffer it is later copied out of.
@@ -209,24 +216,26 @@ struct BadInput: Sendable, CustomTestStringConvertible {
         #expect(result.error == nil && result.buffered == 0)
         #expect(result.frames == frames)
         var frameStart = 0
+        var checked = 0
         for frame in frames {
             let encoded = FrameEncoder.encode(frame).count
             defer { frameStart += encoded }
-            guard case let .chunk(_, _, data) = frame, data.count >= 200_000,
+            guard let data = Self.largeData(frame), data.count >= 200_000,
                   let decoded = result.frames.first(where: { $0 == frame }),
-                  case let .chunk(_, _, decodedData) = decoded else { continue }
-            // A piece wholly inside the second half of the data.
-            let middle = frameStart + encoded / 2
-            guard let inside = result.written.first(where: { $0.offset >= middle && $0.offset + piece <= frameStart + encoded }) else {
-                Issue.record("no piece inside the second half of chunk data")
-                continue
-            }
+                  let decodedData = Self.largeData(decoded) else { continue }
+            // A piece wholly inside the data, well after the first 64 KiB of the frame (from
+            // there on its plaintexts are written in place).
+            guard let inside = result.written.first(where: {
+                $0.offset >= frameStart + 128 * 1024 && $0.offset + piece <= frameStart + encoded
+            }) else { continue }
+            checked += 1
             decodedData.withUnsafeBytes { raw in
                 let base = UInt(bitPattern: raw.baseAddress)
                 let expected = base + UInt(inside.offset - (frameStart + encoded - data.count))
                 #expect(inside.address == expected, "piece at \(inside.offset) was written into the frame's own data")
             }
         }
+        #expect(checked >= 2, "pieces inside large frames were checked")
     }
 
     /// Large chunk frames at random piece boundaries, through both ways of appending,
@@ -271,6 +280,66 @@ struct BadInput: Sendable, CustomTestStringConvertible {
             #expect(partial.error == nil && partial.frames.isEmpty && partial.buffered == bytes.count - 1)
             #expect(Self.fillFrames(bytes, cuts: cuts).error == error)
             #expect(decodeFrames(bytes, cuts: cuts).error == error)
+        }
+    }
+
+    /// A run of large frames that are not filled in place (accepts with a large bitmap)
+    /// reuses one arena instead of allocating and zeroing one per frame; the first small
+    /// frame that empties the buffer after them gives it back.
+    @Test func consecutiveLargeFramesKeepTheirArenaUntilASmallOne() throws {
+        let frames: [Frame] = (0..<3).map { .accept(id: sampleTransferID, have: pattern((1 << 20) - $0)) }
+            + [.ping(1), .ping(2)]
+        var reader = FrameReader()
+        var allocatedAtStart: [Int] = []   // just after the first piece of each frame is in
+        var decoded: [Frame] = []
+        for frame in frames {
+            let bytes = FrameEncoder.encode(frame)
+            var offset = 0
+            while offset < bytes.count {
+                let end = min(offset + WireLimits.maxNoisePlaintext, bytes.count)
+                reader.append(bytes[offset..<end])
+                if offset == 0 { allocatedAtStart.append(reader.allocatedByteCount) }
+                offset = end
+                while let next = try reader.next() { decoded.append(next) }
+            }
+        }
+        #expect(decoded == frames)
+        #expect(allocatedAtStart[1] >= 1 << 20 && allocatedAtStart[2] == allocatedAtStart[1],
+                "the second and third accept are read into the first one's arena: \(allocatedAtStart)")
+        #expect(allocatedAtStart[3] == allocatedAtStart[1], "the arena is still there after the last accept")
+        #expect(allocatedAtStart[4] < 1 << 20, "released once a small frame emptied the buffer: \(allocatedAtStart)")
+    }
+
+    /// A chunk filled in place after a large frame that kept its arena does not hold the
+    /// arena too: at most the chunk's data and a few messages are allocated.
+    @Test func aChunkFilledInPlaceReleasesAnEarlierArena() throws {
+        let chunk = FrameEncoder.encode(.chunk(id: sampleTransferID, index: 0, data: pattern(4 << 20)))
+        let stream = FrameEncoder.encode(.accept(id: sampleTransferID, have: pattern(1 << 20))) + chunk
+        var reader = FrameReader()
+        var offset = 0
+        var peak = 0
+        var decoded: [Frame] = []
+        while offset < stream.count {
+            let end = min(offset + WireLimits.maxNoisePlaintext, stream.count)
+            reader.append(stream[offset..<end])
+            offset = end
+            while let next = try reader.next() { decoded.append(next) }
+            if decoded.count == 1 { peak = max(peak, reader.allocatedByteCount) }
+        }
+        #expect(decoded.count == 2)
+        #expect(peak <= (4 << 20) + 256 * 1024, "the accept's arena went when the chunk started filling: \(peak)")
+    }
+
+    /// A limit lowered while a frame is filled in place refuses it at the next call, as it
+    /// does a frame in the buffer.
+    @Test func aLoweredLimitRefusesAFrameFilledInPlace() {
+        let stream = FrameEncoder.encode(.chunk(id: sampleTransferID, index: 0, data: pattern(1 << 20)))
+        var reader = FrameReader()
+        reader.append(stream[..<100_000])
+        #expect((try? reader.next()) == .some(nil))
+        reader.maxBody = 66_560
+        #expect(throws: WireError.frameTooLarge(type: .chunk, length: stream.count - WireLimits.frameHeaderSize, limit: 66_560)) {
+            try reader.next()
         }
     }
 
