@@ -32,8 +32,7 @@ public final class TCPListener: Sendable {
         do throws(NetError) {
             try setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1, "SO_REUSEADDR")
             if wildcard6, address.isIPv6 { try setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 0, "IPV6_V6ONLY") }
-            // Set before listen so that accepted sockets inherit them and the TCP window
-            // scale is negotiated for 256 KiB.
+            // Set before listen so that accepted sockets inherit them.
             TCPConnection.configure(fd)
             var address = address
             let bound = withUnsafePointer(to: &address.storage) { pointer in

@@ -4,7 +4,8 @@ import Synchronization
 
 /// A TCP forwarder on loopback whose one direction (client → target) drains at a fixed
 /// rate through small socket buffers: a link that is slower than the sender, as a Wi-Fi
-/// link is, so bytes wait in the sender's own queues rather than in the kernel's.
+/// link is, so bytes wait in the sender's own queues rather than in the kernel's (which
+/// takes at most `TCPConnection.unsentLimit` unsent bytes on the sender's side).
 final class SlowLink: Sendable {
     /// Where clients connect ("127.0.0.1:PORT").
     let address: String
