@@ -102,9 +102,11 @@ public final class TCPConnection: ByteStream {
     ///   A 4 MiB send buffer full of unsent bytes would delay an urgent frame behind it
     ///   (seconds on a slow link) and space out the completed writes by which a peer that
     ///   stopped reading is told apart from a slow one (`SessionFlow`).
-    /// - `TCP_WINDOW_CLAMP`: the window we advertise stays at most `windowLimit`, so a
-    ///   peer cannot park more than that in our receive buffer while we do not read it
-    ///   (autotuning alone allows 32 MiB, `tcp_rmem`'s maximum, here).
+    /// - `TCP_WINDOW_CLAMP`, set before the handshake: the window scale is negotiated for
+    ///   `windowLimit`, so the largest window we can ever advertise is 65,535 << 7 = 8 MiB,
+    ///   and a peer cannot park more than that in our receive buffer while we do not read
+    ///   it (autotuning alone negotiates scale 10 here and allows 32 MiB, `tcp_rmem`'s
+    ///   maximum). Autotuning may raise the clamp itself later, not the scale.
     static func configure(_ fd: Int32) {
         try? setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1, "TCP_NODELAY")
         try? setOption(fd, Int32(IPPROTO_TCP), Int32(TCP_NOTSENT_LOWAT), unsentLimit, "TCP_NOTSENT_LOWAT")
@@ -113,7 +115,7 @@ public final class TCPConnection: ByteStream {
 
     /// Unsent bytes the kernel takes before a write waits (`TCP_NOTSENT_LOWAT`).
     static let unsentLimit: Int32 = 256 * 1024
-    /// The largest receive window advertised (`TCP_WINDOW_CLAMP`).
+    /// The receive window the window scale is negotiated for (`TCP_WINDOW_CLAMP`).
     static let windowLimit: Int32 = 4 * 1024 * 1024
 
     /// The addresses `host` names, for a stream socket on `port`.
