@@ -690,6 +690,11 @@ extension FolderIndexTests {
             let index = try NodeIndex.open(at: path, clock: fixedClock)
             #expect(try index.schemaVersion() == Schema.latestVersion)
             #expect(try index.foldersWithOldContentHashes() == ["docs", "old"], "SHA-256 and BLAKE2b-256 folders alike")
+            try withRawDatabase(index) { (db: Database) throws in
+                let columns = try db.query("SELECT name FROM pragma_table_info('folders')").map { $0[0] }
+                #expect(columns.contains(.text("content_function")) && !columns.contains(.text("content_hash")),
+                        "0004's column is replaced, not left beside the new one: \(columns)")
+            }
             #expect(try index.remoteFiles(folderID: "docs", deviceID: deviceID(2)).isEmpty)
             #expect(try index.folderPeer(folderID: "docs", deviceID: deviceID(2))
                     == FolderPeerRecord(folderID: "docs", deviceID: deviceID(2), ackedSequence: 0, receivedSequence: 0))
