@@ -167,6 +167,16 @@ public final class SecureChannel: Sendable {
 
     /// The largest frame body `receive` accepts now (see `limitFrames(to:)`).
     private let frameLimit = Atomic<Int>(WireLimits.maxFrameBody)
+    /// Called after each write that handed bytes to the stream (see `onWrite`).
+    private let writeObserver = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Calls `observer` after every write of sealed messages to the stream, from the
+    /// writing thread: a long send (a 16 MiB block answer, a large index page) is many
+    /// writes of at most `writeBatch` bytes and some more, so whoever watches for a peer
+    /// that stopped reading sees progress while the send goes on, not only at its end.
+    public func onWrite(_ observer: @escaping @Sendable () -> Void) {
+        writeObserver.withLock { $0 = observer }
+    }
 
     /// Refuses (fails the channel on) frames whose body is larger than `bytes` from now on;
     /// `WireLimits.maxFrameBody` lifts the limit. Any thread, even while `receive` waits: for
@@ -388,6 +398,7 @@ public final class SecureChannel: Sendable {
             throw fail(error)
         }
         buffers.outputCount = 0
+        writeObserver.withLock { $0 }?()
     }
 
     // MARK: Receiving

@@ -377,6 +377,30 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         #expect(try receiver.value(within: 60) == [.blockResponse(request: 41, ok: true, data: data), .ping(2)])
     }
 
+    /// A long block answer is many writes, and each is reported while the answer goes on
+    /// (a stall check sees progress before the end, not only at it).
+    @Test func writesWithinALongAnswerAreReportedAsTheyHappen() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let writes = Atomic<Int>(0)
+        pair.initiator.onWrite { writes.add(1, ordering: .relaxed) }
+        let size = 4 << 20
+        let receiver = pair.responderReceives(1)
+        var seenByOffset: [Int: Int] = [:]
+        let failure: NetError? = try pair.initiator.sendBlockResponse(request: 3, count: size) { (buffer, offset) throws(NetError) in
+            seenByOffset[offset] = writes.load(ordering: .relaxed)
+            buffer.initializeMemory(as: UInt8.self, repeating: 1)
+        }
+        #expect(failure == nil)
+        try pair.initiator.flush()
+        _ = try receiver.value(within: 60)
+        let lastPiece = try #require(seenByOffset.keys.max())
+        let batches = size / SecureChannel.writeBatch
+        #expect(seenByOffset[lastPiece]! >= batches - 1,
+                "\(seenByOffset[lastPiece]!) writes reported before the last piece of \(size) bytes was filled")
+        #expect(writes.load(ordering: .relaxed) >= batches)
+    }
+
     /// A fill that fails mid-chunk: the rest of the chunk goes out as zeros (the frame
     /// stream stays intact), the error comes back, and the channel stays usable.
     @Test func failingFillSendsZerosAndReturnsTheError() throws {

@@ -73,6 +73,11 @@ final class Session: @unchecked Sendable {
         let now = ContinuousClock.now
         lastReceived = now
         lastSent = now
+        // Progress within a long send counts too: one 16 MiB block answer to a peer on a
+        // 2 MB/s link is 8 s of writes, longer than the dead-peer time the stall check
+        // allows without a completed write.
+        let flow = self.flow
+        channel.onWrite { flow.wrote() }
     }
 
     /// Queues frames for sending, in order.

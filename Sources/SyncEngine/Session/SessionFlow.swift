@@ -63,6 +63,12 @@ final class SessionFlow: @unchecked Sendable {
         }
     }
 
+    /// A write to the peer completed, within a send that may go on (`SecureChannel.onWrite`):
+    /// a peer reading a large answer slowly is not one that stopped reading.
+    func wrote() {
+        locked { lastSendProgress = .now }
+    }
+
     /// Reserves `bytes` for an answer being prepared; false when the peer already has its
     /// budget's worth in preparation (the caller keeps the request for later). One answer is
     /// always allowed so a large block is never stuck.
