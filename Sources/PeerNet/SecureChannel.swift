@@ -174,6 +174,9 @@ public final class SecureChannel: Sendable {
     /// writing thread: a long send (a 16 MiB block answer, a large index page) is many
     /// writes of at most `writeBatch` bytes and some more, so whoever watches for a peer
     /// that stopped reading sees progress while the send goes on, not only at its end.
+    /// The observer runs with the send lock held: it must be quick and must not send,
+    /// flush or close on this channel (the lock is not reentrant). A second call replaces
+    /// the first observer.
     public func onWrite(_ observer: @escaping @Sendable () -> Void) {
         writeObserver.withLock { $0 = observer }
     }
