@@ -401,6 +401,35 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         #expect(writes.load(ordering: .relaxed) >= batches)
     }
 
+    /// The observer stays the closure it was given, however many writes it saw: the 100,000th
+    /// call runs as the first did (kept in a `Mutex` unboxed, each access wrapped it in two
+    /// more thunks, and a long transfer's calls went deeper and deeper into the stack).
+    @Test func theWriteObserverDoesNotGrowWithEveryWrite() throws {
+        let pair = try ChannelPair.make()
+        defer { pair.initiator.close(); pair.responder.close() }
+        let calls = Atomic<Int>(0)
+        let deepest = Atomic<Int>(0)
+        let first = Atomic<Int>(0)
+        pair.initiator.onWrite {
+            let count = calls.add(1, ordering: .relaxed).newValue
+            // How far below the first call's frame this call runs (the stack grows down).
+            var marker = 0
+            let address = withUnsafeMutablePointer(to: &marker) { Int(bitPattern: $0) }
+            if count == 1 { first.store(address, ordering: .relaxed) }
+            deepest.store(max(deepest.load(ordering: .relaxed), first.load(ordering: .relaxed) - address), ordering: .relaxed)
+        }
+        let writes = 100_000
+        let drain = ChannelBackground { () throws(NetError) -> Int in
+            var frames = 0
+            while frames < writes, try pair.responder.receive(deadline: .now + .seconds(60)) != nil { frames += 1 }
+            return frames
+        }
+        for n in 0..<writes { try pair.initiator.send(.ping(UInt64(n))) }
+        #expect(try drain.value(within: 120) == writes)
+        #expect(calls.load(ordering: .relaxed) >= writes, "one write per unbatched frame")
+        #expect(deepest.load(ordering: .relaxed) < 64 * 1024, "the last call ran \(deepest.load(ordering: .relaxed)) bytes deeper than the first")
+    }
+
     /// A fill that fails mid-chunk: the rest of the chunk goes out as zeros (the frame
     /// stream stays intact), the error comes back, and the channel stays usable.
     @Test func failingFillSendsZerosAndReturnsTheError() throws {
