@@ -43,13 +43,9 @@ public struct FrameReader: Sendable {
             }
         }
 
-        /// Bytes of the frame before its data (header, fields, length prefix).
-        var prefixCount: Int {
-            switch self {
-            case .chunk: WireLimits.frameHeaderSize + 24
-            case .blockResponse: WireLimits.frameHeaderSize + 9
-            }
-        }
+        /// Bytes of the frame before its data (header, fields, length prefix): the header and
+        /// the shortest body of its type, the one with no data.
+        var prefixCount: Int { WireLimits.frameHeaderSize + WireLimits.bodyLengthRange(of: type).lowerBound }
     }
     /// The largest body accepted, below the type's own limit: a connection lowers it while
     /// the peer is not trusted yet (it then may only send small frames).
@@ -175,25 +171,20 @@ public struct FrameReader: Sendable {
     /// limits). Any other frame is left to the buffer, and then decodes or fails exactly
     /// as it would have.
     private mutating func startDirect(type: FrameType, length: Int) -> Bool {
+        guard type == .chunk || type == .blockResponse else { return false }
         let header = WireLimits.frameHeaderSize
+        // The fields and the data's length prefix: the body of the type without data.
+        let fields = WireLimits.bodyLengthRange(of: type).lowerBound
+        var reader = ByteReader(input.storage, range: (input.readIndex + header)..<(input.readIndex + header + fields))
         let head: DirectHead
         let dataCount: Int
         do throws(WireError) {
-            switch type {
-            case .chunk:
-                var reader = ByteReader(input.storage, range: (input.readIndex + header)..<(input.readIndex + header + 24))
-                let id = try reader.transferID()
-                let index = try reader.u32("chunk index")
-                head = .chunk(id: id, index: index)
+            if type == .chunk {
+                head = .chunk(id: try reader.transferID(), index: try reader.u32("chunk index"))
                 dataCount = Int(try reader.u32("chunk"))
-            case .blockResponse:
-                var reader = ByteReader(input.storage, range: (input.readIndex + header)..<(input.readIndex + header + 9))
-                let request = try reader.u32("block request id")
-                let ok = try reader.flag("block response status")
-                head = .blockResponse(request: request, ok: ok)
+            } else {
+                head = .blockResponse(request: try reader.u32("block request id"), ok: try reader.flag("block response status"))
                 dataCount = Int(try reader.u32("block data"))
-            default:
-                return false
             }
         } catch {
             return false
