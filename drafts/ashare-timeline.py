@@ -29,10 +29,15 @@ try:
     perfs = [B.track(subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(d.pid), "-o", f"/tmp/ash-{d.name}.data"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
              for d in (alice, bob)] if os.environ.get("PERF") else []
+    if os.environ.get("STRACE"):  # bob's durability calls with their durations
+        perfs.append(B.track(subprocess.Popen(["strace", "-f", "-tt", "-T", "-p", str(bob.pid), "-o", "/tmp/ash-bob.strace",
+                                               "-e", "trace=fdatasync,fsync,sync_file_range,renameat,renameat2,rename,syncfs,fadvise64,ftruncate,fallocate"],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
     time.sleep(0.5 if perfs else 0)
     thread = threading.Thread(target=sample)
     thread.start()
     start = time.monotonic()
+    print("start wall", time.time())
     bench.run_cli("--home", alice.home, "share", shared, "--with", "bob")
     elapsed = B.wait_for_arrival("the shared file on bob", 120,
                                  lambda: os.path.exists(target) and os.path.getsize(target) == B.GiB) - start
@@ -44,7 +49,7 @@ try:
         p.wait()
     print("elapsed", round(elapsed, 2))
     prev = samples[0]
-    for s in samples[1::3]:
+    for s in samples[1::int(os.environ.get("STRIDE", "3"))]:
         print(f"{s[0]:5.1f}s alice {s[1] - prev[1]:5.2f} bob {s[2] - prev[2]:5.2f} CPU-s  "
               f"up {(s[3] - prev[3]) / 2**20:7.1f} MiB  down {(s[4] - prev[4]) / 2**10:7.1f} KiB")
         prev = s

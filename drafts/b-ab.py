@@ -34,6 +34,10 @@ try:
     for i in range(a.count):
         with open(os.path.join(shared, f"f{i:05d}.bin"), "wb") as f:
             f.write(os.urandom(4096))
+    # SYNCFIRST=1: the tree is on disk before the clock (as make bench does); =alt: every other round
+    synced = os.environ.get("SYNCFIRST") == "1" or (os.environ.get("SYNCFIRST") == "alt" and (run // len(a.syncpeer)) % 2 == 1)
+    if synced:
+        os.sync()
     target = os.path.join(inbox, os.path.basename(shared))
     curve = []
     stop = [False]
@@ -78,7 +82,7 @@ try:
     first = next((tt for tt, n in curve if n > 0), None)
     def at(frac):
         return next((tt - start for tt, n in curve if n >= frac * a.count), None)
-    print(f"run {run}: total {end:.2f}s share-cmd {shared_at:.2f}s first-file {first - start if first else None:.2f}s "
+    print(f"run {run} synced={synced}: total {end:.2f}s share-cmd {shared_at:.2f}s first-file {first - start if first else None:.2f}s "
           f"25% {at(.25):.2f} 50% {at(.5):.2f} 75% {at(.75):.2f} 100% {at(1):.2f}  load {open('/proc/loadavg').read().split()[0]}")
     for n in ("alice", "bob"):
         print(f"   cpu {n}: user {cpu1[n][0]-cpu0[n][0]:.2f} sys {cpu1[n][1]-cpu0[n][1]:.2f}")

@@ -235,7 +235,9 @@ func chunkBenchmarks(path: String, runs: Int) throws -> [String: Any] {
 /// Bytes a peer must fetch when `change` bytes are rewritten in place at a random offset
 /// (workload C), for chunk parameters of a 1 GiB file: every chunk after the change whose
 /// boundaries differ or that overlaps the changed range is new. In memory on `bufferBytes`
-/// of random data, `trials` offsets (the same for each parameter set).
+/// of random data, `trials` offsets (the same for each parameter set). Each trial cuts again
+/// only from the last old boundary before the change until a new boundary past the change
+/// lands on an old one (from there on the cuts are the old ones).
 func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any] {
     var generator = SystemRandomNumberGenerator()
     let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferBytes, alignment: 64)
@@ -243,43 +245,49 @@ func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any
     let words = memory.bindMemory(to: UInt64.self)
     for i in words.indices { words[i] = generator.next() }
     let offsets = (0..<trials).map { _ in Int.random(in: change..<(bufferBytes - 2 * change), using: &generator) }
+    let replacements = (0..<trials).map { _ in (0..<change).map { _ in UInt8.random(in: 0...255, using: &generator) } }
     let candidates: [(String, ChunkParameters)] = [
         ("forFileSize(1 GiB)", ChunkParameters.forFileSize(1 << 30)),
         ("avg 512 KiB", ChunkParameters(minSize: 128 << 10, averageSize: 512 << 10, maxSize: 2 << 20)),
+        ("avg 512 KiB max 1 MiB", ChunkParameters(minSize: 128 << 10, averageSize: 512 << 10, maxSize: 1 << 20)),
+        ("avg 512 KiB min 64 KiB max 1 MiB", ChunkParameters(minSize: 64 << 10, averageSize: 512 << 10, maxSize: 1 << 20)),
         ("avg 256 KiB", ChunkParameters(minSize: 64 << 10, averageSize: 256 << 10, maxSize: 1 << 20)),
+        ("avg 256 KiB max 512 KiB", ChunkParameters(minSize: 64 << 10, averageSize: 256 << 10, maxSize: 512 << 10)),
+        ("avg 256 KiB min 32 KiB", ChunkParameters(minSize: 32 << 10, averageSize: 256 << 10, maxSize: 1 << 20)),
         ("avg 128 KiB", ChunkParameters(minSize: 32 << 10, averageSize: 128 << 10, maxSize: 512 << 10)),
     ]
     var results: [String: Any] = ["buffer_bytes": bufferBytes, "change_bytes": change, "trials": trials]
+    let bytes = memory.baseAddress!.assumingMemoryBound(to: UInt8.self)
     for (name, params) in candidates {
         let before = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
-        var starts = Set<Int>()
-        var previous = 0
-        var old = Set<[Int]>()
-        for end in before {
-            old.insert([previous, end])
-            starts.insert(previous)
-            previous = end
-        }
+        let oldEnds = Set(before)
         var fetched: [Int] = []
-        for offset in offsets {
+        var recut = 0
+        for (trial, offset) in offsets.enumerated() {
             let saved = Array(UnsafeRawBufferPointer(rebasing: memory[offset..<(offset + change)]))
-            for i in offset..<(offset + change) { memory[i] = UInt8.random(in: 0...255, using: &generator) }
-            let after = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
-            var bytes = 0
-            var start = 0
-            for end in after {
+            replacements[trial].withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: memory[offset..<(offset + change)]).copyMemory(from: $0) }
+            // The last old boundary at or before the change: cuts before it are unchanged.
+            var low = 0, high = before.count
+            while low < high { let mid = (low + high) / 2; if before[mid] <= offset { low = mid + 1 } else { high = mid } }
+            var start = low == 0 ? 0 : before[low - 1]
+            var total = 0
+            while start < bufferBytes {
+                let end = start + Chunker.cutLength(bytes + start, count: bufferBytes - start, parameters: params)
                 let overlaps = start < offset + change && end > offset
-                if overlaps || !old.contains([start, end]) { bytes += end - start }
+                if overlaps || !oldEnds.contains(end) || !(start == 0 || oldEnds.contains(start)) { total += end - start }
+                recut += end - start
                 start = end
+                if end >= offset + change && oldEnds.contains(end) { break }
             }
-            fetched.append(bytes)
-            for (i, byte) in saved.enumerated() { memory[offset + i] = byte }
+            fetched.append(total)
+            saved.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: memory[offset..<(offset + change)]).copyMemory(from: $0) }
         }
         fetched.sort()
         results[name] = [
             "parameters": "\(params)", "chunks_per_gib": before.count * (1 << 30) / bufferBytes,
-            "min_bytes": fetched.first ?? 0, "median_bytes": fetched[fetched.count / 2], "max_bytes": fetched.last ?? 0,
-            "over_4_mib": fetched.filter { $0 > 4 << 20 }.count,
+            "min_bytes": fetched.first ?? 0, "median_bytes": fetched[fetched.count / 2],
+            "p99_bytes": fetched[fetched.count * 99 / 100], "max_bytes": fetched.last ?? 0,
+            "over_4_mib": fetched.filter { $0 > 4 << 20 }.count, "over_3_mib": fetched.filter { $0 > 3 << 20 }.count,
         ] as [String: Any]
     }
     return results

@@ -164,7 +164,7 @@ extension FolderApplier {
     /// The copy goes in windows of this many bytes: the writeback of each one is started
     /// as soon as it is copied, and once the next one is copied, the window before is waited
     /// for and dropped from the page cache (`sync_file_range`, `POSIX_FADV_DONTNEED`). So the
-    /// batch's `syncfs` finds nearly everything on disk already, and a large copy dirties
+    /// batch's barrier finds nearly everything on disk already, and a large copy dirties
     /// two windows of page cache, not its whole size: the freed pages are reused at once
     /// for the next window. On a VM that hands freed memory back to the host, fresh pages
     /// are what a large copy costs most (measured on the 2-core build machine, 1 GiB from
@@ -204,7 +204,7 @@ extension FolderApplier {
             left -= UInt64(n)
             window.length += Int64(n)
             if UInt64(window.length) >= writebackInterval || left == 0 {
-                // Advice only: the batch's syncfs is the barrier, and reports any failure.
+                // Advice only: the batch's barrier (fdatasync or syncfs) reports any failure.
                 _ = syncFileRange(target, window.start, window.length, syncFileRangeWrite)
                 if let previous { release(target, previous) }
                 previous = window
