@@ -33,6 +33,7 @@ extension FolderApplier {
                 fail(state.path, "cannot create the folder: \(Self.lastError())")
                 return
             }
+            madeDirectories = true
         }
         record(state, root: root)
     }

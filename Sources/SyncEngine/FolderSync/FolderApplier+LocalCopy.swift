@@ -204,9 +204,14 @@ extension FolderApplier {
             left -= UInt64(n)
             window.length += Int64(n)
             if UInt64(window.length) >= writebackInterval || left == 0 {
-                // Advice only: the batch's barrier (fdatasync or syncfs) reports any failure.
+                // Starting the writeback is advice only; waiting for it (`release`) reports a
+                // failed write here, because the wait consumes the error: a later fsync of
+                // the same descriptor would return 0.
                 _ = syncFileRange(target, window.start, window.length, syncFileRangeWrite)
-                if let previous { release(target, previous) }
+                if let previous {
+                    let failed = release(target, previous)
+                    if failed != 0 { return failed }
+                }
                 previous = window
                 window = (outOffset, 0)
             }
@@ -214,10 +219,16 @@ extension FolderApplier {
         return 0
     }
 
-    /// Waits for the writeback of a copied window and drops its pages from the cache.
-    private static func release(_ fd: Int32, _ window: (start: Int64, length: Int64)) {
-        _ = syncFileRange(fd, window.start, window.length, syncFileRangeWaitBefore | syncFileRangeWrite | syncFileRangeWaitAfter)
+    /// Waits for the writeback of a copied window and drops its pages from the cache; the
+    /// errno of a failed write (EIO, ENOSPC), or 0.
+    private static func release(_ fd: Int32, _ window: (start: Int64, length: Int64)) -> Int32 {
+        var result: Int32
+        repeat {
+            result = syncFileRange(fd, window.start, window.length, syncFileRangeWaitBefore | syncFileRangeWrite | syncFileRangeWaitAfter)
+        } while result != 0 && errno == EINTR
+        if result != 0 { return errno }
         _ = posix_fadvise(fd, off_t(window.start), off_t(window.length), POSIX_FADV_DONTNEED)
+        return 0
     }
 
     /// Up to `count` bytes read at `inOffset` and written at `outOffset` (both advanced);

@@ -15,7 +15,9 @@ internal import PeerIndex
 /// peers that have the content, several chunks and several peers at once. Every chunk is
 /// verified. A batch of files then gets one durability barrier (`syncfs`) before the
 /// renames and one after, so many small files cost two barriers, not one fsync each, and a
-/// crash leaves every file either old or new. A sealed batch waits for its last fetches and
+/// crash leaves every file either old or new. A batch of a few files takes an `fsync` of
+/// each file and of its directory instead (`perFileSyncLimit`): `syncfs` would also wait
+/// for whatever else was written to the same file system. A sealed batch waits for its last fetches and
 /// its first barrier on `flusher` while `io` prepares the next batch (see `seal`).
 ///
 /// Every rename, link, write, mode and time change is checked: one that fails is an error
@@ -54,6 +56,13 @@ final class FolderApplier: @unchecked Sendable {
     private var pendingDescriptors = 0
     /// The batch sealed before `pending`, on its way to the disk (`seal`, `place`).
     private var flushing: Flushing?
+    /// Set when this apply creates a directory (a pulled folder, or a missing parent of a
+    /// pulled file), cleared when a batch is sealed: the next batch then takes `syncfs` for
+    /// its barriers, whatever its size. Per-file barriers flush the files and the directories
+    /// they are renamed in, not a new directory's entry in its own parent: after a crash the
+    /// file could be gone with its directory while the index records it as synced, and the
+    /// next scan would send its deletion to the peers.
+    var madeDirectories = false
     /// Where sealed batches wait for their fetches and their data barrier, and placed ones
     /// for their rename barrier and their records, in order.
     private let flusher = DispatchQueue(label: "syncpeer.folder.flush")
@@ -160,6 +169,11 @@ final class FolderApplier: @unchecked Sendable {
         }
         seal(root: root)
         settle(root: root)
+        if madeDirectories {
+            // Folders made after the last batch that took `syncfs` (or with no batch after them).
+            madeDirectories = false
+            if syncFileSystem(root.fd) != 0 { folder.report("cannot flush new folders to disk: \(Self.lastError())") }
+        }
         if !rescan.isEmpty {
             // Conflict copies and skipped paths are picked up as local changes.
             let paths = rescan
@@ -247,7 +261,10 @@ final class FolderApplier: @unchecked Sendable {
             fail(state.path, "cannot create its folder: \(error.description)")
             return
         }
-        if parentsMissing { rescanRecreatedParents(of: state.path) }
+        if parentsMissing {
+            madeDirectories = true
+            rescanRecreatedParents(of: state.path)
+        }
         let temp = Self.tempName(forPath: state.path)
         switch state.kind {
         case .directory:
@@ -489,11 +506,16 @@ final class FolderApplier: @unchecked Sendable {
         // @unchecked: `ready` and `failures` are written on `flusher` before `done` is left,
         // and read on `io` after it has waited for `done`.
         let items: [Pending]
+        /// Made durable file by file (`syncsPerFile`), not by `syncfs`.
+        let perFile: Bool
         let done = DispatchGroup()
         var ready: [Pending] = []
         /// Paths that cannot be placed, and why (recorded on `io` by `place`).
         var failures: [(path: String, failure: PullFailure)] = []
-        init(_ items: [Pending]) { self.items = items }
+        init(_ items: [Pending], perFile: Bool) {
+            self.items = items
+            self.perFile = perFile
+        }
         var flushed: Bool { done.wait(timeout: .now()) == .success }
 
         /// Drops an assembled file: its temporary goes, the path keeps what it had.
@@ -511,7 +533,8 @@ final class FolderApplier: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         launch()
         place(root: root)
-        let batch = Flushing(pending)
+        let batch = Flushing(pending, perFile: Self.syncsPerFile(pending, madeDirectories: madeDirectories))
+        madeDirectories = false
         let fetches = inFlight
         inFlight = DispatchGroup()
         pending = []
@@ -526,22 +549,24 @@ final class FolderApplier: @unchecked Sendable {
         flushing = batch
     }
 
-    /// A batch of at most this many files is made durable file by file (`fdatasync`, and
-    /// `fsync` of each directory after the renames) instead of by `syncfs`: a `syncfs` waits
+    /// A batch of at most this many files is made durable file by file (`fsync` of each, and
+    /// of each directory after the renames) instead of by `syncfs`: a `syncfs` waits
     /// for every dirty page of the whole file system, so a large file pulled while another
     /// program writes to the same disk would wait for that program's data too (0.47 s of
     /// 2.4 s in A-share, where it was the source file of the same run). More files than this,
     /// and one `syncfs` costs less than a device flush per file.
     static let perFileSyncLimit = 4
 
-    /// Whether a batch of these items is made durable file by file (`perFileSyncLimit`).
-    static func syncsPerFile(_ items: [Pending]) -> Bool {
-        items.count { $0.fd >= 0 } <= perFileSyncLimit
+    /// Whether a batch of these items is made durable file by file (`perFileSyncLimit`),
+    /// when no directory was made since the last batch was sealed (`madeDirectories`).
+    static func syncsPerFile(_ items: [Pending], madeDirectories: Bool) -> Bool {
+        !madeDirectories && items.count <= perFileSyncLimit
     }
 
-    /// One barrier for the data of the whole batch (on `flusher`; it touches only the batch).
+    /// The barrier for the data of the whole batch: one `syncfs`, or an `fsync` of each file
+    /// of a small batch (on `flusher`; it touches only the batch).
     private static func flush(_ batch: Flushing, root: DirectoryHandle) {
-        let perFile = syncsPerFile(batch.items)
+        let perFile = batch.perFile
         for item in batch.items {
             guard item.fd >= 0 else { batch.ready.append(item); continue }
             if let failure = item.failure.value {
@@ -558,7 +583,7 @@ final class FolderApplier: @unchecked Sendable {
                 "cannot set the permissions of its temporary file: \(Self.lastError())"
             } else if futimens(item.fd, &times) != 0 {
                 "cannot set the modification time of its temporary file: \(Self.lastError())"
-            } else if perFile, fdatasync(item.fd) != 0 {
+            } else if perFile, fsync(item.fd) != 0 {  // fsync, not fdatasync: the mode and mtime too
                 // Without the data on disk a crash could leave a torn file behind a rename.
                 "cannot flush its data to disk: \(Self.lastError())"
             } else { nil }
@@ -668,15 +693,19 @@ final class FolderApplier: @unchecked Sendable {
         // A small batch flushes the directories it renamed in (their handles go along), a
         // large one the whole file system (see `perFileSyncLimit`).
         var directories: [DirectoryHandle]? = nil
-        if Self.syncsPerFile(batch.items) {
+        if batch.perFile {
             var seen = Set<ObjectIdentifier>()
             directories = done.map(\.item.directory).filter { seen.insert(ObjectIdentifier($0)).inserted }
         }
         let renamedIn = directories
         flusher.async { [self] in
             if !records.isEmpty {
-                let flushed = if let renamedIn { renamedIn.allSatisfy { fsync($0.fd) == 0 } } else { syncFileSystem(root.fd) == 0 }
-                if !flushed { folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(Self.lastError())") }
+                var failure: String?
+                for directory in renamedIn ?? [root] {
+                    let result = renamedIn == nil ? syncFileSystem(directory.fd) : fsync(directory.fd)
+                    if result != 0 { failure = failure ?? Self.lastError() }
+                }
+                if let failure { folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(failure)") }
             }
             let failure = upsert(records)
             stored.withLock { $0.append((records, failure)) }
