@@ -132,6 +132,9 @@ struct DaemonCommand: Command {
             if !json { output.line("dashboard off: \(error.description)") }
             dashboard = nil
         }
+        let trimmer = MemoryTrimmer()
+        trimmer.start()
+        defer { trimmer.stop() }
         let stopRequested = DispatchSemaphore(value: 0)
         let sources = [SIGINT, SIGTERM].map { sig in
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
