@@ -133,7 +133,6 @@ struct DaemonCommand: Command {
             dashboard = nil
         }
         let trimmer = MemoryTrimmer()
-        trimmer.start()
         defer { trimmer.stop() }
         let stopRequested = DispatchSemaphore(value: 0)
         let sources = [SIGINT, SIGTERM].map { sig in

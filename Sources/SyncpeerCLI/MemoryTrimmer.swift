@@ -4,7 +4,7 @@
 internal import Dispatch
 
 /// Hands freed heap memory back to the kernel (`malloc_trim`) when the daemon's resident
-/// size grows past `threshold`, checked every `interval`.
+/// size grows past `Policy.threshold`, checked every `interval` from creation until `stop`.
 ///
 /// glibc keeps the free space between live heap blocks resident. How much of it there is
 /// depends on the order in which threads allocate and free, so the same work peaks at very
@@ -13,36 +13,56 @@ internal import Dispatch
 /// free pages; a block in use is never touched. Below the threshold nothing is done, so a
 /// transfer, whose buffers are reused from the heap, pays nothing (1 GiB A-send: 46–62 MiB).
 final class MemoryTrimmer: @unchecked Sendable {
-    // @unchecked: `afterLastTrim` is touched only on `queue`, by the timer's handler.
-    static let threshold = 80 << 20
-    /// Once trimmed, the next trim waits until the resident size has grown this much more:
-    /// memory that is really in use is not trimmed over and over.
-    static let growth = 8 << 20
+    // @unchecked: `policy` is touched only on `queue`, by the timer's handler.
     static let interval = DispatchTimeInterval.milliseconds(100)
 
-    /// Whether to trim, for a resident size of `resident` bytes when the last trim left
-    /// `afterLastTrim` (0 before the first).
-    static func shouldTrim(resident: Int, afterLastTrim: Int) -> Bool {
-        resident > threshold && resident >= afterLastTrim + growth
+    /// When to trim (pure: tested alone).
+    struct Policy {
+        static let threshold = 80 << 20
+        /// Once trimmed, the next trim waits until the resident size has grown this much above
+        /// the lowest it has been since: memory really in use is not trimmed over and over.
+        static let growth = 8 << 20
+        /// At most one trim in this long, however the size swings.
+        static let minimumGap: Duration = .milliseconds(500)
+
+        /// The lowest resident size since the last trim (what that trim left, at first).
+        private(set) var floor = 0
+        private var lastTrim: ContinuousClock.Instant?
+
+        /// One check of a resident size of `resident` bytes at `now`: calls `trim` (which
+        /// returns the resident size after it, nil if unknown) when the size is above the
+        /// threshold, `growth` above the floor, and the last trim `minimumGap` ago. True if
+        /// it trimmed.
+        mutating func check(resident: Int, now: ContinuousClock.Instant, trim: () -> Int?) -> Bool {
+            floor = lastTrim == nil ? 0 : min(floor, resident)
+            guard resident > Self.threshold, resident >= floor + Self.growth,
+                  lastTrim.map({ now - $0 >= Self.minimumGap }) ?? true else { return false }
+            lastTrim = now
+            floor = trim() ?? resident
+            return true
+        }
     }
 
     private let queue = DispatchQueue(label: "syncpeer.memory-trim", qos: .utility)
     private let timer: any DispatchSourceTimer
-    private var afterLastTrim = 0
+    private var policy = Policy()
 
+    /// Starts checking at once.
     init() {
         timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(20))
         timer.setEventHandler { [weak self] in self?.check() }
+        timer.activate()
     }
 
-    func start() { timer.resume() }
     func stop() { timer.cancel() }
 
     private func check() {
-        guard let resident = Self.residentBytes(), Self.shouldTrim(resident: resident, afterLastTrim: afterLastTrim) else { return }
-        _ = trimmerMallocTrim(0)
-        afterLastTrim = Self.residentBytes() ?? resident
+        guard let resident = Self.residentBytes() else { return }
+        _ = policy.check(resident: resident, now: .now) {
+            _ = trimmerMallocTrim(0)
+            return Self.residentBytes()
+        }
     }
 
     /// The process's resident size (`/proc/self/statm`), nil where there is none.
@@ -53,10 +73,14 @@ final class MemoryTrimmer: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 128)
         let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard n > 0 else { return nil }
-        // "size resident shared text lib data dt", in pages.
-        let fields = buffer[..<n].split(separator: UInt8(ascii: " "))
-        guard fields.count >= 2, let pages = Int(String(decoding: fields[1], as: UTF8.self)) else { return nil }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+        return residentBytes(statm: String(decoding: buffer[..<n], as: UTF8.self), pageSize: Int(sysconf(Int32(_SC_PAGESIZE))))
+    }
+
+    /// The resident size in a `statm` line ("size resident shared text lib data dt", in pages).
+    static func residentBytes(statm: String, pageSize: Int) -> Int? {
+        let fields = statm.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard fields.count >= 2, let pages = Int(fields[1]) else { return nil }
+        return pages * pageSize
     }
 }
 

@@ -2,29 +2,70 @@ import Foundation
 import Testing
 @testable import SyncpeerCLI
 
-/// The daemon's memory trimmer: when it trims (pure rule), and what it reads.
+/// The daemon's memory trimmer: when it trims (its policy, alone), and what it reads.
 struct MemoryTrimmerTests {
+    typealias Policy = MemoryTrimmer.Policy
     let mib = 1 << 20
+    let t0 = ContinuousClock.now
+
+    /// Runs one check; the trim (if called) reports `leaves` bytes resident after it.
+    func check(_ policy: inout Policy, _ resident: Int, at seconds: Double, leaves: Int? = nil) -> Bool {
+        var called = false
+        let trimmed = policy.check(resident: resident, now: t0 + .seconds(seconds)) {
+            called = true
+            return leaves ?? resident
+        }
+        #expect(trimmed == called)
+        return trimmed
+    }
 
     @Test func nothingIsTrimmedAtOrBelowTheThreshold() {
-        #expect(!MemoryTrimmer.shouldTrim(resident: 40 * mib, afterLastTrim: 0))
-        #expect(!MemoryTrimmer.shouldTrim(resident: MemoryTrimmer.threshold, afterLastTrim: 0))
-        #expect(MemoryTrimmer.shouldTrim(resident: MemoryTrimmer.threshold + 1, afterLastTrim: 0))
+        var policy = Policy()
+        #expect(!check(&policy, 40 * mib, at: 0))
+        #expect(!check(&policy, Policy.threshold, at: 1))
+        #expect(check(&policy, Policy.threshold + 1, at: 2))
     }
 
     @Test func afterATrimTheNextWaitsForGrowth() {
-        // The last trim left 90 MiB in use: trimming again at 91 MiB would only repeat it.
-        let left = 90 * mib
-        #expect(!MemoryTrimmer.shouldTrim(resident: left + 1 * mib, afterLastTrim: left))
-        #expect(!MemoryTrimmer.shouldTrim(resident: left + MemoryTrimmer.growth - 1, afterLastTrim: left))
-        #expect(MemoryTrimmer.shouldTrim(resident: left + MemoryTrimmer.growth, afterLastTrim: left))
-        // A trim that got well below the threshold leaves the threshold as the bar.
-        #expect(MemoryTrimmer.shouldTrim(resident: MemoryTrimmer.threshold + 1, afterLastTrim: 60 * mib))
+        var policy = Policy()
+        // The trim leaves 90 MiB in use: trimming again at 91 MiB would only repeat it.
+        #expect(check(&policy, 120 * mib, at: 0, leaves: 90 * mib))
+        #expect(policy.floor == 90 * mib)
+        #expect(!check(&policy, 91 * mib, at: 1))
+        #expect(!check(&policy, 90 * mib + Policy.growth - 1, at: 2))
+        #expect(check(&policy, 90 * mib + Policy.growth, at: 3))
+    }
+
+    @Test func theFloorFollowsTheSizeDown() {
+        var policy = Policy()
+        // A large apply, trimmed at 300 MiB with 290 in use; later the daemon is back at 70.
+        #expect(check(&policy, 300 * mib, at: 0, leaves: 290 * mib))
+        #expect(!check(&policy, 70 * mib, at: 1))
+        #expect(policy.floor == 70 * mib)
+        // A fragmentation spike to 160 MiB is trimmed, though it is below the 290 left before.
+        #expect(check(&policy, 160 * mib, at: 2, leaves: 72 * mib))
+    }
+
+    @Test func atMostOneTrimPerGap() {
+        var policy = Policy()
+        #expect(check(&policy, 100 * mib, at: 0, leaves: 81 * mib))
+        // Swings of more than `growth` right after: not before the gap has passed.
+        let gap = Double(Policy.minimumGap.components.attoseconds) / 1e18 + Double(Policy.minimumGap.components.seconds)
+        #expect(!check(&policy, 120 * mib, at: gap / 2))
+        #expect(check(&policy, 120 * mib, at: gap))
     }
 
     @Test func theThresholdLeavesRoomBelowTheMemoryGoal() {
         // Peak RSS < 100 MiB is the goal; a 4 GiB transfer peaks at ~75 MiB and must not trim.
-        #expect(MemoryTrimmer.threshold >= 76 * mib && MemoryTrimmer.threshold + MemoryTrimmer.growth < 100 * mib)
+        #expect(Policy.threshold >= 76 * mib && Policy.threshold + Policy.growth < 100 * mib)
+    }
+
+    @Test func statmIsReadInPages() {
+        #expect(MemoryTrimmer.residentBytes(statm: "52345 17803 2120 3517 0 29201 0\n", pageSize: 4096) == 17803 * 4096)
+        #expect(MemoryTrimmer.residentBytes(statm: "52345 17803", pageSize: 65536) == 17803 * 65536)
+        #expect(MemoryTrimmer.residentBytes(statm: "52345", pageSize: 4096) == nil)
+        #expect(MemoryTrimmer.residentBytes(statm: "52345 x 1", pageSize: 4096) == nil)
+        #expect(MemoryTrimmer.residentBytes(statm: "", pageSize: 4096) == nil)
     }
 
     @Test func theResidentSizeIsWhatTheKernelReports() throws {

@@ -97,7 +97,9 @@ extension FolderApplier {
               let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
               (try? old.directory.move(old.name, to: new.directory, as: new.name)) != nil else {
             // Not as expected: fetch the new path normally, delete the old one if it matches
-            // (an edit made here since is scanned instead, and wins over the deletion).
+            // (an edit made here since is scanned instead, and wins over the deletion). The
+            // resolve above may have made the new path's folders already.
+            madeDirectories = true
             pull(to, from: source, root: root, conflictCopy: nil)
             delete(from, from: source, root: root)
             return

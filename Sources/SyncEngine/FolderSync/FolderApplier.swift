@@ -57,11 +57,12 @@ final class FolderApplier: @unchecked Sendable {
     /// The batch sealed before `pending`, on its way to the disk (`seal`, `place`).
     private var flushing: Flushing?
     /// Set when this apply creates a directory (a pulled folder, or a missing parent of a
-    /// pulled file), cleared when a batch is sealed: the next batch then takes `syncfs` for
-    /// its barriers, whatever its size. Per-file barriers flush the files and the directories
-    /// they are renamed in, not a new directory's entry in its own parent: after a crash the
-    /// file could be gone with its directory while the index records it as synced, and the
-    /// next scan would send its deletion to the peers.
+    /// pulled file, or maybe one for a rename that fell back to a pull): every later batch of
+    /// the apply then takes `syncfs` for its barriers, whatever its size, and the apply ends
+    /// with one more `syncfs` (also when no batch ran a barrier). Per-file barriers flush the
+    /// files and the directories they are renamed in, not a new directory's entry in its own
+    /// parent: after a crash the file could be gone with its directory while the index
+    /// records it as synced, and the next scan would send its deletion to the peers.
     var madeDirectories = false
     /// Where sealed batches wait for their fetches and their data barrier, and placed ones
     /// for their rename barrier and their records, in order.
@@ -170,7 +171,7 @@ final class FolderApplier: @unchecked Sendable {
         seal(root: root)
         settle(root: root)
         if madeDirectories {
-            // Folders made after the last batch that took `syncfs` (or with no batch after them).
+            // The folders this apply made, also when no batch after them ran a barrier.
             madeDirectories = false
             if syncFileSystem(root.fd) != 0 { folder.report("cannot flush new folders to disk: \(Self.lastError())") }
         }
@@ -533,8 +534,7 @@ final class FolderApplier: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         launch()
         place(root: root)
-        let batch = Flushing(pending, perFile: Self.syncsPerFile(pending, madeDirectories: madeDirectories))
-        madeDirectories = false
+        let batch = Flushing(pending, perFile: Self.syncsPerFile(items: pending.count, madeDirectories: madeDirectories))
         let fetches = inFlight
         inFlight = DispatchGroup()
         pending = []
@@ -557,10 +557,10 @@ final class FolderApplier: @unchecked Sendable {
     /// and one `syncfs` costs less than a device flush per file.
     static let perFileSyncLimit = 4
 
-    /// Whether a batch of these items is made durable file by file (`perFileSyncLimit`),
-    /// when no directory was made since the last batch was sealed (`madeDirectories`).
-    static func syncsPerFile(_ items: [Pending], madeDirectories: Bool) -> Bool {
-        !madeDirectories && items.count <= perFileSyncLimit
+    /// Whether a batch of `items` files and links is made durable file by file
+    /// (`perFileSyncLimit`): only while the apply has made no directory (`madeDirectories`).
+    static func syncsPerFile(items: Int, madeDirectories: Bool) -> Bool {
+        !madeDirectories && items <= perFileSyncLimit
     }
 
     /// The barrier for the data of the whole batch: one `syncfs`, or an `fsync` of each file
