@@ -153,6 +153,16 @@ def write_random_file(path, size):
     os.utime(path, ns=(1_600_000_000_123_456_789, 1_600_000_000_123_456_789))
 
 
+def quiet_disk():
+    """Writes everything dirty to disk before a workload's clock starts (every tool, every
+    folder workload). On two machines the receiver's disk holds none of the sender's files;
+    here they share one, and the files a workload starts from (1 GiB, or 10,000 small ones),
+    another tool's staging file or an earlier workload's copies were still in the page cache,
+    dirty, for up to 30 s. A receiver's syncfs then wrote them inside its figure (measured,
+    session 17: a 0.47 s syncfs at the end of A-share was the source file)."""
+    os.sync()
+
+
 def warm(path):
     """Reads a file once so it is in the page cache."""
     with open(path, "rb", buffering=0) as f:
@@ -924,6 +934,7 @@ def sync_small(bench, results, sampler, count=10_000, size=4096):
         return True
 
     state = {"seen": 0}
+    quiet_disk()
     cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
     log(f"sync_small: share with bob, wait until all {count:,} are on bob with the same content")
     start = time.monotonic()
@@ -988,6 +999,7 @@ def sync_delta(bench, results, sampler, size=GiB, change=MiB):
     offset = size // 2 - change // 2
     new = os.urandom(change)
     log(f"sync_delta: overwriting {change / MiB:g} MiB at offset {offset:,} in place")
+    quiet_disk()
     cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
     t0 = time.monotonic()
     overwrite_in_place(source, new, offset)
@@ -1184,6 +1196,7 @@ def sync_share(bench, results, sampler, size=GiB):
     write_random_file(source, size)
     warm(source)
     target = os.path.join(inbox, os.path.basename(shared), "big.bin")
+    quiet_disk()
     cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
     up0, down0 = relay.counters()
     start = time.monotonic()
@@ -1359,6 +1372,7 @@ class SyncthingPair:
     def run(self, what, change, arrived, sub=None, timeout=600):
         """Applies `change` on alice's side, asks alice to scan at once (no watcher delay), and
         returns the figures when `arrived()` holds on bob's side."""
+        quiet_disk()
         cpu0 = {"alice": self.alice.cpu(), "bob": self.bob.cpu()}
         up0, down0 = self.relay.counters()
         start = time.monotonic()
