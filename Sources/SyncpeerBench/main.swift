@@ -262,7 +262,6 @@ func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any
         let before = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
         let oldEnds = Set(before)
         var fetched: [Int] = []
-        var recut = 0
         for (trial, offset) in offsets.enumerated() {
             let saved = Array(UnsafeRawBufferPointer(rebasing: memory[offset..<(offset + change)]))
             replacements[trial].withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: memory[offset..<(offset + change)]).copyMemory(from: $0) }
@@ -275,7 +274,6 @@ func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any
                 let end = start + Chunker.cutLength(bytes + start, count: bufferBytes - start, parameters: params)
                 let overlaps = start < offset + change && end > offset
                 if overlaps || !oldEnds.contains(end) || !(start == 0 || oldEnds.contains(start)) { total += end - start }
-                recut += end - start
                 start = end
                 if end >= offset + change && oldEnds.contains(end) { break }
             }

@@ -17,8 +17,9 @@ internal import PeerIndex
 /// renames and one after, so many small files cost two barriers, not one fsync each, and a
 /// crash leaves every file either old or new. A batch of a few files takes an `fsync` of
 /// each file and of its directory instead (`perFileSyncLimit`): `syncfs` would also wait
-/// for whatever else was written to the same file system. A sealed batch waits for its last fetches and
-/// its first barrier on `flusher` while `io` prepares the next batch (see `seal`).
+/// for whatever else was written to the same file system. A sealed batch waits for its
+/// last fetches and its first barrier on `flusher` while `io` prepares the next batch (see
+/// `seal`).
 ///
 /// Every rename, link, write, mode and time change is checked: one that fails is an error
 /// event and a failure of the path in the folder's status (`fail`), and the path keeps what
@@ -566,7 +567,6 @@ final class FolderApplier: @unchecked Sendable {
     /// The barrier for the data of the whole batch: one `syncfs`, or an `fsync` of each file
     /// of a small batch (on `flusher`; it touches only the batch).
     private static func flush(_ batch: Flushing, root: DirectoryHandle) {
-        let perFile = batch.perFile
         for item in batch.items {
             guard item.fd >= 0 else { batch.ready.append(item); continue }
             if let failure = item.failure.value {
@@ -583,8 +583,7 @@ final class FolderApplier: @unchecked Sendable {
                 "cannot set the permissions of its temporary file: \(Self.lastError())"
             } else if futimens(item.fd, &times) != 0 {
                 "cannot set the modification time of its temporary file: \(Self.lastError())"
-            } else if perFile, fsync(item.fd) != 0 {  // fsync, not fdatasync: the mode and mtime too
-                // Without the data on disk a crash could leave a torn file behind a rename.
+            } else if batch.perFile, fsync(item.fd) != 0 {  // fsync, not fdatasync: the mode and mtime too
                 "cannot flush its data to disk: \(Self.lastError())"
             } else { nil }
             // close() is where some file systems (NFS, FUSE) report a failed write.
@@ -598,7 +597,7 @@ final class FolderApplier: @unchecked Sendable {
             }
         }
         // Without the data on disk a crash could leave a torn file behind a rename.
-        if !perFile, !batch.ready.isEmpty, syncFileSystem(root.fd) != 0 {
+        if !batch.perFile, !batch.ready.isEmpty, syncFileSystem(root.fd) != 0 {
             let reason = "cannot flush its data to disk: \(Self.lastError())"
             for item in batch.ready { batch.drop(item, reason) }
             batch.ready = []
@@ -692,12 +691,8 @@ final class FolderApplier: @unchecked Sendable {
         let paths = batch.items.map(\.state.path)
         // A small batch flushes the directories it renamed in (their handles go along), a
         // large one the whole file system (see `perFileSyncLimit`).
-        var directories: [DirectoryHandle]? = nil
-        if batch.perFile {
-            var seen = Set<ObjectIdentifier>()
-            directories = done.map(\.item.directory).filter { seen.insert(ObjectIdentifier($0)).inserted }
-        }
-        let renamedIn = directories
+        var seen = Set<ObjectIdentifier>()
+        let renamedIn = batch.perFile ? done.map(\.item.directory).filter { seen.insert(ObjectIdentifier($0)).inserted } : nil
         flusher.async { [self] in
             if !records.isEmpty {
                 var failure: String?
