@@ -12,6 +12,18 @@ extension ByteReader {
 }
 
 extension Frame {
+    /// The fields a block request and a block delta request share.
+    private static func readBlockRequest(_ reader: inout ByteReader) throws(WireError)
+        -> (request: UInt32, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8]) {
+        let request = try reader.u32("block request id")
+        let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+        let path = try reader.prefixedText(.u16, rule: .entryPath, "block path")
+        let offset = try reader.u64("block offset")
+        let size = try reader.u32("block size")
+        guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
+        return (request, folder, path, offset, size, try reader.bytes(32, "block hash"))
+    }
+
     /// Decodes a frame body whose length the caller has already checked against
     /// ``WireLimits/bodyLengthRange(of:)``. Every byte of the body must be used.
     static func decodeBody(type: FrameType, from reader: inout ByteReader) throws(WireError) -> Frame {
@@ -98,14 +110,16 @@ extension Frame {
             let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
             frame = .indexAck(folder: folder, sequence: try reader.u64("index sequence"))
         case .blockRequest:
-            let request = try reader.u32("block request id")
-            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
-            let path = try reader.prefixedText(.u16, rule: .entryPath, "block path")
-            let offset = try reader.u64("block offset")
-            let size = try reader.u32("block size")
-            guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
-            frame = .blockRequest(request: request, folder: folder, path: path, offset: offset, size: size,
-                                  hash: try reader.bytes(32, "block hash"))
+            let (request, folder, path, offset, size, hash) = try readBlockRequest(&reader)
+            frame = .blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)
+        case .blockDeltaRequest:
+            let (request, folder, path, offset, size, hash) = try readBlockRequest(&reader)
+            let count = Int(try reader.u16("block sum count"))
+            guard count <= WireLimits.maxDeltaSums else {
+                throw .tooManyEntries(field: "block sums", count: count, limit: WireLimits.maxDeltaSums)
+            }
+            frame = .blockDeltaRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash,
+                                       sums: try reader.bytes(count * WireLimits.deltaSumSize, "block sums"))
         case .blockResponse:
             let request = try reader.u32("block request id")
             let ok = try reader.flag("block response status")

@@ -103,6 +103,12 @@ public enum Frame: Equatable, Sendable {
     case blockRequest(request: UInt32, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8])
     /// The bytes of a block request, or `ok: false` when the file no longer holds them.
     case blockResponse(request: UInt32, ok: Bool, data: [UInt8])
+    /// A block request from a peer that holds another version of the file: `sums` has the
+    /// 8-byte sums of what its own file holds at that range, one per 16 KiB block (the
+    /// layout is `PeerFiles.BlockDelta`'s). The answer is a ``blockResponse(request:ok:data:)``
+    /// whose data is a bitmap of the blocks that differ, followed by only those blocks.
+    /// Sent only to a peer whose hello lists the feature `block-delta`.
+    case blockDeltaRequest(request: UInt32, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8], sums: [UInt8])
 
     /// The frame's type code.
     public var type: FrameType {
@@ -130,12 +136,21 @@ public enum Frame: Equatable, Sendable {
         case .indexAck: .indexAck
         case .blockRequest: .blockRequest
         case .blockResponse: .blockResponse
+        case .blockDeltaRequest: .blockDeltaRequest
         }
     }
 
     /// Throws when the frame's body, every field within its limit, is still longer than a
     /// frame may be (offers and index pages with many large manifests): such a frame is
     /// refused before it is sent, where a peer would have to end the session on reading it.
+    /// The limits a block request and a block delta request share.
+    private static func checkBlockRequest(folder: String, path: String, size: UInt32, hash: [UInt8]) throws(WireError) {
+        try TextRule.folderID.check(folder, "folder id")
+        try TextRule.entryPath.check(path, "block path")
+        guard hash.count == 32 else { throw .invalidValue(field: "block hash length", value: UInt64(hash.count)) }
+        guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
+    }
+
     private func checkBodyFits() throws(WireError) {
         let length = FrameEncoder.bodyLength(of: self)
         guard WireLimits.bodyLengthRange(of: type).contains(length) else {
@@ -180,10 +195,12 @@ public enum Frame: Equatable, Sendable {
         case let .indexAck(folder, _):
             try TextRule.folderID.check(folder, "folder id")
         case let .blockRequest(_, folder, path, _, size, hash):
-            try TextRule.folderID.check(folder, "folder id")
-            try TextRule.entryPath.check(path, "block path")
-            guard hash.count == 32 else { throw .invalidValue(field: "block hash length", value: UInt64(hash.count)) }
-            guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
+            try Self.checkBlockRequest(folder: folder, path: path, size: size, hash: hash)
+        case let .blockDeltaRequest(_, folder, path, _, size, hash, sums):
+            try Self.checkBlockRequest(folder: folder, path: path, size: size, hash: hash)
+            guard sums.count % WireLimits.deltaSumSize == 0, sums.count / WireLimits.deltaSumSize <= WireLimits.maxDeltaSums else {
+                throw .fieldTooLong(field: "block sums", length: sums.count, limit: WireLimits.maxDeltaSums * WireLimits.deltaSumSize)
+            }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -226,6 +243,8 @@ extension Frame: CustomStringConvertible {
         case let .indexUpdate(folder, full, entries): "indexUpdate(\(folder), full: \(full), \(entries.count) entries)"
         case let .indexAck(folder, sequence): "indexAck(\(folder), \(sequence))"
         case let .blockRequest(request, _, _, offset, size, _): "blockRequest(#\(request), \(size) bytes at \(offset))"
+        case let .blockDeltaRequest(request, _, _, offset, size, _, sums):
+            "blockDeltaRequest(#\(request), \(size) bytes at \(offset), \(sums.count / WireLimits.deltaSumSize) sums)"
         case let .blockResponse(request, ok, data): "blockResponse(#\(request), ok: \(ok), \(data.count) bytes)"
         }
     }

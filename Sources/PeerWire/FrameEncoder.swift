@@ -69,6 +69,17 @@ public enum FrameEncoder {
         return writer.bytes.count
     }
 
+    /// The fields a block request and a block delta request share.
+    private static func writeBlockRequest(_ request: UInt32, _ folder: String, _ path: String, _ offset: UInt64, _ size: UInt32,
+                                          _ hash: [UInt8], to writer: inout ByteWriter) {
+        writer.u32(request)
+        writer.prefixedText(folder, .u8)
+        writer.prefixedText(path, .u16)
+        writer.u64(offset)
+        writer.u32(size)
+        writer.raw(hash)
+    }
+
     private static func writeBody(of frame: Frame, to writer: inout ByteWriter) {
         switch frame {
         case let .ping(nonce), let .pong(nonce):
@@ -131,12 +142,11 @@ public enum FrameEncoder {
             writer.prefixedText(folder, .u8)
             writer.u64(sequence)
         case let .blockRequest(request, folder, path, offset, size, hash):
-            writer.u32(request)
-            writer.prefixedText(folder, .u8)
-            writer.prefixedText(path, .u16)
-            writer.u64(offset)
-            writer.u32(size)
-            writer.raw(hash)
+            writeBlockRequest(request, folder, path, offset, size, hash, to: &writer)
+        case let .blockDeltaRequest(request, folder, path, offset, size, hash, sums):
+            writeBlockRequest(request, folder, path, offset, size, hash, to: &writer)
+            writer.u16(UInt16(sums.count / WireLimits.deltaSumSize))
+            writer.raw(sums)
         case let .blockResponse(request, ok, data):
             writer.u32(request)
             writer.u8(ok ? 1 : 0)

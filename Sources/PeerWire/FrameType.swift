@@ -30,6 +30,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case indexAck = 0x63
     case blockRequest = 0x64
     case blockResponse = 0x65
+    case blockDeltaRequest = 0x66
 
     public var description: String {
         switch self {
@@ -56,6 +57,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .indexAck: "index-ack"
         case .blockRequest: "block-request"
         case .blockResponse: "block-response"
+        case .blockDeltaRequest: "block-delta-request"
         }
     }
 }

@@ -48,6 +48,11 @@ public enum WireLimits {
     public static let maxFolderID = 64
     /// Most devices in one version vector.
     public static let maxVersionEntries = 256
+    /// Most block sums in one ``Frame/blockDeltaRequest(request:folder:path:offset:size:hash:sums:)``:
+    /// one per 16 KiB block of the largest chunk.
+    public static let maxDeltaSums = maxChunk / (16 * 1024)
+    /// Bytes of each block sum of a delta request.
+    public static let deltaSumSize = 8
     /// Most file entries in one index update frame.
     public static let maxIndexEntries = 10_000
 
@@ -79,6 +84,8 @@ public enum WireLimits {
         case .indexAck: range = 10...(9 + maxFolderID)               // folder, sequence u64
         case .blockRequest: range = 53...(51 + maxFolderID + maxEntryPath) // request u32, folder, path, offset, size, hash
         case .blockResponse: range = 9...(9 + maxChunk)              // request u32, ok u8, len u32, data
+        case .blockDeltaRequest:                                     // a block request, sum count u16, sums
+            range = 55...(53 + maxFolderID + maxEntryPath + maxDeltaSums * deltaSumSize)
         }
         assert(range.upperBound <= maxFrameBody)
         return range

@@ -5,6 +5,7 @@ internal import Dispatch
 internal import Foundation
 internal import PeerFiles
 internal import PeerIndex
+internal import PeerNet
 internal import PeerWire
 
 /// The node's side of its services: the public calls (the control server's and the Swift
@@ -132,7 +133,8 @@ extension Session {
     /// This session as the services above the sessions see it.
     var link: LinkSession {
         LinkSession(id: id, deviceKey: deviceKey, peer: peer, isConnected: machine.state == .connected,
-                    chunks: channel, flow: flow, frames: self)
+                    chunks: channel, flow: flow, frames: self,
+                    blockDelta: channel.remoteHello.features.contains(FolderService.blockDeltaFeature))
     }
 }
 

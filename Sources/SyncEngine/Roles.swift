@@ -29,6 +29,8 @@ struct LinkSession: Sendable {
     let flow: any ReceiveFlow
     /// Sends from any thread (block answers prepared off the owner's queue).
     let frames: any FrameSender
+    /// The peer's hello lists `block-delta`: it answers block delta requests.
+    var blockDelta = false
 }
 
 /// A session's send queue, for work off the owner's queue.

@@ -237,7 +237,10 @@ func chunkBenchmarks(path: String, runs: Int) throws -> [String: Any] {
 /// boundaries differ or that overlaps the changed range is new. In memory on `bufferBytes`
 /// of random data, `trials` offsets (the same for each parameter set). Each trial cuts again
 /// only from the last old boundary before the change until a new boundary past the change
-/// lands on an old one (from there on the cuts are the old ones).
+/// lands on an old one (from there on the cuts are the old ones). `delta_*` counts what the
+/// peer fetches as block deltas instead (`BlockDelta`): per new chunk of at least
+/// `BlockDelta.minimumChunk`, its 16 KiB blocks that overlap the change, the bitmap and the
+/// request's sums; smaller chunks whole.
 func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any] {
     var generator = SystemRandomNumberGenerator()
     let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferBytes, alignment: 64)
@@ -262,6 +265,7 @@ func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any
         let before = Chunker.boundaries(in: UnsafeRawBufferPointer(memory), parameters: params)
         let oldEnds = Set(before)
         var fetched: [Int] = []
+        var deltas: [Int] = []
         for (trial, offset) in offsets.enumerated() {
             let saved = Array(UnsafeRawBufferPointer(rebasing: memory[offset..<(offset + change)]))
             replacements[trial].withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: memory[offset..<(offset + change)]).copyMemory(from: $0) }
@@ -270,18 +274,26 @@ func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any
             while low < high { let mid = (low + high) / 2; if before[mid] <= offset { low = mid + 1 } else { high = mid } }
             var start = low == 0 ? 0 : before[low - 1]
             var total = 0
+            var delta = 0
             while start < bufferBytes {
                 let end = start + Chunker.cutLength(bytes + start, count: bufferBytes - start, parameters: params)
                 let overlaps = start < offset + change && end > offset
-                if overlaps || !oldEnds.contains(end) || !(start == 0 || oldEnds.contains(start)) { total += end - start }
+                if overlaps || !oldEnds.contains(end) || !(start == 0 || oldEnds.contains(start)) {
+                    total += end - start
+                    delta += deltaBytes(start: start, end: end, changeStart: offset, changeEnd: offset + change)
+                }
                 start = end
                 if end >= offset + change && oldEnds.contains(end) { break }
             }
             fetched.append(total)
+            deltas.append(delta)
             saved.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: memory[offset..<(offset + change)]).copyMemory(from: $0) }
         }
         fetched.sort()
+        deltas.sort()
         results[name] = [
+            "delta_median_bytes": deltas[deltas.count / 2], "delta_p99_bytes": deltas[deltas.count * 99 / 100],
+            "delta_max_bytes": deltas.last ?? 0, "delta_over_4_mib": deltas.filter { $0 > 4 << 20 }.count,
             "parameters": "\(params)", "chunks_per_gib": before.count * (1 << 30) / bufferBytes,
             "min_bytes": fetched.first ?? 0, "median_bytes": fetched[fetched.count / 2],
             "p99_bytes": fetched[fetched.count * 99 / 100], "max_bytes": fetched.last ?? 0,
@@ -289,6 +301,20 @@ func deltaBenchmarks(bufferBytes: Int, change: Int, trials: Int) -> [String: Any
         ] as [String: Any]
     }
     return results
+}
+
+/// Bytes on the wire for a new chunk [start, end) fetched as a block delta against the old
+/// file, where [changeStart, changeEnd) was rewritten in place with random bytes: the sums
+/// asked with, the bitmap, and the blocks that overlap the change; a small chunk whole.
+func deltaBytes(start: Int, end: Int, changeStart: Int, changeEnd: Int) -> Int {
+    let size = end - start
+    guard size >= BlockDelta.minimumChunk else { return size }
+    var total = BlockDelta.blockCount(size: size) * BlockDelta.sumSize + BlockDelta.bitmapSize(size: size)
+    for block in stride(from: start, to: end, by: BlockDelta.blockSize) {
+        let blockEnd = min(end, block + BlockDelta.blockSize)
+        if block < changeEnd && blockEnd > changeStart { total += blockEnd - block }
+    }
+    return total
 }
 
 func emit(_ object: [String: Any]) {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import PeerFiles
 import Testing
 
 /// Folder sync between three real daemons on 127.0.0.1: alice shares a folder with bob and
@@ -238,12 +239,15 @@ struct FolderSyncTests {
     }
 
     /// Workload C in small: part of a large synced file rewritten in place. Peers rebuild
-    /// it from their own copy and fetch about what changed; every copy is byte-identical.
+    /// it from their own copy and fetch about what changed: each chunk they lack comes as a
+    /// delta against their own bytes at its range (only the changed 16 KiB blocks); every
+    /// copy is byte-identical.
     @Test func aChangeInTheMiddleOfALargeFileFetchesOnlyTheChange() throws {
         let trio = try Trio()
         defer { trio.env.cleanup() }
         let size = 24 << 20   // above the size from which alice keeps chunk sums
-        try TestFiles.random(trio.path("alice", "big.bin"), size: size)
+        let file = trio.path("alice", "big.bin")
+        try TestFiles.random(file, size: size)
         try trio.share()
         try Self.eventually("the first sync\n\(Self.describe(trio))", timeout: 60) {
             Self.converged(trio) && FileManager.default.fileExists(atPath: trio.path("carol", "big.bin"))
@@ -251,30 +255,51 @@ struct FolderSyncTests {
         func figures(_ key: String, perPeer: Bool = false) throws -> [String: Int] {
             try ["bob": Self.figure(trio, trio.bob, key, perPeer: perPeer), "carol": Self.figure(trio, trio.carol, key, perPeer: perPeer)]
         }
-        let received = try figures("receivedBytes", perPeer: true)
         let reused = try figures("reusedBytes")
 
-        // 300 kB rewritten in place at 10 MiB, then 100 kB at the very end, one change after the other.
-        let changes = [(10 << 20, 300_000), (size - 100_000, 100_000)]
-        for (n, (offset, length)) in changes.enumerated() {
-            let patch = [UInt8]((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ n &* 13 &+ 1) })
-            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: trio.path("alice", "big.bin")))
-            try handle.seek(toOffset: UInt64(offset))
-            try handle.write(contentsOf: Data(patch))
+        // 300 kB rewritten in place at 10 MiB, then 100 kB at the very end, then one byte in
+        // each of 16 MiB: one change after the other.
+        let changes: [[(offset: Int, length: Int)]] = [[(10 << 20, 300_000)], [(size - 100_000, 100_000)],
+                                                       (0..<16).map { (($0 << 20) + 12_345 * $0 + 1, 1) }]
+        for (n, change) in changes.enumerated() {
+            let before = try Data(contentsOf: URL(fileURLWithPath: file))
+            let old = try FileChunker.manifest(ofFileAt: file)
+            let received = try figures("receivedBytes", perPeer: true)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+            for (offset, length) in change {
+                try handle.seek(toOffset: UInt64(offset))
+                try handle.write(contentsOf: Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ n &* 13 &+ 1) ^ before[offset + $0] }))
+            }
             try handle.close()
-            let expected = try TestFiles.hash(trio.path("alice", "big.bin"))
+            let after = try Data(contentsOf: URL(fileURLWithPath: file))
+            let expected = try TestFiles.hash(file)
             try Self.eventually("change \(n) everywhere\n\(Self.describe(trio))", timeout: 60) {
                 ["bob", "carol"].allSatisfy { (try? TestFiles.hash(trio.path($0, "big.bin"))) == expected }
             }
+            // What a peer lacks: the new chunks its old copy does not hold. Whole, that is
+            // `plain` bytes; as deltas, only their changed 16 KiB blocks (small chunks whole).
+            let lacking = try FileChunker.manifest(ofFileAt: file).chunks.filter { chunk in !old.chunks.contains { $0.hash == chunk.hash } }
+            let plain = lacking.reduce(0) { $0 + Int($1.size) }
+            let deltas = lacking.reduce(0) { total, chunk in
+                let (start, size) = (Int(chunk.offset), Int(chunk.size))
+                guard size >= BlockDelta.minimumChunk else { return total + size }
+                return total + stride(from: start, to: start + size, by: BlockDelta.blockSize).reduce(0) { sum, block in
+                    let range = block..<min(start + size, block + BlockDelta.blockSize)
+                    return sum + (before[range] == after[range] ? 0 : range.count)
+                }
+            }
+            let receivedAfter = try figures("receivedBytes", perPeer: true)
+            print("aChangeInTheMiddleOfALargeFileFetchesOnlyTheChange: change \(n): lacking \(lacking.count) chunks, \(plain) bytes whole, "
+                  + "\(deltas) as deltas; received \(received) → \(receivedAfter)")
+            for node in ["bob", "carol"] {
+                let fetched = receivedAfter[node]! - received[node]!
+                #expect(fetched == deltas, "\(node) fetched \(fetched) bytes for change \(n): \(deltas) as deltas, \(plain) whole")
+            }
+            if n == 2 { #expect(deltas * 2 < plain, "scattered bytes: the deltas carry a fraction of the chunks") }
         }
-        let receivedAfter = try figures("receivedBytes", perPeer: true)
         let reusedAfter = try figures("reusedBytes")
-        print("aChangeInTheMiddleOfALargeFileFetchesOnlyTheChange: received \(received) → \(receivedAfter), reused \(reused) → \(reusedAfter)")
         for node in ["bob", "carol"] {
-            let fetched = receivedAfter[node]! - received[node]!
-            // 64 KiB chunks here (256 KiB at most): the changed ones, not the 24 MiB.
-            #expect(fetched > 0 && fetched < 3 << 20, "\(node) fetched \(fetched) bytes for 400 kB changed")
-            #expect(reusedAfter[node]! - reused[node]! >= 2 * size - (3 << 20), "\(node) rebuilt the rest from its own copy")
+            #expect(reusedAfter[node]! - reused[node]! >= 3 * size - (3 << 20), "\(node) rebuilt the rest from its own copy")
             #expect(Self.tree(trio.folders[node]!).keys.sorted() == ["big.bin"], "no temporary left behind on \(node)")
         }
     }

@@ -100,6 +100,10 @@ import TestKit
             .indexAck(folder: "", sequence: 0),
             .blockRequest(request: 0, folder: "f", path: "p", offset: 0, size: UInt32(WireLimits.maxChunk + 1), hash: hash),
             .blockRequest(request: 0, folder: "f", path: "p", offset: 0, size: 1, hash: [1]),
+            .blockDeltaRequest(request: 0, folder: "f", path: "p", offset: 0, size: 1, hash: hash, sums: [1, 2, 3]),
+            .blockDeltaRequest(request: 0, folder: "f", path: "p", offset: 0, size: 1, hash: hash,
+                               sums: Array(repeating: 0, count: (WireLimits.maxDeltaSums + 1) * 8)),
+            .blockDeltaRequest(request: 0, folder: "f", path: "", offset: 0, size: 1, hash: hash, sums: []),
             .blockResponse(request: 0, ok: true, data: Array(repeating: 0, count: WireLimits.maxChunk + 1)),
             .indexUpdate(folder: "f", full: true, entries: [longPath]),
             .indexUpdate(folder: "f", full: true, entries: [manyDevices]),
@@ -124,6 +128,9 @@ import TestKit
             .indexAck(folder: folder, sequence: .max),
             .blockRequest(request: .max, folder: folder, path: String(repeating: "p", count: WireLimits.maxEntryPath),
                           offset: .max, size: UInt32(WireLimits.maxChunk), hash: Array(repeating: 1, count: 32)),
+            .blockDeltaRequest(request: .max, folder: folder, path: String(repeating: "p", count: WireLimits.maxEntryPath),
+                               offset: .max, size: UInt32(WireLimits.maxChunk), hash: Array(repeating: 1, count: 32),
+                               sums: Array(repeating: 7, count: WireLimits.maxDeltaSums * 8)),
             .indexUpdate(folder: folder, full: true, entries: [entry(path: String(repeating: "q", count: WireLimits.maxEntryPath),
                                                                      devices: WireLimits.maxVersionEntries)]),
         ]
@@ -148,6 +155,25 @@ import TestKit
         #expect(throws: WireError.invalidValue(field: "block size", value: UInt64(WireLimits.maxChunk + 1))) {
             try Frame(decoding: frameBytes(FrameType.blockRequest.rawValue, body: bigSize.bytes))
         }
+        // A delta request's sum count is checked before the sums are read, and must match them.
+        var manySums = Bytes()
+        manySums.u32(1)
+        manySums.u8(1); manySums.text("f")
+        manySums.u16(1); manySums.text("p")
+        manySums.raw(Array(repeating: 0, count: 8))
+        manySums.u32(65_536)
+        manySums.raw(Array(repeating: 0, count: 32))
+        var fewerSums = manySums
+        manySums.u16(WireLimits.maxDeltaSums + 1)
+        manySums.raw(Array(repeating: 0, count: 16))
+        #expect(throws: WireError.tooManyEntries(field: "block sums", count: WireLimits.maxDeltaSums + 1, limit: WireLimits.maxDeltaSums)) {
+            try Frame(decoding: frameBytes(FrameType.blockDeltaRequest.rawValue, body: manySums.bytes))
+        }
+        fewerSums.u16(4)
+        fewerSums.raw(Array(repeating: 0, count: 3 * 8))
+        #expect(throws: WireError.self) { try Frame(decoding: frameBytes(FrameType.blockDeltaRequest.rawValue, body: fewerSums.bytes)) }
+        fewerSums.raw(Array(repeating: 0, count: 8 + 1))
+        #expect(throws: WireError.self) { try Frame(decoding: frameBytes(FrameType.blockDeltaRequest.rawValue, body: fewerSums.bytes)) }
 
         var tooMany = Bytes()
         tooMany.u8(1); tooMany.text("f")
@@ -176,7 +202,7 @@ import TestKit
 
 private func isFolderFrame(_ frame: Frame) -> Bool {
     switch frame.type {
-    case .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse: true
+    case .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest: true
     default: false
     }
 }
@@ -234,7 +260,7 @@ private func randomEntry(using rng: inout SplitMix64) -> SyncFileEntry {
 
 /// A valid shared-folder frame with random fields, sometimes at their limits.
 func randomFolderFrame(using rng: inout SplitMix64) -> Frame {
-    switch Int.random(in: 0..<6, using: &rng) {
+    switch Int.random(in: 0..<7, using: &rng) {
     case 0:
         return .shareOffer(folder: folderID(using: &rng),
                            label: randomText(count: length(0...WireLimits.maxOfferName, using: &rng), maxBytes: WireLimits.maxOfferName, using: &rng))
@@ -252,6 +278,12 @@ func randomFolderFrame(using rng: inout SplitMix64) -> Frame {
         return .blockRequest(request: UInt32.random(in: 0 ... .max, using: &rng), folder: folderID(using: &rng),
                              path: String(repeating: "b", count: pathLength), offset: rng.next(),
                              size: UInt32.random(in: 0...UInt32(WireLimits.maxChunk), using: &rng), hash: rng.bytes(32))
+    case 5:
+        let sums = Int.random(in: 0..<8, using: &rng) == 0 ? WireLimits.maxDeltaSums : Int.random(in: 0...64, using: &rng)
+        return .blockDeltaRequest(request: UInt32.random(in: 0 ... .max, using: &rng), folder: folderID(using: &rng),
+                                  path: String(repeating: "d", count: length(1...WireLimits.maxEntryPath, using: &rng)), offset: rng.next(),
+                                  size: UInt32.random(in: 0...UInt32(WireLimits.maxChunk), using: &rng), hash: rng.bytes(32),
+                                  sums: rng.bytes(sums * WireLimits.deltaSumSize))
     default:
         let ok = Bool.random(using: &rng)
         return .blockResponse(request: UInt32.random(in: 0 ... .max, using: &rng), ok: ok,
@@ -263,7 +295,7 @@ func randomFolderFrame(using rng: inout SplitMix64) -> Frame {
 /// valid folder ID, then for index updates an entry count and entry fields with length
 /// prefixes that mostly agree with what follows.
 private func folderLikeBytes(_ rng: inout SplitMix64) -> [UInt8] {
-    let types: [FrameType] = [.shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse]
+    let types: [FrameType] = [.shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest]
     let type = types.randomElement(using: &rng)!
     var body = Bytes()
     func text(_ maxBytes: Int, _ prefix: Int) {
@@ -299,7 +331,7 @@ private func folderLikeBytes(_ rng: inout SplitMix64) -> [UInt8] {
             body.u32(Int.random(in: 0..<10, using: &rng) == 0 ? WireLimits.maxManifest + 1 : Int.random(in: 0...4, using: &rng))
             body.raw(rng.bytes(Int.random(in: 0...4, using: &rng)))
         }
-    case .blockRequest:
+    case .blockRequest, .blockDeltaRequest:
         var request = Bytes()
         request.raw(rng.bytes(4))
         request.raw(body.bytes)
@@ -308,6 +340,11 @@ private func folderLikeBytes(_ rng: inout SplitMix64) -> [UInt8] {
         body.raw(rng.bytes(8))
         body.u32(Int.random(in: 0..<6, using: &rng) == 0 ? WireLimits.maxChunk + 1 : Int.random(in: 0...65_536, using: &rng))
         body.raw(rng.bytes(Int.random(in: 30...34, using: &rng)))
+        if type == .blockDeltaRequest {
+            let count = Int.random(in: 0..<6, using: &rng) == 0 ? WireLimits.maxDeltaSums + 1 : Int.random(in: 0...6, using: &rng)
+            body.u16(count)
+            body.raw(rng.bytes(max(0, count * 8 + Int.random(in: -2...2, using: &rng))))
+        }
     case .shareAnswer:
         body.u8(Int.random(in: 0...2, using: &rng))
         text(20, 2)
@@ -349,6 +386,9 @@ func limitViolation(_ frame: Frame) -> String? {
         return text(folder, "folder id", min: 1, max: WireLimits.maxFolderID) ?? text(reason, "reason", max: WireLimits.maxCloseReason)
     case let .indexAck(folder, _):
         return text(folder, "folder id", min: 1, max: WireLimits.maxFolderID)
+    case let .blockDeltaRequest(request, folder, path, offset, size, hash, sums):
+        if sums.count % 8 != 0 || sums.count > WireLimits.maxDeltaSums * 8 { return "\(sums.count) bytes of block sums" }
+        return limitViolation(.blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash))
     case let .blockRequest(_, folder, path, _, size, hash):
         if hash.count != 32 { return "block hash of \(hash.count) bytes" }
         if size > WireLimits.maxChunk { return "block size \(size)" }

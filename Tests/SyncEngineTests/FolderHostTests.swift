@@ -35,17 +35,29 @@ import Testing
         func emitError(_ peer: PeerRef?, _ reason: String) { errors.withLock { $0.append(reason) } }
         func connectedDevices() -> Set<String> { [remoteDevice] }
 
+        /// Delta requests: how many came, and what their answers carried in all.
+        let deltas = Mutex((requests: 0, carried: 0))
+        /// Answers a delta request (given the served bytes and the sums); nil: answered whole
+        /// (a peer without `block-delta`).
+        var serveDelta: (@Sendable ([UInt8], [UInt8]) -> [UInt8]?)? = { BlockDelta.answer(chunk: $0, sums: $1) }
+
         func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
-                          callback: @escaping @Sendable ([UInt8]?) -> Void) {
+                          sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void) {
             requests.withLock { $0 += 1 }
             let file = remoteRoot + "/" + path
-            let serve = self.serve
+            let (serve, serveDelta) = (self.serve, self.serveDelta)
             DispatchQueue.global().async {
                 guard device == self.remoteDevice, let handle = FileHandle(forReadingAtPath: file) else { return callback(nil) }
                 defer { try? handle.close() }
                 try? handle.seek(toOffset: offset)
                 let bytes = (try? handle.read(upToCount: Int(size))).map { [UInt8]($0) } ?? []
-                callback(serve(bytes))
+                guard let served = serve(bytes) else { return callback(nil) }
+                if let sums, let serveDelta {
+                    let answer = serveDelta(served, sums)
+                    self.deltas.withLock { $0.requests += 1; $0.carried += max(0, (answer?.count ?? 0) - BlockDelta.bitmapSize(size: Int(size))) }
+                    return callback(answer.map(BlockReply.delta))
+                }
+                callback(.whole(served))
             }
         }
     }
@@ -70,11 +82,13 @@ import Testing
 
         func cleanup() { try? FileManager.default.removeItem(atPath: (root as NSString).deletingLastPathComponent) }
 
-        /// The remote device announces `path` (written in its directory) at version 1, or `version`.
+        /// The remote device announces `path` (written in its directory: `content`, or random
+        /// bytes) at version 1, or `version`.
         @discardableResult
-        func remoteHas(_ path: String, size: Int, seed: UInt64, version: [String: UInt64]? = nil, mode: UInt32 = 0o644) throws -> Data {
+        func remoteHas(_ path: String, size: Int, seed: UInt64, version: [String: UInt64]? = nil, mode: UInt32 = 0o644,
+                       content: Data? = nil) throws -> Data {
             let file = host.remoteRoot + "/" + path
-            try TransferPair.randomFile(file, size: size, seed: seed)
+            if let content { try content.write(to: URL(fileURLWithPath: file)) } else { try TransferPair.randomFile(file, size: size, seed: seed) }
             let entry = try PreparedOffer.build(path: file, name: nil, kind: .file).offer.entries[0]
             let manifest = try Manifest.decode(entry.manifest)
             try host.index.upsertRemoteFiles(folderID: folderID, deviceID: host.remoteDevice, [
@@ -235,5 +249,63 @@ import Testing
         // What was fetched may be kept for the retry, only ever under a hidden temporary name.
         #expect(fixture.names.allSatisfy { $0.hasPrefix(".") && $0.hasSuffix(IgnorePatterns.temporarySuffix) }, "\(fixture.names)")
         #expect(try fixture.host.index.file(folderID: fixture.folderID, path: "contract.pdf") == nil)
+    }
+
+    /// A file we hold an older version of, changed in place by the remote: each chunk we
+    /// lack is asked for as a delta against our own bytes at its range, and only the changed
+    /// 16 KiB blocks come over. A peer that answers a delta with wrong bytes costs a whole
+    /// request (the rebuilt chunk fails its hash), not a failure; a peer without
+    /// `block-delta` is asked for whole chunks. Every way, the file ends up as the remote's.
+    @Test(arguments: ["delta", "lying", "whole"])
+    func aFileChangedInPlaceIsRebuiltFromTheChangedBlocks(_ peer: String) throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        switch peer {
+        case "lying":
+            fixture.host.serveDelta = { chunk, sums in
+                guard var answer = BlockDelta.answer(chunk: chunk, sums: sums) else { return nil }
+                answer[answer.count - 1] ^= 0xFF
+                return answer
+            }
+        case "whole": fixture.host.serveDelta = nil
+        default: break
+        }
+        let size = 2 << 20
+        try TransferPair.randomFile(fixture.root + "/big.bin", size: size, seed: 30)
+        let folder = fixture.start()
+        try TransferPair.eventually("big.bin is recorded") {
+            ((try? fixture.host.index.file(folderID: fixture.folderID, path: "big.bin")) ?? nil) != nil
+        }
+        folder.stop()
+        let old = try FileChunker.manifest(ofFileAt: fixture.root + "/big.bin")
+        var content = try Data(contentsOf: URL(fileURLWithPath: fixture.root + "/big.bin"))
+        let changes = [100_000, size / 2, size - 10]
+        for offset in changes { content[offset] ^= 0x77 }
+        let ours: [String: UInt64] = [fixture.host.localDevice: 1, fixture.host.remoteDevice: 1]
+        try fixture.remoteHas("big.bin", size: size, seed: 0, version: ours, content: content)
+        let new = try FileChunker.manifest(ofFileAt: fixture.host.remoteRoot + "/big.bin")
+        let lacking = new.chunks.filter { chunk in !old.chunks.contains { $0.hash == chunk.hash } }
+        let again = fixture.start()
+        defer { again.stop() }
+        try TransferPair.eventually("big.bin is the remote's", timeout: 30) {
+            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/big.bin"))) == content
+        }
+        let deltas = fixture.host.deltas.withLock { $0 }
+        let asDeltas = lacking.filter { $0.size >= BlockDelta.minimumChunk }
+        print("aFileChangedInPlaceIsRebuiltFromTheChangedBlocks(\(peer)): lacking \(lacking.map(\.size)), deltas \(deltas)")
+        #expect(!asDeltas.isEmpty, "the test needs chunks large enough for a delta: \(lacking.map(\.size))")
+        switch peer {
+        case "whole":
+            #expect(deltas.requests == 0)
+        case "lying":
+            #expect(deltas.requests == asDeltas.count, "each delta once, then the chunk whole")
+        default:
+            #expect(deltas.requests == asDeltas.count)
+            // One changed block per change, against whole chunks of 16 KiB … 256 KiB.
+            #expect(deltas.carried <= changes.count * BlockDelta.blockSize, "carried \(deltas.carried)")
+            #expect(deltas.carried < asDeltas.reduce(0) { $0 + Int($1.size) } / 2)
+        }
+        #expect(!again.failing.list(limit: 10).contains { $0.path == "big.bin" })
+        #expect(fixture.names == ["big.bin"], "no temporary left: \(fixture.names)")
     }
 }

@@ -105,6 +105,53 @@ import Testing
         }
     }
 
+    /// A delta request (the asker's sums of its own bytes at a chunk's range) is answered
+    /// with the bitmap and only the blocks that differ, from memory for a small chunk and
+    /// streamed from the file for a large one (a file of runs of one byte value has no
+    /// content-defined cut: its chunks all have the largest size); sums of another count, or
+    /// a chunk that is not shared, get "no" without a byte.
+    @Test(arguments: ["small", "streamed"])
+    func aBlockDeltaRequestIsAnsweredWithOnlyTheBlocksThatDiffer(_ kind: String) throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let docs = pair.alice.directory + "/docs"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        if kind == "small" {
+            try TransferPair.randomFile(docs + "/big.bin", size: 2 << 20, seed: 40)
+        } else {
+            try Data((0..<(2 << 20)).map { UInt8(1 + $0 >> 18) }).write(to: URL(fileURLWithPath: docs + "/big.bin"))
+        }
+        pair.connect()
+        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        try TransferPair.eventually("bob has joined") { (try? pair.bob.index.folders().count) == 1 }
+        let record = try #require(try pair.alice.index.files(folderID: shared.folder, paths: ["big.bin"])["big.bin"])
+        let large = Int64(SharedFolder.streamedBlock)
+        let chunk = try #require(record.chunks.first { kind == "small" ? $0.size >= Int64(2 * BlockDelta.blockSize) && $0.size < large
+                                                                         : $0.size >= large })
+        let bytes = try ChunkReader(path: docs + "/big.bin").bytes(of: ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size),
+                                                                                   hash: try #require(ChunkHash(bytes: chunk.hash))))
+        var own = bytes
+        own[BlockDelta.blockSize + 3] ^= 1
+        if kind == "streamed" { own[own.count - 1] ^= 1 }   // the first and the last block of the answer
+        func ask(_ path: String, sums: [UInt8]) throws -> BlockReply? {
+            let reply = Mutex<BlockReply??>(nil)
+            pair.bob.folders.requestBlock(device: pair.alice.deviceKey, folder: shared.folder, path: path, offset: UInt64(chunk.offset),
+                                          size: UInt32(chunk.size), hash: chunk.hash, sums: sums) { answer in reply.withLock { $0 = .some(answer) } }
+            try TransferPair.eventually("alice answers") { reply.withLock { $0 } != nil }
+            return reply.withLock { $0! }
+        }
+        guard case let .delta(answer) = try ask("big.bin", sums: BlockDelta.sums(own)) else {
+            Issue.record("no delta answer")
+            return
+        }
+        let carried = (kind == "small" ? 1 : 2) * BlockDelta.blockSize
+        #expect(answer.count == BlockDelta.bitmapSize(size: bytes.count) + carried)
+        var rebuilt = own
+        #expect(BlockDelta.apply(answer, to: &rebuilt) == carried && rebuilt == bytes)
+        #expect(try ask("big.bin", sums: Array(BlockDelta.sums(own).dropLast(8))) == nil, "one sum short")
+        #expect(try ask("../outside.txt", sums: BlockDelta.sums(own)) == nil, "not shared")
+    }
+
     /// A member's index entries are hostile input: one whose path leaves the folder is
     /// ignored (and said), the rest is stored.
     @Test func indexEntriesWithUnsafePathsAreIgnored() throws {

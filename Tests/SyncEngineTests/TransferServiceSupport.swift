@@ -78,7 +78,8 @@ final class TransferPair: @unchecked Sendable {
         /// The session to the other end as this end's service sees it (on `queue`).
         fileprivate func view(_ id: UInt64) -> LinkSession {
             LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
-                        chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id))
+                        chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id),
+                        blockDelta: true)
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session

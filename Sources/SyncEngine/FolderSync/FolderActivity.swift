@@ -31,10 +31,14 @@ final class FolderActivity: Sendable {
         state.withLock { $0.current[path] = Current(path: path, size: size, needed: needed, peers: peers) }
     }
 
-    func fetched(path: String, from device: String, bytes: Int) {
+    /// A chunk of `bytes` arrived for `path`: `received` of them from `device` (all of them,
+    /// unless the answer was a delta), the rest from our own file.
+    func fetched(path: String, from device: String, bytes: Int, received: Int? = nil) {
+        let received = received ?? bytes
         state.withLock {
             $0.current[path]?.fetched += Int64(bytes)
-            $0.received[device, default: 0] += Int64(bytes)
+            $0.received[device, default: 0] += Int64(received)
+            $0.reused += Int64(bytes - received)
         }
     }
 

@@ -44,6 +44,38 @@ extension FolderApplier {
         var unchanged: Bool { stamp != nil && FileStamp(fd) == stamp }
     }
 
+    /// Our own file at a path being pulled, open while its missing chunks are fetched:
+    /// each one is asked for as a delta against what this file holds at the same range
+    /// (`BlockDelta`), which after a change written in place is all of it but the changed
+    /// blocks. Whatever it holds, the assembled chunk must match the chunk's hash.
+    final class DeltaBase: Sendable {
+        let fd: Int32
+
+        init?(_ directory: DirectoryHandle, _ name: String) {
+            let fd = openat(directory.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            guard FileStamp(fd) != nil else {
+                close(fd)
+                return nil
+            }
+            self.fd = fd
+        }
+
+        deinit { close(fd) }
+
+        /// What the file holds at the chunk's range now; nil when it ends before the range does.
+        func bytes(_ chunk: ChunkRef) -> [UInt8]? {
+            try? ChunkReader(fileDescriptor: fd).bytes(of: chunk)
+        }
+
+        /// Chunks of at least two blocks whose delta answer fits in one frame are asked for
+        /// as deltas; smaller ones whole.
+        static func worthIt(_ chunk: ChunkRef) -> Bool {
+            let size = Int(chunk.size)
+            return size >= BlockDelta.minimumChunk && size + BlockDelta.bitmapSize(size: size) <= Manifest.maxChunkSize
+        }
+    }
+
     /// Size, mtime and inode of an open file.
     struct FileStamp: Equatable {
         let size: Int64

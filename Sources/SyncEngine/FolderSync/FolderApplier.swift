@@ -111,6 +111,8 @@ final class FolderApplier: @unchecked Sendable {
         let chunk: ChunkRef
         let path: String
         let sources: [String]
+        /// Our own older version of the file, when the chunk is asked for as a delta against it.
+        let base: DeltaBase?
     }
     private var jobs: [FetchJob] = []
     /// Jobs are started in groups of this many as files are prepared, so the fetches of a
@@ -323,8 +325,14 @@ final class FolderApplier: @unchecked Sendable {
                                conflictCopy: conflictCopy)
             item.fd = fd
             add(item, root: root)
+            // What our own file holds where it lacks a chunk is compared block by block
+            // (`BlockDelta`): after a change in place, only the changed blocks travel.
+            let base = local[state.path].map { !$0.deleted && $0.kind == .file } == true && missing.contains(where: DeltaBase.worthIt)
+                ? DeltaBase(resolved.directory, resolved.name) : nil
+            if base != nil { pendingDescriptors += 1 }
             for chunk in missing {
-                jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources))
+                jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources,
+                                     base: DeltaBase.worthIt(chunk) ? base : nil))
             }
             pendingBytes += Int64(manifest.fileSize)
             if jobs.count >= Self.launchJobs { launch() }
@@ -412,7 +420,8 @@ final class FolderApplier: @unchecked Sendable {
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[job.path] ?? [:])
             launched += 1
-            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched) { (bytes: [UInt8]?, lied: Bool) in
+            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
+                (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
                     group.leave()
@@ -441,19 +450,21 @@ final class FolderApplier: @unchecked Sendable {
 
     /// Asks the peers in turn (starting at a different one per chunk) until one answers
     /// with bytes that match the hash; the completion gets nil when none did, and whether a
-    /// peer answered with bytes that do not match.
+    /// peer answered with bytes that do not match. With a `base`, the chunk is asked for as
+    /// a delta against what it holds at that range (when it still holds the whole range).
     private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
-                       completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
+                       base: DeltaBase?, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
         guard tries < sources.count else { completion(nil, lied); return }
         let device = sources[(attempt + tries) % sources.count]
+        let sums = base?.bytes(chunk).map(BlockDelta.sums)
         host.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
-                          hash: chunk.hash.bytes) { [self] bytes in
+                          hash: chunk.hash.bytes, sums: sums) { [self] reply in
             // The answer arrives on the node's queue: a large block is hashed and written
             // elsewhere, several at once (a 4 MiB block was ~4 ms of SHA-256 before BLAKE3, which held the
             // node's queue and kept a large pull to one core); a small one is not worth the hop.
             let answer: @Sendable () -> Void = { [self] in
-                verified(bytes, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,
-                         completion: completion)
+                verified(reply, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,
+                         base: sums == nil ? nil : base, completion: completion)
             }
             if chunk.size >= Self.largeBlock { Self.verifyQueue.async(execute: answer) } else { answer() }
         }
@@ -466,15 +477,29 @@ final class FolderApplier: @unchecked Sendable {
     /// Verifies and writes fetched blocks (concurrent; the in-flight budget bounds the work).
     static let verifyQueue = DispatchQueue(label: "syncpeer.folder.verify", qos: .utility, attributes: .concurrent)
 
-    /// `fetch`'s answer: the bytes when they match the chunk's hash, else the next peer.
-    private func verified(_ bytes: [UInt8]?, _ chunk: ChunkRef, path: String, device: String, sources: [String], attempt: Int,
-                          tries: Int, lied: Bool, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
+    /// `fetch`'s answer: the bytes when they match the chunk's hash, else the next peer. A
+    /// delta that does not give the chunk (our file changed meanwhile, a sum matched other
+    /// bytes, or the peer lied) is asked for again from the same peer, whole.
+    private func verified(_ reply: BlockReply?, _ chunk: ChunkRef, path: String, device: String, sources: [String], attempt: Int,
+                          tries: Int, lied: Bool, base: DeltaBase?, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
+        var bytes: [UInt8]?
+        var received = 0
+        switch reply {
+        case let .whole(data):
+            (bytes, received) = (data, data.count)
+        case let .delta(answer):
+            if var own = base?.bytes(chunk), let carried = BlockDelta.apply(answer, to: &own) { (bytes, received) = (own, carried) }
+        case nil:
+            break
+        }
         if let bytes, ChunkHash.of(bytes) == chunk.hash {
-            folder.activity.fetched(path: path, from: device, bytes: bytes.count)
+            folder.activity.fetched(path: path, from: device, bytes: bytes.count, received: received)
             completion(bytes, lied)
+        } else if case .delta = reply {
+            fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: nil, completion: completion)
         } else {
             fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
-                  completion: completion)
+                  base: base, completion: completion)
         }
     }
 

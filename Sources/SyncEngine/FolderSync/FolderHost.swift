@@ -20,10 +20,20 @@ protocol FolderHost: AnyObject, Sendable {
     func emitError(_ peer: PeerRef?, _ reason: String)
     /// Devices connected now (never called on `queue`).
     func connectedDevices() -> Set<String>
-    /// Asks `device` for a block; `callback` gets the bytes, or nil (refused, timed out,
-    /// gone). The folder verifies what it gets. Any thread.
+    /// Asks `device` for a block; `callback` gets the answer, or nil (refused, timed out,
+    /// gone). With `sums` (`BlockDelta.sums` of what our own file holds at that range), a
+    /// peer that speaks `block-delta` answers with a delta (`BlockReply.delta`). The folder
+    /// verifies what it gets. Any thread.
     func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
-                      callback: @escaping @Sendable ([UInt8]?) -> Void)
+                      sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void)
+}
+
+/// A block request's answer.
+enum BlockReply: Sendable {
+    /// The block's bytes.
+    case whole([UInt8])
+    /// A delta against the sums sent (`BlockDelta.apply`).
+    case delta([UInt8])
 }
 
 extension FolderService: FolderHost {}

@@ -12,7 +12,7 @@ extension FolderService {
     /// requests wait here in order (and count as unhandled, so the reader stops reading the
     /// peer). The answer's bytes count in the session's flow until they are written.
     func serveBlock(_ frame: Frame, from folder: SharedFolder, to session: LinkSession) {
-        guard case let .blockRequest(_, _, _, _, size, _) = frame else { return }
+        guard let size = BlockAsk(frame)?.size else { return }
         if !(folderTable.parked[session.id] ?? []).isEmpty || !session.flow.reserve(Self.serveCost(size)) {
             folderTable.parked[session.id, default: []].append((frame, folder))
             session.flow.received(0)
@@ -21,34 +21,22 @@ extension FolderService {
         startServe(frame, from: folder, to: session)
     }
 
-    private static func serveCost(_ size: UInt32) -> Int { Int(size) + 64 }
+    /// A delta answer's bitmap (at most 128 bytes) fits in the margin.
+    private static func serveCost(_ size: UInt32) -> Int { Int(size) + 256 }
 
     /// Reads and sends one answer; its cost is already reserved.
     private func startServe(_ frame: Frame, from folder: SharedFolder, to session: LinkSession) {
-        guard case let .blockRequest(request, _, path, offset, size, hash) = frame else { return }
+        guard let ask = BlockAsk(frame) else { return }
+        let (request, size) = (ask.request, ask.size)
         let device = session.deviceKey
         folder.serveQueue.async { [self] in
             let refused: Bool
-            switch folder.blockSource(path: path, offset: offset, size: size, hash: hash) {
-            case let .file(reader, chunk):
-                // Read from the file straight into the channel's buffer when the answer's turn
-                // comes (A-share profile: the block array, the frame encoding and the plaintext
-                // buffer were three copies of every served byte). The reader holds the file
-                // open: a file replaced since is still read as indexed; one written in place
-                // meanwhile gives bytes the asker's hash check refuses.
-                folder.activity.served(to: device, bytes: Int(chunk.size))
-                let source = HandedOver(reader: reader)
-                session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
-                    try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
-                }
-                refused = false
-            case let .answer(.data(bytes)):
-                folder.activity.served(to: device, bytes: bytes.count)
-                session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
-                refused = false
-            case let .answer(answer):
+            if let sums = ask.sums, !BlockAsk.validSums(sums, size: size) {
+                // Not the sums of this block's 16 KiB blocks: nothing is read.
                 session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
-                refused = answer == .notShared
+                refused = false
+            } else {
+                refused = serve(ask, from: folder, device: device, to: session)
             }
             // Queued: the send queue's count holds the answer from here.
             session.flow.release(Self.serveCost(size))
@@ -59,15 +47,112 @@ extension FolderService {
         }
     }
 
+    /// Answers `ask` (on the folder's serve queue); true when it asked for something the
+    /// folder does not share.
+    private func serve(_ ask: BlockAsk, from folder: SharedFolder, device: String, to session: LinkSession) -> Bool {
+        let request = ask.request
+        let source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash)
+        if let sums = ask.sums {
+            // A delta: only the blocks whose sums differ go out.
+            switch source {
+            case let .file(reader, chunk):
+                // Summed piece by piece, then the answer streamed from the file like a large
+                // block's: a delta of a 16 MiB chunk holds 1 MiB, not the chunk and its answer.
+                // (Written in place between the two reads, it gives bytes the asker refuses.)
+                let ours = try? BlockDelta.sums(size: Int(chunk.size)) { (offset, buffer) throws(FileError) in
+                    try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+                }
+                guard let ours, let differences = BlockDelta.differences(ours: ours, theirs: sums, size: Int(chunk.size)) else { break }
+                folder.activity.served(to: device, bytes: differences.answerSize)
+                let source = HandedOver(reader: reader)
+                session.frames.sendBlockFromAnyThread(request: request, count: differences.answerSize) { buffer, offset throws(FileError) in
+                    var at = 0
+                    for piece in differences.pieces(from: offset, count: buffer.count) {
+                        let part = UnsafeMutableRawBufferPointer(rebasing: buffer[at..<at + piece.length])
+                        switch piece {
+                        case let .bitmap(range): differences.bitmap[range].withUnsafeBytes { part.copyMemory(from: $0) }
+                        case let .chunk(start, _): try source.reader.read(at: chunk.offset + UInt64(start), into: part)
+                        }
+                        at += piece.length
+                    }
+                }
+                return false
+            case let .answer(.data(bytes)):
+                guard let answer = BlockDelta.answer(chunk: bytes, sums: sums) else { break }
+                folder.activity.served(to: device, bytes: answer.count)
+                session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
+                return false
+            case .answer:
+                break
+            }
+            session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
+            if case .answer(.notShared) = source { return true }
+            return false
+        }
+        let refused: Bool
+        switch source {
+        case let .file(reader, chunk):
+            // Read from the file straight into the channel's buffer when the answer's turn
+            // comes (A-share profile: the block array, the frame encoding and the plaintext
+            // buffer were three copies of every served byte). The reader holds the file
+            // open: a file replaced since is still read as indexed; one written in place
+            // meanwhile gives bytes the asker's hash check refuses.
+            folder.activity.served(to: device, bytes: Int(chunk.size))
+            let source = HandedOver(reader: reader)
+            session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
+                try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+            }
+            refused = false
+        case let .answer(.data(bytes)):
+            folder.activity.served(to: device, bytes: bytes.count)
+            session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
+            refused = false
+        case let .answer(answer):
+            session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
+            refused = answer == .notShared
+        }
+        return refused
+    }
+
     /// Starts the waiting requests that fit the budget now.
     private func resumeServing(_ session: LinkSession) {
         while let (frame, folder) = folderTable.parked[session.id]?.first {
             guard link?.session(session.id) != nil else { return }
-            guard case let .blockRequest(_, _, _, _, size, _) = frame, session.flow.reserve(Self.serveCost(size)) else { return }
+            guard let size = BlockAsk(frame)?.size, session.flow.reserve(Self.serveCost(size)) else { return }
             folderTable.parked[session.id]?.removeFirst()
             session.flow.handled(0)
             startServe(frame, from: folder, to: session)
         }
+    }
+}
+
+/// A block request or a block delta request, as served.
+struct BlockAsk {
+    let request: UInt32
+    let path: String
+    let offset: UInt64
+    let size: UInt32
+    let hash: [UInt8]
+    /// The asker's block sums (a delta request), or nil.
+    let sums: [UInt8]?
+
+    init?(_ frame: Frame) {
+        switch frame {
+        case let .blockRequest(request, _, path, offset, size, hash):
+            (self.request, self.path, self.offset, self.size, self.hash, sums) = (request, path, offset, size, hash, nil)
+        case let .blockDeltaRequest(request, _, path, offset, size, hash, sums):
+            (self.request, self.path, self.offset, self.size, self.hash, self.sums) = (request, path, offset, size, hash, sums)
+        default:
+            return nil
+        }
+    }
+
+    /// Whether `sums` are one sum per block of a block of `size` bytes, and the answer (at
+    /// most a bitmap and the whole block) fits in one frame.
+    static func validSums(_ sums: [UInt8], size: UInt32) -> Bool {
+        let size = Int(size)
+        return size > 0 && sums.count == BlockDelta.blockCount(size: size) * BlockDelta.sumSize
+            && size + BlockDelta.bitmapSize(size: size) <= WireLimits.maxChunk
     }
 }
 

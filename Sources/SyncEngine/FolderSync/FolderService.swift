@@ -44,6 +44,8 @@ final class FolderService: Reporting, @unchecked Sendable {
     // folder object itself — a `Mutex` cannot hold what two queues' closures capture.
     static let indexBatch = 1_000
     static let blockTimeout: Duration = .seconds(30)
+    /// The hello feature of a node that answers block delta requests (`BlockDelta`).
+    static let blockDeltaFeature = "block-delta"
 
     let queue: DispatchQueue
     let index: NodeIndex
@@ -488,7 +490,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 // The peer's acknowledgement is lost: what it already has is sent again later.
                 emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
             }
-        case let .blockRequest(request, folderID, _, _, _, _):
+        case let .blockRequest(request, folderID, _, _, _, _), let .blockDeltaRequest(request, folderID, _, _, _, _, _):
             let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
             guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
                 link?.send([.blockResponse(request: request, ok: false, data: [])], on: session.id)
@@ -642,9 +644,10 @@ final class FolderService: Reporting, @unchecked Sendable {
         queue.sync { Set((link?.connectedSessions() ?? []).map(\.deviceKey)) }
     }
 
-    /// Asks a peer for a block; `callback` gets the bytes, or nil (refused, timed out, gone).
+    /// Asks a peer for a block, as a delta against `sums` when the peer's hello lists
+    /// `block-delta`; `callback` gets the answer, or nil (refused, timed out, gone).
     func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
-                      callback: @escaping @Sendable ([UInt8]?) -> Void) {
+                      sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void) {
         queue.async { [self] in
             guard let session = link?.connectedSession(device: device) else {
                 callback(nil)
@@ -652,8 +655,14 @@ final class FolderService: Reporting, @unchecked Sendable {
             }
             let request = folderTable.nextRequest
             folderTable.nextRequest &+= 1
-            folderTable.pendingBlocks[request] = (device, callback)
-            link?.send([.blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)], on: session.id)
+            let delta = session.blockDelta ? sums : nil
+            folderTable.pendingBlocks[request] = (device, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
+            let frame: Frame = if let delta {
+                .blockDeltaRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash, sums: delta)
+            } else {
+                .blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)
+            }
+            link?.send([frame], on: session.id)
             queue.asyncAfter(deadline: .now() + .seconds(30)) { [self] in
                 folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil)
             }
