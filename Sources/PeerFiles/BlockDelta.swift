@@ -84,6 +84,15 @@ public enum BlockDelta {
         public let blocks: [Int]
         public let chunkSize: Int
 
+        /// Every block differs: the answer of a server that does not compare (it is the
+        /// whole chunk after a full bitmap).
+        public static func all(size: Int) -> Differences {
+            let count = BlockDelta.blockCount(size: size)
+            var bitmap = [UInt8](repeating: 0xFF, count: (count + 7) / 8)
+            if count % 8 != 0 { bitmap[bitmap.count - 1] = UInt8(1 << (count % 8)) - 1 }
+            return Differences(bitmap: bitmap, blocks: Array(0..<count), chunkSize: size)
+        }
+
         /// The answer's length: the bitmap and the differing blocks.
         public var answerSize: Int {
             bitmap.count + blocks.reduce(0) { $0 + length(of: $1) }
@@ -148,6 +157,11 @@ public enum BlockDelta {
     /// sums is not exactly the chunk's block count.
     public static func answer(chunk: UnsafeRawBufferPointer, sums theirs: [UInt8]) -> [UInt8]? {
         guard let differences = differences(ours: sums(chunk), theirs: theirs, size: chunk.count) else { return nil }
+        return answer(chunk: chunk, differences)
+    }
+
+    /// The answer that carries `differences` of `chunk`.
+    public static func answer(chunk: UnsafeRawBufferPointer, _ differences: Differences) -> [UInt8] {
         var answer: [UInt8] = []
         answer.reserveCapacity(differences.answerSize)
         for piece in differences.pieces(from: 0, count: differences.answerSize) {

@@ -277,13 +277,14 @@ struct FolderSyncTests {
                 ["bob", "carol"].allSatisfy { (try? TestFiles.hash(trio.path($0, "big.bin"))) == expected }
             }
             // What a peer lacks: the new chunks its old copy does not hold. Whole, that is
-            // `plain` bytes; as deltas, only their changed 16 KiB blocks (small chunks whole).
+            // `plain` bytes; as deltas, only their changed 16 KiB blocks after a bitmap (small
+            // chunks whole).
             let lacking = try FileChunker.manifest(ofFileAt: file).chunks.filter { chunk in !old.chunks.contains { $0.hash == chunk.hash } }
             let plain = lacking.reduce(0) { $0 + Int($1.size) }
             let deltas = lacking.reduce(0) { total, chunk in
                 let (start, size) = (Int(chunk.offset), Int(chunk.size))
                 guard size >= BlockDelta.minimumChunk else { return total + size }
-                return total + stride(from: start, to: start + size, by: BlockDelta.blockSize).reduce(0) { sum, block in
+                return total + BlockDelta.bitmapSize(size: size) + stride(from: start, to: start + size, by: BlockDelta.blockSize).reduce(0) { sum, block in
                     let range = block..<min(start + size, block + BlockDelta.blockSize)
                     return sum + (before[range] == after[range] ? 0 : range.count)
                 }

@@ -106,11 +106,13 @@ import Testing
     }
 
     /// A delta request (the asker's sums of its own bytes at a chunk's range) is answered
-    /// with the bitmap and only the blocks that differ, from memory for a small chunk and
-    /// streamed from the file for a large one (a file of runs of one byte value has no
-    /// content-defined cut: its chunks all have the largest size); sums of another count, or
-    /// a chunk that is not shared, get "no" without a byte.
-    @Test(arguments: ["small", "streamed"])
+    /// with the bitmap and only the blocks that differ: from memory for a small chunk, read
+    /// from the file for a large one with a small answer, streamed from the file for a large
+    /// answer (a file of runs of one byte value has no content-defined cut: its chunks all
+    /// have the largest size). Once the session has made alice hash her allowance, a delta
+    /// is answered unhashed: the whole chunk after a full bitmap. Sums of another count, or a
+    /// chunk that is not shared, get "no" without a byte.
+    @Test(arguments: ["small", "read", "streamed", "unhashed"])
     func aBlockDeltaRequestIsAnsweredWithOnlyTheBlocksThatDiffer(_ kind: String) throws {
         let pair = try TransferPair()
         defer { pair.cleanup() }
@@ -123,7 +125,9 @@ import Testing
         }
         pair.connect()
         let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
-        try TransferPair.eventually("bob has joined") { (try? pair.bob.index.folders().count) == 1 }
+        try TransferPair.eventually("bob has joined and alice has indexed big.bin") {
+            (try? pair.bob.index.folders().count) == 1 && (try? pair.alice.index.files(folderID: shared.folder, paths: ["big.bin"]))?["big.bin"] != nil
+        }
         let record = try #require(try pair.alice.index.files(folderID: shared.folder, paths: ["big.bin"])["big.bin"])
         let large = Int64(SharedFolder.streamedBlock)
         let chunk = try #require(record.chunks.first { kind == "small" ? $0.size >= Int64(2 * BlockDelta.blockSize) && $0.size < large
@@ -131,8 +135,14 @@ import Testing
         let bytes = try ChunkReader(path: docs + "/big.bin").bytes(of: ChunkRef(offset: UInt64(chunk.offset), size: UInt32(chunk.size),
                                                                                    hash: try #require(ChunkHash(bytes: chunk.hash))))
         var own = bytes
-        own[BlockDelta.blockSize + 3] ^= 1
-        if kind == "streamed" { own[own.count - 1] ^= 1 }   // the first and the last block of the answer
+        let changed = kind == "small" ? [1] : kind == "read" ? [1, BlockDelta.blockCount(size: own.count) - 1]
+                                                            : Array(0..<BlockDelta.blockCount(size: own.count))
+        for block in changed { own[min(own.count - 1, block * BlockDelta.blockSize + 3)] ^= 1 }
+        if kind == "unhashed" {
+            own = bytes   // nothing differs, but nothing is compared either
+            let session = pair.alice.sync { pair.alice.sessionID }
+            #expect(pair.alice.folders.deltaAllowance.take(session: session, bytes: DeltaAllowance.capacity))
+        }
         func ask(_ path: String, sums: [UInt8]) throws -> BlockReply? {
             let reply = Mutex<BlockReply??>(nil)
             pair.bob.folders.requestBlock(device: pair.alice.deviceKey, folder: shared.folder, path: path, offset: UInt64(chunk.offset),
@@ -144,8 +154,9 @@ import Testing
             Issue.record("no delta answer")
             return
         }
-        let carried = (kind == "small" ? 1 : 2) * BlockDelta.blockSize
+        let carried = kind == "unhashed" ? bytes.count : changed.count * BlockDelta.blockSize
         #expect(answer.count == BlockDelta.bitmapSize(size: bytes.count) + carried)
+        #expect((answer.count >= SharedFolder.streamedBlock) == (kind == "streamed" || kind == "unhashed"))
         var rebuilt = own
         #expect(BlockDelta.apply(answer, to: &rebuilt) == carried && rebuilt == bytes)
         #expect(try ask("big.bin", sums: Array(BlockDelta.sums(own).dropLast(8))) == nil, "one sum short")
@@ -231,5 +242,33 @@ import Testing
         FrameEncoder.append(frame, to: &encoded)
         let overhead = encoded.count - 4 * one
         #expect(overhead > 0 && overhead < 64, "frame overhead \(overhead)")
+    }
+}
+
+/// The allowance of hashing for delta answers, per session: a token bucket.
+@Suite struct DeltaAllowanceTests {
+    @Test func theBucketEmptiesAndRefillsAtItsRateUpToItsCapacity() {
+        let start = ContinuousClock.now
+        var bucket = DeltaAllowance.Bucket(tokens: 100, at: start)
+        func take(_ bytes: Int, after seconds: Int) -> Bool {
+            bucket.take(bytes, now: start + .seconds(seconds), capacity: 100, rate: 10)
+        }
+        #expect(take(60, after: 0))
+        #expect(!take(60, after: 0), "40 left")
+        #expect(!take(60, after: 1), "50 after a second")
+        #expect(take(60, after: 2), "60 after two")
+        #expect(!take(1, after: 2))
+        #expect(take(100, after: 3600), "full after an hour")
+        #expect(!take(101, after: 7200), "never more than the capacity")
+    }
+
+    @Test func eachSessionHasItsOwnAndAnEndedOneIsForgotten() {
+        let allowance = DeltaAllowance()
+        let now = ContinuousClock.now
+        #expect(allowance.take(session: 1, bytes: DeltaAllowance.capacity, now: now))
+        #expect(!allowance.take(session: 1, bytes: 1, now: now))
+        #expect(allowance.take(session: 2, bytes: DeltaAllowance.capacity, now: now))
+        allowance.forget(session: 1)
+        #expect(allowance.take(session: 1, bytes: DeltaAllowance.capacity, now: now))
     }
 }

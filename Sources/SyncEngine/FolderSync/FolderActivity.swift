@@ -31,14 +31,14 @@ final class FolderActivity: Sendable {
         state.withLock { $0.current[path] = Current(path: path, size: size, needed: needed, peers: peers) }
     }
 
-    /// A chunk of `bytes` arrived for `path`: `received` of them from `device` (all of them,
-    /// unless the answer was a delta), the rest from our own file.
-    func fetched(path: String, from device: String, bytes: Int, received: Int? = nil) {
-        let received = received ?? bytes
+    /// A chunk of `bytes` arrived for `path`, in an answer of `received` bytes from `device`
+    /// (the chunk, or a delta's bitmap and blocks), and `reused` of its bytes from our own
+    /// file (a delta's equal blocks). An answer that gave no chunk counts with `bytes` 0.
+    func fetched(path: String, from device: String, bytes: Int, received: Int? = nil, reused: Int = 0) {
         state.withLock {
             $0.current[path]?.fetched += Int64(bytes)
-            $0.received[device, default: 0] += Int64(received)
-            $0.reused += Int64(bytes - received)
+            $0.received[device, default: 0] += Int64(received ?? bytes)
+            $0.reused += Int64(reused)
         }
     }
 

@@ -52,7 +52,9 @@ extension FolderApplier {
         let fd: Int32
 
         init?(_ directory: DirectoryHandle, _ name: String) {
-            let fd = openat(directory.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+            // Non-blocking: a FIFO put there since the scan must not hang the pull (FileStamp
+            // then refuses anything but a regular file).
+            let fd = openat(directory.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             guard fd >= 0 else { return nil }
             guard FileStamp(fd) != nil else {
                 close(fd)
@@ -63,16 +65,28 @@ extension FolderApplier {
 
         deinit { close(fd) }
 
+        /// The sums of what the file holds at the chunk's range now, read 1 MiB at a time;
+        /// nil when it ends before the range does.
+        func sums(_ chunk: ChunkRef) -> [UInt8]? {
+            let reader = ChunkReader(fileDescriptor: fd)
+            return try? BlockDelta.sums(size: Int(chunk.size)) { (offset, buffer) throws(FileError) in
+                try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+            }
+        }
+
         /// What the file holds at the chunk's range now; nil when it ends before the range does.
         func bytes(_ chunk: ChunkRef) -> [UInt8]? {
-            try? ChunkReader(fileDescriptor: fd).bytes(of: chunk)
+            let reader = ChunkReader(fileDescriptor: fd)
+            return try? [UInt8](unsafeUninitializedCapacity: Int(chunk.size)) { buffer, count in
+                try reader.read(at: chunk.offset, into: UnsafeMutableRawBufferPointer(buffer))
+                count = buffer.count
+            }
         }
 
         /// Chunks of at least two blocks whose delta answer fits in one frame are asked for
         /// as deltas; smaller ones whole.
         static func worthIt(_ chunk: ChunkRef) -> Bool {
-            let size = Int(chunk.size)
-            return size >= BlockDelta.minimumChunk && size + BlockDelta.bitmapSize(size: size) <= Manifest.maxChunkSize
+            Int(chunk.size) >= BlockDelta.minimumChunk && BlockAsk.fitsDelta(Int(chunk.size))
         }
     }
 

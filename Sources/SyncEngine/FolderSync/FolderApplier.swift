@@ -80,6 +80,8 @@ final class FolderApplier: @unchecked Sendable {
     /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
     /// failed attempt holds: those that still verify are not fetched again.
     var keptTemps: [String: String] = [:]
+    /// Peers that answered a delta request whole: they do not speak `block-delta`.
+    private let plainPeers = Mutex<Set<String>>([])
     /// Set when the disk is full: the batch's remaining chunks are not fetched.
     private let diskFull = FailureFlag()
     static let batchFiles = 256
@@ -414,7 +416,8 @@ final class FolderApplier: @unchecked Sendable {
                 item.failure.set(full)
                 continue
             }
-            let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit))
+            // A delta's answer is assembled in a copy of our own bytes: it counts twice.
+            let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit) * (job.base == nil ? 1 : 2))
             for _ in 0..<weight { units.wait() }
             group.enter()
             let fd = item.fd
@@ -453,20 +456,24 @@ final class FolderApplier: @unchecked Sendable {
     /// peer answered with bytes that do not match. With a `base`, the chunk is asked for as
     /// a delta against what it holds at that range (when it still holds the whole range).
     private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
-                       base: DeltaBase?, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
+                       base: DeltaBase?, whole: Bool = false, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
         guard tries < sources.count else { completion(nil, lied); return }
         let device = sources[(attempt + tries) % sources.count]
-        let sums = base?.bytes(chunk).map(BlockDelta.sums)
+        // Not summed for a peer that answered a delta request whole (it does not speak
+        // `block-delta`: the sums would be read and hashed for nothing).
+        let sums = whole || plainPeers.withLock({ $0.contains(device) }) ? nil : base?.sums(chunk)
         host.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                           hash: chunk.hash.bytes, sums: sums) { [self] reply in
+            if sums != nil, case .whole = reply { plainPeers.withLock { _ = $0.insert(device) } }
             // The answer arrives on the node's queue: a large block is hashed and written
             // elsewhere, several at once (a 4 MiB block was ~4 ms of SHA-256 before BLAKE3, which held the
             // node's queue and kept a large pull to one core); a small one is not worth the hop.
             let answer: @Sendable () -> Void = { [self] in
                 verified(reply, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,
-                         base: sums == nil ? nil : base, completion: completion)
+                         base: base, completion: completion)
             }
-            if chunk.size >= Self.largeBlock { Self.verifyQueue.async(execute: answer) } else { answer() }
+            // (A delta reads our own file: never on the node's queue.)
+            if chunk.size >= Self.largeBlock || sums != nil { Self.verifyQueue.async(execute: answer) } else { answer() }
         }
     }
 
@@ -483,20 +490,27 @@ final class FolderApplier: @unchecked Sendable {
     private func verified(_ reply: BlockReply?, _ chunk: ChunkRef, path: String, device: String, sources: [String], attempt: Int,
                           tries: Int, lied: Bool, base: DeltaBase?, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
         var bytes: [UInt8]?
-        var received = 0
+        var reused = 0
         switch reply {
         case let .whole(data):
-            (bytes, received) = (data, data.count)
+            bytes = data
         case let .delta(answer):
-            if var own = base?.bytes(chunk), let carried = BlockDelta.apply(answer, to: &own) { (bytes, received) = (own, carried) }
+            if var own = base?.bytes(chunk), let carried = BlockDelta.apply(answer, to: &own) { (bytes, reused) = (own, own.count - carried) }
         case nil:
             break
         }
+        let received = switch reply {
+        case let .whole(data), let .delta(data): data.count
+        case nil: 0
+        }
         if let bytes, ChunkHash.of(bytes) == chunk.hash {
-            folder.activity.fetched(path: path, from: device, bytes: bytes.count, received: received)
+            folder.activity.fetched(path: path, from: device, bytes: bytes.count, received: received, reused: reused)
             completion(bytes, lied)
         } else if case .delta = reply {
-            fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: nil, completion: completion)
+            // Asked again whole from the same peer; the next peers still get deltas.
+            folder.activity.fetched(path: path, from: device, bytes: 0, received: received)
+            fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: true,
+                  completion: completion)
         } else {
             fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
                   base: base, completion: completion)

@@ -2,6 +2,7 @@ internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
+internal import Synchronization
 
 /// Serving blocks to members, and the index quota of each member.
 extension FolderService {
@@ -12,8 +13,8 @@ extension FolderService {
     /// requests wait here in order (and count as unhandled, so the reader stops reading the
     /// peer). The answer's bytes count in the session's flow until they are written.
     func serveBlock(_ frame: Frame, from folder: SharedFolder, to session: LinkSession) {
-        guard let size = BlockAsk(frame)?.size else { return }
-        if !(folderTable.parked[session.id] ?? []).isEmpty || !session.flow.reserve(Self.serveCost(size)) {
+        guard let ask = BlockAsk(frame) else { return }
+        if !(folderTable.parked[session.id] ?? []).isEmpty || !session.flow.reserve(Self.serveCost(ask)) {
             folderTable.parked[session.id, default: []].append((frame, folder))
             session.flow.received(0)
             return
@@ -21,17 +22,19 @@ extension FolderService {
         startServe(frame, from: folder, to: session)
     }
 
-    /// A delta answer's bitmap (at most 128 bytes) fits in the margin.
-    private static func serveCost(_ size: UInt32) -> Int { Int(size) + 256 }
+    /// What an answer may hold in memory while it is prepared: a delta of a chunk read whole
+    /// (a small one, or one whose file changed since it was indexed) holds the chunk and
+    /// its answer (at most the chunk and a bitmap of 128 bytes).
+    private static func serveCost(_ ask: BlockAsk) -> Int { ask.sums == nil ? Int(ask.size) + 64 : 2 * Int(ask.size) + 256 }
 
     /// Reads and sends one answer; its cost is already reserved.
     private func startServe(_ frame: Frame, from folder: SharedFolder, to session: LinkSession) {
         guard let ask = BlockAsk(frame) else { return }
-        let (request, size) = (ask.request, ask.size)
+        let request = ask.request
         let device = session.deviceKey
         folder.serveQueue.async { [self] in
             let refused: Bool
-            if let sums = ask.sums, !BlockAsk.validSums(sums, size: size) {
+            if let sums = ask.sums, !BlockAsk.validSums(sums, size: ask.size) {
                 // Not the sums of this block's 16 KiB blocks: nothing is read.
                 session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
                 refused = false
@@ -39,7 +42,7 @@ extension FolderService {
                 refused = serve(ask, from: folder, device: device, to: session)
             }
             // Queued: the send queue's count holds the answer from here.
-            session.flow.release(Self.serveCost(size))
+            session.flow.release(Self.serveCost(ask))
             queue.async { [self] in
                 if refused { blockRefused(to: session, folder: folder) }
                 resumeServing(session)
@@ -53,39 +56,7 @@ extension FolderService {
         let request = ask.request
         let source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash)
         if let sums = ask.sums {
-            // A delta: only the blocks whose sums differ go out.
-            switch source {
-            case let .file(reader, chunk):
-                // Summed piece by piece, then the answer streamed from the file like a large
-                // block's: a delta of a 16 MiB chunk holds 1 MiB, not the chunk and its answer.
-                // (Written in place between the two reads, it gives bytes the asker refuses.)
-                let ours = try? BlockDelta.sums(size: Int(chunk.size)) { (offset, buffer) throws(FileError) in
-                    try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
-                }
-                guard let ours, let differences = BlockDelta.differences(ours: ours, theirs: sums, size: Int(chunk.size)) else { break }
-                folder.activity.served(to: device, bytes: differences.answerSize)
-                let source = HandedOver(reader: reader)
-                session.frames.sendBlockFromAnyThread(request: request, count: differences.answerSize) { buffer, offset throws(FileError) in
-                    var at = 0
-                    for piece in differences.pieces(from: offset, count: buffer.count) {
-                        let part = UnsafeMutableRawBufferPointer(rebasing: buffer[at..<at + piece.length])
-                        switch piece {
-                        case let .bitmap(range): differences.bitmap[range].withUnsafeBytes { part.copyMemory(from: $0) }
-                        case let .chunk(start, _): try source.reader.read(at: chunk.offset + UInt64(start), into: part)
-                        }
-                        at += piece.length
-                    }
-                }
-                return false
-            case let .answer(.data(bytes)):
-                guard let answer = BlockDelta.answer(chunk: bytes, sums: sums) else { break }
-                folder.activity.served(to: device, bytes: answer.count)
-                session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
-                return false
-            case .answer:
-                break
-            }
-            session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
+            serveDelta(ask, sums: sums, source: source, from: folder, device: device, to: session)
             if case .answer(.notShared) = source { return true }
             return false
         }
@@ -114,11 +85,61 @@ extension FolderService {
         return refused
     }
 
+    /// Answers a delta request: the bitmap and only the blocks whose sums differ from the
+    /// asker's. Hashing the chunk is our cost, not the asker's (a request of 8 KiB can make
+    /// us hash 16 MiB): past the session's `DeltaAllowance` a delta is answered unhashed,
+    /// every block marked as differing, and then costs the asker the whole chunk on the
+    /// wire, as a plain request does.
+    private func serveDelta(_ ask: BlockAsk, sums: [UInt8], source: SharedFolder.BlockSource, from folder: SharedFolder,
+                            device: String, to session: LinkSession) {
+        let request = ask.request
+        let size = Int(ask.size)
+        let compare = deltaAllowance.take(session: session.id, bytes: size)
+        let refuse = { session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])]) }
+        switch source {
+        case let .file(reader, chunk):
+            // Summed piece by piece (1 MiB held, not the chunk).
+            let differences: BlockDelta.Differences? = if compare {
+                (try? BlockDelta.sums(size: size) { (offset, buffer) throws(FileError) in
+                    try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+                }).flatMap { BlockDelta.differences(ours: $0, theirs: sums, size: size) }
+            } else {
+                .all(size: size)
+            }
+            guard let differences else { return refuse() }
+            folder.activity.served(to: device, bytes: differences.answerSize)
+            // Then the blocks are read from the file again: written in place between the two
+            // reads, it gives bytes the asker's hash check refuses. A large answer is streamed
+            // like a large block; a small one is read now, so that queued answers of a few
+            // bytes never hold files open (see `blockSource`).
+            let source = HandedOver(reader: reader)
+            guard differences.answerSize >= SharedFolder.streamedBlock else {
+                var answer = [UInt8](repeating: 0, count: differences.answerSize)
+                let read = answer.withUnsafeMutableBytes { buffer in (try? source.fill(buffer, 0, differences, chunk)) != nil }
+                guard read else { return refuse() }
+                return session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
+            }
+            session.frames.sendBlockFromAnyThread(request: request, count: differences.answerSize) { buffer, offset throws(FileError) in
+                try source.fill(buffer, offset, differences, chunk)
+            }
+        case let .answer(.data(bytes)):
+            let answer = bytes.withUnsafeBytes { chunk -> [UInt8]? in
+                let differences = compare ? BlockDelta.differences(ours: BlockDelta.sums(chunk), theirs: sums, size: size) : .all(size: size)
+                return differences.map { BlockDelta.answer(chunk: chunk, $0) }
+            }
+            guard let answer else { return refuse() }
+            folder.activity.served(to: device, bytes: answer.count)
+            session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
+        case .answer:
+            refuse()
+        }
+    }
+
     /// Starts the waiting requests that fit the budget now.
     private func resumeServing(_ session: LinkSession) {
         while let (frame, folder) = folderTable.parked[session.id]?.first {
             guard link?.session(session.id) != nil else { return }
-            guard let size = BlockAsk(frame)?.size, session.flow.reserve(Self.serveCost(size)) else { return }
+            guard let ask = BlockAsk(frame), session.flow.reserve(Self.serveCost(ask)) else { return }
             folderTable.parked[session.id]?.removeFirst()
             session.flow.handled(0)
             startServe(frame, from: folder, to: session)
@@ -150,9 +171,53 @@ struct BlockAsk {
     /// Whether `sums` are one sum per block of a block of `size` bytes, and the answer (at
     /// most a bitmap and the whole block) fits in one frame.
     static func validSums(_ sums: [UInt8], size: UInt32) -> Bool {
-        let size = Int(size)
-        return size > 0 && sums.count == BlockDelta.blockCount(size: size) * BlockDelta.sumSize
-            && size + BlockDelta.bitmapSize(size: size) <= WireLimits.maxChunk
+        fitsDelta(Int(size)) && sums.count == BlockDelta.blockCount(size: Int(size)) * BlockDelta.sumSize
+    }
+
+    /// Whether a delta answer for a block of `size` bytes fits in one frame.
+    static func fitsDelta(_ size: Int) -> Bool {
+        size > 0 && size + BlockDelta.bitmapSize(size: size) <= WireLimits.maxChunk
+    }
+}
+
+/// How much each session may make us hash for delta answers (`serveDelta`): a token bucket
+/// of `capacity` bytes, refilled at `rate` bytes per second. An honest peer asks deltas for
+/// the few chunks a change touched (C: 3–5 MiB); a peer that asks again and again for
+/// deltas of large chunks gets whole chunks instead, unhashed, once it has used it up.
+final class DeltaAllowance: Sendable {
+    static let capacity = 256 << 20
+    static let rate = 64 << 20
+
+    struct Bucket: Equatable {
+        var tokens: Double
+        var at: ContinuousClock.Instant
+
+        /// Takes `bytes` if the bucket holds them at `now` (refilled since `at`).
+        mutating func take(_ bytes: Int, now: ContinuousClock.Instant, capacity: Int, rate: Int) -> Bool {
+            let elapsed = now - at
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            tokens = min(Double(capacity), tokens + max(0, seconds) * Double(rate))
+            at = now
+            guard tokens >= Double(bytes) else { return false }
+            tokens -= Double(bytes)
+            return true
+        }
+    }
+
+    private let buckets = Mutex<[UInt64: Bucket]>([:])
+
+    /// Whether session `session` may make us hash `bytes` more now (any thread).
+    func take(session: UInt64, bytes: Int, now: ContinuousClock.Instant = .now) -> Bool {
+        buckets.withLock { all in
+            var bucket = all[session] ?? Bucket(tokens: Double(Self.capacity), at: now)
+            defer { all[session] = bucket }
+            return bucket.take(bytes, now: now, capacity: Self.capacity, rate: Self.rate)
+        }
+    }
+
+    /// Forgets a session that ended.
+    func forget(session: UInt64) {
+        buckets.withLock { _ = $0.removeValue(forKey: session) }
     }
 }
 
@@ -160,6 +225,21 @@ struct BlockAsk {
 /// uses it from then on, and only `read(at:into:)`, which touches nothing but the descriptor.
 private struct HandedOver: @unchecked Sendable {
     let reader: ChunkReader
+
+    /// Fills `buffer` with the bytes of a delta answer from `offset` on: its bitmap, and
+    /// the differing blocks read from the file.
+    func fill(_ buffer: UnsafeMutableRawBufferPointer, _ offset: Int, _ differences: BlockDelta.Differences,
+              _ chunk: ChunkRef) throws(FileError) {
+        var at = 0
+        for piece in differences.pieces(from: offset, count: buffer.count) {
+            let part = UnsafeMutableRawBufferPointer(rebasing: buffer[at..<at + piece.length])
+            switch piece {
+            case let .bitmap(range): differences.bitmap[range].withUnsafeBytes { part.copyMemory(from: $0) }
+            case let .chunk(start, _): try reader.read(at: chunk.offset + UInt64(start), into: part)
+            }
+            at += piece.length
+        }
+    }
 }
 
 // MARK: - Index quota
