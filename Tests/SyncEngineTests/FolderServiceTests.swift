@@ -140,8 +140,7 @@ import Testing
         for block in changed { own[min(own.count - 1, block * BlockDelta.blockSize + 3)] ^= 1 }
         if kind == "unhashed" {
             own = bytes   // nothing differs, but nothing is compared either
-            let session = pair.alice.sync { pair.alice.sessionID }
-            #expect(pair.alice.folders.deltaAllowance.take(session: session, bytes: DeltaAllowance.capacity))
+            #expect(pair.alice.folders.deltaAllowance.take(device: pair.bob.deviceKey, bytes: DeltaAllowance.capacity))
         }
         func ask(_ path: String, sums: [UInt8]) throws -> BlockReply? {
             let reply = Mutex<BlockReply??>(nil)
@@ -262,13 +261,14 @@ import Testing
         #expect(!take(101, after: 7200), "never more than the capacity")
     }
 
-    @Test func eachSessionHasItsOwnAndAnEndedOneIsForgotten() {
+    @Test func eachDeviceHasItsOwn() {
         let allowance = DeltaAllowance()
         let now = ContinuousClock.now
-        #expect(allowance.take(session: 1, bytes: DeltaAllowance.capacity, now: now))
-        #expect(!allowance.take(session: 1, bytes: 1, now: now))
-        #expect(allowance.take(session: 2, bytes: DeltaAllowance.capacity, now: now))
-        allowance.forget(session: 1)
-        #expect(allowance.take(session: 1, bytes: DeltaAllowance.capacity, now: now))
+        #expect(allowance.take(device: "A", bytes: DeltaAllowance.capacity, now: now))
+        #expect(!allowance.take(device: "A", bytes: 1, now: now))
+        #expect(allowance.take(device: "B", bytes: DeltaAllowance.capacity, now: now))
+        #expect(!allowance.take(device: "A", bytes: 1, now: now - .seconds(1)), "an instant read earlier refills nothing")
+        #expect(!allowance.take(device: "A", bytes: DeltaAllowance.rate + 1, now: now + .seconds(1)))
+        #expect(allowance.take(device: "A", bytes: DeltaAllowance.rate, now: now + .seconds(1)), "a second refills its rate, once")
     }
 }

@@ -40,7 +40,7 @@ final class TransferPair: @unchecked Sendable {
         /// The other end (set once both exist).
         fileprivate(set) unowned var other: End!
         /// The session to the other end, 0 while not connected (confined to `queue`).
-        fileprivate(set) var sessionID: UInt64 = 0
+        fileprivate var sessionID: UInt64 = 0
         /// What happens to the chunks this end sends.
         let chunkRule = Mutex(ChunkRule())
         fileprivate let link = LinkBox()

@@ -416,7 +416,8 @@ final class FolderApplier: @unchecked Sendable {
                 item.failure.set(full)
                 continue
             }
-            // A delta's answer is assembled in a copy of our own bytes: it counts twice.
+            // A delta's answer is assembled in a copy of our own bytes: it counts twice (a chunk
+            // over 8 MiB, alone in flight, can hold twice the budget: 32 MiB at most).
             let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit) * (job.base == nil ? 1 : 2))
             for _ in 0..<weight { units.wait() }
             group.enter()
@@ -472,8 +473,8 @@ final class FolderApplier: @unchecked Sendable {
                 verified(reply, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,
                          base: base, completion: completion)
             }
-            // (A delta reads our own file: never on the node's queue.)
-            if chunk.size >= Self.largeBlock || sums != nil { Self.verifyQueue.async(execute: answer) } else { answer() }
+            // (A delta, or the next try's sums, reads our own file: never on the node's queue.)
+            if chunk.size >= Self.largeBlock || base != nil { Self.verifyQueue.async(execute: answer) } else { answer() }
         }
     }
 
@@ -512,6 +513,7 @@ final class FolderApplier: @unchecked Sendable {
             fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: true,
                   completion: completion)
         } else {
+            folder.activity.fetched(path: path, from: device, bytes: 0, received: received)
             fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
                   base: base, completion: completion)
         }

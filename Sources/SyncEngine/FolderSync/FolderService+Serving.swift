@@ -94,7 +94,8 @@ extension FolderService {
                             device: String, to session: LinkSession) {
         let request = ask.request
         let size = Int(ask.size)
-        let compare = deltaAllowance.take(session: session.id, bytes: size)
+        // Taken only for a chunk we serve (after the checks of `blockSource`).
+        var compare: Bool { deltaAllowance.take(device: device, bytes: size) }
         let refuse = { session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])]) }
         switch source {
         case let .file(reader, chunk):
@@ -180,10 +181,12 @@ struct BlockAsk {
     }
 }
 
-/// How much each session may make us hash for delta answers (`serveDelta`): a token bucket
-/// of `capacity` bytes, refilled at `rate` bytes per second. An honest peer asks deltas for
-/// the few chunks a change touched (C: 3–5 MiB); a peer that asks again and again for
-/// deltas of large chunks gets whole chunks instead, unhashed, once it has used it up.
+/// How much each member may make us hash for delta answers (`serveDelta`): a token bucket
+/// of `capacity` bytes, refilled at `rate` bytes per second, per device (not per session: a
+/// reconnection starts no new one; members are few, and their buckets are kept). An honest
+/// peer asks deltas for the few chunks a change touched (C: 3–5 MiB); a peer that asks
+/// again and again for deltas of large chunks gets whole chunks instead, unhashed, once it
+/// has used it up.
 final class DeltaAllowance: Sendable {
     static let capacity = 256 << 20
     static let rate = 64 << 20
@@ -197,27 +200,22 @@ final class DeltaAllowance: Sendable {
             let elapsed = now - at
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             tokens = min(Double(capacity), tokens + max(0, seconds) * Double(rate))
-            at = now
+            at = max(at, now)   // (instants read on other threads may come late)
             guard tokens >= Double(bytes) else { return false }
             tokens -= Double(bytes)
             return true
         }
     }
 
-    private let buckets = Mutex<[UInt64: Bucket]>([:])
+    private let buckets = Mutex<[String: Bucket]>([:])
 
-    /// Whether session `session` may make us hash `bytes` more now (any thread).
-    func take(session: UInt64, bytes: Int, now: ContinuousClock.Instant = .now) -> Bool {
+    /// Whether `device` may make us hash `bytes` more now (any thread).
+    func take(device: String, bytes: Int, now: ContinuousClock.Instant = .now) -> Bool {
         buckets.withLock { all in
-            var bucket = all[session] ?? Bucket(tokens: Double(Self.capacity), at: now)
-            defer { all[session] = bucket }
+            var bucket = all[device] ?? Bucket(tokens: Double(Self.capacity), at: now)
+            defer { all[device] = bucket }
             return bucket.take(bytes, now: now, capacity: Self.capacity, rate: Self.rate)
         }
-    }
-
-    /// Forgets a session that ended.
-    func forget(session: UInt64) {
-        buckets.withLock { _ = $0.removeValue(forKey: session) }
     }
 }
 

@@ -46,7 +46,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     static let blockTimeout: Duration = .seconds(30)
     /// The hello feature of a node that answers block delta requests (`BlockDelta`).
     static let blockDeltaFeature = "block-delta"
-    /// What each session may make us hash for delta answers.
+    /// What each member may make us hash for delta answers.
     let deltaAllowance = DeltaAllowance()
 
     let queue: DispatchQueue
@@ -410,7 +410,6 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// A session ended: its pending block requests fail, its parked ones are dropped.
     func sessionClosed(_ session: LinkSession) {
         folderTable.refusedBlocks[session.id] = nil
-        deltaAllowance.forget(session: session.id)
         folderTable.quotaReported[session.id] = nil
         if let parked = folderTable.parked.removeValue(forKey: session.id) {
             for _ in parked { session.flow.handled(0) }
