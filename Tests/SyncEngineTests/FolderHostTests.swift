@@ -308,4 +308,30 @@ import Testing
         #expect(!again.failing.list(limit: 10).contains { $0.path == "big.bin" })
         #expect(fixture.names == ["big.bin"], "no temporary left: \(fixture.names)")
     }
+
+    /// Index pages that arrive while a pull runs wait and are pulled together: before, each
+    /// page was a pull of its own, and each pull ends by waiting for its last fetches,
+    /// barriers and records (B: 12 pulls for 10,000 files, 2.46 → 2.19 s together).
+    @Test func changesThatArriveDuringAPullArePulledTogether() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let folder = fixture.start()
+        defer { folder.stop() }
+        try TransferPair.eventually("the first scan is done") { folder.status == .idle }
+        let before = folder.peerPulls
+        // The folder's io is busy (as with a pull) while three pages arrive.
+        let busy = DispatchSemaphore(value: 0)
+        folder.io.async { busy.wait() }
+        var expected: [String: Data] = [:]
+        for page in 0..<3 {
+            let name = "page\(page).bin"
+            expected[name] = try fixture.remoteHas(name, size: 5_000, seed: 60 + UInt64(page))
+            folder.pullSoon([name])
+        }
+        busy.signal()
+        try TransferPair.eventually("every page's file is placed") {
+            expected.allSatisfy { (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/" + $0.key))) == $0.value }
+        }
+        #expect(folder.peerPulls - before == 1, "one pull for the three pages, not \(folder.peerPulls - before)")
+    }
 }

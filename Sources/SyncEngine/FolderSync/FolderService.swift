@@ -554,8 +554,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             return
         }
         link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
-        let changed = paths
-        folder.io.async { folder.pull(paths: changed) }
+        folder.pullSoon(paths)
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
