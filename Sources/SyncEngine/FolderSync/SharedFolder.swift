@@ -106,6 +106,7 @@ final class SharedFolder: @unchecked Sendable {
 
     func stop() {
         periodic?.cancel()
+        forgetWaitingPulls()
         io.sync {
             retryTimer?.cancel()
             watcher?.stop()
@@ -342,20 +343,24 @@ final class SharedFolder: @unchecked Sendable {
 
     // MARK: - Pulling (io)
 
-    /// Paths peers changed that wait for a pull, whether a pull of them is queued on `io`,
-    /// and how many such pulls ran (for tests).
-    private let peerChanges = Mutex<(paths: Set<String>, queued: Bool, pulls: Int)>(([], false, 0))
+    /// Pages of paths peers changed that wait for a pull (in arrival order), whether a pull
+    /// of them is queued on `io`, and how many such pulls ran (for tests).
+    private let peerChanges = Mutex<(pages: [Set<String>], queued: Bool, pulls: Int)>(([], false, 0))
     var peerPulls: Int { peerChanges.withLock { $0.pulls } }
-    /// The most paths one such pull plans at once (their records and manifests are loaded together).
+    /// A pull takes whole waiting pages up to this many paths (at least one page): their
+    /// records and manifests are loaded together.
     static let pullBatch = 4_000
 
-    /// Pulls `paths` a peer changed, soon (any thread). Paths that arrive while a pull runs
-    /// wait and go together in the next one, up to `pullBatch`: each pull ends by waiting for
-    /// its last fetches, barriers and records, and before, every index page of a peer
-    /// (100 … 1,000 entries) paid that wait on its own (B: 12 pulls for 10,000 files).
+    /// Pulls `paths` a peer changed (one index page), soon (any thread). Pages that arrive
+    /// while a pull runs wait and go together in the next one, whole and in the order they
+    /// came, up to `pullBatch` paths: each pull ends by waiting for its last fetches,
+    /// barriers and records, and before, every page (100 … 1,000 entries) paid that wait on
+    /// its own (B: 12 pulls for 10,000 files). A page is never split, so what one page held
+    /// together (a folder's deletion with its children's, a rename's two halves) is still
+    /// planned together.
     func pullSoon(_ paths: Set<String>) {
         let queue = peerChanges.withLock { pending in
-            pending.paths.formUnion(paths)
+            pending.pages.append(paths)
             defer { pending.queued = true }
             return !pending.queued
         }
@@ -364,15 +369,25 @@ final class SharedFolder: @unchecked Sendable {
 
     private func pullWaiting() {
         let (batch, more): (Set<String>, Bool) = peerChanges.withLock { pending in
-            // In path order: a folder before what it holds.
-            let batch = Set(pending.paths.count <= Self.pullBatch ? Array(pending.paths) : Array(pending.paths.sorted().prefix(Self.pullBatch)))
-            pending.paths.subtract(batch)
-            pending.queued = !pending.paths.isEmpty
+            var batch = Set<String>()
+            var taken = 0
+            for page in pending.pages {
+                if taken > 0 && batch.count + page.count > Self.pullBatch { break }
+                batch.formUnion(page)
+                taken += 1
+            }
+            pending.pages.removeFirst(taken)
+            pending.queued = !pending.pages.isEmpty
             pending.pulls += batch.isEmpty ? 0 : 1
             return (batch, pending.queued)
         }
         if !batch.isEmpty { pull(paths: batch) }
         if more { io.async { [self] in pullWaiting() } }
+    }
+
+    /// Drops the pages waiting for a pull (the folder stops; a restart pulls every path).
+    func forgetWaitingPulls() {
+        peerChanges.withLock { $0.pages = [] }
     }
 
     /// Plans and applies what peers changed, for `paths` (or every path).
