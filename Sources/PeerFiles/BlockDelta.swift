@@ -114,6 +114,21 @@ public enum BlockDelta {
             }
         }
 
+        /// Fills `buffer` with the answer's bytes from `offset` on: the bitmap's, and the
+        /// differing blocks' that `read(start, part)` reads from the chunk at `start`.
+        public func fill<E: Error>(_ buffer: UnsafeMutableRawBufferPointer, from offset: Int,
+                                   chunk read: (Int, UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
+            var at = 0
+            for piece in pieces(from: offset, count: buffer.count) {
+                let part = UnsafeMutableRawBufferPointer(rebasing: buffer[at..<at + piece.length])
+                switch piece {
+                case let .bitmap(range): bitmap[range].withUnsafeBytes { part.copyMemory(from: $0) }
+                case let .chunk(start, _): try read(start, part)
+                }
+                at += piece.length
+            }
+        }
+
         /// The pieces that make the `count` answer bytes from `offset` on (within `answerSize`).
         public func pieces(from offset: Int, count: Int) -> [Piece] {
             var out: [Piece] = []
@@ -162,15 +177,20 @@ public enum BlockDelta {
 
     /// The answer that carries `differences` of `chunk`.
     public static func answer(chunk: UnsafeRawBufferPointer, _ differences: Differences) -> [UInt8] {
-        var answer: [UInt8] = []
-        answer.reserveCapacity(differences.answerSize)
-        for piece in differences.pieces(from: 0, count: differences.answerSize) {
-            switch piece {
-            case let .bitmap(range): answer += differences.bitmap[range]
-            case let .chunk(offset, length): answer.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[offset..<offset + length]))
+        [UInt8](unsafeUninitializedCapacity: differences.answerSize) { buffer, count in
+            differences.fill(UnsafeMutableRawBufferPointer(buffer), from: 0) { start, part in
+                part.copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk[start..<start + part.count]))
             }
+            count = buffer.count
         }
-        return answer
+    }
+
+    /// The sums of `chunk` as `reader`'s file holds it now, read 1 MiB at a time (a file that
+    /// ends before the chunk does throws, as `ChunkReader.read(at:into:)`).
+    public static func sums(of chunk: ChunkRef, in reader: ChunkReader) throws(FileError) -> [UInt8] {
+        try sums(size: Int(chunk.size)) { (offset, buffer) throws(FileError) in
+            try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+        }
     }
 
     public static func answer(chunk: [UInt8], sums: [UInt8]) -> [UInt8]? {

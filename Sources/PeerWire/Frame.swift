@@ -140,9 +140,6 @@ public enum Frame: Equatable, Sendable {
         }
     }
 
-    /// Throws when the frame's body, every field within its limit, is still longer than a
-    /// frame may be (offers and index pages with many large manifests): such a frame is
-    /// refused before it is sent, where a peer would have to end the session on reading it.
     /// The limits a block request and a block delta request share.
     private static func checkBlockRequest(folder: String, path: String, size: UInt32, hash: [UInt8]) throws(WireError) {
         try TextRule.folderID.check(folder, "folder id")
@@ -151,6 +148,9 @@ public enum Frame: Equatable, Sendable {
         guard size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "block size", value: UInt64(size)) }
     }
 
+    /// Throws when the frame's body, every field within its limit, is still longer than a
+    /// frame may be (offers and index pages with many large manifests): such a frame is
+    /// refused before it is sent, where a peer would have to end the session on reading it.
     private func checkBodyFits() throws(WireError) {
         let length = FrameEncoder.bodyLength(of: self)
         guard WireLimits.bodyLengthRange(of: type).contains(length) else {

@@ -272,3 +272,21 @@ import Testing
         #expect(allowance.take(device: "A", bytes: DeltaAllowance.rate, now: now + .seconds(1)), "a second refills its rate, once")
     }
 }
+
+/// The wire's limits for a delta request follow `BlockDelta`'s layout (two modules that
+/// cannot see each other), and a request whose answer would not fit one frame is refused
+/// before anything is read.
+@Suite struct BlockDeltaLimitsTests {
+    @Test func theWireLimitsAreTheLayoutsAndAnOversizedDeltaIsRefused() {
+        #expect(WireLimits.maxDeltaSums == WireLimits.maxChunk / BlockDelta.blockSize)
+        #expect(WireLimits.deltaSumSize == BlockDelta.sumSize)
+        #expect(WireLimits.maxChunk == Manifest.maxChunkSize)
+        func sums(_ size: Int) -> [UInt8] { [UInt8](repeating: 0, count: BlockDelta.blockCount(size: size) * BlockDelta.sumSize) }
+        let largest = WireLimits.maxChunk - BlockDelta.bitmapSize(size: WireLimits.maxChunk)
+        #expect(BlockAsk.validSums(sums(largest), size: UInt32(largest)))
+        #expect(!BlockAsk.validSums(sums(largest + 1), size: UInt32(largest + 1)), "size + bitmap over one frame")
+        #expect(!BlockAsk.validSums(sums(WireLimits.maxChunk), size: UInt32(WireLimits.maxChunk)))
+        #expect(!BlockAsk.validSums([], size: 0), "an empty block")
+        #expect(!BlockAsk.validSums(sums(100_000) + [0], size: 100_000), "a byte more than the sums")
+    }
+}

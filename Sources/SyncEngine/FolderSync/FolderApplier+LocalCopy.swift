@@ -68,10 +68,7 @@ extension FolderApplier {
         /// The sums of what the file holds at the chunk's range now, read 1 MiB at a time;
         /// nil when it ends before the range does.
         func sums(_ chunk: ChunkRef) -> [UInt8]? {
-            let reader = ChunkReader(fileDescriptor: fd)
-            return try? BlockDelta.sums(size: Int(chunk.size)) { (offset, buffer) throws(FileError) in
-                try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
-            }
+            try? BlockDelta.sums(of: chunk, in: ChunkReader(fileDescriptor: fd))
         }
 
         /// What the file holds at the chunk's range now; nil when it ends before the range does.

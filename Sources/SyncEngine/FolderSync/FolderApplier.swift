@@ -491,29 +491,27 @@ final class FolderApplier: @unchecked Sendable {
     private func verified(_ reply: BlockReply?, _ chunk: ChunkRef, path: String, device: String, sources: [String], attempt: Int,
                           tries: Int, lied: Bool, base: DeltaBase?, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
         var bytes: [UInt8]?
-        var reused = 0
+        var (received, reused) = (0, 0)
         switch reply {
         case let .whole(data):
-            bytes = data
+            (bytes, received) = (data, data.count)
         case let .delta(answer):
+            received = answer.count
             if var own = base?.bytes(chunk), let carried = BlockDelta.apply(answer, to: &own) { (bytes, reused) = (own, own.count - carried) }
         case nil:
             break
         }
-        let received = switch reply {
-        case let .whole(data), let .delta(data): data.count
-        case nil: 0
-        }
         if let bytes, ChunkHash.of(bytes) == chunk.hash {
             folder.activity.fetched(path: path, from: device, bytes: bytes.count, received: received, reused: reused)
             completion(bytes, lied)
-        } else if case .delta = reply {
+            return
+        }
+        folder.activity.fetched(path: path, from: device, bytes: 0, received: received)
+        if case .delta = reply {
             // Asked again whole from the same peer; the next peers still get deltas.
-            folder.activity.fetched(path: path, from: device, bytes: 0, received: received)
             fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: true,
                   completion: completion)
         } else {
-            folder.activity.fetched(path: path, from: device, bytes: 0, received: received)
             fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
                   base: base, completion: completion)
         }

@@ -60,7 +60,6 @@ extension FolderService {
             if case .answer(.notShared) = source { return true }
             return false
         }
-        let refused: Bool
         switch source {
         case let .file(reader, chunk):
             // Read from the file straight into the channel's buffer when the answer's turn
@@ -73,16 +72,15 @@ extension FolderService {
             session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
                 try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
             }
-            refused = false
+            return false
         case let .answer(.data(bytes)):
             folder.activity.served(to: device, bytes: bytes.count)
             session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: bytes)])
-            refused = false
+            return false
         case let .answer(answer):
             session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])])
-            refused = answer == .notShared
+            return answer == .notShared
         }
-        return refused
     }
 
     /// Answers a delta request: the bitmap and only the blocks whose sums differ from the
@@ -101,9 +99,7 @@ extension FolderService {
         case let .file(reader, chunk):
             // Summed piece by piece (1 MiB held, not the chunk).
             let differences: BlockDelta.Differences? = if compare {
-                (try? BlockDelta.sums(size: size) { (offset, buffer) throws(FileError) in
-                    try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
-                }).flatMap { BlockDelta.differences(ours: $0, theirs: sums, size: size) }
+                (try? BlockDelta.sums(of: chunk, in: reader)).flatMap { BlockDelta.differences(ours: $0, theirs: sums, size: size) }
             } else {
                 .all(size: size)
             }
@@ -228,14 +224,8 @@ private struct HandedOver: @unchecked Sendable {
     /// the differing blocks read from the file.
     func fill(_ buffer: UnsafeMutableRawBufferPointer, _ offset: Int, _ differences: BlockDelta.Differences,
               _ chunk: ChunkRef) throws(FileError) {
-        var at = 0
-        for piece in differences.pieces(from: offset, count: buffer.count) {
-            let part = UnsafeMutableRawBufferPointer(rebasing: buffer[at..<at + piece.length])
-            switch piece {
-            case let .bitmap(range): differences.bitmap[range].withUnsafeBytes { part.copyMemory(from: $0) }
-            case let .chunk(start, _): try reader.read(at: chunk.offset + UInt64(start), into: part)
-            }
-            at += piece.length
+        try differences.fill(buffer, from: offset) { (start, part) throws(FileError) in
+            try reader.read(at: chunk.offset + UInt64(start), into: part)
         }
     }
 }
