@@ -7,7 +7,7 @@ internal import PeerCrypto
 public enum NameTag {
     /// The first `digits` (≤ 64) hex digits of BLAKE2b-256(`bytes`).
     public static func hex(of bytes: some Collection<UInt8>, digits: Int) -> String {
-        String(PeerCrypto.hex(BLAKE2b.hash(Array(bytes), length: 32)).prefix(digits))
+        String(PeerCrypto.hex(BLAKE2b.hash(Array(bytes), length: 32).prefix((digits + 1) / 2)).prefix(digits))
     }
 }
 
