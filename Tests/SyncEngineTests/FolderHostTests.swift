@@ -41,8 +41,14 @@ import Testing
         /// (a peer without `block-delta`).
         var serveDelta: (@Sendable ([UInt8], [UInt8]) -> [UInt8]?)? = { BlockDelta.answer(chunk: $0, sums: $1) }
 
-        func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
-                          sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void) {
+        func requestBlocks(_ wants: [BlockWant]) {
+            for want in wants {
+                answer(device: want.device, path: want.path, offset: want.offset, size: want.size, sums: want.sums, callback: want.callback)
+            }
+        }
+
+        private func answer(device: String, path: String, offset: UInt64, size: UInt32, sums: [UInt8]?,
+                           callback: @escaping @Sendable (BlockReply?) -> Void) {
             requests.withLock { $0 += 1 }
             let file = remoteRoot + "/" + path
             let (serve, serveDelta) = (self.serve, self.serveDelta)
@@ -310,7 +316,7 @@ import Testing
     }
 
     /// Index pages that arrive while a pull runs wait and are pulled together, whole and in
-    /// order, up to `pullBatch` paths: before, each page was a pull of its own, and each pull
+    /// order, up to `pullBatch` paths and `pullBytes`: before, each page was a pull of its own, and each pull
     /// ends by waiting for its last fetches, barriers and records (B: 12 pulls for 10,000
     /// files, 2.46 → 2.19 s together).
     @Test func changesThatArriveDuringAPullArePulledTogether() throws {
@@ -335,8 +341,8 @@ import Testing
         }
         #expect(folder.peerPulls - before == 1, "one pull for the three pages, not \(folder.peerPulls - before)")
 
-        // Whole pages, in order, up to `pullBatch` paths: a page of 3,000 alone, then the
-        // next page of 3,000 with the last one (a real file, placed).
+        // Whole pages, in order, up to `pullBatch` paths: a page of 3/4 of it alone, then the
+        // next such page with the last one (a real file, placed).
         let again = folder.peerPulls
         folder.io.async { busy.wait() }
         let half = SharedFolder.pullBatch * 3 / 4
@@ -349,5 +355,17 @@ import Testing
             (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/last.bin"))) == expected["last.bin"]
         }
         #expect(folder.peerPulls - again == 2, "\(folder.peerPulls - again) pulls")
+
+        // And up to `pullBytes` of entries: two pages of one large entry each go in two pulls.
+        let third = folder.peerPulls
+        folder.io.async { busy.wait() }
+        folder.pullSoon(["c0"], bytes: SharedFolder.pullBytes * 3 / 4)
+        expected["large.bin"] = try fixture.remoteHas("large.bin", size: 5_000, seed: 80)
+        folder.pullSoon(["large.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
+        busy.signal()
+        try TransferPair.eventually("large.bin is placed") {
+            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/large.bin"))) == expected["large.bin"]
+        }
+        #expect(folder.peerPulls - third == 2, "\(folder.peerPulls - third) pulls")
     }
 }

@@ -105,6 +105,45 @@ import Testing
         }
     }
 
+    /// Blocks asked for together (`requestBlocks`: one hop and one send for all) are each
+    /// answered with their own bytes, and one asked of a device that is not connected gets
+    /// nil without waiting for the others.
+    @Test func blocksAskedForTogetherAreEachAnswered() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let docs = pair.alice.directory + "/docs"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        let names = (0..<5).map { "f\($0).bin" }
+        for (n, name) in names.enumerated() { try TransferPair.randomFile(docs + "/" + name, size: 3_000 + n, seed: 90 + UInt64(n)) }
+        pair.connect()
+        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        try TransferPair.eventually("bob has joined and alice has indexed the files") {
+            (try? pair.bob.index.folders().count) == 1 && (try? pair.alice.index.files(folderID: shared.folder, paths: Set(names)))?.count == 5
+        }
+        let records = try pair.alice.index.files(folderID: shared.folder, paths: Set(names))
+        let answers = Mutex<[String: BlockReply?]>([:])
+        var wants: [BlockWant] = []
+        for name in names {
+            let chunk = try #require(records[name]?.chunks.first)
+            wants.append(BlockWant(device: pair.alice.deviceKey, folder: shared.folder, path: name, offset: UInt64(chunk.offset),
+                                   size: UInt32(chunk.size), hash: chunk.hash, sums: nil) { reply in answers.withLock { $0[name] = reply } })
+        }
+        wants.insert(BlockWant(device: "nobody", folder: shared.folder, path: names[0], offset: 0, size: 1, hash: [UInt8](repeating: 0, count: 32),
+                               sums: nil) { reply in answers.withLock { $0["nobody"] = reply } }, at: 2)
+        pair.bob.folders.requestBlocks(wants)
+        try TransferPair.eventually("every block is answered") { answers.withLock { $0.count } == names.count + 1 }
+        let got = answers.withLock { $0 }
+        for name in names {
+            let file = try [UInt8](Data(contentsOf: URL(fileURLWithPath: docs + "/" + name)))
+            guard case let .whole(bytes)?? = got[name] else {
+                Issue.record("\(name): no bytes")
+                continue
+            }
+            #expect(bytes == file, "\(name)")
+        }
+        if case .some(.none) = got["nobody"] {} else { Issue.record("a device that is not connected: \(String(describing: got["nobody"]))") }
+    }
+
     /// A delta request (the asker's sums of its own bytes at a chunk's range) is answered
     /// with the bitmap and only the blocks that differ: from memory for a small chunk, read
     /// from the file for a large one with a small answer, streamed from the file for a large

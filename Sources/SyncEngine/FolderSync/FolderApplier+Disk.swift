@@ -189,11 +189,16 @@ extension FolderApplier {
     /// the version would be lost on every node (a candidate for make chaos seed 1004's lost
     /// concurrent edit, found by reading the code; not reproduced).
     func directoryInPlace(_ directory: DirectoryHandle, of path: String) -> Bool {
-        guard let root = try? DirectoryHandle(path: folder.root), let resolved = try? SafePath(path).resolve(under: root) else {
-            return false
-        }
         var held = stat(), now = stat()
-        guard fstat(directory.fd, &held) == 0, fstat(resolved.directory.fd, &now) == 0 else { return false }
+        guard fstat(directory.fd, &held) == 0 else { return false }
+        if !path.contains("/") {
+            // A file at the root: what is at the folder's path now, by `stat` (it follows a
+            // link as opening the root does), not an open of the root for each file.
+            guard stat(folder.root, &now) == 0 else { return false }
+        } else {
+            guard let root = try? DirectoryHandle(path: folder.root), let resolved = try? SafePath(path).resolve(under: root),
+                  fstat(resolved.directory.fd, &now) == 0 else { return false }
+        }
         return held.st_dev == now.st_dev && held.st_ino == now.st_ino
     }
 

@@ -90,8 +90,8 @@ final class FolderApplier: @unchecked Sendable {
     /// program that embeds the engine keeps the default limit of 1,024 open files.
     static let batchDescriptors = 256
     static let batchBytes: Int64 = 64 << 20
-    static let inFlightUnit = 64 << 10
-    static let inFlightUnits = 256   // 16 MiB
+    static let inFlightUnit = 16 << 10
+    static let inFlightUnits = 1_024   // 16 MiB
 
     struct Pending: Sendable {
         let directory: DirectoryHandle
@@ -122,8 +122,9 @@ final class FolderApplier: @unchecked Sendable {
     /// asked for until the whole batch was prepared, and nothing was in flight meanwhile).
     static let launchJobs = 32
     /// In flight: at most `inFlightUnits` units of `inFlightUnit` bytes (a small file's block
-    /// takes one unit, a 4 MiB chunk 64), so many small files keep the link busy and big
-    /// chunks stay within the memory budget. Only `launch` takes units.
+    /// takes one unit, a 4 MiB chunk 256), so many small files keep the link busy and big
+    /// chunks stay within the memory budget. Only `launch` takes units. (With 64 KiB units,
+    /// 256 small files filled the budget: one batch, and the next waited for its answers.)
     private let units = DispatchSemaphore(value: FolderApplier.inFlightUnits)
     /// The batch's started fetches (each batch has its own); its flush waits for them.
     private var inFlight = DispatchGroup()
@@ -258,14 +259,17 @@ final class FolderApplier: @unchecked Sendable {
             rescan.append(state.path)  // changed here since the last scan: scan it first
             return
         }
-        let resolved: ResolvedPath
+        var resolved: ResolvedPath
         // A parent missing here (deleted, while a peer kept or made this entry in it) is made again.
-        let parentsMissing = (try? safe.resolve(under: root)) == nil
-        do {
-            resolved = try safe.resolve(under: root, createDirectories: true)
-        } catch {
-            fail(state.path, "cannot create its folder: \(error.description)")
-            return
+        var parentsMissing = false
+        if let found = try? safe.resolve(under: root) { resolved = found } else {
+            parentsMissing = true
+            do {
+                resolved = try safe.resolve(under: root, createDirectories: true)
+            } catch {
+                fail(state.path, "cannot create its folder: \(error.description)")
+                return
+            }
         }
         if parentsMissing {
             madeDirectories = true
@@ -362,7 +366,8 @@ final class FolderApplier: @unchecked Sendable {
     /// chunks still missing, or why the file cannot be written. Chunks of files that are
     /// still what the index recorded are copied in the kernel, unread (`LocalSource`).
     private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
-        if ftruncate(fd, off_t(manifest.fileSize)) != 0 {
+        // A new temp file of one chunk gets its size from that chunk's write (B: 10,000 calls).
+        if reusingTemp || manifest.chunks.count > 1, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
             return ([], .writing(errno, "cannot size its temporary file"))
         }
         let sources = LocalSources()
@@ -408,6 +413,10 @@ final class FolderApplier: @unchecked Sendable {
         }
         let units = units
         let group = inFlight
+        // Asked for together (`requestBlocks`), and before waiting for the budget: what they
+        // hold of it comes back only with their answers.
+        var wants: [BlockWant] = []
+        defer { host.requestBlocks(wants) }
         for job in jobs {
             let item = pending[job.pending]
             if item.failure.isSet { continue }
@@ -419,12 +428,16 @@ final class FolderApplier: @unchecked Sendable {
             // A delta's answer is assembled in a copy of our own bytes: it counts twice (a chunk
             // over 8 MiB, alone in flight, can hold twice the budget: 32 MiB at most).
             let weight = min(Self.inFlightUnits, max(1, (Int(job.chunk.size) + Self.inFlightUnit - 1) / Self.inFlightUnit) * (job.base == nil ? 1 : 2))
-            for _ in 0..<weight { units.wait() }
+            for _ in 0..<weight where units.wait(timeout: .now()) == .timedOut {
+                host.requestBlocks(wants)
+                wants = []
+                units.wait()
+            }
             group.enter()
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[job.path] ?? [:])
             launched += 1
-            fetch(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
+            let want = want(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
                 (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
@@ -448,6 +461,7 @@ final class FolderApplier: @unchecked Sendable {
                     if failure.failure == .diskFull { self.diskFull.set(failure) }
                 }
             }
+            if let want { wants.append(want) }
         }
         jobs = []
     }
@@ -458,13 +472,23 @@ final class FolderApplier: @unchecked Sendable {
     /// a delta against what it holds at that range (when it still holds the whole range).
     private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
                        base: DeltaBase?, whole: Bool = false, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
-        guard tries < sources.count else { completion(nil, lied); return }
+        if let want = want(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: whole,
+                           completion: completion) {
+            host.requestBlocks([want])
+        }
+    }
+
+    /// `fetch`'s request to the next peer to ask, or nil when every peer was asked (the
+    /// completion has then been called). `launch` sends many at once.
+    private func want(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
+                      base: DeltaBase?, whole: Bool = false, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) -> BlockWant? {
+        guard tries < sources.count else { completion(nil, lied); return nil }
         let device = sources[(attempt + tries) % sources.count]
         // Not summed for a peer that answered a delta request whole (it does not speak
         // `block-delta`: the sums would be read and hashed for nothing).
         let sums = whole || plainPeers.withLock({ $0.contains(device) }) ? nil : base?.sums(chunk)
-        host.requestBlock(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
-                          hash: chunk.hash.bytes, sums: sums) { [self] reply in
+        return BlockWant(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
+                         hash: chunk.hash.bytes, sums: sums) { [self] reply in
             if sums != nil, case .whole = reply { plainPeers.withLock { _ = $0.insert(device) } }
             // The answer arrives on the node's queue: a large block is hashed and written
             // elsewhere, several at once (a 4 MiB block was ~4 ms of SHA-256 before BLAKE3, which held the

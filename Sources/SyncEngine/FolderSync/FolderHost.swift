@@ -20,12 +20,34 @@ protocol FolderHost: AnyObject, Sendable {
     func emitError(_ peer: PeerRef?, _ reason: String)
     /// Devices connected now (never called on `queue`).
     func connectedDevices() -> Set<String>
-    /// Asks `device` for a block; `callback` gets the answer, or nil (refused, timed out,
-    /// gone). With `sums` (`BlockDelta.sums` of what our own file holds at that range), a
-    /// peer that speaks `block-delta` answers with a delta (`BlockReply.delta`). The folder
-    /// verifies what it gets. Any thread.
+    /// Asks peers for blocks, each `BlockWant`'s callback getting its answer, or nil
+    /// (refused, timed out, gone). With `sums` (`BlockDelta.sums` of what our own file holds
+    /// at that range), a peer that speaks `block-delta` answers with a delta
+    /// (`BlockReply.delta`). The folder verifies what it gets. Many at once cost one hop to
+    /// the node's queue and one send per peer. Any thread.
+    func requestBlocks(_ wants: [BlockWant])
+}
+
+extension FolderHost {
+    /// Asks `device` for one block (`requestBlocks`).
     func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
-                      sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void)
+                      sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void) {
+        requestBlocks([BlockWant(device: device, folder: folder, path: path, offset: offset, size: size, hash: hash, sums: sums,
+                                 callback: callback)])
+    }
+}
+
+/// A block asked of a peer (`FolderHost.requestBlocks`).
+struct BlockWant: Sendable {
+    let device: String
+    let folder: String
+    let path: String
+    let offset: UInt64
+    let size: UInt32
+    let hash: [UInt8]
+    /// Sums of our own bytes at that range, for a delta (nil: whole).
+    let sums: [UInt8]?
+    let callback: @Sendable (BlockReply?) -> Void
 }
 
 /// A block request's answer.

@@ -19,7 +19,9 @@ internal import PeerWire
 /// used only on the service's queue).
 struct FolderTable {
     var folders: [String: SharedFolder] = [:]
-    var pendingBlocks: [UInt32: (device: String, callback: @Sendable ([UInt8]?) -> Void)] = [:]
+    var pendingBlocks: [UInt32: (device: String, deadline: ContinuousClock.Instant, callback: @Sendable ([UInt8]?) -> Void)] = [:]
+    /// Whether `sweepBlocksLater` has a sweep scheduled.
+    var sweeping = false
     var nextRequest: UInt32 = 1
     /// Highest local sequence sent to a peer in this run ("folder|device").
     var sent: [String: Int64] = [:]
@@ -520,6 +522,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         var records: [RemoteFileRecord] = []
         var paths = Set<String>()
         var highest: Int64 = 0
+        var bytes = 0
         for entry in entries {
             highest = max(highest, Int64(clamping: entry.sequence))
             // Hostile input: a path must stay inside the folder; a live file needs a manifest
@@ -545,6 +548,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 version: Dictionary(entry.version.map { ($0.device, $0.counter) }, uniquingKeysWith: { a, b in max(a, b) }),
                 rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
             paths.insert(entry.path)
+            bytes += entry.encodedSize
         }
         guard withinIndexQuota(records, folder: folder, from: session) else { return }
         do {
@@ -554,7 +558,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             return
         }
         link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
-        folder.pullSoon(paths)
+        folder.pullSoon(paths, bytes: bytes)
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
@@ -645,28 +649,51 @@ final class FolderService: Reporting, @unchecked Sendable {
         queue.sync { Set((link?.connectedSessions() ?? []).map(\.deviceKey)) }
     }
 
-    /// Asks a peer for a block, as a delta against `sums` when the peer's hello lists
-    /// `block-delta`; `callback` gets the answer, or nil (refused, timed out, gone).
-    func requestBlock(device: String, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8],
-                      sums: [UInt8]?, callback: @escaping @Sendable (BlockReply?) -> Void) {
+    /// Asks peers for blocks (each as a delta against its `sums` when the peer's hello lists
+    /// `block-delta`): one hop to the node's queue and one send per peer for all of them
+    /// (B asks for 10,000 blocks, 32 at a time). A request unanswered after `blockTimeout`
+    /// gets nil (`sweepBlocks`).
+    func requestBlocks(_ wants: [BlockWant]) {
+        guard !wants.isEmpty else { return }
         queue.async { [self] in
-            guard let session = link?.connectedSession(device: device) else {
-                callback(nil)
-                return
+            let deadline = ContinuousClock.now + Self.blockTimeout
+            var frames: [(session: UInt64, frames: [Frame])] = []
+            for want in wants {
+                guard let session = link?.connectedSession(device: want.device) else {
+                    want.callback(nil)
+                    continue
+                }
+                let request = folderTable.nextRequest
+                folderTable.nextRequest &+= 1
+                let delta = session.blockDelta ? want.sums : nil
+                let callback = want.callback
+                folderTable.pendingBlocks[request] = (want.device, deadline, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
+                let frame: Frame = if let delta {
+                    .blockDeltaRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size,
+                                       hash: want.hash, sums: delta)
+                } else {
+                    .blockRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size, hash: want.hash)
+                }
+                if let at = frames.firstIndex(where: { $0.session == session.id }) { frames[at].frames.append(frame) } else {
+                    frames.append((session.id, [frame]))
+                }
             }
-            let request = folderTable.nextRequest
-            folderTable.nextRequest &+= 1
-            let delta = session.blockDelta ? sums : nil
-            folderTable.pendingBlocks[request] = (device, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
-            let frame: Frame = if let delta {
-                .blockDeltaRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash, sums: delta)
-            } else {
-                .blockRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash)
-            }
-            link?.send([frame], on: session.id)
-            queue.asyncAfter(deadline: .now() + .seconds(30)) { [self] in
-                folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil)
-            }
+            for (session, list) in frames { link?.send(list, on: session) }
+            sweepBlocksLater()
+        }
+    }
+
+    /// Fails the block requests past their deadline, once a second while any is pending (on
+    /// `queue`): one timer for all of them, not one per request.
+    private func sweepBlocksLater() {
+        guard !folderTable.sweeping, !folderTable.pendingBlocks.isEmpty else { return }
+        folderTable.sweeping = true
+        queue.asyncAfter(deadline: .now() + .seconds(1)) { [self] in
+            folderTable.sweeping = false
+            let now = ContinuousClock.now
+            let expired = folderTable.pendingBlocks.filter { $0.value.deadline <= now }.map(\.key)
+            for request in expired { folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil) }
+            sweepBlocksLater()
         }
     }
 
