@@ -107,4 +107,10 @@ try:
           "cpu alice", [round(r[2], 2) for r in rs], "bob", [round(r[3], 2) for r in rs])
 finally:
     B.kill_started()
-    shutil.rmtree(bench.work, ignore_errors=True)
+    if os.environ.get("KEEP"):
+        # KEEP=DIR: the trees are moved there, not deleted: ext4 without a journal makes every
+        # creation slow for 60-360 s after a mass deletion (recently_deleted), also the next run's.
+        os.makedirs(os.environ["KEEP"], exist_ok=True)
+        os.rename(bench.work, os.path.join(os.environ["KEEP"], os.path.basename(bench.work) + f"-{os.getpid()}"))
+    else:
+        shutil.rmtree(bench.work, ignore_errors=True)
