@@ -17,6 +17,24 @@ struct HexTests {
         #expect(hex([UInt8](0...255).prefix(7)) == String(expected.prefix(14)))
     }
 
+    /// A sequence that claims `claimed` elements up front, fewer or more than it has.
+    struct Claiming: Sequence {
+        let bytes: [UInt8]
+        let claimed: Int
+        var underestimatedCount: Int { claimed }
+        func makeIterator() -> IndexingIterator<[UInt8]> { bytes.makeIterator() }
+    }
+
+    @Test func hexOfASequenceThatMiscountsItself() {
+        for count in 0..<40 {
+            let bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let expected = hex(bytes)
+            for claimed in 0...(count + 3) {
+                #expect(hex(Claiming(bytes: bytes, claimed: claimed)) == expected, "\(count) bytes, \(claimed) claimed")
+            }
+        }
+    }
+
     @Test func hexRoundTrips() {
         var generator = SystemRandomNumberGenerator()
         for count in 0..<100 {

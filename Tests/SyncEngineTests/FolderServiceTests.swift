@@ -144,6 +144,39 @@ import Testing
         if case .some(.none) = got["nobody"] {} else { Issue.record("a device that is not connected: \(String(describing: got["nobody"]))") }
     }
 
+    /// An answer longer than the block asked for is a lie, and is passed on empty (it then
+    /// fails the hash) rather than hashed: a peer could otherwise answer each of 1,024 small
+    /// blocks in flight with 16 MiB. An answer of the size asked for is passed on.
+    @Test func anAnswerLongerThanTheBlockIsNotPassedOn() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        pair.connect()
+        // Bob's own service would refuse the request (no such folder): it waits, and the
+        // answers below reach alice first.
+        let hold = DispatchSemaphore(value: 0)
+        pair.bob.queue.async { hold.wait() }
+        defer { hold.signal() }
+        let replies = Mutex<[Int: BlockReply?]>([:])
+        for (n, answer) in [(1, 1 << 20), (2, 100)] {
+            pair.alice.folders.requestBlock(device: pair.bob.deviceKey, folder: "abcde-fghij", path: "f\(n).bin", offset: 0, size: 100,
+                                            hash: [UInt8](repeating: 0, count: 32), sums: nil) { reply in replies.withLock { $0[n] = reply } }
+            var request: UInt32?
+            try TransferPair.eventually("alice has asked") {
+                request = pair.alice.sync { pair.alice.folders.folderTable.pendingBlocks.keys.max() }
+                return request != nil
+            }
+            pair.alice.receiveRaw([.blockResponse(request: try #require(request), ok: true, data: [UInt8](repeating: 7, count: answer))])
+            try TransferPair.eventually("the answer is settled") { replies.withLock { $0[n] } != nil }
+        }
+        let got = replies.withLock { $0 }
+        guard case let .whole(long)?? = got[1], case let .whole(right)?? = got[2] else {
+            Issue.record("answers: \(got)")
+            return
+        }
+        #expect(long.count == 0, "1 MiB for a block of 100 bytes")
+        #expect(right.count == 100)
+    }
+
     /// A delta request (the asker's sums of its own bytes at a chunk's range) is answered
     /// with the bitmap and only the blocks that differ: from memory for a small chunk, read
     /// from the file for a large one with a small answer, streamed from the file for a large

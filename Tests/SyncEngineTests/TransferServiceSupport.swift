@@ -113,6 +113,17 @@ final class TransferPair: @unchecked Sendable {
             sync { link.send(frames, on: sessionID) }
         }
 
+        /// Plays a hostile peer from the other side: `frames` reach this end on the current
+        /// session as if the other end had sent them, without a turn of the other end's queue
+        /// (which a test may hold, so that its own answer comes later).
+        func receiveRaw(_ frames: [Frame]) {
+            queue.async { [self] in
+                guard sessionID != 0 else { return }
+                let session = view(sessionID)
+                for frame in frames where !service.frameReceived(frame, from: session) { _ = folders.frameReceived(frame, from: session) }
+            }
+        }
+
         /// Runs `body` on this end's queue and returns its result.
         func sync<T>(_ body: () throws -> T) rethrows -> T { try queue.sync(execute: body) }
     }

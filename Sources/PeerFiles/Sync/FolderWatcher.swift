@@ -433,7 +433,7 @@ final class WatchLoop: @unchecked Sendable {
                 return (state.stopped, r)
             } ?? (true, [])
             if stopped { return }
-            let burst = readEvents(&buffer)
+            let events = readEvents(&buffer)
             if !releases.isEmpty {
                 owner?.shared.withLock { state in
                     for path in releases {
@@ -446,11 +446,12 @@ final class WatchLoop: @unchecked Sendable {
                 let now = Self.now()
                 if rootGone || now >= min(lastEventNs + delayNs, firstEventNs + maxDelayNs) { flush() }
             }
-            if burst && !rootGone {
+            if events > 0 && events < Self.burstPauseLimit && !rootGone {
                 // Events came: let more gather before the next read (a stop or a release still
-                // ends the pause). Woken for each event, this thread preempted the one making the
-                // changes: 12,000 wake-ups while a pull placed 10,000 files (B), each a switch on
-                // a core the pull needed.
+                // ends the pause). Woken for each event, this thread preempted the one making
+                // the changes: 12,000 wake-ups while a pull placed 10,000 files (B), each a
+                // switch on a core the pull needed. A burst of `burstPauseLimit` events is read
+                // again at once: the kernel queues 16,384, and past that only a rescan catches up.
                 var wake = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
                 _ = poll(&wake, 1, Self.burstPauseMs)
             }
@@ -460,6 +461,8 @@ final class WatchLoop: @unchecked Sendable {
     /// How long the thread waits after reading events before it reads again (well below the
     /// delay before changes are reported; the kernel queues 16,384 events by default).
     static let burstPauseMs: Int32 = 10
+    /// Events read at once past which the thread reads again without a pause.
+    static let burstPauseLimit = 4_096
 
     var hasPending: Bool { !changed.isEmpty || !renames.isEmpty || !flags.isEmpty || !moves.isEmpty }
 
@@ -475,15 +478,14 @@ final class WatchLoop: @unchecked Sendable {
         lastEventNs = now
     }
 
-    /// Reads and handles every queued event; whether there were any.
+    /// Reads and handles every queued event; how many there were.
     @discardableResult
-    func readEvents(_ buffer: inout UnsafeMutableRawPointer) -> Bool {
+    func readEvents(_ buffer: inout UnsafeMutableRawPointer) -> Int {
         let headerSize = 16
-        var any = false
+        var count = 0
         while true {
             let n = read(inotify, buffer, 64 << 10)
-            if n <= 0 { return any }   // EAGAIN: drained
-            any = true
+            if n <= 0 { return count }   // EAGAIN: drained
             var offset = 0
             while offset + headerSize <= n {
                 let wd = buffer.loadUnaligned(fromByteOffset: offset, as: Int32.self)
@@ -494,6 +496,7 @@ final class WatchLoop: @unchecked Sendable {
                 let nameLength = strnlen(UnsafeRawPointer(nameStart).assumingMemoryBound(to: CChar.self), length)
                 let nameBytes = UnsafeBufferPointer(start: nameStart, count: nameLength)
                 offset += headerSize + length
+                count += 1
                 handle(wd: wd, mask: mask, cookie: cookie, name: nameBytes)
             }
         }

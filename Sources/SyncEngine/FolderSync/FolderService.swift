@@ -19,7 +19,7 @@ internal import PeerWire
 /// used only on the service's queue).
 struct FolderTable {
     var folders: [String: SharedFolder] = [:]
-    var pendingBlocks: [UInt32: (device: String, deadline: ContinuousClock.Instant, callback: @Sendable ([UInt8]?) -> Void)] = [:]
+    var pendingBlocks: [UInt32: (device: String, deadline: ContinuousClock.Instant, limit: Int, callback: @Sendable ([UInt8]?) -> Void)] = [:]
     /// Whether `sweepBlocksLater` has a sweep scheduled.
     var sweeping = false
     var nextRequest: UInt32 = 1
@@ -509,7 +509,9 @@ final class FolderService: Reporting, @unchecked Sendable {
             // for it, and the folder's io with it, waited for ever.)
             guard folderTable.pendingBlocks[request]?.device == session.deviceKey,
                   let pending = folderTable.pendingBlocks.removeValue(forKey: request) else { return true }
-            pending.callback(ok ? data : nil)
+            // An answer longer than what was asked is a lie (it fails the hash as an empty one
+            // does), and is not hashed: up to 16 MiB for each of 1,024 small blocks in flight.
+            pending.callback(ok ? (data.count <= pending.limit ? data : []) : nil)
         default:
             return false
         }
@@ -652,7 +654,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// Asks peers for blocks (each as a delta against its `sums` when the peer's hello lists
     /// `block-delta`): one hop to the node's queue and one send per peer for all of them
     /// (B asks for 10,000 blocks, 32 at a time). A request unanswered after `blockTimeout`
-    /// gets nil (`sweepBlocks`).
+    /// gets nil (`sweepBlocksLater`).
     func requestBlocks(_ wants: [BlockWant]) {
         guard !wants.isEmpty else { return }
         queue.async { [self] in
@@ -664,16 +666,23 @@ final class FolderService: Reporting, @unchecked Sendable {
                     continue
                 }
                 let request = folderTable.nextRequest
-                folderTable.nextRequest &+= 1
                 let delta = session.blockDelta ? want.sums : nil
-                let callback = want.callback
-                folderTable.pendingBlocks[request] = (want.device, deadline, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
                 let frame: Frame = if let delta {
                     .blockDeltaRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size,
                                        hash: want.hash, sums: delta)
                 } else {
                     .blockRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size, hash: want.hash)
                 }
+                // Checked here: one invalid frame would make the channel refuse the whole send.
+                guard (try? frame.validate()) != nil else {
+                    want.callback(nil)
+                    continue
+                }
+                folderTable.nextRequest &+= 1
+                let callback = want.callback
+                // The most an answer may carry: the block, and a delta's bitmap.
+                let limit = Int(want.size) + (delta == nil ? 0 : BlockDelta.bitmapSize(size: Int(want.size)))
+                folderTable.pendingBlocks[request] = (want.device, deadline, limit, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
                 if let at = frames.firstIndex(where: { $0.session == session.id }) { frames[at].frames.append(frame) } else {
                     frames.append((session.id, [frame]))
                 }
