@@ -84,11 +84,21 @@ final class FolderApplier: @unchecked Sendable {
     private let plainPeers = Mutex<Set<String>>([])
     /// Set when the disk is full: the batch's remaining chunks are not fetched.
     private let diskFull = FailureFlag()
-    static let batchFiles = 256
-    /// Two batches are open at once (one flushing, one being prepared), so at most twice this
-    /// many descriptors: 512, as one batch of 256 files in subfolders held before. A Swift
-    /// program that embeds the engine keeps the default limit of 1,024 open files.
-    static let batchDescriptors = 256
+    /// Files and links in one batch, at most (each batch has its barriers, its records'
+    /// transaction and its look-up of local chunks).
+    static let batchFiles = 1_024
+    /// Descriptors one batch may hold open (its temporary files, and the directory of each file
+    /// not at the root): a quarter of the process's limit on open files, from 64 to
+    /// `batchFiles`. Two batches are open at once (one flushing, one being prepared); the rest
+    /// is left for sessions, the index and the program around the engine. At the usual limit of
+    /// 1,024, which a Swift program that embeds the engine may keep, that is 256 (as before);
+    /// the daemon raises its limit and gets 1,024: B's 10,000 files take 10 batches, not 40
+    /// (b-ab, 3 interleaved rounds: 1.57 → 1.45 s, bob 1.38 → 1.29 CPU-s).
+    static let batchDescriptors: Int = {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 64 }
+        return min(batchFiles, max(64, Int(clamping: limit.rlim_cur) / 4))
+    }()
     static let batchBytes: Int64 = 64 << 20
     static let inFlightUnit = 16 << 10
     static let inFlightUnits = 1_024   // 16 MiB
