@@ -42,7 +42,7 @@ final class FolderApplier: @unchecked Sendable {
     /// Peers connected at the start of the apply, refreshed by `launch` (at most every
     /// `refreshInterval`).
     private var connected: Set<String> = []
-    /// Chunk hash → where local files hold it (looked up for every `batchFiles` actions; files
+    /// Chunk hash → where local files hold it (looked up for every `lookUpActions` actions; files
     /// placed since by this apply may hold other content there now: `LocalSource.holds`).
     var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     let folderID: String
@@ -84,21 +84,25 @@ final class FolderApplier: @unchecked Sendable {
     private let plainPeers = Mutex<Set<String>>([])
     /// Set when the disk is full: the batch's remaining chunks are not fetched.
     private let diskFull = FailureFlag()
-    /// Files and links in one batch, at most (each batch has its barriers, its records'
-    /// transaction and its look-up of local chunks).
+    /// Files and links in one batch, at most (each batch has its two barriers and its
+    /// records' transaction).
     static let batchFiles = 1_024
     /// Descriptors one batch may hold open (its temporary files, and the directory of each file
-    /// not at the root): a quarter of the process's limit on open files, from 64 to
-    /// `batchFiles`. Two batches are open at once (one flushing, one being prepared); the rest
-    /// is left for sessions, the index and the program around the engine. At the usual limit of
-    /// 1,024, which a Swift program that embeds the engine may keep, that is 256 (as before);
-    /// the daemon raises its limit and gets 1,024: B's 10,000 files take 10 batches, not 40
-    /// (b-ab, 3 interleaved rounds: 1.57 → 1.45 s, bob 1.38 → 1.29 CPU-s).
+    /// not at the root): a sixteenth of the process's limit on open files, from 256 to
+    /// `batchFiles`. Each pulling folder has two batches open at once (one flushing, one being
+    /// prepared), and the rest is left for other folders, sessions, the index and the program
+    /// around the engine. Up to a limit of 4,096 (a Swift program that embeds the engine may
+    /// keep 1,024) that is 256, as before; the daemon raises its limit (up to 65,536) and gets
+    /// 1,024 from a limit of 16,384: B's 10,000 files take 10 batches, not 40 (b-ab, 4
+    /// interleaved pairs: 1.70 → 1.59 s, bob 1.50 → 1.40 CPU-s).
     static let batchDescriptors: Int = {
         var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 64 }
-        return min(batchFiles, max(64, Int(clamping: limit.rlim_cur) / 4))
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
+        return min(batchFiles, max(256, Int(clamping: limit.rlim_cur) / 16))
     }()
+    /// Actions whose chunks are looked up in local files at once (`lookUpLocalChunks`): a
+    /// window of its own, not a batch, so its hashes stay bounded whatever the batch size.
+    static let lookUpActions = 256
     static let batchBytes: Int64 = 64 << 20
     static let inFlightUnit = 16 << 10
     static let inFlightUnits = 1_024   // 16 MiB
@@ -174,7 +178,7 @@ final class FolderApplier: @unchecked Sendable {
         }
         let ordered = creates + others + deletes + replacements
         for (n, action) in ordered.enumerated() {
-            if n % Self.batchFiles == 0 { lookUpLocalChunks(ordered[n..<min(n + Self.batchFiles, ordered.count)]) }
+            if n % Self.lookUpActions == 0 { lookUpLocalChunks(ordered[n..<min(n + Self.lookUpActions, ordered.count)]) }
             // Only a file's pull is prepared while the batch before it is flushed: any other
             // action changes the disk now, so the files sealed before it are placed first (as
             // when every batch was committed before the next action).
@@ -200,7 +204,7 @@ final class FolderApplier: @unchecked Sendable {
     }
 
     /// Where local files hold the chunks the next actions need: one lookup for every
-    /// `batchFiles` actions (so files placed by earlier batches count too, though not those
+    /// `lookUpActions` actions (so files placed by earlier batches count too, though not those
     /// of the batch still flushing).
     private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
         var hashes: [[UInt8]] = []
