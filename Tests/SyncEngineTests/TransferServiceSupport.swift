@@ -117,11 +117,8 @@ final class TransferPair: @unchecked Sendable {
         /// session as if the other end had sent them, without a turn of the other end's queue
         /// (which a test may hold, so that its own answer comes later).
         func receiveRaw(_ frames: [Frame]) {
-            queue.async { [self] in
-                guard sessionID != 0 else { return }
-                let session = view(sessionID)
-                for frame in frames where !service.frameReceived(frame, from: session) { _ = folders.frameReceived(frame, from: session) }
-            }
+            let id = sync { sessionID }
+            for frame in frames { other.deliver(frame, on: id) }
         }
 
         /// Runs `body` on this end's queue and returns its result.

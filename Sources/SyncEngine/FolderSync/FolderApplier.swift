@@ -273,11 +273,11 @@ final class FolderApplier: @unchecked Sendable {
             rescan.append(state.path)  // changed here since the last scan: scan it first
             return
         }
-        var resolved: ResolvedPath
         // A parent missing here (deleted, while a peer kept or made this entry in it) is made again.
-        var parentsMissing = false
-        if let found = try? safe.resolve(under: root) { resolved = found } else {
-            parentsMissing = true
+        let found = try? safe.resolve(under: root)
+        let parentsMissing = found == nil
+        let resolved: ResolvedPath
+        if let found { resolved = found } else {
             do {
                 resolved = try safe.resolve(under: root, createDirectories: true)
             } catch {
