@@ -372,4 +372,19 @@ import Testing
         }
         #expect(folder.peerPulls - third == 2, "\(folder.peerPulls - third) pulls")
     }
+
+    /// A check of the in-flight budget (`FolderApplier.noWait`) returns at once when it is
+    /// used up. With `.now()` as the timeout, the wait slept in the kernel until that
+    /// deadline had passed: ~80 µs and a context switch each time (B: ~140 a run, on `io`).
+    @Test func aCheckOfTheBudgetNeverSleeps() {
+        func voluntarySwitches() -> Int {
+            var usage = rusage()
+            getrusage(__rusage_who_t(1), &usage)  // RUSAGE_THREAD
+            return usage.ru_nvcsw
+        }
+        let empty = DispatchSemaphore(value: 0)
+        let before = voluntarySwitches()
+        for _ in 0..<100 { #expect(empty.wait(timeout: FolderApplier.noWait) == .timedOut) }
+        #expect(voluntarySwitches() - before < 10, "\(voluntarySwitches() - before) sleeps for 100 checks")
+    }
 }
