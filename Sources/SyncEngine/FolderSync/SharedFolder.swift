@@ -346,6 +346,8 @@ final class SharedFolder: @unchecked Sendable {
     /// Pages of paths peers changed that wait for a pull (in arrival order, each with the
     /// bytes of its entries), whether a pull of them is queued on `io`, and how many such
     /// pulls ran (for tests).
+    /// Since when a pull's changes wait to be announced to peers (on `io`).
+    private var echoOwedSince: ContinuousClock.Instant?
     private let peerChanges = Mutex<(pages: [(paths: Set<String>, bytes: Int)], queued: Bool, pulls: Int)>(([], false, 0))
     var peerPulls: Int { peerChanges.withLock { $0.pulls } }
     /// A pull takes whole waiting pages up to this many paths and `pullBytes` bytes of
@@ -388,7 +390,26 @@ final class SharedFolder: @unchecked Sendable {
         }
         if !batch.isEmpty { pull(paths: batch) }
         if more { io.async { [self] in pullWaiting() } }
+        if echoOwedSince != nil, !peerChanges.withLock({ !$0.pages.isEmpty }) { echoPulled() }
     }
+
+    /// Tells the peers what a pull changed here (`folderChanged`: they get the new entries),
+    /// once no more pulls wait, or when what is owed has waited `echoInterval`. Each peer
+    /// stores and plans the entries it sent us: B's echo of 2,400 files after bob's second
+    /// pull took ~0.1 s of alice's CPU while bob's third pull needed both cores.
+    private func echoPulled() {
+        let now = ContinuousClock.now
+        if peerChanges.withLock({ !$0.pages.isEmpty }) {
+            let since = echoOwedSince ?? now
+            if now - since < Self.echoInterval {
+                echoOwedSince = since
+                return
+            }
+        }
+        echoOwedSince = nil
+        host?.folderChanged(id)
+    }
+    static let echoInterval: Duration = .seconds(2)
 
     /// Drops the pages waiting for a pull (the folder stops; a restart pulls every path).
     func forgetWaitingPulls() {
@@ -413,7 +434,7 @@ final class SharedFolder: @unchecked Sendable {
         applier.apply(actions)
         recordOutcome(applier.failures, actions: actions)
         setStatus(.idle)
-        host.folderChanged(id)
+        echoPulled()
     }
 
     /// What to do, with the local states and the peers' manifests of the paths concerned.
