@@ -13,7 +13,7 @@ p.add_argument("--size", type=int, default=B.GiB)
 p.add_argument("--perf", default="")
 p.add_argument("--runs", type=int, default=1)
 a = p.parse_args()
-args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp="/tmp", window=0, folder_timeout=120, size=a.size)
+args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp=os.environ.get("TMPROOT", "/tmp"), window=0, folder_timeout=120, size=a.size)
 bench = B.Bench(args)
 source = os.path.join(bench.work, "a.bin")
 B.write_random_file(source, a.size)
@@ -34,12 +34,16 @@ try:
         c0 = (alice.cpu(), bob.cpu())
         elapsed, final, events = bench.send(alice, source)
         c1 = (alice.cpu(), bob.cpu())
+        def hwm(d):
+            for line in open(f"/proc/{d.pid}/status"):
+                if line.startswith("VmHWM:"): return round(int(line.split()[1]) / 1024, 1)
+        peaks = (hwm(alice), hwm(bob))
         for pp in perfs:
             pp.send_signal(2); pp.wait()
         cpu = [round(sum(c1[i]) - sum(c0[i]), 2) for i in range(2)]
         detail = [(round(c1[i][0] - c0[i][0], 2), round(c1[i][1] - c0[i][1], 2)) for i in range(2)]
         print(f"{os.path.basename(os.path.dirname(os.path.dirname(binary)))}:{binary[-30:]} {elapsed:.2f} s "
-              f"alice {cpu[0]} {detail[0]} bob {cpu[1]} {detail[1]} load {os.getloadavg()[0]:.2f}", flush=True)
+              f"alice {cpu[0]} {detail[0]} bob {cpu[1]} {detail[1]} peak RSS MiB {peaks} load {os.getloadavg()[0]:.2f}", flush=True)
         rows.setdefault(binary, []).append((elapsed, cpu[0], cpu[1]))
         alice.stop(); bob.stop()
         received = os.path.join(inbox, os.path.basename(source))

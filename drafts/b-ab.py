@@ -19,7 +19,7 @@ p.add_argument("--settle", type=float, default=35, help="seconds to wait first: 
                "slow for ~30 s after a large deletion (recently_deleted), e.g. the previous script's trees")
 a = p.parse_args()
 time.sleep(a.settle)
-args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp="/tmp", window=0, folder_timeout=120)
+args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp=os.environ.get("TMPROOT", "/tmp"), window=0, folder_timeout=120)
 bench = B.Bench(args)
 if os.environ.get('TRACE'): B.FOLDER_ENV['SYNCPEER_TRACE_PULL'] = '1'
 results = []
