@@ -377,7 +377,7 @@ import Testing
     /// wait, not after each pull: each peer stores and plans what we echo. B: the echo of
     /// bob's second pull (2,400 files) took ~0.1 s of alice's CPU during his last pull; the
     /// deferral gave 1.56 → 1.31 s (tmpfs, 6 pairs). A pull that ends with pages waiting
-    /// owes its echo to the next; the last one sends it.
+    /// leaves its announcement to the last one (or to the timer, see below).
     @Test func aPullWithMorePullsWaitingLeavesItsAnnouncementToTheLast() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
@@ -404,6 +404,33 @@ import Testing
         #expect(folder.peerPulls - pulls == 2, "\(folder.peerPulls - pulls) pulls")
         #expect(fixture.host.changes.withLock { $0.count } - announced == 1,
                 "announced \(fixture.host.changes.withLock { $0.count } - announced) times for two pulls")
+    }
+
+    /// An announcement owed while pulls wait goes after `announceDelay` at the latest, also
+    /// while the next pull has not ended (here: `io` is held up after the first pull).
+    @Test func anOwedAnnouncementWaitsAtMostTheDelay() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let folder = fixture.start()
+        defer { folder.stop() }
+        try TransferPair.eventually("the first scan is done") { folder.status == .idle }
+        Thread.sleep(forTimeInterval: 0.3)
+        let announced = fixture.host.changes.withLock { $0.count }
+        let (busy, held) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        folder.io.async { busy.wait() }
+        let first = try fixture.remoteHas("first.bin", size: 5_000, seed: 92)
+        folder.pullSoon(["first.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
+        try fixture.remoteHas("second.bin", size: 5_000, seed: 93)
+        folder.pullSoon(["second.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
+        folder.io.async { held.wait() }   // runs after the first pull, before the second
+        busy.signal()
+        defer { held.signal() }
+        try TransferPair.eventually("first.bin is placed") {
+            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/first.bin"))) == first
+        }
+        try TransferPair.eventually("the first pull is announced while the second waits", timeout: 10) {
+            fixture.host.changes.withLock { $0.count } > announced
+        }
     }
 
     /// A check of the in-flight budget (`FolderApplier.noWait`) returns at once when it is
