@@ -111,6 +111,37 @@ import Testing
             return folder
         }
 
+        /// A started folder whose first scan is done and announced.
+        func startSettled() throws -> SharedFolder {
+            let folder = start()
+            try TransferPair.eventually("the first scan is done") { folder.status == .idle }
+            Thread.sleep(forTimeInterval: 0.3)
+            return folder
+        }
+
+        /// How many times the folder told the host its index changed.
+        var announcements: Int { host.changes.withLock { $0.count } }
+
+        /// Whether the folder holds `path` with `content`.
+        func holds(_ path: String, _ content: Data) -> Bool {
+            (try? Data(contentsOf: URL(fileURLWithPath: root + "/" + path))) == content
+        }
+
+        /// The remote announces first.bin and second.bin in two pages of 3/4 of `pullBytes`
+        /// each, queued while `io` is busy: two pulls, the first ending while the second
+        /// waits. `between` runs on `io` after the first pull. Returns both files' content.
+        func twoPulls(_ folder: SharedFolder, seed: UInt64, between: (@Sendable () -> Void)? = nil) throws -> (Data, Data) {
+            let busy = DispatchSemaphore(value: 0)
+            folder.io.async { busy.wait() }
+            let first = try remoteHas("first.bin", size: 5_000, seed: seed)
+            folder.pullSoon(["first.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
+            let second = try remoteHas("second.bin", size: 5_000, seed: seed + 1)
+            folder.pullSoon(["second.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
+            if let between { folder.io.async(execute: between) }
+            busy.signal()
+            return (first, second)
+        }
+
         /// What the folder holds (but its marker, `.syncpeer-folder`).
         var names: [String] { ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0 != ".syncpeer-folder" }.sorted() }
     }
@@ -381,29 +412,16 @@ import Testing
     @Test func aPullWithMorePullsWaitingLeavesItsAnnouncementToTheLast() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let folder = fixture.start()
+        let folder = try fixture.startSettled()
         defer { folder.stop() }
-        try TransferPair.eventually("the first scan is done") { folder.status == .idle }
-        Thread.sleep(forTimeInterval: 0.3)
-        let announced = fixture.host.changes.withLock { $0.count }
-        let pulls = folder.peerPulls
-        // Two pages of 3/4 of `pullBytes` each: two pulls, the first ending while the second waits.
-        let busy = DispatchSemaphore(value: 0)
-        folder.io.async { busy.wait() }
-        let first = try fixture.remoteHas("first.bin", size: 5_000, seed: 90)
-        folder.pullSoon(["first.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
-        let second = try fixture.remoteHas("second.bin", size: 5_000, seed: 91)
-        folder.pullSoon(["second.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
-        busy.signal()
+        let (announced, pulls) = (fixture.announcements, folder.peerPulls)
+        let (first, second) = try fixture.twoPulls(folder, seed: 90)
         try TransferPair.eventually("both files are placed and announced") {
-            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/first.bin"))) == first
-                && (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/second.bin"))) == second
-                && fixture.host.changes.withLock { $0.count } > announced
+            fixture.holds("first.bin", first) && fixture.holds("second.bin", second) && fixture.announcements > announced
         }
         Thread.sleep(forTimeInterval: 0.3)
         #expect(folder.peerPulls - pulls == 2, "\(folder.peerPulls - pulls) pulls")
-        #expect(fixture.host.changes.withLock { $0.count } - announced == 1,
-                "announced \(fixture.host.changes.withLock { $0.count } - announced) times for two pulls")
+        #expect(fixture.announcements - announced == 1, "announced \(fixture.announcements - announced) times for two pulls")
     }
 
     /// An announcement owed while pulls wait goes after `announceDelay` at the latest, also
@@ -411,25 +429,15 @@ import Testing
     @Test func anOwedAnnouncementWaitsAtMostTheDelay() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
-        let folder = fixture.start()
+        let folder = try fixture.startSettled()
         defer { folder.stop() }
-        try TransferPair.eventually("the first scan is done") { folder.status == .idle }
-        Thread.sleep(forTimeInterval: 0.3)
-        let announced = fixture.host.changes.withLock { $0.count }
-        let (busy, held) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
-        folder.io.async { busy.wait() }
-        let first = try fixture.remoteHas("first.bin", size: 5_000, seed: 92)
-        folder.pullSoon(["first.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
-        try fixture.remoteHas("second.bin", size: 5_000, seed: 93)
-        folder.pullSoon(["second.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
-        folder.io.async { held.wait() }   // runs after the first pull, before the second
-        busy.signal()
+        let announced = fixture.announcements
+        let held = DispatchSemaphore(value: 0)
         defer { held.signal() }
-        try TransferPair.eventually("first.bin is placed") {
-            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/first.bin"))) == first
-        }
+        let (first, _) = try fixture.twoPulls(folder, seed: 92, between: { held.wait() })
+        try TransferPair.eventually("first.bin is placed") { fixture.holds("first.bin", first) }
         try TransferPair.eventually("the first pull is announced while the second waits", timeout: 10) {
-            fixture.host.changes.withLock { $0.count } > announced
+            fixture.announcements > announced
         }
     }
 
