@@ -122,8 +122,8 @@ import Testing
         /// How many times the folder told the host its index changed.
         var announcements: Int { host.changes.withLock { $0.count } }
 
-        /// Whether the folder holds `path` with `content`.
-        func holds(_ path: String, _ content: Data) -> Bool {
+        /// Whether the folder holds `path` with `content` (nil: reads nothing there).
+        func holds(_ path: String, _ content: Data?) -> Bool {
             (try? Data(contentsOf: URL(fileURLWithPath: root + "/" + path))) == content
         }
 
@@ -258,7 +258,7 @@ import Testing
         defer { again.stop() }
         try TransferPair.eventually("every file is placed", timeout: 60) {
             fixture.names.filter { !$0.hasPrefix(".") }.count == others + 3
-                && (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/a-edited.bin"))) == expected["a-edited.bin"]
+                && fixture.holds("a-edited.bin", expected["a-edited.bin"])
         }
         for (name, content) in expected {
             #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.root + "/" + name)) == content, "\(name)")
@@ -329,7 +329,7 @@ import Testing
         let again = fixture.start()
         defer { again.stop() }
         try TransferPair.eventually("big.bin is the remote's", timeout: 30) {
-            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/big.bin"))) == content
+            fixture.holds("big.bin", content)
         }
         let deltas = fixture.host.deltas.withLock { $0 }
         let asDeltas = lacking.filter { $0.size >= BlockDelta.minimumChunk }
@@ -375,7 +375,7 @@ import Testing
         }
         busy.signal()
         try TransferPair.eventually("every page's file is placed") {
-            expected.allSatisfy { (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/" + $0.key))) == $0.value }
+            expected.allSatisfy { fixture.holds($0.key, $0.value) }
         }
         #expect(folder.peerPulls - before == 1, "one pull for the three pages, not \(folder.peerPulls - before)")
 
@@ -390,7 +390,7 @@ import Testing
         folder.pullSoon(["last.bin"])
         busy.signal()
         try TransferPair.eventually("last.bin is placed") {
-            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/last.bin"))) == expected["last.bin"]
+            fixture.holds("last.bin", expected["last.bin"])
         }
         #expect(folder.peerPulls - again == 2, "\(folder.peerPulls - again) pulls")
 
@@ -402,7 +402,7 @@ import Testing
         folder.pullSoon(["large.bin"], bytes: SharedFolder.pullBytes * 3 / 4)
         busy.signal()
         try TransferPair.eventually("large.bin is placed") {
-            (try? Data(contentsOf: URL(fileURLWithPath: fixture.root + "/large.bin"))) == expected["large.bin"]
+            fixture.holds("large.bin", expected["large.bin"])
         }
         #expect(folder.peerPulls - third == 2, "\(folder.peerPulls - third) pulls")
     }
