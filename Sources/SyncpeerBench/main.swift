@@ -346,7 +346,16 @@ case "chunk":
 case "delta":
     emit(deltaBenchmarks(bufferBytes: (option("mib").flatMap(Int.init) ?? 256) << 20, change: 1 << 20,
                          trials: option("trials").flatMap(Int.init) ?? 30))
+case "index":
+    let directory = arguments.count >= 2 && !arguments[1].hasPrefix("--") ? arguments[1] : NSTemporaryDirectory()
+    do {
+        emit(try indexBenchmarks(directory: directory, files: option("files").flatMap(Int.init) ?? 10_000,
+                                 batch: option("batch").flatMap(Int.init) ?? 1_000, runs: runs))
+    } catch {
+        FileHandle.standardError.write(Data("syncpeer-bench: index: \(error)\n".utf8))
+        exit(1)
+    }
 default:
-    FileHandle.standardError.write(Data("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N] | delta [--mib M] [--trials T]\n".utf8))
+    FileHandle.standardError.write(Data("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N] | delta [--mib M] [--trials T] | index [DIR] [--files N] [--batch B] [--runs N]\n".utf8))
     exit(2)
 }
