@@ -187,7 +187,12 @@ public final class Database {
     public var changes: Int { Int(sqlite3_changes64(handle)) }
 
     /// Row ID of the last successful INSERT on this connection.
-    public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+    /// Settable (`sqlite3_set_last_insert_rowid`): set to 0 before a statement, it tells
+    /// whether that statement inserted a row (row IDs SQLite chooses are never 0).
+    public var lastInsertRowID: Int64 {
+        get { sqlite3_last_insert_rowid(handle) }
+        set { sqlite3_set_last_insert_rowid(handle, newValue) }
+    }
 
     /// Whether a transaction is open (the connection is not in autocommit mode).
     public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
