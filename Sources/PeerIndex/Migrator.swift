@@ -33,6 +33,12 @@ struct Migrator {
                 }
                 do {
                     try db.execute(migration.sql)
+                    if migration.sql.contains("writable_schema") {
+                        // It rewrote table definitions in sqlite_schema: a new schema version
+                        // makes every connection, this one too, read them again.
+                        let version = try db.query("PRAGMA schema_version").first?[0].int64Value ?? 0
+                        try db.execute("PRAGMA schema_version = \(version + 1)")
+                    }
                     try db.execute(
                         "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                         [.integer(Int64(migration.version)), .text(migration.name), .integer(now())])
