@@ -7,6 +7,7 @@ internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
+internal import Synchronization
 
 /// Shared folders on the node: sharing and accepting, index exchange, serving blocks.
 ///
@@ -61,6 +62,10 @@ final class FolderService: Reporting, @unchecked Sendable {
     weak var link: (any PeerLink)?
     /// Shared folders and what is in flight for them (confined to `queue`).
     var folderTable = FolderTable()
+    /// Device keys of the connected sessions, as of the last session hook (written on
+    /// `queue`, read from the folders' queues without a hop to it: `queue` is busy storing
+    /// index pages while a pull asks, B: waits of 8–58 ms a run).
+    private let connected = Mutex<Set<String>>([])
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
@@ -399,6 +404,7 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// A member connected: offer its folders again and retry what waited for a peer.
     func sessionConnected(_ session: LinkSession) {
+        noteConnectedSessions()
         for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
@@ -411,6 +417,7 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// A session ended: its pending block requests fail, its parked ones are dropped.
     func sessionClosed(_ session: LinkSession) {
+        noteConnectedSessions()
         folderTable.refusedBlocks[session.id] = nil
         folderTable.quotaReported[session.id] = nil
         if let parked = folderTable.parked.removeValue(forKey: session.id) {
@@ -646,9 +653,15 @@ final class FolderService: Reporting, @unchecked Sendable {
         }
     }
 
-    /// Device keys of connected peers. Never call on the node's queue.
+    /// Device keys of connected peers (any thread).
     func connectedDevices() -> Set<String> {
-        queue.sync { Set((link?.connectedSessions() ?? []).map(\.deviceKey)) }
+        connected.withLock { $0 }
+    }
+
+    /// Takes the connected sessions' devices again (on `queue`, from the session hooks).
+    private func noteConnectedSessions() {
+        let devices = Set((link?.connectedSessions() ?? []).map(\.deviceKey))
+        connected.withLock { $0 = devices }
     }
 
     /// Asks peers for blocks (each as a delta against its `sums` when the peer's hello lists
