@@ -135,7 +135,7 @@ extension FolderApplier {
     }
 
     /// Writes records to the index (any thread: the placed batches' records are written on
-    /// `flusher`); nil, or why they could not be.
+    /// `recorder`); nil, or why they could not be.
     func upsert(_ records: [FileRecord]) -> String? {
         guard !records.isEmpty else { return nil }
         do {
