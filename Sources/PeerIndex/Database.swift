@@ -188,7 +188,8 @@ public final class Database {
 
     /// Row ID of the last successful INSERT on this connection.
     /// Settable (`sqlite3_set_last_insert_rowid`): set to 0 before a statement, it tells
-    /// whether that statement inserted a row (row IDs SQLite chooses are never 0).
+    /// whether that statement inserted a row (SQLite chooses 0 only for a table whose largest
+    /// row ID is -1: none of ours, whose IDs SQLite chooses from 1 up).
     public var lastInsertRowID: Int64 {
         get { sqlite3_last_insert_rowid(handle) }
         set { sqlite3_set_last_insert_rowid(handle, newValue) }

@@ -76,17 +76,18 @@ extension NodeIndex {
                 try upsert.execute()
                 var fileID = db.lastInsertRowID
                 if fileID == 0 {
-                    // Updated: its old chunk list goes. (A new row has none: its chunks would
-                    // have gone with any earlier row of its ID, ON DELETE CASCADE.)
                     try updatedID.bind([.text(record.folderID), .text(record.path)])
                     defer { updatedID.reset() }
                     guard try updatedID.step(), let id = updatedID.int64(at: 0) else {
                         throw IndexError(kind: .sqlite, operation: "upsert files", path: path, message: "no file_id for an updated row")
                     }
                     fileID = id
-                    try clearChunks.bind([.integer(fileID)])
-                    try clearChunks.execute()
                 }
+                // The old chunk list goes. A new row has none while foreign keys cascade, but
+                // a row deleted by a tool that does not enforce them (the sqlite3 shell) leaves
+                // its chunks to the next row given its ID.
+                try clearChunks.bind([.integer(fileID)])
+                try clearChunks.execute()
                 try insertChunk.bind(.integer(fileID), at: 1)
                 for (index, chunk) in record.chunks.enumerated() {
                     try insertChunk.bind(.integer(Int64(index)), at: 2)
