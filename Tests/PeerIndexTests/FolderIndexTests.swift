@@ -305,6 +305,25 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
         #expect(try index.localChunkLocations(hash: hash32(8_000)).map(\.path) == ["a.bin"])
     }
 
+    /// Many hashes at once, most of them absent (a pull of new files): each present one is
+    /// found however it falls in the groups asked for together, and only those.
+    @Test func manyChunksAreLookedUpAtOnce() throws {
+        let index = try populatedIndex()
+        try index.upsertFiles((0..<5).map { sampleFile("docs", "f\($0).bin", chunkCount: 1, seed: 100 + $0) })
+        let present = (0..<5).map { hash32((100 + $0) * 1_000) }
+        #expect(try index.localChunkLocations(hash: present[0]).map(\.path) == ["f0.bin"], "the hashes sampleFile gives")
+        let absent = (0..<300).map { hash32(900_000 + $0) }
+        for count in [1, NodeIndex.hashesPerQuery - 1, NodeIndex.hashesPerQuery, NodeIndex.hashesPerQuery + 1, 300] {
+            var asked = Array(absent.prefix(count))
+            for (n, hash) in present.enumerated() { asked.insert(hash, at: min(asked.count, [0, 62, 63, 64, 200][n])) }
+            let found = try index.localChunkLocations(hashes: asked)
+            #expect(Set(found.keys) == Set(present), "\(count) absent hashes around the present ones")
+            #expect(found[present[3]]?.map(\.path) == ["f3.bin"])
+        }
+        #expect(try index.localChunkLocations(hashes: absent).isEmpty)
+        #expect(try index.localChunkLocations(hashes: [[UInt8]]()).isEmpty)
+    }
+
     @Test func checkConstraintsRejectTheWholeBatch() throws {
         let index = try populatedIndex()
         try index.upsertFiles([sampleFile("docs", "ok", seed: 1)])
