@@ -202,6 +202,34 @@ extension FolderApplier {
         return held.st_dev == now.st_dev && held.st_ino == now.st_ino
     }
 
+    /// `directoryInPlace` of a batch's directories, each checked once before the batch's
+    /// renames (`check`) and once after them (`checkAgain`); keyed by the handle and the
+    /// parent path it was opened for.
+    struct DirectoryChecks {
+        private var before: [String: Bool] = [:]
+        private var after: [String: Bool] = [:]
+
+        private static func key(_ directory: DirectoryHandle, _ path: String) -> String {
+            "\(ObjectIdentifier(directory).hashValue)|" + (path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "")
+        }
+
+        mutating func check(_ directory: DirectoryHandle, of path: String, _ applier: FolderApplier) -> Bool {
+            let key = Self.key(directory, path)
+            if let known = before[key] { return known }
+            let result = applier.directoryInPlace(directory, of: path)
+            before[key] = result
+            return result
+        }
+
+        mutating func checkAgain(_ directory: DirectoryHandle, of path: String, _ applier: FolderApplier) -> Bool {
+            let key = Self.key(directory, path)
+            if let known = after[key] { return known }
+            let result = applier.directoryInPlace(directory, of: path)
+            after[key] = result
+            return result
+        }
+    }
+
     /// The target of the link `name` (nil if it is not a readable link).
     func linkTarget(_ directory: DirectoryHandle, _ name: String) -> String? {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)

@@ -65,13 +65,16 @@ final class FolderApplier: @unchecked Sendable {
     /// parent: after a crash the file could be gone with its directory while the index
     /// records it as synced, and the next scan would send its deletion to the peers.
     var madeDirectories = false
-    /// Where sealed batches wait for their fetches and their data barrier, and placed ones
-    /// for their rename barrier and their records, in order.
+    /// Where sealed batches wait for their fetches and their data barrier, in order.
     private let flusher = DispatchQueue(label: "syncpeer.folder.flush")
     /// Makes the renames of placed batches durable and records them, in batch order. Apart
     /// from `flusher`: the next batch's data barrier does not wait for the records of the one
     /// before (B: `io` waited 37–128 ms a run for the two in turn).
     private let recorder = DispatchQueue(label: "syncpeer.folder.record")
+    /// Left when the last placed batch is recorded. A batch is renamed only once the batch
+    /// before it is recorded: after a crash, at most one batch is on disk and not in the
+    /// index (the next scan takes it as a local change), as when one queue did both.
+    private var recording = DispatchGroup()
     /// Placed files are recorded this many per transaction: `io` and the node's queue, which
     /// read the index meanwhile, wait for one slice at most (a batch of 1,024 held the
     /// index's lock ~20 ms).
@@ -125,6 +128,8 @@ final class FolderApplier: @unchecked Sendable {
         var conflictCopy: String?
         /// The open temporary file (-1 for links); closed at commit.
         var fd: Int32 = -1
+        /// The temporary file's inode, read from `fd` by `flush` (nil for links: read by name).
+        var inode: UInt64?
         /// Set when a chunk could not be fetched or written: the file is not committed.
         let failure = FailureFlag()
     }
@@ -217,7 +222,7 @@ final class FolderApplier: @unchecked Sendable {
 
     /// Where local files hold the chunks the next actions need: one lookup for every
     /// `lookUpActions` actions (so files placed by earlier batches count too, though not those
-    /// of the batch still flushing).
+    /// of the batch still flushing, nor of the one whose records are still being written).
     private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
         var hashes: [[UInt8]] = []
         for action in actions {
@@ -675,6 +680,10 @@ final class FolderApplier: @unchecked Sendable {
             } else if batch.perFile, fsync(item.fd) != 0 {  // fsync, not fdatasync: the mode and mtime too
                 "cannot flush its data to disk: \(Self.lastError())"
             } else { nil }
+            // The inode the file is recorded with (off `io`, which read it by name before).
+            var st = stat()
+            var ready = item
+            if fstat(item.fd, &st) == 0 { ready.inode = UInt64(st.st_ino) }
             // close() is where some file systems (NFS, FUSE) report a failed write.
             let closed = close(item.fd) == 0
             if let problem {
@@ -682,7 +691,7 @@ final class FolderApplier: @unchecked Sendable {
             } else if !closed {
                 batch.drop(item, "writing its temporary file failed: \(Self.lastError())")
             } else {
-                batch.ready.append(item)
+                batch.ready.append(ready)
             }
         }
         // Without the data on disk a crash could leave a torn file behind a rename.
@@ -700,21 +709,25 @@ final class FolderApplier: @unchecked Sendable {
         guard let batch = flushing else { return }
         flushing = nil
         batch.done.wait()
+        recording.wait()
         for (path, failure) in batch.failures { failed(path, failure) }
         let ready = batch.ready
         // Each placed file with the inode it was renamed with (read before the rename: later,
         // the user may have put another file there).
         var done: [(item: Pending, inode: UInt64?)] = []
+        // The directory was opened when the pull was planned, maybe seconds ago: if the user
+        // has moved or deleted it since, the handle still reaches it, wherever it is now, and
+        // nothing may go into it (see `directoryInPlace`). Checked once per directory of the
+        // batch before its renames and once after them (B: 10,000 files in one directory
+        // were four opens and lookups each).
+        var inPlace = DirectoryChecks()
         for item in ready {
-            // The directory was opened when the pull was planned, maybe seconds ago: if the
-            // user has moved or deleted it since, the handle still reaches it, wherever it is
-            // now, and nothing may go into it (see `directoryInPlace`).
-            guard directoryInPlace(item.directory, of: item.state.path) else {
+            guard inPlace.check(item.directory, of: item.state.path, self) else {
                 unlinkat(item.directory.fd, item.temp, 0)
                 rescan.append(item.state.path)
                 continue
             }
-            let placedInode = inode(item.directory, item.temp)
+            let placedInode = item.inode ?? inode(item.directory, item.temp)
             // What should be at a path the plan knew: the version the index records now (nil:
             // nothing). A path the plan did not know needs no read: nothing may be replaced there.
             var expected: FileRecord?
@@ -755,11 +768,6 @@ final class FolderApplier: @unchecked Sendable {
                 placement = item.directory.placeNew(item.temp, as: item.name)
             }
             switch placement {
-            case .done where !directoryInPlace(item.directory, of: item.state.path):
-                // Moved away between the check and the rename: what we put there is taken back
-                // (the peer still has it; the path is planned again once the move is scanned).
-                if let placedInode, inode(item.directory, item.name) == placedInode { unlinkat(item.directory.fd, item.name, 0) }
-                rescan.append(item.state.path)
             case .done:
                 done.append((item, placedInode))
             case .changedHere:
@@ -770,6 +778,16 @@ final class FolderApplier: @unchecked Sendable {
             case .stranded:
                 break   // placeOver keeps it
             }
+        }
+        // Moved away between the check and a rename: what we put there is taken back (the
+        // peer still has it; the path is planned again once the move is scanned).
+        done.removeAll { placed in
+            guard !inPlace.checkAgain(placed.item.directory, of: placed.item.state.path, self) else { return false }
+            if let inode = placed.inode, self.inode(placed.item.directory, placed.item.name) == inode {
+                unlinkat(placed.item.directory.fd, placed.item.name, 0)
+            }
+            rescan.append(placed.item.state.path)
+            return true
         }
         // The barrier for the renames, then the records: on `recorder`, while `io` goes on
         // (`settle` waits for it before anything reads what the batch recorded).
@@ -782,7 +800,11 @@ final class FolderApplier: @unchecked Sendable {
         // large one the whole file system (see `perFileSyncLimit`).
         var seen = Set<ObjectIdentifier>()
         let renamedIn = batch.perFile ? done.map(\.item.directory).filter { seen.insert(ObjectIdentifier($0)).inserted } : nil
+        let recorded = DispatchGroup()
+        recording = recorded
+        recorded.enter()
         recorder.async { [self] in
+            defer { recorded.leave() }
             if !records.isEmpty {
                 var failure: String?
                 for directory in renamedIn ?? [root] {
@@ -791,9 +813,11 @@ final class FolderApplier: @unchecked Sendable {
                 }
                 if let failure { folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(failure)") }
             }
+            var failure: String?
             for first in stride(from: 0, to: records.count, by: Self.recordSlice) {
                 let slice = Array(records[first..<min(records.count, first + Self.recordSlice)])
-                let failure = upsert(slice)
+                // After a failed slice the rest fail the same way, without a busy timeout each.
+                failure = failure ?? upsert(slice)
                 stored.withLock { $0.append((slice, failure)) }
             }
             for old in replaced { unlinkat(old.directory.fd, old.name, 0) }

@@ -417,7 +417,9 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// A session ended: its pending block requests fail, its parked ones are dropped.
     func sessionClosed(_ session: LinkSession) {
-        noteConnectedSessions()
+        // Taken again once the block that ended it is done: a duplicate session is ended just
+        // before its successor connects, in one block, and the device stays connected.
+        queue.async { [weak self] in self?.noteConnectedSessions() }
         folderTable.refusedBlocks[session.id] = nil
         folderTable.quotaReported[session.id] = nil
         if let parked = folderTable.parked.removeValue(forKey: session.id) {
