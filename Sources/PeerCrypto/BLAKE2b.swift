@@ -8,11 +8,17 @@ public enum BLAKE2b {
     public static let maxKeyLength = 64
     public static let blockLength = 128
 
-    /// Digest of one input.
+    /// Digest of one input, in one call (no streaming state to allocate: a temporary
+    /// file's name hashes its path, B: 10,000 names).
     public static func hash(_ data: some ContiguousBytes, length: Int = 32) -> [UInt8] {
-        var hasher = Hasher(length: length)
-        hasher.update(data)
-        return hasher.finalize()
+        precondition((1...maxDigestLength).contains(length), "BLAKE2b digest length must be 1...64")
+        Sodium.ensure()
+        return [UInt8](unsafeUninitializedCapacity: length) { out, count in
+            data.withUnsafeBytes { d in
+                _ = crypto_generichash(out.baseAddress!, length, d.bindMemory(to: UInt8.self).baseAddress, UInt64(d.count), nil, 0)
+            }
+            count = length
+        }
     }
 
     /// Digest of several inputs, in order, as if concatenated (no copy is made).
