@@ -17,6 +17,15 @@ extension NodeIndex {
         }
     }
 
+    /// How many rows the peer's index of the folder holds, counted up to `limit` at most (a
+    /// count that stops early: far below its quota, a peer's page needs no exact count).
+    public func remoteFileCount(folderID: String, deviceID: String, upTo limit: Int) throws(IndexError) -> Int {
+        try read { db in
+            try db.query("SELECT count(*) AS n FROM (SELECT 1 FROM remote_files WHERE folder_id = ? AND device_id = ? LIMIT ?)",
+                         [.text(folderID), .text(deviceID), .integer(Int64(max(0, limit)))]).first?.int("n") ?? 0
+        }
+    }
+
     /// Our entries of the folder that a peer cannot have made us store: live ones, and
     /// tombstones of deletions made here (`modifiedBy` is us). Tombstones we recorded while
     /// applying a peer's deletions are left out, so a member's flood of deletions for paths

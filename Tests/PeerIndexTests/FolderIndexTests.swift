@@ -324,6 +324,21 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
         #expect(try index.localChunkLocations(hashes: [[UInt8]]()).isEmpty)
     }
 
+    /// The counts behind a peer's index quota: its rows (all, or up to a limit) and how many
+    /// of a page's paths it has already.
+    @Test func aPeersRowsAreCountedWholeOrUpToALimit() throws {
+        let index = try populatedIndex()
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(2), (1...30).map { sampleRemote("r\($0)", sequence: Int64($0)) })
+        try index.upsertRemoteFiles(folderID: "docs", deviceID: deviceID(3), [sampleRemote("other", sequence: 1, device: 3)])
+        #expect(try index.remoteFileCount(folderID: "docs", deviceID: deviceID(2), upTo: 100) == 30)
+        #expect(try index.remoteFileCount(folderID: "docs", deviceID: deviceID(2), upTo: 30) == 30)
+        #expect(try index.remoteFileCount(folderID: "docs", deviceID: deviceID(2), upTo: 7) == 7)
+        #expect(try index.remoteFileCount(folderID: "docs", deviceID: deviceID(3), upTo: 100) == 1)
+        #expect(try index.remoteFileCount(folderID: "pics", deviceID: deviceID(2), upTo: 100) == 0)
+        let counts = try index.remoteFileCounts(folderID: "docs", deviceID: deviceID(2), paths: ["r1", "r30", "new"])
+        #expect(counts.stored == 30 && counts.existing == 2)
+    }
+
     @Test func checkConstraintsRejectTheWholeBatch() throws {
         let index = try populatedIndex()
         try index.upsertFiles([sampleFile("docs", "ok", seed: 1)])

@@ -249,6 +249,13 @@ extension FolderService {
     /// refuses the batch (no ack: an honest peer sends it again later).
     func withinIndexQuota(_ records: [RemoteFileRecord], folder: SharedFolder, from session: LinkSession) -> Bool {
         let paths = Set(records.map(\.path))
+        // The quota is at least the allowance: while the peer's rows and this page fit in it,
+        // nothing more is counted (B: two counts of the whole folder per page received).
+        let room = config.peerIndexAllowance - paths.count
+        if room >= 0, let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1),
+           stored <= room {
+            return true
+        }
         let after: Int
         let quota: Int
         do {

@@ -504,8 +504,9 @@ final class FolderService: Reporting, @unchecked Sendable {
                 emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
             }
         case let .blockRequest(request, folderID, _, _, _, _), let .blockDeltaRequest(request, folderID, _, _, _, _, _):
-            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
-            guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else {
+            // One row looked up, not the folder's member list (B: 10,000 requests).
+            let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
+            guard let folder = folderTable.folders[folderID], member else {
                 link?.send([.blockResponse(request: request, ok: false, data: [])], on: session.id)
                 blockRefused(to: session, folder: nil)
                 return true
