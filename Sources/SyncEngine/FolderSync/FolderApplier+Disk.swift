@@ -206,11 +206,15 @@ extension FolderApplier {
     /// renames (`check`) and once after them (`checkAgain`); keyed by the handle and the
     /// parent path it was opened for.
     struct DirectoryChecks {
-        private var before: [String: Bool] = [:]
-        private var after: [String: Bool] = [:]
+        private struct Key: Hashable {
+            let handle: ObjectIdentifier
+            let parent: String
+        }
+        private var before: [Key: Bool] = [:]
+        private var after: [Key: Bool] = [:]
 
-        private static func key(_ directory: DirectoryHandle, _ path: String) -> String {
-            "\(ObjectIdentifier(directory).hashValue)|" + (path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "")
+        private static func key(_ directory: DirectoryHandle, _ path: String) -> Key {
+            Key(handle: ObjectIdentifier(directory), parent: path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "")
         }
 
         mutating func check(_ directory: DirectoryHandle, of path: String, _ applier: FolderApplier) -> Bool {
