@@ -43,6 +43,12 @@ extension DirectoryHandle {
     /// The one test of it, for every renameat2 with flags.
     static func flagsUnsupported(_ code: Int32) -> Bool { code == EINVAL || code == ENOSYS || code == ENOTSUP }
 
+    /// Swaps the entries at `name` and `other` atomically (`RENAME_EXCHANGE`); false when
+    /// that fails or is not supported (nothing moved then).
+    public func exchange(_ name: String, _ other: String) -> Bool {
+        rename2(name, other, Self.renameExchange) == 0
+    }
+
     /// Renames `temp` to `name` only if nothing is at `name` (else `.changedHere`).
     public func placeNew(_ temp: String, as name: String) -> PlaceOutcome {
         if rename2(temp, name, Self.renameNoReplace) == 0 { return .done }

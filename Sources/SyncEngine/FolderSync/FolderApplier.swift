@@ -783,10 +783,7 @@ final class FolderApplier: @unchecked Sendable {
         // peer still has it; the path is planned again once the move is scanned).
         done.removeAll { placed in
             guard !inPlace.checkAgain(placed.item.directory, of: placed.item.state.path, self) else { return false }
-            if let inode = placed.inode, self.inode(placed.item.directory, placed.item.name) == inode {
-                unlinkat(placed.item.directory.fd, placed.item.name, 0)
-            }
-            rescan.append(placed.item.state.path)
+            takeBack(placed.item, inode: placed.inode)
             return true
         }
         // The barrier for the renames, then the records: on `recorder`, while `io` goes on
@@ -822,6 +819,25 @@ final class FolderApplier: @unchecked Sendable {
             }
             for old in replaced { unlinkat(old.directory.fd, old.name, 0) }
             folder.activity.end(paths: paths)
+        }
+    }
+
+    /// Takes a placed file back out of a directory that was moved while the batch was placed
+    /// (`place`). Only what is still exactly ours goes (same inode, size and mtime: a user's
+    /// edit since stays); a version it replaced (left at the temporary name for `outgoing`)
+    /// is swapped back to its name and kept, never removed with the batch's outgoing ones.
+    private func takeBack(_ item: Pending, inode placedInode: UInt64?) {
+        defer { rescan.append(item.state.path) }
+        let replaced = outgoing.firstIndex { $0.directory === item.directory && $0.name == item.temp }
+        if let replaced { outgoing.remove(at: replaced) }
+        let record = item.state.fileRecord(folderID: folderID, inode: placedInode, chunks: item.chunks)
+        guard let placedInode, inode(item.directory, item.name) == placedInode, entry(item.name, in: item.directory, is: record) else {
+            return   // not ours any more (or unknown): it stays, and so does what it replaced
+        }
+        if replaced == nil {
+            unlinkat(item.directory.fd, item.name, 0)
+        } else if item.directory.exchange(item.name, item.temp) {
+            unlinkat(item.directory.fd, item.temp, 0)   // ours, now at the temporary name
         }
     }
 
