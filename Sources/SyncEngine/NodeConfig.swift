@@ -84,7 +84,7 @@ public struct NodeConfig: Sendable {
         if let value = ms("SYNCPEER_WATCH_DELAY_MS") { watchDelay = value }
         if let value = ms("SYNCPEER_RESCAN_MS") { rescanInterval = value }
         if let value = ms("SYNCPEER_SEND_TIMEOUT_MS") { sendTimeout = value }
-        if let count = environment["SYNCPEER_PEER_INDEX_ALLOWANCE"].flatMap(Int.init), count > 0 { peerIndexAllowance = count }
+        if let count = environment["SYNCPEER_PEER_INDEX_ALLOWANCE"].flatMap(Int.init), count > 0 { peerIndexAllowance = min(count, 1 << 40) }
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
         if let rate = environment["SYNCPEER_SEND_RATE"].flatMap(Int.init), rate > 0 { sendRateBytesPerSecond = rate }
     }

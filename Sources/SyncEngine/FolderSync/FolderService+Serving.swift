@@ -250,11 +250,15 @@ extension FolderService {
     func withinIndexQuota(_ records: [RemoteFileRecord], folder: SharedFolder, from session: LinkSession) -> Bool {
         let paths = Set(records.map(\.path))
         // The quota is at least the allowance: while the peer's rows and this page fit in it,
-        // nothing more is counted (B: two counts of the whole folder per page received).
+        // nothing more is counted (B: two counts of the whole folder per page received). Once
+        // they did not, the exact counts come at once (a folder past the allowance would
+        // otherwise pay for both).
+        let key = folder.id + "|" + session.deviceKey
         let room = config.peerIndexAllowance - paths.count
-        if room >= 0, let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1),
-           stored <= room {
-            return true
+        if room >= 0, !folderTable.pastAllowance.contains(key),
+           let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1) {
+            if stored <= room { return true }
+            folderTable.pastAllowance.insert(key)
         }
         let after: Int
         let quota: Int

@@ -34,6 +34,9 @@ struct FolderTable {
     var parked: [UInt64: [(request: Frame, folder: SharedFolder)]] = [:]
     /// Folders whose index quota a session's peer exceeded (reported once per session).
     var quotaReported: [UInt64: Set<String>] = [:]
+    /// "folder|device" of peers whose stored entries and a page did not fit in the allowance
+    /// once: their pages are counted exactly at once (`withinIndexQuota`).
+    var pastAllowance: Set<String> = []
     /// How many records the next page of an index pass reads ("folder|session ID").
     var pageLimit: [String: Int] = [:]
 }
