@@ -306,19 +306,28 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
     }
 
     /// Many hashes at once, most of them absent (a pull of new files): each present one is
-    /// found however it falls in the groups asked for together, and only those.
+    /// found wherever it falls in the groups asked for together (`presentHashes`, in the order
+    /// given), and only those; a hash only a deleted file had is no location.
     @Test func manyChunksAreLookedUpAtOnce() throws {
         let index = try populatedIndex()
         try index.upsertFiles((0..<5).map { sampleFile("docs", "f\($0).bin", chunkCount: 1, seed: 100 + $0) })
         let present = (0..<5).map { hash32((100 + $0) * 1_000) }
         #expect(try index.localChunkLocations(hash: present[0]).map(\.path) == ["f0.bin"], "the hashes sampleFile gives")
+        try index.upsertFiles([FileRecord(folderID: "docs", path: "f4.bin", kind: .file, mtimeNs: 1, mode: 0o644, deleted: true,
+                                          version: [deviceID(1): 9], modifiedBy: deviceID(1),
+                                          chunks: [FileChunkRecord(offset: 0, size: 1_000, hash: present[4])])])
         let absent = (0..<300).map { hash32(900_000 + $0) }
-        for count in [1, NodeIndex.hashesPerQuery - 1, NodeIndex.hashesPerQuery, NodeIndex.hashesPerQuery + 1, 300] {
+        let per = NodeIndex.hashesPerQuery
+        for count in [1, per - 1, per, per + 1, 2 * per, 300] {
             var asked = Array(absent.prefix(count))
-            for (n, hash) in present.enumerated() { asked.insert(hash, at: min(asked.count, [0, 62, 63, 64, 200][n])) }
-            let found = try index.localChunkLocations(hashes: asked)
-            #expect(Set(found.keys) == Set(present), "\(count) absent hashes around the present ones")
-            #expect(found[present[3]]?.map(\.path) == ["f3.bin"])
+            for (n, hash) in present.enumerated() { asked.insert(hash, at: min(asked.count, [0, per - 1, per, 2 * per - 1, 200][n])) }
+            var found: [[UInt8]] = []
+            try withRawDatabase(index) { (db: Database) throws in found = try NodeIndex.presentHashes(asked, db) }
+            #expect(Set(found) == Set(present), "\(count) absent hashes around the present ones (a deleted file's chunk row too)")
+            #expect(found.count == present.count)
+            let located = try index.localChunkLocations(hashes: asked)
+            #expect(Set(located.keys) == Set(present.prefix(4)), "the deleted file's chunk is no location")
+            #expect(located[present[3]]?.map(\.path) == ["f3.bin"])
         }
         #expect(try index.localChunkLocations(hashes: absent).isEmpty)
         #expect(try index.localChunkLocations(hashes: [[UInt8]]()).isEmpty)
