@@ -202,34 +202,21 @@ extension FolderApplier {
         return held.st_dev == now.st_dev && held.st_ino == now.st_ino
     }
 
-    /// `directoryInPlace` of a batch's directories, each checked once before the batch's
-    /// renames (`check`) and once after them (`checkAgain`); keyed by the handle and the
+    /// `directoryInPlace` of a batch's directories, each checked once (`place` keeps one set
+    /// for before the batch's renames and one for after them); keyed by the handle and the
     /// parent path it was opened for.
     struct DirectoryChecks {
         private struct Key: Hashable {
             let handle: ObjectIdentifier
             let parent: String
         }
-        private var before: [Key: Bool] = [:]
-        private var after: [Key: Bool] = [:]
-
-        private static func key(_ directory: DirectoryHandle, _ path: String) -> Key {
-            Key(handle: ObjectIdentifier(directory), parent: path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "")
-        }
+        private var known: [Key: Bool] = [:]
 
         mutating func check(_ directory: DirectoryHandle, of path: String, _ applier: FolderApplier) -> Bool {
-            let key = Self.key(directory, path)
-            if let known = before[key] { return known }
+            let key = Key(handle: ObjectIdentifier(directory), parent: path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "")
+            if let result = known[key] { return result }
             let result = applier.directoryInPlace(directory, of: path)
-            before[key] = result
-            return result
-        }
-
-        mutating func checkAgain(_ directory: DirectoryHandle, of path: String, _ applier: FolderApplier) -> Bool {
-            let key = Self.key(directory, path)
-            if let known = after[key] { return known }
-            let result = applier.directoryInPlace(directory, of: path)
-            after[key] = result
+            known[key] = result
             return result
         }
     }

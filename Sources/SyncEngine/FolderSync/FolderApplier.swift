@@ -720,7 +720,7 @@ final class FolderApplier: @unchecked Sendable {
         // nothing may go into it (see `directoryInPlace`). Checked once per directory of the
         // batch before its renames and once after them (B: 10,000 files in one directory
         // were four opens and lookups each).
-        var inPlace = DirectoryChecks()
+        var inPlace = DirectoryChecks(), stillInPlace = DirectoryChecks()
         for item in ready {
             guard inPlace.check(item.directory, of: item.state.path, self) else {
                 unlinkat(item.directory.fd, item.temp, 0)
@@ -782,7 +782,7 @@ final class FolderApplier: @unchecked Sendable {
         // Moved away between the check and a rename: what we put there is taken back (the
         // peer still has it; the path is planned again once the move is scanned).
         done.removeAll { placed in
-            guard !inPlace.checkAgain(placed.item.directory, of: placed.item.state.path, self) else { return false }
+            guard !stillInPlace.check(placed.item.directory, of: placed.item.state.path, self) else { return false }
             takeBack(placed.item, inode: placed.inode)
             return true
         }
