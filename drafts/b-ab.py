@@ -23,6 +23,16 @@ args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp=os.environ.get("TMPROOT
 bench = B.Bench(args)
 if os.environ.get('TRACE'): B.FOLDER_ENV['SYNCPEER_TRACE_PULL'] = '1'
 results = []
+def rss(pid):
+    # "anon+file" MiB from /proc/PID/status
+    fields = {}
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            key, _, value = line.partition(":")
+            if key in ("RssAnon", "RssFile"): fields[key] = int(value.split()[0]) >> 10
+    except OSError:
+        pass
+    return f"{fields.get('RssAnon', 0)}+{fields.get('RssFile', 0)}"
 try:
   for run in range(a.runs * len(a.syncpeer)):
     binary = a.syncpeer[run % len(a.syncpeer)]
@@ -47,7 +57,8 @@ try:
                 n = sum(1 for e in os.scandir(target) if not B.is_own_name(e.name))
             except FileNotFoundError:
                 n = -1
-            curve.append((time.monotonic(), n, sum(alice.cpu()), sum(bob.cpu())) if a.timeline else (time.monotonic(), n))
+            curve.append((time.monotonic(), n, sum(alice.cpu()), sum(bob.cpu()), rss(alice.pid), rss(bob.pid))
+                         if a.timeline else (time.monotonic(), n))
             time.sleep(0.02)
     perfs = []
     if a.perf:
@@ -75,8 +86,10 @@ try:
         pp.send_signal(2); pp.wait()
     if a.timeline:
         prev = curve[0]
-        for c in curve[15::15] + [curve[-1]]:
-            print(f"   {c[0] - start:5.2f}s files {c[1]:6d}  alice {c[2] - prev[2]:5.2f} bob {c[3] - prev[3]:5.2f} CPU-s")
+        every = int(os.environ.get("TIMELINE_EVERY", "15"))
+        for c in curve[every::every] + [curve[-1]]:
+            print(f"   {c[0] - start:5.2f}s files {c[1]:6d}  alice {c[2] - prev[2]:5.2f} bob {c[3] - prev[3]:5.2f} CPU-s"
+                  f"  RSS (anon+file) alice {c[4]} bob {c[5]} MiB")
             prev = c
         curve = [c[:2] for c in curve]
     first = next((tt for tt, n in curve if n > 0), None)
@@ -86,6 +99,9 @@ try:
           f"25% {at(.25):.2f} 50% {at(.5):.2f} 75% {at(.75):.2f} 100% {at(1):.2f}  load {open('/proc/loadavg').read().split()[0]}")
     for n in ("alice", "bob"):
         print(f"   cpu {n}: user {cpu1[n][0]-cpu0[n][0]:.2f} sys {cpu1[n][1]-cpu0[n][1]:.2f}")
+    for d in (alice, bob):
+        hwm = B.proc_status(d.pid).get("VmHWM", 0)
+        print(f"   peak RSS {d.name}: {hwm / (1 << 20):.0f} MiB")
     if not a.quiet:
         for d in (alice, bob):
             for tt, e in d.events:

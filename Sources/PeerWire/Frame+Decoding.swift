@@ -120,6 +120,22 @@ extension Frame {
             }
             frame = .blockDeltaRequest(request: request, folder: folder, path: path, offset: offset, size: size, hash: hash,
                                        sums: try reader.bytes(count * WireLimits.deltaSumSize, "block sums"))
+        case .indexBlocks:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let count = Int(try reader.u16("index block count"))
+            guard count <= WireLimits.maxIndexEntries else {
+                throw .tooManyEntries(field: "index blocks", count: count, limit: WireLimits.maxIndexEntries)
+            }
+            // Each block takes at least 3 bytes: refuse counts the body cannot hold.
+            guard count * 3 <= reader.remaining else { throw .truncated(field: "index blocks") }
+            var blocks: [[UInt8]] = []
+            blocks.reserveCapacity(count)
+            for _ in 0..<count {
+                let block = try reader.prefixedBytes(.u16, limit: WireLimits.maxIndexBlock, "index block")
+                guard !block.isEmpty else { throw .invalidValue(field: "index block length", value: 0) }
+                blocks.append(block)
+            }
+            frame = .indexBlocks(folder: folder, blocks: blocks)
         case .blockResponse:
             let request = try reader.u32("block request id")
             let ok = try reader.flag("block response status")

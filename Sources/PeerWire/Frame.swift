@@ -109,6 +109,13 @@ public enum Frame: Equatable, Sendable {
     /// whose data is a bitmap of the blocks that differ, followed by only those blocks.
     /// Sent only to a peer whose hello lists the feature `block-delta`.
     case blockDeltaRequest(request: UInt32, folder: String, path: String, offset: UInt64, size: UInt32, hash: [UInt8], sums: [UInt8])
+    /// The whole content of small files of the ``indexUpdate(folder:full:entries:)`` frame
+    /// that follows it (each block 1 … ``WireLimits/maxIndexBlock`` bytes, at most
+    /// ``WireLimits/maxIndexEntries`` of them), so that the receiver need not ask for them.
+    /// Unordered and unnamed: the receiver hashes each block and takes it only for an entry
+    /// of that page whose single chunk has that hash. Sent only to a peer whose hello lists
+    /// the feature `index-blocks`.
+    case indexBlocks(folder: String, blocks: [[UInt8]])
 
     /// The frame's type code.
     public var type: FrameType {
@@ -137,6 +144,7 @@ public enum Frame: Equatable, Sendable {
         case .blockRequest: .blockRequest
         case .blockResponse: .blockResponse
         case .blockDeltaRequest: .blockDeltaRequest
+        case .indexBlocks: .indexBlocks
         }
     }
 
@@ -201,6 +209,15 @@ public enum Frame: Equatable, Sendable {
             guard sums.count % WireLimits.deltaSumSize == 0, sums.count / WireLimits.deltaSumSize <= WireLimits.maxDeltaSums else {
                 throw .fieldTooLong(field: "block sums", length: sums.count, limit: WireLimits.maxDeltaSums * WireLimits.deltaSumSize)
             }
+        case let .indexBlocks(folder, blocks):
+            try TextRule.folderID.check(folder, "folder id")
+            guard blocks.count <= WireLimits.maxIndexEntries else {
+                throw .tooManyEntries(field: "index blocks", count: blocks.count, limit: WireLimits.maxIndexEntries)
+            }
+            for block in blocks where block.isEmpty || block.count > WireLimits.maxIndexBlock {
+                throw .invalidValue(field: "index block length", value: UInt64(block.count))
+            }
+            try checkBodyFits()
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -246,6 +263,7 @@ extension Frame: CustomStringConvertible {
         case let .blockDeltaRequest(request, _, _, offset, size, _, sums):
             "blockDeltaRequest(#\(request), \(size) bytes at \(offset), \(sums.count / WireLimits.deltaSumSize) sums)"
         case let .blockResponse(request, ok, data): "blockResponse(#\(request), ok: \(ok), \(data.count) bytes)"
+        case let .indexBlocks(folder, blocks): "indexBlocks(\(folder), \(blocks.count) blocks)"
         }
     }
 }

@@ -151,6 +151,10 @@ public enum FrameEncoder {
             writer.u32(request)
             writer.u8(ok ? 1 : 0)
             writer.prefixedBytes(data, .u32)
+        case let .indexBlocks(folder, blocks):
+            writer.prefixedText(folder, .u8)
+            writer.u16(UInt16(blocks.count))
+            for block in blocks { writer.prefixedBytes(block, .u16) }
         }
     }
 }

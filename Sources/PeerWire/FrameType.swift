@@ -31,6 +31,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case blockRequest = 0x64
     case blockResponse = 0x65
     case blockDeltaRequest = 0x66
+    case indexBlocks = 0x67
 
     public var description: String {
         switch self {
@@ -58,6 +59,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .blockRequest: "block-request"
         case .blockResponse: "block-response"
         case .blockDeltaRequest: "block-delta-request"
+        case .indexBlocks: "index-blocks"
         }
     }
 }

@@ -55,6 +55,9 @@ public enum WireLimits {
     public static let deltaSumSize = 8
     /// Most file entries in one index update frame.
     public static let maxIndexEntries = 10_000
+    /// Largest block of an ``Frame/indexBlocks(folder:blocks:)`` frame (a small file's whole
+    /// content), and the most blocks in one: as many as an index update's entries.
+    public static let maxIndexBlock = 16 * 1024
 
     /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
     /// range as soon as the header is complete.
@@ -86,6 +89,7 @@ public enum WireLimits {
         case .blockResponse: range = 9...(9 + maxChunk)              // request u32, ok u8, len u32, data
         case .blockDeltaRequest:                                     // a block request, sum count u16, sums
             range = 55...(53 + maxFolderID + maxEntryPath + maxDeltaSums * deltaSumSize)
+        case .indexBlocks: range = 4...maxFrameBody                  // folder, count u16, per block: len u16, bytes
         }
         assert(range.upperBound <= maxFrameBody)
         return range

@@ -134,7 +134,8 @@ extension Session {
     var link: LinkSession {
         LinkSession(id: id, deviceKey: deviceKey, peer: peer, isConnected: machine.state == .connected,
                     chunks: channel, flow: flow, frames: self,
-                    blockDelta: channel.remoteHello.features.contains(FolderService.blockDeltaFeature))
+                    blockDelta: channel.remoteHello.features.contains(FolderService.blockDeltaFeature),
+                    indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature))
     }
 }
 

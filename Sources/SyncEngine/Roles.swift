@@ -31,6 +31,8 @@ struct LinkSession: Sendable {
     let frames: any FrameSender
     /// The peer's hello lists `block-delta`: it answers block delta requests.
     var blockDelta = false
+    /// The peer's hello lists `index-blocks`: it takes small files' content with our index.
+    var indexBlocks = false
 }
 
 /// A session's send queue, for work off the owner's queue.

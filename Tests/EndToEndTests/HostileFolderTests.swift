@@ -256,6 +256,60 @@ struct HostileFolderTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: arrived)) == Data(file.content))
     }
 
+    // MARK: 4. Content that comes with the index
+
+    /// Small files' content that a member sends with its index page (`indexBlocks`) is
+    /// taken only for an entry of that page whose single chunk it hashes to: a block that
+    /// matches is written without a request; one of the right size with other bytes is
+    /// dropped and the file is asked for; content a paired peer that is not a member sends
+    /// for the folder is not kept, and the member's next page gets none of it. Every file
+    /// arrives with the bytes its manifest names.
+    @Test func contentWithTheIndexIsTakenOnlyWhereItMatches() throws {
+        let bob = try HostileBob(autoAccept: true)
+        defer { bob.env.cleanup() }
+        let features = ["messages", "index-blocks"]
+        let sharer = try bob.pairedRogue(name: "rogue-sharer", features: features)
+        defer { sharer.close() }
+        let outsider = try bob.pairedRogue(name: "rogue-outsider", features: features)
+        defer { outsider.close() }
+        let folderID = "inlin-eabcd"
+        try sharer.send(.shareOffer(folder: folderID, label: "inline"))
+        #expect(try sharer.take { if case .shareAnswer(folderID, _, _) = $0 { true } else { false } }
+            == .shareAnswer(folder: folderID, accepted: true, reason: ""))
+        let device = DeviceID(publicKey: sharer.keyPair.publicKey).compact
+        let good = try ForgedFile(chunks: [Array("content that came with the index\n".utf8)])
+        let asked = try ForgedFile(chunks: [Array("content that had to be asked for\n".utf8)])
+        var lie = asked.content
+        lie[0] ^= 0x20
+        try sharer.send(.indexBlocks(folder: folderID, blocks: [good.content, lie]))
+        try sharer.send(.indexUpdate(folder: folderID, full: true, entries: [
+            Self.entry("good.txt", good, sequence: 1, device: device), Self.entry("asked.txt", asked, sequence: 2, device: device),
+        ]))
+        let request = try sharer.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
+        guard case let .blockRequest(id, _, path, _, _, _) = request else { Issue.record("no block request"); return }
+        #expect(path == "asked.txt")
+        try sharer.send(.blockResponse(request: id, ok: true, data: asked.content))
+        for (name, file) in [("good.txt", good), ("asked.txt", asked)] {
+            let arrived = bob.receive + "/inline/" + name
+            try FolderSyncTests.eventually("\(name) arrives", timeout: 10) { FileManager.default.fileExists(atPath: arrived) }
+            #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: arrived))) == file.content)
+        }
+        // The outsider's content for the folder, then the member's page without any.
+        let third = try ForgedFile(chunks: [Array("a third file, sent by the member\n".utf8)])
+        try outsider.send(.indexBlocks(folder: folderID, blocks: [third.content]))
+        Thread.sleep(forTimeInterval: 0.3)
+        try sharer.send(.indexUpdate(folder: folderID, full: false, entries: [Self.entry("third.txt", third, sequence: 3, device: device)]))
+        let thirdRequest = try sharer.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
+        guard case let .blockRequest(thirdID, _, thirdPath, _, _, _) = thirdRequest else { Issue.record("no block request"); return }
+        #expect(thirdPath == "third.txt")
+        try sharer.send(.blockResponse(request: thirdID, ok: true, data: third.content))
+        try FolderSyncTests.eventually("third.txt arrives", timeout: 10) {
+            FileManager.default.fileExists(atPath: bob.receive + "/inline/third.txt")
+        }
+        #expect(sharer.pending.filter { if case .blockRequest = $0 { true } else { false } }.isEmpty, "\(sharer.pending)")
+        #expect(bob.daemon.process.isRunning)
+    }
+
     // MARK: - Helpers
 
     func expectSafeName(_ name: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -315,8 +369,8 @@ struct HostileBob {
         outsideBefore = try outsideListing()
     }
 
-    func pairedRogue(name: String) throws -> RogueSender {
-        let rogue = try RogueSender(port: daemon.port, name: name)
+    func pairedRogue(name: String, features: [String] = ["messages"]) throws -> RogueSender {
+        let rogue = try RogueSender(port: daemon.port, name: name, features: features)
         try rogue.expectPairedByAutoAccept()
         try daemon.waitForState("connected", peer: name)
         return rogue

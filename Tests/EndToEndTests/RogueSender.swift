@@ -15,11 +15,11 @@ final class RogueSender: Sendable {
     let name: String
     private let inbox = FrameInbox()
 
-    init(port: UInt16, name: String, keyPair: KeyPair = .generate()) throws {
+    init(port: UInt16, name: String, keyPair: KeyPair = .generate(), features: [String] = ["messages"]) throws {
         self.name = name
         self.keyPair = keyPair
         let stream = try TCPConnection.connect(host: "127.0.0.1", port: port, timeout: .seconds(5))
-        let hello = Hello(displayName: name, softwareVersion: "rogue-sender 0.0.1", features: ["messages"], listenPort: nil)
+        let hello = Hello(displayName: name, softwareVersion: "rogue-sender 0.0.1", features: features, listenPort: nil)
         let channel = try SecureChannel.initiate(over: stream, staticKey: keyPair, hello: hello, timeout: .seconds(5))
         self.channel = channel
         let inbox = inbox

@@ -111,6 +111,10 @@ import TestKit
             .indexUpdate(folder: "f", full: true, entries: [shortHash]),
             .indexUpdate(folder: "f", full: true, entries: [control]),
             .indexUpdate(folder: "f", full: true, entries: Array(repeating: entry(path: "a", devices: 0), count: WireLimits.maxIndexEntries + 1)),
+            .indexBlocks(folder: "f", blocks: [[]]),
+            .indexBlocks(folder: "f", blocks: [Array(repeating: 1, count: WireLimits.maxIndexBlock + 1)]),
+            .indexBlocks(folder: "", blocks: [[1]]),
+            .indexBlocks(folder: "f", blocks: Array(repeating: [1], count: WireLimits.maxIndexEntries + 1)),
         ]
         for frame in over { #expect(limitViolation(frame) != nil, "\(frame)") }
         manyDevices.version.removeLast()
@@ -133,6 +137,9 @@ import TestKit
                                sums: Array(repeating: 7, count: WireLimits.maxDeltaSums * 8)),
             .indexUpdate(folder: folder, full: true, entries: [entry(path: String(repeating: "q", count: WireLimits.maxEntryPath),
                                                                      devices: WireLimits.maxVersionEntries)]),
+            .indexBlocks(folder: folder, blocks: [Array(repeating: 9, count: WireLimits.maxIndexBlock), [1]]),
+            .indexBlocks(folder: folder, blocks: Array(repeating: [2], count: WireLimits.maxIndexEntries)),
+            .indexBlocks(folder: folder, blocks: []),
         ]
         for frame in atLimit {
             #expect(try Frame(decoding: FrameEncoder.encode(frame)) == frame)
@@ -185,6 +192,32 @@ import TestKit
             try Frame(decoding: frameBytes(FrameType.indexUpdate.rawValue, body: tooMany.bytes))
         }
 
+        // An index block one byte over, or empty; a block count over the limit, or more than
+        // the body holds, is refused before any block is read.
+        for size in [WireLimits.maxIndexBlock + 1, 0] {
+            var block = Bytes()
+            block.u8(1); block.text("f")
+            block.u16(1)
+            block.u16(size)
+            block.raw(Array(repeating: 5, count: size))
+            #expect(throws: WireError.self) { try Frame(decoding: frameBytes(FrameType.indexBlocks.rawValue, body: block.bytes)) }
+        }
+        var manyBlocks = Bytes()
+        manyBlocks.u8(1); manyBlocks.text("f")
+        manyBlocks.u16(WireLimits.maxIndexEntries + 1)
+        manyBlocks.raw(Array(repeating: 0, count: 64))
+        #expect(throws: WireError.tooManyEntries(field: "index blocks", count: WireLimits.maxIndexEntries + 1,
+                                                 limit: WireLimits.maxIndexEntries)) {
+            try Frame(decoding: frameBytes(FrameType.indexBlocks.rawValue, body: manyBlocks.bytes))
+        }
+        var unheld = Bytes()
+        unheld.u8(1); unheld.text("f")
+        unheld.u16(100)
+        unheld.raw(Array(repeating: 0, count: 30))
+        #expect(throws: WireError.truncated(field: "index blocks")) {
+            try Frame(decoding: frameBytes(FrameType.indexBlocks.rawValue, body: unheld.bytes))
+        }
+
         // One device too many in a version vector: the count is refused before any device is read.
         var encoded = FrameEncoder.encode(.indexUpdate(folder: "f", full: false, entries: [entry(path: "a", devices: 1)]))
         let countOffset = WireLimits.frameHeaderSize + 2 + 1 + 4 + (2 + 1) + 1 + 8 + 8 + 4 + 1 + 2
@@ -202,7 +235,7 @@ import TestKit
 
 private func isFolderFrame(_ frame: Frame) -> Bool {
     switch frame.type {
-    case .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest: true
+    case .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks: true
     default: false
     }
 }
@@ -260,7 +293,11 @@ private func randomEntry(using rng: inout SplitMix64) -> SyncFileEntry {
 
 /// A valid shared-folder frame with random fields, sometimes at their limits.
 func randomFolderFrame(using rng: inout SplitMix64) -> Frame {
-    switch Int.random(in: 0..<7, using: &rng) {
+    switch Int.random(in: 0..<8, using: &rng) {
+    case 7:
+        let count = Int.random(in: 0..<10, using: &rng) == 0 ? 0 : Int.random(in: 1...4, using: &rng)
+        return .indexBlocks(folder: folderID(using: &rng),
+                            blocks: (0..<count).map { _ in rng.bytes(length(1...WireLimits.maxIndexBlock, using: &rng)) })
     case 0:
         return .shareOffer(folder: folderID(using: &rng),
                            label: randomText(count: length(0...WireLimits.maxOfferName, using: &rng), maxBytes: WireLimits.maxOfferName, using: &rng))
@@ -295,7 +332,8 @@ func randomFolderFrame(using rng: inout SplitMix64) -> Frame {
 /// valid folder ID, then for index updates an entry count and entry fields with length
 /// prefixes that mostly agree with what follows.
 private func folderLikeBytes(_ rng: inout SplitMix64) -> [UInt8] {
-    let types: [FrameType] = [.shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest]
+    let types: [FrameType] = [.shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest,
+                              .indexBlocks]
     let type = types.randomElement(using: &rng)!
     var body = Bytes()
     func text(_ maxBytes: Int, _ prefix: Int) {
@@ -352,6 +390,14 @@ private func folderLikeBytes(_ rng: inout SplitMix64) -> [UInt8] {
         text(Int.random(in: 0..<4, using: &rng) == 0 ? 260 : 20, 1)
     case .indexAck:
         body.raw(rng.bytes(Int.random(in: 7...9, using: &rng)))
+    case .indexBlocks:
+        let count = Int.random(in: 0..<12, using: &rng) == 0 ? Int.random(in: 0...65_535, using: &rng) : Int.random(in: 0...3, using: &rng)
+        body.u16(count)
+        for _ in 0..<min(count, 3) {
+            let size = [0, 1, 7, WireLimits.maxIndexBlock, WireLimits.maxIndexBlock + 1].randomElement(using: &rng)!
+            body.u16(size)
+            body.raw(rng.bytes(max(0, min(size, 64) + Int.random(in: -2...2, using: &rng))))
+        }
     default:  // blockResponse: the folder ID above stands in for the request ID and flag
         body.u32(Int.random(in: 0...8, using: &rng))
         body.raw(rng.bytes(Int.random(in: 0...8, using: &rng)))
@@ -395,6 +441,11 @@ func limitViolation(_ frame: Frame) -> String? {
         return text(folder, "folder id", min: 1, max: WireLimits.maxFolderID) ?? text(path, "block path", min: 1, max: WireLimits.maxEntryPath)
     case let .blockResponse(_, _, data):
         return data.count > WireLimits.maxChunk ? "block data of \(data.count) bytes" : nil
+    case let .indexBlocks(folder, blocks):
+        if let problem = text(folder, "folder id", min: 1, max: WireLimits.maxFolderID) { return problem }
+        if blocks.count > WireLimits.maxIndexEntries { return "\(blocks.count) index blocks" }
+        if let block = blocks.first(where: { $0.isEmpty || $0.count > WireLimits.maxIndexBlock }) { return "index block of \(block.count) bytes" }
+        return nil
     case let .indexUpdate(folder, _, entries):
         if let problem = text(folder, "folder id", min: 1, max: WireLimits.maxFolderID) { return problem }
         if entries.count > WireLimits.maxIndexEntries { return "\(entries.count) index entries" }

@@ -32,6 +32,8 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                     bytes: [0x33, 0, 0, 0, 8, 0, 0, 0, 3, 0, 2, 0, 0]),
         FrameVector(frame: .streamReset(id: 4, reason: "no"),
                     bytes: [0x34, 0, 0, 0, 8, 0, 0, 0, 4, 0, 2, 0x6E, 0x6F]),
+        FrameVector(frame: .indexBlocks(folder: "f", blocks: [[0xAB], [1, 2, 3]]),
+                    bytes: [0x67, 0, 0, 0, 12, 1, 0x66, 0, 2, 0, 1, 0xAB, 0, 3, 1, 2, 3]),
     ]
 
     @Test(arguments: vectors)
@@ -50,9 +52,9 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                    "stream-open", "stream-data", "stream-close", "stream-credit", "stream-reset",
                                    "offer", "accept", "decline", "cancel", "done", "chunk", "chunk-ack",
                                    "share-offer", "share-answer", "index-update", "index-ack", "block-request", "block-response",
-                                   "block-delta-request"])
+                                   "block-delta-request", "index-blocks"])
         #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
-                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x50, 0x51, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66])
+                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x50, 0x51, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
                                        .impersonation, .timeout, .shuttingDown, .unpaired]
@@ -67,7 +69,7 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         let ranges = FrameType.allCases.map { WireLimits.bodyLengthRange(of: $0) }
         #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
                            23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...16_777_240, 21...21,
-                           3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405])
+                           3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240])
         #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
     }
 

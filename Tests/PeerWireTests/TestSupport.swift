@@ -100,6 +100,7 @@ let sampleFrames: [Frame] = [
     .blockRequest(request: 7, folder: "f", path: "a/b.txt", offset: 1 << 40, size: 65_536, hash: Array(repeating: 9, count: 32)),
     .blockResponse(request: 7, ok: true, data: pattern(100)),
     .blockResponse(request: 8, ok: false, data: []),
+    .indexBlocks(folder: "abcde-fghij", blocks: [pattern(4096), [0]]),
 ]
 
 let sampleEntry = SyncFileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNanoseconds: 1_700_000_000_000_000_001,

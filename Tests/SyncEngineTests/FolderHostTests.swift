@@ -221,6 +221,26 @@ import Testing
         #expect(record.version == [fixture.host.remoteDevice: 1] && record.modifiedBy == fixture.host.remoteDevice)
     }
 
+    /// Small files whose content came with the peer's index page (`indexBlocks`) are written
+    /// from it: no block is asked for them. A file of the same page without content is
+    /// asked for as before, and a page's blocks that no entry wants change nothing.
+    @Test func contentThatCameWithTheIndexIsWrittenWithoutARequest() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let folder = try fixture.startSettled()
+        defer { folder.stop() }
+        let small = try fixture.remoteHas("small.txt", size: 4_096, seed: 21)
+        let other = try fixture.remoteHas("other.txt", size: 3_000, seed: 22)
+        let stray = Array(repeating: UInt8(7), count: 4_096)
+        let blocks = [ChunkHash.of([UInt8](small)): IndexBlock(device: fixture.host.remoteDevice, bytes: [UInt8](small)),
+                      ChunkHash.of(stray): IndexBlock(device: fixture.host.remoteDevice, bytes: stray)]
+        folder.pullSoon(["small.txt", "other.txt"], bytes: 1_000, blocks: blocks)
+        try TransferPair.eventually("both files are placed") { fixture.holds("small.txt", small) && fixture.holds("other.txt", other) }
+        #expect(fixture.host.requests.withLock { $0 } == 1, "only other.txt was asked for")
+        let received = folder.activity.snapshot.received[fixture.host.remoteDevice] ?? 0
+        #expect(received == 4_096 + 3_000, "what came with the index counts as received from its peer")
+    }
+
     /// A pull of many files, in several batches: a file of a later batch whose content a local
     /// file had when the pull was planned must not be copied from that file once an earlier
     /// batch of the same pull has replaced it (and recorded the new content) — the chunk's

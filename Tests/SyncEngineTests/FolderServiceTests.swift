@@ -46,6 +46,42 @@ import Testing
         #expect(try pair.bob.index.folderPeers(folderID: shared.folder).map(\.deviceID) == [pair.alice.deviceKey])
     }
 
+    /// Small files' content travels with alice's index to a peer whose hello lists
+    /// `index-blocks`: bob asks for none of them, only for the chunks of the larger file.
+    /// Bob's index, echoed back with alice's files, carries no content (alice has it). A
+    /// peer without the feature gets no such frame and asks for every file as before.
+    @Test(arguments: [true, false])
+    func smallFilesTravelWithTheIndex(_ feature: Bool) throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        pair.bob.speaksIndexBlocks.withLock { $0 = feature }
+        let docs = pair.alice.directory + "/docs"
+        try FileManager.default.createDirectory(atPath: docs + "/sub", withIntermediateDirectories: true)
+        let small = (0..<40).map { $0 < 20 ? "s\($0).txt" : "sub/s\($0).txt" }
+        for (n, name) in small.enumerated() { try TransferPair.randomFile(docs + "/" + name, size: 1 + n * 400, seed: 300 + UInt64(n)) }
+        try TransferPair.randomFile(docs + "/big.bin", size: 600_000, seed: 299)
+        pair.connect()
+        _ = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        let received = pair.bob.directory + "/docs"
+        try TransferPair.eventually("bob holds alice's files") { Self.contents(received) == Self.contents(docs) }
+        let asked = Set(pair.bob.blockPathsAsked.withLock { $0 })
+        let sent = pair.alice.indexBlocksSent.withLock { $0 }
+        if feature {
+            #expect(asked == ["big.bin"], "\(asked.sorted())")
+            #expect(Set(sent) == Set(try small.map { try [UInt8](Data(contentsOf: URL(fileURLWithPath: docs + "/" + $0))) }))
+        } else {
+            #expect(asked == Set(small + ["big.bin"]), "\(asked.sorted())")
+            #expect(sent.isEmpty)
+        }
+        // Bob's index reaches alice (the echo), without content.
+        try TransferPair.eventually("alice has bob's entries") {
+            ((try? pair.alice.index.remoteFiles(folderID: try #require(pair.alice.index.folders().first).id, paths: Set(small))) ?? [:])
+                .count == small.count
+        }
+        #expect(pair.bob.indexBlocksSent.withLock { $0 }.isEmpty)
+        #expect(pair.bob.events.errors.isEmpty && pair.alice.events.errors.isEmpty, "\(pair.bob.events.errors) \(pair.alice.events.errors)")
+    }
+
     /// Large blocks of unchanged files are streamed from the file into the channel
     /// (`SharedFolder.streamedBlock`), small ones read into memory: both arrive intact. A file
     /// of runs of one byte value has no content-defined cut, so its chunks all have the largest

@@ -44,6 +44,8 @@ final class TransferPair: @unchecked Sendable {
         /// What happens to the chunks this end sends.
         let chunkRule = Mutex(ChunkRule())
         fileprivate let link = LinkBox()
+        /// Whether this end's hello lists `index-blocks` (as a node's does), as the other end sees it.
+        let speaksIndexBlocks = Mutex(true)
 
         init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void, restarting earlier: End? = nil) throws {
             self.name = name
@@ -79,7 +81,7 @@ final class TransferPair: @unchecked Sendable {
         fileprivate func view(_ id: UInt64) -> LinkSession {
             LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
                         chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id),
-                        blockDelta: true)
+                        blockDelta: true, indexBlocks: other.speaksIndexBlocks.withLock { $0 })
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session
@@ -97,6 +99,9 @@ final class TransferPair: @unchecked Sendable {
         /// over the frame limit: never sent), and the paths of the index entries it sent.
         let refusedFrames = Mutex<[String]>([])
         let indexPathsSent = Mutex<[String]>([])
+        /// The paths of the block requests this end sent, and the blocks of its index pages.
+        let blockPathsAsked = Mutex<[String]>([])
+        let indexBlocksSent = Mutex<[[UInt8]]>([])
 
         /// What `SecureChannel.send` does first: an invalid frame is refused, not sent.
         fileprivate func admit(_ frame: Frame) -> Bool {
@@ -104,7 +109,13 @@ final class TransferPair: @unchecked Sendable {
                 refusedFrames.withLock { $0.append("\(frame.type): \(error)") }
                 return false
             }
-            if case let .indexUpdate(_, _, entries) = frame { indexPathsSent.withLock { $0 += entries.map(\.path) } }
+            switch frame {
+            case let .indexUpdate(_, _, entries): indexPathsSent.withLock { $0 += entries.map(\.path) }
+            case let .blockRequest(_, _, path, _, _, _), let .blockDeltaRequest(_, _, path, _, _, _, _):
+                blockPathsAsked.withLock { $0.append(path) }
+            case let .indexBlocks(_, blocks): indexBlocksSent.withLock { $0 += blocks }
+            default: break
+            }
             return true
         }
 

@@ -39,6 +39,9 @@ final class FolderApplier: @unchecked Sendable {
     /// Path → device → that peer's state (what the plan was made from).
     let remotes: [String: [String: FileState]]
     let manifests: [String: [String: [UInt8]]]
+    /// Small files' content that came with the peers' index pages (verified), by hash: written
+    /// as it is, neither looked up in local files nor asked for.
+    let blocks: [ChunkHash: IndexBlock]
     /// Peers connected at the start of the apply, refreshed by `launch` (at most every
     /// `refreshInterval`).
     private var connected: Set<String> = []
@@ -166,13 +169,14 @@ final class FolderApplier: @unchecked Sendable {
     static let refreshInterval = Duration.milliseconds(250)
 
     init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [String: FileState],
-         remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
+         remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]], blocks: [ChunkHash: IndexBlock] = [:]) {
         self.folder = folder
         self.host = host
         self.index = index
         self.local = local
         self.remotes = remotes
         self.manifests = manifests
+        self.blocks = blocks
         folderID = folder.id
     }
 
@@ -232,7 +236,7 @@ final class FolderApplier: @unchecked Sendable {
             }
             guard let (state, device) = wanted, state.kind == .file, !state.deleted,
                   let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes) else { continue }
-            hashes += manifest.chunks.map(\.hash.bytes)
+            hashes += manifest.chunks.lazy.filter { self.blocks[$0.hash] == nil }.map(\.hash.bytes)
         }
         localLocations = hashes.isEmpty ? [:] : (try? index.localChunkLocations(hashes: hashes)) ?? [:]
     }
@@ -341,7 +345,7 @@ final class FolderApplier: @unchecked Sendable {
                 failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
                 return
             }
-            let (missing, failure) = copyLocalChunks(manifest, into: fd, reusingTemp: reuse)
+            let (missing, failure) = copyLocalChunks(manifest, of: state.path, into: fd, reusingTemp: reuse)
             if let failure {
                 close(fd)
                 failed(state.path, failure)
@@ -392,11 +396,12 @@ final class FolderApplier: @unchecked Sendable {
         entries.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }.map(\.key).sorted()
     }
 
-    /// Sizes the file and writes every chunk some local file already holds (or, with
-    /// `reusingTemp`, that the temp file holds already and that verifies); returns the
+    /// Sizes the file and writes every chunk that came with the index (`blocks`) or that some
+    /// local file already holds (or, with `reusingTemp`, that the temp file holds already and
+    /// that verifies); returns the
     /// chunks still missing, or why the file cannot be written. Chunks of files that are
     /// still what the index recorded are copied in the kernel, unread (`LocalSource`).
-    private func copyLocalChunks(_ manifest: Manifest, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
+    private func copyLocalChunks(_ manifest: Manifest, of path: String, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
         // A new temp file of one chunk gets its size from that chunk's write (B: 10,000 calls).
         if reusingTemp || manifest.chunks.count > 1, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
             return ([], .writing(errno, "cannot size its temporary file"))
@@ -407,6 +412,12 @@ final class FolderApplier: @unchecked Sendable {
         for chunk in manifest.chunks {
             if reusingTemp, Self.holds(fd, chunk) {
                 folder.activity.reused(bytes: Int(chunk.size))
+                continue
+            }
+            if let block = blocks[chunk.hash] {
+                let error = write(block.bytes, at: chunk.offset, fd)
+                guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
+                folder.activity.fetched(path: path, from: block.device, bytes: block.bytes.count)
                 continue
             }
             switch localPlan(chunk, sources: sources) {

@@ -39,6 +39,22 @@ struct FolderTable {
     var pastAllowance: Set<String> = []
     /// How many records the next page of an index pass reads ("folder|session ID").
     var pageLimit: [String: Int] = [:]
+    /// Small files' content a peer sent for its next index page ("folder|session ID").
+    var indexBlocks: [String: HeldBlocks] = [:]
+}
+
+/// The content of small files that came for a peer's next index page (`Frame.indexBlocks`).
+struct HeldBlocks {
+    var blocks: [[UInt8]] = []
+    var bytes = 0
+
+    /// Adds a frame's blocks (of `size` bytes), unless the page's content would then exceed
+    /// `limit` bytes: the frame is then dropped (its files are asked for as before).
+    mutating func append(_ more: [[UInt8]], size: Int, limit: Int) {
+        guard bytes + size <= limit else { return }
+        blocks += more
+        bytes += size
+    }
 }
 
 /// The folder service owns the folder table, the index exchange with members and block
@@ -52,6 +68,9 @@ final class FolderService: Reporting, @unchecked Sendable {
     static let blockTimeout: Duration = .seconds(30)
     /// The hello feature of a node that answers block delta requests (`BlockDelta`).
     static let blockDeltaFeature = "block-delta"
+    /// The hello feature of a node that takes small files' content with the index
+    /// (`Frame.indexBlocks`).
+    static let indexBlocksFeature = "index-blocks"
     /// What each member may make us hash for delta answers.
     let deltaAllowance = DeltaAllowance()
 
@@ -425,6 +444,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         queue.async { [weak self] in self?.noteConnectedSessions() }
         folderTable.refusedBlocks[session.id] = nil
         folderTable.quotaReported[session.id] = nil
+        folderTable.indexBlocks = folderTable.indexBlocks.filter { !$0.key.hasSuffix("|\(session.id)") }
         if let parked = folderTable.parked.removeValue(forKey: session.id) {
             for _ in parked { session.flow.handled(0) }
         }
@@ -501,6 +521,16 @@ final class FolderService: Reporting, @unchecked Sendable {
             }
         case let .indexUpdate(folderID, _, entries):
             indexReceived(folderID, entries: entries, from: session)
+        case let .indexBlocks(folderID, blocks):
+            // Held for the index page that follows (one frame per folder and session at most;
+            // `indexReceived` takes it): only from a member of a folder we have.
+            let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
+            guard folderTable.folders[folderID] != nil, member else { return true }
+            // A page's content comes in frames of at most `indexBlockFrameBytes`; what the
+            // page's sender may send, at most `indexBlockPageBytes`, is kept.
+            let size = blocks.reduce(0) { $0 + $1.count }
+            folderTable.indexBlocks["\(folderID)|\(session.id)", default: HeldBlocks()].append(blocks, size: size,
+                                                                                                 limit: SharedFolder.indexBlockPageBytes)
         case let .indexAck(folderID, sequence):
             do { try index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence)) } catch {
                 // The peer's acknowledgement is lost: what it already has is sent again later.
@@ -532,12 +562,16 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: LinkSession) {
+        // The content that came just before this page is for this page only.
+        let blocks = folderTable.indexBlocks.removeValue(forKey: "\(folderID)|\(session.id)")
         let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
         guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else { return }
         var records: [RemoteFileRecord] = []
         var paths = Set<String>()
         var highest: Int64 = 0
         var bytes = 0
+        /// Hash → size of the single chunk of each small file of the page.
+        var small: [ChunkHash: Int] = [:]
         for entry in entries {
             highest = max(highest, Int64(clamping: entry.sequence))
             // Hostile input: a path must stay inside the folder; a live file needs a manifest
@@ -554,6 +588,10 @@ final class FolderService: Reporting, @unchecked Sendable {
                     continue
                 }
                 manifest = entry.manifest
+                if blocks != nil, decoded.chunks.count == 1, let chunk = decoded.chunks.first,
+                   chunk.size <= UInt32(SharedFolder.indexBlockLimit) {
+                    small[chunk.hash] = Int(chunk.size)
+                }
             }
             let kind: FileKind = entry.kind == .directory ? .directory : entry.kind == .symlink ? .symlink : .file
             records.append(RemoteFileRecord(
@@ -573,7 +611,8 @@ final class FolderService: Reporting, @unchecked Sendable {
             return
         }
         link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
-        folder.pullSoon(paths, bytes: bytes)
+        let content = blocks.map { SharedFolder.matchIndexBlocks($0.blocks, wanted: small, device: session.deviceKey) } ?? [:]
+        folder.pullSoon(paths, bytes: bytes, blocks: content)
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
@@ -601,7 +640,13 @@ final class FolderService: Reporting, @unchecked Sendable {
             ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
         let page = Self.indexPage(records.map(Self.wireEntry), budget: Self.indexPageBytes)
         if !page.isEmpty {
-            link?.send([.indexUpdate(folder: folderID, full: full, entries: page)], on: session.id)
+            // The content of its small files first, for a peer that takes it: no block request
+            // and answer per file (B: 10,000 of each).
+            let folder = session.indexBlocks ? folderTable.folders[folderID] : nil
+            let blocks = folder?.indexBlocks(for: Array(records.prefix(page.count)), localDevice: localDevice) ?? []
+            if !blocks.isEmpty { folder?.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
+            let content = SharedFolder.indexBlockFrames(blocks, folder: folderID)
+            link?.send(content + [.indexUpdate(folder: folderID, full: full, entries: page)], on: session.id)
             folderTable.sent[key] = records.prefix(page.count).map(\.sequence).max() ?? since
         }
         let cut = page.count < records.count

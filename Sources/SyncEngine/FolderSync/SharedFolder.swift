@@ -346,9 +346,14 @@ final class SharedFolder: @unchecked Sendable {
     /// Since when what pulls changed here waits to be announced to peers (`announcePulled`).
     private let pulledUnannounced = Mutex<ContinuousClock.Instant?>(nil)
     /// Pages of paths peers changed that wait for a pull (in arrival order, each with the
-    /// bytes of its entries), whether a pull of them is queued on `io`, and how many such
-    /// pulls ran (for tests).
-    private let peerChanges = Mutex<(pages: [(paths: Set<String>, bytes: Int)], queued: Bool, pulls: Int)>(([], false, 0))
+    /// bytes of its entries and the small files' content that came with it), whether a pull
+    /// of them is queued on `io`, and how many such pulls ran (for tests).
+    private let peerChanges = Mutex<PeerChanges>(PeerChanges())
+    struct PeerChanges {
+        var pages: [(paths: Set<String>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int)] = []
+        var queued = false
+        var pulls = 0
+    }
     var peerPulls: Int { peerChanges.withLock { $0.pulls } }
     /// A pull takes whole waiting pages up to this many paths and `pullBytes` bytes of
     /// their entries (at least one page): their records and manifests are loaded together.
@@ -357,16 +362,20 @@ final class SharedFolder: @unchecked Sendable {
     static let pullBatch = 10_000
     static let pullBytes = 16 << 20
 
-    /// Pulls `paths` a peer changed (one index page, `bytes` of entries), soon (any
-    /// thread). Pages that arrive while a pull runs wait and go together in the next one,
-    /// whole and in the order they came, up to `pullBatch` paths and `pullBytes`: each pull
-    /// ends by waiting for its last fetches, barriers and records, and before, every page
-    /// (100 … 1,000 entries) paid that wait on its own (B: 12 pulls for 10,000 files). A
-    /// page is never split, so what one page held together (a folder's deletion with its
-    /// children's, a rename's two halves) is still planned together.
-    func pullSoon(_ paths: Set<String>, bytes: Int = 0) {
+    /// Pulls `paths` a peer changed (one index page, `bytes` of entries, with `blocks`: the
+    /// content of small files that came with it), soon (any thread). Pages that arrive while
+    /// a pull runs wait and go together in the next one, whole and in the order they came,
+    /// up to `pullBatch` paths and `pullBytes`: each pull ends by waiting for its last
+    /// fetches, barriers and records, and before, every page (100 … 1,000 entries) paid that
+    /// wait on its own (B: 12 pulls for 10,000 files). A page is never split, so what one
+    /// page held together (a folder's deletion with its children's, a rename's two halves)
+    /// is still planned together. A page's blocks are kept only within
+    /// `indexBlockHeldBytes`.
+    func pullSoon(_ paths: Set<String>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:]) {
+        let size = blocks.values.reduce(0) { $0 + $1.bytes.count }
+        let keep = size > 0 && Self.holdIndexBlocks(size)
         let queue = peerChanges.withLock { pending in
-            pending.pages.append((paths, bytes))
+            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0))
             defer { pending.queued = true }
             return !pending.queued
         }
@@ -374,21 +383,25 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     private func pullWaiting() {
-        let (batch, more): (Set<String>, Bool) = peerChanges.withLock { pending in
+        let (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
             var batch = Set<String>()
-            var (taken, bytes) = (0, 0)
+            var blocks: [ChunkHash: IndexBlock] = [:]
+            var (taken, bytes, blockBytes) = (0, 0, 0)
             for page in pending.pages {
                 if taken > 0 && (batch.count + page.paths.count > Self.pullBatch || bytes + page.bytes > Self.pullBytes) { break }
                 batch.formUnion(page.paths)
+                blocks.merge(page.blocks) { first, _ in first }
                 bytes += page.bytes
+                blockBytes += page.blockBytes
                 taken += 1
             }
             pending.pages.removeFirst(taken)
             pending.queued = !pending.pages.isEmpty
             pending.pulls += batch.isEmpty ? 0 : 1
-            return (batch, pending.queued)
+            return (batch, blocks, blockBytes, pending.queued)
         }
-        if !batch.isEmpty { pull(paths: batch) }
+        if !batch.isEmpty { pull(paths: batch, blocks: blocks) }
+        if blockBytes > 0 { Self.releaseIndexBlocks(blockBytes) }
         if more { io.async { [self] in pullWaiting() } }
         // A pull that planned nothing, or pages dropped: what an earlier pull owes goes now.
         if pulledUnannounced.withLock({ $0 != nil }) { announcePulled() }
@@ -423,11 +436,16 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Drops the pages waiting for a pull (the folder stops; a restart pulls every path).
     func forgetWaitingPulls() {
-        peerChanges.withLock { $0.pages = [] }
+        let held = peerChanges.withLock { pending in
+            defer { pending.pages = [] }
+            return pending.pages.reduce(0) { $0 + $1.blockBytes }
+        }
+        if held > 0 { Self.releaseIndexBlocks(held) }
     }
 
-    /// Plans and applies what peers changed, for `paths` (or every path).
-    func pull(paths: Set<String>?) {
+    /// Plans and applies what peers changed, for `paths` (or every path), with the small
+    /// files' content that came with their index pages.
+    func pull(paths: Set<String>?, blocks: [ChunkHash: IndexBlock] = [:]) {
         guard stopped == nil, let index, let host, checkRoot() else { return }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
@@ -439,7 +457,7 @@ final class SharedFolder: @unchecked Sendable {
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         setStatus(.syncing)
         let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
-                                    manifests: plan.manifests)
+                                    manifests: plan.manifests, blocks: blocks)
         applier.keptTemps = keptTemps
         applier.apply(actions)
         recordOutcome(applier.failures, actions: actions)

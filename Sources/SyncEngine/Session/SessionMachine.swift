@@ -161,7 +161,7 @@ public struct SessionMachine: Sendable {
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.stream(frame)]
         case .offer, .accept, .decline, .cancel, .done, .chunk, .chunkAck,
-             .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest:
+             .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]
         }
