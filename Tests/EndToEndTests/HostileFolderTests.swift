@@ -261,17 +261,14 @@ struct HostileFolderTests {
     /// Small files' content that a member sends with its index page (`indexBlocks`) is
     /// taken only for an entry of that page whose single chunk it hashes to: a block that
     /// matches is written without a request; one of the right size with other bytes is
-    /// dropped and the file is asked for; content a paired peer that is not a member sends
-    /// for the folder is not kept, and the member's next page gets none of it. Every file
-    /// arrives with the bytes its manifest names.
+    /// dropped and the file is asked for. Content is for the next page only: a page that
+    /// does not want it uses it up, and the page after it gets none. Every file arrives with
+    /// the bytes its manifest names.
     @Test func contentWithTheIndexIsTakenOnlyWhereItMatches() throws {
         let bob = try HostileBob(autoAccept: true)
         defer { bob.env.cleanup() }
-        let features = ["messages", "index-blocks"]
-        let sharer = try bob.pairedRogue(name: "rogue-sharer", features: features)
+        let sharer = try bob.pairedRogue(name: "rogue-sharer", features: ["messages", "index-blocks"])
         defer { sharer.close() }
-        let outsider = try bob.pairedRogue(name: "rogue-outsider", features: features)
-        defer { outsider.close() }
         let folderID = "inlin-eabcd"
         try sharer.send(.shareOffer(folder: folderID, label: "inline"))
         #expect(try sharer.take { if case .shareAnswer(folderID, _, _) = $0 { true } else { false } }
@@ -285,29 +282,32 @@ struct HostileFolderTests {
         try sharer.send(.indexUpdate(folder: folderID, full: true, entries: [
             Self.entry("good.txt", good, sequence: 1, device: device), Self.entry("asked.txt", asked, sequence: 2, device: device),
         ]))
-        let request = try sharer.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
-        guard case let .blockRequest(id, _, path, _, _, _) = request else { Issue.record("no block request"); return }
-        #expect(path == "asked.txt")
-        try sharer.send(.blockResponse(request: id, ok: true, data: asked.content))
-        for (name, file) in [("good.txt", good), ("asked.txt", asked)] {
+        try answerOne(sharer, expecting: "asked.txt", with: asked.content)
+        // The third file's content comes before a page that does not hold it; the page after
+        // holds it, and asks for it.
+        let third = try ForgedFile(chunks: [Array("a third file, sent a page early!\n".utf8)])
+        let fourth = try ForgedFile(chunks: [Array("a fourth file, sent without data\n".utf8)])
+        try sharer.send(.indexBlocks(folder: folderID, blocks: [third.content]))
+        try sharer.send(.indexUpdate(folder: folderID, full: false, entries: [Self.entry("fourth.txt", fourth, sequence: 3, device: device)]))
+        try answerOne(sharer, expecting: "fourth.txt", with: fourth.content)
+        try sharer.send(.indexUpdate(folder: folderID, full: false, entries: [Self.entry("third.txt", third, sequence: 4, device: device)]))
+        try answerOne(sharer, expecting: "third.txt", with: third.content)
+        for (name, file) in [("good.txt", good), ("asked.txt", asked), ("third.txt", third), ("fourth.txt", fourth)] {
             let arrived = bob.receive + "/inline/" + name
             try FolderSyncTests.eventually("\(name) arrives", timeout: 10) { FileManager.default.fileExists(atPath: arrived) }
             #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: arrived))) == file.content)
         }
-        // The outsider's content for the folder, then the member's page without any.
-        let third = try ForgedFile(chunks: [Array("a third file, sent by the member\n".utf8)])
-        try outsider.send(.indexBlocks(folder: folderID, blocks: [third.content]))
-        Thread.sleep(forTimeInterval: 0.3)
-        try sharer.send(.indexUpdate(folder: folderID, full: false, entries: [Self.entry("third.txt", third, sequence: 3, device: device)]))
-        let thirdRequest = try sharer.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
-        guard case let .blockRequest(thirdID, _, thirdPath, _, _, _) = thirdRequest else { Issue.record("no block request"); return }
-        #expect(thirdPath == "third.txt")
-        try sharer.send(.blockResponse(request: thirdID, ok: true, data: third.content))
-        try FolderSyncTests.eventually("third.txt arrives", timeout: 10) {
-            FileManager.default.fileExists(atPath: bob.receive + "/inline/third.txt")
-        }
         #expect(sharer.pending.filter { if case .blockRequest = $0 { true } else { false } }.isEmpty, "\(sharer.pending)")
         #expect(bob.daemon.process.isRunning)
+    }
+
+    /// Takes the next block request, which must be for `path`, and answers it with `data`.
+    private func answerOne(_ rogue: RogueSender, expecting path: String, with data: [UInt8],
+                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let request = try rogue.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
+        guard case let .blockRequest(id, _, asked, _, _, _) = request else { return }
+        #expect(asked == path, sourceLocation: sourceLocation)
+        try rogue.send(.blockResponse(request: id, ok: true, data: data))
     }
 
     // MARK: - Helpers

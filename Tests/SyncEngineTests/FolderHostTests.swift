@@ -24,6 +24,8 @@ import Testing
         let errors = Mutex<[String]>([])
         let requests = Mutex(0)
         var serve: @Sendable ([UInt8]) -> [UInt8]? = { $0 }
+        /// Room for two blocks of 4 KiB (a test's own, not shared with tests running beside it).
+        let indexBlockBudget = IndexBlockBudget(limit: 2 * SharedFolder.heldCost(4_096))
 
         init(remoteRoot: String) throws {
             index = try NodeIndex.inMemory()
@@ -223,22 +225,37 @@ import Testing
 
     /// Small files whose content came with the peer's index page (`indexBlocks`) are written
     /// from it: no block is asked for them. A file of the same page without content is
-    /// asked for as before, and a page's blocks that no entry wants change nothing.
+    /// asked for as before, and a page's blocks that no entry wants change nothing. Pages
+    /// that wait hold their blocks within the host's budget: a page beyond it keeps its
+    /// paths, and its file is asked for. Once the pulls are done, nothing is held.
     @Test func contentThatCameWithTheIndexIsWrittenWithoutARequest() throws {
         let fixture = try Fixture()
         defer { fixture.cleanup() }
         let folder = try fixture.startSettled()
         defer { folder.stop() }
+        let remote = fixture.host.remoteDevice
         let small = try fixture.remoteHas("small.txt", size: 4_096, seed: 21)
         let other = try fixture.remoteHas("other.txt", size: 3_000, seed: 22)
-        let stray = Array(repeating: UInt8(7), count: 4_096)
-        let blocks = [ChunkHash.of([UInt8](small)): IndexBlock(device: fixture.host.remoteDevice, bytes: [UInt8](small)),
-                      ChunkHash.of(stray): IndexBlock(device: fixture.host.remoteDevice, bytes: stray)]
-        folder.pullSoon(["small.txt", "other.txt"], bytes: 1_000, blocks: blocks)
-        try TransferPair.eventually("both files are placed") { fixture.holds("small.txt", small) && fixture.holds("other.txt", other) }
-        #expect(fixture.host.requests.withLock { $0 } == 1, "only other.txt was asked for")
-        let received = folder.activity.snapshot.received[fixture.host.remoteDevice] ?? 0
-        #expect(received == 4_096 + 3_000, "what came with the index counts as received from its peer")
+        let stray = Array(repeating: UInt8(7), count: 4_000)
+        let late = try fixture.remoteHas("late.txt", size: 4_096, seed: 23)
+        let busy = DispatchSemaphore(value: 0)
+        folder.io.async { busy.wait() }
+        // First page: small.txt's content and a stray block (the budget's room for two);
+        // second page: late.txt's, beyond the budget.
+        folder.pullSoon(["small.txt", "other.txt"], bytes: 1_000, blocks: [
+            ChunkHash.of([UInt8](small)): IndexBlock(device: remote, bytes: [UInt8](small)),
+            ChunkHash.of(stray): IndexBlock(device: remote, bytes: stray),
+        ])
+        #expect(fixture.host.indexBlockBudget.current == SharedFolder.heldCost(4_096) + SharedFolder.heldCost(4_000))
+        folder.pullSoon(["late.txt"], bytes: 500, blocks: [ChunkHash.of([UInt8](late)): IndexBlock(device: remote, bytes: [UInt8](late))])
+        busy.signal()
+        try TransferPair.eventually("the files are placed") {
+            fixture.holds("small.txt", small) && fixture.holds("other.txt", other) && fixture.holds("late.txt", late)
+        }
+        #expect(fixture.host.requests.withLock { $0 } == 2, "other.txt and late.txt were asked for")
+        let received = folder.activity.snapshot.received[remote] ?? 0
+        #expect(received == 2 * 4_096 + 3_000, "what came with the index counts as received from its peer")
+        try TransferPair.eventually("the pulls gave back what they held") { fixture.host.indexBlockBudget.current == 0 }
     }
 
     /// A pull of many files, in several batches: a file of a later batch whose content a local

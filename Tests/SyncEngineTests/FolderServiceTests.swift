@@ -68,7 +68,9 @@ import Testing
         let sent = pair.alice.indexBlocksSent.withLock { $0 }
         if feature {
             #expect(asked == ["big.bin"], "\(asked.sorted())")
-            #expect(Set(sent) == Set(try small.map { try [UInt8](Data(contentsOf: URL(fileURLWithPath: docs + "/" + $0))) }))
+            let contents = try small.map { try [UInt8](Data(contentsOf: URL(fileURLWithPath: docs + "/" + $0))) }
+            #expect(sent.map(\.count).sorted() == contents.map(\.count).sorted())
+            #expect(Set(sent) == Set(contents))
         } else {
             #expect(asked == Set(small + ["big.bin"]), "\(asked.sorted())")
             #expect(sent.isEmpty)
@@ -80,6 +82,33 @@ import Testing
         }
         #expect(pair.bob.indexBlocksSent.withLock { $0 }.isEmpty)
         #expect(pair.bob.events.errors.isEmpty && pair.alice.events.errors.isEmpty, "\(pair.bob.events.errors) \(pair.alice.events.errors)")
+    }
+
+    /// What a session holds for its next index page is a page's worth, however the peer
+    /// cuts it: tiny blocks count their arrays' overhead, and a frame beyond the limit is
+    /// dropped whole. A sender cuts a page's content into frames of at most 1 MiB.
+    @Test func contentHeldForAPageIsBounded() {
+        var held = HeldBlocks(folder: "f")
+        let tiny = Array(repeating: [UInt8(1)], count: WireLimits.maxIndexEntries)
+        var frames = 0
+        while held.cost + tiny.count * SharedFolder.heldCost(1) <= HeldBlocks.limit {
+            held.append(tiny)
+            frames += 1
+        }
+        let before = held.blocks.count
+        held.append(tiny)
+        held.append([[2]])
+        #expect(held.blocks.count == before + 1 && held.blocks.count == frames * tiny.count + 1)
+        #expect(held.cost <= HeldBlocks.limit && held.blocks.count < HeldBlocks.limit / 64)
+        let blocks = (0..<700).map { Array(repeating: UInt8($0 & 0xFF), count: 4_000 + $0) }
+        let cut = SharedFolder.indexBlockFrames(blocks, folder: "f")
+        #expect(cut.count > 1)
+        var joined: [[UInt8]] = []
+        for case let .indexBlocks(folder, part) in cut {
+            #expect(folder == "f" && part.reduce(0) { $0 + $1.count } <= SharedFolder.indexBlockFrameBytes)
+            joined += part
+        }
+        #expect(joined == blocks)
     }
 
     /// Large blocks of unchanged files are streamed from the file into the channel

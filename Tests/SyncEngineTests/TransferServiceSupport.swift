@@ -104,7 +104,7 @@ final class TransferPair: @unchecked Sendable {
         let indexBlocksSent = Mutex<[[UInt8]]>([])
 
         /// What `SecureChannel.send` does first: an invalid frame is refused, not sent.
-        fileprivate func admit(_ frame: Frame) -> Bool {
+        func admit(_ frame: Frame) -> Bool {
             do throws(WireError) { try frame.validate() } catch {
                 refusedFrames.withLock { $0.append("\(frame.type): \(error)") }
                 return false
@@ -287,7 +287,8 @@ struct FramePipe: FrameSender {
     }
 
     func sendFromAnyThread(_ frames: [Frame]) {
-        for frame in frames { end.deliver(frame, on: session) }
+        // As the channel does: an invalid frame is refused, not sent.
+        for frame in frames where end.admit(frame) { end.deliver(frame, on: session) }
     }
 
     func afterQueuedSends(_ body: @escaping @Sendable () -> Void) {

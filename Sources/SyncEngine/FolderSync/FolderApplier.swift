@@ -414,7 +414,7 @@ final class FolderApplier: @unchecked Sendable {
                 folder.activity.reused(bytes: Int(chunk.size))
                 continue
             }
-            if let block = blocks[chunk.hash] {
+            if let block = blocks[chunk.hash], block.bytes.count == Int(chunk.size) {
                 let error = write(block.bytes, at: chunk.offset, fd)
                 guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.fetched(path: path, from: block.device, bytes: block.bytes.count)
@@ -567,7 +567,9 @@ final class FolderApplier: @unchecked Sendable {
         case nil:
             break
         }
-        if let bytes, ChunkHash.of(bytes) == chunk.hash {
+        // (The size too: a manifest may name a chunk's hash with another size, and a new
+        // temp file of one chunk takes its size from that chunk's write.)
+        if let bytes, bytes.count == Int(chunk.size), ChunkHash.of(bytes) == chunk.hash {
             folder.activity.fetched(path: path, from: device, bytes: bytes.count, received: received, reused: reused)
             completion(bytes, lied)
             return

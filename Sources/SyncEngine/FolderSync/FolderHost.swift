@@ -26,6 +26,9 @@ protocol FolderHost: AnyObject, Sendable {
     /// (`BlockReply.delta`). The folder verifies what it gets. Many at once cost one hop to
     /// the node's queue and one send per peer. Any thread.
     func requestBlocks(_ wants: [BlockWant])
+    /// What small files' content that came with the peers' index pages may take in memory
+    /// while it waits for its pull, for every folder of the node.
+    var indexBlockBudget: IndexBlockBudget { get }
 }
 
 extension FolderHost {

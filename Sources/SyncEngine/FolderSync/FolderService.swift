@@ -39,21 +39,34 @@ struct FolderTable {
     var pastAllowance: Set<String> = []
     /// How many records the next page of an index pass reads ("folder|session ID").
     var pageLimit: [String: Int] = [:]
-    /// Small files' content a peer sent for its next index page ("folder|session ID").
-    var indexBlocks: [String: HeldBlocks] = [:]
+    /// Small files' content a peer sent for its next index page (session ID → one folder's).
+    var indexBlocks: [UInt64: HeldBlocks] = [:]
 }
 
-/// The content of small files that came for a peer's next index page (`Frame.indexBlocks`).
+/// The content of small files that came for a peer's next index page of one folder
+/// (`Frame.indexBlocks`). A session has one at most: a sender sends a page's blocks and the
+/// page together, so blocks for another folder replace it.
 struct HeldBlocks {
+    let folder: String
     var blocks: [[UInt8]] = []
-    var bytes = 0
+    /// What the blocks cost to hold (`SharedFolder.heldCost`).
+    var cost = 0
 
-    /// Adds a frame's blocks (of `size` bytes), unless the page's content would then exceed
-    /// `limit` bytes: the frame is then dropped (its files are asked for as before).
-    mutating func append(_ more: [[UInt8]], size: Int, limit: Int) {
-        guard bytes + size <= limit else { return }
+    /// The most one may hold: a page's worth of content, 4 MiB (and its arrays' overhead
+    /// for a page of `FolderService.indexBatch` blocks). A frame beyond it is dropped (its
+    /// files are asked for as before): a peer sending tiny blocks gets ~65,000 of them.
+    static let limit = SharedFolder.indexBlockPageBytes + SharedFolder.heldCost(0) * FolderService.indexBatch
+
+    init(folder: String) {
+        self.folder = folder
+    }
+
+    /// Adds a frame's blocks unless they would exceed `limit`.
+    mutating func append(_ more: [[UInt8]]) {
+        let added = more.reduce(0) { $0 + SharedFolder.heldCost($1.count) }
+        guard cost + added <= Self.limit else { return }
         blocks += more
-        bytes += size
+        cost += added
     }
 }
 
@@ -73,6 +86,8 @@ final class FolderService: Reporting, @unchecked Sendable {
     static let indexBlocksFeature = "index-blocks"
     /// What each member may make us hash for delta answers.
     let deltaAllowance = DeltaAllowance()
+    /// What small files' content that came with index pages may hold while it waits.
+    let indexBlockBudget = IndexBlockBudget()
 
     let queue: DispatchQueue
     let index: NodeIndex
@@ -444,7 +459,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         queue.async { [weak self] in self?.noteConnectedSessions() }
         folderTable.refusedBlocks[session.id] = nil
         folderTable.quotaReported[session.id] = nil
-        folderTable.indexBlocks = folderTable.indexBlocks.filter { !$0.key.hasSuffix("|\(session.id)") }
+        folderTable.indexBlocks[session.id] = nil
         if let parked = folderTable.parked.removeValue(forKey: session.id) {
             for _ in parked { session.flow.handled(0) }
         }
@@ -522,15 +537,12 @@ final class FolderService: Reporting, @unchecked Sendable {
         case let .indexUpdate(folderID, _, entries):
             indexReceived(folderID, entries: entries, from: session)
         case let .indexBlocks(folderID, blocks):
-            // Held for the index page that follows (one frame per folder and session at most;
-            // `indexReceived` takes it): only from a member of a folder we have.
+            // Held for the session's next index page of that folder (`indexReceived` takes
+            // it), only from a member of a folder we have.
             let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
             guard folderTable.folders[folderID] != nil, member else { return true }
-            // A page's content comes in frames of at most `indexBlockFrameBytes`; what the
-            // page's sender may send, at most `indexBlockPageBytes`, is kept.
-            let size = blocks.reduce(0) { $0 + $1.count }
-            folderTable.indexBlocks["\(folderID)|\(session.id)", default: HeldBlocks()].append(blocks, size: size,
-                                                                                                 limit: SharedFolder.indexBlockPageBytes)
+            if folderTable.indexBlocks[session.id]?.folder != folderID { folderTable.indexBlocks[session.id] = HeldBlocks(folder: folderID) }
+            folderTable.indexBlocks[session.id]?.append(blocks)
         case let .indexAck(folderID, sequence):
             do { try index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence)) } catch {
                 // The peer's acknowledgement is lost: what it already has is sent again later.
@@ -563,7 +575,8 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: LinkSession) {
         // The content that came just before this page is for this page only.
-        let blocks = folderTable.indexBlocks.removeValue(forKey: "\(folderID)|\(session.id)")
+        let held = folderTable.indexBlocks.removeValue(forKey: session.id)
+        let blocks = held?.folder == folderID ? held : nil
         let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
         guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else { return }
         var records: [RemoteFileRecord] = []
@@ -629,8 +642,13 @@ final class FolderService: Reporting, @unchecked Sendable {
     private func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
         let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
-        let acked = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil)?.ackedSequence ?? 0
-        let since = max(folderTable.sent[key] ?? 0, acked)
+        // A peer that left the folder gets no more of its entries (nor their content).
+        guard let member = (try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil else {
+            folderTable.pageLimit[pass] = nil
+            folderTable.sending.remove(pass)
+            return
+        }
+        let since = max(folderTable.sent[key] ?? 0, member.ackedSequence)
         let full = full || since == 0
         // How many records to read: what the last page held, doubled while pages are not cut
         // by bytes (a pass starts small, so a folder of large files' manifests is not read
@@ -639,23 +657,41 @@ final class FolderService: Reporting, @unchecked Sendable {
         let records = link?.session(session.id)?.isConnected == true
             ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
         let page = Self.indexPage(records.map(Self.wireEntry), budget: Self.indexPageBytes)
-        if !page.isEmpty {
-            // The content of its small files first, for a peer that takes it: no block request
-            // and answer per file (B: 10,000 of each).
-            let folder = session.indexBlocks ? folderTable.folders[folderID] : nil
-            let blocks = folder?.indexBlocks(for: Array(records.prefix(page.count)), localDevice: localDevice) ?? []
-            if !blocks.isEmpty { folder?.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
-            let content = SharedFolder.indexBlockFrames(blocks, folder: folderID)
-            link?.send(content + [.indexUpdate(folder: folderID, full: full, entries: page)], on: session.id)
-            folderTable.sent[key] = records.prefix(page.count).map(\.sequence).max() ?? since
-        }
         let cut = page.count < records.count
         folderTable.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
-        guard records.count == limit || cut else {
-            folderTable.pageLimit[pass] = nil
-            folderTable.sending.remove(pass)
+        let pageRecords = records.prefix(page.count)
+        if !page.isEmpty { folderTable.sent[key] = pageRecords.map(\.sequence).max() ?? since }
+        let update = Frame.indexUpdate(folder: folderID, full: full, entries: page)
+        // The content of its small files goes first, for a peer that takes it: no block
+        // request and answer per file (B: 10,000 of each).
+        guard !page.isEmpty, session.indexBlocks, SharedFolder.mayCarryBlocks(pageRecords, localDevice: localDevice),
+              let carrier = folderTable.folders[folderID] else {
+            if !page.isEmpty { link?.send([update], on: session.id) }
+            guard records.count == limit || cut else {
+                folderTable.pageLimit[pass] = nil
+                folderTable.sending.remove(pass)
+                return
+            }
+            sendIndexPageLater(folderID, to: session, full: full)
             return
         }
+        // Read on the folder's serve queue (the disk is no work for the node's queue); the
+        // page waits for it. The pass goes on after it even if this was its last page: a page
+        // read then sends what changed meanwhile, or ends the pass. (Ended now, it would let
+        // another pass send newer entries before this page: a path's older entry after its
+        // newer one.)
+        let device = session.deviceKey
+        let localDevice = localDevice
+        carrier.serveQueue.async { [self] in
+            let blocks = carrier.indexBlocks(for: Array(pageRecords), localDevice: localDevice)
+            if !blocks.isEmpty { carrier.activity.served(to: device, bytes: blocks.reduce(0) { $0 + $1.count }) }
+            session.frames.sendFromAnyThread(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update])
+            sendIndexPageLater(folderID, to: session, full: full)
+        }
+    }
+
+    /// The pass's next page, once what the session has queued is written (any thread).
+    private func sendIndexPageLater(_ folderID: String, to session: LinkSession, full: Bool) {
         session.frames.afterQueuedSends { [weak self] in
             guard let self else { return }
             queue.async { self.sendIndexPage(folderID, to: session, full: full) }

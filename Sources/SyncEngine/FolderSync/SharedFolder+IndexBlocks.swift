@@ -23,44 +23,40 @@ extension SharedFolder {
     /// 4 MiB frames cost both peers ~10 MiB more at their peak in B than 1 MiB ones).
     static let indexBlockPageBytes = 4 << 20
     static let indexBlockFrameBytes = 1 << 20
-    /// The most content that index pages waiting for a pull, and the pulls using it, hold in
-    /// this process (every folder of every node): a page that arrives beyond it keeps its
+    /// The most content that index pages waiting for a pull, and the pulls using it, hold on
+    /// one node (`IndexBlockBudget`, every folder): a page that arrives beyond it keeps its
     /// entries but not its blocks, which are then asked for as before. B with 32 MiB: bob's
     /// peak RSS 80-87 MiB, against 57-63 MiB without content and 80-84 MiB with 16 MiB,
     /// where more files were asked for (b-ab, tmpfs, 4 pairs: 0.88 s with 32 MiB, 1.02 s with
     /// 16 MiB, 1.19 s without).
     static let indexBlockHeldBytes = 32 << 20
-    private static let indexBlocksHeld = Mutex<Int>(0)
 
-    /// Takes `size` bytes of `indexBlockHeldBytes` for a page's blocks; false when they do
-    /// not fit.
-    static func holdIndexBlocks(_ size: Int) -> Bool {
-        indexBlocksHeld.withLock { held in
-            guard held + size <= indexBlockHeldBytes else { return false }
-            held += size
-            return true
-        }
+    /// What a block costs to hold: its bytes and an array's overhead, so that many tiny
+    /// blocks count for what they take.
+    static func heldCost(_ count: Int) -> Int { count + 64 }
+
+    // MARK: Sending (the folder's serve queue)
+
+    /// Whether any of `records` (an index page about to be sent) may have its content sent
+    /// with it (`indexBlocks(for:localDevice:)` reads the disk only then).
+    static func mayCarryBlocks(_ records: some Sequence<FileRecord>, localDevice: String) -> Bool {
+        records.contains { $0.kind == .file && !$0.deleted && $0.modifiedBy == localDevice && $0.chunks.count == 1
+            && $0.size > 0 && $0.size <= Int64(indexBlockLimit) }
     }
-
-    /// Gives back what `holdIndexBlocks` took, once the pull that used it is done (or the
-    /// pages are dropped).
-    static func releaseIndexBlocks(_ size: Int) {
-        indexBlocksHeld.withLock { $0 -= size }
-    }
-
-    // MARK: Sending (the node's queue)
 
     /// The content of the small files among `records` (an index page about to be sent), for
-    /// a peer that takes it with the page, at most `indexBlockPageBytes`.
+    /// a peer that takes it with the page, at most `indexBlockPageBytes`, each content once.
     ///
     /// Only files changed here (`modifiedBy` is this device: a peer cannot have that version
     /// yet, while the files it sent us, echoed back, it has) and only while the file's size,
     /// mtime and inode are still those the index recorded when it hashed the file: its bytes
-    /// are then what the index shares, and read unhashed, as a block request's would be. A
-    /// file ignored since it was indexed is left out, as its block requests are refused.
-    /// What is left out is asked for by the peer as before.
+    /// are then what the index shares; they are hashed anyway (a write between the check and
+    /// the read would otherwise send bytes never indexed, unasked). A file ignored since it
+    /// was indexed is left out, as its block requests are refused. What is left out is asked
+    /// for by the peer as before. Reads the disk: never on the node's queue.
     func indexBlocks(for records: [FileRecord], localDevice: String) -> [[UInt8]] {
         var blocks: [[UInt8]] = []
+        var hashes = Set<ChunkHash>()
         var total = 0
         var rootHandle: DirectoryHandle?
         let ignores = servedIgnores.withLock { $0 }
@@ -68,14 +64,15 @@ extension SharedFolder {
             guard record.chunks.count == 1, let chunk = record.chunks.first, chunk.offset == 0, chunk.size == record.size,
                   chunk.size > 0, chunk.size <= Self.indexBlockLimit, let inode = record.inode,
                   total + Int(chunk.size) <= Self.indexBlockPageBytes,
-                  let hash = ChunkHash(bytes: chunk.hash), let safe = try? SafePath(record.path),
+                  let hash = ChunkHash(bytes: chunk.hash), !hashes.contains(hash), let safe = try? SafePath(record.path),
                   let ignores, !ignores.isIgnored(safe.string, isDirectory: false) else { continue }
             if rootHandle == nil { rootHandle = try? DirectoryHandle(path: root) }
             guard let rootHandle, let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
                   let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
                   let stamp = reader.stamp(), stamp.size == record.size, stamp.mtimeNs == record.mtimeNs, stamp.inode == inode,
-                  let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash))
+                  let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: true)
             else { continue }
+            hashes.insert(hash)
             blocks.append(bytes)
             total += bytes.count
         }
@@ -103,6 +100,7 @@ extension SharedFolder {
     /// index page that followed it, by hash: `wanted` has the hash and size of the single
     /// chunk of each small file of that page (from its validated manifest). A block of
     /// another size than any of them is not even hashed; any other block is dropped.
+    /// (Runs on the node's queue: B hashes 1,000 blocks of 4 KiB a page, ~2 ms.)
     static func matchIndexBlocks(_ blocks: [[UInt8]], wanted: [ChunkHash: Int], device: String) -> [ChunkHash: IndexBlock] {
         let sizes = Set(wanted.values)
         var found: [ChunkHash: IndexBlock] = [:]
@@ -112,4 +110,33 @@ extension SharedFolder {
         }
         return found
     }
+}
+
+/// What the content held for pulls may take on one node (`SharedFolder.indexBlockHeldBytes`):
+/// pages take their blocks' cost when they arrive and give it back once their pull is done
+/// or they are dropped.
+final class IndexBlockBudget: Sendable {
+    let limit: Int
+    private let held = Mutex(0)
+
+    init(limit: Int = SharedFolder.indexBlockHeldBytes) {
+        self.limit = limit
+    }
+
+    /// Takes `cost`; false (nothing taken) when it does not fit.
+    func hold(_ cost: Int) -> Bool {
+        held.withLock { held in
+            guard held + cost <= limit else { return false }
+            held += cost
+            return true
+        }
+    }
+
+    /// Gives back what `hold` took.
+    func release(_ cost: Int) {
+        held.withLock { $0 -= cost }
+    }
+
+    /// What is held now.
+    var current: Int { held.withLock { $0 } }
 }

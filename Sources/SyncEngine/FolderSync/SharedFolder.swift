@@ -369,11 +369,11 @@ final class SharedFolder: @unchecked Sendable {
     /// fetches, barriers and records, and before, every page (100 … 1,000 entries) paid that
     /// wait on its own (B: 12 pulls for 10,000 files). A page is never split, so what one
     /// page held together (a folder's deletion with its children's, a rename's two halves)
-    /// is still planned together. A page's blocks are kept only within
-    /// `indexBlockHeldBytes`.
+    /// is still planned together. A page's blocks are kept only within the node's
+    /// `indexBlockBudget`.
     func pullSoon(_ paths: Set<String>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:]) {
-        let size = blocks.values.reduce(0) { $0 + $1.bytes.count }
-        let keep = size > 0 && Self.holdIndexBlocks(size)
+        let size = blocks.values.reduce(0) { $0 + Self.heldCost($1.bytes.count) }
+        let keep = size > 0 && host?.indexBlockBudget.hold(size) == true
         let queue = peerChanges.withLock { pending in
             pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0))
             defer { pending.queued = true }
@@ -401,7 +401,7 @@ final class SharedFolder: @unchecked Sendable {
             return (batch, blocks, blockBytes, pending.queued)
         }
         if !batch.isEmpty { pull(paths: batch, blocks: blocks) }
-        if blockBytes > 0 { Self.releaseIndexBlocks(blockBytes) }
+        if blockBytes > 0 { host?.indexBlockBudget.release(blockBytes) }
         if more { io.async { [self] in pullWaiting() } }
         // A pull that planned nothing, or pages dropped: what an earlier pull owes goes now.
         if pulledUnannounced.withLock({ $0 != nil }) { announcePulled() }
@@ -440,7 +440,7 @@ final class SharedFolder: @unchecked Sendable {
             defer { pending.pages = [] }
             return pending.pages.reduce(0) { $0 + $1.blockBytes }
         }
-        if held > 0 { Self.releaseIndexBlocks(held) }
+        if held > 0 { host?.indexBlockBudget.release(held) }
     }
 
     /// Plans and applies what peers changed, for `paths` (or every path), with the small
