@@ -50,8 +50,10 @@ extension SharedFolder {
     /// Only files changed here (`modifiedBy` is this device: a peer cannot have that version
     /// yet, while the files it sent us, echoed back, it has) and only while the file's size,
     /// mtime and inode are still those the index recorded when it hashed the file: its bytes
-    /// are then what the index shares; they are hashed anyway (a write between the check and
-    /// the read would otherwise send bytes never indexed, unasked). A file ignored since it
+    /// are then what the index shares, and read unhashed, as a block request's would be (a
+    /// write in place between the check and the read sends bytes of that shared file that
+    /// the peer's hash check drops; hashing them here cost alice 0.04 CPU-s in B, b-ab 5
+    /// pairs: 0.87 vs 0.84 s). A file ignored since it
     /// was indexed is left out, as its block requests are refused. What is left out is asked
     /// for by the peer as before. Reads the disk: never on the node's queue.
     func indexBlocks(for records: [FileRecord], localDevice: String) -> [[UInt8]] {
@@ -70,7 +72,7 @@ extension SharedFolder {
             guard let rootHandle, let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
                   let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
                   let stamp = reader.stamp(), stamp.size == record.size, stamp.mtimeNs == record.mtimeNs, stamp.inode == inode,
-                  let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: true)
+                  let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: false)
             else { continue }
             hashes.insert(hash)
             blocks.append(bytes)
