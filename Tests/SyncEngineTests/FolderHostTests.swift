@@ -258,6 +258,27 @@ import Testing
         try TransferPair.eventually("the pulls gave back what they held") { fixture.host.indexBlockBudget.current == 0 }
     }
 
+    /// A whole pass (a folder's first pull, a rescan) that runs while a page waits plans that
+    /// page's entries too: it takes the page's blocks, so nothing is asked for, and gives
+    /// back what they held.
+    @Test func aWholePassTakesTheBlocksOfWaitingPages() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let folder = try fixture.startSettled()
+        defer { folder.stop() }
+        let small = try fixture.remoteHas("small.txt", size: 4_096, seed: 31)
+        let busy = DispatchSemaphore(value: 0)
+        folder.io.async { busy.wait() }
+        folder.io.async { folder.pull(paths: nil) }
+        folder.pullSoon(["small.txt"], bytes: 500, blocks: [
+            ChunkHash.of([UInt8](small)): IndexBlock(device: fixture.host.remoteDevice, bytes: [UInt8](small)),
+        ])
+        busy.signal()
+        try TransferPair.eventually("small.txt is placed") { fixture.holds("small.txt", small) }
+        try TransferPair.eventually("the pulls gave back what they held") { fixture.host.indexBlockBudget.current == 0 }
+        #expect(fixture.host.requests.withLock { $0 } == 0)
+    }
+
     /// A pull of many files, in several batches: a file of a later batch whose content a local
     /// file had when the pull was planned must not be copied from that file once an earlier
     /// batch of the same pull has replaced it (and recorded the new content) — the chunk's

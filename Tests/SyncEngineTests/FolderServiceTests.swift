@@ -67,7 +67,7 @@ import Testing
         let asked = Set(pair.bob.blockPathsAsked.withLock { $0 })
         let sent = pair.alice.indexBlocksSent.withLock { $0 }
         if feature {
-            #expect(asked == ["big.bin"], "\(asked.sorted())")
+            #expect(asked == ["big.bin"], "\(asked.sorted()); \(pair.alice.indexBlocksSent.withLock { $0 }.count) blocks sent, index pages \(pair.alice.indexPathsSent.withLock { $0 })")
             let contents = try small.map { try [UInt8](Data(contentsOf: URL(fileURLWithPath: docs + "/" + $0))) }
             #expect(sent.map(\.count).sorted() == contents.map(\.count).sorted())
             #expect(Set(sent) == Set(contents))

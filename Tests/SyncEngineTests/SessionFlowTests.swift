@@ -9,6 +9,18 @@ import Testing
 /// The stall check tells a peer that stopped reading from one that reads a long answer
 /// slowly: writes completed within a send count as progress.
 @Suite struct SessionFlowTests {
+    /// What the reader stops at (`maxUnhandledBytes`) counts the bulky frames by their
+    /// content: small files' content with the index (a frame of 1 MiB counted 64 bytes
+    /// before, and 64 such frames, 64 MiB, could wait for the node), tiny blocks with their
+    /// arrays' overhead.
+    @Test func framesOfContentCountWhatTheyHold() {
+        let page = Array(repeating: Array(repeating: UInt8(1), count: 4_096), count: 256)
+        #expect(SessionFlow.size(of: .indexBlocks(folder: "f", blocks: page)) >= 256 * 4_096)
+        let tiny = Array(repeating: [UInt8(1)], count: 10_000)
+        #expect(SessionFlow.size(of: .indexBlocks(folder: "f", blocks: tiny)) >= 10_000 * 64)
+        #expect(SessionFlow.size(of: .blockResponse(request: 1, ok: true, data: Array(repeating: 0, count: 4_096))) >= 4_096)
+    }
+
     @Test func writesWithinALongSendKeepTheStallCheckQuiet() throws {
         let flow = SessionFlow()
         flow.queue(SessionFlow.highWater + 1)  // one large answer waits to be sent

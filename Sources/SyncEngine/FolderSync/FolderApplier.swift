@@ -40,8 +40,12 @@ final class FolderApplier: @unchecked Sendable {
     let remotes: [String: [String: FileState]]
     let manifests: [String: [String: [UInt8]]]
     /// Small files' content that came with the peers' index pages (verified), by hash: written
-    /// as it is, neither looked up in local files nor asked for.
-    let blocks: [ChunkHash: IndexBlock]
+    /// as it is, neither looked up in local files nor asked for. Each goes once it is written
+    /// (a file of the same content later in the pull is asked for), with its share of the
+    /// node's budget (`releasedBlockCost`): waiting pages then keep theirs (B: bob's peak RSS).
+    private var blocks: [ChunkHash: IndexBlock]
+    /// What the written blocks gave back of `FolderHost.indexBlockBudget`.
+    private(set) var releasedBlockCost = 0
     /// Peers connected at the start of the apply, refreshed by `launch` (at most every
     /// `refreshInterval`).
     private var connected: Set<String> = []
@@ -169,7 +173,8 @@ final class FolderApplier: @unchecked Sendable {
     static let refreshInterval = Duration.milliseconds(250)
 
     init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [String: FileState],
-         remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]], blocks: [ChunkHash: IndexBlock] = [:]) {
+         remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]],
+         blocks: consuming [ChunkHash: IndexBlock] = [:]) {
         self.folder = folder
         self.host = host
         self.index = index
@@ -418,6 +423,10 @@ final class FolderApplier: @unchecked Sendable {
                 let error = write(block.bytes, at: chunk.offset, fd)
                 guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.fetched(path: path, from: block.device, bytes: block.bytes.count)
+                blocks[chunk.hash] = nil
+                let cost = SharedFolder.heldCost(block.bytes.count)
+                host.indexBlockBudget.release(cost)
+                releasedBlockCost += cost
                 continue
             }
             switch localPlan(chunk, sources: sources) {

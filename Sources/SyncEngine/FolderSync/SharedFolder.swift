@@ -383,7 +383,7 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     private func pullWaiting() {
-        let (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
+        var (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
             var batch = Set<String>()
             var blocks: [ChunkHash: IndexBlock] = [:]
             var (taken, bytes, blockBytes) = (0, 0, 0)
@@ -400,7 +400,8 @@ final class SharedFolder: @unchecked Sendable {
             pending.pulls += batch.isEmpty ? 0 : 1
             return (batch, blocks, blockBytes, pending.queued)
         }
-        if !batch.isEmpty { pull(paths: batch, blocks: blocks) }
+        // The blocks are the pull's alone: each goes once it is written.
+        if !batch.isEmpty { blockBytes -= pull(paths: batch, blocks: consume blocks) }
         if blockBytes > 0 { host?.indexBlockBudget.release(blockBytes) }
         if more { io.async { [self] in pullWaiting() } }
         // A pull that planned nothing, or pages dropped: what an earlier pull owes goes now.
@@ -445,15 +446,24 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Plans and applies what peers changed, for `paths` (or every path), with the small
     /// files' content that came with their index pages.
-    func pull(paths: Set<String>?, blocks: [ChunkHash: IndexBlock] = [:]) {
-        guard stopped == nil, let index, let host, checkRoot() else { return }
+    /// Returns what the blocks it was given gave back of the node's `indexBlockBudget` once
+    /// written (the caller gives back the rest).
+    @discardableResult
+    func pull(paths: Set<String>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
+        guard stopped == nil, let index, let host, checkRoot() else { return 0 }
+        // A whole pass plans the entries of pages still waiting too (a folder's first pull
+        // runs while the peer's first pages arrive): it takes their blocks first (a page
+        // stores its entries before it waits), and gives back itself what they held.
+        let borrowed = paths == nil ? takeWaitingBlocks(into: &blocks) : 0
+        var released = 0
+        defer { if borrowed > released { host.indexBlockBudget.release(borrowed - released) } }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
-        guard !plan.actions.isEmpty else { return }
+        guard !plan.actions.isEmpty else { return 0 }
         // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
         let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy(retry.waitsForSpace) }
-        guard !wanted.isEmpty else { return }
+        guard !wanted.isEmpty else { return 0 }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         setStatus(.syncing)
         let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
@@ -463,6 +473,23 @@ final class SharedFolder: @unchecked Sendable {
         recordOutcome(applier.failures, actions: actions)
         setStatus(.idle)
         announcePulled()
+        released = applier.releasedBlockCost
+        return paths == nil ? 0 : released
+    }
+
+    /// Moves the blocks of the pages waiting for a pull into `blocks`; returns what they
+    /// held of the node's budget (now the caller's to give back).
+    private func takeWaitingBlocks(into blocks: inout [ChunkHash: IndexBlock]) -> Int {
+        peerChanges.withLock { pending in
+            var cost = 0
+            for n in pending.pages.indices where pending.pages[n].blockBytes > 0 {
+                blocks.merge(pending.pages[n].blocks) { first, _ in first }
+                cost += pending.pages[n].blockBytes
+                pending.pages[n].blocks = [:]
+                pending.pages[n].blockBytes = 0
+            }
+            return cost
+        }
     }
 
     /// What to do, with the local states and the peers' manifests of the paths concerned.

@@ -168,6 +168,10 @@ final class SessionFlow: @unchecked Sendable {
         case let .message(_, body): return 32 + body.count
         case let .offer(offer): return 4096 + offer.entries.reduce(0) { $0 + 128 + $1.manifest.count }
         case let .streamData(_, bytes): return 32 + bytes.count
+        case let .indexBlocks(_, blocks):
+            // Each block with its array's overhead (as `SharedFolder.heldCost`): frames of tiny
+            // blocks count for what they take too.
+            return 32 + blocks.reduce(0) { $0 + SharedFolder.heldCost($1.count) }
         default: return 64
         }
     }
