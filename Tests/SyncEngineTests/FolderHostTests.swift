@@ -279,6 +279,23 @@ import Testing
         #expect(fixture.host.requests.withLock { $0 } == 0)
     }
 
+    /// Two files of one content in one page: both are written from its one block.
+    @Test func filesOfOneContentShareItsBlock() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let folder = try fixture.startSettled()
+        defer { folder.stop() }
+        let content = Data((0..<4_096).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        try fixture.remoteHas("one.txt", size: 4_096, seed: 0, content: content)
+        try fixture.remoteHas("two.txt", size: 4_096, seed: 0, content: content)
+        folder.pullSoon(["one.txt", "two.txt"], bytes: 500, blocks: [
+            ChunkHash.of([UInt8](content)): IndexBlock(device: fixture.host.remoteDevice, bytes: [UInt8](content)),
+        ])
+        try TransferPair.eventually("both are placed") { fixture.holds("one.txt", content) && fixture.holds("two.txt", content) }
+        #expect(fixture.host.requests.withLock { $0 } == 0)
+        try TransferPair.eventually("the pull gave back what it held") { fixture.host.indexBlockBudget.current == 0 }
+    }
+
     /// A pull of many files, in several batches: a file of a later batch whose content a local
     /// file had when the pull was planned must not be copied from that file once an earlier
     /// batch of the same pull has replaced it (and recorded the new content) — the chunk's

@@ -40,10 +40,13 @@ final class FolderApplier: @unchecked Sendable {
     let remotes: [String: [String: FileState]]
     let manifests: [String: [String: [UInt8]]]
     /// Small files' content that came with the peers' index pages (verified), by hash: written
-    /// as it is, neither looked up in local files nor asked for. Each goes once it is written
-    /// (a file of the same content later in the pull is asked for), with its share of the
-    /// node's budget (`releasedBlockCost`): waiting pages then keep theirs (B: bob's peak RSS).
+    /// as it is, neither looked up in local files nor asked for. A written block goes at the
+    /// next lookup window (`lookUpLocalChunks`: files of the same content in that window use
+    /// it too; a later one's hash is looked up in local files again), with its share of the
+    /// node's budget (`releasedBlockCost`): waiting pages then keep theirs.
     private var blocks: [ChunkHash: IndexBlock]
+    /// Blocks written since the last lookup window.
+    private var usedBlocks: [ChunkHash] = []
     /// What the written blocks gave back of `FolderHost.indexBlockBudget`.
     private(set) var releasedBlockCost = 0
     /// Peers connected at the start of the apply, refreshed by `launch` (at most every
@@ -215,6 +218,7 @@ final class FolderApplier: @unchecked Sendable {
             }
         }
         seal(root: root)
+        dropUsedBlocks()
         settle(root: root)
         if madeDirectories {
             // The folders this apply made, also when no batch after them ran a barrier.
@@ -233,6 +237,7 @@ final class FolderApplier: @unchecked Sendable {
     /// `lookUpActions` actions (so files placed by earlier batches count too, though not those
     /// of the batch still flushing, nor of the one whose records are still being written).
     private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
+        dropUsedBlocks()
         var hashes: [[UInt8]] = []
         for action in actions {
             let wanted: (FileState, String)? = switch action {
@@ -419,14 +424,10 @@ final class FolderApplier: @unchecked Sendable {
                 folder.activity.reused(bytes: Int(chunk.size))
                 continue
             }
-            if let block = blocks[chunk.hash], block.bytes.count == Int(chunk.size) {
+            if let block = indexBlock(chunk) {
                 let error = write(block.bytes, at: chunk.offset, fd)
                 guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.fetched(path: path, from: block.device, bytes: block.bytes.count)
-                blocks[chunk.hash] = nil
-                let cost = SharedFolder.heldCost(block.bytes.count)
-                host.indexBlockBudget.release(cost)
-                releasedBlockCost += cost
                 continue
             }
             switch localPlan(chunk, sources: sources) {
@@ -443,6 +444,29 @@ final class FolderApplier: @unchecked Sendable {
         let copied = copy(runs, into: fd)
         guard copied.error == 0 else { return ([], .writing(copied.error, "cannot write its temporary file")) }
         return (missing + copied.missing, nil)
+    }
+
+    /// The block that came with an index page for `chunk`: this pull's, or one of a page
+    /// still waiting, whose entries this pull may have planned (a whole pass; a page stores
+    /// its entries just before it waits), taken from it.
+    private func indexBlock(_ chunk: ChunkRef) -> IndexBlock? {
+        if let block = blocks[chunk.hash], block.bytes.count == Int(chunk.size) {
+            usedBlocks.append(chunk.hash)
+            return block
+        }
+        guard chunk.size <= UInt32(SharedFolder.indexBlockLimit) else { return nil }
+        return folder.takeWaitingBlock(chunk.hash, size: Int(chunk.size))
+    }
+
+    /// Lets the blocks written so far go, and their share of the node's budget.
+    private func dropUsedBlocks() {
+        for hash in usedBlocks {
+            guard let block = blocks.removeValue(forKey: hash) else { continue }
+            let cost = SharedFolder.heldCost(block.bytes.count)
+            host.indexBlockBudget.release(cost)
+            releasedBlockCost += cost
+        }
+        usedBlocks = []
     }
 
     /// Starts fetching the queued chunks from peers, many at a time across all files (many

@@ -617,15 +617,17 @@ final class FolderService: Reporting, @unchecked Sendable {
             bytes += entry.encodedSize
         }
         guard withinIndexQuota(records, folder: folder, from: session) else { return }
+        // Matched (hashed) before the entries are stored: a pull planning them from then on
+        // finds the blocks with the page soon after (`FolderApplier.indexBlock`).
+        let content = blocks.map { SharedFolder.matchIndexBlocks($0.blocks, wanted: small, device: session.deviceKey) } ?? [:]
         do {
             try index.upsertRemoteFiles(folderID: folderID, deviceID: session.deviceKey, records, receivedSequence: highest)
         } catch {
             emitError(session.peer, "folder \(folder.label): cannot store the peer's index: \(error)")
             return
         }
-        link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
-        let content = blocks.map { SharedFolder.matchIndexBlocks($0.blocks, wanted: small, device: session.deviceKey) } ?? [:]
         folder.pullSoon(paths, bytes: bytes, blocks: content)
+        link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
@@ -642,13 +644,14 @@ final class FolderService: Reporting, @unchecked Sendable {
     private func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
         let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
-        // A peer that left the folder gets no more of its entries (nor their content).
-        guard let member = (try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil else {
-            folderTable.pageLimit[pass] = nil
-            folderTable.sending.remove(pass)
+        // A peer that left the folder gets no more of its entries (nor their content). (An
+        // index that cannot say sends from the start, as before.)
+        let member = Result { () throws(IndexError) in try index.folderPeer(folderID: folderID, deviceID: session.deviceKey) }
+        if case .success(nil) = member {
+            endIndexPass(pass)
             return
         }
-        let since = max(folderTable.sent[key] ?? 0, member.ackedSequence)
+        let since = max(folderTable.sent[key] ?? 0, ((try? member.get()) ?? nil)?.ackedSequence ?? 0)
         let full = full || since == 0
         // How many records to read: what the last page held, doubled while pages are not cut
         // by bytes (a pass starts small, so a folder of large files' manifests is not read
@@ -667,27 +670,34 @@ final class FolderService: Reporting, @unchecked Sendable {
         guard !page.isEmpty, session.indexBlocks, SharedFolder.mayCarryBlocks(pageRecords, localDevice: localDevice),
               let carrier = folderTable.folders[folderID] else {
             if !page.isEmpty { link?.send([update], on: session.id) }
-            guard records.count == limit || cut else {
-                folderTable.pageLimit[pass] = nil
-                folderTable.sending.remove(pass)
-                return
-            }
+            guard records.count == limit || cut else { return endIndexPass(pass) }
             sendIndexPageLater(folderID, to: session, full: full)
             return
         }
         // Read on the folder's serve queue (the disk is no work for the node's queue); the
-        // page waits for it. The pass goes on after it even if this was its last page: a page
-        // read then sends what changed meanwhile, or ends the pass. (Ended now, it would let
+        // page waits for it, and goes with its blocks from the node's queue once the folder
+        // is still shared with the peer (it may have been unshared, or the peer left it,
+        // meanwhile). The pass goes on after it even if this was its last page: a page read
+        // then sends what changed meanwhile, or ends the pass. (Ended now, it would let
         // another pass send newer entries before this page: a path's older entry after its
         // newer one.)
-        let device = session.deviceKey
         let localDevice = localDevice
         carrier.serveQueue.async { [self] in
             let blocks = carrier.indexBlocks(for: Array(pageRecords), localDevice: localDevice)
-            if !blocks.isEmpty { carrier.activity.served(to: device, bytes: blocks.reduce(0) { $0 + $1.count }) }
-            session.frames.sendFromAnyThread(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update])
-            sendIndexPageLater(folderID, to: session, full: full)
+            queue.async { [self] in
+                let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
+                guard folderTable.folders[folderID] === carrier, member else { return endIndexPass(pass) }
+                if !blocks.isEmpty { carrier.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
+                link?.send(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update], on: session.id)
+                sendIndexPageLater(folderID, to: session, full: full)
+            }
         }
+    }
+
+    /// Ends the index pass `pass` ("folder|session ID"; on `queue`).
+    private func endIndexPass(_ pass: String) {
+        folderTable.pageLimit[pass] = nil
+        folderTable.sending.remove(pass)
     }
 
     /// The pass's next page, once what the session has queued is written (any thread).

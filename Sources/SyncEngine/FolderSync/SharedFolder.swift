@@ -451,12 +451,6 @@ final class SharedFolder: @unchecked Sendable {
     @discardableResult
     func pull(paths: Set<String>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
         guard stopped == nil, let index, let host, checkRoot() else { return 0 }
-        // A whole pass plans the entries of pages still waiting too (a folder's first pull
-        // runs while the peer's first pages arrive): it takes their blocks first (a page
-        // stores its entries before it waits), and gives back itself what they held.
-        let borrowed = paths == nil ? takeWaitingBlocks(into: &blocks) : 0
-        var released = 0
-        defer { if borrowed > released { host.indexBlockBudget.release(borrowed - released) } }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
@@ -473,23 +467,25 @@ final class SharedFolder: @unchecked Sendable {
         recordOutcome(applier.failures, actions: actions)
         setStatus(.idle)
         announcePulled()
-        released = applier.releasedBlockCost
-        return paths == nil ? 0 : released
+        return applier.releasedBlockCost
     }
 
-    /// Moves the blocks of the pages waiting for a pull into `blocks`; returns what they
-    /// held of the node's budget (now the caller's to give back).
-    private func takeWaitingBlocks(into blocks: inout [ChunkHash: IndexBlock]) -> Int {
-        peerChanges.withLock { pending in
-            var cost = 0
+    /// The block of `hash` (of `size` bytes) from a page still waiting for its pull, taken
+    /// from it with its share of the node's budget: a pull that planned that page's entries
+    /// (a whole pass, such as a folder's first pull while the peer's first pages arrive)
+    /// writes the file from it instead of asking for it. On `io`.
+    func takeWaitingBlock(_ hash: ChunkHash, size: Int) -> IndexBlock? {
+        let taken: IndexBlock? = peerChanges.withLock { pending in
             for n in pending.pages.indices where pending.pages[n].blockBytes > 0 {
-                blocks.merge(pending.pages[n].blocks) { first, _ in first }
-                cost += pending.pages[n].blockBytes
-                pending.pages[n].blocks = [:]
-                pending.pages[n].blockBytes = 0
+                guard let block = pending.pages[n].blocks[hash], block.bytes.count == size else { continue }
+                pending.pages[n].blocks[hash] = nil
+                pending.pages[n].blockBytes -= Self.heldCost(size)
+                return block
             }
-            return cost
+            return nil
         }
+        if taken != nil { host?.indexBlockBudget.release(Self.heldCost(size)) }
+        return taken
     }
 
     /// What to do, with the local states and the peers' manifests of the paths concerned.
