@@ -18,17 +18,16 @@ extension SharedFolder {
     /// Files of at most this size travel with the index to a peer that takes them, when they
     /// are one chunk (every file this small is).
     static let indexBlockLimit = WireLimits.maxIndexBlock
-    /// The most content one index page carries (in `indexBlocks` frames of at most
-    /// `indexBlockFrameBytes`: a frame is read whole into memory before it is decoded, and
-    /// 4 MiB frames cost both peers ~10 MiB more at their peak in B than 1 MiB ones).
+    /// The most content one index page carries, in `indexBlocks` frames of at most
+    /// `indexBlockFrameBytes` (a frame is read whole into memory before it is decoded; in B,
+    /// 4 MiB frames gave the same peaks as 1 MiB ones, 77–96 against 80–84 MiB on bob).
     static let indexBlockPageBytes = 4 << 20
     static let indexBlockFrameBytes = 1 << 20
     /// The most content that index pages waiting for a pull, and the pulls using it, hold on
     /// one node (`IndexBlockBudget`, every folder): a page that arrives beyond it keeps its
-    /// entries but not its blocks, which are then asked for as before. B with 32 MiB: bob's
-    /// peak RSS 80-87 MiB, against 57-63 MiB without content and 80-84 MiB with 16 MiB,
-    /// where more files were asked for (b-ab, tmpfs, 4 pairs: 0.88 s with 32 MiB, 1.02 s with
-    /// 16 MiB, 1.19 s without).
+    /// entries but not its blocks, which are then asked for as before. B (b-ab, tmpfs,
+    /// 4 pairs each): 0.88 s with 32 MiB, 0.96 s with 20, 1.02 s with 16, 1.19 s without
+    /// content; bob's peak RSS ~80 MiB with any of them, 57–63 MiB without content.
     static let indexBlockHeldBytes = 32 << 20
 
     /// What a block costs to hold: its bytes and an array's overhead, so that many tiny
