@@ -400,7 +400,8 @@ final class SharedFolder: @unchecked Sendable {
             pending.pulls += batch.isEmpty ? 0 : 1
             return (batch, blocks, blockBytes, pending.queued)
         }
-        // The blocks are the pull's alone: each goes once it is written.
+        // The blocks are the pull's alone (each goes soon after it is written: the applier's
+        // `dropUsedBlocks`); what they held and the pull did not give back goes here.
         if !batch.isEmpty { blockBytes -= pull(paths: batch, blocks: consume blocks) }
         if blockBytes > 0 { host?.indexBlockBudget.release(blockBytes) }
         if more { io.async { [self] in pullWaiting() } }
