@@ -63,7 +63,7 @@ struct HeldBlocks {
 
     /// Adds a frame's blocks unless they would exceed `limit`.
     mutating func append(_ more: [[UInt8]]) {
-        let added = more.reduce(0) { $0 + SharedFolder.heldCost($1.count) }
+        let added = SharedFolder.heldCost(of: more)
         guard cost + added <= Self.limit else { return }
         blocks += more
         cost += added
@@ -482,8 +482,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 return true
             }
             let label = FolderLabel.safeName(offered, fallback: folderID)
-            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
-            if (try? index.folder(id: folderID)) ?? nil != nil, members.contains(session.deviceKey) {
+            if (try? index.folder(id: folderID)) ?? nil != nil, isMember(session.deviceKey, of: folderID) {
                 link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
                 sendIndex(folderID, to: session)
                 return true
@@ -521,8 +520,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                     emitError(session.peer, "folder \(folderID): cannot remove the withdrawn share offer: \(error.description)")
                 }
             }
-            let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
-            guard members.contains(session.deviceKey) else { return true }
+            guard isMember(session.deviceKey, of: folderID) else { return true }
             if accepted {
                 // Whatever we sent before the peer accepted was ignored: start again from
                 // its last acknowledgement.
@@ -539,8 +537,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         case let .indexBlocks(folderID, blocks):
             // Held for the session's next index page of that folder (`indexReceived` takes
             // it), only from a member of a folder we have.
-            let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
-            guard folderTable.folders[folderID] != nil, member else { return true }
+            guard folderTable.folders[folderID] != nil, isMember(session.deviceKey, of: folderID) else { return true }
             if folderTable.indexBlocks[session.id]?.folder != folderID { folderTable.indexBlocks[session.id] = HeldBlocks(folder: folderID) }
             folderTable.indexBlocks[session.id]?.append(blocks)
         case let .indexAck(folderID, sequence):
@@ -550,8 +547,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             }
         case let .blockRequest(request, folderID, _, _, _, _), let .blockDeltaRequest(request, folderID, _, _, _, _, _):
             // One row looked up, not the folder's member list (B: 10,000 requests).
-            let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
-            guard let folder = folderTable.folders[folderID], member else {
+            guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else {
                 link?.send([.blockResponse(request: request, ok: false, data: [])], on: session.id)
                 blockRefused(to: session, folder: nil)
                 return true
@@ -577,8 +573,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         // The content that came just before this page is for this page only.
         let held = folderTable.indexBlocks.removeValue(forKey: session.id)
         let blocks = held?.folder == folderID ? held : nil
-        let members = ((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID)
-        guard let folder = folderTable.folders[folderID], members.contains(session.deviceKey) else { return }
+        guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else { return }
         var records: [RemoteFileRecord] = []
         var paths = Set<String>()
         var highest: Int64 = 0
@@ -646,12 +641,12 @@ final class FolderService: Reporting, @unchecked Sendable {
         let key = "\(folderID)|\(session.deviceKey)"
         // A peer that left the folder gets no more of its entries (nor their content). (An
         // index that cannot say sends from the start, as before.)
-        let member = Result { () throws(IndexError) in try index.folderPeer(folderID: folderID, deviceID: session.deviceKey) }
-        if case .success(nil) = member {
-            endIndexPass(pass)
-            return
-        }
-        let since = max(folderTable.sent[key] ?? 0, ((try? member.get()) ?? nil)?.ackedSequence ?? 0)
+        var acked: Int64 = 0
+        do {
+            guard let member = try index.folderPeer(folderID: folderID, deviceID: session.deviceKey) else { return endIndexPass(pass) }
+            acked = member.ackedSequence
+        } catch {}
+        let since = max(folderTable.sent[key] ?? 0, acked)
         let full = full || since == 0
         // How many records to read: what the last page held, doubled while pages are not cut
         // by bytes (a pass starts small, so a folder of large files' manifests is not read
@@ -685,13 +680,20 @@ final class FolderService: Reporting, @unchecked Sendable {
         carrier.serveQueue.async { [self] in
             let blocks = carrier.indexBlocks(for: Array(pageRecords), localDevice: localDevice)
             queue.async { [self] in
-                let member = ((try? index.folderPeer(folderID: folderID, deviceID: session.deviceKey)) ?? nil) != nil
-                guard folderTable.folders[folderID] === carrier, member else { return endIndexPass(pass) }
+                guard folderTable.folders[folderID] === carrier, isMember(session.deviceKey, of: folderID) else {
+                    return endIndexPass(pass)
+                }
                 if !blocks.isEmpty { carrier.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
                 link?.send(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update], on: session.id)
                 sendIndexPageLater(folderID, to: session, full: full)
             }
         }
+    }
+
+    /// Whether `device` is a member of the folder (one row of the index: a folder's member
+    /// list is not read for every frame; an index that cannot say answers no).
+    func isMember(_ device: String, of folderID: String) -> Bool {
+        ((try? index.folderPeer(folderID: folderID, deviceID: device)) ?? nil) != nil
     }
 
     /// Ends the index pass `pass` ("folder|session ID"; on `queue`).

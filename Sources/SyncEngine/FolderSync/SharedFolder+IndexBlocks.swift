@@ -34,13 +34,23 @@ extension SharedFolder {
     /// blocks count for what they take.
     static func heldCost(_ count: Int) -> Int { count + 64 }
 
+    /// What `blocks` cost to hold (`heldCost` of each).
+    static func heldCost(of blocks: [[UInt8]]) -> Int { blocks.reduce(0) { $0 + heldCost($1.count) } }
+
     // MARK: Sending (the folder's serve queue)
+
+    /// Whether `record`'s content may go with the index page that lists it, as far as the
+    /// index tells (`indexBlocks(for:localDevice:)` then checks the disk): a live small file
+    /// of one chunk that changed here.
+    static func mayCarry(_ record: FileRecord, localDevice: String) -> Bool {
+        record.kind == .file && !record.deleted && record.modifiedBy == localDevice && record.chunks.count == 1
+            && record.size > 0 && record.size <= Int64(indexBlockLimit)
+    }
 
     /// Whether any of `records` (an index page about to be sent) may have its content sent
     /// with it (`indexBlocks(for:localDevice:)` reads the disk only then).
     static func mayCarryBlocks(_ records: some Sequence<FileRecord>, localDevice: String) -> Bool {
-        records.contains { $0.kind == .file && !$0.deleted && $0.modifiedBy == localDevice && $0.chunks.count == 1
-            && $0.size > 0 && $0.size <= Int64(indexBlockLimit) }
+        records.contains { mayCarry($0, localDevice: localDevice) }
     }
 
     /// The content of the small files among `records` (an index page about to be sent), for
@@ -61,9 +71,8 @@ extension SharedFolder {
         var total = 0
         var rootHandle: DirectoryHandle?
         let ignores = servedIgnores.withLock { $0 }
-        for record in records where record.kind == .file && !record.deleted && record.modifiedBy == localDevice {
-            guard record.chunks.count == 1, let chunk = record.chunks.first, chunk.offset == 0, chunk.size == record.size,
-                  chunk.size > 0, chunk.size <= Self.indexBlockLimit, let inode = record.inode,
+        for record in records where Self.mayCarry(record, localDevice: localDevice) {
+            guard let chunk = record.chunks.first, chunk.offset == 0, chunk.size == record.size, let inode = record.inode,
                   total + Int(chunk.size) <= Self.indexBlockPageBytes,
                   let hash = ChunkHash(bytes: chunk.hash), !hashes.contains(hash), let safe = try? SafePath(record.path),
                   let ignores, !ignores.isIgnored(safe.string, isDirectory: false) else { continue }

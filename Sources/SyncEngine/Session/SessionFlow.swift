@@ -171,7 +171,7 @@ final class SessionFlow: @unchecked Sendable {
         case let .indexBlocks(_, blocks):
             // Each block with its array's overhead (as `SharedFolder.heldCost`): frames of tiny
             // blocks count for what they take too.
-            return 32 + blocks.reduce(0) { $0 + SharedFolder.heldCost($1.count) }
+            return 32 + SharedFolder.heldCost(of: blocks)
         default: return 64
         }
     }
