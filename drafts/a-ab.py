@@ -12,6 +12,7 @@ p.add_argument("--syncpeer", required=True, action="append")
 p.add_argument("--size", type=int, default=B.GiB)
 p.add_argument("--perf", default="")
 p.add_argument("--runs", type=int, default=1)
+p.add_argument("--verify", action="store_true", help="compare each received file with the source")
 a = p.parse_args()
 args = types.SimpleNamespace(syncpeer=a.syncpeer[0], tmp=os.environ.get("TMPROOT", "/tmp"), window=0, folder_timeout=120, size=a.size)
 bench = B.Bench(args)
@@ -47,6 +48,9 @@ try:
         rows.setdefault(binary, []).append((elapsed, cpu[0], cpu[1]))
         alice.stop(); bob.stop()
         received = os.path.join(inbox, os.path.basename(source))
+        if a.verify:
+            import filecmp
+            print("  received file identical:", filecmp.cmp(source, received, shallow=False), flush=True)
         os.unlink(received)
     for binary, r in rows.items():
         print(binary, "median", *[round(statistics.median(x[i] for x in r), 2) for i in range(3)])

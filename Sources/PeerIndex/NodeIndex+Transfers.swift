@@ -33,6 +33,37 @@ extension NodeIndex {
         }
     }
 
+    /// Adds chunk rows of a transfer whose manifest streams, as its chunks become known, and
+    /// sets its chunk count (and root hash, once every chunk is known). A row the transfer
+    /// has already is replaced, and keeps its verified mark only if it names the same chunk
+    /// (offset, size, hash): a resumed offer that differs is never trusted for old rows.
+    public func addTransferChunks(transferID: String, chunks: [TransferChunk], chunkCount: Int,
+                                  rootHash: [UInt8]?) throws(IndexError) {
+        let path = self.path
+        try write { db in
+            let upsert = try db.cachedStatement(
+                """
+                INSERT INTO transfer_chunks (transfer_id, chunk_index, offset, size, hash, verified) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (transfer_id, chunk_index) DO UPDATE SET
+                    verified = verified AND offset = excluded.offset AND size = excluded.size AND hash = excluded.hash,
+                    offset = excluded.offset, size = excluded.size, hash = excluded.hash
+                """)
+            for chunk in chunks {
+                try upsert.bind([.text(transferID), .integer(Int64(chunk.index)), .integer(chunk.offset),
+                                 .integer(chunk.size), .blob(chunk.hash), SQLValue(chunk.verified)])
+                try upsert.execute()
+            }
+            if let rootHash {
+                try db.execute("UPDATE transfers SET chunk_count = ?, root_hash = ? WHERE transfer_id = ?",
+                               [.integer(Int64(chunkCount)), .blob(rootHash), .text(transferID)])
+            } else {
+                try db.execute("UPDATE transfers SET chunk_count = ? WHERE transfer_id = ?",
+                               [.integer(Int64(chunkCount)), .text(transferID)])
+            }
+            guard db.changes == 1 else { throw Self.noTransfer(transferID, path: path, operation: "add transfer chunks") }
+        }
+    }
+
     /// The transfer with `id`, or nil.
     public func transfer(id: String) throws(IndexError) -> TransferRecord? {
         try read { db in

@@ -23,6 +23,10 @@ public struct TransferRecord: Sendable, Equatable {
         public var isUnfinished: Bool { self == .offered || self == .active || self == .paused }
     }
 
+    /// The root hash of a transfer whose manifest streams, until every chunk is known:
+    /// 32 zero bytes (no content is looked up by it).
+    public static let unknownRootHash = [UInt8](repeating: 0, count: 32)
+
     /// Transfer ID chosen by the sender.
     public var id: String
     public var direction: Direction
@@ -35,7 +39,8 @@ public struct TransferRecord: Sendable, Equatable {
     public var mode: UInt32
     /// Modification time, unix nanoseconds.
     public var mtimeNs: Int64
-    /// Root hash of the manifest (32 bytes).
+    /// Root hash of the manifest (32 bytes); `unknownRootHash` while a streamed manifest is
+    /// incomplete.
     public var rootHash: [UInt8]
     public var chunkCount: Int
     public var state: State

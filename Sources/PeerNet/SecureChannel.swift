@@ -300,6 +300,18 @@ public final class SecureChannel: Sendable {
                                 fill: fill)
     }
 
+    /// Sends one ``Frame/hashedChunk(id:index:hash:data:)`` of `count` bytes that `fill`
+    /// writes as in ``sendChunk(id:index:count:fill:)``.
+    @discardableResult
+    public func sendHashedChunk<E: Error>(id: TransferID, index: UInt32, hash: [UInt8], count: Int,
+                                          fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
+        guard count >= 0 && count <= WireLimits.maxChunk, hash.count == 32 else {
+            throw .protocolViolation("cannot send a chunk of \(count) bytes (at most \(WireLimits.maxChunk)) with a \(hash.count)-byte hash")
+        }
+        return try sendStreamed(header: FrameEncoder.hashedChunkPrefix(id: id, index: index, hash: hash, count: count), count: count,
+                                more: false, fill: fill)
+    }
+
     /// Sends a successful block answer (``Frame/blockResponse(request:ok:data:)`` with `ok`)
     /// of `count` bytes that `fill` writes as in ``sendChunk(id:index:count:fill:)``: straight
     /// from the file into the buffer that is encrypted, with the same handling of a `fill`

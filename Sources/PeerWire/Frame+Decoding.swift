@@ -82,6 +82,11 @@ extension Frame {
             let id = try reader.transferID()
             let index = try reader.u32("chunk index")
             frame = .chunk(id: id, index: index, data: try reader.prefixedBytes(.u32, limit: WireLimits.maxChunk, "chunk"))
+        case .hashedChunk:
+            let id = try reader.transferID()
+            let index = try reader.u32("chunk index")
+            let hash = try reader.bytes(32, "chunk hash")
+            frame = .hashedChunk(id: id, index: index, hash: hash, data: try reader.prefixedBytes(.u32, limit: WireLimits.maxChunk, "chunk"))
         case .chunkAck:
             let id = try reader.transferID()
             let index = try reader.u32("chunk index")

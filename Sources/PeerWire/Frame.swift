@@ -90,6 +90,11 @@ public enum Frame: Equatable, Sendable {
     case chunk(id: TransferID, index: UInt32, data: [UInt8])
     /// The receiver verified and wrote chunk `index` (`ok`), or its hash was wrong (send it again).
     case chunkAck(id: TransferID, index: UInt32, ok: Bool)
+    /// Chunk `index` of an entry whose manifest streams (offered without one): its BLAKE3
+    /// `hash` (32 bytes) comes with its data, and the chunk after the last one the receiver
+    /// knows extends that entry's manifest. Sent only to a peer whose hello lists the
+    /// feature `streamed-manifest`.
+    case hashedChunk(id: TransferID, index: UInt32, hash: [UInt8], data: [UInt8])
     /// Invites the peer to share a folder.
     case shareOffer(folder: String, label: String)
     /// The answer to a share offer (or, with `accepted: false` later, an unshare).
@@ -137,6 +142,7 @@ public enum Frame: Equatable, Sendable {
         case .done: .done
         case .chunk: .chunk
         case .chunkAck: .chunkAck
+        case .hashedChunk: .hashedChunk
         case .shareOffer: .shareOffer
         case .shareAnswer: .shareAnswer
         case .indexUpdate: .indexUpdate
@@ -184,6 +190,11 @@ public enum Frame: Equatable, Sendable {
         case let .decline(_, reason), let .cancel(_, reason), let .done(_, _, reason):
             try TextRule.transferReason.check(reason, "transfer reason")
         case let .chunk(_, _, data), let .blockResponse(_, _, data):
+            guard data.count <= WireLimits.maxChunk else {
+                throw .fieldTooLong(field: "chunk", length: data.count, limit: WireLimits.maxChunk)
+            }
+        case let .hashedChunk(_, _, hash, data):
+            guard hash.count == 32 else { throw .invalidValue(field: "chunk hash length", value: UInt64(hash.count)) }
             guard data.count <= WireLimits.maxChunk else {
                 throw .fieldTooLong(field: "chunk", length: data.count, limit: WireLimits.maxChunk)
             }
@@ -255,6 +266,7 @@ extension Frame: CustomStringConvertible {
         case let .done(id, ok, _): "done(\(id), ok: \(ok))"
         case let .chunk(id, index, data): "chunk(\(id), #\(index), \(data.count) bytes)"
         case let .chunkAck(id, index, ok): "chunkAck(\(id), #\(index), ok: \(ok))"
+        case let .hashedChunk(id, index, _, data): "hashedChunk(\(id), #\(index), \(data.count) bytes)"
         case let .shareOffer(folder, _): "shareOffer(\(folder))"
         case let .shareAnswer(folder, accepted, _): "shareAnswer(\(folder), accepted: \(accepted))"
         case let .indexUpdate(folder, full, entries): "indexUpdate(\(folder), full: \(full), \(entries.count) entries)"

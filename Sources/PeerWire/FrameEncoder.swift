@@ -48,6 +48,20 @@ public enum FrameEncoder {
         return writer.bytes
     }
 
+    /// The bytes of the frame `.hashedChunk(id, index, hash, data)` before `data`, as
+    /// ``chunkPrefix(id:index:count:)`` is for `.chunk`. `hash` must be 32 bytes.
+    public static func hashedChunkPrefix(id: TransferID, index: UInt32, hash: [UInt8], count: Int) -> [UInt8] {
+        precondition(count >= 0 && count <= WireLimits.maxChunk && hash.count == 32, "FrameEncoder: hashed chunk of \(count) bytes")
+        var writer = ByteWriter()
+        writer.u8(FrameType.hashedChunk.rawValue)
+        writer.u32(UInt32(id.bytes.count + 8 + hash.count + count))
+        writer.raw(id.bytes)
+        writer.u32(index)
+        writer.raw(hash)
+        writer.length(count, .u32)
+        return writer.bytes
+    }
+
     /// The bytes of a successful ``Frame/blockResponse(request:ok:data:)`` of `count` data
     /// bytes that come before the data: the same frame written without the data in memory.
     public static func blockResponsePrefix(request: UInt32, count: Int) -> [UInt8] {
@@ -121,6 +135,11 @@ public enum FrameEncoder {
         case let .chunk(id, index, data):
             writer.raw(id.bytes)
             writer.u32(index)
+            writer.prefixedBytes(data, .u32)
+        case let .hashedChunk(id, index, hash, data):
+            writer.raw(id.bytes)
+            writer.u32(index)
+            writer.raw(hash)
             writer.prefixedBytes(data, .u32)
         case let .chunkAck(id, index, ok):
             writer.raw(id.bytes)

@@ -14,7 +14,7 @@
 /// as the buffer grows). After an error the reader stays
 /// failed: ``next()`` throws the same error again and appended bytes are dropped.
 ///
-/// The data of a large `chunk` or `blockResponse` frame is decrypted straight into the
+/// The data of a large `chunk`, `hashedChunk` or `blockResponse` frame is decrypted straight into the
 /// array the frame returns: once 64 KiB of such a frame are in (the point where room for a
 /// whole frame would be reserved) and its fields are consistent, the array is allocated at
 /// the announced size, what is already buffered is moved into it, and every later message
@@ -34,11 +34,13 @@ public struct FrameReader: Sendable {
 
     private enum DirectHead {
         case chunk(id: TransferID, index: UInt32)
+        case hashedChunk(id: TransferID, index: UInt32, hash: [UInt8])
         case blockResponse(request: UInt32, ok: Bool)
 
         var type: FrameType {
             switch self {
             case .chunk: .chunk
+            case .hashedChunk: .hashedChunk
             case .blockResponse: .blockResponse
             }
         }
@@ -133,6 +135,7 @@ public struct FrameReader: Sendable {
             directFilled = 0
             switch head {
             case let .chunk(id, index): return .chunk(id: id, index: index, data: data)
+            case let .hashedChunk(id, index, hash): return .hashedChunk(id: id, index: index, hash: hash, data: data)
             case let .blockResponse(request, ok): return .blockResponse(request: request, ok: ok, data: data)
             }
         }
@@ -166,12 +169,12 @@ public struct FrameReader: Sendable {
     static let reserveAfter = 64 * 1024
 
     /// Starts filling the data of the incomplete frame at the front of the buffer in
-    /// place, if it is a `chunk` or `blockResponse` whose fields decode and whose length
+    /// place, if it is a `chunk`, `hashedChunk` or `blockResponse` whose fields decode and whose length
     /// prefix covers exactly the rest of its body (`length`, already checked against the
     /// limits). Any other frame is left to the buffer, and then decodes or fails exactly
     /// as it would have.
     private mutating func startDirect(type: FrameType, length: Int) -> Bool {
-        guard type == .chunk || type == .blockResponse else { return false }
+        guard type == .chunk || type == .hashedChunk || type == .blockResponse else { return false }
         let header = WireLimits.frameHeaderSize
         // The fields and the data's length prefix: the body of the type without data.
         let fields = WireLimits.bodyLengthRange(of: type).lowerBound
@@ -179,10 +182,14 @@ public struct FrameReader: Sendable {
         let head: DirectHead
         let dataCount: Int
         do throws(WireError) {
-            if type == .chunk {
+            switch type {
+            case .chunk:
                 head = .chunk(id: try reader.transferID(), index: try reader.u32("chunk index"))
                 dataCount = Int(try reader.u32("chunk"))
-            } else {
+            case .hashedChunk:
+                head = .hashedChunk(id: try reader.transferID(), index: try reader.u32("chunk index"), hash: try reader.bytes(32, "chunk hash"))
+                dataCount = Int(try reader.u32("chunk"))
+            default:
                 head = .blockResponse(request: try reader.u32("block request id"), ok: try reader.flag("block response status"))
                 dataCount = Int(try reader.u32("block data"))
             }

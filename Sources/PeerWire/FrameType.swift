@@ -23,6 +23,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     // 0x50–0x5F: chunks.
     case chunk = 0x50
     case chunkAck = 0x51
+    case hashedChunk = 0x52
     // 0x60–0x6F: shared folders.
     case shareOffer = 0x60
     case shareAnswer = 0x61
@@ -52,6 +53,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .done: "done"
         case .chunk: "chunk"
         case .chunkAck: "chunk-ack"
+        case .hashedChunk: "hashed-chunk"
         case .shareOffer: "share-offer"
         case .shareAnswer: "share-answer"
         case .indexUpdate: "index-update"

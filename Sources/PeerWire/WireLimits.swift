@@ -81,6 +81,7 @@ public enum WireLimits {
         case .done: range = 19...(19 + maxCloseReason)               // id, ok u8, reason len u16, reason
         case .chunk: range = 24...(24 + maxChunk)                    // id, index u32, len u32, data
         case .chunkAck: range = 21...21                              // id, index u32, ok u8
+        case .hashedChunk: range = 56...(56 + maxChunk)              // id, index u32, hash 32 B, len u32, data
         case .shareOffer: range = 3...(2 + maxFolderID + maxOfferName)  // folder len u8, folder, label len u8, label
         case .shareAnswer: range = 5...(4 + maxFolderID + maxCloseReason) // folder, accepted u8, reason len u16, reason
         case .indexUpdate: range = 7...maxFrameBody                  // folder, full u8, count u32, entries

@@ -135,7 +135,8 @@ extension Session {
         LinkSession(id: id, deviceKey: deviceKey, peer: peer, isConnected: machine.state == .connected,
                     chunks: channel, flow: flow, frames: self,
                     blockDelta: channel.remoteHello.features.contains(FolderService.blockDeltaFeature),
-                    indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature))
+                    indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature),
+                    streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature))
     }
 }
 

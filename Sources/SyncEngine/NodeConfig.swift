@@ -42,6 +42,11 @@ public struct NodeConfig: Sendable {
     /// interrupt a transfer midway set it, since a 200 MiB send over loopback takes well
     /// under a second (`SYNCPEER_SEND_RATE`).
     public var sendRateBytesPerSecond = 0
+    /// A file sent alone from this size on, fresh (no shared folder has hashed it), to a peer
+    /// that takes streamed manifests, is offered at once and hashed while it is sent
+    /// (`SYNCPEER_STREAM_MANIFEST_FROM`); a smaller one is hashed first (8 MiB: one read of
+    /// the chunker, a few milliseconds).
+    public var streamManifestFrom: Int64 = 8 << 20
 
     /// XDG_DOWNLOAD_DIR (user-dirs.dirs), else ~/Downloads; created when a transfer is
     /// accepted into it.
@@ -87,5 +92,6 @@ public struct NodeConfig: Sendable {
         if let count = environment["SYNCPEER_PEER_INDEX_ALLOWANCE"].flatMap(Int.init), count > 0 { peerIndexAllowance = min(count, 1 << 40) }
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
         if let rate = environment["SYNCPEER_SEND_RATE"].flatMap(Int.init), rate > 0 { sendRateBytesPerSecond = rate }
+        if let size = environment["SYNCPEER_STREAM_MANIFEST_FROM"].flatMap(Int64.init), size > 0 { streamManifestFrom = size }
     }
 }

@@ -33,6 +33,8 @@ struct LinkSession: Sendable {
     var blockDelta = false
     /// The peer's hello lists `index-blocks`: it takes small files' content with our index.
     var indexBlocks = false
+    /// The peer's hello lists `streamed-manifest`: it takes offers whose manifests stream.
+    var streamedManifest = false
 }
 
 /// A session's send queue, for work off the owner's queue.
@@ -95,9 +97,10 @@ protocol NearbyPeers: AnyObject {
 /// Where a chunk is written from a file without a chunk-sized buffer (`SecureChannel`).
 protocol ChunkSink: Sendable {
     /// Sends chunk `index` of `id`, `count` bytes that `fill(buffer, offset)` reads into the
-    /// buffer; returns the error `fill` threw, if any. A failed channel is no error here: it
-    /// ends the session, and that pauses the transfer.
-    func writeChunk(id: TransferID, index: UInt32, count: Int,
+    /// buffer, with its 32-byte `hash` when given (a `hashedChunk` frame: the chunk of a
+    /// streamed manifest); returns the error `fill` threw, if any. A failed channel is no
+    /// error here: it ends the session, and that pauses the transfer.
+    func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, count: Int,
                     fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError?
 }
 
@@ -124,6 +127,7 @@ protocol TransferStore: Sendable {
     func setTransferFinalPath(id: String, path finalPath: String) throws(IndexError)
     func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk]
     func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError)
+    func addTransferChunks(transferID: String, chunks: [TransferChunk], chunkCount: Int, rootHash: [UInt8]?) throws(IndexError)
     func peer(deviceID: String) throws(IndexError) -> PeerRecord?
 }
 
@@ -134,9 +138,12 @@ extension NodeIndex: TransferStore {
 }
 
 extension SecureChannel: ChunkSink {
-    func writeChunk(id: TransferID, index: UInt32, count: Int,
+    func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, count: Int,
                     fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError? {
-        do throws(NetError) { return try sendChunk(id: id, index: index, count: count, fill: fill) } catch { return nil }
+        do throws(NetError) {
+            if let hash { return try sendHashedChunk(id: id, index: index, hash: hash, count: count, fill: fill) }
+            return try sendChunk(id: id, index: index, count: count, fill: fill)
+        } catch { return nil }
     }
 }
 

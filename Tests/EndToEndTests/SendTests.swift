@@ -20,8 +20,12 @@ struct SendTests {
         #expect(!FileManager.default.fileExists(atPath: pair.inbox + "/.syncpeer-partial"))
     }
 
-    @Test func a300MiBFileArrivesIntact() throws {
-        let pair = try TransferPair()
+    /// A fresh large file is offered at once, its manifest streamed while it is sent
+    /// (`streamed-manifest`); with streaming off (a threshold above its size) the sender
+    /// shows its hashing first, "preparing", as it does for a folder.
+    @Test(arguments: ["streamed", "hashed first"])
+    func a300MiBFileArrivesIntact(_ manifest: String) throws {
+        let pair = try TransferPair(environment: manifest == "streamed" ? [:] : ["SYNCPEER_STREAM_MANIFEST_FROM": "\(1 << 40)"])
         defer { pair.env.cleanup() }
         let source = pair.outbox + "/big.bin"
         try TestFiles.random(source, size: 300 << 20)
@@ -35,10 +39,15 @@ struct SendTests {
         #expect(progress.count >= 3)
         #expect(progress == progress.sorted())
         #expect(pair.bob.events("transfer").last?["state"] as? String == "completed")
-        // The sender showed its chunking first ("preparing", up to the whole size), then the transfer.
         let lines = result.stdout.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let states = lines.compactMap { $0["state"] as? String }
         let preparing = lines.filter { $0["state"] as? String == "preparing" }
+        if manifest == "streamed" {
+            // Offered before it was read: no "preparing".
+            #expect(states.first == "offered" && preparing.isEmpty, "\(states.prefix(5))")
+            return
+        }
+        // The sender showed its chunking first ("preparing", up to the whole size), then the transfer.
         #expect(states.first == "preparing", "\(states.prefix(5))")
         #expect(preparing.allSatisfy { ($0["total"] as? NSNumber)?.intValue == 300 << 20 }, "\(preparing)")
         #expect((preparing.last?["bytes"] as? NSNumber)?.intValue == 300 << 20, "\(preparing.last ?? [:])")

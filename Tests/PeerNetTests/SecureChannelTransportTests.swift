@@ -362,6 +362,25 @@ private func receiveBulk(_ channel: SecureChannel, count: Int) throws -> Int {
         #expect(offsets.first == (size == 0 ? nil : 0))
     }
 
+    /// A chunk of a streamed manifest, sent the same way with its hash, arrives as the frame
+    /// `.hashedChunk(id, index, hash, data)` (large ones filled in place by the reader).
+    @Test(arguments: [1, 65_519 * 2 + 11, 1 << 20])
+    func streamedHashedChunkArrivesAsOneFrame(size: Int) throws {
+        let pair = try ChannelPair.make(rekeyInterval: 3)
+        defer { pair.initiator.close(); pair.responder.close() }
+        let id = try TransferID(Array(1...16))
+        let hash = patternBytes(32, seed: size)
+        let data = patternBytes(size, seed: size + 7)
+        let receiver = pair.responderReceives(2)
+        let failure: NetError? = try pair.initiator.sendHashedChunk(id: id, index: 3, hash: hash, count: size) {
+            (buffer, offset) throws(NetError) in
+            data.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + buffer.count)])) }
+        }
+        #expect(failure == nil)
+        try pair.initiator.send(.ping(2))
+        #expect(try receiver.value(within: 60) == [.hashedChunk(id: id, index: 3, hash: hash, data: data), .ping(2)])
+    }
+
     /// A block answer streamed the same way arrives as the frame `.blockResponse(request, true, data)`.
     @Test(arguments: [1, 65_519 * 2 + 11, 1 << 20])
     func streamedBlockAnswerArrivesAsOneFrame(size: Int) throws {

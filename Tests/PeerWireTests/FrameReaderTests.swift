@@ -191,7 +191,7 @@ struct BadInput: Sendable, CustomTestStringConvertible {
 
     static func largeData(_ frame: Frame) -> [UInt8]? {
         switch frame {
-        case let .chunk(_, _, data), let .blockResponse(_, _, data): data
+        case let .chunk(_, _, data), let .blockResponse(_, _, data), let .hashedChunk(_, _, _, data): data
         default: nil
         }
     }
@@ -209,6 +209,7 @@ struct BadInput: Sendable, CustomTestStringConvertible {
             .blockResponse(request: 7, ok: true, data: pattern(200_000)),
             .blockResponse(request: 8, ok: false, data: pattern(100_000)),
             .chunk(id: sampleTransferID, index: 3, data: pattern(70_000)),
+            .hashedChunk(id: sampleTransferID, index: 4, hash: pattern(32), data: pattern(500_000).map { $0 ^ 0x33 }),
         ]
         let stream = encodeAll(frames)
         let cuts = Array(stride(from: piece, to: stream.count, by: piece))
@@ -235,7 +236,7 @@ struct BadInput: Sendable, CustomTestStringConvertible {
                 #expect(inside.address == expected, "piece at \(inside.offset) was written into the frame's own data")
             }
         }
-        #expect(checked >= 2, "pieces inside large frames were checked")
+        #expect(checked >= 3, "pieces inside large frames were checked")
     }
 
     /// Large chunk frames at random piece boundaries, through both ways of appending,

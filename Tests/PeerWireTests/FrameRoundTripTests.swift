@@ -15,6 +15,7 @@ import Testing
         .streamClose(id: 0),
         .streamClose(id: .max),
         .chunk(id: sampleTransferID, index: 1, data: pattern(WireLimits.maxChunk)),
+        .hashedChunk(id: sampleTransferID, index: .max, hash: pattern(32), data: pattern(WireLimits.maxChunk)),
         .offer(TransferOffer(id: sampleTransferID, kind: .file, name: String(repeating: "n", count: 255), entries: [
             .init(path: String(repeating: "d/", count: 2047) + "xy", size: .max, mode: 0o7777,
                   mtimeNanoseconds: .min, manifest: pattern(1000))])),
@@ -26,6 +27,15 @@ import Testing
         let data = pattern(count)
         let prefix = FrameEncoder.chunkPrefix(id: sampleTransferID, index: 77, count: count)
         #expect(prefix + data == FrameEncoder.encode(.chunk(id: sampleTransferID, index: 77, data: data)))
+    }
+
+    /// The same for a chunk with its hash.
+    @Test(arguments: [0, 1, 65_536, WireLimits.maxChunk])
+    func hashedChunkPrefixIsTheFrameWithoutItsData(count: Int) {
+        let data = pattern(count)
+        let hash = pattern(32).reversed().map { $0 }
+        let prefix = FrameEncoder.hashedChunkPrefix(id: sampleTransferID, index: 77, hash: hash, count: count)
+        #expect(prefix + data == FrameEncoder.encode(.hashedChunk(id: sampleTransferID, index: 77, hash: hash, data: data)))
     }
 
     /// The same for a successful block answer.

@@ -135,6 +135,7 @@ private func frameLikeBytes(maxLength: Int, _ rng: inout SplitMix64) -> [UInt8] 
             case .streamData where length >= 8: body[4...7] = [0, 0, 0, UInt8(length - 8)]
             case .pairing where length == 1: body[0] %= 7
             case .chunk where length >= 24: body[20...23] = [0, 0, 0, UInt8(length - 24)]
+            case .hashedChunk where length >= 56: body[52...55] = [0, 0, 0, UInt8(length - 56)]
             case .accept where length >= 20: body[16...19] = [0, 0, 0, UInt8(length - 20)]
             case .decline where length >= 18, .cancel where length >= 18: body[16] = 0; body[17] = UInt8(length - 18)
             case .done where length >= 19: body[16] %= 2; body[17] = 0; body[18] = UInt8(length - 19)

@@ -44,6 +44,25 @@ struct SendWindowTests {
         #expect(window.isComplete)
     }
 
+    /// A streamed manifest's chunks join as they are hashed: each is sent once, after what
+    /// was pending (a chunk sent again first), within the window.
+    @Test func chunksAddedLaterAreSentAfterThePendingOnes() throws {
+        var window = SendWindow(sizes: [10, 10], have: [], windowBytes: 20)
+        #expect(window.next() == [0, 1])
+        try window.ack(0, ok: false)
+        try window.ack(1, ok: true)
+        window.append(sizes: [10, 10])
+        #expect(window.next() == [0, 2])
+        try window.ack(0, ok: true)
+        try window.ack(2, ok: true)
+        #expect(!window.isComplete)
+        #expect(window.next() == [3])
+        try window.ack(3, ok: true)
+        #expect(window.isComplete && window.confirmedBytes == 40 && window.totalBytes == 40)
+        window.append(sizes: [5])
+        #expect(!window.isComplete && window.next() == [4])
+    }
+
     @Test func emptyTransferIsCompleteAtOnce() {
         var window = SendWindow(sizes: [], have: [])
         #expect(window.isComplete)

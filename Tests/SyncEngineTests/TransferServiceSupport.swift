@@ -46,6 +46,10 @@ final class TransferPair: @unchecked Sendable {
         fileprivate let link = LinkBox()
         /// Whether this end's hello lists `index-blocks` (as a node's does), as the other end sees it.
         let speaksIndexBlocks = Mutex(true)
+        /// Whether this end's hello lists `streamed-manifest` (offers to it may stream).
+        let speaksStreamedManifest = Mutex(true)
+        /// The chunks this end sent as `hashedChunk` frames (with their hash), by index.
+        let hashedChunksSent = Mutex<[UInt32]>([])
 
         init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void, restarting earlier: End? = nil) throws {
             self.name = name
@@ -81,7 +85,8 @@ final class TransferPair: @unchecked Sendable {
         fileprivate func view(_ id: UInt64) -> LinkSession {
             LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
                         chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id),
-                        blockDelta: true, indexBlocks: other.speaksIndexBlocks.withLock { $0 })
+                        blockDelta: true, indexBlocks: other.speaksIndexBlocks.withLock { $0 },
+                        streamedManifest: other.speaksStreamedManifest.withLock { $0 })
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session
@@ -318,7 +323,7 @@ struct ChunkPipe: ChunkSink {
         self.session = session
     }
 
-    func writeChunk(id: TransferID, index: UInt32, count: Int,
+    func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, count: Int,
                     fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError? {
         var bytes = [UInt8](repeating: 0, count: count)
         let failure: FileError? = bytes.withUnsafeMutableBytes { buffer in
@@ -332,7 +337,12 @@ struct ChunkPipe: ChunkSink {
         }
         if cut { return nil }  // the link is down: lost in flight
         if corrupt, !bytes.isEmpty { bytes[bytes.count / 2] ^= 0xFF }
-        end.deliver(.chunk(id: id, index: index, data: bytes), on: session)
+        if let hash {
+            end.hashedChunksSent.withLock { $0.append(index) }
+            end.deliver(.hashedChunk(id: id, index: index, hash: hash, data: bytes), on: session)
+        } else {
+            end.deliver(.chunk(id: id, index: index, data: bytes), on: session)
+        }
         return nil
     }
 }
@@ -410,6 +420,10 @@ final class FailingStore: TransferStore {
     func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError) {
         try check("verified")
         try index.markChunksVerified(transferID: transferID, indices: indices)
+    }
+    func addTransferChunks(transferID: String, chunks: [TransferChunk], chunkCount: Int, rootHash: [UInt8]?) throws(IndexError) {
+        try check("verified")
+        try index.addTransferChunks(transferID: transferID, chunks: chunks, chunkCount: chunkCount, rootHash: rootHash)
     }
     func peer(deviceID: String) throws(IndexError) -> PeerRecord? { try index.peer(deviceID: deviceID) }
 }

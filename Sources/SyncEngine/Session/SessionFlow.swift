@@ -162,7 +162,7 @@ final class SessionFlow: @unchecked Sendable {
     static func size(of frame: Frame) -> Int {
         switch frame {
         case let .blockResponse(_, _, data): return 32 + data.count
-        case let .chunk(_, _, data): return 32 + data.count
+        case let .chunk(_, _, data), let .hashedChunk(_, _, _, data): return 64 + data.count
         case let .indexUpdate(_, _, entries):
             return 64 + entries.reduce(0) { $0 + 128 + $1.path.utf8.count + $1.manifest.count + $1.version.count * 48 }
         case let .message(_, body): return 32 + body.count

@@ -4,6 +4,7 @@ internal import Glibc
 internal import Foundation
 internal import PeerCrypto
 internal import PeerFiles
+internal import PeerIndex
 internal import PeerWire
 
 /// An offer ready to send: the files on disk, their manifests, and the numbering of all
@@ -11,7 +12,8 @@ internal import PeerWire
 struct PreparedOffer: Sendable {
     struct Source: Sendable {
         let path: String
-        let manifest: Manifest
+        /// Nil while the manifest streams (the file is being hashed).
+        let manifest: Manifest?
         /// Index of this entry's first chunk in the whole offer.
         let firstChunk: Int
         /// Size, mtime and inode when it was chunked: a file that differs has changed.
@@ -55,8 +57,52 @@ struct PreparedOffer: Sendable {
         return PreparedOffer(offer: offer, sources: sources, rootHash: rootHash, chunkCount: chunkCount, totalSize: totalSize)
     }
 
-    /// The numbering of all chunks of the offer.
-    var layout: ChunkLayout { ChunkLayout(manifests: sources.map(\.manifest)) }
+    /// The numbering of all chunks of the offer (those known: a streamed manifest's become
+    /// known as the file is hashed).
+    var layout: ChunkLayout {
+        let known = sources.prefix { $0.manifest != nil }.map { $0.manifest! }
+        return ChunkLayout(manifests: known, streamedSizes: sources.dropFirst(known.count).map { UInt64($0.stamp.size) })
+    }
+
+    /// Whether the offer leaves a manifest out (it streams).
+    var isStreamed: Bool { sources.contains { $0.manifest == nil } }
+
+    /// The offer of one regular file whose manifest streams: offered at once, without it, and
+    /// hashed while it is sent. Nil when the file is not one to stream: smaller than
+    /// `minimumSize`, or with a manifest a shared folder's index holds for it (`indexed`).
+    /// Reads no content: call it off the node's queue all the same (it stats the file).
+    static func streaming(path: String, name: String?, minimumSize: Int64, id: TransferID = .random(),
+                          indexed: ((String, FileStamp) -> Manifest?)? = nil) throws(EngineError) -> PreparedOffer? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
+        guard (st.st_mode & S_IFMT) == S_IFREG, let stamp = FileStamp(path: path), stamp.size >= max(1, minimumSize),
+              ChunkLayout.mostChunks(streamedSize: UInt64(stamp.size)) <= Manifest.maxChunks,
+              indexed?(path, stamp) == nil else { return nil }
+        let baseName = name ?? URL(fileURLWithPath: path).lastPathComponent
+        do { _ = try SafePath.validateName(baseName) } catch {
+            throw .invalidArgument("the name '\(baseName)' cannot be sent: \(error.description)")
+        }
+        let entry = TransferOffer.Entry(path: baseName, size: UInt64(stamp.size), mode: UInt32(st.st_mode) & 0o7777,
+                                        mtimeNanoseconds: stamp.mtimeNs, manifest: [])
+        let offer = TransferOffer(id: id, kind: .file, name: baseName, entries: [entry])
+        return PreparedOffer(offer: offer, sources: [Source(path: path, manifest: nil, firstChunk: 0, stamp: stamp)],
+                             rootHash: TransferRecord.unknownRootHash, chunkCount: 0, totalSize: stamp.size)
+    }
+
+    /// This offer with the manifests a streamed one left out, once the files are hashed
+    /// (`layout` complete): what any later offer of the transfer sends.
+    func completed(with layout: ChunkLayout) -> PreparedOffer {
+        precondition(layout.isComplete && layout.manifests.count == sources.count, "PreparedOffer.completed: the layout is not complete")
+        var offer = self.offer
+        for (index, manifest) in layout.manifests.enumerated() where offer.entries[index].manifest.isEmpty {
+            offer.entries[index].manifest = manifest.encode()
+        }
+        let sources = sources.enumerated().map { index, source in
+            Source(path: source.path, manifest: layout.manifests[index], firstChunk: layout.firstChunk[index], stamp: source.stamp)
+        }
+        return PreparedOffer(offer: offer, sources: sources, rootHash: Self.contentHash(of: offer, manifests: layout.manifests),
+                             chunkCount: layout.chunkCount, totalSize: totalSize)
+    }
 
     /// Chunks a file (or every regular file of a folder) and builds the offer. Blocking:
     /// call it off the node's queue.
@@ -134,7 +180,7 @@ struct PreparedOffer: Sendable {
         do { try Frame.offer(offer).validate() } catch {
             throw .invalidArgument("cannot offer \(path): \(error.description)")
         }
-        return PreparedOffer(offer: offer, sources: sources, rootHash: contentHash(of: offer, manifests: sources.map(\.manifest)),
+        return PreparedOffer(offer: offer, sources: sources, rootHash: contentHash(of: offer, manifests: sources.map { $0.manifest! }),
                              chunkCount: next, totalSize: Int64(offer.totalSize))
     }
 

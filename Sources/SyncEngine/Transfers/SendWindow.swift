@@ -25,7 +25,7 @@ public struct SendWindow: Sendable, Equatable {
         }
     }
 
-    public let sizes: [Int]
+    public private(set) var sizes: [Int]
     public let windowBytes: Int
     public let maxAttempts: Int
     /// Chunks not yet sent (or to be sent again), in ascending order.
@@ -48,6 +48,14 @@ public struct SendWindow: Sendable, Equatable {
         self.maxAttempts = maxAttempts
         pending = sizes.indices.filter { !have.contains($0) }
         confirmedBytes = have.reduce(0) { $0 + (sizes.indices.contains($1) ? sizes[$1] : 0) }
+    }
+
+    /// Adds chunks after the last one (a streamed manifest's, as they are hashed): sent after
+    /// every chunk pending now.
+    public mutating func append(sizes more: [Int]) {
+        let first = sizes.count
+        sizes += more
+        pending += first..<sizes.count
     }
 
     public var totalBytes: Int { sizes.reduce(0, +) }

@@ -1,3 +1,4 @@
+internal import Synchronization
 internal import Dispatch
 internal import Foundation
 internal import PeerFiles
@@ -101,7 +102,17 @@ class TransferBase: @unchecked Sendable {
 
 /// Sending one offer to one peer.
 final class OutgoingTransfer: TransferBase, @unchecked Sendable {
+    /// The offer; with a streamed manifest, the one sent first (without the manifest) until
+    /// the file is hashed, then the whole one (what any later offer sends).
     var prepared: PreparedOffer
+    /// The chunks known so far, numbered as the wire counts them (all of them unless the
+    /// manifest streams and the file is still being hashed).
+    var layout: ChunkLayout
+    /// While the manifest streams: the hashing of the file, stopped when the transfer ends.
+    var hashing: HashingJob?
+    /// The chunks from this index on go as `hashedChunk` frames: those the offer now on the
+    /// wire left out (nil when it had every manifest).
+    var hashedFrom: Int?
     var window: SendWindow?
     /// A spooled standard input, deleted when the transfer ends.
     let spoolFile: String?
@@ -116,6 +127,7 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
 
     init(prepared: PreparedOffer, peerKey: String, peer: PeerRef, spoolFile: String?) {
         self.prepared = prepared
+        self.layout = prepared.layout
         self.spoolFile = spoolFile
         super.init(id: prepared.offer.id, peerKey: peerKey, peer: peer, name: prepared.offer.name,
                    sizes: prepared.offer.entries.map { Int64($0.size) }, state: .offered)
@@ -130,8 +142,14 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
 /// Receiving one offer from one peer.
 final class IncomingTransfer: TransferBase, @unchecked Sendable {
     let offer: TransferOffer
-    let layout: ChunkLayout
-    let rootHash: [UInt8]
+    /// The chunks known so far (an offer whose manifests stream learns them chunk by chunk).
+    var layout: ChunkLayout
+    /// Names the content (`PreparedOffer.contentHash`); `TransferRecord.unknownRootHash`
+    /// until a streamed manifest is complete.
+    var rootHash: [UInt8]
+    /// Chunk rows the index holds for this transfer, 0 ..< count (a streamed manifest's are
+    /// added as chunks become known, before they are marked verified).
+    var recordedRows = 0
     /// Validated relative paths of the entries (folders).
     let paths: [SafePath]
     /// The directory the offer is received into, once accepted.
@@ -183,4 +201,13 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
 
     /// The name of the staging tree of a folder offer.
     var treeName: String { id.description + ".tree" }
+}
+
+/// A file being hashed for a streamed manifest, on a thread of its own. `stop()` (any
+/// thread) ends it at its next chunk.
+final class HashingJob: Sendable {
+    private let stopped = Mutex(false)
+
+    func stop() { stopped.withLock { $0 = true } }
+    var isStopped: Bool { stopped.withLock { $0 } }
 }

@@ -33,6 +33,8 @@ struct TransferMachine: Sendable {
         case writeFailed(path: String, reason: String)
         /// The sender keeps sending chunks that fail verification (receiver).
         case tooManyBadChunks(Int)
+        /// The sender's chunks do not fit its offer's streamed manifest (receiver).
+        case manifestBroken(String)
         /// Every file is in place (receiver).
         case placed
     }
@@ -113,6 +115,10 @@ struct TransferMachine: Sendable {
             // good (a sender could fill the disk this way).
             return [.send(.cancel(id: id, reason: "too many chunks failed verification")), .removePartials,
                     .finish(.failed, .refused("\(peer) sent \(count) chunks that failed verification; the transfer was stopped and nothing was put in place"))]
+        case let (.receive, .manifestBroken(why)):
+            // Like a lying sender's chunks: nothing it sent is kept.
+            return [.send(.cancel(id: id, reason: String("chunks that do not fit the offer: \(why)".prefix(400)))), .removePartials,
+                    .finish(.failed, .refused("\(peer) sent chunks that do not fit its offer (\(why)); the transfer was stopped and nothing was put in place"))]
         case (.receive, .placed):
             return [.send(.done(id: id, ok: true, reason: "")), .finish(.completed, nil)]
         default:

@@ -83,99 +83,147 @@ final class TransferService: Reporting, @unchecked Sendable {
               cancellation: SendCancellation? = nil,
               observer: @escaping @Sendable (NodeEvent) -> Void,
               completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
-        let requested = now()
-        // Chunking reads every byte: do it off the node's queue, and show it (a large file
-        // takes seconds before there is anything to offer).
+        let request = SendRequest(path: path, target: target, name: name, spoolFile: spoolFile, cancellation: cancellation,
+                                  observer: TransferObserver(progress: observer, completion: completion), requested: now())
         DispatchQueue.global().async { [self] in
-            let prepared: PreparedOffer
-            let shownName = name ?? URL(fileURLWithPath: path).lastPathComponent
-            let started = ContinuousClock.now
-            var lastShown: ContinuousClock.Instant?
-            let preparing = { (done: Int64, total: Int64) in
-                let now = ContinuousClock.now
-                guard lastShown == nil || done == total || now - lastShown! >= Self.progressInterval else { return }
-                lastShown = now
-                let elapsed = now - started
-                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                let rate = seconds > 0 ? Double(done) / seconds : 0
-                observer(.transfer(TransferInfo(direction: .send, peer: target.peer, name: shownName, state: .preparing,
-                                                bytes: done, total: total, rate: rate,
-                                                eta: rate > 0 ? max(0, Double(total - done) / rate) : nil, time: self.now())))
-            }
+            // A large fresh file to a peer that takes streamed manifests is offered at once and
+            // hashed while it is sent; anything else is hashed first.
+            let streaming: PreparedOffer?
             do throws(EngineError) {
-                let reuse: ((String, PreparedOffer.FileStamp) -> Manifest?)?
-                if spoolFile == nil {
-                    reuse = indexedManifest
-                } else {
-                    reuse = nil
-                }
-                prepared = try PreparedOffer.build(path: path, name: name, kind: spoolFile == nil ? .file : .stream,
-                                                   indexed: reuse, progress: preparing)
+                streaming = spoolFile != nil ? nil
+                    : try PreparedOffer.streaming(path: path, name: name, minimumSize: config.streamManifestFrom, indexed: indexedManifest)
             } catch {
                 completion(.failure(error))
                 return
             }
+            guard let streaming else {
+                prepareWhole(request)
+                return
+            }
             queue.async { [self] in
-                if cancellation?.isCancelled == true {
-                    if let spoolFile { unlink(spoolFile) }
-                    completion(.failure(.refused("transfer cancelled before it was offered")))
-                    return
+                if mayStream(request) {
+                    offerPrepared(streaming, request)
+                } else {
+                    DispatchQueue.global().async { [self] in prepareWhole(request) }
                 }
-                let observer = TransferObserver(progress: observer, completion: completion)
-                // The same content to the same peer, still unfinished: continue that transfer
-                // (same ID, so the receiver resumes) instead of starting another.
-                if let running = transfers.outgoing.values.first(where: {
-                    $0.peerKey == target.deviceKey && $0.prepared.rootHash == prepared.rootHash && !$0.isFinished
-                }) {
-                    running.observers.append(observer)
-                    if cancellation?.attach(running.id.description) == false {
-                        perform(.cancelledHere, on: running)
-                        return
-                    }
-                    if running.state == .paused, let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected {
-                        offer(running, on: session)
-                    } else {
-                        emitTransfer(running, force: true)
-                    }
-                    if let spoolFile { unlink(spoolFile) }
-                    return
-                }
-                // The same content from the same source that finished while this request
-                // was hashing (a send resumed by itself after a restart): that transfer is
-                // this request's result, not a reason to send a second copy.
-                let records = (try? store.transfers(deviceID: target.deviceKey)) ?? []
-                if spoolFile == nil, let finished = records.first(where: {
-                    $0.direction == .send && $0.state == .completed && $0.rootHash == prepared.rootHash
-                        && $0.finalPath == path && $0.updatedAt >= requested
-                }) {
-                    completion(.success(Self.recordEvent(finished, store: store)))
-                    return
-                }
-                var prepared = prepared
-                let recorded = records.first {
-                    $0.direction == .send && $0.state.isUnfinished && $0.rootHash == prepared.rootHash
-                }
-                if let recorded, let id = TransferID(hex: recorded.id) {
-                    prepared = prepared.withID(id)
-                }
-                let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.deviceKey, peer: target.peer, spoolFile: spoolFile)
-                transfer.observers.append(observer)
-                transfers.outgoing[transfer.id] = transfer
-                if recorded == nil {
-                    supersedeRecordedSends(of: path, to: target.deviceKey, by: transfer.id)
-                    recordOutgoing(transfer, source: path)
-                }
-                if cancellation?.attach(transfer.id.description) == false {
-                    perform(.cancelledHere, on: transfer)
-                    return
-                }
-                guard let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected else {
-                    pauseOutgoing(transfer, reason: Self.waitingReason(target.peer.name))
-                    return
-                }
-                offer(transfer, on: session)
             }
         }
+    }
+
+    /// What `send` was asked, carried from queue to queue.
+    struct SendRequest: Sendable {
+        let path: String
+        let target: Target
+        let name: String?
+        let spoolFile: String?
+        let cancellation: SendCancellation?
+        let observer: TransferObserver
+        let requested: Int64
+    }
+
+    /// Chunks and hashes every file of the request, then offers it (`offerPrepared`). Off the
+    /// node's queue: it reads every byte, and shows it (a large file takes seconds before
+    /// there is anything to offer).
+    private func prepareWhole(_ request: SendRequest) {
+        let shownName = request.name ?? URL(fileURLWithPath: request.path).lastPathComponent
+        let started = ContinuousClock.now
+        var lastShown: ContinuousClock.Instant?
+        let preparing: (Int64, Int64) -> Void = { done, total in
+            let now = ContinuousClock.now
+            guard lastShown == nil || done == total || now - lastShown! >= Self.progressInterval else { return }
+            lastShown = now
+            let elapsed = now - started
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let rate = seconds > 0 ? Double(done) / seconds : 0
+            request.observer.progress(.transfer(TransferInfo(direction: .send, peer: request.target.peer, name: shownName,
+                                                             state: .preparing, bytes: done, total: total, rate: rate,
+                                                             eta: rate > 0 ? max(0, Double(total - done) / rate) : nil,
+                                                             time: self.now())))
+        }
+        let prepared: PreparedOffer
+        var reuse: ((String, PreparedOffer.FileStamp) -> Manifest?)?
+        if request.spoolFile == nil { reuse = indexedManifest }
+        do throws(EngineError) {
+            prepared = try PreparedOffer.build(path: request.path, name: request.name, kind: request.spoolFile == nil ? .file : .stream,
+                                               indexed: reuse, progress: preparing)
+        } catch {
+            request.observer.completion(.failure(error))
+            return
+        }
+        queue.async { [self] in offerPrepared(prepared, request) }
+    }
+
+    /// Offers what `send` prepared (on the node's queue): joins an unfinished transfer of
+    /// the same content to the same peer, continues a recorded one, or starts a new one.
+    private func offerPrepared(_ prepared: PreparedOffer, _ request: SendRequest) {
+        let target = request.target
+        let observer = request.observer
+        let spoolFile = request.spoolFile
+        let cancellation = request.cancellation
+        if cancellation?.isCancelled == true {
+            if let spoolFile { unlink(spoolFile) }
+            observer.completion(.failure(.refused("transfer cancelled before it was offered")))
+            return
+        }
+        // The same content to the same peer, still unfinished: continue that transfer
+        // (same ID, so the receiver resumes) instead of starting another. (A streamed offer
+        // is never the same content: `mayStream` sends such a file whole.)
+        if !prepared.isStreamed, let running = transfers.outgoing.values.first(where: {
+            $0.peerKey == target.deviceKey && !$0.isFinished && ($0.prepared.rootHash == prepared.rootHash
+                || $0.prepared.isStreamed && $0.prepared.sources.map(\.stamp) == prepared.sources.map(\.stamp)
+                    && $0.prepared.sources.map(\.path) == prepared.sources.map(\.path))
+        }) {
+            running.observers.append(observer)
+            if cancellation?.attach(running.id.description) == false {
+                perform(.cancelledHere, on: running)
+                return
+            }
+            if running.state == .paused, let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected {
+                offer(running, on: session)
+            } else {
+                emitTransfer(running, force: true)
+            }
+            if let spoolFile { unlink(spoolFile) }
+            return
+        }
+        var prepared = prepared
+        var recorded: TransferRecord?
+        if !prepared.isStreamed {
+            // The same content from the same source that finished while this request
+            // was hashing (a send resumed by itself after a restart): that transfer is
+            // this request's result, not a reason to send a second copy.
+            let records = (try? store.transfers(deviceID: target.deviceKey)) ?? []
+            if spoolFile == nil, let finished = records.first(where: {
+                $0.direction == .send && $0.state == .completed && $0.rootHash == prepared.rootHash
+                    && $0.finalPath == request.path && $0.updatedAt >= request.requested
+            }) {
+                observer.completion(.success(Self.recordEvent(finished, store: store)))
+                return
+            }
+            recorded = records.first {
+                $0.direction == .send && $0.state.isUnfinished && $0.rootHash == prepared.rootHash
+            }
+            if let recorded, let id = TransferID(hex: recorded.id) {
+                prepared = prepared.withID(id)
+            }
+        }
+        let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.deviceKey, peer: target.peer, spoolFile: spoolFile)
+        transfer.observers.append(observer)
+        transfers.outgoing[transfer.id] = transfer
+        if recorded == nil {
+            supersedeRecordedSends(of: request.path, to: target.deviceKey, by: transfer.id)
+            recordOutgoing(transfer, source: request.path)
+        }
+        if cancellation?.attach(transfer.id.description) == false {
+            perform(.cancelledHere, on: transfer)
+            return
+        }
+        if prepared.isStreamed { startHashing(transfer) }
+        guard let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected else {
+            pauseOutgoing(transfer, reason: Self.waitingReason(target.peer.name))
+            return
+        }
+        offer(transfer, on: session)
     }
 
     /// Why a transfer to a peer that is not connected waits: `transfers` shows it, and the
@@ -372,9 +420,11 @@ final class TransferService: Reporting, @unchecked Sendable {
                 queue.async { [self] in
                     guard transfers.outgoing[id] == nil else { return }
                     var prepared = prepared
-                    if prepared.rootHash != record.rootHash {
+                    if prepared.rootHash != record.rootHash && record.rootHash != TransferRecord.unknownRootHash {
                         // The source changed: a new transfer, for which the receiver reuses the
-                        // chunks of the interrupted one that still match.
+                        // chunks of the interrupted one that still match. (A transfer stopped
+                        // while its manifest streamed keeps its ID: the receiver trusts only the
+                        // chunks that match the whole manifest now offered.)
                         prepared = prepared.withID(.random())
                     }
                     let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
@@ -415,6 +465,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                 perform(ok ? .peerFinished : .peerCouldNotFinish(reason), on: transfer)
             }
         case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
+        case let .hashedChunk(id, index, hash, data): hashedChunkReceived(id, index: Int(index), hash: hash, data: data, from: session)
         case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
         default: return false
         }
@@ -423,7 +474,11 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     // MARK: Sending
 
-    private func offer(_ transfer: OutgoingTransfer, on session: LinkSession) {
+    func offer(_ transfer: OutgoingTransfer, on session: LinkSession) {
+        // A streamed offer goes out once; any later one waits for the whole manifest
+        // (`hashed` offers it), so that the receiver's accept can name what it holds.
+        if transfer.prepared.isStreamed && transfer.hashedFrom != nil { return }
+        transfer.hashedFrom = transfer.prepared.isStreamed ? transfer.layout.offeredChunkCount : nil
         transfer.sessionID = session.id
         transfer.move(to: .offered)
         if let window = transfer.window {
@@ -438,13 +493,14 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     private func acceptReceived(_ id: TransferID, have: [UInt8], from session: LinkSession) {
         guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == .offered else { return }
-        let layout = transfer.prepared.layout
-        guard let haveSet = ChunkBitmap.decode(have, count: layout.chunkCount) else {
+        let layout = transfer.layout
+        // The bitmap covers the chunks the offer listed (a streamed manifest's come later).
+        guard let haveSet = ChunkBitmap.decode(have, count: transfer.hashedFrom ?? layout.chunkCount) else {
             perform(.malformedAccept, on: transfer)
             return
         }
-        let window = SendWindow(sizes: layout.chunkSizes, have: haveSet, windowBytes: config.sendWindowBytes)
-        if transfer.neededBytes == nil { transfer.neededBytes = Int64(window.totalBytes - window.confirmedBytes) }
+        let window = SendWindow(sizes: layout.chunkSizes(), have: haveSet, windowBytes: config.sendWindowBytes)
+        if transfer.neededBytes == nil { transfer.neededBytes = transfer.totalSize - Int64(window.confirmedBytes) }
         transfer.window = window
         transfer.move(to: .active)
         // What the receiver already holds was not moved now: the rate counts from here.
@@ -464,8 +520,8 @@ final class TransferService: Reporting, @unchecked Sendable {
             perform(.windowRejected(error.description), on: transfer)
             return
         }
-        if let (entry, _) = transfer.prepared.layout.locate(chunk), ok {
-            transfer.advance(entry: entry, by: Int64(transfer.prepared.layout.manifests[entry].chunks[chunk - transfer.prepared.layout.firstChunk[entry]].size))
+        if ok, let (entry, located) = transfer.layout.locate(chunk) {
+            transfer.advance(entry: entry, by: Int64(located.size))
         }
         emitTransfer(transfer, force: false)
         pump(transfer)
@@ -483,22 +539,27 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     /// Puts the next chunks of the window on the wire (read and verified on `io`).
-    private func pump(_ transfer: OutgoingTransfer) {
+    func pump(_ transfer: OutgoingTransfer) {
         guard transfer.state == .active, var window = transfer.window,
               let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
         let batch = window.next()
         transfer.window = window
         if window.isComplete {
+            // (A streamed manifest's next chunks are not hashed yet: `hashed` pumps again.)
+            guard transfer.layout.isComplete else { return }
             transfer.move(to: .finishing)
             emitTransfer(transfer, force: true)
             return
         }
-        let layout = transfer.prepared.layout
+        let layout = transfer.layout
         let sources = transfer.prepared.sources
         let id = transfer.id
         let rate = Int64(config.sendRateBytesPerSecond)
+        let hashedFrom = transfer.hashedFrom ?? Int.max
         for index in batch {
             guard let (entry, chunk) = layout.locate(index) else { continue }
+            // A chunk the offer left out names its hash: the receiver learns the manifest so.
+            let hash = index >= hashedFrom ? chunk.hash.bytes : nil
             transfer.io.async { [self] in
                 if rate > 0 { Self.pace(transfer, bytes: Int64(chunk.size), rate: rate) }
                 do throws(FileError) {
@@ -513,7 +574,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     try sources[entry].checkUnchanged()
                     // Read straight from the file into the channel's send buffer, one Noise
                     // message at a time: no chunk-sized buffer, no copy of the chunk.
-                    let failure = session.chunks.writeChunk(id: id, index: UInt32(index), count: Int(chunk.size)) {
+                    let failure = session.chunks.writeChunk(id: id, index: UInt32(index), hash: hash, count: Int(chunk.size)) {
                         (buffer, offset) throws(FileError) in
                         try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
                     }
@@ -546,8 +607,8 @@ final class TransferService: Reporting, @unchecked Sendable {
         let recordID = transfer.id.description
         recordTransfer(transfer, "its \(state) state") { store throws(IndexError) in
             try store.updateTransferState(id: recordID, to: state.recorded, error: error?.description)
-            if state == .completed {
-                try store.markChunksVerified(transferID: recordID, indices: Array(0..<transfer.prepared.chunkCount))
+            if state == .completed && transfer.layout.isComplete {
+                try store.markChunksVerified(transferID: recordID, indices: Array(0..<transfer.layout.chunkCount))
             }
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
@@ -560,6 +621,8 @@ final class TransferService: Reporting, @unchecked Sendable {
         if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
             unlink(spool)
         }
+        transfer.hashing?.stop()
+        transfer.hashing = nil
         transfer.io.async { transfer.readers = [:] }
     }
 
@@ -575,10 +638,10 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
         let time = now()
-        let chunks = transfer.prepared.layout.transferChunks()
+        let chunks = transfer.layout.transferChunks()
         let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
                                     name: transfer.name, size: transfer.totalSize, mode: 0, mtimeNs: 0,
-                                    rootHash: transfer.prepared.rootHash, chunkCount: transfer.prepared.chunkCount,
+                                    rootHash: transfer.prepared.rootHash, chunkCount: transfer.layout.chunkCount,
                                     state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
                                     error: nil, createdAt: time, updatedAt: time)
         recordTransfer(transfer, "the start") { store throws(IndexError) in try store.insertTransfer(record, chunks: chunks) }
@@ -594,6 +657,16 @@ final class TransferService: Reporting, @unchecked Sendable {
                 emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
                 return
             }
+            if existing.layout.isStreamed && existing.state != .offered {
+                // Continued after its manifest streamed: the offer has it whole now.
+                guard let layout = Self.continuedLayout(of: existing, by: offer) else {
+                    link?.send([.decline(id: offer.id, reason: "refused: the offer does not match the transfer it continues")], on: session.id)
+                    emitError(session.peer, "refused an offer from \(session.peer.name): it does not match the transfer it continues")
+                    return
+                }
+                existing.layout = layout
+                existing.rootHash = PreparedOffer.contentHash(of: offer, manifests: layout.manifests)
+            }
             existing.sessionID = session.id
             if existing.state == .offered { return }
             existing.resumed = true
@@ -603,15 +676,31 @@ final class TransferService: Reporting, @unchecked Sendable {
         }
         // Hostile input: every manifest must decode and match its entry; every path must be safe.
         var manifests: [Manifest] = []
+        var streamedSizes: [UInt64] = []
         var paths: [SafePath] = []
         do {
             _ = try SafePath.validateName(offer.name)
             for entry in offer.entries {
-                let manifest = try Manifest.decode(entry.manifest)
-                guard manifest.fileSize == entry.size else { throw EngineError.refused("manifest size differs from the entry size") }
-                manifests.append(manifest)
+                if entry.manifest.isEmpty {
+                    // Its manifest streams (`hashedChunk` frames), as do all after it.
+                    guard entry.size >= 1 else { throw EngineError.refused("an empty file's manifest cannot stream") }
+                    streamedSizes.append(entry.size)
+                } else {
+                    guard streamedSizes.isEmpty else { throw EngineError.refused("a manifest after an entry whose manifest streams") }
+                    let manifest = try Manifest.decode(entry.manifest)
+                    guard manifest.fileSize == entry.size else { throw EngineError.refused("manifest size differs from the entry size") }
+                    manifests.append(manifest)
+                }
                 paths.append(try SafePath(offer.kind == .folder ? entry.path : offer.name))
             }
+            // What a streamed manifest may grow to is bounded before anything is kept for it.
+            var most = manifests.reduce(0) { $0 + $1.chunks.count }
+            for size in streamedSizes {
+                let chunks = ChunkLayout.mostChunks(streamedSize: size)
+                guard chunks <= Manifest.maxChunks else { throw EngineError.refused("a file of \(size) bytes is too large to stream its manifest") }
+                most += chunks
+            }
+            guard most <= WireLimits.maxHaveBitmap * 8 else { throw EngineError.refused("the offer may have more than \(WireLimits.maxHaveBitmap * 8) chunks") }
             // A folder's entries must be distinct files: no duplicates, and no file that is
             // also a parent directory of another ("a" and "a/b").
             var files = Set<String>()
@@ -639,15 +728,16 @@ final class TransferService: Reporting, @unchecked Sendable {
             emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
             return
         }
-        let layout = ChunkLayout(manifests: manifests)
-        let rootHash = PreparedOffer.contentHash(of: offer, manifests: manifests)
+        let layout = ChunkLayout(manifests: manifests, streamedSizes: streamedSizes)
+        let rootHash = layout.isComplete ? PreparedOffer.contentHash(of: offer, manifests: manifests) : TransferRecord.unknownRootHash
         let transfer = IncomingTransfer(offer: offer, layout: layout, rootHash: rootHash, paths: paths,
                                         peerKey: session.deviceKey, peer: session.peer)
         transfer.sessionID = session.id
         transfers.incoming[offer.id] = transfer
 
-        // Accepted before (same ID, or the same content from the same peer): resume.
-        let record = (try? store.transfer(id: offer.id.description)) ?? (try? store.resumableTransfer(
+        // Accepted before (same ID, or the same content from the same peer): resume. (A
+        // streamed manifest names no content yet: only its ID can be known.)
+        let record = (try? store.transfer(id: offer.id.description)) ?? (layout.isStreamed ? nil : try? store.resumableTransfer(
             deviceID: session.deviceKey, rootHash: rootHash, direction: .receive))
         if let record, record.state.isUnfinished, let directory = record.partialPath {
             if transfers.incoming.values.contains(where: { $0 !== transfer && $0.recordID == record.id }) {
@@ -661,8 +751,8 @@ final class TransferService: Reporting, @unchecked Sendable {
             return
         }
         // The same file from the same peer, interrupted, whose source changed since: resume by
-        // reusing the chunks that still match (single files).
-        if offer.kind != .folder, let earlier = supersededTransfer(for: offer, from: session.deviceKey),
+        // reusing the chunks that still match (single files, with their manifest).
+        if offer.kind != .folder, !layout.isStreamed, let earlier = supersededTransfer(for: offer, from: session.deviceKey),
            let directory = earlier.partialPath {
             transfer.resumed = true
             transfer.supersedes = earlier
@@ -706,6 +796,8 @@ final class TransferService: Reporting, @unchecked Sendable {
         let recordID = transfer.recordID
         // Chunks this process verified and wrote (a link lost and back, no restart): held.
         let known = transfer.verified
+        // (The layout is the node queue's: a streamed manifest grows there.)
+        let layout = transfer.layout
         transfer.io.async { [self] in
             var have = Set<Int>()
             // The chunks the index records as verified, for a transfer resumed after a restart.
@@ -729,7 +821,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                         transfer.tree = try staging.openSubdirectory(recordID + ".tree", create: true)
                     }
                 }
-                for (entry, manifest) in transfer.layout.manifests.enumerated() {
+                for entry in layout.fileSizes.indices {
                     let partial: PartialFile
                     if let open = transfer.partials[entry] { partial = open } else {
                         if let tree = transfer.tree {
@@ -744,10 +836,12 @@ final class TransferService: Reporting, @unchecked Sendable {
                     // verified (durable before they were recorded), without reading them;
                     // for the rest the file is the truth: re-hashed (it finds the chunks
                     // written just before a crash, or that the index lost track of).
+                    // (A streamed manifest's chunks are all to come.)
+                    guard let manifest = layout.manifest(of: entry) else { continue }
                     if transfer.resumed {
-                        let first = transfer.layout.firstChunk[entry]
+                        let first = layout.firstChunk[entry]
                         var trusted = Set<Int>()
-                        for global in known where transfer.layout.range(of: entry).contains(global) {
+                        for global in known where layout.range(of: entry).contains(global) {
                             trusted.insert(global - first)
                         }
                         for local in recorded.verified where local >= first && local - first < manifest.chunks.count {
@@ -764,8 +858,8 @@ final class TransferService: Reporting, @unchecked Sendable {
                     }
                     if let earlier = transfer.supersedes {
                         for local in try copyMatchingChunks(from: earlier, in: target, to: partial, manifest: manifest)
-                        where !have.contains(transfer.layout.firstChunk[entry] + local) {
-                            have.insert(transfer.layout.firstChunk[entry] + local)
+                        where !have.contains(layout.firstChunk[entry] + local) {
+                            have.insert(layout.firstChunk[entry] + local)
                         }
                     }
                 }
@@ -781,7 +875,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     transfer.verifiedBytes = have.reduce(0) { total, index in
                         total + Int64(transfer.layout.locate(index)?.chunk.size ?? 0)
                     }
-                    for (entry, _) in transfer.layout.manifests.enumerated() {
+                    for entry in transfer.layout.fileSizes.indices {
                         let held = transfer.layout.range(of: entry).filter { have.contains($0) }
                             .reduce(Int64(0)) { $0 + Int64(transfer.layout.locate($1)!.chunk.size) }
                         transfer.setHeld(entry: entry, held)
@@ -789,9 +883,9 @@ final class TransferService: Reporting, @unchecked Sendable {
                     recordIncoming(transfer, directory: directory)
                     transfer.move(to: .active)
                     transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.verifiedBytes)
-                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.chunkCount))])
+                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.offeredChunkCount))])
                     emitTransfer(transfer, force: true)
-                    if have.count == transfer.layout.chunkCount { complete(transfer) }
+                    if transfer.layout.isComplete && have.count == transfer.layout.chunkCount { complete(transfer) }
                 }
             }
         }
@@ -851,7 +945,7 @@ final class TransferService: Reporting, @unchecked Sendable {
         return copied
     }
 
-    private func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: LinkSession) {
+    func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: LinkSession) {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
               transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
@@ -900,7 +994,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                 sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
                 recordVerified(transfer, force: false)
                 emitTransfer(transfer, force: false)
-                if transfer.verified.count == transfer.layout.chunkCount { complete(transfer) }
+                if transfer.layout.isComplete && transfer.verified.count == transfer.layout.chunkCount { complete(transfer) }
             }
         }
     }
@@ -913,10 +1007,11 @@ final class TransferService: Reporting, @unchecked Sendable {
         recordVerified(transfer, force: true)
         transfer.move(to: .finishing)
         let recordID = transfer.recordID
+        let layout = transfer.layout
         transfer.io.async { [self] in
             let outcome: Result<String, FileError> = Result { () throws(FileError) in
                 guard let target = transfer.target else { throw FileError(kind: .io, operation: "finish", path: "", message: "no target") }
-                for (entry, manifest) in transfer.layout.manifests.enumerated() {
+                for (entry, manifest) in layout.manifests.enumerated() {
                     guard let partial = transfer.partials[entry] else { continue }
                     let meta = transfer.offer.entries[entry]
                     let time = FileTimestamp(nanosecondsSinceEpoch: meta.mtimeNanoseconds)
@@ -998,10 +1093,20 @@ final class TransferService: Reporting, @unchecked Sendable {
     private func recordIncoming(_ transfer: IncomingTransfer, directory: String) {
         let recordID = transfer.recordID
         var known = false
+        let layout = transfer.layout
+        let rootHash = transfer.rootHash
         recordTransfer(transfer, "its active state") { store throws(IndexError) in
-            known = try store.transfer(id: recordID) != nil
-            if known { try store.updateTransferState(id: recordID, to: .active) }
+            guard let record = try store.transfer(id: recordID) else { return }
+            known = true
+            try store.updateTransferState(id: recordID, to: .active)
+            if record.chunkCount != layout.chunkCount || record.rootHash != rootHash {
+                // Recorded while its manifest streamed: the rows of the whole one (a row keeps
+                // its verified mark only where it names the same chunk).
+                try store.addTransferChunks(transferID: recordID, chunks: layout.transferChunks(), chunkCount: layout.chunkCount,
+                                            rootHash: layout.isComplete ? rootHash : nil)
+            }
         }
+        transfer.recordedRows = layout.chunkCount
         if known { return }
         let chunks = transfer.layout.transferChunks(verified: transfer.verified)
         let time = now()
@@ -1060,6 +1165,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                         // Not recorded: a resume reads these chunks again (the file is the truth).
                         emitError(transfer.peer, "cannot make \(indices.count) verified chunks of \(transfer.name) durable: \(failed.description)")
                     } else if !recordTransfer(transfer, "\(indices.count) verified chunks", { store throws(IndexError) in
+                        try recordStreamedRows(transfer, in: store)
                         try store.markChunksVerified(transferID: transfer.recordID, indices: indices)
                     }) {
                         // Kept for the next batch (the partial file holds them); not retried

@@ -1,0 +1,174 @@
+internal import Dispatch
+internal import PeerFiles
+internal import PeerIndex
+internal import PeerWire
+
+/// Streamed manifests (hello feature `streamed-manifest`): a large fresh file is offered at
+/// once, without its manifest, and hashed while it is sent. Each chunk the offer left out
+/// goes as a `hashedChunk` frame that names its hash, and the receiver learns the manifest
+/// from them, chunk by chunk (`ChunkLayout.extend`). So sending starts within milliseconds
+/// instead of after a whole read of the file, and the file is hashed while the chunks
+/// already hashed are sent.
+///
+/// A streamed offer goes out once: if the transfer is interrupted, it is offered again only
+/// once the file is hashed, whole, under the same ID, and the receiver answers with what it
+/// holds as for any other offer.
+extension TransferService {
+    static let streamedManifestFeature = "streamed-manifest"
+    /// The hashing thread hands its chunks over in batches of about this many bytes.
+    static let hashedBatchBytes: UInt64 = 2 << 20
+
+    /// Whether `request` (a file `PreparedOffer.streaming` would stream) may be offered with
+    /// its manifest streamed: its peer is connected and takes it, and nothing of that source
+    /// to that peer is unfinished (that goes whole, so that the receiver can resume it or
+    /// reuse what it holds).
+    func mayStream(_ request: SendRequest) -> Bool {
+        guard let session = request.target.sessionID.flatMap({ link?.session($0) }), session.isConnected,
+              session.streamedManifest else { return false }
+        if transfers.outgoing.values.contains(where: {
+            $0.peerKey == request.target.deviceKey && !$0.isFinished && $0.prepared.sources.contains { $0.path == request.path }
+        }) { return false }
+        let records = (try? store.transfers(deviceID: request.target.deviceKey)) ?? []
+        return !records.contains { $0.direction == .send && $0.state.isUnfinished && $0.finalPath == request.path }
+    }
+
+    /// Hashes the file of a streamed offer on a thread of its own and hands its chunks to
+    /// `hashed` as they come.
+    func startHashing(_ transfer: OutgoingTransfer) {
+        guard let entry = transfer.layout.streamingEntry else { return }
+        let job = HashingJob()
+        transfer.hashing = job
+        let source = transfer.prepared.sources[entry]
+        let size = UInt64(source.stamp.size)
+        DispatchQueue.global().async { [self] in
+            var batch: [ChunkRef] = []
+            var batchBytes: UInt64 = 0
+            do throws(FileError) {
+                let chunker = try FileChunker(path: source.path, parameters: .forFileSize(size))
+                while let chunk = try chunker.next() {
+                    if job.isStopped { return }
+                    batch.append(chunk)
+                    batchBytes += UInt64(chunk.size)
+                    if batchBytes >= Self.hashedBatchBytes {
+                        let ready = batch
+                        queue.async { [self] in hashed(transfer, ready, job: job, end: nil) }
+                        batch = []
+                        batchBytes = 0
+                    }
+                }
+                // What was hashed is the file offered only if it has not changed meanwhile.
+                let unchanged = Result { () throws(FileError) in try source.checkUnchanged() }
+                let ready = batch
+                queue.async { [self] in hashed(transfer, ready, job: job, end: unchanged) }
+            } catch {
+                let reason = error.description
+                queue.async { [self] in
+                    guard transfer.hashing === job else { return }
+                    perform(.sourceUnreadable(path: source.path, reason: reason), on: transfer)
+                }
+            }
+        }
+    }
+
+    /// Chunks the hashing found (`end`: the last ones, and whether the file was unchanged):
+    /// they join the layout, and the window when the offer is accepted; with the last, the
+    /// offer is whole (and recorded so), and a paused transfer is offered again.
+    private func hashed(_ transfer: OutgoingTransfer, _ chunks: [ChunkRef], job: HashingJob,
+                        end: Result<Void, FileError>?) {
+        guard transfer.hashing === job, !transfer.isFinished else { return }
+        let path = transfer.prepared.sources[transfer.layout.streamingEntry ?? 0].path
+        let known = transfer.layout.chunkCount
+        do throws(ChunkLayout.ExtendError) {
+            for chunk in chunks { try transfer.layout.extend(size: chunk.size, hash: chunk.hash) }
+            if end != nil, !transfer.layout.isComplete { throw .pastEnd(entry: 0) }
+        } catch {
+            // The file grew or shrank while it was hashed.
+            perform(.sourceUnreadable(path: path, reason: "\(path) changed while it was being sent; send it again"), on: transfer)
+            return
+        }
+        if case .failure = end {
+            perform(.sourceUnreadable(path: path, reason: "\(path) changed while it was being sent; send it again"), on: transfer)
+            return
+        }
+        if transfer.window != nil { transfer.window!.append(sizes: transfer.layout.chunkSizes(from: known)) }
+        guard end != nil else {
+            pump(transfer)
+            return
+        }
+        transfer.hashing = nil
+        transfer.prepared = transfer.prepared.completed(with: transfer.layout)
+        let prepared = transfer.prepared
+        let layout = transfer.layout
+        recordTransfer(transfer, "its manifest") { store throws(IndexError) in
+            try store.addTransferChunks(transferID: prepared.offer.id.description, chunks: layout.transferChunks(),
+                                        chunkCount: layout.chunkCount, rootHash: prepared.rootHash)
+        }
+        if transfer.state == .paused, let session = link?.connectedSession(device: transfer.peerKey) {
+            offer(transfer, on: session)
+        } else {
+            pump(transfer)
+        }
+    }
+
+    /// A chunk with its hash: the next one extends the streamed manifest, one known already
+    /// (sent again) must be that chunk; anything else stops the transfer.
+    func hashedChunkReceived(_ id: TransferID, index: Int, hash: [UInt8], data: [UInt8], from session: LinkSession) {
+        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey, transfer.state == .active,
+              let hash = ChunkHash(bytes: hash) else { return }
+        if index == transfer.layout.chunkCount {
+            do throws(ChunkLayout.ExtendError) {
+                try transfer.layout.extend(size: UInt32(clamping: data.count), hash: hash)
+            } catch {
+                perform(.manifestBroken("chunk \(index): \(error)"), on: transfer)
+                return
+            }
+            if transfer.layout.isComplete {
+                transfer.rootHash = PreparedOffer.contentHash(of: transfer.offer, manifests: transfer.layout.manifests)
+            }
+        } else if let known = transfer.layout.locate(index)?.chunk, Int(known.size) == data.count, known.hash == hash {
+            // Sent again: the chunk it was.
+        } else {
+            perform(.manifestBroken("chunk \(index) does not follow the \(transfer.layout.chunkCount) known"), on: transfer)
+            return
+        }
+        chunkReceived(id, index: index, data: data, from: session)
+    }
+
+    /// The layout of `offer`, every manifest in it, that continues `transfer` (whose
+    /// manifest streamed): the same files, and every chunk known so far the same. Nil when
+    /// it is anything else.
+    static func continuedLayout(of transfer: IncomingTransfer, by offer: TransferOffer) -> ChunkLayout? {
+        let old = transfer.offer
+        guard offer.kind == old.kind, offer.name == old.name, offer.entries.count == old.entries.count else { return nil }
+        var manifests: [Manifest] = []
+        for (entry, before) in zip(offer.entries, old.entries) {
+            guard entry.path == before.path, entry.size == before.size, entry.mode == before.mode,
+                  let manifest = try? Manifest.decode(entry.manifest), manifest.fileSize == entry.size else { return nil }
+            manifests.append(manifest)
+        }
+        let layout = ChunkLayout(manifests: manifests)
+        guard layout.chunkCount >= transfer.layout.chunkCount,
+              layout.chunks(from: 0).prefix(transfer.layout.chunkCount).elementsEqual(transfer.layout.chunks(from: 0))
+        else { return nil }
+        return layout
+    }
+
+    /// Adds the index rows of the chunks a streamed manifest made known since the last
+    /// record (and its root hash once it is whole), before chunks among them are marked
+    /// verified. On the node's queue, within `recordTransfer`.
+    func recordStreamedRows(_ transfer: IncomingTransfer, in store: any TransferStore) throws(IndexError) {
+        let layout = transfer.layout
+        guard transfer.recordedRows < layout.chunkCount else { return }
+        try store.addTransferChunks(transferID: transfer.recordID, chunks: layout.transferChunks(from: transfer.recordedRows),
+                                    chunkCount: layout.chunkCount, rootHash: layout.isComplete ? transfer.rootHash : nil)
+        transfer.recordedRows = layout.chunkCount
+    }
+}
+
+extension ChunkLayout {
+    /// The most chunks a streamed manifest of a file of `size` bytes may have: every chunk
+    /// but the last is at least `minSize` (`extend`).
+    static func mostChunks(streamedSize size: UInt64) -> Int {
+        Int(clamping: size / UInt64(ChunkParameters.forFileSize(size).minSize) + 1)
+    }
+}

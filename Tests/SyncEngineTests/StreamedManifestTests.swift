@@ -1,0 +1,197 @@
+import Foundation
+import Glibc
+import PeerFiles
+import PeerIndex
+import PeerWire
+@testable import SyncEngine
+import Synchronization
+import Testing
+
+/// Streamed manifests (`streamed-manifest`): a large fresh file is offered before it is
+/// hashed, its chunks carry their hashes, and the receiver learns the manifest from them.
+/// What a user would check: the file arrives whole and both ends record its content; an
+/// interrupted send resumes from what arrived; a file that changes meanwhile fails the send;
+/// chunks that do not fit the offer stop the transfer and leave nothing behind.
+@Suite struct StreamedManifestTests {
+    static let size = 6 << 20
+
+    /// A pair whose sender streams manifests of files from 1 MiB on.
+    static func pair(window: Int = 16 << 20, rate: Int = 0) throws -> TransferPair {
+        try TransferPair(configureAlice: {
+            $0.streamManifestFrom = 1 << 20
+            $0.sendWindowBytes = window
+            $0.sendRateBytesPerSecond = rate
+        })
+    }
+
+    static func content(_ path: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: path)) }
+
+    @Test func aFreshFileIsOfferedBeforeItIsHashedAndArrivesWholeWithItsContentRecorded() throws {
+        let pair = try Self.pair()
+        defer { pair.cleanup() }
+        pair.connect()
+        let source = pair.alice.directory + "/fresh.bin"
+        try TransferPair.randomFile(source, size: Self.size, seed: 21)
+        let outcome = pair.send(source)
+        try TransferPair.eventually("the send completes") { outcome.value != nil }
+        let info = try #require(TransferServiceTests.completed(outcome), "\(String(describing: outcome.value))")
+        #expect(info.bytes == Int64(Self.size))
+        #expect(try Self.content(TransferServiceTests.received(pair.bob, "fresh.bin")) == (try Self.content(source)))
+        // Every chunk went with its hash: the offer had no manifest.
+        let whole = try PreparedOffer.build(path: source, name: nil, kind: .file)
+        #expect(pair.alice.hashedChunksSent.withLock { $0.sorted() } == (0..<UInt32(whole.chunkCount)).map { $0 })
+        // Both ends name the content once it is known, and bob's rows are the whole manifest.
+        try TransferPair.eventually("bob records the completion") { (try? pair.bob.store.transfers())?.first?.state == .completed }
+        let received = try #require(try pair.bob.store.transfers().first)
+        let sent = try #require(try pair.alice.store.transfers().first)
+        #expect(received.rootHash == whole.rootHash && sent.rootHash == whole.rootHash)
+        #expect(received.chunkCount == whole.chunkCount && sent.chunkCount == whole.chunkCount)
+        let rows = try pair.bob.store.transferChunks(transferID: received.id)
+        #expect(rows.count == whole.chunkCount && rows.contains(where: \.verified))
+        #expect(rows.map(\.hash) == whole.sources[0].manifest!.chunks.map(\.hash.bytes))
+        #expect(pair.bob.events.errors.isEmpty && pair.alice.events.errors.isEmpty, "\(pair.bob.events.errors) \(pair.alice.events.errors)")
+    }
+
+    /// A peer whose hello does not list the feature, or a file under the threshold, gets the
+    /// whole manifest first, as before.
+    @Test(arguments: ["peer without the feature", "small file"])
+    func otherwiseTheWholeManifestIsOffered(_ situation: String) throws {
+        let pair = try TransferPair(configureAlice: { $0.streamManifestFrom = situation == "small file" ? 8 << 20 : 1 << 20 })
+        defer { pair.cleanup() }
+        if situation == "peer without the feature" { pair.bob.speaksStreamedManifest.withLock { $0 = false } }
+        pair.connect()
+        let source = pair.alice.directory + "/whole.bin"
+        try TransferPair.randomFile(source, size: Self.size, seed: 22)
+        let outcome = pair.send(source)
+        try TransferPair.eventually("the send completes") { outcome.value != nil }
+        #expect(TransferServiceTests.completed(outcome) != nil, "\(String(describing: outcome.value))")
+        #expect(try Self.content(TransferServiceTests.received(pair.bob, "whole.bin")) == (try Self.content(source)))
+        #expect(pair.alice.hashedChunksSent.withLock { $0.isEmpty })
+    }
+
+    /// The link is cut while a streamed send runs; the sender offers it again, whole, under
+    /// the same ID, and the receiver answers with what it holds: at most a window travels
+    /// twice, and the chunks after the cut go without their hashes.
+    @Test(arguments: ["link back", "receiver restarted"])
+    func aStreamedSendThatIsCutResumesFromWhatArrived(_ how: String) throws {
+        let window = 512 << 10
+        let pair = try Self.pair(window: window)
+        defer { pair.cleanup() }
+        pair.alice.chunkRule.withLock { $0.cutAfter = 30 }
+        pair.connect()
+        let source = pair.alice.directory + "/cut.bin"
+        try TransferPair.randomFile(source, size: Self.size, seed: 23)
+        let outcome = pair.send(source)
+        try TransferPair.eventually("30 chunks are sent") { pair.alice.chunkRule.withLock { $0.sent } >= 30 }
+        pair.cut()
+        try TransferPair.eventually("both ends pause") {
+            pair.alice.events.transfers.last?.state == .paused && pair.bob.events.transfers.last?.state == .paused
+        }
+        let held = try #require(pair.bob.events.transfers.last?.bytes)
+        #expect(held > 0 && held < Int64(Self.size))
+        if how == "receiver restarted" {
+            let record = try #require(try pair.bob.store.transfers().first)
+            try TransferPair.eventually("bob's index records what he holds") {
+                (try? pair.bob.store.transfer(id: record.id))?.bytesDone == held
+            }
+            try pair.restartBob()
+        }
+        let hashedBeforeCut = pair.alice.hashedChunksSent.withLock { $0.count }
+        pair.alice.chunkRule.withLock { $0.cutAfter = nil }
+        pair.connect()
+        try TransferPair.eventually("the send completes") { outcome.value != nil }
+        let info = try #require(TransferServiceTests.completed(outcome), "\(String(describing: outcome.value))")
+        #expect((info.resent ?? .max) <= Int64(window), "re-sent \(info.resent ?? -1) bytes, window \(window)")
+        #expect(try Self.content(TransferServiceTests.received(pair.bob, "cut.bin")) == (try Self.content(source)))
+        #expect(pair.alice.hashedChunksSent.withLock { $0.count } == hashedBeforeCut)
+        #expect(try pair.bob.store.transfers().count == 1 && Set(pair.alice.events.transfers.map(\.transfer)).count == 1)
+        let whole = try PreparedOffer.build(path: source, name: nil, kind: .file)
+        try TransferPair.eventually("bob records the completion") { (try? pair.bob.store.transfers())?.first?.state == .completed }
+        #expect(try pair.bob.store.transfers().first?.rootHash == whole.rootHash)
+    }
+
+    /// A file written to while it is hashed and sent is not sent as if it had not changed.
+    @Test func aFileThatChangesWhileItIsSentFailsTheSend() throws {
+        let pair = try Self.pair(rate: 4 << 20)
+        defer { pair.cleanup() }
+        pair.connect()
+        let source = pair.alice.directory + "/moving.bin"
+        try TransferPair.randomFile(source, size: Self.size, seed: 24)
+        let outcome = pair.send(source)
+        try TransferPair.eventually("a chunk is sent") { pair.alice.chunkRule.withLock { $0.sent } >= 1 }
+        let handle = try #require(FileHandle(forWritingAtPath: source))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 7, count: 4096))
+        try handle.close()
+        try TransferPair.eventually("the send ends") { outcome.value != nil }
+        guard case let .failure(error)? = outcome.value else {
+            Issue.record("a send of a changing file completed: \(String(describing: outcome.value))")
+            return
+        }
+        #expect(error.description.contains("changed"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: TransferServiceTests.received(pair.bob, "moving.bin")))
+    }
+
+    /// Chunks that do not fit a streamed offer (too small, past its end, out of order, or
+    /// sent again as something else) stop the transfer: the receiver cancels, fails it, and
+    /// keeps nothing of it.
+    @Test(arguments: ["too small", "past the end", "out of order", "sent again otherwise", "empty"])
+    func chunksThatDoNotFitTheOfferStopTheTransfer(_ lie: String) throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        pair.connect()
+        let size: UInt64 = 4 << 20    // 64 KiB chunks: 16 KiB … 256 KiB, but the last
+        let id = TransferID.random()
+        let entry = TransferOffer.Entry(path: "lie.bin", size: size, mode: 0o644, mtimeNanoseconds: 0, manifest: [])
+        pair.alice.sendRaw([.offer(TransferOffer(id: id, kind: .file, name: "lie.bin", entries: [entry]))])
+        try TransferPair.eventually("bob accepts") { pair.bob.events.transfers.last?.state == .active }
+        func chunk(_ index: UInt32, _ data: [UInt8]) -> Frame {
+            .hashedChunk(id: id, index: index, hash: ChunkHash.of(data).bytes, data: data)
+        }
+        let good = [UInt8](repeating: 1, count: 100_000)
+        switch lie {
+        case "too small": pair.alice.sendRaw([chunk(0, [UInt8](repeating: 2, count: 1000))])
+        case "past the end": pair.alice.sendRaw([chunk(0, good), chunk(1, [UInt8](repeating: 3, count: 250_000))]
+                                                + (2..<18).map { chunk(UInt32($0), [UInt8](repeating: UInt8($0), count: 250_000)) })
+        case "out of order": pair.alice.sendRaw([chunk(1, good)])
+        case "sent again otherwise": pair.alice.sendRaw([chunk(0, good), chunk(0, [UInt8](repeating: 9, count: 100_000))])
+        default: pair.alice.sendRaw([chunk(0, [])])
+        }
+        try TransferPair.eventually("bob's end fails") { pair.bob.events.transfers.last?.state == .failed }
+        #expect(pair.bob.events.transfers.last?.reason?.contains("do not fit its offer") == true, "\(pair.bob.events.transfers.last!)")
+        try TransferPair.eventually("the partial file is removed") {
+            let names = (try? FileManager.default.subpathsOfDirectory(atPath: pair.bob.directory)) ?? ["?"]
+            return names.allSatisfy { !$0.hasSuffix(PartialFile.fileExtension) }
+        }
+        #expect(!FileManager.default.fileExists(atPath: TransferServiceTests.received(pair.bob, "lie.bin")))
+    }
+
+    /// An offer that would let a streamed manifest grow without bound, or that mixes the two
+    /// kinds of entries the wrong way round, is declined before anything is kept for it.
+    @Test(arguments: ["huge", "empty file", "manifest after a streamed entry"])
+    func aStreamedOfferOutsideTheRulesIsDeclined(_ kind: String) throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        pair.connect()
+        let source = pair.alice.directory + "/x.bin"
+        try TransferPair.randomFile(source, size: 100_000, seed: 25)
+        var whole = try PreparedOffer.build(path: source, name: nil, kind: .file).offer.entries[0]
+        whole.path = "b.bin"
+        var streamed = TransferOffer.Entry(path: "a.bin", size: 1 << 20, mode: 0o644, mtimeNanoseconds: 0, manifest: [])
+        var entries = [streamed, whole]
+        switch kind {
+        case "huge":
+            streamed.size = 1 << 62
+            entries = [streamed]
+        case "empty file":
+            streamed.size = 0
+            entries = [streamed]
+        default: break
+        }
+        pair.alice.sendRaw([.offer(TransferOffer(id: .random(), kind: .folder, name: "folder", entries: entries))])
+        try TransferPair.eventually("bob refuses it") { !pair.bob.events.errors.isEmpty }
+        #expect(pair.bob.events.errors.first?.contains("refused an offer from alice") == true, "\(pair.bob.events.errors)")
+        #expect(try pair.bob.events.offers.isEmpty && pair.bob.store.transfers().isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: pair.bob.directory).isEmpty)
+    }
+}
