@@ -110,6 +110,59 @@ import Testing
         #expect(try pair.bob.store.transfers().first?.rootHash == whole.rootHash)
     }
 
+    /// What a sender's index holds after its process stopped while it was still hashing a
+    /// streamed send: the record, with no content hash and no chunk rows yet.
+    static func recordInterruptedStream(_ pair: TransferPair, source: String) throws -> String {
+        let stamp = try #require(PreparedOffer.FileStamp(path: source))
+        let id = TransferID.random().description
+        try pair.alice.store.insertTransfer(
+            TransferRecord(id: id, direction: .send, deviceID: pair.bob.deviceKey, name: "stopped.bin", size: stamp.size, mode: 0,
+                           mtimeNs: stamp.mtimeNs, rootHash: TransferRecord.unknownRootHash, chunkCount: 0, state: .paused,
+                           finalPath: source, createdAt: 1), chunks: [])
+        return id
+    }
+
+    /// The sender's process stopped while it hashed a streamed send. When the peer is back
+    /// (or the user sends the file again) the file, unchanged, goes whole under the same ID,
+    /// and the record gets its content; a file changed meanwhile is a new transfer.
+    @Test(arguments: ["peer back", "sent again", "changed"])
+    func aSendStoppedWhileHashingContinuesUnderItsID(_ how: String) throws {
+        let pair = try Self.pair()
+        defer { pair.cleanup() }
+        let source = pair.alice.directory + "/stopped.bin"
+        try TransferPair.randomFile(source, size: Self.size, seed: 26)
+        let id = try Self.recordInterruptedStream(pair, source: source)
+        var outcome: Outcome?
+        switch how {
+        case "sent again": outcome = pair.send(source)
+        case "changed":
+            var times = [timespec(tv_sec: 1_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, source, &times, 0) == 0)
+        default: break
+        }
+        pair.connect()
+        try TransferPair.eventually("bob has the file") {
+            (try? pair.bob.store.transfers())?.first?.state == .completed
+        }
+        if let outcome {
+            try TransferPair.eventually("the send completes") { outcome.value != nil }
+            #expect(TransferServiceTests.completed(outcome) != nil, "\(String(describing: outcome.value))")
+        }
+        #expect(try Self.content(TransferServiceTests.received(pair.bob, "stopped.bin")) == (try Self.content(source)))
+        let whole = try PreparedOffer.build(path: source, name: nil, kind: .file)
+        let received = try #require(try pair.bob.store.transfers().first)
+        let old = try #require(try pair.alice.store.transfer(id: id))
+        if how == "changed" {
+            #expect(received.id != id && old.state == .cancelled, "\(old)")
+        } else {
+            try TransferPair.eventually("alice records the completion") { (try? pair.alice.store.transfer(id: id))?.state == .completed }
+            let sent = try #require(try pair.alice.store.transfer(id: id))
+            #expect(received.id == id && sent.rootHash == whole.rootHash && sent.chunkCount == whole.chunkCount)
+            #expect(try pair.alice.store.transfers().count == 1)
+        }
+        #expect(pair.alice.events.errors.isEmpty && pair.bob.events.errors.isEmpty, "\(pair.alice.events.errors) \(pair.bob.events.errors)")
+    }
+
     /// A file written to while it is hashed and sent is not sent as if it had not changed.
     @Test func aFileThatChangesWhileItIsSentFailsTheSend() throws {
         let pair = try Self.pair(rate: 4 << 20)
@@ -167,8 +220,9 @@ import Testing
     }
 
     /// An offer that would let a streamed manifest grow without bound, or that mixes the two
-    /// kinds of entries the wrong way round, is declined before anything is kept for it.
-    @Test(arguments: ["huge", "empty file", "manifest after a streamed entry"])
+    /// kinds of entries the wrong way round, or that reuses the ID of a transfer the receiver
+    /// has recorded (whose verified rows it would trust), is declined before anything is kept.
+    @Test(arguments: ["huge", "empty file", "manifest after a streamed entry", "an ID bob has recorded"])
     func aStreamedOfferOutsideTheRulesIsDeclined(_ kind: String) throws {
         let pair = try TransferPair()
         defer { pair.cleanup() }
@@ -179,7 +233,15 @@ import Testing
         whole.path = "b.bin"
         var streamed = TransferOffer.Entry(path: "a.bin", size: 1 << 20, mode: 0o644, mtimeNanoseconds: 0, manifest: [])
         var entries = [streamed, whole]
+        var id = TransferID.random()
         switch kind {
+        case "an ID bob has recorded":
+            entries = [streamed]
+            id = .random()
+            try pair.bob.store.insertTransfer(
+                TransferRecord(id: id.description, direction: .receive, deviceID: pair.alice.deviceKey, name: "folder", size: 1 << 20,
+                               mode: 0o644, mtimeNs: 0, rootHash: TransferRecord.unknownRootHash, chunkCount: 0, state: .paused,
+                               partialPath: pair.bob.directory, createdAt: 1), chunks: [])
         case "huge":
             streamed.size = 1 << 62
             entries = [streamed]
@@ -188,10 +250,10 @@ import Testing
             entries = [streamed]
         default: break
         }
-        pair.alice.sendRaw([.offer(TransferOffer(id: .random(), kind: .folder, name: "folder", entries: entries))])
+        pair.alice.sendRaw([.offer(TransferOffer(id: id, kind: .folder, name: "folder", entries: entries))])
         try TransferPair.eventually("bob refuses it") { !pair.bob.events.errors.isEmpty }
         #expect(pair.bob.events.errors.first?.contains("refused an offer from alice") == true, "\(pair.bob.events.errors)")
-        #expect(try pair.bob.events.offers.isEmpty && pair.bob.store.transfers().isEmpty)
+        #expect(try pair.bob.events.offers.isEmpty && pair.bob.store.transfers().count == (kind == "an ID bob has recorded" ? 1 : 0))
         #expect(try FileManager.default.contentsOfDirectory(atPath: pair.bob.directory).isEmpty)
     }
 }

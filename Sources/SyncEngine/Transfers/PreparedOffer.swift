@@ -74,10 +74,10 @@ struct PreparedOffer: Sendable {
     static func streaming(path: String, name: String?, minimumSize: Int64, id: TransferID = .random(),
                           indexed: ((String, FileStamp) -> Manifest?)? = nil) throws(EngineError) -> PreparedOffer? {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
+        // (Not a symbolic link: `build` refuses one, and so would any later offer.)
+        guard lstat(path, &st) == 0 else { throw .io(path: path, reason: String(cString: strerror(errno))) }
         guard (st.st_mode & S_IFMT) == S_IFREG, let stamp = FileStamp(path: path), stamp.size >= max(1, minimumSize),
-              ChunkLayout.mostChunks(streamedSize: UInt64(stamp.size)) <= Manifest.maxChunks,
-              indexed?(path, stamp) == nil else { return nil }
+              ChunkLayout.mayStream(size: UInt64(stamp.size)), indexed?(path, stamp) == nil else { return nil }
         let baseName = name ?? URL(fileURLWithPath: path).lastPathComponent
         do { _ = try SafePath.validateName(baseName) } catch {
             throw .invalidArgument("the name '\(baseName)' cannot be sent: \(error.description)")

@@ -113,6 +113,9 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
     /// The chunks from this index on go as `hashedChunk` frames: those the offer now on the
     /// wire left out (nil when it had every manifest).
     var hashedFrom: Int?
+    /// An offer came while the file was being hashed (a link back, a `resume`): offered once
+    /// it is hashed.
+    var offerWhenHashed = false
     var window: SendWindow?
     /// A spooled standard input, deleted when the transfer ends.
     let spoolFile: String?

@@ -23,8 +23,7 @@ extension TransferService {
     /// to that peer is unfinished (that goes whole, so that the receiver can resume it or
     /// reuse what it holds).
     func mayStream(_ request: SendRequest) -> Bool {
-        guard let session = request.target.sessionID.flatMap({ link?.session($0) }), session.isConnected,
-              session.streamedManifest else { return false }
+        guard let session = currentSession(request.target), session.streamedManifest else { return false }
         if transfers.outgoing.values.contains(where: {
             $0.peerKey == request.target.deviceKey && !$0.isFinished && $0.prepared.sources.contains { $0.path == request.path }
         }) { return false }
@@ -47,14 +46,16 @@ extension TransferService {
                 let chunker = try FileChunker(path: source.path, parameters: .forFileSize(size))
                 while let chunk = try chunker.next() {
                     if job.isStopped { return }
-                    batch.append(chunk)
-                    batchBytes += UInt64(chunk.size)
+                    // A batch goes once the next chunk exists: the last chunk always goes with
+                    // the end (and its check of the file), so nothing can finish before it.
                     if batchBytes >= Self.hashedBatchBytes {
                         let ready = batch
                         queue.async { [self] in hashed(transfer, ready, job: job, end: nil) }
                         batch = []
                         batchBytes = 0
                     }
+                    batch.append(chunk)
+                    batchBytes += UInt64(chunk.size)
                 }
                 // What was hashed is the file offered only if it has not changed meanwhile.
                 let unchanged = Result { () throws(FileError) in try source.checkUnchanged() }
@@ -96,18 +97,45 @@ extension TransferService {
             return
         }
         transfer.hashing = nil
-        transfer.prepared = transfer.prepared.completed(with: transfer.layout)
-        let prepared = transfer.prepared
-        let layout = transfer.layout
-        recordTransfer(transfer, "its manifest") { store throws(IndexError) in
-            try store.addTransferChunks(transferID: prepared.offer.id.description, chunks: layout.transferChunks(),
-                                        chunkCount: layout.chunkCount, rootHash: prepared.rootHash)
+        let whole = transfer.prepared.completed(with: transfer.layout)
+        do throws(WireError) { try Frame.offer(whole.offer).validate() } catch {
+            // (Chunks as small as FastCDC allows, for a file near `PreparedOffer.streaming`'s bound.)
+            perform(.sourceUnreadable(path: path, reason: "\(path) has too many chunks to offer again (\(error.description))"), on: transfer)
+            return
         }
-        if transfer.state == .paused, let session = link?.connectedSession(device: transfer.peerKey) {
+        transfer.prepared = whole
+        recordWholeManifest(transfer)
+        if transfer.offerWhenHashed, transfer.state == .paused, let session = link?.connectedSession(device: transfer.peerKey) {
             offer(transfer, on: session)
         } else {
             pump(transfer)
         }
+    }
+
+    /// Records the whole manifest of a transfer whose send record was made while it streamed
+    /// (rows and root hash), so that a later `send` or restart knows its content.
+    func recordWholeManifest(_ transfer: OutgoingTransfer) {
+        let layout = transfer.layout
+        guard layout.isComplete else { return }
+        let id = transfer.id.description
+        let rootHash = transfer.prepared.rootHash
+        recordTransfer(transfer, "its manifest") { store throws(IndexError) in
+            try store.addTransferChunks(transferID: id, chunks: layout.transferChunks(), chunkCount: layout.chunkCount, rootHash: rootHash)
+        }
+    }
+
+    /// Whether the files of two offers are the same files, unchanged (paths and stamps).
+    static func sameSources(_ a: PreparedOffer, _ b: PreparedOffer) -> Bool {
+        a.sources.map(\.path) == b.sources.map(\.path) && a.sources.map(\.stamp) == b.sources.map(\.stamp)
+    }
+
+    /// Whether `prepared`, an offer of `source` with every manifest, continues the unfinished
+    /// send `record`: the same content, or, for a send recorded while its manifest streamed
+    /// (content not known), the same file unchanged since (size and mtime).
+    static func continues(_ record: TransferRecord, _ prepared: PreparedOffer, source: String) -> Bool {
+        if record.rootHash != TransferRecord.unknownRootHash { return record.rootHash == prepared.rootHash }
+        return record.finalPath == source && prepared.sources.count == 1 && record.size == prepared.totalSize
+            && record.mtimeNs == prepared.sources[0].stamp.mtimeNs
     }
 
     /// A chunk with its hash: the next one extends the streamed manifest, one known already
@@ -170,5 +198,13 @@ extension ChunkLayout {
     /// but the last is at least `minSize` (`extend`).
     static func mostChunks(streamedSize size: UInt64) -> Int {
         Int(clamping: size / UInt64(ChunkParameters.forFileSize(size).minSize) + 1)
+    }
+
+    /// Whether a file of `size` bytes may stream its manifest: however small its chunks,
+    /// the whole manifest fits an offer entry (`WireLimits.maxManifest`, about 349,000
+    /// chunks: files up to about 340 GB), so the transfer can always be offered again whole.
+    static func mayStream(size: UInt64) -> Bool {
+        let most = mostChunks(streamedSize: size)
+        return size >= 1 && most <= (WireLimits.maxManifest - 48) / 36
     }
 }

@@ -101,13 +101,23 @@ final class TransferService: Reporting, @unchecked Sendable {
                 return
             }
             queue.async { [self] in
-                if mayStream(request) {
+                // (Also the same file, unchanged, to the same peer, already on its way: joined.)
+                if mayStream(request) || transfers.outgoing.values.contains(where: {
+                    $0.peerKey == target.deviceKey && !$0.isFinished && Self.sameSources($0.prepared, streaming)
+                }) {
                     offerPrepared(streaming, request)
                 } else {
                     DispatchQueue.global().async { [self] in prepareWhole(request) }
                 }
             }
         }
+    }
+
+    /// The connected session to the target's peer now: the one the request named, or one
+    /// that came up while the source was read (its `sessionConnected` found nothing to offer).
+    func currentSession(_ target: Target) -> LinkSession? {
+        if let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected { return session }
+        return link?.connectedSession(device: target.deviceKey)
     }
 
     /// What `send` was asked, carried from queue to queue.
@@ -168,17 +178,16 @@ final class TransferService: Reporting, @unchecked Sendable {
         // The same content to the same peer, still unfinished: continue that transfer
         // (same ID, so the receiver resumes) instead of starting another. (A streamed offer
         // is never the same content: `mayStream` sends such a file whole.)
-        if !prepared.isStreamed, let running = transfers.outgoing.values.first(where: {
-            $0.peerKey == target.deviceKey && !$0.isFinished && ($0.prepared.rootHash == prepared.rootHash
-                || $0.prepared.isStreamed && $0.prepared.sources.map(\.stamp) == prepared.sources.map(\.stamp)
-                    && $0.prepared.sources.map(\.path) == prepared.sources.map(\.path))
+        if let running = transfers.outgoing.values.first(where: {
+            $0.peerKey == target.deviceKey && !$0.isFinished
+                && (!prepared.isStreamed && $0.prepared.rootHash == prepared.rootHash || Self.sameSources($0.prepared, prepared))
         }) {
             running.observers.append(observer)
             if cancellation?.attach(running.id.description) == false {
                 perform(.cancelledHere, on: running)
                 return
             }
-            if running.state == .paused, let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected {
+            if running.state == .paused, let session = currentSession(target) {
                 offer(running, on: session)
             } else {
                 emitTransfer(running, force: true)
@@ -201,7 +210,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                 return
             }
             recorded = records.first {
-                $0.direction == .send && $0.state.isUnfinished && $0.rootHash == prepared.rootHash
+                $0.direction == .send && $0.state.isUnfinished && Self.continues($0, prepared, source: request.path)
             }
             if let recorded, let id = TransferID(hex: recorded.id) {
                 prepared = prepared.withID(id)
@@ -213,13 +222,15 @@ final class TransferService: Reporting, @unchecked Sendable {
         if recorded == nil {
             supersedeRecordedSends(of: request.path, to: target.deviceKey, by: transfer.id)
             recordOutgoing(transfer, source: request.path)
+        } else if recorded?.rootHash == TransferRecord.unknownRootHash {
+            recordWholeManifest(transfer)
         }
         if cancellation?.attach(transfer.id.description) == false {
             perform(.cancelledHere, on: transfer)
             return
         }
         if prepared.isStreamed { startHashing(transfer) }
-        guard let session = target.sessionID.flatMap({ link?.session($0) }), session.isConnected else {
+        guard let session = currentSession(target) else {
             pauseOutgoing(transfer, reason: Self.waitingReason(target.peer.name))
             return
         }
@@ -418,13 +429,13 @@ final class TransferService: Reporting, @unchecked Sendable {
                     return
                 }
                 queue.async { [self] in
-                    guard transfers.outgoing[id] == nil else { return }
+                    // (A `send` of the same file may have taken it up meanwhile.)
+                    guard transfers.outgoing[id] == nil,
+                          (try? store.transfer(id: record.id))?.state.isUnfinished ?? true else { return }
                     var prepared = prepared
-                    if prepared.rootHash != record.rootHash && record.rootHash != TransferRecord.unknownRootHash {
+                    if !Self.continues(record, prepared, source: source) {
                         // The source changed: a new transfer, for which the receiver reuses the
-                        // chunks of the interrupted one that still match. (A transfer stopped
-                        // while its manifest streamed keeps its ID: the receiver trusts only the
-                        // chunks that match the whole manifest now offered.)
+                        // chunks of the interrupted one that still match.
                         prepared = prepared.withID(.random())
                     }
                     let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
@@ -432,6 +443,8 @@ final class TransferService: Reporting, @unchecked Sendable {
                     if transfer.id != id {
                         supersedeRecordedSends(of: source, to: key, by: transfer.id)
                         recordOutgoing(transfer, source: source)
+                    } else if record.rootHash == TransferRecord.unknownRootHash {
+                        recordWholeManifest(transfer)
                     }
                     if let session = link?.session(sessionID), session.isConnected {
                         offer(transfer, on: session)
@@ -477,7 +490,12 @@ final class TransferService: Reporting, @unchecked Sendable {
     func offer(_ transfer: OutgoingTransfer, on session: LinkSession) {
         // A streamed offer goes out once; any later one waits for the whole manifest
         // (`hashed` offers it), so that the receiver's accept can name what it holds.
-        if transfer.prepared.isStreamed && transfer.hashedFrom != nil { return }
+        if transfer.prepared.isStreamed && transfer.hashedFrom != nil {
+            transfer.offerWhenHashed = true
+            transfer.pauseReason = "\(transfer.name) is being hashed; offered again when it is"
+            emitTransfer(transfer, force: true, reason: transfer.pauseReason)
+            return
+        }
         transfer.hashedFrom = transfer.prepared.isStreamed ? transfer.layout.offeredChunkCount : nil
         transfer.sessionID = session.id
         transfer.move(to: .offered)
@@ -639,8 +657,11 @@ final class TransferService: Reporting, @unchecked Sendable {
     private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
         let time = now()
         let chunks = transfer.layout.transferChunks()
+        // A streamed send records its source's mtime: what tells, after a restart, whether the
+        // file it was hashing is still the same (its content hash is not known yet).
         let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
-                                    name: transfer.name, size: transfer.totalSize, mode: 0, mtimeNs: 0,
+                                    name: transfer.name, size: transfer.totalSize, mode: 0,
+                                    mtimeNs: transfer.prepared.isStreamed ? transfer.prepared.sources[0].stamp.mtimeNs : 0,
                                     rootHash: transfer.prepared.rootHash, chunkCount: transfer.layout.chunkCount,
                                     state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
                                     error: nil, createdAt: time, updatedAt: time)
@@ -696,9 +717,8 @@ final class TransferService: Reporting, @unchecked Sendable {
             // What a streamed manifest may grow to is bounded before anything is kept for it.
             var most = manifests.reduce(0) { $0 + $1.chunks.count }
             for size in streamedSizes {
-                let chunks = ChunkLayout.mostChunks(streamedSize: size)
-                guard chunks <= Manifest.maxChunks else { throw EngineError.refused("a file of \(size) bytes is too large to stream its manifest") }
-                most += chunks
+                guard ChunkLayout.mayStream(size: size) else { throw EngineError.refused("a file of \(size) bytes is too large to stream its manifest") }
+                most += ChunkLayout.mostChunks(streamedSize: size)
             }
             guard most <= WireLimits.maxHaveBitmap * 8 else { throw EngineError.refused("the offer may have more than \(WireLimits.maxHaveBitmap * 8) chunks") }
             // A folder's entries must be distinct files: no duplicates, and no file that is
@@ -721,9 +741,11 @@ final class TransferService: Reporting, @unchecked Sendable {
         }
         // An ID this node knows from another peer (or from one of its own sends) is never
         // resumed: that would bypass the user's decision and write into someone else's
-        // partial file. IDs are random, so an honest sender never collides.
+        // partial file. IDs are random, so an honest sender never collides. A streamed
+        // offer is always a new transfer (one offered again has every manifest): its ID is
+        // never one this node knows, whose rows it would otherwise trust.
         if let known = try? store.transfer(id: offer.id.description),
-           known.deviceID != session.deviceKey || known.direction != .receive {
+           known.deviceID != session.deviceKey || known.direction != .receive || !streamedSizes.isEmpty {
             link?.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")], on: session.id)
             emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
             return
@@ -1046,6 +1068,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                 switch outcome {
                 case let .success(path):
                     recordTransfer(transfer, "its completion") { store throws(IndexError) in
+                        try recordStreamedRows(transfer, in: store)
                         try store.updateTransferState(id: recordID, to: .completed)
                         try store.setTransferFinalPath(id: recordID, path: path)
                     }
