@@ -114,9 +114,12 @@ import Testing
     /// streamed send: the record, with no content hash and no chunk rows yet.
     static func recordInterruptedStream(_ pair: TransferPair, source: String) throws -> String {
         let stamp = try #require(PreparedOffer.FileStamp(path: source))
+        var st = stat()
+        #expect(stat(source, &st) == 0)
         let id = TransferID.random().description
         try pair.alice.store.insertTransfer(
-            TransferRecord(id: id, direction: .send, deviceID: pair.bob.deviceKey, name: "stopped.bin", size: stamp.size, mode: 0,
+            TransferRecord(id: id, direction: .send, deviceID: pair.bob.deviceKey, name: "stopped.bin", size: stamp.size,
+                           mode: UInt32(st.st_mode) & 0o7777,
                            mtimeNs: stamp.mtimeNs, rootHash: TransferRecord.unknownRootHash, chunkCount: 0, state: .paused,
                            finalPath: source, createdAt: 1), chunks: [])
         return id

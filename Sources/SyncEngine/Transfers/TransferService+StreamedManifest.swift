@@ -107,6 +107,8 @@ extension TransferService {
         recordWholeManifest(transfer)
         if transfer.offerWhenHashed, transfer.state == .paused, let session = link?.connectedSession(device: transfer.peerKey) {
             offer(transfer, on: session)
+        } else if transfer.offerWhenHashed, transfer.state == .paused {
+            pauseOutgoing(transfer, reason: Self.waitingReason(transfer.peer.name))
         } else {
             pump(transfer)
         }
@@ -124,18 +126,23 @@ extension TransferService {
         }
     }
 
-    /// Whether the files of two offers are the same files, unchanged (paths and stamps).
+    /// Whether two offers send the same files, unchanged (paths and stamps), as the same
+    /// thing (kind, name, modes).
     static func sameSources(_ a: PreparedOffer, _ b: PreparedOffer) -> Bool {
         a.sources.map(\.path) == b.sources.map(\.path) && a.sources.map(\.stamp) == b.sources.map(\.stamp)
+            && a.offer.kind == b.offer.kind && a.offer.name == b.offer.name
+            && a.offer.entries.map(\.mode) == b.offer.entries.map(\.mode)
     }
 
     /// Whether `prepared`, an offer of `source` with every manifest, continues the unfinished
     /// send `record`: the same content, or, for a send recorded while its manifest streamed
-    /// (content not known), the same file unchanged since (size and mtime).
+    /// (content not known), the same file unchanged since (size and mtime), sent as the same
+    /// thing (name, mode).
     static func continues(_ record: TransferRecord, _ prepared: PreparedOffer, source: String) -> Bool {
         if record.rootHash != TransferRecord.unknownRootHash { return record.rootHash == prepared.rootHash }
         return record.finalPath == source && prepared.sources.count == 1 && record.size == prepared.totalSize
-            && record.mtimeNs == prepared.sources[0].stamp.mtimeNs
+            && record.mtimeNs == prepared.sources[0].stamp.mtimeNs && record.name == prepared.offer.name
+            && record.mode == prepared.offer.entries[0].mode
     }
 
     /// A chunk with its hash: the next one extends the streamed manifest, one known already

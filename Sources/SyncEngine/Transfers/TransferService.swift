@@ -209,8 +209,10 @@ final class TransferService: Reporting, @unchecked Sendable {
                 observer.completion(.success(Self.recordEvent(finished, store: store)))
                 return
             }
+            // (Not one running here: that transfer is the one to join, or another content.)
             recorded = records.first {
                 $0.direction == .send && $0.state.isUnfinished && Self.continues($0, prepared, source: request.path)
+                    && TransferID(hex: $0.id).map { transfers.outgoing[$0] == nil } ?? false
             }
             if let recorded, let id = TransferID(hex: recorded.id) {
                 prepared = prepared.withID(id)
@@ -446,10 +448,12 @@ final class TransferService: Reporting, @unchecked Sendable {
                     } else if record.rootHash == TransferRecord.unknownRootHash {
                         recordWholeManifest(transfer)
                     }
-                    if let session = link?.session(sessionID), session.isConnected {
+                    // (The session may have changed while the source was read.)
+                    if let session = link?.session(sessionID).flatMap({ $0.isConnected ? $0 : nil })
+                        ?? link?.connectedSession(device: key) {
                         offer(transfer, on: session)
                     } else {
-                        transfer.move(to: .paused)
+                        pauseOutgoing(transfer, reason: Self.waitingReason(peer.name))
                     }
                 }
             }
@@ -635,7 +639,8 @@ final class TransferService: Reporting, @unchecked Sendable {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
         transfer.observers = []
-        transfers.outgoing[transfer.id] = nil
+        // (Only itself: a transfer under its ID that took over must not go with it.)
+        if transfers.outgoing[transfer.id] === transfer { transfers.outgoing[transfer.id] = nil }
         if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
             unlink(spool)
         }
@@ -657,11 +662,13 @@ final class TransferService: Reporting, @unchecked Sendable {
     private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
         let time = now()
         let chunks = transfer.layout.transferChunks()
-        // A streamed send records its source's mtime: what tells, after a restart, whether the
-        // file it was hashing is still the same (its content hash is not known yet).
+        // A streamed send records its source's mode and mtime: what tells, after a restart,
+        // whether the file it was hashing is still the same (its content hash is not known yet).
+        let streamed = transfer.prepared.isStreamed
         let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
-                                    name: transfer.name, size: transfer.totalSize, mode: 0,
-                                    mtimeNs: transfer.prepared.isStreamed ? transfer.prepared.sources[0].stamp.mtimeNs : 0,
+                                    name: transfer.name, size: transfer.totalSize,
+                                    mode: streamed ? transfer.prepared.offer.entries[0].mode : 0,
+                                    mtimeNs: streamed ? transfer.prepared.sources[0].stamp.mtimeNs : 0,
                                     rootHash: transfer.prepared.rootHash, chunkCount: transfer.layout.chunkCount,
                                     state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
                                     error: nil, createdAt: time, updatedAt: time)
@@ -746,8 +753,10 @@ final class TransferService: Reporting, @unchecked Sendable {
         // never one this node knows, whose rows it would otherwise trust.
         if let known = try? store.transfer(id: offer.id.description),
            known.deviceID != session.deviceKey || known.direction != .receive || !streamedSizes.isEmpty {
+            let why = known.deviceID == session.deviceKey && known.direction == .receive
+                ? "a streamed offer reuses the ID of a transfer it already made" : "its transfer ID belongs to a transfer with another peer"
             link?.send([.decline(id: offer.id, reason: "refused: this transfer ID belongs to another transfer")], on: session.id)
-            emitError(session.peer, "refused an offer from \(session.peer.name): its transfer ID belongs to a transfer with another peer")
+            emitError(session.peer, "refused an offer from \(session.peer.name): \(why)")
             return
         }
         let layout = ChunkLayout(manifests: manifests, streamedSizes: streamedSizes)
