@@ -525,6 +525,51 @@ struct HostileTransferTests {
                 sourceLocation: sourceLocation)
     }
 
+    // MARK: 9. A streamed manifest
+
+    /// Over real Noise, a paired peer's offer without a manifest (`streamed-manifest`): chunks
+    /// that name their hash, in order, make the file; a chunk that does not follow (a gap)
+    /// stops the transfer, and nothing of it stays.
+    @Test func aStreamedManifestIsTakenOnlyAsItsChunksFollow() throws {
+        let pair = try TransferPair()
+        defer { pair.env.cleanup() }
+        let rogue = try pairedRogue(pair, name: "rogue-streams")
+        defer { rogue.close() }
+        let file = try ForgedFile(chunkSizes: [70_000, 70_000, 70_000])
+        func hashed(_ id: TransferID, _ index: Int) -> Frame {
+            .hashedChunk(id: id, index: UInt32(index), hash: ChunkHash.of(file.chunks[index]).bytes, data: file.chunks[index])
+        }
+
+        let honest = TransferOffer(id: .random(), kind: .file, name: "streamed.bin", entries: [file.entry(path: "streamed.bin", manifest: [])])
+        try rogue.send(.offer(honest))
+        // The accept's bitmap covers the chunks the offer listed: none.
+        #expect(try rogue.next(honest.id) == .accept(id: honest.id, have: []))
+        try rogue.send((0..<3).map { hashed(honest.id, $0) })
+        for index in 0..<3 {
+            #expect(try rogue.next(honest.id) == .chunkAck(id: honest.id, index: UInt32(index), ok: true))
+        }
+        #expect(try rogue.next(honest.id) == .done(id: honest.id, ok: true, reason: ""))
+        #expect(try contents(pair.inbox + "/streamed.bin") == file.content)
+
+        let lying = TransferOffer(id: .random(), kind: .file, name: "gap.bin", entries: [file.entry(path: "gap.bin", manifest: [])])
+        try rogue.send(.offer(lying))
+        #expect(try rogue.next(lying.id) == .accept(id: lying.id, have: []))
+        try rogue.send(hashed(lying.id, 0), hashed(lying.id, 2))
+        #expect(try rogue.next(lying.id) == .chunkAck(id: lying.id, index: 0, ok: true))
+        let answer = try rogue.next(lying.id)
+        guard case let .cancel(_, reason) = answer else {
+            Issue.record("a chunk after a gap was not refused: \(answer)")
+            return
+        }
+        #expect(reason.contains("do not fit the offer"), "\(reason)")
+        let failed = try pair.bob.waitFor("transfer") { $0["transfer"] as? String == lying.id.description && $0["state"] as? String == "failed" }
+        #expect(failed.reason.contains("do not fit its offer"), "\(failed)")
+        let names = try treeNames(pair.inbox)
+        #expect(!names.contains { ($0 as NSString).lastPathComponent.hasPrefix("gap") }, "\(names)")
+        #expect(names.allSatisfy { $0 == ".syncpeer-partial" || $0 == "streamed.bin" }, "partial data left behind: \(names)")
+        try expectBobStillReceives(pair, tag: "streams")
+    }
+
     // MARK: - Helpers
 
     /// A rogue connected to bob (started with --auto-accept) and paired by it.
