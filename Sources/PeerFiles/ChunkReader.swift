@@ -120,6 +120,26 @@ public final class ChunkReader {
         return bytes
     }
 
+    /// The chunks FastCDC cuts in bytes `start ..< end` of the file, with their hashes, where
+    /// `start` is a cut point of the whole file (the end of a chunk it had, or 0): the
+    /// chunks are those of the whole file as far as the bytes reach. The last one may end
+    /// early (at `end`), and so differ. Reads at most 2 × `maxSize` at a time.
+    public func cutChunks(from start: UInt64, to end: UInt64, parameters: ChunkParameters) throws(FileError) -> [ChunkRef] {
+        var chunks: [ChunkRef] = []
+        // (At least `maxSize`, so that every cut but the range's last is the whole file's.)
+        let window = max(parameters.maxSize, min(2 * parameters.maxSize, Self.maxReadSize))
+        var offset = start
+        while offset < end {
+            let count = Int(min(UInt64(window), end - offset))
+            let bytes = try read(offset: offset, size: count)
+            // (A window shorter than `maxSize` is the end of the range: its cut is the end.)
+            let cut = Chunker.cutLength(bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count, parameters: parameters)
+            chunks.append(ChunkRef(offset: offset, size: UInt32(cut), hash: ChunkHash.of(UnsafeRawBufferPointer(rebasing: bytes[0..<cut]))))
+            offset += UInt64(cut)
+        }
+        return chunks
+    }
+
     /// A copy of the bytes of `chunk` (convenience; the hot path uses `withChunk`).
     public func bytes(of chunk: ChunkRef, verify: Bool = false) throws(FileError) -> [UInt8] {
         Array(try read(chunk, verify: verify))

@@ -27,6 +27,26 @@ func fileStat(_ path: String) -> stat {
 }
 
 @Suite struct PartialFileTests {
+    /// What a partial file holds past its last recorded chunk is cut again from that chunk's
+    /// end: the same chunks as the whole file's, but the last, which the partial's end cuts.
+    @Test func chunksCutFromAKnownCutPointAreTheWholeFilesChunks() throws {
+        let sample = try Sample(count: 1 << 20, seed: 12)
+        let parameters = ChunkParameters(minSize: 2_048, averageSize: 8_192, maxSize: 32_768)
+        try withTemporaryDirectory { dir in
+            let path = dir + "/whole.bin"
+            try Data(sample.bytes).write(to: URL(fileURLWithPath: path))
+            let reader = try ChunkReader(path: path)
+            let chunks = sample.manifest.chunks
+            let start = chunks[10].offset
+            #expect(try reader.cutChunks(from: start, to: UInt64(sample.bytes.count), parameters: parameters) == Array(chunks[10...]))
+            let end = chunks[40].offset + 100
+            let cut = try reader.cutChunks(from: start, to: end, parameters: parameters)
+            #expect(Array(cut.dropLast()) == Array(chunks[10..<40]))
+            #expect(cut.last?.offset == chunks[40].offset && cut.last?.end == end)
+            #expect(try reader.cutChunks(from: start, to: start, parameters: parameters).isEmpty)
+        }
+    }
+
     @Test func writeOutOfOrderThenCommit() throws {
         let sample = try Sample(count: 1 << 20, seed: 11)
         try withTemporaryDirectory { dir in

@@ -955,6 +955,20 @@ final class TransferService: Reporting, @unchecked Sendable {
         for chunk in chunks {
             if let hash = ChunkHash(bytes: chunk.hash) { located[hash] = chunk }
         }
+        if earlier.rootHash == TransferRecord.unknownRootHash {
+            // Its manifest streamed, and its rows end where its last record did: what the
+            // partial file holds past them is cut again (the same cuts as the sender's, from
+            // the end of the last row on) to find the chunks written since.
+            let known = chunks.map { UInt64($0.offset + $0.size) }.max() ?? 0
+            let end = min(try old.size(), UInt64(max(0, earlier.size)))
+            if known < end, let cut = try? ChunkReader(path: old.path).cutChunks(
+                from: known, to: end, parameters: .forFileSize(UInt64(earlier.size))) {
+                for chunk in cut where located[chunk.hash] == nil {
+                    located[chunk.hash] = TransferChunk(index: -1, offset: Int64(chunk.offset), size: Int64(chunk.size),
+                                                        hash: chunk.hash.bytes, verified: false)
+                }
+            }
+        }
         var copied: [Int] = []
         if !located.isEmpty {
             let reader = try ChunkReader(path: old.path)
