@@ -136,11 +136,24 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             return (all, self.listener)
         }
         listener?.close()
+        // Every session's queued frames (its goodbye last) get a moment to go out. A peer
+        // that reads nothing (a stalled route, its socket's buffers full) does not hold the
+        // shutdown for the send timeout: its channel is closed after that, which wakes a
+        // writer blocked on it (a queued send, or a transfer's chunk written from its I/O queue).
+        let written = DispatchGroup()
         for session in closing {
-            session.sendQueue.sync { try? session.channel.flush() }
-            session.channel.close()
+            written.enter()
+            session.sendQueue.async {
+                try? session.channel.flush()
+                written.leave()
+            }
         }
+        _ = written.wait(timeout: .now() + Self.goodbyeGrace)
+        for session in closing { session.channel.close() }
     }
+
+    /// How long a stopping node waits for its sessions' last frames to be written.
+    static let goodbyeGrace: DispatchTimeInterval = .seconds(2)
 
     // MARK: - Sessions
 
