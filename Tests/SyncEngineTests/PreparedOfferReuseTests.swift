@@ -34,7 +34,7 @@ struct PreparedOfferReuseTests {
         #expect(offer.sources.map(\.manifest) == [indexed])
         let stamp = try #require(PreparedOffer.FileStamp(path: path))
         #expect(asked.count == 1 && asked.first?.0 == path && asked.first?.1 == stamp)
-        #expect(offer.chunkCount == indexed.chunks.count)
+        #expect(offer.layout.chunkCount == indexed.chunks.count)
     }
 
     /// No manifest from the index (the file changed since it was indexed, or lies in no

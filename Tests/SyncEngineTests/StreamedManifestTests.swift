@@ -39,15 +39,15 @@ import Testing
         #expect(try Self.content(TransferServiceTests.received(pair.bob, "fresh.bin")) == (try Self.content(source)))
         // Every chunk went with its hash: the offer had no manifest.
         let whole = try PreparedOffer.build(path: source, name: nil, kind: .file)
-        #expect(pair.alice.hashedChunksSent.withLock { $0.sorted() } == (0..<UInt32(whole.chunkCount)).map { $0 })
+        #expect(pair.alice.hashedChunksSent.withLock { $0.sorted() } == (0..<UInt32(whole.layout.chunkCount)).map { $0 })
         // Both ends name the content once it is known, and bob's rows are the whole manifest.
         try TransferPair.eventually("bob records the completion") { (try? pair.bob.store.transfers())?.first?.state == .completed }
         let received = try #require(try pair.bob.store.transfers().first)
         let sent = try #require(try pair.alice.store.transfers().first)
         #expect(received.rootHash == whole.rootHash && sent.rootHash == whole.rootHash)
-        #expect(received.chunkCount == whole.chunkCount && sent.chunkCount == whole.chunkCount)
+        #expect(received.chunkCount == whole.layout.chunkCount && sent.chunkCount == whole.layout.chunkCount)
         let rows = try pair.bob.store.transferChunks(transferID: received.id)
-        #expect(rows.count == whole.chunkCount && rows.contains(where: \.verified))
+        #expect(rows.count == whole.layout.chunkCount && rows.contains(where: \.verified))
         #expect(rows.map(\.hash) == whole.sources[0].manifest!.chunks.map(\.hash.bytes))
         #expect(pair.bob.events.errors.isEmpty && pair.alice.events.errors.isEmpty, "\(pair.bob.events.errors) \(pair.alice.events.errors)")
     }
@@ -160,7 +160,7 @@ import Testing
         } else {
             try TransferPair.eventually("alice records the completion") { (try? pair.alice.store.transfer(id: id))?.state == .completed }
             let sent = try #require(try pair.alice.store.transfer(id: id))
-            #expect(received.id == id && sent.rootHash == whole.rootHash && sent.chunkCount == whole.chunkCount)
+            #expect(received.id == id && sent.rootHash == whole.rootHash && sent.chunkCount == whole.layout.chunkCount)
             #expect(try pair.alice.store.transfers().count == 1)
         }
         #expect(pair.alice.events.errors.isEmpty && pair.bob.events.errors.isEmpty, "\(pair.alice.events.errors) \(pair.bob.events.errors)")

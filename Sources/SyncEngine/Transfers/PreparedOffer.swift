@@ -14,8 +14,6 @@ struct PreparedOffer: Sendable {
         let path: String
         /// Nil while the manifest streams (the file is being hashed).
         let manifest: Manifest?
-        /// Index of this entry's first chunk in the whole offer.
-        let firstChunk: Int
         /// Size, mtime and inode when it was chunked: a file that differs has changed.
         let stamp: FileStamp
 
@@ -47,14 +45,13 @@ struct PreparedOffer: Sendable {
     /// Names the content: the same files (paths, sizes, modes, chunks) give the same hash,
     /// so a receiver can find a partial transfer to resume.
     let rootHash: [UInt8]
-    let chunkCount: Int
     let totalSize: Int64
 
     /// The same offer under another transfer ID (to continue a recorded transfer).
     func withID(_ id: TransferID) -> PreparedOffer {
         var offer = self.offer
         offer.id = id
-        return PreparedOffer(offer: offer, sources: sources, rootHash: rootHash, chunkCount: chunkCount, totalSize: totalSize)
+        return PreparedOffer(offer: offer, sources: sources, rootHash: rootHash, totalSize: totalSize)
     }
 
     /// The numbering of all chunks of the offer (those known: a streamed manifest's become
@@ -85,8 +82,8 @@ struct PreparedOffer: Sendable {
         let entry = TransferOffer.Entry(path: baseName, size: UInt64(stamp.size), mode: UInt32(st.st_mode) & 0o7777,
                                         mtimeNanoseconds: stamp.mtimeNs, manifest: [])
         let offer = TransferOffer(id: id, kind: .file, name: baseName, entries: [entry])
-        return PreparedOffer(offer: offer, sources: [Source(path: path, manifest: nil, firstChunk: 0, stamp: stamp)],
-                             rootHash: TransferRecord.unknownRootHash, chunkCount: 0, totalSize: stamp.size)
+        return PreparedOffer(offer: offer, sources: [Source(path: path, manifest: nil, stamp: stamp)],
+                             rootHash: TransferRecord.unknownRootHash, totalSize: stamp.size)
     }
 
     /// This offer with the manifests a streamed one left out, once the files are hashed
@@ -98,10 +95,10 @@ struct PreparedOffer: Sendable {
             offer.entries[index].manifest = manifest.encode()
         }
         let sources = sources.enumerated().map { index, source in
-            Source(path: source.path, manifest: layout.manifests[index], firstChunk: layout.firstChunk[index], stamp: source.stamp)
+            Source(path: source.path, manifest: layout.manifests[index], stamp: source.stamp)
         }
         return PreparedOffer(offer: offer, sources: sources, rootHash: Self.contentHash(of: offer, manifests: layout.manifests),
-                             chunkCount: layout.chunkCount, totalSize: totalSize)
+                             totalSize: totalSize)
     }
 
     /// Chunks a file (or every regular file of a folder) and builds the offer. Blocking:
@@ -134,7 +131,6 @@ struct PreparedOffer: Sendable {
         }
         var sources: [Source] = []
         var entries: [TransferOffer.Entry] = []
-        var next = 0
         let total = files.reduce(Int64(0)) { sum, file in
             var st = stat()
             return sum + (stat(file.absolute, &st) == 0 ? Int64(st.st_size) : 0)
@@ -172,16 +168,15 @@ struct PreparedOffer: Sendable {
             guard FileStamp(path: file.absolute) == stamp else {
                 throw .io(path: file.absolute, reason: "it changed while it was being read; send it again")
             }
-            sources.append(Source(path: file.absolute, manifest: manifest, firstChunk: next, stamp: stamp))
+            sources.append(Source(path: file.absolute, manifest: manifest, stamp: stamp))
             before += Int64(manifest.fileSize)
-            next += manifest.chunks.count
         }
         let offer = TransferOffer(id: id, kind: isDirectory ? .folder : kind, name: baseName, entries: entries)
         do { try Frame.offer(offer).validate() } catch {
             throw .invalidArgument("cannot offer \(path): \(error.description)")
         }
         return PreparedOffer(offer: offer, sources: sources, rootHash: contentHash(of: offer, manifests: sources.map { $0.manifest! }),
-                             chunkCount: next, totalSize: Int64(offer.totalSize))
+                             totalSize: Int64(offer.totalSize))
     }
 
     /// The content hash of an offer: kind, name, and every entry's path, size, mode and

@@ -79,16 +79,20 @@ extension TransferService {
         guard transfer.hashing === job, !transfer.isFinished else { return }
         let path = transfer.prepared.sources[transfer.layout.streamingEntry ?? 0].path
         let known = transfer.layout.chunkCount
+        // The file grew (a chunk past its end), shrank (its chunks end early) or changed
+        // otherwise (its stamp) while it was hashed.
+        var changed = false
         do throws(ChunkLayout.ExtendError) {
             for chunk in chunks { try transfer.layout.extend(size: chunk.size, hash: chunk.hash) }
-            if end != nil, !transfer.layout.isComplete { throw .pastEnd(entry: 0) }
         } catch {
-            // The file grew or shrank while it was hashed.
-            perform(.sourceUnreadable(path: path, reason: "\(path) changed while it was being sent; send it again"), on: transfer)
-            return
+            changed = true
         }
-        if case .failure = end {
-            perform(.sourceUnreadable(path: path, reason: "\(path) changed while it was being sent; send it again"), on: transfer)
+        if let end {
+            if !transfer.layout.isComplete { changed = true }
+            if case .failure = end { changed = true }
+        }
+        guard !changed else {
+            perform(.sourceUnreadable(path: path, reason: Self.changedWhileSent(path)), on: transfer)
             return
         }
         if transfer.window != nil { transfer.window!.append(sizes: transfer.layout.chunkSizes(from: known)) }

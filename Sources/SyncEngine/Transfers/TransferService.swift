@@ -120,6 +120,11 @@ final class TransferService: Reporting, @unchecked Sendable {
         return link?.connectedSession(device: target.deviceKey)
     }
 
+    /// Why a send failed whose source changed while it was hashed or sent.
+    static func changedWhileSent(_ path: String) -> String {
+        "\(path) changed while it was being sent; send it again"
+    }
+
     /// What `send` was asked, carried from queue to queue.
     struct SendRequest: Sendable {
         let path: String
@@ -177,7 +182,7 @@ final class TransferService: Reporting, @unchecked Sendable {
         }
         // The same content to the same peer, still unfinished: continue that transfer
         // (same ID, so the receiver resumes) instead of starting another. (A streamed offer
-        // is never the same content: `mayStream` sends such a file whole.)
+        // names no content yet: it joins only the same file, unchanged, sent the same way.)
         if let running = transfers.outgoing.values.first(where: {
             $0.peerKey == target.deviceKey && !$0.isFinished
                 && (!prepared.isStreamed && $0.prepared.rootHash == prepared.rootHash || Self.sameSources($0.prepared, prepared))
@@ -449,8 +454,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                         recordWholeManifest(transfer)
                     }
                     // (The session may have changed while the source was read.)
-                    if let session = link?.session(sessionID).flatMap({ $0.isConnected ? $0 : nil })
-                        ?? link?.connectedSession(device: key) {
+                    if let session = currentSession(Target(sessionID: sessionID, deviceKey: key, peer: peer)) {
                         offer(transfer, on: session)
                     } else {
                         pauseOutgoing(transfer, reason: Self.waitingReason(peer.name))
@@ -604,7 +608,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     if let failure { throw failure }
                 } catch {
                     let reason = error.kind == .hashMismatch || error.kind == .changedOnDisk
-                        ? "\(sources[entry].path) changed while it was being sent; send it again"
+                        ? Self.changedWhileSent(sources[entry].path)
                         : error.description
                     queue.async { [self] in
                         perform(.sourceUnreadable(path: sources[entry].path, reason: reason), on: transfer)
