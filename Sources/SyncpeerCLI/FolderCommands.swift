@@ -12,7 +12,8 @@ struct ShareCommand: Command {
         edited files (only the chunks that changed travel; renames and copies move no data),
         deletions, renames, permissions. Concurrent edits keep both versions: the older
         becomes 'name.sync-conflict-YYYYMMDD-HHMMSS-DEVICE.ext' ('syncpeer conflicts').
-        Patterns in .syncpeerignore (globs, **, ! negation, # comments) stay local.
+        Patterns in .syncpeerignore at the root (globs, **, ! negation, # comments) stay
+        local: the file itself is never synced, and a peer's is never applied here.
         """,
         options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)")],
         arguments: [ArgumentSpec("DIR", help: "the folder to share")],

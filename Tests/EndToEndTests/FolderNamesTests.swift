@@ -165,7 +165,6 @@ struct FolderNamesTests {
             try Self.eventually("bob syncs after the restart", timeout: 90) {
                 FileManager.default.fileExists(atPath: trio.path("bob", "later.txt"))
                     && FileManager.default.fileExists(atPath: trio.path("bob", "keep.txt"))
-                    && FileManager.default.fileExists(atPath: trio.path("alice", ".syncpeerignore"))
             }
         } catch {
             let status = (try? trio.env.cli(trio.bob, ["status", "--json"]).stdout) ?? "?"

@@ -301,6 +301,66 @@ struct HostileFolderTests {
         #expect(bob.daemon.process.isRunning)
     }
 
+    // MARK: 5. Ignore patterns are local
+
+    /// A member that edits bob's `.syncpeerignore` (an entry whose version is bob's and one
+    /// change on top, with empty rules) changes nothing here: bob never lists his ignore file,
+    /// never asks for the member's, keeps his own byte for byte, and after a restart (a full
+    /// rescan) still neither lists nor serves the file his patterns keep private. Before, the
+    /// newer entry won, bob wrote it over his own, and the restart indexed and served the secret.
+    @Test func aMembersIgnoreFileIsNeverApplied() throws {
+        let bob = try HostileBob(autoAccept: true)
+        defer { bob.env.cleanup() }
+        let docs = bob.env.home("docs")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        let secret = Array("-----BEGIN PRIVATE KEY----- hunter2".utf8)
+        try Data(secret).write(to: URL(fileURLWithPath: docs + "/key.secret"))
+        let rules = "# stays on this machine\nkey.secret\n"
+        try rules.write(toFile: docs + "/.syncpeerignore", atomically: false, encoding: .utf8)
+        try "shared".write(toFile: docs + "/public.txt", atomically: false, encoding: .utf8)
+
+        let rogue = try bob.pairedRogue(name: "rogue-member")
+        let shared = try bob.env.cli(bob.daemon, ["share", docs, "--with", "rogue-member", "--json"])
+        try #require(shared.status == 0, "\(shared.stderr)")
+        let offer = try rogue.take { if case .shareOffer = $0 { true } else { false } }
+        guard case let .shareOffer(folderID, _) = offer else { return }
+        try rogue.send(.shareAnswer(folder: folderID, accepted: true, reason: ""))
+        let listed = try Self.collectIndex(rogue, folder: folderID, until: ["public.txt"])
+        #expect(listed[".syncpeerignore"] == nil, "bob listed his ignore file: \(listed.keys.sorted())")
+
+        // The member's edit of the ignore file (bob's version and one change on top, as an
+        // honest edit would be, when bob lists it): no rules at all.
+        let device = DeviceID(publicKey: rogue.keyPair.publicKey).compact
+        let empty = try ForgedFile(chunks: [Array("# nothing is private\n".utf8)])
+        var entry = Self.entry(".syncpeerignore", empty, sequence: 1, device: device)
+        entry.version = (listed[".syncpeerignore"]?.version ?? []) + [.init(device: device, counter: 1)]
+        try rogue.send(.indexUpdate(folder: folderID, full: true, entries: [entry]))
+        if let asked = try? rogue.take(within: 3, where: { if case .blockRequest = $0 { true } else { false } }),
+           case let .blockRequest(id, _, path, _, _, _) = asked {
+            Issue.record("bob asked the member for \(path)")
+            try rogue.send(.blockResponse(request: id, ok: true, data: empty.content))
+            Thread.sleep(forTimeInterval: 1)
+        }
+        #expect(try String(contentsOfFile: docs + "/.syncpeerignore", encoding: .utf8) == rules)
+        rogue.close()
+
+        // A restart scans the whole folder with the patterns on disk.
+        #expect(bob.daemon.stop() == 0)
+        let again = try DaemonProcess(bob.env, name: "bob", home: bob.daemon.home,
+                                      arguments: ["--auto-accept", "--receive-dir", bob.receive])
+        let back = try RogueSender(port: again.port, name: "rogue-member", keyPair: rogue.keyPair)
+        defer { back.close() }
+        try again.waitForState("connected", peer: "rogue-member")
+        // The folder is offered again on every connection; the member takes it again.
+        _ = try back.take { if case .shareOffer(folderID, _) = $0 { true } else { false } }
+        try back.send(.shareAnswer(folder: folderID, accepted: true, reason: ""))
+        let relisted = try Self.collectIndex(back, folder: folderID, until: ["public.txt"])
+        #expect(relisted["key.secret"] == nil, "the secret was indexed: \(relisted.keys.sorted())")
+        #expect(try back.block(folderID, "key.secret", 0, UInt32(secret.count), ChunkHash.of(secret).bytes) == nil,
+                "the secret was served")
+        #expect(again.stop() == 0)
+    }
+
     /// Takes the next block request, which must be for `path`, and answers it with `data`.
     private func answerOne(_ rogue: RogueSender, expecting path: String, with data: [UInt8],
                            sourceLocation: SourceLocation = #_sourceLocation) throws {

@@ -95,12 +95,15 @@ let ignoreTable: [IgnoreCase] = [
     IgnoreCase("cache/", "x/cache/file", true),            // below an ignored directory
     IgnoreCase("cache/", "x/cache", dir: false, false),
     IgnoreCase("/out/", "out/a.txt", true),
-    // Built-ins: always ignored; the ignore file itself is synced.
+    // Built-ins: always ignored, the ignore file at the root included (never synced); one
+    // below the root is an ordinary file.
     IgnoreCase("", ".syncpeer-partial", dir: true, true),
     IgnoreCase("", "sub/.syncpeer-partial/t.part", true),
     IgnoreCase("", "report.pdf.syncpeer-tmp", true),
     IgnoreCase("!*.syncpeer-tmp", "x.syncpeer-tmp", true),
-    IgnoreCase("", ".syncpeerignore", false),
+    IgnoreCase("", ".syncpeerignore", true),
+    IgnoreCase("!.syncpeerignore", ".syncpeerignore", true),
+    IgnoreCase("", "sub/.syncpeerignore", false),
     IgnoreCase("", "report.pdf", false),
     IgnoreCase(".syncpeerignore", ".syncpeerignore", true),
     // Case-sensitive, no normalization.

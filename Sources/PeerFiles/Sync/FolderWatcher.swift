@@ -537,6 +537,9 @@ final class WatchLoop: @unchecked Sendable {
         let path = directory.isEmpty ? name : directory + "/" + name
         let isDirectory = has(IN_ISDIR)
         let ignored = ignores.isIgnored(path, isDirectory: isDirectory)
+        // The ignore file is never synced, but any change to it (written, replaced by a
+        // rename, deleted) is reported so that its owner reloads the patterns.
+        if path == IgnorePatterns.fileName && !isDirectory { noteChanged(path) }
 
         if has(IN_MOVED_FROM) {
             moves[cookie] = (path, isDirectory, !ignored)

@@ -23,8 +23,11 @@ internal import Glibc
 ///
 /// Built in, whatever the file says: the staging directory `.syncpeer-partial`, the root
 /// marker `.syncpeer-folder` (`FolderRoot`: it belongs to this node's copy of the folder,
-/// so it is never synced) and any name ending in `.syncpeer-tmp` are always ignored. The
-/// ignore file itself is synced like any other file unless a rule says otherwise.
+/// so it is never synced), any name ending in `.syncpeer-tmp`, and the ignore file itself at
+/// the root are always ignored. The patterns are this node's alone: the ignore file is never
+/// sent to a peer and a peer's is never applied here, so no member can change what this
+/// node keeps private (as Syncthing's `.stignore`). A `.syncpeerignore` below the root is
+/// an ordinary file: only the root's is read.
 public struct IgnorePatterns: Sendable, Equatable {
     /// The name of the ignore file at the folder root.
     public static let fileName = ".syncpeerignore"
@@ -128,7 +131,7 @@ public struct IgnorePatterns: Sendable, Equatable {
     /// scanner and the watcher never descend into ignored directories).
     func ignoresEntry(_ components: ArraySlice<[UInt8]>, isDirectory: Bool) -> Bool {
         guard let name = components.last else { return false }
-        if Self.isBuiltInIgnored(name: name) { return true }
+        if Self.isBuiltInIgnored(name: name) || (components.count == 1 && name == Self.fileBytes) { return true }
         for rule in rules.reversed() where Self.matches(rule, components, isDirectory: isDirectory) {
             return !rule.negated
         }
@@ -137,13 +140,14 @@ public struct IgnorePatterns: Sendable, Equatable {
 
     /// Same as `ignoresEntry` for a path given as its parent's components plus a name.
     func ignoresEntry(parent: [[UInt8]], name: [UInt8], isDirectory: Bool) -> Bool {
-        if Self.isBuiltInIgnored(name: name) { return true }
+        if Self.isBuiltInIgnored(name: name) || (parent.isEmpty && name == Self.fileBytes) { return true }
         if rules.isEmpty { return false }
         var components = parent
         components.append(name)
         return ignoresEntry(components[...], isDirectory: isDirectory)
     }
 
+    static let fileBytes = Array(fileName.utf8)
     static let stagingBytes = Array(stagingDirectoryName.utf8)
     static let markerBytes = Array(FolderRoot.markerName.utf8)
     static let temporaryBytes = Array(temporarySuffix.utf8)

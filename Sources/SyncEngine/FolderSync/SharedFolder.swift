@@ -159,7 +159,10 @@ final class SharedFolder: @unchecked Sendable {
                 report("inotify watch limit reached: \(message); this folder falls back to periodic full scans")
             }
         }
-        if paths.contains(IgnorePatterns.fileName) { loadIgnores() }
+        if let at = paths.firstIndex(of: IgnorePatterns.fileName) {
+            paths.remove(at: at)   // never synced: the change only reloads the patterns
+            loadIgnores()
+        }
         if full { fullScan() } else {
             paths = needingScan(paths)
             if !paths.isEmpty { scan(paths: paths, moves: moves) }
