@@ -89,20 +89,51 @@ import Testing
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/a.bin"
-        try Data(Self.bytes(100_000)).write(to: URL(fileURLWithPath: path))
+        let content = Self.bytes(100_000)
+        try Data(content).write(to: URL(fileURLWithPath: path))
         var recorded = Self.record(of: path)
-        let listed = FileChunkRecord(offset: 0, size: 60_000, hash: [UInt8](repeating: 1, count: 32))
-        recorded.chunks = [listed, FileChunkRecord(offset: 60_000, size: 40_000, hash: [UInt8](repeating: 2, count: 32))]
+        let first = ChunkHash.of(Array(content[0..<60_000])), second = ChunkHash.of(Array(content[60_000...]))
+        let listed = FileChunkRecord(offset: 0, size: 60_000, hash: first.bytes)
+        recorded.chunks = [listed, FileChunkRecord(offset: 60_000, size: 40_000, hash: second.bytes)]
         let source = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: recorded)
         #expect(source.trusted)
         func location(_ offset: Int64, _ size: Int64) -> ChunkLocation {
             ChunkLocation(folderID: "f", path: "a.bin", offset: offset, size: size)
         }
-        #expect(source.holds(location(0, 60_000), hash: listed.hash))
-        #expect(!source.holds(location(0, 60_000), hash: [UInt8](repeating: 3, count: 32)), "the old content's chunk")
-        #expect(!source.holds(location(60_000, 60_000), hash: listed.hash), "another offset")
-        #expect(!source.holds(location(0, 50_000), hash: listed.hash), "another size")
+        #expect(source.holds(location(0, 60_000), hash: first))
+        #expect(source.holds(location(60_000, 40_000), hash: second))
+        #expect(!source.holds(location(0, 60_000), hash: ChunkHash.of(Array(content[1..<60_001]))), "the old content's chunk")
+        #expect(!source.holds(location(60_000, 60_000), hash: first), "another offset")
+        #expect(!source.holds(location(0, 50_000), hash: first), "another size")
         let untrusted = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: nil)
-        #expect(!untrusted.holds(location(0, 60_000), hash: listed.hash))
+        #expect(!untrusted.holds(location(0, 60_000), hash: first))
+    }
+
+    /// A file whose stamp (size, mtime, inode) is still what the index recorded, but whose
+    /// bytes changed in place (bit rot; a program that wrote and put the mtime back): the
+    /// chunk that changed is not lent, the one that did not still is.
+    @Test func aTrustedFileLendsNoChunkThatNoLongerHashesRight() throws {
+        let dir = try Self.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/a.bin"
+        let content = Self.bytes(100_000)
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        var recorded = Self.record(of: path)
+        let first = ChunkHash.of(Array(content[0..<60_000])), second = ChunkHash.of(Array(content[60_000...]))
+        recorded.chunks = [FileChunkRecord(offset: 0, size: 60_000, hash: first.bytes),
+                           FileChunkRecord(offset: 60_000, size: 40_000, hash: second.bytes)]
+        var st = stat()
+        #expect(stat(path, &st) == 0)
+        let writer = open(path, O_WRONLY)
+        var byte = content[70_000] ^ 1
+        _ = pwrite(writer, &byte, 1, 70_000)
+        var times = [st.st_atim, st.st_mtim]
+        #expect(futimens(writer, &times) == 0)
+        close(writer)
+        let source = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: recorded)
+        #expect(source.trusted, "the stamp is what the index recorded")
+        #expect(source.holds(ChunkLocation(folderID: "f", path: "a.bin", offset: 0, size: 60_000), hash: first))
+        #expect(!source.holds(ChunkLocation(folderID: "f", path: "a.bin", offset: 60_000, size: 40_000), hash: second),
+                "a rotten chunk was lent")
     }
 }

@@ -4,23 +4,29 @@ internal import Glibc
 internal import PeerFiles
 internal import PeerIndex
 
-/// Chunks a pull takes from local files: from a file that still is what the index recorded
-/// (same size, mtime and inode as when it was hashed), ranges are copied in the kernel
-/// (`copy_file_range`) without being read or hashed here; from any other file, a chunk is
-/// read and verified against its hash first.
+/// Chunks a pull takes from local files. Every chunk is read and hashed before it is used: a
+/// matching size, mtime and inode is no proof of content (bit rot, a program that wrote in
+/// place and restored the mtime), and a corrupt local chunk taken into a peer's version would
+/// be recorded as that version and spread with the next edit. From a file that still is what
+/// the index recorded (same size, mtime and inode as when it was hashed), a verified range
+/// is then copied in the kernel (`copy_file_range`); from any other file, the verified bytes
+/// are written. A chunk that does not verify is fetched from a peer.
 extension FolderApplier {
     /// A local file open as a source of chunks for one pull.
     final class LocalSource {
         let fd: Int32
         /// True when, at open, the file was exactly what the index records for it: the
-        /// chunks that record lists (`holds`) can be copied without being verified.
+        /// chunks that record lists (`holds`) are worth verifying and copying in the kernel.
         let trusted: Bool
+        /// Reads chunks to verify them (one buffer per source, reused).
+        let reader: ChunkReader
         private let stamp: FileStamp?
         /// The chunks the record lists (when trusted).
         private let recorded: Set<FileChunkRecord>
 
         init(fd: Int32, record: FileRecord?) {
             self.fd = fd
+            reader = ChunkReader(fileDescriptor: fd)
             stamp = FileStamp(fd)
             if let record, let stamp, !record.deleted, record.kind == .file {
                 trusted = stamp.size == record.size && stamp.mtimeNs == record.mtimeNs
@@ -31,11 +37,16 @@ extension FolderApplier {
             recorded = trusted ? Set(record?.chunks ?? []) : []
         }
 
-        /// True when the record the file matched lists this chunk at this place. A location
-        /// looked up earlier may be stale: the file may have been replaced since, and
-        /// recorded with other content (a batch of the same apply placed it).
-        func holds(_ location: ChunkLocation, hash: [UInt8]) -> Bool {
-            trusted && recorded.contains(FileChunkRecord(offset: location.offset, size: location.size, hash: hash))
+        /// True when the record the file matched lists this chunk at this place and the
+        /// bytes there hash to it now. A location looked up earlier may be stale: the file
+        /// may have been replaced since, and recorded with other content (a batch of the same
+        /// apply placed it); and the bytes may have rotted under an unchanged stamp.
+        func holds(_ location: ChunkLocation, hash: ChunkHash) -> Bool {
+            guard trusted, recorded.contains(FileChunkRecord(offset: location.offset, size: location.size, hash: hash.bytes)) else {
+                return false
+            }
+            let ref = ChunkRef(offset: UInt64(location.offset), size: UInt32(location.size), hash: hash)
+            return (try? reader.withChunk(ref, verify: true) { _ in true }) ?? false
         }
 
         deinit { close(fd) }
@@ -140,12 +151,12 @@ extension FolderApplier {
         var chunks: [ChunkRef]
     }
 
-    /// Where `chunk` can be taken from locally: a run from a trusted source, or the
-    /// verified bytes from another one; nil when no local file holds it.
+    /// Where `chunk` can be taken from locally: a run from a trusted source whose bytes there
+    /// verify, or the verified bytes from another one; nil when no local file holds it.
     func localPlan(_ chunk: ChunkRef, sources: LocalSources) -> LocalChunk? {
         let locations = (localLocations[chunk.hash.bytes] ?? []).filter { $0.size == Int64(chunk.size) }
         for location in locations {
-            if let source = sources.source(location, applier: self), source.holds(location, hash: chunk.hash.bytes) {
+            if let source = sources.source(location, applier: self), source.holds(location, hash: chunk.hash) {
                 return .copy(source, from: UInt64(location.offset))
             }
         }

@@ -1,0 +1,65 @@
+import Foundation
+import Glibc
+import PeerFiles
+import Testing
+
+/// Bytes that rotted on a node's disk under an unchanged size, mtime and inode (bit rot, a
+/// program that wrote in place and restored the mtime): they are never taken into a version
+/// a peer made, and `syncpeer verify` finds and repairs them. Three real daemons on loopback.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct IntegrityTests {
+    typealias Trio = FolderSyncTests.Trio
+
+    /// Flips one byte at `offset` of `path` in place and puts the mtime back: to the
+    /// scanner the file is unchanged.
+    static func rot(_ path: String, at offset: Int) throws {
+        var st = stat()
+        try #require(stat(path, &st) == 0)
+        let fd = open(path, O_RDWR)
+        try #require(fd >= 0)
+        var byte: UInt8 = 0
+        try #require(pread(fd, &byte, 1, off_t(offset)) == 1)
+        byte ^= 0x40
+        try #require(pwrite(fd, &byte, 1, off_t(offset)) == 1)
+        var times = [st.st_atim, st.st_mtim]
+        try #require(futimens(fd, &times) == 0)
+        close(fd)
+        var after = stat()
+        try #require(stat(path, &after) == 0 && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec && after.st_size == st.st_size)
+    }
+
+    /// Bob's copy rots in one chunk; alice then edits another chunk. Bob builds alice's new
+    /// version from his own copy, but the rotten chunk is not one he may reuse: it is
+    /// fetched, and bob (and carol, who may pull from bob) end with alice's bytes exactly.
+    /// Before, the range was copied unread because the stamp matched, and bob recorded the
+    /// corruption as alice's version.
+    @Test func aRottenLocalChunkIsNeverReusedInAPeersVersion() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        let size = 12 << 20
+        let file = trio.path("alice", "big.bin")
+        try TestFiles.random(file, size: size)
+        try trio.share()
+        let first = try TestFiles.hash(file)
+        try FolderSyncTests.eventually("the first sync\n\(FolderSyncTests.describe(trio))", timeout: 60) {
+            ["bob", "carol"].allSatisfy { (try? TestFiles.hash(trio.path($0, "big.bin"))) == first }
+        }
+        try Self.rot(trio.path("bob", "big.bin"), at: 9 << 20)
+        Thread.sleep(forTimeInterval: 0.5)   // bob's watcher sees the write, and trusts the stamp
+
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: file))
+        try handle.seek(toOffset: 1 << 20)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 64 << 10))
+        try handle.close()
+        let edited = try TestFiles.hash(file)
+        do {
+            try FolderSyncTests.eventually("alice's edit arrives intact", timeout: 30) {
+                ["bob", "carol"].allSatisfy { (try? TestFiles.hash(trio.path($0, "big.bin"))) == edited }
+            }
+        } catch {
+            let bob = try TestFiles.hash(trio.path("bob", "big.bin"))
+            Issue.record("bob has \(bob == edited ? "alice's version" : "a corrupt version") after the edit\n\(FolderSyncTests.describe(trio))")
+            throw error
+        }
+    }
+}
