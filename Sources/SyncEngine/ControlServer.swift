@@ -138,6 +138,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, try node.unshare(directory: directory))
             case let .confirm(directory):
                 reply.success(id, try node.confirmFolder(directory: directory))
+            case let .verify(directory):
+                reply.success(id, try node.verifyFolder(directory: directory))
             case .folders:
                 reply.success(id, FoldersResult(folders: node.folderStatus(), offers: node.shareOffers()))
             case .conflicts:

@@ -108,6 +108,11 @@ extension Node {
         try folders.confirmFolder(directory: directory)
     }
 
+    /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
+    public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
+        try folders.verifyFolder(directory: directory)
+    }
+
     /// Per folder: state, counts, and per peer what is out of sync.
     public func folderStatus() -> [FolderStatus] {
         folders.folderStatus()

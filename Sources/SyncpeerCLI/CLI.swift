@@ -21,6 +21,7 @@ public enum CLI {
         ShareCommand.self,
         UnshareCommand.self,
         ConfirmCommand.self,
+        VerifyCommand.self,
         StatusCommand.self,
         GuiCommand.self,
         ConflictsCommand.self,

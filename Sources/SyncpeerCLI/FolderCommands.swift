@@ -93,6 +93,46 @@ struct ConfirmCommand: SharedFolderCommand {
     var done: String { "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices" }
 }
 
+/// `syncpeer verify DIR`: a scrub of a shared folder.
+struct VerifyCommand: Command {
+    static let spec = CommandSpec(
+        name: "verify",
+        abstract: "read every file of a shared folder, check it against the index, and repair what does not match",
+        discussion: """
+        A scan trusts a file whose size, modification time and inode have not changed. Bytes
+        that changed under them (a failing disk, a program that wrote in place and put the
+        time back) are found only by reading them: verify reads and hashes every file. A file
+        whose bytes do not match is rebuilt from its chunks that still verify and the rest
+        fetched from a connected peer that has the same version; without one it is reported
+        and left as it is. Files changed since the last scan are rescanned (your edits, not
+        damage). Exit status 1 when a damaged file could not be repaired.
+        """,
+        arguments: [ArgumentSpec("DIR", help: "a shared folder")],
+        examples: ["syncpeer verify ~/Documents", "syncpeer verify ~/Photos --json"])
+    let directory: String
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.call(.verify(directory: directory), as: VerifyResult.self)
+        var lines = ["Verified \(result.files) files (\(ProgressLayout.formatBytes(result.bytes))) of \(result.path) in "
+            + String(format: "%.1f s", result.seconds)]
+        if result.changed > 0 { lines.append("\(result.changed) changed since the last scan: rescanned") }
+        if result.corrupt == 0 {
+            lines.append("No damage found")
+        } else {
+            lines.append("\(result.corrupt) damaged, \(result.repaired) repaired from peers")
+            for file in result.damaged {
+                lines.append(file.repaired ? "  repaired  \(file.path)" : "  DAMAGED   \(file.path): \(file.reason ?? "not repaired")")
+            }
+            if result.damaged.count < result.corrupt { lines.append("  … and \(result.corrupt - result.damaged.count) more") }
+        }
+        context.print(result, text: lines.joined(separator: "\n"))
+        return result.repaired == result.corrupt ? ExitCode.success : ExitCode.failure
+    }
+}
+
 /// `syncpeer status [--watch]`: shared folders, per peer what is in and out of sync.
 struct StatusCommand: Command {
     static let spec = CommandSpec(

@@ -63,3 +63,53 @@ struct IntegrityTests {
         }
     }
 }
+
+extension IntegrityTests {
+    /// `syncpeer verify` on bob, whose copy rotted in two files under unchanged stamps:
+    /// both are found and rebuilt from a peer (bob's files are alice's again, byte for byte),
+    /// a second run finds nothing; with every peer gone, a new rot is found and reported as
+    /// not repaired (exit status 1), and the file is left as it was.
+    @Test func verifyFindsRottenFilesAndRepairsThemFromAPeer() throws {
+        let trio = try Trio()
+        defer { trio.env.cleanup() }
+        try TestFiles.random(trio.path("alice", "big.bin"), size: 10 << 20)
+        for i in 0..<20 { try TestFiles.random(trio.path("alice", "small-\(i).bin"), size: 3_000 + i) }
+        try trio.share()
+        try FolderSyncTests.eventually("the first sync\n\(FolderSyncTests.describe(trio))", timeout: 60) {
+            FolderSyncTests.converged(trio) && FileManager.default.fileExists(atPath: trio.path("bob", "small-19.bin"))
+        }
+        try Self.rot(trio.path("bob", "big.bin"), at: 7 << 20)
+        try Self.rot(trio.path("bob", "small-3.bin"), at: 100)
+        #expect(try TestFiles.hash(trio.path("bob", "big.bin")) != TestFiles.hash(trio.path("alice", "big.bin")))
+
+        func verify() throws -> (status: Int32, result: [String: Any]) {
+            let run = try trio.env.cli(trio.bob, ["verify", trio.folders["bob"]!, "--json"])
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stderr)")
+            return (run.status, object)
+        }
+        let first = try verify()
+        #expect(first.status == 0, "\(first.result)")
+        #expect(first.result["files"] as? Int == 21 && first.result["corrupt"] as? Int == 2 && first.result["repaired"] as? Int == 2,
+                "\(first.result)")
+        let damaged = (first.result["damaged"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+        #expect(Set(damaged) == ["big.bin", "small-3.bin"], "\(first.result)")
+        for name in ["big.bin", "small-3.bin"] {
+            #expect(try TestFiles.hash(trio.path("bob", name)) == TestFiles.hash(trio.path("alice", name)), "\(name) repaired")
+        }
+        let second = try verify()
+        #expect(second.status == 0 && second.result["corrupt"] as? Int == 0, "\(second.result)")
+
+        // Nobody to repair from: reported, exit 1, the file left as it is.
+        #expect(trio.alice.stop() == 0 && trio.carol.stop() == 0)
+        try Self.rot(trio.path("bob", "small-7.bin"), at: 10)
+        let rotten = try TestFiles.hash(trio.path("bob", "small-7.bin"))
+        let alone = try verify()
+        #expect(alone.status == 1, "\(alone.result)")
+        #expect(alone.result["corrupt"] as? Int == 1 && alone.result["repaired"] as? Int == 0, "\(alone.result)")
+        let reason = ((alone.result["damaged"] as? [[String: Any]])?.first?["reason"] as? String) ?? ""
+        #expect(reason.contains("no peer"), "\(alone.result)")
+        #expect(try TestFiles.hash(trio.path("bob", "small-7.bin")) == rotten)
+        let human = try trio.env.cli(trio.bob, ["verify", trio.folders["bob"]!])
+        #expect(human.status == 1 && human.stdout.contains("DAMAGED   small-7.bin"), "\(human.stdout)")
+    }
+}

@@ -17,7 +17,7 @@ struct ControlRequestTests {
         .send(path: "/tmp/a", peer: "bob", name: nil, spool: nil, detach: true),
         .receive(directory: nil, accept: true), .receive(directory: "/tmp", accept: false),
         .share(directory: "/tmp/docs", peers: ["bob", "carol"]), .unshare(directory: "/tmp/docs"),
-        .confirm(directory: "/tmp/docs"), .resolve(path: "/tmp/docs/a", keep: .both),
+        .confirm(directory: "/tmp/docs"), .verify(directory: "/tmp/docs"), .resolve(path: "/tmp/docs/a", keep: .both),
         .cancel(transfer: "3f9a"), .resume(transfer: nil), .resume(transfer: "3f9a"),
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),

@@ -24,6 +24,7 @@ public enum ControlRequest: Sendable, Equatable {
     case share(directory: String, peers: [String])
     case unshare(directory: String)
     case confirm(directory: String)
+    case verify(directory: String)
     case folders
     case conflicts
     case resolve(path: String, keep: ConflictKeep)
@@ -48,7 +49,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
-        case share, unshare, confirm, folders, conflicts, resolve, transfers, cancel, resume, msg
+        case share, unshare, confirm, verify, folders, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
@@ -68,6 +69,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .share: .share
         case .unshare: .unshare
         case .confirm: .confirm
+        case .verify: .verify
         case .folders: .folders
         case .conflicts: .conflicts
         case .resolve: .resolve
@@ -121,7 +123,7 @@ public enum ControlRequest: Sendable, Equatable {
         case let .share(directory, peers):
             put("dir", directory)
             a["peers"] = .array(peers.map { .string($0) })
-        case let .unshare(directory), let .confirm(directory):
+        case let .unshare(directory), let .confirm(directory), let .verify(directory):
             put("dir", directory)
         case let .resolve(path, keep):
             put("path", path)
@@ -207,6 +209,7 @@ public enum ControlRequest: Sendable, Equatable {
             self = .share(directory: try string("dir"), peers: peers)
         case .unshare: self = .unshare(directory: try string("dir"))
         case .confirm: self = .confirm(directory: try string("dir"))
+        case .verify: self = .verify(directory: try string("dir"))
         case .resolve:
             let keep = try string("keep")
             guard let value = ConflictKeep(rawValue: keep) else { throw .invalidArgument("'resolve' keeps local, remote or both, not '\(keep)'") }

@@ -216,6 +216,35 @@ public struct ConflictInfo: Sendable, Equatable, Codable {
     public var time: Int64?
 }
 
+/// `verify`: what a scrub of a folder found and repaired.
+public struct VerifyResult: Sendable, Equatable, Codable {
+    /// A file whose bytes did not match the index, repaired or not.
+    public struct Damaged: Sendable, Equatable, Codable {
+        public var path: String
+        public var repaired: Bool
+        /// Why it was not repaired.
+        public var reason: String?
+    }
+
+    /// At most this many damaged files are listed (`corrupt` counts them all).
+    public static let listLimit = 1_000
+
+    public var folder: String
+    public var path: String
+    /// Files read and hashed, and their bytes.
+    public var files: Int
+    public var bytes: Int64
+    public var seconds: Double
+    /// Files found changed since the last scan (they are rescanned, not repaired).
+    public var changed: Int
+    /// Files whose bytes did not match their recorded chunks.
+    public var corrupt: Int
+    /// Of those, the ones rebuilt from verified chunks and a peer.
+    public var repaired: Int
+    /// The damaged files (the first `listLimit`), in path order.
+    public var damaged: [Damaged]
+}
+
 /// `resolve`: what was kept, and the copies it settled.
 public struct ResolveResult: Sendable, Equatable, Codable {
     public var path: String

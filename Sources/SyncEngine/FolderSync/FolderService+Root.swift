@@ -14,6 +14,27 @@ extension FolderService {
         return try result.get()
     }
 
+    /// `syncpeer verify DIR`: every file of the folder is read and hashed against the index
+    /// (on this thread; the folder goes on syncing), the damaged ones rebuilt from a peer
+    /// (on the folder's `io`), and the ones changed since the last scan rescanned.
+    func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
+        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == path } }
+        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let started = ContinuousClock.now
+        let scrub = try folder.scrub()
+        let unrepaired = scrub.corrupt.isEmpty ? [:] : folder.io.sync { folder.repair(scrub.corrupt) }
+        if !scrub.changed.isEmpty { folder.io.async { folder.fullScanPaths(scrub.changed) } }
+        let elapsed = ContinuousClock.now - started
+        let damaged = scrub.corrupt.prefix(VerifyResult.listLimit).map {
+            VerifyResult.Damaged(path: $0, repaired: unrepaired[$0] == nil, reason: unrepaired[$0])
+        }
+        return VerifyResult(folder: folder.id, path: folder.root, files: scrub.files, bytes: scrub.bytes,
+                            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                            changed: scrub.changed.count, corrupt: scrub.corrupt.count,
+                            repaired: scrub.corrupt.count - unrepaired.count, damaged: damaged)
+    }
+
     /// A folder just shared or accepted: its root gets the marker with the folder ID (a
     /// stale one of an earlier share is replaced) and its device and inode are recorded,
     /// before anything is scanned. On failure the new folder is removed again.

@@ -417,7 +417,7 @@ final class SharedFolder: @unchecked Sendable {
     /// `announceDelay`: a timer sends it then, also in the middle of a long pull. Each peer
     /// stores and plans the entries it sent us: in B, the echo of bob's second pull (2,400
     /// files) took ~0.1 s of alice's CPU while bob's last pull needed both cores.
-    private func announcePulled() {
+    func announcePulled() {
         let waiting = peerChanges.withLock { !$0.pages.isEmpty }
         let startTimer = pulledUnannounced.withLock { since -> Bool in
             guard waiting else {
@@ -550,7 +550,7 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     /// The members' entries (device, entry) as path → device → state, and their manifests.
-    private static func peerStates(_ entries: some Sequence<(String, RemoteFileRecord)>, members: Set<String>)
+    static func peerStates(_ entries: some Sequence<(String, RemoteFileRecord)>, members: Set<String>)
         -> (states: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
         var states: [String: [String: FileState]] = [:]
         var manifests: [String: [String: [UInt8]]] = [:]

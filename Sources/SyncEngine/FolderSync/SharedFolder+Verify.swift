@@ -1,0 +1,170 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import PeerFiles
+internal import Synchronization
+internal import PeerIndex
+
+/// `syncpeer verify` (a scrub): every live file of the index is read and each of its chunks
+/// hashed against what the index recorded. A scan trusts a file whose size, mtime and inode
+/// are unchanged; bytes that rot under such a stamp are found only here. A file that does not
+/// match is rebuilt from its verified chunks and the rest fetched from a peer that has the
+/// same version (a pull of our own version, through `FolderApplier`: every byte placed is
+/// verified); without such a peer it is reported, and left as it is.
+///
+/// The reading runs on the caller's thread, a page of records at a time (the folder keeps
+/// syncing meanwhile); the repair, like any pull, on the folder's `io`.
+extension SharedFolder {
+    /// Records read from the index at a time.
+    static let verifyPage = 500
+
+    /// What a scrub found.
+    struct Scrub {
+        var files = 0
+        var bytes: Int64 = 0
+        /// Files whose bytes do not match their recorded chunks (stamp unchanged).
+        var corrupt: [String] = []
+        /// Files changed on disk since the last scan (another stamp): not damage, so they are
+        /// rescanned rather than repaired.
+        var changed: [String] = []
+        /// Corrupt files that could not be repaired, with why.
+        var unrepaired: [String: String] = [:]
+    }
+
+    /// Reads and hashes every live file the index records for this folder. Throws when the
+    /// index cannot be read or the folder is not usable (a stopped folder is not scrubbed).
+    func scrub() throws(EngineError) -> Scrub {
+        let ready: (NodeIndex, IgnorePatterns)? = io.sync {
+            guard stopped == nil, let index, checkRoot(), let ignores = servedIgnores.withLock({ $0 }) else { return nil }
+            return (index, ignores)
+        }
+        guard let (index, ignores) = ready else {
+            throw .io(path: root, reason: "the folder is stopped (see 'syncpeer status'); verify it once it syncs again")
+        }
+        let handle: DirectoryHandle
+        do { handle = try DirectoryHandle(path: root) } catch { throw .io(path: root, reason: error.description) }
+        var scrub = Scrub()
+        var buffer = ScrubBuffer()
+        var after: String?
+        while true {
+            let page: [FileRecord]
+            do {
+                page = try index.files(folderID: id, afterPath: after, liveOnly: true, limit: Self.verifyPage)
+            } catch {
+                throw .io(path: root, reason: "cannot read the index: \(error)")
+            }
+            guard let last = page.last?.path else { break }
+            after = last
+            for record in page where record.kind == .file && !ignores.isIgnored(record.path, isDirectory: false) {
+                switch Self.check(record, under: handle, buffer: &buffer) {
+                case .intact:
+                    scrub.files += 1
+                    scrub.bytes += record.size
+                case .corrupt:
+                    scrub.files += 1
+                    scrub.bytes += record.size
+                    scrub.corrupt.append(record.path)
+                case .changed:
+                    scrub.changed.append(record.path)
+                }
+            }
+        }
+        return scrub
+    }
+
+    enum FileCheck { case intact, corrupt, changed }
+
+    /// Whether the file at `record.path` still holds the recorded chunks: read with the
+    /// stamp checked before and after, so a file written meanwhile is `changed`, not corrupt.
+    static func check(_ record: FileRecord, under root: DirectoryHandle, buffer: inout ScrubBuffer) -> FileCheck {
+        guard let resolved = try? SafePath(record.path).resolve(under: root), resolved.existing == .file else { return .changed }
+        let fd = openat(resolved.directory.fd, resolved.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return .changed }
+        defer { close(fd) }
+        guard let stamp = FolderApplier.FileStamp(fd), stamp.size == record.size, stamp.mtimeNs == record.mtimeNs,
+              record.inode == nil || record.inode == stamp.inode else { return .changed }
+        let reader = ChunkReader(fileDescriptor: fd)
+        var covered: Int64 = 0
+        var intact = true
+        for chunk in record.chunks {
+            guard chunk.offset == covered, let hash = ChunkHash(bytes: chunk.hash),
+                  let bytes = buffer.fill(Int(chunk.size), from: reader, at: UInt64(chunk.offset)),
+                  ChunkHash.of(UnsafeRawBufferPointer(bytes)) == hash else {
+                intact = false
+                break
+            }
+            covered += chunk.size
+        }
+        if intact && covered != record.size { intact = false }
+        guard FolderApplier.FileStamp(fd) == stamp else { return .changed }
+        return intact ? .intact : .corrupt
+    }
+
+    /// Rebuilds `paths` (files found corrupt) as the version the index records, from their
+    /// verified chunks and a peer that has that version; the paths that could not be, with
+    /// why. On `io`.
+    func repair(_ paths: [String]) -> [String: String] {
+        let why = "the folder is stopped (see 'syncpeer status')"
+        guard stopped == nil, let index, let host, checkRoot() else { return Dictionary(uniqueKeysWithValues: paths.map { ($0, why) }) }
+        let wanted = Set(paths)
+        let local: [String: FileState]
+        let entries: [String: [String: RemoteFileRecord]]
+        let members: [FolderPeerRecord]
+        do {
+            local = try index.files(folderID: id, paths: wanted, includeChunks: false).mapValues(FileState.init)
+            entries = try index.remoteFiles(folderID: id, paths: wanted)
+            members = try index.folderPeers(folderID: id)
+        } catch {
+            return Dictionary(uniqueKeysWithValues: paths.map { ($0, "cannot read the index: \(error)") })
+        }
+        let (remotes, manifests) = Self.peerStates(entries.flatMap { $0.value.map { ($0.key, $0.value) } },
+                                                   members: Set(members.map(\.deviceID)))
+        let connected = host.connectedDevices()
+        var unrepaired: [String: String] = [:]
+        var actions: [SyncAction] = []
+        for path in paths {
+            guard let state = local[path], !state.deleted else {
+                unrepaired[path] = "it changed since it was verified"
+                continue
+            }
+            let holders = (remotes[path] ?? [:]).filter { !$0.value.deleted && $0.value.rootHash == state.rootHash }.keys.sorted()
+            guard let device = holders.first(where: connected.contains) else {
+                unrepaired[path] = holders.isEmpty ? "no peer has this version of it" : "no peer that has this version of it is connected"
+                continue
+            }
+            actions.append(.pull(state, from: device))
+        }
+        guard !actions.isEmpty else { return unrepaired }
+        setStatus(.syncing)
+        let applier = FolderApplier(folder: self, host: host, index: index, local: local, remotes: remotes,
+                                    manifests: manifests, blocks: [:])
+        applier.keptTemps = keptTemps
+        applier.apply(actions)
+        recordOutcome(applier.failures, actions: actions)
+        setStatus(.idle)
+        announcePulled()
+        for (path, failed) in applier.failures { unrepaired[path] = failed.failure.reason }
+        return unrepaired
+    }
+}
+
+/// One buffer for a scrub's reads, grown to the largest chunk met.
+struct ScrubBuffer: ~Copyable {
+    private var storage: UnsafeMutableRawBufferPointer?
+
+    /// `size` bytes read at `offset`, or nil when the file ends before them or cannot be read.
+    mutating func fill(_ size: Int, from reader: ChunkReader, at offset: UInt64) -> UnsafeMutableRawBufferPointer? {
+        guard size > 0, size <= ChunkReader.maxReadSize else { return nil }
+        if (storage?.count ?? 0) < size {
+            storage?.deallocate()
+            storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1 << 20), alignment: 64)
+        }
+        guard let storage else { return nil }
+        let slice = UnsafeMutableRawBufferPointer(rebasing: storage[0..<size])
+        do { try reader.read(at: offset, into: slice) } catch { return nil }
+        return slice
+    }
+
+    deinit { storage?.deallocate() }
+}
