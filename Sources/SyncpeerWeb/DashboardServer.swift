@@ -61,11 +61,13 @@ public final class DashboardServer: Sendable {
             throw .invalidArgument("--gui \(listen) is not a loopback address: anyone who can reach it could try the dashboard; add --gui-allow-remote to mean it")
         }
         let token = try DashboardAccess.loadOrCreateToken(home: home)
+        let usedCodes = try UsedLoginCodes.load(home: home)
         let listener: TCPListener
         do { listener = try TCPListener(host: requested.host, port: requested.port) } catch {
             throw .connection("cannot serve the dashboard on \(listen)", error)
         }
-        let access = DashboardAccess(key: token, port: listener.port, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port))
+        let access = DashboardAccess(key: token, port: listener.port, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port),
+                                     usedCodes: usedCodes)
         let server = DashboardServer(listener: listener, home: home, log: log, access: access)
         if !loopback {
             log("dashboard: listening on \(server.address), beyond this machine (--gui-allow-remote): plain HTTP, so the session cookie crosses the network readable; prefer an SSH tunnel to 127.0.0.1")
