@@ -228,7 +228,7 @@ public final class DashboardServer: Sendable {
             return nil
         }
         guard access.hasSession(request) else {
-            respond(connection, .page(401, Self.loginPage("Open the link that 'syncpeer gui' prints.")))
+            respond(connection, .page(401, Self.loginPage("Run 'syncpeer gui' to log in.")))
             return nil
         }
         switch (request.method, request.path) {
