@@ -37,7 +37,7 @@ struct DaemonCommand: Command {
             OptionSpec("service-type", .value("TYPE"), help: "DNS-SD service type: 1-15 lowercase letters, digits, hyphens (default syncpeer)"),
             OptionSpec("info", .repeating("KEY=VALUE"), help: "discovery info published with the service (each pair <= 255 bytes, <= 400 in all)"),
             OptionSpec("interface", .repeating("NAME"), help: "discover on this interface only (default: $SYNCPEER_INTERFACE, else every multicast interface but loopback)"),
-            OptionSpec("gui", .value("HOST:PORT|off"), help: "serve the web dashboard there (default \(Self.defaultGUI), or any free port when that one is taken); 'off' turns it off; 'syncpeer gui' prints its link"),
+            OptionSpec("gui", .value("HOST:PORT|off"), help: "serve the web dashboard there (default \(Self.defaultGUI), or any free port when that one is taken); 'off' turns it off; 'syncpeer gui' opens it"),
             OptionSpec("gui-allow-remote", help: "let --gui listen on an address other machines can reach (the key still guards it)"),
         ],
         examples: ["syncpeer daemon", "syncpeer --home /tmp/alice daemon --listen 127.0.0.1:0",
@@ -168,7 +168,7 @@ struct DaemonCommand: Command {
             guard !guiGiven, case .connection = error else { throw error }
             server = try DashboardServer.start(home: home, listen: "127.0.0.1:0", allowRemote: false, log: log)
         }
-        log("dashboard on \(server.url) ('syncpeer gui' prints the link with its key)")
+        log("dashboard on \(server.url) ('syncpeer gui' opens it)")
         return server
     }
 }

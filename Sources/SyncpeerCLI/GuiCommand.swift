@@ -2,22 +2,26 @@ internal import Foundation
 internal import SyncEngine
 internal import SyncpeerWeb
 
-/// `syncpeer gui`: prints the running daemon's dashboard link, with its key, and opens it
-/// in $BROWSER when that is set.
+/// `syncpeer gui`: opens the running daemon's dashboard in $BROWSER through a login page
+/// in the home, or prints its link with a login code for the user to paste.
 struct GuiCommand: Command {
     static let spec = CommandSpec(
         name: "gui",
-        abstract: "print the web dashboard's link (and open it in $BROWSER)",
+        abstract: "open the web dashboard in $BROWSER (or print its link)",
         discussion: """
         The daemon serves a dashboard on 127.0.0.1 (see 'syncpeer daemon --gui'): peers,
-        folders, transfers and an activity log, live. The link holds a login code made
-        from the home's key (HOME/gui-token, mode 0600): good once, for two minutes. The
-        browser then keeps a session of this daemon run in a cookie, and the address bar
-        shows the plain address. Run 'syncpeer gui' again for a new link. Remove gui-token
-        and restart the daemon to make a new key.
-        With --json prints {"url": ...}.
+        folders, transfers and an activity log, live. A login code made from the home's
+        key (HOME/gui-token, mode 0600) lets the browser in: good once (even across daemon
+        restarts), for two minutes. With $BROWSER set, the code goes into a page only you
+        can read, HOME/gui-login.html (mode 0600), and the browser is opened on that file:
+        the code is never on a command line or in an environment, which other users of
+        this machine can read. Without $BROWSER, or with --no-open, the link with the code
+        is printed for you to paste into a browser (do not pass it to a command). The
+        browser then keeps a session of this daemon run in a cookie. Run 'syncpeer gui'
+        again for a new code. Remove gui-token and restart the daemon to make a new key.
+        With --json prints {"url": ...}, and "loginPage" when the browser was opened.
         """,
-        options: [OptionSpec("no-open", help: "only print the link, even when $BROWSER is set")],
+        options: [OptionSpec("no-open", help: "only print the link with its login code, even when $BROWSER is set")],
         examples: ["syncpeer gui", "BROWSER=firefox syncpeer gui", "syncpeer --home /tmp/alice gui --no-open"])
 
     let open: Bool
@@ -44,17 +48,30 @@ struct GuiCommand: Command {
         let key: String?
         do { key = try DashboardAccess.loadToken(home: home) } catch { throw CLIError(error) }
         guard let key else { throw .engine(.notFound, "\(home.path)/gui-token is missing: restart the daemon to make a new key") }
-        let link = "\(address)?login=\(DashboardAccess.loginCode(key: key))"
-        if context.globals.json {
-            context.output.json(["url": link])
-        } else {
-            context.output.line(link)
+        let code = DashboardAccess.loginCode(key: key)
+        guard open, let browser = context.environment["BROWSER"], !browser.isEmpty else {
+            // The user's own terminal: the link is for pasting into a browser.
+            let link = "\(address)?login=\(code)"
+            if context.globals.json {
+                context.output.json(["url": link])
+            } else {
+                context.output.line(link)
+            }
+            return ExitCode.success
         }
-        if open, let browser = context.environment["BROWSER"], !browser.isEmpty {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [browser, link]
-            try? process.run()
+        let page: String
+        do { page = try DashboardLoginPage.write(home: home, url: address, code: code) } catch { throw CLIError(error) }
+        // The browser's command line holds the page's path only, never the code.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [browser, page]
+        do { try process.run() } catch {
+            throw .failure("cannot run $BROWSER (\(browser)): \(error.localizedDescription); 'syncpeer gui --no-open' prints the link")
+        }
+        if context.globals.json {
+            context.output.json(["url": address, "loginPage": DashboardLoginPage.path(home)])
+        } else {
+            context.output.line("opened \(address) in \(browser) (login page \(DashboardLoginPage.path(home)), good once, for two minutes)")
         }
         return ExitCode.success
     }

@@ -8,8 +8,11 @@ internal import Synchronization
 /// hex) lives in `HOME/gui-token`, mode 0600, and never leaves this machine's files:
 ///
 /// - `syncpeer gui` makes a **login code** from it, `TIME.NONCE.MAC` (MAC = keyed BLAKE2b of
-///   the time and nonce), good once and for two minutes: what the URL carries (and so the
-///   browser's command line, history and screenshots) is worthless soon after.
+///   the time and nonce), good once (across restarts: `UsedLoginCodes`) and for two minutes.
+///   It never goes on a command line or into an environment (which other local users can
+///   read in /proc): the browser is opened on a 0600 page in the home that POSTs the code to
+///   `/login` (`DashboardLoginPage`); a link printed for the user to paste is worthless soon
+///   after.
 /// - The login answers with a **session**: a random ID of this daemon run, in an HttpOnly,
 ///   SameSite=Strict cookie named after the port (`syncpeer-gui-PORT`, so two homes'
 ///   dashboards do not log each other out). A restart ends every session; a cookie that
@@ -30,9 +33,11 @@ public final class DashboardAccess: Sendable {
     let hosts: Set<String>
     /// The session cookie's name.
     let cookieName: String
-    private let state = Mutex<(sessions: [String], usedNonces: [String: Int64])>(([], [:]))
+    private let state: Mutex<(sessions: [String], usedCodes: UsedLoginCodes)>
 
-    public init(key: String, port: UInt16, hosts: Set<String>, csrf: String = DashboardAccess.randomHex()) {
+    public init(key: String, port: UInt16, hosts: Set<String>, csrf: String = DashboardAccess.randomHex(),
+                usedCodes: UsedLoginCodes = UsedLoginCodes()) {
+        self.state = Mutex(([], usedCodes))
         self.key = Self.bytes(fromHex: key)
         self.csrf = csrf
         self.hosts = hosts
@@ -74,47 +79,20 @@ public final class DashboardAccess: Sendable {
 
     static func tokenPath(_ home: NodeHome) -> String { home.path + "/gui-token" }
 
-    /// The home's key, made on first use: written to a private temporary file, synced, then
-    /// linked into place (never replacing one another daemon made meanwhile), so the file
-    /// is never seen half-written.
+    /// The home's key, made on first use (never replacing one another daemon made meanwhile).
     public static func loadOrCreateToken(home: NodeHome) throws(EngineError) -> String {
         if let token = try loadToken(home: home) { return token }
-        let path = tokenPath(home)
-        let temporary = path + ".new-\(getpid())"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw .invalidArgument("cannot create \(temporary): \(String(cString: strerror(errno)))") }
-        let bytes = Array((randomHex() + "\n").utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        defer { unlink(temporary) }
-        guard written == bytes.count, synced else { throw .invalidArgument("cannot write \(temporary): \(String(cString: strerror(errno)))") }
-        guard link(temporary, path) == 0 || errno == EEXIST else {
-            throw .invalidArgument("cannot create \(path): \(String(cString: strerror(errno)))")
-        }
-        guard let token = try loadToken(home: home) else { throw .invalidArgument("\(path) vanished while it was made") }
+        try PrivateFile.write(Array((randomHex() + "\n").utf8), to: tokenPath(home), replacing: false)
+        guard let token = try loadToken(home: home) else { throw .invalidArgument("\(tokenPath(home)) vanished while it was made") }
         return token
     }
 
     /// The home's key, or nil when there is none yet. A file that is not a regular file of
-    /// this user, readable by others, or not a key, is refused rather than used (checked on
-    /// the open descriptor: no race with a swapped path).
+    /// this user, readable by others, or not a key, is refused rather than used.
     public static func loadToken(home: NodeHome) throws(EngineError) -> String? {
         let path = tokenPath(home)
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else {
-            if errno == ENOENT { return nil }
-            throw .invalidArgument("cannot open \(path): \(String(cString: strerror(errno))); remove it to make a new one")
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
-            throw .invalidArgument("\(path) must be a regular file of this user, mode 0600; remove it to make a new one")
-        }
-        var buffer = [UInt8](repeating: 0, count: 80)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        let token = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let contents = try PrivateFile.read(path, limit: 80) else { return nil }
+        let token = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         guard token.count == 64, bytes(fromHex: token).count == 32 else {
             throw .invalidArgument("\(path) does not hold a dashboard key; remove it to make a new one")
         }
@@ -139,12 +117,7 @@ public final class DashboardAccess: Sendable {
         guard time <= now + 5, now - time <= Self.loginLifetime else { return false }
         let nonce = String(parts[1])
         guard Self.same(String(parts[2]), Self.mac(key: key, time: time, nonce: nonce)) else { return false }
-        return state.withLock { state -> Bool in
-            state.usedNonces = state.usedNonces.filter { now - $0.value <= Self.loginLifetime + 10 }
-            guard state.usedNonces[nonce] == nil else { return false }
-            state.usedNonces[nonce] = time
-            return true
-        }
+        return state.withLock { $0.usedCodes.use(nonce, time: time, now: now) }
     }
 
     // MARK: Sessions
@@ -183,6 +156,13 @@ public final class DashboardAccess: Sendable {
         guard let origin = request.header("origin")?.lowercased() else { return !required }
         guard origin.hasPrefix("http://") else { return false }
         return hosts.contains(String(origin.dropFirst("http://".count)))
+    }
+
+    /// Whether a login may come from the request's origin: none, this server, or `null` (the
+    /// page `syncpeer gui` writes is a file, whose form posts with `Origin: null`). The code
+    /// in the body is the credential; no other route takes `null`.
+    func loginOriginAllowed(_ request: HTTPRequest) -> Bool {
+        request.header("origin")?.lowercased() == "null" || originAllowed(request, required: false)
     }
 
     /// Whether a state-changing request carries this run's CSRF token.

@@ -10,10 +10,11 @@ internal import Synchronization
 /// Server-Sent Events. See docs/PROTOCOL.md ("Dashboard").
 ///
 /// Everything a browser sends is hostile until checked: the parser is bounded
-/// (`HTTPLimits`), a request has 10 s to arrive, at most `maxRequests` are served at once
-/// and `maxStreams` event streams are open; only the embedded assets are served (no path
-/// reaches the disk); Host and Origin must name this server; the secret's cookie is needed
-/// for everything but the login redirect; POST needs the CSRF token too.
+/// (`HTTPLimits`), a request has 5 s to arrive, `maxReading` arrive at once (the slowest is
+/// pushed out for a newcomer), `maxServing` with a session are answered at once, and
+/// `maxStreams` event streams are open (`ConnectionSlots`); only the embedded assets are
+/// served (no path reaches the disk); Host and Origin must name this server; the session's
+/// cookie is needed for everything but the login; POST needs the CSRF token too.
 public final class DashboardServer: Sendable {
     /// "host:port" the server listens on.
     public let address: String
@@ -21,11 +22,14 @@ public final class DashboardServer: Sendable {
     let access: DashboardAccess
     let home: NodeHome
     let log: @Sendable (String) -> Void
-    private let requests = Atomic<Int>(0)
+    private let slots = ConnectionSlots(readers: DashboardServer.maxReading, servers: DashboardServer.maxServing)
     private let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
     private let stopped = Atomic<Bool>(false)
 
-    static let maxRequests = 32
+    /// Requests arriving at once (the slowest sender's is closed for a newcomer beyond) and
+    /// requests with a session answered at once (`ConnectionSlots`).
+    static let maxReading = 32
+    static let maxServing = 32
     static let maxStreams = 64
     /// Time for a whole request to arrive (a slow sender holds a slot no longer).
     static let requestTimeout: Duration = .seconds(5)
@@ -61,11 +65,13 @@ public final class DashboardServer: Sendable {
             throw .invalidArgument("--gui \(listen) is not a loopback address: anyone who can reach it could try the dashboard; add --gui-allow-remote to mean it")
         }
         let token = try DashboardAccess.loadOrCreateToken(home: home)
+        let usedCodes = try UsedLoginCodes.load(home: home)
         let listener: TCPListener
         do { listener = try TCPListener(host: requested.host, port: requested.port) } catch {
             throw .connection("cannot serve the dashboard on \(listen)", error)
         }
-        let access = DashboardAccess(key: token, port: listener.port, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port))
+        let access = DashboardAccess(key: token, port: listener.port, hosts: DashboardAccess.hostNames(host: requested.host, port: listener.port),
+                                     usedCodes: usedCodes)
         let server = DashboardServer(listener: listener, home: home, log: log, access: access)
         if !loopback {
             log("dashboard: listening on \(server.address), beyond this machine (--gui-allow-remote): plain HTTP, so the session cookie crosses the network readable; prefer an SSH tunnel to 127.0.0.1")
@@ -114,25 +120,20 @@ public final class DashboardServer: Sendable {
                 if case .closed = error { return }
                 continue
             }
-            guard requests.add(1, ordering: .relaxed).newValue <= Self.maxRequests else {
-                requests.subtract(1, ordering: .relaxed)
-                // A few bytes into a fresh socket's buffer: never blocks the accept loop.
-                respond(connection, .text(503, "\(Self.maxRequests) requests are being served; try again"))
-                connection.close()
-                continue
-            }
-            let thread = Thread { [self] in serve(connection) }
+            let ticket = slots.admit { connection.close() }
+            let thread = Thread { [self] in serve(connection, ticket) }
             thread.name = "syncpeer-gui-request"
             thread.start()
         }
     }
 
     /// Reads one request (bounded in size and time), answers it, closes the connection.
-    /// It holds one of `maxRequests` slots until answered; an event stream gives its slot
-    /// back and counts among `maxStreams` instead.
-    private func serve(_ connection: TCPConnection) {
-        var holdsSlot = true
-        defer { if holdsSlot { requests.subtract(1, ordering: .relaxed) } }
+    /// It holds a reading slot until it has arrived, then a serving slot if it has a session
+    /// (`ConnectionSlots`); an event stream gives its slot back and counts among
+    /// `maxStreams` instead.
+    private func serve(_ connection: TCPConnection, _ ticket: ConnectionSlots.Ticket) {
+        var reading = true
+        defer { if reading { slots.leaveReading(ticket) } }
         connection.setSendTimeout(Self.sendTimeout)
         let deadline = ContinuousClock.now + Self.requestTimeout
         let limits = HTTPLimits()
@@ -172,11 +173,20 @@ public final class DashboardServer: Sendable {
             }
         }
         guard let request else { return }
-        if let stream = route(request, on: connection) {
-            requests.subtract(1, ordering: .relaxed)
-            holdsSlot = false
-            runStream(stream)
+        guard access.hasSession(request) else {
+            _ = route(request, on: connection)  // a refusal or a login: never a stream
+            connection.close()
+            return
         }
+        reading = false
+        guard slots.startServing(ticket) else {
+            respond(connection, .text(503, "\(Self.maxServing) requests are being served; try again"))
+            connection.close()
+            return
+        }
+        let stream = route(request, on: connection)
+        slots.finishServing()
+        if let stream { runStream(stream) }
         connection.close()
     }
 
@@ -188,6 +198,10 @@ public final class DashboardServer: Sendable {
     private func route(_ request: HTTPRequest, on connection: TCPConnection) -> EventStream? {
         guard access.hostAllowed(request) else {
             respond(connection, .text(421, "this server answers only to \(address)"))
+            return nil
+        }
+        if request.method == "POST" && request.path == "/login" {
+            respond(connection, login(request))
             return nil
         }
         let changes = request.method == "POST"
@@ -214,7 +228,7 @@ public final class DashboardServer: Sendable {
             return nil
         }
         guard access.hasSession(request) else {
-            respond(connection, .page(401, Self.loginPage("Open the link that 'syncpeer gui' prints.")))
+            respond(connection, .page(401, Self.loginPage("Run 'syncpeer gui' to log in.")))
             return nil
         }
         switch (request.method, request.path) {
@@ -320,13 +334,6 @@ public final class DashboardServer: Sendable {
                 stream.close()
             }
         }
-    }
-
-    static func loginPage(_ why: String) -> String {
-        """
-        <!doctype html><html lang="en"><head><meta charset="utf-8"><title>syncpeer</title></head>
-        <body><h1>syncpeer</h1><p>\(HTTPResponse.escape(why))</p><pre>syncpeer gui</pre></body></html>
-        """
     }
 }
 

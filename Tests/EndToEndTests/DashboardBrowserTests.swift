@@ -129,6 +129,23 @@ struct DashboardBrowserTests {
         }
     }
 
+    /// The page `syncpeer gui` opens the browser on, a file holding the login code, logs the
+    /// browser in: its form posts from a file (`Origin: null`), and the SameSite=Strict
+    /// cookie set by that cross-site answer is sent on the page's own move to `/`.
+    @Test func theLoginPageGuiWritesLogsTheBrowserIn() throws {
+        try Self.scene { env, namespace in
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace)
+            defer { bob.stop() }
+            let gui = try env.run(["--home", bob.home, "gui"], environment: ["BROWSER": "true"])
+            try #require(gui.status == 0, "gui failed: \(gui.stderr)")
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(URL(fileURLWithPath: bob.home + "/gui-login.html").absoluteString)
+            try browser.waitUntil("the dashboard", "!!document.querySelector('#peers') && !!document.querySelector('#transfers')")
+            #expect(try browser.eval("location.href") as? String == String(link.prefix { $0 != "?" }))
+        }
+    }
+
     @Test func aSendFromTheCLIShowsALiveBarOnTheReceiversPage() throws {
         try Self.scene { env, namespace in
             let (bob, link) = try Self.daemon(env, "bob", in: namespace)
