@@ -224,7 +224,8 @@ final class FolderService: Reporting, @unchecked Sendable {
                                     receivedBytes: activity.received[member.deviceID] ?? 0,
                                     sentBytes: activity.sent[member.deviceID] ?? 0))
         }
-        let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.map { item in
+        // The first of them: a status line stays bounded whatever the pull window holds.
+        let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.prefix(Self.shownPulls).map { item in
             FolderPull(path: item.path, size: item.size, needed: item.needed, fetched: item.fetched,
                        percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
                        peers: item.peers.compactMap(memberRef))
@@ -234,6 +235,9 @@ final class FolderService: Reporting, @unchecked Sendable {
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder))
     }
+
+    /// How many of the files being pulled `status` lists (by path).
+    static let shownPulls = 50
 
     /// The first paths that cannot be pulled now: what, why, and when they are tried again.
     static func failures(of folder: SharedFolder) -> [PathFailure] {
