@@ -61,8 +61,9 @@ public final class ControlServer: @unchecked Sendable {
                 reply.failure(id, error)
                 continue
             }
-            let page: PageRequest
-            do throws(EngineError) { page = try PageRequest(json: parsed ?? .null) } catch {
+            // Which page of a list (`limit`, `after`); other requests carry none.
+            var page = PageRequest()
+            do throws(EngineError) { if request.isPaged { page = try PageRequest(json: parsed ?? .null) } } catch {
                 reply.failure(id, error)
                 continue
             }
