@@ -131,6 +131,24 @@ extension NodeIndex {
         }
     }
 
+    /// Deletes finished transfers (completed, failed, cancelled) last changed before `cutoff`
+    /// (unix ms), and those beyond the newest `keep` finished ones; their chunks go with them.
+    /// Unfinished transfers (offered, active, paused: resumable) are never deleted. Returns
+    /// how many went.
+    @discardableResult
+    public func pruneFinishedTransfers(changedBefore cutoff: Int64, keepingNewest keep: Int) throws(IndexError) -> Int {
+        try write { db in
+            try db.execute(
+                """
+                DELETE FROM transfers WHERE state IN ('completed', 'failed', 'cancelled') AND (updated_at < ? OR transfer_id NOT IN (
+                    SELECT transfer_id FROM transfers WHERE state IN ('completed', 'failed', 'cancelled')
+                    ORDER BY updated_at DESC, transfer_id LIMIT ?))
+                """,
+                [.integer(cutoff), .integer(Int64(max(0, keep)))])
+            return db.changes
+        }
+    }
+
     /// The manifest of a transfer, in chunk order.
     public func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] {
         try read { db in

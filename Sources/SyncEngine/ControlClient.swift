@@ -40,7 +40,38 @@ public final class ControlClient: Sendable {
     /// take one (`ControlRequest.passesDescriptor`).
     public func request(_ request: ControlRequest, passing descriptor: Int32? = nil,
                         onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
-        let line = Array((request.json(id: 1).encodedLine() + "\n").utf8)
+        try exchange(request.json(id: 1), passing: descriptor, onEvent: onEvent)["result"] ?? .null
+    }
+
+    /// Asks for a list (`ControlRequest.isPaged`) page after page, `limit` items at a time
+    /// from the start or from `after`, and hands each page's result, decoded as `T`, to
+    /// `each` as it arrives.
+    public func eachPage<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, limit: Int = PageRequest.defaultLimit,
+                                       after: String? = nil, _ each: (T) -> Void) throws(EngineError) {
+        var page = PageRequest(limit: limit, after: after)
+        while true {
+            let answer = try self.page(request, page)
+            each(try (answer["result"] ?? .null).decode(as: T.self))
+            // (A daemon that names the same page again would loop: it is the last.)
+            guard let next = answer["next"]?.stringValue, next != page.after else { return }
+            page.after = next
+        }
+    }
+
+    /// One page of a list: the answer as the daemon sent it (`ok`, `result`, and `next` while
+    /// more follow), without its `id`.
+    public func page(_ request: ControlRequest, _ page: PageRequest) throws(EngineError) -> JSONValue {
+        var answer: [String: JSONValue] = ["ok": true]
+        let whole = try exchange(request.json(id: 1, page: page), passing: nil, onEvent: { _ in })
+        answer["result"] = whole["result"] ?? .null
+        if let next = whole["next"] { answer["next"] = next }
+        return .object(answer)
+    }
+
+    /// Writes one request line and reads until its final answer, which it returns whole.
+    private func exchange(_ request: JSONValue, passing descriptor: Int32?,
+                          onEvent: (NodeEvent) -> Void) throws(EngineError) -> JSONValue {
+        let line = Array((request.encodedLine() + "\n").utf8)
         do {
             if let descriptor { try connection.write(line, passing: descriptor) } else { try connection.write(line) }
         } catch {
@@ -55,7 +86,7 @@ public final class ControlClient: Sendable {
                 if let typed = try? event.decode(as: NodeEvent.self) { onEvent(typed) }
                 continue
             }
-            if answer["ok"]?.boolValue == true { return answer["result"] ?? .null }
+            if answer["ok"]?.boolValue == true { return answer }
             let message = answer["error"]?.stringValue ?? "unknown error"
             // The daemon's kind, so exit codes and `--json` errors match it; an older daemon
             // sends only a category.

@@ -61,6 +61,12 @@ public final class ControlServer: @unchecked Sendable {
                 reply.failure(id, error)
                 continue
             }
+            // Which page of a list (`limit`, `after`); other requests carry none.
+            var page = PageRequest()
+            do throws(EngineError) { if request.isPaged { page = try PageRequest(json: parsed ?? .null) } } catch {
+                reply.failure(id, error)
+                continue
+            }
             if request == .events {
                 if subscription == nil {
                     subscription = node.subscribe { event in reply.event(id, event) }
@@ -68,11 +74,11 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, "subscribed")
                 continue
             }
-            handle(request, id: id, reply: reply, connection: connection)
+            handle(request, page: page, id: id, reply: reply, connection: connection)
         }
     }
 
-    private func handle(_ request: ControlRequest, id: JSONValue?, reply: Replier, connection: UnixConnection) {
+    private func handle(_ request: ControlRequest, page: PageRequest, id: JSONValue?, reply: Replier, connection: UnixConnection) {
         do throws(EngineError) {
             switch request {
             case .events:
@@ -80,11 +86,11 @@ public final class ControlServer: @unchecked Sendable {
             case .status:
                 reply.success(id, node.status())
             case .peers:
-                reply.success(id, node.peers())
+                reply.page(id, page.page(node.peers(), key: \.pageKey) { $0 })
             case .invitations:
-                reply.success(id, node.invitations())
+                reply.page(id, page.page(node.invitations(), key: \.invitation) { $0 })
             case .browse:
-                reply.success(id, try node.browse())
+                reply.page(id, page.page(try node.browse(), key: \.pageKey) { $0 })
             case let .visibility(visible):
                 reply.success(id, try node.setVisibility(visible))
             case let .answerShare(folder, accept, directory):
@@ -141,13 +147,20 @@ public final class ControlServer: @unchecked Sendable {
             case let .verify(directory):
                 reply.success(id, try node.verifyFolder(directory: directory))
             case .folders:
-                reply.success(id, FoldersResult(folders: node.folderStatus(), offers: node.shareOffers()))
+                let folders = node.folderStatus(page)
+                // The first offers come with the first page (what `status` shows at a glance).
+                let offers = page.after == nil ? node.shareOffers(PageRequest(limit: FoldersResult.firstOffers))
+                                               : ListPage(items: [], next: nil)
+                reply.success(id, FoldersResult(folders: folders.items, offers: offers.items, offersNext: offers.next),
+                              next: folders.next)
+            case .offers:
+                reply.page(id, node.shareOffers(page))
             case .conflicts:
-                reply.success(id, node.conflicts())
+                reply.page(id, node.conflicts(page))
             case let .resolve(path, keep):
                 reply.success(id, try node.resolveConflict(path: path, keep: keep))
             case .transfers:
-                reply.success(id, node.transferList().map(NodeEvent.transfer))
+                reply.page(id, node.transferList(page).map(NodeEvent.transfer))
             case let .cancel(transfer):
                 reply.success(id, NodeEvent.transfer(try node.cancelTransfer(transfer)))
             case let .resume(transfer):
@@ -260,8 +273,16 @@ public final class ControlServer: @unchecked Sendable {
     struct Replier: Sendable {
         let outbox: Outbox
 
-        func success(_ id: JSONValue?, _ result: some Encodable) {
-            write(["id": id ?? .null, "ok": true, "result": JSONValue(encoding: result)])
+        /// The answer; `next` (a list's) says where the next page starts.
+        func success(_ id: JSONValue?, _ result: some Encodable, next: String? = nil) {
+            var answer: [String: JSONValue] = ["id": id ?? .null, "ok": true, "result": JSONValue(encoding: result)]
+            if let next { answer["next"] = .string(next) }
+            write(.object(answer))
+        }
+
+        /// One page of a list: its items as the result, and `next` while more follow.
+        func page(_ id: JSONValue?, _ page: ListPage<some Encodable>) {
+            success(id, page.items, next: page.next)
         }
 
         func failure(_ id: JSONValue?, _ error: EngineError) {

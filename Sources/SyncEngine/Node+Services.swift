@@ -59,9 +59,9 @@ extension Node {
         try transfers.resumeTransfers(idText)
     }
 
-    /// Active transfers (live) and finished ones (from the index), newest first.
-    public func transferList() -> [TransferInfo] {
-        transfers.transferList()
+    /// Active transfers (live) and finished ones (from the index), newest first: one page.
+    public func transferList(_ page: PageRequest = .everything) -> ListPage<TransferInfo> {
+        transfers.transferList(page)
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
@@ -115,17 +115,27 @@ extension Node {
 
     /// Per folder: state, counts, and per peer what is out of sync.
     public func folderStatus() -> [FolderStatus] {
-        folders.folderStatus()
+        folders.folderStatus(.everything).items
     }
 
-    /// Share offers waiting for an answer.
-    public func shareOffers() -> [ShareOfferInfo] {
-        folders.shareOffers()
+    /// One page of `folderStatus()`, by label.
+    public func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
+        folders.folderStatus(page)
+    }
+
+    /// Share offers waiting for an answer: one page, by folder ID.
+    public func shareOffers(_ page: PageRequest = .everything) -> ListPage<ShareOfferInfo> {
+        folders.shareOffers(page)
     }
 
     /// Conflict copies in every shared folder.
     public func conflicts() -> [ConflictInfo] {
-        folders.conflicts()
+        folders.conflicts(.everything).items
+    }
+
+    /// One page of `conflicts()`, by folder label and path.
+    public func conflicts(_ page: PageRequest) -> ListPage<ConflictInfo> {
+        folders.conflicts(page)
     }
 
     /// Settles a conflict on `path`: keep the local version, the remote one, or both.

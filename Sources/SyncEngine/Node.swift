@@ -81,6 +81,7 @@ public final class Node: Reporting, @unchecked Sendable {
     public func start() throws(EngineError) -> String {
         let bound = try connections.listen()
         queue.sync {
+            transfers.pruneHistory()
             folders.startFolders()
             connections.startTimer()
         }

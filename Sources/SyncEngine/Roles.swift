@@ -128,6 +128,7 @@ protocol TransferStore: Sendable {
     func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk]
     func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError)
     func addTransferChunks(transferID: String, chunks: [TransferChunk], chunkCount: Int, rootHash: [UInt8]?) throws(IndexError)
+    func pruneFinishedTransfers(changedBefore cutoff: Int64, keepingNewest keep: Int) throws(IndexError) -> Int
     func peer(deviceID: String) throws(IndexError) -> PeerRecord?
 }
 

@@ -21,15 +21,9 @@ struct BrowseCommand: Command {
         let output = context.output
         let json = context.globals.json
         let client = try context.client()
-        let list: [BrowsedPeer]
-        do { list = try client.call(.browse) } catch { throw CLIError(error) }
-        if json {
-            context.printLines(list)
-        } else if list.isEmpty && !watch {
-            output.line("no nodes found nearby (yet); discovery finds nodes of the same service type on the same network")
-        } else {
-            for item in list { output.line(Self.line(item)) }
-        }
+        try context.printPages(.browse, as: BrowsedPeer.self, client: client,
+                               empty: watch ? nil : "no nodes found nearby (yet); discovery finds nodes of the same service type on the same network",
+                               line: Self.line)
         guard watch else { return ExitCode.success }
         do {
             try client.streamEvents { event in

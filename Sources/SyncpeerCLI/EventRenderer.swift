@@ -118,6 +118,33 @@ extension CommandContext {
         do { return try client.call(request, as: T.self, onEvent: onEvent) } catch { throw CLIError(error) }
     }
 
+    /// Asks for a list page after page (see `PageRequest`), handing each page's result to
+    /// `each` as it arrives, so a long list is printed as it comes and never held whole.
+    func eachPage<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, client: ControlClient? = nil,
+                                after: String? = nil, _ each: (T) -> Void) throws(CLIError) {
+        let client = if let client { client } else { try self.client() }
+        do throws(EngineError) { try client.eachPage(request, as: T.self, after: after, each) } catch { throw CLIError(error) }
+    }
+
+    /// Every item of a list, fetched page after page (for a lookup, not for printing).
+    func all<T: Decodable>(_ request: ControlRequest, as type: [T].Type = [T].self) throws(CLIError) -> [T] {
+        var list: [T] = []
+        try eachPage(request, as: [T].self) { list += $0 }
+        return list
+    }
+
+    /// Prints a list as it arrives: each item as one JSON line (with --json) or as `line`
+    /// makes it; `empty` if it has none.
+    func printPages<T: Codable>(_ request: ControlRequest, as type: T.Type = T.self, client: ControlClient? = nil,
+                                empty: String?, line: (T) -> String) throws(CLIError) {
+        var count = 0
+        try eachPage(request, as: [T].self, client: client) { page in
+            count += page.count
+            if globals.json { printLines(page) } else { for item in page { output.line(line(item)) } }
+        }
+        if count == 0, !globals.json, let empty { output.line(empty) }
+    }
+
     /// Prints a result as JSON (with --json) or as the given text.
     func print(_ result: some Encodable, text: @autoclosure () -> String) {
         if globals.json { output.json(result) } else { output.line(text()) }

@@ -150,10 +150,12 @@ struct StatusCommand: Command {
         let inPlace = watch && context.output.isTerminal && !context.globals.json
         var drawn = 0
         while true {
-            let result = try context.call(.folders, as: FoldersResult.self)
-            if context.globals.json {
-                context.output.json(result)
-            } else if inPlace {
+            if inPlace {
+                var result = FoldersResult(folders: [], offers: [])
+                try Self.eachPage(context) { page in
+                    result.folders += page.folders
+                    result.offers += page.offers
+                }
                 let page = CapturedOutput()
                 show(result, page)
                 let width = ProgressRenderer.terminalWidth()
@@ -163,7 +165,11 @@ struct StatusCommand: Command {
                 context.output.out("\r" + up + "\u{1b}[J" + lines.joined(separator: "\n") + "\n")
                 drawn = lines.count
             } else {
-                show(result, context.output)
+                var first = true
+                try Self.eachPage(context) { page in
+                    if context.globals.json { context.output.json(page) } else { show(page, context.output, first: first) }
+                    first = false
+                }
             }
             guard watch else { return ExitCode.success }
             try? await Task.sleep(for: .seconds(2))
@@ -171,8 +177,24 @@ struct StatusCommand: Command {
         }
     }
 
-    func show(_ result: FoldersResult, _ output: any OutputSink) {
-        if result.folders.isEmpty { output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
+    /// The status page after page, as it comes: the folders (the first page with the first
+    /// share offers), then the rest of the offers in pages of their own (no folders).
+    static func eachPage(_ context: CommandContext, _ each: (FoldersResult) -> Void) throws(CLIError) {
+        let client = try context.client()
+        var offersNext: String?
+        try context.eachPage(.folders, as: FoldersResult.self, client: client) { page in
+            offersNext = page.offersNext ?? offersNext
+            each(page)
+        }
+        guard let offersNext else { return }
+        try context.eachPage(.offers, as: [ShareOfferInfo].self, client: client, after: offersNext) { offers in
+            each(FoldersResult(folders: [], offers: offers))
+        }
+    }
+
+    /// Prints one page of the status (`first`: the page that says when there is no folder).
+    func show(_ result: FoldersResult, _ output: any OutputSink, first: Bool = true) {
+        if first && result.folders.isEmpty { output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
         for folder in result.folders {
             var line = "\(folder.label) (\(folder.folder))  \(folder.state.rawValue)  \(folder.files) files, \(ProgressRenderer.formatBytes(folder.bytes))  \(folder.path)"
             if folder.conflicts > 0 { line += "  \(folder.conflicts) conflict(s)" }
@@ -217,16 +239,7 @@ struct ConflictsCommand: Command {
         examples: ["syncpeer conflicts", "syncpeer conflicts --json"])
     init(parsing arguments: ParsedArguments) throws(CLIError) {}
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list = try context.call(.conflicts, as: [ConflictInfo].self)
-        if context.globals.json {
-            context.printLines(list)
-        } else if list.isEmpty {
-            context.output.line("no conflicts")
-        } else {
-            for item in list {
-                context.output.line("\(item.original)  ←  \(item.path)")
-            }
-        }
+        try context.printPages(.conflicts, as: ConflictInfo.self, empty: "no conflicts") { "\($0.original)  ←  \($0.path)" }
         return ExitCode.success
     }
 }

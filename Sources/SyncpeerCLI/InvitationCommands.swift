@@ -11,17 +11,10 @@ struct InvitationsCommand: Command {
     init(parsing arguments: ParsedArguments) throws(CLIError) {}
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list = try context.call(.invitations, as: [InvitationInfo].self)
-        if context.globals.json {
-            context.printLines(list)
-        } else if list.isEmpty {
-            context.output.line("no open invitations")
-        } else {
-            for item in list {
-                var line = "\(item.invitation)  \(EventRenderer.peerName(item.peer))  code \(item.code)  from \(item.address)"
-                if let text = item.context { line += "  context: \(text)" }
-                context.output.line(line)
-            }
+        try context.printPages(.invitations, as: InvitationInfo.self, empty: "no open invitations") { item in
+            var line = "\(item.invitation)  \(EventRenderer.peerName(item.peer))  code \(item.code)  from \(item.address)"
+            if let text = item.context { line += "  context: \(text)" }
+            return line
         }
         return ExitCode.success
     }
@@ -48,8 +41,8 @@ struct AnswerCommand {
             return ExitCode.success
         }
         // Any unique prefix of an invitation ID or of an offer's transfer ID, in any case.
-        let invitations = try context.call(.invitations, as: [InvitationInfo].self)
-        let offers = try context.call(.transfers, as: [TransferInfo].self).filter { $0.direction == .receive && $0.state == .offered }
+        let invitations = try context.all(.invitations, as: [InvitationInfo].self)
+        let offers = try context.all(.transfers, as: [TransferInfo].self).filter { $0.direction == .receive && $0.state == .offered }
         let candidates = invitations.map { IDPrefix.Candidate(id: $0.invitation, label: "invitation from \($0.peer.name)") }
             + offers.compactMap { offer in
                 offer.transfer.map { IDPrefix.Candidate(id: $0, label: "offer of \(offer.name) from \(offer.peer?.name ?? "?")") }

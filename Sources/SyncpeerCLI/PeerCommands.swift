@@ -30,20 +30,12 @@ struct PeersCommand: Command {
     }
 
     func show(_ context: CommandContext) throws(CLIError) {
-        let list = try context.call(.peers, as: [PeerSummary].self)
-        if context.globals.json {
-            context.printLines(list)
-            return
-        }
-        if list.isEmpty {
-            context.output.line("no peers yet: pair with 'syncpeer pair NAME' (see 'syncpeer browse') or 'syncpeer pair HOST:PORT'")
-            return
-        }
-        for item in list {
+        try context.printPages(.peers, as: PeerSummary.self,
+                               empty: "no peers yet: pair with 'syncpeer pair NAME' (see 'syncpeer browse') or 'syncpeer pair HOST:PORT'") { item in
             let paired = item.paired ? "paired" : "not paired"
             let address = item.address ?? item.addresses.first ?? "-"
             let nearby = item.discovered ? "  nearby" : ""
-            context.output.line("\(EventRenderer.peerName(item.peer))  \(item.state.rawValue)  \(paired)  \(address)\(nearby)")
+            return "\(EventRenderer.peerName(item.peer))  \(item.state.rawValue)  \(paired)  \(address)\(nearby)"
         }
     }
 }

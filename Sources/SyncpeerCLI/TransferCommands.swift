@@ -307,20 +307,27 @@ struct TransfersCommand: Command {
     init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let list: [TransferInfo]
-        if let client = try? ControlClient.connect(home: context.home) {
-            do throws(EngineError) { list = try client.call(.transfers) } catch { throw CLIError(error) }
-        } else {
-            do throws(EngineError) { list = try Node.recordedTransfers(home: context.home) } catch { throw CLIError(error) }
-        }
         let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
-        if watch && renderer.live {
+        let live = watch && renderer.live
+        // Page after page from a daemon, printed as they come (the whole history with none).
+        var count = 0
+        var running: [TransferInfo] = []
+        func take(_ page: [TransferInfo]) {
+            count += page.count
+            if live { running += page.filter { !$0.state.isFinished } } else { show(page, context) }
+        }
+        if let client = try? ControlClient.connect(home: context.home) {
+            try context.eachPage(.transfers, as: [TransferInfo].self, client: client, take)
+        } else {
+            do throws(EngineError) { take(try Node.recordedTransfers(home: context.home)) } catch { throw CLIError(error) }
+        }
+        if live {
             // One live line per transfer, redrawn in place: the unfinished ones, then any
             // that start while watching.
-            for item in list where !item.state.isFinished { renderer.show(.transfer(item)) }
-            if list.allSatisfy(\.state.isFinished) { context.output.line("no transfer running; waiting for one (Ctrl-C to stop)") }
-        } else {
-            show(list, context)
+            for item in running { renderer.show(.transfer(item)) }
+            if running.isEmpty { context.output.line("no transfer running; waiting for one (Ctrl-C to stop)") }
+        } else if count == 0 && !context.globals.json {
+            context.output.line("no transfers yet")
         }
         guard watch else { return ExitCode.success }
         let client = try context.client()
@@ -333,12 +340,12 @@ struct TransfersCommand: Command {
         return ExitCode.success
     }
 
+    /// Prints one page of transfers.
     func show(_ list: [TransferInfo], _ context: CommandContext) {
         if context.globals.json {
             context.printLines(list.map(NodeEvent.transfer))
             return
         }
-        if list.isEmpty { context.output.line("no transfers yet") }
         for item in list {
             let id = String((item.transfer ?? "?").prefix(8))
             let direction = item.direction == .send ? "to  " : "from"
@@ -354,7 +361,7 @@ struct TransfersCommand: Command {
 
 /// The full ID of the unfinished transfer that `typed` (any unique prefix) names.
 func unfinishedTransfer(_ typed: String, _ context: CommandContext) throws(CLIError) -> String {
-    let list = try context.call(.transfers, as: [TransferInfo].self).filter { !$0.state.isFinished }
+    let list = try context.all(.transfers, as: [TransferInfo].self).filter { !$0.state.isFinished }
     let candidates = list.compactMap { item in
         item.transfer.map {
             IDPrefix.Candidate(id: $0, label: "\(item.name) \(item.direction == .send ? "to" : "from") \(item.peer?.name ?? "?"), \(item.state.rawValue)")

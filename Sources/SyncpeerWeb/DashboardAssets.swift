@@ -238,6 +238,22 @@ class ApiError extends Error {
 
 /** Sends one control request; resolves to its `result`, throws an ApiError otherwise. */
 async function api(req) {
+  return (await apiAnswer(req)).result;
+}
+
+/** A list the daemon answers a page at a time: follows `next` (from `req.after`, if given)
+ * until the end or until `max` items, so the page never holds an unbounded list. */
+async function apiList(req, max = 1000) {
+  let items = [], answer = { next: req.after };
+  do {
+    answer = await apiAnswer(answer.next ? { ...req, after: answer.next } : req);
+    items = items.concat(arr(answer.result));
+  } while (answer.next && items.length < max);
+  return items;
+}
+
+/** One request; its whole answer (`result`, and `next` for a list with more pages). */
+async function apiAnswer(req) {
   if (st.gone) throw new ApiError('the session has ended', 'session');
   let res, body;
   try {
@@ -255,7 +271,7 @@ async function api(req) {
   if (!body || body.ok !== true) {
     throw new ApiError(str(body && body.error) || 'request failed', str(body && body.kind) || 'error');
   }
-  return body.result;
+  return body;
 }
 
 /** HTTP 401/403: stop everything and say how to get back in. */
@@ -291,12 +307,25 @@ const LOADERS = {
     if (r && Array.isArray(r.folders)) { st.folders = r; renderFolders(); }
     if (r && typeof r.name === 'string') { st.node = r; renderHeader(); }
   },
-  async folders() { st.folders = (await api({ op: 'folders' })) || {}; renderFolders(); },
-  async peers() { st.peers = arr(await api({ op: 'peers' })); renderPeers(); },
-  async invitations() { st.invitations = arr(await api({ op: 'invitations' })); renderInvitations(); },
+  async folders() {
+    // Pages of folders (the first with the first share offers), then the other offers.
+    let answer = await apiAnswer({ op: 'folders' });
+    const r = answer.result || {};
+    const folders = arr(r.folders);
+    while (answer.next && folders.length < 1000) {
+      answer = await apiAnswer({ op: 'folders', after: answer.next });
+      folders.push(...arr(answer.result && answer.result.folders));
+    }
+    let offers = arr(r.offers);
+    if (r.offersNext) offers = offers.concat(await apiList({ op: 'offers', after: r.offersNext }, 200));
+    st.folders = { folders, offers };
+    renderFolders();
+  },
+  async peers() { st.peers = await apiList({ op: 'peers' }); renderPeers(); },
+  async invitations() { st.invitations = await apiList({ op: 'invitations' }); renderInvitations(); },
   async browse() {
     try {
-      st.nearby = arr(await api({ op: 'browse' }));
+      st.nearby = await apiList({ op: 'browse' });
     } catch (e) {
       if (e.kind !== 'notFound') throw e;
       st.nearby = null; // discovery is off: hide the nearby list
@@ -305,10 +334,10 @@ const LOADERS = {
   },
   async transfers() {
     const mark = st.events;
-    mergeTransfers(arr(await api({ op: 'transfers' })), mark);
+    mergeTransfers(await apiList({ op: 'transfers' }), mark);
     renderTransfers();
   },
-  async conflicts() { st.conflicts = arr(await api({ op: 'conflicts' })); renderConflicts(); },
+  async conflicts() { st.conflicts = await apiList({ op: 'conflicts' }); renderConflicts(); },
 };
 
 const inflight = new Map(); // loader name -> its promise

@@ -40,7 +40,7 @@ public final class DashboardServer: Sendable {
     /// `share` and the others that name paths on this machine, nor the descriptor ops.
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
-        .resume, .folders, .conflicts, .resolve, .connect, .disconnect, .msg,
+        .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -273,7 +273,9 @@ public final class DashboardServer: Sendable {
             parsed = try ControlRequest(json: json)
             try Self.check(parsed)
             let client = try ControlClient.connect(home: home)
-            return ["ok": true, "result": try client.request(parsed)]
+            // A list is answered a page at a time, as on the control socket (`limit`, `after`, `next`).
+            guard parsed.isPaged else { return ["ok": true, "result": try client.request(parsed)] }
+            return try client.page(parsed, PageRequest(json: json))
         } catch {
             return ["ok": false, "error": .string(error.description), "kind": .string(error.kind.rawValue)]
         }

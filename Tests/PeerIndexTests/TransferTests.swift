@@ -22,6 +22,28 @@ import Testing
         #expect(try index.transfers(deviceID: deviceID(2)).isEmpty)
     }
 
+    /// Finished transfers go when older than the cutoff or beyond the newest `keep`, their
+    /// chunks with them; unfinished ones (resumable) never, however old.
+    @Test func pruningForgetsOldAndSurplusFinishedTransfersOnly() throws {
+        let index = try indexWithPeers()
+        let states: [TransferRecord.State] = [.completed, .failed, .cancelled, .completed, .completed, .paused, .active, .offered]
+        for (n, state) in states.enumerated() {
+            var (record, chunks) = sampleTransfer(id: "t\(n)", peer: 1, chunkCount: 2)
+            record.state = state
+            record.createdAt = Int64(n) * 1000
+            record.updatedAt = Int64(n) * 1000
+            try index.insertTransfer(record, chunks: chunks)
+        }
+        // Changed before 1000 (t0), and beyond the newest 2 finished (t4, t3): t1, t2.
+        #expect(try index.pruneFinishedTransfers(changedBefore: 1000, keepingNewest: 2) == 3)
+        #expect(try index.transfers().map(\.id) == ["t3", "t4", "t5", "t6", "t7"])
+        #expect(try index.transferChunks(transferID: "t1").isEmpty)
+        #expect(try index.transferChunks(transferID: "t3").count == 2)
+        // Keeping none, from the future: only the unfinished are left.
+        #expect(try index.pruneFinishedTransfers(changedBefore: .max, keepingNewest: 0) == 2)
+        #expect(try index.transfers().map(\.id) == ["t5", "t6", "t7"])
+    }
+
     @Test(arguments: TransferRecord.State.allCases)
     func stateUpdates(_ state: TransferRecord.State) throws {
         let index = try indexWithPeers()

@@ -6,7 +6,7 @@ import Testing
 /// docs/PROTOCOL.md lists every operation the code has.
 struct ControlRequestTests {
     static let samples: [ControlRequest] = [
-        .status, .peers, .invitations, .browse, .folders, .conflicts, .transfers, .events,
+        .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events,
         .visibility(visible: nil), .visibility(visible: false),
         .pair(address: "127.0.0.1:41414", context: "photos"), .pair(address: "bob", context: nil),
         .answerInvitation(invitation: "K7Q2PX", accept: true), .answerInvitation(invitation: "K7Q2PX", accept: false),

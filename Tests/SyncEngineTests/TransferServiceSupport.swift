@@ -417,6 +417,9 @@ final class FailingStore: TransferStore {
         try index.setTransferFinalPath(id: id, path: finalPath)
     }
     func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] { try index.transferChunks(transferID: transferID) }
+    func pruneFinishedTransfers(changedBefore cutoff: Int64, keepingNewest keep: Int) throws(IndexError) -> Int {
+        try index.pruneFinishedTransfers(changedBefore: cutoff, keepingNewest: keep)
+    }
     func markChunksVerified(transferID: String, indices: [Int]) throws(IndexError) {
         try check("verified")
         try index.markChunksVerified(transferID: transferID, indices: indices)

@@ -243,6 +243,6 @@ import Testing
         }
         #expect(error.description.contains("declined"), "\(error)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: pair.bob.directory).isEmpty)
-        #expect(pair.alice.service.transferList().first?.reason?.contains("declined") == true)
+        #expect(pair.alice.service.transferList(.everything).items.first?.reason?.contains("declined") == true)
     }
 }

@@ -26,6 +26,8 @@ public enum ControlRequest: Sendable, Equatable {
     case confirm(directory: String)
     case verify(directory: String)
     case folders
+    /// Share offers waiting for an answer (the rest of those `folders` shows the first of).
+    case offers
     case conflicts
     case resolve(path: String, keep: ConflictKeep)
     case transfers
@@ -49,7 +51,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
-        case share, unshare, confirm, verify, folders, conflicts, resolve, transfers, cancel, resume, msg
+        case share, unshare, confirm, verify, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
@@ -71,6 +73,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .confirm: .confirm
         case .verify: .verify
         case .folders: .folders
+        case .offers: .offers
         case .conflicts: .conflicts
         case .resolve: .resolve
         case .transfers: .transfers
@@ -95,7 +98,7 @@ public enum ControlRequest: Sendable, Equatable {
         var a: [String: JSONValue] = [:]
         func put(_ key: String, _ value: String?) { if let value { a[key] = .string(value) } }
         switch self {
-        case .status, .peers, .invitations, .browse, .folders, .conflicts, .transfers, .events:
+        case .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events:
             break
         case let .visibility(visible):
             if let visible { a["visible"] = .bool(visible) }
@@ -149,9 +152,18 @@ public enum ControlRequest: Sendable, Equatable {
         return a
     }
 
-    /// The request as a line's object, with `id`.
-    public func json(id: Int) -> JSONValue {
+    /// Whether the answer is a list, answered a page at a time (`PageRequest`).
+    public var isPaged: Bool {
+        switch self {
+        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers: true
+        default: false
+        }
+    }
+
+    /// The request as a line's object, with `id` (and, for a list, which page).
+    public func json(id: Int, page: PageRequest? = nil) -> JSONValue {
         var object = arguments
+        if isPaged, let page { page.add(to: &object) }
         object["op"] = .string(op.rawValue)
         object["id"] = JSONValue(id)
         return .object(object)
@@ -183,6 +195,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .invitations: self = .invitations
         case .browse: self = .browse
         case .folders: self = .folders
+        case .offers: self = .offers
         case .conflicts: self = .conflicts
         case .transfers: self = .transfers
         case .events: self = .events

@@ -124,10 +124,22 @@ public struct FolderResult: Sendable, Equatable, Codable {
     public var stoppedBecause: String?
 }
 
-/// `folders`: every shared folder and the share offers waiting for an answer.
+/// `folders`: one page of the shared folders and, on the first page, the first share offers
+/// waiting for an answer (`offersNext` lists the rest, with `offers`).
 public struct FoldersResult: Sendable, Equatable, Codable {
+    /// How many share offers the first page of `folders` holds.
+    public static let firstOffers = 20
+
     public var folders: [FolderStatus]
     public var offers: [ShareOfferInfo]
+    /// While more offers wait: the `after` of the `offers` request that lists them.
+    public var offersNext: String?
+
+    public init(folders: [FolderStatus], offers: [ShareOfferInfo], offersNext: String? = nil) {
+        self.folders = folders
+        self.offers = offers
+        self.offersNext = offersNext
+    }
 }
 
 /// What a shared folder is doing (`state` of `status` and of `folder` events).

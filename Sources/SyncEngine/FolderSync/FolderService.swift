@@ -197,40 +197,47 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
     /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
     /// folder than for a small one.
-    func folderStatus() -> [FolderStatus] {
+    func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        return list.sorted { $0.label < $1.label }.map { folder in
-            var (state, error) = queue.sync { (folder.status, folder.error) }
-            if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
-            let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
-            let connected = connectedDevices()
-            let activity = folder.activity.snapshot
-            var peers: [FolderPeer] = []
-            for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-                let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
-                    VersionVector($0) != VersionVector($1)
-                }) ?? RemoteComparison()
-                let outFiles = comparison.outOfSyncFiles
-                let total = max(1, max(comparison.liveEntries, totals.entries))
-                guard let peer = memberRef(member.deviceID) else { continue }
-                peers.append(FolderPeer(peer: peer, connected: connected.contains(member.deviceID),
-                                        outOfSyncFiles: outFiles, outOfSyncBytes: comparison.outOfSyncBytes,
-                                        percent: 100 * max(0, total - outFiles) / total,
-                                        indexReceived: member.receivedSequence > 0,
-                                        receivedBytes: activity.received[member.deviceID] ?? 0,
-                                        sentBytes: activity.sent[member.deviceID] ?? 0))
-            }
-            let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.map { item in
-                FolderPull(path: item.path, size: item.size, needed: item.needed, fetched: item.fetched,
-                           percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
-                           peers: item.peers.compactMap(memberRef))
-            }
-            return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
-                                files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
-                                peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
-                                failing: folder.failing.count, failures: Self.failures(of: folder))
-        }
+        return page.page(list, key: { $0.label + "\u{0}" + $0.id }, build: status(of:))
     }
+
+    /// One folder's `FolderStatus`.
+    private func status(of folder: SharedFolder) -> FolderStatus {
+        var (state, error) = queue.sync { (folder.status, folder.error) }
+        if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
+        let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
+        let connected = connectedDevices()
+        let activity = folder.activity.snapshot
+        var peers: [FolderPeer] = []
+        for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
+            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
+                VersionVector($0) != VersionVector($1)
+            }) ?? RemoteComparison()
+            let outFiles = comparison.outOfSyncFiles
+            let total = max(1, max(comparison.liveEntries, totals.entries))
+            guard let peer = memberRef(member.deviceID) else { continue }
+            peers.append(FolderPeer(peer: peer, connected: connected.contains(member.deviceID),
+                                    outOfSyncFiles: outFiles, outOfSyncBytes: comparison.outOfSyncBytes,
+                                    percent: 100 * max(0, total - outFiles) / total,
+                                    indexReceived: member.receivedSequence > 0,
+                                    receivedBytes: activity.received[member.deviceID] ?? 0,
+                                    sentBytes: activity.sent[member.deviceID] ?? 0))
+        }
+        // The first of them: a status line stays bounded whatever the pull window holds.
+        let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.prefix(Self.shownPulls).map { item in
+            FolderPull(path: item.path, size: item.size, needed: item.needed, fetched: item.fetched,
+                       percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
+                       peers: item.peers.compactMap(memberRef))
+        }
+        return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
+                            files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
+                            peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
+                            failing: folder.failing.count, failures: Self.failures(of: folder))
+    }
+
+    /// How many of the files being pulled `status` lists (by path).
+    static let shownPulls = 50
 
     /// The first paths that cannot be pulled now: what, why, and when they are tried again.
     static func failures(of folder: SharedFolder) -> [PathFailure] {
@@ -250,9 +257,9 @@ final class FolderService: Reporting, @unchecked Sendable {
         ((try? index.livePaths(folderID: folderID, matching: ConflictName.glob)) ?? []).filter(ConflictName.isConflictName)
     }
 
-    /// Share offers waiting for an answer.
-    func shareOffers() -> [ShareOfferInfo] {
-        ((try? index.folderOffers()) ?? []).compactMap { offer in
+    /// Share offers waiting for an answer: one page, by folder ID and peer.
+    func shareOffers(_ page: PageRequest) -> ListPage<ShareOfferInfo> {
+        page.page((try? index.folderOffers()) ?? [], key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer in
             guard let peer = memberRef(offer.deviceID) else { return nil }
             // Offers stored by older versions may hold the label as the peer sent it.
             let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
@@ -262,20 +269,18 @@ final class FolderService: Reporting, @unchecked Sendable {
         }
     }
 
-    /// Conflict copies in every shared folder.
-    func conflicts() -> [ConflictInfo] {
+    /// Conflict copies in every shared folder: one page, by folder label and path. Only the
+    /// page's copies are looked into (their originals, which may need the index).
+    func conflicts(_ page: PageRequest) -> ListPage<ConflictInfo> {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        var out: [ConflictInfo] = []
-        for folder in list {
-            for path in conflictCopies(folder.id) {
-                let parsed = ConflictName.parse(path)
-                out.append(ConflictInfo(folder: folder.label, path: folder.root + "/" + path,
-                                        original: folder.root + "/" + (original(ofCopy: path, in: folder.id) ?? parsed?.original ?? "?"),
-                                        device: parsed?.device ?? "?",
-                                        time: parsed.flatMap { ConflictName.unixSeconds(ofStamp: $0.time) }.map { $0 * 1000 }))
-            }
+        let copies = list.flatMap { folder in conflictCopies(folder.id).map { (folder: folder, path: $0) } }
+        return page.page(copies, key: { $0.folder.label + "\u{0}" + $0.folder.id + "\u{0}" + $0.path }) { folder, path in
+            let parsed = ConflictName.parse(path)
+            return ConflictInfo(folder: folder.label, path: folder.root + "/" + path,
+                                original: folder.root + "/" + (original(ofCopy: path, in: folder.id) ?? parsed?.original ?? "?"),
+                                device: parsed?.device ?? "?",
+                                time: parsed.flatMap { ConflictName.unixSeconds(ofStamp: $0.time) }.map { $0 * 1000 })
         }
-        return out
     }
 
     /// The path a conflict copy was made for. A shortened copy name (a long original) holds

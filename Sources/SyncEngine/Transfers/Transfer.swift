@@ -51,6 +51,8 @@ class TransferBase: @unchecked Sendable {
     /// Why it is paused (shown by `transfers` while it is): a lost link, an offline peer.
     var pauseReason: String?
     let started = ContinuousClock.now
+    /// When it started, unix ms: its place in `transfers` (newest first).
+    let startedAt = Int64((Date().timeIntervalSince1970 * 1000).rounded())
     /// Foundation progress in bytes for the whole transfer, and one per file. The files' are
     /// not children of the whole: Foundation adds children's fractions exactly, with
     /// denominators multiplied together, and traps on the overflow once a folder has a few

@@ -346,23 +346,6 @@ final class TransferService: Reporting, @unchecked Sendable {
         return try result.get()
     }
 
-    /// Active transfers (live) and finished ones (from the index), newest first.
-    func transferList() -> [TransferInfo] {
-        queue.sync {
-            var seen = Set<String>()
-            var list: [TransferInfo] = []
-            let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
-            for transfer in live.sorted(by: { $0.started > $1.started }) {
-                seen.insert(transfer.id.description)
-                list.append(transferEvent(transfer, force: true))
-            }
-            for record in (try? store.transfers()) ?? [] where !seen.contains(record.id) {
-                list.append(Self.recordEvent(record, store: store))
-            }
-            return list
-        }
-    }
-
     /// A recorded (not running) transfer as an event.
     static func recordEvent(_ record: TransferRecord, store: any TransferStore) -> TransferInfo {
         let name = (try? store.peer(deviceID: record.deviceID))?.name ?? "?"
@@ -643,6 +626,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
         transfer.observers = []
+        pruneHistory()
         // (Only itself: a transfer under its ID that took over must not go with it.)
         if transfers.outgoing[transfer.id] === transfer { transfers.outgoing[transfer.id] = nil }
         if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
@@ -1125,6 +1109,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
         transfer.observers = []
+        pruneHistory()
         transfers.incoming[transfer.id] = nil
         transfer.io.async { transfer.partials = [:] }
     }
