@@ -1,8 +1,11 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
+internal import Dispatch
+internal import Foundation
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// Chunks a pull takes from local files. Every chunk is read and hashed before it is used: a
 /// matching size, mtime and inode is no proof of content (bit rot, a program that wrote in
@@ -16,17 +19,14 @@ extension FolderApplier {
     final class LocalSource {
         let fd: Int32
         /// True when, at open, the file was exactly what the index records for it: the
-        /// chunks that record lists (`holds`) are worth verifying and copying in the kernel.
+        /// chunks that record lists (`holds`) are verified and copied in the kernel.
         let trusted: Bool
-        /// Reads chunks to verify them (one buffer per source, reused).
-        let reader: ChunkReader
         private let stamp: FileStamp?
         /// The chunks the record lists (when trusted).
         private let recorded: Set<FileChunkRecord>
 
         init(fd: Int32, record: FileRecord?) {
             self.fd = fd
-            reader = ChunkReader(fileDescriptor: fd)
             stamp = FileStamp(fd)
             if let record, let stamp, !record.deleted, record.kind == .file {
                 trusted = stamp.size == record.size && stamp.mtimeNs == record.mtimeNs
@@ -37,16 +37,13 @@ extension FolderApplier {
             recorded = trusted ? Set(record?.chunks ?? []) : []
         }
 
-        /// True when the record the file matched lists this chunk at this place and the
-        /// bytes there hash to it now. A location looked up earlier may be stale: the file
-        /// may have been replaced since, and recorded with other content (a batch of the same
-        /// apply placed it); and the bytes may have rotted under an unchanged stamp.
+        /// True when the record the file matched lists this chunk at this place. A location
+        /// looked up earlier may be stale: the file may have been replaced since, and
+        /// recorded with other content (a batch of the same apply placed it). The bytes
+        /// there are hashed before they are copied (`verified`): they may have rotted under
+        /// an unchanged stamp.
         func holds(_ location: ChunkLocation, hash: ChunkHash) -> Bool {
-            guard trusted, recorded.contains(FileChunkRecord(offset: location.offset, size: location.size, hash: hash.bytes)) else {
-                return false
-            }
-            let ref = ChunkRef(offset: UInt64(location.offset), size: UInt32(location.size), hash: hash)
-            return (try? reader.withChunk(ref, verify: true) { _ in true }) ?? false
+            trusted && recorded.contains(FileChunkRecord(offset: location.offset, size: location.size, hash: hash.bytes))
         }
 
         deinit { close(fd) }
@@ -151,8 +148,9 @@ extension FolderApplier {
         var chunks: [ChunkRef]
     }
 
-    /// Where `chunk` can be taken from locally: a run from a trusted source whose bytes there
-    /// verify, or the verified bytes from another one; nil when no local file holds it.
+    /// Where `chunk` can be taken from locally: a run from a trusted source (whose bytes are
+    /// hashed before the copy), or the verified bytes from another one; nil when no local
+    /// file holds it.
     func localPlan(_ chunk: ChunkRef, sources: LocalSources) -> LocalChunk? {
         let locations = (localLocations[chunk.hash.bytes] ?? []).filter { $0.size == Int64(chunk.size) }
         for location in locations {
@@ -186,11 +184,12 @@ extension FolderApplier {
         }
     }
 
-    /// Copies the runs into `fd`; returns the chunks that are not there after all (their
-    /// source shrank or changed during the copy and the copied bytes do not verify: they
-    /// are fetched), or the errno of a failed write.
+    /// Copies the runs into `fd` once their chunks are verified; returns the chunks that are
+    /// not there after all (their bytes in the source do not hash right, or the source
+    /// shrank or changed during the copy and the copied bytes do not verify: they are
+    /// fetched), or the errno of a failed write.
     func copy(_ runs: [CopyRun], into fd: Int32) -> (missing: [ChunkRef], error: Int32) {
-        var missing: [ChunkRef] = []
+        var (runs, missing) = Self.verified(runs)
         var copied: [CopyRun] = []
         for run in runs {
             let error = Self.copyRange(run.source.fd, from: run.from, into: fd, at: run.to, length: run.length)
@@ -213,6 +212,45 @@ extension FolderApplier {
             }
         }
         return (missing, 0)
+    }
+
+    /// The runs without the chunks whose bytes in their source do not hash to the chunk's
+    /// hash now (a run splits around such a chunk), and those chunks. Every chunk is read
+    /// and hashed, on all cores (A 1 GiB file rebuilt from its own copy reads all of it).
+    static func verified(_ runs: [CopyRun]) -> (runs: [CopyRun], failed: [ChunkRef]) {
+        var items: [(run: Int, chunk: ChunkRef, from: UInt64)] = []
+        for (n, run) in runs.enumerated() {
+            for chunk in run.chunks { items.append((n, chunk, run.from + (chunk.offset - run.to))) }
+        }
+        guard !items.isEmpty else { return (runs, []) }
+        let reads = items.map { (fd: runs[$0.run].source.fd, chunk: $0.chunk, from: $0.from) }
+        let failed = Mutex<Set<Int>>([])
+        let workers = min(reads.count, max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
+        let largest = reads.reduce(0) { max($0, Int($1.chunk.size)) }
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: largest, alignment: 64)
+            defer { buffer.deallocate() }
+            for n in stride(from: worker, to: reads.count, by: workers) {
+                let item = reads[n]
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(item.chunk.size)])
+                let ok: Bool
+                do {
+                    try ChunkReader(fileDescriptor: item.fd).read(at: item.from, into: bytes)
+                    ok = ChunkHash.of(UnsafeRawBufferPointer(bytes)) == item.chunk.hash
+                } catch {
+                    ok = false
+                }
+                if !ok { failed.withLock { _ = $0.insert(n) } }
+            }
+        }
+        let bad = failed.withLock { $0 }
+        guard !bad.isEmpty else { return (runs, []) }
+        var kept: [CopyRun] = []
+        var dropped: [ChunkRef] = []
+        for (n, item) in items.enumerated() {
+            if bad.contains(n) { dropped.append(item.chunk) } else { append(item.chunk, from: item.from, of: runs[item.run].source, to: &kept) }
+        }
+        return (kept, dropped)
     }
 
     /// The copy goes in windows of this many bytes: the writeback of each one is started
