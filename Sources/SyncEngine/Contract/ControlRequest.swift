@@ -36,7 +36,9 @@ public enum ControlRequest: Sendable, Equatable {
     /// Connects to a paired peer now (undoes `disconnect`).
     case connect(peer: String)
     case unpair(peer: String)
-    case autoAccept(peer: String, on: Bool)
+    /// Accepts a peer's offers of files without asking, or (`folders`) its shared folders:
+    /// two switches, folders off unless turned on.
+    case autoAccept(peer: String, on: Bool, folders: Bool = false)
     /// Streams every event until the client disconnects.
     case events
     /// Writes what the descriptor passed with the request (`SCM_RIGHTS`) reads, as the
@@ -137,9 +139,10 @@ public enum ControlRequest: Sendable, Equatable {
             put("text", text)
         case let .disconnect(peer), let .unpair(peer), let .connect(peer):
             put("peer", peer)
-        case let .autoAccept(peer, on):
+        case let .autoAccept(peer, on, folders):
             put("peer", peer)
             a["on"] = .bool(on)
+            put("what", folders ? "folders" : "files")
         case let .streamSend(peer, name):
             put("peer", peer)
             put("name", name)
@@ -220,7 +223,12 @@ public enum ControlRequest: Sendable, Equatable {
         case .disconnect: self = .disconnect(peer: try string("peer"))
         case .connect: self = .connect(peer: try string("peer"))
         case .unpair: self = .unpair(peer: try string("peer"))
-        case .autoAccept: self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true)
+        case .autoAccept:
+            let what = try optional("what") ?? "files"
+            guard what == "files" || what == "folders" else {
+                throw .invalidArgument("'auto-accept' takes \"what\": files or folders, not '\(what)'")
+            }
+            self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true, folders: what == "folders")
         case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
         }

@@ -89,14 +89,17 @@ public struct BrowsedPeer: Sendable, Equatable, Codable {
 /// `disconnect`, `unpair`, `auto-accept`, `msg`).
 public struct PeerResult: Sendable, Equatable, Codable {
     public var peer: PeerRef
-    /// `auto-accept`: the new setting.
+    /// `auto-accept` (files): the new setting.
     public var autoAccept: Bool?
+    /// `auto-accept ... folders`: the new setting.
+    public var autoAcceptFolders: Bool?
     /// `msg`: the message's ID.
     public var id: UInt64?
 
-    public init(peer: PeerRef, autoAccept: Bool? = nil, id: UInt64? = nil) {
+    public init(peer: PeerRef, autoAccept: Bool? = nil, autoAcceptFolders: Bool? = nil, id: UInt64? = nil) {
         self.peer = peer
         self.autoAccept = autoAccept
+        self.autoAcceptFolders = autoAcceptFolders
         self.id = id
     }
 }

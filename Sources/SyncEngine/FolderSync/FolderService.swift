@@ -497,9 +497,11 @@ final class FolderService: Reporting, @unchecked Sendable {
             if !already {
                 emit(.shareOffer(.init(peer: session.peer, folder: folderID, name: label, time: now())))
             }
-            // Auto-accept takes new folders only (into the receive folder). A peer asking to
-            // join a folder we have already would get our copy: that is always asked.
-            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
+            // Auto-accept takes new folders only (into the receive folder), and only from a
+            // peer whose folders switch is on (files on is not enough: a folder syncs both
+            // ways). A peer asking to join a folder we have already would get our copy: that
+            // is always asked.
+            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAcceptFolders ?? false),
                (try? index.folder(id: folderID)) ?? nil == nil {
                 do throws(EngineError) {
                     _ = try answerShareOnQueue(folderID, accept: true, into: nil)
