@@ -123,14 +123,16 @@ extension Node {
         folders.shareOffers()
     }
 
-    /// Conflict copies in every shared folder.
+    /// Conflicted files in every shared folder, with their versions by device.
     public func conflicts() -> [ConflictInfo] {
-        folders.conflicts()
+        folders.conflicts(localName: identity.displayName)
     }
 
-    /// Settles a conflict on `path`: keep the local version, the remote one, or both.
-    public func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
-        try folders.resolveConflict(path: path, keep: keep)
+    /// Settles a conflict on `path`: keep one device's version (`keep` names it, as
+    /// `ConflictChoice` reads it), the others going to `HOME/versions`, or `both`.
+    public func resolveConflict(path: String, keep: String) throws(EngineError) -> ResolveResult {
+        try folders.resolveConflict(path: path, keep: keep, localName: identity.displayName,
+                                    store: KeptVersions(root: home.versionsDirectory))
     }
 }
 

@@ -27,7 +27,9 @@ public enum ControlRequest: Sendable, Equatable {
     case verify(directory: String)
     case folders
     case conflicts
-    case resolve(path: String, keep: ConflictKeep)
+    /// Keeps one device's version of a conflicted file (a name, a device ID prefix, `local`,
+    /// `remote`), or `both`: `ConflictChoice`.
+    case resolve(path: String, keep: String)
     case transfers
     case cancel(transfer: String)
     case resume(transfer: String?)
@@ -129,7 +131,7 @@ public enum ControlRequest: Sendable, Equatable {
             put("dir", directory)
         case let .resolve(path, keep):
             put("path", path)
-            put("keep", keep.rawValue)
+            put("keep", keep)
         case let .cancel(transfer):
             put("transfer", transfer)
         case let .resume(transfer):
@@ -215,8 +217,10 @@ public enum ControlRequest: Sendable, Equatable {
         case .verify: self = .verify(directory: try string("dir"))
         case .resolve:
             let keep = try string("keep")
-            guard let value = ConflictKeep(rawValue: keep) else { throw .invalidArgument("'resolve' keeps local, remote or both, not '\(keep)'") }
-            self = .resolve(path: try string("path"), keep: value)
+            guard !keep.trimmingSpaces().isEmpty else {
+                throw .invalidArgument("'resolve' needs \"keep\": a device (name or ID prefix), local, remote or both")
+            }
+            self = .resolve(path: try string("path"), keep: keep)
         case .cancel: self = .cancel(transfer: try string("transfer"))
         case .resume: self = .resume(transfer: try optional("transfer"))
         case .msg: self = .message(peer: try string("peer"), text: try string("text"))
@@ -233,9 +237,4 @@ public enum ControlRequest: Sendable, Equatable {
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
         }
     }
-}
-
-/// Which side of a conflict `resolve` keeps.
-public enum ConflictKeep: String, Sendable, Codable, CaseIterable {
-    case local, remote, both
 }
