@@ -47,7 +47,7 @@ enum ConflictChoice {
         let present = authors.filter { author in versions.contains { $0.author == author.short } }
         func refuse(_ why: String) -> EngineError {
             let list = present.map(\.label) + ["both"]
-            return .invalidArgument("\(why); keep one of: \(list.joined(separator: ", ")) ('syncpeer conflicts' lists the versions of \(file))")
+            return .invalidArgument("\(why); keep one of: \(list.joined(separator: ", ")) (see 'syncpeer conflicts')")
         }
         let author: Author
         switch typed.lowercased() {
