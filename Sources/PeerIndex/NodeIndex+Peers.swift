@@ -6,7 +6,7 @@ extension NodeIndex {
     public static let maxRememberedAddresses = 8
 
     private static let peerColumns =
-        "device_id, name, public_key, trust, auto_accept, first_seen, last_seen, paired_at, addresses"
+        "device_id, name, public_key, trust, auto_accept, first_seen, last_seen, paired_at, addresses, auto_accept_folders"
 
     /// Inserts `peer`, or replaces the stored record with the same device ID
     /// (keeping the stored `firstSeen`). CHECK constraints reject a key that is not
@@ -16,15 +16,15 @@ extension NodeIndex {
         try write { db in
             try db.execute(
                 """
-                INSERT INTO peers (\(Self.peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO peers (\(Self.peerColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (device_id) DO UPDATE SET
                     name = excluded.name, public_key = excluded.public_key, trust = excluded.trust,
-                    auto_accept = excluded.auto_accept, last_seen = excluded.last_seen,
+                    auto_accept = excluded.auto_accept, auto_accept_folders = excluded.auto_accept_folders, last_seen = excluded.last_seen,
                     paired_at = excluded.paired_at, addresses = excluded.addresses
                 """,
                 [.text(peer.deviceID), .text(peer.name), .blob(peer.publicKey), .text(peer.trust.rawValue),
                  SQLValue(peer.autoAccept), .integer(peer.firstSeen), SQLValue(peer.lastSeen),
-                 SQLValue(peer.pairedAt), .text(addresses)])
+                 SQLValue(peer.pairedAt), .text(addresses), SQLValue(peer.autoAcceptFolders)])
         }
     }
 
@@ -90,6 +90,7 @@ extension NodeIndex {
         return PeerRecord(
             deviceID: try row.string("device_id"), name: try row.string("name"),
             publicKey: try row.blob("public_key"), trust: trust, autoAccept: try row.bool("auto_accept"),
+            autoAcceptFolders: try row.bool("auto_accept_folders"),
             firstSeen: try row.int64("first_seen"), lastSeen: try row.optionalInt64("last_seen"),
             pairedAt: try row.optionalInt64("paired_at"),
             addresses: try decodeAddresses(try row.string("addresses"), path: row.path))

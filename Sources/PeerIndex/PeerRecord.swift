@@ -19,8 +19,11 @@ public struct PeerRecord: Sendable, Equatable {
     /// Pinned X25519 static public key, 32 bytes.
     public var publicKey: [UInt8]
     public var trust: Trust
-    /// Accept this peer's resources without asking.
+    /// Accept this peer's files (transfers, streams) without asking.
     public var autoAccept: Bool
+    /// Accept this peer's share offers (join its new folders) without asking: a switch of
+    /// its own, off unless turned on (schema 0007).
+    public var autoAcceptFolders: Bool
     /// When we first heard of the device (unix ms). Kept by `upsertPeer` for an existing peer.
     public var firstSeen: Int64
     /// Last authenticated contact (unix ms); nil if never connected.
@@ -31,7 +34,7 @@ public struct PeerRecord: Sendable, Equatable {
     public var addresses: [String]
 
     public init(
-        deviceID: String, name: String, publicKey: [UInt8], trust: Trust, autoAccept: Bool = false,
+        deviceID: String, name: String, publicKey: [UInt8], trust: Trust, autoAccept: Bool = false, autoAcceptFolders: Bool = false,
         firstSeen: Int64, lastSeen: Int64? = nil, pairedAt: Int64? = nil, addresses: [String] = []
     ) {
         self.deviceID = deviceID
@@ -39,6 +42,7 @@ public struct PeerRecord: Sendable, Equatable {
         self.publicKey = publicKey
         self.trust = trust
         self.autoAccept = autoAccept
+        self.autoAcceptFolders = autoAcceptFolders
         self.firstSeen = firstSeen
         self.lastSeen = lastSeen
         self.pairedAt = pairedAt

@@ -172,8 +172,9 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, PeerResult(peer: try node.disconnect(peer: peer)))
             case let .connect(peer):
                 reply.success(id, PeerResult(peer: try node.connect(peer: peer)))
-            case let .autoAccept(peer, on):
-                reply.success(id, PeerResult(peer: try node.setAutoAccept(peer: peer, on), autoAccept: on))
+            case let .autoAccept(peer, on, folders):
+                let ref = try node.setAutoAccept(peer: peer, on, folders: folders)
+                reply.success(id, folders ? PeerResult(peer: ref, autoAcceptFolders: on) : PeerResult(peer: ref, autoAccept: on))
             case let .unpair(peer):
                 reply.success(id, PeerResult(peer: try node.unpair(peer: peer)))
             case let .streamSend(peer, name):

@@ -17,7 +17,10 @@ public final class Daemon: Sendable {
 
     /// Locks the home (one daemon per home), opens the node, listens, opens the control
     /// socket. `onEvent` sees every event from the start (including `listening`).
-    public static func start(home: NodeHome, config: NodeConfig,
+    /// `whenLocked` runs once the lock is held and before anything else: the place to clear
+    /// what a crashed daemon of this home left (a daemon refused by the lock changes no file
+    /// of the home, so the running one's stay).
+    public static func start(home: NodeHome, config: NodeConfig, whenLocked: () -> Void = {},
                              onEvent: @escaping @Sendable (NodeEvent) -> Void) throws(EngineError) -> Daemon {
         // A home never initialised has no key: say what to do (not a lock-file error about
         // a folder that does not exist).
@@ -26,6 +29,7 @@ public final class Daemon: Sendable {
         do { lock = try HomeLock.acquire(path: home.lockFile) } catch {
             throw .network("\(error.description) (home \(home.path))")
         }
+        whenLocked()
         let node = try Node.open(home: home, config: config)
         _ = node.subscribe(onEvent)
         let control = ControlServer(node: node, path: home.controlSocket)

@@ -128,19 +128,21 @@ extension Node {
         folders.shareOffers(page)
     }
 
-    /// Conflict copies in every shared folder.
+    /// Conflicted files in every shared folder, with their versions by device.
     public func conflicts() -> [ConflictInfo] {
-        folders.conflicts(.everything).items
+        folders.conflicts(.everything, localName: identity.displayName).items
     }
 
     /// One page of `conflicts()`, by folder label and path.
     public func conflicts(_ page: PageRequest) -> ListPage<ConflictInfo> {
-        folders.conflicts(page)
+        folders.conflicts(page, localName: identity.displayName)
     }
 
-    /// Settles a conflict on `path`: keep the local version, the remote one, or both.
-    public func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
-        try folders.resolveConflict(path: path, keep: keep)
+    /// Settles a conflict on `path`: keep one device's version (`keep` names it, as
+    /// `ConflictChoice` reads it), the others going to `HOME/versions`, or `both`.
+    public func resolveConflict(path: String, keep: String) throws(EngineError) -> ResolveResult {
+        try folders.resolveConflict(path: path, keep: keep, localName: identity.displayName,
+                                    store: KeptVersions(root: home.versionsDirectory))
     }
 }
 

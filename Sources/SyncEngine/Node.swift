@@ -190,9 +190,10 @@ public final class Node: Reporting, @unchecked Sendable {
         try connections.connect(peer: peerText, timeout: .seconds(15))
     }
 
-    /// Lets a paired peer's offers be accepted without asking (into the receive folder), or not.
-    public func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> PeerRef {
-        try connections.setAutoAccept(peer: peerText, on)
+    /// Lets a paired peer's offers of files (or, with `folders`, of shared folders) be
+    /// accepted without asking (into the receive folder), or not.
+    public func setAutoAccept(peer peerText: String, _ on: Bool, folders: Bool = false) throws(EngineError) -> PeerRef {
+        try connections.setAutoAccept(peer: peerText, on, folders: folders)
     }
 
     /// Forgets a paired peer: removes its pinned key and ends its session.

@@ -28,6 +28,8 @@ public struct NodeHome: Sendable, Equatable {
     public var controlSocket: String { path + "/control.sock" }
     /// Held (flock) by the running daemon, with its PID inside.
     public var lockFile: String { path + "/daemon.lock" }
+    /// Versions that resolving a conflict dropped (`KeptVersions`).
+    public var versionsDirectory: String { path + "/versions" }
 
     /// Creates the directory (mode 0700) if it does not exist.
     public func create() throws(EngineError) {

@@ -105,12 +105,14 @@ struct DaemonCommand: Command {
         let json = context.globals.json
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
-        // An address a daemon of this home wrote before (one that crashed) is never handed out.
-        DashboardServer.forgetAddress(context.home)
         let daemon: Daemon
         do {
             let transfers = TransferLog()
-            daemon = try Daemon.start(home: context.home, config: config) { event in
+            // An address a daemon of this home wrote before (one that crashed) is never handed
+            // out; forgotten only once the lock is ours (a second daemon, refused, would take
+            // the running one's dashboard away).
+            daemon = try Daemon.start(home: context.home, config: config,
+                                      whenLocked: { DashboardServer.forgetAddress(context.home) }) { event in
                 if json {
                     output.json(event)
                 } else if let line = EventRenderer.line(event) ?? transfers.line(event) {

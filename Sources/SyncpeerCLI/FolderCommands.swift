@@ -235,36 +235,73 @@ struct StatusCommand: Command {
 struct ConflictsCommand: Command {
     static let spec = CommandSpec(
         name: "conflicts",
-        abstract: "list conflict copies (files edited on two devices at once)",
+        abstract: "list files edited on two devices at once, with each device's version",
+        discussion: """
+        Each conflicted file is listed with its versions: the file itself and its conflict
+        copies, each with the device that wrote it, its size and modification time.
+        'syncpeer resolve FILE --keep DEVICE' keeps that device's version.
+        """,
         examples: ["syncpeer conflicts", "syncpeer conflicts --json"])
     init(parsing arguments: ParsedArguments) throws(CLIError) {}
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        try context.printPages(.conflicts, as: ConflictInfo.self, empty: "no conflicts") { "\($0.original)  ←  \($0.path)" }
+        try context.printPages(.conflicts, as: ConflictInfo.self, empty: "no conflicts") { item in
+            var lines = [item.original]
+            for version in item.versions {
+                let author = version.local ? "\(version.name) (this device)" : version.name == "?" ? version.device : version.name
+                let place = version.path == item.original ? "the file" : (version.path as NSString).lastPathComponent
+                lines.append("  \(author)'s  \(ProgressRenderer.formatBytes(version.size))  \(Self.localTime(version.time))  \(place)")
+            }
+            let names = Set(item.versions.map { $0.name == "?" ? $0.device : $0.name })
+            lines.append("  keep one: syncpeer resolve \(item.original) --keep \(names.sorted().joined(separator: "|"))|both")
+            return lines.joined(separator: "\n")
+        }
         return ExitCode.success
+    }
+
+    /// "2026-12-05 18:01:02", local time.
+    static func localTime(_ milliseconds: Int64) -> String {
+        var seconds = time_t(milliseconds / 1000)
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return "?" }
+        var buffer = [CChar](repeating: 0, count: 32)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%d %H:%M:%S", &parts)
+        return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
-/// `syncpeer resolve PATH --keep local|remote|both`.
+/// `syncpeer resolve PATH --keep DEVICE|both`.
 struct ResolveCommand: Command {
     static let spec = CommandSpec(
         name: "resolve",
-        abstract: "settle a conflict: keep the local version, the remote one, or both",
-        discussion: "local: the conflict copies are deleted; remote: the newest copy replaces PATH; both: the copies get ordinary names ('name (1).ext'). Every device follows.",
-        options: [OptionSpec("keep", .value("WHICH"), help: "local, remote or both")],
+        abstract: "settle a conflict: keep one device's version of a file, or every version",
+        discussion: """
+        DEVICE is a peer's name or device-ID prefix, or 'local' (or this device's name) for
+        the version this device wrote: the version is chosen by who wrote it, never by
+        where it lies ('syncpeer conflicts' lists them). 'remote' is the other device's
+        version when exactly one other device wrote one. That version stays at PATH; every
+        other version is moved to HOME/versions/FOLDER-ID/ (named as its conflict copy,
+        with its time and device): nothing is deleted, copy it back to recover it. both:
+        the copies get ordinary names ('name (1).ext'). Every device follows.
+        """,
+        options: [OptionSpec("keep", .value("DEVICE|both"), help: "whose version stays: a peer name or ID prefix, local, remote, or both")],
         arguments: [ArgumentSpec("PATH", help: "the file that has conflict copies")],
-        examples: ["syncpeer resolve ~/Documents/report.txt --keep remote"])
+        examples: ["syncpeer resolve ~/Documents/report.txt --keep alice", "syncpeer resolve ~/Documents/report.txt --keep local",
+                   "syncpeer resolve ~/Documents/report.txt --keep both"])
     let path: String
-    let keep: ConflictKeep
+    let keep: String
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         path = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
-        guard let keep = arguments.value("keep").flatMap(ConflictKeep.init(rawValue:)) else {
-            throw .usage("'syncpeer resolve' needs --keep local, remote or both")
+        guard let keep = arguments.value("keep"), !keep.isEmpty else {
+            throw .usage("'syncpeer resolve' needs --keep DEVICE (a peer name or ID prefix, local, remote) or both; see 'syncpeer conflicts'")
         }
         self.keep = keep
     }
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         let result = try context.call(.resolve(path: path, keep: keep), as: ResolveResult.self)
-        context.print(result, text: "Resolved \(path): kept \(keep.rawValue)")
+        var text = result.kept == "both" ? "Resolved \(path): kept every version"
+                                         : "Resolved \(path): kept \(result.name ?? result.kept)'s version"
+        for kept in result.versions { text += "\n  the other version is kept at \(kept)" }
+        context.print(result, text: text)
         return ExitCode.success
     }
 }

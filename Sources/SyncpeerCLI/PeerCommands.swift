@@ -78,22 +78,39 @@ struct ConnectCommand: Command {
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try PeerAction.run(.connect(peer: peer), verb: "Connected to", context) }
 }
 
-/// `syncpeer auto-accept PEER on|off`: offers from this peer are received without asking.
+/// `syncpeer auto-accept PEER [files|folders] on|off`: offers from this peer are received
+/// without asking; files and folders are two switches.
 struct AutoAcceptCommand: Command {
     static let spec = CommandSpec(
         name: "auto-accept",
-        abstract: "receive a paired peer's offers without asking (on) or ask again (off)",
-        discussion: "Accepted offers go to the daemon's receive folder (daemon --receive-dir).",
+        abstract: "receive a paired peer's files, or join its folders, without asking (on) or ask again (off)",
+        discussion: """
+        Two switches per peer. files: its offers of files and streams are accepted into the
+        daemon's receive folder (daemon --receive-dir). folders: its shared folders are joined
+        (synced both ways, into the receive folder) — off unless turned on, also when files
+        is on; a folder it asks to join that you have already is always asked about.
+        'auto-accept PEER on|off' (no switch named) is files.
+        """,
         arguments: [ArgumentSpec("PEER", help: "display name, device ID (prefix) or HOST:PORT of a paired peer"),
-                    ArgumentSpec("on|off", help: "on: accept its offers without asking; off: ask")],
-        examples: ["syncpeer auto-accept laptop on", "syncpeer auto-accept laptop off"])
+                    ArgumentSpec("files|folders", help: "which switch (default files)", optional: true),
+                    ArgumentSpec("on|off", help: "on: accept without asking; off: ask")],
+        examples: ["syncpeer auto-accept laptop files on", "syncpeer auto-accept laptop folders on",
+                   "syncpeer auto-accept laptop off"])
 
     let peer: String
     let on: Bool
+    let folders: Bool
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
-        peer = arguments.positionals[0]
-        switch arguments.positionals[1] {
+        let values = arguments.positionals
+        peer = values[0]
+        guard values.count <= 3 else { throw .usage("'syncpeer auto-accept' takes PEER [files|folders] on|off") }
+        switch values.count == 3 ? values[1] : "files" {
+        case "files": folders = false
+        case "folders": folders = true
+        case let other: throw .usage("'syncpeer auto-accept' switches files or folders, not '\(other)'")
+        }
+        switch values.count >= 2 ? values[values.count - 1] : "" {
         case "on": on = true
         case "off": on = false
         case let other: throw .usage("'syncpeer auto-accept' takes on or off, not '\(other)'")
@@ -101,8 +118,10 @@ struct AutoAcceptCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.call(.autoAccept(peer: peer, on: on), as: PeerResult.self)
-        context.print(result, text: "\(EventRenderer.peerName(result.peer)): offers are \(on ? "accepted without asking" : "asked about")")
+        let result = try context.call(.autoAccept(peer: peer, on: on, folders: folders), as: PeerResult.self)
+        let what = folders ? "shared folders are \(on ? "joined without asking" : "asked about")"
+                           : "offers of files are \(on ? "accepted without asking" : "asked about")"
+        context.print(result, text: "\(EventRenderer.peerName(result.peer)): \(what)")
         return ExitCode.success
     }
 }

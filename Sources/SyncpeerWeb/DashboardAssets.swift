@@ -600,26 +600,34 @@ function offerRow(o) {
 }
 
 function renderConflicts() {
-  const list = st.conflicts.filter((c) => c.copy || c.path);
+  const list = st.conflicts.filter((c) => c.original && Array.isArray(c.versions));
   fill($('conflict-list'), list.length ? list.map(conflictRow) : [empty('No conflicts.')]);
 }
 
-const KEEP = [['Keep mine', 'local'], ['Keep theirs', 'remote'], ['Keep both', 'both']];
+/** Who wrote a version, as a person says it: the peer's name, else its short device ID. */
+function author(v) {
+  return str(v.name) && v.name !== '?' ? str(v.name) : str(v.device);
+}
 
 function conflictRow(c) {
-  // Resolve names the file the copy is of (`original`, absolute); `path` is the copy itself.
-  const target = str(c.original || c.path);
-  const title = target;
-  const fields = Object.entries(c).filter(([, v]) => typeof v === 'string')
-    .map(([k, v]) => [el('dt', null, k), el('dd', null, bdi(v))]);
-  if (c.peer) fields.push([el('dt', null, 'peer'), el('dd', null, bdi(peerName(c.peer)))]);
-  if (validTime(c.time)) fields.push([el('dt', null, 'time'), el('dd', null, new Date(c.time).toLocaleString())]);
-  const opts = { refresh: ['conflicts', 'folders'], ok: () => notice(`Resolved ${title}.`) };
+  // One row per conflicted file; one button per device that wrote a version ("Keep alice's"):
+  // resolve chooses by author (the device ID, never where the version lies).
+  const target = str(c.original);
+  const opts = { refresh: ['conflicts', 'folders'], ok: (r) => notice(r && r.versions && r.versions.length
+    ? `Resolved ${target}; the other version is kept in ${r.versions.map(str).join(', ')}.` : `Resolved ${target}.`) };
+  const versions = c.versions.map((v) => el('li', { class: 'version', data: { device: str(v.device) } },
+    el('strong', null, bdi(author(v) + "'s")), v.local ? ' (this device)' : '', ' ',
+    dots(bytes(v.size), validTime(v.time) ? new Date(v.time).toLocaleString() : '',
+      str(v.path) === target ? 'the file' : str(v.path).split('/').pop())));
+  const authors = [];
+  for (const v of c.versions) if (!authors.some((a) => a.device === v.device)) authors.push(v);
+  const keep = authors.map((v) => button(`Keep ${author(v)}'s`, 'keep-device', { op: 'resolve', path: target, keep: str(v.device) },
+    'conflict:' + target + ':' + str(v.device), 'version of ' + target, opts));
+  keep.push(button('Keep both', 'keep-both', { op: 'resolve', path: target, keep: 'both' }, 'conflict:' + target, 'versions of ' + target, opts));
   return el('li', { class: 'conflict', data: { path: target } },
-    el('p', { class: 'name' }, el('strong', null, bdi(title))),
-    el('dl', { class: 'fields' }, fields),
-    el('div', { class: 'actions' }, KEEP.map(([label, keep]) =>
-      button(label, 'keep-' + keep, { op: 'resolve', path: target, keep }, 'conflict:' + target, 'for ' + title, opts))));
+    el('p', { class: 'name' }, el('strong', null, bdi(target))),
+    el('ul', { class: 'versions' }, versions),
+    el('div', { class: 'actions' }, keep));
 }
 
 // --- transfers ---

@@ -270,14 +270,19 @@ struct DashboardBrowserTests {
             defer { browser.quit() }
             try browser.open(link)
             let item = "document.querySelector('#conflicts [data-path]')"
-            try browser.waitUntil("the conflict on bob's page", "!!\(item) && !!\(item).querySelector('button.keep-remote')")
+            let keepAlices = "[...\(item).querySelectorAll('button.keep-device')].find((b) => b.textContent === \"Keep alice's\")"
+            try browser.waitUntil("the conflict on bob's page", "!!\(item) && !!\(keepAlices) && !!\(item).querySelector('button.keep-both')")
             try browser.screenshot("folders")
-            // Keep theirs: alice's version (the copy) becomes the file on bob, and the copy goes.
-            _ = try browser.eval("\(item).querySelector('button.keep-remote').click(), true")
+            // Keep alice's: her version (the copy) becomes the file on bob, and the copy goes.
+            _ = try browser.eval("\(keepAlices).click(), true")
             try FolderSyncTests.eventually("the copy is gone and alice's version is the file on bob") {
                 copies().isEmpty && (try? String(contentsOfFile: theirs, encoding: .utf8)) == "alice's edit"
             }
             try FolderSyncTests.eventually("and on alice") { (try? String(contentsOfFile: mine, encoding: .utf8)) == "alice's edit" }
+            // bob's own edit, dropped, is kept under his home.
+            let kept = ((try? FileManager.default.subpathsOfDirectory(atPath: bob.home + "/versions")) ?? [])
+                .filter { (try? String(contentsOfFile: bob.home + "/versions/" + $0, encoding: .utf8)) == "bob's edit" }
+            #expect(kept.count == 1, "\(kept)")
             try browser.waitUntil("no conflict left on the page", "!\(item)")
             try browser.screenshot("activity")
         }

@@ -217,4 +217,22 @@ import Testing
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("--gui-allow-remote"), "\(refused.stderr)")
     }
+
+    /// Issue 45, point 7: a second daemon on the same home is refused by the lock before it
+    /// changes any file there, so the running daemon's dashboard address stays and
+    /// `syncpeer gui` still finds it.
+    @Test func aSecondDaemonRefusedByTheLockLeavesTheDashboardAddress() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let (alice, port, _) = try Self.daemon(env, "alice")
+        defer { _ = alice.stop() }
+        let second = try env.run(["--home", alice.home, "daemon", "--listen", "127.0.0.1:0", "--no-discovery", "--gui", "127.0.0.1:0"])
+        #expect(second.status != 0)
+        #expect(second.stderr.contains("another syncpeer daemon"), "\(second.stderr)")
+        let address = try? String(contentsOfFile: alice.home + "/gui-address", encoding: .utf8)
+        #expect(address?.contains(":\(port)") == true, "gui-address: \(address ?? "gone")")
+        let gui = try env.cli(alice, ["gui", "--no-open"])
+        #expect(gui.status == 0, "gui after the refused daemon: \(gui.stderr)")
+        #expect(gui.stdout.contains(":\(port)/"), "\(gui.stdout)")
+    }
 }

@@ -109,3 +109,25 @@ import Testing
         }
     }
 }
+
+extension PeerTests {
+    /// Schema 0007: the folders switch is stored apart from files, and an index from before
+    /// it keeps each peer's files setting with folders off (files on no longer joins folders).
+    @Test func autoAcceptFoldersIsItsOwnSwitchAndStartsOffAfterTheMigration() throws {
+        try withTemporaryDirectory { dir in
+            let path = dir.appendingPathComponent("index.db").path
+            let peer = samplePeer(2)
+            try makeIndex(at: path, upTo: 6) { db in
+                try db.execute("INSERT INTO peers (device_id, name, public_key, trust, auto_accept, first_seen) VALUES (?, ?, ?, 'paired', 1, 1)",
+                               [.text(peer.deviceID), .text(peer.name), .blob(peer.publicKey)])
+            }
+            let index = try NodeIndex.open(at: path, clock: fixedClock)
+            var stored = try #require(try index.peer(deviceID: peer.deviceID))
+            #expect(stored.autoAccept && !stored.autoAcceptFolders)
+            stored.autoAcceptFolders = true
+            stored.autoAccept = false
+            try index.upsertPeer(stored)
+            #expect(try index.peer(deviceID: peer.deviceID) == stored)
+        }
+    }
+}

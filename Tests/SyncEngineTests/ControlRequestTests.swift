@@ -17,7 +17,7 @@ struct ControlRequestTests {
         .send(path: "/tmp/a", peer: "bob", name: nil, spool: nil, detach: true),
         .receive(directory: nil, accept: true), .receive(directory: "/tmp", accept: false),
         .share(directory: "/tmp/docs", peers: ["bob", "carol"]), .unshare(directory: "/tmp/docs"),
-        .confirm(directory: "/tmp/docs"), .verify(directory: "/tmp/docs"), .resolve(path: "/tmp/docs/a", keep: .both),
+        .confirm(directory: "/tmp/docs"), .verify(directory: "/tmp/docs"), .resolve(path: "/tmp/docs/a", keep: "both"), .resolve(path: "/tmp/docs/a", keep: "alice"),
         .cancel(transfer: "3f9a"), .resume(transfer: nil), .resume(transfer: "3f9a"),
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
@@ -44,7 +44,7 @@ struct ControlRequestTests {
             (["id": 1], "a request must be a JSON object with an \"op\""),
             (["op": "visibility", "visible": "yes"], "'visibility' takes \"visible\": true or false"),
             (["op": "share", "dir": "/tmp"], "'share' needs at least one peer"),
-            (["op": "resolve", "path": "/a", "keep": "mine"], "'resolve' keeps local, remote or both, not 'mine'"),
+            (["op": "resolve", "path": "/a", "keep": " "], "'resolve' needs \"keep\": a device (name or ID prefix), local, remote or both"),
         ]
         for (json, message) in cases {
             #expect(throws: Never.self) {

@@ -150,12 +150,13 @@ extension ConnectionService {
         return peer
     }
 
-    /// Lets a paired peer's offers be accepted without asking (into the receive folder), or not.
-    func setAutoAccept(peer peerText: String, _ on: Bool) throws(EngineError) -> PeerRef {
+    /// Lets a paired peer's offers of files (or, with `folders`, of shared folders: a switch
+    /// of its own) be accepted without asking (into the receive folder), or not.
+    func setAutoAccept(peer peerText: String, _ on: Bool, folders: Bool) throws(EngineError) -> PeerRef {
         let result: Result<PeerRef, EngineError> = queue.sync {
             do {
                 var record = try pairedPeer(for: peerText)
-                record.autoAccept = on
+                if folders { record.autoAcceptFolders = on } else { record.autoAccept = on }
                 try index.upsertPeer(record)
                 return .success(try peerRef(record))
             } catch {

@@ -29,7 +29,9 @@ public enum ControlRequest: Sendable, Equatable {
     /// Share offers waiting for an answer (the rest of those `folders` shows the first of).
     case offers
     case conflicts
-    case resolve(path: String, keep: ConflictKeep)
+    /// Keeps one device's version of a conflicted file (a name, a device ID prefix, `local`,
+    /// `remote`), or `both`: `ConflictChoice`.
+    case resolve(path: String, keep: String)
     case transfers
     case cancel(transfer: String)
     case resume(transfer: String?)
@@ -38,7 +40,9 @@ public enum ControlRequest: Sendable, Equatable {
     /// Connects to a paired peer now (undoes `disconnect`).
     case connect(peer: String)
     case unpair(peer: String)
-    case autoAccept(peer: String, on: Bool)
+    /// Accepts a peer's offers of files without asking, or (`folders`) its shared folders:
+    /// two switches, folders off unless turned on.
+    case autoAccept(peer: String, on: Bool, folders: Bool = false)
     /// Streams every event until the client disconnects.
     case events
     /// Writes what the descriptor passed with the request (`SCM_RIGHTS`) reads, as the
@@ -130,7 +134,7 @@ public enum ControlRequest: Sendable, Equatable {
             put("dir", directory)
         case let .resolve(path, keep):
             put("path", path)
-            put("keep", keep.rawValue)
+            put("keep", keep)
         case let .cancel(transfer):
             put("transfer", transfer)
         case let .resume(transfer):
@@ -140,9 +144,10 @@ public enum ControlRequest: Sendable, Equatable {
             put("text", text)
         case let .disconnect(peer), let .unpair(peer), let .connect(peer):
             put("peer", peer)
-        case let .autoAccept(peer, on):
+        case let .autoAccept(peer, on, folders):
             put("peer", peer)
             a["on"] = .bool(on)
+            put("what", folders ? "folders" : "files")
         case let .streamSend(peer, name):
             put("peer", peer)
             put("name", name)
@@ -225,22 +230,24 @@ public enum ControlRequest: Sendable, Equatable {
         case .verify: self = .verify(directory: try string("dir"))
         case .resolve:
             let keep = try string("keep")
-            guard let value = ConflictKeep(rawValue: keep) else { throw .invalidArgument("'resolve' keeps local, remote or both, not '\(keep)'") }
-            self = .resolve(path: try string("path"), keep: value)
+            guard !keep.trimmingSpaces().isEmpty else {
+                throw .invalidArgument("'resolve' needs \"keep\": a device (name or ID prefix), local, remote or both")
+            }
+            self = .resolve(path: try string("path"), keep: keep)
         case .cancel: self = .cancel(transfer: try string("transfer"))
         case .resume: self = .resume(transfer: try optional("transfer"))
         case .msg: self = .message(peer: try string("peer"), text: try string("text"))
         case .disconnect: self = .disconnect(peer: try string("peer"))
         case .connect: self = .connect(peer: try string("peer"))
         case .unpair: self = .unpair(peer: try string("peer"))
-        case .autoAccept: self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true)
+        case .autoAccept:
+            let what = try optional("what") ?? "files"
+            guard what == "files" || what == "folders" else {
+                throw .invalidArgument("'auto-accept' takes \"what\": files or folders, not '\(what)'")
+            }
+            self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true, folders: what == "folders")
         case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
         }
     }
-}
-
-/// Which side of a conflict `resolve` keeps.
-public enum ConflictKeep: String, Sendable, Codable, CaseIterable {
-    case local, remote, both
 }

@@ -89,14 +89,17 @@ public struct BrowsedPeer: Sendable, Equatable, Codable {
 /// `disconnect`, `unpair`, `auto-accept`, `msg`).
 public struct PeerResult: Sendable, Equatable, Codable {
     public var peer: PeerRef
-    /// `auto-accept`: the new setting.
+    /// `auto-accept` (files): the new setting.
     public var autoAccept: Bool?
+    /// `auto-accept ... folders`: the new setting.
+    public var autoAcceptFolders: Bool?
     /// `msg`: the message's ID.
     public var id: UInt64?
 
-    public init(peer: PeerRef, autoAccept: Bool? = nil, id: UInt64? = nil) {
+    public init(peer: PeerRef, autoAccept: Bool? = nil, autoAcceptFolders: Bool? = nil, id: UInt64? = nil) {
         self.peer = peer
         self.autoAccept = autoAccept
+        self.autoAcceptFolders = autoAcceptFolders
         self.id = id
     }
 }
@@ -214,18 +217,30 @@ public struct ShareOfferInfo: Sendable, Equatable, Codable {
     public var joins: String?
 }
 
-/// A conflict copy (`conflicts`).
+/// A conflicted file (`conflicts`): the file and every version of it, each named by the
+/// device that wrote it.
 public struct ConflictInfo: Sendable, Equatable, Codable {
     /// The folder's label.
     public var folder: String
-    /// The copy's absolute path.
-    public var path: String
-    /// The file it is a copy of.
+    /// The file (absolute path): what `resolve` takes.
     public var original: String
-    /// The device whose version the copy holds (short ID, as in the copy's name).
+    /// The file itself (if it exists) first, then its conflict copies, oldest first.
+    public var versions: [ConflictVersion]
+}
+
+/// One version of a conflicted file.
+public struct ConflictVersion: Sendable, Equatable, Codable {
+    /// Where it is (absolute): the file itself or a conflict copy.
+    public var path: String
+    /// The device that wrote it: its short ID (what `resolve --keep` takes, as does `name`).
     public var device: String
-    /// When the conflict happened (from the copy's name).
-    public var time: Int64?
+    /// That device's name ("?" when no paired peer has that ID).
+    public var name: String
+    /// Whether this device wrote it.
+    public var local: Bool
+    public var size: Int64
+    /// Its modification time, ms since 1970.
+    public var time: Int64
 }
 
 /// `verify`: what a scrub of a folder found and repaired.
@@ -257,11 +272,17 @@ public struct VerifyResult: Sendable, Equatable, Codable {
     public var damaged: [Damaged]
 }
 
-/// `resolve`: what was kept, and the copies it settled.
+/// `resolve`: whose version was kept, the copies it settled, and where the dropped
+/// versions went (under the node's home: `HOME/versions/FOLDER-ID/...`).
 public struct ResolveResult: Sendable, Equatable, Codable {
     public var path: String
-    public var kept: ConflictKeep
+    /// "both", or the short device ID of the device whose version is now at `path`.
+    public var kept: String
+    /// That device's name (nil for "both").
+    public var name: String?
     public var copies: [String]
+    /// The dropped versions, kept (absolute paths).
+    public var versions: [String]
 }
 
 /// A byte stream that ended complete (`stream-send`, `stream-receive`; `send -`,

@@ -269,85 +269,6 @@ final class FolderService: Reporting, @unchecked Sendable {
         }
     }
 
-    /// Conflict copies in every shared folder: one page, by folder label and path. Only the
-    /// page's copies are looked into (their originals, which may need the index).
-    func conflicts(_ page: PageRequest) -> ListPage<ConflictInfo> {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        let copies = list.flatMap { folder in conflictCopies(folder.id).map { (folder: folder, path: $0) } }
-        return page.page(copies, key: { $0.folder.label + "\u{0}" + $0.folder.id + "\u{0}" + $0.path }) { folder, path in
-            let parsed = ConflictName.parse(path)
-            return ConflictInfo(folder: folder.label, path: folder.root + "/" + path,
-                                original: folder.root + "/" + (original(ofCopy: path, in: folder.id) ?? parsed?.original ?? "?"),
-                                device: parsed?.device ?? "?",
-                                time: parsed.flatMap { ConflictName.unixSeconds(ofStamp: $0.time) }.map { $0 * 1000 })
-        }
-    }
-
-    /// The path a conflict copy was made for. A shortened copy name (a long original) holds
-    /// only the start of it: the index's live paths with that start are checked.
-    func original(ofCopy copy: String, in folderID: String) -> String? {
-        guard let prefix = ConflictName.shortenedOriginalPrefix(of: copy) else { return ConflictName.parse(copy)?.original }
-        let glob = prefix.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined() + "*"
-        let candidates = (try? index.livePaths(folderID: folderID, matching: glob)) ?? []
-        return candidates.first { $0 != copy && ConflictName.isCopy(copy, of: $0) } ?? ConflictName.parse(copy)?.original
-    }
-
-    /// Settles a conflict on `path` (the original file): keep the local version (the
-    /// conflict copies go), the remote one (the newest copy replaces it), or both (the copies
-    /// get ordinary names).
-    func resolveConflict(path: String, keep: ConflictKeep) throws(EngineError) -> ResolveResult {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
-        guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
-            throw .notFound("\(path) is not in a shared folder")
-        }
-        let relative = String(absolute.dropFirst(folder.root.count + 1))
-        let copies = conflictCopies(folder.id).filter { ConflictName.isCopy($0, of: relative) }.sorted()
-        guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
-        let result: Result<ResolveResult, EngineError> = folder.io.sync { () -> Result<ResolveResult, EngineError> in
-            // Every step is checked: a copy that cannot be removed or renamed stays, and
-            // says so (in the answer and as an error event).
-            var failures: [String] = []
-            func failed(_ path: String, _ reason: String) {
-                failures.append("\(path): \(reason)")
-                folder.report("resolve \(path): \(reason)")
-            }
-            func check(_ ok: Bool, _ path: String, _ what: String) {
-                if !ok { failed(path, "\(what): \(String(cString: strerror(errno)))") }
-            }
-            let root = folder.root
-            switch keep {
-            case .local:
-                for copy in copies { check(unlink(root + "/" + copy) == 0 || errno == ENOENT, copy, "cannot delete the conflict copy") }
-            case .remote:
-                let newest = copies.max { (ConflictName.parse($0)?.time ?? "") < (ConflictName.parse($1)?.time ?? "") }!
-                guard Glibc.rename(root + "/" + newest, absolute) == 0 else {
-                    return .failure(.io(path: absolute, reason: String(cString: strerror(errno))))
-                }
-                for copy in copies where copy != newest {
-                    check(unlink(root + "/" + copy) == 0 || errno == ENOENT, copy, "cannot delete the conflict copy")
-                }
-            case .both:
-                guard let handle = try? DirectoryHandle(path: URL(fileURLWithPath: absolute).deletingLastPathComponent().path) else {
-                    return .failure(.io(path: absolute, reason: "cannot open its folder"))
-                }
-                let name = URL(fileURLWithPath: absolute).lastPathComponent
-                for copy in copies {
-                    // A copy lies next to its original; a name taken meanwhile is never replaced.
-                    let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
-                    let unique = handle.uniqueName(for: name)
-                    do { try handle.move(copyName, to: handle, as: unique) } catch {
-                        failed(copy, "cannot rename it to \(unique): \(error)")
-                    }
-                }
-            }
-            folder.fullScanPaths(copies + [relative])
-            guard failures.isEmpty else { return .failure(.io(path: absolute, reason: failures.joined(separator: "; "))) }
-            return .success(ResolveResult(path: absolute, kept: keep, copies: copies))
-        }
-        return try result.get()
-    }
-
     // MARK: - Life (queue)
 
     func startFolders() {
@@ -502,9 +423,11 @@ final class FolderService: Reporting, @unchecked Sendable {
             if !already {
                 emit(.shareOffer(.init(peer: session.peer, folder: folderID, name: label, time: now())))
             }
-            // Auto-accept takes new folders only (into the receive folder). A peer asking to
-            // join a folder we have already would get our copy: that is always asked.
-            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAccept ?? false),
+            // Auto-accept takes new folders only (into the receive folder), and only from a
+            // peer whose folders switch is on (files on is not enough: a folder syncs both
+            // ways). A peer asking to join a folder we have already would get our copy: that
+            // is always asked.
+            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAcceptFolders ?? false),
                (try? index.folder(id: folderID)) ?? nil == nil {
                 do throws(EngineError) {
                     _ = try answerShareOnQueue(folderID, accept: true, into: nil)
