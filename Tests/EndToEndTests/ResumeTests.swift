@@ -85,9 +85,9 @@ struct ResumeTests {
         #expect(pair.bob.events("offer").isEmpty, "a resumed transfer is not offered to the user again")
     }
 
-    /// The receiver trusts the chunks its index recorded as verified without reading them
-    /// again, but never past the end of its partial file: one cut short while the receiver
-    /// was down (a lost tail) is sent again from there, and the file arrives whole.
+    /// The receiver re-hashes what its partial file holds after a restart, and never trusts
+    /// anything past its end: one cut short while the receiver was down (a lost tail) is
+    /// sent again from there, and the file arrives whole.
     @Test func aPartialFileCutShortWhileTheReceiverIsDownStillArrivesWhole() throws {
         var pair = try TransferPair(environment: Self.paced)
         defer { pair.env.cleanup() }
@@ -103,6 +103,24 @@ struct ResumeTests {
         let resent = try finishResumed(pair, source, sending)
         // What was cut off travelled again, and not much more than that and one window.
         #expect(resent >= held / 2 && resent <= held - held / 4 + Self.inFlightBound, "re-sent \(resent) of \(held)")
+    }
+
+    /// A chunk the receiver recorded as verified rots in its partial file while it is down
+    /// (one byte flipped, size and mtime put back): after the restart it is read and hashed
+    /// like any other, found wanting, and asked for again; the file arrives whole. Before, a
+    /// chunk recorded as verified was taken as held without being read, and the corrupt
+    /// byte was placed in the received file.
+    @Test func aChunkThatRottedInThePartialFileIsSentAgain() throws {
+        var pair = try TransferPair(environment: Self.paced)
+        defer { pair.env.cleanup() }
+        let (source, sending) = try sendAndKillBobHalfway(pair, "rot.bin")
+        let staging = pair.inbox + "/.syncpeer-partial"
+        let partials = try FileManager.default.contentsOfDirectory(atPath: staging)
+        #expect(partials.count == 1, "\(partials)")
+        try IntegrityTests.rot(staging + "/" + partials[0], at: 1 << 20)
+
+        pair.bob = try pair.restartBob()
+        _ = try finishResumed(pair, source, sending)
     }
 
     @Test func senderKilledHalfwayResumesAfterRestart() throws {

@@ -819,8 +819,6 @@ final class TransferService: Reporting, @unchecked Sendable {
         let layout = transfer.layout
         transfer.io.async { [self] in
             var have = Set<Int>()
-            // The chunks the index records as verified, for a transfer resumed after a restart.
-            let recorded = transfer.resumed ? Self.recordedChunks(store, recordID) : (verified: [], rows: [:])
             let outcome: Result<Void, FileError> = Result { () throws(FileError) in
                 if transfer.target == nil {
                     // The default receive folder (~/Downloads) is made when it is missing; a
@@ -851,10 +849,11 @@ final class TransferService: Reporting, @unchecked Sendable {
                         }
                         transfer.partials[entry] = partial
                     }
-                    // What it holds: the chunks verified in this process or recorded as
-                    // verified (durable before they were recorded), without reading them;
-                    // for the rest the file is the truth: re-hashed (it finds the chunks
-                    // written just before a crash, or that the index lost track of).
+                    // What it holds: the chunks verified in this process (a link lost and
+                    // back), without reading them; for the rest the file is the truth:
+                    // re-hashed, also the chunks the index recorded as verified before a
+                    // restart (a row is no proof that the bytes are still intact on disk), and
+                    // it finds the chunks written just before a crash.
                     // (A streamed manifest's chunks are all to come.)
                     guard let manifest = layout.manifest(of: entry) else { continue }
                     if transfer.resumed {
@@ -862,14 +861,6 @@ final class TransferService: Reporting, @unchecked Sendable {
                         var trusted = Set<Int>()
                         for global in known where layout.range(of: entry).contains(global) {
                             trusted.insert(global - first)
-                        }
-                        for local in recorded.verified where local >= first && local - first < manifest.chunks.count {
-                            // Only a row that describes this manifest's chunk (same place, size, hash).
-                            let chunk = manifest.chunks[local - first]
-                            if let row = recorded.rows[local], row.offset == Int64(chunk.offset),
-                               row.size == Int64(chunk.size), row.hash == chunk.hash.bytes {
-                                trusted.insert(local - first)
-                            }
                         }
                         for local in try partial.verifiedChunks(of: manifest, trusting: trusted) {
                             have.insert(first + local)
@@ -908,15 +899,6 @@ final class TransferService: Reporting, @unchecked Sendable {
                 }
             }
         }
-    }
-
-    /// The chunk rows of a recorded transfer by global index, and which are verified (none
-    /// when the index cannot be read: everything is then read again).
-    static func recordedChunks(_ store: any TransferStore, _ recordID: String) -> (verified: [Int], rows: [Int: TransferChunk]) {
-        let chunks = (try? store.transferChunks(transferID: recordID)) ?? []
-        var rows: [Int: TransferChunk] = [:]
-        for chunk in chunks where chunk.verified { rows[chunk.index] = chunk }
-        return (Array(rows.keys), rows)
     }
 
     /// An unfinished receive of a file with the same name from the same peer (not running).
