@@ -1,4 +1,7 @@
+internal import Dispatch
+internal import Foundation
 internal import Glibc
+internal import Synchronization
 
 /// Reads chunks of a file for sending: `pread` at the chunk's offset into one buffer that
 /// is reused from chunk to chunk (no allocation per chunk). The bytes are lent to a
@@ -150,5 +153,46 @@ extension Int {
     /// The smallest power of two ≥ self (self ≥ 1).
     var nextPowerOfTwoOrSelf: Int {
         self <= 1 ? 1 : 1 << (Int.bitWidth - (self - 1).leadingZeroBitCount)
+    }
+}
+
+extension ChunkReader {
+    /// One range to check: `size` bytes at `offset` of the open file `fd`, which must hash to
+    /// `hash`.
+    public struct Check: Sendable {
+        public let fd: Int32
+        public let offset: UInt64
+        public let size: UInt32
+        public let hash: ChunkHash
+
+        public init(fd: Int32, offset: UInt64, size: UInt32, hash: ChunkHash) {
+            self.fd = fd
+            self.offset = offset
+            self.size = size
+            self.hash = hash
+        }
+    }
+
+    /// The positions in `checks` whose bytes do not hash right (or cannot be read in full),
+    /// read and hashed on up to four cores: what a local copy reuses, or a resumed partial
+    /// file holds, is verified before it is trusted.
+    public static func mismatches(_ checks: [Check]) -> Set<Int> {
+        guard !checks.isEmpty else { return [] }
+        let failed = Mutex<Set<Int>>([])
+        let workers = min(checks.count, max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
+        let largest = checks.reduce(1) { max($0, Int($1.size)) }
+        guard largest <= maxReadSize else { return Set(checks.indices) }
+        DispatchQueue.concurrentPerform(iterations: workers) { worker in
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: largest, alignment: 64)
+            defer { buffer.deallocate() }
+            for n in stride(from: worker, to: checks.count, by: workers) {
+                let check = checks[n]
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(check.size)])
+                let good = (try? ChunkReader(fileDescriptor: check.fd).read(at: check.offset, into: bytes)) != nil
+                    && ChunkHash.of(UnsafeRawBufferPointer(bytes)) == check.hash
+                if !good { failed.withLock { _ = $0.insert(n) } }
+            }
+        }
+        return failed.withLock { $0 }
     }
 }

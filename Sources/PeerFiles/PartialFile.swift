@@ -1,7 +1,4 @@
-internal import Dispatch
-internal import Foundation
 internal import Glibc
-internal import Synchronization
 
 /// A point in time with nanoseconds, as stored in a file's mtime.
 public struct FileTimestamp: Sendable, Hashable, CustomStringConvertible {
@@ -227,23 +224,9 @@ public final class PartialFile {
         let toHash = candidates.filter { !trusted.contains($0) }
         guard !toHash.isEmpty else { return candidates }
         let fd = try openDescriptor("verify")
-        // Hashed on all cores (a resumed 1 GiB receive reads what it holds once).
-        let failed = Mutex<Set<Int>>([])
-        let workers = min(toHash.count, max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
-        let largest = toHash.reduce(0) { max($0, Int(manifest.chunks[$1].size)) }
-        let chunks = manifest.chunks
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(largest, 1), alignment: 64)
-            defer { buffer.deallocate() }
-            for n in stride(from: worker, to: toHash.count, by: workers) {
-                let chunk = chunks[toHash[n]]
-                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(chunk.size)])
-                let good = (try? ChunkReader(fileDescriptor: fd).read(at: chunk.offset, into: bytes)) != nil
-                    && ChunkHash.of(UnsafeRawBufferPointer(bytes)) == chunk.hash
-                if !good { failed.withLock { _ = $0.insert(toHash[n]) } }
-            }
-        }
-        let bad = failed.withLock { $0 }
+        let bad = Set(ChunkReader.mismatches(toHash.map {
+            ChunkReader.Check(fd: fd, offset: manifest.chunks[$0].offset, size: manifest.chunks[$0].size, hash: manifest.chunks[$0].hash)
+        }).map { toHash[$0] })
         return candidates.filter { !bad.contains($0) }
     }
 

@@ -1,11 +1,8 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-internal import Dispatch
-internal import Foundation
 internal import PeerFiles
 internal import PeerIndex
-internal import Synchronization
 
 /// Chunks a pull takes from local files. Every chunk is read and hashed before it is used: a
 /// matching size, mtime and inode is no proof of content (bit rot, a program that wrote in
@@ -223,27 +220,9 @@ extension FolderApplier {
             for chunk in run.chunks { items.append((n, chunk, run.from + (chunk.offset - run.to))) }
         }
         guard !items.isEmpty else { return (runs, []) }
-        let reads = items.map { (fd: runs[$0.run].source.fd, chunk: $0.chunk, from: $0.from) }
-        let failed = Mutex<Set<Int>>([])
-        let workers = min(reads.count, max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))
-        let largest = reads.reduce(0) { max($0, Int($1.chunk.size)) }
-        DispatchQueue.concurrentPerform(iterations: workers) { worker in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: largest, alignment: 64)
-            defer { buffer.deallocate() }
-            for n in stride(from: worker, to: reads.count, by: workers) {
-                let item = reads[n]
-                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(item.chunk.size)])
-                let ok: Bool
-                do {
-                    try ChunkReader(fileDescriptor: item.fd).read(at: item.from, into: bytes)
-                    ok = ChunkHash.of(UnsafeRawBufferPointer(bytes)) == item.chunk.hash
-                } catch {
-                    ok = false
-                }
-                if !ok { failed.withLock { _ = $0.insert(n) } }
-            }
-        }
-        let bad = failed.withLock { $0 }
+        let bad = ChunkReader.mismatches(items.map {
+            ChunkReader.Check(fd: runs[$0.run].source.fd, offset: $0.from, size: $0.chunk.size, hash: $0.chunk.hash)
+        })
         guard !bad.isEmpty else { return (runs, []) }
         var kept: [CopyRun] = []
         var dropped: [ChunkRef] = []

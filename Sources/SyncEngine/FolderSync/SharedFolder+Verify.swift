@@ -45,7 +45,6 @@ extension SharedFolder {
         let handle: DirectoryHandle
         do { handle = try DirectoryHandle(path: root) } catch { throw .io(path: root, reason: error.description) }
         var scrub = Scrub()
-        var buffer = ScrubBuffer()
         var after: String?
         while true {
             let page: [FileRecord]
@@ -57,7 +56,7 @@ extension SharedFolder {
             guard let last = page.last?.path else { break }
             after = last
             for record in page where record.kind == .file && !ignores.isIgnored(record.path, isDirectory: false) {
-                switch Self.check(record, under: handle, buffer: &buffer) {
+                switch Self.check(record, under: handle) {
                 case .intact:
                     scrub.files += 1
                     scrub.bytes += record.size
@@ -75,28 +74,28 @@ extension SharedFolder {
 
     enum FileCheck { case intact, corrupt, changed }
 
-    /// Whether the file at `record.path` still holds the recorded chunks: read with the
-    /// stamp checked before and after, so a file written meanwhile is `changed`, not corrupt.
-    static func check(_ record: FileRecord, under root: DirectoryHandle, buffer: inout ScrubBuffer) -> FileCheck {
+    /// Whether the file at `record.path` still holds the recorded chunks (hashed on all
+    /// cores): read with the stamp checked before and after, so a file written meanwhile is
+    /// `changed`, not corrupt.
+    static func check(_ record: FileRecord, under root: DirectoryHandle) -> FileCheck {
         guard let resolved = try? SafePath(record.path).resolve(under: root), resolved.existing == .file else { return .changed }
         let fd = openat(resolved.directory.fd, resolved.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .changed }
         defer { close(fd) }
         guard let stamp = FolderApplier.FileStamp(fd), stamp.size == record.size, stamp.mtimeNs == record.mtimeNs,
               record.inode == nil || record.inode == stamp.inode else { return .changed }
-        let reader = ChunkReader(fileDescriptor: fd)
+        var checks: [ChunkReader.Check] = []
         var covered: Int64 = 0
         var intact = true
         for chunk in record.chunks {
-            guard chunk.offset == covered, let hash = ChunkHash(bytes: chunk.hash),
-                  let bytes = buffer.fill(Int(chunk.size), from: reader, at: UInt64(chunk.offset)),
-                  ChunkHash.of(UnsafeRawBufferPointer(bytes)) == hash else {
+            guard chunk.offset == covered, let hash = ChunkHash(bytes: chunk.hash), let size = UInt32(exactly: chunk.size) else {
                 intact = false
                 break
             }
+            checks.append(ChunkReader.Check(fd: fd, offset: UInt64(chunk.offset), size: size, hash: hash))
             covered += chunk.size
         }
-        if intact && covered != record.size { intact = false }
+        if intact && (covered != record.size || !ChunkReader.mismatches(checks).isEmpty) { intact = false }
         guard FolderApplier.FileStamp(fd) == stamp else { return .changed }
         return intact ? .intact : .corrupt
     }
@@ -147,24 +146,4 @@ extension SharedFolder {
         for (path, failed) in applier.failures { unrepaired[path] = failed.failure.reason }
         return unrepaired
     }
-}
-
-/// One buffer for a scrub's reads, grown to the largest chunk met.
-struct ScrubBuffer: ~Copyable {
-    private var storage: UnsafeMutableRawBufferPointer?
-
-    /// `size` bytes read at `offset`, or nil when the file ends before them or cannot be read.
-    mutating func fill(_ size: Int, from reader: ChunkReader, at offset: UInt64) -> UnsafeMutableRawBufferPointer? {
-        guard size > 0, size <= ChunkReader.maxReadSize else { return nil }
-        if (storage?.count ?? 0) < size {
-            storage?.deallocate()
-            storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(size, 1 << 20), alignment: 64)
-        }
-        guard let storage else { return nil }
-        let slice = UnsafeMutableRawBufferPointer(rebasing: storage[0..<size])
-        do { try reader.read(at: offset, into: slice) } catch { return nil }
-        return slice
-    }
-
-    deinit { storage?.deallocate() }
 }
