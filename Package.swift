@@ -5,7 +5,7 @@
 //
 //   syncpeer (executable) → SyncpeerCLI → SyncpeerWeb → SyncEngine → PeerNet / PeerIndex / PeerFiles
 //                                                     → PeerWire / PeerCrypto → CSodium / COpenSSL / CSQLite
-//                                                                             → BLAKE3AVX2 / BLAKE3AVX512 → BLAKE3Lanes
+//                                                                             → CBLAKE3
 import PackageDescription
 
 /// Settings applied to every Swift target: Swift 6 language mode (strict concurrency)
@@ -16,20 +16,9 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
-/// Code generation for an x86-64 CPU model (only where the build is for x86-64).
-func cpuSettings(_ cpu: String) -> [SwiftSetting] {
-    #if arch(x86_64)
-    return [.unsafeFlags(["-target-cpu", cpu])]
-    #else
-    return []
-    #endif
-}
-
-/// Optimized in debug builds too: BLAKE3 is our own Swift, hashing every byte a transfer or
-/// a scan moves, and unoptimized it runs at a few MB/s, which turns the tests' large files
-/// into minutes of hashing. (swiftc takes the last -O flag given; debug builds pass -Onone
-/// before the target's own flags.)
-let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+// No target has unsafe flags (SwiftPM refuses those in a package used as a versioned
+// dependency; Tests/EndToEndTests/DependentPackageTests.swift checks it): BLAKE3's SIMD
+// kernels are C functions that name their instruction set in an attribute (CBLAKE3).
 
 var package = Package(
     name: "syncpeer",
@@ -50,13 +39,11 @@ var package = Package(
 
         // Crypto: keys, device IDs, BLAKE2b, SHA-256, BLAKE3, AES-GCM, the Noise Protocol Framework
         // (only importer of CSodium and COpenSSL).
-        .target(name: "PeerCrypto", dependencies: ["CSodium", "COpenSSL", "BLAKE3Lanes", "BLAKE3AVX2", "BLAKE3AVX512"],
-                swiftSettings: optimizedInDebug),
-        // BLAKE3's compression over SIMD lanes (generic, inlinable), and two modules that
-        // compile it for wider vectors; PeerCrypto calls those only on CPUs with the features.
-        .target(name: "BLAKE3Lanes", swiftSettings: optimizedInDebug),
-        .target(name: "BLAKE3AVX2", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("haswell") + optimizedInDebug),
-        .target(name: "BLAKE3AVX512", dependencies: ["BLAKE3Lanes"], swiftSettings: cpuSettings("skylake-avx512") + optimizedInDebug),
+        .target(name: "PeerCrypto", dependencies: ["CSodium", "COpenSSL", "CBLAKE3"]),
+        // BLAKE3's compression function in C: one block of one input, and 4, 8 or 16 inputs
+        // side by side in SIMD lanes (SSE2; AVX2 and AVX-512 by function attribute, chosen by
+        // CPUID at run time). Imported by PeerCrypto only.
+        .target(name: "CBLAKE3"),
         // Wire: framing and typed application frames; pure, no I/O.
         .target(name: "PeerWire"),
         // Index: SQLite wrapper, migrations, the node's database (only importer of CSQLite).
@@ -100,6 +87,6 @@ var package = Package(
     ]
 )
 
-for target in package.targets where target.type != .system {
+for target in package.targets where target.type != .system && target.name != "CBLAKE3" {
     target.swiftSettings = (target.swiftSettings ?? []) + strictSettings
 }

@@ -1,14 +1,15 @@
-internal import BLAKE3Lanes
-internal import BLAKE3AVX2
-internal import BLAKE3AVX512
+internal import CBLAKE3
 #if canImport(Glibc)
 internal import Glibc
 #endif
 
 /// BLAKE3 (O'Connor, Aumasson, Neves, Wilcox-O'Hearn, 2020) in its hash mode with 32-byte
-/// digests, our own Swift. Inputs are cut into 1 KiB chunks that form a binary tree; the
-/// chunks of a subtree are compressed side by side in SIMD lanes: 16 with AVX-512, 8 with
-/// AVX2, else 4 (SSE2, every x86-64), picked once from the CPU's features (`lanes`).
+/// digests, our own code: the tree here, the compression function in C (CBLAKE3). Inputs are
+/// cut into 1 KiB chunks that form a binary tree; the chunks of a subtree are compressed side
+/// by side in SIMD lanes: 16 with AVX-512, 8 with AVX2, else 4 (SSE2, every x86-64), picked
+/// once from the CPU's features (`lanes`). The C kernels carry their instruction sets as
+/// function attributes, so no target needs compiler flags (the package stays one others can
+/// depend on by version).
 /// Known answers: the BLAKE3 team's test vectors (`BLAKE3Tests`). Chaining values are kept
 /// as native words and read back as little-endian ones: little-endian hosts only (x86-64,
 /// arm64).
@@ -87,53 +88,23 @@ public enum BLAKE3 {
         for i in 0..<8 { out.storeBytes(of: cv[i].littleEndian, toByteOffset: 4 * i, as: UInt32.self) }
     }
 
-    /// The widest lane count this process uses: 16 with AVX-512 (F, VL, BW, DQ, CD), 8 with
-    /// AVX2 (and the Haswell features BLAKE3AVX2 is compiled for), else 4. The environment
-    /// variable SYNCPEER_BLAKE3_LANES (4, 8 or 16) lowers it, for tests and measurements.
+    /// The widest lane count this process uses: 16 with AVX-512 (F and VL), 8 with AVX2, else
+    /// 4, as CPUID reports and the OS enables (`cblake3_widest`). The environment variable
+    /// SYNCPEER_BLAKE3_LANES (4, 8 or 16) lowers it, for tests and measurements.
     public static let lanes: Int = {
-        var widest = 4
-        let flags = cpuFlags()
-        if ["avx2", "bmi1", "bmi2", "fma", "f16c", "movbe", "abm", "popcnt", "sse4_2"].allSatisfy(flags.contains) {
-            widest = 8
-            if ["avx512f", "avx512vl", "avx512bw", "avx512dq", "avx512cd"].allSatisfy(flags.contains) { widest = 16 }
-        }
+        var widest = Int(cblake3_widest())
         if let text = getenv("SYNCPEER_BLAKE3_LANES"), let asked = Int(String(cString: text)), [4, 8, 16].contains(asked) {
             widest = min(widest, asked)
         }
         return widest
     }()
 
-    /// The CPU feature flags the kernel reports (the first "flags" line of /proc/cpuinfo; the
-    /// kernel leaves out features the OS does not enable, such as AVX-512 state).
-    static func cpuFlags() -> Set<Substring> {
-        guard let file = fopen("/proc/cpuinfo", "r") else { return [] }
-        defer { fclose(file) }
-        var line: UnsafeMutablePointer<CChar>?
-        var capacity = 0
-        defer { free(line) }
-        while getline(&line, &capacity, file) > 0, let line {
-            let text = String(cString: line)
-            guard text.hasPrefix("flags"), let colon = text.firstIndex(of: ":") else { continue }
-            return Set(text[text.index(after: colon)...].split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }))
-        }
-        return []
-    }
-
-    /// Compresses `blocks` blocks of `width` inputs side by side (see `blake3CompressLanes`).
+    /// Compresses `blocks` blocks of `width` inputs side by side (see `cblake3_compress_lanes`).
     static func compressLanes(width: Int, _ p: UnsafeRawPointer, stride: Int, blocks: Int, key: UnsafePointer<UInt32>,
                               counter: UInt64, counterStep: UInt64, flags: UInt32, firstFlags: UInt32, lastFlags: UInt32,
                               out: UnsafeMutablePointer<UInt32>) {
-        switch width {
-        case 16:
-            blake3Compress16(p, stride: stride, blocks: blocks, key: key, counter: counter, counterStep: counterStep,
-                             flags: flags, firstFlags: firstFlags, lastFlags: lastFlags, out: out)
-        case 8:
-            blake3Compress8(p, stride: stride, blocks: blocks, key: key, counter: counter, counterStep: counterStep,
-                            flags: flags, firstFlags: firstFlags, lastFlags: lastFlags, out: out)
-        default:
-            blake3CompressLanes(SIMD4<UInt32>.self, p, stride: stride, blocks: blocks, key: key, counter: counter,
-                                counterStep: counterStep, flags: flags, firstFlags: firstFlags, lastFlags: lastFlags, out: out)
-        }
+        cblake3_compress_lanes(Int32(width), p, stride, blocks, key, counter, counterStep,
+                               flags, firstFlags, lastFlags, out)
     }
 
     /// The widest lane count ≤ `count` this process uses, or 1 (one input at a time).
@@ -146,17 +117,7 @@ public enum BLAKE3 {
     /// One compression of one input: `cv` (8 words) is updated in place from the 64 bytes at
     /// `block` (already padded with zeros past `length`).
     static func compress(_ cv: UnsafeMutablePointer<UInt32>, block: UnsafeRawPointer, length: Int, counter: UInt64, flags: UInt32) {
-        @inline(__always) func word(_ j: Int) -> UInt32 {
-            UInt32(littleEndian: block.loadUnaligned(fromByteOffset: 4 &* j, as: UInt32.self))
-        }
-        var s = BLAKE3Words<UInt32>(cv[0], cv[1], cv[2], cv[3], cv[4], cv[5], cv[6], cv[7],
-                                    iv[0], iv[1], iv[2], iv[3],
-                                    UInt32(truncatingIfNeeded: counter), UInt32(truncatingIfNeeded: counter >> 32),
-                                    UInt32(length), flags)
-        s.rounds(BLAKE3Words(word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7),
-                               word(8), word(9), word(10), word(11), word(12), word(13), word(14), word(15)))
-        cv[0] = s.w0 ^ s.w8; cv[1] = s.w1 ^ s.w9; cv[2] = s.w2 ^ s.w10; cv[3] = s.w3 ^ s.w11
-        cv[4] = s.w4 ^ s.w12; cv[5] = s.w5 ^ s.w13; cv[6] = s.w6 ^ s.w14; cv[7] = s.w7 ^ s.w15
+        cblake3_compress(cv, block, UInt32(length), counter, flags)
     }
 
     /// Chaining value (or, with `lastFlags` = root, the digest) of chunk number `counter`:

@@ -6,7 +6,8 @@
 //                                                (64 KiB messages, seal and open; also the
 //                                                Noise transport path with each), BLAKE2b-256
 //                                                SHA-256 and BLAKE3 (1 MiB buffers; also
-//                                                SHA-256 and BLAKE3 of 4 KiB inputs)
+//                                                SHA-256 and BLAKE3 of 4 KiB inputs, BLAKE3
+//                                                of 16 KiB inputs)
 //   syncpeer-bench chunk PATH [--runs N]         FastCDC + BLAKE3 over a file (FileChunker,
 //                                                as `syncpeer send` prepares an offer)
 //
@@ -174,16 +175,19 @@ func cryptoBenchmarks(seconds: Double, runs: Int) -> [String: Any] {
     results["blake3"] = blake3.json
     results["blake3_lanes"] = BLAKE3.lanes
     // Small files' chunks (workload B: 4 KiB files, each one chunk): one digest per 4 KiB,
-    // SHA-256 (one-shot, libcrypto) against BLAKE3.
-    let small = 4096
-    let smallCount = buffers * (bufferSize / small)
-    for (key, name, hash) in [("sha256_4k", "SHA-256 4 KiB inputs", SHA256.hash(_:into:)),
-                              ("blake3_4k", "BLAKE3 4 KiB inputs", BLAKE3.hash(_:into:))] as [(String, String, (UnsafeRawBufferPointer, UnsafeMutableRawPointer) -> Void)] {
+    // SHA-256 (one-shot, libcrypto) against BLAKE3; and BLAKE3 of 16 KiB inputs (one pass of
+    // 16 lanes, the tree's smallest full width).
+    for (key, name, small, hash) in [("sha256_4k", "SHA-256 4 KiB inputs", 4096, SHA256.hash(_:into:)),
+                                     ("blake3_4k", "BLAKE3 4 KiB inputs", 4096, BLAKE3.hash(_:into:)),
+                                     ("blake3_16k", "BLAKE3 16 KiB inputs", 16384, BLAKE3.hash(_:into:))]
+        as [(String, String, Int, (UnsafeRawBufferPointer, UnsafeMutableRawPointer) -> Void)] {
+        let smallCount = buffers * (bufferSize / small)
+        let perBuffer = bufferSize / small
         let figure = measure(name, bytes: smallCount * small, runs: runs) {
             buffer.withUnsafeBytes { raw in
                 digest.withUnsafeMutableBytes { out in
                     for i in 0..<smallCount {
-                        hash(UnsafeRawBufferPointer(rebasing: raw[(i % 256) * small ..< (i % 256 + 1) * small]), out.baseAddress!)
+                        hash(UnsafeRawBufferPointer(rebasing: raw[(i % perBuffer) * small ..< (i % perBuffer + 1) * small]), out.baseAddress!)
                     }
                 }
             }
