@@ -75,22 +75,26 @@ struct FloodFiguresTests {
     @Test func tombstones() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
-        let (bob, rogue, folderID) = try RogueMember.joinedFolder(env, environment: ResourceBoundsTests.patientEnvironment)
+        // An allowance of 10,000: storing (and applying) tombstones within the quota is not
+        // what is measured (200,000 took more than 6 CPU-minutes in a debug build).
+        let (bob, rogue, folderID) = try RogueMember.joinedFolder(
+            env, environment: ResourceBoundsTests.patientEnvironment.merging(["SYNCPEER_PEER_INDEX_ALLOWANCE": "10000"]) { $1 })
         defer { rogue.close() }
         func page(_ page: Int) -> Frame {
             let entries = (1...10_000).map { rogue.tombstone("gone-\(page * 10_000 + $0)", UInt64(page * 10_000 + $0)) }
             return .indexUpdate(folder: folderID, full: page == 0, entries: entries)
         }
-        // 100 pages of 10,000: the first 20 fill the quota (200,000), the 80 others are refused.
+        // 100 pages of 10,000: the first fills the quota (10,002), the 99 others are refused.
         let before = try ProcessFigures(pid: bob.pid)
         var started = Date()
-        for n in 0..<20 { try rogue.channel.send(page(n)) }
-        _ = try rogue.next(within: 300) { if case let .indexAck(_, sequence) = $0 { sequence == 200_000 } else { false } }
+        try rogue.channel.send(page(0))
+        _ = try rogue.next(within: 60) { if case let .indexAck(_, sequence) = $0 { sequence == 10_000 } else { false } }
+        FloodFiguresTests.waitUntilIdle(bob.pid)
         let stored = try ProcessFigures(pid: bob.pid)
-        print(String(format: "[figures] 200,000 tombstones stored in %.1f s", Date().timeIntervalSince(started)))
-        ProcessFigures.report("200,000 tombstones stored (the quota)", before, stored)
+        print(String(format: "[figures] 10,000 tombstones stored and applied in %.1f s", Date().timeIntervalSince(started)))
+        ProcessFigures.report("10,000 tombstones stored (the quota)", before, stored)
         started = Date()
-        let pages = (20..<100).map(page)
+        let pages = (1..<100).map(page)
         let channel = rogue.channel
         let sent = DispatchSemaphore(value: 0)
         Thread {
@@ -99,7 +103,7 @@ struct FloodFiguresTests {
         }.start()
         sent.wait()
         Self.waitUntilIdle(bob.pid)
-        print(String(format: "[figures] 800,000 more tombstones sent and handled in %.1f s (1 s idle included)", Date().timeIntervalSince(started)))
-        ProcessFigures.report("800,000 tombstones past the quota", stored, try ProcessFigures(pid: bob.pid))
+        print(String(format: "[figures] 990,000 more tombstones sent and handled in %.1f s (1 s idle included)", Date().timeIntervalSince(started)))
+        ProcessFigures.report("990,000 tombstones past the quota", stored, try ProcessFigures(pid: bob.pid))
     }
 }
