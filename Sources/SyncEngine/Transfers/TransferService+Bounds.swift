@@ -41,8 +41,10 @@ extension TransferService {
         guard transfers.receiveWaiters.isEmpty, !config.autoAccept else { return nil }
         let pending = transfers.incoming.values.filter { $0.peerKey == session.deviceKey && $0.state == .offered && !$0.resumed }
         guard !pending.isEmpty else { return nil }
-        if ((try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false)
-            || (try? store.transfer(id: offer.id.description)) != nil { return nil }
+        if (try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false { return nil }
+        // (Only an unfinished one is continued: a finished one's ID would wait as a new offer.)
+        if let record = try? store.transfer(id: offer.id.description), record.deviceID == session.deviceKey,
+           record.direction == .receive, record.state.isUnfinished { return nil }
         if pending.count >= Self.maxPendingOffers {
             return "refused: \(Self.maxPendingOffers) offers from you are already waiting for an answer here; "
                 + "send it again once they are answered"
