@@ -244,6 +244,13 @@ extension NodeIndex {
         }
     }
 
+    /// How many offers from `deviceID` wait for an answer (its bound: `FolderService.maxShareOffers`).
+    public func folderOfferCount(deviceID: String) throws(IndexError) -> Int {
+        try read { db in
+            try db.query("SELECT count(*) AS n FROM folder_offers WHERE device_id = ?", [.text(deviceID)]).first?.int("n") ?? 0
+        }
+    }
+
     /// Forgets the offers of a folder ID (accepted or declined), from one device or all. Returns how many.
     @discardableResult
     public func removeFolderOffers(folderID: String, deviceID: String? = nil) throws(IndexError) -> Int {

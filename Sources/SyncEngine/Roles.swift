@@ -170,6 +170,14 @@ extension Reporting {
     }
 
     func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Whether the `count`th refusal of a kind is reported: the 1st, 10th, 100th, ... (a
+    /// flood of refusals does not flood the events).
+    static func isReported(_ count: Int) -> Bool {
+        var mark = 1
+        while mark < count { mark *= 10 }
+        return mark == count
+    }
 }
 
 extension PeerRef {

@@ -12,6 +12,8 @@ struct ProcessFigures: CustomStringConvertible {
     let peakKiB: Int
     let threads: Int
     let fds: Int
+    /// User and system CPU time the process has used since it started.
+    let cpuSeconds: Double
 
     init(pid: Int32) throws {
         let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
@@ -25,6 +27,12 @@ struct ProcessFigures: CustomStringConvertible {
         peakKiB = field("VmHWM")
         threads = field("Threads")
         fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count
+        // utime and stime are fields 14 and 15 of /proc/PID/stat, the 12th and 13th after the
+        // command name (in parentheses, possibly with spaces).
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        let fields = stat[(stat.lastIndex(of: ")") ?? stat.startIndex)...].split(separator: " ")
+        let ticks = fields.count > 13 ? (Double(fields[12]) ?? 0) + (Double(fields[13]) ?? 0) : 0
+        cpuSeconds = ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     /// The names of the process's threads, counted (for a failure message).
@@ -43,7 +51,7 @@ struct ProcessFigures: CustomStringConvertible {
     var peakMiB: Double { Double(peakKiB) / 1024 }
 
     var description: String {
-        String(format: "RSS %.1f MiB (peak %.1f MiB), %d threads, %d fds", rssMiB, peakMiB, threads, fds)
+        String(format: "RSS %.1f MiB (peak %.1f MiB), %d threads, %d fds, %.2f CPU-s", rssMiB, peakMiB, threads, fds, cpuSeconds)
     }
 
     /// Prints "label: before → after" for the test log (the figures the issue asks for).
@@ -152,6 +160,27 @@ final class RogueMember {
     }
 
     func close() { channel.close() }
+
+    /// Bob (a daemon started with `environment`) sharing a folder of one file with a new
+    /// rogue member, which joined it (`folderID`).
+    static func joinedFolder(_ env: SyncpeerRunner, environment: [String: String])
+        throws -> (bob: DaemonProcess, rogue: RogueMember, folderID: String) {
+        let bob = try DaemonProcess(env, name: "bob", environment: environment)
+        let folder = env.home("bob-shared")
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try Data("hello".utf8).write(to: URL(fileURLWithPath: folder + "/one.txt"))
+        let rogue = try RogueMember(env, bob, name: "mallory")
+        let shared = try env.cli(bob, ["share", folder, "--with", "mallory"])
+        try #require(shared.status == 0, "share: \(shared.stderr)")
+        return (bob, rogue, try rogue.joinOffered().folder)
+    }
+
+    /// A tombstone of this member for `path`, at `sequence` (its version's counter too).
+    func tombstone(_ path: String, _ sequence: UInt64) -> SyncFileEntry {
+        SyncFileEntry(path: path, kind: .file, size: 0, mtimeNanoseconds: 0, mode: 0o644, deleted: true, symlinkTarget: "",
+                      version: [.init(device: deviceKey, counter: sequence)], sequence: sequence, modifiedBy: deviceKey,
+                      rootHash: [], manifest: [])
+    }
 }
 
 /// One request and its answer line on a daemon's control socket, waiting at most `seconds`

@@ -420,12 +420,12 @@ struct HostileBob {
     /// `outsideListing()` when bob started.
     private(set) var outsideBefore: [String] = []
 
-    init(autoAccept: Bool) throws {
+    init(autoAccept: Bool, environment: [String: String] = [:]) throws {
         env = try SyncpeerRunner()
         receive = env.home("bob-recv")
         try FileManager.default.createDirectory(atPath: receive, withIntermediateDirectories: true)
         daemon = try DaemonProcess(env, name: "bob", arguments: (autoAccept ? ["--auto-accept"] : []) + ["--receive-dir", receive],
-                                   environment: ["SYNCPEER_WATCH_DELAY_MS": "100"])
+                                   environment: environment.merging(["SYNCPEER_WATCH_DELAY_MS": "100"]) { given, _ in given })
         outsideBefore = try outsideListing()
     }
 

@@ -182,15 +182,8 @@ struct ResourceBoundsTests {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
         let allowance = 2_000
-        let bob = try DaemonProcess(env, name: "bob", environment: ["SYNCPEER_PEER_INDEX_ALLOWANCE": "\(allowance)"])
-        let folder = env.home("bob-shared")
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try Data("hello".utf8).write(to: URL(fileURLWithPath: folder + "/one.txt"))
-
-        let rogue = try RogueMember(env, bob, name: "mallory")
+        let (bob, rogue, folderID) = try RogueMember.joinedFolder(env, environment: ["SYNCPEER_PEER_INDEX_ALLOWANCE": "\(allowance)"])
         defer { rogue.close() }
-        #expect(try env.cli(bob, ["share", folder, "--with", "mallory"]).status == 0)
-        let (folderID, _) = try rogue.joinOffered()
         let before = try ProcessFigures(pid: bob.pid)
 
         // 10 batches of 1,000 tombstones for paths that never existed, in a folder that does
@@ -199,9 +192,7 @@ struct ResourceBoundsTests {
         for batch in 0..<10 {
             let entries = (1...1_000).map { n in
                 let sequence = UInt64(batch * 1_000 + n)
-                return SyncFileEntry(path: sequence % 2 == 0 ? "gone/\(sequence)" : "gone-\(sequence)", kind: .file, size: 0, mtimeNanoseconds: 0, mode: 0o644,
-                                     deleted: true, symlinkTarget: "", version: [.init(device: rogue.deviceKey, counter: sequence)],
-                                     sequence: sequence, modifiedBy: rogue.deviceKey, rootHash: [], manifest: [])
+                return rogue.tombstone(sequence % 2 == 0 ? "gone/\(sequence)" : "gone-\(sequence)", sequence)
             }
             try rogue.channel.send(.indexUpdate(folder: folderID, full: batch == 0, entries: entries))
         }

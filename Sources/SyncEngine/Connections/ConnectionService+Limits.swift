@@ -41,9 +41,7 @@ extension ConnectionService {
     /// Reports refused connections without flooding the events: the 1st, 10th, 100th, ...
     func connectionRefused(from source: String, _ why: String) {
         refusedConnections += 1
-        var mark = 1
-        while mark < refusedConnections { mark *= 10 }
-        guard mark == refusedConnections else { return }
+        guard Self.isReported(refusedConnections) else { return }
         emitError(nil, "refused a connection from \(source) (\(refusedConnections) refused so far): \(why)")
     }
 }

@@ -3,8 +3,9 @@ internal import PeerFiles
 internal import PeerIndex
 
 /// What keeps a folder peer inside its bounds on this node: a shared folder's label is a
-/// name made into a new directory inside the receive folder, and block requests for what is
-/// not shared are refused and, when they pile up, reported.
+/// name made into a new directory inside the receive folder, its share offers waiting for
+/// an answer are bounded, and block requests for what is not shared are refused and, when
+/// they pile up, reported.
 extension FolderService {
     /// Creates `<receive folder>/<name>` for an accepted offer: a new directory (never an
     /// existing one: `name (1)`… if taken), made through the open receive folder with the
@@ -23,6 +24,28 @@ extension FolderService {
         } catch {
             throw .io(path: receive + "/" + name, reason: "cannot create it: \(error)")
         }
+    }
+
+    /// Most share offers from one peer waiting for an answer (they are kept in the index,
+    /// across restarts, until answered, withdrawn by the peer, or the peer is forgotten).
+    /// Past it a new one is refused at once (a `shareAnswer` that says why) and not stored:
+    /// one peer made 3,500 in half a second, and `status` lists every offer.
+    static let maxShareOffers = 32
+
+    /// Why a new share offer from `session`'s peer is refused, or nil when it may be stored.
+    func shareOfferRefusal(from session: LinkSession) -> String? {
+        let count = (try? index.folderOfferCount(deviceID: session.deviceKey)) ?? 0
+        guard count >= Self.maxShareOffers else { return nil }
+        return "refused: \(Self.maxShareOffers) folders you shared are already waiting for an answer here; "
+            + "share it again once they are answered"
+    }
+
+    /// Reports share offers refused for the bound: the 1st, 10th, 100th, ... of a session.
+    func shareOfferRefused(_ reason: String, from session: LinkSession) {
+        let count = (folderTable.refusedShareOffers[session.id] ?? 0) + 1
+        folderTable.refusedShareOffers[session.id] = count
+        guard Self.isReported(count) else { return }
+        emitError(session.peer, "refused a share offer from \(session.peer.name) (\(count) refused in this session): \(reason)")
     }
 
     /// Refusals of block requests for what is not shared, per session, before the user is

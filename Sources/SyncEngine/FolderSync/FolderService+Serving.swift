@@ -244,11 +244,13 @@ extension FolderService {
         2 * (try index.ownEntryCount(folderID: folderID, localDevice: localDevice)) + config.peerIndexAllowance
     }
 
-    /// Whether storing `records` keeps the peer within its quota; if not, says so once per
-    /// session (an error event and the folder's status, naming the peer) and the caller
-    /// refuses the batch (no ack: an honest peer sends it again later).
-    func withinIndexQuota(_ records: [RemoteFileRecord], folder: SharedFolder, from session: LinkSession) -> Bool {
-        let paths = Set(records.map(\.path))
+    /// Whether storing entries of `paths` keeps the peer within its quota; if not, says so
+    /// once per session (an error event and the folder's status, naming the peer) and the
+    /// caller refuses the batch (no ack: an honest peer sends it again later). Once refused,
+    /// the session's further pages of the folder are refused without counting: a flood past
+    /// the quota costs no query per page.
+    func withinIndexQuota(_ paths: Set<String>, folder: SharedFolder, from session: LinkSession) -> Bool {
+        if folderTable.quotaReported[session.id]?.contains(folder.id) == true { return false }
         // The quota is at least the allowance: while the peer's rows and this page fit in it,
         // nothing more is counted (B: two counts of the whole folder per page received). Once
         // they did not, the exact counts come at once (a folder past the allowance would

@@ -12,6 +12,8 @@ struct TransferTable {
     /// `syncpeer receive` clients waiting for the next offer (directory, or nil for the
     /// offer's recorded or default folder).
     var receiveWaiters: [ReceiveWaiter] = []
+    /// Offers declined for a peer's bounds, per session (TransferService+Bounds).
+    var refusedOffers: [UInt64: Int] = [:]
 }
 
 /// A client of the control socket following one transfer: progress events, then the end.
@@ -58,7 +60,10 @@ class TransferBase: @unchecked Sendable {
     /// denominators multiplied together, and traps on the overflow once a folder has a few
     /// hundred files of different sizes. `advance`/`setHeld` keep both in step instead.
     let progress: Progress
-    private let fileProgress: [Progress]
+    /// Made when the first bytes are counted: an offer waiting for an answer does not hold
+    /// one object per file (a few hundred bytes each, 100,000 for a large folder).
+    private lazy var fileProgress: [Progress] = fileSizes.map { Progress(totalUnitCount: max(1, $0)) }
+    private let fileSizes: [Int64]
 
     init(id: TransferID, peerKey: String, peer: PeerRef, name: String, sizes: [Int64], state: TransferState) {
         self.id = id
@@ -70,7 +75,7 @@ class TransferBase: @unchecked Sendable {
         self.state = state
         self.io = DispatchQueue(label: "syncpeer.transfer.\(id.description.prefix(8))")
         progress = Progress(totalUnitCount: sizes.reduce(0) { $0 + max(1, $1) })
-        fileProgress = sizes.map { Progress(totalUnitCount: max(1, $0)) }
+        fileSizes = sizes
     }
 
     /// Counts `bytes` more of file `entry` as done (and of the whole transfer).
@@ -146,7 +151,11 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
 
 /// Receiving one offer from one peer.
 final class IncomingTransfer: TransferBase, @unchecked Sendable {
+    /// The offer as received, without its encoded manifests (`layout` holds them decoded):
+    /// an offer waiting for an answer holds one copy of its manifests, not two.
     let offer: TransferOffer
+    /// About what the offer holds while it waits for an answer (`TransferService.heldBytes`).
+    let heldBytes: Int
     /// The chunks known so far (an offer whose manifests stream learns them chunk by chunk).
     var layout: ChunkLayout
     /// Names the content (`PreparedOffer.contentHash`); `TransferRecord.unknownRootHash`
@@ -194,7 +203,10 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     var finalPath: String?
 
     init(offer: TransferOffer, layout: ChunkLayout, rootHash: [UInt8], paths: [SafePath], peerKey: String, peer: PeerRef) {
-        self.offer = offer
+        var kept = offer
+        for index in kept.entries.indices { kept.entries[index].manifest = [] }
+        self.offer = kept
+        self.heldBytes = TransferService.heldBytes(of: offer)
         self.layout = layout
         self.rootHash = rootHash
         self.paths = paths

@@ -371,6 +371,7 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     /// A session ended: its transfers pause (offers never answered are withdrawn).
     func sessionClosed(_ session: LinkSession) {
+        transfers.refusedOffers[session.id] = nil
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
             perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
@@ -688,6 +689,13 @@ final class TransferService: Reporting, @unchecked Sendable {
             existing.resumed = true
             existing.move(to: .preparing)
             if let directory = existing.directory { startReceiving(existing, into: directory) }
+            return
+        }
+        // Past the peer's bounds on offers waiting for an answer: declined before anything
+        // is decoded or kept.
+        if let refusal = pendingOfferRefusal(offer, from: session) {
+            link?.send([.decline(id: offer.id, reason: refusal)], on: session.id)
+            pendingOfferRefused(refusal, from: session)
             return
         }
         // Hostile input: every manifest must decode and match its entry; every path must be safe.
