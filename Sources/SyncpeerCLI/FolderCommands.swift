@@ -130,6 +130,13 @@ struct StatusCommand: Command {
         }
     }
 
+    /// Which of two names that look the same this is.
+    static func form(of name: String) -> String {
+        if name.precomposedStringWithCanonicalMapping.utf8.elementsEqual(name.utf8) { return "composed, NFC" }
+        if name.decomposedStringWithCanonicalMapping.utf8.elementsEqual(name.utf8) { return "decomposed, NFD" }
+        return "mixed"
+    }
+
     func show(_ result: FoldersResult, _ output: any OutputSink) {
         if result.folders.isEmpty { output.line("no shared folders: share one with 'syncpeer share DIR --with PEER'") }
         for folder in result.folders {
@@ -143,6 +150,13 @@ struct StatusCommand: Command {
                     output.line("    \(item.path): \(item.reason) (\(item.retry))")
                 }
                 if folder.failing > folder.failures.count { output.line("    and \(folder.failing - folder.failures.count) more") }
+            }
+            if folder.normalizationTwins > 0 {
+                output.line("  \(folder.normalizationTwins) name(s) equal another of their folder under Unicode normalization"
+                            + " (both kept and synced; a file system that normalizes names holds only one):")
+                for name in folder.normalizationTwinNames { output.line("    \(name)  (\(Self.form(of: name)))") }
+                let more = folder.normalizationTwins - folder.normalizationTwinNames.count
+                if more > 0 { output.line("    and \(more) more") }
             }
             for peer in folder.peers {
                 let connected = peer.connected ? "connected" : "not connected"

@@ -54,7 +54,7 @@ public final class FolderWatcher: Sendable {
     public let maxDelay: Duration
 
     struct Shared {
-        var ownWrites: [String: Int] = [:]
+        var ownWrites: [PathKey: Int] = [:]
         var pendingReleases: [String] = []
         var ignores: IgnorePatterns
         var stopped = false
@@ -135,7 +135,7 @@ public final class FolderWatcher: Sendable {
     /// Paths (relative, and everything below them) the node itself is writing: their
     /// events are not reported until `endOwnWrite`. Calls nest per path.
     public func beginOwnWrite(_ path: String) {
-        shared.withLock { $0.ownWrites[path, default: 0] += 1 }
+        shared.withLock { $0.ownWrites[PathKey(path), default: 0] += 1 }
     }
 
     /// Ends `beginOwnWrite(path)`. The events the node's writes caused before this call
@@ -238,7 +238,7 @@ final class WatchLoop: @unchecked Sendable {
     var limitReported = false
 
     // The batch being aggregated.
-    var changed = Set<String>()
+    var changed = Set<PathKey>()
     var renames: [(String, String)] = []
     var moves: [UInt32: (path: String, isDirectory: Bool, reportable: Bool)] = [:]
     var flags = Set<WatchChange>()   // .overflow, .rootGone, .watchLimitReached
@@ -437,8 +437,8 @@ final class WatchLoop: @unchecked Sendable {
             if !releases.isEmpty {
                 owner?.shared.withLock { state in
                     for path in releases {
-                        let n = (state.ownWrites[path] ?? 1) - 1
-                        state.ownWrites[path] = n > 0 ? n : nil
+                        let n = (state.ownWrites[PathKey(path)] ?? 1) - 1
+                        state.ownWrites[PathKey(path)] = n > 0 ? n : nil
                     }
                 }
             }
@@ -582,7 +582,7 @@ final class WatchLoop: @unchecked Sendable {
     func noteChanged(_ path: String) {
         noteEvent()
         if isOwnWrite(path) { return }
-        changed.insert(path)
+        changed.insert(PathKey(path))
     }
 
     func isOwnWrite(_ path: String) -> Bool {
@@ -590,7 +590,7 @@ final class WatchLoop: @unchecked Sendable {
             if state.ownWrites.isEmpty { return false }
             var candidate = Substring(path)
             while true {
-                if state.ownWrites[String(candidate)] != nil { return true }
+                if state.ownWrites[PathKey(String(candidate))] != nil { return true }
                 guard let slash = candidate.lastIndex(of: "/") else { return false }
                 candidate = candidate[..<slash]
             }
@@ -606,7 +606,7 @@ final class WatchLoop: @unchecked Sendable {
             if move.reportable && isDirectory(move.path) { watchNewDirectory(move.path, report: true) }
         }
         moves.removeAll()
-        var batch = changed.sorted(by: utf8Less).map(WatchChange.changed)
+        var batch = changed.sorted().map { WatchChange.changed($0.string) }
         batch += renames.map { WatchChange.renamed(from: $0.0, to: $0.1) }
         for flag in flags {
             if case .watchLimitReached = flag { batch.append(flag) }

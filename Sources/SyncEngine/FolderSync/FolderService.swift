@@ -205,6 +205,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
             let connected = connectedDevices()
             let activity = folder.activity.snapshot
+            let twins = folder.nameTwins.current
             var peers: [FolderPeer] = []
             for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
                 let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
@@ -228,7 +229,8 @@ final class FolderService: Reporting, @unchecked Sendable {
             return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                                 files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
                                 peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
-                                failing: folder.failing.count, failures: Self.failures(of: folder))
+                                failing: folder.failing.count, failures: Self.failures(of: folder),
+                                normalizationTwins: twins.count, normalizationTwinNames: twins.names)
         }
     }
 
@@ -575,7 +577,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         let blocks = held?.folder == folderID ? held : nil
         guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else { return }
         var records: [RemoteFileRecord] = []
-        var paths = Set<String>()
+        var paths = Set<PathKey>()
         var highest: Int64 = 0
         var bytes = 0
         /// Hash → size of the single chunk of each small file of the page.
@@ -608,7 +610,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 symlinkTarget: entry.kind == .symlink ? entry.symlinkTarget : nil,
                 version: Dictionary(entry.version.map { ($0.device, $0.counter) }, uniquingKeysWith: { a, b in max(a, b) }),
                 rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
-            paths.insert(entry.path)
+            paths.insert(PathKey(entry.path))
             bytes += entry.encodedSize
         }
         guard withinIndexQuota(records, folder: folder, from: session) else { return }
