@@ -3,7 +3,8 @@ import Glibc
 import Testing
 
 /// Unicode names between two real daemons on 127.0.0.1: names that differ only by
-/// normalization are two files on Linux and arrive as two, byte-exact.
+/// normalization are two files on Linux and arrive as two, byte-exact; names with
+/// bidirectional controls are shown escaped to people and kept as they are in JSON.
 @Suite(.serialized)
 struct UnicodeNamesTests {
     /// "café" with U+00E9 (composed, NFC) and with "e" + U+0301 (decomposed, NFD).
@@ -135,5 +136,34 @@ struct UnicodeNamesTests {
             remaining[Array("0-\(name).txt".utf8)] = nil
         }
         try FolderSyncTests.eventually("both deletions reach bob") { Self.rawTree(received) == remaining }
+    }
+
+    /// A right-to-left override (U+202E) makes "report<RLO>fdp.exe" read as "reportexe.pdf".
+    /// `status`, `conflicts` and `transfers` show it as `\u{202E}`; their JSON keeps it.
+    @Test func bidiControlsAreEscapedInHumanOutput() throws {
+        let duo = try Duo()
+        defer { duo.env.cleanup() }
+        let rlo = "\u{202E}"
+        let docs = duo.env.home("docs\(rlo)fdp")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try Self.write(docs + "/notes\(rlo)fdp.sync-conflict-20240101-120000-ABCDEFG.txt", "a conflict copy")
+        try Self.write(docs + "/notes\(rlo)fdp.txt", "the original")
+        #expect(try duo.env.cli(duo.alice, ["share", docs, "--with", "bob"]).status == 0)
+        try FolderSyncTests.eventually("alice lists the conflict copy") {
+            ((try? duo.env.cli(duo.alice, ["conflicts", "--json"]))?.stdout ?? "").contains("sync-conflict")
+        }
+        let sent = duo.env.home("report\(rlo)fdp.exe")
+        try Self.write(sent, "a document")
+        let send = try duo.env.cli(duo.alice, ["send", sent, "--to", "bob"])
+        try #require(send.status == 0, "\(send.stderr)")
+
+        for command in [["status"], ["conflicts"], ["transfers"]] {
+            let human = try duo.env.cli(duo.alice, command)
+            #expect(human.status == 0, "\(command): \(human.stderr)")
+            #expect(!human.stdout.contains(rlo), "\(command) shows no raw U+202E: \(human.stdout)")
+            #expect(human.stdout.contains("\\u{202E}fdp"), "\(command) shows it escaped: \(human.stdout)")
+            let json = try duo.env.cli(duo.alice, command + ["--json"])
+            #expect(json.stdout.contains(rlo) && !json.stdout.contains("\\u{202E}"), "\(command) --json keeps the name: \(json.stdout)")
+        }
     }
 }
