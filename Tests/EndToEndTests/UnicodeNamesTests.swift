@@ -138,6 +138,21 @@ struct UnicodeNamesTests {
         try FolderSyncTests.eventually("both deletions reach bob") { Self.rawTree(received) == remaining }
     }
 
+    /// A folder sent with `send` that holds both spellings of a name arrives with both,
+    /// byte-exact (before, bob refused the offer: "the entry 'café.txt' appears twice").
+    @Test func aSentFolderKeepsBothSpellings() throws {
+        let duo = try Duo()
+        defer { duo.env.cleanup() }
+        let menu = duo.env.home("menu")
+        try FileManager.default.createDirectory(atPath: menu, withIntermediateDirectories: true)
+        try Self.write(menu + "/" + Self.composed + ".txt", "composed")
+        try Self.write(menu + "/" + Self.decomposed + ".txt", "decomposed")
+        let send = try duo.env.cli(duo.alice, ["send", menu, "--to", "bob"])
+        #expect(send.status == 0, "\(send.stdout)\(send.stderr)")
+        let expected = Self.rawTree(menu)
+        try FolderSyncTests.eventually("both files arrive") { Self.rawTree(duo.env.home("bob-recv") + "/menu") == expected }
+    }
+
     /// A right-to-left override (U+202E) makes "report<RLO>fdp.exe" read as "reportexe.pdf".
     /// `status`, `conflicts` and `transfers` show it as `\u{202E}`; their JSON keeps it.
     @Test func bidiControlsAreEscapedInHumanOutput() throws {
