@@ -60,3 +60,29 @@ import Testing
         }
     }
 }
+
+/// The watcher keeps two folders whose names differ only by Unicode normalization apart.
+@Suite(.serialized) struct NormalizationWatchTests {
+    /// The composed folder renamed: the decomposed one's watch keeps its own path (before,
+    /// it moved with its twin, and a file made in it was reported under the new name).
+    @Test func renamingOneTwinFolderLeavesTheOthersWatch() throws {
+        try withTemporaryDirectory { dir in
+            let composed = "Ordner-caf\u{E9}", decomposed = "Ordner-cafe\u{301}"
+            try Tree.mkdir(dir + "/" + composed)
+            try Tree.mkdir(dir + "/" + decomposed)
+            let log = WatchLog()
+            let watcher = try FolderWatcher(root: dir, delay: FolderWatcherTests.quick, onChanges: log.callback)
+            defer { watcher.stop() }
+            #expect(watcher.watchedDirectories == 3)
+            #expect(rename(dir + "/" + composed, dir + "/moved") == 0)
+            #expect(log.wait { $0.changes.contains(.renamed(from: composed, to: "moved")) })
+            try Tree.write(dir + "/" + decomposed + "/x.txt", "in the decomposed folder")
+            let expected = Array((decomposed + "/x.txt").utf8)
+            let reported = log.wait { log in
+                log.changes.contains { if case .changed(let path) = $0 { return Array(path.utf8) == expected } else { return false } }
+            }
+            #expect(reported, "\(log.changes)")
+            #expect(!log.changedPaths.contains("moved/x.txt"))
+        }
+    }
+}

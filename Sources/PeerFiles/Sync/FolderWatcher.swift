@@ -233,7 +233,7 @@ final class WatchLoop: @unchecked Sendable {
 
     /// Watch descriptor → relative directory path ("" for the root), and back.
     var directories: [Int32: String] = [:]
-    var descriptors: [String: Int32] = [:]
+    var descriptors: [PathKey: Int32] = [:]
     var rootWd: Int32 = -1
     var limitReported = false
 
@@ -279,7 +279,7 @@ final class WatchLoop: @unchecked Sendable {
 
     /// Adds a watch on the open directory `fd`; -1 (errno set) on failure.
     func addWatch(_ fd: Int32, path: String) -> Int32 {
-        if let limit = watchLimit, directories.count >= limit, descriptors[path] == nil {
+        if let limit = watchLimit, directories.count >= limit, descriptors[PathKey(path)] == nil {
             errno = ENOSPC
             return noteFailure(path)
         }
@@ -288,9 +288,9 @@ final class WatchLoop: @unchecked Sendable {
             wd = inotify_add_watch(inotify, path.isEmpty ? root : root + "/" + path, Self.mask | UInt32(IN_DONT_FOLLOW))
         }
         guard wd >= 0 else { return noteFailure(path) }
-        if let old = directories[wd], old != path, descriptors[old] == wd { descriptors[old] = nil }
+        if let old = directories[wd], !utf8Equal(old, path), descriptors[PathKey(old)] == wd { descriptors[PathKey(old)] = nil }
         directories[wd] = path
-        descriptors[path] = wd
+        descriptors[PathKey(path)] = wd
         owner?.shared.withLock { $0.watchCount = directories.count }
         return wd
     }
@@ -354,10 +354,10 @@ final class WatchLoop: @unchecked Sendable {
     /// Removes the watches of `path` and below.
     func unwatch(_ path: String) {
         let below = path + "/"
-        for (wd, dir) in directories where dir == path || dir.hasPrefix(below) {
+        for (wd, dir) in directories where utf8Equal(dir, path) || utf8HasPrefix(dir, below) {
             inotify_rm_watch(inotify, wd)
             directories[wd] = nil
-            descriptors[dir] = nil
+            descriptors[PathKey(dir)] = nil
         }
         owner?.shared.withLock { $0.watchCount = directories.count }
     }
@@ -365,11 +365,11 @@ final class WatchLoop: @unchecked Sendable {
     /// A watched directory moved inside the tree: its watches keep working, under new paths.
     func rewatch(from old: String, to new: String) {
         let below = old + "/"
-        for (wd, dir) in directories where dir == old || dir.hasPrefix(below) {
-            let moved = new + dir.dropFirst(old.count)
+        for (wd, dir) in directories where utf8Equal(dir, old) || utf8HasPrefix(dir, below) {
+            let moved = new + String(decoding: dir.utf8.dropFirst(old.utf8.count), as: UTF8.self)
             directories[wd] = moved
-            if descriptors[dir] == wd { descriptors[dir] = nil }
-            descriptors[moved] = wd
+            if descriptors[PathKey(dir)] == wd { descriptors[PathKey(dir)] = nil }
+            descriptors[PathKey(moved)] = wd
         }
     }
 
@@ -518,7 +518,7 @@ final class WatchLoop: @unchecked Sendable {
         guard let directory = directories[wd] else { return }
         if has(IN_IGNORED) {
             directories[wd] = nil
-            if descriptors[directory] == wd { descriptors[directory] = nil }
+            if descriptors[PathKey(directory)] == wd { descriptors[PathKey(directory)] = nil }
             owner?.shared.withLock { $0.watchCount = directories.count }
             if wd == rootWd { markRootGone() }
             return
