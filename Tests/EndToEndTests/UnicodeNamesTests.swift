@@ -75,8 +75,8 @@ struct UnicodeNamesTests {
     /// 1,500 pairs of files whose names differ only by Unicode normalization, and a pair
     /// of such folders holding a file each, all beside each other: every one arrives at bob
     /// byte-exact (name and content), both daemons say 100 % in sync and no error, and both
-    /// count the 3,002 names that a normalizing file system could not hold side by side;
-    /// both names of a pair deleted, both go.
+    /// count (status, an event) the 3,002 names that a normalizing file system could not
+    /// hold side by side; both names of a pair deleted, both go.
     /// (Before, `String` keys took each pair as one path: bob got one name of each pair,
     /// 1,503 of the 3,004 entries, and said "idle, 99 % in sync".)
     @Test func namesThatDifferOnlyByNormalizationBothArrive() throws {
@@ -123,6 +123,9 @@ struct UnicodeNamesTests {
         for (name, folder) in folders {
             #expect(folder["error"] is NSNull || folder["error"] == nil, "\(name): \(folder)")
             #expect(folder["files"] as? Int == 2 * pairs + 2, "\(name) indexes every file: \(folder)")
+        }
+        for daemon in [duo.alice, duo.bob] {
+            try daemon.waitFor("error") { ($0["reason"] as? String)?.contains("names equal another name of their folder under Unicode normalization") == true }
         }
         let text = try duo.env.cli(duo.bob, ["status"])
         #expect(text.stdout.contains("\(twins) name(s) equal another of their folder under Unicode normalization"), "\(text.stdout)")
