@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import PeerFiles
 internal import Synchronization
 
@@ -18,6 +19,35 @@ final class NameTwinsReport: Sendable {
     static let directoriesKept = 10_000
 
     private let found = Mutex(Found())
+    /// Directories waiting for `SharedFolder.listTwins`, whether a listing is scheduled, and
+    /// when the last one ran.
+    private let listing = Mutex<(pending: Set<PathKey>, scheduled: Bool, last: ContinuousClock.Instant?)>(([], false, nil))
+
+    /// One listing per folder at most this often: a peer that sends twins page after page
+    /// makes us list a large directory only so often.
+    static let listingInterval = Duration.seconds(5)
+
+    /// Adds directories to list (at most `SharedFolder.twinDirectoriesPerPull` wait; more are
+    /// counted by the next scan). Returns in how long to list them, or nil when a listing is
+    /// scheduled already.
+    func wantListing(_ directories: some Sequence<PathKey>) -> Duration? {
+        listing.withLock { state in
+            for directory in directories where state.pending.count < SharedFolder.twinDirectoriesPerPull {
+                state.pending.insert(directory)
+            }
+            guard !state.scheduled, !state.pending.isEmpty else { return nil }
+            state.scheduled = true
+            return state.last.map { max(.zero, Self.listingInterval - (ContinuousClock.now - $0)) } ?? .zero
+        }
+    }
+
+    /// The directories to list now.
+    func takeListing() -> [PathKey] {
+        listing.withLock { state in
+            defer { state = ([], false, .now) }
+            return state.pending.sorted()
+        }
+    }
 
     var current: Found { found.withLock { $0 } }
 
@@ -47,18 +77,29 @@ final class NameTwinsReport: Sendable {
 }
 
 extension SharedFolder {
-    /// Directories listed after one pull at most (more wait for the next scan).
+    /// Directories waiting for a listing at most (more wait for the next scan).
     static let twinDirectoriesPerPull = 64
 
     /// Counts the twins again in the directories where twins are among `paths` (a pull's),
     /// from one listing of each (no stat, no descent): names that arrived beside their twin
-    /// are counted without waiting for a scan. On `io`.
+    /// are counted without waiting for a scan. At once, or once `listingInterval` has passed
+    /// since the last listing. On `io`.
     func countTwins(among paths: [String]) {
         let twins = NormalizationTwins.find(paths.pathKeys.map(\.string))
-        guard !twins.isEmpty, let root = try? DirectoryHandle(path: root) else { return }
+        guard !twins.isEmpty else { return }
         let parents = twins.map { path in path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "" }
+        guard let delay = nameTwins.wantListing(parents.pathKeys) else { return }
+        if delay == .zero { return listTwins() }
+        let seconds = Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18
+        io.asyncAfter(deadline: .now() + seconds) { [weak self] in self?.listTwins() }
+    }
+
+    /// Lists the directories `countTwins` wants and records their twins. On `io`.
+    private func listTwins() {
+        let directories = nameTwins.takeListing().map(\.string)
+        guard stopped == nil, !directories.isEmpty, let root = try? DirectoryHandle(path: root) else { return }
         var summary = ScanSummary()
-        for directory in parents.pathKeys.sorted().prefix(Self.twinDirectoriesPerPull).map(\.string) {
+        for directory in directories {
             let handle: DirectoryHandle?
             if directory.isEmpty {
                 handle = root
