@@ -109,8 +109,15 @@ function el(tag, props, ...kids) {
   return n;
 }
 
-/** A hostile name in its own bidi island, so it cannot reorder the text around it. */
-const bdi = (text) => el('bdi', null, str(text));
+/**
+ * A name as people read it: control and format characters (bidirectional overrides and
+ * isolates such as U+202E, zero-width characters) and line separators written as
+ * \u{XXXX}, as the CLI shows them; the JSON keeps the real name.
+ */
+const shown = (text) => str(text).replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu,
+  (c) => '\\u{' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0') + '}');
+/** A hostile name, escaped, in its own bidi island, so it cannot reorder the text around it. */
+const bdi = (text) => el('bdi', null, shown(text));
 const sid = (id) => (short(id) ? el('span', { class: 'sid' }, short(id)) : null);
 const empty = (text) => el('li', { class: 'empty' }, text);
 /** Joins the non-empty parts with " · ". */
@@ -473,6 +480,8 @@ function folderItem(f) {
   const failures = arr(f.failures).map((x) => el('li', null, el('span', { class: 'name' }, bdi(x.path)),
     ' — ', dots(str(x.kind), str(x.reason), x.retry ? 'retry ' + str(x.retry) : '')));
   const failing = num(f.failing) ? f.failing : failures.length;
+  const twins = arr(f.normalizationTwinNames).map((p) => el('li', null, el('span', { class: 'name' }, bdi(p))));
+  const twinCount = num(f.normalizationTwins) ? f.normalizationTwins : 0;
   return el('li', { class: 'folder state-' + cls(f.state), data: { folder: str(f.folder) } },
     el('h3', null, bdi(f.label || f.folder || 'folder')),
     el('p', { class: 'meta' }, el('span', { class: 'badge state' }, str(f.state) || 'unknown'), ' ', bdi(f.path)),
@@ -480,7 +489,10 @@ function folderItem(f) {
     f.error ? el('p', { class: 'error' }, 'Error: ', bdi(f.error)) : null,
     members.length ? [el('h4', null, 'Peers'), el('ul', { class: 'sub' }, members)] : null,
     pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
-    failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null);
+    failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,
+    twinCount ? [el('h4', null, `${plural(twinCount, 'name')} equal another under Unicode normalization`),
+      el('p', { class: 'meta' }, 'Both are kept and synced here; a file system that normalizes names (macOS, Windows) holds only one.'),
+      el('ul', { class: 'sub' }, twins)] : null);
 }
 
 function offerRow(o) {
@@ -619,8 +631,8 @@ function fillTransferRow(row, t) {
   row.className = 'transfer state-' + cls(t.state);
   set('dir', send ? '↑' : '↓');
   set('to', send ? 'to' : 'from');
-  set('tpeer', peerName(t.peer));
-  set('name', name);
+  set('tpeer', shown(peerName(t.peer)));
+  set('name', shown(name));
   const bar = row.querySelector('.bar');
   bar.value = pct;
   bar.textContent = pct + '%';

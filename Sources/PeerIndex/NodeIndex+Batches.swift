@@ -18,13 +18,21 @@ extension NodeIndex {
     /// The local records of `paths` (with chunks unless `includeChunks` is false: the
     /// planner compares versions and root hashes only), keyed by path; absent paths are left out.
     public func files(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true) throws(IndexError) -> [String: FileRecord] {
+        try files(folderID: folderID, paths: paths, includeChunks: includeChunks, keyedBy: { $0 })
+    }
+
+    /// `files(folderID:paths:includeChunks:)` keyed by `key(path)`: a `String` key takes
+    /// names that differ only by Unicode normalization as one, so the folder code keys by
+    /// the paths' bytes.
+    public func files<Key: Hashable & Sendable>(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true,
+                                                keyedBy key: (String) -> Key) throws(IndexError) -> [Key: FileRecord] {
         let list = Array(paths)
         return try readTransaction { db in
-            var result: [String: FileRecord] = [:]
+            var result: [Key: FileRecord] = [:]
             for path in list {
                 if let record = try Self.loadFiles(db, where: "folder_id = ? AND path = ?", [.text(folderID), .text(path)],
                                                    includeChunks: includeChunks).first {
-                    result[path] = record
+                    result[key(path)] = record
                 }
             }
             return result
@@ -33,16 +41,22 @@ extension NodeIndex {
 
     /// Every peer's entry for each of `paths`: path → device ID → entry.
     public func remoteFiles(folderID: String, paths: some Sequence<String>) throws(IndexError) -> [String: [String: RemoteFileRecord]] {
+        try remoteFiles(folderID: folderID, paths: paths, keyedBy: { $0 })
+    }
+
+    /// `remoteFiles(folderID:paths:)` keyed by `key(path)` (see `files(folderID:paths:includeChunks:keyedBy:)`).
+    public func remoteFiles<Key: Hashable & Sendable>(folderID: String, paths: some Sequence<String>,
+                                                      keyedBy key: (String) -> Key) throws(IndexError) -> [Key: [String: RemoteFileRecord]] {
         let list = Array(paths)
         return try readTransaction { db in
             let statement = try db.cachedStatement(
                 "SELECT device_id, \(Self.remoteFileColumns) FROM remote_files WHERE folder_id = ? AND path = ?")
-            var result: [String: [String: RemoteFileRecord]] = [:]
+            var result: [Key: [String: RemoteFileRecord]] = [:]
             for path in list {
                 try statement.bind([.text(folderID), .text(path)])
                 defer { statement.reset() }
                 while try statement.step() {
-                    result[path, default: [:]][statement.string(at: 0) ?? ""] = try Self.remoteFileRecord(statement, from: 1, path: db.path)
+                    result[key(path), default: [:]][statement.string(at: 0) ?? ""] = try Self.remoteFileRecord(statement, from: 1, path: db.path)
                 }
             }
             return result

@@ -55,7 +55,7 @@ public enum CLI {
             if arguments.contains("--json") {
                 output.errJSON(JSONError(error))
             } else {
-                output.err("syncpeer: error: \(error.description)\n")
+                output.err("syncpeer: error: \(StandardOutput.shown(error.description))\n")
             }
             return error.exitCode
         }

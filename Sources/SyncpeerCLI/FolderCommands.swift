@@ -177,6 +177,13 @@ struct StatusCommand: Command {
         }
     }
 
+    /// Which of two names that look the same this is.
+    static func form(of name: String) -> String {
+        if name.precomposedStringWithCanonicalMapping.utf8.elementsEqual(name.utf8) { return "composed, NFC" }
+        if name.decomposedStringWithCanonicalMapping.utf8.elementsEqual(name.utf8) { return "decomposed, NFD" }
+        return "mixed"
+    }
+
     /// The status page after page, as it comes: the folders (the first page with the first
     /// share offers), then the rest of the offers in pages of their own (no folders).
     static func eachPage(_ context: CommandContext, _ each: (FoldersResult) -> Void) throws(CLIError) {
@@ -206,6 +213,13 @@ struct StatusCommand: Command {
                     output.line("    \(item.path): \(item.reason) (\(item.retry))")
                 }
                 if folder.failing > folder.failures.count { output.line("    and \(folder.failing - folder.failures.count) more") }
+            }
+            if folder.normalizationTwins > 0 {
+                output.line("  \(folder.normalizationTwins) name(s) equal another of their folder under Unicode normalization"
+                            + " (both kept and synced; a file system that normalizes names holds only one):")
+                for name in folder.normalizationTwinNames { output.line("    \(name)  (\(Self.form(of: name)))") }
+                let more = folder.normalizationTwins - folder.normalizationTwinNames.count
+                if more > 0 { output.line("    and \(more) more") }
             }
             for peer in folder.peers {
                 let connected = peer.connected ? "connected" : "not connected"

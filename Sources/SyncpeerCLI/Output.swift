@@ -2,6 +2,7 @@
 @preconcurrency internal import Glibc
 #endif
 internal import Foundation
+internal import SyncEngine
 internal import Synchronization
 
 /// Where commands write. The real one writes to stdout/stderr; tests capture.
@@ -15,8 +16,15 @@ public protocol OutputSink: Sendable {
 }
 
 extension OutputSink {
-    /// One line to standard output.
-    func line(_ text: String) { out(text + "\n") }
+    /// One line to standard output: the one place human output is written, so names in it
+    /// are shown with their hidden characters escaped (`NameDisplay`; JSON keeps them).
+    func line(_ text: String) { out(Self.shown(text) + "\n") }
+
+    /// `text` with each of its lines escaped for a person (`NameDisplay.escaped`).
+    static func shown(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { NameDisplay.escaped(String($0)) }
+            .joined(separator: "\n")
+    }
 
     /// One JSON object (sorted keys) followed by a newline.
     func json(_ value: some Encodable) {

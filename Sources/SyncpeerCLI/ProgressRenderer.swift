@@ -129,7 +129,7 @@ final class ProgressRenderer: @unchecked Sendable {
             guard !screen.finished, !screen.order.isEmpty else { return nil }
             let lines = screen.order.compactMap { screen.tracks[$0] }.map { track in
                 let info = track.info
-                return ProgressLayout.line(name: info.name, bytes: info.bytes ?? 0, total: info.total ?? 0,
+                return ProgressLayout.line(name: NameDisplay.escaped(info.name), bytes: info.bytes ?? 0, total: info.total ?? 0,
                                            status: track.status(at: now), width: width, colour: colour).styled
             }
             var out = Self.moveToTop(screen.drawn)
@@ -146,7 +146,7 @@ final class ProgressRenderer: @unchecked Sendable {
             defer { screen.drawn = 0 }
             return Self.moveToTop(screen.drawn) + (screen.drawn > 0 ? "\u{1b}[J" : "")
         }
-        output.out(clear + line + "\n")
+        output.out(clear + StandardOutput.shown(line) + "\n")
         redraw()
     }
 

@@ -31,7 +31,7 @@ enum StandardStreams {
             if context.globals.json {
                 context.output.errJSON(result)
             } else {
-                context.output.err(summary(result, verb: "Received", preposition: "from", since: started) + "\n")
+                context.output.err(StandardOutput.shown(summary(result, verb: "Received", preposition: "from", since: started)) + "\n")
             }
             return ExitCode.success
         }

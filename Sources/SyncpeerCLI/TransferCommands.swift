@@ -121,7 +121,7 @@ struct SendCommand: Command {
                     if context.globals.json {
                         context.output.errJSON(JSONError(error))
                     } else {
-                        context.output.err("syncpeer: error: to \(peer): \(error.description)\n")
+                        context.output.err(StandardOutput.shown("syncpeer: error: to \(peer): \(error.description)") + "\n")
                     }
                     failure = failure ?? error
                 }
@@ -166,7 +166,7 @@ struct SendCommand: Command {
         if context.globals.json {
             context.output.errJSON(JSONError(error: text, kind: "cancelled", exit: ExitCode.interrupted))
         } else {
-            context.output.err(text + "\n")
+            context.output.err(StandardOutput.shown(text) + "\n")
         }
         return ExitCode.interrupted
     }
@@ -287,7 +287,7 @@ struct ReceiveCommand: Command {
         let id = offer.transfer
         let size = ProgressRenderer.formatBytes(offer.total)
         let files = offer.files
-        context.output.out("\(EventRenderer.peerName(offer.peer)) offers \(offer.name) (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] ")
+        context.output.out(StandardOutput.shown("\(EventRenderer.peerName(offer.peer)) offers \(offer.name) (\(size), \(files) file\(files == 1 ? "" : "s")). Accept? [y/N] "))
         let answer = readLine()?.lowercased() ?? ""
         let accept = answer == "y" || answer == "yes"
         let follower = try ControlClient.connect(home: context.home)

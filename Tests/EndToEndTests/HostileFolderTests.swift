@@ -448,11 +448,17 @@ struct HostileBob {
         return rogue
     }
 
-    /// `syncpeer status --json`.
+    /// `syncpeer status --json`: its pages (one object a line) as one, folders and offers joined.
     func status() throws -> [String: Any] {
         let result = try env.cli(daemon, ["status", "--json"])
         try #require(result.status == 0, "\(result.stderr)")
-        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        var folders: [Any] = [], offers: [Any] = []
+        for line in result.stdout.split(separator: "\n") {
+            let page = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            folders += page["folders"] as? [Any] ?? []
+            offers += page["offers"] as? [Any] ?? []
+        }
+        return ["folders": folders, "offers": offers]
     }
 
     /// Everything below the test's root except the receive folder and bob's home, plus

@@ -1,3 +1,4 @@
+import PeerFiles
 import Testing
 @testable import SyncEngine
 import TestKit
@@ -135,8 +136,8 @@ let planTable: [PlanCase] = {
     }
 
     @Test func batchPlanningSkipsUpToDatePaths() {
-        let local = ["a": file("a", vv([devA: 1])), "b": file("b", vv([devA: 1]))]
-        let remotes = ["a": [devB: file("a", vv([devA: 1]))], "b": [devB: file("b", vv([devA: 1, devB: 1]), content: 2, by: devB)],
+        let local: [PathKey: FileState] = ["a": file("a", vv([devA: 1])), "b": file("b", vv([devA: 1]))]
+        let remotes: [PathKey: [String: FileState]] = ["a": [devB: file("a", vv([devA: 1]))], "b": [devB: file("b", vv([devA: 1, devB: 1]), content: 2, by: devB)],
                        "c": [devB: file("c", vv([devB: 1]), by: devB)]]
         let actions = SyncPlanner().plan(local: local, remotes: remotes)
         #expect(actions.flatMap(\.paths) == ["b", "c"])
@@ -146,7 +147,7 @@ let planTable: [PlanCase] = {
 // MARK: Renames
 
 @Suite struct RenameDetectionTests {
-    let local = [
+    let local: [PathKey: FileState] = [
         "old.txt": file("old.txt", vv([devA: 1]), content: 7),
         "twin1": file("twin1", vv([devA: 1]), content: 8),
         "twin2": file("twin2", vv([devA: 1]), content: 8),
@@ -195,7 +196,7 @@ let planTable: [PlanCase] = {
 
     @Test func plannedBatchRenamesEndToEnd() {
         // A peer renamed old.txt → docs/new.txt: its index shows a tombstone and a new file.
-        let remotes = ["old.txt": [devB: tombstone("old.txt", vv([devA: 1, devB: 1]), by: devB)],
+        let remotes: [PathKey: [String: FileState]] = ["old.txt": [devB: tombstone("old.txt", vv([devA: 1, devB: 1]), by: devB)],
                        "docs/new.txt": [devB: file("docs/new.txt", vv([devB: 1]), content: 7, by: devB)]]
         let actions = SyncPlanner.planRenames(SyncPlanner().plan(local: local, remotes: remotes), local: local)
         #expect(actions == [.rename(from: tombstone("old.txt", vv([devA: 1, devB: 1]), by: devB),

@@ -446,7 +446,7 @@ import Testing
         for page in 0..<3 {
             let name = "page\(page).bin"
             expected[name] = try fixture.remoteHas(name, size: 5_000, seed: 60 + UInt64(page))
-            folder.pullSoon([name])
+            folder.pullSoon([PathKey(name)])
         }
         busy.signal()
         try TransferPair.eventually("every page's file is placed") {
@@ -459,8 +459,8 @@ import Testing
         let again = folder.peerPulls
         folder.io.async { busy.wait() }
         let half = SharedFolder.pullBatch * 3 / 4
-        folder.pullSoon(Set((0..<half).map { "a\($0)" }))
-        folder.pullSoon(Set((0..<half).map { "b\($0)" }))
+        folder.pullSoon(Set((0..<half).map { PathKey("a\($0)") }))
+        folder.pullSoon(Set((0..<half).map { PathKey("b\($0)") }))
         expected["last.bin"] = try fixture.remoteHas("last.bin", size: 5_000, seed: 70)
         folder.pullSoon(["last.bin"])
         busy.signal()

@@ -1,3 +1,4 @@
+import PeerFiles
 import Testing
 @testable import SyncEngine
 

@@ -80,15 +80,15 @@ public struct FolderScanner: Sendable {
     private func scan(paths: [String], known: some KnownEntrySource, run: ScanRun) throws -> ScanSummary {
         defer { run.close() }
         // Sorted in byte order, without paths below another given path (covered by it).
-        var cleaned = Set<String>()
+        var cleaned = Set<PathKey>()
         for p in paths {
             let parts = p.split(separator: "/", omittingEmptySubsequences: true)
             if parts.isEmpty { try run.scanAll(known: known); return run.summary }
-            cleaned.insert(parts.joined(separator: "/"))
+            cleaned.insert(PathKey(parts.joined(separator: "/")))
         }
         var previous: String?
-        for path in cleaned.sorted(by: utf8Less) {
-            if let previous, path.hasPrefix(previous + "/") { continue }
+        for path in cleaned.sorted().map(\.string) {
+            if let previous, utf8HasPrefix(path, previous + "/") { continue }
             previous = path
             try run.scanOne(path, known: known)
         }
@@ -314,7 +314,7 @@ private final class ScanRun {
     func visit(_ frame: WalkFrame, _ item: WalkItem, path: String) throws {
         try drainKnown(before: path)
         var previous: KnownEntry?
-        if let k = try peekKnown(), k.path == path {
+        if let k = try peekKnown(), utf8Equal(k.path, path) {
             previous = k
             peeked = nil
         }
@@ -396,6 +396,7 @@ private final class ScanRun {
         }
         var items: [WalkItem] = []
         items.reserveCapacity(names.count + names.count / 8)
+        var kept: [String] = []
         for nameBytes in names {
             if SafePath.firstInvalidUTF8(nameBytes) != nil {
                 let shown = String(decoding: nameBytes, as: UTF8.self)
@@ -413,6 +414,7 @@ private final class ScanRun {
                 continue
             }
             items.append(item)
+            kept.append(name)
             if item.kind == .directory {
                 var descend = item
                 descend.descend = true
@@ -421,6 +423,7 @@ private final class ScanRun {
             }
         }
         items.sort { bytesLess($0.key, $1.key) }
+        noteTwins(NormalizationTwins.find(kept), in: path)
         return items
     }
 
@@ -580,7 +583,7 @@ private final class ScanRun {
     /// Consumes, without reporting, the known entries at `prefix` and below it (or only
     /// those starting with `prefix` when not `inclusive`).
     func skipKnown(under prefix: String, inclusive: Bool = true) throws {
-        while let k = try peekKnown(), (inclusive && k.path == prefix) || k.path.hasPrefix(inclusive ? prefix + "/" : prefix) {
+        while let k = try peekKnown(), (inclusive && utf8Equal(k.path, prefix)) || utf8HasPrefix(k.path, inclusive ? prefix + "/" : prefix) {
             peeked = nil
         }
     }
@@ -591,6 +594,15 @@ private final class ScanRun {
         batch.deleted.append(path)
         summary.deleted += 1
         try flushIfFull()
+    }
+
+    /// Counts names of the directory at `directory` that collide under Unicode normalization.
+    func noteTwins(_ names: [String], in directory: String) {
+        guard !names.isEmpty else { return }
+        summary.normalizationTwins[PathKey(directory)] = names.count
+        for name in names.prefix(NormalizationTwins.examplesKept - summary.normalizationTwinNames.count) {
+            summary.normalizationTwinNames.append(directory.isEmpty ? name : directory + "/" + name)
+        }
     }
 
     func problem(_ path: String, _ message: String) {

@@ -54,7 +54,7 @@ public final class FolderWatcher: Sendable {
     public let maxDelay: Duration
 
     struct Shared {
-        var ownWrites: [String: Int] = [:]
+        var ownWrites: [PathKey: Int] = [:]
         var pendingReleases: [String] = []
         var ignores: IgnorePatterns
         var stopped = false
@@ -135,7 +135,7 @@ public final class FolderWatcher: Sendable {
     /// Paths (relative, and everything below them) the node itself is writing: their
     /// events are not reported until `endOwnWrite`. Calls nest per path.
     public func beginOwnWrite(_ path: String) {
-        shared.withLock { $0.ownWrites[path, default: 0] += 1 }
+        shared.withLock { $0.ownWrites[PathKey(path), default: 0] += 1 }
     }
 
     /// Ends `beginOwnWrite(path)`. The events the node's writes caused before this call
@@ -233,12 +233,12 @@ final class WatchLoop: @unchecked Sendable {
 
     /// Watch descriptor → relative directory path ("" for the root), and back.
     var directories: [Int32: String] = [:]
-    var descriptors: [String: Int32] = [:]
+    var descriptors: [PathKey: Int32] = [:]
     var rootWd: Int32 = -1
     var limitReported = false
 
     // The batch being aggregated.
-    var changed = Set<String>()
+    var changed = Set<PathKey>()
     var renames: [(String, String)] = []
     var moves: [UInt32: (path: String, isDirectory: Bool, reportable: Bool)] = [:]
     var flags = Set<WatchChange>()   // .overflow, .rootGone, .watchLimitReached
@@ -279,7 +279,7 @@ final class WatchLoop: @unchecked Sendable {
 
     /// Adds a watch on the open directory `fd`; -1 (errno set) on failure.
     func addWatch(_ fd: Int32, path: String) -> Int32 {
-        if let limit = watchLimit, directories.count >= limit, descriptors[path] == nil {
+        if let limit = watchLimit, directories.count >= limit, descriptors[PathKey(path)] == nil {
             errno = ENOSPC
             return noteFailure(path)
         }
@@ -288,9 +288,9 @@ final class WatchLoop: @unchecked Sendable {
             wd = inotify_add_watch(inotify, path.isEmpty ? root : root + "/" + path, Self.mask | UInt32(IN_DONT_FOLLOW))
         }
         guard wd >= 0 else { return noteFailure(path) }
-        if let old = directories[wd], old != path, descriptors[old] == wd { descriptors[old] = nil }
+        if let old = directories[wd], !utf8Equal(old, path), descriptors[PathKey(old)] == wd { descriptors[PathKey(old)] = nil }
         directories[wd] = path
-        descriptors[path] = wd
+        descriptors[PathKey(path)] = wd
         owner?.shared.withLock { $0.watchCount = directories.count }
         return wd
     }
@@ -354,10 +354,10 @@ final class WatchLoop: @unchecked Sendable {
     /// Removes the watches of `path` and below.
     func unwatch(_ path: String) {
         let below = path + "/"
-        for (wd, dir) in directories where dir == path || dir.hasPrefix(below) {
+        for (wd, dir) in directories where utf8Equal(dir, path) || utf8HasPrefix(dir, below) {
             inotify_rm_watch(inotify, wd)
             directories[wd] = nil
-            descriptors[dir] = nil
+            descriptors[PathKey(dir)] = nil
         }
         owner?.shared.withLock { $0.watchCount = directories.count }
     }
@@ -365,11 +365,11 @@ final class WatchLoop: @unchecked Sendable {
     /// A watched directory moved inside the tree: its watches keep working, under new paths.
     func rewatch(from old: String, to new: String) {
         let below = old + "/"
-        for (wd, dir) in directories where dir == old || dir.hasPrefix(below) {
-            let moved = new + dir.dropFirst(old.count)
+        for (wd, dir) in directories where utf8Equal(dir, old) || utf8HasPrefix(dir, below) {
+            let moved = new + String(decoding: dir.utf8.dropFirst(old.utf8.count), as: UTF8.self)
             directories[wd] = moved
-            if descriptors[dir] == wd { descriptors[dir] = nil }
-            descriptors[moved] = wd
+            if descriptors[PathKey(dir)] == wd { descriptors[PathKey(dir)] = nil }
+            descriptors[PathKey(moved)] = wd
         }
     }
 
@@ -437,8 +437,8 @@ final class WatchLoop: @unchecked Sendable {
             if !releases.isEmpty {
                 owner?.shared.withLock { state in
                     for path in releases {
-                        let n = (state.ownWrites[path] ?? 1) - 1
-                        state.ownWrites[path] = n > 0 ? n : nil
+                        let n = (state.ownWrites[PathKey(path)] ?? 1) - 1
+                        state.ownWrites[PathKey(path)] = n > 0 ? n : nil
                     }
                 }
             }
@@ -518,7 +518,7 @@ final class WatchLoop: @unchecked Sendable {
         guard let directory = directories[wd] else { return }
         if has(IN_IGNORED) {
             directories[wd] = nil
-            if descriptors[directory] == wd { descriptors[directory] = nil }
+            if descriptors[PathKey(directory)] == wd { descriptors[PathKey(directory)] = nil }
             owner?.shared.withLock { $0.watchCount = directories.count }
             if wd == rootWd { markRootGone() }
             return
@@ -585,7 +585,7 @@ final class WatchLoop: @unchecked Sendable {
     func noteChanged(_ path: String) {
         noteEvent()
         if isOwnWrite(path) { return }
-        changed.insert(path)
+        changed.insert(PathKey(path))
     }
 
     func isOwnWrite(_ path: String) -> Bool {
@@ -593,7 +593,7 @@ final class WatchLoop: @unchecked Sendable {
             if state.ownWrites.isEmpty { return false }
             var candidate = Substring(path)
             while true {
-                if state.ownWrites[String(candidate)] != nil { return true }
+                if state.ownWrites[PathKey(String(candidate))] != nil { return true }
                 guard let slash = candidate.lastIndex(of: "/") else { return false }
                 candidate = candidate[..<slash]
             }
@@ -609,7 +609,7 @@ final class WatchLoop: @unchecked Sendable {
             if move.reportable && isDirectory(move.path) { watchNewDirectory(move.path, report: true) }
         }
         moves.removeAll()
-        var batch = changed.sorted(by: utf8Less).map(WatchChange.changed)
+        var batch = changed.sorted().map { WatchChange.changed($0.string) }
         batch += renames.map { WatchChange.renamed(from: $0.0, to: $0.1) }
         for flag in flags {
             if case .watchLimitReached = flag { batch.append(flag) }

@@ -181,6 +181,10 @@ public struct ScanSummary: Sendable, Equatable {
     public var symlinks = 0
     /// Entries skipped because of ignore patterns (ignored directories count once).
     public var ignored = 0
+    /// Per directory this scan listed that has some, the names in it that another name
+    /// there equals under Unicode normalization; and the first of them (paths).
+    public var normalizationTwins: [PathKey: Int] = [:]
+    public var normalizationTwinNames: [String] = []
     public var added = 0
     public var changed = 0
     public var deleted = 0
@@ -237,6 +241,16 @@ public enum ScanError: Error, Sendable, Equatable, CustomStringConvertible {
 func utf8Less(_ a: String, _ b: String) -> Bool {
     var a = a, b = b
     return a.withUTF8 { x in b.withUTF8 { y in bytesLess(x, y) } }
+}
+
+/// `a == b` comparing UTF-8 bytes (`String`'s `==` takes canonically equivalent names as one).
+func utf8Equal(_ a: String, _ b: String) -> Bool {
+    a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8)
+}
+
+/// Whether `a`'s UTF-8 bytes start with `prefix`'s.
+func utf8HasPrefix(_ a: String, _ prefix: String) -> Bool {
+    a.utf8.starts(with: prefix.utf8)
 }
 
 @inline(__always)

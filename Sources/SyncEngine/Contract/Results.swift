@@ -174,6 +174,10 @@ public struct FolderStatus: Sendable, Equatable, Codable {
     /// Paths that cannot be pulled now (all), and the first of them with why.
     public var failing: Int
     public var failures: [PathFailure]
+    /// Names that another name of their directory equals under Unicode normalization (both
+    /// are synced byte-exact), and the first of them.
+    public var normalizationTwins: Int = 0
+    public var normalizationTwinNames: [String] = []
 }
 
 /// What one member of a folder is missing, and what moved with it.

@@ -1,3 +1,4 @@
+internal import PeerFiles
 internal import Foundation
 internal import Synchronization
 
@@ -17,7 +18,7 @@ final class FolderActivity: Sendable {
     }
 
     struct Counters: Sendable {
-        var current: [String: Current] = [:]
+        var current: [PathKey: Current] = [:]
         var received: [String: Int64] = [:]
         var sent: [String: Int64] = [:]
         var reused: Int64 = 0
@@ -28,7 +29,7 @@ final class FolderActivity: Sendable {
     private let state = Mutex(Counters())
 
     func begin(path: String, size: Int64, needed: Int64, peers: [String]) {
-        state.withLock { $0.current[path] = Current(path: path, size: size, needed: needed, peers: peers) }
+        state.withLock { $0.current[PathKey(path)] = Current(path: path, size: size, needed: needed, peers: peers) }
     }
 
     /// A chunk of `bytes` arrived for `path`, in an answer of `received` bytes from `device`
@@ -36,7 +37,7 @@ final class FolderActivity: Sendable {
     /// file (a delta's equal blocks). An answer that gave no chunk counts with `bytes` 0.
     func fetched(path: String, from device: String, bytes: Int, received: Int? = nil, reused: Int = 0) {
         state.withLock {
-            $0.current[path]?.fetched += Int64(bytes)
+            $0.current[PathKey(path)]?.fetched += Int64(bytes)
             $0.received[device, default: 0] += Int64(received ?? bytes)
             $0.reused += Int64(reused)
         }
@@ -57,7 +58,7 @@ final class FolderActivity: Sendable {
     /// A batch is placed (or dropped): its files are no longer in flight.
     func end(paths: [String]) {
         state.withLock { counters in
-            for path in paths { counters.current[path] = nil }
+            for path in paths { counters.current[PathKey(path)] = nil }
         }
     }
 

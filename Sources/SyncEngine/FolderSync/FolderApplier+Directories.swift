@@ -14,14 +14,14 @@ extension FolderApplier {
     /// by `status`, tried again) until it can go.
     func keepOrWait(_ tombstone: FileState, _ resolved: ResolvedPath, deleter: String, root: DirectoryHandle) {
         let children: [String]
-        let locals: [String: FileRecord]
-        let remotes: [String: [String: RemoteFileRecord]]
+        let locals: [PathKey: FileRecord]
+        let remotes: [PathKey: [String: RemoteFileRecord]]
         var st = stat()
         do {
             let directory = try resolved.directory.openSubdirectory(resolved.name)
             children = try directory.entryNames().filter { !Self.isTempName($0) }.map { tombstone.path + "/" + $0 }
-            locals = try index.files(folderID: folderID, paths: children)
-            remotes = try index.remoteFiles(folderID: folderID, paths: children)
+            locals = try index.files(folderID: folderID, paths: children, keyedBy: PathKey.init(_:))
+            remotes = try index.remoteFiles(folderID: folderID, paths: children, keyedBy: PathKey.init(_:))
             guard fstat(directory.fd, &st) == 0 else { throw FileError(kind: .io, operation: "stat", path: tombstone.path, message: Self.lastError()) }
         } catch {
             fail(tombstone.path, "cannot look inside the folder a peer deleted: \(error)")
@@ -30,8 +30,8 @@ extension FolderApplier {
         let own = ((try? index.file(folderID: folderID, path: tombstone.path)) ?? nil).map(FileState.init)
         let decision = DirectoryDeletion.decide(
             local: own?.deleted == false ? own : nil, tombstone: tombstone,
-            children: children.map { DirectoryDeletion.Child(local: locals[$0].map(FileState.init),
-                                                             deleter: remotes[$0]?[deleter].map(FileState.init)) },
+            children: children.map { DirectoryDeletion.Child(local: locals[PathKey($0)].map(FileState.init),
+                                                             deleter: remotes[PathKey($0)]?[deleter].map(FileState.init)) },
             device: host.localDevice,
             mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), mode: UInt32(st.st_mode & 0o7777))
         switch decision {

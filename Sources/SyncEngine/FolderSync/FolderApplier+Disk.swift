@@ -22,7 +22,7 @@ extension FolderApplier {
             if resolved.existing != nil {
                 if let copy = conflictCopy {
                     guard keepAsConflictCopy(resolved.directory, resolved.name, copy: copy, path: state.path) else { return }
-                } else if local[state.path].map({ !$0.deleted }) != true {
+                } else if local[PathKey(state.path)].map({ !$0.deleted }) != true {
                     rescan.append(state.path)   // not scanned yet: scan it first, never clobber it
                     return
                 } else {

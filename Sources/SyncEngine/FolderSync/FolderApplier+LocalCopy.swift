@@ -109,10 +109,10 @@ extension FolderApplier {
 
     /// The local files one pull reads chunks from, each opened once.
     final class LocalSources {
-        private var open: [String: LocalSource?] = [:]
+        private var open: [PathKey: LocalSource?] = [:]
 
         func source(_ location: ChunkLocation, applier: FolderApplier) -> LocalSource? {
-            let key = location.folderID + "\u{0}" + location.path
+            let key = PathKey(location.folderID + "\u{0}" + location.path)
             if let known = open[key] { return known }
             let source = applier.openSource(location)
             open[key] = source

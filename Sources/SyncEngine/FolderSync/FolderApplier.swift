@@ -35,10 +35,10 @@ final class FolderApplier: @unchecked Sendable {
     let folder: SharedFolder
     let host: any FolderHost
     let index: NodeIndex
-    let local: [String: FileState]
+    let local: [PathKey: FileState]
     /// Path → device → that peer's state (what the plan was made from).
-    let remotes: [String: [String: FileState]]
-    let manifests: [String: [String: [UInt8]]]
+    let remotes: [PathKey: [String: FileState]]
+    let manifests: [PathKey: [String: [UInt8]]]
     /// Small files' content that came with the peers' index pages (verified), by hash: written
     /// as it is, neither looked up in local files nor asked for. A written block goes at the
     /// next lookup window (`lookUpLocalChunks`: files of the same content in that window use
@@ -94,13 +94,13 @@ final class FolderApplier: @unchecked Sendable {
     /// Paths to scan again once the apply is done (conflict copies, paths changed here).
     var rescan: [String] = []
     /// Paths whose pull failed in this apply, and why (the folder reports and retries them).
-    private(set) var failures: [String: FailedPull] = [:]
+    private(set) var failures: [PathKey: FailedPull] = [:]
     /// Path → the state each action of this apply wants there (its `PullFailure.version`
     /// is made only for a path that fails).
-    private var wanted: [String: FileState] = [:]
+    private var wanted: [PathKey: FileState] = [:]
     /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
     /// failed attempt holds: those that still verify are not fetched again.
-    var keptTemps: [String: String] = [:]
+    var keptTemps: [PathKey: String] = [:]
     /// Peers that answered a delta request whole: they do not speak `block-delta`.
     private let plainPeers = Mutex<Set<String>>([])
     /// Set when the disk is full: the batch's remaining chunks are not fetched.
@@ -175,8 +175,8 @@ final class FolderApplier: @unchecked Sendable {
     private var lastRefresh: ContinuousClock.Instant?
     static let refreshInterval = Duration.milliseconds(250)
 
-    init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [String: FileState],
-         remotes: [String: [String: FileState]], manifests: [String: [String: [UInt8]]],
+    init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [PathKey: FileState],
+         remotes: [PathKey: [String: FileState]], manifests: [PathKey: [String: [UInt8]]],
          blocks: consuming [ChunkHash: IndexBlock] = [:]) {
         self.folder = folder
         self.host = host
@@ -199,7 +199,7 @@ final class FolderApplier: @unchecked Sendable {
         // A directory replaced by a file or link: after the deletions (its children go
         // first), so that the empty directory can make way at commit.
         let replacements = actions.filter { action in
-            guard case let .pull(state, _) = action, state.kind != .directory, let old = local[state.path] else { return false }
+            guard case let .pull(state, _) = action, state.kind != .directory, let old = local[PathKey(state.path)] else { return false }
             return old.kind == .directory && !old.deleted
         }
         let others = actions.filter { action in
@@ -245,7 +245,7 @@ final class FolderApplier: @unchecked Sendable {
             default: nil
             }
             guard let (state, device) = wanted, state.kind == .file, !state.deleted,
-                  let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes) else { continue }
+                  let bytes = manifests[PathKey(state.path)]?[device], let manifest = try? Manifest.decode(bytes) else { continue }
             hashes += manifest.chunks.lazy.filter { self.blocks[$0.hash] == nil }.map(\.hash.bytes)
         }
         localLocations = hashes.isEmpty ? [:] : (try? index.localChunkLocations(hashes: hashes)) ?? [:]
@@ -278,7 +278,7 @@ final class FolderApplier: @unchecked Sendable {
             // would then overwrite its edit instead of keeping it as a conflict copy.)
             return
         case let .conflict(winner, from, loser, copyName):
-            let localState = local[winner.path]
+            let localState = local[PathKey(winner.path)]
             if let localState, !localState.deleted, localState.version == loser.version {
                 // Our copy lost: it is kept under the conflict name, the winner takes its place
                 // (recorded with the merged version, which then settles every device).
@@ -300,7 +300,7 @@ final class FolderApplier: @unchecked Sendable {
 
     func pull(_ state: FileState, from device: String, root: DirectoryHandle, conflictCopy: String?) {
         guard let safe = try? SafePath(state.path) else { return }
-        if local[state.path] != nil, conflictCopy == nil, !diskMatchesIndex(state.path, root: root) {
+        if local[PathKey(state.path)] != nil, conflictCopy == nil, !diskMatchesIndex(state.path, root: root) {
             rescan.append(state.path)  // changed here since the last scan: scan it first
             return
         }
@@ -342,14 +342,14 @@ final class FolderApplier: @unchecked Sendable {
             add(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
                         conflictCopy: conflictCopy), root: root)
         case .file:
-            guard let bytes = manifests[state.path]?[device], let manifest = try? Manifest.decode(bytes),
+            guard let bytes = manifests[PathKey(state.path)]?[device], let manifest = try? Manifest.decode(bytes),
                   manifest.rootHash == (state.rootHash ?? []) else {
                 failed(state.path, PullFailure(.badData, "its peer sent no valid manifest for it"))
                 return
             }
             // A temp file kept from a failed attempt at this version is reused (its chunks
             // that verify are not fetched again); any other one is emptied.
-            let reuse = keptTemps[state.path].map { $0 == PullFailure.version(of: state) } ?? false
+            let reuse = keptTemps[PathKey(state.path)].map { $0 == PullFailure.version(of: state) } ?? false
             let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
                 failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
@@ -378,7 +378,7 @@ final class FolderApplier: @unchecked Sendable {
             add(item, root: root)
             // What our own file holds where it lacks a chunk is compared block by block
             // (`BlockDelta`): after a change in place, only the changed blocks travel.
-            let base = local[state.path].map { !$0.deleted && $0.kind == .file } == true && missing.contains(where: DeltaBase.worthIt)
+            let base = local[PathKey(state.path)].map { !$0.deleted && $0.kind == .file } == true && missing.contains(where: DeltaBase.worthIt)
                 ? DeltaBase(resolved.directory, resolved.name) : nil
             if base != nil { pendingDescriptors += 1 }
             for chunk in missing {
@@ -398,7 +398,7 @@ final class FolderApplier: @unchecked Sendable {
 
     /// Peers that are connected and have exactly this content for the path.
     private func devices(holding state: FileState) -> [String] {
-        holders(of: state, in: remotes[state.path] ?? [:])
+        holders(of: state, in: remotes[PathKey(state.path)] ?? [:])
     }
 
     /// Connected peers whose entry (device → state) has exactly this content.
@@ -478,12 +478,12 @@ final class FolderApplier: @unchecked Sendable {
         // connected peer that holds a file's content now serves its blocks (multi-source).
         // Looked up at most every `refreshInterval`: asking waits for the node's queue, which
         // is busy with the answers (B: 0.5 s of bob's 4.7 s when asked for every 32 jobs).
-        var fresh: [String: [String: FileState]] = [:]
+        var fresh: [PathKey: [String: FileState]] = [:]
         let time = ContinuousClock.now
         if lastRefresh.map({ time - $0 >= Self.refreshInterval }) ?? true {
             lastRefresh = time
             connected = host.connectedDevices()
-            fresh = ((try? index.remoteFiles(folderID: folderID, paths: Set(jobs.map(\.path)))) ?? [:])
+            fresh = ((try? index.remoteFiles(folderID: folderID, paths: jobs.map(\.path).pathKeys.map(\.string), keyedBy: PathKey.init(_:))) ?? [:])
                 .mapValues { $0.mapValues(FileState.init) }
         }
         let units = units
@@ -510,7 +510,7 @@ final class FolderApplier: @unchecked Sendable {
             }
             group.enter()
             let fd = item.fd
-            let now = holders(of: item.state, in: fresh[job.path] ?? [:])
+            let now = holders(of: item.state, in: fresh[PathKey(job.path)] ?? [:])
             launched += 1
             let want = want(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
                 (bytes: [UInt8]?, lied: Bool) in
@@ -777,7 +777,7 @@ final class FolderApplier: @unchecked Sendable {
             // What should be at a path the plan knew: the version the index records now (nil:
             // nothing). A path the plan did not know needs no read: nothing may be replaced there.
             var expected: FileRecord?
-            if item.conflictCopy == nil, local[item.state.path] != nil {
+            if item.conflictCopy == nil, local[PathKey(item.state.path)] != nil {
                 do { expected = try index.file(folderID: folderID, path: item.state.path).flatMap { $0.deleted ? nil : $0 } } catch {
                     discard(item, "cannot read what the index records for it: \(error)")
                     continue
@@ -923,7 +923,7 @@ final class FolderApplier: @unchecked Sendable {
         case let .conflict(winner, _, _, _): [winner]
         case let .rename(from, to, _): [from, to]
         }
-        for state in states { wanted[state.path] = state }
+        for state in states { wanted[PathKey(state.path)] = state }
     }
 
     /// A path that could not be applied because a place cannot be written (a rename, link,
@@ -937,8 +937,9 @@ final class FolderApplier: @unchecked Sendable {
     /// A pull of `path` failed: the folder reports it (once per change) and retries it as
     /// the kind of failure says (see `PullRetry`). The first failure of a path in an apply stays.
     func failed(_ path: String, _ failure: PullFailure) {
-        guard failures[path] == nil else { return }
-        failures[path] = FailedPull(failure: failure, version: wanted[path].map(PullFailure.version) ?? "")
+        let key = PathKey(path)
+        guard failures[key] == nil else { return }
+        failures[key] = FailedPull(failure: failure, version: wanted[key].map(PullFailure.version) ?? "")
     }
 
     /// Removes the temp file a failed attempt kept for `path`, if any (the path needs

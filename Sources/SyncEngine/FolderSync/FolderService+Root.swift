@@ -27,7 +27,7 @@ extension FolderService {
         if !scrub.changed.isEmpty { folder.io.async { folder.fullScanPaths(scrub.changed) } }
         let elapsed = ContinuousClock.now - started
         let damaged = scrub.corrupt.prefix(VerifyResult.listLimit).map {
-            VerifyResult.Damaged(path: $0, repaired: unrepaired[$0] == nil, reason: unrepaired[$0])
+            VerifyResult.Damaged(path: $0, repaired: unrepaired[PathKey($0)] == nil, reason: unrepaired[PathKey($0)])
         }
         return VerifyResult(folder: folder.id, path: folder.root, files: scrub.files, bytes: scrub.bytes,
                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,

@@ -211,6 +211,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
         let connected = connectedDevices()
         let activity = folder.activity.snapshot
+        let twins = folder.nameTwins.current
         var peers: [FolderPeer] = []
         for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
             let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
@@ -235,7 +236,8 @@ final class FolderService: Reporting, @unchecked Sendable {
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                             files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
-                            failing: folder.failing.count, failures: Self.failures(of: folder))
+                            failing: folder.failing.count, failures: Self.failures(of: folder),
+                            normalizationTwins: twins.count, normalizationTwinNames: twins.names)
     }
 
     /// How many of the files being pulled `status` lists (by path).
@@ -514,7 +516,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         // is checked, decoded or kept (1,000,000 tombstones past it cost 51.7 CPU-s).
         guard withinIndexQuota(Set(entries.map(\.path)), folder: folder, from: session) else { return }
         var records: [RemoteFileRecord] = []
-        var paths = Set<String>()
+        var paths = Set<PathKey>()
         var highest: Int64 = 0
         var bytes = 0
         /// Hash → size of the single chunk of each small file of the page.
@@ -547,7 +549,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 symlinkTarget: entry.kind == .symlink ? entry.symlinkTarget : nil,
                 version: Dictionary(entry.version.map { ($0.device, $0.counter) }, uniquingKeysWith: { a, b in max(a, b) }),
                 rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
-            paths.insert(entry.path)
+            paths.insert(PathKey(entry.path))
             bytes += entry.encodedSize
         }
         // Matched (hashed) before the entries are stored: a pull planning them from then on

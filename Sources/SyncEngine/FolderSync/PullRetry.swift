@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
+internal import PeerFiles
 
 /// When the paths whose pull failed are tried again: a pure state machine (no clock, no
 /// disk, no network), fed with failures, successes and events; the folder supplies the time
@@ -65,7 +66,7 @@ struct PullRetry: Equatable {
     /// How often free space is looked at while a path waits for it (a statvfs call).
     static let spaceProbeInterval = 2.0
 
-    private(set) var entries: [String: Entry] = [:]
+    private(set) var entries: [PathKey: Entry] = [:]
     /// When free space is looked at next (nil: no path waits for space).
     private(set) var nextProbe: Double?
 
@@ -88,7 +89,7 @@ struct PullRetry: Equatable {
 
     /// A pull of `path` (wanting `version`) failed; true when this failure is news to report.
     @discardableResult
-    mutating func failed(_ path: String, _ failure: Failure, reason: String, version: String, now: Double,
+    mutating func failed(_ path: PathKey, _ failure: Failure, reason: String, version: String, now: Double,
                          freeBytes: UInt64? = nil) -> Bool {
         let old = entries[path]
         let attempts = old?.version == version ? (old?.attempts ?? 0) + 1 : 1
@@ -104,7 +105,7 @@ struct PullRetry: Equatable {
 
     /// `path` needs nothing more (pulled, or nothing to do any more); true when it was failing.
     @discardableResult
-    mutating func succeeded(_ path: String) -> Bool {
+    mutating func succeeded(_ path: PathKey) -> Bool {
         let was = entries.removeValue(forKey: path) != nil
         updateProbe()
         return was
@@ -131,8 +132,8 @@ struct PullRetry: Equatable {
     }
 
     /// The paths due for an attempt now; they are taken (no longer timed) until they fail again.
-    mutating func takeDue(now: Double) -> Set<String> {
-        var due = Set<String>()
+    mutating func takeDue(now: Double) -> Set<PathKey> {
+        var due = Set<PathKey>()
         for (path, entry) in entries {
             guard let at = entry.retryAt, at <= now else { continue }
             due.insert(path)
@@ -143,7 +144,7 @@ struct PullRetry: Equatable {
 
     /// True when `path` waits for free space: a rescan does not try it (it would fetch
     /// what cannot be stored), the free-space probe does.
-    func waitsForSpace(_ path: String) -> Bool {
+    func waitsForSpace(_ path: PathKey) -> Bool {
         guard let entry = entries[path] else { return false }
         return entry.failure == .diskFull && entry.retryAt != nil   // nil: an attempt is running
     }

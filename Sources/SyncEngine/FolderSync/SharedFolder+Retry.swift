@@ -2,6 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
+internal import PeerFiles
 internal import Synchronization
 
 /// The edge of `PullRetry` for one folder: the clock, the timer, free space, the reports, and
@@ -14,21 +15,21 @@ extension SharedFolder {
     }
 
     /// Path → the wanted version a kept temp file holds, for the next attempt.
-    var keptTemps: [String: String] {
+    var keptTemps: [PathKey: String] {
         retry.entries.mapValues(\.version)
     }
 
     /// Paths of the table that this planning pass looked at (`paths`, or all when nil) and
     /// that need nothing now: forgotten, with their kept temp files.
-    func settleFailures(considered paths: Set<String>?, planned actions: [SyncAction]) {
+    func settleFailures(considered paths: Set<PathKey>?, planned actions: [SyncAction]) {
         guard !retry.isEmpty else { return }
-        let planned = Set(actions.flatMap(\.paths))
+        let planned = actions.flatMap(\.paths).pathKeys
         let considered = paths.map { $0.filter { retry.entries[$0] != nil } } ?? Set(retry.entries.keys)
         let settled = considered.subtracting(planned)
         guard !settled.isEmpty else { return }
         for path in settled {
             retry.succeeded(path)
-            FolderApplier.removeKeptTemp(path, root: root)
+            FolderApplier.removeKeptTemp(path.string, root: root)
         }
         publishFailures()
         setStatus(.idle)
@@ -36,13 +37,13 @@ extension SharedFolder {
 
     /// After an apply: failed paths go in the table (news reported once per change), the
     /// others leave it; then the next attempt is timed.
-    func recordOutcome(_ failures: [String: FailedPull], actions: [SyncAction]) {
+    func recordOutcome(_ failures: [PathKey: FailedPull], actions: [SyncAction]) {
         let now = Self.monotonicNow()
-        var news: [(path: String, failure: PullFailure)] = []
+        var news: [(path: PathKey, failure: PullFailure)] = []
         var free: UInt64?
-        for path in Set(actions.flatMap(\.paths)).sorted() {
+        for path in actions.flatMap(\.paths).pathKeys.sorted() {
             guard let failed = failures[path] else {
-                if retry.succeeded(path) { FolderApplier.removeKeptTemp(path, root: root) }
+                if retry.succeeded(path) { FolderApplier.removeKeptTemp(path.string, root: root) }
                 continue
             }
             if failed.failure.failure == .diskFull, free == nil { free = freeBytes() }
@@ -137,7 +138,7 @@ final class FailingPaths: Sendable {
         let now = SharedFolder.monotonicNow()
         return table.withLock { retry in
             retry.entries.sorted { $0.key < $1.key }.prefix(limit).map { path, entry in
-                (path, entry.failure, entry.reason, retry.plan(for: entry, now: now))
+                (path.string, entry.failure, entry.reason, retry.plan(for: entry, now: now))
             }
         }
     }

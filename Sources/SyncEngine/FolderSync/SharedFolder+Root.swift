@@ -131,7 +131,7 @@ extension SharedFolder {
         var deletedFiles = 0
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
             let chunk = paths[start..<min(paths.count, start + Self.deletionBatch)]
-            deletedFiles += try index.files(folderID: id, paths: chunk).values.count { $0.kind == .file && !$0.deleted }
+            deletedFiles += try index.files(folderID: id, paths: chunk, keyedBy: PathKey.init(_:)).values.count { $0.kind == .file && !$0.deleted }
         }
         let totals = ScanTotals(entriesBefore: before.entries, filesBefore: before.files,
                                 entriesAfterAdditions: afterAdditions.entries, filesAfterAdditions: afterAdditions.files,
@@ -143,9 +143,9 @@ extension SharedFolder {
         var wrote = false
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
             let chunk = paths[start..<min(paths.count, start + Self.deletionBatch)]
-            let old = try index.files(folderID: id, paths: chunk)
+            let old = try index.files(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))
             let rows = chunk.compactMap { path in
-                old[path].flatMap { changes.tombstone(for: FileState($0), deletedAtNs: now) }?.fileRecord(folderID: id)
+                old[PathKey(path)].flatMap { changes.tombstone(for: FileState($0), deletedAtNs: now) }?.fileRecord(folderID: id)
             }
             guard !rows.isEmpty else { continue }
             _ = try index.upsertFiles(rows)

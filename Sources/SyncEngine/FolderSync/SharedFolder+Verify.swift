@@ -102,34 +102,33 @@ extension SharedFolder {
 
     /// Rebuilds `paths` (files found corrupt) as the version the index records, from their
     /// verified chunks and a peer that has that version; the paths that could not be, with
-    /// why. On `io`.
-    func repair(_ paths: [String]) -> [String: String] {
-        let why = "the folder is stopped (see 'syncpeer status')"
-        guard stopped == nil, let index, let host, checkRoot() else { return Dictionary(uniqueKeysWithValues: paths.map { ($0, why) }) }
-        let wanted = Set(paths)
-        let local: [String: FileState]
-        let entries: [String: [String: RemoteFileRecord]]
+    /// why (keyed by their bytes: two names equal under Unicode normalization stay two). On `io`.
+    func repair(_ paths: [String]) -> [PathKey: String] {
+        func all(_ why: String) -> [PathKey: String] { Dictionary(paths.map { (PathKey($0), why) }) { a, _ in a } }
+        guard stopped == nil, let index, let host, checkRoot() else { return all("the folder is stopped (see 'syncpeer status')") }
+        let local: [PathKey: FileState]
+        let entries: [PathKey: [String: RemoteFileRecord]]
         let members: [FolderPeerRecord]
         do {
-            local = try index.files(folderID: id, paths: wanted, includeChunks: false).mapValues(FileState.init)
-            entries = try index.remoteFiles(folderID: id, paths: wanted)
+            local = try index.files(folderID: id, paths: paths, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(FileState.init)
+            entries = try index.remoteFiles(folderID: id, paths: paths, keyedBy: PathKey.init(_:))
             members = try index.folderPeers(folderID: id)
         } catch {
-            return Dictionary(uniqueKeysWithValues: paths.map { ($0, "cannot read the index: \(error)") })
+            return all("cannot read the index: \(error)")
         }
         let (remotes, manifests) = Self.peerStates(entries.flatMap { $0.value.map { ($0.key, $0.value) } },
                                                    members: Set(members.map(\.deviceID)))
         let connected = host.connectedDevices()
-        var unrepaired: [String: String] = [:]
+        var unrepaired: [PathKey: String] = [:]
         var actions: [SyncAction] = []
-        for path in paths {
-            guard let state = local[path], !state.deleted else {
-                unrepaired[path] = "it changed since it was verified"
+        for key in paths.map(PathKey.init(_:)) {
+            guard let state = local[key], !state.deleted else {
+                unrepaired[key] = "it changed since it was verified"
                 continue
             }
-            let holders = (remotes[path] ?? [:]).filter { !$0.value.deleted && $0.value.rootHash == state.rootHash }.keys.sorted()
+            let holders = (remotes[key] ?? [:]).filter { !$0.value.deleted && $0.value.rootHash == state.rootHash }.keys.sorted()
             guard let device = holders.first(where: connected.contains) else {
-                unrepaired[path] = holders.isEmpty ? "no peer has this version of it" : "no peer that has this version of it is connected"
+                unrepaired[key] = holders.isEmpty ? "no peer has this version of it" : "no peer that has this version of it is connected"
                 continue
             }
             actions.append(.pull(state, from: device))
@@ -143,7 +142,7 @@ extension SharedFolder {
         recordOutcome(applier.failures, actions: actions)
         setStatus(.idle)
         announcePulled()
-        for (path, failed) in applier.failures { unrepaired[path] = failed.failure.reason }
+        for (key, failed) in applier.failures { unrepaired[key] = failed.failure.reason }
         return unrepaired
     }
 }

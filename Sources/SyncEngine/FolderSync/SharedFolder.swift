@@ -65,6 +65,8 @@ final class SharedFolder: @unchecked Sendable {
     var retryTimer: DispatchWorkItem?
     /// Any thread: what status shows of `retry`.
     let failing = FailingPaths()
+    /// Names that equal another under Unicode normalization (read by the control thread).
+    let nameTwins = NameTwinsReport()
 
     init(id: String, root: String, label: String, host: any FolderHost) {
         self.id = id
@@ -176,7 +178,7 @@ final class SharedFolder: @unchecked Sendable {
         guard !movedTo.isEmpty, let handle = try? DirectoryHandle(path: root) else { return }
         for relative in movedTo {
             for (path, reason) in FolderApplier.removeStrandedTemporaries(under: handle, movedTo: relative,
-                                                                         failing: retry.entries.keys) {
+                                                                         failing: retry.entries.keys.map(\.string)) {
                 report("cannot remove the stranded temporary file \(path): \(reason)")
             }
         }
@@ -249,7 +251,7 @@ final class SharedFolder: @unchecked Sendable {
         var wroteChanges = false
         // Only a rescan of some paths plans its changes again, so only then are they
         // collected: a full scan of a large folder does not hold all of its paths.
-        var changedPaths = Set<String>()
+        var changedPaths = Set<PathKey>()
         // Held until the scan knows its totals (paths only: a deletion needs nothing else).
         var deletions: [String] = []
         do {
@@ -259,7 +261,7 @@ final class SharedFolder: @unchecked Sendable {
                     wroteChanges = true
                     // Peers start pulling while a long first scan goes on.
                     host?.folderChanged(id)
-                    if paths != nil { changedPaths.formUnion(batch.added.map(\.path) + batch.changed.map(\.path)) }
+                    if paths != nil { changedPaths.formUnion((batch.added.map(\.path) + batch.changed.map(\.path)).pathKeys) }
                 }
             }
             let summary = if let paths {
@@ -268,9 +270,10 @@ final class SharedFolder: @unchecked Sendable {
                 try scanner.scan(known: known, onBatch: onBatch)
             }
             activity.scanned(bytes: summary.bytesRead)
+            if let message = nameTwins.record(summary, whole: paths == nil) { report(message) }
             if try recordDeletions(deletions, before: before, index: index) {
                 wroteChanges = true
-                if paths != nil { changedPaths.formUnion(deletions) }
+                if paths != nil { changedPaths.formUnion(deletions.pathKeys) }
             }
             resumeIfStopped()
         } catch let error as ScanError {
@@ -300,19 +303,19 @@ final class SharedFolder: @unchecked Sendable {
         guard !batch.added.isEmpty || !batch.changed.isEmpty, let host else { return false }
         let found = batch.added + batch.changed
         placed.forget(found.lazy.map(\.path))
-        var manifests: [String: PeerFiles.ScannedEntry] = [:]
-        for entry in found { manifests[entry.path] = entry }
+        var manifests: [PathKey: PeerFiles.ScannedEntry] = [:]
+        for entry in found { manifests[PathKey(entry.path)] = entry }
         let present = found.map { entry in
             ScannedEntry(path: entry.path, kind: FileState.Kind(entry.kind), size: Int64(entry.size), mtimeNs: entry.mtimeNs,
                          mode: entry.mode, symlinkTarget: entry.symlinkTarget, rootHash: entry.manifest?.rootHash)
         }
-        let olds: [String: FileRecord]
-        do { olds = try index.files(folderID: id, paths: present.map(\.path)) } catch {
+        let olds: [PathKey: FileRecord]
+        do { olds = try index.files(folderID: id, paths: present.map(\.path), keyedBy: PathKey.init(_:)) } catch {
             report("cannot read the records of scanned files: \(error)")
             return false
         }
         func chunks(_ path: String) -> [FileChunkRecord] {
-            manifests[path]?.manifest?.chunkRecords ?? []
+            manifests[PathKey(path)]?.manifest?.chunkRecords ?? []
         }
         // A record with stale hashes (see FileRecord.manifest) whose size, mtime and mode are
         // still those recorded holds the same content (the scanner's test of an unchanged
@@ -321,12 +324,12 @@ final class SharedFolder: @unchecked Sendable {
         var rows: [FileRecord] = []
         var rest: [ScannedEntry] = []
         for entry in present {
-            if entry.kind == .file, let old = olds[entry.path], old.hasStaleHashes, old.size == entry.size,
+            if entry.kind == .file, let old = olds[PathKey(entry.path)], old.hasStaleHashes, old.size == entry.size,
                old.mtimeNs == entry.mtimeNs, old.mode == entry.mode, let root = entry.rootHash {
                 var row = old
                 row.rootHash = root
                 row.chunks = chunks(entry.path)
-                row.inode = manifests[entry.path]?.inode
+                row.inode = manifests[PathKey(entry.path)]?.inode
                 rows.append(row)
             } else {
                 rest.append(entry)
@@ -334,10 +337,10 @@ final class SharedFolder: @unchecked Sendable {
         }
         let scanResult = LocalScanResult(rootPresent: true, present: rest)
         let changes = LocalChanges(localDevice: host.localDevice)
-        switch changes.records(for: scanResult, old: { path in olds[path].map(FileState.init) }, deletedAtNs: Self.nowNs()) {
+        switch changes.records(for: scanResult, old: { path in olds[PathKey(path)].map(FileState.init) }, deletedAtNs: Self.nowNs()) {
         case let .failure(refusal): throw refusal
         case let .success(list):
-            rows += list.map { state in state.fileRecord(folderID: id, inode: manifests[state.path]?.inode, chunks: chunks(state.path)) }
+            rows += list.map { state in state.fileRecord(folderID: id, inode: manifests[PathKey(state.path)]?.inode, chunks: chunks(state.path)) }
         }
         guard !rows.isEmpty else { return false }
         do { _ = try index.upsertFiles(rows) } catch { report("cannot record changes: \(error)") ; return false }
@@ -353,7 +356,7 @@ final class SharedFolder: @unchecked Sendable {
     /// of them is queued on `io`, and how many such pulls ran (for tests).
     private let peerChanges = Mutex<PeerChanges>(PeerChanges())
     struct PeerChanges {
-        var pages: [(paths: Set<String>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int)] = []
+        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int)] = []
         var queued = false
         var pulls = 0
     }
@@ -374,7 +377,7 @@ final class SharedFolder: @unchecked Sendable {
     /// page held together (a folder's deletion with its children's, a rename's two halves)
     /// is still planned together. A page's blocks are kept only within the node's
     /// `indexBlockBudget`.
-    func pullSoon(_ paths: Set<String>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:]) {
+    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:]) {
         let size = blocks.values.reduce(0) { $0 + Self.heldCost($1.bytes.count) }
         let keep = size > 0 && host?.indexBlockBudget.hold(size) == true
         let queue = peerChanges.withLock { pending in
@@ -387,7 +390,7 @@ final class SharedFolder: @unchecked Sendable {
 
     private func pullWaiting() {
         var (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
-            var batch = Set<String>()
+            var batch = Set<PathKey>()
             var blocks: [ChunkHash: IndexBlock] = [:]
             var (taken, bytes, blockBytes) = (0, 0, 0)
             for page in pending.pages {
@@ -453,14 +456,14 @@ final class SharedFolder: @unchecked Sendable {
     /// Returns what the blocks it was given gave back of the node's `indexBlockBudget` once
     /// written (the caller gives back the rest).
     @discardableResult
-    func pull(paths: Set<String>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
+    func pull(paths: Set<PathKey>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
         guard stopped == nil, let index, let host, checkRoot() else { return 0 }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return 0 }
         // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
-        let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy(retry.waitsForSpace) }
+        let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy { retry.waitsForSpace(PathKey($0)) } }
         guard !wanted.isEmpty else { return 0 }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         setStatus(.syncing)
@@ -469,6 +472,7 @@ final class SharedFolder: @unchecked Sendable {
         applier.keptTemps = keptTemps
         applier.apply(actions)
         recordOutcome(applier.failures, actions: actions)
+        countTwins(among: actions.flatMap(\.paths))
         setStatus(.idle)
         announcePulled()
         return applier.releasedBlockCost
@@ -495,20 +499,21 @@ final class SharedFolder: @unchecked Sendable {
     /// What to do, with the local states and the peers' manifests of the paths concerned.
     struct Plan {
         var actions: [SyncAction] = []
-        var local: [String: FileState] = [:]
+        var local: [PathKey: FileState] = [:]
         /// Path → device → that peer's state, for the paths with something to do.
-        var remotes: [String: [String: FileState]] = [:]
-        var manifests: [String: [String: [UInt8]]] = [:]
+        var remotes: [PathKey: [String: FileState]] = [:]
+        var manifests: [PathKey: [String: [UInt8]]] = [:]
     }
 
     /// Paths the peers have (or had) this many at a time when planning every path.
     static let planPage = 500
 
-    private func planPaths(_ paths: Set<String>, index: NodeIndex, members: Set<String>) -> Plan {
+    private func planPaths(_ paths: Set<PathKey>, index: NodeIndex, members: Set<String>) -> Plan {
         var plan = Plan()
         // Two batched lookups for the whole set (one read transaction each).
-        plan.local = ((try? index.files(folderID: id, paths: paths, includeChunks: false)) ?? [:]).mapValues(FileState.init)
-        let entries = ((try? index.remoteFiles(folderID: id, paths: paths)) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
+        let list = paths.map(\.string)
+        plan.local = ((try? index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:))) ?? [:]).mapValues(FileState.init)
+        let entries = ((try? index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:))) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = notIgnored(plan.remotes)
         plan.actions = SyncPlanner(localDevice: host?.localDevice).plan(local: plan.local, remotes: plan.remotes)
@@ -527,17 +532,17 @@ final class SharedFolder: @unchecked Sendable {
             let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []
             guard let last = page.last?.record.path else { break }
             let (remotes, manifests) = Self.peerStates(page.map { ($0.0, $0.1) }, members: members)
-            var local: [String: FileState] = [:]
+            var local: [PathKey: FileState] = [:]
             var localAfter = after
             while case let records = (try? index.files(folderID: id, afterPath: localAfter, throughPath: last,
                                                        limit: Self.planPage, includeChunks: false)) ?? [],
                   let end = records.last?.path {
-                for record in records where remotes[record.path] != nil { local[record.path] = FileState(record) }
+                for record in records where remotes[PathKey(record.path)] != nil { local[PathKey(record.path)] = FileState(record) }
                 localAfter = end
             }
             for action in planner.plan(local: local, remotes: notIgnored(remotes)) {
                 plan.actions.append(action)
-                for path in action.paths {
+                for path in action.paths.map(PathKey.init(_:)) {
                     if let state = local[path] { plan.local[path] = state }
                     if let states = remotes[path] { plan.remotes[path] = states }
                     if let manifest = manifests[path] { plan.manifests[path] = manifest }
@@ -545,26 +550,26 @@ final class SharedFolder: @unchecked Sendable {
             }
             after = last
         }
-        plan.actions.sort { $0.paths[0] < $1.paths[0] }
+        plan.actions.sort { PathKey($0.paths[0]) < PathKey($1.paths[0]) }
         return plan
     }
 
     /// The members' entries (device, entry) as path → device → state, and their manifests.
     static func peerStates(_ entries: some Sequence<(String, RemoteFileRecord)>, members: Set<String>)
-        -> (states: [String: [String: FileState]], manifests: [String: [String: [UInt8]]]) {
-        var states: [String: [String: FileState]] = [:]
-        var manifests: [String: [String: [UInt8]]] = [:]
+        -> (states: [PathKey: [String: FileState]], manifests: [PathKey: [String: [UInt8]]]) {
+        var states: [PathKey: [String: FileState]] = [:]
+        var manifests: [PathKey: [String: [UInt8]]] = [:]
         for (device, remote) in entries where members.contains(device) {
-            states[remote.path, default: [:]][device] = FileState(remote)
-            if let manifest = remote.manifest { manifests[remote.path, default: [:]][device] = manifest }
+            states[PathKey(remote.path), default: [:]][device] = FileState(remote)
+            if let manifest = remote.manifest { manifests[PathKey(remote.path), default: [:]][device] = manifest }
         }
         return (states, manifests)
     }
 
     /// Paths our ignore patterns exclude are never pulled.
-    private func notIgnored(_ remotes: [String: [String: FileState]]) -> [String: [String: FileState]] {
+    private func notIgnored(_ remotes: [PathKey: [String: FileState]]) -> [PathKey: [String: FileState]] {
         remotes.filter { path, states in
-            !ignores.isIgnored(path, isDirectory: states.values.contains { $0.kind == .directory })
+            !ignores.isIgnored(path.string, isDirectory: states.values.contains { $0.kind == .directory })
         }
     }
 

@@ -162,8 +162,8 @@ public struct SyncPlanner: Sendable {
         return take(target, from: device, local: local)
     }
 
-    /// Plans every path of a batch; `remotes` maps path → (device → state).
-    public func plan(local: [String: FileState], remotes: [String: [String: FileState]]) -> [SyncAction] {
+    /// Plans every path of a batch (in byte order); `remotes` maps path → (device → state).
+    func plan(local: [PathKey: FileState], remotes: [PathKey: [String: FileState]]) -> [SyncAction] {
         let paths = Set(local.keys).union(remotes.keys).sorted()
         return paths.map { plan(local: local[$0], remotes: remotes[$0] ?? [:]) }.filter { $0 != .upToDate }
     }
@@ -179,22 +179,22 @@ public struct SyncPlanner: Sendable {
     /// content (root hash) into one `.rename`: the data is already here. Each deletion and
     /// each pull pairs at most once; pairs are made in path order, so the result is
     /// deterministic. A rename takes the pull's place in the list; the delete is dropped.
-    public static func planRenames(_ actions: [SyncAction], local: [String: FileState]) -> [SyncAction] {
+    static func planRenames(_ actions: [SyncAction], local: [PathKey: FileState]) -> [SyncAction] {
         var deletesByContent: [[UInt8]: [(index: Int, tombstone: FileState)]] = [:]
         for (index, action) in actions.enumerated() {
-            guard case .delete(let tombstone, _) = action, let old = local[tombstone.path], !old.deleted,
+            guard case .delete(let tombstone, _) = action, let old = local[PathKey(tombstone.path)], !old.deleted,
                   old.kind == .file, let hash = old.rootHash else { continue }
             deletesByContent[hash, default: []].append((index, tombstone))
         }
-        for key in deletesByContent.keys { deletesByContent[key]!.sort { $0.tombstone.path < $1.tombstone.path } }
+        for key in deletesByContent.keys { deletesByContent[key]!.sort { PathKey($0.tombstone.path) < PathKey($1.tombstone.path) } }
 
         let pullOrder = actions.indices.filter {
             guard case .pull(let state, _) = actions[$0] else { return false }
             return state.kind == .file && !state.deleted && state.rootHash != nil
-                && (local[state.path].map { $0.deleted } ?? true)
+                && (local[PathKey(state.path)].map { $0.deleted } ?? true)
         }.sorted {
             guard case .pull(let a, _) = actions[$0], case .pull(let b, _) = actions[$1] else { return false }
-            return a.path < b.path
+            return PathKey(a.path) < PathKey(b.path)
         }
         var result = actions.map { Optional($0) }
         for index in pullOrder {

@@ -726,12 +726,13 @@ final class TransferService: Reporting, @unchecked Sendable {
             guard most <= WireLimits.maxHaveBitmap * 8 else { throw EngineError.refused("the offer may have more than \(WireLimits.maxHaveBitmap * 8) chunks") }
             // A folder's entries must be distinct files: no duplicates, and no file that is
             // also a parent directory of another ("a" and "a/b").
-            var files = Set<String>()
-            var directories = Set<String>()
+            // By bytes: names that differ only by Unicode normalization are two files.
+            var files = Set<PathKey>()
+            var directories = Set<PathKey>()
             for path in paths {
-                guard files.insert(path.string).inserted else { throw EngineError.refused("the entry '\(path)' appears twice") }
+                guard files.insert(PathKey(path.string)).inserted else { throw EngineError.refused("the entry '\(path)' appears twice") }
                 for depth in 1..<path.components.count {
-                    directories.insert(path.components.prefix(depth).joined(separator: "/"))
+                    directories.insert(PathKey(path.components.prefix(depth).joined(separator: "/")))
                 }
             }
             if let clash = files.first(where: { directories.contains($0) }) {

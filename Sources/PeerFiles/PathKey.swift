@@ -1,0 +1,32 @@
+/// A path as the file system and the index tell paths apart: by their UTF-8 bytes.
+///
+/// Swift's `String` compares and hashes by Unicode canonical equivalence, so "café" written
+/// with U+00E9 and "cafe" + U+0301 are one `String` key although Linux keeps them as two
+/// files and SQLite as two rows. Every set or dictionary of folder paths uses this key
+/// instead: with `String` keys one of two such names was silently dropped (never pulled,
+/// never indexed) while the folder looked in sync.
+public struct PathKey: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    public let string: String
+
+    public init(_ string: String) { self.string = string }
+    public init(stringLiteral value: String) { self.string = value }
+
+    public var description: String { string }
+
+    public static func == (a: PathKey, b: PathKey) -> Bool {
+        a.string.utf8.count == b.string.utf8.count && a.string.utf8.elementsEqual(b.string.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        var copy = string
+        copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Byte order, the order of the index and of the scanner's walk.
+    public static func < (a: PathKey, b: PathKey) -> Bool { utf8Less(a.string, b.string) }
+}
+
+extension Sequence where Element == String {
+    /// The paths as a set that keeps names differing only by Unicode normalization apart.
+    public var pathKeys: Set<PathKey> { Set(map(PathKey.init(_:))) }
+}
