@@ -194,7 +194,7 @@ struct SendTests {
         defer { pair.env.cleanup() }
         let set = try pair.env.cli(pair.bob, ["auto-accept", "alice", "on"])
         #expect(set.status == 0, "\(set.stderr)")
-        #expect(set.stdout.hasSuffix(": offers are accepted without asking\n"))
+        #expect(set.stdout.hasSuffix(": offers of files are accepted without asking\n"), "\(set.stdout)")
         let source = pair.outbox + "/auto.bin"
         try TestFiles.random(source, size: 30_000)
         #expect(try pair.send(source).status == 0)
