@@ -83,6 +83,8 @@ public final class ControlServer: @unchecked Sendable {
             switch request {
             case .events:
                 break  // answered by the loop
+            case .activity:
+                reply.page(id, node.activity.page(page))
             case .status:
                 reply.success(id, node.status())
             case .peers:
@@ -146,6 +148,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, try node.confirmFolder(directory: directory))
             case let .verify(directory):
                 reply.success(id, try node.verifyFolder(directory: directory))
+            case let .rescan(directory, path):
+                reply.success(id, try node.rescanFolder(directory: directory, path: path))
             case .folders:
                 let folders = node.folderStatus(page)
                 // The first offers come with the first page (what `status` shows at a glance).

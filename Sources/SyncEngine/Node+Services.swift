@@ -108,6 +108,11 @@ extension Node {
         try folders.confirmFolder(directory: directory)
     }
 
+    /// `syncpeer rescan DIR [PATH]`: scans the folder (or one path in it) now.
+    public func rescanFolder(directory: String, path: String?) throws(EngineError) -> FolderResult {
+        try folders.rescanFolder(directory: directory, path: path)
+    }
+
     /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
     public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
         try folders.verifyFolder(directory: directory)

@@ -29,6 +29,8 @@ public final class Node: Reporting, @unchecked Sendable {
 
     /// Who listens to the node's events (its own lock: subscribing never waits for `queue`).
     let events = EventBus()
+    /// The last events, for pages that open later (`activity`).
+    let activity = ActivityLog()
     /// The listener, dialling, handshakes, sessions, keepalive, redial and pairing.
     let connections: ConnectionService
     /// Sending and receiving files, folders and streams (its state confined to `queue`).
@@ -63,6 +65,7 @@ public final class Node: Reporting, @unchecked Sendable {
         folders.link = connections
         connections.observer = self
         connections.nearby = self
+        _ = events.subscribe { [activity] event in activity.record(event) }
     }
 
     /// Opens an initialised home (identity and index) for running a node.

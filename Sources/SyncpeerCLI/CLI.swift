@@ -22,6 +22,7 @@ public enum CLI {
         UnshareCommand.self,
         ConfirmCommand.self,
         VerifyCommand.self,
+        RescanCommand.self,
         StatusCommand.self,
         GuiCommand.self,
         ConflictsCommand.self,

@@ -93,6 +93,45 @@ struct ConfirmCommand: SharedFolderCommand {
     var done: String { "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices" }
 }
 
+/// `syncpeer rescan DIR [PATH]`: scans a shared folder now.
+struct RescanCommand: Command {
+    static let spec = CommandSpec(
+        name: "rescan",
+        abstract: "scan a shared folder now, or one path in it, instead of waiting for the next scan",
+        discussion: """
+        A folder is watched with inotify and scanned in full now and then; a change inotify
+        cannot see (a network file system, a disk mounted under the folder) waits for that
+        scan. rescan starts one at once, of the whole folder or only of PATH (a file or a
+        folder inside it, relative to it or in full). It answers once the scan is queued:
+        'syncpeer status' shows the folder scanning, then idle.
+        """,
+        arguments: [ArgumentSpec("DIR", help: "a shared folder"), ArgumentSpec("PATH", help: "a path inside it", optional: true)],
+        examples: ["syncpeer rescan ~/Documents", "syncpeer rescan ~/Photos 2026/june"])
+    let directory: String
+    let path: String?
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+        guard arguments.positionals.count > 1 else {
+            path = nil
+            return
+        }
+        let given = arguments.positionals[1]
+        guard given.hasPrefix("/") else {
+            path = given
+            return
+        }
+        let full = URL(fileURLWithPath: given).standardizedFileURL.path
+        guard full.hasPrefix(directory + "/") else { throw .usage("\(given) is not inside \(directory)") }
+        path = String(full.dropFirst(directory.count + 1))
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.call(.rescan(directory: directory, path: path), as: FolderResult.self)
+        context.print(result, text: "Rescanning \(path.map { directory + "/" + $0 } ?? directory)")
+        return ExitCode.success
+    }
+}
+
 /// `syncpeer verify DIR`: a scrub of a shared folder.
 struct VerifyCommand: Command {
     static let spec = CommandSpec(

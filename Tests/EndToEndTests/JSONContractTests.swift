@@ -238,6 +238,7 @@ struct JSONContractTests {
                    exit: 3, kind: "notFound")
         _ = check("command confirm", try cli(alice, ["confirm", copy]))
         _ = check("command verify", try cli(alice, ["verify", copy]))
+        _ = check("command rescan", try cli(alice, ["rescan", copy]))
         _ = check("command unshare", try cli(alice, ["unshare", copy]))
 
         // Discovery is off in these daemons: browse and visibility say so, as JSON.

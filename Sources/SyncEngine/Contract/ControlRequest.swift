@@ -25,6 +25,8 @@ public enum ControlRequest: Sendable, Equatable {
     case unshare(directory: String)
     case confirm(directory: String)
     case verify(directory: String)
+    /// Scans a shared folder now, or only `path` in it (relative to its root).
+    case rescan(directory: String, path: String?)
     case folders
     /// Share offers waiting for an answer (the rest of those `folders` shows the first of).
     case offers
@@ -45,6 +47,8 @@ public enum ControlRequest: Sendable, Equatable {
     case autoAccept(peer: String, on: Bool, folders: Bool = false)
     /// Streams every event until the client disconnects.
     case events
+    /// The last events the daemon kept (at most 1,000, newest first; a list).
+    case activity
     /// Writes what the descriptor passed with the request (`SCM_RIGHTS`) reads, as the
     /// byte stream `name`, to a peer, until its end (live: nothing is spooled).
     case streamSend(peer: String, name: String)
@@ -55,8 +59,8 @@ public enum ControlRequest: Sendable, Equatable {
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
-        case share, unshare, confirm, verify, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
-        case disconnect, connect, unpair, autoAccept = "auto-accept", events
+        case share, unshare, confirm, verify, rescan, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
+        case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
 
@@ -76,6 +80,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .unshare: .unshare
         case .confirm: .confirm
         case .verify: .verify
+        case .rescan: .rescan
         case .folders: .folders
         case .offers: .offers
         case .conflicts: .conflicts
@@ -89,6 +94,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .unpair: .unpair
         case .autoAccept: .autoAccept
         case .events: .events
+        case .activity: .activity
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
         }
@@ -102,7 +108,7 @@ public enum ControlRequest: Sendable, Equatable {
         var a: [String: JSONValue] = [:]
         func put(_ key: String, _ value: String?) { if let value { a[key] = .string(value) } }
         switch self {
-        case .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events:
+        case .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events, .activity:
             break
         case let .visibility(visible):
             if let visible { a["visible"] = .bool(visible) }
@@ -132,6 +138,9 @@ public enum ControlRequest: Sendable, Equatable {
             a["peers"] = .array(peers.map { .string($0) })
         case let .unshare(directory), let .confirm(directory), let .verify(directory):
             put("dir", directory)
+        case let .rescan(directory, path):
+            put("dir", directory)
+            put("path", path)
         case let .resolve(path, keep):
             put("path", path)
             put("keep", keep)
@@ -160,7 +169,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// Whether the answer is a list, answered a page at a time (`PageRequest`).
     public var isPaged: Bool {
         switch self {
-        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers: true
+        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity: true
         default: false
         }
     }
@@ -204,6 +213,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .conflicts: self = .conflicts
         case .transfers: self = .transfers
         case .events: self = .events
+        case .activity: self = .activity
         case .visibility: self = .visibility(visible: try flag("visible"))
         case .pair: self = .pair(address: try string("address"), context: try optional("context"))
         case .accept, .decline:
@@ -228,6 +238,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .unshare: self = .unshare(directory: try string("dir"))
         case .confirm: self = .confirm(directory: try string("dir"))
         case .verify: self = .verify(directory: try string("dir"))
+        case .rescan: self = .rescan(directory: try string("dir"), path: try optional("path"))
         case .resolve:
             let keep = try string("keep")
             guard !keep.trimmingSpaces().isEmpty else {

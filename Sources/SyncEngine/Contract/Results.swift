@@ -39,6 +39,9 @@ public struct PeerSummary: Sendable, Equatable, Codable {
     public var discovered: Bool
     /// Its discovery instance name ("bob", "bob (2)") when nearby.
     public var instance: String?
+    /// A paired peer's switches (`auto-accept PEER files|folders`); left out for others.
+    public var autoAccept: Bool?
+    public var autoAcceptFolders: Bool?
 }
 
 /// An open invitation from a peer (`invitations`).

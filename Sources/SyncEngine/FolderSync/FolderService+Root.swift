@@ -35,6 +35,25 @@ extension FolderService {
                             repaired: scrub.corrupt.count - unrepaired.count, damaged: damaged)
     }
 
+    /// `syncpeer rescan DIR [PATH]`: scans the folder now (or only PATH in it, relative to its
+    /// root) instead of waiting for inotify or the periodic scan; answers once it is queued.
+    func rescanFolder(directory: String, path sub: String?) throws(EngineError) -> FolderResult {
+        let root = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == root } }
+        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        guard let sub else {
+            folder.io.async { folder.fullScan() }
+            return FolderResult(folder: folder.id, path: folder.root)
+        }
+        let inside = URL(fileURLWithPath: root + "/" + sub).standardizedFileURL.path
+        guard !sub.hasPrefix("/"), inside.hasPrefix(root + "/") else {
+            throw .invalidArgument("'\(sub)' is not a path inside \(root): give it relative to the folder")
+        }
+        let relative = String(inside.dropFirst(root.count + 1))
+        folder.io.async { folder.fullScanPaths([relative]) }
+        return FolderResult(folder: folder.id, path: folder.root)
+    }
+
     /// A folder just shared or accepted: its root gets the marker with the folder ID (a
     /// stale one of an earlier share is replaced) and its device and inode are recorded,
     /// before anything is scanned. On failure the new folder is removed again.
