@@ -36,11 +36,14 @@ public final class DashboardServer: Sendable {
     static let sendTimeout: Duration = .seconds(10)
     static let heartbeat: Duration = .seconds(15)
 
-    /// The ops a page may send: what the views show and the answers they give. Not `send`,
-    /// `share` and the others that name paths on this machine, nor the descriptor ops.
+    /// The ops a page may send: what the views show, the answers they give and the settings
+    /// they change. `send`, `share`, `unshare` and `rescan` name a path on this machine, typed in full
+    /// (the daemon checks it as for the CLI); a send runs detached. Not the descriptor ops,
+    /// `receive` (it waits), `verify` and `confirm`, nor `unpair` (the CLI asks first).
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
+        .share, .unshare, .send, .autoAccept, .activity, .rescan,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -292,8 +295,21 @@ public final class DashboardServer: Sendable {
             throw .invalidArgument("the dashboard accepts files into the receive directory only")
         case let .answerShare(_, _, directory) where directory != nil:
             throw .invalidArgument("the dashboard accepts folders into the receive directory only")
+        case let .send(path, _, _, spool, detach):
+            guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
+            try fullPath(path)
+        case let .share(directory, _), let .unshare(directory), let .rescan(directory, _):
+            try fullPath(directory)
         default:
             return
+        }
+    }
+
+    /// A path typed on the page names this machine's file system from its root: the daemon's
+    /// own working directory means nothing to the person typing.
+    private static func fullPath(_ path: String) throws(EngineError) {
+        guard path.hasPrefix("/") else {
+            throw .invalidArgument("'\(path)' is not a full path: type it from / (e.g. /home/you/Documents)")
         }
     }
 

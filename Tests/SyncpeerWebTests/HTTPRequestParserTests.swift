@@ -178,9 +178,20 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(!access.hasCSRF(request([("X-CSRF-Token", "c6")])))
     }
 
+    /// Paths typed on the page are full ones (the daemon's working directory means nothing
+    /// there), a send runs detached from a path (never a spool file, never held open), and a
+    /// folder is accepted into the receive folder only.
     @Test func pathsAndLongAnswersAreNotThePagesToAsk() throws {
         #expect(throws: (any Error).self) { try DashboardServer.check(.send(path: "/etc/passwd", peer: "bob", name: nil, spool: nil)) }
-        #expect(throws: (any Error).self) { try DashboardServer.check(.share(directory: "/", peers: ["bob"])) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.send(path: "/tmp/a", peer: "bob", name: nil, spool: "/tmp/s", detach: true)) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.send(path: "a.txt", peer: "bob", name: nil, spool: nil, detach: true)) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.share(directory: "Documents", peers: ["bob"])) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.rescan(directory: "~/Documents", path: nil)) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.verify(directory: "/tmp/docs")) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.unpair(peer: "bob")) }
+        try DashboardServer.check(.send(path: "/tmp/a.txt", peer: "bob", name: nil, spool: nil, detach: true))
+        try DashboardServer.check(.share(directory: "/tmp/docs", peers: ["bob"]))
+        try DashboardServer.check(.unshare(directory: "/tmp/docs"))
         #expect(throws: (any Error).self) { try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: "/tmp", follow: false)) }
         #expect(throws: (any Error).self) { try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: nil, follow: true)) }
         try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: nil, follow: false))
