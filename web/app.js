@@ -395,6 +395,28 @@ pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op:
 pathForm('send-form', 'send-path', 'send-peer', 'Send', (path, peer) => ({ op: 'send', path, peer, detach: true }), ['transfers'],
   (path) => `Sending ${path}.`);
 
+/** The one editor of a folder's ignore patterns (outside the folder list, which re-renders). */
+let editingIgnores = null;
+function editIgnores(dir, label, r) {
+  editingIgnores = { dir, label };
+  $('ignores-for').textContent = label;
+  $('ignores-text').value = str(r && r.patterns);
+  $('ignores-editor').hidden = false;
+  $('ignores-text').focus();
+}
+$('ignores-cancel').addEventListener('click', () => { $('ignores-editor').hidden = true; editingIgnores = null; });
+$('ignores-editor').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!editingIgnores) return;
+  const { dir, label } = editingIgnores;
+  act($('ignores-editor').querySelector('.ignores-save'), 'ignores|save', { op: 'ignores', dir, patterns: $('ignores-text').value },
+    `Save the ignore patterns of ${label}`, { refresh: ['folders'], ok: () => {
+      notice(`Saved the ignore patterns of ${label}; it is rescanned with them.`);
+      $('ignores-editor').hidden = true;
+      editingIgnores = null;
+    } });
+});
+
 const LIVE_TEXT = { connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…', off: 'offline' };
 function setLive(state) {
   $('live').dataset.state = state;
@@ -554,6 +576,8 @@ function folderItem(f) {
     pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
     failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,
     f.path ? el('div', { class: 'actions' },
+      button('Ignore patterns', 'ignores', { op: 'ignores', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
+        { ok: (r) => editIgnores(str(f.path), str(f.label || f.path), r) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
       button('Unshare', 'unshare', { op: 'unshare', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),

@@ -113,6 +113,11 @@ extension Node {
         try folders.rescanFolder(directory: directory, path: path)
     }
 
+    /// A folder's own ignore patterns; with `patterns`, replaces them (`ignores`).
+    public func ignorePatterns(directory: String, replacingWith patterns: String?) throws(EngineError) -> IgnoresResult {
+        try folders.ignorePatterns(directory: directory, replacingWith: patterns)
+    }
+
     /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
     public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
         try folders.verifyFolder(directory: directory)

@@ -80,6 +80,15 @@ enum DashboardAssets {
     <p id="err-folders" class="load-error" hidden></p>
     <ul id="folder-list" class="list"><li class="empty">Loading…</li></ul>
 
+    <form id="ignores-editor" class="pair-form" hidden>
+      <label for="ignores-text">Ignore patterns of <strong id="ignores-for"></strong> (its .syncpeerignore: globs, ** and ! negation, one a line; they stay on this device)</label>
+      <textarea id="ignores-text" name="patterns" rows="6" spellcheck="false" autocapitalize="off"></textarea>
+      <div class="row">
+        <button type="submit" class="ignores-save">Save patterns</button>
+        <button type="button" id="ignores-cancel">Close</button>
+      </div>
+    </form>
+
     <form id="share-form" class="pair-form">
       <label for="share-dir">Share a folder of this machine (its full path) with</label>
       <div class="row">
@@ -526,6 +535,28 @@ pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op:
 pathForm('send-form', 'send-path', 'send-peer', 'Send', (path, peer) => ({ op: 'send', path, peer, detach: true }), ['transfers'],
   (path) => `Sending ${path}.`);
 
+/** The one editor of a folder's ignore patterns (outside the folder list, which re-renders). */
+let editingIgnores = null;
+function editIgnores(dir, label, r) {
+  editingIgnores = { dir, label };
+  $('ignores-for').textContent = label;
+  $('ignores-text').value = str(r && r.patterns);
+  $('ignores-editor').hidden = false;
+  $('ignores-text').focus();
+}
+$('ignores-cancel').addEventListener('click', () => { $('ignores-editor').hidden = true; editingIgnores = null; });
+$('ignores-editor').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!editingIgnores) return;
+  const { dir, label } = editingIgnores;
+  act($('ignores-editor').querySelector('.ignores-save'), 'ignores|save', { op: 'ignores', dir, patterns: $('ignores-text').value },
+    `Save the ignore patterns of ${label}`, { refresh: ['folders'], ok: () => {
+      notice(`Saved the ignore patterns of ${label}; it is rescanned with them.`);
+      $('ignores-editor').hidden = true;
+      editingIgnores = null;
+    } });
+});
+
 const LIVE_TEXT = { connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…', off: 'offline' };
 function setLive(state) {
   $('live').dataset.state = state;
@@ -685,6 +716,8 @@ function folderItem(f) {
     pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
     failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,
     f.path ? el('div', { class: 'actions' },
+      button('Ignore patterns', 'ignores', { op: 'ignores', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
+        { ok: (r) => editIgnores(str(f.path), str(f.label || f.path), r) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
       button('Unshare', 'unshare', { op: 'unshare', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
@@ -1094,12 +1127,14 @@ button:disabled { opacity: .55; cursor: progress; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .pair-form { margin-top: 1rem; }
 .pair-form label { display: block; margin-bottom: .3rem; font-size: .9rem; }
-.pair-form .row { display: flex; gap: .5rem; }
+.pair-form .row { display: flex; flex-wrap: wrap; gap: .5rem; }
 .pair-form select { min-width: 0; max-width: 40%; min-height: 2.25rem; font: inherit; }
 .accept, .share-submit, .send-submit { color: var(--on-accent); background: var(--accent); }
 button[aria-pressed="true"] { color: var(--on-accent); background: var(--good); border-color: var(--good); }
+.pair-form textarea { display: block; width: 100%; margin-bottom: .5rem; font: .9rem/1.4 ui-monospace, monospace; }
+.ignores-save { color: var(--on-accent); background: var(--accent); }
 .pair-form input {
-  flex: 1; min-width: 0; min-height: 2.25rem; padding: .3rem .5rem; font: inherit;
+  flex: 1 1 12rem; min-width: 0; min-height: 2.25rem; padding: .3rem .5rem; font: inherit;
   color: var(--fg); background: var(--bg); border: 1px solid var(--line); border-radius: 6px;
 }
 @media (forced-colors: active) { .badge, button, .live { border: 1px solid CanvasText; } }

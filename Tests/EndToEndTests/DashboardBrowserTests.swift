@@ -295,8 +295,8 @@ struct DashboardBrowserTests {
 
     /// What the page manages, each checked where a user would look (the daemon, the files):
     /// the activity log from before the page opened, this device's ID, a folder shared and a
-    /// file sent from typed paths, the auto-accept switch, rescan and unshare, and the log
-    /// again after a reload.
+    /// file sent from typed paths, the auto-accept switch, the folder's ignore patterns, rescan
+    /// and unshare, and the log again after a reload.
     @Test func thePageSharesSendsSwitchesAndKeepsItsLog() throws {
         try Self.scene { env, namespace in
             for name in ["alice-recv", "docs"] { try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true) }
@@ -338,6 +338,20 @@ struct DashboardBrowserTests {
                 ((try? env.cli(bob, ["peers", "--json"]))?.stdout ?? "").contains("\"autoAccept\":true")
             }
             try browser.waitUntil("the switch on", "\(files).textContent === 'Auto-accept files: on'")
+
+            // The folder's own ignore patterns, edited on the page: written to its root, and a
+            // file they match stays here while the others sync.
+            _ = try browser.eval("\(folder).querySelector('button.ignores').click(), true")
+            try browser.waitUntil("the patterns editor", "!document.querySelector('#ignores-editor').hidden")
+            _ = try browser.eval("document.querySelector('#ignores-text').value = '*.tmp\\n', document.querySelector('#ignores-editor button.ignores-save').click(), true")
+            try FolderSyncTests.eventually("the patterns in the folder's .syncpeerignore") {
+                (try? String(contentsOfFile: docs + "/.syncpeerignore", encoding: .utf8)) == "*.tmp\n"
+            }
+            try "scratch".write(toFile: docs + "/scratch.tmp", atomically: true, encoding: .utf8)
+            try "kept".write(toFile: docs + "/kept.txt", atomically: true, encoding: .utf8)
+            try FolderSyncTests.eventually("kept.txt reaches alice") { FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/kept.txt") }
+            #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/scratch.tmp"), "an ignored file was synced")
+            #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/.syncpeerignore"), "the patterns were synced")
 
             _ = try browser.eval("\(folder).querySelector('button.rescan').click(), true")
             try browser.waitUntil("the rescan answered", "document.querySelector('#notice').textContent.startsWith('Rescanning')")

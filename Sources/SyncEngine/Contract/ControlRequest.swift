@@ -27,6 +27,8 @@ public enum ControlRequest: Sendable, Equatable {
     case verify(directory: String)
     /// Scans a shared folder now, or only `path` in it (relative to its root).
     case rescan(directory: String, path: String?)
+    /// A shared folder's own ignore patterns; with `patterns`, replaces them.
+    case ignores(directory: String, patterns: String?)
     case folders
     /// Share offers waiting for an answer (the rest of those `folders` shows the first of).
     case offers
@@ -59,7 +61,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
-        case share, unshare, confirm, verify, rescan, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
+        case share, unshare, confirm, verify, rescan, ignores, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
@@ -81,6 +83,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .confirm: .confirm
         case .verify: .verify
         case .rescan: .rescan
+        case .ignores: .ignores
         case .folders: .folders
         case .offers: .offers
         case .conflicts: .conflicts
@@ -141,6 +144,9 @@ public enum ControlRequest: Sendable, Equatable {
         case let .rescan(directory, path):
             put("dir", directory)
             put("path", path)
+        case let .ignores(directory, patterns):
+            put("dir", directory)
+            put("patterns", patterns)
         case let .resolve(path, keep):
             put("path", path)
             put("keep", keep)
@@ -239,6 +245,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .confirm: self = .confirm(directory: try string("dir"))
         case .verify: self = .verify(directory: try string("dir"))
         case .rescan: self = .rescan(directory: try string("dir"), path: try optional("path"))
+        case .ignores: self = .ignores(directory: try string("dir"), patterns: try optional("patterns"))
         case .resolve:
             let keep = try string("keep")
             guard !keep.trimmingSpaces().isEmpty else {

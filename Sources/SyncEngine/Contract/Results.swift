@@ -246,6 +246,13 @@ public struct ConflictVersion: Sendable, Equatable, Codable {
     public var time: Int64
 }
 
+/// `ignores`: a folder's own ignore patterns (its root's `.syncpeerignore`).
+public struct IgnoresResult: Sendable, Equatable, Codable {
+    public var folder: String
+    public var path: String
+    public var patterns: String
+}
+
 /// `verify`: what a scrub of a folder found and repaired.
 public struct VerifyResult: Sendable, Equatable, Codable {
     /// A file whose bytes did not match the index, repaired or not.

@@ -114,7 +114,7 @@ final class SharedFolder: @unchecked Sendable {
         }
     }
 
-    private func loadIgnores() {
+    func loadIgnores() {
         if let handle = try? DirectoryHandle(path: root), let patterns = try? IgnorePatterns.load(from: handle) {
             ignores = patterns
             watcher?.updateIgnores(patterns)
