@@ -752,17 +752,30 @@ function fillTransferRow(row, t) {
   bar.textContent = pct + '%';
   bar.setAttribute('aria-label', (t.state === 'preparing' ? 'Preparing ' : 'Progress of ') + name);
   set('percent', pct + '%');
-  set('state', still ? 'stalled' : str(t.state) || 'unknown');
+  set('state', stateWords(t, still));
   // While preparing, bytes count hashing, not sending.
   const size = num(t.total) ? `${bytes(t.bytes || 0)} of ${bytes(t.total)}` : '';
   set('size', dots(t.state === 'preparing' && size ? 'hashed ' + size : size, t.files > 1 ? plural(t.files, 'file') : ''));
   set('rate', active && num(t.rate) ? bytes(t.rate) + '/s' : '');
   set('eta', active && num(t.eta) ? duration(t.eta) + ' left' : '');
   let reason = str(t.reason);
-  if (t.state === 'paused') reason = 'paused' + (reason ? ': ' + reason : '');
+  if (t.state === 'paused' && !linkLoss(t.reason)) reason = 'paused' + (reason ? ': ' + reason : '');
   else if (t.state === 'completed' && t.path && !reason) reason = 'saved to ' + str(t.path);
   set('reason', reason);
   updateActions(row, t, name);
+}
+
+/** A pause that ends by itself when the peer is back (the engine's reasons say so). */
+const linkLoss = (r) => typeof r === 'string' && (r.includes('lost') || r.includes('reconnect') || r.startsWith('waiting for'));
+
+/** A transfer's state in the CLI's words (its progress line): stalled, reconnecting…,
+ * waiting for bob…, waiting for bob to accept; else the state's name. */
+function stateWords(t, still) {
+  if (still) return 'stalled';
+  const who = peerName(t.peer);
+  if (t.state === 'paused' && linkLoss(t.reason)) return num(t.bytes) && t.bytes > 0 ? 'reconnecting…' : `waiting for ${who}…`;
+  if (t.state === 'offered' && t.direction === 'send') return `waiting for ${who} to accept`;
+  return str(t.state) || 'unknown';
 }
 
 /** Rebuilds a row's buttons only when their set changes (so a click in progress survives). */

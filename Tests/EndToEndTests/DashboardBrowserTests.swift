@@ -242,6 +242,12 @@ struct DashboardBrowserTests {
             #expect(accepted.status == 0, "\(accepted.stderr)")
             try bob.waitForState("connected", peer: "carol", timeout: 30)
             try browser.waitUntil("carol paired on the page", "document.querySelector('#peer-list') ? document.querySelector('#peer-list').textContent.includes('carol') : document.querySelector('#peers').textContent.includes('paired')")
+            // Hide from others, from the page: bob stops advertising, as 'visibility off' does.
+            let hide = "document.querySelector('#device-actions button.hide')"
+            try browser.waitUntil("bob visible, with a Hide button", "!!\(hide) && document.querySelector('#device-visibility').textContent.startsWith('visible to others')")
+            _ = try browser.eval("\(hide).click(), true")
+            try FolderSyncTests.eventually("bob hidden") { ((try? env.cli(bob, ["visibility", "--json"]))?.stdout ?? "").contains("\"visible\":false") }
+            try browser.waitUntil("the page says so", "document.querySelector('#device-visibility').textContent === 'invisible to others'")
         }
     }
 
@@ -368,7 +374,7 @@ struct DashboardBrowserTests {
     }
 
     /// A transfer that moves nothing says "stalled" on the page, as the CLI says, not the
-    /// last rate and a time left.
+    /// last rate and a time left; a lost link says "reconnecting…".
     @Test func aStalledTransferSaysStalledNotARate() throws {
         try Self.scene { env, namespace in
             // Bob waits long for a silent peer: the stall lasts, never turning into a lost link.
@@ -393,8 +399,11 @@ struct DashboardBrowserTests {
             kill(alice.pid, SIGSTOP)
             try browser.waitUntil("stalled on the page", "\(row).querySelector('.state').textContent === 'stalled'")
             #expect(try browser.eval("\(row).querySelector('.rate').textContent + \(row).querySelector('.eta').textContent") as? String == "")
-            kill(alice.pid, SIGCONT)
-            try browser.waitUntil("moving again", "!\(row) || \(row).querySelector('.state').textContent !== 'stalled'", timeout: 60)
+            try browser.screenshot("stalled")
+            // Then the sender is gone for good: the link is lost, and the page says what the
+            // CLI says then, "reconnecting…".
+            kill(alice.pid, SIGKILL)
+            try browser.waitUntil("reconnecting on the page", "\(row).querySelector('.state').textContent === 'reconnecting…'")
         }
     }
 }
