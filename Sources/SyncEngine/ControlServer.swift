@@ -150,6 +150,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, try node.verifyFolder(directory: directory))
             case let .rescan(directory, path):
                 reply.success(id, try node.rescanFolder(directory: directory, path: path))
+            case let .pauseFolder(directory, paused):
+                reply.success(id, try node.setFolderPaused(directory: directory, paused))
             case let .ignores(directory, patterns):
                 reply.success(id, try node.ignorePatterns(directory: directory, replacingWith: patterns))
             case .folders:

@@ -113,6 +113,11 @@ extension Node {
         try folders.rescanFolder(directory: directory, path: path)
     }
 
+    /// `syncpeer pause DIR` (true) / `resume-folder DIR` (false).
+    public func setFolderPaused(directory: String, _ on: Bool) throws(EngineError) -> FolderResult {
+        try folders.setPaused(directory: directory, on)
+    }
+
     /// A folder's own ignore patterns; with `patterns`, replaces them (`ignores`).
     public func ignorePatterns(directory: String, replacingWith patterns: String?) throws(EngineError) -> IgnoresResult {
         try folders.ignorePatterns(directory: directory, replacingWith: patterns)

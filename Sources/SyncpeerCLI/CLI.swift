@@ -23,6 +23,8 @@ public enum CLI {
         ConfirmCommand.self,
         VerifyCommand.self,
         RescanCommand.self,
+        PauseCommand.self,
+        ResumeFolderCommand.self,
         StatusCommand.self,
         GuiCommand.self,
         ConflictsCommand.self,

@@ -71,6 +71,30 @@ struct UnshareCommand: SharedFolderCommand {
     var done: String { "No longer sharing \(directory)" }
 }
 
+/// `syncpeer pause DIR`.
+struct PauseCommand: SharedFolderCommand {
+    static let spec = CommandSpec(
+        name: "pause",
+        abstract: "pause a shared folder: no scan and no pull until 'syncpeer resume-folder' (kept across restarts)",
+        arguments: [ArgumentSpec("DIR", help: "a shared folder")],
+        examples: ["syncpeer pause ~/Photos"])
+    let directory: String
+    var request: ControlRequest { .pauseFolder(directory: directory, paused: true) }
+    var done: String { "Paused \(directory): nothing is scanned or pulled until 'syncpeer resume-folder \(directory)'" }
+}
+
+/// `syncpeer resume-folder DIR`.
+struct ResumeFolderCommand: SharedFolderCommand {
+    static let spec = CommandSpec(
+        name: "resume-folder",
+        abstract: "resume a paused folder: it is scanned and pulls what it missed",
+        arguments: [ArgumentSpec("DIR", help: "a paused folder")],
+        examples: ["syncpeer resume-folder ~/Photos"])
+    let directory: String
+    var request: ControlRequest { .pauseFolder(directory: directory, paused: false) }
+    var done: String { "Resumed \(directory)" }
+}
+
 /// `syncpeer confirm DIR`: adopts a stopped folder's root as it is and sends its deletions.
 struct ConfirmCommand: SharedFolderCommand {
     static let spec = CommandSpec(
@@ -177,7 +201,7 @@ struct StatusCommand: Command {
     static let spec = CommandSpec(
         name: "status",
         abstract: "show each shared folder: state, files, what each peer still needs, conflicts, offers",
-        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error. With --watch the status is shown again every 2 s until Ctrl-C: redrawn in place on a terminal, one status after another when piped.",
+        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error, paused ('syncpeer resume-folder'). With --watch the status is shown again every 2 s until Ctrl-C: redrawn in place on a terminal, one status after another when piped.",
         options: [OptionSpec("watch", help: "print the status again every 2 s")],
         examples: ["syncpeer status", "syncpeer status --json", "syncpeer status --watch"])
     let watch: Bool

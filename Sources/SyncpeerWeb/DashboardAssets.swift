@@ -716,6 +716,11 @@ function folderItem(f) {
     pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
     failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,
     f.path ? el('div', { class: 'actions' },
+      f.state === 'paused'
+        ? button('Resume', 'resume-folder', { op: 'resume-folder', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
+          { refresh: ['folders'], ok: () => notice(`Resumed ${str(f.label || f.path)}: it is scanned and pulls what it missed.`) })
+        : button('Pause', 'pause', { op: 'pause', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
+          { refresh: ['folders'], ok: () => notice(`Paused ${str(f.label || f.path)}: nothing is scanned or pulled until you resume it.`) }),
       button('Ignore patterns', 'ignores', { op: 'ignores', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
         { ok: (r) => editIgnores(str(f.path), str(f.label || f.path), r) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),

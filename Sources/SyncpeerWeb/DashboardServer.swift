@@ -37,13 +37,14 @@ public final class DashboardServer: Sendable {
     static let heartbeat: Duration = .seconds(15)
 
     /// The ops a page may send: what the views show, the answers they give and the settings
-    /// they change. `send`, `share`, `unshare`, `rescan` and `ignores` name a path on this machine, typed in full
+    /// they change. `send` and the folder ops (`share`, `unshare`, `rescan`, `ignores`,
+    /// `pause`, `resume-folder`) name a path on this machine, typed in full
     /// (the daemon checks it as for the CLI); a send runs detached. Not the descriptor ops,
     /// `receive` (it waits), `verify` and `confirm`, nor `unpair` (the CLI asks first).
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
-        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores,
+        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -298,7 +299,8 @@ public final class DashboardServer: Sendable {
         case let .send(path, _, _, spool, detach):
             guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
             try fullPath(path)
-        case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _):
+        case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
+             let .pauseFolder(directory, _):
             try fullPath(directory)
         default:
             return

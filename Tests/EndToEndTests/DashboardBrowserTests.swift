@@ -301,8 +301,8 @@ struct DashboardBrowserTests {
 
     /// What the page manages, each checked where a user would look (the daemon, the files):
     /// the activity log from before the page opened, this device's ID, a folder shared and a
-    /// file sent from typed paths, the auto-accept switch, the folder's ignore patterns, rescan
-    /// and unshare, and the log again after a reload.
+    /// file sent from typed paths, the auto-accept switch, the folder's ignore patterns, pause
+    /// and resume, rescan and unshare, and the log again after a reload.
     @Test func thePageSharesSendsSwitchesAndKeepsItsLog() throws {
         try Self.scene { env, namespace in
             for name in ["alice-recv", "docs"] { try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true) }
@@ -358,6 +358,16 @@ struct DashboardBrowserTests {
             try FolderSyncTests.eventually("kept.txt reaches alice") { FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/kept.txt") }
             #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/scratch.tmp"), "an ignored file was synced")
             #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/.syncpeerignore"), "the patterns were synced")
+
+            // Pause: the CLI's status says paused, and a new file stays here until Resume.
+            _ = try browser.eval("\(folder).querySelector('button.pause').click(), true")
+            try FolderSyncTests.eventually("bob's folder paused") { ((try? env.cli(bob, ["status", "--json"]))?.stdout ?? "").contains("\"state\":\"paused\"") }
+            try browser.waitUntil("paused on the page", "\(folder).querySelector('.state').textContent === 'paused' && !!\(folder).querySelector('button.resume-folder')")
+            try "later".write(toFile: docs + "/later.txt", atomically: true, encoding: .utf8)
+            Thread.sleep(forTimeInterval: 2)  // inotify's 1 s gathering, and more
+            #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/later.txt"), "a paused folder synced")
+            _ = try browser.eval("\(folder).querySelector('button.resume-folder').click(), true")
+            try FolderSyncTests.eventually("later.txt reaches alice once resumed") { FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/later.txt") }
 
             _ = try browser.eval("\(folder).querySelector('button.rescan').click(), true")
             try browser.waitUntil("the rescan answered", "document.querySelector('#notice').textContent.startsWith('Rescanning')")

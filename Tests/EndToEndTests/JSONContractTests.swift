@@ -239,6 +239,8 @@ struct JSONContractTests {
         _ = check("command confirm", try cli(alice, ["confirm", copy]))
         _ = check("command verify", try cli(alice, ["verify", copy]))
         _ = check("command rescan", try cli(alice, ["rescan", copy]))
+        _ = check("command pause", try cli(alice, ["pause", copy]))
+        _ = check("command resume-folder", try cli(alice, ["resume-folder", copy]))
         _ = check("command unshare", try cli(alice, ["unshare", copy]))
 
         // Discovery is off in these daemons: browse and visibility say so, as JSON.

@@ -19,6 +19,7 @@ struct ControlRequestTests {
         .share(directory: "/tmp/docs", peers: ["bob", "carol"]), .unshare(directory: "/tmp/docs"),
         .confirm(directory: "/tmp/docs"), .verify(directory: "/tmp/docs"), .rescan(directory: "/tmp/docs", path: nil),
         .rescan(directory: "/tmp/docs", path: "sub/a.txt"), .activity,
+        .pauseFolder(directory: "/tmp/docs", paused: true), .pauseFolder(directory: "/tmp/docs", paused: false),
         .ignores(directory: "/tmp/docs", patterns: nil), .ignores(directory: "/tmp/docs", patterns: "*.tmp\nbuild/\n"), .resolve(path: "/tmp/docs/a", keep: "both"), .resolve(path: "/tmp/docs/a", keep: "alice"),
         .cancel(transfer: "3f9a"), .resume(transfer: nil), .resume(transfer: "3f9a"),
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),

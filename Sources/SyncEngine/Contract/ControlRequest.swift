@@ -27,6 +27,8 @@ public enum ControlRequest: Sendable, Equatable {
     case verify(directory: String)
     /// Scans a shared folder now, or only `path` in it (relative to its root).
     case rescan(directory: String, path: String?)
+    /// Pauses (true) or resumes (false) a shared folder: `pause`, `resume-folder`.
+    case pauseFolder(directory: String, paused: Bool)
     /// A shared folder's own ignore patterns; with `patterns`, replaces them.
     case ignores(directory: String, patterns: String?)
     case folders
@@ -61,7 +63,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
         case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
-        case share, unshare, confirm, verify, rescan, ignores, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
+        case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
@@ -84,6 +86,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .verify: .verify
         case .rescan: .rescan
         case .ignores: .ignores
+        case let .pauseFolder(_, paused): paused ? .pause : .resumeFolder
         case .folders: .folders
         case .offers: .offers
         case .conflicts: .conflicts
@@ -147,6 +150,8 @@ public enum ControlRequest: Sendable, Equatable {
         case let .ignores(directory, patterns):
             put("dir", directory)
             put("patterns", patterns)
+        case let .pauseFolder(directory, _):
+            put("dir", directory)
         case let .resolve(path, keep):
             put("path", path)
             put("keep", keep)
@@ -246,6 +251,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .verify: self = .verify(directory: try string("dir"))
         case .rescan: self = .rescan(directory: try string("dir"), path: try optional("path"))
         case .ignores: self = .ignores(directory: try string("dir"), patterns: try optional("patterns"))
+        case .pause, .resumeFolder: self = .pauseFolder(directory: try string("dir"), paused: op == .pause)
         case .resolve:
             let keep = try string("keep")
             guard !keep.trimmingSpaces().isEmpty else {

@@ -128,6 +128,8 @@ public struct FolderResult: Sendable, Equatable, Codable {
     public var accepted: Bool?
     /// `confirm`: why the folder had stopped, if it had.
     public var stoppedBecause: String?
+    /// `pause`, `resume-folder`: whether it is paused now.
+    public var paused: Bool?
 }
 
 /// `folders`: one page of the shared folders and, on the first page, the first share offers
@@ -155,6 +157,8 @@ public enum FolderState: String, Sendable, Codable, CaseIterable {
     case retrying
     /// Stopped (see its error), or paths that wait for a change.
     case error
+    /// Paused by the user (`syncpeer pause`): neither scanned nor pulled until resumed.
+    case paused
     /// Events only: the folder was shared with us, or a member left it.
     case shared, unshared
 }

@@ -7,9 +7,8 @@ extension FolderService {
     /// them (at most `IgnorePatterns.maxFileSize` bytes; empty removes it) and the folder is
     /// rescanned with them, so a path no longer ignored is synced at once.
     func ignorePatterns(directory: String, replacingWith patterns: String?) throws(EngineError) -> IgnoresResult {
-        let root = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == root } }
-        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let folder = try sharedFolder(at: directory)
+        let root = folder.root
         let file = root + "/" + IgnorePatterns.fileName
         if let patterns {
             guard patterns.utf8.count <= IgnorePatterns.maxFileSize else {

@@ -7,9 +7,7 @@ extension FolderService {
     /// a moved, re-created or emptied one) is adopted as it is now, and the deletions the
     /// next scan finds are recorded and sent even if they empty it. Then it syncs again.
     func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
-        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == path } }
-        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let folder = try sharedFolder(at: directory)
         let result: Result<FolderResult, EngineError> = folder.io.sync { folder.confirm() }
         return try result.get()
     }
@@ -18,9 +16,7 @@ extension FolderService {
     /// (on this thread; the folder goes on syncing), the damaged ones rebuilt from a peer
     /// (on the folder's `io`), and the ones changed since the last scan rescanned.
     func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
-        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == path } }
-        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let folder = try sharedFolder(at: directory)
         let started = ContinuousClock.now
         let scrub = try folder.scrub()
         let unrepaired = scrub.corrupt.isEmpty ? [:] : folder.io.sync { folder.repair(scrub.corrupt) }
@@ -35,12 +31,19 @@ extension FolderService {
                             repaired: scrub.corrupt.count - unrepaired.count, damaged: damaged)
     }
 
-    /// `syncpeer rescan DIR [PATH]`: scans the folder now (or only PATH in it, relative to its
-    /// root) instead of waiting for inotify or the periodic scan; answers once it is queued.
-    func rescanFolder(directory: String, path sub: String?) throws(EngineError) -> FolderResult {
+    /// The shared folder whose root is `directory` (made absolute and standard).
+    func sharedFolder(at directory: String) throws(EngineError) -> SharedFolder {
         let root = URL(fileURLWithPath: directory).standardizedFileURL.path
         let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == root } }
         guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        return folder
+    }
+
+    /// `syncpeer rescan DIR [PATH]`: scans the folder now (or only PATH in it, relative to its
+    /// root) instead of waiting for inotify or the periodic scan; answers once it is queued.
+    func rescanFolder(directory: String, path sub: String?) throws(EngineError) -> FolderResult {
+        let folder = try sharedFolder(at: directory)
+        let root = folder.root
         guard let sub else {
             folder.io.async { folder.fullScan() }
             return FolderResult(folder: folder.id, path: folder.root)
