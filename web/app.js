@@ -390,6 +390,38 @@ function pathForm(form, input, select, what, make, refresh, ok) {
   });
 }
 
+/** Files dropped into the page (or chosen) go to the daemon whole (at most 16 MB each),
+ * which keeps a copy in its home and sends it from there. */
+const UPLOAD_MAX = 16 << 20;
+async function uploadFile(file) {
+  const peer = $('send-peer').value;
+  if (!peer) { notice('Pair with a peer first.', true); return; }
+  if (file.size > UPLOAD_MAX) { notice(`${file.name} is larger than 16 MB: type its path instead.`, true); return; }
+  try {
+    const res = await fetch(`/upload?name=${encodeURIComponent(file.name)}&peer=${encodeURIComponent(peer)}`, {
+      method: 'POST', credentials: 'same-origin', body: file,
+      headers: { 'Content-Type': 'application/octet-stream', 'X-CSRF-Token': csrf } });
+    if (res.status === 401 || res.status === 403) { sessionGone(); return; }
+    if (!res.ok) throw new ApiError(`HTTP ${res.status}`, 'http');
+    const body = await res.json();
+    if (!body || body.ok !== true) throw new ApiError(str(body && body.error) || 'request failed', 'error');
+    notice(`Sending ${file.name}.`);
+    refetch(['transfers']);
+  } catch (e) {
+    notice(`Send ${file.name} failed: ${e.message}`, true);
+    logLine([`Error: send ${file.name} failed: `, bdi(e.message)]);
+  }
+}
+const dropZone = $('send-form');
+dropZone.addEventListener('dragover', (e) => { e.preventDefault(); dropZone.classList.add('dropping'); });
+dropZone.addEventListener('dragleave', () => dropZone.classList.remove('dropping'));
+dropZone.addEventListener('drop', (e) => {
+  e.preventDefault();
+  dropZone.classList.remove('dropping');
+  [...((e.dataTransfer && e.dataTransfer.files) || [])].forEach(uploadFile);
+});
+$('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
+
 pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op: 'share', dir, peers: [peer] }), ['folders'],
   (path) => `Shared ${path}; the peer is asked to join it.`);
 pathForm('send-form', 'send-path', 'send-peer', 'Send', (path, peer) => ({ op: 'send', path, peer, detach: true }), ['transfers'],

@@ -125,6 +125,8 @@ enum DashboardAssets {
         <select id="send-peer" name="peer" aria-label="the peer to send to" required></select>
         <button type="submit" class="send-submit">Send</button>
       </div>
+      <p class="drop-zone meta">…or drop a file here to send it (at most 16 MB; a copy is kept in the daemon's home):
+        <input id="send-file" type="file" multiple aria-label="Choose files to send to the chosen peer"></p>
     </form>
   </section>
 
@@ -529,6 +531,38 @@ function pathForm(form, input, select, what, make, refresh, ok) {
       { refresh, ok: (r) => { $(input).value = ''; notice(ok(path, r)); } });
   });
 }
+
+/** Files dropped into the page (or chosen) go to the daemon whole (at most 16 MB each),
+ * which keeps a copy in its home and sends it from there. */
+const UPLOAD_MAX = 16 << 20;
+async function uploadFile(file) {
+  const peer = $('send-peer').value;
+  if (!peer) { notice('Pair with a peer first.', true); return; }
+  if (file.size > UPLOAD_MAX) { notice(`${file.name} is larger than 16 MB: type its path instead.`, true); return; }
+  try {
+    const res = await fetch(`/upload?name=${encodeURIComponent(file.name)}&peer=${encodeURIComponent(peer)}`, {
+      method: 'POST', credentials: 'same-origin', body: file,
+      headers: { 'Content-Type': 'application/octet-stream', 'X-CSRF-Token': csrf } });
+    if (res.status === 401 || res.status === 403) { sessionGone(); return; }
+    if (!res.ok) throw new ApiError(`HTTP ${res.status}`, 'http');
+    const body = await res.json();
+    if (!body || body.ok !== true) throw new ApiError(str(body && body.error) || 'request failed', 'error');
+    notice(`Sending ${file.name}.`);
+    refetch(['transfers']);
+  } catch (e) {
+    notice(`Send ${file.name} failed: ${e.message}`, true);
+    logLine([`Error: send ${file.name} failed: `, bdi(e.message)]);
+  }
+}
+const dropZone = $('send-form');
+dropZone.addEventListener('dragover', (e) => { e.preventDefault(); dropZone.classList.add('dropping'); });
+dropZone.addEventListener('dragleave', () => dropZone.classList.remove('dropping'));
+dropZone.addEventListener('drop', (e) => {
+  e.preventDefault();
+  dropZone.classList.remove('dropping');
+  [...((e.dataTransfer && e.dataTransfer.files) || [])].forEach(uploadFile);
+});
+$('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
 
 pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op: 'share', dir, peers: [peer] }), ['folders'],
   (path) => `Shared ${path}; the peer is asked to join it.`);
@@ -1151,6 +1185,8 @@ button:disabled { opacity: .55; cursor: progress; }
 button[aria-pressed="true"] { color: var(--on-accent); background: var(--good); border-color: var(--good); }
 .pair-form textarea { display: block; width: 100%; margin-bottom: .5rem; font: .9rem/1.4 ui-monospace, monospace; }
 .ignores-save { color: var(--on-accent); background: var(--accent); }
+.drop-zone { margin: .5rem 0 0; padding: .5rem; border: 2px dashed var(--line); border-radius: 6px; }
+#send-form.dropping .drop-zone { border-color: var(--accent); }
 .pair-form input {
   flex: 1 1 12rem; min-width: 0; min-height: 2.25rem; padding: .3rem .5rem; font: inherit;
   color: var(--fg); background: var(--bg); border: 1px solid var(--line); border-radius: 6px;

@@ -24,6 +24,8 @@ public final class DashboardServer: Sendable {
     let log: @Sendable (String) -> Void
     private let slots = ConnectionSlots(readers: DashboardServer.maxReading, servers: DashboardServer.maxServing)
     private let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
+    /// Uploads arriving now (at most `maxUploads` take the larger body limit).
+    private let uploads = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
     /// Requests arriving at once (the slowest sender's is closed for a newcomer beyond) and
@@ -140,7 +142,9 @@ public final class DashboardServer: Sendable {
         defer { if reading { slots.leaveReading(ticket) } }
         connection.setSendTimeout(Self.sendTimeout)
         let deadline = ContinuousClock.now + Self.requestTimeout
-        let limits = HTTPLimits()
+        var limits = HTTPLimits()
+        var uploading = false
+        defer { if uploading { uploads.subtract(1, ordering: .relaxed) } }
         var buffer: [UInt8] = []
         var request: HTTPRequest?
         // The head's end is looked for in the new bytes only, and the request is parsed once
@@ -174,6 +178,10 @@ public final class DashboardServer: Sendable {
                 headComplete = HTTPRequestParser.endOfHead(buffer, from: scanFrom, within: limits.head) != nil
                     || buffer.count > limits.head  // the parser says which limit it passed
                 needed = 0
+                if headComplete, Self.startsUpload(buffer) {
+                    uploading = uploads.add(1, ordering: .relaxed).newValue <= Self.maxUploads
+                    if uploading { limits.body = Self.maxUploadBytes } else { uploads.subtract(1, ordering: .relaxed) }
+                }
             }
         }
         guard let request else { return }
@@ -259,6 +267,12 @@ public final class DashboardServer: Sendable {
                 return nil
             }
             respond(connection, .json(call(request.body)))
+        case ("POST", "/upload"):
+            guard access.hasCSRF(request) else {
+                respond(connection, .text(403, "the CSRF token is missing or wrong: reload the page"))
+                return nil
+            }
+            respond(connection, .json(upload(request)))
         default:
             respond(connection, .text(404, "not found"))
         }

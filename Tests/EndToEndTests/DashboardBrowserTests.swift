@@ -337,6 +337,20 @@ struct DashboardBrowserTests {
                 (try? String(contentsOfFile: env.home("alice-recv") + "/report.txt", encoding: .utf8)) == "quarterly figures"
             }
 
+            // A file dropped into the page: staged in bob's home (0600), then sent.
+            _ = try browser.eval("""
+                (() => { const dt = new DataTransfer(); dt.items.add(new File(['dropped bytes'], 'dropped.txt'));
+                  document.querySelector('#send-form').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+                  return true; })()
+                """)
+            try FolderSyncTests.eventually("dropped.txt reaches alice", timeout: 30) {
+                (try? String(contentsOfFile: env.home("alice-recv") + "/dropped.txt", encoding: .utf8)) == "dropped bytes"
+            }
+            let staged = ((try? FileManager.default.subpathsOfDirectory(atPath: bob.home + "/uploads")) ?? []).filter { $0.hasSuffix("/dropped.txt") }
+            #expect(staged.count == 1, "\(staged)")
+            let mode = (try? FileManager.default.attributesOfItem(atPath: bob.home + "/uploads/" + (staged.first ?? "")))?[.posixPermissions] as? Int
+            #expect(mode == 0o600, "the staged copy has mode \(String(mode ?? 0, radix: 8))")
+
             let files = "document.querySelector('#peer-list button.auto-files')"
             try browser.waitUntil("alice's files switch, off", "!!\(files) && \(files).textContent === 'Auto-accept files: off'")
             _ = try browser.eval("\(files).click(), true")

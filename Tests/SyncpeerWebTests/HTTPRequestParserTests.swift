@@ -197,6 +197,19 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: nil, follow: false))
         try DashboardServer.check(.peers)
     }
+
+    /// A dropped file's name from the browser is one path component; only a request that
+    /// starts as an upload may take the larger body limit.
+    @Test func anUploadIsOneNameAndSaysSoFirst() throws {
+        for bad in ["", ".", "..", "a/b", "../x", "/etc/passwd", "a\u{0}b", String(repeating: "x", count: 256)] {
+            #expect(throws: (any Error).self, "\(bad)") { try DashboardServer.checkUploadName(bad) }
+        }
+        try DashboardServer.checkUploadName("report (final).pdf")
+        try DashboardServer.checkUploadName("..hidden")
+        #expect(DashboardServer.startsUpload(Array("POST /upload?name=a&peer=b HTTP/1.1\r\n".utf8)))
+        #expect(!DashboardServer.startsUpload(Array("POST /api HTTP/1.1\r\n".utf8)))
+        #expect(!DashboardServer.startsUpload(Array("GET /upload?name=a HTTP/1.1\r\n".utf8)))
+    }
 }
 
 @Suite struct DashboardAssetsTests {
