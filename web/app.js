@@ -422,6 +422,14 @@ dropZone.addEventListener('drop', (e) => {
 });
 $('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
 
+$('rename-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const name = $('rename-name').value.trim();
+  if (!name) return;
+  act($('rename-form').querySelector('button'), 'rename|submit', { op: 'rename', name }, `Rename this device to ${name}`,
+    { refresh: ['status'], ok: (r) => { $('rename-name').value = ''; notice(`This device is now called ${str(r && r.name)}.`); } });
+});
+
 pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op: 'share', dir, peers: [peer] }), ['folders'],
   (path) => `Shared ${path}; the peer is asked to join it.`);
 pathForm('send-form', 'send-path', 'send-peer', 'Send', (path, peer) => ({ op: 'send', path, peer, detach: true }), ['transfers'],

@@ -21,7 +21,15 @@ internal import Synchronization
 public final class Node: Reporting, @unchecked Sendable {
     // @unchecked: the mutable properties below (discovery, the stream waiters) are read and
     // written only on `queue`.
-    public let identity: Identity
+    /// The key pair and device ID, with the display name as it is now (`rename`).
+    public var identity: Identity {
+        var current = initialIdentity
+        current.displayName = displayName.withLock { $0 }
+        return current
+    }
+    private let initialIdentity: Identity
+    /// Any thread: the display name (`rename` changes it).
+    let displayName: Mutex<String>
     public let home: NodeHome
     public let config: NodeConfig
     let index: NodeIndex
@@ -52,7 +60,8 @@ public final class Node: Reporting, @unchecked Sendable {
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
         self.home = home
-        self.identity = identity
+        initialIdentity = identity
+        displayName = Mutex(identity.displayName)
         self.index = index
         self.config = config
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,

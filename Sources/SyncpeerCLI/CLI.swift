@@ -23,6 +23,7 @@ public enum CLI {
         ConfirmCommand.self,
         VerifyCommand.self,
         RescanCommand.self,
+        RenameCommand.self,
         PauseCommand.self,
         ResumeFolderCommand.self,
         StatusCommand.self,

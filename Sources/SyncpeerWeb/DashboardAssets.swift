@@ -38,6 +38,13 @@ enum DashboardAssets {
       <dt>Nearby</dt><dd id="device-visibility"></dd>
     </dl>
     <div id="device-actions" class="actions"></div>
+    <form id="rename-form" class="pair-form">
+      <label for="rename-name">Rename this device (nearby nodes see the new name at once, peers at their next connection)</label>
+      <div class="row">
+        <input id="rename-name" name="name" type="text" required autocomplete="off" spellcheck="false" autocapitalize="off">
+        <button type="submit" class="rename-submit">Rename</button>
+      </div>
+    </form>
   </section>
 
   <section id="peers" aria-labelledby="peers-h">
@@ -563,6 +570,14 @@ dropZone.addEventListener('drop', (e) => {
   [...((e.dataTransfer && e.dataTransfer.files) || [])].forEach(uploadFile);
 });
 $('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
+
+$('rename-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const name = $('rename-name').value.trim();
+  if (!name) return;
+  act($('rename-form').querySelector('button'), 'rename|submit', { op: 'rename', name }, `Rename this device to ${name}`,
+    { refresh: ['status'], ok: (r) => { $('rename-name').value = ''; notice(`This device is now called ${str(r && r.name)}.`); } });
+});
 
 pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op: 'share', dir, peers: [peer] }), ['folders'],
   (path) => `Shared ${path}; the peer is asked to join it.`);
@@ -1181,7 +1196,7 @@ button:disabled { opacity: .55; cursor: progress; }
 .pair-form label { display: block; margin-bottom: .3rem; font-size: .9rem; }
 .pair-form .row { display: flex; flex-wrap: wrap; gap: .5rem; }
 .pair-form select { min-width: 0; max-width: 40%; min-height: 2.25rem; font: inherit; }
-.accept, .share-submit, .send-submit { color: var(--on-accent); background: var(--accent); }
+.accept, .share-submit, .send-submit, .rename-submit { color: var(--on-accent); background: var(--accent); }
 button[aria-pressed="true"] { color: var(--on-accent); background: var(--good); border-color: var(--good); }
 .pair-form textarea { display: block; width: 100%; margin-bottom: .5rem; font: .9rem/1.4 ui-monospace, monospace; }
 .ignores-save { color: var(--on-accent); background: var(--accent); }

@@ -46,7 +46,7 @@ public final class DashboardServer: Sendable {
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
-        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder,
+        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the

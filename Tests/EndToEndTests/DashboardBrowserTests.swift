@@ -319,6 +319,10 @@ struct DashboardBrowserTests {
             try browser.waitUntil("the pairing, from before the page opened, in the log", "\(log).includes('alice connected')")
             let id = try #require((try JSONSerialization.jsonObject(with: Data(try env.cli(bob, ["id", "--json"]).stdout.utf8)) as? [String: Any])?["id"] as? String)
             try browser.waitUntil("bob's whole device ID", "document.querySelector('#device-id').textContent === '\(id)'")
+            // Rename from the page: the CLI's id and the header say the new name.
+            _ = try browser.eval("document.querySelector('#rename-name').value = 'bobby', document.querySelector('#rename-form button').click(), true")
+            try FolderSyncTests.eventually("bob is called bobby") { ((try? env.cli(bob, ["id"]))?.stdout ?? "").contains("bobby") }
+            try browser.waitUntil("the new name on the page", "document.querySelector('#device-name').textContent === 'bobby'")
 
             let docs = env.home("docs")
             try "notes".write(toFile: docs + "/notes.txt", atomically: true, encoding: .utf8)

@@ -212,6 +212,7 @@ struct JSONContractTests {
         #expect(!piped.stdout.contains("{"), "piped text output mixes in JSON: \(piped.stdout)")
 
         _ = check("command msg", try cli(alice, ["msg", "--to", "bob", "hello"]))
+        _ = check("command rename", try cli(bob, ["rename", "bob"]))
         // (Off: alice must be asked about bob's folder below.)
         _ = check("command auto-accept", try cli(alice, ["auto-accept", "bob", "off"]))
 

@@ -7,6 +7,8 @@ public enum ControlRequest: Sendable, Equatable {
     case peers
     case invitations
     case browse
+    /// Changes this node's display name.
+    case rename(name: String)
     /// Shows (true) or hides (false) the node, or only reports (nil).
     case visibility(visible: Bool?)
     /// Invites a nearby node (name, device ID prefix) or HOST:PORT.
@@ -62,7 +64,7 @@ public enum ControlRequest: Sendable, Equatable {
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
-        case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
+        case status, rename, peers, invitations, browse, visibility, pair, accept, decline, send, receive
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
@@ -74,6 +76,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .peers: .peers
         case .invitations: .invitations
         case .browse: .browse
+        case .rename: .rename
         case .visibility: .visibility
         case .pair: .pair
         case let .answerInvitation(_, accept), let .answerOffer(_, accept, _, _), let .answerShare(_, accept, _):
@@ -118,6 +121,8 @@ public enum ControlRequest: Sendable, Equatable {
             break
         case let .visibility(visible):
             if let visible { a["visible"] = .bool(visible) }
+        case let .rename(name):
+            put("name", name)
         case let .pair(address, context):
             put("address", address)
             put("context", context)
@@ -226,6 +231,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .events: self = .events
         case .activity: self = .activity
         case .visibility: self = .visibility(visible: try flag("visible"))
+        case .rename: self = .rename(name: try string("name"))
         case .pair: self = .pair(address: try string("address"), context: try optional("context"))
         case .accept, .decline:
             let accept = op == .accept

@@ -250,6 +250,12 @@ public struct ConflictVersion: Sendable, Equatable, Codable {
     public var time: Int64
 }
 
+/// `rename`: this node's device ID and its new display name.
+public struct RenameResult: Sendable, Equatable, Codable {
+    public var id: DeviceID
+    public var name: String
+}
+
 /// `ignores`: a folder's own ignore patterns (its root's `.syncpeerignore`).
 public struct IgnoresResult: Sendable, Equatable, Codable {
     public var folder: String
