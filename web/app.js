@@ -365,6 +365,7 @@ function renderDevice() {
   const n = st.node;
   $('device-name').textContent = str(n.name);
   $('device-id').textContent = str(n.id);
+  $('device-receive').textContent = str(n.receiveDir);
   const d = n.discovery || {};
   let text, action = null;
   if (!d.enabled) text = 'discovery is off';
@@ -421,6 +422,14 @@ dropZone.addEventListener('drop', (e) => {
   [...((e.dataTransfer && e.dataTransfer.files) || [])].forEach(uploadFile);
 });
 $('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
+
+$('receive-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const dir = $('receive-dir').value.trim();
+  if (!dir) return;
+  act($('receive-form').querySelector('button'), 'receive|submit', { op: 'receive-dir', dir }, `Receive into ${dir}`,
+    { refresh: ['status'], ok: (r) => { $('receive-dir').value = ''; notice(`Accepted files and folders now go to ${str(r && r.receiveDir)}.`); } });
+});
 
 $('rename-form').addEventListener('submit', (e) => {
   e.preventDefault();

@@ -93,6 +93,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.page(id, page.page(node.invitations(), key: \.invitation) { $0 })
             case .browse:
                 reply.page(id, page.page(try node.browse(), key: \.pageKey) { $0 })
+            case let .receiveDir(directory):
+                reply.success(id, try node.setReceiveDirectory(directory))
             case let .rename(name):
                 reply.success(id, try node.rename(to: name))
             case let .visibility(visible):

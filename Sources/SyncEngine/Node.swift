@@ -30,6 +30,8 @@ public final class Node: Reporting, @unchecked Sendable {
     private let initialIdentity: Identity
     /// Any thread: the display name (`rename` changes it).
     let displayName: Mutex<String>
+    /// Any thread: where accepted files and folders go (`receive-dir` changes it).
+    let receiveDirectory: Mutex<String>
     public let home: NodeHome
     public let config: NodeConfig
     let index: NodeIndex
@@ -62,6 +64,7 @@ public final class Node: Reporting, @unchecked Sendable {
         self.home = home
         initialIdentity = identity
         displayName = Mutex(identity.displayName)
+        receiveDirectory = Mutex(config.receiveDirectory)
         self.index = index
         self.config = config
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
@@ -81,6 +84,8 @@ public final class Node: Reporting, @unchecked Sendable {
     public static func open(home: NodeHome, config: NodeConfig) throws(EngineError) -> Node {
         let identity = try NodeSetup.loadIdentity(home: home)
         let index = try NodeSetup.openIndex(home)
+        var config = config
+        if !config.receiveDirectoryGiven, let chosen = try? index.setting(Self.receiveDirectorySetting) { config.receiveDirectory = chosen }
         // Before the control socket, any folder or any peer: records of protocol 2's hash.
         try ContentHashUpgrade.run(index: index)
         return Node(home: home, identity: identity, index: index, config: config)
@@ -225,7 +230,7 @@ public final class Node: Reporting, @unchecked Sendable {
     /// Facts about this node for `status`.
     public func status() -> NodeStatus {
         queue.sync {
-            NodeStatus(id: identity.deviceID, name: identity.displayName,
+            NodeStatus(id: identity.deviceID, name: identity.displayName, receiveDir: receiveDirectory.withLock { $0 },
                        listen: HostPort(host: connections.listenHost, port: connections.listenPort).description,
                        pid: Int(getpid()), sessions: connections.sessions.count, discovery: discoveryStatus())
         }

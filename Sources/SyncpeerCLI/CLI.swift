@@ -24,6 +24,7 @@ public enum CLI {
         VerifyCommand.self,
         RescanCommand.self,
         RenameCommand.self,
+        ReceiveDirCommand.self,
         PauseCommand.self,
         ResumeFolderCommand.self,
         StatusCommand.self,

@@ -35,9 +35,17 @@ enum DashboardAssets {
     <dl class="fields">
       <dt>Name</dt><dd id="device-name">…</dd>
       <dt>Device ID</dt><dd><code id="device-id"></code></dd>
+      <dt>Receive folder</dt><dd id="device-receive"></dd>
       <dt>Nearby</dt><dd id="device-visibility"></dd>
     </dl>
     <div id="device-actions" class="actions"></div>
+    <form id="receive-form" class="pair-form">
+      <label for="receive-dir">Put accepted files and folders in (a full path on this machine)</label>
+      <div class="row">
+        <input id="receive-dir" name="dir" type="text" required placeholder="/home/you/Downloads" autocomplete="off" spellcheck="false" autocapitalize="off">
+        <button type="submit" class="receive-submit">Change</button>
+      </div>
+    </form>
     <form id="rename-form" class="pair-form">
       <label for="rename-name">Rename this device (nearby nodes see the new name at once, peers at their next connection)</label>
       <div class="row">
@@ -514,6 +522,7 @@ function renderDevice() {
   const n = st.node;
   $('device-name').textContent = str(n.name);
   $('device-id').textContent = str(n.id);
+  $('device-receive').textContent = str(n.receiveDir);
   const d = n.discovery || {};
   let text, action = null;
   if (!d.enabled) text = 'discovery is off';
@@ -570,6 +579,14 @@ dropZone.addEventListener('drop', (e) => {
   [...((e.dataTransfer && e.dataTransfer.files) || [])].forEach(uploadFile);
 });
 $('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
+
+$('receive-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const dir = $('receive-dir').value.trim();
+  if (!dir) return;
+  act($('receive-form').querySelector('button'), 'receive|submit', { op: 'receive-dir', dir }, `Receive into ${dir}`,
+    { refresh: ['status'], ok: (r) => { $('receive-dir').value = ''; notice(`Accepted files and folders now go to ${str(r && r.receiveDir)}.`); } });
+});
 
 $('rename-form').addEventListener('submit', (e) => {
   e.preventDefault();
@@ -1196,7 +1213,7 @@ button:disabled { opacity: .55; cursor: progress; }
 .pair-form label { display: block; margin-bottom: .3rem; font-size: .9rem; }
 .pair-form .row { display: flex; flex-wrap: wrap; gap: .5rem; }
 .pair-form select { min-width: 0; max-width: 40%; min-height: 2.25rem; font: inherit; }
-.accept, .share-submit, .send-submit, .rename-submit { color: var(--on-accent); background: var(--accent); }
+.accept, .share-submit, .send-submit, .rename-submit, .receive-submit { color: var(--on-accent); background: var(--accent); }
 button[aria-pressed="true"] { color: var(--on-accent); background: var(--good); border-color: var(--good); }
 .pair-form textarea { display: block; width: 100%; margin-bottom: .5rem; font: .9rem/1.4 ui-monospace, monospace; }
 .ignores-save { color: var(--on-accent); background: var(--accent); }

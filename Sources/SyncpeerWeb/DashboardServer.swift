@@ -46,7 +46,7 @@ public final class DashboardServer: Sendable {
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
-        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename,
+        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename, .receiveDir,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -314,7 +314,7 @@ public final class DashboardServer: Sendable {
             guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
             try fullPath(path)
         case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
-             let .pauseFolder(directory, _):
+             let .pauseFolder(directory, _), let .receiveDir(directory):
             try fullPath(directory)
         default:
             return

@@ -362,6 +362,15 @@ struct DashboardBrowserTests {
                 ((try? env.cli(bob, ["peers", "--json"]))?.stdout ?? "").contains("\"autoAccept\":true")
             }
             try browser.waitUntil("the switch on", "\(files).textContent === 'Auto-accept files: on'")
+            // The receive folder, changed on the page: what alice sends now lands there.
+            let inbox = env.home("bob-inbox")
+            _ = try browser.eval("document.querySelector('#receive-dir').value = '\(inbox)', document.querySelector('#receive-form button').click(), true")
+            try browser.waitUntil("the new receive folder on the page", "document.querySelector('#device-receive').textContent === '\(inbox)'")
+            let reply = env.home("reply.txt")
+            try "thanks".write(toFile: reply, atomically: true, encoding: .utf8)
+            let answered = try env.cli(alice, ["send", reply, "--to", "bob"])
+            #expect(answered.status == 0, "\(answered.stderr)")
+            #expect((try? String(contentsOfFile: inbox + "/reply.txt", encoding: .utf8)) == "thanks")
 
             // The folder's own ignore patterns, edited on the page: written to its root, and a
             // file they match stays here while the others sync.

@@ -255,6 +255,7 @@ struct JSONContractTests {
         _ = check("command disconnect", try cli(alice, ["disconnect", "bob"]))
         _ = check("command connect", try cli(alice, ["connect", "bob"]))
         _ = check("command unpair", try cli(alice, ["unpair", "bob"]))
+        _ = check("command receive-dir", try cli(alice, ["receive-dir", env.home("alice-inbox")]))
 
         // Every event both daemons printed, as documented.
         for daemon in [alice, bob, carol] {

@@ -7,7 +7,7 @@ import Testing
 struct ControlRequestTests {
     static let samples: [ControlRequest] = [
         .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events,
-        .visibility(visible: nil), .visibility(visible: false), .rename(name: "bob's laptop"),
+        .visibility(visible: nil), .visibility(visible: false), .rename(name: "bob's laptop"), .receiveDir(directory: "/tmp/in"),
         .pair(address: "127.0.0.1:41414", context: "photos"), .pair(address: "bob", context: nil),
         .answerInvitation(invitation: "K7Q2PX", accept: true), .answerInvitation(invitation: "K7Q2PX", accept: false),
         .answerOffer(transfer: "3f9a2c71", accept: true, directory: "/tmp/in", follow: true),

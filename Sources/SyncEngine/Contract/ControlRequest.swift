@@ -9,6 +9,8 @@ public enum ControlRequest: Sendable, Equatable {
     case browse
     /// Changes this node's display name.
     case rename(name: String)
+    /// Changes where accepted files and folders go.
+    case receiveDir(directory: String)
     /// Shows (true) or hides (false) the node, or only reports (nil).
     case visibility(visible: Bool?)
     /// Invites a nearby node (name, device ID prefix) or HOST:PORT.
@@ -64,7 +66,7 @@ public enum ControlRequest: Sendable, Equatable {
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
-        case status, rename, peers, invitations, browse, visibility, pair, accept, decline, send, receive
+        case status, rename, receiveDir = "receive-dir", peers, invitations, browse, visibility, pair, accept, decline, send, receive
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
@@ -77,6 +79,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .invitations: .invitations
         case .browse: .browse
         case .rename: .rename
+        case .receiveDir: .receiveDir
         case .visibility: .visibility
         case .pair: .pair
         case let .answerInvitation(_, accept), let .answerOffer(_, accept, _, _), let .answerShare(_, accept, _):
@@ -123,6 +126,8 @@ public enum ControlRequest: Sendable, Equatable {
             if let visible { a["visible"] = .bool(visible) }
         case let .rename(name):
             put("name", name)
+        case let .receiveDir(directory):
+            put("dir", directory)
         case let .pair(address, context):
             put("address", address)
             put("context", context)
@@ -232,6 +237,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .activity: self = .activity
         case .visibility: self = .visibility(visible: try flag("visible"))
         case .rename: self = .rename(name: try string("name"))
+        case .receiveDir: self = .receiveDir(directory: try string("dir"))
         case .pair: self = .pair(address: try string("address"), context: try optional("context"))
         case .accept, .decline:
             let accept = op == .accept

@@ -69,6 +69,8 @@ public struct DiscoveryStatus: Sendable, Equatable, Codable {
 public struct NodeStatus: Sendable, Equatable, Codable {
     public var id: DeviceID
     public var name: String
+    /// Where accepted files and folders go.
+    public var receiveDir: String
     public var listen: String
     public var pid: Int
     public var sessions: Int
