@@ -1,3 +1,4 @@
+import PeerCrypto
 import Testing
 @testable import SyncEngine
 
@@ -20,6 +21,15 @@ struct ActivityLogTests {
         let times = pages.flatMap(Self.times)
         #expect(pages.count == 3)
         #expect(times == Array((501...1500).reversed()).map(Int64.init))
+    }
+
+    /// A peer's long messages cannot make the log large: each is kept cut to 1 KiB.
+    @Test func aLongMessageIsKeptCut() throws {
+        let log = ActivityLog()
+        let peer = PeerRef(id: DeviceID(publicKey: KeyPair.generate().publicKey), name: "alice")
+        log.record(.message(.init(peer: peer, id: 1, text: String(repeating: "é", count: 40_000), time: 1)))
+        let text = try #require(log.page(PageRequest()).items.first?["text"]?.stringValue)
+        #expect(text.utf8.count <= ActivityLog.messageBytes + 3 && text.hasSuffix("…") && text.hasPrefix("éé"))
     }
 
     @Test func aTransferIsKeptOncePerState() {
