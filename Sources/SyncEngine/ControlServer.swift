@@ -83,6 +83,8 @@ public final class ControlServer: @unchecked Sendable {
             switch request {
             case .events:
                 break  // answered by the loop
+            case .activity:
+                reply.page(id, node.activity.page(page))
             case .status:
                 reply.success(id, node.status())
             case .peers:
@@ -91,6 +93,10 @@ public final class ControlServer: @unchecked Sendable {
                 reply.page(id, page.page(node.invitations(), key: \.invitation) { $0 })
             case .browse:
                 reply.page(id, page.page(try node.browse(), key: \.pageKey) { $0 })
+            case let .receiveDir(directory):
+                reply.success(id, try node.setReceiveDirectory(directory))
+            case let .rename(name):
+                reply.success(id, try node.rename(to: name))
             case let .visibility(visible):
                 reply.success(id, try node.setVisibility(visible))
             case let .answerShare(folder, accept, directory):
@@ -146,6 +152,12 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, try node.confirmFolder(directory: directory))
             case let .verify(directory):
                 reply.success(id, try node.verifyFolder(directory: directory))
+            case let .rescan(directory, path):
+                reply.success(id, try node.rescanFolder(directory: directory, path: path))
+            case let .pauseFolder(directory, paused):
+                reply.success(id, try node.setFolderPaused(directory: directory, paused))
+            case let .ignores(directory, patterns):
+                reply.success(id, try node.ignorePatterns(directory: directory, replacingWith: patterns))
             case .folders:
                 let folders = node.folderStatus(page)
                 // The first offers come with the first page (what `status` shows at a glance).

@@ -108,6 +108,21 @@ extension Node {
         try folders.confirmFolder(directory: directory)
     }
 
+    /// `syncpeer rescan DIR [PATH]`: scans the folder (or one path in it) now.
+    public func rescanFolder(directory: String, path: String?) throws(EngineError) -> FolderResult {
+        try folders.rescanFolder(directory: directory, path: path)
+    }
+
+    /// `syncpeer pause DIR` (true) / `resume-folder DIR` (false).
+    public func setFolderPaused(directory: String, _ on: Bool) throws(EngineError) -> FolderResult {
+        try folders.setPaused(directory: directory, on)
+    }
+
+    /// A folder's own ignore patterns; with `patterns`, replaces them (`ignores`).
+    public func ignorePatterns(directory: String, replacingWith patterns: String?) throws(EngineError) -> IgnoresResult {
+        try folders.ignorePatterns(directory: directory, replacingWith: patterns)
+    }
+
     /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
     public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
         try folders.verifyFolder(directory: directory)

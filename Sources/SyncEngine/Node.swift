@@ -21,7 +21,17 @@ internal import Synchronization
 public final class Node: Reporting, @unchecked Sendable {
     // @unchecked: the mutable properties below (discovery, the stream waiters) are read and
     // written only on `queue`.
-    public let identity: Identity
+    /// The key pair and device ID, with the display name as it is now (`rename`).
+    public var identity: Identity {
+        var current = initialIdentity
+        current.displayName = displayName.withLock { $0 }
+        return current
+    }
+    private let initialIdentity: Identity
+    /// Any thread: the display name (`rename` changes it).
+    let displayName: Mutex<String>
+    /// Any thread: where accepted files and folders go (`receive-dir` changes it).
+    let receiveDirectory: Mutex<String>
     public let home: NodeHome
     public let config: NodeConfig
     let index: NodeIndex
@@ -29,6 +39,8 @@ public final class Node: Reporting, @unchecked Sendable {
 
     /// Who listens to the node's events (its own lock: subscribing never waits for `queue`).
     let events = EventBus()
+    /// The last events, for pages that open later (`activity`).
+    let activity = ActivityLog()
     /// The listener, dialling, handshakes, sessions, keepalive, redial and pairing.
     let connections: ConnectionService
     /// Sending and receiving files, folders and streams (its state confined to `queue`).
@@ -50,7 +62,9 @@ public final class Node: Reporting, @unchecked Sendable {
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
         self.home = home
-        self.identity = identity
+        initialIdentity = identity
+        displayName = Mutex(identity.displayName)
+        receiveDirectory = Mutex(config.receiveDirectory)
         self.index = index
         self.config = config
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
@@ -63,12 +77,15 @@ public final class Node: Reporting, @unchecked Sendable {
         folders.link = connections
         connections.observer = self
         connections.nearby = self
+        _ = events.subscribe { [activity] event in activity.record(event) }
     }
 
     /// Opens an initialised home (identity and index) for running a node.
     public static func open(home: NodeHome, config: NodeConfig) throws(EngineError) -> Node {
         let identity = try NodeSetup.loadIdentity(home: home)
         let index = try NodeSetup.openIndex(home)
+        var config = config
+        if !config.receiveDirectoryGiven, let chosen = try? index.setting(Self.receiveDirectorySetting) { config.receiveDirectory = chosen }
         // Before the control socket, any folder or any peer: records of protocol 2's hash.
         try ContentHashUpgrade.run(index: index)
         return Node(home: home, identity: identity, index: index, config: config)
@@ -213,7 +230,7 @@ public final class Node: Reporting, @unchecked Sendable {
     /// Facts about this node for `status`.
     public func status() -> NodeStatus {
         queue.sync {
-            NodeStatus(id: identity.deviceID, name: identity.displayName,
+            NodeStatus(id: identity.deviceID, name: identity.displayName, receiveDir: receiveDirectory.withLock { $0 },
                        listen: HostPort(host: connections.listenHost, port: connections.listenPort).description,
                        pid: Int(getpid()), sessions: connections.sessions.count, discovery: discoveryStatus())
         }

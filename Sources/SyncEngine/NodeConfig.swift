@@ -32,6 +32,9 @@ public struct NodeConfig: Sendable {
     public var staticPeers: [String] = []
     /// Where accepted files and folders go (`daemon --receive-dir`; default XDG_DOWNLOAD_DIR, else ~/Downloads).
     public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
+    /// Set when `receiveDirectory` was given (`daemon --receive-dir`): it wins over the one
+    /// chosen with `receive-dir` and kept in the index.
+    public var receiveDirectoryGiven = false
     /// Shared folders: how long file events are gathered before a rescan, and how often a
     /// full rescan runs as a safety net.
     public var watchDelay: Duration = .seconds(1)

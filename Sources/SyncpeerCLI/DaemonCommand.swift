@@ -59,6 +59,7 @@ struct DaemonCommand: Command {
         config.autoAccept = arguments.flag("auto-accept")
         if let directory = arguments.value("receive-dir") {
             config.receiveDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path
+            config.receiveDirectoryGiven = true
         }
         if let text = arguments.value("invitation-timeout") {
             guard let seconds = Double(text), seconds > 0, seconds <= 86_400 else {

@@ -71,6 +71,30 @@ struct UnshareCommand: SharedFolderCommand {
     var done: String { "No longer sharing \(directory)" }
 }
 
+/// `syncpeer pause DIR`.
+struct PauseCommand: SharedFolderCommand {
+    static let spec = CommandSpec(
+        name: "pause",
+        abstract: "pause a shared folder: no scan and no pull until 'syncpeer resume-folder' (kept across restarts)",
+        arguments: [ArgumentSpec("DIR", help: "a shared folder")],
+        examples: ["syncpeer pause ~/Photos"])
+    let directory: String
+    var request: ControlRequest { .pauseFolder(directory: directory, paused: true) }
+    var done: String { "Paused \(directory): nothing is scanned or pulled until 'syncpeer resume-folder \(directory)'" }
+}
+
+/// `syncpeer resume-folder DIR`.
+struct ResumeFolderCommand: SharedFolderCommand {
+    static let spec = CommandSpec(
+        name: "resume-folder",
+        abstract: "resume a paused folder: it is scanned and pulls what it missed",
+        arguments: [ArgumentSpec("DIR", help: "a paused folder")],
+        examples: ["syncpeer resume-folder ~/Photos"])
+    let directory: String
+    var request: ControlRequest { .pauseFolder(directory: directory, paused: false) }
+    var done: String { "Resumed \(directory)" }
+}
+
 /// `syncpeer confirm DIR`: adopts a stopped folder's root as it is and sends its deletions.
 struct ConfirmCommand: SharedFolderCommand {
     static let spec = CommandSpec(
@@ -91,6 +115,45 @@ struct ConfirmCommand: SharedFolderCommand {
     let directory: String
     var request: ControlRequest { .confirm(directory: directory) }
     var done: String { "Confirmed \(directory): it is rescanned as it is now, and what is gone from it is deleted on the other devices" }
+}
+
+/// `syncpeer rescan DIR [PATH]`: scans a shared folder now.
+struct RescanCommand: Command {
+    static let spec = CommandSpec(
+        name: "rescan",
+        abstract: "scan a shared folder now, or one path in it, instead of waiting for the next scan",
+        discussion: """
+        A folder is watched with inotify and scanned in full now and then; a change inotify
+        cannot see (a network file system, a disk mounted under the folder) waits for that
+        scan. rescan starts one at once, of the whole folder or only of PATH (a file or a
+        folder inside it, relative to it or in full). It answers once the scan is queued:
+        'syncpeer status' shows the folder scanning, then idle.
+        """,
+        arguments: [ArgumentSpec("DIR", help: "a shared folder"), ArgumentSpec("PATH", help: "a path inside it", optional: true)],
+        examples: ["syncpeer rescan ~/Documents", "syncpeer rescan ~/Photos 2026/june"])
+    let directory: String
+    let path: String?
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+        guard arguments.positionals.count > 1 else {
+            path = nil
+            return
+        }
+        let given = arguments.positionals[1]
+        guard given.hasPrefix("/") else {
+            path = given
+            return
+        }
+        let full = URL(fileURLWithPath: given).standardizedFileURL.path
+        guard full.hasPrefix(directory + "/") else { throw .usage("\(given) is not inside \(directory)") }
+        path = String(full.dropFirst(directory.count + 1))
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.call(.rescan(directory: directory, path: path), as: FolderResult.self)
+        context.print(result, text: "Rescanning \(path.map { directory + "/" + $0 } ?? directory)")
+        return ExitCode.success
+    }
 }
 
 /// `syncpeer verify DIR`: a scrub of a shared folder.
@@ -138,7 +201,7 @@ struct StatusCommand: Command {
     static let spec = CommandSpec(
         name: "status",
         abstract: "show each shared folder: state, files, what each peer still needs, conflicts, offers",
-        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error. With --watch the status is shown again every 2 s until Ctrl-C: redrawn in place on a terminal, one status after another when piped.",
+        discussion: "States: scanning, syncing, idle, retrying (some paths failed and are tried again by themselves: each is listed with why and when), error, paused ('syncpeer resume-folder'). With --watch the status is shown again every 2 s until Ctrl-C: redrawn in place on a terminal, one status after another when piped.",
         options: [OptionSpec("watch", help: "print the status again every 2 s")],
         examples: ["syncpeer status", "syncpeer status --json", "syncpeer status --watch"])
     let watch: Bool

@@ -29,6 +29,32 @@ enum DashboardAssets {
 <div id="notice" class="notice" role="status" aria-live="polite" hidden></div>
 
 <main>
+  <section id="device" aria-labelledby="device-h">
+    <h2 id="device-h">This device</h2>
+    <p id="err-status" class="load-error" hidden></p>
+    <dl class="fields">
+      <dt>Name</dt><dd id="device-name">…</dd>
+      <dt>Device ID</dt><dd><code id="device-id"></code></dd>
+      <dt>Receive folder</dt><dd id="device-receive"></dd>
+      <dt>Nearby</dt><dd id="device-visibility"></dd>
+    </dl>
+    <div id="device-actions" class="actions"></div>
+    <form id="receive-form" class="pair-form">
+      <label for="receive-dir">Put accepted files and folders in (a full path on this machine)</label>
+      <div class="row">
+        <input id="receive-dir" name="dir" type="text" required placeholder="/home/you/Downloads" autocomplete="off" spellcheck="false" autocapitalize="off">
+        <button type="submit" class="receive-submit">Change</button>
+      </div>
+    </form>
+    <form id="rename-form" class="pair-form">
+      <label for="rename-name">Rename this device (nearby nodes see the new name at once, peers at their next connection)</label>
+      <div class="row">
+        <input id="rename-name" name="name" type="text" required autocomplete="off" spellcheck="false" autocapitalize="off">
+        <button type="submit" class="rename-submit">Rename</button>
+      </div>
+    </form>
+  </section>
+
   <section id="peers" aria-labelledby="peers-h">
     <h2 id="peers-h">Peers</h2>
 
@@ -69,6 +95,24 @@ enum DashboardAssets {
     <p id="err-folders" class="load-error" hidden></p>
     <ul id="folder-list" class="list"><li class="empty">Loading…</li></ul>
 
+    <form id="ignores-editor" class="pair-form" hidden>
+      <label for="ignores-text">Ignore patterns of <strong id="ignores-for"></strong> (its .syncpeerignore: globs, ** and ! negation, one a line; they stay on this device)</label>
+      <textarea id="ignores-text" name="patterns" rows="6" spellcheck="false" autocapitalize="off"></textarea>
+      <div class="row">
+        <button type="submit" class="ignores-save">Save patterns</button>
+        <button type="button" id="ignores-cancel">Close</button>
+      </div>
+    </form>
+
+    <form id="share-form" class="pair-form">
+      <label for="share-dir">Share a folder of this machine (its full path) with</label>
+      <div class="row">
+        <input id="share-dir" name="dir" type="text" required placeholder="/home/you/Documents" autocomplete="off" spellcheck="false" autocapitalize="off">
+        <select id="share-peer" name="peer" aria-label="the peer to share the folder with" required></select>
+        <button type="submit" class="share-submit">Share</button>
+      </div>
+    </form>
+
     <section id="offers" aria-labelledby="offers-h" hidden>
       <h3 id="offers-h">Folder offers</h3>
       <ul id="offer-list" class="list"></ul>
@@ -88,6 +132,17 @@ enum DashboardAssets {
     <ul id="running-list" class="list"><li class="empty">Loading…</li></ul>
     <h3>Finished</h3>
     <ul id="finished-list" class="list"><li class="empty">Loading…</li></ul>
+
+    <form id="send-form" class="pair-form">
+      <label for="send-path">Send a file or folder of this machine (its full path) to</label>
+      <div class="row">
+        <input id="send-path" name="path" type="text" required placeholder="/home/you/report.pdf" autocomplete="off" spellcheck="false" autocapitalize="off">
+        <select id="send-peer" name="peer" aria-label="the peer to send to" required></select>
+        <button type="submit" class="send-submit">Send</button>
+      </div>
+      <p class="drop-zone meta">…or drop a file here to send it (at most 16 MB; a copy is kept in the daemon's home):
+        <input id="send-file" type="file" multiple aria-label="Choose files to send to the chosen peer"></p>
+    </form>
   </section>
 
   <section id="activity" aria-labelledby="activity-h">
@@ -128,7 +183,9 @@ const REFETCH = {
   refused: ['peers'], error: ['peers', 'transfers', 'folders'], dropped: [], message: [],
   listening: ['status'], registered: ['status'], visibility: ['status', 'browse'],
 };
-const LOG_MAX = 200, FINISHED_MAX = 20, DEBOUNCE_MS = 300, SAFETY_MS = 10000;
+/** The log shows what the daemon keeps (`activity`: its last 1,000 events). A transfer
+ * that moves nothing for STALL_MS is "stalled", as the CLI says. */
+const LOG_MAX = 1000, FINISHED_MAX = 20, DEBOUNCE_MS = 300, SAFETY_MS = 10000, STALL_MS = 2000;
 
 // --- state ---
 
@@ -145,6 +202,8 @@ const st = {
   lastState: new Map(), // row key -> last state seen (the log shows state changes only)
   touched: new Map(),   // row key -> event counter when an event last updated it
   rows: new Map(),      // row key -> its <li>
+  moved: new Map(),     // row key of an active transfer -> {bytes, at}: when its bytes last grew
+  liveLog: null,        // events the stream logged while `activity` loads (kept on top of it)
   seq: 0,
   events: 0,
   pairing: new Map(),   // address -> {label, peer?, code?}: our pair requests in flight
@@ -312,7 +371,7 @@ const LOADERS = {
     // (id, name). Use whichever arrives.
     const r = await api({ op: 'status' });
     if (r && Array.isArray(r.folders)) { st.folders = r; renderFolders(); }
-    if (r && typeof r.name === 'string') { st.node = r; renderHeader(); }
+    if (r && typeof r.name === 'string') { st.node = r; renderHeader(); renderDevice(); }
   },
   async folders() {
     // Pages of folders (the first with the first share offers), then the other offers.
@@ -345,6 +404,21 @@ const LOADERS = {
     renderTransfers();
   },
   async conflicts() { st.conflicts = await apiList({ op: 'conflicts' }); renderConflicts(); },
+  /** The daemon's activity log, newest first; events the stream logs meanwhile stay on top. */
+  async activity() {
+    const live = [];
+    st.liveLog = live;
+    let items;
+    try { items = await apiList({ op: 'activity' }, LOG_MAX); } finally { if (st.liveLog === live) st.liveLog = null; }
+    const kept = new Set(items.map((ev) => JSON.stringify(ev)));
+    const log = $('activity-log');
+    log.replaceChildren();
+    for (const ev of items.slice(0, LOG_MAX).reverse().concat(live.filter((ev) => !kept.has(JSON.stringify(ev))))) {
+      const kind = str(ev.type || ev.event);
+      logLine(kind === 'transfer' ? transferLine(ev) : eventLine(kind, ev), ev.time);
+    }
+    if (!log.children.length) log.append(empty('Nothing yet.'));
+  },
 };
 
 const inflight = new Map(); // loader name -> its promise
@@ -450,6 +524,112 @@ function renderHeader() {
   $('node-name').textContent = n && n.name ? n.name + (n.id ? ` (${short(n.id)})` : '') : '';
 }
 
+/** This device: its name, its whole ID (what a peer pairs with) and whether nearby nodes see it. */
+function renderDevice() {
+  const n = st.node;
+  $('device-name').textContent = str(n.name);
+  $('device-id').textContent = str(n.id);
+  $('device-receive').textContent = str(n.receiveDir);
+  const d = n.discovery || {};
+  let text, action = null;
+  if (!d.enabled) text = 'discovery is off';
+  else if (d.visible) {
+    text = 'visible to others' + (d.instance ? ` as '${str(d.instance)}'` : '');
+    action = button('Hide from others', 'hide', { op: 'visibility', visible: false }, 'visibility', 'nearby', { refresh: ['status'] });
+  } else {
+    text = 'invisible to others';
+    action = button('Show to others', 'show', { op: 'visibility', visible: true }, 'visibility', 'nearby', { refresh: ['status'] });
+  }
+  $('device-visibility').textContent = text;
+  fill($('device-actions'), [action]);
+}
+
+/** A form of a path and a peer: sends `make(path, peer)` and empties the path once it is taken. */
+function pathForm(form, input, select, what, make, refresh, ok) {
+  $(form).addEventListener('submit', (e) => {
+    e.preventDefault();
+    const path = $(input).value.trim(), peer = $(select).value;
+    if (!path || !peer) return;
+    act($(form).querySelector('button'), `${form}|submit`, make(path, peer), `${what} ${path}`,
+      { refresh, ok: (r) => { $(input).value = ''; notice(ok(path, r)); } });
+  });
+}
+
+/** Files dropped into the page (or chosen) go to the daemon whole (at most 16 MB each),
+ * which keeps a copy in its home and sends it from there. */
+const UPLOAD_MAX = 16 << 20;
+async function uploadFile(file) {
+  const peer = $('send-peer').value;
+  if (!peer) { notice('Pair with a peer first.', true); return; }
+  if (file.size > UPLOAD_MAX) { notice(`${file.name} is larger than 16 MB: type its path instead.`, true); return; }
+  try {
+    const res = await fetch(`/upload?name=${encodeURIComponent(file.name)}&peer=${encodeURIComponent(peer)}`, {
+      method: 'POST', credentials: 'same-origin', body: file,
+      headers: { 'Content-Type': 'application/octet-stream', 'X-CSRF-Token': csrf } });
+    if (res.status === 401 || res.status === 403) { sessionGone(); return; }
+    if (!res.ok) throw new ApiError(`HTTP ${res.status}`, 'http');
+    const body = await res.json();
+    if (!body || body.ok !== true) throw new ApiError(str(body && body.error) || 'request failed', 'error');
+    notice(`Sending ${file.name}.`);
+    refetch(['transfers']);
+  } catch (e) {
+    notice(`Send ${file.name} failed: ${e.message}`, true);
+    logLine([`Error: send ${file.name} failed: `, bdi(e.message)]);
+  }
+}
+const dropZone = $('send-form');
+dropZone.addEventListener('dragover', (e) => { e.preventDefault(); dropZone.classList.add('dropping'); });
+dropZone.addEventListener('dragleave', () => dropZone.classList.remove('dropping'));
+dropZone.addEventListener('drop', (e) => {
+  e.preventDefault();
+  dropZone.classList.remove('dropping');
+  [...((e.dataTransfer && e.dataTransfer.files) || [])].forEach(uploadFile);
+});
+$('send-file').addEventListener('change', (e) => { [...e.target.files].forEach(uploadFile); e.target.value = ''; });
+
+$('receive-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const dir = $('receive-dir').value.trim();
+  if (!dir) return;
+  act($('receive-form').querySelector('button'), 'receive|submit', { op: 'receive-dir', dir }, `Receive into ${dir}`,
+    { refresh: ['status'], ok: (r) => { $('receive-dir').value = ''; notice(`Accepted files and folders now go to ${str(r && r.receiveDir)}.`); } });
+});
+
+$('rename-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const name = $('rename-name').value.trim();
+  if (!name) return;
+  act($('rename-form').querySelector('button'), 'rename|submit', { op: 'rename', name }, `Rename this device to ${name}`,
+    { refresh: ['status'], ok: (r) => { $('rename-name').value = ''; notice(`This device is now called ${str(r && r.name)}.`); } });
+});
+
+pathForm('share-form', 'share-dir', 'share-peer', 'Share', (dir, peer) => ({ op: 'share', dir, peers: [peer] }), ['folders'],
+  (path) => `Shared ${path}; the peer is asked to join it.`);
+pathForm('send-form', 'send-path', 'send-peer', 'Send', (path, peer) => ({ op: 'send', path, peer, detach: true }), ['transfers'],
+  (path) => `Sending ${path}.`);
+
+/** The one editor of a folder's ignore patterns (outside the folder list, which re-renders). */
+let editingIgnores = null;
+function editIgnores(dir, label, r) {
+  editingIgnores = { dir, label };
+  $('ignores-for').textContent = label;
+  $('ignores-text').value = str(r && r.patterns);
+  $('ignores-editor').hidden = false;
+  $('ignores-text').focus();
+}
+$('ignores-cancel').addEventListener('click', () => { $('ignores-editor').hidden = true; editingIgnores = null; });
+$('ignores-editor').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!editingIgnores) return;
+  const { dir, label } = editingIgnores;
+  act($('ignores-editor').querySelector('.ignores-save'), 'ignores|save', { op: 'ignores', dir, patterns: $('ignores-text').value },
+    `Save the ignore patterns of ${label}`, { refresh: ['folders'], ok: () => {
+      notice(`Saved the ignore patterns of ${label}; it is rescanned with them.`);
+      $('ignores-editor').hidden = true;
+      editingIgnores = null;
+    } });
+});
+
 const LIVE_TEXT = { connecting: 'connecting…', live: 'live', reconnecting: 'reconnecting…', off: 'offline' };
 function setLive(state) {
   $('live').dataset.state = state;
@@ -463,8 +643,15 @@ const STATE_TEXT = { connected: 'connected', connecting: 'connecting', notConnec
 function renderPeers() {
   $('nearby').hidden = st.nearby === null;
   if (st.nearby) fill($('nearby-list'), st.nearby.length ? st.nearby.map(nearbyRow) : [empty('No one nearby.')]);
-  const known = st.peers.filter((p) => p.paired || (p.state && p.state !== 'notConnected'));
+  const known = st.peers.filter((p) => p.paired || p.state === 'connected');
   fill($('peer-list'), known.length ? known.map(peerRow) : [empty('No paired peers yet.')]);
+  const paired = st.peers.filter((p) => p.paired && p.peer && typeof p.peer.id === 'string');
+  for (const box of [$('share-peer'), $('send-peer')]) {
+    const chosen = box.value;
+    fill(box, paired.length ? paired.map((p) => el('option', { value: p.peer.id }, peerName(p.peer)))
+      : [el('option', { value: '' }, 'no paired peer yet')]);
+    if (paired.some((p) => p.peer.id === chosen)) box.value = chosen;
+  }
 }
 
 function nearbyRow(n) {
@@ -496,8 +683,19 @@ function peerRow(s) {
     el('div', { class: 'who' }, el('strong', null, bdi(name)), ' ', sid(id), ' ',
       el('span', { class: 'badge state' }, STATE_TEXT[s.state] || str(s.state) || 'unknown')),
     el('div', { class: 'meta' }, dots(s.paired ? 'paired' : 'not paired', str(s.address), seen,
-      s.nearby || s.discovered ? 'nearby' : '', s.autoAccept ? 'accepts files automatically' : '')),
-    action && el('div', { class: 'actions' }, action));
+      s.nearby || s.discovered ? 'nearby' : '')),
+    el('div', { class: 'actions' }, action,
+      id && s.paired ? [autoAcceptButton(s, 'files', name), autoAcceptButton(s, 'folders', name)] : null));
+}
+
+/** A switch of `auto-accept PEER files|folders`: its state in words, pressed while on. */
+function autoAcceptButton(s, what, name) {
+  const on = what === 'files' ? s.autoAccept === true : s.autoAcceptFolders === true;
+  const b = button(`Auto-accept ${what}: ${on ? 'on' : 'off'}`, 'auto-' + what,
+    { op: 'auto-accept', peer: s.peer.id, what, on: !on }, 'peer:' + s.peer.id, 'from ' + name,
+    { refresh: ['peers'], ok: () => notice(`${on ? 'No longer accepting' : 'Accepting'} ${what} from ${name} without asking.`) });
+  b.setAttribute('aria-pressed', on ? 'true' : 'false');
+  return b;
 }
 
 function renderInvitations() {
@@ -594,7 +792,19 @@ function folderItem(f) {
     failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,
     twinCount ? [el('h4', null, `${plural(twinCount, 'name')} equal another under Unicode normalization`),
       el('p', { class: 'meta' }, 'Both are kept and synced here; a file system that normalizes names (macOS, Windows) holds only one.'),
-      el('ul', { class: 'sub' }, twins)] : null);
+      el('ul', { class: 'sub' }, twins)] : null,
+    f.path ? el('div', { class: 'actions' },
+      f.state === 'paused'
+        ? button('Resume', 'resume-folder', { op: 'resume-folder', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
+          { refresh: ['folders'], ok: () => notice(`Resumed ${str(f.label || f.path)}: it is scanned and pulls what it missed.`) })
+        : button('Pause', 'pause', { op: 'pause', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
+          { refresh: ['folders'], ok: () => notice(`Paused ${str(f.label || f.path)}: nothing is scanned or pulled until you resume it.`) }),
+      button('Ignore patterns', 'ignores', { op: 'ignores', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
+        { ok: (r) => editIgnores(str(f.path), str(f.label || f.path), r) }),
+      button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
+        { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
+      button('Unshare', 'unshare', { op: 'unshare', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
+        { refresh: ['folders'], ok: () => notice(`Unshared ${str(f.label || f.path)}; its files stay on disk.`) })) : null);
 }
 
 function offerRow(o) {
@@ -667,12 +877,34 @@ function mergeTransfers(list, mark) {
     const old = st.transfers.get(k);
     const keep = old && newer(old, t) ? old : t;
     next.set(k, keep);
+    noteMoved(k, keep);
     if (!st.order.has(k)) st.order.set(k, ++st.seq);
     st.lastState.set(k, keep.state);
   }
   for (const [k, t] of st.transfers) if (!next.has(k) && (st.touched.get(k) || 0) > mark) next.set(k, t);
   st.transfers = next;
-  for (const m of [st.order, st.lastState, st.touched]) for (const k of m.keys()) if (!next.has(k)) m.delete(k);
+  for (const m of [st.order, st.lastState, st.touched, st.moved]) for (const k of m.keys()) if (!next.has(k)) m.delete(k);
+}
+
+/** Notes when an active transfer's bytes last grew (the page's clock, as the CLI uses its own). */
+function noteMoved(k, t) {
+  if (t.state !== 'active') { st.moved.delete(k); return; }
+  const m = st.moved.get(k);
+  if (!m || m.bytes !== t.bytes) st.moved.set(k, { bytes: t.bytes, at: Date.now() });
+}
+
+/** Active, but nothing moved for STALL_MS: the CLI's "stalled" (no rate, no time left). */
+function stalled(t) {
+  const m = t.state === 'active' && st.moved.get(tkey(t));
+  return !!m && Date.now() - m.at >= STALL_MS;
+}
+
+/** Rows of active transfers are written again each second: a stall shows without an event. */
+function tickTransfers() {
+  for (const [k, t] of st.transfers) {
+    const row = st.rows.get(k);
+    if (t.state === 'active' && row && row.isConnected) fillTransferRow(row, t);
+  }
 }
 
 /** A live `transfer` event: updates its row in place; re-renders only when rows move. */
@@ -692,8 +924,10 @@ function onTransfer(t) {
   if (!st.order.has(k)) st.order.set(k, ++st.seq);
   if (st.lastState.get(k) !== t.state) { // progress is not logged, state changes are
     st.lastState.set(k, t.state);
+    if (st.liveLog) st.liveLog.push(t);
     logLine(transferLine(t), t.time);
   }
+  noteMoved(k, t);
   const row = st.rows.get(k);
   if (!moved && row && row.isConnected && row.dataset.group === group(t)) fillTransferRow(row, t);
   else renderTransfers();
@@ -729,8 +963,9 @@ function fillTransferRow(row, t) {
   const pct = percentOf(t);
   const send = t.direction === 'send';
   const name = str(t.name) || '(unnamed)';
-  const active = t.state === 'active';
-  row.className = 'transfer state-' + cls(t.state);
+  const still = stalled(t);
+  const active = t.state === 'active' && !still;
+  row.className = 'transfer state-' + (still ? 'stalled' : cls(t.state));
   set('dir', send ? '↑' : '↓');
   set('to', send ? 'to' : 'from');
   set('tpeer', shown(peerName(t.peer)));
@@ -740,17 +975,30 @@ function fillTransferRow(row, t) {
   bar.textContent = pct + '%';
   bar.setAttribute('aria-label', (t.state === 'preparing' ? 'Preparing ' : 'Progress of ') + name);
   set('percent', pct + '%');
-  set('state', str(t.state) || 'unknown');
+  set('state', stateWords(t, still));
   // While preparing, bytes count hashing, not sending.
   const size = num(t.total) ? `${bytes(t.bytes || 0)} of ${bytes(t.total)}` : '';
   set('size', dots(t.state === 'preparing' && size ? 'hashed ' + size : size, t.files > 1 ? plural(t.files, 'file') : ''));
   set('rate', active && num(t.rate) ? bytes(t.rate) + '/s' : '');
   set('eta', active && num(t.eta) ? duration(t.eta) + ' left' : '');
   let reason = str(t.reason);
-  if (t.state === 'paused') reason = 'paused' + (reason ? ': ' + reason : '');
+  if (t.state === 'paused' && !linkLoss(t.reason)) reason = 'paused' + (reason ? ': ' + reason : '');
   else if (t.state === 'completed' && t.path && !reason) reason = 'saved to ' + str(t.path);
   set('reason', reason);
   updateActions(row, t, name);
+}
+
+/** A pause that ends by itself when the peer is back (the engine's reasons say so). */
+const linkLoss = (r) => typeof r === 'string' && (r.includes('lost') || r.includes('reconnect') || r.startsWith('waiting for'));
+
+/** A transfer's state in the CLI's words (its progress line): stalled, reconnecting…,
+ * waiting for bob…, waiting for bob to accept; else the state's name. */
+function stateWords(t, still) {
+  if (still) return 'stalled';
+  const who = peerName(t.peer);
+  if (t.state === 'paused' && linkLoss(t.reason)) return num(t.bytes) && t.bytes > 0 ? 'reconnecting…' : `waiting for ${who}…`;
+  if (t.state === 'offered' && t.direction === 'send') return `waiting for ${who} to accept`;
+  return str(t.state) || 'unknown';
 }
 
 /** Rebuilds a row's buttons only when their set changes (so a click in progress survives). */
@@ -825,6 +1073,7 @@ function handleEvent(ev) {
   if (!ev || typeof ev !== 'object') return;
   const kind = str(ev.type || ev.event); // the web contract names it `type`, the daemon's JSON `event`
   if (kind === 'transfer') return onTransfer(ev);
+  if (st.liveLog) st.liveLog.push(ev);
   logLine(eventLine(kind, ev), ev.time);
   if (kind === 'invitation_pending') noteCode(ev);
   refetch(REFETCH[kind] || ALL);
@@ -850,6 +1099,7 @@ function connectEvents() {
     if (st.resynced) logLine(['Reconnected; reloading everything.']);
     st.resynced = true;
     refreshAll();
+    load('activity');
   });
   es.addEventListener('error', () => {
     if (st.gone) return;
@@ -867,6 +1117,7 @@ function connectEvents() {
 refreshAll();
 connectEvents();
 st.poll = setInterval(refreshAll, SAFETY_MS);
+setInterval(tickTransfers, 1000);
 """#
     /// web/style.css
     static let styleCSS = ##"""
@@ -933,7 +1184,7 @@ main > section { min-width: 0; padding: .3rem 1rem 1rem; background: var(--card)
 .badge { display: inline-block; padding: 0 .4em; border: 1px solid currentColor; border-radius: 4px; font-size: .8rem; white-space: nowrap; }
 .state-connected .state, .state-completed .state, .state-idle .state { color: var(--good); }
 .state-failed .state, .state-error .state, .state-declined .state { color: var(--bad); }
-.state-paused .state, .state-retrying .state, .state-connecting .state { color: var(--warn); }
+.state-paused .state, .state-retrying .state, .state-connecting .state, .state-stalled .state { color: var(--warn); }
 .state-active .state, .state-syncing .state, .state-scanning .state { color: var(--accent); }
 
 /* The pairing code must be easy to compare with the other screen. */
@@ -972,9 +1223,16 @@ button:disabled { opacity: .55; cursor: progress; }
 :focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
 .pair-form { margin-top: 1rem; }
 .pair-form label { display: block; margin-bottom: .3rem; font-size: .9rem; }
-.pair-form .row { display: flex; gap: .5rem; }
+.pair-form .row { display: flex; flex-wrap: wrap; gap: .5rem; }
+.pair-form select { min-width: 0; max-width: 40%; min-height: 2.25rem; font: inherit; }
+.accept, .share-submit, .send-submit, .rename-submit, .receive-submit { color: var(--on-accent); background: var(--accent); }
+button[aria-pressed="true"] { color: var(--on-accent); background: var(--good); border-color: var(--good); }
+.pair-form textarea { display: block; width: 100%; margin-bottom: .5rem; font: .9rem/1.4 ui-monospace, monospace; }
+.ignores-save { color: var(--on-accent); background: var(--accent); }
+.drop-zone { margin: .5rem 0 0; padding: .5rem; border: 2px dashed var(--line); border-radius: 6px; }
+#send-form.dropping .drop-zone { border-color: var(--accent); }
 .pair-form input {
-  flex: 1; min-width: 0; min-height: 2.25rem; padding: .3rem .5rem; font: inherit;
+  flex: 1 1 12rem; min-width: 0; min-height: 2.25rem; padding: .3rem .5rem; font: inherit;
   color: var(--fg); background: var(--bg); border: 1px solid var(--line); border-radius: 6px;
 }
 @media (forced-colors: active) { .badge, button, .live { border: 1px solid CanvasText; } }

@@ -24,6 +24,8 @@ public final class DashboardServer: Sendable {
     let log: @Sendable (String) -> Void
     private let slots = ConnectionSlots(readers: DashboardServer.maxReading, servers: DashboardServer.maxServing)
     private let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
+    /// Uploads arriving now (at most `maxUploads` take the larger body limit).
+    private let uploads = Atomic<Int>(0)
     private let stopped = Atomic<Bool>(false)
 
     /// Requests arriving at once (the slowest sender's is closed for a newcomer beyond) and
@@ -36,11 +38,15 @@ public final class DashboardServer: Sendable {
     static let sendTimeout: Duration = .seconds(10)
     static let heartbeat: Duration = .seconds(15)
 
-    /// The ops a page may send: what the views show and the answers they give. Not `send`,
-    /// `share` and the others that name paths on this machine, nor the descriptor ops.
+    /// The ops a page may send: what the views show, the answers they give and the settings
+    /// they change. `send` and the folder ops (`share`, `unshare`, `rescan`, `ignores`,
+    /// `pause`, `resume-folder`) name a path on this machine, typed in full
+    /// (the daemon checks it as for the CLI); a send runs detached. Not the descriptor ops,
+    /// `receive` (it waits), `verify` and `confirm`, nor `unpair` (the CLI asks first).
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
+        .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename, .receiveDir,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -136,7 +142,9 @@ public final class DashboardServer: Sendable {
         defer { if reading { slots.leaveReading(ticket) } }
         connection.setSendTimeout(Self.sendTimeout)
         let deadline = ContinuousClock.now + Self.requestTimeout
-        let limits = HTTPLimits()
+        var limits = HTTPLimits()
+        var uploading = false
+        defer { if uploading { uploads.subtract(1, ordering: .relaxed) } }
         var buffer: [UInt8] = []
         var request: HTTPRequest?
         // The head's end is looked for in the new bytes only, and the request is parsed once
@@ -170,6 +178,10 @@ public final class DashboardServer: Sendable {
                 headComplete = HTTPRequestParser.endOfHead(buffer, from: scanFrom, within: limits.head) != nil
                     || buffer.count > limits.head  // the parser says which limit it passed
                 needed = 0
+                if headComplete, Self.startsUpload(buffer) {
+                    uploading = uploads.add(1, ordering: .relaxed).newValue <= Self.maxUploads
+                    if uploading { limits.body = Self.maxUploadBytes } else { uploads.subtract(1, ordering: .relaxed) }
+                }
             }
         }
         guard let request else { return }
@@ -255,6 +267,12 @@ public final class DashboardServer: Sendable {
                 return nil
             }
             respond(connection, .json(call(request.body)))
+        case ("POST", "/upload"):
+            guard access.hasCSRF(request) else {
+                respond(connection, .text(403, "the CSRF token is missing or wrong: reload the page"))
+                return nil
+            }
+            respond(connection, .json(upload(request)))
         default:
             respond(connection, .text(404, "not found"))
         }
@@ -292,8 +310,22 @@ public final class DashboardServer: Sendable {
             throw .invalidArgument("the dashboard accepts files into the receive directory only")
         case let .answerShare(_, _, directory) where directory != nil:
             throw .invalidArgument("the dashboard accepts folders into the receive directory only")
+        case let .send(path, _, _, spool, detach):
+            guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
+            try fullPath(path)
+        case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
+             let .pauseFolder(directory, _), let .receiveDir(directory):
+            try fullPath(directory)
         default:
             return
+        }
+    }
+
+    /// A path typed on the page names this machine's file system from its root: the daemon's
+    /// own working directory means nothing to the person typing.
+    private static func fullPath(_ path: String) throws(EngineError) {
+        guard path.hasPrefix("/") else {
+            throw .invalidArgument("'\(path)' is not a full path: type it from / (e.g. /home/you/Documents)")
         }
     }
 

@@ -205,6 +205,11 @@ struct DashboardBrowserTests {
             let item = "document.querySelector('#invitations [data-invitation]')"
             // The page shows the code both screens must agree on, then the answer pairs them.
             try browser.waitUntil("the invitation with its code", "!!\(item) && \(item).textContent.includes('\(code)')")
+            // carol is connecting and not paired: not under "Paired and connected" (the peers
+            // list is fetched in the same batch as the invitations; a second lets it land).
+            Thread.sleep(forTimeInterval: 1)
+            #expect(try browser.eval("document.querySelector('#peer-list').textContent.includes('carol')") as? Bool == false,
+                    "carol is listed as paired and connected before the invitation is accepted")
             try browser.screenshot("invitation")
             _ = try browser.eval("\(item).querySelector('button.accept').click(), true")
             let result = try pairing.finish()
@@ -237,6 +242,12 @@ struct DashboardBrowserTests {
             #expect(accepted.status == 0, "\(accepted.stderr)")
             try bob.waitForState("connected", peer: "carol", timeout: 30)
             try browser.waitUntil("carol paired on the page", "document.querySelector('#peer-list') ? document.querySelector('#peer-list').textContent.includes('carol') : document.querySelector('#peers').textContent.includes('paired')")
+            // Hide from others, from the page: bob stops advertising, as 'visibility off' does.
+            let hide = "document.querySelector('#device-actions button.hide')"
+            try browser.waitUntil("bob visible, with a Hide button", "!!\(hide) && document.querySelector('#device-visibility').textContent.startsWith('visible to others')")
+            _ = try browser.eval("\(hide).click(), true")
+            try FolderSyncTests.eventually("bob hidden") { ((try? env.cli(bob, ["visibility", "--json"]))?.stdout ?? "").contains("\"visible\":false") }
+            try browser.waitUntil("the page says so", "document.querySelector('#device-visibility').textContent === 'invisible to others'")
         }
     }
 
@@ -285,6 +296,151 @@ struct DashboardBrowserTests {
             #expect(kept.count == 1, "\(kept)")
             try browser.waitUntil("no conflict left on the page", "!\(item)")
             try browser.screenshot("activity")
+        }
+    }
+
+    /// What the page manages, each checked where a user would look (the daemon, the files):
+    /// the activity log from before the page opened, this device's ID, a folder shared and a
+    /// file sent from typed paths, the auto-accept switch, the folder's ignore patterns, pause
+    /// and resume, rescan and unshare, and the log again after a reload.
+    @Test func thePageSharesSendsSwitchesAndKeepsItsLog() throws {
+        try Self.scene { env, namespace in
+            for name in ["alice-recv", "docs"] { try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true) }
+            let alice = try DaemonProcess(env, name: "alice", arguments: ["--gui", "off", "--auto-accept", "--receive-dir", env.home("alice-recv")],
+                                          namespace: namespace.name)
+            defer { alice.stop() }
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace)
+            defer { bob.stop() }
+            _ = try env.pair(alice, bob)  // before any page is open
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(link)
+            let log = "document.querySelector('#activity-log').textContent"
+            try browser.waitUntil("the pairing, from before the page opened, in the log", "\(log).includes('alice connected')")
+            let id = try #require((try JSONSerialization.jsonObject(with: Data(try env.cli(bob, ["id", "--json"]).stdout.utf8)) as? [String: Any])?["id"] as? String)
+            try browser.waitUntil("bob's whole device ID", "document.querySelector('#device-id').textContent === '\(id)'")
+            // Rename from the page: the CLI's id and the header say the new name.
+            _ = try browser.eval("document.querySelector('#rename-name').value = 'bobby', document.querySelector('#rename-form button').click(), true")
+            try FolderSyncTests.eventually("bob is called bobby") { ((try? env.cli(bob, ["id"]))?.stdout ?? "").contains("bobby") }
+            try browser.waitUntil("the new name on the page", "document.querySelector('#device-name').textContent === 'bobby'")
+
+            let docs = env.home("docs")
+            try "notes".write(toFile: docs + "/notes.txt", atomically: true, encoding: .utf8)
+            try browser.waitUntil("alice to share with", "[...document.querySelectorAll('#share-peer option')].some((o) => o.textContent === 'alice')")
+            _ = try browser.eval("document.querySelector('#share-dir').value = '\(docs)', document.querySelector('#share-form button').click(), true")
+            try FolderSyncTests.eventually("the folder reaches alice (she auto-accepts)", timeout: 30) {
+                FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/notes.txt")
+            }
+            let folder = "document.querySelector('#folder-list [data-folder]')"
+            try browser.waitUntil("the folder on the page", "!!\(folder) && \(folder).textContent.includes('\(docs)')")
+
+            let report = env.home("report.txt")
+            try "quarterly figures".write(toFile: report, atomically: true, encoding: .utf8)
+            _ = try browser.eval("document.querySelector('#send-path').value = '\(report)', document.querySelector('#send-form button').click(), true")
+            try FolderSyncTests.eventually("report.txt reaches alice", timeout: 30) {
+                (try? String(contentsOfFile: env.home("alice-recv") + "/report.txt", encoding: .utf8)) == "quarterly figures"
+            }
+
+            // A file dropped into the page: staged in bob's home (0600), then sent.
+            _ = try browser.eval("""
+                (() => { const dt = new DataTransfer(); dt.items.add(new File(['dropped bytes'], 'dropped.txt'));
+                  document.querySelector('#send-form').dispatchEvent(new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true }));
+                  return true; })()
+                """)
+            try FolderSyncTests.eventually("dropped.txt reaches alice", timeout: 30) {
+                (try? String(contentsOfFile: env.home("alice-recv") + "/dropped.txt", encoding: .utf8)) == "dropped bytes"
+            }
+            let staged = ((try? FileManager.default.subpathsOfDirectory(atPath: bob.home + "/uploads")) ?? []).filter { $0.hasSuffix("/dropped.txt") }
+            #expect(staged.count == 1, "\(staged)")
+            let mode = (try? FileManager.default.attributesOfItem(atPath: bob.home + "/uploads/" + (staged.first ?? "")))?[.posixPermissions] as? Int
+            #expect(mode == 0o600, "the staged copy has mode \(String(mode ?? 0, radix: 8))")
+
+            let files = "document.querySelector('#peer-list button.auto-files')"
+            try browser.waitUntil("alice's files switch, off", "!!\(files) && \(files).textContent === 'Auto-accept files: off'")
+            _ = try browser.eval("\(files).click(), true")
+            try FolderSyncTests.eventually("bob accepts alice's files without asking") {
+                ((try? env.cli(bob, ["peers", "--json"]))?.stdout ?? "").contains("\"autoAccept\":true")
+            }
+            try browser.waitUntil("the switch on", "\(files).textContent === 'Auto-accept files: on'")
+            // The receive folder, changed on the page: what alice sends now lands there.
+            let inbox = env.home("bob-inbox")
+            _ = try browser.eval("document.querySelector('#receive-dir').value = '\(inbox)', document.querySelector('#receive-form button').click(), true")
+            try browser.waitUntil("the new receive folder on the page", "document.querySelector('#device-receive').textContent === '\(inbox)'")
+            let reply = env.home("reply.txt")
+            try "thanks".write(toFile: reply, atomically: true, encoding: .utf8)
+            let answered = try env.cli(alice, ["send", reply, "--to", "bob"])
+            #expect(answered.status == 0, "\(answered.stderr)")
+            #expect((try? String(contentsOfFile: inbox + "/reply.txt", encoding: .utf8)) == "thanks")
+
+            // The folder's own ignore patterns, edited on the page: written to its root, and a
+            // file they match stays here while the others sync.
+            _ = try browser.eval("\(folder).querySelector('button.ignores').click(), true")
+            try browser.waitUntil("the patterns editor", "!document.querySelector('#ignores-editor').hidden")
+            _ = try browser.eval("document.querySelector('#ignores-text').value = '*.tmp\\n', document.querySelector('#ignores-editor button.ignores-save').click(), true")
+            try FolderSyncTests.eventually("the patterns in the folder's .syncpeerignore") {
+                (try? String(contentsOfFile: docs + "/.syncpeerignore", encoding: .utf8)) == "*.tmp\n"
+            }
+            try "scratch".write(toFile: docs + "/scratch.tmp", atomically: true, encoding: .utf8)
+            try "kept".write(toFile: docs + "/kept.txt", atomically: true, encoding: .utf8)
+            try FolderSyncTests.eventually("kept.txt reaches alice") { FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/kept.txt") }
+            #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/scratch.tmp"), "an ignored file was synced")
+            #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/.syncpeerignore"), "the patterns were synced")
+
+            // Pause: the CLI's status says paused, and a new file stays here until Resume.
+            _ = try browser.eval("\(folder).querySelector('button.pause').click(), true")
+            try FolderSyncTests.eventually("bob's folder paused") { ((try? env.cli(bob, ["status", "--json"]))?.stdout ?? "").contains("\"state\":\"paused\"") }
+            try browser.waitUntil("paused on the page", "\(folder).querySelector('.state').textContent === 'paused' && !!\(folder).querySelector('button.resume-folder')")
+            try "later".write(toFile: docs + "/later.txt", atomically: true, encoding: .utf8)
+            Thread.sleep(forTimeInterval: 2)  // inotify's 1 s gathering, and more
+            #expect(!FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/later.txt"), "a paused folder synced")
+            _ = try browser.eval("\(folder).querySelector('button.resume-folder').click(), true")
+            try FolderSyncTests.eventually("later.txt reaches alice once resumed") { FileManager.default.fileExists(atPath: env.home("alice-recv") + "/docs/later.txt") }
+
+            _ = try browser.eval("\(folder).querySelector('button.rescan').click(), true")
+            try browser.waitUntil("the rescan answered", "document.querySelector('#notice').textContent.startsWith('Rescanning')")
+            try browser.screenshot("manage")
+            _ = try browser.eval("\(folder).querySelector('button.unshare').click(), true")
+            try FolderSyncTests.eventually("bob no longer shares the folder") {
+                !((try? env.cli(bob, ["status", "--json"]))?.stdout ?? "").contains(docs)
+            }
+            // A reload starts from the daemon's log: the send is still there.
+            try browser.open(String(link.prefix { $0 != "?" }))
+            try browser.waitUntil("the send in the log after a reload", "\(log).includes('report.txt to alice completed')")
+            try browser.screenshot("activity-reload")
+        }
+    }
+
+    /// A transfer that moves nothing says "stalled" on the page, as the CLI says, not the
+    /// last rate and a time left; a lost link says "reconnecting…".
+    @Test func aStalledTransferSaysStalledNotARate() throws {
+        try Self.scene { env, namespace in
+            // Bob waits long for a silent peer: the stall lasts, never turning into a lost link.
+            let (bob, link) = try Self.daemon(env, "bob", in: namespace, arguments: ["--auto-accept"],
+                                              environment: ["SYNCPEER_DEAD_PEER_MS": "120000"])
+            defer { bob.stop() }
+            let alice = try DaemonProcess(env, name: "alice", arguments: ["--gui", "off"], namespace: namespace.name)
+            defer { kill(alice.pid, SIGCONT); alice.stop() }
+            _ = try env.pair(alice, bob, autoAccepted: true)
+            let browser = try BrowserDriver(namespace: namespace)
+            defer { browser.quit() }
+            try browser.open(link)
+            try browser.waitUntil("the dashboard", "!!document.querySelector('#transfers')")
+            let file = env.home("big.bin")
+            try TestFiles.random(file, size: 400 << 20)
+            let sent = try env.cli(alice, ["send", file, "--to", "bob", "--detach"])
+            try #require(sent.status == 0, "\(sent.stderr)")
+            let row = "document.querySelector('#running-list [data-transfer]')"
+            try browser.waitUntil("bytes moving on bob's page", "!!\(row) && \(row).querySelector('.state').textContent === 'active' && \(row).querySelector('.bar').value > 0", timeout: 60)
+            // The sender stops dead (as on a cut link): the page says stalled, as the CLI does,
+            // and shows no rate or time left.
+            kill(alice.pid, SIGSTOP)
+            try browser.waitUntil("stalled on the page", "\(row).querySelector('.state').textContent === 'stalled'")
+            #expect(try browser.eval("\(row).querySelector('.rate').textContent + \(row).querySelector('.eta').textContent") as? String == "")
+            try browser.screenshot("stalled")
+            // Then the sender is gone for good: the link is lost, and the page says what the
+            // CLI says then, "reconnecting…".
+            kill(alice.pid, SIGKILL)
+            try browser.waitUntil("reconnecting on the page", "\(row).querySelector('.state').textContent === 'reconnecting…'")
         }
     }
 }

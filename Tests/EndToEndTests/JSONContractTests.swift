@@ -212,6 +212,7 @@ struct JSONContractTests {
         #expect(!piped.stdout.contains("{"), "piped text output mixes in JSON: \(piped.stdout)")
 
         _ = check("command msg", try cli(alice, ["msg", "--to", "bob", "hello"]))
+        _ = check("command rename", try cli(bob, ["rename", "bob"]))
         // (Off: alice must be asked about bob's folder below.)
         _ = check("command auto-accept", try cli(alice, ["auto-accept", "bob", "off"]))
 
@@ -238,6 +239,9 @@ struct JSONContractTests {
                    exit: 3, kind: "notFound")
         _ = check("command confirm", try cli(alice, ["confirm", copy]))
         _ = check("command verify", try cli(alice, ["verify", copy]))
+        _ = check("command rescan", try cli(alice, ["rescan", copy]))
+        _ = check("command pause", try cli(alice, ["pause", copy]))
+        _ = check("command resume-folder", try cli(alice, ["resume-folder", copy]))
         _ = check("command unshare", try cli(alice, ["unshare", copy]))
 
         // Discovery is off in these daemons: browse and visibility say so, as JSON.
@@ -251,6 +255,7 @@ struct JSONContractTests {
         _ = check("command disconnect", try cli(alice, ["disconnect", "bob"]))
         _ = check("command connect", try cli(alice, ["connect", "bob"]))
         _ = check("command unpair", try cli(alice, ["unpair", "bob"]))
+        _ = check("command receive-dir", try cli(alice, ["receive-dir", env.home("alice-inbox")]))
 
         // Every event both daemons printed, as documented.
         for daemon in [alice, bob, carol] {

@@ -7,7 +7,7 @@ import Testing
 struct ControlRequestTests {
     static let samples: [ControlRequest] = [
         .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events,
-        .visibility(visible: nil), .visibility(visible: false),
+        .visibility(visible: nil), .visibility(visible: false), .rename(name: "bob's laptop"), .receiveDir(directory: "/tmp/in"),
         .pair(address: "127.0.0.1:41414", context: "photos"), .pair(address: "bob", context: nil),
         .answerInvitation(invitation: "K7Q2PX", accept: true), .answerInvitation(invitation: "K7Q2PX", accept: false),
         .answerOffer(transfer: "3f9a2c71", accept: true, directory: "/tmp/in", follow: true),
@@ -17,7 +17,10 @@ struct ControlRequestTests {
         .send(path: "/tmp/a", peer: "bob", name: nil, spool: nil, detach: true),
         .receive(directory: nil, accept: true), .receive(directory: "/tmp", accept: false),
         .share(directory: "/tmp/docs", peers: ["bob", "carol"]), .unshare(directory: "/tmp/docs"),
-        .confirm(directory: "/tmp/docs"), .verify(directory: "/tmp/docs"), .resolve(path: "/tmp/docs/a", keep: "both"), .resolve(path: "/tmp/docs/a", keep: "alice"),
+        .confirm(directory: "/tmp/docs"), .verify(directory: "/tmp/docs"), .rescan(directory: "/tmp/docs", path: nil),
+        .rescan(directory: "/tmp/docs", path: "sub/a.txt"), .activity,
+        .pauseFolder(directory: "/tmp/docs", paused: true), .pauseFolder(directory: "/tmp/docs", paused: false),
+        .ignores(directory: "/tmp/docs", patterns: nil), .ignores(directory: "/tmp/docs", patterns: "*.tmp\nbuild/\n"), .resolve(path: "/tmp/docs/a", keep: "both"), .resolve(path: "/tmp/docs/a", keep: "alice"),
         .cancel(transfer: "3f9a"), .resume(transfer: nil), .resume(transfer: "3f9a"),
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),

@@ -178,13 +178,37 @@ private func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
         #expect(!access.hasCSRF(request([("X-CSRF-Token", "c6")])))
     }
 
+    /// Paths typed on the page are full ones (the daemon's working directory means nothing
+    /// there), a send runs detached from a path (never a spool file, never held open), and a
+    /// folder is accepted into the receive folder only.
     @Test func pathsAndLongAnswersAreNotThePagesToAsk() throws {
         #expect(throws: (any Error).self) { try DashboardServer.check(.send(path: "/etc/passwd", peer: "bob", name: nil, spool: nil)) }
-        #expect(throws: (any Error).self) { try DashboardServer.check(.share(directory: "/", peers: ["bob"])) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.send(path: "/tmp/a", peer: "bob", name: nil, spool: "/tmp/s", detach: true)) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.send(path: "a.txt", peer: "bob", name: nil, spool: nil, detach: true)) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.share(directory: "Documents", peers: ["bob"])) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.rescan(directory: "~/Documents", path: nil)) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.verify(directory: "/tmp/docs")) }
+        #expect(throws: (any Error).self) { try DashboardServer.check(.unpair(peer: "bob")) }
+        try DashboardServer.check(.send(path: "/tmp/a.txt", peer: "bob", name: nil, spool: nil, detach: true))
+        try DashboardServer.check(.share(directory: "/tmp/docs", peers: ["bob"]))
+        try DashboardServer.check(.unshare(directory: "/tmp/docs"))
         #expect(throws: (any Error).self) { try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: "/tmp", follow: false)) }
         #expect(throws: (any Error).self) { try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: nil, follow: true)) }
         try DashboardServer.check(.answerOffer(transfer: "ab", accept: true, directory: nil, follow: false))
         try DashboardServer.check(.peers)
+    }
+
+    /// A dropped file's name from the browser is one path component; only a request that
+    /// starts as an upload may take the larger body limit.
+    @Test func anUploadIsOneNameAndSaysSoFirst() throws {
+        for bad in ["", ".", "..", "a/b", "../x", "/etc/passwd", "a\u{0}b", String(repeating: "x", count: 256)] {
+            #expect(throws: (any Error).self, "\(bad)") { try DashboardServer.checkUploadName(bad) }
+        }
+        try DashboardServer.checkUploadName("report (final).pdf")
+        try DashboardServer.checkUploadName("..hidden")
+        #expect(DashboardServer.startsUpload(Array("POST /upload?name=a&peer=b HTTP/1.1\r\n".utf8)))
+        #expect(!DashboardServer.startsUpload(Array("POST /api HTTP/1.1\r\n".utf8)))
+        #expect(!DashboardServer.startsUpload(Array("GET /upload?name=a HTTP/1.1\r\n".utf8)))
     }
 }
 

@@ -196,7 +196,8 @@ extension ConnectionService {
         for record in records where record.trust == .paired {
             guard let peer = try? peerRef(record) else { continue }
             entries[record.deviceID] = PeerSummary(peer: peer, paired: true, state: .notConnected, addresses: record.addresses,
-                                                   lastSeen: record.lastSeen, discovered: false)
+                                                   lastSeen: record.lastSeen, discovered: false,
+                                                   autoAccept: record.autoAccept, autoAcceptFolders: record.autoAcceptFolders)
         }
         for session in sessions.values where session.machine.state != .closed {
             var entry = entries[session.deviceKey]

@@ -26,7 +26,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     // `pendingHandshakes` and `nextHandshakeID` (Mutex, Atomic: the accept thread's); the
     // threads it starts capture the service and hop to `queue` for every access.
     let queue: DispatchQueue
-    let identity: Identity
+    /// Its display name changes with `rename` (on the queue): new hellos carry it.
+    var identity: Identity
     let config: NodeConfig
     let index: NodeIndex
     let events: EventBus

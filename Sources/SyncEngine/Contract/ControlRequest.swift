@@ -7,6 +7,10 @@ public enum ControlRequest: Sendable, Equatable {
     case peers
     case invitations
     case browse
+    /// Changes this node's display name.
+    case rename(name: String)
+    /// Changes where accepted files and folders go.
+    case receiveDir(directory: String)
     /// Shows (true) or hides (false) the node, or only reports (nil).
     case visibility(visible: Bool?)
     /// Invites a nearby node (name, device ID prefix) or HOST:PORT.
@@ -25,6 +29,12 @@ public enum ControlRequest: Sendable, Equatable {
     case unshare(directory: String)
     case confirm(directory: String)
     case verify(directory: String)
+    /// Scans a shared folder now, or only `path` in it (relative to its root).
+    case rescan(directory: String, path: String?)
+    /// Pauses (true) or resumes (false) a shared folder: `pause`, `resume-folder`.
+    case pauseFolder(directory: String, paused: Bool)
+    /// A shared folder's own ignore patterns; with `patterns`, replaces them.
+    case ignores(directory: String, patterns: String?)
     case folders
     /// Share offers waiting for an answer (the rest of those `folders` shows the first of).
     case offers
@@ -45,6 +55,8 @@ public enum ControlRequest: Sendable, Equatable {
     case autoAccept(peer: String, on: Bool, folders: Bool = false)
     /// Streams every event until the client disconnects.
     case events
+    /// The last events the daemon kept (at most 1,000, newest first; a list).
+    case activity
     /// Writes what the descriptor passed with the request (`SCM_RIGHTS`) reads, as the
     /// byte stream `name`, to a peer, until its end (live: nothing is spooled).
     case streamSend(peer: String, name: String)
@@ -54,9 +66,9 @@ public enum ControlRequest: Sendable, Equatable {
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
-        case status, peers, invitations, browse, visibility, pair, accept, decline, send, receive
-        case share, unshare, confirm, verify, folders, offers, conflicts, resolve, transfers, cancel, resume, msg
-        case disconnect, connect, unpair, autoAccept = "auto-accept", events
+        case status, rename, receiveDir = "receive-dir", peers, invitations, browse, visibility, pair, accept, decline, send, receive
+        case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
+        case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
     }
 
@@ -66,6 +78,8 @@ public enum ControlRequest: Sendable, Equatable {
         case .peers: .peers
         case .invitations: .invitations
         case .browse: .browse
+        case .rename: .rename
+        case .receiveDir: .receiveDir
         case .visibility: .visibility
         case .pair: .pair
         case let .answerInvitation(_, accept), let .answerOffer(_, accept, _, _), let .answerShare(_, accept, _):
@@ -76,6 +90,9 @@ public enum ControlRequest: Sendable, Equatable {
         case .unshare: .unshare
         case .confirm: .confirm
         case .verify: .verify
+        case .rescan: .rescan
+        case .ignores: .ignores
+        case let .pauseFolder(_, paused): paused ? .pause : .resumeFolder
         case .folders: .folders
         case .offers: .offers
         case .conflicts: .conflicts
@@ -89,6 +106,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .unpair: .unpair
         case .autoAccept: .autoAccept
         case .events: .events
+        case .activity: .activity
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
         }
@@ -102,10 +120,14 @@ public enum ControlRequest: Sendable, Equatable {
         var a: [String: JSONValue] = [:]
         func put(_ key: String, _ value: String?) { if let value { a[key] = .string(value) } }
         switch self {
-        case .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events:
+        case .status, .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .events, .activity:
             break
         case let .visibility(visible):
             if let visible { a["visible"] = .bool(visible) }
+        case let .rename(name):
+            put("name", name)
+        case let .receiveDir(directory):
+            put("dir", directory)
         case let .pair(address, context):
             put("address", address)
             put("context", context)
@@ -131,6 +153,14 @@ public enum ControlRequest: Sendable, Equatable {
             put("dir", directory)
             a["peers"] = .array(peers.map { .string($0) })
         case let .unshare(directory), let .confirm(directory), let .verify(directory):
+            put("dir", directory)
+        case let .rescan(directory, path):
+            put("dir", directory)
+            put("path", path)
+        case let .ignores(directory, patterns):
+            put("dir", directory)
+            put("patterns", patterns)
+        case let .pauseFolder(directory, _):
             put("dir", directory)
         case let .resolve(path, keep):
             put("path", path)
@@ -160,7 +190,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// Whether the answer is a list, answered a page at a time (`PageRequest`).
     public var isPaged: Bool {
         switch self {
-        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers: true
+        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity: true
         default: false
         }
     }
@@ -204,7 +234,10 @@ public enum ControlRequest: Sendable, Equatable {
         case .conflicts: self = .conflicts
         case .transfers: self = .transfers
         case .events: self = .events
+        case .activity: self = .activity
         case .visibility: self = .visibility(visible: try flag("visible"))
+        case .rename: self = .rename(name: try string("name"))
+        case .receiveDir: self = .receiveDir(directory: try string("dir"))
         case .pair: self = .pair(address: try string("address"), context: try optional("context"))
         case .accept, .decline:
             let accept = op == .accept
@@ -228,6 +261,9 @@ public enum ControlRequest: Sendable, Equatable {
         case .unshare: self = .unshare(directory: try string("dir"))
         case .confirm: self = .confirm(directory: try string("dir"))
         case .verify: self = .verify(directory: try string("dir"))
+        case .rescan: self = .rescan(directory: try string("dir"), path: try optional("path"))
+        case .ignores: self = .ignores(directory: try string("dir"), patterns: try optional("patterns"))
+        case .pause, .resumeFolder: self = .pauseFolder(directory: try string("dir"), paused: op == .pause)
         case .resolve:
             let keep = try string("keep")
             guard !keep.trimmingSpaces().isEmpty else {

@@ -39,6 +39,9 @@ public struct PeerSummary: Sendable, Equatable, Codable {
     public var discovered: Bool
     /// Its discovery instance name ("bob", "bob (2)") when nearby.
     public var instance: String?
+    /// A paired peer's switches (`auto-accept PEER files|folders`); left out for others.
+    public var autoAccept: Bool?
+    public var autoAcceptFolders: Bool?
 }
 
 /// An open invitation from a peer (`invitations`).
@@ -66,6 +69,8 @@ public struct DiscoveryStatus: Sendable, Equatable, Codable {
 public struct NodeStatus: Sendable, Equatable, Codable {
     public var id: DeviceID
     public var name: String
+    /// Where accepted files and folders go.
+    public var receiveDir: String
     public var listen: String
     public var pid: Int
     public var sessions: Int
@@ -125,6 +130,8 @@ public struct FolderResult: Sendable, Equatable, Codable {
     public var accepted: Bool?
     /// `confirm`: why the folder had stopped, if it had.
     public var stoppedBecause: String?
+    /// `pause`, `resume-folder`: whether it is paused now.
+    public var paused: Bool?
 }
 
 /// `folders`: one page of the shared folders and, on the first page, the first share offers
@@ -152,6 +159,8 @@ public enum FolderState: String, Sendable, Codable, CaseIterable {
     case retrying
     /// Stopped (see its error), or paths that wait for a change.
     case error
+    /// Paused by the user (`syncpeer pause`): neither scanned nor pulled until resumed.
+    case paused
     /// Events only: the folder was shared with us, or a member left it.
     case shared, unshared
 }
@@ -245,6 +254,19 @@ public struct ConflictVersion: Sendable, Equatable, Codable {
     public var size: Int64
     /// Its modification time, ms since 1970.
     public var time: Int64
+}
+
+/// `rename`: this node's device ID and its new display name.
+public struct RenameResult: Sendable, Equatable, Codable {
+    public var id: DeviceID
+    public var name: String
+}
+
+/// `ignores`: a folder's own ignore patterns (its root's `.syncpeerignore`).
+public struct IgnoresResult: Sendable, Equatable, Codable {
+    public var folder: String
+    public var path: String
+    public var patterns: String
 }
 
 /// `verify`: what a scrub of a folder found and repaired.

@@ -7,9 +7,7 @@ extension FolderService {
     /// a moved, re-created or emptied one) is adopted as it is now, and the deletions the
     /// next scan finds are recorded and sent even if they empty it. Then it syncs again.
     func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
-        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == path } }
-        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let folder = try sharedFolder(at: directory)
         let result: Result<FolderResult, EngineError> = folder.io.sync { folder.confirm() }
         return try result.get()
     }
@@ -18,9 +16,7 @@ extension FolderService {
     /// (on this thread; the folder goes on syncing), the damaged ones rebuilt from a peer
     /// (on the folder's `io`), and the ones changed since the last scan rescanned.
     func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
-        let path = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == path } }
-        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        let folder = try sharedFolder(at: directory)
         let started = ContinuousClock.now
         let scrub = try folder.scrub()
         let unrepaired = scrub.corrupt.isEmpty ? [:] : folder.io.sync { folder.repair(scrub.corrupt) }
@@ -33,6 +29,32 @@ extension FolderService {
                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
                             changed: scrub.changed.count, corrupt: scrub.corrupt.count,
                             repaired: scrub.corrupt.count - unrepaired.count, damaged: damaged)
+    }
+
+    /// The shared folder whose root is `directory` (made absolute and standard).
+    func sharedFolder(at directory: String) throws(EngineError) -> SharedFolder {
+        let root = URL(fileURLWithPath: directory).standardizedFileURL.path
+        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == root } }
+        guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
+        return folder
+    }
+
+    /// `syncpeer rescan DIR [PATH]`: scans the folder now (or only PATH in it, relative to its
+    /// root) instead of waiting for inotify or the periodic scan; answers once it is queued.
+    func rescanFolder(directory: String, path sub: String?) throws(EngineError) -> FolderResult {
+        let folder = try sharedFolder(at: directory)
+        let root = folder.root
+        guard let sub else {
+            folder.io.async { folder.fullScan() }
+            return FolderResult(folder: folder.id, path: folder.root)
+        }
+        let inside = URL(fileURLWithPath: root + "/" + sub).standardizedFileURL.path
+        guard !sub.hasPrefix("/"), inside.hasPrefix(root + "/") else {
+            throw .invalidArgument("'\(sub)' is not a path inside \(root): give it relative to the folder")
+        }
+        let relative = String(inside.dropFirst(root.count + 1))
+        folder.io.async { folder.fullScanPaths([relative]) }
+        return FolderResult(folder: folder.id, path: folder.root)
     }
 
     /// A folder just shared or accepted: its root gets the marker with the folder ID (a

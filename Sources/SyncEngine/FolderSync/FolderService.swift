@@ -94,7 +94,8 @@ final class FolderService: Reporting, @unchecked Sendable {
     let queue: DispatchQueue
     let index: NodeIndex
     let events: any EventSink
-    let config: NodeConfig
+    /// Its receive folder changes with `receive-dir` (on the queue).
+    var config: NodeConfig
     /// This device's compact ID.
     let localDevice: String
     /// Sessions (the node); weak: the node owns this service.

@@ -41,6 +41,9 @@ final class SharedFolder: @unchecked Sendable {
     /// io: why the folder does not sync (its root is not the adopted one, or a scan's
     /// deletions were refused); nil while it syncs. Nothing is pulled while it is set.
     var stopped: StopReason?
+    /// Any thread: paused by the user (`pause`, kept in the index): no scan and no pull run
+    /// until `resume-folder`, which scans and pulls everything.
+    let paused = Atomic<Bool>(false)
     /// io: the root's device and inode as adopted (loaded from the index; nil until adopted).
     var rootIdentity: RootIdentity?
     var rootIdentityLoaded = false
@@ -79,6 +82,9 @@ final class SharedFolder: @unchecked Sendable {
 
     var index: NodeIndex? { host?.index }
 
+    /// The index setting that keeps a folder paused across restarts.
+    static func pausedSetting(_ id: String) -> String { "folder_paused." + id }
+
     // MARK: - Life
 
     /// Scans, starts watching, pulls what peers have that we lack, and rescans periodically.
@@ -88,6 +94,10 @@ final class SharedFolder: @unchecked Sendable {
     func start(rescanInterval: Duration, watchDelay: Duration) {
         rescanSeconds = Double(rescanInterval.components.seconds) + Double(rescanInterval.components.attoseconds) / 1e18
         self.watchDelay = watchDelay
+        if (try? host?.index.setting(Self.pausedSetting(id))) == "1" {
+            paused.store(true, ordering: .relaxed)
+            setStatus(.idle)  // shown as paused
+        }
         io.async { [self] in
             loadIgnores()
             removeLeftoverTemporaries()
@@ -116,7 +126,7 @@ final class SharedFolder: @unchecked Sendable {
         }
     }
 
-    private func loadIgnores() {
+    func loadIgnores() {
         if let handle = try? DirectoryHandle(path: root), let patterns = try? IgnorePatterns.load(from: handle) {
             ignores = patterns
             watcher?.updateIgnores(patterns)
@@ -232,7 +242,7 @@ final class SharedFolder: @unchecked Sendable {
     /// additions and changes are recorded batch by batch, the deletions only once the scan
     /// has seen everything and the mass-deletion guard agrees (`recordDeletions`).
     private func scan(paths: [String]?, moves: [(from: String, to: String)] = []) {
-        guard let index, checkRoot() else { return }
+        guard !paused.load(ordering: .relaxed), let index, checkRoot() else { return }
         // A stopped folder resumes only after a whole scan passed the guard.
         if paths != nil, stopped != nil { return scan(paths: nil) }
         if paths == nil { lastFullScan = .now() }
@@ -457,7 +467,7 @@ final class SharedFolder: @unchecked Sendable {
     /// written (the caller gives back the rest).
     @discardableResult
     func pull(paths: Set<PathKey>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
-        guard stopped == nil, let index, let host, checkRoot() else { return 0 }
+        guard stopped == nil, !paused.load(ordering: .relaxed), let index, let host, checkRoot() else { return 0 }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
@@ -644,7 +654,7 @@ final class SharedFolder: @unchecked Sendable {
     /// Sets the state shown by status; "idle" while some paths fail says so instead.
     func setStatus(_ value: FolderState) {
         host?.queue.async { [self] in
-            if error == nil { status = value == .idle ? failing.state ?? value : value }
+            if error == nil { status = paused.load(ordering: .relaxed) ? .paused : value == .idle ? failing.state ?? value : value }
         }
     }
 

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import Synchronization
 internal import PeerFiles
 internal import PeerIndex
 
@@ -16,7 +17,7 @@ extension Node {
     /// Saves `stream` into the receive folder on a thread of its own; reports the outcome
     /// as a `transfer` event (`completed` with the path, or `failed` with why).
     func saveToReceiveFolder(_ stream: IncomingByteStream) {
-        let directory = config.receiveDirectory
+        let directory = receiveDirectory.withLock { $0 }
         let thread = Thread { [self] in
             let outcome = Self.save(stream, into: directory)
             queue.async { [self] in

@@ -44,7 +44,8 @@ final class TransferService: Reporting, @unchecked Sendable {
     let queue: DispatchQueue
     let store: any TransferStore
     let events: any EventSink
-    let config: NodeConfig
+    /// Its receive folder changes with `receive-dir` (on the queue).
+    var config: NodeConfig
     /// Sessions (the node); weak: the node owns this service.
     weak var link: (any PeerLink)?
     /// The manifest a shared folder's index holds for an unchanged file (`send` skips
