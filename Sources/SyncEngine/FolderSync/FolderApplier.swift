@@ -191,20 +191,26 @@ final class FolderApplier: @unchecked Sendable {
     func apply(_ actions: [SyncAction]) {
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
         connected = host.connectedDevices()
-        // Directories first (parents before children), deletions last (children first).
-        let creates = actions.filter { if case let .pull(s, _) = $0 { return s.kind == .directory && !s.deleted } else { return false } }
-            .sorted { $0.paths[0] < $1.paths[0] }
-        let deletes = actions.filter { if case .delete = $0 { return true } else { return false } }
-            .sorted { $0.paths[0].count > $1.paths[0].count }
-        // A directory replaced by a file or link: after the deletions (its children go
-        // first), so that the empty directory can make way at commit.
-        let replacements = actions.filter { action in
-            guard case let .pull(state, _) = action, state.kind != .directory, let old = local[PathKey(state.path)] else { return false }
-            return old.kind == .directory && !old.deleted
+        // Directories first (parents before children), deletions last (children first); a
+        // directory replaced by a file or link after the deletions (its children go first),
+        // so that the empty directory can make way at commit. One pass: each action is of
+        // one kind (comparing every action with every other cost 10,000 tombstones ~20 s).
+        var creates: [SyncAction] = [], deletes: [SyncAction] = [], replacements: [SyncAction] = [], others: [SyncAction] = []
+        for action in actions {
+            switch action {
+            case let .pull(state, _) where state.kind == .directory && !state.deleted:
+                creates.append(action)
+            case .delete:
+                deletes.append(action)
+            case let .pull(state, _) where state.kind != .directory
+                && local[PathKey(state.path)].map { $0.kind == .directory && !$0.deleted } == true:
+                replacements.append(action)
+            default:
+                others.append(action)
+            }
         }
-        let others = actions.filter { action in
-            !creates.contains(action) && !deletes.contains(action) && !replacements.contains(action)
-        }
+        creates.sort { $0.paths[0] < $1.paths[0] }
+        deletes.sort { $0.paths[0].count > $1.paths[0].count }
         let ordered = creates + others + deletes + replacements
         for (n, action) in ordered.enumerated() {
             if n % Self.lookUpActions == 0 { lookUpLocalChunks(ordered[n..<min(n + Self.lookUpActions, ordered.count)]) }
