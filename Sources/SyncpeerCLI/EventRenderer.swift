@@ -39,6 +39,14 @@ enum EventRenderer {
             if let path = e.path { text += " at \(path)" }
             if let reason = e.reason { text += " (\(reason))" }
             return text
+        case let .file(e):
+            // One line per file pulled would drown a daemon's log: only what needs a look.
+            guard e.state == .failed || e.state == .conflict else { return nil }
+            var text = "folder \(e.name): \(e.path) \(e.state.rawValue)"
+            if let bytes = e.bytes { text += " (\(ProgressLayout.formatBytes(bytes)))" }
+            if let copy = e.copy { text += "; the local version kept as \(copy)" }
+            if let reason = e.reason { text += " (\(reason))" }
+            return text
         case let .offer(e):
             return "\(who) offers \(e.name): 'syncpeer accept \(e.transfer)'"
         case let .message(e):

@@ -751,6 +751,17 @@ final class FolderService: Reporting, @unchecked Sendable {
                            time: now())))
     }
 
+    func emitFile(_ folder: SharedFolder, _ path: String, _ state: NodeEvent.FileSyncState,
+                  bytes: Int64?, total: Int64?, copy: String?, reason: String?) {
+        let change = NodeEvent.FileChange(folder: folder.id, name: folder.label, path: path, state: state, bytes: bytes,
+                                          total: total, copy: copy, reason: reason, time: 0)
+        queue.async { [self] in
+            var stamped = change
+            stamped.time = now()
+            emit(.file(stamped))
+        }
+    }
+
     static func newFolderID() -> String {
         let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
         let chars = (0..<10).map { _ in alphabet[Int.random(in: 0..<alphabet.count)] }
