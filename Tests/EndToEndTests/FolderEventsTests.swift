@@ -18,7 +18,7 @@ import Testing
         let environment = FolderSyncTests.environment
         var alice = try DaemonProcess(env, name: "alice", environment: environment)
         let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--receive-dir", receive], environment: environment)
-        defer { alice.stop(); bob.stop() }
+        defer { _ = alice.stop(); _ = bob.stop() }
         _ = try env.pair(alice, bob, autoAccepted: true)
         try bob.waitForState("connected", peer: "alice")
         let events = try EventsProcess(env, home: bob.home)
