@@ -20,10 +20,8 @@ import Testing
     @Test func bashAndZshCompleteFilesPeersAndValues() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
-        let alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept"])
-        let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept"])
+        let (alice, bob) = try env.autoAcceptingPair()
         defer { _ = alice.stop(); _ = bob.stop() }
-        _ = try env.pair(alice, bob, autoAccepted: true)
         let work = env.home("work")
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         try "x".write(toFile: work + "/report.pdf", atomically: true, encoding: .utf8)

@@ -195,6 +195,15 @@ extension SyncpeerRunner {
         try run(["--home", daemon.home] + arguments, stdin: stdin)
     }
 
+    /// alice and bob, both accepting without asking, paired and connected.
+    func autoAcceptingPair() throws -> (alice: DaemonProcess, bob: DaemonProcess) {
+        let alice = try DaemonProcess(self, name: "alice", arguments: ["--auto-accept"])
+        let bob = try DaemonProcess(self, name: "bob", arguments: ["--auto-accept"])
+        _ = try pair(alice, bob, autoAccepted: true)
+        try alice.waitForState("connected", peer: "bob")
+        return (alice, bob)
+    }
+
     /// Pairs `a` with `b` (a invites, b accepts); returns the SAS both showed.
     /// `target` is what `pair` dials (default: b's address).
     func pair(_ a: DaemonProcess, _ b: DaemonProcess, target: String? = nil, context: String? = nil,

@@ -46,4 +46,30 @@ import Testing
         #expect(text.range(of: #"Received video.bin from alice \([A-Z0-9]+\): 8\.0 MB, .* in \d+\.\d s \([0-9.]+ [kMG]?B/s\) → "#,
                            options: .regularExpression) != nil, "\(text)")
     }
+
+    /// `send -` on a terminal shows its line while the producer still writes (a stream's size
+    /// is known only at its end: bytes, no percentage), not only the summary at the end.
+    @Test func aStreamShowsItsProgressAtOnce() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let (alice, bob) = try env.autoAcceptingPair()
+        defer { _ = alice.stop(); _ = bob.stop() }
+        let input = Pipe()
+        let terminal = try PseudoTerminal(["--home", alice.home, "send", "-", "--to", "bob", "--name", "notes.tar"],
+                                          environment: ["PATH": "/usr/bin:/bin", "HOME": env.root.path, "SYNCPEER_INTERFACE": "lo",
+                                                        "TERM": "xterm", "NO_COLOR": "1"], columns: 80, input: input.fileHandleForReading)
+        let chunk = Data(repeating: 0x61, count: 1_000_000)
+        try input.fileHandleForWriting.write(contentsOf: chunk)
+        // The producer is still running: the line is there already, with what went out.
+        try FolderSyncTests.eventually("a progress line while the stream is open", timeout: 10) {
+            PseudoTerminal.frames(terminal.raw).contains { $0.hasPrefix("notes.tar  1.0 MB") }
+        }
+        #expect(!terminal.raw.contains("Sent stream"))
+        try input.fileHandleForWriting.write(contentsOf: chunk)
+        try input.fileHandleForWriting.close()
+        #expect(terminal.wait() == 0)
+        let frames = PseudoTerminal.frames(terminal.raw)
+        #expect(frames.contains { $0.hasPrefix("Sent stream notes.tar to bob") && $0.contains("2.0 MB in ") }, "\(frames)")
+        #expect(!frames.contains { $0.contains("%") }, "no percentage for a stream: \(frames)")
+    }
 }
