@@ -35,6 +35,9 @@ enum EventRenderer {
         case let .shareOffer(e):
             return "\(who) shares the folder '\(e.name)' (\(e.folder)): 'syncpeer accept \(e.folder) [--into DIR]'"
         case let .folder(e):
+            // Scanning, syncing, idle come with every change: for scripts (`events`), not
+            // for a daemon's log.
+            if let state = e.state, [.scanning, .syncing, .idle].contains(state), e.reason == nil { return nil }
             var text = "folder \(e.name ?? e.folder): \(e.state?.rawValue ?? "?")"
             if let path = e.path { text += " at \(path)" }
             if let reason = e.reason { text += " (\(reason))" }
