@@ -21,7 +21,7 @@ const REFETCH = {
   invitation: ['invitations', 'peers'], invitation_closed: ['invitations', 'peers'],
   invitation_pending: ['peers'], paired: ['peers', 'invitations', 'browse'],
   pairing_rejected: ['peers', 'invitations'],
-  folder: ['folders', 'conflicts'], share_offer: ['folders'], conflict: ['conflicts', 'folders'],
+  folder: ['folders', 'conflicts'], file: ['folders', 'conflicts'], share_offer: ['folders'], conflict: ['conflicts', 'folders'],
   offer: ['transfers'], found: ['browse', 'peers'], lost: ['browse', 'peers'],
   refused: ['peers'], error: ['peers', 'transfers', 'folders'], dropped: [], message: [],
   listening: ['status'], registered: ['status'], visibility: ['status', 'browse'],
@@ -901,6 +901,8 @@ function eventLine(kind, ev) {
     case 'share_offer': return [who, ' shares the folder ', bdi(ev.name || ev.label || ev.folder)];
     case 'folder': return ['Folder ', bdi(ev.name || ev.label || ev.folder), ': ' + (str(ev.state) || 'changed'), why(ev.reason)];
     case 'conflict': return ['Conflict in ', bdi(ev.folder), ': ', bdi(ev.copy || ev.path || ev.original)];
+    case 'file': return [ev.state === 'failed' ? 'Cannot pull ' : ev.state === 'conflict' ? 'Conflict on ' : ev.state === 'pulled' ? 'Pulled ' : 'Pulling ',
+      bdi(ev.path), ' in ', bdi(ev.name || ev.folder), ev.copy ? [' (the other version is ', bdi(ev.copy), ')'] : '', why(ev.reason)];
     case 'found': return ['Found ', who, ' nearby'];
     case 'lost': return [who, ' is no longer nearby'];
     case 'registered': return ['Visible to others as ', bdi(ev.instance), why(ev.reason)];
@@ -912,10 +914,18 @@ function eventLine(kind, ev) {
 
 // --- events (SSE) ---
 
+/** Folder sync's running commentary (`syncpeer events` has it): not logged, as the daemon's
+ * activity log does not keep it either; a file that failed or conflicted is. */
+function chatter(kind, ev) {
+  return (kind === 'file' && (ev.state === 'syncing' || ev.state === 'pulled'))
+    || (kind === 'folder' && !ev.reason && ['scanning', 'syncing', 'idle'].includes(ev.state));
+}
+
 function handleEvent(ev) {
   if (!ev || typeof ev !== 'object') return;
   const kind = str(ev.type || ev.event); // the web contract names it `type`, the daemon's JSON `event`
   if (kind === 'transfer') return onTransfer(ev);
+  if (chatter(kind, ev)) return refetch(REFETCH[kind]);
   if (st.liveLog) st.liveLog.push(ev);
   logLine(eventLine(kind, ev), ev.time);
   if (kind === 'invitation_pending') noteCode(ev);

@@ -1,3 +1,4 @@
+internal import Foundation
 internal import PeerNet
 internal import Synchronization
 
@@ -11,6 +12,9 @@ public final class ControlClient: Sendable {
         do {
             return ControlClient(connection: try UnixConnection.connect(path: home.controlSocket, timeout: .seconds(5)))
         } catch {
+            // A home never initialised has no daemon because it has no identity: say what
+            // comes first.
+            guard FileManager.default.fileExists(atPath: home.keyFile) else { throw .notInitialised(home: home.path) }
             throw .notFound("no syncpeer daemon is running for \(home.path): start one with 'syncpeer --home \(home.path) daemon' (in another terminal, or in the background with '&')")
         }
     }

@@ -194,7 +194,15 @@ public final class ControlServer: @unchecked Sendable {
                 defer { close(input) }
                 try node.ensureConnected(peer)
                 let stream = try node.openStream(named: name, to: peer)
-                reply.success(id, try StreamPump.send(from: input, to: stream, clientGone: { connection.peerHungUp }))
+                // Progress as `transfer` events without an ID (a stream has none), so `send -`
+                // shows its line at once.
+                let progress = { (bytes: Int64) in
+                    reply.event(id, .transfer(TransferInfo(transfer: nil, direction: .send, peer: stream.peer, name: stream.name,
+                                                           state: .active, bytes: bytes,
+                                                           time: Int64(Date().timeIntervalSince1970 * 1000))))
+                }
+                reply.success(id, try StreamPump.send(from: input, to: stream, clientGone: { connection.peerHungUp },
+                                                      progress: progress))
             case let .streamReceive(peer):
                 let output = try passedDescriptor(connection, request)
                 defer { close(output) }

@@ -76,6 +76,8 @@ extension Node {
 extension Node {
     /// Shares a folder with paired peers (adding peers to an already shared folder).
     public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> ShareResult {
+        // What is wrong with the folder first: a typo in the path is the likelier mistake.
+        try FolderService.checkShareable(directory)
         let resolved: Result<[(key: String, name: String)], EngineError> = queue.sync {
             do throws(EngineError) {
                 var devices: [(key: String, name: String)] = []

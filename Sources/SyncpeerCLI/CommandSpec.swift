@@ -18,12 +18,16 @@ public struct OptionSpec: Sendable {
     public let short: Character?
     public let kind: Kind
     public let help: String
+    /// Words a shell completes for the value besides what its placeholder says
+    /// (`ShellCompletion`): `--keep`'s `local`, `remote`.
+    public let values: [String]
 
-    public init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String) {
+    public init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String, values: [String] = []) {
         self.long = long
         self.short = short
         self.kind = kind
         self.help = help
+        self.values = values
     }
 
     var usageFragment: String {

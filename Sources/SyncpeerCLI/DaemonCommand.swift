@@ -25,6 +25,12 @@ struct DaemonCommand: Command {
         that is up, multicast-capable and not loopback, or the --interface ones (else
         $SYNCPEER_INTERFACE, comma-separated). Where multicast is filtered (VPNs, guest
         Wi-Fi) use --no-discovery and --peer HOST:PORT.
+
+        Options may also live in a configuration file (--config FILE, else
+        $XDG_CONFIG_HOME/syncpeer/config, else ~/.config/syncpeer/config), one a line as
+        'name = value' with the long names below ('receive-dir = ~/Inbox', 'no-discovery =
+        true', a repeating option on several lines, '#' comments). The command line wins
+        over the file. The systemd user unit runs 'syncpeer daemon' and so reads it.
         """,
         options: [
             OptionSpec("listen", .value("HOST:PORT"), help: "address to listen on (default [::]:\(NodeConfig.defaultPort), IPv6 and IPv4; port 0 = any free port)"),
@@ -39,6 +45,7 @@ struct DaemonCommand: Command {
             OptionSpec("interface", .repeating("NAME"), help: "discover on this interface only (default: $SYNCPEER_INTERFACE, else every multicast interface but loopback)"),
             OptionSpec("gui", .value("HOST:PORT|off"), help: "serve the web dashboard there (default \(Self.defaultGUI), or any free port when that one is taken); 'off' turns it off; 'syncpeer gui' opens it"),
             OptionSpec("gui-allow-remote", help: "let --gui listen on an address other machines can reach (the key still guards it)"),
+            OptionSpec("config", .value("FILE"), help: "read daemon options from FILE (default $XDG_CONFIG_HOME/syncpeer/config, else ~/.config/syncpeer/config, when it exists; 'none': no file)"),
         ],
         examples: ["syncpeer daemon", "syncpeer --home /tmp/alice daemon --listen 127.0.0.1:0",
                    "syncpeer daemon --service-type photos --info room=kitchen --interface eth0",
@@ -53,7 +60,13 @@ struct DaemonCommand: Command {
     var guiAllowRemote = false
     static let defaultGUI = "127.0.0.1:8385"
 
+    /// The command line as given (the configuration file is merged under it in `run`).
+    let arguments: ParsedArguments
+    /// Whether the configuration file was read into these options already.
+    var configRead = false
+
     init(parsing arguments: ParsedArguments) throws(CLIError) {
+        self.arguments = arguments
         if let listen = arguments.value("listen") { config.listen = listen }
         config.staticPeers = arguments.all("peer")
         config.autoAccept = arguments.flag("auto-accept")
@@ -95,6 +108,12 @@ struct DaemonCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        if !configRead, let file = try DaemonConfigFile.load(explicit: arguments.value("config"), environment: context.environment,
+                                                             spec: Self.spec) {
+            var configured = try DaemonCommand(parsing: DaemonConfigFile.merge(file: file, commandLine: arguments))
+            configured.configRead = true
+            return try await configured.run(context)
+        }
         var config = self.config
         config.applyTestKnobs(context.environment)
         if let ttl = context.environment["SYNCPEER_MDNS_TTL"].flatMap(UInt32.init), ttl > 0 { config.mdnsRecordTTL = ttl }

@@ -35,8 +35,19 @@ enum EventRenderer {
         case let .shareOffer(e):
             return "\(who) shares the folder '\(e.name)' (\(e.folder)): 'syncpeer accept \(e.folder) [--into DIR]'"
         case let .folder(e):
+            // Scanning, syncing, idle come with every change: for scripts (`events`), not
+            // for a daemon's log.
+            if let state = e.state, [.scanning, .syncing, .idle].contains(state), e.reason == nil { return nil }
             var text = "folder \(e.name ?? e.folder): \(e.state?.rawValue ?? "?")"
             if let path = e.path { text += " at \(path)" }
+            if let reason = e.reason { text += " (\(reason))" }
+            return text
+        case let .file(e):
+            // One line per file pulled would drown a daemon's log: only what needs a look.
+            guard e.state == .failed || e.state == .conflict else { return nil }
+            var text = "folder \(e.name): \(e.path) \(e.state.rawValue)"
+            if let bytes = e.bytes { text += " (\(ProgressLayout.formatBytes(bytes)))" }
+            if let copy = e.copy { text += "; the local version kept as \(copy)" }
             if let reason = e.reason { text += " (\(reason))" }
             return text
         case let .offer(e):

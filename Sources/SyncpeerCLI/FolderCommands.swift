@@ -360,7 +360,8 @@ struct ResolveCommand: Command {
         with its time and device): nothing is deleted, copy it back to recover it. both:
         the copies get ordinary names ('name (1).ext'). Every device follows.
         """,
-        options: [OptionSpec("keep", .value("DEVICE|both"), help: "whose version stays: a peer name or ID prefix, local, remote, or both")],
+        options: [OptionSpec("keep", .value("DEVICE|both"), help: "whose version stays: a peer name or ID prefix, local, remote, or both",
+                             values: ["local", "remote"])],
         arguments: [ArgumentSpec("PATH", help: "the file that has conflict copies")],
         examples: ["syncpeer resolve ~/Documents/report.txt --keep alice", "syncpeer resolve ~/Documents/report.txt --keep local",
                    "syncpeer resolve ~/Documents/report.txt --keep both"])

@@ -9,7 +9,8 @@ struct HelpCommand: Command {
         abstract: "show help for syncpeer or for one command",
         options: [
             OptionSpec("man", .value("DIR"), help: "write the man pages (syncpeer.1, syncpeer-COMMAND.1) into DIR"),
-            OptionSpec("completion", .value("SHELL"), help: "print the completion script for bash, zsh or fish"),
+            OptionSpec("completion", .value("SHELL"), help: "print the completion script for bash, zsh or fish",
+                      values: ["bash", "zsh", "fish"]),
         ],
         arguments: [ArgumentSpec("COMMAND", help: "the command to explain", optional: true)],
         examples: ["syncpeer help", "syncpeer help init", "syncpeer help --man /tmp/man1 && man -l /tmp/man1/syncpeer-send.1",

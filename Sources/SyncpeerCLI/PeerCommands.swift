@@ -7,13 +7,24 @@ struct PeersCommand: Command {
         name: "peers",
         abstract: "list paired, connected and nearby (discovered) peers with their session states",
         discussion: "States: connected, connecting (an invitation is open), notConnected. Peers found by discovery are marked 'nearby' (\"discovered\": true in JSON); unpaired ones are only listed until you pair with them. With --watch the list is printed again whenever something changes (Ctrl-C to stop).",
-        options: [OptionSpec("watch", help: "print the list again on every change")],
-        examples: ["syncpeer peers", "syncpeer peers --json", "syncpeer peers --watch"])
+        options: [OptionSpec("watch", help: "print the list again on every change"),
+                  OptionSpec("names", help: "print only the paired peers' display names, one a line (what shell completion offers)")],
+        examples: ["syncpeer peers", "syncpeer peers --json", "syncpeer peers --watch", "syncpeer peers --names"])
 
     let watch: Bool
-    init(parsing arguments: ParsedArguments) throws(CLIError) { watch = arguments.flag("watch") }
+    let names: Bool
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        watch = arguments.flag("watch")
+        names = arguments.flag("names")
+    }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        if names {
+            try context.eachPage(.peers, as: [PeerSummary].self) { page in
+                for item in page where item.paired { context.output.line(item.peer.name) }
+            }
+            return ExitCode.success
+        }
         try show(context)
         guard watch else { return ExitCode.success }
         let client = try context.client()

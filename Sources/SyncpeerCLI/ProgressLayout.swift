@@ -71,6 +71,13 @@ struct ProgressLayout {
             return (head + " " + tail.text, head + " " + styled)
         }
         func line(_ pair: (String, String)) -> Line { Line(plain: pair.0, styled: pair.1) }
+        if total <= 0, status != .done {
+            // A live stream (`send -`): its size is known only at its end, so no percentage.
+            let head = "\(Self.shorten(name, 28))  \(Self.formatBytes(bytes))"
+            let styled = colour && tail?.colour != nil ? "\u{1b}[\(tail!.colour!)m\(tailText)\u{1b}[0m" : tailText
+            let plain = Self.shorten(tailText.isEmpty ? head : head + " " + tailText, room)
+            return Line(plain: plain, styled: plain.count < (head + " " + tailText).count || tailText.isEmpty ? plain : head + " " + styled)
+        }
         // Name and bar: the bar takes what is left, 10 to 30 columns.
         let shortName = Self.shorten(name, 28)
         let barRoom = room - assemble(name: shortName, bar: 0, rate: true).0.count

@@ -61,13 +61,18 @@ final class ProgressRenderer: @unchecked Sendable {
     /// The latest event of the transfer shown last (for what a command says at the end).
     var lastTransfer: TransferInfo? { state.withLock { $0.last } }
 
-    /// Seconds the transfer `id` spent moving bytes (not waiting for an answer or a peer).
-    func movingSeconds(of id: String?) -> Double? {
+    /// " in 1.8 s (111.1 MB/s)": how long `transfer` moved bytes, and the rate of the bytes
+    /// that moved then (its size when none were seen moving); "" when it was never shown.
+    func timing(of transfer: TransferInfo) -> String {
         let now = self.now
-        return state.withLock { screen in
-            guard let key = id ?? screen.order.last, let track = screen.tracks[key] else { return nil }
-            return track.movingSeconds(at: now)
+        let figures: (seconds: Double, moved: Int64)? = state.withLock { screen in
+            guard let key = transfer.transfer.map({ String($0.prefix(12)) }) ?? screen.order.last,
+                  let track = screen.tracks[key] else { return nil }
+            return (track.movingSeconds(at: now), track.movedBytes)
         }
+        guard let figures else { return "" }
+        let bytes = figures.moved > 0 ? figures.moved : transfer.total ?? 0
+        return String(format: " in %.1f s (%@/s)", figures.seconds, Self.formatBytes(Int64(Double(bytes) / max(figures.seconds, 0.001))))
     }
 
     func show(_ event: NodeEvent) {
@@ -127,9 +132,13 @@ final class ProgressRenderer: @unchecked Sendable {
         let width = Self.terminalWidth()
         let text: String? = state.withLock { screen in
             guard !screen.finished, !screen.order.isEmpty else { return nil }
-            let lines = screen.order.compactMap { screen.tracks[$0] }.map { track in
+            let tracks = screen.order.compactMap { screen.tracks[$0] }
+            // Lines for several peers (`--to` repeated) each name theirs.
+            let named = Set(tracks.compactMap { $0.info.peer?.id }).count > 1
+            let lines = tracks.map { track in
                 let info = track.info
-                return ProgressLayout.line(name: NameDisplay.escaped(info.name), bytes: info.bytes ?? 0, total: info.total ?? 0,
+                let name = named ? "\(info.name) \(info.direction == .send ? "to" : "from") \(info.peer?.name ?? "?")" : info.name
+                return ProgressLayout.line(name: NameDisplay.escaped(name), bytes: info.bytes ?? 0, total: info.total ?? 0,
                                            status: track.status(at: now), width: width, colour: colour).styled
             }
             var out = Self.moveToTop(screen.drawn)

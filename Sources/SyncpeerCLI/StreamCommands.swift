@@ -9,11 +9,18 @@ enum StandardStreams {
     /// Writes standard input to `peer` as the stream `name`.
     static func send(_ context: CommandContext, peer: String, name: String) throws(CLIError) -> Int32 {
         let started = ContinuousClock.now
+        let renderer = ProgressRenderer(output: context.output, json: context.globals.json)
         return try withNode(context, listen: "127.0.0.1:0") { client throws(CLIError) in
             let result: StreamResult
-            do throws(EngineError) { result = try client.call(.streamSend(peer: peer, name: name), passing: 0) } catch {
+            do throws(EngineError) {
+                // Piped text stays the summary alone (a stream has no states worth a line).
+                let show = renderer.live || context.globals.json
+                result = try client.call(.streamSend(peer: peer, name: name), passing: 0, onEvent: { if show { renderer.show($0) } })
+            } catch {
+                renderer.finish()
                 throw CLIError(error)
             }
+            renderer.finish()
             context.print(result, text: summary(result, verb: "Sent", preposition: "to", since: started))
             return ExitCode.success
         }

@@ -64,24 +64,7 @@ final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = out
         process.standardError = stderrPipe
         process.standardInput = FileHandle.nullDevice
-        let handle = out.fileHandleForReading
-        let log = self.log
-        let collector = Thread {
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: 0x0A) {
-                    let line = buffer[buffer.startIndex..<newline]
-                    buffer = Data(buffer[(newline + 1)...])
-                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] {
-                        log.append(object)
-                    }
-                }
-            }
-        }
-        collector.start()
+        log.collect(out.fileHandleForReading)
         try process.run()
         let listening = try waitFor("listening", timeout: 10)
         let address = try #require(listening["address"] as? String)
@@ -167,6 +150,24 @@ final class EventLog: @unchecked Sendable {
     private var items: [[String: Any]] = []
     func append(_ item: [String: Any]) { lock.lock(); items.append(item); lock.unlock() }
     var all: [[String: Any]] { lock.lock(); defer { lock.unlock() }; return items }
+
+    /// Appends each JSON object line read from `handle`, on a thread of its own, until the
+    /// writer closes it.
+    func collect(_ handle: FileHandle) {
+        Thread { [self] in
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    let line = buffer[buffer.startIndex..<newline]
+                    buffer = Data(buffer[(newline + 1)...])
+                    if let object = try? JSONSerialization.jsonObject(with: line) as? [String: Any] { append(object) }
+                }
+            }
+        }.start()
+    }
 }
 
 extension FileHandle {
@@ -192,6 +193,15 @@ extension SyncpeerRunner {
     @discardableResult
     func cli(_ daemon: DaemonProcess, _ arguments: [String], stdin: String? = nil) throws -> Result {
         try run(["--home", daemon.home] + arguments, stdin: stdin)
+    }
+
+    /// alice and bob, both accepting without asking, paired and connected.
+    func autoAcceptingPair() throws -> (alice: DaemonProcess, bob: DaemonProcess) {
+        let alice = try DaemonProcess(self, name: "alice", arguments: ["--auto-accept"])
+        let bob = try DaemonProcess(self, name: "bob", arguments: ["--auto-accept"])
+        _ = try pair(alice, bob, autoAccepted: true)
+        try alice.waitForState("connected", peer: "bob")
+        return (alice, bob)
     }
 
     /// Pairs `a` with `b` (a invites, b accepts); returns the SAS both showed.

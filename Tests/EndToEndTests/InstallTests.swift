@@ -46,9 +46,12 @@ import Testing
         let commands = try #require(String(contentsOfFile: root + "/share/syncpeer/installed-files", encoding: .utf8)
             .split(separator: "\n").map(String.init))
 
-        // The binary runs and is the one built.
+        // The binary runs and is the one built, stripped of its symbol table (issue 45: 88 → 63 MB).
         let version = try Self.run(root + "/bin/syncpeer", ["--version"])
         #expect(version.status == 0 && version.output.hasPrefix("syncpeer "), "\(version.output)")
+        let sections = try Self.run("/usr/bin/readelf", ["-S", "-W", root + "/bin/syncpeer"])
+        #expect(sections.status == 0 && sections.output.contains(".text"), "\(sections.output.prefix(300))")
+        #expect(!sections.output.contains(".symtab"), "the installed binary is stripped")
 
         // A man page for the program and one per command, each rendered by man without warnings.
         let help = try env.run(["help"]).stdout
@@ -90,6 +93,8 @@ import Testing
         let unit = try String(contentsOfFile: unitPath, encoding: .utf8)
         #expect(unit.contains("ExecStart=/usr/bin/syncpeer daemon") && unit.contains("WantedBy=default.target"), "\(unit)")
         #expect(!unit.contains("@"), "every placeholder replaced")
+        // A user manager has no network-online.target: the unit must not order after it.
+        #expect(!unit.contains("network-online.target"), "\(unit)")
         if let analyze = Self.which("systemd-analyze") {
             // verify resolves ExecStart on this system: point it at the DESTDIR copy.
             let probe = env.home("syncpeer.service")

@@ -10,7 +10,9 @@ final class PseudoTerminal {
     private let data = CollectedOutput()
     private let reader: Thread
 
-    init(_ arguments: [String], environment: [String: String], columns: UInt16 = 60, rows: UInt16 = 24) throws {
+    /// `input`: its standard input (default: none).
+    init(_ arguments: [String], environment: [String: String], columns: UInt16 = 60, rows: UInt16 = 24,
+         input: FileHandle = FileHandle.nullDevice) throws {
         // posix_openpt/grantpt/unlockpt/ptsname are not in the Glibc module: the same through
         // /dev/ptmx and its ioctls (unlock the slave, ask its number).
         master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -32,7 +34,7 @@ final class PseudoTerminal {
         process.environment = environment
         process.standardOutput = terminal
         process.standardError = terminal
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input
         let fd = master
         let data = self.data
         reader = Thread {

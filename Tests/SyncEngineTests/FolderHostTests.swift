@@ -34,6 +34,8 @@ import Testing
 
         func folderChanged(_ folderID: String) { changes.withLock { $0.append(folderID) } }
         func emitFolder(_ folder: SharedFolder, reason: String?) {}
+        func emitFile(_ folder: SharedFolder, _ path: String, _ state: NodeEvent.FileSyncState,
+                      bytes: Int64?, total: Int64?, copy: String?, reason: String?) {}
         func emitError(_ peer: PeerRef?, _ reason: String) { errors.withLock { $0.append(reason) } }
         func connectedDevices() -> Set<String> { [remoteDevice] }
 

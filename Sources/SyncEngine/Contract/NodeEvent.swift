@@ -32,6 +32,8 @@ public enum NodeEvent: Sendable, Equatable {
     case shareOffer(ShareOffer)
     /// A shared folder changed state or hit an error.
     case folder(FolderChange)
+    /// A file of a shared folder is being pulled, was pulled, failed, or met a conflict.
+    case file(FileChange)
     /// A transfer started, progressed (rate-limited) or ended.
     case transfer(TransferInfo)
     /// Discovery found a peer nearby.
@@ -52,7 +54,7 @@ public enum NodeEvent: Sendable, Equatable {
         case pairingRejected = "pairing_rejected"
         case message, refused, dropped, error, offer
         case shareOffer = "share_offer"
-        case folder, transfer, found, lost, registered, visibility
+        case folder, file, transfer, found, lost, registered, visibility
     }
 
     // MARK: Payloads
@@ -155,6 +157,30 @@ public enum NodeEvent: Sendable, Equatable {
         public var time: Int64
     }
 
+    /// One file of a shared folder, as a pull moves it (`file`).
+    public struct FileChange: Sendable, Equatable, Codable {
+        public var folder: String
+        /// The folder's label.
+        public var name: String
+        /// The file's path in the folder.
+        public var path: String
+        public var state: FileSyncState
+        /// `syncing`: bytes to fetch from peers; `pulled`: the file's size.
+        public var bytes: Int64?
+        /// `syncing`: the file's size.
+        public var total: Int64?
+        /// `conflict`: the path (in the folder) the local version was kept under.
+        public var copy: String?
+        /// `failed`: why, and when it is tried again.
+        public var reason: String?
+        public var time: Int64
+    }
+
+    /// What a pull did to one file.
+    public enum FileSyncState: String, Sendable, Equatable, Codable {
+        case syncing, pulled, failed, conflict
+    }
+
     public struct Found: Sendable, Equatable, Codable {
         public var peer: PeerRef
         public var instance: String
@@ -233,6 +259,7 @@ extension NodeEvent {
         case .offer: .offer
         case .shareOffer: .shareOffer
         case .folder: .folder
+        case .file: .file
         case .transfer: .transfer
         case .found: .found
         case .lost: .lost
@@ -244,7 +271,7 @@ extension NodeEvent {
     /// The peer the event is about, if any.
     public var peer: PeerRef? {
         switch self {
-        case .listening, .registered, .visibility: nil
+        case .listening, .registered, .visibility, .file: nil
         case let .state(e): e.peer
         case let .invitation(e): e.peer
         case let .invitationClosed(e): e.peer
@@ -286,6 +313,7 @@ extension NodeEvent: Codable {
         case .offer: self = .offer(try Offer(from: decoder))
         case .shareOffer: self = .shareOffer(try ShareOffer(from: decoder))
         case .folder: self = .folder(try FolderChange(from: decoder))
+        case .file: self = .file(try FileChange(from: decoder))
         case .transfer: self = .transfer(try TransferInfo(from: decoder))
         case .found: self = .found(try Found(from: decoder))
         case .lost: self = .lost(try Lost(from: decoder))
@@ -309,6 +337,7 @@ extension NodeEvent: Codable {
         case let .offer(e): try e.encode(to: encoder)
         case let .shareOffer(e): try e.encode(to: encoder)
         case let .folder(e): try e.encode(to: encoder)
+        case let .file(e): try e.encode(to: encoder)
         case let .transfer(e): try e.encode(to: encoder)
         case let .found(e): try e.encode(to: encoder)
         case let .lost(e): try e.encode(to: encoder)

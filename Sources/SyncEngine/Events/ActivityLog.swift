@@ -24,8 +24,20 @@ final class ActivityLog: Sendable {
 
     private let state = Mutex(State())
 
-    /// Keeps `event`, unless it is a transfer's progress (the same state as its last one kept).
+    /// Keeps `event`, unless it is a transfer's progress (the same state as its last one kept)
+    /// or folder sync's running commentary: a folder's scanning, syncing and idle (without a
+    /// reason), and a file starting or ending its pull (`syncpeer events` streams those; a
+    /// pull of 10,000 files would otherwise push everything else out). A file that failed or
+    /// conflicted is kept.
     func record(_ event: NodeEvent) {
+        switch event {
+        case let .folder(change) where change.reason == nil && [.scanning, .syncing, .idle].contains(change.state):
+            return
+        case let .file(change) where change.state == .syncing || change.state == .pulled:
+            return
+        default:
+            break
+        }
         state.withLock { state in
             if case let .transfer(info) = event {
                 let key = info.transfer ?? "\(info.direction.rawValue)\u{0}\(info.peer?.id.description ?? "")\u{0}\(info.name)"

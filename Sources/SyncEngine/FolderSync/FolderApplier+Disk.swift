@@ -53,6 +53,7 @@ extension FolderApplier {
             return false
         }
         rescan.append(copy)
+        if outcome == .done { host.emitFile(folder, path, .conflict, bytes: nil, total: nil, copy: copy, reason: nil) }
         return true
     }
 
@@ -153,6 +154,9 @@ extension FolderApplier {
             for record in records { fail(record.path, failure) }
         } else if !records.isEmpty {
             folder.placed.note(records)
+            for record in records where record.kind == .file && !record.deleted {
+                host.emitFile(folder, record.path, .pulled, bytes: record.size, total: nil, copy: nil, reason: nil)
+            }
         }
     }
 

@@ -375,8 +375,9 @@ final class FolderApplier: @unchecked Sendable {
                 return
             }
             if !missing.isEmpty {
-                folder.activity.begin(path: state.path, size: Int64(manifest.fileSize),
-                                      needed: missing.reduce(Int64(0)) { $0 + Int64($1.size) }, peers: sources)
+                let needed = missing.reduce(Int64(0)) { $0 + Int64($1.size) }
+                folder.activity.begin(path: state.path, size: Int64(manifest.fileSize), needed: needed, peers: sources)
+                host.emitFile(folder, state.path, .syncing, bytes: needed, total: Int64(manifest.fileSize), copy: nil, reason: nil)
             }
             var item = Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: manifest.chunkRecords,
                                conflictCopy: conflictCopy)

@@ -16,6 +16,10 @@ protocol FolderHost: AnyObject, Sendable {
     func folderChanged(_ folderID: String)
     /// The folder's state changed (on `queue`).
     func emitFolder(_ folder: SharedFolder, reason: String?)
+    /// What a pull did to one of the folder's files (`NodeEvent.file`). Any thread: the
+    /// event goes out on `queue`, after the folder states set before it.
+    func emitFile(_ folder: SharedFolder, _ path: String, _ state: NodeEvent.FileSyncState,
+                  bytes: Int64?, total: Int64?, copy: String?, reason: String?)
     /// Something the user should know (on `queue`).
     func emitError(_ peer: PeerRef?, _ reason: String)
     /// Devices connected now (never called on `queue`).

@@ -130,10 +130,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// Shares a folder with paired peers (resolved by the caller; adding peers to an already
     /// shared folder).
     func share(directory: String, with devices: [(key: String, name: String)]) throws(EngineError) -> ShareResult {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-            throw .invalidArgument("\(directory) is not a folder")
-        }
+        try Self.checkShareable(directory)
         let result: Result<ShareResult, EngineError> = queue.sync {
             do throws(EngineError) {
                 let folder: FolderRecord
@@ -163,6 +160,17 @@ final class FolderService: Reporting, @unchecked Sendable {
             } catch { return .failure(error) }
         }
         return try result.get()
+    }
+
+    /// Refuses a path that does not exist or is not a folder, saying which and what to do.
+    static func checkShareable(_ directory: String) throws(EngineError) {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            throw .notFound("\(directory) does not exist: create it first, or check the path")
+        }
+        guard isDirectory.boolValue else {
+            throw .invalidArgument("\(directory) is a file, not a folder: share the folder that holds it, or 'syncpeer send' the file")
+        }
     }
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
@@ -762,6 +770,17 @@ final class FolderService: Reporting, @unchecked Sendable {
     func emitFolder(_ folder: SharedFolder, reason: String?) {
         emit(.folder(.init(folder: folder.id, name: folder.label, state: folder.status, path: folder.root, reason: reason,
                            time: now())))
+    }
+
+    func emitFile(_ folder: SharedFolder, _ path: String, _ state: NodeEvent.FileSyncState,
+                  bytes: Int64?, total: Int64?, copy: String?, reason: String?) {
+        let change = NodeEvent.FileChange(folder: folder.id, name: folder.label, path: path, state: state, bytes: bytes,
+                                          total: total, copy: copy, reason: reason, time: 0)
+        queue.async { [self] in
+            var stamped = change
+            stamped.time = now()
+            emit(.file(stamped))
+        }
     }
 
     static func newFolderID() -> String {

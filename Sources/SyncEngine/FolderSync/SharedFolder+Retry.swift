@@ -55,6 +55,7 @@ extension SharedFolder {
         for (path, failure) in news.prefix(Self.reportedPerPass) {
             let plan = retry.entries[path].map { retry.plan(for: $0, now: now) } ?? ""
             report("cannot pull \(path): \(failure.reason); \(plan)")
+            host?.emitFile(self, path.string, .failed, bytes: nil, total: nil, copy: nil, reason: "\(failure.reason); \(plan)")
         }
         if news.count > Self.reportedPerPass {
             report("and \(news.count - Self.reportedPerPass) more paths cannot be pulled now; see 'syncpeer status'")

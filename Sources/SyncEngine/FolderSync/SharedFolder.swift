@@ -651,10 +651,15 @@ final class SharedFolder: @unchecked Sendable {
 
     // MARK: - Status
 
-    /// Sets the state shown by status; "idle" while some paths fail says so instead.
+    /// Sets the state shown by status; "idle" while some paths fail says so instead. A
+    /// change is an event (`syncpeer events`); the same state again is not.
     func setStatus(_ value: FolderState) {
         host?.queue.async { [self] in
-            if error == nil { status = paused.load(ordering: .relaxed) ? .paused : value == .idle ? failing.state ?? value : value }
+            guard error == nil else { return }
+            let new = paused.load(ordering: .relaxed) ? .paused : value == .idle ? failing.state ?? value : value
+            guard new != status else { return }
+            status = new
+            host?.emitFolder(self, reason: nil)
         }
     }
 

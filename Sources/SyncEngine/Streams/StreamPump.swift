@@ -10,14 +10,32 @@ internal import Darwin
 /// `receive` taking, which stops granting credit to the writer).
 enum StreamPump {
     static let bufferSize = 256 * 1024
+    /// How often `send` reports its progress.
+    static let progressInterval: Duration = .milliseconds(200)
 
     /// Writes what `input` reads to `stream` until end of file, then finishes the stream.
     /// A read error or a client that went away cuts the stream (the peer sees it cut).
-    static func send(from input: Int32, to stream: OutgoingByteStream,
-                     clientGone: () -> Bool) throws(EngineError) -> StreamResult {
+    /// `progress` gets the bytes written so far at once (0), then at most every 200 ms.
+    static func send(from input: Int32, to stream: OutgoingByteStream, clientGone: () -> Bool,
+                     progress: (Int64) -> Void = { _ in }) throws(EngineError) -> StreamResult {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferSize, alignment: 16)
         defer { buffer.deallocate() }
+        var reported = ContinuousClock.now
+        var reportedBytes: Int64 = 0
+        progress(0)
         while true {
+            if ContinuousClock.now - reported >= progressInterval {
+                reported = .now
+                if stream.bytesWritten != reportedBytes {
+                    reportedBytes = stream.bytesWritten
+                    progress(reportedBytes)
+                }
+            }
+            // A producer that pauses leaves us waiting in read: wait in steps instead, so
+            // what went out is reported (and a client that gave up noticed) meanwhile.
+            var ready = pollfd(fd: input, events: Int16(POLLIN), revents: 0)
+            if poll(&ready, 1, Int32(progressInterval.components.seconds * 1000
+                + progressInterval.components.attoseconds / 1_000_000_000_000_000)) == 0 { continue }
             if clientGone() {
                 stream.cancel(reason: "the sender stopped")
                 throw .streamCut("the client went away; the stream '\(stream.name)' is cut")

@@ -27,8 +27,9 @@ struct TransferMachine: Sendable {
         case cancelledHere
         /// The user (or a `receive --decline`) declined the offer (receiver).
         case declinedHere(String)
-        /// The receive folder cannot be opened or written (receiver, before accepting).
-        case cannotOpen(path: String, reason: String, diskFull: Bool)
+        /// The receive folder cannot be opened or written (receiver, before accepting):
+        /// `reason` for this node (it names the folder), `cause` for the sender (it does not).
+        case cannotOpen(path: String, reason: String, cause: String, diskFull: Bool)
         /// A chunk or the final placing could not be written: kept, paused (receiver).
         case writeFailed(path: String, reason: String)
         /// The sender keeps sending chunks that fail verification (receiver).
@@ -70,11 +71,18 @@ struct TransferMachine: Sendable {
     /// The peer's display name, for the reasons shown.
     let peer: String
 
+    /// How a receiver's decline starts when its receive folder cannot be written.
+    static let unwritable = "cannot write to its receive folder"
+
     /// The actions for `event` in `state`. A finished transfer does nothing more; an event
     /// that does not apply to this direction does nothing.
     func handle(_ event: Event, in state: TransferState) -> [Action] {
         guard !state.isFinished else { return [] }
         switch (direction, event) {
+        case let (.send, .peerDeclined(reason)) where reason.hasPrefix(Self.unwritable):
+            // Not the user's choice: the receiver's folder refused it. Said as such, with
+            // what to do.
+            return [.finish(.failed, .refused("\(peer) \(reason); nothing was sent: \(peer) must free or fix that folder, or choose another ('syncpeer daemon --receive-dir DIR'), then send again"))]
         case let (.send, .peerDeclined(reason)):
             return [.finish(.declined, .refused("\(peer) declined: \(reason)"))]
         case let (_, .peerCancelled(reason)):
@@ -101,11 +109,12 @@ struct TransferMachine: Sendable {
                     .finish(.cancelled, .refused("transfer cancelled"))]
         case let (.receive, .declinedHere(reason)):
             return [.send(.decline(id: id, reason: reason)), .finish(.declined, nil)]
-        case let (.receive, .cannotOpen(path, reason, diskFull)):
+        case let (.receive, .cannotOpen(path, reason, cause, diskFull)):
             // Whatever partial data exists is kept: resumable once the folder is usable
             // again ('syncpeer cancel' removes it).
-            // The sender is told the real reason (its own words, bounded), not "an error".
-            return [.send(.decline(id: id, reason: "the receiver cannot write there: \(diskFull ? "disk full" : String(reason.prefix(300)))")),
+            // The sender is told the real reason (bounded), not "an error", and never this
+            // node's paths.
+            return [.send(.decline(id: id, reason: "\(Self.unwritable): \(diskFull ? "disk full" : String(cause.prefix(300)))")),
                     .finish(.paused, .io(path: path, reason: reason))]
         case let (.receive, .writeFailed(path, reason)):
             return [.send(.done(id: id, ok: false, reason: String(reason.prefix(400)))),

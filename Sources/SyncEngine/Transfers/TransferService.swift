@@ -835,8 +835,10 @@ final class TransferService: Reporting, @unchecked Sendable {
                     // folder the user named must exist (the CLI checks it).
                     if directory == config.receiveDirectory, !FileManager.default.fileExists(atPath: directory) {
                         do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+                            // The message goes to the sender: the system's words, never the path.
+                            let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code
                             throw FileError(kind: .io, operation: "create the receive folder", path: directory,
-                                            message: "\(error.localizedDescription)")
+                                            message: code.map { String(cString: strerror(Int32($0))) } ?? "cannot create it")
                         }
                     }
                     transfer.target = try DirectoryHandle(path: directory)
@@ -889,7 +891,8 @@ final class TransferService: Reporting, @unchecked Sendable {
                 let have = held
                 switch outcome {
                 case let .failure(error):
-                    perform(.cannotOpen(path: directory, reason: error.description, diskFull: error.kind == .diskFull), on: transfer)
+                    perform(.cannotOpen(path: directory, reason: error.description, cause: error.message,
+                                        diskFull: error.kind == .diskFull), on: transfer)
                 case .success:
                     transfer.verified = have
                     transfer.verifiedBytes = have.reduce(0) { total, index in
