@@ -127,7 +127,7 @@ extension Node {
 
     /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
     public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
-        try folders.verifyFolder(directory: directory)
+        try folders.verifyFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
     }
 
     /// Per folder: state, counts, and per peer what is out of sync.

@@ -188,6 +188,7 @@ struct VerifyCommand: Command {
             lines.append("\(result.corrupt) damaged, \(result.repaired) repaired from peers")
             for file in result.damaged {
                 lines.append(file.repaired ? "  repaired  \(file.path)" : "  DAMAGED   \(file.path): \(file.reason ?? "not repaired")")
+                if let kept = file.kept { lines.append("            as it was found: \(kept)") }
             }
             if result.damaged.count < result.corrupt { lines.append("  … and \(result.corrupt - result.damaged.count) more") }
         }
@@ -328,6 +329,7 @@ struct ConflictsCommand: Command {
                 let place = version.path == item.original ? "the file" : (version.path as NSString).lastPathComponent
                 lines.append("  \(author)'s  \(ProgressRenderer.formatBytes(version.size))  \(Self.localTime(version.time))  \(place)")
             }
+            if let more = item.moreVersions { lines.append("  and \(more) more version(s)") }
             let names = Set(item.versions.map { $0.name == "?" ? $0.device : $0.name })
             lines.append("  keep one: syncpeer resolve \(item.original) --keep \(names.sorted().joined(separator: "|"))|both")
             return lines.joined(separator: "\n")

@@ -841,6 +841,7 @@ function conflictRow(c) {
     el('strong', null, bdi(author(v) + "'s")), v.local ? ' (this device)' : '', ' ',
     dots(bytes(v.size), validTime(v.time) ? new Date(v.time).toLocaleString() : '',
       str(v.path) === target ? 'the file' : str(v.path).split('/').pop())));
+  if (c.moreVersions > 0) versions.push(el('li', { class: 'version more' }, `and ${plural(c.moreVersions, 'more version')}`));
   const authors = [];
   for (const v of c.versions) if (!authors.some((a) => a.device === v.device)) authors.push(v);
   const keep = authors.map((v) => button(`Keep ${author(v)}'s`, 'keep-device', { op: 'resolve', path: target, keep: str(v.device) },

@@ -65,6 +65,37 @@ struct IntegrityTests {
 }
 
 extension IntegrityTests {
+    /// A peer renames a file whose copy on bob rotted under an unchanged stamp: bob does not
+    /// move his rotten file to the new name as the peer's version (a rename moves no data,
+    /// but its bytes are hashed first); he builds it from verified chunks, and has alice's
+    /// bytes at the new path.
+    @Test func aRenameNeverMovesARottenFileIntoAPeersVersion() throws {
+        // No periodic rescan: the rename is seen by alice's watcher and reaches bob as one
+        // (a full scan in between would send a deletion and a new file: then bob builds it
+        // from verified chunks anyway, and the test would not test the rename).
+        var environment = FolderSyncTests.environment
+        environment["SYNCPEER_RESCAN_MS"] = "600000"
+        let trio = try Trio(environment: environment)
+        defer { trio.env.cleanup() }
+        try TestFiles.random(trio.path("alice", "photo.bin"), size: 3 << 20)
+        try FileManager.default.createDirectory(atPath: trio.path("alice", "2024"), withIntermediateDirectories: true)
+        try trio.share()
+        let content = try TestFiles.hash(trio.path("alice", "photo.bin"))
+        try FolderSyncTests.eventually("the first sync\n\(FolderSyncTests.describe(trio))", timeout: 60) {
+            ["bob", "carol"].allSatisfy { (try? TestFiles.hash(trio.path($0, "photo.bin"))) == content }
+                && FileManager.default.fileExists(atPath: trio.path("bob", "2024"))
+        }
+        try Self.rot(trio.path("bob", "photo.bin"), at: 2 << 20)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(rename(trio.path("alice", "photo.bin"), trio.path("alice", "2024/photo.bin")) == 0)
+        try FolderSyncTests.eventually("the rename reaches bob\n\(FolderSyncTests.describe(trio))", timeout: 30) {
+            FileManager.default.fileExists(atPath: trio.path("bob", "2024/photo.bin"))
+                && !FileManager.default.fileExists(atPath: trio.path("bob", "photo.bin"))
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try TestFiles.hash(trio.path("bob", "2024/photo.bin")) == content, "bob moved his rotten copy into alice's version")
+    }
+
     /// `syncpeer verify` on bob, whose copy rotted in two files under unchanged stamps:
     /// both are found and rebuilt from a peer (bob's files are alice's again, byte for byte),
     /// a second run finds nothing; with every peer gone, a new rot is found and reported as
@@ -80,6 +111,7 @@ extension IntegrityTests {
         }
         try Self.rot(trio.path("bob", "big.bin"), at: 7 << 20)
         try Self.rot(trio.path("bob", "small-3.bin"), at: 100)
+        let found = try TestFiles.hash(trio.path("bob", "small-3.bin"))
         #expect(try TestFiles.hash(trio.path("bob", "big.bin")) != TestFiles.hash(trio.path("alice", "big.bin")))
 
         func verify() throws -> (status: Int32, result: [String: Any]) {
@@ -96,6 +128,11 @@ extension IntegrityTests {
         for name in ["big.bin", "small-3.bin"] {
             #expect(try TestFiles.hash(trio.path("bob", name)) == TestFiles.hash(trio.path("alice", name)), "\(name) repaired")
         }
+        // What was replaced is kept under bob's home (damage and an edit in place that kept
+        // the size and mtime look the same), never only overwritten.
+        let kept = (first.result["damaged"] as? [[String: Any]] ?? []).first { $0["path"] as? String == "small-3.bin" }?["kept"] as? String
+        #expect(kept?.hasPrefix(trio.bob.home + "/versions/") == true, "\(first.result)")
+        #expect(try kept.map(TestFiles.hash) == found)
         let second = try verify()
         #expect(second.status == 0 && second.result["corrupt"] as? Int == 0, "\(second.result)")
 

@@ -44,6 +44,16 @@ let conflictTime: Int64 = 1_795_966_200
         }
     }
 
+    /// Names are bytes: a copy of the NFC "café.txt" is not a copy of the NFD one beside it
+    /// (Swift's `==` says the two names are equal), and the other way round.
+    @Test func aCopyBelongsToItsOriginalByBytes() {
+        let nfc = "caf\u{E9}.txt", nfd = "cafe\u{301}.txt"
+        let copyOfNFC = ConflictName.make(for: nfc, at: conflictTime, device: "AAA")
+        let copyOfNFD = ConflictName.make(for: nfd, at: conflictTime, device: "AAA")
+        #expect(ConflictName.isCopy(copyOfNFC, of: nfc) && ConflictName.isCopy(copyOfNFD, of: nfd))
+        #expect(!ConflictName.isCopy(copyOfNFC, of: nfd) && !ConflictName.isCopy(copyOfNFD, of: nfc))
+    }
+
     @Test func conflictOfAConflict() {
         let once = ConflictName.make(for: "a.txt", at: conflictTime, device: "AAA")
         let twice = ConflictName.make(for: once, at: conflictTime + 1, device: "BBB")

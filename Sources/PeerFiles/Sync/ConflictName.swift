@@ -70,9 +70,10 @@ public enum ConflictName {
     /// name is what `make` gives for `original` at the copy's time and device. Unlike
     /// comparing with `parse(copy)?.original`, this also holds for shortened names.
     public static func isCopy(_ copy: String, of original: String) -> Bool {
+        // Compared as bytes: two names equal under Unicode normalization are two files.
         guard let parsed = parse(copy) else { return false }
-        if parsed.original == original { return true }
-        return make(for: original, stamp: parsed.time, device: parsed.device) == copy
+        if parsed.original.utf8.elementsEqual(original.utf8) { return true }
+        return make(for: original, stamp: parsed.time, device: parsed.device).utf8.elementsEqual(copy.utf8)
     }
 
     /// For a copy whose name was shortened: the path prefix every possible original starts

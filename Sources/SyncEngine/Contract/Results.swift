@@ -237,8 +237,13 @@ public struct ConflictInfo: Sendable, Equatable, Codable {
     public var folder: String
     /// The file (absolute path): what `resolve` takes.
     public var original: String
-    /// The file itself (if it exists) first, then its conflict copies, oldest first.
+    /// Versions past the first `listedVersions` (not listed), if any.
+    public var moreVersions: Int?
+    /// The file itself (if it exists) first, then its conflict copies, oldest first; at most
+    /// `listedVersions` (a member could make thousands of copies of one file).
     public var versions: [ConflictVersion]
+
+    public static let listedVersions = 100
 }
 
 /// One version of a conflicted file.
@@ -277,6 +282,8 @@ public struct VerifyResult: Sendable, Equatable, Codable {
         public var repaired: Bool
         /// Why it was not repaired.
         public var reason: String?
+        /// Where the damaged file was kept before it was replaced (under the node's home).
+        public var kept: String?
     }
 
     /// At most this many damaged files are listed (`corrupt` counts them all).

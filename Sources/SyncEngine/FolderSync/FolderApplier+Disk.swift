@@ -93,8 +93,10 @@ extension FolderApplier {
     }
 
     func rename(_ from: FileState, _ to: FileState, source: String, root: DirectoryHandle) {
+        // The file moves as it is into the peer's version: its bytes must be what the index
+        // records (hashed now), not only its size and mtime.
         guard let old = try? SafePath(from.path).resolve(under: root), old.existing == .file,
-              diskMatchesIndex(from.path, root: root),
+              diskMatchesIndex(from.path, root: root), contentMatchesIndex(from.path, root: root),
               let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
               (try? old.directory.move(old.name, to: new.directory, as: new.name)) != nil else {
             // Not as expected: fetch the new path normally, delete the old one if it matches
@@ -158,6 +160,13 @@ extension FolderApplier {
                 host.emitFile(folder, record.path, .pulled, bytes: record.size, total: nil, copy: nil, reason: nil)
             }
         }
+    }
+
+    /// True when the file at `path` holds the chunks the index records for it, each hashed
+    /// now (on all cores); false for anything else, a file written meanwhile included.
+    func contentMatchesIndex(_ path: String, root: DirectoryHandle) -> Bool {
+        guard let record = indexRecord(path), record.kind == .file, !record.deleted else { return false }
+        return SharedFolder.check(record, under: root) == .intact
     }
 
     /// What the index records for `path` (nil when nothing, or when it cannot be read).

@@ -129,7 +129,9 @@ extension FolderApplier {
         let rootPath = location.folderID == folderID ? folder.root : (try? index.folder(id: location.folderID))??.path
         guard let rootPath, let handle = try? DirectoryHandle(path: rootPath),
               let resolved = try? SafePath(location.path).resolve(under: handle), resolved.existing == .file else { return nil }
-        let fd = openat(resolved.directory.fd, resolved.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        // Non-blocking: a FIFO put there since the lookup must not hang the pull (FileStamp
+        // then refuses anything but a regular file).
+        let fd = openat(resolved.directory.fd, resolved.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         let record = (try? index.file(folderID: location.folderID, path: location.path)) ?? nil
         return LocalSource(fd: fd, record: record)

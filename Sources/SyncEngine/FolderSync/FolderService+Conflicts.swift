@@ -16,18 +16,22 @@ extension FolderService {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         var groups: [(folder: SharedFolder, relative: String, copies: [String])] = []
         for folder in list {
-            var byOriginal: [String: [String]] = [:]
+            // Keyed by bytes: an NFC and an NFD name are two files, with copies of their own.
+            var byOriginal: [PathKey: [String]] = [:]
             for copy in conflictCopies(folder.id) {
-                byOriginal[original(ofCopy: copy, in: folder.id) ?? ConflictName.parse(copy)?.original ?? copy, default: []].append(copy)
+                byOriginal[PathKey(original(ofCopy: copy, in: folder.id) ?? ConflictName.parse(copy)?.original ?? copy), default: []].append(copy)
             }
-            groups += byOriginal.map { (folder, $0.key, $0.value) }
+            groups += byOriginal.map { (folder, $0.key.string, $0.value) }
         }
         // Only the page's files are looked into (their versions' authors and sizes).
         let peers = (try? index.peers()) ?? []
         return page.page(groups, key: { $0.folder.label + "\u{0}" + $0.folder.id + "\u{0}" + $0.relative }) { folder, relative, copies in
-            let versions = conflictVersions(of: relative, copies: copies, in: folder)
+            let all = conflictVersions(of: relative, copies: copies, in: folder)
+            // A page holds whole files: one file's versions are listed up to a bound.
+            let versions = Array(all.prefix(ConflictInfo.listedVersions))
             let authors = conflictAuthors(versions, peers: peers, localName: localName)
-            return ConflictInfo(folder: folder.label, original: folder.root + "/" + relative, versions: versions.map { version in
+            return ConflictInfo(folder: folder.label, original: folder.root + "/" + relative,
+                                moreVersions: all.count > versions.count ? all.count - versions.count : nil, versions: versions.map { version in
                 let author = authors.first { $0.short == version.author }
                 var info = stat()
                 let present = lstat(folder.root + "/" + version.path, &info) == 0

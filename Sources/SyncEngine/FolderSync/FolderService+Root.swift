@@ -15,15 +15,15 @@ extension FolderService {
     /// `syncpeer verify DIR`: every file of the folder is read and hashed against the index
     /// (on this thread; the folder goes on syncing), the damaged ones rebuilt from a peer
     /// (on the folder's `io`), and the ones changed since the last scan rescanned.
-    func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
+    func verifyFolder(directory: String, keepingIn store: KeptVersions) throws(EngineError) -> VerifyResult {
         let folder = try sharedFolder(at: directory)
         let started = ContinuousClock.now
         let scrub = try folder.scrub()
-        let unrepaired = scrub.corrupt.isEmpty ? [:] : folder.io.sync { folder.repair(scrub.corrupt) }
+        let (unrepaired, kept) = scrub.corrupt.isEmpty ? ([:], [:]) : folder.io.sync { folder.repair(scrub.corrupt, keepingIn: store) }
         if !scrub.changed.isEmpty { folder.io.async { folder.fullScanPaths(scrub.changed) } }
         let elapsed = ContinuousClock.now - started
         let damaged = scrub.corrupt.prefix(VerifyResult.listLimit).map {
-            VerifyResult.Damaged(path: $0, repaired: unrepaired[PathKey($0)] == nil, reason: unrepaired[PathKey($0)])
+            VerifyResult.Damaged(path: $0, repaired: unrepaired[PathKey($0)] == nil, reason: unrepaired[PathKey($0)], kept: kept[PathKey($0)])
         }
         return VerifyResult(folder: folder.id, path: folder.root, files: scrub.files, bytes: scrub.bytes,
                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,

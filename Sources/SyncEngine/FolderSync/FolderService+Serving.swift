@@ -249,7 +249,7 @@ extension FolderService {
     /// caller refuses the batch (no ack: an honest peer sends it again later). Once refused,
     /// the session's further pages of the folder are refused without counting: a flood past
     /// the quota costs no query per page.
-    func withinIndexQuota(_ paths: Set<String>, folder: SharedFolder, from session: LinkSession) -> Bool {
+    func withinIndexQuota(_ paths: Set<PathKey>, folder: SharedFolder, from session: LinkSession) -> Bool {
         if folderTable.quotaReported[session.id]?.contains(folder.id) == true { return false }
         // The quota is at least the allowance: while the peer's rows and this page fit in it,
         // nothing more is counted (B: two counts of the whole folder per page received). Once
@@ -265,7 +265,7 @@ extension FolderService {
         let after: Int
         let quota: Int
         do {
-            let counts = try index.remoteFileCounts(folderID: folder.id, deviceID: session.deviceKey, paths: Array(paths))
+            let counts = try index.remoteFileCounts(folderID: folder.id, deviceID: session.deviceKey, paths: paths.map(\.string))
             after = counts.stored + paths.count - counts.existing
             quota = try indexQuota(folderID: folder.id)
         } catch {

@@ -523,7 +523,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else { return }
         // The quota first, on the paths as sent: a page past it is refused before any entry
         // is checked, decoded or kept (1,000,000 tombstones past it cost 51.7 CPU-s).
-        guard withinIndexQuota(Set(entries.map(\.path)), folder: folder, from: session) else { return }
+        guard withinIndexQuota(Set(entries.map { PathKey($0.path) }), folder: folder, from: session) else { return }
         var records: [RemoteFileRecord] = []
         var paths = Set<PathKey>()
         var highest: Int64 = 0

@@ -52,6 +52,28 @@ struct KeptVersions {
         throw .io(path: directory, reason: "cannot find a free name for the kept version")
     }
 
+    /// Copies the file at `absolute` into the store (it stays where it is), as `keep` names
+    /// it; where the copy went. For a version about to be replaced in place (`verify`).
+    func keepCopy(_ absolute: String, folderID: String, relative: String, author: String, mtimeNs: Int64) throws(EngineError) -> String {
+        let named = ConflictName.make(for: relative, stamp: ConflictRules.utcStamp(nanoseconds: mtimeNs), device: author)
+        let target = URL(fileURLWithPath: root + "/" + Self.component(folderID) + "/" + named)
+        let directory = target.deletingLastPathComponent().path
+        let store: DirectoryHandle
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            store = try DirectoryHandle(path: directory)
+        } catch {
+            throw .io(path: directory, reason: "cannot create the folder for kept versions (\(error))")
+        }
+        let destination = directory + "/" + store.uniqueName(for: target.lastPathComponent)
+        do { try FileManager.default.copyItem(atPath: absolute, toPath: destination) } catch {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw .io(path: absolute, reason: "cannot copy it to \(destination) (\(error.localizedDescription))")
+        }
+        return destination
+    }
+
     /// The move across file systems.
     private static func copyThenRemove(_ absolute: String, to destination: String) throws(EngineError) -> String {
         do { try FileManager.default.copyItem(atPath: absolute, toPath: destination) } catch {

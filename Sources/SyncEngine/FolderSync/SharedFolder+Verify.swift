@@ -102,10 +102,13 @@ extension SharedFolder {
 
     /// Rebuilds `paths` (files found corrupt) as the version the index records, from their
     /// verified chunks and a peer that has that version; the paths that could not be, with
-    /// why (keyed by their bytes: two names equal under Unicode normalization stay two). On `io`.
-    func repair(_ paths: [String]) -> [PathKey: String] {
+    /// why (keyed by their bytes: two names equal under Unicode normalization stay two), and
+    /// where each replaced file was kept. A file is replaced only once a copy of it is in
+    /// `store` (an edit in place that kept the size and mtime looks like damage: it is never
+    /// lost), and counts as repaired only once it verifies after the repair. On `io`.
+    func repair(_ paths: [String], keepingIn store: KeptVersions) -> (unrepaired: [PathKey: String], kept: [PathKey: String]) {
         func all(_ why: String) -> [PathKey: String] { Dictionary(paths.map { (PathKey($0), why) }) { a, _ in a } }
-        guard stopped == nil, let index, let host, checkRoot() else { return all("the folder is stopped (see 'syncpeer status')") }
+        guard stopped == nil, let index, let host, checkRoot() else { return (all("the folder is stopped (see 'syncpeer status')"), [:]) }
         let local: [PathKey: FileState]
         let entries: [PathKey: [String: RemoteFileRecord]]
         let members: [FolderPeerRecord]
@@ -114,12 +117,13 @@ extension SharedFolder {
             entries = try index.remoteFiles(folderID: id, paths: paths, keyedBy: PathKey.init(_:))
             members = try index.folderPeers(folderID: id)
         } catch {
-            return all("cannot read the index: \(error)")
+            return (all("cannot read the index: \(error)"), [:])
         }
         let (remotes, manifests) = Self.peerStates(entries.flatMap { $0.value.map { ($0.key, $0.value) } },
                                                    members: Set(members.map(\.deviceID)))
         let connected = host.connectedDevices()
         var unrepaired: [PathKey: String] = [:]
+        var kept: [PathKey: String] = [:]
         var actions: [SyncAction] = []
         for key in paths.map(PathKey.init(_:)) {
             guard let state = local[key], !state.deleted else {
@@ -131,9 +135,16 @@ extension SharedFolder {
                 unrepaired[key] = holders.isEmpty ? "no peer has this version of it" : "no peer that has this version of it is connected"
                 continue
             }
+            do {
+                kept[key] = try store.keepCopy(root + "/" + key.string, folderID: id, relative: key.string,
+                                               author: String(host.localDevice.prefix(7)), mtimeNs: state.mtimeNs)
+            } catch {
+                unrepaired[key] = "cannot keep a copy of it before it is replaced: \(error)"
+                continue
+            }
             actions.append(.pull(state, from: device))
         }
-        guard !actions.isEmpty else { return unrepaired }
+        guard !actions.isEmpty else { return (unrepaired, kept) }
         setStatus(.syncing)
         let applier = FolderApplier(folder: self, host: host, index: index, local: local, remotes: remotes,
                                     manifests: manifests, blocks: [:])
@@ -143,6 +154,14 @@ extension SharedFolder {
         setStatus(.idle)
         announcePulled()
         for (key, failed) in applier.failures { unrepaired[key] = failed.failure.reason }
-        return unrepaired
+        // Repaired only if it holds the recorded chunks now (a file changed meanwhile is
+        // rescanned by the pull, not replaced).
+        let handle = try? DirectoryHandle(path: root)
+        for case let .pull(state, _) in actions where unrepaired[PathKey(state.path)] == nil {
+            let record = (try? index.file(folderID: id, path: state.path)) ?? nil
+            if let handle, let record, Self.check(record, under: handle) == .intact { continue }
+            unrepaired[PathKey(state.path)] = "it changed since it was verified: it is rescanned as an edit"
+        }
+        return (unrepaired, kept)
     }
 }

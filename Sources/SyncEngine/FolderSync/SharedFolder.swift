@@ -230,6 +230,9 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Walks the whole folder; unchanged files (size, mtime, inode) are not read.
     func fullScan() {
+        // The patterns on disk now: a change the watcher missed (overflow, no watches left,
+        // periodic scans only) applies from this scan on.
+        loadIgnores()
         scan(paths: nil)
     }
 
