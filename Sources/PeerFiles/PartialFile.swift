@@ -80,7 +80,9 @@ public final class PartialFile {
         try Self.validate(transferID: transferID)
         self.transferID = transferID
         self.directory = directory
-        if mkdirat(directory.fd, Self.stagingDirectoryName, 0o700) != 0 && errno != EEXIST {
+        if mkdirat(directory.fd, Self.stagingDirectoryName, 0o700) == 0 {
+            try directory.sync()   // the partial files in it must outlast a power cut (resume)
+        } else if errno != EEXIST {
             throw FileError.system("create staging directory", path: directory.path + "/" + Self.stagingDirectoryName, errno: errno)
         }
         staging = try directory.openSubdirectory(Self.stagingDirectoryName)
@@ -341,6 +343,10 @@ public final class DataSync: @unchecked Sendable {
     }
 
     deinit { close(fd) }
+
+    /// Whether `sync(fileSystem: true)` makes every file of the file system durable (not on
+    /// FUSE: `DurableNames.syncfsIsBarrier`).
+    public var syncfsIsBarrier: Bool { DurableNames.syncfsIsBarrier(fd) }
 
     /// `fdatasync` of this file, or `syncfs` of its whole file system when `fileSystem`
     /// (one call for a batch that touched many files).

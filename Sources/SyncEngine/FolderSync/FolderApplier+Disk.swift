@@ -34,6 +34,8 @@ extension FolderApplier {
                 return
             }
             madeDirectories = true
+            // Where no `syncfs` will make the new name durable, its own directory's fsync does.
+            if !DurableNames.syncfsIsBarrier(root.fd) { fsync(resolved.directory.fd) }
         }
         record(state, root: root)
     }
@@ -88,6 +90,9 @@ extension FolderApplier {
         default:
             guard removeIndexedVersion(resolved, state.path, failure: "cannot delete it") else { return }
         }
+        // Recorded only once the deletion is durable where `syncfs` barriers are no-ops: an
+        // undone unlink under a recorded deletion would be scanned as a new local file.
+        if resolved.existing != nil, !DurableNames.syncfsIsBarrier(root.fd) { fsync(resolved.directory.fd) }
         record(state, root: root)
     }
 
@@ -105,7 +110,9 @@ extension FolderApplier {
             return
         }
         let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
-        if syncFileSystem(root.fd) != 0 { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
+        let flushed = DurableNames.syncfsIsBarrier(root.fd) ? syncFileSystem(root.fd) == 0
+            : fsync(old.directory.fd) == 0 && fsync(new.directory.fd) == 0
+        if !flushed { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
         store([from.fileRecord(folderID: folderID),
                to.fileRecord(folderID: folderID, inode: inode(new.directory, new.name), chunks: chunks)])
     }

@@ -392,7 +392,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             // The user's own choice, as typed.
             path = URL(fileURLWithPath: directory).standardizedFileURL.path
             do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                try DurableNames.createDirectories(path)
             } catch {
                 throw .io(path: path, reason: "cannot create it")
             }
