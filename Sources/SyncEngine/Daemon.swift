@@ -26,6 +26,8 @@ public final class Daemon: Sendable {
         do { lock = try HomeLock.acquire(path: home.lockFile) } catch {
             throw .network("\(error.description) (home \(home.path))")
         }
+        var config = config
+        config.afterPowerLoss = RunningMarker.begin(home: home, bootID: config.bootID)
         let node = try Node.open(home: home, config: config)
         _ = node.subscribe(onEvent)
         let control = ControlServer(node: node, path: home.controlSocket)
@@ -42,6 +44,7 @@ public final class Daemon: Sendable {
     public func stop() {
         control.stop()
         node.stop()
+        RunningMarker.end(home: node.home)
         lock.release()
     }
 }

@@ -361,6 +361,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     func startFolder(_ record: FolderRecord) {
         guard folderTable.folders[record.id] == nil else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
+        folder.recoversVanished = config.afterPowerLoss
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
