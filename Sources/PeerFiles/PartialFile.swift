@@ -89,6 +89,8 @@ public final class PartialFile {
         let name = transferID + Self.fileExtension
         fd = openat(staging.fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileError.system("open partial file", path: staging.path + "/" + name, errno: errno) }
+        // Its name must last as long as the chunks recorded as verified in it (resume).
+        guard fsync(staging.fd) == 0 else { throw FileError.system("fsync directory", path: staging.path, errno: errno) }
     }
 
     /// Opens an existing partial file, or returns nil if there is none.
@@ -250,7 +252,9 @@ public final class PartialFile {
     /// 3. fsyncs the file;
     /// 4. renames it into place without ever replacing an existing entry
     ///    (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where that is unavailable);
-    /// 5. fsyncs the directory.
+    /// 5. fsyncs the directory, and the staging directory (the partial's name is gone from it
+    ///    durably: otherwise a power cut can bring the name back beside the final file, the
+    ///    rename being a change in each directory).
     /// Returns the name used (different from `name` only with `.pickUniqueName`).
     /// After a successful commit the object is closed; on failure the partial file stays.
     @discardableResult
@@ -282,6 +286,7 @@ public final class PartialFile {
         self.fd = -1
         reader = nil
         try directory.sync()
+        fsync(staging.fd)   // committed already: a failure here costs at most a leftover name
         return finalName
     }
 
