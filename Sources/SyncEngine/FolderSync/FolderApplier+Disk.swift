@@ -90,8 +90,9 @@ extension FolderApplier {
         default:
             guard removeIndexedVersion(resolved, state.path, failure: "cannot delete it") else { return }
         }
-        // Recorded only once the deletion is durable where `syncfs` barriers are no-ops: an
-        // undone unlink under a recorded deletion would be scanned as a new local file.
+        // An unlink undone by a power cut under a recorded deletion would be scanned as a new
+        // file. On a journalling file system the index's commit (an fsync) carries the unlink
+        // with it; on FUSE (where `syncfs` is no barrier either) only this fsync does.
         if resolved.existing != nil, !DurableNames.syncfsIsBarrier(root.fd) { fsync(resolved.directory.fd) }
         record(state, root: root)
     }
