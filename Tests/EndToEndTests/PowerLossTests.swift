@@ -67,10 +67,23 @@ struct PowerLossTests {
 
         /// Saves a new version of `relative` (through a temporary file and a rename); with
         /// `durable`, also fsyncs it and every directory up to `/` (as if saved long ago).
-        func write(_ relative: String, durable: Bool = false) throws {
+        func write(_ relative: String, size: Int? = nil, durable: Bool = false) throws {
             counter += 1
-            let size = Int.random(in: 0...12_000, using: &rng)
-            let data = Data((0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) } + Array("v\(counter)".utf8))
+            let size = size ?? Int.random(in: 0...12_000, using: &rng)
+            try save(relative, Data(rng.bytes(size) + Array("v\(counter)".utf8)), durable: durable)
+        }
+
+        /// An edit in the middle of a large file (saved whole, as editors do): the receiver
+        /// rebuilds it from the chunks it has (a delta) and the few that changed.
+        func patch(_ relative: String) throws {
+            var data = try Data(contentsOf: URL(fileURLWithPath: folder + "/" + relative))
+            guard data.count > 64 << 10 else { return try write(relative) }
+            let at = Int.random(in: 0..<(data.count - (32 << 10)), using: &rng)
+            data.replaceSubrange(at..<at + (32 << 10), with: rng.bytes(32 << 10))
+            try save(relative, data, durable: false)
+        }
+
+        private func save(_ relative: String, _ data: Data, durable: Bool) throws {
             let path = folder + "/" + relative
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try data.write(to: URL(fileURLWithPath: path), options: .atomic)
@@ -90,7 +103,7 @@ struct PowerLossTests {
         func edit() throws {
             let present = files
             for _ in 0..<Int.random(in: 3...10, using: &rng) {
-                switch Int.random(in: 0..<4, using: &rng) {
+                switch Int.random(in: 0..<5, using: &rng) {
                 case 0, _ where present.isEmpty: try write("d\(Int.random(in: 0..<4, using: &rng))/new-\(counter).txt")
                 case 1: try write(present.randomElement(using: &rng)!)
                 case 2:
@@ -100,6 +113,9 @@ struct PowerLossTests {
                     guard FileManager.default.fileExists(atPath: folder + "/" + from) else { continue }
                     try FileManager.default.moveItem(atPath: folder + "/" + from, toPath: folder + "/" + to)
                     written[to, default: []].formUnion(written[from] ?? [])
+                case 3:
+                    let large = present.filter { $0.hasPrefix("big/") }
+                    if let file = large.randomElement(using: &rng) { try patch(file) }
                 default: try? FileManager.default.removeItem(atPath: folder + "/" + present.randomElement(using: &rng)!)
                 }
             }
@@ -120,6 +136,7 @@ struct PowerLossTests {
         }
         let alice = Alice(folder: env.home("alice-docs"), seed: seed)
         for index in 0..<150 { try alice.write("d\(index % 5)/f\(index).txt") }
+        for index in 0..<3 { try alice.write("big/b\(index).bin", size: 1_500_000) }
         let aliceDaemon = try FolderSyncTests.Trio.daemon(env, "alice", environment: Self.environment)
         let bobHome = mount.root + "/bob", bobReceive = mount.root + "/bob-recv"
         // bob's daemon makes his home and receive folder itself (and must make them durable).
@@ -153,6 +170,8 @@ struct PowerLossTests {
             boot += 1
             bob = try startBob(listen: address)
         }
+        // After the last restart, an edit in each large file: bob rebuilds them from his chunks.
+        for file in alice.files where file.hasPrefix("big/") { try alice.patch(file) }
         let expected = FolderSyncTests.tree(alice.folder)
         do {
             try FolderSyncTests.eventually("bob converges to alice after the last cut", timeout: 60) {
@@ -163,6 +182,11 @@ struct PowerLossTests {
                 + "extra \(Set(FolderSyncTests.tree(bobFolder).keys).subtracting(expected.keys).sorted().prefix(10)); "
                 + "bob has \(FolderSyncTests.tree(bobFolder).count) of \(expected.count); bob's status: "
                 + ((try? env.cli(bob!, ["status", "--json"]).stdout) ?? "?"))
+        }
+        // How much of the large files' edits bob rebuilt from his own chunks (since his last start).
+        let status = (try? env.cli(bob!, ["status", "--json"]).stdout) ?? ""
+        if let range = status.range(of: "\"reusedBytes\":[0-9]+", options: .regularExpression) {
+            print("powerloss: seed \(seed): bob \(status[range])")
         }
         let aliceNow = FolderSyncTests.tree(alice.folder)
         if aliceNow != expected {
