@@ -8,7 +8,9 @@ set -euo pipefail
 # venv (.build/zeroconf-pypi) with the current PyPI release of zeroconf.
 # chromium: the dashboard's browser tests (headless, driven over the DevTools protocol on a
 # pipe, inside test network namespaces only).
-apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium)
+# python3-pyfuse3, fuse3: the power-loss file system of the power-loss tests (a FUSE file
+# system in Python that undoes what was not made durable; Tests/EndToEndTests/PowerLoss).
+apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -12,6 +12,7 @@ extension DirectoryHandle {
         for _ in 0..<1_000 {
             let candidate = uniqueName(for: name)
             if mkdirat(fd, candidate, 0o755) == 0 {
+                try sync()   // its name survives a power cut (`DurableNames`)
                 return (candidate, try openSubdirectory(candidate))
             }
             let code = errno

@@ -79,13 +79,17 @@ public final class PartialFile {
         try Self.validate(transferID: transferID)
         self.transferID = transferID
         self.directory = directory
-        if mkdirat(directory.fd, Self.stagingDirectoryName, 0o700) != 0 && errno != EEXIST {
+        if mkdirat(directory.fd, Self.stagingDirectoryName, 0o700) == 0 {
+            try directory.sync()   // the partial files in it must outlast a power cut (resume)
+        } else if errno != EEXIST {
             throw FileError.system("create staging directory", path: directory.path + "/" + Self.stagingDirectoryName, errno: errno)
         }
         staging = try directory.openSubdirectory(Self.stagingDirectoryName)
         let name = transferID + Self.fileExtension
         fd = openat(staging.fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileError.system("open partial file", path: staging.path + "/" + name, errno: errno) }
+        // Its name must last as long as the chunks recorded as verified in it (resume).
+        guard fsync(staging.fd) == 0 else { throw FileError.system("fsync directory", path: staging.path, errno: errno) }
     }
 
     /// Opens an existing partial file, or returns nil if there is none.
@@ -245,7 +249,9 @@ public final class PartialFile {
     /// 3. fsyncs the file;
     /// 4. renames it into place without ever replacing an existing entry
     ///    (`renameat2(RENAME_NOREPLACE)`, or `link` + `unlink` where that is unavailable);
-    /// 5. fsyncs the directory.
+    /// 5. fsyncs the directory, and the staging directory (the partial's name is gone from it
+    ///    durably: otherwise a power cut can bring the name back beside the final file, the
+    ///    rename being a change in each directory).
     /// Returns the name used (different from `name` only with `.pickUniqueName`).
     /// After a successful commit the object is closed; on failure the partial file stays.
     @discardableResult
@@ -276,6 +282,7 @@ public final class PartialFile {
         close(fd)
         self.fd = -1
         try directory.sync()
+        fsync(staging.fd)   // committed already: a failure here costs at most a leftover name
         return finalName
     }
 
@@ -336,6 +343,10 @@ public final class DataSync: @unchecked Sendable {
     }
 
     deinit { close(fd) }
+
+    /// Whether `sync(fileSystem: true)` makes every file of the file system durable (not on
+    /// FUSE: `DurableNames.syncfsIsBarrier`).
+    public var syncfsIsBarrier: Bool { DurableNames.syncfsIsBarrier(fd) }
 
     /// `fdatasync` of this file, or `syncfs` of its whole file system when `fileSystem`
     /// (one call for a batch that touched many files).

@@ -181,8 +181,12 @@ public final class DirectoryHandle: Sendable {
     /// link; with `create`, makes it first (mode 0755 before umask) if it is missing.
     public func openSubdirectory(_ name: String, create: Bool = false) throws(FileError) -> DirectoryHandle {
         let child = path.hasSuffix("/") ? path + name : path + "/" + name
-        if create && mkdirat(fd, name, 0o755) != 0 && errno != EEXIST {
-            throw FileError.system("create directory", path: child, errno: errno)
+        if create {
+            if mkdirat(fd, name, 0o755) == 0 {
+                try sync()   // its name survives a power cut (`DurableNames`)
+            } else if errno != EEXIST {
+                throw FileError.system("create directory", path: child, errno: errno)
+            }
         }
         let sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard sub >= 0 else {

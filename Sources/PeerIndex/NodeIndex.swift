@@ -34,7 +34,7 @@ public final class NodeIndex: Sendable {
     /// Refuses, without modifying the file: anything that is not an SQLite database
     /// (`.notADatabase`), an empty (0-byte), truncated or corrupt file (`.damaged`), another
     /// application's database (`.foreignDatabase`), and an index written by a newer syncpeer
-    /// (`.newerSchema`). Then switches to WAL with `synchronous=NORMAL`, turns on foreign
+    /// (`.newerSchema`). Then switches to WAL with `synchronous=FULL`, turns on foreign
     /// keys, and applies the migrations this database has not recorded yet. A new file is
     /// created with mode 0600, complete (see `createNew`).
     public static func open(at path: String, clock: @escaping @Sendable () -> Int64 = systemClock) throws(IndexError) -> NodeIndex {

@@ -30,6 +30,8 @@ public final class Daemon: Sendable {
             throw .network("\(error.description) (home \(home.path))")
         }
         whenLocked()
+        var config = config
+        config.afterPowerLoss = RunningMarker.begin(home: home, bootID: config.bootID)
         let node = try Node.open(home: home, config: config)
         _ = node.subscribe(onEvent)
         let control = ControlServer(node: node, path: home.controlSocket)
@@ -46,6 +48,7 @@ public final class Daemon: Sendable {
     public func stop() {
         control.stop()
         node.stop()
+        RunningMarker.end(home: node.home)
         lock.release()
     }
 }

@@ -79,6 +79,13 @@ public struct NodeConfig: Sendable {
     /// and A, 75 min for PTR and TXT). A test knob (`SYNCPEER_MDNS_TTL`).
     public var mdnsRecordTTL: UInt32?
 
+    /// This boot of the machine (see `RunningMarker`); a test knob (`SYNCPEER_BOOT_ID`) stands
+    /// for a reboot after a simulated power cut.
+    public var bootID = RunningMarker.currentBootID()
+    /// Set by `Daemon.start`: the home's last daemon went down with the machine, so files its
+    /// index records but the disk lacks are fetched again rather than deleted at peers.
+    public var afterPowerLoss = false
+
     public init() {}
 
     /// Test knobs from the environment (documented in docs/PROTOCOL.md): shorter timers so
@@ -96,5 +103,6 @@ public struct NodeConfig: Sendable {
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
         if let rate = environment["SYNCPEER_SEND_RATE"].flatMap(Int.init), rate > 0 { sendRateBytesPerSecond = rate }
         if let size = environment["SYNCPEER_STREAM_MANIFEST_FROM"].flatMap(Int64.init), size > 0 { streamManifestFrom = size }
+        if let boot = environment["SYNCPEER_BOOT_ID"], !boot.isEmpty { bootID = boot }
     }
 }

@@ -1,4 +1,5 @@
 internal import Foundation
+internal import PeerFiles
 
 /// The directory that holds one node's state: its identity key, its index and (later) its
 /// control socket and partial transfers. Chosen by `--home`, else `$SYNCPEER_HOME`, else
@@ -38,9 +39,9 @@ public struct NodeHome: Sendable, Equatable {
             guard isDirectory.boolValue else { throw .homeUnusable(path: path, reason: "it exists and is not a directory") }
             return
         }
+        // Durably: a home whose name a power cut took would come back as a new identity.
         do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try DurableNames.createDirectories(path, mode: 0o700)
         } catch {
             throw .homeUnusable(path: path, reason: "cannot create it (\(error.localizedDescription))")
         }

@@ -363,19 +363,7 @@ struct HostileSessionTests {
     }
 
     func runProcess(_ executable: String, _ arguments: [String]) throws -> SyncpeerRunner.Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return .init(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                     stderr: String(decoding: stderr, as: UTF8.self))
+        try SyncpeerRunner.runProgram(executable, arguments)
     }
 
     func bytes(hex: String) -> [UInt8]? {

@@ -36,6 +36,23 @@ struct SyncpeerRunner {
 
     func home(_ name: String) -> String { root.appendingPathComponent(name).path }
 
+    /// Runs any program (stdin empty) to its end.
+    static func runProgram(_ executable: String, _ arguments: [String]) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return .init(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                     stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
     /// Runs `syncpeer ARGS` with a clean environment (no inherited SYNCPEER_HOME) and waits.
     @discardableResult
     func run(_ arguments: [String], environment extra: [String: String] = [:], stdin: String? = nil) throws -> Result {

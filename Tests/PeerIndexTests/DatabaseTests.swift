@@ -92,7 +92,7 @@ import Testing
         try withTemporaryDirectory { dir in
             let db = try Database.open(path: dir.appendingPathComponent("x.db").path)
             #expect(try db.query("PRAGMA journal_mode").first?[0] == "wal")
-            #expect(try db.query("PRAGMA synchronous").first?[0] == 1) // NORMAL
+            #expect(try db.query("PRAGMA synchronous").first?[0] == 2) // FULL: durable when committed
             #expect(try db.query("PRAGMA foreign_keys").first?[0] == 1)
             #expect(try db.query("PRAGMA busy_timeout").first?[0] == 5_000)
         }

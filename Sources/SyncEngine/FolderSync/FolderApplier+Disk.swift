@@ -34,6 +34,8 @@ extension FolderApplier {
                 return
             }
             madeDirectories = true
+            // Where no `syncfs` will make the new name durable, its own directory's fsync does.
+            if !DurableNames.syncfsIsBarrier(root.fd) { fsync(resolved.directory.fd) }
         }
         record(state, root: root)
     }
@@ -89,6 +91,10 @@ extension FolderApplier {
         default:
             guard removeIndexedVersion(resolved, state.path, failure: "cannot delete it") else { return }
         }
+        // An unlink undone by a power cut under a recorded deletion would be scanned as a new
+        // file. On a journalling file system the index's commit (an fsync) carries the unlink
+        // with it; on FUSE (where `syncfs` is no barrier either) only this fsync does.
+        if resolved.existing != nil, !DurableNames.syncfsIsBarrier(root.fd) { fsync(resolved.directory.fd) }
         record(state, root: root)
     }
 
@@ -108,7 +114,9 @@ extension FolderApplier {
             return
         }
         let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
-        if syncFileSystem(root.fd) != 0 { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
+        let flushed = DurableNames.syncfsIsBarrier(root.fd) ? syncFileSystem(root.fd) == 0
+            : fsync(old.directory.fd) == 0 && fsync(new.directory.fd) == 0
+        if !flushed { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
         store([from.fileRecord(folderID: folderID),
                to.fileRecord(folderID: folderID, inode: inode(new.directory, new.name), chunks: chunks)])
     }

@@ -682,7 +682,8 @@ final class FolderApplier: @unchecked Sendable {
         guard !pending.isEmpty else { return }
         launch()
         place(root: root)
-        let batch = Flushing(pending, perFile: Self.syncsPerFile(items: pending.count, madeDirectories: madeDirectories))
+        let batch = Flushing(pending, perFile: Self.syncsPerFile(items: pending.count, madeDirectories: madeDirectories,
+                                                                 syncfsIsBarrier: DurableNames.syncfsIsBarrier(root.fd)))
         let fetches = inFlight
         inFlight = DispatchGroup()
         pending = []
@@ -706,9 +707,11 @@ final class FolderApplier: @unchecked Sendable {
     static let perFileSyncLimit = 4
 
     /// Whether a batch of `items` files and links is made durable file by file
-    /// (`perFileSyncLimit`): only while the apply has made no directory (`madeDirectories`).
-    static func syncsPerFile(items: Int, madeDirectories: Bool) -> Bool {
-        !madeDirectories && items <= perFileSyncLimit
+    /// (`perFileSyncLimit`): only while the apply has made no directory (`madeDirectories`),
+    /// and always where `syncfs` is no barrier (FUSE: see `DurableNames`; each directory
+    /// made was fsynced into its parent then).
+    static func syncsPerFile(items: Int, madeDirectories: Bool, syncfsIsBarrier: Bool = true) -> Bool {
+        !syncfsIsBarrier || (!madeDirectories && items <= perFileSyncLimit)
     }
 
     /// The barrier for the data of the whole batch: one `syncfs`, or an `fsync` of each file

@@ -14,7 +14,7 @@ extension FolderService {
         let receive = URL(fileURLWithPath: config.receiveDirectory).standardizedFileURL.path
         do {
             // The receive folder is the user's setting: made with its parents if missing.
-            try FileManager.default.createDirectory(atPath: receive, withIntermediateDirectories: true)
+            try DurableNames.createDirectories(receive)
         } catch {
             throw .io(path: receive, reason: "cannot create the receive folder")
         }

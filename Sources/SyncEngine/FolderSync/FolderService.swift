@@ -300,6 +300,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     func startFolder(_ record: FolderRecord) {
         guard folderTable.folders[record.id] == nil else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
+        folder.recoversVanished = config.afterPowerLoss
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
@@ -331,7 +332,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             // The user's own choice, as typed.
             path = URL(fileURLWithPath: directory).standardizedFileURL.path
             do {
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                try DurableNames.createDirectories(path)
             } catch {
                 throw .io(path: path, reason: "cannot create it")
             }

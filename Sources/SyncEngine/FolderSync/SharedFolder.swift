@@ -52,6 +52,9 @@ final class SharedFolder: @unchecked Sendable {
     var deletionsConfirmed = false
     /// io: the error last shown for a stop (the same one is not emitted again).
     var shownStop: String?
+    /// io (set before `start`): the machine went down under the last daemon; the first full
+    /// scan takes what the index has and the disk lacks as lost, not deleted (`forgetVanished`).
+    var recoversVanished = false
     /// io: when the last full scan ran (the timer ticks more often to watch the root).
     var lastFullScan = DispatchTime.now()
     /// Set by `start`, read on io.
@@ -284,6 +287,11 @@ final class SharedFolder: @unchecked Sendable {
             }
             activity.scanned(bytes: summary.bytesRead)
             if let message = nameTwins.record(summary, whole: paths == nil) { report(message) }
+            if paths == nil, recoversVanished {
+                recoversVanished = false
+                try forgetVanished(deletions, index: index)
+                deletions = []
+            }
             if try recordDeletions(deletions, before: before, index: index) {
                 wroteChanges = true
                 if paths != nil { changedPaths.formUnion(deletions.pathKeys) }
@@ -314,7 +322,11 @@ final class SharedFolder: @unchecked Sendable {
     /// (our counter incremented); its deletions wait for the end of the scan.
     private func apply(_ batch: ScanBatch, index: NodeIndex) throws -> Bool {
         guard !batch.added.isEmpty || !batch.changed.isEmpty, let host else { return false }
-        let found = batch.added + batch.changed
+        var found = batch.added + batch.changed
+        if recoversVanished {
+            let rolledBack = try takeRolledBack(found, index: index)
+            found.removeAll { rolledBack.contains(PathKey($0.path)) }
+        }
         placed.forget(found.lazy.map(\.path))
         var manifests: [PathKey: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[PathKey(entry.path)] = entry }

@@ -834,11 +834,11 @@ final class TransferService: Reporting, @unchecked Sendable {
                     // The default receive folder (~/Downloads) is made when it is missing; a
                     // folder the user named must exist (the CLI checks it).
                     if directory == config.receiveDirectory, !FileManager.default.fileExists(atPath: directory) {
-                        do { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) } catch {
+                        do { try DurableNames.createDirectories(directory) } catch {
                             // The message goes to the sender: the system's words, never the path.
-                            let code = ((error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError)?.code
+                            let code = error.errno
                             throw FileError(kind: .io, operation: "create the receive folder", path: directory,
-                                            message: code.map { String(cString: strerror(Int32($0))) } ?? "cannot create it")
+                                            message: code.map { String(cString: strerror($0)) } ?? "cannot create it")
                         }
                     }
                     transfer.target = try DirectoryHandle(path: directory)
@@ -1173,18 +1173,24 @@ final class TransferService: Reporting, @unchecked Sendable {
             // A descriptor of each file the batch touched (partial files live on `io`).
             var opened: [DataSync] = []
             var openFailure: FileError?
+            var wholeFileSystem = false
             for entry in entries.sorted() {
                 guard let partial = transfer.partials[entry] else { continue }
                 do throws(FileError) { opened.append(try partial.dataSync()) } catch { openFailure = openFailure ?? error }
-                // One `syncfs` makes a batch of many files durable: one descriptor is enough.
-                if entries.count > 1 { break }
+                // One `syncfs` makes a batch of many files durable: one descriptor is enough
+                // (where `syncfs` is a barrier: not on FUSE, see `DurableNames`).
+                if entries.count > 1, let first = opened.first, first.syncfsIsBarrier {
+                    wholeFileSystem = true
+                    break
+                }
             }
             let syncs = opened
+            let whole = wholeFileSystem
             let failedToOpen = openFailure
             transfer.durability.async { [self] in
                 var failure = failedToOpen
                 for sync in syncs where failure == nil {
-                    do throws(FileError) { try sync.sync(fileSystem: entries.count > 1) } catch { failure = error }
+                    do throws(FileError) { try sync.sync(fileSystem: whole) } catch { failure = error }
                 }
                 let failed = failure
                 queue.async { [self] in

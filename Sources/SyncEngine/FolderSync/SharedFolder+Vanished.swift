@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import PeerFiles
+internal import PeerIndex
+
+/// After the machine went down under the daemon (`RunningMarker`): a path the index records
+/// but the disk lacks may have vanished with the power (its name or data never reached the
+/// disk, the daemon's own pull or the user's save alike). A scanner that trusts the disk
+/// would send that as a deletion to every peer, and a peer that held the only other copy
+/// would delete it too (power-loss tests, seed 1: every file saved without fsync in the last
+/// moments before a cut was deleted at the peer). So the first full scan after such a start
+/// records no deletion: it drops the vanished paths' records, and the pull that follows the
+/// scan fetches them again from a peer that has them. What no peer has is gone here (as it
+/// is on disk) and nobody is told to delete it. A deletion made by the user while the machine
+/// was down is undone by this (the file comes back): the safe side of the two.
+extension SharedFolder {
+    /// Drops the index records of `paths` (vanished in a power cut); says so once.
+    func forgetVanished(_ paths: [String], index: NodeIndex) throws {
+        guard !paths.isEmpty else { return }
+        var dropped = 0
+        for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
+            dropped += try index.removeFiles(folderID: id, paths: Array(paths[start..<min(paths.count, start + Self.deletionBatch)]))
+        }
+        report("\(dropped) file(s) and folder(s) vanished from \(root) when the machine went down: "
+            + "they are fetched again from peers, not deleted at them")
+    }
+}
+
+extension SharedFolder {
+    /// Of what the first full scan after the machine went down found added or changed, the
+    /// files a power cut rolled back: on disk an older or torn version (mtime not newer than
+    /// the record's, other content) of a version a peer holds, or a file whose recorded
+    /// deletion a peer holds come back. Recorded as they are, they would go to every peer
+    /// as a new version (an older version, an empty file, a deleted file back: power-loss
+    /// tests, seed 1, a user's edit undone by the cut was sent back as the newest). Instead
+    /// the file on disk goes: a deletion stays recorded (and is done again), a version's
+    /// record is dropped and the pull after the scan fetches it again. Returns their paths,
+    /// which the scan leaves out of its changes. Where no peer holds the recorded version,
+    /// what the disk holds is the newest left anywhere and is recorded as usual.
+    func takeRolledBack(_ found: [PeerFiles.ScannedEntry], index: NodeIndex) throws -> Set<PathKey> {
+        let files = found.filter { $0.kind == .file }
+        guard !files.isEmpty else { return [] }
+        let paths = files.map(\.path)
+        let olds = try index.files(folderID: id, paths: paths, keyedBy: PathKey.init(_:))
+        let remotes = try index.remoteFiles(folderID: id, paths: paths, keyedBy: PathKey.init(_:))
+        var rolledBack: [(path: String, deleted: Bool)] = []
+        for entry in files {
+            guard let old = olds[PathKey(entry.path)], old.kind == .file, entry.mtimeNs <= old.mtimeNs else { continue }
+            if !old.deleted, UInt64(clamping: old.size) == entry.size, old.rootHash == entry.manifest?.rootHash { continue }
+            let held = (remotes[PathKey(entry.path)] ?? [:]).values.contains { $0.deleted == old.deleted && $0.version == old.version }
+            if held { rolledBack.append((entry.path, old.deleted)) }
+        }
+        guard !rolledBack.isEmpty, let handle = try? DirectoryHandle(path: root) else { return [] }
+        var taken = Set<PathKey>()
+        for (path, _) in rolledBack {
+            guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file,
+                  unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { continue }
+            fsync(resolved.directory.fd)
+            taken.insert(PathKey(path))
+        }
+        let versions = rolledBack.filter { !$0.deleted && taken.contains(PathKey($0.path)) }.map(\.path)
+        if !versions.isEmpty { _ = try index.removeFiles(folderID: id, paths: versions) }
+        if !taken.isEmpty {
+            report("\(taken.count) file(s) in \(root) held an older version after the machine went down: "
+                + "the version peers hold is fetched again, the older one is not sent to them")
+        }
+        return taken
+    }
+}
