@@ -834,7 +834,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     // The default receive folder (~/Downloads) is made when it is missing; a
                     // folder the user named must exist (the CLI checks it).
                     if directory == config.receiveDirectory, !FileManager.default.fileExists(atPath: directory) {
-                        do { try DurableNames.createDirectories(directory) } catch {
+                        do throws(FileError) { try DurableNames.createDirectories(directory) } catch {
                             // The message goes to the sender: the system's words, never the path.
                             let code = error.errno
                             throw FileError(kind: .io, operation: "create the receive folder", path: directory,
