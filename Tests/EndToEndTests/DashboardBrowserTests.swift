@@ -52,11 +52,19 @@ final class BrowserDriver {
 
     func eval(_ js: String) throws -> Any? { try command(["cmd": "eval", "js": js])["value"] }
 
-    /// Evaluates `js` until it gives a true value (the page renders asynchronously).
+    /// Evaluates `js` until it gives a true value (the page renders asynchronously; while it
+    /// navigates, an evaluation may find no page and is tried again).
     func waitUntil(_ what: String, _ js: String, timeout: Double = 30) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let value = try eval(js) as? Bool, value { return }
+            input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: ["cmd": "eval", "js": js]) + Data([0x0A]))
+            let reply = try answer()
+            if reply["ok"] as? Bool != true {
+                let error = "\(reply["error"] ?? reply)"
+                try #require(error.contains("navigated") || error.contains("context"), "browser: eval failed: \(error)")
+            } else if let value = reply["value"] as? Bool, value {
+                return
+            }
             Thread.sleep(forTimeInterval: 0.1)
         }
         let body = (try? eval("document.body ? document.body.innerText : ''")) as? String ?? ""

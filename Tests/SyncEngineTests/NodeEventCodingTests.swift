@@ -23,6 +23,8 @@ struct NodeEventCodingTests {
         .offer(.init(peer: peer, transfer: "ab12", name: "a.txt", total: 10, files: 1, time: 12)),
         .shareOffer(.init(peer: peer, folder: "abcde-fghij", name: "docs", time: 13)),
         .folder(.init(folder: "abcde-fghij", name: "docs", state: .idle, path: "/d", time: 14)),
+        .file(.init(folder: "abcde-fghij", name: "docs", path: "a/b.txt", state: .syncing, bytes: 10, total: 20, time: 14)),
+        .file(.init(folder: "abcde-fghij", name: "docs", path: "a/b.txt", state: .failed, reason: "disk full; tried again in 30 s", time: 15)),
         .transfer(.init(transfer: "ab12", direction: .receive, peer: peer, name: "a.txt", state: .paused, bytes: 5, total: 10,
                         rate: 1.5, reason: "connection lost", time: 15)),
         .found(.init(peer: peer, instance: "bob (2)", address: "a:1", addresses: ["a:1"], port: 1, info: ["k": "v"], time: 16)),
