@@ -1,6 +1,6 @@
 internal import Foundation
 internal import Glibc
-public import SyncEngine
+internal import SyncEngine
 
 /// A file dropped into the page (`POST /upload?name=NAME&peer=PEER`, the bytes as the body):
 /// staged in `HOME/uploads/RANDOM/NAME` (folders 0700, the file 0600), then sent from there
