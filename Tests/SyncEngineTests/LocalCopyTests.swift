@@ -88,13 +88,7 @@ import Testing
     @Test func aTrustedFileLendsOnlyTheChunksItsRecordLists() throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/a.bin"
-        let content = Self.bytes(100_000)
-        try Data(content).write(to: URL(fileURLWithPath: path))
-        var recorded = Self.record(of: path)
-        let first = ChunkHash.of(Array(content[0..<60_000])), second = ChunkHash.of(Array(content[60_000...]))
-        let listed = FileChunkRecord(offset: 0, size: 60_000, hash: first.bytes)
-        recorded.chunks = [listed, FileChunkRecord(offset: 60_000, size: 40_000, hash: second.bytes)]
+        let (path, content, recorded, first, second) = try Self.twoChunkFile(in: dir)
         let source = FolderApplier.LocalSource(fd: open(path, O_RDONLY), record: recorded)
         #expect(source.trusted)
         func location(_ offset: Int64, _ size: Int64) -> ChunkLocation {
@@ -115,13 +109,7 @@ import Testing
     @Test func aTrustedFileLendsNoChunkThatNoLongerHashesRight() throws {
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/a.bin"
-        let content = Self.bytes(100_000)
-        try Data(content).write(to: URL(fileURLWithPath: path))
-        var recorded = Self.record(of: path)
-        let first = ChunkHash.of(Array(content[0..<60_000])), second = ChunkHash.of(Array(content[60_000...]))
-        recorded.chunks = [FileChunkRecord(offset: 0, size: 60_000, hash: first.bytes),
-                           FileChunkRecord(offset: 60_000, size: 40_000, hash: second.bytes)]
+        let (path, content, recorded, first, second) = try Self.twoChunkFile(in: dir)
         var st = stat()
         #expect(stat(path, &st) == 0)
         let writer = open(path, O_WRONLY)
@@ -137,5 +125,18 @@ import Testing
         let (runs, failed) = FolderApplier.verified([run])
         #expect(failed == [chunks[1]], "a rotten chunk was lent")
         #expect(runs.count == 1 && runs[0].chunks == [chunks[0]] && runs[0].length == 60_000)
+    }
+
+    /// `dir/a.bin`, 100,000 bytes recorded as two chunks (60,000 and 40,000 bytes): its path,
+    /// content, record (the index's, stamp included) and the two chunks' hashes.
+    static func twoChunkFile(in dir: String) throws -> (path: String, content: [UInt8], record: FileRecord, first: ChunkHash, second: ChunkHash) {
+        let path = dir + "/a.bin"
+        let content = bytes(100_000)
+        try Data(content).write(to: URL(fileURLWithPath: path))
+        var recorded = record(of: path)
+        let first = ChunkHash.of(Array(content[0..<60_000])), second = ChunkHash.of(Array(content[60_000...]))
+        recorded.chunks = [FileChunkRecord(offset: 0, size: 60_000, hash: first.bytes),
+                           FileChunkRecord(offset: 60_000, size: 40_000, hash: second.bytes)]
+        return (path, content, recorded, first, second)
     }
 }
