@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import Foundation
+internal import PeerCrypto
+internal import PeerNet
+
+/// What a file transfer reports while it runs: bytes done of the total, and one-line notes.
+public struct WormholeTransferReport: Sendable {
+    public var progress: @Sendable (_ done: Int64, _ total: Int64) -> Void
+    public var note: @Sendable (String) -> Void
+
+    public init(progress: @escaping @Sendable (Int64, Int64) -> Void = { _, _ in }, note: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.progress = progress
+        self.note = note
+    }
+}
+
+/// Sends one file over an open wormhole (magic-wormhole docs/file-transfer-protocol.md):
+/// our `transit` hints, the `offer`, their hints and `answer`, the bytes in Transit records,
+/// and their `{"ack": "ok", "sha256": …}` record, checked against what we sent.
+public struct WormholeFileSender: Sendable {
+    static let recordSize = 256 * 1024
+    let session: WormholeSession
+    let path: String
+    let relays: [TransitHints.Address]
+    let report: WormholeTransferReport
+
+    public init(session: WormholeSession, path: String, relays: [TransitHints.Address], report: WormholeTransferReport) {
+        self.session = session
+        self.path = path
+        self.relays = relays
+        self.report = report
+    }
+
+    public func run() throws(WormholeError) {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .transfer("cannot read \(path)") }
+        defer { try? handle.close() }
+        var info = stat()
+        guard fstat(handle.fileDescriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw .transfer("\(path) is not a regular file (folders are not supported yet)")
+        }
+        let size = Int64(info.st_size)
+        let name = (path as NSString).lastPathComponent
+        let connector = TransitConnector(key: session.deriveKey(purpose: WormholeSession.fileTransferAppID + "/transit-key"), isSender: true, relays: relays)
+        try session.send(["transit": connector.ourHints.message])
+        try session.send(["offer": ["file": ["filename": name, "filesize": size]]])
+        var peerHints: TransitHints?
+        while true {
+            let message = try session.receive()
+            if let transit = message["transit"] as? [String: Any] { peerHints = TransitHints(message: transit) }
+            guard let answer = message["answer"] as? [String: Any] else { continue }
+            guard answer["file_ack"] as? String == "ok" else { throw .remote("the file was not accepted") }
+            break
+        }
+        let connection = try connector.connect(peer: peerHints ?? TransitHints())
+        defer { connection.close() }
+        report.note("Sending \(name) (\(connection.description))")
+        var hasher = SHA256.Hasher()
+        var sent: Int64 = 0
+        report.progress(0, size)
+        while sent < size {
+            let chunk: Data
+            do { chunk = try handle.read(upToCount: Int(min(Int64(Self.recordSize), size - sent))) ?? Data() } catch {
+                throw .transfer("reading \(path): \(error)")
+            }
+            guard !chunk.isEmpty else { throw .transfer("\(path) shrank while it was sent") }
+            let bytes = [UInt8](chunk)
+            hasher.update(bytes)
+            try connection.send(bytes)
+            sent += Int64(bytes.count)
+            report.progress(sent, size)
+        }
+        let ack = try connection.receive(deadline: ContinuousClock.now + .seconds(120))
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(ack))) as? [String: Any], object["ack"] as? String == "ok" else {
+            throw .remote("the receiver did not confirm the file")
+        }
+        if let theirHash = object["sha256"] as? String, theirHash != hex(hasher.finalize()) {
+            throw .transfer("the receiver's SHA-256 differs from what was sent")
+        }
+    }
+}
+
+/// Receives one file offered over an open wormhole into a folder: the name is checked (one
+/// component, no control characters), the size against the free space, the bytes against
+/// the offer; the file appears under its name (or `name (1).ext`) only when complete.
+public struct WormholeFileReceiver {
+    let session: WormholeSession
+    let offer: [String: Any]
+    let senderTransit: [String: Any]?
+    let directory: String
+    let relays: [TransitHints.Address]
+    let report: WormholeTransferReport
+
+    public init(session: WormholeSession, offer: [String: Any], senderTransit: [String: Any]?, directory: String,
+                relays: [TransitHints.Address], report: WormholeTransferReport) {
+        self.session = session
+        self.offer = offer
+        self.senderTransit = senderTransit
+        self.directory = directory
+        self.relays = relays
+        self.report = report
+    }
+
+    /// A safe single-component name, or nil.
+    static func safeName(_ name: String) -> String? {
+        guard !name.isEmpty, name.utf8.count <= 255, name != ".", name != "..", !name.contains("/"),
+              !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else { return nil }
+        return name
+    }
+
+    /// Returns the path of the received file.
+    @discardableResult
+    public func run() throws(WormholeError) -> String {
+        guard let file = offer["file"] as? [String: Any] else {
+            let what = offer["directory"] != nil ? "a folder (not supported yet)" : "something unknown"
+            try? session.send(["error": "syncpeer cannot receive \(what)"])
+            throw .transfer("the sender offers \(what)")
+        }
+        guard let rawName = file["filename"] as? String, let name = Self.safeName(rawName) else {
+            try? session.send(["error": "unsafe file name"])
+            throw .protocolViolation("the offered file name is unsafe")
+        }
+        guard let size = (file["filesize"] as? Int).map(Int64.init), size >= 0 else {
+            throw .protocolViolation("the offered file size is not a number")
+        }
+        var fs = statvfs()
+        if statvfs(directory, &fs) == 0, UInt64(size) > UInt64(fs.f_bavail) * UInt64(fs.f_frsize) {
+            try? session.send(["error": "not enough free space"])
+            throw .transfer("not enough free space in \(directory) for \(size) bytes")
+        }
+        let connector = TransitConnector(key: session.deriveKey(purpose: WormholeSession.fileTransferAppID + "/transit-key"), isSender: false, relays: relays)
+        try session.send(["transit": connector.ourHints.message])
+        try session.send(["answer": ["file_ack": "ok"]])
+        let connection = try connector.connect(peer: TransitHints(message: senderTransit ?? [:]))
+        defer { connection.close() }
+        report.note("Receiving \(name) (\(connection.description))")
+        let partial = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-\(hex(secureRandomBytes(4)))")
+        let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .transfer("cannot create a file in \(directory): \(String(cString: strerror(errno)))") }
+        var keep = false
+        defer {
+            Glibc.close(fd)
+            if !keep { unlink(partial) }
+        }
+        var hasher = SHA256.Hasher()
+        var received: Int64 = 0
+        report.progress(0, size)
+        while received < size {
+            let record = try connection.receive(deadline: ContinuousClock.now + .seconds(120))
+            guard Int64(record.count) <= size - received else { throw .protocolViolation("the sender sent more than the \(size) bytes it offered") }
+            hasher.update(record)
+            let written = record.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            guard written == record.count else { throw .transfer("writing \(partial): \(String(cString: strerror(errno)))") }
+            received += Int64(record.count)
+            report.progress(received, size)
+        }
+        guard fsync(fd) == 0 else { throw .transfer("saving \(partial): \(String(cString: strerror(errno)))") }
+        let digest = hex(hasher.finalize())
+        let final = try place(partial, name: name)
+        keep = true
+        try connection.send(Array(try! JSONSerialization.data(withJSONObject: ["ack": "ok", "sha256": digest])))
+        return final
+    }
+
+    /// Links the finished file under `name`, or `name (n).ext` when taken; never overwrites.
+    private func place(_ partial: String, name: String) throws(WormholeError) -> String {
+        let base = (name as NSString).deletingPathExtension, ext = (name as NSString).pathExtension
+        for n in 0..<1000 {
+            let candidate = n == 0 ? name : "\(base) (\(n))" + (ext.isEmpty ? "" : ".\(ext)")
+            let path = (directory as NSString).appendingPathComponent(candidate)
+            if link(partial, path) == 0 {
+                unlink(partial)
+                return path
+            }
+            guard errno == EEXIST else { throw .transfer("cannot place \(path): \(String(cString: strerror(errno)))") }
+        }
+        throw .transfer("too many files named like \(name) in \(directory)")
+    }
+}
