@@ -1,0 +1,112 @@
+import Foundation
+import Testing
+
+/// `syncpeer send --code` / `syncpeer receive CODE` against the real Magic Wormhole client
+/// (Debian's `wormhole` 0.12), through a local mailbox server and transit relay on
+/// 127.0.0.1 (`WormholeFixture`): texts and files both ways, the file bytes compared, the
+/// transfer through the relay only; a wrong code fails both ends and writes nothing.
+@Suite(.serialized)
+struct WormholeInteropTests {
+    static let text = "Grüße from the other side — 7 words, one emoji 🙂"
+
+    func withFixture(_ body: (WormholeFixture) throws -> Void) throws {
+        guard WormholeFixture.available else {
+            Issue.record(Comment(rawValue: WormholeFixture.missingReason))
+            return
+        }
+        let fixture = try WormholeFixture()
+        defer { fixture.stop() }
+        try body(fixture)
+    }
+
+    @Test func textFromSyncpeerToWormhole() throws {
+        try withFixture { f in
+            let sender = try f.syncpeer(["send", "--code", "--text", Self.text] + f.syncpeerServers)
+            let code = try sender.code()
+            #expect(sender.stderr.contains("wormhole receive \(code)"), "the sender says how to receive")
+            let receiver = try f.wormhole("receive", [code])
+            #expect(receiver.wait() == 0, "wormhole receive: \(receiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(receiver.stdout == Self.text + "\n")
+        }
+    }
+
+    @Test func textFromWormholeToSyncpeer() throws {
+        try withFixture { f in
+            let sender = try f.wormhole("send", ["--text", Self.text])
+            let code = try sender.code()
+            let receiver = try f.syncpeer(["receive", code] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(sender.wait() == 0, "wormhole send: \(sender.stderr)")
+            #expect(receiver.stdout == Self.text + "\n")
+            #expect(sender.stderr.contains("text message sent"))
+        }
+    }
+
+    /// 6 MiB of random bytes each way, through the relay (neither side offers a direct
+    /// address): the received file is byte-identical, and both ends report success only
+    /// after the receiver's SHA-256 ack.
+    @Test func filesBothWaysThroughTheRelay() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            let original = Data((0..<(6 << 20)).map { _ in UInt8.random(in: 0...255) })
+            let path = source + "/report 2026.bin"
+            try original.write(to: URL(fileURLWithPath: path))
+
+            let wormholeSender = try f.wormhole("send", [path])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            #expect(wormholeSender.stderr.contains("Confirmation received"), "the sender got a matching hash: \(wormholeSender.stderr)")
+            #expect(receiver.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(receiver.stderr)")
+            #expect(FileManager.default.contents(atPath: inbox + "/report 2026.bin") == original)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox) == ["report 2026.bin"], "no partial file left")
+
+            let sender = try f.syncpeer(["send", path, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox)
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(sender.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(sender.stderr)")
+            #expect(FileManager.default.contents(atPath: wormholeInbox + "/report 2026.bin") == original)
+        }
+    }
+
+    @Test func syncpeerToSyncpeer() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            let original = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try original.write(to: URL(fileURLWithPath: source + "/a.bin"))
+            let sender = try f.syncpeer(["send", source + "/a.bin", "--code"] + f.syncpeerServers)
+            let receiver = try f.syncpeer(["receive", try sender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(FileManager.default.contents(atPath: inbox + "/a.bin") == original)
+        }
+    }
+
+    /// The right nameplate with the wrong words: SPAKE2 gives each side a different key, the
+    /// version messages do not open, both ends stop with a clear message, nothing is written.
+    @Test func wrongCodeFailsBothEnds() throws {
+        try withFixture { f in
+            let sender = try f.syncpeer(["send", "--code", "--text", "secret"] + f.syncpeerServers)
+            let nameplate = try sender.code().split(separator: "-")[0]
+            let receiver = try f.wormhole("receive", ["\(nameplate)-aardvark-absurd"])
+            #expect(receiver.wait() != 0)
+            #expect(sender.wait() == 1)
+            #expect(receiver.stderr.contains("Key confirmation failed"), "wormhole: \(receiver.stderr)")
+            #expect(sender.stderr.contains("key confirmation failed"), "syncpeer: \(sender.stderr)")
+            #expect(!receiver.stdout.contains("secret"))
+
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            try Data("private".utf8).write(to: URL(fileURLWithPath: source + "/p.txt"))
+            let wormholeSender = try f.wormhole("send", [source + "/p.txt"])
+            let code = try wormholeSender.code()
+            let syncpeerReceiver = try f.syncpeer(["receive", "\(code.split(separator: "-")[0])-wrong-words", "--dir", inbox] + f.syncpeerServers)
+            #expect(syncpeerReceiver.wait() == 1)
+            #expect(wormholeSender.wait() != 0)
+            #expect(syncpeerReceiver.stderr.contains("key confirmation failed"), "syncpeer: \(syncpeerReceiver.stderr)")
+            #expect(wormholeSender.stderr.contains("Key confirmation failed"), "wormhole: \(wormholeSender.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox).isEmpty, "nothing written")
+        }
+    }
+}
