@@ -83,7 +83,7 @@ var package = Package(
         .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI", "SyncEngine", "PeerCrypto"]),
-        .testTarget(name: "WormholeTests", dependencies: ["Wormhole", "PeerNet", "PeerCrypto"]),
+        .testTarget(name: "WormholeTests", dependencies: ["Wormhole", "PeerNet", "PeerCrypto"], exclude: ["Zips"]),
         .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
         .testTarget(name: "SyncpeerWebTests", dependencies: ["SyncpeerWeb", "SyncEngine", "TestKit"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
