@@ -71,6 +71,44 @@ struct WormholeInteropTests {
         }
     }
 
+    /// A folder with nested files, an empty folder and an executable, both ways: Magic
+    /// Wormhole's zip unpacked by syncpeer, syncpeer's zip unpacked by `wormhole`; the trees
+    /// and modes match.
+    @Test func foldersBothWays() throws {
+        try withFixture { f in
+            let source = try f.directory("source/album"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            try FileManager.default.createDirectory(atPath: source + "/2026/june", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: source + "/empty", withIntermediateDirectories: true)
+            let noise = Data((0..<400_000).map { _ in UInt8.random(in: 0...255) })
+            try noise.write(to: URL(fileURLWithPath: source + "/2026/june/photo.raw"))
+            try Data(String(repeating: "compressible line\n", count: 20_000).utf8).write(to: URL(fileURLWithPath: source + "/2026/notes.txt"))
+            try Data("#!/bin/sh\necho hi\n".utf8).write(to: URL(fileURLWithPath: source + "/run.sh"))
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: source + "/run.sh")
+
+            func same(_ received: String) throws {
+                for file in ["2026/june/photo.raw", "2026/notes.txt", "run.sh"] {
+                    #expect(FileManager.default.contents(atPath: received + "/" + file) == FileManager.default.contents(atPath: source + "/" + file), "\(file)")
+                }
+                #expect(try FileManager.default.attributesOfItem(atPath: received + "/run.sh")[.posixPermissions] as? Int == 0o755)
+            }
+
+            let wormholeSender = try f.wormhole("send", [source])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            try same(inbox + "/album")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox) == ["album"], "no partial file left")
+
+            let sender = try f.syncpeer(["send", source, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox)
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            try same(wormholeInbox + "/album")
+            var isDirectory: ObjCBool = false
+            #expect(FileManager.default.fileExists(atPath: wormholeInbox + "/album/empty", isDirectory: &isDirectory) && isDirectory.boolValue)
+        }
+    }
+
     @Test func syncpeerToSyncpeer() throws {
         try withFixture { f in
             let source = try f.directory("source"), inbox = try f.directory("inbox")
