@@ -54,6 +54,9 @@ struct WormholeSend: Sendable {
                 context.output.err("Wormhole code is: \(code)\nOn the other computer, run one of:\n\n  syncpeer receive \(code)\n  wormhole receive \(code)\n\n")
             }
         } catch { throw CLIError(error) }
+        // Ctrl-C: the other side is told ({"error": …}) and the connections close.
+        let interrupt = InterruptWatch { session.abandon("the sender cancelled (Ctrl-C)") }
+        defer { interrupt.stop() }
         do throws(WormholeError) {
             switch what {
             case let .text(text):
@@ -73,8 +76,17 @@ struct WormholeSend: Sendable {
             return ExitCode.success
         } catch {
             session.close(mood: "errory")
-            throw CLIError(error)
+            return try WormholeInterrupted.check(interrupt, error, context)
         }
+    }
+}
+
+/// The end of a wormhole command that failed: after Ctrl-C, "Cancelled" and exit 130.
+enum WormholeInterrupted {
+    static func check(_ interrupt: InterruptWatch, _ error: WormholeError, _ context: CommandContext) throws(CLIError) -> Int32 {
+        guard interrupt.interrupted else { throw CLIError(error) }
+        context.output.err("\nCancelled; the other side was told.\n")
+        return ExitCode.interrupted
     }
 }
 
@@ -89,6 +101,8 @@ struct WormholeReceive: Sendable {
         do throws(WormholeError) {
             session = try WormholeSession.open(url: servers.mailbox, code: try WormholeCode(parsing: code))
         } catch { throw CLIError(error) }
+        let interrupt = InterruptWatch { session.abandon("the receiver cancelled (Ctrl-C)") }
+        defer { interrupt.stop() }
         do throws(WormholeError) {
             var transit: [String: Any]?
             while true {
@@ -111,7 +125,7 @@ struct WormholeReceive: Sendable {
             }
         } catch {
             session.close(mood: "errory")
-            throw CLIError(error)
+            return try WormholeInterrupted.check(interrupt, error, context)
         }
     }
 }

@@ -93,6 +93,13 @@ final class MailboxClient: @unchecked Sendable {
         socket.close()
     }
 
+    /// From another thread than the reader: asks the server to close the mailbox and closes
+    /// the socket at once (which wakes the reader), without waiting for the answer.
+    func abandon(_ mailbox: String, mood: String) {
+        try? send(["type": "close", "mailbox": mailbox, "mood": mood])
+        socket.close()
+    }
+
     /// The next message from the other side, waiting up to `deadline`.
     func nextMessage(deadline: ContinuousClock.Instant? = nil) throws(WormholeError) -> Message {
         if !queued.isEmpty { return queued.removeFirst() }

@@ -96,6 +96,7 @@ public struct WormholeFileReceiver {
         try session.send(["transit": connector.ourHints.message])
         try session.send(["answer": ["file_ack": "ok"]])
         let connection = try connector.connect(peer: TransitHints(message: senderTransit ?? [:]))
+        session.onAbandon { connection.close() }
         report.note("Receiving \(name) (\(connection.description))")
         let partial = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-\(hex(secureRandomBytes(4)))")
         let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)

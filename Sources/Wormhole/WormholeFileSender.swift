@@ -60,6 +60,7 @@ public struct WormholeFileSender: Sendable {
             break
         }
         let connection = try connector.connect(peer: peerHints ?? TransitHints())
+        session.onAbandon { connection.close() }
         defer { connection.close() }
         report.note("Sending \(name) (\(connection.description))")
         var hasher = SHA256.Hasher()

@@ -1,5 +1,6 @@
 internal import Foundation
 public import PeerCrypto
+internal import Synchronization
 
 /// One wormhole between two sides: the code, the SPAKE2 exchange in the `pake` phase, the
 /// key confirmation in the `version` phase, then numbered application messages, each in a
@@ -20,10 +21,15 @@ public final class WormholeSession: @unchecked Sendable {
     private let key: SecureBytes
     /// What the other side's `version` message said (its `app_versions`).
     public let peerAppVersions: [String: String]
-    private var nextOutPhase = 0
     private var nextInPhase = 0
     private var pending: [Int: [UInt8]] = [:]
-    private var closed = false
+    /// Shared with `abandon`, which may run on another thread (Ctrl-C).
+    private struct Shared {
+        var nextOutPhase = 0
+        var closed = false
+        var onAbandon: [@Sendable () -> Void] = []
+    }
+    private let shared = Mutex(Shared())
 
     /// Opens a wormhole. With no `code`, allocates a nameplate and makes one, passing it to
     /// `onCode` before waiting for the other side; with one, joins it. Returns once the
@@ -110,8 +116,12 @@ public final class WormholeSession: @unchecked Sendable {
     /// Sends the next application message as a JSON object.
     public func send(_ object: [String: Any]) throws(WormholeError) {
         guard let data = try? JSONSerialization.data(withJSONObject: object) else { throw .protocolViolation("cannot encode a message") }
-        let phase = String(nextOutPhase)
-        nextOutPhase += 1
+        let phase: String? = shared.withLock { state in
+            guard !state.closed else { return nil }
+            defer { state.nextOutPhase += 1 }
+            return String(state.nextOutPhase)
+        }
+        guard let phase else { throw .transfer("cancelled") }
         let box: SecretBox
         do { box = try SecretBox(key: Self.phaseKey(key, side: mailbox.side, phase: phase)) } catch { throw .protocolViolation("\(error)") }
         try mailbox.add(phase: phase, body: box.seal(Array(data)))
@@ -145,8 +155,30 @@ public final class WormholeSession: @unchecked Sendable {
 
     /// Closes the mailbox ("happy" when the exchange succeeded) and the connection.
     public func close(mood: String = "happy") {
-        guard !closed else { return }
-        closed = true
-        mailbox.close(mailboxID, mood: mood)
+        let first = shared.withLock { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        if first { mailbox.close(mailboxID, mood: mood) }
+    }
+
+    /// Runs `body` when the session is abandoned (to close a Transit connection).
+    public func onAbandon(_ body: @escaping @Sendable () -> Void) {
+        shared.withLock { $0.onAbandon.append(body) }
+    }
+
+    /// From any thread (Ctrl-C): tells the other side `{"error": reason}`, closes the mailbox
+    /// and every connection registered with `onAbandon`; the thread using the session then
+    /// fails with an error.
+    public func abandon(_ reason: String) {
+        let hooks: [@Sendable () -> Void]? = shared.withLock { state in
+            guard !state.closed else { return nil }
+            return state.onAbandon
+        }
+        guard let hooks else { return }
+        try? send(["error": reason])
+        shared.withLock { $0.closed = true }
+        mailbox.abandon(mailboxID, mood: "errory")
+        for hook in hooks { hook() }
     }
 }

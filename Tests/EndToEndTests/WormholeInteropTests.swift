@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// `syncpeer send --code` / `syncpeer receive CODE` against the real Magic Wormhole client
@@ -49,7 +50,7 @@ struct WormholeInteropTests {
     @Test func filesBothWaysThroughTheRelay() throws {
         try withFixture { f in
             let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
-            let original = Data((0..<(6 << 20)).map { _ in UInt8.random(in: 0...255) })
+            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 6 << 20)
             let path = source + "/report 2026.bin"
             try original.write(to: URL(fileURLWithPath: path))
 
@@ -106,6 +107,30 @@ struct WormholeInteropTests {
             try same(wormholeInbox + "/album")
             var isDirectory: ObjCBool = false
             #expect(FileManager.default.fileExists(atPath: wormholeInbox + "/album/empty", isDirectory: &isDirectory) && isDirectory.boolValue)
+        }
+    }
+
+    /// Ctrl-C during a transfer: syncpeer tells the other side and exits 130, and leaves no
+    /// partial file; `wormhole send` fails. The sender is paused (SIGSTOP) once the bytes flow,
+    /// so the cut lands mid-transfer.
+    @Test func ctrlCTellsTheOtherSideAndLeavesNothing() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+            try random.readData(ofLength: 64 << 20).write(to: URL(fileURLWithPath: source + "/big.bin"))
+            let wormholeSender = try f.wormhole("send", [source + "/big.bin"])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            let deadline = Date().addingTimeInterval(60)
+            while !receiver.stderr.contains("Receiving big.bin") && receiver.process.isRunning && Date() < deadline { usleep(20_000) }
+            kill(wormholeSender.process.processIdentifier, SIGSTOP)
+            usleep(300_000)
+            kill(receiver.process.processIdentifier, SIGINT)
+            let status = receiver.wait()
+            kill(wormholeSender.process.processIdentifier, SIGCONT)
+            #expect(status == 130, "syncpeer receive: \(receiver.stderr)")
+            #expect(receiver.stderr.contains("Cancelled; the other side was told."))
+            #expect(wormholeSender.wait() != 0, "wormhole send: \(wormholeSender.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox).isEmpty, "no partial file left")
         }
     }
 
