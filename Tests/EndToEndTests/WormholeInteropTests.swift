@@ -134,6 +134,23 @@ struct WormholeInteropTests {
         }
     }
 
+    /// On a terminal the receiver draws a live line in place (percent, bytes of the total,
+    /// rate) and ends with the summary.
+    @Test func liveProgressLineOnATerminal() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 3_000_000).write(to: URL(fileURLWithPath: source + "/clip.bin"))
+            let wormholeSender = try f.wormhole("send", [source + "/clip.bin"])
+            let terminal = try PseudoTerminal(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers,
+                                              environment: ["PATH": "/usr/bin:/bin", "HOME": f.runner.root.path, "SYNCPEER_INTERFACE": "lo"])
+            #expect(terminal.wait() == 0, "\(terminal.raw)")
+            #expect(wormholeSender.wait() == 0)
+            #expect(terminal.raw.contains("\r\u{1B}[K100%  3.0 MB of 3.0 MB  "), "\(terminal.raw)")
+            #expect(terminal.raw.contains("MB/s"))
+            #expect(PseudoTerminal.plain(terminal.raw).contains("Received → \(inbox)/clip.bin"), "\(terminal.raw)")
+        }
+    }
+
     @Test func syncpeerToSyncpeer() throws {
         try withFixture { f in
             let source = try f.directory("source"), inbox = try f.directory("inbox")
