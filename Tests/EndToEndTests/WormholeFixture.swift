@@ -2,6 +2,37 @@ import Foundation
 import Glibc
 import Testing
 
+/// The `wormhole` clients the interop tests run against: Debian's (0.12) and the current
+/// PyPI release in a venv (`.build/wormhole-pypi`, made on first use).
+enum WormholeClient: String, CaseIterable, Sendable, CustomStringConvertible {
+    case debian
+    case pypi
+
+    var description: String { rawValue }
+
+    static let venv = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent(".build/wormhole-pypi").path
+
+    private static let pypiPath: Result<String, WormholeFixture.Failure> = {
+        let wormhole = venv + "/bin/wormhole"
+        if FileManager.default.isExecutableFile(atPath: wormhole) { return .success(wormhole) }
+        for (tool, arguments) in [("/usr/bin/python3", ["-m", "venv", "--clear", venv]),
+                                  (venv + "/bin/pip", ["install", "--quiet", "--disable-pip-version-check", "magic-wormhole"])] {
+            guard let result = try? SyncpeerRunner.runProgram(tool, arguments), result.status == 0 else {
+                return .failure(WormholeFixture.Failure(description: "cannot make the PyPI magic-wormhole venv at \(venv) (\(tool) failed)"))
+            }
+        }
+        return .success(wormhole)
+    }()
+
+    func path() throws -> String {
+        switch self {
+        case .debian: return WormholeFixture.wormhole
+        case .pypi: return try Self.pypiPath.get()
+        }
+    }
+}
+
 /// A local Magic Wormhole mailbox server and transit relay (Debian's
 /// python3-magic-wormhole-mailbox-server and magic-wormhole-transit-relay under `twist3`) on
 /// free ports of 127.0.0.1, and helpers to run the real `wormhole` client and `syncpeer`
@@ -14,6 +45,8 @@ final class WormholeFixture {
     static let missingReason = "the Magic Wormhole tools are missing: run scripts/install-deps.sh (magic-wormhole, python3-magic-wormhole-mailbox-server, magic-wormhole-transit-relay)"
 
     let runner: SyncpeerRunner
+    /// The `wormhole` executable `wormhole(_:_:)` runs.
+    let client: String
     let mailboxPort: UInt16
     let relayPort: UInt16
     private var servers: [Process] = []
@@ -23,7 +56,8 @@ final class WormholeFixture {
     var syncpeerServers: [String] { ["--mailbox", mailboxURL, "--transit-relay", relay] }
     var wormholeServers: [String] { ["--relay-url", mailboxURL, "--transit-helper", "tcp:127.0.0.1:\(relayPort)"] }
 
-    init() throws {
+    init(client: WormholeClient = .debian) throws {
+        self.client = try client.path()
         runner = try SyncpeerRunner()
         mailboxPort = try ExamplesTests.freePort()
         relayPort = try ExamplesTests.freePort()
@@ -109,7 +143,7 @@ final class WormholeFixture {
 
     /// `wormhole [servers] VERB ARGS` in the background (`--no-listen`: relay only).
     func wormhole(_ verb: String, _ arguments: [String], in directory: String? = nil) throws -> Background {
-        try background(Self.wormhole, wormholeServers + [verb, "--no-listen", "--hide-progress"] + arguments, in: directory)
+        try background(client, wormholeServers + [verb, "--no-listen", "--hide-progress"] + arguments, in: directory)
     }
 
     func directory(_ name: String) throws -> String {

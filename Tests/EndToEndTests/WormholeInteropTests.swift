@@ -3,25 +3,25 @@ import Glibc
 import Testing
 
 /// `syncpeer send --code` / `syncpeer receive CODE` against the real Magic Wormhole client
-/// (Debian's `wormhole` 0.12), through a local mailbox server and transit relay on
+/// (Debian's `wormhole` 0.12 and the current PyPI release), through a local mailbox server and transit relay on
 /// 127.0.0.1 (`WormholeFixture`): texts and files both ways, the file bytes compared, the
 /// transfer through the relay only; a wrong code fails both ends and writes nothing.
 @Suite(.serialized)
 struct WormholeInteropTests {
     static let text = "Grüße from the other side — 7 words, one emoji 🙂"
 
-    func withFixture(_ body: (WormholeFixture) throws -> Void) throws {
+    func withFixture(_ client: WormholeClient = .debian, _ body: (WormholeFixture) throws -> Void) throws {
         guard WormholeFixture.available else {
             Issue.record(Comment(rawValue: WormholeFixture.missingReason))
             return
         }
-        let fixture = try WormholeFixture()
+        let fixture = try WormholeFixture(client: client)
         defer { fixture.stop() }
         try body(fixture)
     }
 
-    @Test func textFromSyncpeerToWormhole() throws {
-        try withFixture { f in
+    @Test(arguments: WormholeClient.allCases) func textFromSyncpeerToWormhole(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
             let sender = try f.syncpeer(["send", "--code", "--text", Self.text] + f.syncpeerServers)
             let code = try sender.code()
             #expect(sender.stderr.contains("wormhole receive \(code)"), "the sender says how to receive")
@@ -32,8 +32,8 @@ struct WormholeInteropTests {
         }
     }
 
-    @Test func textFromWormholeToSyncpeer() throws {
-        try withFixture { f in
+    @Test(arguments: WormholeClient.allCases) func textFromWormholeToSyncpeer(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
             let sender = try f.wormhole("send", ["--text", Self.text])
             let code = try sender.code()
             let receiver = try f.syncpeer(["receive", code] + f.syncpeerServers)
@@ -47,8 +47,8 @@ struct WormholeInteropTests {
     /// 6 MiB of random bytes each way, through the relay (neither side offers a direct
     /// address): the received file is byte-identical, and both ends report success only
     /// after the receiver's SHA-256 ack.
-    @Test func filesBothWaysThroughTheRelay() throws {
-        try withFixture { f in
+    @Test(arguments: WormholeClient.allCases) func filesBothWaysThroughTheRelay(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
             let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
             let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 6 << 20)
             let path = source + "/report 2026.bin"
@@ -75,8 +75,8 @@ struct WormholeInteropTests {
     /// A folder with nested files, an empty folder and an executable, both ways: Magic
     /// Wormhole's zip unpacked by syncpeer, syncpeer's zip unpacked by `wormhole`; the trees
     /// and modes match.
-    @Test func foldersBothWays() throws {
-        try withFixture { f in
+    @Test(arguments: WormholeClient.allCases) func foldersBothWays(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
             let source = try f.directory("source/album"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
             try FileManager.default.createDirectory(atPath: source + "/2026/june", withIntermediateDirectories: true)
             try FileManager.default.createDirectory(atPath: source + "/empty", withIntermediateDirectories: true)
@@ -166,8 +166,8 @@ struct WormholeInteropTests {
 
     /// The right nameplate with the wrong words: SPAKE2 gives each side a different key, the
     /// version messages do not open, both ends stop with a clear message, nothing is written.
-    @Test func wrongCodeFailsBothEnds() throws {
-        try withFixture { f in
+    @Test(arguments: WormholeClient.allCases) func wrongCodeFailsBothEnds(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
             let sender = try f.syncpeer(["send", "--code", "--text", "secret"] + f.syncpeerServers)
             let nameplate = try sender.code().split(separator: "-")[0]
             let receiver = try f.wormhole("receive", ["\(nameplate)-aardvark-absurd"])
