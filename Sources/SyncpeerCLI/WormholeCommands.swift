@@ -15,6 +15,11 @@ struct WormholeServers: Sendable {
         transitRelay = arguments.value("transit-relay") ?? Self.publicTransitRelay
     }
 
+    /// Wormhole transfers print text only, so far: `--json` is refused rather than ignored.
+    static func refuseJSON(_ context: CommandContext) throws(CLIError) {
+        if context.globals.json { throw .usage("--json is not supported with wormhole codes yet") }
+    }
+
     /// The transit relay as a hint.
     func relays() throws(WormholeError) -> [TransitHints.Address] {
         guard let colon = transitRelay.lastIndex(of: ":"), let port = UInt16(transitRelay[transitRelay.index(after: colon)...]), port != 0 else {
@@ -46,6 +51,7 @@ struct WormholeSend: Sendable {
     let servers: WormholeServers
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        try WormholeServers.refuseJSON(context)
         let given: WormholeCode?
         do throws(WormholeError) { given = try code.map { c throws(WormholeError) in try WormholeCode(parsing: c) } } catch { throw CLIError(error) }
         let session: WormholeSession
@@ -97,6 +103,7 @@ struct WormholeReceive: Sendable {
     let servers: WormholeServers
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
+        try WormholeServers.refuseJSON(context)
         let session: WormholeSession
         do throws(WormholeError) {
             session = try WormholeSession.open(url: servers.mailbox, code: try WormholeCode(parsing: code))
