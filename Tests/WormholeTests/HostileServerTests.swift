@@ -123,4 +123,39 @@ struct HostileServerTests {
             try transit.receive(deadline: .now + .seconds(5))
         }
     }
+
+    /// A server that floods us with the other side's messages while we wait for a reply:
+    /// the queue stops at its bound with a clear error.
+    @Test func aFloodOfMessagesIsBounded() throws {
+        let port = try Self.server { connection in
+            try Self.upgrade(connection)
+            try connection.write(Self.textFrame(#"{"type":"welcome","welcome":{}}"#))
+            for i in 0..<(MailboxClient.maxQueued + 10) {
+                try connection.write(Self.textFrame(#"{"type":"message","side":"other","phase":"\#(i)","body":"00"}"#))
+            }
+        }
+        let mailbox = try MailboxClient.connect(url: "ws://127.0.0.1:\(port)/v1", appid: "a", timeout: .seconds(5))
+        defer { mailbox.close(nil, mood: "errory") }
+        #expect(throws: WormholeError.protocolViolation("more than \(MailboxClient.maxQueued) messages queued")) { try mailbox.allocate() }
+    }
+
+    /// Garbage after the handshake ends in an error, never a crash or a hang.
+    @Test func garbageFramesEndInAnError() throws {
+        for seed in 0..<20 {
+            let garbage = (0..<300).map { UInt8(truncatingIfNeeded: ($0 &+ seed) &* 2_654_435_761 >> 7) }
+            let port = try Self.server { connection in
+                try Self.upgrade(connection)
+                try connection.write(garbage)
+            }
+            let client = try WebSocketClient.connect(url: "ws://127.0.0.1:\(port)/v1", timeout: .seconds(5), maxMessageLength: 4096)
+            defer { client.close() }
+            var ended = false
+            for _ in 0..<50 {
+                do {
+                    guard try client.receiveText(deadline: .now + .seconds(2)) != nil else { ended = true; break }
+                } catch { ended = true; break }
+            }
+            #expect(ended)
+        }
+    }
 }
