@@ -10,7 +10,13 @@ set -euo pipefail
 # pipe, inside test network namespaces only).
 # python3-pyfuse3, fuse3: the power-loss file system of the power-loss tests (a FUSE file
 # system in Python that undoes what was not made durable; Tests/EndToEndTests/PowerLoss).
-apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3)
+# magic-wormhole, python3-magic-wormhole-mailbox-server, magic-wormhole-transit-relay,
+# python3-spake2: the Magic Wormhole interop tests (the real `wormhole` client against a local
+# mailbox server and transit relay on 127.0.0.1; Tests/EndToEndTests/WormholeInteropTests.swift)
+# and the SPAKE2 vector script (Tests/PeerCryptoTests/Vectors/make-spake2-vectors.py); those tests
+# also make a venv (.build/wormhole-pypi) with the current PyPI release of magic-wormhole.
+apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3
+              magic-wormhole python3-magic-wormhole-mailbox-server magic-wormhole-transit-relay python3-spake2)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

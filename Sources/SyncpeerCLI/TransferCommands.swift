@@ -43,13 +43,21 @@ struct SendCommand: Command {
             OptionSpec("to", .repeating("PEER"), help: "display name, device ID (prefix) or HOST:PORT of a paired peer; repeat it to send to several at once (a line each)"),
             OptionSpec("name", .value("NAME"), help: "the name the receiver sees (default: the file or folder name; 'stdin' for -)"),
             OptionSpec("detach", help: "hand the transfer to the running daemon and return (Ctrl-C no longer cancels it)"),
+            OptionSpec("code", help: "send to anyone with a wormhole code instead of a paired peer: prints the code; the other side runs 'syncpeer receive CODE' or 'wormhole receive CODE'"),
+            OptionSpec("use-code", .value("CODE"), help: "with --code: use this code (NUMBER-WORD-WORD) instead of a new one"),
+            OptionSpec("text", .value("TEXT"), help: "with --code: send this text instead of a file"),
+            OptionSpec("mailbox", .value("URL"), help: "with --code: the Magic Wormhole mailbox server (default \(WormholeServers.publicMailbox))"),
+            OptionSpec("transit-relay", .value("HOST:PORT"), help: "with --code: the Magic Wormhole transit relay (default \(WormholeServers.publicTransitRelay))"),
         ],
-        arguments: [ArgumentSpec("PATH", help: "a file, a folder, or - for standard input")],
+        arguments: [ArgumentSpec("PATH", help: "a file, a folder, or - for standard input", optional: true)],
         examples: ["syncpeer send report.pdf --to laptop", "syncpeer send ~/Photos/trip --to bob",
                    "tar c notes | syncpeer send - --to bob --name notes.tar",
-                   "syncpeer send big.iso --to bob --detach", "syncpeer send slides.pdf --to bob --to carol"])
+                   "syncpeer send big.iso --to bob --detach", "syncpeer send slides.pdf --to bob --to carol",
+                   "syncpeer send photo.jpg --code", "syncpeer send --code --text 'see you at 8'"])
 
     let path: String
+    /// `--code`: the transfer goes through Magic Wormhole instead.
+    let wormhole: WormholeSend?
     /// The peers, in the order given (each once).
     let peers: [String]
     let name: String?
@@ -58,7 +66,16 @@ struct SendCommand: Command {
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         var peers: [String] = []
         for peer in arguments.all("to") where !peers.contains(peer) { peers.append(peer) }
-        guard !peers.isEmpty else { throw .usage("'syncpeer send' needs --to PEER") }
+        wormhole = try Self.wormhole(arguments, peers: peers)
+        if wormhole != nil {
+            (path, self.peers, name, detach) = (arguments.positionals.first ?? "", [], nil, false)
+            return
+        }
+        for option in ["use-code", "text", "mailbox", "transit-relay"] where arguments.value(option) != nil {
+            throw .usage("--\(option) goes with --code")
+        }
+        guard !peers.isEmpty else { throw .usage("'syncpeer send' needs --to PEER (or --code)") }
+        guard !arguments.positionals.isEmpty else { throw .usage("'syncpeer send' needs PATH") }
         self.peers = peers
         path = arguments.positionals[0]
         name = arguments.value("name")
@@ -68,7 +85,25 @@ struct SendCommand: Command {
         }
     }
 
+    /// The `--code` form, or nil for a transfer to paired peers.
+    private static func wormhole(_ arguments: ParsedArguments, peers: [String]) throws(CLIError) -> WormholeSend? {
+        guard arguments.flag("code") else { return nil }
+        guard peers.isEmpty, !arguments.flag("detach"), arguments.value("name") == nil else {
+            throw .usage("--code sends to whoever holds the code: no --to, --name or --detach")
+        }
+        let servers = WormholeServers(arguments)
+        if let text = arguments.value("text") {
+            guard arguments.positionals.isEmpty else { throw .usage("give PATH or --text, not both") }
+            return WormholeSend(what: .text(text), code: arguments.value("use-code"), servers: servers)
+        }
+        guard let path = arguments.positionals.first, path != "-" else { throw .usage("--code needs PATH (a file or folder) or --text TEXT") }
+        let source = URL(fileURLWithPath: path).standardizedFileURL.path
+        guard FileManager.default.fileExists(atPath: source) else { throw .usage("\(path): no such file or folder") }
+        return WormholeSend(what: .path(source), code: arguments.value("use-code"), servers: servers)
+    }
+
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        if let wormhole { return try wormhole.run(context) }
         if path == "-" {
             // Live: the node reads standard input itself and streams it as it comes.
             return try StandardStreams.send(context, peer: peers[0], name: name ?? "stdin")
@@ -216,17 +251,29 @@ struct ReceiveCommand: Command {
             OptionSpec("listen", .value("HOST:PORT"), help: "where to listen when no daemon runs (default [::]:\(NodeConfig.defaultPort), IPv6 and IPv4)"),
             OptionSpec("stdout", help: "write the next stream a peer sends ('send -') to standard output"),
             OptionSpec("from", .value("PEER"), help: "with --stdout: only a stream from this peer"),
+            OptionSpec("mailbox", .value("URL"), help: "with CODE: the Magic Wormhole mailbox server (default \(WormholeServers.publicMailbox))"),
+            OptionSpec("transit-relay", .value("HOST:PORT"), help: "with CODE: the Magic Wormhole transit relay (default \(WormholeServers.publicTransitRelay))"),
         ],
+        arguments: [ArgumentSpec("CODE", help: "a wormhole code from 'syncpeer send --code' or 'wormhole send': receive from anyone holding it", optional: true)],
         examples: ["syncpeer receive --dir ~/Incoming --accept", "syncpeer receive",
-                   "syncpeer receive --stdout | tar x"])
+                   "syncpeer receive --stdout | tar x", "syncpeer receive 7-guitarist-revenge"])
 
     let directory: String?
     let decision: Bool?
     let listen: String
     let toStandardOutput: Bool
     let from: String?
+    /// `CODE`: receive through Magic Wormhole instead.
+    let wormhole: WormholeReceive?
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
+        if let code = arguments.positionals.first {
+            wormhole = WormholeReceive(code: code, directory: arguments.value("dir").map { URL(fileURLWithPath: $0).standardizedFileURL.path },
+                                       servers: WormholeServers(arguments))
+        } else {
+            for option in ["mailbox", "transit-relay"] where arguments.value(option) != nil { throw .usage("--\(option) goes with CODE") }
+            wormhole = nil
+        }
         toStandardOutput = arguments.flag("stdout")
         from = arguments.value("from")
         if from != nil && !toStandardOutput { throw .usage("--from goes with --stdout") }
@@ -237,6 +284,7 @@ struct ReceiveCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        if let wormhole { return try wormhole.run(context) }
         if toStandardOutput {
             return try StandardStreams.receive(context, peer: from, listen: listen)
         }

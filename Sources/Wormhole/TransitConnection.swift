@@ -1,0 +1,72 @@
+internal import Foundation
+public import PeerCrypto
+internal import PeerNet
+internal import Synchronization
+
+/// An established Transit connection: length-prefixed SecretBox records, each nonce a
+/// big-endian counter that must arrive in order (magic-wormhole docs/transit.md).
+///
+///     record = length(4, big-endian) || nonce(24) || tag(16) || ciphertext
+public final class TransitConnection: @unchecked Sendable {
+    /// The largest record accepted from the peer (Python sends 16 KiB and 256 KiB records).
+    public static let maxRecord = 4 << 20
+    public let description: String
+    private let stream: TCPConnection
+    private let sendBox: SecretBox
+    private let receiveBox: SecretBox
+    private var sendNonce: UInt64 = 0
+    private var receiveNonce: UInt64 = 0
+    private var buffer: [UInt8] = []
+
+    init(stream: TCPConnection, sendKey: SecureBytes, receiveKey: SecureBytes, description: String, leftover: [UInt8]) throws {
+        self.stream = stream
+        self.sendBox = try SecretBox(key: sendKey)
+        self.receiveBox = try SecretBox(key: receiveKey)
+        self.description = description
+        self.buffer = leftover
+    }
+
+    static func nonce(_ counter: UInt64) -> [UInt8] {
+        [UInt8](repeating: 0, count: 16) + (0..<8).reversed().map { UInt8(truncatingIfNeeded: counter >> (8 * UInt64($0))) }
+    }
+
+    public func send(_ record: [UInt8]) throws(WormholeError) {
+        let sealed = sendBox.seal(record, nonce: Self.nonce(sendNonce))
+        sendNonce += 1
+        let length = UInt32(sealed.count)
+        do { try stream.write([UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + sealed) } catch {
+            throw .transfer("transit: \(error)")
+        }
+    }
+
+    /// The next record; throws for a record over `maxRecord`, out of order or not authentic.
+    public func receive(deadline: ContinuousClock.Instant?) throws(WormholeError) -> [UInt8] {
+        let header = try read(4, deadline: deadline)
+        let length = header.reduce(0) { $0 << 8 | Int($1) }
+        guard length >= SecretBox.overhead, length <= Self.maxRecord + SecretBox.overhead else {
+            throw .protocolViolation("transit record of \(length) bytes (limit \(Self.maxRecord))")
+        }
+        let sealed = try read(length, deadline: deadline)
+        guard Array(sealed[0..<SecretBox.nonceLength]) == Self.nonce(receiveNonce) else {
+            throw .protocolViolation("transit record out of order")
+        }
+        receiveNonce += 1
+        do { return try receiveBox.open(sealed) } catch { throw .protocolViolation("transit record did not decrypt") }
+    }
+
+    private func read(_ count: Int, deadline: ContinuousClock.Instant?) throws(WormholeError) -> [UInt8] {
+        while buffer.count < count {
+            let more: [UInt8]
+            do { more = try stream.read(maxCount: max(65536, count - buffer.count), deadline: deadline) } catch {
+                throw .transfer("transit: \(error)")
+            }
+            guard !more.isEmpty else { throw .transfer("the transit connection closed early") }
+            buffer += more
+        }
+        let out = Array(buffer[0..<count])
+        buffer.removeSubrange(0..<count)
+        return out
+    }
+
+    public func close() { stream.close() }
+}

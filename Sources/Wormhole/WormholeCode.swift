@@ -1,0 +1,38 @@
+internal import PeerCrypto
+
+/// A wormhole code: `NAMEPLATE-WORD-WORD`, the nameplate a decimal number the mailbox
+/// server allocated, the words from the PGP word list (odd, even, odd, …).
+public struct WormholeCode: Sendable, Equatable, CustomStringConvertible {
+    public static let maxLength = 256
+    public let nameplate: String
+    public let words: [String]
+
+    public var description: String { ([nameplate] + words).joined(separator: "-") }
+
+    /// A new code on `nameplate` with `count` random words.
+    public static func random(nameplate: String, count: Int = 2) -> WormholeCode {
+        let bytes = secureRandomBytes(count)
+        let words = bytes.enumerated().map { $0.offset % 2 == 0 ? PGPWordList.odd[Int($0.element)] : PGPWordList.even[Int($0.element)] }
+        return WormholeCode(nameplate: nameplate, words: words)
+    }
+
+    private init(nameplate: String, words: [String]) {
+        self.nameplate = nameplate
+        self.words = words
+    }
+
+    /// Parses what a user typed. The words are not checked against the list (other clients
+    /// allow any password after the nameplate); spaces are not allowed.
+    public init(parsing text: String) throws(WormholeError) {
+        guard text.utf8.count <= Self.maxLength else { throw .invalidCode("longer than \(Self.maxLength) bytes") }
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count >= 2, let first = parts.first, !first.isEmpty, first.allSatisfy(\.isASCII), first.allSatisfy(\.isNumber) else {
+            throw .invalidCode("'\(text)': expected a number, then words, joined by '-' (like 7-guitarist-revenge)")
+        }
+        guard parts.dropFirst().allSatisfy({ !$0.isEmpty && !$0.contains(where: { $0.isWhitespace || $0.isNewline }) }) else {
+            throw .invalidCode("'\(text)': empty word or spaces")
+        }
+        nameplate = first
+        words = Array(parts.dropFirst())
+    }
+}

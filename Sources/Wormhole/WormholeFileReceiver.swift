@@ -1,0 +1,161 @@
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import Foundation
+internal import PeerCrypto
+
+/// Receives one file offered over an open wormhole into a folder: the name is checked (one
+/// component, no control characters), the size against the free space, the bytes against
+/// the offer; the file appears under its name (or `name (1).ext`) only when complete.
+public struct WormholeFileReceiver {
+    let session: WormholeSession
+    let offer: [String: Any]
+    let senderTransit: [String: Any]?
+    let directory: String
+    let relays: [TransitHints.Address]
+    let report: WormholeTransferReport
+
+    public init(session: WormholeSession, offer: [String: Any], senderTransit: [String: Any]?, directory: String,
+                relays: [TransitHints.Address], report: WormholeTransferReport) {
+        self.session = session
+        self.offer = offer
+        self.senderTransit = senderTransit
+        self.directory = directory
+        self.relays = relays
+        self.report = report
+    }
+
+    /// A safe single-component name, or nil.
+    static func safeName(_ name: String) -> String? {
+        guard !name.isEmpty, name.utf8.count <= 255, name != ".", name != "..", !name.contains("/"),
+              !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else { return nil }
+        return name
+    }
+
+    /// Receives the offered file or folder; returns the path it was put at.
+    @discardableResult
+    public func run() throws(WormholeError) -> String {
+        if let file = offer["file"] as? [String: Any] {
+            let (name, size) = try checkedOffer(name: file["filename"], size: file["filesize"], unpacked: nil)
+            let (partial, digest, connection) = try receiveBytes(name: name, size: size)
+            defer { connection.close(); unlink(partial) }
+            let final = try place(partial, name: name)
+            try acknowledge(connection, digest: digest)
+            return final
+        }
+        if let folder = offer["directory"] as? [String: Any] {
+            guard folder["mode"] as? String == "zipfile/deflated" else {
+                try? session.send(["error": "unknown folder mode"])
+                throw .protocolViolation("the folder comes in an unknown mode")
+            }
+            let (name, size) = try checkedOffer(name: folder["dirname"], size: folder["zipsize"], unpacked: folder["numbytes"])
+            let (partial, digest, connection) = try receiveBytes(name: name, size: size)
+            defer { connection.close(); unlink(partial) }
+            let unpacked = Int64((folder["numbytes"] as? Int) ?? 0)
+            let staging = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-dir-\(hex(secureRandomBytes(4)))")
+            let files = try SafeUnzipper(zipPath: partial, maxTotal: unpacked).unpack(into: staging)
+            report.note("Unpacked \(files) file\(files == 1 ? "" : "s")")
+            let final: String
+            do { final = try placeFolder(staging, name: name) } catch {
+                try? FileManager.default.removeItem(atPath: staging)
+                throw error
+            }
+            try acknowledge(connection, digest: digest)
+            return final
+        }
+        try? session.send(["error": "syncpeer cannot receive this kind of offer"])
+        throw .transfer("the sender offers something unknown")
+    }
+
+    /// Checks the offered name and sizes (against the free space); answers with an error
+    /// message when they are refused.
+    private func checkedOffer(name rawName: Any?, size rawSize: Any?, unpacked: Any?) throws(WormholeError) -> (String, Int64) {
+        guard let rawName = rawName as? String, let name = Self.safeName(rawName) else {
+            try? session.send(["error": "unsafe name"])
+            throw .protocolViolation("the offered name is unsafe")
+        }
+        guard let size = (rawSize as? Int).map(Int64.init), size >= 0, unpacked == nil || ((unpacked as? Int) ?? -1) >= 0 else {
+            try? session.send(["error": "bad size"])
+            throw .protocolViolation("the offered size is not a number")
+        }
+        let needed = UInt64(size) + UInt64((unpacked as? Int) ?? 0)
+        var fs = statvfs()
+        if statvfs(directory, &fs) == 0, needed > UInt64(fs.f_bavail) * UInt64(fs.f_frsize) {
+            try? session.send(["error": "not enough free space"])
+            throw .transfer("not enough free space in \(directory) for \(needed) bytes")
+        }
+        return (name, size)
+    }
+
+    /// Accepts the offer, connects Transit and receives exactly `size` bytes into a hidden
+    /// file in the folder; returns its path (the caller removes it), the bytes' SHA-256 and
+    /// the connection.
+    private func receiveBytes(name: String, size: Int64) throws(WormholeError) -> (String, String, TransitConnection) {
+        let connector = TransitConnector(key: session.deriveKey(purpose: WormholeSession.fileTransferAppID + "/transit-key"), isSender: false, relays: relays)
+        try session.send(["transit": connector.ourHints.message])
+        try session.send(["answer": ["file_ack": "ok"]])
+        let connection = try connector.connect(peer: TransitHints(message: senderTransit ?? [:]))
+        session.onAbandon { connection.close() }
+        report.note("Receiving \(name) (\(connection.description))")
+        let partial = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-\(hex(secureRandomBytes(4)))")
+        let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            connection.close()
+            throw .transfer("cannot create a file in \(directory): \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(fd) }
+        do throws(WormholeError) {
+            var hasher = SHA256.Hasher()
+            var received: Int64 = 0
+            report.progress(0, size)
+            while received < size {
+                let record = try connection.receive(deadline: ContinuousClock.now + .seconds(120))
+                guard Int64(record.count) <= size - received else { throw WormholeError.protocolViolation("the sender sent more than the \(size) bytes it offered") }
+                hasher.update(record)
+                let written = record.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                guard written == record.count else { throw WormholeError.transfer("writing \(partial): \(String(cString: strerror(errno)))") }
+                received += Int64(record.count)
+                report.progress(received, size)
+            }
+            guard fsync(fd) == 0 else { throw WormholeError.transfer("saving \(partial): \(String(cString: strerror(errno)))") }
+            return (partial, hex(hasher.finalize()), connection)
+        } catch {
+            connection.close()
+            unlink(partial)
+            throw error
+        }
+    }
+
+    /// Tells the sender the bytes arrived, with their SHA-256.
+    private func acknowledge(_ connection: TransitConnection, digest: String) throws(WormholeError) {
+        try connection.send(Array(try! JSONSerialization.data(withJSONObject: ["ack": "ok", "sha256": digest])))
+    }
+
+    /// Renames the unpacked folder to `name`, or `name (n)` when taken.
+    private func placeFolder(_ staging: String, name: String) throws(WormholeError) -> String {
+        for n in 0..<1000 {
+            let path = (directory as NSString).appendingPathComponent(n == 0 ? name : "\(name) (\(n))")
+            var info = stat()
+            if lstat(path, &info) == 0 { continue }
+            if rename(staging, path) == 0 { return path }
+            throw .transfer("cannot place \(path): \(String(cString: strerror(errno)))")
+        }
+        throw .transfer("too many folders named like \(name) in \(directory)")
+    }
+
+    /// Links the finished file under `name`, or `name (n).ext` when taken; never overwrites.
+    private func place(_ partial: String, name: String) throws(WormholeError) -> String {
+        let base = (name as NSString).deletingPathExtension, ext = (name as NSString).pathExtension
+        for n in 0..<1000 {
+            let candidate = n == 0 ? name : "\(base) (\(n))" + (ext.isEmpty ? "" : ".\(ext)")
+            let path = (directory as NSString).appendingPathComponent(candidate)
+            if link(partial, path) == 0 {
+                unlink(partial)
+                return path
+            }
+            guard errno == EEXIST else { throw .transfer("cannot place \(path): \(String(cString: strerror(errno)))") }
+        }
+        throw .transfer("too many files named like \(name) in \(directory)")
+    }
+}

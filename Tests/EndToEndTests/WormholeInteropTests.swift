@@ -1,0 +1,192 @@
+import Foundation
+import Glibc
+import Testing
+
+/// `syncpeer send --code` / `syncpeer receive CODE` against the real Magic Wormhole client
+/// (Debian's `wormhole` 0.12 and the current PyPI release), through a local mailbox server and transit relay on
+/// 127.0.0.1 (`WormholeFixture`): texts and files both ways, the file bytes compared, the
+/// transfer through the relay only; a wrong code fails both ends and writes nothing.
+@Suite(.serialized)
+struct WormholeInteropTests {
+    static let text = "Grüße from the other side — 7 words, one emoji 🙂"
+
+    func withFixture(_ client: WormholeClient = .debian, _ body: (WormholeFixture) throws -> Void) throws {
+        guard WormholeFixture.available else {
+            Issue.record(Comment(rawValue: WormholeFixture.missingReason))
+            return
+        }
+        let fixture = try WormholeFixture(client: client)
+        defer { fixture.stop() }
+        try body(fixture)
+    }
+
+    @Test(arguments: WormholeClient.allCases) func textFromSyncpeerToWormhole(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            let sender = try f.syncpeer(["send", "--code", "--text", Self.text] + f.syncpeerServers)
+            let code = try sender.code()
+            #expect(sender.stderr.contains("wormhole receive \(code)"), "the sender says how to receive")
+            let receiver = try f.wormhole("receive", [code])
+            #expect(receiver.wait() == 0, "wormhole receive: \(receiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(receiver.stdout == Self.text + "\n")
+        }
+    }
+
+    @Test(arguments: WormholeClient.allCases) func textFromWormholeToSyncpeer(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            let sender = try f.wormhole("send", ["--text", Self.text])
+            let code = try sender.code()
+            let receiver = try f.syncpeer(["receive", code] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(sender.wait() == 0, "wormhole send: \(sender.stderr)")
+            #expect(receiver.stdout == Self.text + "\n")
+            #expect(sender.stderr.contains("text message sent"))
+        }
+    }
+
+    /// 6 MiB of random bytes each way, through the relay (neither side offers a direct
+    /// address): the received file is byte-identical, and both ends report success only
+    /// after the receiver's SHA-256 ack.
+    @Test(arguments: WormholeClient.allCases) func filesBothWaysThroughTheRelay(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 6 << 20)
+            let path = source + "/report 2026.bin"
+            try original.write(to: URL(fileURLWithPath: path))
+
+            let wormholeSender = try f.wormhole("send", [path])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            #expect(wormholeSender.stderr.contains("Confirmation received"), "the sender got a matching hash: \(wormholeSender.stderr)")
+            #expect(receiver.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(receiver.stderr)")
+            #expect(FileManager.default.contents(atPath: inbox + "/report 2026.bin") == original)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox) == ["report 2026.bin"], "no partial file left")
+
+            let sender = try f.syncpeer(["send", path, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox)
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(sender.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(sender.stderr)")
+            #expect(FileManager.default.contents(atPath: wormholeInbox + "/report 2026.bin") == original)
+        }
+    }
+
+    /// A folder with nested files, an empty folder and an executable, both ways: Magic
+    /// Wormhole's zip unpacked by syncpeer, syncpeer's zip unpacked by `wormhole`; the trees
+    /// and modes match.
+    @Test(arguments: WormholeClient.allCases) func foldersBothWays(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            let source = try f.directory("source/album"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            try FileManager.default.createDirectory(atPath: source + "/2026/june", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: source + "/empty", withIntermediateDirectories: true)
+            let noise = Data((0..<400_000).map { _ in UInt8.random(in: 0...255) })
+            try noise.write(to: URL(fileURLWithPath: source + "/2026/june/photo.raw"))
+            try Data(String(repeating: "compressible line\n", count: 20_000).utf8).write(to: URL(fileURLWithPath: source + "/2026/notes.txt"))
+            try Data("#!/bin/sh\necho hi\n".utf8).write(to: URL(fileURLWithPath: source + "/run.sh"))
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: source + "/run.sh")
+
+            func same(_ received: String) throws {
+                for file in ["2026/june/photo.raw", "2026/notes.txt", "run.sh"] {
+                    #expect(FileManager.default.contents(atPath: received + "/" + file) == FileManager.default.contents(atPath: source + "/" + file), "\(file)")
+                }
+                #expect(try FileManager.default.attributesOfItem(atPath: received + "/run.sh")[.posixPermissions] as? Int == 0o755)
+            }
+
+            let wormholeSender = try f.wormhole("send", [source])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            try same(inbox + "/album")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox) == ["album"], "no partial file left")
+
+            let sender = try f.syncpeer(["send", source, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox)
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            try same(wormholeInbox + "/album")
+            var isDirectory: ObjCBool = false
+            #expect(FileManager.default.fileExists(atPath: wormholeInbox + "/album/empty", isDirectory: &isDirectory) && isDirectory.boolValue)
+        }
+    }
+
+    /// Ctrl-C during a transfer: syncpeer tells the other side and exits 130, and leaves no
+    /// partial file; `wormhole send` fails. The sender is paused (SIGSTOP) once the bytes flow,
+    /// so the cut lands mid-transfer.
+    @Test func ctrlCTellsTheOtherSideAndLeavesNothing() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+            try random.readData(ofLength: 64 << 20).write(to: URL(fileURLWithPath: source + "/big.bin"))
+            let wormholeSender = try f.wormhole("send", [source + "/big.bin"])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            let deadline = Date().addingTimeInterval(60)
+            while !receiver.stderr.contains("Receiving big.bin") && receiver.process.isRunning && Date() < deadline { usleep(20_000) }
+            kill(wormholeSender.process.processIdentifier, SIGSTOP)
+            usleep(300_000)
+            kill(receiver.process.processIdentifier, SIGINT)
+            let status = receiver.wait()
+            kill(wormholeSender.process.processIdentifier, SIGCONT)
+            #expect(status == 130, "syncpeer receive: \(receiver.stderr)")
+            #expect(receiver.stderr.contains("Cancelled; the other side was told."))
+            #expect(wormholeSender.wait() != 0, "wormhole send: \(wormholeSender.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox).isEmpty, "no partial file left")
+        }
+    }
+
+    /// On a terminal the receiver draws a live line in place (percent, bytes of the total,
+    /// rate) and ends with the summary.
+    @Test func liveProgressLineOnATerminal() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 3_000_000).write(to: URL(fileURLWithPath: source + "/clip.bin"))
+            let wormholeSender = try f.wormhole("send", [source + "/clip.bin"])
+            let terminal = try PseudoTerminal(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers,
+                                              environment: ["PATH": "/usr/bin:/bin", "HOME": f.runner.root.path, "SYNCPEER_INTERFACE": "lo"])
+            #expect(terminal.wait() == 0, "\(terminal.raw)")
+            #expect(wormholeSender.wait() == 0)
+            #expect(terminal.raw.contains("\r\u{1B}[K100%  3.0 MB of 3.0 MB  "), "\(terminal.raw)")
+            #expect(terminal.raw.contains("MB/s"))
+            #expect(PseudoTerminal.plain(terminal.raw).contains("Received → \(inbox)/clip.bin"), "\(terminal.raw)")
+        }
+    }
+
+    @Test func syncpeerToSyncpeer() throws {
+        try withFixture { f in
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            let original = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+            try original.write(to: URL(fileURLWithPath: source + "/a.bin"))
+            let sender = try f.syncpeer(["send", source + "/a.bin", "--code"] + f.syncpeerServers)
+            let receiver = try f.syncpeer(["receive", try sender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(FileManager.default.contents(atPath: inbox + "/a.bin") == original)
+        }
+    }
+
+    /// The right nameplate with the wrong words: SPAKE2 gives each side a different key, the
+    /// version messages do not open, both ends stop with a clear message, nothing is written.
+    @Test(arguments: WormholeClient.allCases) func wrongCodeFailsBothEnds(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            let sender = try f.syncpeer(["send", "--code", "--text", "secret"] + f.syncpeerServers)
+            let nameplate = try sender.code().split(separator: "-")[0]
+            let receiver = try f.wormhole("receive", ["\(nameplate)-aardvark-absurd"])
+            #expect(receiver.wait() != 0)
+            #expect(sender.wait() == 1)
+            #expect(receiver.stderr.contains("Key confirmation failed"), "wormhole: \(receiver.stderr)")
+            #expect(sender.stderr.contains("key confirmation failed"), "syncpeer: \(sender.stderr)")
+            #expect(!receiver.stdout.contains("secret"))
+
+            let source = try f.directory("source"), inbox = try f.directory("inbox")
+            try Data("private".utf8).write(to: URL(fileURLWithPath: source + "/p.txt"))
+            let wormholeSender = try f.wormhole("send", [source + "/p.txt"])
+            let code = try wormholeSender.code()
+            let syncpeerReceiver = try f.syncpeer(["receive", "\(code.split(separator: "-")[0])-wrong-words", "--dir", inbox] + f.syncpeerServers)
+            #expect(syncpeerReceiver.wait() == 1)
+            #expect(wormholeSender.wait() != 0)
+            #expect(syncpeerReceiver.stderr.contains("key confirmation failed"), "syncpeer: \(syncpeerReceiver.stderr)")
+            #expect(wormholeSender.stderr.contains("Key confirmation failed"), "wormhole: \(wormholeSender.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: inbox).isEmpty, "nothing written")
+        }
+    }
+}
