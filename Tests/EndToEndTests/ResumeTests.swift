@@ -225,6 +225,9 @@ struct ResumeTests {
         let resent = try #require((final["resent"] as? NSNumber)?.int64Value)
         print("link cut at 50 %: \(resent) bytes re-sent (bound \(Self.inFlightBound))")
         #expect(resent <= Self.inFlightBound)
+        // The receiver tells the same figure: what was lost in flight was sent twice.
+        let received = try bob.waitFor("transfer", after: 0) { $0["state"] as? String == "completed" }
+        #expect((received["resent"] as? NSNumber)?.int64Value == resent, "receiver \(received["resent"] ?? "none"), sender \(resent)")
         #expect(alice.events("state").contains { $0["state"] as? String == "notConnected" }, "the cut was noticed")
     }
 

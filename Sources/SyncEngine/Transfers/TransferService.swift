@@ -470,6 +470,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
                 perform(ok ? .peerFinished : .peerCouldNotFinish(reason), on: transfer)
             }
+        case let .resent(id, bytes): resentReceived(id, bytes: bytes, from: session)
         case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
         case let .hashedChunk(id, index, hash, data): hashedChunkReceived(id, index: Int(index), hash: hash, data: data, from: session)
         case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
@@ -493,7 +494,6 @@ final class TransferService: Reporting, @unchecked Sendable {
         transfer.sessionID = session.id
         transfer.move(to: .offered)
         if let window = transfer.window {
-            transfer.bytesSentBefore += Int64(window.sentBytes)
             // Shown until the receiver answers with what it holds (never "0%" on a resume).
             transfer.heldBefore = max(transfer.heldBefore, Int64(window.confirmedBytes))
         }
@@ -511,8 +511,8 @@ final class TransferService: Reporting, @unchecked Sendable {
             return
         }
         let window = SendWindow(sizes: layout.chunkSizes(), have: haveSet, windowBytes: config.sendWindowBytes)
-        if transfer.neededBytes == nil { transfer.neededBytes = transfer.totalSize - Int64(window.confirmedBytes) }
         transfer.window = window
+        announceResent(transfer, have: haveSet, on: session)
         transfer.move(to: .active)
         // What the receiver already holds was not moved now: the rate counts from here.
         transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.confirmedBytes)
@@ -555,6 +555,7 @@ final class TransferService: Reporting, @unchecked Sendable {
               let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
         let batch = window.next()
         transfer.window = window
+        countSent(batch, of: transfer)
         if window.isComplete {
             // (A streamed manifest's next chunks are not hashed yet: `hashed` pumps again.)
             guard transfer.layout.isComplete else { return }
@@ -978,6 +979,7 @@ final class TransferService: Reporting, @unchecked Sendable {
               transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
             transfer.duplicateBytes += Int64(data.count)
+            transfer.attemptDuplicates += Int64(data.count)
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
             return
         }
@@ -1000,6 +1002,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                 if let failure {
                     if failure.kind == .hashMismatch {
                         transfer.duplicateBytes += Int64(data.count)
+                        transfer.attemptDuplicates += Int64(data.count)
                         transfer.badChunks += 1
                         if transfer.badChunks > Self.maxBadChunks {
                             perform(.tooManyBadChunks(transfer.badChunks), on: transfer)
@@ -1233,15 +1236,13 @@ final class TransferService: Reporting, @unchecked Sendable {
         if let outgoing = transfer as? OutgoingTransfer {
             done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
             direction = .send
-            if let needed = outgoing.neededBytes {
-                resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
-            }
+            resent = outgoing.resentBytes
         } else {
             let incoming = transfer as! IncomingTransfer
             done = incoming.verifiedBytes
             direction = .receive
             path = incoming.finalPath
-            resent = incoming.duplicateBytes
+            resent = incoming.resentBytes
         }
         let remaining = max(0, transfer.totalSize - done)
         // A rate and a time to go only while bytes move: none while paused or waiting for an
