@@ -279,7 +279,7 @@ extension Node: SessionObserver {
 
     func sessionEnded(_ session: Session, reason: String) {
         folders.sessionClosed(session.link)
-        transfers.sessionClosed(session.link)
+        transfers.sessionClosed(session.link, replaced: session.replaced)
         performStream(session.streams.sessionEnded("the session with \(session.peer.name) ended: \(reason)"), on: session)
     }
 

@@ -126,6 +126,8 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
     var window: SendWindow?
     /// A spooled standard input, deleted when the transfer ends.
     let spoolFile: String?
+    /// Its session lost to a duplicate: offered again on the session kept, not paused.
+    var awaitingSuccessor = false
     /// Chunks put on the wire at least once, in any attempt.
     var everSent = ChunkSet()
     /// Bytes of chunks put on the wire more than once (`TransferService+Resent`); nil until

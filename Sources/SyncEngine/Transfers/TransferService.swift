@@ -364,16 +364,23 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// A session is connected (paired): offers again what was interrupted.
     func sessionConnected(_ session: LinkSession) {
         // Offer again what was interrupted, under the same IDs, so the receiver resumes.
-        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == .paused {
+        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey
+            && (transfer.state == .paused || transfer.awaitingSuccessor) {
             offer(transfer, on: session)
         }
         resumeRecordedOutgoing(for: session)
     }
 
-    /// A session ended: its transfers pause (offers never answered are withdrawn).
-    func sessionClosed(_ session: LinkSession) {
+    /// A session ended: its transfers pause (offers never answered are withdrawn), or, when
+    /// it was `replaced` by another session with the peer, go on on that one without a pause.
+    func sessionClosed(_ session: LinkSession, replaced: Bool = false) {
         transfers.refusedOffers[session.id] = nil
+        var handedOver: [TransferBase] = []
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
+            if replaced {
+                handedOver.append(transfer)
+                continue
+            }
             perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
         for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
@@ -386,8 +393,13 @@ final class TransferService: Reporting, @unchecked Sendable {
                 emit(.transfer(withdrawn))
                 continue
             }
+            if replaced {
+                handedOver.append(transfer)
+                continue
+            }
             perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
+        if !handedOver.isEmpty { handOver(handedOver, from: session) }
     }
 
     /// After a restart: unfinished outgoing transfers recorded in the index are offered again
@@ -492,6 +504,7 @@ final class TransferService: Reporting, @unchecked Sendable {
         }
         transfer.hashedFrom = transfer.prepared.isStreamed ? transfer.layout.offeredChunkCount : nil
         transfer.sessionID = session.id
+        transfer.awaitingSuccessor = false
         transfer.move(to: .offered)
         if let window = transfer.window {
             // Shown until the receiver answers with what it holds (never "0%" on a resume).
