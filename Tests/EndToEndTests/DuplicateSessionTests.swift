@@ -22,13 +22,7 @@ struct DuplicateSessionTests {
 
         let source = env.home("twice.bin")
         try TestFiles.random(source, size: 60 << 20)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
-        process.arguments = ["--home", alice.home, "send", source, "--to", "bob", "--json"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, out) = try env.startJSONSend(home: alice.home, source, to: "bob")
         try bob.waitFor("transfer", timeout: 30) { event in
             guard event["direction"] as? String == "receive", let bytes = (event["bytes"] as? NSNumber)?.int64Value else { return false }
             return bytes >= 10 << 20

@@ -208,13 +208,7 @@ struct ResumeTests {
 
         let source = env.home("cut.bin")
         try TestFiles.random(source, size: Self.size)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
-        process.arguments = ["--home", alice.home, "send", source, "--to", "bob", "--json"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, out) = try env.startJSONSend(home: alice.home, source, to: "bob")
         try waitForProgress(bob, 0.5, direction: "receive")
         proxy.cutConnections()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
