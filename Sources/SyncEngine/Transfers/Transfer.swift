@@ -198,7 +198,8 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     /// Chunk bytes that arrived but were not needed (already held, or failed verification).
     var duplicateBytes: Int64 = 0
     /// The sender's "re-sent" figure for the current attempt (`TransferService+Resent`), and
-    /// the chunk bytes not needed since it came; nil from a sender that does not announce it.
+    /// the chunk bytes that failed verification since it came; nil from a sender that does
+    /// not announce it.
     var announcedResent: Int64?
     var attemptDuplicates: Int64 = 0
     /// Bytes re-sent as this end can tell.

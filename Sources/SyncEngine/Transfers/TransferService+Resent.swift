@@ -7,7 +7,7 @@ internal import PeerWire
 /// counts, and after each accept it tells the receiver (frame `resent`, hello feature
 /// `resent-bytes`) what the attempt's figure will be once the chunks asked for have gone:
 /// its re-sends so far plus the accepted chunks it had sent before. The receiver adds the
-/// chunks it rejects or already held after that, which the sender counts as it sends them
+/// chunks that fail verification after that, which the sender counts as it sends them
 /// again; when every chunk has arrived both ends hold the same number. From a sender
 /// without the feature, the receiver counts the chunks it was sent twice.
 extension TransferService {

@@ -991,8 +991,9 @@ final class TransferService: Reporting, @unchecked Sendable {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
               transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
+            // (Not counted against an announced figure: a chunk the sender sent before is
+            // in it already, and one it sends for the first time was not sent twice.)
             transfer.duplicateBytes += Int64(data.count)
-            transfer.attemptDuplicates += Int64(data.count)
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
             return
         }
