@@ -47,6 +47,8 @@ public final class ServiceAdvertiser: Sendable {
         var bytes: [UInt8]
         var interfaceIndex: UInt32
         var family: MDNSFamily
+        /// The `lastMulticast` keys of its records, set again when it actually goes out.
+        var keys: [String]
     }
 
     /// A multicast to send: out of `interface`, over `family` (nil: each family it has).
@@ -266,6 +268,9 @@ public final class ServiceAdvertiser: Sendable {
             for p in due {
                 if let interface = s.interfaces.first(where: { $0.index == p.interfaceIndex }) {
                     sends.append((interface, p.family, p.bytes))
+                    // (The next multicast of these records is a second from now, even when
+                    // this one goes later than planned.)
+                    for k in p.keys { s.lastMulticast[k] = now }
                 }
             }
             return (sends, registered)
@@ -422,9 +427,10 @@ public final class ServiceAdvertiser: Sendable {
         // Shared records wait a random 20–120 ms (RFC 6762 §6); the time they go out is the
         // one the next answer is spaced from.
         let at = multicastAnswers.contains { !$0.cacheFlush } ? now + randomMilliseconds(20...120) : now
-        for r in multicastAnswers + multicastAdditionals { s.lastMulticast[key(r, interface.index, family)] = at }
+        let keys = (multicastAnswers + multicastAdditionals).map { key($0, interface.index, family) }
+        for k in keys { s.lastMulticast[k] = at }
         if at > now {
-            s.pending.append(Pending(at: at, bytes: multicastBytes, interfaceIndex: interface.index, family: family))
+            s.pending.append(Pending(at: at, bytes: multicastBytes, interfaceIndex: interface.index, family: family, keys: keys))
             return ([], [])
         }
         return ([(interface, family, multicastBytes)], [])
