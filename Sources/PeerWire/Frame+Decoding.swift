@@ -78,6 +78,9 @@ extension Frame {
             let id = try reader.transferID()
             let ok = try reader.flag("done status")
             frame = .done(id: id, ok: ok, reason: try reader.prefixedText(.u16, rule: .transferReason, "transfer reason"))
+        case .resent:
+            let id = try reader.transferID()
+            frame = .resent(id: id, bytes: try reader.u64("bytes re-sent"))
         case .chunk:
             let id = try reader.transferID()
             let index = try reader.u32("chunk index")

@@ -86,6 +86,12 @@ public enum Frame: Equatable, Sendable {
     case cancel(id: TransferID, reason: String)
     /// The receiver reports the end: every file verified and in place (`ok`), or why not.
     case done(id: TransferID, ok: Bool, reason: String)
+    /// The sender, after an accept and before the chunks it asks for: `bytes` of the
+    /// transfer's chunks were or will be put on the wire a second time — re-sends in earlier
+    /// attempts plus the chunks of this accept sent in an earlier one — so that both ends
+    /// report the same "re-sent" figure. Sent only to a peer whose hello lists the feature
+    /// `resent-bytes`.
+    case resent(id: TransferID, bytes: UInt64)
     /// Chunk `index` (counted over all entries of the offer) of transfer `id`.
     case chunk(id: TransferID, index: UInt32, data: [UInt8])
     /// The receiver verified and wrote chunk `index` (`ok`), or its hash was wrong (send it again).
@@ -140,6 +146,7 @@ public enum Frame: Equatable, Sendable {
         case .decline: .decline
         case .cancel: .cancel
         case .done: .done
+        case .resent: .resent
         case .chunk: .chunk
         case .chunkAck: .chunkAck
         case .hashedChunk: .hashedChunk
@@ -178,7 +185,7 @@ public enum Frame: Equatable, Sendable {
     /// (a user's message, a stream name) before sending them.
     public func validate() throws(WireError) {
         switch self {
-        case .ping, .pong, .pairing, .streamClose, .streamCredit, .chunkAck:
+        case .ping, .pong, .pairing, .streamClose, .streamCredit, .chunkAck, .resent:
             return
         case let .offer(offer):
             try offer.validate()
@@ -264,6 +271,7 @@ extension Frame: CustomStringConvertible {
         case let .decline(id, _): "decline(\(id))"
         case let .cancel(id, _): "cancel(\(id))"
         case let .done(id, ok, _): "done(\(id), ok: \(ok))"
+        case let .resent(id, bytes): "resent(\(id), \(bytes) bytes)"
         case let .chunk(id, index, data): "chunk(\(id), #\(index), \(data.count) bytes)"
         case let .chunkAck(id, index, ok): "chunkAck(\(id), #\(index), ok: \(ok))"
         case let .hashedChunk(id, index, _, data): "hashedChunk(\(id), #\(index), \(data.count) bytes)"

@@ -132,6 +132,9 @@ public enum FrameEncoder {
             writer.raw(id.bytes)
             writer.u8(ok ? 1 : 0)
             writer.prefixedText(reason, .u16)
+        case let .resent(id, bytes):
+            writer.raw(id.bytes)
+            writer.u64(bytes)
         case let .chunk(id, index, data):
             writer.raw(id.bytes)
             writer.u32(index)

@@ -20,6 +20,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case decline = 0x42
     case cancel = 0x43
     case done = 0x44
+    case resent = 0x45
     // 0x50–0x5F: chunks.
     case chunk = 0x50
     case chunkAck = 0x51
@@ -51,6 +52,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .decline: "decline"
         case .cancel: "cancel"
         case .done: "done"
+        case .resent: "resent"
         case .chunk: "chunk"
         case .chunkAck: "chunk-ack"
         case .hashedChunk: "hashed-chunk"

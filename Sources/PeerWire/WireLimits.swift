@@ -79,6 +79,7 @@ public enum WireLimits {
         case .accept: range = 20...(20 + maxHaveBitmap)              // id, bitmap len u32, bitmap
         case .decline, .cancel: range = 18...(18 + maxCloseReason)   // id, reason len u16, reason
         case .done: range = 19...(19 + maxCloseReason)               // id, ok u8, reason len u16, reason
+        case .resent: range = 24...24                                // id, bytes u64
         case .chunk: range = 24...(24 + maxChunk)                    // id, index u32, len u32, data
         case .chunkAck: range = 21...21                              // id, index u32, ok u8
         case .hashedChunk: range = 56...(56 + maxChunk)              // id, index u32, hash 32 B, len u32, data

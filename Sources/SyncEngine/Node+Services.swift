@@ -170,7 +170,8 @@ extension Session {
                     chunks: channel, flow: flow, frames: self,
                     blockDelta: channel.remoteHello.features.contains(FolderService.blockDeltaFeature),
                     indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature),
-                    streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature))
+                    streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature),
+                    resentBytes: channel.remoteHello.features.contains(TransferService.resentBytesFeature))
     }
 }
 

@@ -69,7 +69,8 @@ public final class Node: Reporting, @unchecked Sendable {
         self.config = config
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
                                         features: ["messages", Self.streamsFeature, FolderService.blockDeltaFeature,
-                                                   FolderService.indexBlocksFeature, TransferService.streamedManifestFeature])
+                                                   FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
+                                                   TransferService.resentBytesFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
@@ -278,7 +279,7 @@ extension Node: SessionObserver {
 
     func sessionEnded(_ session: Session, reason: String) {
         folders.sessionClosed(session.link)
-        transfers.sessionClosed(session.link)
+        transfers.sessionClosed(session.link, replaced: session.replaced)
         performStream(session.streams.sessionEnded("the session with \(session.peer.name) ended: \(reason)"), on: session)
     }
 

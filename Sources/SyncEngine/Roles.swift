@@ -35,6 +35,8 @@ struct LinkSession: Sendable {
     var indexBlocks = false
     /// The peer's hello lists `streamed-manifest`: it takes offers whose manifests stream.
     var streamedManifest = false
+    /// The peer's hello lists `resent-bytes`: it takes the sender's "re-sent" figure.
+    var resentBytes = false
 }
 
 /// A session's send queue, for work off the owner's queue.

@@ -208,13 +208,7 @@ struct ResumeTests {
 
         let source = env.home("cut.bin")
         try TestFiles.random(source, size: Self.size)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
-        process.arguments = ["--home", alice.home, "send", source, "--to", "bob", "--json"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, out) = try env.startJSONSend(home: alice.home, source, to: "bob")
         try waitForProgress(bob, 0.5, direction: "receive")
         proxy.cutConnections()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
@@ -225,6 +219,9 @@ struct ResumeTests {
         let resent = try #require((final["resent"] as? NSNumber)?.int64Value)
         print("link cut at 50 %: \(resent) bytes re-sent (bound \(Self.inFlightBound))")
         #expect(resent <= Self.inFlightBound)
+        // The receiver tells the same figure: what was lost in flight was sent twice.
+        let received = try bob.waitFor("transfer", after: 0) { $0["state"] as? String == "completed" }
+        #expect((received["resent"] as? NSNumber)?.int64Value == resent, "receiver \(received["resent"] ?? "none"), sender \(resent)")
         #expect(alice.events("state").contains { $0["state"] as? String == "notConnected" }, "the cut was noticed")
     }
 

@@ -76,4 +76,17 @@ struct SyncpeerRunner {
                       stdout: String(decoding: stdoutData, as: UTF8.self),
                       stderr: String(decoding: stderrData, as: UTF8.self))
     }
+
+    /// Starts `syncpeer --home HOME send SOURCE --to PEER --json` in the background (the
+    /// environment inherited); returns the process and its standard output.
+    func startJSONSend(home: String, _ source: String, to peer: String) throws -> (process: Process, stdout: Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["--home", home, "send", source, "--to", peer, "--json"]
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, out)
+    }
 }

@@ -39,6 +39,9 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                         hash: [UInt8](repeating: 0x11, count: 32), data: [0xAB, 0xCD]),
                     bytes: [0x52, 0, 0, 0, 58] + Array(0..<16) + [0, 0, 0, 2] + [UInt8](repeating: 0x11, count: 32)
                         + [0, 0, 0, 2, 0xAB, 0xCD]),
+        // id 00 01 … 0F, bytes 0x0102030405060708: body 16 + 8 = 24.
+        FrameVector(frame: .resent(id: try! TransferID(Array(0..<16)), bytes: 0x0102_0304_0506_0708),
+                    bytes: [0x45, 0, 0, 0, 24] + Array(0..<16) + [1, 2, 3, 4, 5, 6, 7, 8]),
     ]
 
     @Test(arguments: vectors)
@@ -55,11 +58,11 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         let codes = FrameType.allCases.map { ($0.description, $0.rawValue) }
         #expect(codes.map(\.0) == ["ping", "pong", "close", "pairing", "message",
                                    "stream-open", "stream-data", "stream-close", "stream-credit", "stream-reset",
-                                   "offer", "accept", "decline", "cancel", "done", "chunk", "chunk-ack", "hashed-chunk",
+                                   "offer", "accept", "decline", "cancel", "done", "resent", "chunk", "chunk-ack", "hashed-chunk",
                                    "share-offer", "share-answer", "index-update", "index-ack", "block-request", "block-response",
                                    "block-delta-request", "index-blocks"])
         #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
-                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67])
+                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
                                        .impersonation, .timeout, .shuttingDown, .unpaired]
@@ -73,7 +76,7 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         #expect(WireLimits.maxMessageBody == 65_536)
         let ranges = FrameType.allCases.map { WireLimits.bodyLengthRange(of: $0) }
         #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
-                           23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...16_777_240, 21...21,
+                           23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...24, 24...16_777_240, 21...21,
                            56...16_777_272, 3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240])
         #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
     }

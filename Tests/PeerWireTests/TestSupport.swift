@@ -85,6 +85,7 @@ let sampleFrames: [Frame] = [
     .cancel(id: sampleTransferID, reason: ""),
     .done(id: sampleTransferID, ok: true, reason: ""),
     .done(id: sampleTransferID, ok: false, reason: "root hash mismatch"),
+    .resent(id: sampleTransferID, bytes: 32_700_000),
     .chunk(id: sampleTransferID, index: 0, data: []),
     .chunk(id: sampleTransferID, index: .max, data: pattern(5000)),
     .chunkAck(id: sampleTransferID, index: 7, ok: true),

@@ -80,6 +80,15 @@ import Testing
         return (pair, outcome, source, held)
     }
 
+    /// The receiver's last event of the transfer (completed) gives the sender's "re-sent" figure.
+    static func expectSameResent(_ sent: TransferInfo, _ receiver: TransferPair.End,
+                                 sourceLocation: SourceLocation = #_sourceLocation) throws {
+        try TransferPair.eventually("the receiver's transfer completes") { receiver.events.transfers.last?.state == .completed }
+        let received = try #require(receiver.events.transfers.last)
+        #expect(received.resent == sent.resent, "receiver: \(received.resent ?? -1), sender: \(sent.resent ?? -1)",
+                sourceLocation: sourceLocation)
+    }
+
     /// The link is cut after 20 chunks (the rest in flight is lost); when it is back the
     /// sender offers again under the same ID, the receiver answers with what it holds, and no
     /// more than one window travels twice.
@@ -92,6 +101,9 @@ import Testing
         try TransferPair.eventually("the send completes") { outcome.value != nil }
         let info = try #require(Self.completed(outcome), "\(String(describing: outcome.value))")
         #expect((info.resent ?? .max) <= Int64(window), "re-sent \(info.resent ?? -1) bytes, window \(window)")
+        // What was lost in flight went twice, and both ends say so with one figure.
+        #expect((info.resent ?? 0) > 0)
+        try Self.expectSameResent(info, pair.bob)
         #expect(try Data(contentsOf: URL(fileURLWithPath: Self.received(pair.bob, "big.bin")))
                 == (try Data(contentsOf: URL(fileURLWithPath: source))))
         // One transfer on each side: the resume continued it (same ID), it did not start another.
@@ -133,6 +145,7 @@ import Testing
         case "cut short": #expect(resent >= held / 2 && resent <= held - held / 3 + Int64(window) + (256 << 10), "re-sent \(resent) of \(held)")
         default: #expect(resent >= held, "re-sent \(resent) of \(held)")
         }
+        try Self.expectSameResent(info, pair.bob)
         // The same transfer, resumed without a new decision: one record, no offer shown.
         #expect(try pair.bob.store.transfers().count == 1 && pair.bob.events.offers.isEmpty)
         #expect(pair.bob.events.transfers.first?.state == .active)

@@ -26,6 +26,8 @@ struct TransferStateTests {
         Step(from: .active, to: .paused, allowed: true),
         Step(from: .finishing, to: .paused, allowed: true),
         Step(from: .paused, to: .offered, allowed: true),
+        // The session it ran on lost to a duplicate: offered again on the one kept, unpaused.
+        Step(from: .active, to: .offered, allowed: true),
         Step(from: .paused, to: .preparing, allowed: true),
         // Decisions only while offered.
         Step(from: .offered, to: .declined, allowed: true),

@@ -47,6 +47,8 @@ public final class ServiceAdvertiser: Sendable {
         var bytes: [UInt8]
         var interfaceIndex: UInt32
         var family: MDNSFamily
+        /// The `lastMulticast` keys of its records, set again when it actually goes out.
+        var keys: [String]
     }
 
     /// A multicast to send: out of `interface`, over `family` (nil: each family it has).
@@ -171,13 +173,26 @@ public final class ServiceAdvertiser: Sendable {
     }
 
     private func announcementPackets(_ s: inout State, now: ContinuousClock.Instant) -> [Multicast] {
-        s.interfaces.compactMap { interface in
-            let records = published.allRecords(s.label, interface)
-            for r in records {
-                for family in MDNSFamily.allCases { s.lastMulticast[key(r, interface.index, family)] = now }
+        s.interfaces.flatMap { interface in
+            MDNSFamily.allCases.compactMap { family -> Multicast? in
+                // (Not a record an answer multicast, or will, within 1 s: RFC 6762 §6.)
+                let records = published.allRecords(s.label, interface).filter {
+                    !multicastRecently($0, interface.index, family, s, now)
+                }
+                guard !records.isEmpty else { return nil }
+                for r in records { s.lastMulticast[key(r, interface.index, family)] = now }
+                return (try? DNSMessage.response(answers: records).encoded()).map { (interface, family, $0) }
             }
-            return (try? DNSMessage.response(answers: records).encoded()).map { (interface, nil, $0) }
         }
+    }
+
+    /// Whether `record` went (or is due to go) out by multicast on the interface over
+    /// `family` less than `within` ago: RFC 6762 §6 allows one multicast of a record per
+    /// second on an interface (probe defences aside).
+    private func multicastRecently(_ record: DNSResourceRecord, _ index: UInt32, _ family: MDNSFamily, _ s: State,
+                                   _ now: ContinuousClock.Instant, within: Duration = .seconds(1)) -> Bool {
+        guard let last = s.lastMulticast[key(record, index, family)] else { return false }
+        return now - last < within
     }
 
     /// A probe (RFC 6762 §8.1): a question for our name of type ANY, our proposed records in
@@ -253,6 +268,9 @@ public final class ServiceAdvertiser: Sendable {
             for p in due {
                 if let interface = s.interfaces.first(where: { $0.index == p.interfaceIndex }) {
                     sends.append((interface, p.family, p.bytes))
+                    // (The next multicast of these records is a second from now, even when
+                    // this one goes later than planned.)
+                    for k in p.keys { s.lastMulticast[k] = now }
                 }
             }
             return (sends, registered)
@@ -383,29 +401,38 @@ public final class ServiceAdvertiser: Sendable {
             guard let bytes = try? reply.encoded() else { return ([], []) }
             return ([], [(packet.source, packet.sourcePort, bytes)])
         }
-        let message = DNSMessage.response(answers: answers, additionals: additionals)
-        guard let bytes = try? message.encoded() else { return ([], []) }
-        var unicast: [Unicast] = []
-        var multicastNeeded = true
+        guard let bytes = try? DNSMessage.response(answers: answers, additionals: additionals).encoded() else { return ([], []) }
+        let unicast: [Unicast] = unicastWanted ? [(packet.source, packet.sourcePort, bytes)] : []
+        let isProbe = !query.authorities.isEmpty
+        if isProbe {
+            // A defence goes both ways, at once: it must reach the prober whichever socket
+            // it uses (several share port 5353 on a host, and a unicast reaches only one).
+            for r in answers + additionals { s.lastMulticast[key(r, interface.index, family)] = now }
+            return ([(interface, family, bytes)], unicast)
+        }
+        // At most one multicast of a record per second on an interface (RFC 6762 §6): what
+        // went out (or is due to) within the last second is left out.
+        let multicastAnswers = answers.filter { !multicastRecently($0, interface.index, family, s, now) }
         if unicastWanted {
-            unicast.append((packet.source, packet.sourcePort, bytes))
-            // Multicast as well unless every answer went out by multicast within a quarter TTL;
-            // always for a probe (a defence must reach the prober whichever socket it uses).
-            let isProbe = !query.authorities.isEmpty
-            multicastNeeded = isProbe || answers.contains { r in
-                guard let last = s.lastMulticast[key(r, interface.index, family)] else { return true }
-                return now - last > .seconds(Int(r.ttl) / 4)
-            }
+            // A QU question is answered by unicast, or instead by multicast when a record
+            // was not multicast within a quarter of its TTL (RFC 6762 §5.4), never both.
+            let stale = multicastAnswers.contains { multicastRecently($0, interface.index, family, s, now, within: .seconds(Int($0.ttl) / 4)) == false }
+            guard stale else { return ([], unicast) }
         }
-        guard multicastNeeded else { return ([], unicast) }
-        for r in answers + additionals { s.lastMulticast[key(r, interface.index, family)] = now }
-        let shared = answers.contains { !$0.cacheFlush }
-        if shared {
-            // Shared records: a random 20–120 ms delay (RFC 6762 §6).
-            s.pending.append(Pending(at: now + randomMilliseconds(20...120), bytes: bytes,
-                                     interfaceIndex: interface.index, family: family))
-            return ([], unicast)
+        guard !multicastAnswers.isEmpty else { return ([], []) }
+        let multicastAdditionals = additionals.filter { !multicastRecently($0, interface.index, family, s, now) }
+        guard let multicastBytes = try? DNSMessage.response(answers: multicastAnswers, additionals: multicastAdditionals).encoded() else {
+            return ([], [])
         }
-        return ([(interface, family, bytes)], unicast)
+        // Shared records wait a random 20–120 ms (RFC 6762 §6); the time they go out is the
+        // one the next answer is spaced from.
+        let at = multicastAnswers.contains { !$0.cacheFlush } ? now + randomMilliseconds(20...120) : now
+        let keys = (multicastAnswers + multicastAdditionals).map { key($0, interface.index, family) }
+        for k in keys { s.lastMulticast[k] = at }
+        if at > now {
+            s.pending.append(Pending(at: at, bytes: multicastBytes, interfaceIndex: interface.index, family: family, keys: keys))
+            return ([], [])
+        }
+        return ([(interface, family, multicastBytes)], [])
     }
 }

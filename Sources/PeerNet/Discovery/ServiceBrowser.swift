@@ -116,6 +116,8 @@ public final class ServiceBrowser: Sendable {
         /// The resolve questions the last evaluation still needed.
         var wanted: Set<DNSQuestion> = []
         var interfaces: [MDNSInterface] = []
+        /// The PTR record of the instance this node publishes, a known answer of every query.
+        var own: DNSResourceRecord?
     }
 
     /// The most records kept (a flood of unrelated records cannot grow memory without bound).
@@ -124,6 +126,18 @@ public final class ServiceBrowser: Sendable {
     public init(_ configuration: BrowserConfiguration, onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.configuration = configuration
         self.onEvent = onEvent
+    }
+
+    /// Names the instance this node publishes itself (`label`, as registered; nil: none).
+    /// Its PTR record goes as a known answer in every PTR query, so that this node's own
+    /// responder does not answer this node's own question (RFC 6762 §7.1): that answer
+    /// told nobody anything, and it multicast the PTR record again within a second of its
+    /// announcement. `ttl` is the TTL the responder publishes the record with.
+    public func setOwnInstance(_ label: String?, ttl: UInt32) {
+        let own = label.map {
+            DNSResourceRecord(name: serviceDomain, data: .ptr(DNSName(labelBytes: [Array($0.utf8)] + serviceDomain.labels)), ttl: ttl)
+        }
+        state.withLock { $0.own = own }
     }
 
     /// The instances currently known (as last reported).
@@ -345,6 +359,7 @@ public final class ServiceBrowser: Sendable {
                         knownAnswers.append(r)
                     }
                 }
+                if let own = s.own, !knownAnswers.contains(where: { $0.data == own.data }) { knownAnswers.append(own) }
                 s.nextQuery = now + s.queryInterval
                 s.queryInterval = min(s.queryInterval * 2, configuration.maxQueryInterval)
             }

@@ -153,6 +153,9 @@ final class ConnectionService: Reporting, @unchecked Sendable {
         for session in closing { session.channel.close() }
     }
 
+    /// The reason of the close frame that ends the loser of two sessions with one device.
+    static let duplicateReason = "duplicate connection"
+
     /// How long a stopping node waits for its sessions' last frames to be written.
     static let goodbyeGrace: DispatchTimeInterval = .seconds(2)
 
@@ -177,16 +180,17 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             func initiatorKey(_ s: Session) -> String { s.machine.role == .initiator ? myKey : s.deviceKey }
             let keepNew = initiatorKey(session) <= initiatorKey(other)
             let loser = keepNew ? other : session
-            loser.closeReason = "duplicate connection"
+            loser.closeReason = Self.duplicateReason
             loser.redialAllowed = false
+            loser.replaced = true
             loser.pairCompletion = nil
-            loser.send([.close(code: .normal, reason: "duplicate connection")])
+            loser.send([.close(code: .normal, reason: Self.duplicateReason)])
             if loser === session {
                 sessions[session.id] = nil
                 session.closeAfterPendingSends()
                 return
             }
-            perform(loser.machine.handle(.transportClosed("duplicate connection")), on: loser)
+            perform(loser.machine.handle(.transportClosed(Self.duplicateReason)), on: loser)
         }
         if standing == .unknown, let source = session.source {
             guard admitUnpaired(session, from: source) else { return }
@@ -313,6 +317,9 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 // session on purpose (disconnect, refusal) is left alone.
                 // A peer that ends one of two sessions with us ends the duplicate (see
                 // `begin`), not us: discovery may still dial it.
+                if code == .normal && session.closeReason == "peer closed the session: \(Self.duplicateReason)" {
+                    session.replaced = true
+                }
                 if code != .shuttingDown {
                     session.redialAllowed = false
                     if otherLiveSession(than: session) == nil { nearby?.holdOff(session.deviceKey) }

@@ -102,15 +102,23 @@ final class NodeDiscovery: Sendable {
             advertised.hostRecordTTL = ttl
             advertised.otherRecordTTL = ttl
         }
-        do { advertiser = try ServiceAdvertiser(advertised, onNameRegistered: onRegistered) } catch {
-            throw .invalidArgument("cannot advertise: \(error.description)")
-        }
         serviceType = type
         interfaces = config.interfaces
         self.ownKey = ownKey
         let table = self.table
-        browser = ServiceBrowser(BrowserConfiguration(serviceType: type, interfaces: selection, ignoredDeviceID: ownKey)) { event in
+        let browser = ServiceBrowser(BrowserConfiguration(serviceType: type, interfaces: selection, ignoredDeviceID: ownKey)) { event in
             if let change = Self.apply(event, to: table, ownKey: ownKey) { onChange(change) }
+        }
+        self.browser = browser
+        // Our own browser's queries name our instance as known: our responder leaves them be.
+        let ownTTL = advertised.otherRecordTTL
+        do {
+            advertiser = try ServiceAdvertiser(advertised) { name in
+                browser.setOwnInstance(name, ttl: ownTTL)
+                onRegistered(name)
+            }
+        } catch {
+            throw .invalidArgument("cannot advertise: \(error.description)")
         }
     }
 

@@ -37,6 +37,9 @@ final class Session: @unchecked Sendable {
     /// False once the session ended in a way that must not be undone by redialling
     /// (the user disconnected or unpaired, or the peer closed it on purpose).
     var redialAllowed = true
+    /// Ended as the loser of two sessions with one device (`ConnectionService.begin`, or the
+    /// peer's `close(normal, "duplicate connection")`): its transfers go on on the other.
+    var replaced = false
     /// Frames dropped because the peer is not paired yet.
     var droppedFrames = 0
     /// The address the connection came from (accepted sessions): the key of the caps on

@@ -160,7 +160,7 @@ public struct SessionMachine: Sendable {
         case .streamOpen, .streamData, .streamClose, .streamCredit, .streamReset:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.stream(frame)]
-        case .offer, .accept, .decline, .cancel, .done, .chunk, .chunkAck, .hashedChunk,
+        case .offer, .accept, .decline, .cancel, .done, .resent, .chunk, .chunkAck, .hashedChunk,
              .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]

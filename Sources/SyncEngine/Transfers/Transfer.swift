@@ -126,10 +126,13 @@ final class OutgoingTransfer: TransferBase, @unchecked Sendable {
     var window: SendWindow?
     /// A spooled standard input, deleted when the transfer ends.
     let spoolFile: String?
-    /// Bytes sent before the current offer was accepted, from earlier attempts.
-    var bytesSentBefore: Int64 = 0
-    /// Bytes the receiver lacked at the first accept: anything sent beyond them was re-sent.
-    var neededBytes: Int64?
+    /// Its session lost to a duplicate: offered again on the session kept, not paused.
+    var awaitingSuccessor = false
+    /// Chunks put on the wire at least once, in any attempt.
+    var everSent = ChunkSet()
+    /// Bytes of chunks put on the wire more than once (`TransferService+Resent`); nil until
+    /// the first accept.
+    var resentBytes: Int64?
     /// Chunk readers per entry (touched only on `io`).
     var readers: [Int: ChunkReader] = [:]
     /// With a send rate: when pacing began and the bytes sent since (touched only on `io`).
@@ -194,6 +197,13 @@ final class IncomingTransfer: TransferBase, @unchecked Sendable {
     var supersedes: TransferRecord?
     /// Chunk bytes that arrived but were not needed (already held, or failed verification).
     var duplicateBytes: Int64 = 0
+    /// The sender's "re-sent" figure for the current attempt (`TransferService+Resent`), and
+    /// the chunk bytes that failed verification since it came; nil from a sender that does
+    /// not announce it.
+    var announcedResent: Int64?
+    var attemptDuplicates: Int64 = 0
+    /// Bytes re-sent as this end can tell.
+    var resentBytes: Int64 { announcedResent.map { $0 + attemptDuplicates } ?? duplicateBytes }
     /// Chunks that failed verification; a sender that keeps lying is cut off.
     var badChunks = 0
     /// The index record (and partial file names) of this transfer: the offer's ID, or the

@@ -364,16 +364,23 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// A session is connected (paired): offers again what was interrupted.
     func sessionConnected(_ session: LinkSession) {
         // Offer again what was interrupted, under the same IDs, so the receiver resumes.
-        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey && transfer.state == .paused {
+        for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey
+            && (transfer.state == .paused || transfer.awaitingSuccessor) {
             offer(transfer, on: session)
         }
         resumeRecordedOutgoing(for: session)
     }
 
-    /// A session ended: its transfers pause (offers never answered are withdrawn).
-    func sessionClosed(_ session: LinkSession) {
+    /// A session ended: its transfers pause (offers never answered are withdrawn), or, when
+    /// it was `replaced` by another session with the peer, go on on that one without a pause.
+    func sessionClosed(_ session: LinkSession, replaced: Bool = false) {
         transfers.refusedOffers[session.id] = nil
+        var handedOver: [TransferBase] = []
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
+            if replaced {
+                handedOver.append(transfer)
+                continue
+            }
             perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
         for transfer in transfers.incoming.values where transfer.sessionID == session.id && !transfer.isFinished {
@@ -386,8 +393,13 @@ final class TransferService: Reporting, @unchecked Sendable {
                 emit(.transfer(withdrawn))
                 continue
             }
+            if replaced {
+                handedOver.append(transfer)
+                continue
+            }
             perform(.linkLost("connection to \(session.peer.name) lost; resumes when it is back"), on: transfer)
         }
+        if !handedOver.isEmpty { handOver(handedOver, from: session) }
     }
 
     /// After a restart: unfinished outgoing transfers recorded in the index are offered again
@@ -470,6 +482,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
                 perform(ok ? .peerFinished : .peerCouldNotFinish(reason), on: transfer)
             }
+        case let .resent(id, bytes): resentReceived(id, bytes: bytes, from: session)
         case let .chunk(id, index, data): chunkReceived(id, index: Int(index), data: data, from: session)
         case let .hashedChunk(id, index, hash, data): hashedChunkReceived(id, index: Int(index), hash: hash, data: data, from: session)
         case let .chunkAck(id, index, ok): ackReceived(id, index: Int(index), ok: ok, from: session)
@@ -491,9 +504,9 @@ final class TransferService: Reporting, @unchecked Sendable {
         }
         transfer.hashedFrom = transfer.prepared.isStreamed ? transfer.layout.offeredChunkCount : nil
         transfer.sessionID = session.id
+        transfer.awaitingSuccessor = false
         transfer.move(to: .offered)
         if let window = transfer.window {
-            transfer.bytesSentBefore += Int64(window.sentBytes)
             // Shown until the receiver answers with what it holds (never "0%" on a resume).
             transfer.heldBefore = max(transfer.heldBefore, Int64(window.confirmedBytes))
         }
@@ -511,8 +524,8 @@ final class TransferService: Reporting, @unchecked Sendable {
             return
         }
         let window = SendWindow(sizes: layout.chunkSizes(), have: haveSet, windowBytes: config.sendWindowBytes)
-        if transfer.neededBytes == nil { transfer.neededBytes = transfer.totalSize - Int64(window.confirmedBytes) }
         transfer.window = window
+        announceResent(transfer, have: haveSet, on: session)
         transfer.move(to: .active)
         // What the receiver already holds was not moved now: the rate counts from here.
         transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.confirmedBytes)
@@ -555,6 +568,7 @@ final class TransferService: Reporting, @unchecked Sendable {
               let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
         let batch = window.next()
         transfer.window = window
+        countSent(batch, of: transfer)
         if window.isComplete {
             // (A streamed manifest's next chunks are not hashed yet: `hashed` pumps again.)
             guard transfer.layout.isComplete else { return }
@@ -977,6 +991,8 @@ final class TransferService: Reporting, @unchecked Sendable {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
               transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
         if transfer.verified.contains(index) {
+            // (Not counted against an announced figure: a chunk the sender sent before is
+            // in it already, and one it sends for the first time was not sent twice.)
             transfer.duplicateBytes += Int64(data.count)
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
             return
@@ -1000,6 +1016,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                 if let failure {
                     if failure.kind == .hashMismatch {
                         transfer.duplicateBytes += Int64(data.count)
+                        transfer.attemptDuplicates += Int64(data.count)
                         transfer.badChunks += 1
                         if transfer.badChunks > Self.maxBadChunks {
                             perform(.tooManyBadChunks(transfer.badChunks), on: transfer)
@@ -1233,15 +1250,13 @@ final class TransferService: Reporting, @unchecked Sendable {
         if let outgoing = transfer as? OutgoingTransfer {
             done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
             direction = .send
-            if let needed = outgoing.neededBytes {
-                resent = max(0, outgoing.bytesSentBefore + Int64(outgoing.window?.sentBytes ?? 0) - needed)
-            }
+            resent = outgoing.resentBytes
         } else {
             let incoming = transfer as! IncomingTransfer
             done = incoming.verifiedBytes
             direction = .receive
             path = incoming.finalPath
-            resent = incoming.duplicateBytes
+            resent = incoming.resentBytes
         }
         let remaining = max(0, transfer.totalSize - done)
         // A rate and a time to go only while bytes move: none while paused or waiting for an

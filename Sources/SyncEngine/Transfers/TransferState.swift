@@ -73,7 +73,8 @@ public enum TransferState: String, Sendable, Codable, CaseIterable {
         switch next {
         case .paused, .failed, .cancelled: return true
         case .preparing: return self == .offered || self == .paused || self == .active
-        case .offered: return self == .preparing || self == .paused || self == .offered
+        // (From active or finishing: handed over to the session kept of two, unpaused.)
+        case .offered: return self == .preparing || self == .paused || self == .offered || self == .active || self == .finishing
         case .active: return self == .preparing || self == .offered || self == .paused
         case .finishing: return self == .active
         case .completed: return self == .finishing || self == .active
