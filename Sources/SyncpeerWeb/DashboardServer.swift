@@ -316,6 +316,8 @@ public final class DashboardServer: Sendable {
         case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
              let .pauseFolder(directory, _), let .receiveDir(directory):
             try fullPath(directory)
+        case let .shareSelected(directory, _, _):
+            try fullPath(directory)
         default:
             return
         }

@@ -129,14 +129,16 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// Shares a folder with paired peers (resolved by the caller; adding peers to an already
     /// shared folder).
-    func share(directory: String, with devices: [(key: String, name: String)]) throws(EngineError) -> ShareResult {
+    func share(directory: String, with devices: [(key: String, name: String)], only: [String]? = nil) throws(EngineError) -> ShareResult {
         try Self.checkShareable(directory)
+        let selection = try only.map(Self.validSelection)
         let result: Result<ShareResult, EngineError> = queue.sync {
             do throws(EngineError) {
                 let folder: FolderRecord
                 let keys = devices.map(\.key)
                 do {
                     if let existing = try index.folder(path: directory) {
+                        guard selection == nil else { throw EngineError.invalidArgument("\(directory) is shared already: change what it holds with 'syncpeer select'") }
                         folder = existing
                         try index.addFolderPeers(folderID: folder.id, deviceIDs: keys)
                     } else {
@@ -148,6 +150,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                                                                                  fallback: id),
                                                      sharedWith: keys)
                         try adoptRoot(of: folder)
+                        if let selection { try index.setSelection(folderID: id, paths: selection.paths) }
                     }
                 } catch { throw .wrapping(error) }
                 startFolder(folder)

@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import PeerFiles
+internal import PeerIndex
+
+/// Selective sync (`syncpeer select`): the folder holds only the selected subtrees.
+///
+/// The selection rides on the ignore patterns (`IgnorePatterns.selection`), so what lies
+/// outside is treated exactly as an ignored path: the planner never pulls it, the scanner
+/// neither records it nor reports a record of it as deleted, and a block of it is not
+/// served. Local files outside stay on disk and stay local (Syncthing's "ignored = not
+/// synced"): a file only this node has is never removed because it was deselected.
+///
+/// Narrowing frees space: a deselected file goes from disk and its record from the index
+/// only when a member's index holds the same version or a newer one (nothing is lost) and
+/// the disk still holds what was recorded (no unscanned edit); a directory goes once it is
+/// empty. The records are dropped, not turned into tombstones, so no peer is told of a
+/// deletion (as `forgetVanished` does after a power cut). Widening scans and pulls: the
+/// pull fetches what is now selected, with the usual folder states and file events.
+extension SharedFolder {
+    /// What a change of selection freed.
+    struct Freed: Equatable {
+        var files = 0
+        var bytes: Int64 = 0
+        /// Deselected files left on disk: no member holds their version, or they changed.
+        var kept = 0
+    }
+
+    /// The selection stored in the index, or nil when it cannot be read (the one in force stays).
+    func storedSelection() -> FolderSelection? {
+        guard let index, let paths = try? index.selection(folderID: id) else { return nil }
+        return try? FolderSelection(paths)
+    }
+
+    /// Puts the stored selection in force (on io, after `setSelection` stored it): frees
+    /// what was deselected, watches what is now in, then scans and pulls.
+    func selectionChanged() -> Freed {
+        loadIgnores()
+        let freed = (try? freeDeselected()) ?? Freed()
+        // The watcher skipped directories outside the old selection: watch anew.
+        watcher?.stop()
+        watcher = nil
+        startWatcher(delay: watchDelay)
+        io.async { [self] in
+            fullScan()
+            pull(paths: nil)
+        }
+        host?.folderChanged(id)
+        return freed
+    }
+
+    /// Removes the deselected files a member holds and their records, a page of records at a time.
+    private func freeDeselected() throws -> Freed {
+        guard let index, let handle = try? DirectoryHandle(path: root) else { return Freed() }
+        let selection = ignores.selection
+        let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
+        var freed = Freed()
+        var directories: [String] = []
+        var after: String?
+        while true {
+            let page = try index.files(folderID: id, afterPath: after, liveOnly: true, limit: Self.planPage, includeChunks: false)
+            guard let last = page.last?.path else { break }
+            after = last
+            let outside = page.filter { !selection.contains($0.path, isDirectory: $0.kind == .directory) }
+            directories += outside.filter { $0.kind == .directory }.map(\.path)
+            let files = outside.filter { $0.kind != .directory }
+            guard !files.isEmpty else { continue }
+            let remotes = try index.remoteFiles(folderID: id, paths: files.map(\.path), keyedBy: PathKey.init(_:))
+            var removed: [String] = []
+            for record in files {
+                let held = (remotes[PathKey(record.path)] ?? [:]).contains { device, remote in
+                    guard members.contains(device), !remote.deleted else { return false }
+                    let order = FileState(remote).version.compare(FileState(record).version)
+                    return order == .equal || order == .greater
+                }
+                guard held, removeIfUnchanged(record, under: handle) else {
+                    freed.kept += 1
+                    continue
+                }
+                removed.append(record.path)
+                freed.files += 1
+                freed.bytes += record.kind == .file ? record.size : 0
+            }
+            if !removed.isEmpty { _ = try index.removeFiles(folderID: id, paths: removed) }
+        }
+        // Deepest first (a child sorts after its parent); one that still holds anything stays.
+        var gone: [String] = []
+        for path in directories.reversed() {
+            guard let resolved = try? SafePath(path).resolve(under: handle) else { continue }
+            if resolved.existing == nil || (resolved.existing == .directory && unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) == 0) {
+                gone.append(path)
+            }
+        }
+        if !gone.isEmpty { _ = try index.removeFiles(folderID: id, paths: gone) }
+        if freed.files > 0 || freed.kept > 0 {
+            let message = "selection changed: \(freed.files) file(s) removed here (\(freed.bytes) bytes; peers keep them)"
+                + (freed.kept > 0 ? ", \(freed.kept) kept: no peer holds their version, or they changed" : "")
+            host?.queue.async { [self] in host?.emitFolder(self, reason: message) }
+        }
+        return freed
+    }
+
+    /// Unlinks the file or symlink of `record` when the disk still holds what was recorded
+    /// (kind, size, mtime, inode). A file already gone counts as removed.
+    private func removeIfUnchanged(_ record: FileRecord, under handle: DirectoryHandle) -> Bool {
+        guard let resolved = try? SafePath(record.path).resolve(under: handle) else { return false }
+        guard resolved.existing != nil else { return true }
+        var st = stat()
+        guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
+        let isLink = (st.st_mode & S_IFMT) == S_IFLNK, isFile = (st.st_mode & S_IFMT) == S_IFREG
+        guard record.kind == .symlink ? isLink : isFile else { return false }
+        if record.kind == .file {
+            let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+            guard Int64(st.st_size) == record.size, mtime == record.mtimeNs,
+                  record.inode.map({ $0 == UInt64(st.st_ino) }) ?? true else { return false }
+        }
+        guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { return false }
+        fsync(resolved.directory.fd)
+        return true
+    }
+}
