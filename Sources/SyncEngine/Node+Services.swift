@@ -113,8 +113,9 @@ extension Node {
     }
 
     /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
-    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
-        try folders.answerShare(folderID, accept: accept, into: directory)
+    /// With `only`, the folder holds only those subtrees here (`accept --only`, `select`).
+    public func answerShare(_ folderID: String, accept: Bool, into directory: String?, only: [String]? = nil) throws(EngineError) -> FolderResult {
+        try folders.answerShare(folderID, accept: accept, into: directory, only: only)
     }
 
     /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.

@@ -105,4 +105,30 @@ struct SelectiveSyncTests {
         let bad = try trio.env.cli(trio.bob, ["select", trio.folders["bob"]!, "../etc"])
         #expect(bad.status != 0 && bad.stderr.contains(".."), "\(bad.stderr)")
     }
+
+    /// `accept FOLDER --only` holds only the subtree from the first pull on; `select --all`
+    /// then fetches the rest.
+    @Test func acceptOnlyFetchesOnlyTheSubtree() throws {
+        let trio = try Sync.Trio()
+        defer { trio.env.cleanup() }
+        // Dave asks before he joins a folder (no --auto-accept).
+        let dave = try DaemonProcess(trio.env, name: "dave", arguments: [], environment: Sync.environment)
+        _ = try trio.env.pair(dave, trio.alice, autoAccepted: true)
+        try trio.alice.waitForState("connected", peer: "dave")
+        try Self.write("in", trio.path("alice", "docs/in.txt"))
+        try Self.write("out", trio.path("alice", "private/out.txt"))
+        let shared = try Self.json(try trio.env.cli(trio.alice, ["share", trio.folders["alice"]!, "--with", "dave", "--json"]))
+        let folderID = try #require(shared["folder"] as? String)
+        _ = try dave.waitFor("share_offer") { $0["folder"] as? String == folderID }
+        let copy = trio.env.home("dave-docs")
+        let accepted = try trio.env.cli(dave, ["accept", folderID, "--into", copy, "--only", "docs"])
+        try #require(accepted.status == 0, "\(accepted.stderr)")
+        try Sync.eventually("docs reaches dave") { Self.exists(copy + "/docs/in.txt") }
+        try Self.write("later", trio.path("alice", "docs/later.txt"))
+        try Sync.eventually("a later file in docs reaches dave") { Self.exists(copy + "/docs/later.txt") }
+        #expect(!Self.exists(copy + "/private"), "dave fetched a path outside --only")
+        let widened = try trio.env.cli(dave, ["select", copy, "--all"])
+        try #require(widened.status == 0, "\(widened.stderr)")
+        try Sync.eventually("the rest reaches dave once he holds everything") { Self.exists(copy + "/private/out.txt") }
+    }
 }

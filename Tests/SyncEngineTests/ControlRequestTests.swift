@@ -26,6 +26,7 @@ struct ControlRequestTests {
         .autoAccept(peer: "bob", on: false),
         .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
         .shareSelected(directory: "/tmp/docs", peers: ["bob"], only: ["photos/2026", "docs"]),
+        .acceptSelected(folder: "abcde-fghij", directory: nil, only: ["docs"]), .acceptSelected(folder: "abcde-fghij", directory: "/tmp/in", only: ["a", "b"]),
         .select(directory: "/tmp/docs", paths: nil), .select(directory: "/tmp/docs", paths: []), .select(directory: "/tmp/docs", paths: ["a", "b/c"]),
         .tree(directory: "/tmp/docs", path: nil), .tree(directory: "/tmp/docs", path: "photos"),
     ]

@@ -56,6 +56,9 @@ public enum ControlRequest: Sendable, Equatable {
     /// Shares a new folder holding only the subtrees `only` (`share --only`): op `share`
     /// with `"only"`, the selection stored before its first scan.
     case shareSelected(directory: String, peers: [String], only: [String])
+    /// Accepts a share offer holding only the subtrees `only` (`accept FOLDER --only`): op
+    /// `accept` with `"only"`, the selection stored before the folder's first pull.
+    case acceptSelected(folder: String, directory: String?, only: [String])
     /// A folder's selection (`select`); with `paths`, holds only those subtrees here (an
     /// empty list: the whole folder again).
     case select(directory: String, paths: [String]?)
@@ -119,6 +122,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
         case .shareSelected: .share
+        case .acceptSelected: .accept
         case .select: .select
         case .tree: .tree
         }
@@ -172,6 +176,10 @@ public enum ControlRequest: Sendable, Equatable {
         case let .ignores(directory, patterns):
             put("dir", directory)
             put("patterns", patterns)
+        case let .acceptSelected(folder, directory, only):
+            put("folder", folder)
+            put("dir", directory)
+            a["only"] = .array(only.map { .string($0) })
         case let .shareSelected(directory, peers, only):
             put("dir", directory)
             a["peers"] = .array(peers.map { .string($0) })
@@ -271,7 +279,12 @@ public enum ControlRequest: Sendable, Equatable {
         case .accept, .decline:
             let accept = op == .accept
             if let folder = try optional("folder") {
-                self = .answerShare(folder: folder, accept: accept, directory: try optional("dir"))
+                if accept, let only = try strings("only") {
+                    guard !only.isEmpty else { throw .invalidArgument("'accept': \"only\" needs at least one path") }
+                    self = .acceptSelected(folder: folder, directory: try optional("dir"), only: only)
+                } else {
+                    self = .answerShare(folder: folder, accept: accept, directory: try optional("dir"))
+                }
             } else if let transfer = try optional("transfer") {
                 self = .answerOffer(transfer: transfer, accept: accept, directory: try optional("dir"),
                                     follow: try flag("follow") ?? false)
