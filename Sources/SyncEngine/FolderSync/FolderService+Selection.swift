@@ -36,18 +36,26 @@ extension FolderService {
             do { base = try SafePath(String(text)).string } catch { throw .invalidArgument("\(sub): \(error.description)") }
         }
         let selection = (try? FolderSelection((try? index.selection(folderID: folder.id)) ?? [])) ?? FolderSelection()
+        let want = min(page.limit, PageRequest.maxLimit)
         let entries: [NodeIndex.TreeEntry]
         do {
             entries = try index.clusterTree(folderID: folder.id, directory: base, afterName: page.after,
-                                            limit: min(page.limit, PageRequest.maxLimit) + 1)
+                                            limit: want + 1)
         } catch { throw .wrapping(error) }
-        let shown = entries.prefix(page.limit)
-        let items = shown.map { entry in
+        // Names come in SQLite's byte order, which the cursor follows (Swift's String order
+        // is not byte order); a page also ends before `PageRequest.maxBytes` of JSON, as every
+        // list does (a path may be 4 KiB: 1,000 of them would pass the line limit).
+        var items: [TreeItem] = []
+        var bytes = 0
+        for entry in entries.prefix(want) {
             let path = base.isEmpty ? entry.name : base + "/" + entry.name
             let held = selection.holdsAll(under: path) ? "all" : entry.isDirectory && selection.overlaps(path) ? "some" : "none"
-            return TreeItem(path: path, name: entry.name, directory: entry.isDirectory, files: entry.files, bytes: entry.bytes,
-                            localFiles: entry.localFiles, localBytes: entry.localBytes, selected: held)
+            let item = TreeItem(path: path, name: entry.name, directory: entry.isDirectory, files: entry.files, bytes: entry.bytes,
+                                localFiles: entry.localFiles, localBytes: entry.localBytes, selected: held)
+            bytes += JSONValue(encoding: item).encodedLine().utf8.count + 1
+            if !items.isEmpty, bytes > PageRequest.maxBytes, page.limit != .max { return ListPage(items: items, next: items.last?.name) }
+            items.append(item)
         }
-        return ListPage(items: Array(items), next: entries.count > page.limit ? shown.last?.name : nil)
+        return ListPage(items: items, next: entries.count > items.count ? items.last?.name : nil)
     }
 }
