@@ -64,6 +64,11 @@ struct SelectiveSyncTests {
             #expect(!Self.exists(trio.path("bob", path)), "bob fetched \(path) outside his selection")
         }
         #expect(Self.exists(trio.path("bob", "other/bob-only.txt")), "bob's own file outside the selection was removed")
+        // Bob's status counts nothing he left out as missing.
+        try Sync.eventually("bob in sync with alice for what he holds") {
+            let peers = ((try? Sync.folderStatus(trio, trio.bob))?["peers"] as? [[String: Any]]) ?? []
+            return peers.count == 1 && peers[0]["outOfSyncFiles"] as? Int == 0 && peers[0]["percent"] as? Int == 100
+        }
 
         // The cluster's tree, as bob sees it: what there is, what he holds.
         var tree = try trio.env.cli(trio.bob, ["tree", bobRoot, "--json"])

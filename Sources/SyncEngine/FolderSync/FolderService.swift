@@ -227,7 +227,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         let twins = folder.nameTwins.current
         var peers: [FolderPeer] = []
         for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
+            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
                 VersionVector($0) != VersionVector($1)
             }) ?? RemoteComparison()
             let outFiles = comparison.outOfSyncFiles

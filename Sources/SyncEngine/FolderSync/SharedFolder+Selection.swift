@@ -4,6 +4,7 @@ internal import Glibc
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// Selective sync (`syncpeer select`): the folder holds only the selected subtrees.
 ///
@@ -26,6 +27,13 @@ extension SharedFolder {
         var bytes: Int64 = 0
         /// Deselected files left on disk: no member holds their version, or they changed.
         var kept = 0
+    }
+
+    /// Whether this node holds a path (is a directory): for status, which counts nothing
+    /// outside the selection as missing. Nil while the whole folder is held.
+    var holds: ((String, Bool) -> Bool)? {
+        guard let selection = servedIgnores.withLock({ $0?.selection }), !selection.isEverything else { return nil }
+        return { selection.contains($0, isDirectory: $1) }
     }
 
     /// The selection stored in the index, or nil when it cannot be read (the one in force stays).
