@@ -23,20 +23,21 @@ struct SelectiveSyncTests {
     @Test func narrowingFreesWideningFetchesAndOthersKeepSyncing() throws {
         let trio = try Sync.Trio()
         defer { trio.env.cleanup() }
-        for (path, text) in [("keep/a.txt", "a"), ("keep/sub/b.txt", "b"), ("other/c.txt", "c"), ("top.txt", "top")] {
+        for (path, text) in [("keep/a.txt", "a"), ("keep/sub/b.txt", "b"), ("other/c.txt", "c"), ("top.txt", "top"), ("other b/x.txt", "x")] {
             try Self.write(text, trio.path("alice", path))
         }
         try TestFiles.random(trio.path("alice", "other/big.bin"), size: 300_000)
         try trio.share()
-        try Sync.eventually("the first sync\n\(Sync.describe(trio))") { Sync.converged(trio) && Sync.tree(trio.folders["bob"]!).count == 8 }
+        try Sync.eventually("the first sync\n\(Sync.describe(trio))") { Sync.converged(trio) && Sync.tree(trio.folders["bob"]!).count == 10 }
 
         // Narrowing on bob frees what alice and carol hold, and tells nobody to delete it.
         let bobRoot = trio.folders["bob"]!
         let narrowed = try Self.json(try trio.env.cli(trio.bob, ["select", bobRoot, "keep", "--json"]))
         #expect(narrowed["selected"] as? [String] == ["keep"])
-        #expect(narrowed["freedFiles"] as? Int == 3, "\(narrowed)")
-        #expect(narrowed["freedBytes"] as? Int == 300_000 + 1 + 3, "\(narrowed)")
-        #expect(!Self.exists(trio.path("bob", "other")) && !Self.exists(trio.path("bob", "top.txt")))
+        #expect(narrowed["freedFiles"] as? Int == 4, "\(narrowed)")
+        #expect(narrowed["freedBytes"] as? Int == 300_000 + 1 + 3 + 1, "\(narrowed)")
+        // "other b" sorts between "other" and "other/c.txt": both folders go all the same.
+        #expect(!Self.exists(trio.path("bob", "other")) && !Self.exists(trio.path("bob", "top.txt")) && !Self.exists(trio.path("bob", "other b")))
         #expect(Self.exists(trio.path("bob", "keep/sub/b.txt")))
 
         // Alice changes inside and outside bob's selection; carol changes outside it; bob makes
@@ -80,7 +81,7 @@ struct SelectiveSyncTests {
         try #require(tree.status == 0, "\(tree.stderr)")
         let items = try tree.stdout.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
         let byName = Dictionary(uniqueKeysWithValues: items.map { ($0["name"] as? String ?? "?", $0) })
-        #expect(items.map { $0["name"] as? String } == ["keep", "other", "top.txt"], "\(tree.stdout)")
+        #expect(items.map { $0["name"] as? String } == ["keep", "other", "other b", "top.txt"], "\(tree.stdout)")
         #expect(byName["keep"]?["selected"] as? String == "all" && byName["other"]?["selected"] as? String == "none")
         #expect(byName["other"]?["files"] as? Int == 4 && byName["other"]?["localFiles"] as? Int == 0, "\(tree.stdout)")
         #expect(byName["keep"]?["localFiles"] as? Int == 3 && byName["top.txt"]?["directory"] as? Bool == false, "\(tree.stdout)")

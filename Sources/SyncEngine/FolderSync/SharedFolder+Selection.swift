@@ -59,25 +59,38 @@ extension SharedFolder {
         return freed
     }
 
-    /// Removes the deselected files a member holds and their records, a page of records at a time.
+    /// Removes the deselected files a member holds and their records, a page of records at a
+    /// time, and each deselected directory once its subtree is passed and empty. The subtree
+    /// of "d" is exactly the paths between "d/" and "d0" in byte order ('0' follows '/'), so a
+    /// directory is done once a path at or after "d0" comes: the open ones nest, at most one
+    /// per component of a path, whatever the size of the folder.
     private func freeDeselected() throws -> Freed {
         guard let index, let handle = try? DirectoryHandle(path: root) else { return Freed() }
         let selection = ignores.selection
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         var freed = Freed()
-        var directories: [String] = []
+        var open: [String] = []
+        var removed: [String] = []
+        func close(before path: String?) {
+            while let top = open.last, path.map({ !Array($0.utf8).lexicographicallyPrecedes(Array((top + "0").utf8)) }) ?? true {
+                open.removeLast()
+                if removeIfEmpty(top, under: handle) { removed.append(top) }
+            }
+        }
         var after: String?
         while true {
             let page = try index.files(folderID: id, afterPath: after, liveOnly: true, limit: Self.planPage, includeChunks: false)
             guard let last = page.last?.path else { break }
             after = last
             let outside = page.filter { !selection.contains($0.path, isDirectory: $0.kind == .directory) }
-            directories += outside.filter { $0.kind == .directory }.map(\.path)
-            let files = outside.filter { $0.kind != .directory }
-            guard !files.isEmpty else { continue }
-            let remotes = try index.remoteFiles(folderID: id, paths: files.map(\.path), keyedBy: PathKey.init(_:))
-            var removed: [String] = []
-            for record in files {
+            let files = outside.filter { $0.kind != .directory }.map(\.path)
+            let remotes = files.isEmpty ? [:] : try index.remoteFiles(folderID: id, paths: files, keyedBy: PathKey.init(_:))
+            for record in outside {
+                close(before: record.path)
+                if record.kind == .directory {
+                    open.append(record.path)
+                    continue
+                }
                 let held = (remotes[PathKey(record.path)] ?? [:]).contains { device, remote in
                     guard members.contains(device), !remote.deleted else { return false }
                     let order = FileState(remote).version.compare(FileState(record).version)
@@ -92,22 +105,23 @@ extension SharedFolder {
                 freed.bytes += record.kind == .file ? record.size : 0
             }
             if !removed.isEmpty { _ = try index.removeFiles(folderID: id, paths: removed) }
+            removed = []
         }
-        // Deepest first (a child sorts after its parent); one that still holds anything stays.
-        var gone: [String] = []
-        for path in directories.reversed() {
-            guard let resolved = try? SafePath(path).resolve(under: handle) else { continue }
-            if resolved.existing == nil || (resolved.existing == .directory && unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) == 0) {
-                gone.append(path)
-            }
-        }
-        if !gone.isEmpty { _ = try index.removeFiles(folderID: id, paths: gone) }
+        close(before: nil)
+        if !removed.isEmpty { _ = try index.removeFiles(folderID: id, paths: removed) }
         if freed.files > 0 || freed.kept > 0 {
             let message = "selection changed: \(freed.files) file(s) removed here (\(freed.bytes) bytes; peers keep them)"
                 + (freed.kept > 0 ? ", \(freed.kept) kept: no peer holds their version, or they changed" : "")
             host?.queue.async { [self] in host?.emitFolder(self, reason: message) }
         }
         return freed
+    }
+
+    /// Removes the directory at `path` if it is empty (or already gone).
+    private func removeIfEmpty(_ path: String, under handle: DirectoryHandle) -> Bool {
+        guard let resolved = try? SafePath(path).resolve(under: handle) else { return false }
+        guard let kind = resolved.existing else { return true }
+        return kind == .directory && unlinkat(resolved.directory.fd, resolved.name, AT_REMOVEDIR) == 0
     }
 
     /// Unlinks the file or symlink of `record` when the disk still holds what was recorded
