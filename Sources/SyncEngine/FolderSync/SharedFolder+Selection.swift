@@ -138,8 +138,9 @@ extension SharedFolder {
             guard Int64(st.st_size) == record.size, mtime == record.mtimeNs,
                   record.inode.map({ $0 == UInt64(st.st_ino) }) ?? true else { return false }
         }
-        guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { return false }
-        fsync(resolved.directory.fd)
-        return true
+        // Not synced to disk: a file a crash brings back lies outside the selection, ignored,
+        // and its record is gone; widening finds it with the content peers hold (no conflict).
+        // (An fsync of the directory per file made freeing 10,000 files take 48 s.)
+        return unlinkat(resolved.directory.fd, resolved.name, 0) == 0
     }
 }
