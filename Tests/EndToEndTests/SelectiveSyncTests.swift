@@ -137,4 +137,23 @@ struct SelectiveSyncTests {
         try #require(widened.status == 0, "\(widened.stderr)")
         try Sync.eventually("the rest reaches dave once he holds everything") { Self.exists(copy + "/private/out.txt") }
     }
+
+    /// A deselected file no peer holds (bob wrote it while alone) stays on bob's disk:
+    /// narrowing never loses the only copy.
+    @Test func narrowingKeepsWhatOnlyThisDeviceHolds() throws {
+        let trio = try Sync.Trio()
+        defer { trio.env.cleanup() }
+        try Self.write("shared", trio.path("alice", "other/shared.txt"))
+        try Self.write("k", trio.path("alice", "keep/k.txt"))
+        try trio.share()
+        try Sync.eventually("the first sync") { Self.exists(trio.path("bob", "other/shared.txt")) && Self.exists(trio.path("bob", "keep/k.txt")) }
+        let before = try Sync.folderStatus(trio, trio.bob)["files"] as? Int ?? 0
+        _ = trio.alice.stop()
+        try Self.write("only bob has this", trio.path("bob", "other/own.txt"))
+        try Sync.eventually("bob records his file") { ((try? Sync.folderStatus(trio, trio.bob))?["files"] as? Int ?? 0) > before }
+        let narrowed = try Self.json(try trio.env.cli(trio.bob, ["select", trio.folders["bob"]!, "keep", "--json"]))
+        #expect(narrowed["freedFiles"] as? Int == 1 && narrowed["keptFiles"] as? Int == 1, "\(narrowed)")
+        #expect(!Self.exists(trio.path("bob", "other/shared.txt")))
+        #expect((try? String(contentsOfFile: trio.path("bob", "other/own.txt"), encoding: .utf8)) == "only bob has this")
+    }
 }
