@@ -324,8 +324,9 @@ extension NodeIndex {
     /// entries, and the entries we lack (its tombstones of paths we never had aside) or hold
     /// with another version, with the bytes of the live ones. Versions whose JSON texts are
     /// equal are the same; for texts that differ, `versionsDiffer` decides (equal counters
-    /// can be written differently, e.g. with a counter of 0).
-    public func compareRemote(folderID: String, deviceID: String,
+    /// can be written differently, e.g. with a counter of 0). `counts` (path, is a directory)
+    /// leaves out paths this node does not hold (selective sync).
+    public func compareRemote(folderID: String, deviceID: String, counts: ((String, Bool) -> Bool)? = nil,
                               versionsDiffer: ([String: UInt64], [String: UInt64]) -> Bool) throws(IndexError) -> RemoteComparison {
         try read { db in
             var result = RemoteComparison()
@@ -338,7 +339,7 @@ extension NodeIndex {
             }
             let candidates = try db.cachedStatement(
                 """
-                SELECT r.deleted, r.size, r.version, l.version
+                SELECT r.deleted, r.size, r.version, l.version, r.path, r.kind
                 FROM remote_files AS r LEFT JOIN files AS l ON l.folder_id = r.folder_id AND l.path = r.path
                 WHERE r.folder_id = ? AND r.device_id = ?
                   AND ((l.file_id IS NULL AND r.deleted = 0) OR (l.file_id IS NOT NULL AND l.version <> r.version))
@@ -350,6 +351,7 @@ extension NodeIndex {
                     if let theirs = VersionJSON.decode(candidates.string(at: 2) ?? ""), let ours = VersionJSON.decode(local),
                        !versionsDiffer(ours, theirs) { continue }
                 }
+                if let counts, !counts(candidates.string(at: 4) ?? "", candidates.string(at: 5) == "directory") { continue }
                 result.outOfSyncFiles += 1
                 if candidates.int64(at: 0) != 1 { result.outOfSyncBytes += candidates.int64(at: 1) ?? 0 }
             }

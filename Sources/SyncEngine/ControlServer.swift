@@ -146,6 +146,14 @@ public final class ControlServer: @unchecked Sendable {
                 }
             case let .share(directory, peers):
                 reply.success(id, try node.share(directory: directory, with: peers))
+            case let .shareSelected(directory, peers, only):
+                reply.success(id, try node.share(directory: directory, with: peers, only: only))
+            case let .acceptSelected(folder, directory, only):
+                reply.success(id, try node.answerShare(folder, accept: true, into: directory, only: only))
+            case let .select(directory, paths):
+                reply.success(id, try node.select(directory: directory, paths: paths))
+            case let .tree(directory, path):
+                reply.page(id, try node.tree(directory: directory, path: path, page: page))
             case let .unshare(directory):
                 reply.success(id, try node.unshare(directory: directory))
             case let .confirm(directory):

@@ -75,7 +75,8 @@ extension Node {
 
 extension Node {
     /// Shares a folder with paired peers (adding peers to an already shared folder).
-    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> ShareResult {
+    /// With `only`, a new folder holds only those subtrees here (`share --only`, `select`).
+    public func share(directory: String, with peerTexts: [String], only: [String]? = nil) throws(EngineError) -> ShareResult {
         // What is wrong with the folder first: a typo in the path is the likelier mistake.
         try FolderService.checkShareable(directory)
         let resolved: Result<[(key: String, name: String)], EngineError> = queue.sync {
@@ -92,7 +93,18 @@ extension Node {
                 return .success(devices)
             } catch { return .failure(error) }
         }
-        return try folders.share(directory: directory, with: try resolved.get())
+        return try folders.share(directory: directory, with: try resolved.get(), only: only)
+    }
+
+    /// `select DIR [PATH ...]`: the subtrees this node holds of a folder; with `paths`,
+    /// changes them (empty: the whole folder), freeing or fetching what changed.
+    public func select(directory: String, paths: [String]?) throws(EngineError) -> SelectionResult {
+        try folders.select(directory: directory, paths: paths)
+    }
+
+    /// `tree DIR [PATH]`: one level of the folder's tree as the cluster has it, paged.
+    public func tree(directory: String, path: String?, page: PageRequest = .everything) throws(EngineError) -> ListPage<TreeItem> {
+        try folders.tree(directory: directory, path: path, page: page)
     }
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
@@ -101,8 +113,9 @@ extension Node {
     }
 
     /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
-    public func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
-        try folders.answerShare(folderID, accept: accept, into: directory)
+    /// With `only`, the folder holds only those subtrees here (`accept --only`, `select`).
+    public func answerShare(_ folderID: String, accept: Bool, into directory: String?, only: [String]? = nil) throws(EngineError) -> FolderResult {
+        try folders.answerShare(folderID, accept: accept, into: directory, only: only)
     }
 
     /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.

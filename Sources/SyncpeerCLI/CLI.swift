@@ -27,6 +27,8 @@ public enum CLI {
         ReceiveDirCommand.self,
         PauseCommand.self,
         ResumeFolderCommand.self,
+        SelectCommand.self,
+        TreeCommand.self,
         StatusCommand.self,
         GuiCommand.self,
         ConflictsCommand.self,

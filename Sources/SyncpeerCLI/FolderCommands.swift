@@ -15,21 +15,27 @@ struct ShareCommand: Command {
         Patterns in .syncpeerignore at the root (globs, **, ! negation, # comments) stay
         local: the file itself is never synced, and a peer's is never applied here.
         """,
-        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)")],
+        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)"),
+                  OptionSpec("only", .repeating("PATH"), help: "hold only this subtree here (repeatable; see 'syncpeer select')")],
         arguments: [ArgumentSpec("DIR", help: "the folder to share")],
         examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol"])
 
     let directory: String
     let peers: [String]
+    let only: [String]
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
-        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+        let root = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
+        directory = root
         peers = arguments.all("with")
+        only = try arguments.all("only").map { path throws(CLIError) in try SelectCommand.relative(path, in: root) }
         if peers.isEmpty { throw .usage("'syncpeer share' needs --with PEER (at least one)") }
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.call(.share(directory: directory, peers: peers), as: ShareResult.self)
+        let request: ControlRequest = only.isEmpty ? .share(directory: directory, peers: peers)
+                                                   : .shareSelected(directory: directory, peers: peers, only: only)
+        let result = try context.call(request, as: ShareResult.self)
         let names = result.peers.map(\.name).joined(separator: ", ")
         context.print(result, text: "Sharing \(directory) as folder \(result.folder) with \(names)")
         return ExitCode.success

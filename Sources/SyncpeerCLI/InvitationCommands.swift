@@ -27,19 +27,23 @@ struct AnswerCommand {
             name: accept ? "accept" : "decline",
             abstract: accept ? "accept an invitation (pin the peer's key) or an offer of files (receive it)"
                              : "decline an invitation (nothing of the peer is kept) or an offer of files",
-            options: accept ? [OptionSpec("into", .value("DIR"), help: "for an offer: where to put it (default: the daemon's receive folder)")] : [],
+            options: accept ? [OptionSpec("into", .value("DIR"), help: "for an offer: where to put it (default: the daemon's receive folder)"),
+                               OptionSpec("only", .repeating("PATH"), help: "for a folder: hold only this subtree here (repeatable; see 'syncpeer select')")] : [],
             arguments: [ArgumentSpec("ID", help: "an invitation ID ('syncpeer invitations') or a transfer ID ('syncpeer transfers'): any unique prefix, in any case")],
             examples: accept ? ["syncpeer accept K7Q2PX", "syncpeer accept 3f9a2c71 --into ~/Incoming"]
                              : ["syncpeer decline K7Q2PX"])
     }
 
-    static func run(_ id: String, accept: Bool, into directory: String?, _ context: CommandContext) throws(CLIError) -> Int32 {
+    static func run(_ id: String, accept: Bool, into directory: String?, only: [String] = [], _ context: CommandContext) throws(CLIError) -> Int32 {
         // Folder IDs look like "abcde-fghij".
         if id.wholeMatch(of: #/[a-z2-7]{5}-[a-z2-7]{5}/#) != nil {
-            let result = try context.call(.answerShare(folder: id, accept: accept, directory: directory), as: FolderResult.self)
+            let request: ControlRequest = only.isEmpty ? .answerShare(folder: id, accept: accept, directory: directory)
+                                                       : .acceptSelected(folder: id, directory: directory, only: only)
+            let result = try context.call(request, as: FolderResult.self)
             context.print(result, text: accept ? "Accepted folder \(id) into \(result.path ?? "?")" : "Declined folder \(id)")
             return ExitCode.success
         }
+        guard only.isEmpty else { throw .usage("--only is for a folder ID (abcde-fghij)") }
         // Any unique prefix of an invitation ID or of an offer's transfer ID, in any case.
         let invitations = try context.all(.invitations, as: [InvitationInfo].self)
         let offers = try context.all(.transfers, as: [TransferInfo].self).filter { $0.direction == .receive && $0.state == .offered }
@@ -74,11 +78,13 @@ struct AcceptCommand: Command {
     static let spec = AnswerCommand.spec(accept: true)
     let id: String
     let directory: String?
+    let only: [String]
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         id = arguments.positionals[0]
         directory = arguments.value("into").map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        only = arguments.all("only")
     }
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try AnswerCommand.run(id, accept: true, into: directory, context) }
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 { try AnswerCommand.run(id, accept: true, into: directory, only: only, context) }
 }
 
 struct DeclineCommand: Command {

@@ -104,6 +104,16 @@ enum DashboardAssets {
       </div>
     </form>
 
+    <form id="select-editor" class="pair-form" hidden>
+      <p>What this device holds of <strong id="select-for"></strong>, as the other devices have it: checked items are synced here; the rest is neither fetched nor deleted, the other devices keep it. Unchecked files that another device holds are removed here when you save.</p>
+      <ul id="select-tree" class="sub tree"></ul>
+      <div class="row">
+        <button type="submit" class="select-save">Save selection</button>
+        <button type="button" id="select-everything">Hold everything</button>
+        <button type="button" id="select-cancel">Close</button>
+      </div>
+    </form>
+
     <form id="share-form" class="pair-form">
       <label for="share-dir">Share a folder of this machine (its full path) with</label>
       <div class="row">
@@ -754,6 +764,85 @@ function meter(pct, label, text) {
     el('progress', { class: 'meter', max: 100, value: pct, 'aria-label': label }, pct + '%'),
     el('span', { class: 'pct' }, pct + '%' + text));
 }
+/** The one editor of a folder's selection (`select`): the cluster's tree (`tree`), a level at
+ * a time, with a checkbox per name. A folder's box is mixed when only some of it is held; its
+ * items show once it is opened. Saving sends the smallest list of checked paths: a checked
+ * item covers what is below it, and a mixed folder never opened keeps what was selected in it. */
+let editingSelection = null;
+async function editSelection(dir, label, r) {
+  editingSelection = { dir, label, original: arr(r && r.selected).map(str) };
+  $('select-for').textContent = label;
+  $('select-editor').hidden = false;
+  await treeLevel($('select-tree'), '', null);
+}
+async function treeLevel(list, path, parentBox) {
+  fill(list, [empty('Loading…')]);
+  const items = await apiList(path ? { op: 'tree', dir: editingSelection.dir, path } : { op: 'tree', dir: editingSelection.dir });
+  fill(list, items.length ? items.map((t) => treeRow(t, parentBox)) : [empty('Nothing there.')]);
+}
+function treeRow(t, parentBox) {
+  // Below a box the user set, the items follow it; below an untouched one, the daemon says.
+  const inherit = parentBox && !parentBox.indeterminate;
+  const box = el('input', { type: 'checkbox', class: 'hold', data: { path: str(t.path) }, 'aria-label': 'hold ' + str(t.path) + ' here' });
+  box.checked = inherit ? parentBox.checked : t.selected === 'all';
+  box.indeterminate = !inherit && t.selected === 'some';
+  const kids = el('ul', { class: 'sub tree' });
+  box.addEventListener('change', () => {
+    box.indeterminate = false;
+    kids.querySelectorAll('input.hold').forEach((c) => { c.checked = box.checked; c.indeterminate = false; });
+    mixParents(box);
+  });
+  let open = null;
+  if (t.directory) {
+    open = el('button', { type: 'button', class: 'open' }, 'Open');
+    open.addEventListener('click', () => {
+      open.disabled = true;
+      treeLevel(kids, str(t.path), box).catch((e) => notice(`Listing ${str(t.path)} failed: ${e.message}`, true));
+    });
+  }
+  return el('li', null, el('label', null, box, ' ', bdi(str(t.name) + (t.directory ? '/' : '')), ' ',
+    el('span', { class: 'meta' }, dots(plural(t.files, 'file'), bytes(t.bytes), bytes(t.localBytes) + ' here'))), ' ', open, kids);
+}
+/** A folder's box after one of its items changed: checked, unchecked or mixed. */
+function mixParents(box) {
+  for (let li = box.closest('li').parentElement.closest('li'); li && $('select-tree').contains(li); li = li.parentElement.closest('li')) {
+    const own = li.querySelector(':scope > label > input.hold');
+    const items = [...li.querySelectorAll(':scope > ul > li > label > input.hold')];
+    const all = items.every((c) => c.checked && !c.indeterminate), none = items.every((c) => !c.checked && !c.indeterminate);
+    own.checked = all;
+    own.indeterminate = !all && !none;
+  }
+}
+function chosenPaths(list) {
+  const paths = [];
+  for (const li of list.querySelectorAll(':scope > li')) {
+    const box = li.querySelector(':scope > label > input.hold');
+    if (!box) continue;
+    const path = box.dataset.path, kids = li.querySelector(':scope > ul');
+    if (box.checked && !box.indeterminate) paths.push(path);
+    else if (box.indeterminate && kids.querySelector('input.hold')) paths.push(...chosenPaths(kids));
+    else if (box.indeterminate) paths.push(...editingSelection.original.filter((p) => p.startsWith(path + '/')));
+  }
+  return paths;
+}
+function saveSelection(paths, button) {
+  const { dir, label } = editingSelection;
+  act(button, 'select|save', { op: 'select', dir, paths }, `Save the selection of ${label}`, { refresh: ['folders'], ok: (r) => {
+    notice(paths.length ? `${label} holds ${paths.length} item(s) here now; ${plural(r && r.freedFiles, 'file')} freed.`
+                        : `${label} is held whole here again; what is missing is fetched.`);
+    $('select-editor').hidden = true;
+    editingSelection = null;
+  } });
+}
+$('select-cancel').addEventListener('click', () => { $('select-editor').hidden = true; editingSelection = null; });
+$('select-everything').addEventListener('click', (e) => { if (editingSelection) saveSelection([], e.target); });
+$('select-editor').addEventListener('submit', (e) => {
+  e.preventDefault();
+  if (!editingSelection) return;
+  const paths = chosenPaths($('select-tree'));
+  if (!paths.length) { notice('Check at least one item, or hold everything.', true); return; }
+  saveSelection(paths, $('select-editor').querySelector('.select-save'));
+});
 
 function renderFolders() {
   const f = st.folders || {};
@@ -801,6 +890,8 @@ function folderItem(f) {
           { refresh: ['folders'], ok: () => notice(`Paused ${str(f.label || f.path)}: nothing is scanned or pulled until you resume it.`) }),
       button('Ignore patterns', 'ignores', { op: 'ignores', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
         { ok: (r) => editIgnores(str(f.path), str(f.label || f.path), r) }),
+      button('Selection', 'select', { op: 'select', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
+        { ok: (r) => editSelection(str(f.path), str(f.label || f.path), r).catch((e) => notice(`Selection failed: ${e.message}`, true)) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
       button('Unshare', 'unshare', { op: 'unshare', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
@@ -1188,6 +1279,7 @@ main > section { min-width: 0; padding: .3rem 1rem 1rem; background: var(--card)
 .list > li:first-child { border-top: 0; }
 .list > li > p, .list > li > h3 { margin: .1rem 0; }
 .sub > li { margin: .3rem 0; padding: .25rem 0 .25rem .6rem; border-left: 3px solid var(--line); }
+.tree .tree { margin-left: 1rem; }
 .empty { color: var(--muted); font-style: italic; }
 .meta { color: var(--muted); font-size: .9rem; }
 .sid { font-family: ui-monospace, monospace; font-size: .85em; color: var(--muted); }

@@ -47,6 +47,7 @@ public final class DashboardServer: Sendable {
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
         .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename, .receiveDir,
+        .select, .tree,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -308,13 +309,15 @@ public final class DashboardServer: Sendable {
         switch request {
         case let .answerOffer(_, _, directory, follow) where directory != nil || follow:
             throw .invalidArgument("the dashboard accepts files into the receive directory only")
-        case let .answerShare(_, _, directory) where directory != nil:
+        case let .answerShare(_, _, directory) where directory != nil, let .acceptSelected(_, directory, _) where directory != nil:
             throw .invalidArgument("the dashboard accepts folders into the receive directory only")
         case let .send(path, _, _, spool, detach):
             guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
             try fullPath(path)
         case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
              let .pauseFolder(directory, _), let .receiveDir(directory):
+            try fullPath(directory)
+        case let .shareSelected(directory, _, _), let .select(directory, _), let .tree(directory, _):
             try fullPath(directory)
         default:
             return

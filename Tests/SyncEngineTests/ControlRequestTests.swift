@@ -25,6 +25,10 @@ struct ControlRequestTests {
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
         .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
+        .shareSelected(directory: "/tmp/docs", peers: ["bob"], only: ["photos/2026", "docs"]),
+        .acceptSelected(folder: "abcde-fghij", directory: nil, only: ["docs"]), .acceptSelected(folder: "abcde-fghij", directory: "/tmp/in", only: ["a", "b"]),
+        .select(directory: "/tmp/docs", paths: nil), .select(directory: "/tmp/docs", paths: []), .select(directory: "/tmp/docs", paths: ["a", "b/c"]),
+        .tree(directory: "/tmp/docs", path: nil), .tree(directory: "/tmp/docs", path: "photos"),
     ]
 
     @Test(arguments: samples)

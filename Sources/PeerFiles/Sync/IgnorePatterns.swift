@@ -63,6 +63,8 @@ public struct IgnorePatterns: Sendable, Equatable {
     }
 
     let rules: [Rule]
+    /// The subtrees this node holds (`syncpeer select`): what lies outside is ignored too.
+    public var selection = FolderSelection()
 
     /// No rules: only the built-in exclusions apply.
     public init() { rules = [] }
@@ -132,6 +134,7 @@ public struct IgnorePatterns: Sendable, Equatable {
     func ignoresEntry(_ components: ArraySlice<[UInt8]>, isDirectory: Bool) -> Bool {
         guard let name = components.last else { return false }
         if Self.isBuiltInIgnored(name: name) || (components.count == 1 && name == Self.fileBytes) { return true }
+        if !selection.contains(components, isDirectory: isDirectory) { return true }
         for rule in rules.reversed() where Self.matches(rule, components, isDirectory: isDirectory) {
             return !rule.negated
         }
@@ -141,7 +144,7 @@ public struct IgnorePatterns: Sendable, Equatable {
     /// Same as `ignoresEntry` for a path given as its parent's components plus a name.
     func ignoresEntry(parent: [[UInt8]], name: [UInt8], isDirectory: Bool) -> Bool {
         if Self.isBuiltInIgnored(name: name) || (parent.isEmpty && name == Self.fileBytes) { return true }
-        if rules.isEmpty { return false }
+        if rules.isEmpty && selection.isEverything { return false }
         var components = parent
         components.append(name)
         return ignoresEntry(components[...], isDirectory: isDirectory)

@@ -53,6 +53,17 @@ public enum ControlRequest: Sendable, Equatable {
     /// Accepts a peer's offers of files without asking, or (`folders`) its shared folders:
     /// two switches, folders off unless turned on.
     case autoAccept(peer: String, on: Bool, folders: Bool = false)
+    /// Shares a new folder holding only the subtrees `only` (`share --only`): op `share`
+    /// with `"only"`, the selection stored before its first scan.
+    case shareSelected(directory: String, peers: [String], only: [String])
+    /// Accepts a share offer holding only the subtrees `only` (`accept FOLDER --only`): op
+    /// `accept` with `"only"`, the selection stored before the folder's first pull.
+    case acceptSelected(folder: String, directory: String?, only: [String])
+    /// A folder's selection (`select`); with `paths`, holds only those subtrees here (an
+    /// empty list: the whole folder again).
+    case select(directory: String, paths: [String]?)
+    /// The cluster's tree of a folder below `path` (the root when nil), one level, paged.
+    case tree(directory: String, path: String?)
     /// Streams every event until the client disconnects.
     case events
     /// The last events the daemon kept (at most 1,000, newest first; a list).
@@ -70,6 +81,7 @@ public enum ControlRequest: Sendable, Equatable {
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
+        case select, tree
     }
 
     public var op: Op {
@@ -109,6 +121,10 @@ public enum ControlRequest: Sendable, Equatable {
         case .activity: .activity
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
+        case .shareSelected: .share
+        case .acceptSelected: .accept
+        case .select: .select
+        case .tree: .tree
         }
     }
 
@@ -160,6 +176,20 @@ public enum ControlRequest: Sendable, Equatable {
         case let .ignores(directory, patterns):
             put("dir", directory)
             put("patterns", patterns)
+        case let .acceptSelected(folder, directory, only):
+            put("folder", folder)
+            put("dir", directory)
+            a["only"] = .array(only.map { .string($0) })
+        case let .shareSelected(directory, peers, only):
+            put("dir", directory)
+            a["peers"] = .array(peers.map { .string($0) })
+            a["only"] = .array(only.map { .string($0) })
+        case let .select(directory, paths):
+            put("dir", directory)
+            if let paths { a["paths"] = .array(paths.map { .string($0) }) }
+        case let .tree(directory, path):
+            put("dir", directory)
+            put("path", path)
         case let .pauseFolder(directory, _):
             put("dir", directory)
         case let .resolve(path, keep):
@@ -190,7 +220,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// Whether the answer is a list, answered a page at a time (`PageRequest`).
     public var isPaged: Bool {
         switch self {
-        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity: true
+        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity, .tree: true
         default: false
         }
     }
@@ -219,6 +249,13 @@ public enum ControlRequest: Sendable, Equatable {
             guard let text = value.stringValue else { throw .invalidArgument("'\(name)': \"\(key)\" must be a string") }
             return text
         }
+        func strings(_ key: String) throws(EngineError) -> [String]? {
+            guard let value = request[key], value != .null else { return nil }
+            guard let list = value.arrayValue, case let texts = list.compactMap(\.stringValue), texts.count == list.count else {
+                throw .invalidArgument("'\(name)': \"\(key)\" must be a list of strings")
+            }
+            return texts
+        }
         func flag(_ key: String) throws(EngineError) -> Bool? {
             guard let value = request[key], value != .null else { return nil }
             guard let flag = value.boolValue else { throw .invalidArgument("'\(name)' takes \"\(key)\": true or false") }
@@ -242,7 +279,12 @@ public enum ControlRequest: Sendable, Equatable {
         case .accept, .decline:
             let accept = op == .accept
             if let folder = try optional("folder") {
-                self = .answerShare(folder: folder, accept: accept, directory: try optional("dir"))
+                if accept, let only = try strings("only") {
+                    guard !only.isEmpty else { throw .invalidArgument("'accept': \"only\" needs at least one path") }
+                    self = .acceptSelected(folder: folder, directory: try optional("dir"), only: only)
+                } else {
+                    self = .answerShare(folder: folder, accept: accept, directory: try optional("dir"))
+                }
             } else if let transfer = try optional("transfer") {
                 self = .answerOffer(transfer: transfer, accept: accept, directory: try optional("dir"),
                                     follow: try flag("follow") ?? false)
@@ -257,7 +299,12 @@ public enum ControlRequest: Sendable, Equatable {
             guard let list = request["peers"]?.arrayValue, !list.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
             let peers = list.compactMap(\.stringValue)
             guard peers.count == list.count else { throw .invalidArgument("'share': \"peers\" must be a list of strings") }
-            self = .share(directory: try string("dir"), peers: peers)
+            if let only = try strings("only") {
+                guard !only.isEmpty else { throw .invalidArgument("'share': \"only\" needs at least one path") }
+                self = .shareSelected(directory: try string("dir"), peers: peers, only: only)
+            } else {
+                self = .share(directory: try string("dir"), peers: peers)
+            }
         case .unshare: self = .unshare(directory: try string("dir"))
         case .confirm: self = .confirm(directory: try string("dir"))
         case .verify: self = .verify(directory: try string("dir"))
@@ -284,6 +331,8 @@ public enum ControlRequest: Sendable, Equatable {
             self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true, folders: what == "folders")
         case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
+        case .select: self = .select(directory: try string("dir"), paths: try strings("paths"))
+        case .tree: self = .tree(directory: try string("dir"), path: try optional("path"))
         }
     }
 }

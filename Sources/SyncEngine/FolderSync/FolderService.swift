@@ -129,14 +129,16 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// Shares a folder with paired peers (resolved by the caller; adding peers to an already
     /// shared folder).
-    func share(directory: String, with devices: [(key: String, name: String)]) throws(EngineError) -> ShareResult {
+    func share(directory: String, with devices: [(key: String, name: String)], only: [String]? = nil) throws(EngineError) -> ShareResult {
         try Self.checkShareable(directory)
+        let selection = try only.map(Self.validSelection)
         let result: Result<ShareResult, EngineError> = queue.sync {
             do throws(EngineError) {
                 let folder: FolderRecord
                 let keys = devices.map(\.key)
                 do {
                     if let existing = try index.folder(path: directory) {
+                        guard selection == nil else { throw EngineError.invalidArgument("\(directory) is shared already: change what it holds with 'syncpeer select'") }
                         folder = existing
                         try index.addFolderPeers(folderID: folder.id, deviceIDs: keys)
                     } else {
@@ -148,6 +150,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                                                                                  fallback: id),
                                                      sharedWith: keys)
                         try adoptRoot(of: folder)
+                        if let selection { try index.setSelection(folderID: id, paths: selection.paths) }
                     }
                 } catch { throw .wrapping(error) }
                 startFolder(folder)
@@ -197,9 +200,10 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
-    func answerShare(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
+    func answerShare(_ folderID: String, accept: Bool, into directory: String?, only: [String]? = nil) throws(EngineError) -> FolderResult {
+        let selection = try only.map(Self.validSelection)
         let result: Result<FolderResult, EngineError> = queue.sync {
-            do throws(EngineError) { return .success(try answerShareOnQueue(folderID, accept: accept, into: directory)) }
+            do throws(EngineError) { return .success(try answerShareOnQueue(folderID, accept: accept, into: directory, selection: selection)) }
             catch { return .failure(error) }
         }
         return try result.get()
@@ -223,7 +227,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         let twins = folder.nameTwins.current
         var peers: [FolderPeer] = []
         for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID) {
+            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
                 VersionVector($0) != VersionVector($1)
             }) ?? RemoteComparison()
             let outFiles = comparison.outOfSyncFiles
@@ -305,7 +309,8 @@ final class FolderService: Reporting, @unchecked Sendable {
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
 
-    private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?) throws(EngineError) -> FolderResult {
+    private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?,
+                                    selection: FolderSelection? = nil) throws(EngineError) -> FolderResult {
         let offers = ((try? index.folderOffers(folderID: folderID)) ?? [])
         guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
         let devices = Set(offers.map(\.deviceID))
@@ -317,6 +322,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             return FolderResult(folder: folderID, accepted: false)
         }
         if let existing = (try? index.folder(id: folderID)) ?? nil {
+            guard selection == nil else { throw .invalidArgument("\(existing.path) is shared already: change what it holds with 'syncpeer select'") }
             // We share this folder already (with another peer): the new peer joins it, no
             // new directory is made, and it becomes one more source for pulls.
             do {
@@ -347,6 +353,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         let record: FolderRecord
         do {
             record = try index.addFolder(id: folderID, path: path, label: label, sharedWith: devices.sorted(), removingOffers: true)
+            if let selection { try index.setSelection(folderID: folderID, paths: selection.paths) }
         } catch { throw .wrapping(error) }
         do throws(EngineError) { try adoptRoot(of: record) } catch {
             // adoptRoot removed the folder again: the offers come back, to be accepted elsewhere.

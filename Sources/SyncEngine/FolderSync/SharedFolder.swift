@@ -130,10 +130,13 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     func loadIgnores() {
+        // The selection (`syncpeer select`) rides on the patterns: what lies outside is ignored.
+        let selection = storedSelection() ?? ignores.selection
         if let handle = try? DirectoryHandle(path: root), let patterns = try? IgnorePatterns.load(from: handle) {
             ignores = patterns
-            watcher?.updateIgnores(patterns)
         }
+        ignores.selection = selection
+        watcher?.updateIgnores(ignores)
         servedIgnores.withLock { [ignores] in $0 = ignores }
     }
 

@@ -1,0 +1,29 @@
+/// `select`: the subtrees a folder holds on this node, and what a change freed here.
+public struct SelectionResult: Sendable, Equatable, Codable {
+    public var folder: String
+    public var path: String
+    /// The selected subtrees, relative to the folder's root; empty: the whole folder.
+    public var selected: [String]
+    /// Deselected files removed here (peers keep them) and their bytes.
+    public var freedFiles: Int
+    public var freedBytes: Int64
+    /// Deselected files left on disk: no peer holds their version, or they changed.
+    public var keptFiles: Int
+}
+
+/// `tree`: one name directly below a directory of the folder, as the cluster has it.
+public struct TreeItem: Sendable, Equatable, Codable {
+    /// Relative to the folder's root.
+    public var path: String
+    public var name: String
+    public var directory: Bool
+    /// Live files at or below it that some peer holds, and their bytes.
+    public var files: Int64
+    public var bytes: Int64
+    /// Live files at or below it held here, and their bytes.
+    public var localFiles: Int64
+    public var localBytes: Int64
+    /// How much of it the selection holds: all, some (a directory with a selected path
+    /// below it) or none.
+    public var selected: String
+}

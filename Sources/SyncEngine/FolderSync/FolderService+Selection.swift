@@ -1,0 +1,61 @@
+internal import Dispatch
+internal import PeerFiles
+internal import PeerIndex
+
+extension FolderService {
+    /// `select DIR [PATH ...]`: with `paths`, holds only those subtrees here (empty list:
+    /// the whole folder again), freeing what was deselected and fetching what is new;
+    /// without, says what is selected.
+    func select(directory: String, paths: [String]?) throws(EngineError) -> SelectionResult {
+        let folder = try sharedFolder(at: directory)
+        var freed = SharedFolder.Freed()
+        if let paths {
+            let selection = try Self.validSelection(paths)
+            do { try index.setSelection(folderID: folder.id, paths: selection.paths) } catch { throw .wrapping(error) }
+            freed = folder.io.sync { folder.selectionChanged() }
+        }
+        let stored: [String]
+        do { stored = try index.selection(folderID: folder.id) } catch { throw .wrapping(error) }
+        return SelectionResult(folder: folder.id, path: folder.root, selected: stored, freedFiles: freed.files,
+                               freedBytes: freed.bytes, keptFiles: freed.kept)
+    }
+
+    static func validSelection(_ paths: [String]) throws(EngineError) -> FolderSelection {
+        do { return try FolderSelection(paths) } catch { throw .invalidArgument(error.description) }
+    }
+
+    /// `tree DIR [PATH]`: the names directly below PATH (the root by default) that some
+    /// peer holds, a page at a time in byte order, with their sizes in the cluster and here
+    /// and whether the selection holds them.
+    func tree(directory: String, path sub: String?, page: PageRequest) throws(EngineError) -> ListPage<TreeItem> {
+        let folder = try sharedFolder(at: directory)
+        var base = ""
+        if let sub, !sub.isEmpty, sub != "." {
+            var text = Substring(sub)
+            while text.count > 1 && text.hasSuffix("/") { text = text.dropLast() }
+            do { base = try SafePath(String(text)).string } catch { throw .invalidArgument("\(sub): \(error.description)") }
+        }
+        let selection = (try? FolderSelection((try? index.selection(folderID: folder.id)) ?? [])) ?? FolderSelection()
+        let want = min(page.limit, PageRequest.maxLimit)
+        let entries: [NodeIndex.TreeEntry]
+        do {
+            entries = try index.clusterTree(folderID: folder.id, directory: base, afterName: page.after,
+                                            limit: want + 1)
+        } catch { throw .wrapping(error) }
+        // Names come in SQLite's byte order, which the cursor follows (Swift's String order
+        // is not byte order); a page also ends before `PageRequest.maxBytes` of JSON, as every
+        // list does (a path may be 4 KiB: 1,000 of them would pass the line limit).
+        var items: [TreeItem] = []
+        var bytes = 0
+        for entry in entries.prefix(want) {
+            let path = base.isEmpty ? entry.name : base + "/" + entry.name
+            let held = selection.holdsAll(under: path) ? "all" : entry.isDirectory && selection.overlaps(path) ? "some" : "none"
+            let item = TreeItem(path: path, name: entry.name, directory: entry.isDirectory, files: entry.files, bytes: entry.bytes,
+                                localFiles: entry.localFiles, localBytes: entry.localBytes, selected: held)
+            bytes += JSONValue(encoding: item).encodedLine().utf8.count + 1
+            if !items.isEmpty, bytes > PageRequest.maxBytes, page.limit != .max { return ListPage(items: items, next: items.last?.name) }
+            items.append(item)
+        }
+        return ListPage(items: items, next: entries.count > items.count ? items.last?.name : nil)
+    }
+}
