@@ -368,6 +368,14 @@ final class SharedFolder: @unchecked Sendable {
             rows += list.map { state in state.fileRecord(folderID: id, inode: manifests[PathKey(state.path)]?.inode, chunks: chunks(state.path)) }
         }
         guard !rows.isEmpty else { return false }
+        // A recorded file overwritten here: its content is gone from the disk (issue 41).
+        if let versions = host.versions {
+            for row in rows where row.kind == .file {
+                if let old = olds[PathKey(row.path)], old.kind == .file, !old.deleted, old.rootHash != row.rootHash {
+                    versions.noteLost(old, reason: "local-edit")
+                }
+            }
+        }
         do { _ = try index.upsertFiles(rows) } catch { report("cannot record changes: \(error)") ; return false }
         return true
     }
@@ -639,7 +647,8 @@ final class SharedFolder: @unchecked Sendable {
         let indexed: NodeIndex.FileStamp
         do {
             guard let stamp = try index.liveChunkStamp(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
-                return .answer(.notShared)
+                // Not in a live file: maybe in a version of that path we keep (issue 41).
+                return .answer(versionBlock(path: safe.string, offset: start, size: size, hash: expected))
             }
             indexed = stamp
         } catch {
