@@ -71,7 +71,8 @@ extension NodeIndex {
     /// ID from the previous page; nil: from the newest). Chunks are not loaded.
     public func versions(folderID: String, path: String, underPrefix: Bool = false, before: Int64? = nil,
                          limit: Int) throws(IndexError) -> [VersionRecord] {
-        let pathTest = underPrefix ? "(path = ?3 OR (path >= ?3 || '/' AND path < ?3 || '0'))" : "path = ?3"
+        // Under a prefix: "p/…" sorts from "p/" to before "p0" ('0' follows '/'); "" is the whole folder.
+        let pathTest = underPrefix ? "(?3 = '' OR path = ?3 OR (path >= ?3 || '/' AND path < ?3 || '0'))" : "path = ?3"
         return try read { db in
             try db.query(
                 """

@@ -101,6 +101,7 @@ public final class Node: Reporting, @unchecked Sendable {
         queue.sync {
             transfers.pruneHistory()
             folders.startFolders()
+            folders.startVersionExpiry()
             connections.startTimer()
         }
         do { try startDiscovery(port: bound.port, host: bound.host) } catch {

@@ -63,6 +63,13 @@ public enum ControlRequest: Sendable, Equatable {
     /// Waits for the next stream a peer opens (from `peer`, if given) and writes it to the
     /// descriptor passed with the request.
     case streamReceive(peer: String?)
+    /// Versions of a path in a shared folder (and under it) known here and on connected peers.
+    case history(path: String)
+    /// Brings a version back: the one current at `at` (unix ms), the version `version`, or
+    /// the newest; at its path or at `to`.
+    case restore(path: String, at: Int64?, version: String?, to: String?)
+    /// A shared folder's versions policy; with `policy`, sets it.
+    case versions(directory: String, policy: String?)
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
@@ -70,6 +77,7 @@ public enum ControlRequest: Sendable, Equatable {
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
+        case history, restore, versions
     }
 
     public var op: Op {
@@ -109,6 +117,9 @@ public enum ControlRequest: Sendable, Equatable {
         case .activity: .activity
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
+        case .history: .history
+        case .restore: .restore
+        case .versions: .versions
         }
     }
 
@@ -183,6 +194,16 @@ public enum ControlRequest: Sendable, Equatable {
             put("name", name)
         case let .streamReceive(peer):
             put("peer", peer)
+        case let .history(path):
+            put("path", path)
+        case let .restore(path, at, version, to):
+            put("path", path)
+            if let at { a["at"] = JSONValue(Int(at)) }
+            put("version", version)
+            put("to", to)
+        case let .versions(directory, policy):
+            put("dir", directory)
+            put("policy", policy)
         }
         return a
     }
@@ -284,6 +305,17 @@ public enum ControlRequest: Sendable, Equatable {
             self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true, folders: what == "folders")
         case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
+        case .history: self = .history(path: try string("path"))
+        case .restore:
+            var at: Int64?
+            if let value = request["at"], value != .null {
+                guard let ms = value.intValue.map(Int64.init) else { throw .invalidArgument("'restore': \"at\" must be a time in unix milliseconds") }
+                at = ms
+            }
+            let version = try optional("version")
+            if at != nil, version != nil { throw .invalidArgument("'restore' takes \"at\" or \"version\", not both") }
+            self = .restore(path: try string("path"), at: at, version: version, to: try optional("to"))
+        case .versions: self = .versions(directory: try string("dir"), policy: try optional("policy"))
         }
     }
 }

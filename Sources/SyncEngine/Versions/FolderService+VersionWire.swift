@@ -20,13 +20,14 @@ extension FolderService {
     func serveVersionRequest(_ request: UInt32, folderID: String, path: String, tree: Bool, before: UInt64, version: UInt64,
                              from session: LinkSession) {
         func refuse() { link?.send([.versionResponse(request: request, ok: false, data: [])], on: session.id) }
+        // "/" asks for the whole folder (a tree request only).
         guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID),
-              let safe = try? SafePath(path) else { return refuse() }
+              let relative = path == "/" && tree ? "" : (try? SafePath(path))?.string else { return refuse() }
         let ignores = folder.servedIgnores.withLock { $0 }
-        guard let ignores, !ignores.isIgnored(safe.string, isDirectory: tree) else { return refuse() }
+        guard let ignores, relative.isEmpty || !ignores.isIgnored(relative, isDirectory: tree) else { return refuse() }
         let page: VersionPage
         do {
-            page = try versionPage(folderID: folderID, path: safe.string, tree: tree, before: before, version: version,
+            page = try versionPage(folderID: folderID, path: relative, tree: tree, before: before, version: version,
                                    ignores: ignores)
         } catch {
             return refuse()
@@ -40,7 +41,7 @@ extension FolderService {
                      ignores: IgnorePatterns?) throws -> VersionPage {
         if version != 0 {
             guard let id = Int64(exactly: version), let record = try index.version(folderID: folderID, id: id),
-                  record.path == path || (tree && record.path.hasPrefix(path + "/")),
+                  record.path == path || (tree && (path.isEmpty || record.path.hasPrefix(path + "/"))),
                   let manifest = try? Manifest(fileSize: UInt64(record.size), chunks: record.chunks.compactMap(\.chunkRef)) else {
                 return VersionPage(entries: [], more: false)
             }

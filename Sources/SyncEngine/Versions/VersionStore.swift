@@ -62,6 +62,7 @@ struct VersionStore: Sendable {
         return true
     }
 
+    @discardableResult
     func put(_ bytes: [UInt8], hash: ChunkHash) -> Bool {
         bytes.withUnsafeBytes { put($0, hash: hash) }
     }
