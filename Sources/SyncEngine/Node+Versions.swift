@@ -6,7 +6,7 @@ internal import PeerIndex
 extension Node {
     /// `syncpeer history PATH`.
     public func history(path: String) throws(EngineError) -> HistoryResult {
-        try folders.history(path: path)
+        try folders.history(path: path, localName: identity.displayName)
     }
 
     /// `syncpeer restore PATH [--at TIME | --version ID] [--to NEWPATH]`.

@@ -15,21 +15,29 @@ struct ShareCommand: Command {
         Patterns in .syncpeerignore at the root (globs, **, ! negation, # comments) stay
         local: the file itself is never synced, and a peer's is never applied here.
         """,
-        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)")],
+        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)"),
+                  OptionSpec("versions", .value("POLICY"), help: "how long replaced versions are kept (default 'staggered 30 cap 10%'; see 'syncpeer help versions')")],
         arguments: [ArgumentSpec("DIR", help: "the folder to share")],
-        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol"])
+        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol",
+                   "syncpeer share ~/Scratch --with laptop --versions 'simple 3'"])
 
     let directory: String
     let peers: [String]
+    let versions: String?
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
         peers = arguments.all("with")
         if peers.isEmpty { throw .usage("'syncpeer share' needs --with PEER (at least one)") }
+        versions = arguments.value("versions")
+        if let versions, VersionPolicy(parsing: versions) == nil {
+            throw .usage("'\(versions)' is not a versions policy: none, trashcan DAYS, simple N or staggered [DAYS], optionally with 'cap SIZE'")
+        }
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         let result = try context.call(.share(directory: directory, peers: peers), as: ShareResult.self)
+        if let versions { _ = try context.call(.versions(directory: directory, policy: versions), as: VersionsPolicyResult.self) }
         let names = result.peers.map(\.name).joined(separator: ", ")
         context.print(result, text: "Sharing \(directory) as folder \(result.folder) with \(names)")
         return ExitCode.success

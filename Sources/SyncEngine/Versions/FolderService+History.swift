@@ -72,11 +72,11 @@ extension FolderService {
         return (known + remote.versions, members.count, remote.answered, truncated || remote.truncated)
     }
 
-    func history(path: String) throws(EngineError) -> HistoryResult {
+    func history(path: String, localName: String) throws(EngineError) -> HistoryResult {
         let (folder, relative) = try folder(holding: path)
         let found = knownVersions(folder: folder, relative: relative)
         let names = Dictionary(((try? index.peers()) ?? []).map { ($0.deviceID, $0.name) }, uniquingKeysWith: { a, _ in a })
-        func name(_ device: String) -> String? { device == localDevice ? "this device" : names[device] }
+        func name(_ device: String) -> String? { device == localDevice ? localName : names[device] }
         let versions = found.versions.map { known in
             HistoryResult.Version(
                 id: String(known.device.prefix(7)) + "-" + String(known.entry.id), path: known.entry.path,

@@ -52,6 +52,20 @@ struct VersionKeeper: Sendable {
         return add(record, rootHash: root, held: held, reason: reason)
     }
 
+    /// Keeps the file at `absolute` as it is now (chunked and hashed afresh: its bytes may
+    /// not be what the index records, as for a file `verify` found damaged), under the path
+    /// and version `record` gives (conflict resolution, `verify`).
+    @discardableResult
+    func keepFile(at absolute: String, as record: FileRecord, reason: String) -> Int64? {
+        guard policy(folderID: record.folderID).kind != .none,
+              let manifest = try? FileChunker.manifest(ofFileAt: absolute), let reader = try? ChunkReader(path: absolute) else { return nil }
+        var current = record
+        (current.kind, current.deleted, current.size) = (.file, false, Int64(manifest.fileSize))
+        current.rootHash = manifest.rootHash
+        current.chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
+        return keep(current, from: reader, reason: reason)
+    }
+
     /// Records a version whose file is already gone or overwritten (the scanner found it so):
     /// held only if the store has every chunk of it, else known-but-not-held, so that history
     /// still lists it and a peer that holds it can serve it.

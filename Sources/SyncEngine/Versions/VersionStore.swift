@@ -6,7 +6,8 @@ internal import PeerFiles
 internal import PeerIndex
 
 /// The content-addressed chunk store behind kept versions: one file per chunk, named by its
-/// BLAKE3 hash, under HOME/versions/chunks/HH/REST (HH: the hash's first two hex digits).
+/// BLAKE3 hash, under HOME/versions/.chunks/HH/REST (HH: the first two hex digits; hidden, as no
+/// folder ID of `KeptVersions` starts with a dot).
 /// A chunk kept by many versions (or many files) is stored once: 100 versions of a large file
 /// that changed a little each time cost the changed chunks, not 100 copies. Chunk boundaries
 /// are the index's (the content-defined chunker's), so an edit changes few of them.
@@ -16,11 +17,11 @@ internal import PeerIndex
 /// the user's only (0600, 0700). The metadata (which version holds which chunks) is in the
 /// node index (`NodeIndex.addVersion`).
 struct VersionStore: Sendable {
-    /// HOME/versions/chunks.
+    /// HOME/versions/.chunks.
     let root: String
 
     init(versionsDirectory: String) {
-        root = versionsDirectory + "/chunks"
+        root = versionsDirectory + "/.chunks"
     }
 
     func path(of hash: ChunkHash) -> String {
