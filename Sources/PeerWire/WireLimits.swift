@@ -95,7 +95,7 @@ public enum WireLimits {
         case .blockDeltaRequest:                                     // a block request, sum count u16, sums
             range = 55...(53 + maxFolderID + maxEntryPath + maxDeltaSums * deltaSumSize)
         case .indexBlocks: range = 4...maxFrameBody                  // folder, count u16, per block: len u16, bytes
-        case .versionRequest: range = 25...(24 + maxFolderID + maxEntryPath) // request u32, folder, path, tree u8, before u64, version u64
+        case .versionRequest: range = 26...(24 + maxFolderID + maxEntryPath) // request u32, folder, path, tree u8, before u64, version u64
         case .versionResponse: range = 9...(9 + maxVersionResponse)  // request u32, ok u8, len u32, page
         }
         assert(range.upperBound <= maxFrameBody)

@@ -25,6 +25,9 @@ struct ControlRequestTests {
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
         .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
+        .history(path: "/tmp/docs/a"), .restore(path: "/tmp/docs/old", at: 1_764_950_400_000, version: nil, to: nil),
+        .restore(path: "/tmp/docs/a", at: nil, version: "ABCDEFG-12", to: "/tmp/a-before"),
+        .versions(directory: "/tmp/docs", policy: nil), .versions(directory: "/tmp/docs", policy: "simple 5 cap 1G"),
     ]
 
     @Test(arguments: samples)

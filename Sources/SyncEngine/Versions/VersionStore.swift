@@ -68,8 +68,9 @@ struct VersionStore: Sendable {
         bytes.withUnsafeBytes { put($0, hash: hash) }
     }
 
-    /// The chunk's bytes, verified against its hash and size; nil when missing or damaged (a
-    /// damaged file is removed: it can only mislead).
+    /// The chunk's bytes, verified against its hash and size; nil when missing, of another
+    /// size, or damaged (a file of the right size whose bytes do not hash to its name is
+    /// removed: it can only mislead).
     func read(_ hash: ChunkHash, size: Int) -> [UInt8]? {
         guard size > 0, size <= Manifest.maxChunkSize else { return nil }
         let file = path(of: hash)
@@ -83,10 +84,8 @@ struct VersionStore: Sendable {
             if n <= 0 { break }
             got += n
         }
-        guard got == size else {
-            unlink(file)
-            return nil
-        }
+        // Another size than asked: not this chunk as the caller knows it (left as it is).
+        guard got == size else { return nil }
         bytes.removeLast()
         guard ChunkHash.of(bytes) == hash else {
             unlink(file)
