@@ -36,33 +36,52 @@ extension NodeIndex {
     /// again (same root hash and version vector) is not stored twice: the existing row's ID.
     @discardableResult
     public func addVersion(_ record: VersionRecord) throws(IndexError) -> Int64 {
-        let vector = VersionJSON.encode(record.version)
+        try addVersions([record])[0]
+    }
+
+    /// `addVersion` for many, in one transaction (a scan that finds 100,000 files deleted
+    /// records their versions in one write, not 100,000).
+    @discardableResult
+    public func addVersions(_ records: [VersionRecord]) throws(IndexError) -> [Int64] {
+        guard !records.isEmpty else { return [] }
+        let vectors = records.map { VersionJSON.encode($0.version) }
         return try write { db in
-            if let same = try db.query(
-                "SELECT version_id, held FROM versions WHERE folder_id = ? AND path = ? AND root_hash = ? AND version = ? LIMIT 1",
-                [.text(record.folderID), .text(record.path), .blob(record.rootHash), .text(vector)]).first {
-                let id = try same.int64("version_id")
-                if record.held, try !same.bool("held") {
-                    try db.execute("UPDATE versions SET held = 1 WHERE version_id = ?", [.integer(id)])
-                }
-                return id
-            }
-            try db.execute(
+            let same = try db.cachedStatement(
+                "SELECT version_id, held FROM versions WHERE folder_id = ? AND path = ? AND root_hash = ? AND version = ? LIMIT 1")
+            let hold = try db.cachedStatement("UPDATE versions SET held = 1 WHERE version_id = ?")
+            let insert = try db.cachedStatement(
                 """
                 INSERT INTO versions (folder_id, path, version, size, mtime_ns, mode, modified_by, kept_at, reason, root_hash, held)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [.text(record.folderID), .text(record.path), .text(vector), .integer(record.size), .integer(record.mtimeNs),
-                 .integer(Int64(record.mode)), .text(record.modifiedBy), .integer(record.keptAt), .text(record.reason),
-                 .blob(record.rootHash), SQLValue(record.held)])
-            let id = db.lastInsertRowID
-            let insert = try db.cachedStatement(
+                """)
+            let insertChunk = try db.cachedStatement(
                 "INSERT INTO version_chunks (version_id, chunk_index, offset, size, hash) VALUES (?, ?, ?, ?, ?)")
-            for (n, chunk) in record.chunks.enumerated() {
-                try insert.bind([.integer(id), .integer(Int64(n)), .integer(chunk.offset), .integer(chunk.size), .blob(chunk.hash)])
+            var ids: [Int64] = []
+            for (record, vector) in zip(records, vectors) {
+                try same.bind([.text(record.folderID), .text(record.path), .blob(record.rootHash), .text(vector)])
+                if try same.step(), let id = same.int64(at: 0) {
+                    let held = same.int64(at: 1) == 1
+                    same.reset()
+                    if record.held, !held {
+                        try hold.bind([.integer(id)])
+                        try hold.execute()
+                    }
+                    ids.append(id)
+                    continue
+                }
+                same.reset()
+                try insert.bind([.text(record.folderID), .text(record.path), .text(vector), .integer(record.size), .integer(record.mtimeNs),
+                                 .integer(Int64(record.mode)), .text(record.modifiedBy), .integer(record.keptAt), .text(record.reason),
+                                 .blob(record.rootHash), SQLValue(record.held)])
                 try insert.execute()
+                let id = db.lastInsertRowID
+                for (n, chunk) in record.chunks.enumerated() {
+                    try insertChunk.bind([.integer(id), .integer(Int64(n)), .integer(chunk.offset), .integer(chunk.size), .blob(chunk.hash)])
+                    try insertChunk.execute()
+                }
+                ids.append(id)
             }
-            return id
+            return ids
         }
     }
 
@@ -71,8 +90,10 @@ extension NodeIndex {
     /// ID from the previous page; nil: from the newest). Chunks are not loaded.
     public func versions(folderID: String, path: String, underPrefix: Bool = false, before: Int64? = nil,
                          limit: Int) throws(IndexError) -> [VersionRecord] {
-        // Under a prefix: "p/…" sorts from "p/" to before "p0" ('0' follows '/'); "" is the whole folder.
-        let pathTest = underPrefix ? "(?3 = '' OR path = ?3 OR (path >= ?3 || '/' AND path < ?3 || '0'))" : "path = ?3"
+        // Under a prefix: "p/…" sorts from "p/" to before "p0" ('0' follows '/'), a range of
+        // the (folder_id, path) index; "" is the whole folder.
+        let pathTest = !underPrefix ? "path = ?3" : path.isEmpty ? "?3 = ''"
+            : "(path = ?3 OR (path >= ?3 || '/' AND path < ?3 || '0'))"
         return try read { db in
             try db.query(
                 """

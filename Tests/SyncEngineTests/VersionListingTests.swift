@@ -47,3 +47,30 @@ struct VersionListingTests {
         #expect(elsewhere.entries.isEmpty)
     }
 }
+
+/// The figure of issue 41's closing note: `history` of a folder of 100,000 files, each with a
+/// version kept (`VERSIONS_MEASURE_HISTORY=100000`; off by default: it only prints times).
+struct VersionHistoryFigures {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["VERSIONS_MEASURE_HISTORY"] != nil))
+    func historyOfALargeFolder() throws {
+        let count = Int(ProcessInfo.processInfo.environment["VERSIONS_MEASURE_HISTORY"] ?? "") ?? 100_000
+        let path = NSTemporaryDirectory() + "versions-history-\(UUID().uuidString).db"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let index = try NodeIndex.open(at: path)
+        _ = try index.addFolder(id: "f", path: "/tmp/f")
+        let started = Date()
+        for first in stride(from: 1, through: count, by: 10_000) {
+            try index.addVersions((first..<min(count + 1, first + 10_000)).map { VersionListingTests.version("dir\($0 % 100)/file\($0).txt", $0) })
+        }
+        print("history figures: \(count) versions recorded in \(String(format: "%.1f s", Date().timeIntervalSince(started)))")
+        let service = VersionListingTests.service(index)
+        for (label, asked, tree) in [("the folder", "", true), ("one directory (1 % of it)", "dir7", true), ("one file", "dir7/file7.txt", false)] {
+            let start = Date()
+            let local = try index.versions(folderID: "f", path: asked, underPrefix: tree, limit: HistoryResult.limit + 1)
+            let mid = Date()
+            let page = try service.versionPage(folderID: "f", path: asked.isEmpty ? "" : asked, tree: tree, before: 0, version: 0, ignores: nil)
+            print("history figures: \(label): \(local.count) listed in \(String(format: "%.1f ms", mid.timeIntervalSince(start) * 1000)), "
+                  + "a peer's page of \(page.entries.count) in \(String(format: "%.1f ms", Date().timeIntervalSince(mid) * 1000))")
+        }
+    }
+}

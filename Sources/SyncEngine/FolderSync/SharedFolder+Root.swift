@@ -150,9 +150,7 @@ extension SharedFolder {
             guard !rows.isEmpty else { continue }
             // What was deleted here is gone from the disk: recorded as a version, held if
             // the store has its chunks, else known here for a peer that holds it (issue 41).
-            if let versions = host.versions {
-                for row in rows { if let gone = old[PathKey(row.path)] { versions.noteLost(gone, reason: "local-delete") } }
-            }
+            host.versions?.noteLost(rows.compactMap { old[PathKey($0.path)] }, reason: "local-delete")
             _ = try index.upsertFiles(rows)
             wrote = true
             host.folderChanged(id)

@@ -369,13 +369,9 @@ final class SharedFolder: @unchecked Sendable {
         }
         guard !rows.isEmpty else { return false }
         // A recorded file overwritten here: its content is gone from the disk (issue 41).
-        if let versions = host.versions {
-            for row in rows where row.kind == .file {
-                if let old = olds[PathKey(row.path)], old.kind == .file, !old.deleted, old.rootHash != row.rootHash {
-                    versions.noteLost(old, reason: "local-edit")
-                }
-            }
-        }
+        host.versions?.noteLost(rows.compactMap { row in
+            olds[PathKey(row.path)].flatMap { $0.kind == .file && $0.rootHash != row.rootHash ? $0 : nil }
+        }, reason: "local-edit")
         do { _ = try index.upsertFiles(rows) } catch { report("cannot record changes: \(error)") ; return false }
         return true
     }

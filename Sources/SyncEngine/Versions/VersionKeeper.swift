@@ -69,19 +69,28 @@ struct VersionKeeper: Sendable {
     /// Records a version whose file is already gone or overwritten (the scanner found it so):
     /// held only if the store has every chunk of it, else known-but-not-held, so that history
     /// still lists it and a peer that holds it can serve it.
-    @discardableResult
-    func noteLost(_ record: FileRecord, reason: String) -> Int64? {
-        guard record.kind == .file, !record.deleted, let root = record.rootHash, policy(folderID: record.folderID).kind != .none
-        else { return nil }
-        let held = record.chunks.allSatisfy { ChunkHash(bytes: $0.hash).map(store.has) ?? false }
-        return add(record, rootHash: root, held: held, reason: reason)
+    /// Many at once, in one write of the index.
+    func noteLost(_ records: [FileRecord], reason: String) {
+        var policies: [String: Bool] = [:]
+        let versions = records.compactMap { record -> VersionRecord? in
+            guard record.kind == .file, !record.deleted, let root = record.rootHash else { return nil }
+            let keeps = policies[record.folderID] ?? (policy(folderID: record.folderID).kind != .none)
+            policies[record.folderID] = keeps
+            guard keeps else { return nil }
+            let held = record.chunks.allSatisfy { ChunkHash(bytes: $0.hash).map(store.has) ?? false }
+            return versionRecord(record, rootHash: root, held: held, reason: reason)
+        }
+        _ = try? index.addVersions(versions)
     }
 
     private func add(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> Int64? {
-        try? index.addVersion(VersionRecord(folderID: record.folderID, path: record.path, version: record.version,
-                                            size: record.size, mtimeNs: record.mtimeNs, mode: record.mode,
-                                            modifiedBy: record.modifiedBy, keptAt: clock(), reason: reason, rootHash: rootHash,
-                                            held: held, chunks: record.chunks))
+        try? index.addVersion(versionRecord(record, rootHash: rootHash, held: held, reason: reason))
+    }
+
+    private func versionRecord(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> VersionRecord {
+        VersionRecord(folderID: record.folderID, path: record.path, version: record.version, size: record.size,
+                      mtimeNs: record.mtimeNs, mode: record.mode, modifiedBy: record.modifiedBy, keptAt: clock(), reason: reason,
+                      rootHash: rootHash, held: held, chunks: record.chunks)
     }
 
     /// Applies the folder's policy at `now`: removes expired versions, then the oldest ones
