@@ -37,6 +37,8 @@ import Testing
             try FolderSyncTests.eventually("the tree reaches \(node)", timeout: 45) { Self.bytes(trio.path(node, "project/sub/data.bin")) == data }
         }
 
+        Thread.sleep(forTimeInterval: 1.1)   // whole seconds: after plan.txt was written, before the deletion
+        let beforeDeletion = ISO8601DateFormatter().string(from: Date())
         try FileManager.default.removeItem(atPath: trio.path("alice", "project"))
         for node in ["bob", "carol"] {
             try FolderSyncTests.eventually("the deletion reaches \(node)", timeout: 45) {
@@ -58,7 +60,10 @@ import Testing
         #expect(!own.isEmpty && own.allSatisfy { $0["held"] as? Bool == false && $0["reason"] as? String == "local-delete" }, "\(own)")
         #expect(history["peersAsked"] as? Int == 1 && history["peersAnswered"] as? Int == 1, "\(history)")
 
-        let restored = try Self.json(env, trio.alice, ["restore", trio.path("alice", "project")])
+        // Nothing was kept before the tree existed: a time before it finds nothing to restore.
+        let tooEarly = try env.cli(trio.alice, ["restore", trio.path("alice", "project"), "--at", "2020-01-01T00:00:00Z"])
+        #expect(tooEarly.status != 0 && tooEarly.stderr.contains("no version"), "\(tooEarly.stderr)")
+        let restored = try Self.json(env, trio.alice, ["restore", trio.path("alice", "project"), "--at", beforeDeletion])
         let items = restored["restored"] as? [[String: Any]] ?? []
         #expect(items.count == 2 && (restored["failed"] as? [Any])?.isEmpty == true, "\(restored)")
         #expect(items.allSatisfy { ($0["from"] as? String)?.isEmpty == false && $0["from"] as? String != "local" }, "\(items)")

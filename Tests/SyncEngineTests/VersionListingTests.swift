@@ -48,6 +48,44 @@ struct VersionListingTests {
     }
 }
 
+/// Which version `restore` takes, from the versions listed on every device (pure logic).
+struct RestorePickTests {
+    static func known(_ device: String, _ id: UInt64, _ path: String, keptAt: Int64, mtimeMs: Int64, content: UInt8, held: Bool = true,
+                      local: Bool = false) -> FolderService.KnownVersion {
+        FolderService.KnownVersion(device: device, local: local,
+                                   entry: VersionEntry(id: id, path: path, keptAt: keptAt, size: 1, mtimeNs: mtimeMs * 1_000_000,
+                                                       modifiedBy: "A", reason: "peer-edit", held: held,
+                                                       rootHash: [UInt8](repeating: content, count: 32)))
+    }
+
+    @Test func theNewestTheOneCurrentAtATimeOrTheOneNamed() {
+        // a.txt: content 1 written at 100, replaced at 200; content 2 written at 200, replaced at 300.
+        // Alice knows content 1 but does not hold it; bob and carol hold it.
+        let list = [
+            Self.known("ALICEXXX", 1, "a.txt", keptAt: 200, mtimeMs: 100, content: 1, held: false, local: true),
+            Self.known("BOBXXXXX", 7, "a.txt", keptAt: 201, mtimeMs: 100, content: 1),
+            Self.known("CAROLXXX", 3, "a.txt", keptAt: 202, mtimeMs: 100, content: 1),
+            Self.known("BOBXXXXX", 8, "a.txt", keptAt: 300, mtimeMs: 200, content: 2),
+            Self.known("BOBXXXXX", 9, "b.txt", keptAt: 150, mtimeMs: 50, content: 3),
+        ]
+        let newest = FolderService.pick(list, at: nil, version: nil)
+        #expect(newest.map(\.entry.path) == ["a.txt", "b.txt"])
+        #expect(newest.first?.entry.rootHash.first == 2 && newest.first?.id == "BOBXXXX-8")
+        // At 150: content 1 (written at 100, replaced at 200); its holders are those that hold it.
+        let at150 = FolderService.pick(list, at: 150, version: nil)
+        #expect(at150.map(\.entry.path) == ["a.txt", "b.txt"])
+        #expect(at150.first?.entry.rootHash.first == 1)
+        #expect(at150.first?.holders.map(\.device) == ["BOBXXXXX", "CAROLXXX"], "a device that does not hold it is no source")
+        // At 250: content 2; b.txt was gone already (replaced at 150).
+        #expect(FolderService.pick(list, at: 250, version: nil).map { $0.entry.rootHash.first } == [2])
+        // Before anything was written: nothing.
+        #expect(FolderService.pick(list, at: 40, version: nil).isEmpty)
+        // By ID.
+        #expect(FolderService.pick(list, at: nil, version: "CAROLXX-3").first?.holders.count == 2)
+        #expect(FolderService.pick(list, at: nil, version: "CAROLXX-4").isEmpty)
+    }
+}
+
 /// The figure of issue 41's closing note: `history` of a folder of 100,000 files, each with a
 /// version kept (`VERSIONS_MEASURE_HISTORY=100000`; off by default: it only prints times).
 struct VersionHistoryFigures {

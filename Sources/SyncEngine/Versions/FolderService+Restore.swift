@@ -21,8 +21,9 @@ extension FolderService {
         var holders: [KnownVersion]
     }
 
-    /// `at` (unix ms): the version that was current then (the first kept after it) of each
-    /// path; `version`: that one; neither: the newest of each path.
+    /// `at` (unix ms): the version that was current then of each path (the first kept after
+    /// it whose modification time is not after it: content written later was not there yet);
+    /// `version`: that one; neither: the newest of each path.
     static func pick(_ known: [KnownVersion], at: Int64?, version: String?) -> [RestorePick] {
         func id(_ k: KnownVersion) -> String { String(k.device.prefix(7)) + "-" + String(k.entry.id) }
         var chosen: [String: KnownVersion] = [:]
@@ -31,7 +32,7 @@ extension FolderService {
             chosen[one.entry.path] = one
         } else {
             for k in known {
-                if let at, k.entry.keptAt < at { continue }
+                if let at, k.entry.keptAt < at || k.entry.mtimeNs / 1_000_000 > at { continue }
                 guard let current = chosen[k.entry.path] else { chosen[k.entry.path] = k; continue }
                 let better = at == nil ? k.entry.keptAt > current.entry.keptAt : k.entry.keptAt < current.entry.keptAt
                 if better { chosen[k.entry.path] = k }
