@@ -45,8 +45,8 @@ struct RestoreCommand: Command {
         abstract: "bring back a version of a file, or a deleted folder tree, from this device or a peer",
         discussion: """
         Without options the newest kept version of PATH (of each file under it, for a folder
-        path) comes back. --at TIME brings back what was there at TIME (the version that was
-        replaced after it): 'YYYY-MM-DD HH:MM[:SS]' local time, an ISO 8601 time, or a span
+        path) comes back. --at TIME brings back what was there at TIME (the version replaced
+        after it and not modified after it): 'YYYY-MM-DD HH:MM[:SS]' local time, an ISO 8601 time, or a span
         ago such as 90s, 10m, 2h, 3d. --version ID takes one version from 'syncpeer history'.
         Chunks come from this device's versions store or from a connected peer that holds
         them, each one verified. What is at the target is kept as a version first; the
