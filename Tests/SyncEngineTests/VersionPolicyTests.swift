@@ -12,7 +12,7 @@ struct VersionPolicyTests {
     }
 
     @Test func policiesReadAndWriteAsText() throws {
-        for text in ["none", "trashcan 7", "simple 5", "staggered 30", "staggered 90 cap 20%", "simple 3 cap 1073741824"] {
+        for text in ["none", "trashcan 7", "simple 5", "staggered 30", "staggered 90 cap 20%", "simple 3 cap 1G", "simple 3 cap 1000", "none cap 3K"] {
             #expect(VersionPolicy(parsing: text)?.description == text, "\(text)")
         }
         #expect(VersionPolicy(parsing: "staggered")?.kind == .staggered(maxDays: 30))

@@ -180,6 +180,7 @@ extension FolderService {
             }
             done.wait()
             if let bytes = got.withLock({ $0 }), bytes.count == Int(chunk.size), ChunkHash.of(bytes) == chunk.hash {
+                // Kept here too (a torn one would fail its hash when read): the next restore is local.
                 keeper.store.put(bytes, hash: chunk.hash)
                 return (bytes, holder.device)
             }

@@ -39,6 +39,7 @@ struct VersionKeeper: Sendable {
         guard record.kind == .file, !record.deleted, let root = record.rootHash, policy(folderID: record.folderID).kind != .none
         else { return nil }
         var held = true
+        var written: [ChunkHash] = []
         for chunk in record.chunks {
             guard let hash = ChunkHash(bytes: chunk.hash) else { held = false; continue }
             if store.has(hash) { continue }
@@ -48,7 +49,10 @@ struct VersionKeeper: Sendable {
                 held = false
                 continue
             }
+            written.append(hash)
         }
+        // Durable before the index says it is held.
+        if !written.isEmpty { store.flush(written) }
         return add(record, rootHash: root, held: held, reason: reason)
     }
 

@@ -90,7 +90,12 @@ public struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
         switch cap {
         case nil: return base
         case let .percent(n): return base + " cap \(n)%"
-        case let .bytes(n): return base + " cap \(n)"
+        case let .bytes(n):
+            // In the largest unit that divides it, as it is typed ("cap 5G").
+            for (unit, scale) in [("T", Int64(1) << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)] where n % scale == 0 {
+                return base + " cap \(n / scale)\(unit)"
+            }
+            return base + " cap \(n)"
         }
     }
 
