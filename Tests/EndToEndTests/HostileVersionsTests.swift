@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import PeerFiles
 import PeerWire
+import Synchronization
 
 /// Issue 41, hostile input: a peer that is not a member of a folder learns nothing of its
 /// versions and gets none of their chunks, even a paired peer that is a member of another
@@ -67,5 +68,45 @@ import PeerWire
         // Asking for the secret's chunk through its own folder: not a chunk of that folder.
         #expect(try rogue.block(otherID, "secret.txt", 0, UInt32(secret.count), ChunkHash.of(secret).bytes) == nil)
         #expect(bob.process.isRunning)
+    }
+
+    /// A member that lists versions with paths leaving the folder ("../", absolute) has them
+    /// dropped before they are shown or restored; its other versions are listed.
+    @Test func aMembersVersionsWithEscapingPathsAreDropped() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        for name in ["alice-recv", "docs"] { try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true) }
+        let docs = env.home("docs")
+        let alice = try FolderSyncTests.Trio.daemon(env, "alice", environment: FolderSyncTests.environment)
+        defer { alice.stop() }
+        let rogue = try RogueSender(port: alice.port, name: "rogue")
+        defer { rogue.close() }
+        try rogue.expectPairedByAutoAccept()
+        try alice.waitForState("connected", peer: "rogue")
+        let shared = try VersionsTests.json(env, alice, ["share", docs, "--with", "rogue"])
+        let folderID = try #require(shared["folder"] as? String)
+        _ = try rogue.take { if case .shareOffer = $0 { true } else { false } }
+        try rogue.send(.shareAnswer(folder: folderID, accepted: true, reason: ""))
+        try FolderSyncTests.eventually("the rogue is a member", timeout: 10) {
+            ((try? VersionsTests.json(env, alice, ["status"]))?["folders"] as? [[String: Any]])?.first?["peers"] != nil
+        }
+        // alice asks; the rogue answers with one honest-looking version and three that leave the folder.
+        let asked = DispatchQueue(label: "test.history")
+        let answer = Mutex<SyncpeerRunner.Result?>(nil)
+        asked.async { answer.withLock { $0 = try? env.cli(alice, ["history", docs, "--json"]) } }
+        let request = try rogue.take(within: 15) { if case .versionRequest = $0 { true } else { false } }
+        guard case let .versionRequest(id, _, _, _, _, _) = request else { return }
+        func entry(_ n: UInt64, _ path: String) -> VersionEntry {
+            VersionEntry(id: n, path: path, keptAt: 1_764_950_400_000, size: 3, mtimeNs: 0, modifiedBy: "ROGUE", reason: "peer-edit", held: true,
+                         rootHash: [UInt8](repeating: 1, count: 32))
+        }
+        let page = VersionPage(entries: [entry(1, "ok.txt"), entry(2, "../escape.txt"), entry(3, "a/../../escape.txt"), entry(4, "/etc/passwd")],
+                               more: false)
+        try rogue.send(.versionResponse(request: id, ok: true, data: page.encoded()))
+        try FolderSyncTests.eventually("history answered", timeout: 15) { answer.withLock { $0 } != nil }
+        let result = try #require(answer.withLock { $0 })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stderr)")
+        let paths = (object["versions"] as? [[String: Any]] ?? []).compactMap { $0["path"] as? String }
+        #expect(paths == ["ok.txt"], "\(paths)")
     }
 }

@@ -49,9 +49,11 @@ extension FolderService {
             @Sendable func page(before: UInt64, got: Int) {
                 requestVersions(device: device, folderID: folder.id, path: wirePath, tree: true, before: before, version: 0) { answer in
                     guard let answer else { return group.leave() }
-                    // Hostile input: only paths inside what was asked for are taken.
+                    // Hostile input: only safe paths (no "..", no absolute path: restore writes
+                    // there) inside what was asked for are taken, with a root hash of 32 bytes.
                     let inside = answer.entries.filter {
-                        relative.isEmpty || $0.path == relative || $0.path.hasPrefix(relative + "/")
+                        (try? SafePath($0.path))?.string == $0.path && $0.rootHash.count == 32
+                            && (relative.isEmpty || $0.path == relative || $0.path.hasPrefix(relative + "/"))
                     }.prefix(HistoryResult.limit - got)
                     let total = got + inside.count
                     let last = answer.entries.last?.id ?? 0

@@ -93,14 +93,28 @@ extension FolderService {
         }
         let url = URL(fileURLWithPath: target)
         let directoryPath = url.deletingLastPathComponent().path
-        let name = url.lastPathComponent
-        do {
-            try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)
-        } catch {
-            return .failure(.init(message: "cannot create \(directoryPath): \(error.localizedDescription)"))
-        }
-        guard let directory = try? DirectoryHandle(path: directoryPath) else {
-            return .failure(.init(message: "cannot open \(directoryPath)"))
+        let name: String
+        let directory: DirectoryHandle
+        if target.hasPrefix(folder.root + "/") {
+            // Inside the folder: resolved under its root (no symlink or ".." leads out of it).
+            do {
+                let resolved = try SafePath(String(target.dropFirst(folder.root.count + 1)))
+                    .resolve(under: try DirectoryHandle(path: folder.root), createDirectories: true)
+                (directory, name) = (resolved.directory, resolved.name)
+            } catch {
+                return .failure(.init(message: "cannot reach \(target) in the folder: \(error)"))
+            }
+        } else {
+            // Elsewhere (`--to`): where the user said.
+            do {
+                try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)
+            } catch {
+                return .failure(.init(message: "cannot create \(directoryPath): \(error.localizedDescription)"))
+            }
+            guard let handle = try? DirectoryHandle(path: directoryPath) else {
+                return .failure(.init(message: "cannot open \(directoryPath)"))
+            }
+            (directory, name) = (handle, url.lastPathComponent)
         }
         let temp = FolderApplier.tempName(forPath: "restore/" + pick.entry.path)
         let fd = openat(directory.fd, temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
