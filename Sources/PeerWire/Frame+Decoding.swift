@@ -144,6 +144,17 @@ extension Frame {
                 blocks.append(block)
             }
             frame = .indexBlocks(folder: folder, blocks: blocks)
+        case .versionRequest:
+            let request = try reader.u32("version request id")
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let path = try reader.prefixedText(.u16, rule: .entryPath, "version path")
+            frame = .versionRequest(request: request, folder: folder, path: path, tree: try reader.flag("version tree flag"),
+                                    before: try reader.u64("versions before"), version: try reader.u64("version id"))
+        case .versionResponse:
+            let request = try reader.u32("version request id")
+            let ok = try reader.flag("version response status")
+            frame = .versionResponse(request: request, ok: ok,
+                                     data: try reader.prefixedBytes(.u32, limit: WireLimits.maxVersionResponse, "version page"))
         case .blockResponse:
             let request = try reader.u32("block request id")
             let ok = try reader.flag("block response status")

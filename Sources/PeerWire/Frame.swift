@@ -127,6 +127,13 @@ public enum Frame: Equatable, Sendable {
     /// of that page whose single chunk has that hash. Sent only to a peer whose hello lists
     /// the feature `index-blocks`.
     case indexBlocks(folder: String, blocks: [[UInt8]])
+    /// Asks a member for the versions it keeps of `path` in the folder (with `tree`, of
+    /// every path under it too), newest first, a page of versions older than `before` (0:
+    /// from the newest); or, with `version` nonzero, for that one version with its manifest.
+    /// The answer is a ``versionResponse(request:ok:data:)``.
+    case versionRequest(request: UInt32, folder: String, path: String, tree: Bool, before: UInt64, version: UInt64)
+    /// A ``VersionPage`` (encoded), or `ok: false` with no data: not a member, or no such folder.
+    case versionResponse(request: UInt32, ok: Bool, data: [UInt8])
 
     /// The frame's type code.
     public var type: FrameType {
@@ -158,6 +165,8 @@ public enum Frame: Equatable, Sendable {
         case .blockResponse: .blockResponse
         case .blockDeltaRequest: .blockDeltaRequest
         case .indexBlocks: .indexBlocks
+        case .versionRequest: .versionRequest
+        case .versionResponse: .versionResponse
         }
     }
 
@@ -236,6 +245,13 @@ public enum Frame: Equatable, Sendable {
                 throw .invalidValue(field: "index block length", value: UInt64(block.count))
             }
             try checkBodyFits()
+        case let .versionRequest(_, folder, path, _, _, _):
+            try TextRule.folderID.check(folder, "folder id")
+            try TextRule.entryPath.check(path, "version path")
+        case let .versionResponse(_, _, data):
+            guard data.count <= WireLimits.maxVersionResponse else {
+                throw .fieldTooLong(field: "version page", length: data.count, limit: WireLimits.maxVersionResponse)
+            }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -284,6 +300,8 @@ extension Frame: CustomStringConvertible {
             "blockDeltaRequest(#\(request), \(size) bytes at \(offset), \(sums.count / WireLimits.deltaSumSize) sums)"
         case let .blockResponse(request, ok, data): "blockResponse(#\(request), ok: \(ok), \(data.count) bytes)"
         case let .indexBlocks(folder, blocks): "indexBlocks(\(folder), \(blocks.count) blocks)"
+        case let .versionRequest(request, folder, _, tree, _, version): "versionRequest(#\(request), \(folder), tree: \(tree), version: \(version))"
+        case let .versionResponse(request, ok, data): "versionResponse(#\(request), ok: \(ok), \(data.count) bytes)"
         }
     }
 }

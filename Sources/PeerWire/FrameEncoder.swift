@@ -173,6 +173,17 @@ public enum FrameEncoder {
             writer.u32(request)
             writer.u8(ok ? 1 : 0)
             writer.prefixedBytes(data, .u32)
+        case let .versionRequest(request, folder, path, tree, before, version):
+            writer.u32(request)
+            writer.prefixedText(folder, .u8)
+            writer.prefixedText(path, .u16)
+            writer.u8(tree ? 1 : 0)
+            writer.u64(before)
+            writer.u64(version)
+        case let .versionResponse(request, ok, data):
+            writer.u32(request)
+            writer.u8(ok ? 1 : 0)
+            writer.prefixedBytes(data, .u32)
         case let .indexBlocks(folder, blocks):
             writer.prefixedText(folder, .u8)
             writer.u16(UInt16(blocks.count))

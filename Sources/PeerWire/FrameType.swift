@@ -34,6 +34,8 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case blockResponse = 0x65
     case blockDeltaRequest = 0x66
     case indexBlocks = 0x67
+    case versionRequest = 0x68
+    case versionResponse = 0x69
 
     public var description: String {
         switch self {
@@ -64,6 +66,8 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .blockResponse: "block-response"
         case .blockDeltaRequest: "block-delta-request"
         case .indexBlocks: "index-blocks"
+        case .versionRequest: "version-request"
+        case .versionResponse: "version-response"
         }
     }
 }

@@ -58,6 +58,10 @@ public enum WireLimits {
     /// Largest block of an ``Frame/indexBlocks(folder:blocks:)`` frame (a small file's whole
     /// content), and the most blocks in one: as many as an index update's entries.
     public static let maxIndexBlock = 16 * 1024
+    /// Most versions in one ``VersionPage``.
+    public static let maxVersionPage = 1_000
+    /// Largest encoded ``VersionPage`` of a version response (a page, or one version with its manifest).
+    public static let maxVersionResponse = 14 * 1024 * 1024
 
     /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
     /// range as soon as the header is complete.
@@ -92,6 +96,8 @@ public enum WireLimits {
         case .blockDeltaRequest:                                     // a block request, sum count u16, sums
             range = 55...(53 + maxFolderID + maxEntryPath + maxDeltaSums * deltaSumSize)
         case .indexBlocks: range = 4...maxFrameBody                  // folder, count u16, per block: len u16, bytes
+        case .versionRequest: range = 26...(24 + maxFolderID + maxEntryPath) // request u32, folder, path, tree u8, before u64, version u64
+        case .versionResponse: range = 9...(9 + maxVersionResponse)  // request u32, ok u8, len u32, page
         }
         assert(range.upperBound <= maxFrameBody)
         return range

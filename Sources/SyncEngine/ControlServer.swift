@@ -179,6 +179,12 @@ public final class ControlServer: @unchecked Sendable {
                 reply.page(id, node.conflicts(page))
             case let .resolve(path, keep):
                 reply.success(id, try node.resolveConflict(path: path, keep: keep))
+            case let .history(path):
+                reply.success(id, try node.history(path: path))
+            case let .restore(path, at, version, to):
+                reply.success(id, try node.restore(path: path, at: at, version: version, to: to))
+            case let .versions(directory, policy):
+                reply.success(id, try node.versionsPolicy(directory: directory, policy: policy))
             case .transfers:
                 reply.page(id, node.transferList(page).map(NodeEvent.transfer))
             case let .cancel(transfer):

@@ -76,6 +76,7 @@ public final class Node: Reporting, @unchecked Sendable {
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
         transfers.link = connections
         folders.link = connections
+        folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index)
         connections.observer = self
         connections.nearby = self
         _ = events.subscribe { [activity] event in activity.record(event) }
@@ -101,6 +102,7 @@ public final class Node: Reporting, @unchecked Sendable {
         queue.sync {
             transfers.pruneHistory()
             folders.startFolders()
+            folders.startVersionExpiry()
             connections.startTimer()
         }
         do { try startDiscovery(port: bound.port, host: bound.host) } catch {

@@ -16,13 +16,16 @@ struct ShareCommand: Command {
         local: the file itself is never synced, and a peer's is never applied here.
         """,
         options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)"),
-                  OptionSpec("only", .repeating("PATH"), help: "hold only this subtree here (repeatable; see 'syncpeer select')")],
+                  OptionSpec("only", .repeating("PATH"), help: "hold only this subtree here (repeatable; see 'syncpeer select')"),
+                  OptionSpec("versions", .value("POLICY"), help: "how long replaced versions are kept (default 'staggered 30 cap 10%'; see 'syncpeer help versions')")],
         arguments: [ArgumentSpec("DIR", help: "the folder to share")],
-        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol"])
+        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol",
+                   "syncpeer share ~/Scratch --with laptop --versions 'simple 3'"])
 
     let directory: String
     let peers: [String]
     let only: [String]
+    let versions: String?
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         let root = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
@@ -30,12 +33,17 @@ struct ShareCommand: Command {
         peers = arguments.all("with")
         only = try arguments.all("only").map { path throws(CLIError) in try SelectCommand.relative(path, in: root) }
         if peers.isEmpty { throw .usage("'syncpeer share' needs --with PEER (at least one)") }
+        versions = arguments.value("versions")
+        if let versions, VersionPolicy(parsing: versions) == nil {
+            throw .usage("'\(versions)' is not a versions policy: none, trashcan DAYS, simple N or staggered [DAYS], optionally with 'cap SIZE'")
+        }
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         let request: ControlRequest = only.isEmpty ? .share(directory: directory, peers: peers)
                                                    : .shareSelected(directory: directory, peers: peers, only: only)
         let result = try context.call(request, as: ShareResult.self)
+        if let versions { _ = try context.call(.versions(directory: directory, policy: versions), as: VersionsPolicyResult.self) }
         let names = result.peers.map(\.name).joined(separator: ", ")
         context.print(result, text: "Sharing \(directory) as folder \(result.folder) with \(names)")
         return ExitCode.success

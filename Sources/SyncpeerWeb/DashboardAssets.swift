@@ -128,6 +128,19 @@ enum DashboardAssets {
       <ul id="offer-list" class="list"></ul>
     </section>
 
+    <section id="versions" aria-labelledby="versions-h">
+      <h3 id="versions-h">Versions</h3>
+      <form id="history-form" class="pair-form">
+        <label for="history-path">History of a file or folder path inside a shared folder (present or deleted)</label>
+        <div class="row">
+          <input id="history-path" name="path" type="text" required placeholder="/home/you/Documents/report.txt" autocomplete="off" spellcheck="false" autocapitalize="off">
+          <button type="submit" class="history-submit">History</button>
+        </div>
+      </form>
+      <p id="versions-title" class="meta"></p>
+      <ul id="version-list" class="list"></ul>
+    </section>
+
     <section id="conflicts" aria-labelledby="conflicts-h">
       <h3 id="conflicts-h">Conflicts</h3>
       <p id="err-conflicts" class="load-error" hidden></p>
@@ -892,10 +905,59 @@ function folderItem(f) {
         { ok: (r) => editIgnores(str(f.path), str(f.label || f.path), r) }),
       button('Selection', 'select', { op: 'select', dir: str(f.path) }, 'folder:' + str(f.folder), 'of the folder ' + str(f.label || f.folder),
         { ok: (r) => editSelection(str(f.path), str(f.label || f.path), r).catch((e) => notice(`Selection failed: ${e.message}`, true)) }),
+      button('Recently deleted', 'deleted', { op: 'history', path: str(f.path) }, 'folder:' + str(f.folder), 'in the folder ' + str(f.label || f.folder),
+        { ok: (r) => showVersions(`Recently deleted in ${str(f.label || f.path)}`, r, (v) => /-delete$/.test(str(v.reason))) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
       button('Unshare', 'unshare', { op: 'unshare', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Unshared ${str(f.label || f.path)}; its files stay on disk.`) })) : null);
+}
+
+// --- versions (history, restore, recently deleted) ---
+
+$('history-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const path = $('history-path').value.trim();
+  if (!path) return;
+  act($('history-form').querySelector('button'), 'history-form|submit', { op: 'history', path }, `History of ${path}`,
+    { ok: (r) => showVersions(`History of ${path}`, r, () => true) });
+});
+
+/** Lists a `history` answer's versions that `keep` takes (newest first, one per path and
+ * content, preferring one whose content is held), each with a Restore button. */
+function showVersions(title, r, keep) {
+  const folderPath = str(r && r.path);
+  const seen = new Map();
+  for (const v of arr(r && r.versions)) {
+    if (!keep(v)) continue;
+    const k = str(v.path) + '\n' + str(v.content);
+    const had = seen.get(k);
+    if (!had || (!had.held && v.held)) seen.set(k, v);
+  }
+  const list = [...seen.values()].sort((a, b) => (b.keptAt || 0) - (a.keptAt || 0)).slice(0, 200);
+  $('versions-title').textContent = `${title}: ${plural(list.length, 'version')} on this device and ${plural(r.peersAnswered || 0, 'connected peer')}`
+    + (r.truncated ? ' (the list stopped at its bound: ask for a narrower path)' : '');
+  fill($('version-list'), list.length ? list.map((v) => versionRow(v, folderPath)) : [empty('No versions kept.')]);
+}
+
+function versionRow(v, asked) {
+  const rel = str(v.path);
+  const target = folderRootOf(asked, rel);
+  const who = str(v.changedByName || v.changedBy);
+  return el('li', { class: 'version', data: { version: str(v.id) } },
+    el('p', { class: 'name' }, el('strong', null, bdi(rel))),
+    el('p', { class: 'meta' }, dots(bytes(v.size), validTime(v.keptAt) ? 'replaced ' + new Date(v.keptAt).toLocaleString() : '',
+      'by ' + who, str(v.reason), v.local ? 'kept here' : 'kept on ' + str(v.deviceName), v.held ? '' : 'content not held')),
+    v.held ? el('div', { class: 'actions' }, button('Restore', 'restore', { op: 'restore', path: target + '/' + rel, version: str(v.id) },
+      'version:' + str(v.id), rel, { refresh: ['folders'], ok: (res) => notice(arr(res && res.restored).length
+        ? `Restored ${rel} from ${str(res.restored[0].from)}; it syncs to every peer.` : `${rel} was not restored.`, !arr(res && res.restored).length) })) : null);
+}
+
+/** The folder root a `history` path belongs to: the shared folder whose root is a prefix of it. */
+function folderRootOf(asked, rel) {
+  const roots = arr(st.folders && st.folders.folders).map((f) => str(f.path)).filter((p) => p && (asked === p || asked.startsWith(p + '/')));
+  if (roots.length) return roots.sort((a, b) => b.length - a.length)[0];
+  return asked.endsWith('/' + rel) ? asked.slice(0, asked.length - rel.length - 1) : asked;
 }
 
 function offerRow(o) {

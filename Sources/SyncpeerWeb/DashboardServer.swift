@@ -41,13 +41,15 @@ public final class DashboardServer: Sendable {
     /// The ops a page may send: what the views show, the answers they give and the settings
     /// they change. `send` and the folder ops (`share`, `unshare`, `rescan`, `ignores`,
     /// `pause`, `resume-folder`) name a path on this machine, typed in full
-    /// (the daemon checks it as for the CLI); a send runs detached. Not the descriptor ops,
+    /// (the daemon checks it as for the CLI); a send runs detached. `history` and `restore`
+    /// (versions, "recently deleted") name a path inside a shared folder. Not the descriptor ops,
     /// `receive` (it waits), `verify` and `confirm`, nor `unpair` (the CLI asks first).
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
         .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename, .receiveDir,
         .select, .tree,
+        .history, .restore,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the

@@ -112,8 +112,15 @@ import Testing
                 pair.copies(folder).isEmpty && (try? String(contentsOfFile: folder + "/notes.txt", encoding: .utf8)) == "bob v2"
             }
         }
-        let kept = try FileManager.default.subpathsOfDirectory(atPath: pair.alice.home + "/versions")
+        // Once as a whole file (the versions store's chunks, under .chunks, are another matter:
+        // `history` lists the version from there).
+        let kept = try FileManager.default.subpathsOfDirectory(atPath: pair.alice.home + "/versions").filter { !$0.hasPrefix(".chunks/") }
             .map { pair.alice.home + "/versions/" + $0 }.filter { (try? String(contentsOfFile: $0, encoding: .utf8)) == "alice's text" }
         #expect(kept.count == 1, "\(kept)")
+        let history = try VersionsTests.json(pair.env, pair.alice, ["history", pair.aliceFolder + "/notes.txt"])
+        #expect((history["versions"] as? [[String: Any]] ?? []).contains {
+            $0["local"] as? Bool == true && $0["reason"] as? String == "conflict" && $0["held"] as? Bool == true
+                && $0["size"] as? Int == "alice's text".utf8.count
+        }, "\(history)")
     }
 }

@@ -53,8 +53,9 @@ import Testing
     }
 
     /// A daemon with its dashboard on a free loopback port, and the link `syncpeer gui` prints.
-    static func daemon(_ env: SyncpeerRunner, _ name: String) throws -> (DaemonProcess, port: UInt16, link: String) {
-        let daemon = try DaemonProcess(env, name: name, arguments: ["--gui", "127.0.0.1:0"])
+    static func daemon(_ env: SyncpeerRunner, _ name: String, arguments: [String] = [],
+                       environment: [String: String] = [:]) throws -> (DaemonProcess, port: UInt16, link: String) {
+        let daemon = try DaemonProcess(env, name: name, arguments: ["--gui", "127.0.0.1:0"] + arguments, environment: environment)
         let gui = try env.cli(daemon, ["gui", "--no-open", "--json"])
         try #require(gui.status == 0, "gui failed: \(gui.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(gui.stdout.utf8)) as? [String: Any]

@@ -237,6 +237,15 @@ struct JSONContractTests {
         _ = check("command conflicts", try cli(alice, ["conflicts"]))
         checkError("resolve (no conflict)", try cli(alice, ["resolve", copy + "/notes.txt", "--keep", "local"]),
                    exit: 3, kind: "notFound")
+        // Versions (issue 41): bob edits notes.txt, and alice keeps the version it replaced.
+        try "notes, second version".write(toFile: folder + "/notes.txt", atomically: true, encoding: .utf8)
+        try FolderSyncTests.eventually("the edit reaches alice") {
+            (try? String(contentsOfFile: copy + "/notes.txt", encoding: .utf8)) == "notes, second version"
+        }
+        let history = check("command history", try cli(alice, ["history", copy + "/notes.txt"]))
+        let versionID = try #require((history.first?["versions"] as? [[String: Any]])?.first?["id"] as? String, "\(history)")
+        _ = check("command restore", try cli(alice, ["restore", copy + "/notes.txt", "--version", versionID, "--to", copy + "/notes-before.txt"]))
+        _ = check("command versions", try cli(alice, ["versions", copy, "simple 5"]))
         _ = check("command confirm", try cli(alice, ["confirm", copy]))
         _ = check("command verify", try cli(alice, ["verify", copy]))
         _ = check("command rescan", try cli(alice, ["rescan", copy]))

@@ -42,6 +42,12 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         // id 00 01 … 0F, bytes 0x0102030405060708: body 16 + 8 = 24.
         FrameVector(frame: .resent(id: try! TransferID(Array(0..<16)), bytes: 0x0102_0304_0506_0708),
                     bytes: [0x45, 0, 0, 0, 24] + Array(0..<16) + [1, 2, 3, 4, 5, 6, 7, 8]),
+        // version-request: request 7, folder "f", path "a", tree 1, before 5, version 0.
+        FrameVector(frame: .versionRequest(request: 7, folder: "f", path: "a", tree: true, before: 5, version: 0),
+                    bytes: [0x68, 0, 0, 0, 26, 0, 0, 0, 7, 1, 0x66, 0, 1, 0x61, 1, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0]),
+        // version-response: request 7, ok, 3 bytes of page.
+        FrameVector(frame: .versionResponse(request: 7, ok: true, data: [0, 0, 0]),
+                    bytes: [0x69, 0, 0, 0, 12, 0, 0, 0, 7, 1, 0, 0, 0, 3, 0, 0, 0]),
     ]
 
     @Test(arguments: vectors)
@@ -60,9 +66,10 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                    "stream-open", "stream-data", "stream-close", "stream-credit", "stream-reset",
                                    "offer", "accept", "decline", "cancel", "done", "resent", "chunk", "chunk-ack", "hashed-chunk",
                                    "share-offer", "share-answer", "index-update", "index-ack", "block-request", "block-response",
-                                   "block-delta-request", "index-blocks"])
+                                   "block-delta-request", "index-blocks", "version-request", "version-response"])
         #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
-                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67])
+                                   0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67,
+                                   0x68, 0x69])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
                                        .impersonation, .timeout, .shuttingDown, .unpaired]
@@ -77,7 +84,8 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         let ranges = FrameType.allCases.map { WireLimits.bodyLengthRange(of: $0) }
         #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
                            23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...24, 24...16_777_240, 21...21,
-                           56...16_777_272, 3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240])
+                           56...16_777_272, 3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240,
+                           26...4_184, 9...14_680_073])
         #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
     }
 

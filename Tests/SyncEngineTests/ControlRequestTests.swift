@@ -29,6 +29,9 @@ struct ControlRequestTests {
         .acceptSelected(folder: "abcde-fghij", directory: nil, only: ["docs"]), .acceptSelected(folder: "abcde-fghij", directory: "/tmp/in", only: ["a", "b"]),
         .select(directory: "/tmp/docs", paths: nil), .select(directory: "/tmp/docs", paths: []), .select(directory: "/tmp/docs", paths: ["a", "b/c"]),
         .tree(directory: "/tmp/docs", path: nil), .tree(directory: "/tmp/docs", path: "photos"),
+        .history(path: "/tmp/docs/a"), .restore(path: "/tmp/docs/old", at: 1_764_950_400_000, version: nil, to: nil),
+        .restore(path: "/tmp/docs/a", at: nil, version: "ABCDEFG-12", to: "/tmp/a-before"),
+        .versions(directory: "/tmp/docs", policy: nil), .versions(directory: "/tmp/docs", policy: "simple 5 cap 1G"),
     ]
 
     @Test(arguments: samples)

@@ -74,6 +74,13 @@ public enum ControlRequest: Sendable, Equatable {
     /// Waits for the next stream a peer opens (from `peer`, if given) and writes it to the
     /// descriptor passed with the request.
     case streamReceive(peer: String?)
+    /// Versions of a path in a shared folder (and under it) known here and on connected peers.
+    case history(path: String)
+    /// Brings a version back: the one current at `at` (unix ms), the version `version`, or
+    /// the newest; at its path or at `to`.
+    case restore(path: String, at: Int64?, version: String?, to: String?)
+    /// A shared folder's versions policy; with `policy`, sets it.
+    case versions(directory: String, policy: String?)
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
@@ -82,6 +89,7 @@ public enum ControlRequest: Sendable, Equatable {
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
         case select, tree
+        case history, restore, versions
     }
 
     public var op: Op {
@@ -125,6 +133,9 @@ public enum ControlRequest: Sendable, Equatable {
         case .acceptSelected: .accept
         case .select: .select
         case .tree: .tree
+        case .history: .history
+        case .restore: .restore
+        case .versions: .versions
         }
     }
 
@@ -213,6 +224,16 @@ public enum ControlRequest: Sendable, Equatable {
             put("name", name)
         case let .streamReceive(peer):
             put("peer", peer)
+        case let .history(path):
+            put("path", path)
+        case let .restore(path, at, version, to):
+            put("path", path)
+            if let at { a["at"] = JSONValue(Int(at)) }
+            put("version", version)
+            put("to", to)
+        case let .versions(directory, policy):
+            put("dir", directory)
+            put("policy", policy)
         }
         return a
     }
@@ -333,6 +354,17 @@ public enum ControlRequest: Sendable, Equatable {
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
         case .select: self = .select(directory: try string("dir"), paths: try strings("paths"))
         case .tree: self = .tree(directory: try string("dir"), path: try optional("path"))
+        case .history: self = .history(path: try string("path"))
+        case .restore:
+            var at: Int64?
+            if let value = request["at"], value != .null {
+                guard let ms = value.intValue.map(Int64.init) else { throw .invalidArgument("'restore': \"at\" must be a time in unix milliseconds") }
+                at = ms
+            }
+            let version = try optional("version")
+            if at != nil, version != nil { throw .invalidArgument("'restore' takes \"at\" or \"version\", not both") }
+            self = .restore(path: try string("path"), at: at, version: version, to: try optional("to"))
+        case .versions: self = .versions(directory: try string("dir"), policy: try optional("policy"))
         }
     }
 }

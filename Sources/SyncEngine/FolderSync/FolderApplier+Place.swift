@@ -16,7 +16,11 @@ extension FolderApplier {
     func placeOver(_ temp: String, at name: String, in directory: DirectoryHandle, path: String,
                    expected: FileRecord) -> PlaceOutcome {
         let outcome = directory.replace(name, with: temp, removingOutgoing: false) { entry($0, in: directory, is: expected) }
-        if outcome == .done { outgoing.append((directory, temp)) }
+        if outcome == .done {
+            // The version that came out is kept before the batch removes it (issue 41).
+            keepVersion(expected, name: temp, in: directory, reason: "peer-edit")
+            outgoing.append((directory, temp))
+        }
         guard case .stranded(let hidden) = outcome else { return outcome }
         keepAside(hidden, of: path, in: directory)   // the pulled version is in place
         return .done
@@ -31,6 +35,8 @@ extension FolderApplier {
             rescan.append(path)
             return false
         }
+        // Kept first: once removed, its content is gone from this node (issue 41).
+        keepVersion(expected, name: resolved.name, in: resolved.directory, reason: "peer-delete")
         switch removeIfUnchanged(resolved.name, in: resolved.directory, path: path, expected: expected) {
         case .done:
             return true
@@ -66,6 +72,17 @@ extension FolderApplier {
             let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
             return (st.st_mode & S_IFMT) == S_IFREG && Int64(st.st_size) == record.size && mtime == record.mtimeNs
         }
+    }
+
+    /// Keeps the file `expected` describes, at `name` in `directory`, in the versions store
+    /// (chunks the store lacks are read from it and verified).
+    func keepVersion(_ expected: FileRecord, name: String, in directory: DirectoryHandle, reason: String) {
+        guard let versions = host.versions, expected.kind == .file else { return }
+        var record = expected
+        if record.chunks.isEmpty, record.size > 0 {
+            record.chunks = (try? index.file(folderID: folderID, path: expected.path))??.chunks ?? []
+        }
+        versions.keep(record, from: try? ChunkReader(name: name, in: directory), reason: reason)
     }
 
     /// A user's version found under one of our hidden names that cannot go back to its own:

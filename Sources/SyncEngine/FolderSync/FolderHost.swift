@@ -33,6 +33,8 @@ protocol FolderHost: AnyObject, Sendable {
     /// What small files' content that came with the peers' index pages may take in memory
     /// while it waits for its pull, for every folder of the node.
     var indexBlockBudget: IndexBlockBudget { get }
+    /// Where replaced versions are kept (nil: nowhere, as in hosts without a home).
+    var versions: VersionKeeper? { get }
 }
 
 extension FolderHost {

@@ -149,6 +149,11 @@ extension FolderService {
         var kept: [String] = []
         var failures: [String] = []
         func keepAside(_ version: ConflictChoice.Version) throws(EngineError) {
+            // In the versions store too, under the file's own path: `history` and `restore` find it.
+            if let keeper = self.versions, var record = (try? index.file(folderID: folder.id, path: version.path)) ?? nil {
+                record.path = relative
+                keeper.keepFile(at: folder.root + "/" + version.path, as: record, reason: "conflict")
+            }
             kept.append(try store.keep(folder.root + "/" + version.path, folderID: folder.id, relative: relative,
                                        author: version.author, mtimeNs: version.mtimeNs))
         }

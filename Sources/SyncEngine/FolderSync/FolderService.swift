@@ -43,6 +43,8 @@ struct FolderTable {
     var pageLimit: [String: Int] = [:]
     /// Small files' content a peer sent for its next index page (session ID → one folder's).
     var indexBlocks: [UInt64: HeldBlocks] = [:]
+    /// Version requests sent and waiting for their answer (issue 41).
+    var pendingVersions: [UInt32: (device: String, callback: @Sendable (VersionPage?) -> Void)] = [:]
 }
 
 /// The content of small files that came for a peer's next index page of one folder
@@ -106,6 +108,8 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// `queue`, read from the folders' queues without a hop to it: `queue` is busy storing
     /// index pages while a pull asks, B: waits of 8–58 ms a run).
     private let connected = Mutex<Set<String>>([])
+    /// Where the folders keep the versions they replace (set by the node before it starts).
+    var versions: VersionKeeper?
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
@@ -508,6 +512,10 @@ final class FolderService: Reporting, @unchecked Sendable {
                 return true
             }
             serveBlock(frame, from: folder, to: session)
+        case let .versionRequest(request, folderID, path, tree, before, version):
+            serveVersionRequest(request, folderID: folderID, path: path, tree: tree, before: before, version: version, from: session)
+        case let .versionResponse(request, ok, data):
+            versionResponseReceived(request, ok: ok, data: data, from: session)
         case let .blockResponse(request, ok, data):
             // Only the asked peer's answer settles a request: another's (a guessed or stale
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed

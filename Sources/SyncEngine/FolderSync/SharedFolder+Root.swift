@@ -148,6 +148,9 @@ extension SharedFolder {
                 old[PathKey(path)].flatMap { changes.tombstone(for: FileState($0), deletedAtNs: now) }?.fileRecord(folderID: id)
             }
             guard !rows.isEmpty else { continue }
+            // What was deleted here is gone from the disk: recorded as a version, held if
+            // the store has its chunks, else known here for a peer that holds it (issue 41).
+            host.versions?.noteLost(rows.compactMap { old[PathKey($0.path)] }, reason: "local-delete")
             _ = try index.upsertFiles(rows)
             wrote = true
             host.folderChanged(id)

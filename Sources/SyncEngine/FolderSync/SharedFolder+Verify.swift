@@ -135,6 +135,10 @@ extension SharedFolder {
                 unrepaired[key] = holders.isEmpty ? "no peer has this version of it" : "no peer that has this version of it is connected"
                 continue
             }
+            // In the versions store too, as it was found (`history`, `restore`).
+            if let versions = host.versions, let record = (try? index.file(folderID: id, path: key.string)) ?? nil {
+                versions.keepFile(at: root + "/" + key.string, as: record, reason: "verify")
+            }
             do {
                 kept[key] = try store.keepCopy(root + "/" + key.string, folderID: id, relative: key.string,
                                                author: String(host.localDevice.prefix(7)), mtimeNs: state.mtimeNs)

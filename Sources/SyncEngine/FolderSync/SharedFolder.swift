@@ -371,6 +371,10 @@ final class SharedFolder: @unchecked Sendable {
             rows += list.map { state in state.fileRecord(folderID: id, inode: manifests[PathKey(state.path)]?.inode, chunks: chunks(state.path)) }
         }
         guard !rows.isEmpty else { return false }
+        // A recorded file overwritten here: its content is gone from the disk (issue 41).
+        host.versions?.noteLost(rows.compactMap { row in
+            olds[PathKey(row.path)].flatMap { $0.kind == .file && $0.rootHash != row.rootHash ? $0 : nil }
+        }, reason: "local-edit")
         do { _ = try index.upsertFiles(rows) } catch { report("cannot record changes: \(error)") ; return false }
         return true
     }
@@ -642,7 +646,8 @@ final class SharedFolder: @unchecked Sendable {
         let indexed: NodeIndex.FileStamp
         do {
             guard let stamp = try index.liveChunkStamp(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
-                return .answer(.notShared)
+                // Not in a live file: maybe in a version of that path we keep (issue 41).
+                return .answer(versionBlock(path: safe.string, offset: start, size: size, hash: expected))
             }
             indexed = stamp
         } catch {

@@ -161,7 +161,8 @@ public struct SessionMachine: Sendable {
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.stream(frame)]
         case .offer, .accept, .decline, .cancel, .done, .resent, .chunk, .chunkAck, .hashedChunk,
-             .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks:
+             .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks,
+             .versionRequest, .versionResponse:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]
         }

@@ -1,0 +1,204 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Dispatch
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+internal import PeerWire
+internal import Synchronization
+
+/// `syncpeer restore PATH [--at TIME | --version ID] [--to NEWPATH]`: brings versions back
+/// from this node's store or from a member that holds them, every chunk verified, as a new
+/// local change (the folder scans it and it syncs out). What is at the target is kept as a
+/// version first.
+extension FolderService {
+    /// One version chosen for a path, with the devices that hold its content.
+    struct RestorePick {
+        var entry: VersionEntry
+        var id: String
+        /// Devices holding it, ours first when we do.
+        var holders: [KnownVersion]
+    }
+
+    /// `at` (unix ms): the version that was current then of each path (the first kept after
+    /// it whose modification time is not after it: content written later was not there yet);
+    /// `version`: that one; neither: the newest of each path.
+    static func pick(_ known: [KnownVersion], at: Int64?, version: String?) -> [RestorePick] {
+        func id(_ k: KnownVersion) -> String { String(k.device.prefix(7)) + "-" + String(k.entry.id) }
+        var chosen: [String: KnownVersion] = [:]
+        if let version {
+            guard let one = known.first(where: { id($0) == version }) else { return [] }
+            chosen[one.entry.path] = one
+        } else {
+            for k in known {
+                if let at, k.entry.keptAt < at || k.entry.mtimeNs / 1_000_000 > at { continue }
+                guard let current = chosen[k.entry.path] else { chosen[k.entry.path] = k; continue }
+                let better = at == nil ? k.entry.keptAt > current.entry.keptAt : k.entry.keptAt < current.entry.keptAt
+                if better { chosen[k.entry.path] = k }
+            }
+        }
+        return chosen.values.sorted { $0.entry.path < $1.entry.path }.map { choice in
+            let holders = known.filter { $0.entry.path == choice.entry.path && $0.entry.rootHash == choice.entry.rootHash && $0.entry.held }
+                .sorted { $0.local && !$1.local }
+            return RestorePick(entry: choice.entry, id: id(choice), holders: holders)
+        }
+    }
+
+    func restore(path: String, at: Int64?, version: String?, to: String?) throws(EngineError) -> RestoreResult {
+        let (folder, relative) = try folder(holding: path)
+        guard let keeper = versions else { throw .io(path: path, reason: "this node keeps no versions") }
+        let picks = Self.pick(knownVersions(folder: folder, relative: relative).versions, at: at, version: version)
+        guard !picks.isEmpty else {
+            throw .notFound(version.map { "no version \($0) of \(path) on this node or its connected peers" }
+                ?? "no version of \(path)\(at == nil ? "" : " kept after that time") on this node or its connected peers")
+        }
+        var result = RestoreResult(folder: folder.id, restored: [], failed: [])
+        var scan: [String] = []
+        for pick in picks.prefix(RestoreResult.limit) {
+            // Where it goes: its own path, or `to` in place of the path asked for.
+            let suffix = relative.isEmpty ? pick.entry.path : String(pick.entry.path.dropFirst(relative.count))
+            let target: String
+            if let to {
+                let base = URL(fileURLWithPath: to).standardizedFileURL.path
+                target = relative.isEmpty ? base + "/" + suffix : base + suffix
+            } else {
+                target = folder.root + "/" + pick.entry.path
+            }
+            switch restoreOne(pick, to: target, folder: folder, keeper: keeper) {
+            case let .success((from, bytes)):
+                result.restored.append(.init(path: target, version: pick.id, from: from, bytes: bytes))
+                if target.hasPrefix(folder.root + "/") { scan.append(String(target.dropFirst(folder.root.count + 1))) }
+            case let .failure(reason):
+                result.failed.append(.init(path: target, reason: reason.message))
+            }
+        }
+        if picks.count > RestoreResult.limit {
+            result.failed.append(.init(path: path, reason: "\(picks.count - RestoreResult.limit) more version(s) not restored: at most \(RestoreResult.limit) at once"))
+        }
+        if !scan.isEmpty { folder.io.async { [scan] in folder.fullScanPaths(scan) } }
+        return result
+    }
+
+    struct RestoreFailure: Error { let message: String }
+
+    /// Writes one version at `target` (absolute): its manifest, then every chunk from our
+    /// store or from a holder, verified, into a temporary file beside the target, then the
+    /// rename. Returns where the chunks came from and the size.
+    private func restoreOne(_ pick: RestorePick, to target: String, folder: SharedFolder,
+                            keeper: VersionKeeper) -> Result<(String, Int64), RestoreFailure> {
+        guard !pick.holders.isEmpty else { return .failure(.init(message: "no connected device holds this version's content")) }
+        guard let manifest = manifest(of: pick, folder: folder) else {
+            return .failure(.init(message: "cannot get the version's chunk list from a device that holds it"))
+        }
+        let url = URL(fileURLWithPath: target)
+        let directoryPath = url.deletingLastPathComponent().path
+        let name: String
+        let directory: DirectoryHandle
+        if target.hasPrefix(folder.root + "/") {
+            // Inside the folder: resolved under its root (no symlink or ".." leads out of it).
+            do {
+                let resolved = try SafePath(String(target.dropFirst(folder.root.count + 1)))
+                    .resolve(under: try DirectoryHandle(path: folder.root), createDirectories: true)
+                (directory, name) = (resolved.directory, resolved.name)
+            } catch {
+                return .failure(.init(message: "cannot reach \(target) in the folder: \(error)"))
+            }
+        } else {
+            // Elsewhere (`--to`): where the user said.
+            do {
+                try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)
+            } catch {
+                return .failure(.init(message: "cannot create \(directoryPath): \(error.localizedDescription)"))
+            }
+            guard let handle = try? DirectoryHandle(path: directoryPath) else {
+                return .failure(.init(message: "cannot open \(directoryPath)"))
+            }
+            (directory, name) = (handle, url.lastPathComponent)
+        }
+        let temp = FolderApplier.tempName(forPath: "restore/" + pick.entry.path)
+        let fd = openat(directory.fd, temp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return .failure(.init(message: "cannot create a temporary file in \(directoryPath)")) }
+        var closed = false
+        defer { if !closed { close(fd); unlinkat(directory.fd, temp, 0) } }
+        var sources = Set<String>()
+        for chunk in manifest.chunks {
+            guard let (bytes, from) = fetchVersionChunk(chunk, pick: pick, folder: folder, keeper: keeper) else {
+                return .failure(.init(message: "chunk at \(chunk.offset) is held by no connected device (or did not verify)"))
+            }
+            sources.insert(from)
+            let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(chunk.offset)) }
+            guard written == bytes.count else { return .failure(.init(message: "cannot write \(target): \(String(cString: strerror(errno)))")) }
+        }
+        ftruncate(fd, off_t(manifest.fileSize))
+        var times = [timespec(tv_sec: 0, tv_nsec: FolderApplier.utimeOmit),
+                     timespec(tv_sec: Int(pick.entry.mtimeNs / 1_000_000_000), tv_nsec: Int(pick.entry.mtimeNs % 1_000_000_000))]
+        futimens(fd, &times)
+        fchmod(fd, 0o644)
+        guard fsync(fd) == 0 else { return .failure(.init(message: "cannot flush \(target): \(String(cString: strerror(errno)))")) }
+        close(fd)
+        closed = true
+        // What is at the target now is kept first (it may be the only copy of an edit).
+        if target.hasPrefix(folder.root + "/"), directory.entryKind(name) == .file,
+           let record = (try? index.file(folderID: folder.id, path: String(target.dropFirst(folder.root.count + 1)))) ?? nil {
+            keeper.keep(record, from: try? ChunkReader(name: name, in: directory), reason: "restore")
+        }
+        guard renameat(directory.fd, temp, directory.fd, name) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlinkat(directory.fd, temp, 0)
+            return .failure(.init(message: "cannot put it in place: \(reason)"))
+        }
+        fsync(directory.fd)
+        let from = sources.count == 1 && sources.first == localDevice ? "local"
+            : sources.filter { $0 != localDevice }.map { String($0.prefix(7)) }.sorted().joined(separator: ",")
+        return .success((from, Int64(manifest.fileSize)))
+    }
+
+    /// The version's chunk list: from our index, or asked of a holder (its root hash must be
+    /// the listed one, and the manifest must decode under the wire's limits).
+    private func manifest(of pick: RestorePick, folder: SharedFolder) -> Manifest? {
+        for holder in pick.holders {
+            if holder.local {
+                guard let id = Int64(exactly: holder.entry.id), let record = try? index.version(folderID: folder.id, id: id),
+                      let manifest = try? Manifest(fileSize: UInt64(record.size), chunks: record.chunks.compactMap(\.chunkRef)),
+                      manifest.rootHash == pick.entry.rootHash else { continue }
+                return manifest
+            }
+            let answer = Mutex<VersionPage?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            requestVersions(device: holder.device, folderID: folder.id, path: holder.entry.path, tree: false, before: 0,
+                            version: holder.entry.id) { page in
+                answer.withLock { $0 = page }
+                done.signal()
+            }
+            done.wait()
+            guard let entry = answer.withLock({ $0 })?.entries.first, entry.path == pick.entry.path,
+                  let manifest = try? Manifest.decode(entry.manifest), manifest.rootHash == pick.entry.rootHash else { continue }
+            return manifest
+        }
+        return nil
+    }
+
+    /// One chunk, verified: from our store, else from each holder in turn (a block request
+    /// for the version's path; the holder serves it from its store).
+    private func fetchVersionChunk(_ chunk: ChunkRef, pick: RestorePick, folder: SharedFolder,
+                                   keeper: VersionKeeper) -> ([UInt8], String)? {
+        if let bytes = keeper.store.read(chunk.hash, size: Int(chunk.size)) { return (bytes, localDevice) }
+        for holder in pick.holders where !holder.local {
+            let got = Mutex<[UInt8]?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            requestBlock(device: holder.device, folder: folder.id, path: pick.entry.path, offset: chunk.offset, size: chunk.size,
+                         hash: chunk.hash.bytes, sums: nil) { reply in
+                if case let .whole(bytes) = reply { got.withLock { $0 = bytes } }
+                done.signal()
+            }
+            done.wait()
+            if let bytes = got.withLock({ $0 }), bytes.count == Int(chunk.size), ChunkHash.of(bytes) == chunk.hash {
+                // Kept here too (a torn one would fail its hash when read): the next restore is local.
+                keeper.store.put(bytes, hash: chunk.hash)
+                return (bytes, holder.device)
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,144 @@
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+
+/// Keeps the versions a node replaces or sees replaced (issue 41): their chunks in the
+/// `VersionStore`, their metadata in the index. Used by the applier (a peer's edit, deletion
+/// or rename over a local file), the scanner (a recorded file overwritten or deleted here),
+/// conflict resolution and `verify`. A folder whose policy is `none` keeps nothing.
+struct VersionKeeper: Sendable {
+    let store: VersionStore
+    let index: NodeIndex
+    let clock: @Sendable () -> Int64
+
+    init(versionsDirectory: String, index: NodeIndex, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        store = VersionStore(versionsDirectory: versionsDirectory)
+        self.index = index
+        self.clock = clock
+    }
+
+    /// The settings key of a folder's policy.
+    static func policySetting(_ folderID: String) -> String { "folder_versions." + folderID }
+
+    /// The folder's policy (`VersionPolicy.standard` unless set).
+    func policy(folderID: String) -> VersionPolicy {
+        ((try? index.setting(Self.policySetting(folderID))) ?? nil).flatMap(VersionPolicy.init(parsing:)) ?? .standard
+    }
+
+    func setPolicy(_ policy: VersionPolicy, folderID: String) throws(IndexError) {
+        try index.setSetting(Self.policySetting(folderID), policy.description)
+    }
+
+    /// Keeps the file `record` describes, reading its chunks from `reader` (the file that is
+    /// about to go, or has just been replaced and waits at a temporary name). Chunks already
+    /// in the store are not read; each one read must hash as the record says (a file edited
+    /// since the scan is kept as far as it still matches, and recorded as not held).
+    /// Returns the version's ID, nil when nothing is kept (policy `none`, not a file).
+    @discardableResult
+    func keep(_ record: FileRecord, from reader: ChunkReader?, reason: String) -> Int64? {
+        guard record.kind == .file, !record.deleted, let root = record.rootHash, policy(folderID: record.folderID).kind != .none
+        else { return nil }
+        var held = true
+        var written: [ChunkHash] = []
+        for chunk in record.chunks {
+            guard let hash = ChunkHash(bytes: chunk.hash) else { held = false; continue }
+            if store.has(hash) { continue }
+            guard let reader, let size = UInt32(exactly: chunk.size),
+                  let bytes = try? reader.bytes(of: ChunkRef(offset: UInt64(chunk.offset), size: size, hash: hash), verify: true),
+                  store.put(bytes, hash: hash) else {
+                held = false
+                continue
+            }
+            written.append(hash)
+        }
+        // Durable before the index says it is held.
+        if !written.isEmpty { store.flush(written) }
+        return add(record, rootHash: root, held: held, reason: reason)
+    }
+
+    /// Keeps the file at `absolute` as it is now (chunked and hashed afresh: its bytes may
+    /// not be what the index records, as for a file `verify` found damaged), under the path
+    /// and version `record` gives (conflict resolution, `verify`).
+    @discardableResult
+    func keepFile(at absolute: String, as record: FileRecord, reason: String) -> Int64? {
+        guard policy(folderID: record.folderID).kind != .none,
+              let manifest = try? FileChunker.manifest(ofFileAt: absolute), let reader = try? ChunkReader(path: absolute) else { return nil }
+        var current = record
+        (current.kind, current.deleted, current.size) = (.file, false, Int64(manifest.fileSize))
+        current.rootHash = manifest.rootHash
+        current.chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
+        return keep(current, from: reader, reason: reason)
+    }
+
+    /// Records a version whose file is already gone or overwritten (the scanner found it so):
+    /// held only if the store has every chunk of it, else known-but-not-held, so that history
+    /// still lists it and a peer that holds it can serve it.
+    /// Many at once, in one write of the index.
+    func noteLost(_ records: [FileRecord], reason: String) {
+        var policies: [String: Bool] = [:]
+        let versions = records.compactMap { record -> VersionRecord? in
+            guard record.kind == .file, !record.deleted, let root = record.rootHash else { return nil }
+            let keeps = policies[record.folderID] ?? (policy(folderID: record.folderID).kind != .none)
+            policies[record.folderID] = keeps
+            guard keeps else { return nil }
+            let held = record.chunks.allSatisfy { ChunkHash(bytes: $0.hash).map(store.has) ?? false }
+            return versionRecord(record, rootHash: root, held: held, reason: reason)
+        }
+        _ = try? index.addVersions(versions)
+    }
+
+    private func add(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> Int64? {
+        try? index.addVersion(versionRecord(record, rootHash: rootHash, held: held, reason: reason))
+    }
+
+    private func versionRecord(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> VersionRecord {
+        VersionRecord(folderID: record.folderID, path: record.path, version: record.version, size: record.size,
+                      mtimeNs: record.mtimeNs, mode: record.mode, modifiedBy: record.modifiedBy, keptAt: clock(), reason: reason,
+                      rootHash: rootHash, held: held, chunks: record.chunks)
+    }
+
+    /// Applies the folder's policy at `now`: removes expired versions, then the oldest ones
+    /// while the store is above the cap, and the chunks no version uses any more. Returns how
+    /// many versions went.
+    @discardableResult
+    func expire(folderID: String, now: Int64, fileSystemBytes: Int64) -> Int {
+        let policy = policy(folderID: folderID)
+        guard let ages = try? index.versionAges(folderID: folderID), !ages.isEmpty else { return 0 }
+        let kept = ages.map { VersionPolicy.Kept(id: $0.id, path: $0.path, keptAt: $0.keptAt) }
+        var gone = policy.expired(kept, now: now)
+        if let cap = policy.capBytes(fileSystemBytes: fileSystemBytes) {
+            // The store's real bytes (chunks shared between versions count once): oldest go first.
+            var stored = store.storedBytes()
+            var oldest = ages.filter { !gone.contains($0.id) }[...]
+            var batch: [Int64] = []
+            while stored > cap, let next = oldest.popFirst() {
+                batch.append(next.id)
+                gone.insert(next.id)
+                if batch.count >= 64 || oldest.isEmpty {
+                    store.remove((try? index.removeVersions(batch)) ?? [])
+                    batch = []
+                    stored = store.storedBytes()
+                }
+            }
+            store.remove((try? index.removeVersions(batch)) ?? [])
+        }
+        store.remove((try? index.removeVersions(Array(gone))) ?? [])
+        return gone.count
+    }
+}
+
+extension SharedFolder {
+    /// A block of a version of `path` this node keeps: only a chunk at exactly that offset,
+    /// size and hash of a held version of that path in this folder is read (verified), so a
+    /// member gets nothing it could not have got from the file before it was replaced.
+    func versionBlock(path: String, offset: Int64, size: UInt32, hash: ChunkHash) -> BlockAnswer {
+        guard let index, let versions = host?.versions else { return .notShared }
+        guard (try? index.hasVersionChunk(folderID: id, path: path, offset: offset, size: Int64(size), hash: hash.bytes)) == true
+        else { return .notShared }
+        guard let bytes = versions.store.read(hash, size: Int(size)) else {
+            try? index.setVersionsNotHeld(holding: hash.bytes)
+            return .unavailable
+        }
+        return .data(bytes)
+    }
+}

@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+internal import Glibc
+#endif
+internal import Foundation
+internal import PeerFiles
+internal import PeerIndex
+
+/// The content-addressed chunk store behind kept versions: one file per chunk, named by its
+/// BLAKE3 hash, under HOME/versions/.chunks/HH/REST (HH: the first two hex digits; hidden, as no
+/// folder ID of `KeptVersions` starts with a dot).
+/// A chunk kept by many versions (or many files) is stored once: 100 versions of a large file
+/// that changed a little each time cost the changed chunks, not 100 copies. Chunk boundaries
+/// are the index's (the content-defined chunker's), so an edit changes few of them.
+///
+/// Every chunk is verified when it is written (its bytes must hash to its name) and when it
+/// is read (a damaged or missing file reads as nil and is removed). Files and directories are
+/// the user's only (0600, 0700). The metadata (which version holds which chunks) is in the
+/// node index (`NodeIndex.addVersion`).
+struct VersionStore: Sendable {
+    /// HOME/versions/.chunks.
+    let root: String
+
+    init(versionsDirectory: String) {
+        root = versionsDirectory + "/.chunks"
+    }
+
+    func path(of hash: ChunkHash) -> String {
+        let hex = hash.description
+        return root + "/" + hex.prefix(2) + "/" + hex.dropFirst(2)
+    }
+
+    /// Whether the chunk's file is there (not read: `read` verifies).
+    func has(_ hash: ChunkHash) -> Bool {
+        access(path(of: hash), F_OK) == 0
+    }
+
+    /// Stores `bytes` as the chunk `hash`; false when they do not hash to it or cannot be written.
+    /// Not flushed here (a version of a 1 GiB file is ~2,000 chunks): `flush` makes a batch
+    /// durable; a chunk torn by a crash before it fails its hash when read (not held).
+    @discardableResult
+    func put(_ bytes: UnsafeRawBufferPointer, hash: ChunkHash) -> Bool {
+        guard ChunkHash.of(bytes) == hash else { return false }
+        if has(hash) { return true }
+        let target = path(of: hash)
+        let directory = (target as NSString).deletingLastPathComponent
+        if access(directory, F_OK) != 0 {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        }
+        let temp = target + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        var written = 0
+        while written < bytes.count {
+            let n = Glibc.write(fd, bytes.baseAddress! + written, bytes.count - written)
+            if n <= 0 { break }
+            written += n
+        }
+        let ok = written == bytes.count
+        close(fd)
+        guard ok, rename(temp, target) == 0 else {
+            unlink(temp)
+            return false
+        }
+        return true
+    }
+
+    @discardableResult
+    func put(_ bytes: [UInt8], hash: ChunkHash) -> Bool {
+        bytes.withUnsafeBytes { put($0, hash: hash) }
+    }
+
+    /// The chunk's bytes, verified against its hash and size; nil when missing, of another
+    /// size, or damaged (a file of the right size whose bytes do not hash to its name is
+    /// removed: it can only mislead).
+    func read(_ hash: ChunkHash, size: Int) -> [UInt8]? {
+        guard size > 0, size <= Manifest.maxChunkSize else { return nil }
+        let file = path(of: hash)
+        let fd = open(file, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: size + 1)
+        var got = 0
+        while got < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
+            if n <= 0 { break }
+            got += n
+        }
+        // Another size than asked: not this chunk as the caller knows it (left as it is).
+        guard got == size else { return nil }
+        bytes.removeLast()
+        guard ChunkHash.of(bytes) == hash else {
+            unlink(file)
+            return nil
+        }
+        return bytes
+    }
+
+    /// Makes the chunks `written` durable: an `fsync` of each for a few (`syncfs` would wait
+    /// for whatever else was written to the file system: a store test took 26 s instead of 13
+    /// beside other builds), one `syncfs` for many (a new version of a large file).
+    func flush(_ written: [ChunkHash]) {
+        if written.count <= Self.fsyncEach {
+            for hash in written {
+                let fd = open(path(of: hash), O_RDONLY | O_CLOEXEC)
+                if fd >= 0 { fsync(fd); close(fd) }
+            }
+            return
+        }
+        let fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = syncFileSystem(fd)
+        close(fd)
+    }
+
+    static let fsyncEach = 32
+
+    /// Removes chunks no version uses any more.
+    func remove(_ hashes: [[UInt8]]) {
+        for bytes in hashes {
+            if let hash = ChunkHash(bytes: bytes) { unlink(path(of: hash)) }
+        }
+    }
+
+    /// Bytes the store's chunk files take (their sizes; a walk of the store).
+    func storedBytes() -> Int64 {
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
+        var total: Int64 = 0
+        while let name = walker.nextObject() as? String {
+            if let size = walker.fileAttributes?[.size] as? NSNumber, walker.fileAttributes?[.type] as? FileAttributeType == .typeRegular {
+                total += size.int64Value
+            }
+            _ = name
+        }
+        return total
+    }
+}
