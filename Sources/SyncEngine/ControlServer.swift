@@ -144,10 +144,18 @@ public final class ControlServer: @unchecked Sendable {
                                      observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
                 }
-            case let .share(directory, peers):
-                reply.success(id, try node.share(directory: directory, with: peers))
+            case let .share(directory, peers, role, noDeletes):
+                reply.success(id, try node.share(directory: directory, with: peers, role: role, noDeletes: noDeletes))
             case let .unshare(directory):
                 reply.success(id, try node.unshare(directory: directory))
+            case let .role(directory, peer, role, noDeletes):
+                reply.success(id, try node.setRole(directory: directory, peer: peer, role: role, noDeletes: noDeletes))
+            case let .roleChanges(directory):
+                reply.page(id, try node.roleChanges(directory: directory, page: page))
+            case let .override(directory):
+                reply.success(id, try node.overrideFolder(directory: directory))
+            case let .guardLimits(directory, percent, files):
+                reply.success(id, try node.guardLimits(directory: directory, percent: percent, files: files))
             case let .confirm(directory):
                 reply.success(id, try node.confirmFolder(directory: directory))
             case let .verify(directory):

@@ -75,7 +75,8 @@ extension Node {
 
 extension Node {
     /// Shares a folder with paired peers (adding peers to an already shared folder).
-    public func share(directory: String, with peerTexts: [String]) throws(EngineError) -> ShareResult {
+    public func share(directory: String, with peerTexts: [String], role: String? = nil, noDeletes: Bool? = nil) throws(EngineError) -> ShareResult {
+        let role = try role.map(Self.peerRole)
         // What is wrong with the folder first: a typo in the path is the likelier mistake.
         try FolderService.checkShareable(directory)
         let resolved: Result<[(key: String, name: String)], EngineError> = queue.sync {
@@ -92,7 +93,7 @@ extension Node {
                 return .success(devices)
             } catch { return .failure(error) }
         }
-        return try folders.share(directory: directory, with: try resolved.get())
+        return try folders.share(directory: directory, with: try resolved.get(), role: role, noDeletes: noDeletes)
     }
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
@@ -107,7 +108,7 @@ extension Node {
 
     /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.
     public func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
-        try folders.confirmFolder(directory: directory)
+        try folders.confirmFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
     }
 
     /// `syncpeer rescan DIR [PATH]`: scans the folder (or one path in it) now.

@@ -15,21 +15,30 @@ struct ShareCommand: Command {
         Patterns in .syncpeerignore at the root (globs, **, ! negation, # comments) stay
         local: the file itself is never synced, and a peer's is never applied here.
         """,
-        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)")],
+        options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)"),
+                  OptionSpec("role", .value("ROLE"), help: "our role towards those peers: both (default), send-only, receive-only",
+                             values: ["both", "send-only", "receive-only"]),
+                  OptionSpec("no-deletes", help: "their deletions are not applied here (an archive)")],
         arguments: [ArgumentSpec("DIR", help: "the folder to share")],
-        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol"])
+        examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol",
+                   "syncpeer share ~/Site --with web --role send-only", "syncpeer share ~/Archive --with phone --no-deletes"])
 
     let directory: String
     let peers: [String]
+    let role: String?
+    let noDeletes: Bool
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
         peers = arguments.all("with")
         if peers.isEmpty { throw .usage("'syncpeer share' needs --with PEER (at least one)") }
+        role = arguments.value("role")
+        noDeletes = arguments.flag("no-deletes")
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.call(.share(directory: directory, peers: peers), as: ShareResult.self)
+        let result = try context.call(.share(directory: directory, peers: peers, role: role, noDeletes: noDeletes ? true : nil),
+                                      as: ShareResult.self)
         let names = result.peers.map(\.name).joined(separator: ", ")
         context.print(result, text: "Sharing \(directory) as folder \(result.folder) with \(names)")
         return ExitCode.success
@@ -292,7 +301,8 @@ struct StatusCommand: Command {
                     : ""
                 let differ = peer.outOfSyncFiles > 0
                     ? "  (\(peer.outOfSyncFiles) files, \(ProgressRenderer.formatBytes(peer.outOfSyncBytes)) differ)" : ""
-                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved)
+                let role = (peer.role == "both" ? "" : "  " + peer.role) + (peer.noDeletes ? "  no-deletes" : "")
+                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved + role)
             }
             for item in folder.transfers {
                 let peers = item.peers.map(\.name).joined(separator: ", ")

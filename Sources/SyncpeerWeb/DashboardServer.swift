@@ -313,7 +313,7 @@ public final class DashboardServer: Sendable {
         case let .send(path, _, _, spool, detach):
             guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
             try fullPath(path)
-        case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
+        case let .share(directory, _, _, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
              let .pauseFolder(directory, _), let .receiveDir(directory):
             try fullPath(directory)
         default:

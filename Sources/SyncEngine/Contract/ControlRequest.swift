@@ -25,7 +25,9 @@ public enum ControlRequest: Sendable, Equatable {
     case send(path: String, peer: String, name: String?, spool: String?, detach: Bool = false)
     /// Waits for the next offer and accepts (or declines) it.
     case receive(directory: String?, accept: Bool)
-    case share(directory: String, peers: [String])
+    /// Shares a folder; `role` (`both`, `send-only`, `receive-only`) and `noDeletes` apply to
+    /// each of `peers` (nil: a member keeps its role; a new one is `both`).
+    case share(directory: String, peers: [String], role: String? = nil, noDeletes: Bool? = nil)
     case unshare(directory: String)
     case confirm(directory: String)
     case verify(directory: String)
@@ -63,6 +65,14 @@ public enum ControlRequest: Sendable, Equatable {
     /// Waits for the next stream a peer opens (from `peer`, if given) and writes it to the
     /// descriptor passed with the request.
     case streamReceive(peer: String?)
+    /// Our role towards one member of a folder; nil keeps that part as it is.
+    case role(directory: String, peer: String, role: String?, noDeletes: Bool?)
+    /// Paths where the roles keep the folder apart from its members (a list).
+    case roleChanges(directory: String)
+    /// Our versions win over the changes the roles (or a held mass change) keep out.
+    case override(directory: String)
+    /// The folder's mass-change guard; nil keeps that limit as it is.
+    case guardLimits(directory: String, percent: Int?, files: Int?)
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
@@ -70,6 +80,7 @@ public enum ControlRequest: Sendable, Equatable {
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
+        case role, changes, override, guardLimits = "guard"
     }
 
     public var op: Op {
@@ -109,6 +120,10 @@ public enum ControlRequest: Sendable, Equatable {
         case .activity: .activity
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
+        case .role: .role
+        case .roleChanges: .changes
+        case .override: .override
+        case .guardLimits: .guardLimits
         }
     }
 
@@ -149,9 +164,11 @@ public enum ControlRequest: Sendable, Equatable {
         case let .receive(directory, accept):
             put("dir", directory)
             a["decline"] = .bool(!accept)
-        case let .share(directory, peers):
+        case let .share(directory, peers, role, noDeletes):
             put("dir", directory)
             a["peers"] = .array(peers.map { .string($0) })
+            put("role", role)
+            if let noDeletes { a["noDeletes"] = .bool(noDeletes) }
         case let .unshare(directory), let .confirm(directory), let .verify(directory):
             put("dir", directory)
         case let .rescan(directory, path):
@@ -183,6 +200,17 @@ public enum ControlRequest: Sendable, Equatable {
             put("name", name)
         case let .streamReceive(peer):
             put("peer", peer)
+        case let .role(directory, peer, role, noDeletes):
+            put("dir", directory)
+            put("peer", peer)
+            put("role", role)
+            if let noDeletes { a["noDeletes"] = .bool(noDeletes) }
+        case let .roleChanges(directory), let .override(directory):
+            put("dir", directory)
+        case let .guardLimits(directory, percent, files):
+            put("dir", directory)
+            if let percent { a["percent"] = JSONValue(percent) }
+            if let files { a["files"] = JSONValue(files) }
         }
         return a
     }
@@ -190,7 +218,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// Whether the answer is a list, answered a page at a time (`PageRequest`).
     public var isPaged: Bool {
         switch self {
-        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity: true
+        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity, .roleChanges: true
         default: false
         }
     }
@@ -257,7 +285,7 @@ public enum ControlRequest: Sendable, Equatable {
             guard let list = request["peers"]?.arrayValue, !list.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
             let peers = list.compactMap(\.stringValue)
             guard peers.count == list.count else { throw .invalidArgument("'share': \"peers\" must be a list of strings") }
-            self = .share(directory: try string("dir"), peers: peers)
+            self = .share(directory: try string("dir"), peers: peers, role: try optional("role"), noDeletes: try flag("noDeletes"))
         case .unshare: self = .unshare(directory: try string("dir"))
         case .confirm: self = .confirm(directory: try string("dir"))
         case .verify: self = .verify(directory: try string("dir"))
@@ -284,6 +312,17 @@ public enum ControlRequest: Sendable, Equatable {
             self = .autoAccept(peer: try string("peer"), on: try flag("on") ?? true, folders: what == "folders")
         case .streamSend: self = .streamSend(peer: try string("peer"), name: try string("name"))
         case .streamReceive: self = .streamReceive(peer: try optional("peer"))
+        case .role:
+            self = .role(directory: try string("dir"), peer: try string("peer"), role: try optional("role"), noDeletes: try flag("noDeletes"))
+        case .changes: self = .roleChanges(directory: try string("dir"))
+        case .override: self = .override(directory: try string("dir"))
+        case .guardLimits:
+            func number(_ key: String) throws(EngineError) -> Int? {
+                guard let value = request[key], value != .null else { return nil }
+                guard let number = value.intValue, number >= 0 else { throw .invalidArgument("'guard': \"\(key)\" must be a number ≥ 0") }
+                return number
+            }
+            self = .guardLimits(directory: try string("dir"), percent: try number("percent"), files: try number("files"))
         }
     }
 }
