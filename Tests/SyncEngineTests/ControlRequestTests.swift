@@ -25,6 +25,11 @@ struct ControlRequestTests {
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
         .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
+        .share(directory: "/tmp/docs", peers: ["bob"], role: "send-only", noDeletes: true),
+        .role(directory: "/tmp/docs", peer: "bob", role: "receive-only", noDeletes: nil),
+        .role(directory: "/tmp/docs", peer: "bob", role: nil, noDeletes: false), .roleChanges(directory: "/tmp/docs"),
+        .override(directory: "/tmp/docs"), .guardLimits(directory: "/tmp/docs", percent: 20, files: nil),
+        .guardLimits(directory: "/tmp/docs", percent: nil, files: nil),
     ]
 
     @Test(arguments: samples)

@@ -7,8 +7,16 @@ extension FolderService {
     /// Sets our role towards members of a folder (the folder's io then plans with it).
     /// `role` nil keeps the member's role, `noDeletes` nil its deletion switch.
     func setRole(folderID: String, devices: [String], role: PeerRole?, noDeletes: Bool?) throws(EngineError) {
-        try storeRole(folderID: folderID, devices: devices, role: role, noDeletes: noDeletes)
-        guard let folder = queue.sync(execute: { folderTable.folders[folderID] }) else { return }
+        let released = try storeRole(folderID: folderID, devices: devices, role: role, noDeletes: noDeletes)
+        guard let folder = queue.sync(execute: { () -> SharedFolder? in
+            // A peer we were receive-only towards missed our own changes: its index goes
+            // again from the start (what it has already is planned as up to date there).
+            for device in released {
+                folderTable.sent["\(folderID)|\(device)"] = nil
+                try? index.setAckedSequence(folderID: folderID, deviceID: device, 0)
+            }
+            return folderTable.folders[folderID]
+        }) else { return }
         // A peer that may change the folder again gets what it sent meanwhile applied;
         // a receive-only one is sent what it was not.
         folder.io.async { folder.pull(paths: nil) }
@@ -16,9 +24,12 @@ extension FolderService {
     }
 
     /// Writes the roles (any thread; `share` calls it on `queue`, before any index page of
-    /// the new members can be stored or planned).
-    func storeRole(folderID: String, devices: [String], role: PeerRole?, noDeletes: Bool?) throws(EngineError) {
-        guard role != nil || noDeletes != nil else { return }
+    /// the new members can be stored or planned). Returns the devices that were receive-only
+    /// and are no longer.
+    @discardableResult
+    func storeRole(folderID: String, devices: [String], role: PeerRole?, noDeletes: Bool?) throws(EngineError) -> [String] {
+        guard role != nil || noDeletes != nil else { return [] }
+        var released: [String] = []
         do {
             let current = try index.folderPeerRoles(folderID: folderID)
             for device in devices {
@@ -26,13 +37,17 @@ extension FolderService {
                     throw EngineError.notFound("the folder is not shared with that peer; share it first ('syncpeer share DIR --with PEER')")
                 }
                 var policy = PeerPolicy(stored)
-                if let role { policy.role = role }
+                if let role {
+                    if policy.role == .receiveOnly && role != .receiveOnly { released.append(device) }
+                    policy.role = role
+                }
                 if let noDeletes { policy.noDeletes = noDeletes }
                 try index.setFolderPeerRole(folderID: folderID, deviceID: device, policy.stored)
             }
         } catch let error as EngineError { throw error } catch let error as IndexError { throw .index(error) } catch {
             throw .io(path: folderID, reason: "\(error)")
         }
+        return released
     }
 
     /// `syncpeer role DIR PEER ROLE`.
