@@ -138,6 +138,51 @@ struct FolderRoleTests {
         _ = alice
     }
 
+    /// A hostile member of a folder bob is send-only towards claims bob's own authorship
+    /// and a version above everything bob has (an edit, a new file, a deletion): bob asks it
+    /// for nothing and changes nothing, and lists the three as not applied.
+    @Test func aSendOnlyFolderTakesNothingFromAPeerWhateverItClaims() throws {
+        let bob = try HostileBob(autoAccept: true)
+        defer { bob.env.cleanup() }
+        let docs = bob.env.home("docs")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try "bob's".write(toFile: docs + "/public.txt", atomically: false, encoding: .utf8)
+        try "keep me".write(toFile: docs + "/keep.txt", atomically: false, encoding: .utf8)
+        let rogue = try bob.pairedRogue(name: "rogue-member")
+        defer { rogue.close() }
+        let shared = try bob.env.cli(bob.daemon, ["share", docs, "--with", "rogue-member", "--role", "send-only"])
+        try #require(shared.status == 0, "\(shared.stderr)")
+        let offer = try rogue.take { if case .shareOffer = $0 { true } else { false } }
+        guard case let .shareOffer(folderID, _) = offer else { return }
+        try rogue.send(.shareAnswer(folder: folderID, accepted: true, reason: ""))
+        let listed = try HostileFolderTests.collectIndex(rogue, folder: folderID, until: ["public.txt", "keep.txt"])
+        let owner = try #require(listed["public.txt"]?.modifiedBy)
+
+        // Every entry claims to be bob's own change, newer than anything bob has.
+        let forged = try ForgedFile(chunks: [Array("the member's".utf8)])
+        var edit = HostileFolderTests.entry("public.txt", forged, sequence: 1, device: owner)
+        edit.version = [.init(device: owner, counter: 1_000_000)]
+        var planted = HostileFolderTests.entry("planted.txt", forged, sequence: 2, device: owner)
+        planted.version = [.init(device: owner, counter: 1_000_000)]
+        var deletion = HostileFolderTests.entry("keep.txt", forged, sequence: 3, device: owner)
+        (deletion.deleted, deletion.rootHash, deletion.manifest, deletion.size) = (true, [], [], 0)
+        deletion.version = [.init(device: owner, counter: 1_000_000)]
+        try rogue.send(.indexUpdate(folder: folderID, full: true, entries: [edit, planted, deletion]))
+        if let asked = try? rogue.take(within: 3, where: { if case .blockRequest = $0 { true } else { false } }),
+           case let .blockRequest(id, _, path, _, _, _) = asked {
+            Issue.record("bob asked the member for \(path)")
+            try rogue.send(.blockResponse(request: id, ok: true, data: forged.content))
+            Thread.sleep(forTimeInterval: 1)
+        }
+        #expect(try String(contentsOfFile: docs + "/public.txt", encoding: .utf8) == "bob's")
+        #expect(try String(contentsOfFile: docs + "/keep.txt", encoding: .utf8) == "keep me")
+        #expect(!FileManager.default.fileExists(atPath: docs + "/planted.txt"))
+        let changes = try bob.env.cli(bob.daemon, ["changes", docs])
+        for path in ["public.txt", "planted.txt", "keep.txt"] {
+            #expect(changes.stdout.contains(path + "  remote change not applied"), "\(changes.stdout)")
+        }
+    }
+
     /// A peer's mass change: deleting exactly half of bob's 20 files goes through; one more
     /// deletion in the same burst crosses the threshold and the folder holds it with one
     /// question (status, event) until bob confirms, which keeps the file it deletes.
