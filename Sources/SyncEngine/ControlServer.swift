@@ -154,6 +154,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.page(id, try node.roleChanges(directory: directory, page: page))
             case let .override(directory):
                 reply.success(id, try node.overrideFolder(directory: directory))
+            case let .revert(directory):
+                reply.success(id, try node.revertFolder(directory: directory))
             case let .guardLimits(directory, percent, files):
                 reply.success(id, try node.guardLimits(directory: directory, percent: percent, files: files))
             case let .confirm(directory):

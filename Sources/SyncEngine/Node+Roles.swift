@@ -30,6 +30,12 @@ extension Node {
         try folders.overrideFolder(directory: directory)
     }
 
+    /// `syncpeer revert DIR`: local changes kept back from receive-only peers are undone
+    /// (each local file kept under `HOME/versions` first).
+    public func revertFolder(directory: String) throws(EngineError) -> GuardResult {
+        try folders.revertFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
+    }
+
     /// `syncpeer guard DIR`: the mass-change limits, shown or set.
     public func guardLimits(directory: String, percent: Int?, files: Int?) throws(EngineError) -> GuardResult {
         try folders.guardLimits(directory: directory, percent: percent, files: files)

@@ -24,6 +24,7 @@ public enum CLI {
         RoleCommand.self,
         ChangesCommand.self,
         OverrideCommand.self,
+        RevertCommand.self,
         GuardCommand.self,
         VerifyCommand.self,
         RescanCommand.self,

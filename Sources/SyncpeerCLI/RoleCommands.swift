@@ -70,7 +70,7 @@ struct ChangesCommand: Command {
 }
 
 /// `syncpeer override DIR`: our versions win over what the roles or a held mass change keep out.
-struct OverrideCommand: Command {
+struct OverrideCommand: FolderAnswerCommand {
     static let spec = CommandSpec(
         name: "override",
         abstract: "make this folder's versions win at its peers: over the remote changes not applied, or a held mass change",
@@ -83,14 +83,9 @@ struct OverrideCommand: Command {
         arguments: [ArgumentSpec("DIR", help: "a shared folder")],
         examples: ["syncpeer override ~/Site"])
     let directory: String
-    init(parsing arguments: ParsedArguments) throws(CLIError) {
-        directory = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
-    }
-
-    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.call(.override(directory: directory), as: GuardResult.self)
-        context.print(result, text: "\(result.overridden ?? 0) path(s) of \(directory) sent again with this device's version on top")
-        return ExitCode.success
+    var request: ControlRequest { .override(directory: directory) }
+    func text(_ result: GuardResult) -> String {
+        "\(result.overridden ?? 0) path(s) of \(directory) sent again with this device's version on top"
     }
 }
 
@@ -129,6 +124,46 @@ struct GuardCommand: Command {
         func limit(_ value: Int?, _ unit: String) -> String { value == 0 ? "no limit" : "\(value ?? 0)\(unit)" }
         context.print(result, text: "\(directory): a peer's change waits for confirmation over \(limit(result.percent, " %")) "
             + "of its files or \(limit(result.files, " files"))")
+        return ExitCode.success
+    }
+}
+
+/// `syncpeer revert DIR`: local changes kept back from receive-only peers are undone.
+struct RevertCommand: FolderAnswerCommand {
+    static let spec = CommandSpec(
+        name: "revert",
+        abstract: "undo this folder's local changes that stay back from receive-only peers: the cluster's version comes back",
+        discussion: """
+        Each path listed as locally changed by 'syncpeer changes DIR' takes the newest version
+        the folder's peers have again (a file only this device has is deleted). The local
+        file is copied under HOME/versions/FOLDER-ID/ first.
+        """,
+        arguments: [ArgumentSpec("DIR", help: "a shared folder")],
+        examples: ["syncpeer revert ~/Photos"])
+    let directory: String
+    var request: ControlRequest { .revert(directory: directory) }
+    func text(_ result: GuardResult) -> String {
+        "\(result.reverted ?? 0) local change(s) of \(directory) reverted to the cluster's version"
+    }
+}
+
+/// A command on one shared folder, `syncpeer NAME DIR`, whose answer is a `GuardResult`.
+protocol FolderAnswerCommand: Command {
+    var directory: String { get }
+    init(directory: String)
+    var request: ControlRequest { get }
+    /// The line printed on success.
+    func text(_ result: GuardResult) -> String
+}
+
+extension FolderAnswerCommand {
+    init(parsing arguments: ParsedArguments) throws(CLIError) {
+        self.init(directory: URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path)
+    }
+
+    func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
+        let result = try context.call(request, as: GuardResult.self)
+        context.print(result, text: text(result))
         return ExitCode.success
     }
 }

@@ -131,10 +131,22 @@ struct FolderRoleTests {
         #expect(pair.text(here, "a.txt") == "a1")
         #expect(pair.text(here, "d.txt") == nil)
 
-        // Back to both: bob's edit goes out.
+        // revert: the cluster's a.txt comes back on bob, his edit kept under his home first.
+        let reverted = try pair.env.cli(bob, ["revert", there, "--json"])
+        try #require(reverted.status == 0, "\(reverted.stderr)")
+        try FolderSyncTests.eventually("alice's a.txt back on bob") { pair.text(there, "a.txt") == "a1" }
+        let kept = try FileManager.default.subpathsOfDirectory(atPath: bob.home + "/versions")
+            .filter { (try? String(contentsOfFile: bob.home + "/versions/" + $0, encoding: .utf8)) == "bob's a" }
+        #expect(kept.count == 1, "\(kept)")
+        #expect(try pair.changes(bob, there)["a.txt"] == nil)
+
+        // Back to both: bob's next edit goes out, and so does the one he kept back before.
+        try pair.write(there, "e.txt", "bob's e")
+        try FolderSyncTests.eventually("bob lists his edit of e.txt") { (try? pair.changes(bob, there))?["e.txt"] == "locally-changed" }
         let both = try pair.env.cli(bob, ["role", there, "alice", "both", "--deletes"])
         try #require(both.status == 0, "\(both.stderr)")
-        try FolderSyncTests.eventually("bob's edit reaches alice once he is not receive-only") { pair.text(here, "a.txt") == "bob's a" }
+        try FolderSyncTests.eventually("bob's edit reaches alice once he is not receive-only") { pair.text(here, "e.txt") == "bob's e" }
+        #expect(pair.text(here, "a.txt") == "a1")
         _ = alice
     }
 

@@ -247,6 +247,7 @@ struct JSONContractTests {
         _ = check("command changes", try cli(alice, ["changes", copy]))
         _ = check("command guard", try cli(alice, ["guard", copy, "--percent", "40"]))
         _ = check("command override", try cli(alice, ["override", copy]))
+        _ = check("command revert", try cli(alice, ["revert", copy]))
         _ = check("command status", try cli(alice, ["status"]))
         _ = check("command unshare", try cli(alice, ["unshare", copy]))
 

@@ -28,7 +28,7 @@ struct ControlRequestTests {
         .share(directory: "/tmp/docs", peers: ["bob"], role: "send-only", noDeletes: true),
         .role(directory: "/tmp/docs", peer: "bob", role: "receive-only", noDeletes: nil),
         .role(directory: "/tmp/docs", peer: "bob", role: nil, noDeletes: false), .roleChanges(directory: "/tmp/docs"),
-        .override(directory: "/tmp/docs"), .guardLimits(directory: "/tmp/docs", percent: 20, files: nil),
+        .override(directory: "/tmp/docs"), .revert(directory: "/tmp/docs"), .guardLimits(directory: "/tmp/docs", percent: 20, files: nil),
         .guardLimits(directory: "/tmp/docs", percent: nil, files: nil),
     ]
 

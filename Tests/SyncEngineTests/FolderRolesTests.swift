@@ -105,3 +105,46 @@ struct FolderRolesTests {
         #expect(planner.plan(local: held[0], remotes: [devA: state]) == .pull(state, from: devA))
     }
 }
+
+/// `revert`'s pure part: the cluster's newest state comes back, above both versions, under
+/// its author's name (no longer a local change); with nothing in the cluster, ours goes.
+struct RevertActionTests {
+    @Test func theClustersNewestStateComesBackAboveBothVersions() throws {
+        let ours = file(vv([devA: 2, devB: 1]), content: 9, by: devA)
+        let theirs = file(vv([devB: 1]), content: 1, by: devB)
+        let action = try #require(SharedFolder.revertAction(ours: ours, cluster: [devB: theirs], localDevice: devA))
+        guard case .pull(let target, let from) = action else { Issue.record("\(action)"); return }
+        #expect(from == devB)
+        #expect(target.hasSameContent(as: theirs) && target.modifiedBy == devB)
+        #expect(target.version == vv([devA: 3, devB: 1]))
+        #expect(!FolderRoles.locallyChanged(target, peer: theirs, localDevice: devA))
+    }
+
+    @Test func concurrentClusterStatesPickTheConflictWinner() throws {
+        let ours = file(vv([devA: 1]), content: 9, by: devA)
+        let older = file(vv([devB: 1]), content: 1, mtime: t0, by: devB)
+        let newer = file(vv([devC: 1]), content: 2, mtime: t0 + 1, by: devC)
+        let action = try #require(SharedFolder.revertAction(ours: ours, cluster: [devB: older, devC: newer], localDevice: devA))
+        #expect(action.paths == ["doc.txt"])
+        guard case .pull(let target, devC) = action else { Issue.record("\(action)"); return }
+        #expect(target.hasSameContent(as: newer))
+    }
+
+    @Test func deletionsAndFilesOnlyWeHave() throws {
+        let ours = file(vv([devA: 1]), content: 9, by: devA)
+        guard case .delete(let gone, _)? = SharedFolder.revertAction(ours: ours, cluster: [:], localDevice: devA) else {
+            Issue.record("a file only we have is not deleted"); return
+        }
+        #expect(gone.deleted && gone.version == vv([devA: 2]))
+        guard case .delete(let tomb, devB)? = SharedFolder.revertAction(ours: ours, cluster: [devB: tombstone(vv([devB: 1]), by: devB)],
+                                                                         localDevice: devA) else {
+            Issue.record("the cluster's deletion does not come back"); return
+        }
+        #expect(tomb.version == vv([devA: 2, devB: 1]))
+        #expect(SharedFolder.revertAction(ours: tombstone(vv([devA: 1])), cluster: [:], localDevice: devA) == nil)
+        let same = file(vv([devB: 1]), content: 9, mode: 0o600)
+        guard case .updateMetadata? = SharedFolder.revertAction(ours: ours, cluster: [devB: same], localDevice: devA) else {
+            Issue.record("same content: only the metadata"); return
+        }
+    }
+}

@@ -37,10 +37,13 @@ struct MassChangeGuardTests {
         // Held: nothing counted; after a long pause the next pull is judged alone.
         var later = guardian
         #expect(later.judge(affected: 1, files: 50, nowNs: t0 + 2_000_000_000 + MassChangeGuard.burstGap + 1) == nil)
-        // Confirmed: it goes through and the burst starts over.
+        // Confirmed: it goes through, and so does the rest of the burst (its later pages);
+        // after a pause, a new change is judged again.
         #expect(guardian.judge(affected: 1, files: 50, nowNs: t0 + 3_000_000_000, confirmed: true) == nil)
-        #expect(guardian.judge(affected: 25, files: 50, nowNs: t0 + 4_000_000_000) == nil)
-        #expect(guardian.judge(affected: 1, files: 25, nowNs: t0 + 5_000_000_000) != nil)
+        #expect(guardian.judge(affected: 49, files: 49, nowNs: t0 + 4_000_000_000) == nil)
+        let quiet = t0 + 4_000_000_000 + MassChangeGuard.burstGap + 1
+        #expect(guardian.judge(affected: 10, files: 20, nowNs: quiet) == nil)
+        #expect(guardian.judge(affected: 1, files: 10, nowNs: quiet + 1) == MassChangeGuard.Hold(affected: 11, files: 20))
     }
 
     /// What counts: deletions and replacements of live local files, not their moves, conflict

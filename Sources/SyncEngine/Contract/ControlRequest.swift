@@ -71,6 +71,8 @@ public enum ControlRequest: Sendable, Equatable {
     case roleChanges(directory: String)
     /// Our versions win over the changes the roles (or a held mass change) keep out.
     case override(directory: String)
+    /// Local changes kept back from receive-only peers take the cluster's version again.
+    case revert(directory: String)
     /// The folder's mass-change guard; nil keeps that limit as it is.
     case guardLimits(directory: String, percent: Int?, files: Int?)
 
@@ -80,7 +82,7 @@ public enum ControlRequest: Sendable, Equatable {
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
         case streamSend = "stream-send", streamReceive = "stream-receive"
-        case role, changes, override, guardLimits = "guard"
+        case role, changes, override, guardLimits = "guard", revert
     }
 
     public var op: Op {
@@ -123,6 +125,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .role: .role
         case .roleChanges: .changes
         case .override: .override
+        case .revert: .revert
         case .guardLimits: .guardLimits
         }
     }
@@ -205,7 +208,7 @@ public enum ControlRequest: Sendable, Equatable {
             put("peer", peer)
             put("role", role)
             if let noDeletes { a["noDeletes"] = .bool(noDeletes) }
-        case let .roleChanges(directory), let .override(directory):
+        case let .roleChanges(directory), let .override(directory), let .revert(directory):
             put("dir", directory)
         case let .guardLimits(directory, percent, files):
             put("dir", directory)
@@ -316,6 +319,7 @@ public enum ControlRequest: Sendable, Equatable {
             self = .role(directory: try string("dir"), peer: try string("peer"), role: try optional("role"), noDeletes: try flag("noDeletes"))
         case .changes: self = .roleChanges(directory: try string("dir"))
         case .override: self = .override(directory: try string("dir"))
+        case .revert: self = .revert(directory: try string("dir"))
         case .guardLimits:
             func number(_ key: String) throws(EngineError) -> Int? {
                 guard let value = request[key], value != .null else { return nil }

@@ -31,6 +31,8 @@ public struct GuardResult: Sendable, Equatable, Codable {
     public var files: Int?
     /// `override`: paths recorded again with our version on top, sent to the peers.
     public var overridden: Int?
+    /// `revert`: locally changed paths put back to the cluster's version.
+    public var reverted: Int?
 }
 
 /// `status`: a mass change of the peers' that the folder holds until the user answers.

@@ -84,6 +84,14 @@ extension FolderService {
         return GuardResult(folder: folder.id, path: folder.root, overridden: try result.get())
     }
 
+    /// `syncpeer revert DIR` (see `SharedFolder.revertLocalChanges`).
+    func revertFolder(directory: String, keepingIn store: KeptVersions) throws(EngineError) -> GuardResult {
+        let folder = try sharedFolder(at: directory)
+        let localDevice = localDevice
+        let count = folder.io.sync { folder.revertLocalChanges(localDevice: localDevice, keepingIn: store) }
+        return GuardResult(folder: folder.id, path: folder.root, reverted: count)
+    }
+
     /// `syncpeer guard DIR [--percent P] [--files N]`: shows or sets the mass-change limits.
     func guardLimits(directory: String, percent: Int?, files: Int?) throws(EngineError) -> GuardResult {
         let folder = try sharedFolder(at: directory)

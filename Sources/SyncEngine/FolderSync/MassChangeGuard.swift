@@ -34,6 +34,8 @@ struct MassChangeGuard: Sendable, Equatable {
     private(set) var burstAffected = 0
     private(set) var burstFiles = 0
     private(set) var lastPullNs: Int64?
+    /// The user confirmed this burst: the rest of it (pages still arriving) goes through.
+    private(set) var burstConfirmed = false
 
     init(limits: FolderGuardLimits = FolderGuardLimits()) {
         self.limits = limits
@@ -49,16 +51,18 @@ struct MassChangeGuard: Sendable, Equatable {
 
     /// Judges a pull that would delete or replace `affected` files of a folder with `files`
     /// live files now, at `nowNs`. nil: apply it (and it counts towards the burst);
-    /// a hold: apply nothing (the burst is left as it was). `confirmed` applies anything.
+    /// a hold: apply nothing (the burst is left as it was). `confirmed` applies anything, and
+    /// so does every later pull of the same burst (the rest of a confirmed change).
     mutating func judge(affected: Int, files: Int, nowNs: Int64, confirmed: Bool = false) -> Hold? {
-        if let last = lastPullNs, nowNs - last > Self.burstGap { burstAffected = 0 }
+        if let last = lastPullNs, nowNs - last > Self.burstGap { (burstAffected, burstConfirmed) = (0, false) }
         if burstAffected == 0 { burstFiles = files }
         let total = burstAffected + affected
-        if !confirmed, Self.crosses(affected: total, files: burstFiles, limits: limits) {
+        if confirmed { burstConfirmed = true }
+        if !burstConfirmed, Self.crosses(affected: total, files: burstFiles, limits: limits) {
             return Hold(affected: total, files: burstFiles)
         }
-        if affected > 0 {
-            burstAffected = confirmed ? 0 : total
+        if affected > 0 || confirmed {
+            burstAffected = total
             lastPullNs = nowNs
         }
         return nil

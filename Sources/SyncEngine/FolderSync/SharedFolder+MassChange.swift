@@ -12,8 +12,8 @@ internal import Synchronization
 ///                     FolderApplier
 extension SharedFolder {
     /// Whether a pull may apply `actions` (io). Over the limit, the folder holds them and
-    /// asks; a confirmed hold keeps every file it deletes or replaces in `massConfirmed`
-    /// first (the store of kept versions), then lets it through.
+    /// asks; a confirmed hold (`massConfirmed`: the store of kept versions) lets it and the
+    /// rest of its burst through, keeping every file they delete or replace there first.
     func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileState], index: NodeIndex) -> Bool {
         let store = massConfirmed
         // A hold stands until the user answers: no pull of any page applies meanwhile (a
@@ -25,12 +25,14 @@ extension SharedFolder {
         let files = (try? index.liveTotals(folderID: id).files) ?? 0
         if let hold = massGuard.judge(affected: affected, files: files, nowNs: Self.nowNs(), confirmed: store != nil) {
             massHold.withLock { $0 = hold }
-            setError("holding the peers' changes: " + hold.description.replacingOccurrences(of: "DIR", with: root))
+            setError("holding the peers' changes: " + (massChangeInfo?.question ?? hold.description))
             return false
         }
         if massHold.withLock({ held in defer { held = nil }; return held }) != nil { clearError() }
         massConfirmed = nil
-        guard let store else { return true }
+        if let store { massKeeper = store }
+        if !massGuard.burstConfirmed { massKeeper = nil }
+        guard let store = massKeeper else { return true }
         for action in actions {
             guard let path = action.paths.first, let old = local[PathKey(path)],
                   MassChangeGuard.affected(action, local: old) else { continue }

@@ -76,9 +76,11 @@ final class SharedFolder: @unchecked Sendable {
     /// io: our role towards each member, read at the start of every pull (SharedFolder+Roles).
     var policies: [String: PeerPolicy] = [:]
     /// io: the mass-change guard's burst, and where a confirmed held change keeps the
-    /// versions it replaces (set by `confirm`, for one pull; SharedFolder+MassChange).
+    /// versions it replaces (set by `confirm`, for one pull; then `massKeeper` for the rest of
+    /// its burst; SharedFolder+MassChange).
     var massGuard = MassChangeGuard()
     var massConfirmed: KeptVersions?
+    var massKeeper: KeptVersions?
     /// Any thread: the mass change the folder holds, asking the user (status, dashboard).
     let massHold = Mutex<MassChangeGuard.Hold?>(nil)
 
