@@ -47,6 +47,7 @@ public final class DashboardServer: Sendable {
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
         .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename, .receiveDir,
+        .role, .changes, .override, .revert,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -314,7 +315,8 @@ public final class DashboardServer: Sendable {
             guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
             try fullPath(path)
         case let .share(directory, _, _, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
-             let .pauseFolder(directory, _), let .receiveDir(directory):
+             let .pauseFolder(directory, _), let .receiveDir(directory), let .role(directory, _, _, _), let .roleChanges(directory),
+             let .override(directory), let .revert(directory):
             try fullPath(directory)
         default:
             return
