@@ -691,7 +691,9 @@ function folderItem(f) {
     const missing = num(m.outOfSyncFiles) && m.outOfSyncFiles > 0
       ? `${plural(m.outOfSyncFiles, 'file')} (${bytes(m.outOfSyncBytes)}) to sync` : '';
     return el('li', null,
-      el('div', null, el('strong', null, bdi(name)), ' ', el('span', { class: 'badge' }, m.connected ? 'connected' : 'offline')),
+      el('div', null, el('strong', null, bdi(name)), ' ', el('span', { class: 'badge' }, m.connected ? 'connected' : 'offline'),
+        str(m.role) && m.role !== 'both' ? [' ', el('span', { class: 'badge role' }, str(m.role))] : null,
+        m.noDeletes === true ? [' ', el('span', { class: 'badge role' }, 'no deletes')] : null),
       meter(m.percent, `${name} in sync`, ' in sync'),
       el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '')));
   });
@@ -704,11 +706,18 @@ function folderItem(f) {
   const failing = num(f.failing) ? f.failing : failures.length;
   const twins = arr(f.normalizationTwinNames).map((p) => el('li', null, el('span', { class: 'name' }, bdi(p))));
   const twinCount = num(f.normalizationTwins) ? f.normalizationTwins : 0;
+  // Roles (issue 41): ours win at send-only and no-deletes peers, and over a held mass change;
+  // receive-only peers' versions come back over our local changes.
+  const held = f.massChange && typeof f.massChange === 'object' ? f.massChange : null;
+  const overrides = held || arr(f.peers).some((m) => m.role === 'send-only' || m.noDeletes === true);
+  const reverts = arr(f.peers).some((m) => m.role === 'receive-only');
+  const subject = 'the folder ' + str(f.label || f.folder);
   return el('li', { class: 'folder state-' + cls(f.state), data: { folder: str(f.folder) } },
     el('h3', null, bdi(f.label || f.folder || 'folder')),
     el('p', { class: 'meta' }, el('span', { class: 'badge state' }, str(f.state) || 'unknown'), ' ', bdi(f.path)),
     el('p', { class: 'meta' }, dots(plural(f.files, 'file'), bytes(f.bytes), f.conflicts ? plural(f.conflicts, 'conflict') : '')),
-    f.error ? el('p', { class: 'error' }, 'Error: ', bdi(f.error)) : null,
+    f.error && !held ? el('p', { class: 'error' }, 'Error: ', bdi(f.error)) : null,
+    held ? el('p', { class: 'error question' }, bdi(held.question)) : null,
     members.length ? [el('h4', null, 'Peers'), el('ul', { class: 'sub' }, members)] : null,
     pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
     failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,
@@ -729,6 +738,10 @@ function folderItem(f) {
         { ok: (r) => showVersions(`Recently deleted in ${str(f.label || f.path)}`, r, (v) => /-delete$/.test(str(v.reason))) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
+      overrides ? button('Keep this folder\'s versions', 'override', { op: 'override', dir: str(f.path) }, 'folder:' + str(f.folder), subject,
+        { refresh: ['folders'], ok: (r) => notice(`${plural(r && r.overridden, 'path')} of ${str(f.label || f.path)} sent again with this device's version.`) }) : null,
+      reverts ? button('Revert local changes', 'revert', { op: 'revert', dir: str(f.path) }, 'folder:' + str(f.folder), subject,
+        { refresh: ['folders'], ok: (r) => notice(`${plural(r && r.reverted, 'local change')} of ${str(f.label || f.path)} reverted (kept under the versions folder).`) }) : null,
       button('Unshare', 'unshare', { op: 'unshare', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Unshared ${str(f.label || f.path)}; its files stay on disk.`) })) : null);
 }

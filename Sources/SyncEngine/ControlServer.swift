@@ -144,10 +144,8 @@ public final class ControlServer: @unchecked Sendable {
                                      observer: observer ?? { _ in }, completion: completion ?? { _ in })
                     return nil
                 }
-            case let .share(directory, peers):
-                reply.success(id, try node.share(directory: directory, with: peers))
-            case let .shareSelected(directory, peers, only):
-                reply.success(id, try node.share(directory: directory, with: peers, only: only))
+            case let .share(directory, peers, role, noDeletes, only):
+                reply.success(id, try node.share(directory: directory, with: peers, role: role, noDeletes: noDeletes, only: only))
             case let .acceptSelected(folder, directory, only):
                 reply.success(id, try node.answerShare(folder, accept: true, into: directory, only: only))
             case let .select(directory, paths):
@@ -156,6 +154,16 @@ public final class ControlServer: @unchecked Sendable {
                 reply.page(id, try node.tree(directory: directory, path: path, page: page))
             case let .unshare(directory):
                 reply.success(id, try node.unshare(directory: directory))
+            case let .role(directory, peer, role, noDeletes):
+                reply.success(id, try node.setRole(directory: directory, peer: peer, role: role, noDeletes: noDeletes))
+            case let .roleChanges(directory):
+                reply.page(id, try node.roleChanges(directory: directory, page: page))
+            case let .override(directory):
+                reply.success(id, try node.overrideFolder(directory: directory))
+            case let .revert(directory):
+                reply.success(id, try node.revertFolder(directory: directory))
+            case let .guardLimits(directory, percent, files):
+                reply.success(id, try node.guardLimits(directory: directory, percent: percent, files: files))
             case let .confirm(directory):
                 reply.success(id, try node.confirmFolder(directory: directory))
             case let .verify(directory):

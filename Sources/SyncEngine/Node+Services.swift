@@ -76,7 +76,9 @@ extension Node {
 extension Node {
     /// Shares a folder with paired peers (adding peers to an already shared folder).
     /// With `only`, a new folder holds only those subtrees here (`share --only`, `select`).
-    public func share(directory: String, with peerTexts: [String], only: [String]? = nil) throws(EngineError) -> ShareResult {
+    public func share(directory: String, with peerTexts: [String], role: String? = nil, noDeletes: Bool? = nil,
+                      only: [String]? = nil) throws(EngineError) -> ShareResult {
+        let role = try role.map(Self.peerRole)
         // What is wrong with the folder first: a typo in the path is the likelier mistake.
         try FolderService.checkShareable(directory)
         let resolved: Result<[(key: String, name: String)], EngineError> = queue.sync {
@@ -93,7 +95,7 @@ extension Node {
                 return .success(devices)
             } catch { return .failure(error) }
         }
-        return try folders.share(directory: directory, with: try resolved.get(), only: only)
+        return try folders.share(directory: directory, with: try resolved.get(), role: role, noDeletes: noDeletes, only: only)
     }
 
     /// `select DIR [PATH ...]`: the subtrees this node holds of a folder; with `paths`,
@@ -120,7 +122,7 @@ extension Node {
 
     /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.
     public func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
-        try folders.confirmFolder(directory: directory)
+        try folders.confirmFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
     }
 
     /// `syncpeer rescan DIR [PATH]`: scans the folder (or one path in it) now.

@@ -17,15 +17,21 @@ struct ShareCommand: Command {
         """,
         options: [OptionSpec("with", .repeating("PEER"), help: "a paired peer to share with (repeatable)"),
                   OptionSpec("only", .repeating("PATH"), help: "hold only this subtree here (repeatable; see 'syncpeer select')"),
-                  OptionSpec("versions", .value("POLICY"), help: "how long replaced versions are kept (default 'staggered 30 cap 10%'; see 'syncpeer help versions')")],
+                  OptionSpec("versions", .value("POLICY"), help: "how long replaced versions are kept (default 'staggered 30 cap 10%'; see 'syncpeer help versions')"),
+                  OptionSpec("role", .value("ROLE"), help: "our role towards those peers: both (default), send-only, receive-only",
+                             values: ["both", "send-only", "receive-only"]),
+                  OptionSpec("no-deletes", help: "their deletions are not applied here (an archive)")],
         arguments: [ArgumentSpec("DIR", help: "the folder to share")],
         examples: ["syncpeer share ~/Documents --with laptop", "syncpeer share ~/Photos --with bob --with carol",
-                   "syncpeer share ~/Scratch --with laptop --versions 'simple 3'"])
+                   "syncpeer share ~/Scratch --with laptop --versions 'simple 3'",
+                   "syncpeer share ~/Site --with web --role send-only", "syncpeer share ~/Archive --with phone --no-deletes"])
 
     let directory: String
     let peers: [String]
     let only: [String]
     let versions: String?
+    let role: String?
+    let noDeletes: Bool
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         let root = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
@@ -37,12 +43,13 @@ struct ShareCommand: Command {
         if let versions, VersionPolicy(parsing: versions) == nil {
             throw .usage("'\(versions)' is not a versions policy: none, trashcan DAYS, simple N or staggered [DAYS], optionally with 'cap SIZE'")
         }
+        role = arguments.value("role")
+        noDeletes = arguments.flag("no-deletes")
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let request: ControlRequest = only.isEmpty ? .share(directory: directory, peers: peers)
-                                                   : .shareSelected(directory: directory, peers: peers, only: only)
-        let result = try context.call(request, as: ShareResult.self)
+        let result = try context.call(.share(directory: directory, peers: peers, role: role, noDeletes: noDeletes ? true : nil,
+                                             only: only.isEmpty ? nil : only), as: ShareResult.self)
         if let versions { _ = try context.call(.versions(directory: directory, policy: versions), as: VersionsPolicyResult.self) }
         let names = result.peers.map(\.name).joined(separator: ", ")
         context.print(result, text: "Sharing \(directory) as folder \(result.folder) with \(names)")
@@ -306,7 +313,8 @@ struct StatusCommand: Command {
                     : ""
                 let differ = peer.outOfSyncFiles > 0
                     ? "  (\(peer.outOfSyncFiles) files, \(ProgressRenderer.formatBytes(peer.outOfSyncBytes)) differ)" : ""
-                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved)
+                let role = (peer.role == "both" ? "" : "  " + peer.role) + (peer.noDeletes ? "  no-deletes" : "")
+                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved + role)
             }
             for item in folder.transfers {
                 let peers = item.peers.map(\.name).joined(separator: ", ")

@@ -50,6 +50,7 @@ public final class DashboardServer: Sendable {
         .share, .unshare, .send, .autoAccept, .activity, .rescan, .ignores, .pause, .resumeFolder, .rename, .receiveDir,
         .select, .tree,
         .history, .restore,
+        .role, .changes, .override, .revert,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -316,10 +317,11 @@ public final class DashboardServer: Sendable {
         case let .send(path, _, _, spool, detach):
             guard detach, spool == nil else { throw .invalidArgument("the dashboard sends detached, from a path only") }
             try fullPath(path)
-        case let .share(directory, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
-             let .pauseFolder(directory, _), let .receiveDir(directory):
+        case let .share(directory, _, _, _, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
+             let .pauseFolder(directory, _), let .receiveDir(directory), let .role(directory, _, _, _), let .roleChanges(directory),
+             let .override(directory), let .revert(directory):
             try fullPath(directory)
-        case let .shareSelected(directory, _, _), let .select(directory, _), let .tree(directory, _):
+        case let .select(directory, _), let .tree(directory, _):
             try fullPath(directory)
         default:
             return

@@ -63,6 +63,15 @@ final class ChaosCluster {
         let offer = try daemons["bob"]!.waitFor("share_offer", after: before, timeout: 15)
         let accepted = try env.cli(daemons["bob"]!, ["accept", try #require(offer["folder"] as? String)])
         try #require(accepted.status == 0, "\(accepted.stderr)")
+        // The chaos deletes whole directories at random: the mass-change guard (issue 41.5)
+        // would hold such a change for a user, and convergence is what the runs check.
+        for name in Self.names {
+            for folder in try status(name) {
+                let path = try #require(folder["path"] as? String)
+                let off = try env.cli(daemons[name]!, ["guard", path, "--percent", "0", "--files", "0"])
+                try #require(off.status == 0, "\(off.stderr)")
+            }
+        }
     }
 
     private func daemonArguments(_ name: String) -> [String] {

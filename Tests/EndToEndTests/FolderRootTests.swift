@@ -182,6 +182,14 @@ struct FolderRootTests {
 
         let confirmed = try trio.env.cli(trio.alice, ["confirm", root])
         try #require(confirmed.status == 0, "\(confirmed.stderr)")
+        // Every file of theirs deleted by a peer at once: each peer holds it and asks its own
+        // user (the mass-change guard, issue 41.5), then deletes them once confirmed there.
+        for (name, daemon) in [("bob", trio.bob), ("carol", trio.carol)] {
+            _ = try daemon.waitFor("folder", timeout: 60) { ($0["reason"] as? String)?.contains("holding the peers' changes") == true }
+            #expect(FileManager.default.fileExists(atPath: trio.path(name, "data")), "\(name) deleted everything before confirming")
+            let there = try trio.env.cli(daemon, ["confirm", trio.folders[name]!])
+            try #require(there.status == 0, "\(there.stderr)")
+        }
         try FolderSyncTests.eventually("the deletion reaches bob and carol", timeout: 60) {
             !FileManager.default.fileExists(atPath: trio.path("bob", "data"))
                 && !FileManager.default.fileExists(atPath: trio.path("carol", "data"))

@@ -256,6 +256,13 @@ struct JSONContractTests {
         checkError("select ..", try cli(alice, ["select", copy, "a/../b"]), exit: 2, kind: "invalidArgument")
         _ = check("command pause", try cli(alice, ["pause", copy]))
         _ = check("command resume-folder", try cli(alice, ["resume-folder", copy]))
+        let role = check("command role", try cli(alice, ["role", copy, "bob", "send-only", "--no-deletes"]))
+        #expect(role.first?["role"] as? String == "send-only", "\(role)")
+        _ = check("command changes", try cli(alice, ["changes", copy]))
+        _ = check("command guard", try cli(alice, ["guard", copy, "--percent", "40"]))
+        _ = check("command override", try cli(alice, ["override", copy]))
+        _ = check("command revert", try cli(alice, ["revert", copy]))
+        _ = check("command status", try cli(alice, ["status"]))
         _ = check("command unshare", try cli(alice, ["unshare", copy]))
 
         // Discovery is off in these daemons: browse and visibility say so, as JSON.

@@ -25,13 +25,18 @@ struct ControlRequestTests {
         .message(peer: "bob", text: "hi"), .disconnect(peer: "bob"), .connect(peer: "bob"), .unpair(peer: "bob"),
         .autoAccept(peer: "bob", on: false),
         .streamSend(peer: "bob", name: "notes.tar"), .streamReceive(peer: nil), .streamReceive(peer: "alice"),
-        .shareSelected(directory: "/tmp/docs", peers: ["bob"], only: ["photos/2026", "docs"]),
+        .share(directory: "/tmp/docs", peers: ["bob"], only: ["photos/2026", "docs"]),
         .acceptSelected(folder: "abcde-fghij", directory: nil, only: ["docs"]), .acceptSelected(folder: "abcde-fghij", directory: "/tmp/in", only: ["a", "b"]),
         .select(directory: "/tmp/docs", paths: nil), .select(directory: "/tmp/docs", paths: []), .select(directory: "/tmp/docs", paths: ["a", "b/c"]),
         .tree(directory: "/tmp/docs", path: nil), .tree(directory: "/tmp/docs", path: "photos"),
         .history(path: "/tmp/docs/a"), .restore(path: "/tmp/docs/old", at: 1_764_950_400_000, version: nil, to: nil),
         .restore(path: "/tmp/docs/a", at: nil, version: "ABCDEFG-12", to: "/tmp/a-before"),
         .versions(directory: "/tmp/docs", policy: nil), .versions(directory: "/tmp/docs", policy: "simple 5 cap 1G"),
+        .share(directory: "/tmp/docs", peers: ["bob"], role: "send-only", noDeletes: true),
+        .role(directory: "/tmp/docs", peer: "bob", role: "receive-only", noDeletes: nil),
+        .role(directory: "/tmp/docs", peer: "bob", role: nil, noDeletes: false), .roleChanges(directory: "/tmp/docs"),
+        .override(directory: "/tmp/docs"), .revert(directory: "/tmp/docs"), .guardLimits(directory: "/tmp/docs", percent: 20, files: nil),
+        .guardLimits(directory: "/tmp/docs", percent: nil, files: nil),
     ]
 
     @Test(arguments: samples)

@@ -25,7 +25,9 @@ public enum ControlRequest: Sendable, Equatable {
     case send(path: String, peer: String, name: String?, spool: String?, detach: Bool = false)
     /// Waits for the next offer and accepts (or declines) it.
     case receive(directory: String?, accept: Bool)
-    case share(directory: String, peers: [String])
+    /// Shares a folder; `role` (`both`, `send-only`, `receive-only`) and `noDeletes` apply to
+    /// each of `peers` (nil: a member keeps its role; a new one is `both`).
+    case share(directory: String, peers: [String], role: String? = nil, noDeletes: Bool? = nil, only: [String]? = nil)
     case unshare(directory: String)
     case confirm(directory: String)
     case verify(directory: String)
@@ -53,9 +55,6 @@ public enum ControlRequest: Sendable, Equatable {
     /// Accepts a peer's offers of files without asking, or (`folders`) its shared folders:
     /// two switches, folders off unless turned on.
     case autoAccept(peer: String, on: Bool, folders: Bool = false)
-    /// Shares a new folder holding only the subtrees `only` (`share --only`): op `share`
-    /// with `"only"`, the selection stored before its first scan.
-    case shareSelected(directory: String, peers: [String], only: [String])
     /// Accepts a share offer holding only the subtrees `only` (`accept FOLDER --only`): op
     /// `accept` with `"only"`, the selection stored before the folder's first pull.
     case acceptSelected(folder: String, directory: String?, only: [String])
@@ -81,6 +80,16 @@ public enum ControlRequest: Sendable, Equatable {
     case restore(path: String, at: Int64?, version: String?, to: String?)
     /// A shared folder's versions policy; with `policy`, sets it.
     case versions(directory: String, policy: String?)
+    /// Our role towards one member of a folder; nil keeps that part as it is.
+    case role(directory: String, peer: String, role: String?, noDeletes: Bool?)
+    /// Paths where the roles keep the folder apart from its members (a list).
+    case roleChanges(directory: String)
+    /// Our versions win over the changes the roles (or a held mass change) keep out.
+    case override(directory: String)
+    /// Local changes kept back from receive-only peers take the cluster's version again.
+    case revert(directory: String)
+    /// The folder's mass-change guard; nil keeps that limit as it is.
+    case guardLimits(directory: String, percent: Int?, files: Int?)
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
@@ -90,6 +99,7 @@ public enum ControlRequest: Sendable, Equatable {
         case streamSend = "stream-send", streamReceive = "stream-receive"
         case select, tree
         case history, restore, versions
+        case role, changes, override, guardLimits = "guard", revert
     }
 
     public var op: Op {
@@ -129,13 +139,17 @@ public enum ControlRequest: Sendable, Equatable {
         case .activity: .activity
         case .streamSend: .streamSend
         case .streamReceive: .streamReceive
-        case .shareSelected: .share
         case .acceptSelected: .accept
         case .select: .select
         case .tree: .tree
         case .history: .history
         case .restore: .restore
         case .versions: .versions
+        case .role: .role
+        case .roleChanges: .changes
+        case .override: .override
+        case .revert: .revert
+        case .guardLimits: .guardLimits
         }
     }
 
@@ -176,9 +190,12 @@ public enum ControlRequest: Sendable, Equatable {
         case let .receive(directory, accept):
             put("dir", directory)
             a["decline"] = .bool(!accept)
-        case let .share(directory, peers):
+        case let .share(directory, peers, role, noDeletes, only):
             put("dir", directory)
             a["peers"] = .array(peers.map { .string($0) })
+            put("role", role)
+            if let noDeletes { a["noDeletes"] = .bool(noDeletes) }
+            if let only { a["only"] = .array(only.map { .string($0) }) }
         case let .unshare(directory), let .confirm(directory), let .verify(directory):
             put("dir", directory)
         case let .rescan(directory, path):
@@ -190,10 +207,6 @@ public enum ControlRequest: Sendable, Equatable {
         case let .acceptSelected(folder, directory, only):
             put("folder", folder)
             put("dir", directory)
-            a["only"] = .array(only.map { .string($0) })
-        case let .shareSelected(directory, peers, only):
-            put("dir", directory)
-            a["peers"] = .array(peers.map { .string($0) })
             a["only"] = .array(only.map { .string($0) })
         case let .select(directory, paths):
             put("dir", directory)
@@ -234,6 +247,17 @@ public enum ControlRequest: Sendable, Equatable {
         case let .versions(directory, policy):
             put("dir", directory)
             put("policy", policy)
+        case let .role(directory, peer, role, noDeletes):
+            put("dir", directory)
+            put("peer", peer)
+            put("role", role)
+            if let noDeletes { a["noDeletes"] = .bool(noDeletes) }
+        case let .roleChanges(directory), let .override(directory), let .revert(directory):
+            put("dir", directory)
+        case let .guardLimits(directory, percent, files):
+            put("dir", directory)
+            if let percent { a["percent"] = JSONValue(percent) }
+            if let files { a["files"] = JSONValue(files) }
         }
         return a
     }
@@ -241,7 +265,7 @@ public enum ControlRequest: Sendable, Equatable {
     /// Whether the answer is a list, answered a page at a time (`PageRequest`).
     public var isPaged: Bool {
         switch self {
-        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity, .tree: true
+        case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity, .tree, .roleChanges: true
         default: false
         }
     }
@@ -320,12 +344,9 @@ public enum ControlRequest: Sendable, Equatable {
             guard let list = request["peers"]?.arrayValue, !list.isEmpty else { throw .invalidArgument("'share' needs at least one peer") }
             let peers = list.compactMap(\.stringValue)
             guard peers.count == list.count else { throw .invalidArgument("'share': \"peers\" must be a list of strings") }
-            if let only = try strings("only") {
-                guard !only.isEmpty else { throw .invalidArgument("'share': \"only\" needs at least one path") }
-                self = .shareSelected(directory: try string("dir"), peers: peers, only: only)
-            } else {
-                self = .share(directory: try string("dir"), peers: peers)
-            }
+            let only = try strings("only")
+            if let only, only.isEmpty { throw .invalidArgument("'share': \"only\" needs at least one path") }
+            self = .share(directory: try string("dir"), peers: peers, role: try optional("role"), noDeletes: try flag("noDeletes"), only: only)
         case .unshare: self = .unshare(directory: try string("dir"))
         case .confirm: self = .confirm(directory: try string("dir"))
         case .verify: self = .verify(directory: try string("dir"))
@@ -365,6 +386,18 @@ public enum ControlRequest: Sendable, Equatable {
             if at != nil, version != nil { throw .invalidArgument("'restore' takes \"at\" or \"version\", not both") }
             self = .restore(path: try string("path"), at: at, version: version, to: try optional("to"))
         case .versions: self = .versions(directory: try string("dir"), policy: try optional("policy"))
+        case .role:
+            self = .role(directory: try string("dir"), peer: try string("peer"), role: try optional("role"), noDeletes: try flag("noDeletes"))
+        case .changes: self = .roleChanges(directory: try string("dir"))
+        case .override: self = .override(directory: try string("dir"))
+        case .revert: self = .revert(directory: try string("dir"))
+        case .guardLimits:
+            func number(_ key: String) throws(EngineError) -> Int? {
+                guard let value = request[key], value != .null else { return nil }
+                guard let number = value.intValue, number >= 0 else { throw .invalidArgument("'guard': \"\(key)\" must be a number ≥ 0") }
+                return number
+            }
+            self = .guardLimits(directory: try string("dir"), percent: try number("percent"), files: try number("files"))
         }
     }
 }

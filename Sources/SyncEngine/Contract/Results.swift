@@ -187,6 +187,8 @@ public struct FolderStatus: Sendable, Equatable, Codable {
     /// are synced byte-exact), and the first of them.
     public var normalizationTwins: Int = 0
     public var normalizationTwinNames: [String] = []
+    /// A mass change of the peers' the folder holds until the user answers (`confirm`, `override`).
+    public var massChange: MassChangeInfo?
 }
 
 /// What one member of a folder is missing, and what moved with it.
@@ -199,6 +201,10 @@ public struct FolderPeer: Sendable, Equatable, Codable {
     public var indexReceived: Bool
     public var receivedBytes: Int64
     public var sentBytes: Int64
+    /// Our role towards it: `both`, `send-only`, `receive-only`.
+    public var role = PeerRole.both.rawValue
+    /// Its deletions are not applied here.
+    public var noDeletes = false
 }
 
 /// A file being pulled into a folder.

@@ -6,9 +6,11 @@ extension FolderService {
     /// `syncpeer confirm DIR`: the user says the folder is as they want it — its root (even
     /// a moved, re-created or emptied one) is adopted as it is now, and the deletions the
     /// next scan finds are recorded and sent even if they empty it. Then it syncs again.
-    func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
+    /// A mass change of the peers' that the folder holds is applied, the versions it
+    /// replaces kept in `store` first.
+    func confirmFolder(directory: String, keepingIn store: KeptVersions) throws(EngineError) -> FolderResult {
         let folder = try sharedFolder(at: directory)
-        let result: Result<FolderResult, EngineError> = folder.io.sync { folder.confirm() }
+        let result: Result<FolderResult, EngineError> = folder.io.sync { folder.confirm(keepingIn: store) }
         return try result.get()
     }
 

@@ -133,7 +133,8 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// Shares a folder with paired peers (resolved by the caller; adding peers to an already
     /// shared folder).
-    func share(directory: String, with devices: [(key: String, name: String)], only: [String]? = nil) throws(EngineError) -> ShareResult {
+    func share(directory: String, with devices: [(key: String, name: String)], role: PeerRole? = nil,
+               noDeletes: Bool? = nil, only: [String]? = nil) throws(EngineError) -> ShareResult {
         try Self.checkShareable(directory)
         let selection = try only.map(Self.validSelection)
         let result: Result<ShareResult, EngineError> = queue.sync {
@@ -157,6 +158,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                         if let selection { try index.setSelection(folderID: id, paths: selection.paths) }
                     }
                 } catch { throw .wrapping(error) }
+                try storeRole(folderID: folder.id, devices: keys, role: role, noDeletes: noDeletes)
                 startFolder(folder)
                 for session in link?.connectedSessions() ?? [] where devices.contains(where: { $0.key == session.deviceKey }) {
                     link?.send([.shareOffer(folder: folder.id, label: folder.safeLabel)], on: session.id)
@@ -230,6 +232,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         let activity = folder.activity.snapshot
         let twins = folder.nameTwins.current
         var peers: [FolderPeer] = []
+        let roles = (try? index.folderPeerRoles(folderID: folder.id)) ?? [:]
         for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
             let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
                 VersionVector($0) != VersionVector($1)
@@ -242,7 +245,9 @@ final class FolderService: Reporting, @unchecked Sendable {
                                     percent: 100 * max(0, total - outFiles) / total,
                                     indexReceived: member.receivedSequence > 0,
                                     receivedBytes: activity.received[member.deviceID] ?? 0,
-                                    sentBytes: activity.sent[member.deviceID] ?? 0))
+                                    sentBytes: activity.sent[member.deviceID] ?? 0,
+                                    role: roles[member.deviceID]?.role ?? PeerRole.both.rawValue,
+                                    noDeletes: roles[member.deviceID]?.noDeletes ?? false))
         }
         // The first of them: a status line stays bounded whatever the pull window holds.
         let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.prefix(Self.shownPulls).map { item in
@@ -254,7 +259,8 @@ final class FolderService: Reporting, @unchecked Sendable {
                             files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
-                            normalizationTwins: twins.count, normalizationTwinNames: twins.names)
+                            normalizationTwins: twins.count, normalizationTwinNames: twins.names,
+                            massChange: folder.massChangeInfo)
     }
 
     /// How many of the files being pulled `status` lists (by path).
@@ -268,7 +274,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     /// A folder member as results show it (nil if the index has no valid ID for it).
-    private func memberRef(_ device: String) -> PeerRef? {
+    func memberRef(_ device: String) -> PeerRef? {
         let name = (try? index.peer(deviceID: device))??.name ?? "?"
         return try? PeerRef.indexed(device: device, name: name, index: index)
     }
@@ -619,11 +625,13 @@ final class FolderService: Reporting, @unchecked Sendable {
         let limit = folderTable.pageLimit[pass] ?? Self.firstIndexRead
         let records = link?.session(session.id)?.isConnected == true
             ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
-        let page = Self.indexPage(records.map(Self.wireEntry), budget: Self.indexPageBytes)
-        let cut = page.count < records.count
+        // Our own changes stay here for a peer we are receive-only towards (FolderRoles.sends).
+        let sendable = roleFiltered(records, folderID: folderID, to: session.deviceKey)
+        let page = Self.indexPage(sendable.map(Self.wireEntry), budget: Self.indexPageBytes)
+        let cut = page.count < sendable.count
         folderTable.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
-        let pageRecords = records.prefix(page.count)
-        if !page.isEmpty { folderTable.sent[key] = pageRecords.map(\.sequence).max() ?? since }
+        let pageRecords = sendable.prefix(page.count)
+        if let last = (cut ? pageRecords.last : records.last)?.sequence { folderTable.sent[key] = max(last, since) }
         let update = Frame.indexUpdate(folder: folderID, full: full, entries: page)
         // The content of its small files goes first, for a peer that takes it: no block
         // request and answer per file (B: 10,000 of each).

@@ -73,6 +73,16 @@ final class SharedFolder: @unchecked Sendable {
     let failing = FailingPaths()
     /// Names that equal another under Unicode normalization (read by the control thread).
     let nameTwins = NameTwinsReport()
+    /// io: our role towards each member, read at the start of every pull (SharedFolder+Roles).
+    var policies: [String: PeerPolicy] = [:]
+    /// io: the mass-change guard's burst, and where a confirmed held change keeps the
+    /// versions it replaces (set by `confirm`, for one pull; then `massKeeper` for the rest of
+    /// its burst; SharedFolder+MassChange).
+    var massGuard = MassChangeGuard()
+    var massConfirmed: KeptVersions?
+    var massKeeper: KeptVersions?
+    /// Any thread: the mass change the folder holds, asking the user (status, dashboard).
+    let massHold = Mutex<MassChangeGuard.Hold?>(nil)
 
     init(id: String, root: String, label: String, host: any FolderHost) {
         self.id = id
@@ -491,6 +501,7 @@ final class SharedFolder: @unchecked Sendable {
     func pull(paths: Set<PathKey>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
         guard stopped == nil, !paused.load(ordering: .relaxed), let index, let host, checkRoot() else { return 0 }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
+        loadPolicies(index: index)
         let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
         settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return 0 }
@@ -498,6 +509,7 @@ final class SharedFolder: @unchecked Sendable {
         let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy { retry.waitsForSpace(PathKey($0)) } }
         guard !wanted.isEmpty else { return 0 }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
+        guard admitsMassChange(actions, local: plan.local, index: index) else { return 0 }
         setStatus(.syncing)
         let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests, blocks: blocks)
@@ -547,7 +559,7 @@ final class SharedFolder: @unchecked Sendable {
         plan.local = ((try? index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:))) ?? [:]).mapValues(FileState.init)
         let entries = ((try? index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:))) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
-        plan.remotes = notIgnored(plan.remotes)
+        plan.remotes = admitted(notIgnored(plan.remotes), local: plan.local)
         plan.actions = SyncPlanner(localDevice: host?.localDevice).plan(local: plan.local, remotes: plan.remotes)
         return plan
     }
@@ -572,7 +584,7 @@ final class SharedFolder: @unchecked Sendable {
                 for record in records where remotes[PathKey(record.path)] != nil { local[PathKey(record.path)] = FileState(record) }
                 localAfter = end
             }
-            for action in planner.plan(local: local, remotes: notIgnored(remotes)) {
+            for action in planner.plan(local: local, remotes: admitted(notIgnored(remotes), local: local)) {
                 plan.actions.append(action)
                 for path in action.paths.map(PathKey.init(_:)) {
                     if let state = local[path] { plan.local[path] = state }

@@ -1,0 +1,83 @@
+internal import PeerFiles
+internal import PeerIndex
+
+/// `syncpeer revert DIR`: a folder's local changes that stay back from a receive-only peer
+/// are undone — each path takes the cluster's version again (the newest state the roles let
+/// in), the local file kept under `HOME/versions` first.
+extension SharedFolder {
+    /// Reverts up to `limit` locally changed paths, keeping their local files in `store`.
+    /// Returns how many paths were planned. On io.
+    func revertLocalChanges(localDevice: String, keepingIn store: KeptVersions, limit: Int = 100_000) -> Int {
+        guard let index, let host, checkRoot() else { return 0 }
+        loadPolicies(index: index)
+        var paths: [String] = []
+        var after: String?
+        while paths.count < limit {
+            let page = roleDifferences(after: after, limit: 500, localDevice: localDevice)
+            for item in page.items where item.kind == .locallyChanged && paths.last != item.path { paths.append(item.path) }
+            guard page.more, let last = page.items.last?.path else { break }
+            after = last
+        }
+        var actions: [SyncAction] = []
+        var plan = Plan()
+        for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
+            let chunk = Array(paths[start..<min(paths.count, start + Self.deletionBatch)])
+            let local = ((try? index.files(folderID: id, paths: chunk, includeChunks: false, keyedBy: PathKey.init(_:))) ?? [:])
+                .mapValues(FileState.init)
+            let entries = ((try? index.remoteFiles(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))) ?? [:])
+                .flatMap { $0.value.map { ($0.key, $0.value) } }
+            let (remotes, manifests) = Self.peerStates(entries, members: Set(policies.keys))
+            let admitted = admitted(remotes, local: local)
+            for path in chunk.map(PathKey.init(_:)) {
+                guard let ours = local[path] else { continue }
+                let action = Self.revertAction(ours: ours, cluster: admitted[path] ?? [:], localDevice: localDevice)
+                guard let action else { continue }
+                if !ours.deleted, ours.kind == .file {
+                    do {
+                        _ = try store.keepCopy(root + "/" + path.string, folderID: id, relative: path.string,
+                                               author: ours.modifiedBy, mtimeNs: ours.mtimeNs)
+                    } catch {
+                        report("revert: cannot keep the local version of \(path.string), left as it is: \(error.description)")
+                        continue
+                    }
+                }
+                actions.append(action)
+                plan.local[path] = ours
+                plan.remotes[path] = remotes[path]
+                plan.manifests[path] = manifests[path]
+            }
+        }
+        guard !actions.isEmpty else { return 0 }
+        setStatus(.syncing)
+        let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
+                                    manifests: plan.manifests, blocks: [:])
+        applier.apply(actions)
+        recordOutcome(applier.failures, actions: actions)
+        setStatus(.idle)
+        announcePulled()
+        return actions.count
+    }
+
+    /// The action that puts the cluster's version of a path back over ours: the newest of
+    /// the admitted peers' states (conflict rules between concurrent ones), recorded with a
+    /// version above both (so no peer takes our undone change for newer) and its author's
+    /// name (it is no longer a local change); nothing anywhere: our file is deleted. Pure.
+    static func revertAction(ours: FileState, cluster: [String: FileState], localDevice: String) -> SyncAction? {
+        let newest = cluster.filter { candidate in
+            !cluster.values.contains { $0.version.compare(candidate.value.version) == .greater }
+        }
+        guard let (device, theirs) = newest.sorted(by: { $0.key < $1.key })
+            .reduce(nil as (String, FileState)?, { best, next in best.map { ConflictRules.beats(next.value, $0.1) ? (next.key, next.value) : $0 } ?? (next.key, next.value) })
+        else {
+            guard !ours.deleted else { return nil }
+            var gone = ours.with(version: ours.version.incremented(for: localDevice))
+            (gone.deleted, gone.size, gone.rootHash, gone.symlinkTarget) = (true, 0, nil, nil)
+            return .delete(gone, from: localDevice)
+        }
+        var target = theirs.with(version: ours.version.merged(with: theirs.version).incremented(for: localDevice))
+        target.modifiedBy = theirs.modifiedBy
+        if target.deleted { return ours.deleted ? nil : .delete(target, from: device) }
+        if !ours.deleted, ours.hasSameContent(as: target) { return .updateMetadata(target, from: device) }
+        return .pull(target, from: device)
+    }
+}
