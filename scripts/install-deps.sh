@@ -10,7 +10,10 @@ set -euo pipefail
 # pipe, inside test network namespaces only).
 # python3-pyfuse3, fuse3: the power-loss file system of the power-loss tests (a FUSE file
 # system in Python that undoes what was not made durable; Tests/EndToEndTests/PowerLoss).
-apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3)
+# syncthing-discosrv, syncthing-relaysrv: Syncthing's global discovery server (stdiscosrv) and
+# relay (strelaysrv), run by the global reach tests on 127.0.0.1 or in test namespaces only
+# (the relay with -pools="", so it never registers with the public pool).
+apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3 syncthing-discosrv syncthing-relaysrv)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
