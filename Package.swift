@@ -84,7 +84,7 @@ var package = Package(
         .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
         .testTarget(name: "SyncpeerWebTests", dependencies: ["SyncpeerWeb", "SyncEngine", "TestKit"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
-        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex"], exclude: ["Interop", "Browser", "PowerLoss"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex", "TestKit"], exclude: ["Interop", "Browser", "PowerLoss"]),
     ]
 )
 

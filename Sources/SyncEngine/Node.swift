@@ -69,7 +69,8 @@ public final class Node: Reporting, @unchecked Sendable {
         self.config = config
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
                                         features: ["messages", Self.streamsFeature, FolderService.blockDeltaFeature,
-                                                   FolderService.indexBlocksFeature, TransferService.streamedManifestFeature])
+                                                   FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
+                                                   ConnectionService.certificateFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
@@ -102,6 +103,7 @@ public final class Node: Reporting, @unchecked Sendable {
             folders.startFolders()
             connections.startTimer()
         }
+        connections.startRelays()
         do { try startDiscovery(port: bound.port, host: bound.host) } catch {
             stop()
             throw error

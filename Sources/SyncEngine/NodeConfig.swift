@@ -30,6 +30,8 @@ public struct NodeConfig: Sendable {
     public var redialMaximum: Duration = .seconds(30)
     /// Addresses to dial at start ("HOST:PORT"), in addition to paired peers' addresses.
     public var staticPeers: [String] = []
+    /// Relays to join and to reach paired peers through (`daemon --relay relay://HOST:PORT/?id=ID`).
+    public var relays: [String] = []
     /// Where accepted files and folders go (`daemon --receive-dir`; default XDG_DOWNLOAD_DIR, else ~/Downloads).
     public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
     /// Set when `receiveDirectory` was given (`daemon --receive-dir`): it wins over the one

@@ -2,6 +2,7 @@ import Foundation
 import PeerCrypto
 import PeerNet
 @testable import SyncEngine
+import TestKit
 import Testing
 
 /// Global discovery against a real Syncthing `stdiscosrv` on 127.0.0.1 (and a lying server

@@ -4,6 +4,7 @@ import PeerCrypto
 import PeerNet
 import PeerWire
 import Synchronization
+import TestKit
 import Testing
 
 /// Syncthing's relay (a real `strelaysrv` on 127.0.0.1, `-pools=` so it stays private) as

@@ -69,6 +69,10 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
     /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
     var refusedConnections = 0
+    /// Our certificate for relays and discovery servers (ConnectionService+Certificates).
+    lazy var tlsIdentity: TLSIdentity? = try? identity.tlsIdentity()
+    /// The relays joined now (ConnectionService+Relay), closed by `stop`.
+    let relayMemberships = Mutex<[RelayMembership]>([])
 
     typealias Redial = TimerMachine.Redial
 
@@ -137,6 +141,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             return (all, self.listener)
         }
         listener?.close()
+        for membership in relayMemberships.withLock({ $0 }) { membership.close() }
         // Every session's queued frames (its goodbye last) get a moment to go out. A peer
         // that reads nothing (a stalled route, its socket's buffers full) does not hold the
         // shutdown for the send timeout: its channel is closed after that, which wakes a
@@ -264,6 +269,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
                     observer?.sessionConnected(session)
+                    sendCertificate(on: session)
                 }
                 emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
             case .raiseInvitation:
@@ -285,6 +291,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 session.pairProgress?(event)
             case .pinPeer:
                 pin(session)
+            case let .pinCertificate(der):
+                if !pinCertificate(der, from: session) { return }
             case let .deliverMessage(id, body):
                 events.deliverMessage(from: session.peer, body: body)
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
@@ -396,6 +404,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 redials[device] = nil
             case let .redial(device, attempt, next):
                 redials[device] = next
+                // Direct first; every other attempt goes through a relay, when there is one.
+                if attempt % 2 == 1, startRelayDial(device: device) { continue }
                 let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
                 startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
             }

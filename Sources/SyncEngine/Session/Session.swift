@@ -42,6 +42,8 @@ final class Session: @unchecked Sendable {
     /// The address the connection came from (accepted sessions): the key of the caps on
     /// unpaired sessions per source. Nil for sessions we dialled.
     var source: String?
+    /// The relay's host when the session runs through a relay (ConnectionService+Relay).
+    var relayHost: String?
     /// What we hold for this peer (queued answers, unhandled requests); see `SessionFlow`.
     let flow = SessionFlow()
     /// Sends queued on `sendQueue` and not started yet (`queueSend`).

@@ -1,22 +1,20 @@
-import Foundation
+public import Foundation
 import Glibc
-import PeerCrypto
-import PeerNet
 
 /// Syncthing's servers (Debian's syncthing-discosrv and syncthing-relaysrv) run by a test on
 /// 127.0.0.1 only, in a temporary directory, stopped (by their PID) when the test ends; the
 /// relay with `-pools=""`, so it never registers with the public pool.
-final class GlobalServer {
+public final class GlobalServer {
     let process = Process()
-    let directory: URL
-    let port: UInt16
+    public let directory: URL
+    public let port: UInt16
     /// The server's certificate ID as the server itself prints it.
-    private(set) var printedID = ""
-    let log: URL
+    public private(set) var printedID = ""
+    public let log: URL
 
-    struct Unavailable: Error, CustomStringConvertible { var description: String }
+    public struct Unavailable: Error, CustomStringConvertible { public var description: String }
 
-    static func discovery() throws -> GlobalServer {
+    public static func discovery() throws -> GlobalServer {
         try GlobalServer(binary: "/usr/bin/stdiscosrv") { dir, port in
             ["-listen", "127.0.0.1:\(port)", "-db-dir", dir.appendingPathComponent("db").path,
              "-cert", dir.appendingPathComponent("cert.pem").path, "-key", dir.appendingPathComponent("key.pem").path,
@@ -24,22 +22,20 @@ final class GlobalServer {
         }
     }
 
-    static func relay() throws -> GlobalServer {
+    public static func relay() throws -> GlobalServer {
         try GlobalServer(binary: "/usr/bin/strelaysrv") { dir, port in
             ["-listen", "127.0.0.1:\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
         }
     }
 
-    static var available: Bool {
+    public static var available: Bool {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/stdiscosrv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/strelaysrv")
     }
 
     private init(binary: String, arguments: (URL, UInt16) -> [String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-global-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let probe = try TCPListener(host: "127.0.0.1", port: 0)
-        port = probe.port
-        probe.close()
+        port = try Self.freePort()
         log = directory.appendingPathComponent("server.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
@@ -55,24 +51,55 @@ final class GlobalServer {
             if let range = text.range(of: "device ID is ") ?? text.range(of: "?id=") {
                 printedID = String(text[range.upperBound...].prefix(63))
             }
-            if printedID.count == 63, (try? TCPConnection.connect(host: "127.0.0.1", port: port, timeout: .seconds(1)))?.close() != nil {
-                return
-            }
+            if printedID.count == 63, Self.accepts(port) { return }
             usleep(100_000)
         }
         stop()
         throw Unavailable(description: "\(binary) did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
     }
 
+    /// A port nothing listens on now on 127.0.0.1 (bound, read, released).
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = loopback(port: 0)
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else { throw Unavailable(description: "no free port on 127.0.0.1") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+
+    /// Whether something accepts TCP connections on 127.0.0.1:`port`.
+    static func accepts(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = loopback(port: port)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    private static func loopback(port: UInt16) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        return address
+    }
+
     /// The server's certificate in DER (from its cert.pem).
-    func certificate() throws -> [UInt8] {
+    public func certificate() throws -> [UInt8] {
         let pem = try String(contentsOf: directory.appendingPathComponent("cert.pem"), encoding: .utf8)
         let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
         guard let der = Data(base64Encoded: body) else { throw Unavailable(description: "cert.pem is not PEM") }
         return Array(der)
     }
 
-    func stop() {
+    public func stop() {
         if process.isRunning {
             kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
