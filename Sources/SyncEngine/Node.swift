@@ -104,6 +104,7 @@ public final class Node: Reporting, @unchecked Sendable {
             connections.startTimer()
         }
         connections.startRelays()
+        connections.startAnnouncing()
         do { try startDiscovery(port: bound.port, host: bound.host) } catch {
             stop()
             throw error

@@ -53,4 +53,58 @@ struct GlobalDiscoveryTests {
             #expect(why.contains("not the server"))
         }
     }
+
+    /// A lying server's answers (the HTTP exchange runs over plain TCP here, against a
+    /// listener that plays the server): each is refused with a clear error, never held whole.
+    @Test(arguments: [
+        ("a 1 GiB body announced", "HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n{"),
+        ("endless headers", "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Pad: 0123456789abcdef\r\n", count: 1_000)),
+        ("an endless chunked body", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + String(repeating: "4000\r\n" + String(repeating: "a", count: 16_384) + "\r\n", count: 8)),
+        ("not HTTP", "SSH-2.0-OpenSSH_9.2\r\n\r\n"),
+        ("silence", ""),
+    ])
+    func aLyingServersAnswerIsRefused(_ lie: (String, String)) throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        Thread {
+            guard let connection = try? listener.accept() else { return }
+            _ = try? connection.read(maxCount: 4_096, deadline: .now + .seconds(5))
+            if !lie.1.isEmpty { try? connection.write(Array(lie.1.utf8)) }
+            _ = try? connection.read(maxCount: 64, deadline: .now + .seconds(5))
+            connection.close()
+        }.start()
+        let connection = try TCPConnection.connect(host: "127.0.0.1", port: listener.port, timeout: .seconds(5))
+        defer { connection.close() }
+        // Refused as soon as a bound is crossed (a protocol violation), not after waiting for
+        // the rest; only silence ends by the deadline.
+        #expect("\(lie.0)") {
+            _ = try HTTPSExchange.perform("GET", path: "/?device=X", host: "127.0.0.1", over: connection, deadline: .now + .seconds(2))
+        } throws: { error in
+            switch error as? NetError {
+            case .protocolViolation?: lie.1 != ""
+            case .timedOut?: lie.1 == ""
+            default: false
+            }
+        }
+    }
+
+    @Test func aLookupAnswerWithTooManyOrMalformedAddressesIsRefused() throws {
+        func answer(_ addresses: [String]) throws -> [UInt8] {
+            Array(try JSONSerialization.data(withJSONObject: ["seen": "2026-01-01T00:00:00Z", "addresses": addresses]))
+        }
+        let thousand = (0..<1_000).map { "tcp://192.0.2.\($0 % 250):\(1_000 + $0)" }
+        #expect(throws: GlobalDiscoveryClient.Failure.badAnswer("1000 addresses, more than the 32 accepted")) {
+            try GlobalDiscoveryClient.addresses(fromAnswer: answer(thousand))
+        }
+        #expect(throws: GlobalDiscoveryClient.Failure.badAnswer("not a JSON object")) {
+            try GlobalDiscoveryClient.addresses(fromAnswer: Array("{\"addresses\": [".utf8))
+        }
+        #expect(throws: GlobalDiscoveryClient.Failure.badAnswer("no \"addresses\" list")) {
+            try GlobalDiscoveryClient.addresses(fromAnswer: Array("{\"addresses\": 7}".utf8))
+        }
+        // Only what can be dialled is kept: other schemes, no port, absurd lengths are dropped.
+        let mixed = ["tcp://192.0.2.1:4000", "quic://192.0.2.1:4000", "tcp://192.0.2.2", "http://example.org:80/",
+                     "tcp://" + String(repeating: "a", count: 600) + ":1", "relay://192.0.2.9:22067/?id=X"]
+        #expect(try GlobalDiscoveryClient.addresses(fromAnswer: answer(mixed)) == ["tcp://192.0.2.1:4000", "relay://192.0.2.9:22067/?id=X"])
+    }
 }

@@ -14,9 +14,10 @@ public final class GlobalServer {
 
     public struct Unavailable: Error, CustomStringConvertible { public var description: String }
 
-    public static func discovery() throws -> GlobalServer {
-        try GlobalServer(binary: "/usr/bin/stdiscosrv") { dir, port in
-            ["-listen", "127.0.0.1:\(port)", "-db-dir", dir.appendingPathComponent("db").path,
+    /// - Parameters: namespace: a test network namespace to run it in, listening on `host`.
+    public static func discovery(namespace: String? = nil, host: String = "127.0.0.1") throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/stdiscosrv", namespace: namespace, host: host) { dir, port in
+            ["-listen", "\(host):\(port)", "-db-dir", dir.appendingPathComponent("db").path,
              "-cert", dir.appendingPathComponent("cert.pem").path, "-key", dir.appendingPathComponent("key.pem").path,
              "-replication-listen", ""]
         }
@@ -32,15 +33,20 @@ public final class GlobalServer {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/stdiscosrv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/strelaysrv")
     }
 
-    private init(binary: String, arguments: (URL, UInt16) -> [String]) throws {
+    private init(binary: String, namespace: String? = nil, host: String = "127.0.0.1", arguments: (URL, UInt16) -> [String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-global-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
         log = directory.appendingPathComponent("server.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments(directory, port)
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, binary] + arguments(directory, port)
+        } else {
+            process.executableURL = URL(fileURLWithPath: binary)
+            process.arguments = arguments(directory, port)
+        }
         process.currentDirectoryURL = directory
         process.standardOutput = handle
         process.standardError = handle
@@ -51,7 +57,7 @@ public final class GlobalServer {
             if let range = text.range(of: "device ID is ") ?? text.range(of: "?id=") {
                 printedID = String(text[range.upperBound...].prefix(63))
             }
-            if printedID.count == 63, Self.accepts(port) { return }
+            if printedID.count == 63, namespace.map({ Self.accepts(host, port, in: $0) }) ?? Self.accepts(port) { return }
             usleep(100_000)
         }
         stop()
@@ -81,6 +87,18 @@ public final class GlobalServer {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+    }
+
+    /// Whether something accepts TCP connections at `host`:`port` inside `namespace`.
+    static func accepts(_ host: String, _ port: UInt16, in namespace: String) -> Bool {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        probe.arguments = ["netns", "exec", namespace, "/bin/bash", "-c", "exec 3<>/dev/tcp/\(host)/\(port)"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
     }
 
     private static func loopback(port: UInt16) -> sockaddr_in {

@@ -76,7 +76,8 @@ extension ConnectionService {
     /// Dials the paired `device` through the first relay (on `queue`); false when there is
     /// no relay, no pinned certificate ID for it, or such a dial is already under way.
     func startRelayDial(device: String) -> Bool {
-        guard !stopped, let relay = relayEndpoints.first, let peer = certificateID(of: device), let tls = tlsIdentity else {
+        guard !stopped, let relay = (globalFound.relays[device] ?? []).first ?? relayEndpoints.first,
+              let peer = certificateID(of: device), let tls = tlsIdentity else {
             return false
         }
         let key = "relay:\(device)"

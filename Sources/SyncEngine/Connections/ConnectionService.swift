@@ -73,6 +73,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     lazy var tlsIdentity: TLSIdentity? = try? identity.tlsIdentity()
     /// The relays joined now (ConnectionService+Relay), closed by `stop`.
     let relayMemberships = Mutex<[RelayMembership]>([])
+    /// What global discovery servers said of paired peers (ConnectionService+GlobalDiscovery).
+    var globalFound = GlobalFound()
 
     typealias Redial = TimerMachine.Redial
 
@@ -404,7 +406,9 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 redials[device] = nil
             case let .redial(device, attempt, next):
                 redials[device] = next
-                // Direct first; every other attempt goes through a relay, when there is one.
+                // Direct first (at addresses discovery servers gave too); every other attempt
+                // goes through a relay, when there is one.
+                if attempt % 2 == 0 { startLookup(device: device) }
                 if attempt % 2 == 1, startRelayDial(device: device) { continue }
                 let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
                 startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
@@ -429,6 +433,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     /// among them), in turn.
     func redialAddress(for device: String, attempt: Int, fallback: String) -> String {
         var list = nearby?.addresses(of: device) ?? []
+        list += globalFound.addresses[device] ?? []
         list += (try? index.peer(deviceID: device))?.addresses ?? []
         var seen: Set<String> = []
         list = list.filter { seen.insert($0).inserted }
