@@ -53,6 +53,12 @@ struct RelayTests {
             try peer(env, alice, named: "bob")?["path"] as? String == "relay 127.0.0.1"
         }
 
+        // The text list says so too, and the keepalive measured the round trip through it.
+        #expect(try env.cli(alice, ["peers"]).stdout.contains("bob (") && env.cli(alice, ["peers"]).stdout.contains("relay 127.0.0.1"))
+        try eventually("a round trip measured through the relay") {
+            try (peer(env, alice, named: "bob")?["roundTripMs"] as? NSNumber).map { $0.doubleValue > 0 } ?? false
+        }
+
         let source = env.home("note.txt")
         let text = String(repeating: "through the relay\n", count: 5_000)
         try text.write(toFile: source, atomically: true, encoding: .utf8)

@@ -227,6 +227,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                         defer { flow.handled(size) }
                         guard let session = sessions[id] else { return }
                         session.lastReceived = .now
+                        if case let .pong(nonce) = frame { session.pongReceived(nonce) }
                         perform(session.machine.handle(.frame(frame)), on: session)
                     }
                 } catch {
@@ -401,7 +402,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 perform(session.machine.handle(.transportClosed(reason)), on: session)
                 session.channel.close()
             case let .ping(id):
-                sessions[id]?.send([.ping(UInt64.random(in: 0...UInt64.max))])
+                if let session = sessions[id] { session.send([.ping(session.pingSent())]) }
             case let .dropRedial(device):
                 redials[device] = nil
             case let .redial(device, attempt, next):

@@ -44,6 +44,8 @@ public struct PeerSummary: Sendable, Equatable, Codable {
     public var autoAcceptFolders: Bool?
     /// How a live session reaches the peer: `direct HOST:PORT` or `relay HOST`.
     public var path: String?
+    /// The live session's last measured round trip (keepalive ping to pong), milliseconds.
+    public var roundTripMs: Double?
     /// What relays and global discovery servers call a paired peer (its certificate ID), once
     /// it told us in a session.
     public var certificateID: String?
