@@ -150,6 +150,12 @@ public final class Node: Reporting, @unchecked Sendable {
             completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
             return
         }
+        // A certificate ID (what `syncpeer id` prints second): found through the discovery
+        // servers and relays, not on the network (ConnectionService+GlobalPairing).
+        if (try? DeviceID(parsing: address)) == nil, let certificate = try? CertificateID(parsing: address) {
+            connections.invite(certificate: certificate, context: context, progress: progress, completion: completion)
+            return
+        }
         queue.async { [self] in
             switch pairTarget(address) {
             case let .success(target):

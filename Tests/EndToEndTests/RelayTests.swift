@@ -68,3 +68,34 @@ struct RelayTests {
         #expect(try String(contentsOfFile: bob.home + "/Downloads/note.txt", encoding: .utf8) == text)
     }
 }
+
+extension RelayTests {
+    /// `pair CERTIFICATE-ID`: two nodes that never met, on no common network (discovery off,
+    /// no address typed), pair through the relay by the ID `syncpeer id` prints.
+    @Test func nodesThatNeverMetPairByCertificateIDThroughTheRelay() throws {
+        let relay = try GlobalServer.relay()
+        defer { relay.stop() }
+        let url = "relay://127.0.0.1:\(relay.port)/?id=\(relay.printedID)"
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept", "--relay", url])
+        let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--relay", url])
+        defer { _ = alice.stop(); _ = bob.stop() }
+        let aliceID = try #require(try env.cli(alice, ["id", "--json"]).stdout.data(using: .utf8)
+            .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] }?["certificateID"])
+        // Alice must have joined the relay before bob asks it for her: until then the relay
+        // answers that she is not there.
+        var paired = try env.cli(bob, ["pair", aliceID, "--json"])
+        for _ in 0..<20 where paired.status != 0 && paired.stderr.contains("not there") {
+            Thread.sleep(forTimeInterval: 0.5)
+            paired = try env.cli(bob, ["pair", aliceID, "--json"])
+        }
+        #expect(paired.status == 0, "\(paired.stderr)")
+        try bob.waitForState("connected", peer: "alice", timeout: 20)
+        try eventually("bob pinned alice's certificate ID") {
+            try peer(env, bob, named: "alice")?["certificateID"] as? String == aliceID
+        }
+        #expect(try peer(env, bob, named: "alice")?["paired"] as? Bool == true)
+        #expect(try peer(env, bob, named: "alice")?["path"] as? String == "relay 127.0.0.1")
+    }
+}

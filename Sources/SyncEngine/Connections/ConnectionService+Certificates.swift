@@ -24,6 +24,12 @@ extension ConnectionService {
             endForViolation(session, "a certificate that does not name the peer's key")
             return false
         }
+        if let expected = session.expectedCertificate, CertificateID(certificate: der) != expected {
+            // Paired by certificate ID, but this is another node: undo the pairing.
+            _ = try? index.deletePeer(deviceID: session.deviceKey)
+            endForViolation(session, "its certificate ID is not \(expected), the one it was paired by")
+            return false
+        }
         do {
             try index.setPeerCertificate(deviceID: session.deviceKey, certificateID: CertificateID(certificate: der).hash, learnedAt: now())
         } catch {

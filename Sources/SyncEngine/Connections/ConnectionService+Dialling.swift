@@ -27,7 +27,8 @@ extension ConnectionService {
     /// Runs on `queue`.
     func startDial(address: String, expected: String?, context: String?,
                    progress: (@Sendable (NodeEvent) -> Void)?,
-                   completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
+                   completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?,
+                   expectedCertificate: CertificateID? = nil) {
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
@@ -50,6 +51,7 @@ extension ConnectionService {
             let session = register(channel, role: .initiator, dialAddress: address)
             session.pairCompletion = completion
             session.pairProgress = progress
+            session.expectedCertificate = expectedCertificate
             begin(session, standing: standing(of: channel, expected: expected, address: address))
         })
     }

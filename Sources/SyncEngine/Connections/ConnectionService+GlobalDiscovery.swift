@@ -99,8 +99,8 @@ extension ConnectionService {
         for address in found.prefix(GlobalDiscoveryClient.maxAddresses) {
             if address.hasPrefix("relay://") {
                 if let relay = try? RelayURL.parse(address) { relays.append(relay) }
-            } else if let url = URLComponents(string: address), let host = url.host, let port = url.port {
-                direct.append(HostPort(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, port: UInt16(port)).description)
+            } else if let hostPort = Self.hostPort(ofTCPAddress: address) {
+                direct.append(hostPort)
             }
         }
         globalFound.addresses[device] = direct.isEmpty ? nil : direct

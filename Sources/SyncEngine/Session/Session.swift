@@ -44,6 +44,9 @@ final class Session: @unchecked Sendable {
     var source: String?
     /// The relay's host when the session runs through a relay (ConnectionService+Relay).
     var relayHost: String?
+    /// The certificate ID the user paired by (`pair CERTIFICATE-ID`): the peer's certificate
+    /// must have it, or the pairing is undone.
+    var expectedCertificate: CertificateID?
     /// The keepalive ping in flight (its nonce, when it was sent) and the last round trip.
     private var pingInFlight: (nonce: UInt64, sent: ContinuousClock.Instant)?
     private(set) var roundTrip: Duration?
