@@ -79,6 +79,27 @@ struct RelayClientTests {
         }
     }
 
+    /// A relay that answers our connect request with an invitation to another device's
+    /// session (or a malformed one) is refused before we join anything.
+    @Test func anInvitationForAnotherDeviceIsRefused() throws {
+        let wanted = try TLSIdentity(keyPair: .generate()).id
+        let other = try TLSIdentity(keyPair: .generate()).id
+        let relay = RelayEndpoint(host: "192.0.2.1", port: 22067, id: other)
+        let key = [UInt8](repeating: 7, count: 32)
+        func invitation(from: [UInt8], server: Bool = false, key: [UInt8] = key) -> RelayInvitation {
+            RelayInvitation(from: from, key: key, address: [], port: 22067, serverSocket: server)
+        }
+        #expect(try RelayClient.checked(invitation(from: wanted.hash), for: wanted, from: relay).key == key)
+        for lie in [invitation(from: other.hash), invitation(from: []), invitation(from: wanted.hash, server: true),
+                    invitation(from: wanted.hash, key: [1])] {
+            #expect(throws: NetError.self) { try RelayClient.checked(lie, for: wanted, from: relay) }
+        }
+        // The wire form is XDR as Syncthing writes it: a 12-byte header, three length-prefixed
+        // 32-byte fields, the port and the bool in 4 bytes each.
+        let encoded = RelayMessage.sessionInvitation(invitation(from: wanted.hash)).encode()
+        #expect(encoded.count == 12 + 36 + 36 + 4 + 8)
+    }
+
     /// A relay that lies in session mode (plain TCP, so a listener here plays it): garbage
     /// after the join, a huge length, "full", or silence each end with a clear error, in time.
     @Test(arguments: [

@@ -56,19 +56,25 @@ public enum RelayClient {
             case .ping: try stream.write(RelayMessage.pong.encode())
             case .pong: continue
             case let .sessionInvitation(invitation):
-                guard invitation.peer == peer else {
-                    throw .protocolViolation("relay \(relay.host) invited us to a session with \(invitation.peer.map(\.description) ?? "nobody"), not \(peer)")
-                }
-                guard !invitation.serverSocket, invitation.key.count == 32 else {
-                    throw .protocolViolation("relay \(relay.host) sent a malformed session invitation")
-                }
-                return invitation
+                return try checked(invitation, for: peer, from: relay)
             case let .response(code, message):
                 throw .unreachable(address: relay.description, reason: "the relay answered \(code) (\(message.prefix(80))): \(peer) is not there")
             case .relayFull: throw .unreachable(address: relay.description, reason: "the relay is full")
             default: throw .protocolViolation("relay \(relay.host) answered a connect request with something else")
             }
         }
+    }
+
+    /// The invitation a relay answered our connect request with, if it is one for `peer`
+    /// (a relay that invites us to a session with another device is refused).
+    public static func checked(_ invitation: RelayInvitation, for peer: CertificateID, from relay: RelayEndpoint) throws(NetError) -> RelayInvitation {
+        guard invitation.peer == peer else {
+            throw .protocolViolation("relay \(relay.host) invited us to a session with \(invitation.peer.map(\.description) ?? "nobody"), not \(peer)")
+        }
+        guard !invitation.serverSocket, invitation.key.count == 32 else {
+            throw .protocolViolation("relay \(relay.host) sent a malformed session invitation")
+        }
+        return invitation
     }
 
     /// Opens the session an invitation names: a plain TCP connection to the relay whose
