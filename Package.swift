@@ -32,9 +32,10 @@ var package = Package(
     targets: [
         // C libraries from Debian, each imported by exactly one Swift module.
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
-        // OpenSSL libcrypto only (AES-256-GCM and SHA-256, where it is measurably faster than
-        // libsodium on AES-NI/SHA-NI CPUs); libssl, the TLS part, is not used.
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL: libcrypto (AES-256-GCM and SHA-256, where it is measurably faster than
+        // libsodium on AES-NI/SHA-NI CPUs) and libssl (the TLS client for relays and global
+        // discovery servers, which authenticate a device by its certificate).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // Crypto: keys, device IDs, BLAKE2b, SHA-256, BLAKE3, AES-GCM, the Noise Protocol Framework
@@ -87,7 +88,7 @@ var package = Package(
         .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
         .testTarget(name: "SyncpeerWebTests", dependencies: ["SyncpeerWeb", "SyncEngine", "TestKit"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
-        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex"], exclude: ["Interop", "Browser", "PowerLoss"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex", "TestKit"], exclude: ["Interop", "Browser", "PowerLoss"]),
     ]
 )
 

@@ -15,8 +15,12 @@ set -euo pipefail
 # mailbox server and transit relay on 127.0.0.1; Tests/EndToEndTests/WormholeInteropTests.swift)
 # and the SPAKE2 vector script (Tests/PeerCryptoTests/Vectors/make-spake2-vectors.py); those tests
 # also make a venv (.build/wormhole-pypi) with the current PyPI release of magic-wormhole.
+# syncthing-discosrv, syncthing-relaysrv: Syncthing's global discovery server (stdiscosrv) and
+# relay (strelaysrv), run by the global reach tests on 127.0.0.1 or in test namespaces only
+# (the relay with -pools="", so it never registers with the public pool).
 apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3
-              magic-wormhole python3-magic-wormhole-mailbox-server magic-wormhole-transit-relay python3-spake2)
+              magic-wormhole python3-magic-wormhole-mailbox-server magic-wormhole-transit-relay python3-spake2
+              syncthing-discosrv syncthing-relaysrv)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

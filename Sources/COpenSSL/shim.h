@@ -1,4 +1,16 @@
-// OpenSSL libcrypto (Debian libssl-dev): AES-256-GCM and SHA-256 for PeerCrypto, the only
-// module that imports it (libssl, the TLS part, is not used).
+// OpenSSL from Debian (libssl-dev), for PeerCrypto, the only module that imports it:
+// libcrypto's AES-256-GCM and SHA-256, and libssl's TLS client for the relay and global
+// discovery servers (TLSClient, over memory BIOs: the socket stays PeerNet's).
 #include <openssl/evp.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/err.h>
+
+// Macros Swift cannot call, as functions.
+static inline int syncpeer_ssl_ctx_min_tls13(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+}
+static inline int syncpeer_bio_pending(BIO *bio) {
+    return (int)BIO_ctrl_pending(bio);
+}

@@ -10,6 +10,8 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A Noise handshake was driven out of order or with missing keys.
     case handshake(String)
     case unsupported(String)
+    /// A TLS session with a relay or discovery server failed (OpenSSL's reason).
+    case tls(String)
 
     public var description: String {
         switch self {
@@ -27,6 +29,8 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
             return "Noise handshake error: \(why)"
         case let .unsupported(what):
             return "unsupported: \(what)"
+        case let .tls(why):
+            return "TLS: \(why)"
         }
     }
 }

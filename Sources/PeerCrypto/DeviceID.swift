@@ -24,6 +24,11 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
     /// Parses a device ID typed by a person; throws with the reason (wrong length, a
     /// character outside the alphabet, or a check character that does not match).
     public init(parsing text: String) throws(CryptoError) {
+        hash = try Self.decodeChecked(Self.idCharacters(text), check: Self.luhnCheckCharacter)
+    }
+
+    /// The ID characters of `text` in upper case (dashes and spaces dropped).
+    static func idCharacters(_ text: String) throws(CryptoError) -> [UInt8] {
         var chars: [UInt8] = []
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -34,33 +39,40 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
                 throw .invalidDeviceID("'\(scalar.escaped(asASCII: true))' is not a device ID character (A–Z, 2–7)")
             }
         }
-        guard chars.count == Self.checkedLength else {
-            throw .invalidDeviceID("expected \(Self.checkedLength) characters (8 groups of 7), got \(chars.count)")
+        return chars
+    }
+
+    /// The 32-byte hash of 56 checked characters: 4 × (13 characters + `check` of them).
+    static func decodeChecked(_ chars: [UInt8], check: ([UInt8]) -> UInt8) throws(CryptoError) -> [UInt8] {
+        guard chars.count == checkedLength else {
+            throw .invalidDeviceID("expected \(checkedLength) characters (8 groups of 7), got \(chars.count)")
         }
         var data: [UInt8] = []
         for group in 0..<4 {
-            let start = group * (Self.dataGroupLength + 1)
-            let body = Array(chars[start..<start + Self.dataGroupLength])
-            let check = chars[start + Self.dataGroupLength]
-            guard Self.luhnCheckCharacter(body) == check else {
+            let start = group * (dataGroupLength + 1)
+            let body = Array(chars[start..<start + dataGroupLength])
+            guard check(body) == chars[start + dataGroupLength] else {
                 throw .invalidDeviceID("check character \(group + 1) of 4 does not match: a character is mistyped")
             }
             data += body
         }
-        guard let decoded = Self.base32Decode(data), decoded.count == Self.hashLength else {
+        guard let decoded = base32Decode(data), decoded.count == hashLength else {
             throw .invalidDeviceID("the characters do not encode a 32-byte hash")
         }
-        hash = decoded
+        return decoded
     }
 
     /// The canonical form: 8 groups of 7 upper-case characters joined by dashes.
-    public var description: String {
-        let data = Self.base32Encode(hash)
+    public var description: String { Self.checkedText(hash, check: Self.luhnCheckCharacter) }
+
+    /// A 32-byte hash as 8 groups of 7: base32, with `check` after each 13 characters.
+    static func checkedText(_ hash: [UInt8], check: ([UInt8]) -> UInt8) -> String {
+        let data = base32Encode(hash)
         var checked: [UInt8] = []
         for group in 0..<4 {
-            let body = Array(data[group * Self.dataGroupLength..<(group + 1) * Self.dataGroupLength])
+            let body = Array(data[group * dataGroupLength..<(group + 1) * dataGroupLength])
             checked += body
-            checked.append(Self.luhnCheckCharacter(body))
+            checked.append(check(body))
         }
         var out: [UInt8] = []
         for (i, c) in checked.enumerated() {

@@ -43,6 +43,10 @@ extension Frame {
                 throw .invalidValue(field: "pairing status", value: UInt64(raw))
             }
             frame = .pairing(status)
+        case .certificate:
+            let der = try reader.prefixedBytes(.u16, limit: WireLimits.maxCertificate, "certificate")
+            guard !der.isEmpty else { throw .invalidValue(field: "certificate length", value: 0) }
+            frame = .certificate(der)
         case .message:
             let id = try reader.u64("message id")
             let body = try reader.prefixedBytes(.u32, limit: WireLimits.maxMessageBody, "message body")

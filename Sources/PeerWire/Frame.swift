@@ -34,6 +34,7 @@
 ///  0x01  ping         nonce u64                                    8
 ///  0x02  pong         nonce u64 (echoes the ping's)                8
 ///  0x03  close        code u16, len u16, reason (≤ 512)            4 … 516
+///  0x04  certificate  len u16, certificate DER (1 … 2,048)         3 … 2,050
 ///  0x10  pairing      status u8                                    1
 ///  0x20  message      id u64, len u32, body (≤ 65,536)             12 … 65,548
 ///  0x30  streamOpen   id u32, len u8, name (1 … 255)               6 … 260
@@ -61,6 +62,9 @@ public enum Frame: Equatable, Sendable {
     case message(id: UInt64, body: [UInt8])
     /// Sent by the invited side: what its user decided about the invitation.
     case pairing(PairingStatus)
+    /// The sender's TLS certificate (DER), which relays and global discovery servers know it
+    /// by; sent once per session to a peer whose hello lists `tls-certificate`.
+    case certificate([UInt8])
     /// Orderly close; the sender closes the connection after it. The reason is for people
     /// (at most ``WireLimits/maxCloseReason`` bytes).
     case close(code: CloseCode, reason: String)
@@ -143,6 +147,7 @@ public enum Frame: Equatable, Sendable {
         case .message: .message
         case .pairing: .pairing
         case .close: .close
+        case .certificate: .certificate
         case .streamOpen: .streamOpen
         case .streamData: .streamData
         case .streamClose: .streamClose
@@ -196,6 +201,10 @@ public enum Frame: Equatable, Sendable {
         switch self {
         case .ping, .pong, .pairing, .streamClose, .streamCredit, .chunkAck, .resent:
             return
+        case let .certificate(der):
+            guard (1...WireLimits.maxCertificate).contains(der.count) else {
+                throw .fieldTooLong(field: "certificate", length: der.count, limit: WireLimits.maxCertificate)
+            }
         case let .offer(offer):
             try offer.validate()
             try checkBodyFits()
@@ -276,6 +285,7 @@ extension Frame: CustomStringConvertible {
         case let .pong(nonce): "pong(\(nonce))"
         case let .message(id, body): "message(id: \(id), \(body.count) bytes)"
         case let .pairing(status): "pairing(\(status))"
+        case let .certificate(der): "certificate(\(der.count) bytes)"
         case let .close(code, reason): "close(\(code), reason: \(reason.utf8.count) bytes)"
         case let .streamOpen(id, name): "streamOpen(id: \(id), name: \(name.utf8.count) bytes)"
         case let .streamData(id, bytes): "streamData(id: \(id), \(bytes.count) bytes)"

@@ -103,6 +103,8 @@ public enum FrameEncoder {
             writer.prefixedBytes(body, .u32)
         case let .pairing(status):
             writer.u8(status.rawValue)
+        case let .certificate(der):
+            writer.prefixedBytes(der, .u16)
         case let .close(code, reason):
             writer.u16(code.rawValue)
             writer.prefixedText(reason, .u16)

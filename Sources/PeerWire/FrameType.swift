@@ -4,6 +4,8 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case ping = 0x01
     case pong = 0x02
     case close = 0x03
+    /// The sender's TLS certificate for relays and global discovery (feature `tls-certificate`).
+    case certificate = 0x04
     // 0x10–0x1F: pairing.
     case pairing = 0x10
     // 0x20–0x2F: reliable messages.
@@ -42,6 +44,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .ping: "ping"
         case .pong: "pong"
         case .close: "close"
+        case .certificate: "certificate"
         case .pairing: "pairing"
         case .message: "message"
         case .streamOpen: "stream-open"

@@ -62,6 +62,8 @@ public enum WireLimits {
     public static let maxVersionPage = 1_000
     /// Largest encoded ``VersionPage`` of a version response (a page, or one version with its manifest).
     public static let maxVersionResponse = 14 * 1024 * 1024
+    /// The largest TLS certificate a `certificate` frame carries (syncpeer's are ~300 bytes).
+    public static let maxCertificate = 2_048
 
     /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
     /// range as soon as the header is complete.
@@ -73,6 +75,7 @@ public enum WireLimits {
         case .ping, .pong: range = 8...8                             // nonce u64
         case .close: range = 4...(4 + maxCloseReason)                // code u16, reason len u16, reason
         case .pairing: range = 1...1                                 // status u8
+        case .certificate: range = 3...(2 + maxCertificate)           // len u16, certificate DER
         case .message: range = 12...(12 + maxMessageBody)            // id u64, body len u32, body
         case .streamOpen: range = 6...(5 + maxStreamName)            // id u32, name len u8, name (≥ 1)
         case .streamData: range = 8...(8 + maxStreamData)            // id u32, data len u32, data

@@ -12,4 +12,12 @@ public struct Identity: Sendable {
         self.deviceID = DeviceID(publicKey: keyPair.publicKey)
         self.displayName = displayName
     }
+
+    /// The certificate relays and global discovery servers know this node by, derived from
+    /// its key (`TLSIdentity`; its ID is `certificateID`).
+    public func tlsIdentity() throws(EngineError) -> TLSIdentity {
+        do { return try TLSIdentity(keyPair: keyPair) } catch {
+            throw .invalidArgument("cannot make the TLS certificate: \(error.description)")
+        }
+    }
 }

@@ -70,7 +70,8 @@ public final class Node: Reporting, @unchecked Sendable {
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
                                         features: ["messages", Self.streamsFeature, FolderService.blockDeltaFeature,
                                                    FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
-                                                   TransferService.resentBytesFeature])
+                                                   TransferService.resentBytesFeature,
+                                                   ConnectionService.certificateFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
@@ -105,6 +106,8 @@ public final class Node: Reporting, @unchecked Sendable {
             folders.startVersionExpiry()
             connections.startTimer()
         }
+        connections.startRelays()
+        connections.startAnnouncing()
         do { try startDiscovery(port: bound.port, host: bound.host) } catch {
             stop()
             throw error
@@ -148,6 +151,12 @@ public final class Node: Reporting, @unchecked Sendable {
                      completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
         if let context, context.utf8.count > WireLimits.maxContext {
             completion(.failure(.invalidArgument("the context is \(context.utf8.count) bytes; at most \(WireLimits.maxContext) are allowed")))
+            return
+        }
+        // A certificate ID (what `syncpeer id` prints second): found through the discovery
+        // servers and relays, not on the network (ConnectionService+GlobalPairing).
+        if (try? DeviceID(parsing: address)) == nil, let certificate = try? CertificateID(parsing: address) {
+            connections.invite(certificate: certificate, context: context, progress: progress, completion: completion)
             return
         }
         queue.async { [self] in

@@ -30,6 +30,13 @@ public struct NodeConfig: Sendable {
     public var redialMaximum: Duration = .seconds(30)
     /// Addresses to dial at start ("HOST:PORT"), in addition to paired peers' addresses.
     public var staticPeers: [String] = []
+    /// Relays to join and to reach paired peers through (`daemon --relay relay://HOST:PORT/?id=ID`).
+    public var relays: [String] = []
+    /// Global discovery servers to announce to and look paired peers up at
+    /// (`daemon --discovery-server URL`, `--global` for Syncthing's public ones).
+    public var discoveryServers: [String] = []
+    /// The least time between two lookups of one peer at the discovery servers.
+    public var lookupInterval: Duration = .seconds(60)
     /// Where accepted files and folders go (`daemon --receive-dir`; default XDG_DOWNLOAD_DIR, else ~/Downloads).
     public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
     /// Set when `receiveDirectory` was given (`daemon --receive-dir`): it wins over the one
@@ -96,6 +103,7 @@ public struct NodeConfig: Sendable {
         if let value = ms("SYNCPEER_DEAD_PEER_MS") { deadPeerTimeout = value }
         if let value = ms("SYNCPEER_HANDSHAKE_TIMEOUT_MS") { handshakeTimeout = value }
         if let value = ms("SYNCPEER_REDIAL_MS") { redialInitial = value }
+        if let value = ms("SYNCPEER_LOOKUP_MS") { lookupInterval = value }
         if let value = ms("SYNCPEER_WATCH_DELAY_MS") { watchDelay = value }
         if let value = ms("SYNCPEER_RESCAN_MS") { rescanInterval = value }
         if let value = ms("SYNCPEER_SEND_TIMEOUT_MS") { sendTimeout = value }

@@ -35,6 +35,9 @@ struct DaemonCommand: Command {
         options: [
             OptionSpec("listen", .value("HOST:PORT"), help: "address to listen on (default [::]:\(NodeConfig.defaultPort), IPv6 and IPv4; port 0 = any free port)"),
             OptionSpec("peer", .repeating("HOST:PORT"), help: "a peer address to connect to at start (static peer)"),
+            OptionSpec("relay", .repeating("relay://HOST:PORT/?id=ID"), help: "join this Syncthing relay (strelaysrv), and reach paired peers through it when dialling them directly fails"),
+            OptionSpec("discovery-server", .repeating("https://HOST:PORT/?id=ID"), help: "announce this node's addresses to this Syncthing global discovery server (stdiscosrv), and look paired peers up there"),
+            OptionSpec("global", help: "use Syncthing's public global discovery servers (discovery.syncthing.net); off unless given"),
             OptionSpec("invitation-timeout", .value("SECONDS"), help: "how long an unanswered invitation lasts (default 30)"),
             OptionSpec("receive-dir", .value("DIR"), help: "where accepted files and folders go (default ~/Downloads)"),
             OptionSpec("auto-accept", help: "accept every invitation and offer without asking — for demos and tests only, never on a real network"),
@@ -69,6 +72,14 @@ struct DaemonCommand: Command {
         self.arguments = arguments
         if let listen = arguments.value("listen") { config.listen = listen }
         config.staticPeers = arguments.all("peer")
+        config.relays = arguments.all("relay")
+        config.discoveryServers = arguments.all("discovery-server") + (arguments.flag("global") ? DiscoveryServer.publicDefaults : [])
+        for server in config.discoveryServers {
+            do { _ = try DiscoveryServer(parsing: server) } catch { throw .usage("--discovery-server: \(error.description)") }
+        }
+        for relay in config.relays {
+            do { _ = try RelayURL.parse(relay) } catch { throw .usage("--relay: \(error.description)") }
+        }
         config.autoAccept = arguments.flag("auto-accept")
         if let directory = arguments.value("receive-dir") {
             config.receiveDirectory = URL(fileURLWithPath: directory).standardizedFileURL.path

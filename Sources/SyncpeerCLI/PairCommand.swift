@@ -12,7 +12,9 @@ struct PairCommand: Command {
         later connections need no prompt. Needs a running daemon on this home.
         PEER is the name (or device ID, or a unique prefix of one) of a node listed by
         'syncpeer browse', or HOST:PORT. The device ID a discovered node advertises must be
-        the key that answers, else the connection is refused.
+        the key that answers, else the connection is refused. PEER may also be the other
+        node's certificate ID (the second line of its 'syncpeer id'): it is then looked up
+        at the daemon's --discovery-server and reached there or through its --relay.
         """,
         options: [OptionSpec("context", .value("TEXT"), help: "why you invite (shown with the invitation, at most 1024 bytes)")],
         arguments: [ArgumentSpec("PEER", help: "a discovered node's name or device ID (prefix), or HOST:PORT")],

@@ -19,7 +19,7 @@ struct InitAndIdTests {
         let id = try env.run(["id", "--json", "--home", home])
         #expect(id.status == 0)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(id.stdout.utf8)) as? [String: String])
-        #expect(object.keys.sorted() == ["id", "name"])
+        #expect(object.keys.sorted() == ["certificateID", "id", "name"])
         #expect(object["name"] == "alice")
         let deviceID = try #require(object["id"])
         #expect(deviceID.wholeMatch(of: Self.idPattern) != nil, "\(deviceID)")
@@ -31,9 +31,13 @@ struct InitAndIdTests {
         let homeAttributes = try FileManager.default.attributesOfItem(atPath: home)
         #expect((homeAttributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
 
-        // Text form: the ID then the name.
+        // The certificate ID (Syncthing's form, for relays and discovery servers) is another ID.
+        let certificateID = try #require(object["certificateID"])
+        #expect(certificateID.wholeMatch(of: Self.idPattern) != nil && certificateID != deviceID, "\(certificateID)")
+
+        // Text form: the ID then the name; then the certificate ID.
         let plain = try env.run(["id"], environment: ["SYNCPEER_HOME": home])
-        #expect(plain.stdout == "\(deviceID)  alice\n")
+        #expect(plain.stdout == "\(deviceID)  alice\ncertificate ID \(certificateID) (relays, global discovery)\n")
     }
 
     @Test func secondInitKeepsTheIdentityAndSaysSo() throws {

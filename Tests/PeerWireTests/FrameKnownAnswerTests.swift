@@ -20,6 +20,8 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                     bytes: [0x03, 0, 0, 0, 4, 0x12, 0x34, 0, 0]),
         FrameVector(frame: .pairing(.accepted),
                     bytes: [0x10, 0, 0, 0, 1, 0x02]),
+        FrameVector(frame: .certificate([0x30, 0x82]),
+                    bytes: [0x04, 0, 0, 0, 4, 0, 2, 0x30, 0x82]),
         FrameVector(frame: .message(id: 1, body: [0xAA, 0xBB]),
                     bytes: [0x20, 0, 0, 0, 14, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2, 0xAA, 0xBB]),
         FrameVector(frame: .streamOpen(id: 7, name: "é"),
@@ -62,12 +64,12 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
 
     @Test func typeCodesAreStable() {
         let codes = FrameType.allCases.map { ($0.description, $0.rawValue) }
-        #expect(codes.map(\.0) == ["ping", "pong", "close", "pairing", "message",
+        #expect(codes.map(\.0) == ["ping", "pong", "close", "certificate", "pairing", "message",
                                    "stream-open", "stream-data", "stream-close", "stream-credit", "stream-reset",
                                    "offer", "accept", "decline", "cancel", "done", "resent", "chunk", "chunk-ack", "hashed-chunk",
                                    "share-offer", "share-answer", "index-update", "index-ack", "block-request", "block-response",
                                    "block-delta-request", "index-blocks", "version-request", "version-response"])
-        #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
+        #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x04, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
                                    0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67,
                                    0x68, 0x69])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
@@ -82,7 +84,7 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         #expect(WireLimits.maxFrameBody == 16_778_240)
         #expect(WireLimits.maxMessageBody == 65_536)
         let ranges = FrameType.allCases.map { WireLimits.bodyLengthRange(of: $0) }
-        #expect(ranges == [8...8, 8...8, 4...516, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
+        #expect(ranges == [8...8, 8...8, 4...516, 3...2_050, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
                            23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...24, 24...16_777_240, 21...21,
                            56...16_777_272, 3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240,
                            26...4_184, 9...14_680_073])

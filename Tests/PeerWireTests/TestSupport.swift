@@ -67,6 +67,8 @@ let sampleFrames: [Frame] = [
     .pairing(.declined),
     .pairing(.expired),
     .pairing(.refused),
+    .certificate([0x30]),
+    .certificate(pattern(2_048)),
     .close(code: .normal, reason: ""),
     .close(code: .impersonation, reason: "key does not match device ID"),
     .close(code: .unknown(0xBEEF), reason: "from the future"),

@@ -39,6 +39,28 @@ struct ConnectionServiceTests {
         #expect(bob.observer.timerBeats > 0)
     }
 
+    @Test func pairedPeersPinEachOthersCertificateIDAndRefuseOneNamingAnotherKey() throws {
+        let bob = try Peer("bob") { $0.autoAccept = true }
+        let alice = try Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try eventually("alice's invitation answered") { paired.value != nil }
+        // Each learns, inside the Noise session, what relays and discovery servers call the other.
+        try eventually("both certificate IDs pinned") {
+            try alice.index.peerCertificate(deviceID: bob.key) != nil && bob.index.peerCertificate(deviceID: alice.key) != nil
+        }
+        let aliceID = try TLSIdentity(keyPair: alice.identity.keyPair).id
+        #expect(try alice.index.peerCertificate(deviceID: bob.key) == TLSIdentity(keyPair: bob.identity.keyPair).id.hash)
+        #expect(try bob.index.peerCertificate(deviceID: alice.key) == aliceID.hash)
+
+        // Alice (hostile now) sends a certificate of another key: bob ends the session and
+        // keeps the ID he pinned.
+        let other = try TLSIdentity(keyPair: .generate())
+        alice.onQueue { alice.service.sessions.values.first?.send([.certificate(other.certificate)]) }
+        try eventually("bob ended the session") { bob.observer.ended.contains { $0.contains("does not name the peer's key") } }
+        #expect(try bob.index.peerCertificate(deviceID: alice.key) == aliceID.hash)
+    }
+
     @Test func aDeclinedInvitationPairsNobodyAndTellsTheInviter() throws {
         let bob = try Peer("bob")
         let alice = try Peer("alice")
@@ -226,7 +248,7 @@ struct ConnectionServiceTests {
             self.config = config
             queue = DispatchQueue(label: "test.connections.\(identity.displayName)")
             service = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: bus,
-                                        features: ["messages"])
+                                        features: ["messages", ConnectionService.certificateFeature])
             service.observer = observer
             service.nearby = nearby
             _ = bus.subscribe { [recorded] event in recorded.emit(event) }

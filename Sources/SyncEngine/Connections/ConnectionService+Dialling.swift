@@ -27,7 +27,8 @@ extension ConnectionService {
     /// Runs on `queue`.
     func startDial(address: String, expected: String?, context: String?,
                    progress: (@Sendable (NodeEvent) -> Void)?,
-                   completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?) {
+                   completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?,
+                   expectedCertificate: CertificateID? = nil) {
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
@@ -39,31 +40,43 @@ extension ConnectionService {
         }
         dialsInFlight.insert(address)
         let hello = makeHello(context: context, port: listenPort)
+        initiate(name: "syncpeer-dial", inFlight: address, hello: hello, connect: { [config] () throws(NetError) in
+            let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
+            stream.setSendTimeout(config.sendTimeout)
+            return stream
+        }, failed: { [self] error in
+            emitError(nil, "cannot connect to \(address): \(error.description)")
+            completion?(.failure(.connection("cannot connect to \(address)", error)))
+        }, connected: { [self] channel in
+            let session = register(channel, role: .initiator, dialAddress: address)
+            session.pairCompletion = completion
+            session.pairProgress = progress
+            session.expectedCertificate = expectedCertificate
+            begin(session, standing: standing(of: channel, expected: expected, address: address))
+        })
+    }
+
+    /// On a thread named `name`: `connect` a stream and run the handshake as its initiator,
+    /// then back on `queue`, `inFlight` leaves `dialsInFlight` and `failed` or `connected` runs.
+    func initiate(name: String, inFlight: String, hello: Hello, connect: @escaping @Sendable () throws(NetError) -> any ByteStream,
+                  failed: @escaping @Sendable (NetError) -> Void, connected: @escaping @Sendable (SecureChannel) -> Void) {
         let thread = Thread { [self] in
             let outcome: Result<SecureChannel, NetError>
             do throws(NetError) {
-                let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
-                stream.setSendTimeout(config.sendTimeout)
-                outcome = .success(try SecureChannel.initiate(over: stream, staticKey: identity.keyPair, hello: hello,
+                outcome = .success(try SecureChannel.initiate(over: try connect(), staticKey: identity.keyPair, hello: hello,
                                                               timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval))
             } catch {
                 outcome = .failure(error)
             }
             queue.async { [self] in
-                dialsInFlight.remove(address)
+                dialsInFlight.remove(inFlight)
                 switch outcome {
-                case let .failure(error):
-                    emitError(nil, "cannot connect to \(address): \(error.description)")
-                    completion?(.failure(.connection("cannot connect to \(address)", error)))
-                case let .success(channel):
-                    let session = register(channel, role: .initiator, dialAddress: address)
-                    session.pairCompletion = completion
-                    session.pairProgress = progress
-                    begin(session, standing: standing(of: channel, expected: expected, address: address))
+                case let .failure(error): failed(error)
+                case let .success(channel): connected(channel)
                 }
             }
         }
-        thread.name = "syncpeer-dial"
+        thread.name = name
         thread.start()
     }
 
@@ -144,13 +157,13 @@ extension ConnectionService {
         }
     }
 
-    private func makeHello(context: String?, port: UInt16) -> Hello {
+    func makeHello(context: String?, port: UInt16) -> Hello {
         Hello(displayName: identity.displayName, softwareVersion: SyncEngine.version,
               features: features, context: context, listenPort: port == 0 ? nil : port)
     }
 
     /// How much the node trusts the peer of a fresh channel.
-    private func standing(of channel: SecureChannel, expected: String?, address: String?) -> SessionMachine.PeerStanding {
+    func standing(of channel: SecureChannel, expected: String?, address: String?) -> SessionMachine.PeerStanding {
         let device = channel.remoteDeviceID.compact
         if let expected, expected != device {
             return .impersonation("expected \(displayID(expected).prefix(7)) at \(address ?? "?"), but \(channel.remoteDeviceID.shortID) answered with another key")

@@ -198,12 +198,15 @@ extension ConnectionService {
             entries[record.deviceID] = PeerSummary(peer: peer, paired: true, state: .notConnected, addresses: record.addresses,
                                                    lastSeen: record.lastSeen, discovered: false,
                                                    autoAccept: record.autoAccept, autoAcceptFolders: record.autoAcceptFolders)
+            entries[record.deviceID]?.certificateID = certificateID(of: record.deviceID)?.description
         }
         for session in sessions.values where session.machine.state != .closed {
             var entry = entries[session.deviceKey]
                 ?? PeerSummary(peer: session.peer, paired: false, state: .notConnected, addresses: [], discovered: false)
             entry.state = Self.publicState(session.machine.state)
             entry.address = session.channel.remoteDescription
+            entry.path = session.relayHost.map { "relay \($0)" } ?? "direct \(session.channel.remoteDescription)"
+            entry.roundTripMs = session.roundTrip.map { Double($0.components.seconds) * 1_000 + Double($0.components.attoseconds) / 1e15 }
             entries[session.deviceKey] = entry
         }
         return entries

@@ -69,6 +69,12 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
     /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
     var refusedConnections = 0
+    /// Our certificate for relays and discovery servers (ConnectionService+Certificates).
+    lazy var tlsIdentity: TLSIdentity? = try? identity.tlsIdentity()
+    /// The relays joined now (ConnectionService+Relay), closed by `stop`.
+    let relayMemberships = Mutex<[RelayMembership]>([])
+    /// What global discovery servers said of paired peers (ConnectionService+GlobalDiscovery).
+    var globalFound = GlobalFound()
 
     typealias Redial = TimerMachine.Redial
 
@@ -137,6 +143,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             return (all, self.listener)
         }
         listener?.close()
+        for membership in relayMemberships.withLock({ $0 }) { membership.close() }
         // Every session's queued frames (its goodbye last) get a moment to go out. A peer
         // that reads nothing (a stalled route, its socket's buffers full) does not hold the
         // shutdown for the send timeout: its channel is closed after that, which wakes a
@@ -224,6 +231,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                         defer { flow.handled(size) }
                         guard let session = sessions[id] else { return }
                         session.lastReceived = .now
+                        if case let .pong(nonce) = frame { session.pongReceived(nonce) }
                         perform(session.machine.handle(.frame(frame)), on: session)
                     }
                 } catch {
@@ -268,6 +276,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
                     observer?.sessionConnected(session)
+                    sendCertificate(on: session)
                 }
                 emit(.state(.init(peer: session.peer, state: Self.publicState(state), time: now())))
             case .raiseInvitation:
@@ -289,6 +298,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 session.pairProgress?(event)
             case .pinPeer:
                 pin(session)
+            case let .pinCertificate(der):
+                if !pinCertificate(der, from: session) { return }
             case let .deliverMessage(id, body):
                 events.deliverMessage(from: session.peer, body: body)
                 emit(.message(.init(peer: session.peer, id: id, text: String(decoding: body, as: UTF8.self), time: now())))
@@ -398,11 +409,15 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 perform(session.machine.handle(.transportClosed(reason)), on: session)
                 session.channel.close()
             case let .ping(id):
-                sessions[id]?.send([.ping(UInt64.random(in: 0...UInt64.max))])
+                if let session = sessions[id] { session.send([.ping(session.pingSent())]) }
             case let .dropRedial(device):
                 redials[device] = nil
             case let .redial(device, attempt, next):
                 redials[device] = next
+                // Direct first (at addresses discovery servers gave too); every other attempt
+                // goes through a relay, when there is one.
+                if attempt % 2 == 0 { startLookup(device: device) }
+                if attempt % 2 == 1, startRelayDial(device: device) { continue }
                 let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
                 startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
             }
@@ -426,6 +441,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     /// among them), in turn.
     func redialAddress(for device: String, attempt: Int, fallback: String) -> String {
         var list = nearby?.addresses(of: device) ?? []
+        list += globalFound.addresses[device] ?? []
         list += (try? index.peer(deviceID: device))?.addresses ?? []
         var seen: Set<String> = []
         list = list.filter { seen.insert($0).inserted }

@@ -42,6 +42,13 @@ public struct PeerSummary: Sendable, Equatable, Codable {
     /// A paired peer's switches (`auto-accept PEER files|folders`); left out for others.
     public var autoAccept: Bool?
     public var autoAcceptFolders: Bool?
+    /// How a live session reaches the peer: `direct HOST:PORT` or `relay HOST`.
+    public var path: String?
+    /// The live session's last measured round trip (keepalive ping to pong), milliseconds.
+    public var roundTripMs: Double?
+    /// What relays and global discovery servers call a paired peer (its certificate ID), once
+    /// it told us in a session.
+    public var certificateID: String?
 }
 
 /// An open invitation from a peer (`invitations`).

@@ -45,6 +45,28 @@ final class Session: @unchecked Sendable {
     /// The address the connection came from (accepted sessions): the key of the caps on
     /// unpaired sessions per source. Nil for sessions we dialled.
     var source: String?
+    /// The relay's host when the session runs through a relay (ConnectionService+Relay).
+    var relayHost: String?
+    /// The certificate ID the user paired by (`pair CERTIFICATE-ID`): the peer's certificate
+    /// must have it, or the pairing is undone.
+    var expectedCertificate: CertificateID?
+    /// The keepalive ping in flight (its nonce, when it was sent) and the last round trip.
+    private var pingInFlight: (nonce: UInt64, sent: ContinuousClock.Instant)?
+    private(set) var roundTrip: Duration?
+
+    /// A new keepalive nonce, remembered with the time it goes out (on the node's queue).
+    func pingSent() -> UInt64 {
+        let nonce = UInt64.random(in: 0...UInt64.max)
+        pingInFlight = (nonce, .now)
+        return nonce
+    }
+
+    /// The peer's pong: the answer to our ping measures the round trip (on the node's queue).
+    func pongReceived(_ nonce: UInt64) {
+        guard let ping = pingInFlight, ping.nonce == nonce else { return }
+        roundTrip = .now - ping.sent
+        pingInFlight = nil
+    }
     /// What we hold for this peer (queued answers, unhandled requests); see `SessionFlow`.
     let flow = SessionFlow()
     /// Sends queued on `sendQueue` and not started yet (`queueSend`).

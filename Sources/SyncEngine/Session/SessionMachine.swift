@@ -66,6 +66,9 @@ public struct SessionMachine: Sendable {
         /// Store the peer's key as paired.
         case pinPeer
         case deliverMessage(id: UInt64, body: [UInt8])
+        /// The paired peer's TLS certificate (for relays and global discovery): check that it
+        /// names the session's key, and pin its ID.
+        case pinCertificate([UInt8])
         /// A transfer or shared-folder frame (offer, chunk, index update ...) for the node.
         case transfer(Frame)
         /// A stream frame (open, data, close, credit, reset) for the session's streams.
@@ -157,6 +160,9 @@ public struct SessionMachine: Sendable {
         case let .message(id, body):
             guard state == .connected else { return [.dropped(.message)] }
             return [.deliverMessage(id: id, body: body)]
+        case let .certificate(der):
+            guard state == .connected else { return [.dropped(.certificate)] }
+            return [.pinCertificate(der)]
         case .streamOpen, .streamData, .streamClose, .streamCredit, .streamReset:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.stream(frame)]

@@ -1,0 +1,163 @@
+public import PeerCrypto
+
+/// A relay (Syncthing's `strelaysrv`, Relay Protocol v1) as a URL names it:
+/// `relay://HOST:PORT/?id=RELAY-CERTIFICATE-ID`; the relay is pinned by that ID.
+public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
+    public let host: String
+    public let port: UInt16
+    public let id: CertificateID
+
+    public init(host: String, port: UInt16, id: CertificateID) {
+        self.host = host
+        self.port = port
+        self.id = id
+    }
+
+    public var description: String {
+        "relay://\(host.contains(":") ? "[\(host)]" : host):\(port)/?id=\(id)"
+    }
+}
+
+/// The client side of the relay protocol. Two kinds of connection to the relay's one port:
+/// - protocol mode (TLS with our certificate, ALPN `bep-relay`): a member joins
+///   (`JoinRelayRequest` → `Response` 0) and waits for `SessionInvitation`s; a device that
+///   wants to reach a member sends `ConnectRequest(member ID)` and is invited too;
+/// - session mode (plain TCP): each side sends `JoinSessionRequest(key)`, and after
+///   `Response` 0 the relay copies bytes between the two. The Noise session runs in that
+///   stream end to end: the relay sees only ciphertext, and cannot be the peer.
+/// Every wait has a deadline; a relay that lies (an invitation for another device, garbage,
+/// silence, "full") gets a `NetError` saying so.
+public enum RelayClient {
+    public static let alpn = ["bep-relay"]
+
+    /// Joins `relay` as a member (we receive invitations from it).
+    public static func join(_ relay: RelayEndpoint, identity: TLSIdentity, timeout: Duration) throws(NetError) -> RelayMembership {
+        let stream = try connect(relay, identity: identity, timeout: timeout)
+        do {
+            try stream.write(RelayMessage.joinRelayRequest.encode())
+            try expectSuccess(from: stream, deadline: .now + timeout, doing: "joining")
+        } catch {
+            stream.close()
+            throw error
+        }
+        return RelayMembership(stream: stream, relay: relay)
+    }
+
+    /// Asks `relay` for a session with the member `peer`; returns the invitation (checked:
+    /// it names `peer`, and it is the client side's).
+    public static func requestSession(with peer: CertificateID, at relay: RelayEndpoint, identity: TLSIdentity,
+                                      timeout: Duration) throws(NetError) -> RelayInvitation {
+        let stream = try connect(relay, identity: identity, timeout: timeout)
+        defer { stream.close() }
+        try stream.write(RelayMessage.connectRequest(id: peer.hash).encode())
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            switch try RelayMessage.read(from: stream, deadline: deadline) {
+            case .ping: try stream.write(RelayMessage.pong.encode())
+            case .pong: continue
+            case let .sessionInvitation(invitation):
+                return try checked(invitation, for: peer, from: relay)
+            case let .response(code, message):
+                throw .unreachable(address: relay.description, reason: "the relay answered \(code) (\(message.prefix(80))): \(peer) is not there")
+            case .relayFull: throw .unreachable(address: relay.description, reason: "the relay is full")
+            default: throw .protocolViolation("relay \(relay.host) answered a connect request with something else")
+            }
+        }
+    }
+
+    /// The invitation a relay answered our connect request with, if it is one for `peer`
+    /// (a relay that invites us to a session with another device is refused).
+    public static func checked(_ invitation: RelayInvitation, for peer: CertificateID, from relay: RelayEndpoint) throws(NetError) -> RelayInvitation {
+        guard invitation.peer == peer else {
+            throw .protocolViolation("relay \(relay.host) invited us to a session with \(invitation.peer.map(\.description) ?? "nobody"), not \(peer)")
+        }
+        guard !invitation.serverSocket, invitation.key.count == 32 else {
+            throw .protocolViolation("relay \(relay.host) sent a malformed session invitation")
+        }
+        return invitation
+    }
+
+    /// Opens the session an invitation names: a plain TCP connection to the relay whose
+    /// bytes, once the relay says so, are the other side's.
+    public static func joinSession(_ invitation: RelayInvitation, relay: RelayEndpoint, timeout: Duration) throws(NetError) -> TCPConnection {
+        let host = sessionHost(invitation, relay: relay)
+        let port = invitation.port == 0 ? relay.port : invitation.port
+        let connection = try TCPConnection.connect(host: host, port: port, timeout: timeout)
+        do {
+            try connection.write(RelayMessage.joinSessionRequest(key: invitation.key).encode())
+            try expectSuccess(from: connection, deadline: .now + timeout, doing: "joining a session")
+        } catch {
+            connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    /// The invitation's address, or the relay's own host when it is empty or unspecified.
+    static func sessionHost(_ invitation: RelayInvitation, relay: RelayEndpoint) -> String {
+        switch invitation.address.count {
+        case 4 where invitation.address != [0, 0, 0, 0]:
+            return invitation.address.map(String.init).joined(separator: ".")
+        case 16 where invitation.address.contains(where: { $0 != 0 }):
+            if invitation.address[0..<12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
+                return invitation.address[12...].map(String.init).joined(separator: ".")
+            }
+            return stride(from: 0, to: 16, by: 2).map {
+                String(UInt16(invitation.address[$0]) << 8 | UInt16(invitation.address[$0 + 1]), radix: 16)
+            }.joined(separator: ":")
+        default:
+            return relay.host
+        }
+    }
+
+    static func connect(_ relay: RelayEndpoint, identity: TLSIdentity, timeout: Duration) throws(NetError) -> TLSStream {
+        let connection = try TCPConnection.connect(host: relay.host, port: relay.port, timeout: timeout)
+        return try TLSStream(over: connection, identity: identity, expected: relay.id, alpn: alpn, deadline: .now + timeout)
+    }
+
+    static func expectSuccess(from stream: any ByteStream, deadline: ContinuousClock.Instant, doing what: String) throws(NetError) {
+        while true {
+            switch try RelayMessage.read(from: stream, deadline: deadline) {
+            case .ping: try stream.write(RelayMessage.pong.encode())
+            case .pong: continue
+            case .response(0, _): return
+            case let .response(code, message):
+                throw .unreachable(address: stream.remoteDescription, reason: "the relay refused \(what): \(code) \(message.prefix(80))")
+            case .relayFull: throw .unreachable(address: stream.remoteDescription, reason: "the relay is full")
+            default: throw .protocolViolation("\(stream.remoteDescription) answered \(what) with something else")
+            }
+        }
+    }
+}
+
+/// Our membership of a relay: its protocol connection, on which invitations arrive.
+public final class RelayMembership: Sendable {
+    let stream: TLSStream
+    public let relay: RelayEndpoint
+
+    init(stream: TLSStream, relay: RelayEndpoint) {
+        self.stream = stream
+        self.relay = relay
+    }
+
+    /// Blocks until the relay invites us to a session (answering its pings meanwhile).
+    /// Throws when the relay closes, breaks the protocol, or says nothing for `silence`
+    /// (it pings every minute by default).
+    public func nextInvitation(silence: Duration) throws(NetError) -> RelayInvitation {
+        while true {
+            switch try RelayMessage.read(from: stream, deadline: .now + silence) {
+            case .ping: try stream.write(RelayMessage.pong.encode())
+            case .pong: continue
+            case let .sessionInvitation(invitation):
+                guard invitation.serverSocket, invitation.peer != nil, invitation.key.count == 32 else {
+                    throw .protocolViolation("relay \(relay.host) sent a malformed session invitation")
+                }
+                return invitation
+            case .relayFull: throw .unreachable(address: relay.description, reason: "the relay is full")
+            default: throw .protocolViolation("relay \(relay.host) sent an unexpected message to a member")
+            }
+        }
+    }
+
+    public func close() { stream.close() }
+}

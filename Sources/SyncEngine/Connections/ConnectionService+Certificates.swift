@@ -1,0 +1,45 @@
+internal import PeerCrypto
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+
+/// Paired peers tell each other their TLS certificate inside the Noise session (a
+/// `certificate` frame, to peers whose hello lists `tls-certificate`), so each knows what
+/// relays and global discovery servers call the other. A certificate must name the key the
+/// peer completed the handshake with (`TLSIdentity.boundKey`): a peer cannot pin another
+/// device's certificate ID on us.
+extension ConnectionService {
+    static let certificateFeature = "tls-certificate"
+
+    /// Sends our certificate on a session that just connected (on `queue`).
+    func sendCertificate(on session: Session) {
+        guard session.channel.remoteHello.features.contains(Self.certificateFeature), let tls = tlsIdentity else { return }
+        session.send([.certificate(tls.certificate)])
+    }
+
+    /// Checks and pins a paired peer's certificate ID; false (the session ended for a
+    /// protocol violation) when the certificate is not the peer's.
+    func pinCertificate(_ der: [UInt8], from session: Session) -> Bool {
+        guard TLSIdentity.boundKey(of: der) == session.publicKey else {
+            endForViolation(session, "a certificate that does not name the peer's key")
+            return false
+        }
+        if let expected = session.expectedCertificate, CertificateID(certificate: der) != expected {
+            // Paired by certificate ID, but this is another node: undo the pairing.
+            _ = try? index.deletePeer(deviceID: session.deviceKey)
+            endForViolation(session, "its certificate ID is not \(expected), the one it was paired by")
+            return false
+        }
+        do {
+            try index.setPeerCertificate(deviceID: session.deviceKey, certificateID: CertificateID(certificate: der).hash, learnedAt: now())
+        } catch {
+            emitError(session.peer, "cannot store \(session.peer.name)'s certificate ID: \(error.description)")
+        }
+        return true
+    }
+
+    /// The pinned certificate ID of a paired peer, if it sent one.
+    func certificateID(of device: String) -> CertificateID? {
+        (try? index.peerCertificate(deviceID: device)).flatMap { $0 }.flatMap { CertificateID(hash: $0) }
+    }
+}

@@ -1,0 +1,114 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerNet
+internal import Synchronization
+
+/// What global discovery servers said of paired peers, kept on the connection service's
+/// queue: their direct addresses ("HOST:PORT", dialled before the stored ones) and relays.
+/// Only paired peers with a pinned certificate ID are looked up, at most once a minute each
+/// (`lookupInterval`, or later as the server asks), so it stays as small as the pairings.
+struct GlobalFound {
+    var addresses: [String: [String]] = [:]
+    var relays: [String: [RelayEndpoint]] = [:]
+    var nextLookup: [String: ContinuousClock.Instant] = [:]
+    var lookupsInFlight: Set<String> = []
+}
+
+/// `daemon --discovery-server URL` (and `--global`): a thread per server announces this
+/// node's addresses (its listen address, an unspecified host filled in by the server with
+/// the address it sees; the relays it joined) and announces again when the server says; a
+/// paired peer that does not answer where we last saw it is looked up by its certificate ID.
+extension ConnectionService {
+    var discoveryServers: [DiscoveryServer] { config.discoveryServers.compactMap { try? DiscoveryServer(parsing: $0) } }
+
+    /// Starts announcing to every configured server (any thread but `queue`).
+    func startAnnouncing() {
+        guard let tls = queue.sync(execute: { tlsIdentity }) else { return }
+        for server in discoveryServers where server.announces {
+            let thread = Thread { [self] in announceLoop(GlobalDiscoveryClient(server: server, identity: tls)) }
+            thread.name = "syncpeer-announce"
+            thread.start()
+        }
+    }
+
+    private func announceLoop(_ client: GlobalDiscoveryClient) {
+        while !queue.sync(execute: { stopped }) {
+            let addresses = queue.sync { announcedAddresses() }
+            let delay: Int
+            do throws(GlobalDiscoveryClient.Failure) {
+                delay = try client.announce(addresses)
+            } catch {
+                switch error {
+                case let .refused(_, retry), let .notFound(retry): delay = retry
+                default: delay = GlobalDiscoveryClient.delayRange.lowerBound
+                }
+                queue.async { [self] in emitError(nil, "announcing to \(client.server.host): \(error.description)") }
+            }
+            // Sleeps in short steps so that a stopping node does not wait for it.
+            let until = ContinuousClock.now + .seconds(delay)
+            while ContinuousClock.now < until, !queue.sync(execute: { stopped }) { Thread.sleep(forTimeInterval: 0.5) }
+        }
+    }
+
+    /// What we announce (on `queue`): `tcp://HOST:PORT` (`tcp://:PORT` when listening on all
+    /// addresses, which the server fills in) and `relay://…` for each relay joined now.
+    func announcedAddresses() -> [String] {
+        let unspecified = listenHost.isEmpty || listenHost == "0.0.0.0" || listenHost == "::"
+        let host = unspecified ? "" : (listenHost.contains(":") ? "[\(listenHost)]" : listenHost)
+        return ["tcp://\(host):\(listenPort)"] + relayMemberships.withLock { $0.map(\.relay.description) }
+    }
+
+    /// Looks `device` up at the servers that look up (on `queue`), unless it was looked up
+    /// recently or has no pinned certificate ID; what is found is used by the next redials.
+    func startLookup(device: String) {
+        guard !stopped, let peer = certificateID(of: device), let tls = tlsIdentity,
+              !globalFound.lookupsInFlight.contains(device), globalFound.nextLookup[device].map({ $0 <= .now }) ?? true
+        else { return }
+        let servers = discoveryServers.filter(\.looksUp)
+        guard !servers.isEmpty else { return }
+        globalFound.lookupsInFlight.insert(device)
+        globalFound.nextLookup[device] = .now + config.lookupInterval
+        let thread = Thread { [self] in
+            var found: [String] = []
+            var retry = 0
+            for server in servers {
+                do throws(GlobalDiscoveryClient.Failure) {
+                    found += try GlobalDiscoveryClient(server: server, identity: tls).lookup(peer)
+                } catch {
+                    if case let .notFound(delay) = error { retry = max(retry, delay) }
+                    if case .notFound = error { continue }
+                    queue.async { [self] in emitError(nil, "looking up \(displayID(device).prefix(7)) at \(server.host): \(error.description)") }
+                }
+            }
+            queue.async { [self, found, retry] in
+                globalFound.lookupsInFlight.remove(device)
+                if retry > 0 { globalFound.nextLookup[device] = .now + .seconds(retry) }
+                record(found, for: device)
+            }
+        }
+        thread.name = "syncpeer-lookup"
+        thread.start()
+    }
+
+    /// Keeps the usable addresses a lookup gave (on `queue`): TCP ones as "HOST:PORT",
+    /// relays as endpoints. The peer at them still has to prove its key in the handshake.
+    private func record(_ found: [String], for device: String) {
+        var direct: [String] = []
+        var relays: [RelayEndpoint] = []
+        for address in found.prefix(GlobalDiscoveryClient.maxAddresses) {
+            if address.hasPrefix("relay://") {
+                if let relay = try? RelayURL.parse(address) { relays.append(relay) }
+            } else if let hostPort = Self.hostPort(ofTCPAddress: address) {
+                direct.append(hostPort)
+            }
+        }
+        globalFound.addresses[device] = direct.isEmpty ? nil : direct
+        globalFound.relays[device] = relays.isEmpty ? nil : relays
+        if var redial = redials[device], let first = direct.first {
+            redial.address = first
+            redial.nextAttempt = .now
+            redials[device] = redial
+        }
+    }
+}

@@ -1,0 +1,77 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerNet
+
+/// `syncpeer pair CERTIFICATE-ID`: a node that is not on this network, named by the ID
+/// relays and discovery servers know it by. It is looked up at the discovery servers and
+/// dialled there (direct first), else reached through the first relay; the invitation, its
+/// code and the user's answer are as for any pairing. The certificate the peer then sends
+/// must have that ID (ConnectionService+Certificates), or the pairing is undone.
+extension ConnectionService {
+    func invite(certificate: CertificateID, context: String?, progress: @escaping @Sendable (NodeEvent) -> Void,
+                completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
+        queue.async { [self] in
+            guard let tls = tlsIdentity else { completion(.failure(.network("no TLS certificate"))); return }
+            let servers = discoveryServers.filter(\.looksUp)
+            guard !servers.isEmpty || !relayEndpoints.isEmpty else {
+                completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server or --relay on the daemon")))
+                return
+            }
+            let thread = Thread { [self] in
+                var direct: [String] = []
+                for server in servers {
+                    let found = (try? GlobalDiscoveryClient(server: server, identity: tls).lookup(certificate)) ?? []
+                    direct += found.compactMap { Self.hostPort(ofTCPAddress: $0) }
+                }
+                queue.async { [self, direct] in
+                    inviteNext(certificate, direct: direct, context: context, progress: progress, completion: completion)
+                }
+            }
+            thread.name = "syncpeer-lookup"
+            thread.start()
+        }
+    }
+
+    /// Dials the next looked-up address, then the relay (on `queue`).
+    private func inviteNext(_ certificate: CertificateID, direct: [String], context: String?,
+                            progress: @escaping @Sendable (NodeEvent) -> Void,
+                            completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
+        if let address = direct.first {
+            startDial(address: address, expected: nil, context: context, progress: progress, completion: { [self] result in
+                guard case .failure(.connection) = result else { return completion(result) }
+                queue.async { [self] in
+                    inviteNext(certificate, direct: Array(direct.dropFirst()), context: context, progress: progress, completion: completion)
+                }
+            }, expectedCertificate: certificate)
+            return
+        }
+        guard let relay = relayEndpoints.first, let tls = tlsIdentity else {
+            completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and no relay is configured")))
+            return
+        }
+        initiate(name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)", hello: makeHello(context: context, port: listenPort),
+                 connect: { [config] () throws(NetError) in
+            let invitation = try RelayClient.requestSession(with: certificate, at: relay, identity: tls, timeout: Self.relayTimeout)
+            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
+            stream.setSendTimeout(config.sendTimeout)
+            return stream
+        }, failed: { error in
+            completion(.failure(.connection("cannot reach \(certificate) through relay \(relay.host)", error)))
+        }, connected: { [self] channel in
+            let session = register(channel, role: .initiator, dialAddress: nil)
+            session.relayHost = relay.host
+            session.expectedCertificate = certificate
+            session.pairCompletion = completion
+            session.pairProgress = progress
+            begin(session, standing: standing(of: channel, expected: nil, address: relay.description))
+        })
+    }
+
+    /// "HOST:PORT" of a `tcp://HOST:PORT` address.
+    static func hostPort(ofTCPAddress address: String) -> String? {
+        guard address.hasPrefix("tcp"), let url = URLComponents(string: address), let host = url.host, let port = url.port,
+              (1...65_535).contains(port) else { return nil }
+        return HostPort(host: host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, port: UInt16(port)).description
+    }
+}

@@ -1,0 +1,99 @@
+internal import Dispatch
+internal import Foundation
+internal import PeerCrypto
+internal import PeerIndex
+internal import PeerNet
+internal import PeerWire
+internal import Synchronization
+
+/// Sessions through Syncthing relays (`daemon --relay`): the node joins each relay and
+/// answers the invitations it brings (a thread per relay, one handshake at a time, so a
+/// relay cannot make us run more), and reaches a paired peer whose certificate ID it pinned
+/// through a relay when dialling it directly did not work (every other redial attempt).
+/// The Noise session runs inside the relayed byte stream exactly as over TCP: the standing
+/// of the peer (paired, impersonation, unknown) is decided the same way.
+extension ConnectionService {
+    static let relayTimeout: Duration = .seconds(10)
+    /// A member hears from its relay at least this often (strelaysrv pings every minute).
+    static let relaySilence: Duration = .seconds(150)
+    static let relayRejoinMaximum: Duration = .seconds(60)
+
+    /// The relays of the configuration, parsed (bad ones were refused at start).
+    var relayEndpoints: [RelayEndpoint] { config.relays.compactMap { try? RelayURL.parse($0) } }
+
+    /// Joins every configured relay (any thread but `queue`).
+    func startRelays() {
+        guard let tls = queue.sync(execute: { tlsIdentity }) else { return }
+        for relay in relayEndpoints {
+            let thread = Thread { [self] in membership(of: relay, tls: tls) }
+            thread.name = "syncpeer-relay"
+            thread.start()
+        }
+    }
+
+    private func membership(of relay: RelayEndpoint, tls: TLSIdentity) {
+        var delay: Duration = .seconds(1)
+        while !queue.sync(execute: { stopped }) {
+            do throws(NetError) {
+                let member = try RelayClient.join(relay, identity: tls, timeout: Self.relayTimeout)
+                relayMemberships.withLock { $0.append(member) }
+                defer { relayMemberships.withLock { $0.removeAll { $0 === member } } }
+                delay = .seconds(1)
+                while true {
+                    let invitation = try member.nextInvitation(silence: Self.relaySilence)
+                    answer(invitation, at: relay)
+                }
+            } catch {
+                if queue.sync(execute: { stopped }) { return }
+                let wait = delay
+                queue.async { [self] in emitError(nil, "relay \(relay.host): \(error.description) (joining again in \(wait))") }
+            }
+            Thread.sleep(forTimeInterval: Double(delay.components.seconds))
+            delay = min(delay * 2, Self.relayRejoinMaximum)
+        }
+    }
+
+    /// Joins the session of an invitation and answers the handshake in it (on the relay's thread).
+    private func answer(_ invitation: RelayInvitation, at relay: RelayEndpoint) {
+        let hello = queue.sync { makeHello(context: nil, port: listenPort) }
+        do throws(NetError) {
+            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
+            stream.setSendTimeout(config.sendTimeout)
+            let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
+                                                    timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
+            queue.async { [self] in
+                if stopped { channel.close(); return }
+                let session = register(channel, role: .responder, dialAddress: nil)
+                session.relayHost = relay.host
+                session.source = "relay \(relay.host)"  // unpaired peers through a relay share its caps
+                begin(session, standing: standing(of: channel, expected: nil, address: nil))
+            }
+        } catch {
+            queue.async { [self] in emitError(nil, "relayed handshake through \(relay.host) failed: \(error.description)") }
+        }
+    }
+
+    /// Dials the paired `device` through the first relay (on `queue`); false when there is
+    /// no relay, no pinned certificate ID for it, or such a dial is already under way.
+    func startRelayDial(device: String) -> Bool {
+        guard !stopped, let relay = (globalFound.relays[device] ?? []).first ?? relayEndpoints.first,
+              let peer = certificateID(of: device), let tls = tlsIdentity else {
+            return false
+        }
+        let key = "relay:\(device)"
+        guard dialsInFlight.insert(key).inserted else { return true }
+        initiate(name: "syncpeer-relay-dial", inFlight: key, hello: makeHello(context: nil, port: listenPort), connect: { [config] () throws(NetError) in
+            let invitation = try RelayClient.requestSession(with: peer, at: relay, identity: tls, timeout: Self.relayTimeout)
+            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
+            stream.setSendTimeout(config.sendTimeout)
+            return stream
+        }, failed: { [self] error in
+            emitError(nil, "cannot reach \(displayID(device).prefix(7)) through relay \(relay.host): \(error.description)")
+        }, connected: { [self] channel in
+            let session = register(channel, role: .initiator, dialAddress: nil)
+            session.relayHost = relay.host
+            begin(session, standing: standing(of: channel, expected: device, address: relay.description))
+        })
+        return true
+    }
+}

@@ -1,0 +1,51 @@
+internal import Foundation
+public import PeerCrypto
+
+/// A global discovery server (Syncthing's Global Discovery v3, `stdiscosrv`) as a URL names
+/// it, Syncthing's way: `https://HOST[:PORT]/PATH?id=SERVER-CERTIFICATE-ID[&noannounce][&nolookup]`.
+/// The server is pinned by its certificate ID: a TLS session with anything else fails.
+public struct DiscoveryServer: Sendable, Hashable, CustomStringConvertible {
+    public let host: String
+    public let port: UInt16
+    /// The request path (`/v2/` on Syncthing's public servers, `/` on a plain stdiscosrv).
+    public let path: String
+    public let id: CertificateID
+    public let announces: Bool
+    public let looksUp: Bool
+
+    /// Syncthing's public servers (`daemon --global`): one to look up (any address family),
+    /// one per address family to announce to.
+    public static let publicDefaults: [String] = [
+        "https://discovery.syncthing.net/v2/?noannounce&id=LYXKCHX-VI3NYZR-ALCJBHF-WMZYSPK-QG6QJA3-MPFYMSO-U56GTUK-NA2MIAW",
+        "https://discovery-v4.syncthing.net/v2/?nolookup&id=LYXKCHX-VI3NYZR-ALCJBHF-WMZYSPK-QG6QJA3-MPFYMSO-U56GTUK-NA2MIAW",
+        "https://discovery-v6.syncthing.net/v2/?nolookup&id=LYXKCHX-VI3NYZR-ALCJBHF-WMZYSPK-QG6QJA3-MPFYMSO-U56GTUK-NA2MIAW",
+    ]
+
+    public init(parsing text: String) throws(EngineError) {
+        func bad(_ why: String) -> EngineError {
+            .invalidArgument("discovery server '\(text.prefix(200))': \(why) (expected https://HOST:PORT/?id=SERVER-ID)")
+        }
+        guard text.utf8.count <= 1_024, let url = URLComponents(string: text), url.scheme == "https",
+              let host = url.host, !host.isEmpty else { throw bad("not an https URL") }
+        let port = url.port ?? 443
+        guard (1...65_535).contains(port) else { throw bad("bad port") }
+        let items = url.queryItems ?? []
+        guard let idText = items.first(where: { $0.name == "id" })?.value else {
+            throw bad("the server's certificate ID (?id=) is missing; it pins the server")
+        }
+        do { id = try CertificateID(parsing: idText) } catch { throw bad(error.description) }
+        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.port = UInt16(port)
+        path = url.path.isEmpty ? "/" : url.path
+        announces = !items.contains { $0.name == "noannounce" }
+        looksUp = !items.contains { $0.name == "nolookup" }
+    }
+
+    public var description: String {
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        var text = "https://\(hostText):\(port)\(path)?id=\(id)"
+        if !announces { text += "&noannounce" }
+        if !looksUp { text += "&nolookup" }
+        return text
+    }
+}
