@@ -242,14 +242,8 @@ def main():
     finally:
         sampler.stop()
         kill_started()
-        if args.keep:
-            log(f"kept {run.work}")
-        else:
-            shutil.rmtree(run.work, ignore_errors=True)
     if results.get("errors"):
         status = 1
-        for path in run.daemon_logs if args.keep else ():
-            log(f"daemon log: {path}")
     results["machine"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     results["machine"]["load_average_end"] = load_average()
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
@@ -263,7 +257,12 @@ def main():
     print(table(results))
     for key, error in (results.get("errors") or {}).items():
         print(f"FAILED {key}: {error}")
-    print(f"\nJSON: {args.output}")
+    print(f"\nJSON: {args.output}", flush=True)
+    if args.keep:
+        log(f"kept {run.work} (daemon logs: {', '.join(os.path.basename(p) for p in run.daemon_logs[:4])} …)")
+    else:
+        log(f"removing {run.work}")
+        shutil.rmtree(run.work, ignore_errors=True)
     return status
 
 

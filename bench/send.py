@@ -9,9 +9,9 @@ import subprocess
 import threading
 import time
 
-from .files import drop_file_cache, same_content, warm
+from .files import drop_file_cache, quiet_disk, same_content, warm
 from .peers import RsyncDaemon, SyncpeerDaemon, SyncpeerGroup, reset_peak
-from .procs import GiB, MB, MiB, BenchError, cpu_delta, log, track
+from .procs import MB, MiB, BenchError, cpu_delta, load_average, log, track
 
 
 def chunk_parameters(size):
@@ -70,6 +70,8 @@ def a_send(run, source, sampler, key="a_send"):
         for d in (alice, bob):
             reset_peak(d.pid)
         warm(source)
+        quiet_disk()
+        load = load_average()
         cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
         log(f"{key}: syncpeer send {size / MiB:.0f} MiB alice → bob")
         elapsed, final, events = send_file(group, source)
@@ -89,7 +91,7 @@ def a_send(run, source, sampler, key="a_send"):
             "peak_rss": {n: memory[n].get("VmHWM") for n in memory},
             "sampled_max_rss": {n: sampler.peak.get(f"{key}.{n}") for n in memory},
             "threads": {n: memory[n].get("Threads") for n in memory},
-            "chunk_parameters": chunk_parameters(size),
+            "chunk_parameters": chunk_parameters(size), "load_average": load,
             "note": "from the send command until it reports completed (the receiver has fsynced the file)",
         }
         log(f"  {elapsed:.2f} s; CPU {result['cpu']}; peak RSS {result['peak_rss']}")
