@@ -387,7 +387,8 @@ class SyncthingGroup:
         """Each node's watcher on (with `delay_s` of gathering) or off, through the REST config."""
         for node in self.nodes.values():
             node.api("PATCH", "/rest/config/folders/bench", {"fsWatcherEnabled": on, "fsWatcherDelayS": delay_s})
-        time.sleep(1.0)
+        # The folder restarts with the new setting; its watches are set up after its scan.
+        time.sleep(3.0)
         self.settle(60)
 
     def pids(self):
