@@ -9,10 +9,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 
 from . import folders, growth, limits, send
 from .files import home_tree_plan, set_aside, tree_digest, write_random_file, write_tree
-from .peers import Run, SyncpeerGroup, SyncthingGroup, rsync_version, syncthing_version
+from .anchors import SyncthingGroup, rsync_version, syncthing_version
+from .peers import Run, SyncpeerGroup
 from .procs import GiB, MiB, BenchError, RSSSampler, kill_started, load_average, log
 from .report import table
 from .rsync import rsync_b, rsync_c, rsync_tree
@@ -235,8 +237,8 @@ def main():
     try:
         log(f"working in {run.work}; load average {results['machine']['load_average_start']}")
         run_phases(args, run, results, sampler)
-    except (BenchError, KeyboardInterrupt, SystemExit) as error:
-        log(f"FAILED: {error!r}")
+    except (Exception, KeyboardInterrupt, SystemExit) as error:  # the figures so far are still written
+        log(f"FAILED: {error!r}\n{traceback.format_exc()}")
         results["error"] = repr(error)
         status = 1
     finally:

@@ -166,7 +166,7 @@ def home_tree_plan(files=50_000, total=2 * GiB, dirs=5_000, smallest=1024, large
     directories = [""]
     for i in range(1, dirs):
         parent = directories[int(len(directories) * rng.random() ** 2)] if rng.random() < 0.9 else ""
-        directories.append(os.path.join(parent, f"{rng.choice(WORDS)}-{i}"))
+        directories.append(os.path.join(parent, f"{rng.choice(WORDS)}-d{i}"))
     raw = [rng.lognormvariate(math.log(4096), 2.3) for _ in range(files)]
     scale = 1.0
     for _ in range(60):  # the scale that makes the clipped sizes add up to `total`

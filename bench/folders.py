@@ -7,11 +7,10 @@ socket counters."""
 import os
 import time
 
-from .files import (TreeArrival, big_file_arrived, change_arrived, home_tree_plan, make_tiny_files,
-                    overwrite_in_place, quiet_disk, small_files_arrived, warm, write_random_file,
-                    write_small_files, write_tree)
+from .files import (TreeArrival, big_file_arrived, change_arrived, make_tiny_files, overwrite_in_place,
+                    quiet_disk, small_files_arrived, warm, write_random_file, write_small_files)
 from .peers import reset_peak
-from .procs import GiB, MiB, BenchError, cpu_delta, cpu_total, load_average, log, proc_cpu, proc_status, \
+from .procs import MiB, BenchError, cpu_delta, cpu_total, load_average, log, proc_cpu, proc_status, \
     wait_for_arrival
 
 
@@ -171,6 +170,3 @@ def f_populate(group, files, dirs, timeout):
     log(f"  {group.tool} F: {count:,} files in sync after {time.monotonic() - start:.0f} s")
     return count, round(time.monotonic() - start, 1)
 
-
-__all__ = ["a_share", "b_small", "c_delta", "d_tree", "e_fanout", "f_idle", "f_populate", "home_tree_plan",
-           "write_tree", "measure"]

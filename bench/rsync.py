@@ -6,7 +6,7 @@ import shutil
 import time
 
 from .files import drop_file_cache, same_content, set_aside, write_random_file, write_small_files
-from .peers import RsyncDaemon
+from .anchors import RsyncDaemon
 from .procs import MiB, BenchError, load_average, log
 
 

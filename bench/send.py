@@ -10,7 +10,8 @@ import threading
 import time
 
 from .files import drop_file_cache, quiet_disk, same_content, warm
-from .peers import RsyncDaemon, SyncpeerDaemon, SyncpeerGroup, reset_peak
+from .anchors import RsyncDaemon
+from .peers import SyncpeerDaemon, SyncpeerGroup, reset_peak
 from .procs import MB, MiB, BenchError, cpu_delta, load_average, log, track
 
 
