@@ -71,8 +71,9 @@ def run_phases(args, run, results, sampler):
     sp, st, rs, rf = (results.setdefault(k, {}) for k in ("syncpeer", "syncthing", "rsync", "rsync_fsync"))
     use_st, use_rs = "syncthing" not in args.skip, "rsync" not in args.skip
     big = run.path("big.bin")
-    log(f"writing {args.size / MiB:.0f} MiB of random data")
-    write_random_file(big, args.size)
+    if not {"limits", "a_send"} <= args.skip:
+        log(f"writing {args.size / MiB:.0f} MiB of random data")
+        write_random_file(big, args.size)
     if "limits" not in args.skip:
         guarded(results, "limits", lambda: limits.measure_limits(run, results, big))
     if "a_send" not in args.skip:
@@ -91,7 +92,8 @@ def run_phases(args, run, results, sampler):
         clean = (sp.get("a_send") or {}).get("seconds")
         sp["resume"] = guarded(results, "resume", lambda: send.resume(run, other, args.resume_timeout, clean))
         os.unlink(other)
-    os.unlink(big)
+    if os.path.exists(big):
+        os.unlink(big)
 
     if "folders" not in args.skip:
         # A-share, B, C and C from the write: syncpeer, then Syncthing, then rsync, workload by
