@@ -186,6 +186,10 @@ def phase_d(args, run, results, sampler):
     results["syncpeer"]["d"] = in_group(run, results, "d", lambda: SyncpeerGroup(run, "d", 2, sampler), tool)
     if "syncthing" not in args.skip:
         results["syncthing"]["d"] = in_group(run, results, "d-st", lambda: SyncthingGroup(run, "d", 2, sampler), tool)
+        # Its case checks cost it here too (each new file's folder and its parents are listed
+        # again): the same tree with them off.
+        results.setdefault("syncthing_case", {})["d"] = in_group(
+            run, results, "d-stc", lambda: SyncthingGroup(run, "dc", 2, sampler, case_sensitive=True), tool)
     if "rsync" not in args.skip:
         for key, fsync in (("rsync", False), ("rsync_fsync", True)):
             results[key]["d"] = guarded(results, f"{key} d", lambda f=fsync: rsync_tree(run, tree, f))
