@@ -2,7 +2,7 @@
 #   make demo    install dependencies, build, show two local peers at work
 #   make test    install dependencies, build, run every test
 #   make install release build, man pages, completions, systemd user unit (PREFIX, DESTDIR)
-#   make bench   release build, syncpeer next to Syncthing and rsync on workloads A-F (~30 min;
+#   make bench   release build, syncpeer next to Syncthing and rsync on workloads A-F (~30-40 min;
 #                BENCH_FULL=1 adds the long runs; bench/README.md)
 #   make chaos   20 long chaos runs: three daemons, random edits, kills and link cuts, then
 #                every node must converge and keep every version (~40 min; CHAOS_COUNT=N,

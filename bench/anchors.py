@@ -76,13 +76,13 @@ class SyncthingNode:
         self.pid = self.proc.pid
         wait_until(f"syncthing {self.name} REST up", 60, lambda: self.api("GET", "/rest/system/ping", quiet=True))
 
-    def api(self, method, path, body=None, quiet=False):
+    def api(self, method, path, body=None, quiet=False, timeout=30):
         import urllib.request
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(f"http://127.0.0.1:{self.gui_port}{path}", method=method, data=data,
                                          headers={"X-API-Key": self.api_key, "Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=30) as reply:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
                 text = reply.read()
                 return json.loads(text) if text else {}
         except (OSError, ValueError):
@@ -153,13 +153,15 @@ class SyncthingGroup:
     def share(self, directory=None, timeout=600):
         """The folder is shared from the start; content already in alice's folder is scanned and
         pulled now (before any clock)."""
-        self.alice.api("POST", "/rest/db/scan?folder=bench")
+        self.alice.api("POST", "/rest/db/scan?folder=bench", timeout=3600)
         time.sleep(0.5)
         self.settle(timeout)
 
     def trigger(self, sub=None):
+        """POST /rest/db/scan answers when the scan has ended (syncpeer's rescan when it is
+        queued); the receiver cannot be done before it, so the clock is not affected."""
         from urllib.parse import quote
-        self.alice.api("POST", "/rest/db/scan?folder=bench" + (f"&sub={quote(sub)}" if sub else ""))
+        self.alice.api("POST", "/rest/db/scan?folder=bench" + (f"&sub={quote(sub)}" if sub else ""), timeout=3600)
 
     def watcher(self, on, delay_s=1):
         """Each node's watcher on (with `delay_s` of gathering) or off, through the REST config."""
