@@ -210,13 +210,15 @@ class SyncpeerGroup:
         return os.path.join(self.inbox[name], os.path.basename(self.source_dir))
 
     def settle(self, timeout=300):
-        """Alice idle with every peer at 100 % and its index received: nothing left in flight."""
+        """Alice idle with every peer at 100 % and its index received, and every receiver's own
+        folder idle too (alice's view can be done before the receiver has applied everything)."""
         def settled():
             folder = self.alice.folder(self.source_dir)
             peers = (folder or {}).get("peers") or []
             # (an empty folder's index is never sent: nothing to wait for then)
             return folder and folder.get("state") == "idle" and len(peers) >= len(self.receivers) and all(
-                p.get("percent") == 100 and (p.get("indexReceived") or not folder.get("files")) for p in peers)
+                p.get("percent") == 100 and (p.get("indexReceived") or not folder.get("files")) for p in peers) and all(
+                (self.nodes[n].folder(self.target_dir(n)) or {}).get("state") == "idle" for n in self.receivers)
         wait_until(f"{self.tag}: alice idle, every peer in sync", timeout, settled, interval=0.3)
 
     def trigger(self, sub=None):
