@@ -2,7 +2,8 @@
 #   make demo    install dependencies, build, show two local peers at work
 #   make test    install dependencies, build, run every test
 #   make install release build, man pages, completions, systemd user unit (PREFIX, DESTDIR)
-#   make bench   release build, throughput/resume/memory figures on loopback (~5 min)
+#   make bench   release build, syncpeer next to Syncthing and rsync on workloads A-F (~30-40 min;
+#                BENCH_FULL=1 adds the long runs; bench/README.md)
 #   make chaos   20 long chaos runs: three daemons, random edits, kills and link cuts, then
 #                every node must converge and keep every version (~40 min; CHAOS_COUNT=N,
 #                CHAOS_SECONDS=S per run, CHAOS_SEED=N replays one seed); then power cuts on a
@@ -36,11 +37,11 @@ test: build
 demo: build
 	@bash scripts/demo.sh "$$(swift build --show-bin-path)/syncpeer"
 
-# Release build, then throughput (1 GiB over loopback) next to this machine's limits, bytes
-# re-sent after a SIGKILL at 50 %, peak memory of both daemons, folder sync (10,000 small files,
-# 1 MiB changed in 1 GiB, indexing 100,000 files); table + .build/bench/results.json.
+# Release build, then the benchmark package bench/ (bench/README.md): this machine's limits,
+# workloads A-F and the growth table for syncpeer, Syncthing and rsync from the same run, the
+# load average, ratios; table + .build/bench/results.json.
 bench: deps
-	@bash scripts/bench.sh
+	@bash bench/run.sh
 
 # The chaos test (Tests/EndToEndTests/ChaosTests.swift) with 20 seeds from 1001 and 60 s of
 # chaos each; `make test` runs it with 3 seeds of 12 s. Each run prints its seed and, on

@@ -1,6 +1,6 @@
 // syncpeer-bench: microbenchmarks of the limits a transfer cannot beat on this machine,
 // through the same modules the product uses (PeerCrypto over libsodium and libcrypto, PeerFiles).
-// Not part of the `syncpeer` product; `scripts/bench.sh` runs it and collects its JSON.
+// Not part of the `syncpeer` product; `make bench` (bench/run.sh) runs it and collects its JSON.
 //
 //   syncpeer-bench crypto [--seconds S]          ChaCha20-Poly1305 IETF and AES-256-GCM
 //                                                (64 KiB messages, seal and open; also the

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# make bench: builds syncpeer and syncpeer-bench in release mode, then runs scripts/bench.py
-# (limits of this machine, a 1 GiB send over loopback, a resume after SIGKILL, peak memory,
-# and folder sync: a new 1 GiB file, 10,000 small files, a 1 MiB change in a 1 GiB file,
-# indexing 100,000 and 1,000,000 files), with Syncthing and rsync on the same workloads, interleaved.
+# make bench: builds syncpeer and syncpeer-bench in release mode, then runs the benchmark
+# package (python3 -m bench, see bench/README.md): this machine's limits, then workloads A-F
+# and the growth table, each run by syncpeer, Syncthing and rsync, interleaved.
 # Figures: a table on stdout and .build/bench/results.json.
 #
 # As root, everything runs in a private network namespace made here (loopback only, removed
@@ -11,7 +10,9 @@
 #
 # Knobs (environment): BENCH_SIZE (bytes, default 1 GiB), BENCH_TMP (default /tmp),
 # BENCH_RSYNC=0 (do not install or run rsync), BENCH_SYNCTHING=0 (same for Syncthing),
-# BENCH_ARGS (more options for bench.py, e.g. "--skip large,resume --keep").
+# BENCH_FULL=1 (the long runs too: F with 1,000,000 files and 5 min of idle, A at 8 GiB,
+# B with 100,000 files), BENCH_ARGS (more options, e.g. "--skip limits,large --keep";
+# python3 -m bench --help lists them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=/opt/swift/usr/bin:$PATH
@@ -56,9 +57,9 @@ cleanup() { if [ -n "$ns" ]; then ip netns del "$ns" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 if [ -n "$skip_extra" ]; then args+=(--skip "$skip_extra"); fi
 
-# bench.py kills every process it starts (by PID) and removes its temporary directory,
+# The benchmark kills every process it starts (by PID) and removes its temporary directory,
 # also on failure or Ctrl-C; this trap only forwards a signal to it.
-"${run[@]}" python3 scripts/bench.py "${args[@]}" ${BENCH_ARGS:-} &
+"${run[@]}" env BENCH_FULL="${BENCH_FULL:-0}" python3 -m bench "${args[@]}" ${BENCH_ARGS:-} &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; cleanup' INT TERM HUP
 wait "$child"
