@@ -13,7 +13,9 @@ import TestKit
     static let mutationCount = 30_000
 
     @Test func randomInputsIntoAllDecoders() {
-        var rng = SplitMix64(seed: 0x5EED_0001)
+        // Seed 0x5EED_0001 stopped reaching `trailingBytes` once the certificate, resent and
+        // version frames joined the draw; 0x5EED_0003 reaches every kind (as do 4 and 5).
+        var rng = SplitMix64(seed: 0x5EED_0003)
         var checker = Checker()
         for index in 0..<Self.randomInputCount {
             let input: [UInt8]
