@@ -106,6 +106,9 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// `queue`, read from the folders' queues without a hop to it: `queue` is busy storing
     /// index pages while a pull asks, B: waits of 8–58 ms a run).
     private let connected = Mutex<Set<String>>([])
+    /// Where the folders keep what a power cut rolled back (set by the node before any
+    /// folder starts; see `SharedFolder.takeRolledBack`).
+    var keptVersions: KeptVersions?
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
@@ -301,6 +304,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         guard folderTable.folders[record.id] == nil else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
+        folder.keptVersions = keptVersions
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }

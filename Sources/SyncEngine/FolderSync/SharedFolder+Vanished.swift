@@ -38,6 +38,12 @@ extension SharedFolder {
     /// record is dropped and the pull after the scan fetches it again. Returns their paths,
     /// which the scan leaves out of its changes. Where no peer holds the recorded version,
     /// what the disk holds is the newest left anywhere and is recorded as usual.
+    ///
+    /// What goes is not discarded when its bytes are no version known here (not the
+    /// recorded one, not one a peer holds at that path): an older version, a torn one, or a
+    /// deleted file come back may hold the only copy of something the user wants, so it is
+    /// moved to the home's kept versions (`KeptVersions`) instead, named by this device and
+    /// its modification time. An empty file holds nothing and simply goes.
     func takeRolledBack(_ found: [PeerFiles.ScannedEntry], index: NodeIndex) throws -> Set<PathKey> {
         let files = found.filter { $0.kind == .file }
         guard !files.isEmpty else { return [] }
@@ -52,10 +58,24 @@ extension SharedFolder {
             if held { rolledBack.append((entry.path, old.deleted)) }
         }
         guard !rolledBack.isEmpty, let handle = try? DirectoryHandle(path: root) else { return [] }
+        let scanned = Dictionary(files.map { (PathKey($0.path), $0) }, uniquingKeysWith: { first, _ in first })
         var taken = Set<PathKey>()
+        var kept = 0
         for (path, _) in rolledBack {
-            guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file,
-                  unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { continue }
+            guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file else { continue }
+            if let store = keptVersions, let entry = scanned[PathKey(path)], entry.size > 0,
+               !Self.isKnown(entry, recorded: olds[PathKey(path)], remotes: remotes[PathKey(path)] ?? [:]) {
+                do {
+                    _ = try store.keep(root + "/" + path, folderID: id, relative: path,
+                                       author: String((host?.localDevice ?? "").prefix(7)), mtimeNs: entry.mtimeNs)
+                    kept += 1
+                    taken.insert(PathKey(path))
+                    continue
+                } catch {
+                    report("\(path) held an older version after the machine went down and cannot be kept: \(error); it is replaced")
+                }
+            }
+            guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { continue }
             fsync(resolved.directory.fd)
             taken.insert(PathKey(path))
         }
@@ -63,8 +83,17 @@ extension SharedFolder {
         if !versions.isEmpty { _ = try index.removeFiles(folderID: id, paths: versions) }
         if !taken.isEmpty {
             report("\(taken.count) file(s) in \(root) held an older version after the machine went down: "
-                + "the version peers hold is fetched again, the older one is not sent to them")
+                + "the version peers hold is fetched again, the older one is not sent to them"
+                + (kept > 0 ? " (\(kept) kept in \(keptVersions?.root ?? "") as they were)" : ""))
         }
         return taken
+    }
+
+    /// Whether the bytes scanned at a path are a version known here: the recorded one or
+    /// one a peer holds there (by content hash).
+    static func isKnown(_ entry: PeerFiles.ScannedEntry, recorded: FileRecord?, remotes: [String: RemoteFileRecord]) -> Bool {
+        guard let hash = entry.manifest?.rootHash else { return false }
+        if let recorded, !recorded.deleted, recorded.rootHash == hash { return true }
+        return remotes.values.contains { !$0.deleted && $0.rootHash == hash }
     }
 }

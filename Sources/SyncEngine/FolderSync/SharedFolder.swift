@@ -55,6 +55,9 @@ final class SharedFolder: @unchecked Sendable {
     /// io (set before `start`): the machine went down under the last daemon; the first full
     /// scan takes what the index has and the disk lacks as lost, not deleted (`forgetVanished`).
     var recoversVanished = false
+    /// Set before `start`: where a file that a power cut rolled back is kept before the
+    /// version peers hold replaces it (`takeRolledBack`); nil: it is not kept.
+    var keptVersions: KeptVersions?
     /// io: when the last full scan ran (the timer ticks more often to watch the root).
     var lastFullScan = DispatchTime.now()
     /// Set by `start`, read on io.
