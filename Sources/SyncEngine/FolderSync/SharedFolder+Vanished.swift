@@ -30,8 +30,8 @@ extension SharedFolder {
 extension SharedFolder {
     /// Of what the first full scan after the machine went down found added or changed, the
     /// files a power cut rolled back: on disk an older or torn version (mtime not newer than
-    /// the record's, other content) of a version a peer holds, or a file whose recorded
-    /// deletion a peer holds come back. Recorded as they are, they would go to every peer
+    /// the record's, other content) of a version a peer holds (or has built on), or a file
+    /// whose recorded deletion a peer holds (or has built on) come back. Recorded as they are, they would go to every peer
     /// as a new version (an older version, an empty file, a deleted file back: power-loss
     /// tests, seed 1, a user's edit undone by the cut was sent back as the newest). Instead
     /// the file on disk goes: a deletion stays recorded (and is done again), a version's
@@ -54,7 +54,16 @@ extension SharedFolder {
         for entry in files {
             guard let old = olds[PathKey(entry.path)], old.kind == .file, entry.mtimeNs <= old.mtimeNs else { continue }
             if !old.deleted, UInt64(clamping: old.size) == entry.size, old.rootHash == entry.manifest?.rootHash { continue }
-            let held = (remotes[PathKey(entry.path)] ?? [:]).values.contains { $0.deleted == old.deleted && $0.version == old.version }
+            // A peer holds the recorded state, or one built on it (its user edited on since):
+            // either way the disk's bytes are older than what peers have. (Only the same
+            // state counted: a file rolled back while its peer had edited on was recorded as
+            // an edit here, concurrent with the peer's, and became a conflict copy: long
+            // mode, folder pull, seed 2001.)
+            let recorded = VersionVector(old.version)
+            let held = (remotes[PathKey(entry.path)] ?? [:]).values.contains { remote in
+                let order = VersionVector(remote.version).compare(recorded)
+                return order == .greater || (order == .equal && remote.deleted == old.deleted)
+            }
             if held { rolledBack.append((entry.path, old.deleted)) }
         }
         guard !rolledBack.isEmpty, let handle = try? DirectoryHandle(path: root) else { return [] }
