@@ -119,7 +119,8 @@ struct PowerLossTests {
                     try FileManager.default.moveItem(atPath: folder + "/" + from, toPath: folder + "/" + to)
                     written[to, default: []].formUnion(written[from] ?? [])
                 case 3:
-                    let large = present.filter { $0.hasPrefix("big/") }
+                    // (Of those still there: an earlier step of this edit may have moved or deleted one.)
+                    let large = present.filter { $0.hasPrefix("big/") && FileManager.default.fileExists(atPath: folder + "/" + $0) }
                     if let file = large.randomElement(using: &rng) { try patch(file) }
                 default: try? FileManager.default.removeItem(atPath: folder + "/" + present.randomElement(using: &rng)!)
                 }
