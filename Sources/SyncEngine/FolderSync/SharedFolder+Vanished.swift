@@ -106,3 +106,32 @@ extension SharedFolder {
         return remotes.values.contains { !$0.deleted && $0.rootHash == hash }
     }
 }
+
+extension SharedFolder {
+    /// Of what the first full scan after the machine went down found added or changed, the
+    /// files this node's pulls placed (durably) whose records the cut undid: each holds
+    /// exactly a peer's state (content, size, mtime and mode), newer than what is recorded.
+    /// Recorded as edits made here, they were concurrent with the peer's next edit and
+    /// became conflict copies of versions nobody edited here (long mode, folder pull, seed
+    /// 2006); they are recorded as the peer's state instead (path → record, chunks and inode
+    /// left to the caller).
+    func placedBeforeTheCut(_ found: [ScannedEntry], olds: [PathKey: FileRecord], index: NodeIndex) throws -> [PathKey: FileRecord] {
+        let files = found.filter { $0.kind == .file }
+        guard !files.isEmpty else { return [:] }
+        let remotes = try index.remoteFiles(folderID: id, paths: files.map(\.path), keyedBy: PathKey.init(_:))
+        var placed: [PathKey: FileRecord] = [:]
+        for entry in files {
+            let key = PathKey(entry.path)
+            let recorded = olds[key].map { VersionVector($0.version) } ?? VersionVector()
+            let match = (remotes[key] ?? [:]).values.first { remote in
+                !remote.deleted && remote.kind == .file && remote.size == entry.size && remote.mtimeNs == entry.mtimeNs
+                    && remote.mode & 0o777 == entry.mode & 0o777 && remote.rootHash != nil && remote.rootHash == entry.rootHash
+                    && VersionVector(remote.version).compare(recorded) == .greater
+            }
+            guard let match else { continue }
+            placed[key] = FileRecord(folderID: id, path: entry.path, kind: .file, size: entry.size, mtimeNs: entry.mtimeNs,
+                                     mode: entry.mode, version: match.version, rootHash: match.rootHash, modifiedBy: match.modifiedBy)
+        }
+        return placed
+    }
+}

@@ -351,8 +351,14 @@ final class SharedFolder: @unchecked Sendable {
         // an edit nobody made. Anything else is judged as any change.
         var rows: [FileRecord] = []
         var rest: [ScannedEntry] = []
+        let placedBeforeCut = recoversVanished ? try placedBeforeTheCut(present, olds: olds, index: index) : [:]
         for entry in present {
-            if entry.kind == .file, let old = olds[PathKey(entry.path)], old.hasStaleHashes, old.size == entry.size,
+            if let placed = placedBeforeCut[PathKey(entry.path)] {
+                var row = placed
+                row.chunks = chunks(entry.path)
+                row.inode = manifests[PathKey(entry.path)]?.inode
+                rows.append(row)
+            } else if entry.kind == .file, let old = olds[PathKey(entry.path)], old.hasStaleHashes, old.size == entry.size,
                old.mtimeNs == entry.mtimeNs, old.mode == entry.mode, let root = entry.rootHash {
                 var row = old
                 row.rootHash = root
