@@ -8,7 +8,7 @@
 #                every node must converge and keep every version (~40 min; CHAOS_COUNT=N,
 #                CHAOS_SECONDS=S per run, CHAOS_SEED=N replays one seed); then power cuts on a
 #                FUSE file system that loses what was not made durable (10 seeds × 12 cuts of
-#                three runs, ~25 min; POWERLOSS_COUNT=N, POWERLOSS_SEED=N replays one seed)
+#                four runs, ~35 min; POWERLOSS_COUNT=N, POWERLOSS_SEED=N replays one seed)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 # Every run from this Makefile pins discovery to loopback: nothing leaves the machine.
@@ -49,8 +49,8 @@ bench: deps
 CHAOS_COUNT ?= 20
 CHAOS_SECONDS ?= 60
 CHAOS_SEED ?=
-# The power-loss tests (Tests/EndToEndTests/PowerLossTests.swift; `make test` runs seeds 1 and
-# 2 with 3 cuts each), skipped with the reason where FUSE is unavailable.
+# The power-loss tests (Tests/EndToEndTests/PowerLoss*Tests.swift; `make test` runs seeds 1 and
+# 2 with 3 cuts each, the conflict run seed 1), skipped with the reason where FUSE is unavailable.
 POWERLOSS_COUNT ?= 10
 POWERLOSS_SEED ?=
 chaos: build

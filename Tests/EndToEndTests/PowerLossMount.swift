@@ -60,10 +60,15 @@ final class PowerLossMount {
         return (try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]) ?? [:]
     }
 
-    /// Unmounts, stops the file system and removes its store.
+    /// Unmounts, stops the file system and removes its store. libfuse's SIGTERM handler only
+    /// asks its loop to end at the next request, and a lazily unmounted file system may get
+    /// none (a long run hung there for good): after a while it is killed.
     func unmount() {
         _ = try? Self.run("/usr/bin/fusermount3", ["-u", "-z", root])
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: base)
     }

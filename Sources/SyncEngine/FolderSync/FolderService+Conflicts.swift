@@ -138,6 +138,8 @@ extension FolderService {
                 folder.report("resolve \(copy): cannot rename it to \(unique): \(error)")
             }
         }
+        // The new names last before the scan records them (and peers are told).
+        fsync(handle.fd)
         guard failures.isEmpty else { return .failure(.io(path: absolute, reason: failures.joined(separator: "; "))) }
         return .success(ResolveResult(path: absolute, kept: "both", copies: copies, versions: []))
     }
@@ -173,6 +175,8 @@ extension FolderService {
                 folder.report("resolve \(version.path): \(error.description)")
             }
         }
+        // The chosen version's move to the path lasts before the scan records it.
+        if !chosen.atPath { DurableNames.syncDirectory(URL(fileURLWithPath: absolute).deletingLastPathComponent().path) }
         guard failures.isEmpty else { return .failure(.io(path: absolute, reason: failures.joined(separator: "; "))) }
         return .success(ResolveResult(path: absolute, kept: author.short, name: author.name,
                                       copies: versions.filter { !$0.atPath }.map(\.path), versions: kept))

@@ -30,14 +30,20 @@ extension SharedFolder {
 extension SharedFolder {
     /// Of what the first full scan after the machine went down found added or changed, the
     /// files a power cut rolled back: on disk an older or torn version (mtime not newer than
-    /// the record's, other content) of a version a peer holds, or a file whose recorded
-    /// deletion a peer holds come back. Recorded as they are, they would go to every peer
+    /// the record's, other content) of a version a peer holds (or has built on), or a file
+    /// whose recorded deletion a peer holds (or has built on) come back. Recorded as they are, they would go to every peer
     /// as a new version (an older version, an empty file, a deleted file back: power-loss
     /// tests, seed 1, a user's edit undone by the cut was sent back as the newest). Instead
     /// the file on disk goes: a deletion stays recorded (and is done again), a version's
     /// record is dropped and the pull after the scan fetches it again. Returns their paths,
     /// which the scan leaves out of its changes. Where no peer holds the recorded version,
     /// what the disk holds is the newest left anywhere and is recorded as usual.
+    ///
+    /// What goes is not discarded when its bytes are no version known here (not the
+    /// recorded one, not one a peer holds at that path): an older version, a torn one, or a
+    /// deleted file come back may hold the only copy of something the user wants, so it is
+    /// moved to the home's kept versions (`KeptVersions`) instead, named by this device and
+    /// its modification time. An empty file holds nothing and simply goes.
     func takeRolledBack(_ found: [PeerFiles.ScannedEntry], index: NodeIndex) throws -> Set<PathKey> {
         let files = found.filter { $0.kind == .file }
         guard !files.isEmpty else { return [] }
@@ -48,14 +54,37 @@ extension SharedFolder {
         for entry in files {
             guard let old = olds[PathKey(entry.path)], old.kind == .file, entry.mtimeNs <= old.mtimeNs else { continue }
             if !old.deleted, UInt64(clamping: old.size) == entry.size, old.rootHash == entry.manifest?.rootHash { continue }
-            let held = (remotes[PathKey(entry.path)] ?? [:]).values.contains { $0.deleted == old.deleted && $0.version == old.version }
+            // A peer holds the recorded state, or one built on it (its user edited on since):
+            // either way the disk's bytes are older than what peers have. (Only the same
+            // state counted: a file rolled back while its peer had edited on was recorded as
+            // an edit here, concurrent with the peer's, and became a conflict copy: long
+            // mode, folder pull, seed 2001.)
+            let recorded = VersionVector(old.version)
+            let held = (remotes[PathKey(entry.path)] ?? [:]).values.contains { remote in
+                let order = VersionVector(remote.version).compare(recorded)
+                return order == .greater || (order == .equal && remote.deleted == old.deleted)
+            }
             if held { rolledBack.append((entry.path, old.deleted)) }
         }
         guard !rolledBack.isEmpty, let handle = try? DirectoryHandle(path: root) else { return [] }
+        let scanned = Dictionary(files.map { (PathKey($0.path), $0) }, uniquingKeysWith: { first, _ in first })
         var taken = Set<PathKey>()
+        var kept = 0
         for (path, _) in rolledBack {
-            guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file,
-                  unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { continue }
+            guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file else { continue }
+            if let store = keptVersions, let entry = scanned[PathKey(path)], entry.size > 0,
+               !Self.isKnown(entry, recorded: olds[PathKey(path)], remotes: remotes[PathKey(path)] ?? [:]) {
+                do {
+                    _ = try store.keep(root + "/" + path, folderID: id, relative: path,
+                                       author: String((host?.localDevice ?? "").prefix(7)), mtimeNs: entry.mtimeNs)
+                    kept += 1
+                    taken.insert(PathKey(path))
+                    continue
+                } catch {
+                    report("\(path) held an older version after the machine went down and cannot be kept: \(error); it is replaced")
+                }
+            }
+            guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { continue }
             fsync(resolved.directory.fd)
             taken.insert(PathKey(path))
         }
@@ -63,8 +92,46 @@ extension SharedFolder {
         if !versions.isEmpty { _ = try index.removeFiles(folderID: id, paths: versions) }
         if !taken.isEmpty {
             report("\(taken.count) file(s) in \(root) held an older version after the machine went down: "
-                + "the version peers hold is fetched again, the older one is not sent to them")
+                + "the version peers hold is fetched again, the older one is not sent to them"
+                + (kept > 0 ? " (\(kept) kept in \(keptVersions?.root ?? "") as they were)" : ""))
         }
         return taken
+    }
+
+    /// Whether the bytes scanned at a path are a version known here: the recorded one or
+    /// one a peer holds there (by content hash).
+    static func isKnown(_ entry: PeerFiles.ScannedEntry, recorded: FileRecord?, remotes: [String: RemoteFileRecord]) -> Bool {
+        guard let hash = entry.manifest?.rootHash else { return false }
+        if let recorded, !recorded.deleted, recorded.rootHash == hash { return true }
+        return remotes.values.contains { !$0.deleted && $0.rootHash == hash }
+    }
+}
+
+extension SharedFolder {
+    /// Of what the first full scan after the machine went down found added or changed, the
+    /// files this node's pulls placed (durably) whose records the cut undid: each holds
+    /// exactly a peer's state (content, size, mtime and mode), newer than what is recorded.
+    /// Recorded as edits made here, they were concurrent with the peer's next edit and
+    /// became conflict copies of versions nobody edited here (long mode, folder pull, seed
+    /// 2006); they are recorded as the peer's state instead (path → record, chunks and inode
+    /// left to the caller).
+    func placedBeforeTheCut(_ found: [ScannedEntry], olds: [PathKey: FileRecord], index: NodeIndex) throws -> [PathKey: FileRecord] {
+        let files = found.filter { $0.kind == .file }
+        guard !files.isEmpty else { return [:] }
+        let remotes = try index.remoteFiles(folderID: id, paths: files.map(\.path), keyedBy: PathKey.init(_:))
+        var placed: [PathKey: FileRecord] = [:]
+        for entry in files {
+            let key = PathKey(entry.path)
+            let recorded = olds[key].map { VersionVector($0.version) } ?? VersionVector()
+            let match = (remotes[key] ?? [:]).values.first { remote in
+                !remote.deleted && remote.kind == .file && remote.size == entry.size && remote.mtimeNs == entry.mtimeNs
+                    && remote.mode & 0o777 == entry.mode & 0o777 && remote.rootHash != nil && remote.rootHash == entry.rootHash
+                    && VersionVector(remote.version).compare(recorded) == .greater
+            }
+            guard let match else { continue }
+            placed[key] = FileRecord(folderID: id, path: entry.path, kind: .file, size: entry.size, mtimeNs: entry.mtimeNs,
+                                     mode: entry.mode, version: match.version, rootHash: match.rootHash, modifiedBy: match.modifiedBy)
+        }
+        return placed
     }
 }

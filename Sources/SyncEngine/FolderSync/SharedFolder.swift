@@ -55,6 +55,9 @@ final class SharedFolder: @unchecked Sendable {
     /// io (set before `start`): the machine went down under the last daemon; the first full
     /// scan takes what the index has and the disk lacks as lost, not deleted (`forgetVanished`).
     var recoversVanished = false
+    /// Set before `start`: where a file that a power cut rolled back is kept before the
+    /// version peers hold replaces it (`takeRolledBack`); nil: it is not kept.
+    var keptVersions: KeptVersions?
     /// io: when the last full scan ran (the timer ticks more often to watch the root).
     var lastFullScan = DispatchTime.now()
     /// Set by `start`, read on io.
@@ -361,8 +364,14 @@ final class SharedFolder: @unchecked Sendable {
         // an edit nobody made. Anything else is judged as any change.
         var rows: [FileRecord] = []
         var rest: [ScannedEntry] = []
+        let placedBeforeCut = recoversVanished ? try placedBeforeTheCut(present, olds: olds, index: index) : [:]
         for entry in present {
-            if entry.kind == .file, let old = olds[PathKey(entry.path)], old.hasStaleHashes, old.size == entry.size,
+            if let placed = placedBeforeCut[PathKey(entry.path)] {
+                var row = placed
+                row.chunks = chunks(entry.path)
+                row.inode = manifests[PathKey(entry.path)]?.inode
+                rows.append(row)
+            } else if entry.kind == .file, let old = olds[PathKey(entry.path)], old.hasStaleHashes, old.size == entry.size,
                old.mtimeNs == entry.mtimeNs, old.mode == entry.mode, let root = entry.rootHash {
                 var row = old
                 row.rootHash = root

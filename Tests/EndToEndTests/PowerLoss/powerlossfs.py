@@ -14,7 +14,9 @@ guarantees, conservatively (the least a program may rely on):
   after fsync (fdatasync need not write them);
 - a name (create, mkdir, symlink, link, rename's two ends, unlink, rmdir): after fsync of the
   directory that holds it; a rename is two changes, one in each directory (conservatively, not
-  atomic across two directories); RENAME_NOREPLACE and RENAME_EXCHANGE are renames too;
+  atomic across two directories), and one change within one directory (rename(2) is atomic:
+  no file system that journals names, and no program, can lose both names of a file to a
+  cut there); RENAME_NOREPLACE and RENAME_EXCHANGE are renames too;
 - syncfs(2) and sync(2) reach a FUSE file system only as the writes of dirty pages, never as a
   barrier (the kernel forwards syncfs to virtiofs alone): so here, as on sshfs or any other
   FUSE file system, they make nothing durable;
@@ -56,7 +58,7 @@ class Node:
         self.target = target          # symlink target (bytes), fixed at creation
         self.entries = {} if stat.S_ISDIR(mode) else None   # name -> ino (live)
         self.durable_entries = {} if stat.S_ISDIR(mode) else None
-        self.entry_log = []           # directory changes since the last fsyncdir: (name, ino|None)
+        self.entry_log = []           # directory changes since the last fsyncdir: [(name, ino|None), ...]
         self.data_log = []            # file changes since the last sync: ("w", off, bytes) / ("t", size)
         self.log_bytes = 0
         self.log_folded = False       # log too big: the next sync copies the whole file
@@ -114,7 +116,9 @@ class PowerLossFS:
             raise OSError(errno.ENOENT, "no such entry")
         return self.nodes[ino]
 
-    def set_entry(self, parent, name, ino):
+    def set_entry(self, parent, name, ino, joined=False):
+        """Sets or (ino None) removes a name; `joined`: as part of the directory's last change
+        (the second name of a rename within one directory)."""
         directory = self.nodes[parent]
         old = directory.entries.get(name)
         if old is not None:
@@ -124,7 +128,10 @@ class PowerLossFS:
         else:
             directory.entries[name] = ino
             self.nodes[ino].nlink += 1
-        directory.entry_log.append((name, ino))
+        if joined and directory.entry_log:
+            directory.entry_log[-1].append((name, ino))
+        else:
+            directory.entry_log.append([(name, ino)])
         directory.mtime = directory.ctime = time.time_ns()
         directory.meta_dirty = True
 
@@ -175,7 +182,7 @@ class PowerLossFS:
             if target_ino is None:
                 raise OSError(errno.ENOENT, "nothing to exchange with")
             self.set_entry(old_parent, old_name, target_ino)
-            self.set_entry(new_parent, new_name, node.ino)
+            self.set_entry(new_parent, new_name, node.ino, joined=old_parent == new_parent)
             return
         if target_ino is not None:
             if noreplace:
@@ -197,7 +204,7 @@ class PowerLossFS:
                     raise OSError(errno.EINVAL, "into itself")
                 probe = self.parent_of(probe)
         self.set_entry(old_parent, old_name, None)
-        self.set_entry(new_parent, new_name, node.ino)
+        self.set_entry(new_parent, new_name, node.ino, joined=old_parent == new_parent)
         node.ctime = time.time_ns()
 
     def parent_of(self, ino):
@@ -266,11 +273,12 @@ class PowerLossFS:
         node.log_bytes = sum(len(change[2]) for change in node.data_log if change[0] == "w")
 
     def apply_entries(self, node, count):
-        for name, ino in node.entry_log[:count]:
-            if ino is None:
-                node.durable_entries.pop(name, None)
-            else:
-                node.durable_entries[name] = ino
+        for change in node.entry_log[:count]:
+            for name, ino in change:
+                if ino is None:
+                    node.durable_entries.pop(name, None)
+                else:
+                    node.durable_entries[name] = ino
         node.entry_log = node.entry_log[count:]
 
     def cut(self, seed=None):

@@ -279,6 +279,17 @@ for i in range(20):
         self.assertEqual(data, b"".join(b"%02d" % i for i in range(len(data) // 2)))
         self.assertTrue(0 < len(data) < 100, "seed 7 keeps a proper prefix")
 
+    def test_a_rename_within_one_directory_is_never_torn(self):
+        # Under any random prefix, a file renamed within one directory is at one of its two
+        # names (never at none: rename(2) is atomic), while each rename stays a change of its own.
+        for seed in range(1, 40):
+            self.mount.run(WRITE + f"write('s{seed}', b'x', True, sync_dir=True)\n"
+                           f"os.rename('s{seed}', 't{seed}')\nos.rename('t{seed}', 'u{seed}')")
+            self.mount.cut(seed=seed)
+            names = [name for name in (f"s{seed}", f"t{seed}", f"u{seed}") if os.path.exists(self.mount.path(name))]
+            self.assertEqual(len(names), 1, f"seed {seed}: {names}")
+            self.mount.run(f"import os\nos.unlink('{names[0]}')")
+
 
 if __name__ == "__main__":
     reason = fuse_unavailable()
