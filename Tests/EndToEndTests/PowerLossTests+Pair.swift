@@ -27,6 +27,17 @@ extension PowerLossTests {
             try alice.waitForState("connected", peer: "bob")
             let shared = try env.cli(alice, ["share", folder, "--with", "bob"])
             guard shared.status == 0 else { throw PairError(reason: "share failed: \(shared.stderr)") }
+            // The runs delete and rename many files at once: the mass-change guard (issue 41.5)
+            // would hold such a change for a user; what survives a cut is what they check.
+            try guardOff(alice, folder)
+            let bobsFolder = bobFolder(folder)
+            try FolderSyncTests.eventually("bob joins the folder") { FileManager.default.fileExists(atPath: bobsFolder) }
+            try FolderSyncTests.eventually("bob's guard is off") { (try? self.guardOff(self.bob, bobsFolder)) != nil }
+        }
+
+        private func guardOff(_ daemon: DaemonProcess, _ path: String) throws {
+            let off = try env.cli(daemon, ["guard", path, "--percent", "0", "--files", "0"])
+            guard off.status == 0 else { throw PairError(reason: "guard failed: \(off.stderr)") }
         }
 
         struct PairError: Error {
