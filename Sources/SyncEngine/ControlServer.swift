@@ -175,7 +175,7 @@ public final class ControlServer: @unchecked Sendable {
             case let .ignores(directory, patterns):
                 reply.success(id, try node.ignorePatterns(directory: directory, replacingWith: patterns))
             case .folders:
-                let folders = node.folderStatus(page)
+                let folders = try node.folderStatus(page)
                 // The first offers come with the first page (what `status` shows at a glance).
                 let offers = page.after == nil ? node.shareOffers(PageRequest(limit: FoldersResult.firstOffers))
                                                : ListPage(items: [], next: nil)

@@ -68,7 +68,7 @@ extension Node {
     public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [TransferInfo] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
-        do { records = try index.transfers() } catch { throw .index(error) }
+        do throws(IndexError) { records = try index.transfers() } catch { throw .index(error) }
         return records.map { TransferService.recordEvent($0, store: index) }
     }
 }
@@ -87,7 +87,9 @@ extension Node {
                 for text in peerTexts {
                     let candidate = try resolve(text)
                     let key = candidate.deviceID.filter { $0 != "-" }
-                    guard (try? index.peer(deviceID: key))??.trust == .paired else {
+                    let record: PeerRecord?
+                    do throws(IndexError) { record = try index.peer(deviceID: key) } catch { throw .index(error) }
+                    guard record?.trust == .paired else {
                         throw .notFound("\(candidate.name) is not paired; pair first")
                     }
                     devices.append((key, candidate.name))
@@ -146,13 +148,14 @@ extension Node {
     }
 
     /// Per folder: state, counts, and per peer what is out of sync.
-    public func folderStatus() -> [FolderStatus] {
-        folders.folderStatus(.everything).items
+    /// An index that cannot be read fails it with its cause.
+    public func folderStatus() throws(EngineError) -> [FolderStatus] {
+        try folders.folderStatus(.everything).items
     }
 
     /// One page of `folderStatus()`, by label.
-    public func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
-        folders.folderStatus(page)
+    public func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
+        try folders.folderStatus(page)
     }
 
     /// Share offers waiting for an answer: one page, by folder ID.

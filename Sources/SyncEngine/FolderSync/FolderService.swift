@@ -186,7 +186,9 @@ final class FolderService: Reporting, @unchecked Sendable {
     func unshare(directory: String) throws(EngineError) -> FolderResult {
         var stopping: SharedFolder?
         let result: Result<FolderResult, EngineError> = queue.sync {
-            guard let record = (try? index.folder(path: directory)) ?? nil else {
+            let found: FolderRecord?
+            do throws(IndexError) { found = try index.folder(path: directory) } catch { return .failure(.index(error)) }
+            guard let record = found else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
             for session in connectedMembers(of: record.id) {
@@ -218,25 +220,35 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
     /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
     /// folder than for a small one.
-    func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
+    /// An index that cannot be read fails the whole answer with its cause (never zero counts).
+    func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        return page.page(list, key: { $0.label + "\u{0}" + $0.id }, build: status(of:))
+        var failure: IndexError?
+        let answer = page.page(list, key: { $0.label + "\u{0}" + $0.id }) { folder -> FolderStatus? in
+            guard failure == nil else { return nil }
+            do throws(IndexError) { return try status(of: folder) } catch {
+                failure = error
+                return nil
+            }
+        }
+        if let failure { throw .index(failure) }
+        return answer
     }
 
     /// One folder's `FolderStatus`.
-    private func status(of folder: SharedFolder) -> FolderStatus {
+    private func status(of folder: SharedFolder) throws(IndexError) -> FolderStatus {
         var (state, error) = queue.sync { (folder.status, folder.error) }
         if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
-        let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
+        let totals = try index.liveTotals(folderID: folder.id)
         let connected = connectedDevices()
         let activity = folder.activity.snapshot
         let twins = folder.nameTwins.current
         var peers: [FolderPeer] = []
-        let roles = (try? index.folderPeerRoles(folderID: folder.id)) ?? [:]
-        for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
+        let roles = try index.folderPeerRoles(folderID: folder.id)
+        for member in try index.folderPeers(folderID: folder.id) {
+            let comparison = try index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
                 VersionVector($0) != VersionVector($1)
-            }) ?? RemoteComparison()
+            }
             let outFiles = comparison.outOfSyncFiles
             let total = max(1, max(comparison.liveEntries, totals.entries))
             guard let peer = memberRef(member.deviceID) else { continue }
@@ -256,7 +268,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                        peers: item.peers.compactMap(memberRef))
         }
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
-                            files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
+                            files: totals.files, bytes: totals.bytes, conflicts: try index.livePaths(folderID: folder.id, matching: ConflictName.glob).filter(ConflictName.isConflictName).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
@@ -321,7 +333,8 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?,
                                     selection: FolderSelection? = nil) throws(EngineError) -> FolderResult {
-        let offers = ((try? index.folderOffers(folderID: folderID)) ?? [])
+        let offers: [FolderOffer]
+        do throws(IndexError) { offers = try index.folderOffers(folderID: folderID) } catch { throw .index(error) }
         guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
         let devices = Set(offers.map(\.deviceID))
         guard accept else {
@@ -331,7 +344,9 @@ final class FolderService: Reporting, @unchecked Sendable {
             }
             return FolderResult(folder: folderID, accepted: false)
         }
-        if let existing = (try? index.folder(id: folderID)) ?? nil {
+        let existing: FolderRecord?
+        do throws(IndexError) { existing = try index.folder(id: folderID) } catch { throw .index(error) }
+        if let existing {
             guard selection == nil else { throw .invalidArgument("\(existing.path) is shared already: change what it holds with 'syncpeer select'") }
             // We share this folder already (with another peer): the new peer joins it, no
             // new directory is made, and it becomes one more source for pulls.
