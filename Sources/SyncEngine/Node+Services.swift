@@ -60,8 +60,8 @@ extension Node {
     }
 
     /// Active transfers (live) and finished ones (from the index), newest first: one page.
-    public func transferList(_ page: PageRequest = .everything) -> ListPage<TransferInfo> {
-        transfers.transferList(page)
+    public func transferList(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<TransferInfo> {
+        try transfers.transferList(page)
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
@@ -159,18 +159,18 @@ extension Node {
     }
 
     /// Share offers waiting for an answer: one page, by folder ID.
-    public func shareOffers(_ page: PageRequest = .everything) -> ListPage<ShareOfferInfo> {
-        folders.shareOffers(page)
+    public func shareOffers(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<ShareOfferInfo> {
+        try folders.shareOffers(page)
     }
 
     /// Conflicted files in every shared folder, with their versions by device.
-    public func conflicts() -> [ConflictInfo] {
-        folders.conflicts(.everything, localName: identity.displayName).items
+    public func conflicts() throws(EngineError) -> [ConflictInfo] {
+        try folders.conflicts(.everything, localName: identity.displayName).items
     }
 
     /// One page of `conflicts()`, by folder label and path.
-    public func conflicts(_ page: PageRequest) -> ListPage<ConflictInfo> {
-        folders.conflicts(page, localName: identity.displayName)
+    public func conflicts(_ page: PageRequest) throws(EngineError) -> ListPage<ConflictInfo> {
+        try folders.conflicts(page, localName: identity.displayName)
     }
 
     /// Settles a conflict on `path`: keep one device's version (`keep` names it, as

@@ -263,5 +263,9 @@ public final class Session: Sendable {
     }
 
     /// Conflict copies in shared folders.
-    public var conflicts: [ConflictInfo] { node.conflicts() }
+    public var conflicts: [ConflictInfo] {
+        get throws(SyncpeerError) {
+            do throws(EngineError) { return try node.conflicts() } catch { throw SyncpeerError(error) }
+        }
+    }
 }

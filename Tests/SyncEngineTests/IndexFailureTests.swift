@@ -9,7 +9,8 @@ import Testing
 /// Issue 42.2: a damaged index or a failing disk gives the user the real cause. Each
 /// command here used to turn the failed read into an empty answer and a wrong message
 /// (`unshare`: "not shared", `accept`: "no share offer", `status`: zero counts, `cancel`:
-/// "not found"); now it answers with the index's error. A removal of partial data on
+/// "not found", `offers`, `conflicts`, `transfers`: empty lists); now it answers with the
+/// index's error. A removal of partial data on
 /// cancel that fails is reported and tried again.
 @Suite struct IndexFailureTests {
     /// Damages `index` under the running service: `table` is no longer where it was (as a
@@ -55,6 +56,9 @@ import Testing
         }
         try Self.damage(pair.alice.index, table: "files")
         Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.folderStatus(.everything) }, table: "files")
+        // `conflicts` read the same table: not "no conflicts".
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.conflicts(.everything, localName: "alice") },
+                              table: "files")
     }
 
     @Test func acceptWhenTheOffersCannotBeReadSaysWhyNotNoSuchOffer() throws {
@@ -66,6 +70,8 @@ import Testing
         try Self.damage(pair.bob.index, table: "folder_offers")
         Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.answerShare(folder, accept: true, into: nil) },
                               table: "folder_offers")
+        // The offers `status` and `offers` list: not an empty list.
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.shareOffers(.everything) }, table: "folder_offers")
     }
 
     /// An unfinished receive recorded by bob's index (as a restart leaves it), with its
@@ -93,6 +99,8 @@ import Testing
                               table: "transfers")
         Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.service.resumeTransfers(String(id.prefix(8))) },
                               table: "transfers")
+        // `transfers` lists the recorded ones: not an empty history.
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.service.transferList(.everything) }, table: "transfers")
         // Nothing was cancelled on a read that failed: the partial data is still there.
         #expect(FileManager.default.fileExists(atPath: partial))
         store.failing.withLock { $0 = [] }

@@ -268,7 +268,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                        peers: item.peers.compactMap(memberRef))
         }
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
-                            files: totals.files, bytes: totals.bytes, conflicts: try index.livePaths(folderID: folder.id, matching: ConflictName.glob).filter(ConflictName.isConflictName).count,
+                            files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
@@ -292,13 +292,15 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     /// The live conflict copies of a folder, by path (found by the index, not by loading it).
-    func conflictCopies(_ folderID: String) -> [String] {
-        ((try? index.livePaths(folderID: folderID, matching: ConflictName.glob)) ?? []).filter(ConflictName.isConflictName)
+    func conflictCopies(_ folderID: String) throws(IndexError) -> [String] {
+        try index.livePaths(folderID: folderID, matching: ConflictName.glob).filter(ConflictName.isConflictName)
     }
 
     /// Share offers waiting for an answer: one page, by folder ID and peer.
-    func shareOffers(_ page: PageRequest) -> ListPage<ShareOfferInfo> {
-        page.page((try? index.folderOffers()) ?? [], key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer in
+    func shareOffers(_ page: PageRequest) throws(EngineError) -> ListPage<ShareOfferInfo> {
+        let offers: [FolderOffer]
+        do throws(IndexError) { offers = try index.folderOffers() } catch { throw .index(error) }
+        return page.page(offers, key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer in
             guard let peer = memberRef(offer.deviceID) else { return nil }
             // Offers stored by older versions may hold the label as the peer sent it.
             let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
