@@ -205,6 +205,7 @@ extension Node {
         guard let real = realpath(absolutePath, nil) else { return nil }
         let file = String(cString: real)
         free(real)
+        // Best effort: without the index's manifest the file is read and hashed, as any other.
         guard let folders = try? index.folders() else { return nil }
         for folder in folders {
             guard let rootReal = realpath(folder.path, nil) else { continue }

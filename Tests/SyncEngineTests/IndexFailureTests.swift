@@ -47,6 +47,19 @@ import Testing
         Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.unshare(directory: docs) }, table: "folders")
     }
 
+    /// A daemon whose folders cannot be read says so, rather than running with none.
+    @Test func startingWithFoldersTheIndexCannotReadIsReported() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        _ = try Self.shared(pair)
+        pair.alice.folders.stopFolders()
+        try Self.damage(pair.alice.index, table: "folders")
+        pair.alice.queue.sync { pair.alice.folders.startFolders() }
+        let report = try #require(pair.alice.events.errors.first { $0.contains("cannot read the shared folders") },
+                                  "\(pair.alice.events.errors)")
+        #expect(report.contains("no such table: folders"), "\(report)")
+    }
+
     @Test func statusOfAFolderWhoseFilesCannotBeCountedFailsInsteadOfShowingZero() throws {
         let pair = try TransferPair()
         defer { pair.cleanup() }

@@ -286,6 +286,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     /// A folder member as results show it (nil if the index has no valid ID for it).
+    /// Best effort: a name the index cannot give shows as "?" (the list's own reads fail loudly).
     func memberRef(_ device: String) -> PeerRef? {
         let name = (try? index.peer(deviceID: device))??.name ?? "?"
         return try? PeerRef.indexed(device: device, name: name, index: index)
@@ -312,8 +313,15 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     // MARK: - Life (queue)
 
+    /// A failed read is an error event: the daemon runs (peers, transfers) but says why no
+    /// folder syncs.
     func startFolders() {
-        for record in (try? index.folders()) ?? [] { startFolder(record) }
+        do throws(IndexError) {
+            for record in try index.folders() { startFolder(record) }
+        } catch {
+            emit(.error(.init(peer: nil, reason: "cannot read the shared folders from the index, none syncs: \(error.description)",
+                              time: Int64(Date().timeIntervalSince1970 * 1000))))
+        }
     }
 
     func stopFolders() {

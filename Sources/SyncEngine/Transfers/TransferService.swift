@@ -354,6 +354,7 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     /// A recorded (not running) transfer as an event.
     static func recordEvent(_ record: TransferRecord, store: any TransferStore) -> TransferInfo {
+        // Best effort: a name the index cannot give shows as "?" (the list itself was read).
         let name = (try? store.peer(deviceID: record.deviceID))?.name ?? "?"
         let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
         return TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive, peer: peer,
