@@ -6,7 +6,7 @@ import Testing
 /// (here a table renamed away by another connection, as a bad restore leaves it) gives the
 /// user the index's error, not a wrong answer about the peer.
 @Suite struct DamagedIndexTests {
-    @Test func shareWithAPeerWhenThePeersCannotBeReadSaysWhy() throws {
+    @Test func shareTransfersAndStatusOnADamagedIndexSayWhy() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
         let alice = try DaemonProcess(env, name: "alice")
@@ -16,8 +16,14 @@ import Testing
         let database = try Database.open(path: alice.home + "/index.db", options: .init(createIfMissing: false, walJournal: false))
         try database.execute("ALTER TABLE peers RENAME TO peers_damaged")
         let result = try env.cli(alice, ["share", docs, "--with", "bob"])
-        #expect(result.status != 0)
+        #expect(result.status == 4, "exit 4: damaged data")
         #expect(result.stderr.contains("no such table: peers"), "\(result.stderr)")
         #expect(!result.stderr.contains("no known peer") && !result.stderr.contains("pair first"), "\(result.stderr)")
+        // Lists: the cause, not an empty history or no offers.
+        for (table, command) in [("transfers", "transfers"), ("folder_offers", "status")] {
+            try database.execute("ALTER TABLE \(table) RENAME TO \(table)_damaged")
+            let listed = try env.cli(alice, [command])
+            #expect(listed.status == 4 && listed.stderr.contains("no such table: \(table)"), "\(command): \(listed.stdout) \(listed.stderr)")
+        }
     }
 }
