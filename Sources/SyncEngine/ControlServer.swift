@@ -175,16 +175,16 @@ public final class ControlServer: @unchecked Sendable {
             case let .ignores(directory, patterns):
                 reply.success(id, try node.ignorePatterns(directory: directory, replacingWith: patterns))
             case .folders:
-                let folders = node.folderStatus(page)
+                let folders = try node.folderStatus(page)
                 // The first offers come with the first page (what `status` shows at a glance).
-                let offers = page.after == nil ? node.shareOffers(PageRequest(limit: FoldersResult.firstOffers))
+                let offers = page.after == nil ? try node.shareOffers(PageRequest(limit: FoldersResult.firstOffers))
                                                : ListPage(items: [], next: nil)
                 reply.success(id, FoldersResult(folders: folders.items, offers: offers.items, offersNext: offers.next),
                               next: folders.next)
             case .offers:
-                reply.page(id, node.shareOffers(page))
+                reply.page(id, try node.shareOffers(page))
             case .conflicts:
-                reply.page(id, node.conflicts(page))
+                reply.page(id, try node.conflicts(page))
             case let .resolve(path, keep):
                 reply.success(id, try node.resolveConflict(path: path, keep: keep))
             case let .history(path):
@@ -194,7 +194,7 @@ public final class ControlServer: @unchecked Sendable {
             case let .versions(directory, policy):
                 reply.success(id, try node.versionsPolicy(directory: directory, policy: policy))
             case .transfers:
-                reply.page(id, node.transferList(page).map(NodeEvent.transfer))
+                reply.page(id, try node.transferList(page).map(NodeEvent.transfer))
             case let .cancel(transfer):
                 reply.success(id, NodeEvent.transfer(try node.cancelTransfer(transfer)))
             case let .resume(transfer):

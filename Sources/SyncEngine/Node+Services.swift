@@ -60,15 +60,15 @@ extension Node {
     }
 
     /// Active transfers (live) and finished ones (from the index), newest first: one page.
-    public func transferList(_ page: PageRequest = .everything) -> ListPage<TransferInfo> {
-        transfers.transferList(page)
+    public func transferList(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<TransferInfo> {
+        try transfers.transferList(page)
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
     public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [TransferInfo] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
-        do { records = try index.transfers() } catch { throw .index(error) }
+        do throws(IndexError) { records = try index.transfers() } catch { throw .index(error) }
         return records.map { TransferService.recordEvent($0, store: index) }
     }
 }
@@ -87,7 +87,9 @@ extension Node {
                 for text in peerTexts {
                     let candidate = try resolve(text)
                     let key = candidate.deviceID.filter { $0 != "-" }
-                    guard (try? index.peer(deviceID: key))??.trust == .paired else {
+                    let record: PeerRecord?
+                    do throws(IndexError) { record = try index.peer(deviceID: key) } catch { throw .index(error) }
+                    guard record?.trust == .paired else {
                         throw .notFound("\(candidate.name) is not paired; pair first")
                     }
                     devices.append((key, candidate.name))
@@ -146,28 +148,29 @@ extension Node {
     }
 
     /// Per folder: state, counts, and per peer what is out of sync.
-    public func folderStatus() -> [FolderStatus] {
-        folders.folderStatus(.everything).items
+    /// An index that cannot be read fails it with its cause.
+    public func folderStatus() throws(EngineError) -> [FolderStatus] {
+        try folders.folderStatus(.everything).items
     }
 
     /// One page of `folderStatus()`, by label.
-    public func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
-        folders.folderStatus(page)
+    public func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
+        try folders.folderStatus(page)
     }
 
     /// Share offers waiting for an answer: one page, by folder ID.
-    public func shareOffers(_ page: PageRequest = .everything) -> ListPage<ShareOfferInfo> {
-        folders.shareOffers(page)
+    public func shareOffers(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<ShareOfferInfo> {
+        try folders.shareOffers(page)
     }
 
     /// Conflicted files in every shared folder, with their versions by device.
-    public func conflicts() -> [ConflictInfo] {
-        folders.conflicts(.everything, localName: identity.displayName).items
+    public func conflicts() throws(EngineError) -> [ConflictInfo] {
+        try folders.conflicts(.everything, localName: identity.displayName).items
     }
 
     /// One page of `conflicts()`, by folder label and path.
-    public func conflicts(_ page: PageRequest) -> ListPage<ConflictInfo> {
-        folders.conflicts(page, localName: identity.displayName)
+    public func conflicts(_ page: PageRequest) throws(EngineError) -> ListPage<ConflictInfo> {
+        try folders.conflicts(page, localName: identity.displayName)
     }
 
     /// Settles a conflict on `path`: keep one device's version (`keep` names it, as
@@ -202,6 +205,7 @@ extension Node {
         guard let real = realpath(absolutePath, nil) else { return nil }
         let file = String(cString: real)
         free(real)
+        // Best effort: without the index's manifest the file is read and hashed, as any other.
         guard let folders = try? index.folders() else { return nil }
         for folder in folders {
             guard let rootReal = realpath(folder.path, nil) else { continue }

@@ -89,7 +89,12 @@ public final class Node: Reporting, @unchecked Sendable {
         let identity = try NodeSetup.loadIdentity(home: home)
         let index = try NodeSetup.openIndex(home)
         var config = config
-        if !config.receiveDirectoryGiven, let chosen = try? index.setting(Self.receiveDirectorySetting) { config.receiveDirectory = chosen }
+        if !config.receiveDirectoryGiven {
+            // Unreadable, the daemon would receive into the default folder, not the chosen one.
+            do throws(IndexError) {
+                if let chosen = try index.setting(Self.receiveDirectorySetting) { config.receiveDirectory = chosen }
+            } catch { throw .index(error) }
+        }
         // Before the control socket, any folder or any peer: records of protocol 2's hash.
         try ContentHashUpgrade.run(index: index)
         return Node(home: home, identity: identity, index: index, config: config)

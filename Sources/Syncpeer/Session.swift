@@ -255,8 +255,17 @@ public final class Session: Sendable {
     }
 
     /// Every shared folder and how far it is.
-    public var folders: [FolderStatus] { node.folderStatus() }
+    /// A damaged or unreadable index throws its cause rather than showing zero counts.
+    public var folders: [FolderStatus] {
+        get throws(SyncpeerError) {
+            do throws(EngineError) { return try node.folderStatus() } catch { throw SyncpeerError(error) }
+        }
+    }
 
     /// Conflict copies in shared folders.
-    public var conflicts: [ConflictInfo] { node.conflicts() }
+    public var conflicts: [ConflictInfo] {
+        get throws(SyncpeerError) {
+            do throws(EngineError) { return try node.conflicts() } catch { throw SyncpeerError(error) }
+        }
+    }
 }

@@ -337,7 +337,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
         pair.connect()
         let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
-        try TransferPair.eventually("alice's first scan is done") { pair.alice.folders.folderStatus(.everything).items.first?.state == .idle }
+        try TransferPair.eventually("alice's first scan is done") { (try? pair.alice.folders.folderStatus(.everything))?.items.first?.state == .idle }
         // 24 files of 20,000 chunks each: ~720 KB of manifest per entry, ~17 MB in all.
         var generator = SplitMix64(seed: 31)
         let records: [FileRecord] = (0..<24).map { n in

@@ -387,7 +387,8 @@ final class Outcome: Sendable {
 /// damaged database): what the service does when the index says no.
 final class FailingStore: TransferStore {
     let index: NodeIndex
-    /// Names of the operations that fail: "insert", "state", "final path", "verified".
+    /// Names of the operations that fail: "insert", "state", "final path", "verified", and
+    /// the read "transfers".
     let failing = Mutex<Set<String>>([])
 
     init() throws { index = try NodeIndex.inMemory() }
@@ -404,7 +405,12 @@ final class FailingStore: TransferStore {
         try index.insertTransfer(transfer, chunks: chunks)
     }
     func transfer(id: String) throws(IndexError) -> TransferRecord? { try index.transfer(id: id) }
-    func transfers(deviceID: String?) throws(IndexError) -> [TransferRecord] { try index.transfers(deviceID: deviceID) }
+    func transfers(deviceID: String?) throws(IndexError) -> [TransferRecord] {
+        if failing.withLock({ $0.contains("transfers") }) {
+            throw IndexError(kind: .sqlite, operation: "transfers", path: "", message: "no such table: transfers")
+        }
+        return try index.transfers(deviceID: deviceID)
+    }
     func resumableTransfer(deviceID: String, rootHash: [UInt8], direction: TransferRecord.Direction) throws(IndexError) -> TransferRecord? {
         try index.resumableTransfer(deviceID: deviceID, rootHash: rootHash, direction: direction)
     }

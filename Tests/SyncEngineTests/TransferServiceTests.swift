@@ -256,6 +256,6 @@ import Testing
         }
         #expect(error.description.contains("declined"), "\(error)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: pair.bob.directory).isEmpty)
-        #expect(pair.alice.service.transferList(.everything).items.first?.reason?.contains("declined") == true)
+        #expect(try pair.alice.service.transferList(.everything).items.first?.reason?.contains("declined") == true)
     }
 }

@@ -49,7 +49,7 @@ for await event in events {
         do { try session.acceptFolder(folderID, into: directory) } catch { say("cannot accept: \(error)") }
     case let .folderChanged(folderID, state):
         say("folder \(folderID): \(state)")
-        for conflict in session.conflicts { say("conflict: \(conflict)") }
+        do { for conflict in try session.conflicts { say("conflict: \(conflict)") } } catch { say("cannot list conflicts: \(error)") }
     default:
         break
     }

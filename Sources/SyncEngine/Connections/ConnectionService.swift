@@ -450,10 +450,13 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     // MARK: - Lookup
 
-    private func candidates() -> [PeerResolver.Candidate] {
+    /// An index that cannot be read fails the lookup with its cause (not "no known peer").
+    private func candidates() throws(EngineError) -> [PeerResolver.Candidate] {
         var list: [PeerResolver.Candidate] = []
         var seen: Set<String> = []
-        for record in (try? index.peers()) ?? [] where record.trust == .paired {
+        let records: [PeerRecord]
+        do throws(IndexError) { records = try index.peers() } catch { throw .index(error) }
+        for record in records where record.trust == .paired {
             list.append(.init(deviceID: displayID(record.deviceID), name: record.name, addresses: record.addresses))
             seen.insert(record.deviceID)
         }
@@ -467,8 +470,9 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     /// The peer a name, device ID (or prefix) or address the user typed means: paired peers,
     /// then live sessions; discovery's nearby names make a better "not found".
     func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
+        let candidates = try candidates()
         do throws(PeerResolver.Failure) {
-            switch try PeerResolver.resolve(text, among: candidates(), nearby: nearby?.nearbyUnpairedNames() ?? []) {
+            switch try PeerResolver.resolve(text, among: candidates, nearby: nearby?.nearbyUnpairedNames() ?? []) {
             case let .peer(candidate): return candidate
             case let .address(address): throw PeerResolver.Failure.unknown(address)
             }

@@ -34,7 +34,8 @@ extension FolderService {
 
     /// Why a new share offer from `session`'s peer is refused, or nil when it may be stored.
     func shareOfferRefusal(from session: LinkSession) -> String? {
-        let count = (try? index.folderOfferCount(deviceID: session.deviceKey)) ?? 0
+        // A count the index cannot give refuses: the bound holds whatever the disk does.
+        let count = (try? index.folderOfferCount(deviceID: session.deviceKey)) ?? Self.maxShareOffers
         guard count >= Self.maxShareOffers else { return nil }
         return "refused: \(Self.maxShareOffers) folders you shared are already waiting for an answer here; "
             + "share it again once they are answered"

@@ -11,20 +11,23 @@ internal import PeerIndex
 extension FolderService {
     /// Conflicted files in every shared folder, each with its versions (the file itself
     /// first, then its copies, oldest first), one page by folder label and path. `localName`
-    /// is this device's name.
-    func conflicts(_ page: PageRequest, localName: String) -> ListPage<ConflictInfo> {
+    /// is this device's name. An index that cannot be read fails the list with its cause (not "no conflicts").
+    func conflicts(_ page: PageRequest, localName: String) throws(EngineError) -> ListPage<ConflictInfo> {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         var groups: [(folder: SharedFolder, relative: String, copies: [String])] = []
-        for folder in list {
-            // Keyed by bytes: an NFC and an NFD name are two files, with copies of their own.
-            var byOriginal: [PathKey: [String]] = [:]
-            for copy in conflictCopies(folder.id) {
-                byOriginal[PathKey(original(ofCopy: copy, in: folder.id) ?? ConflictName.parse(copy)?.original ?? copy), default: []].append(copy)
+        let peers: [PeerRecord]
+        do throws(IndexError) {
+            peers = try index.peers()
+            for folder in list {
+                // Keyed by bytes: an NFC and an NFD name are two files, with copies of their own.
+                var byOriginal: [PathKey: [String]] = [:]
+                for copy in try conflictCopies(folder.id) {
+                    byOriginal[PathKey(original(ofCopy: copy, in: folder.id) ?? ConflictName.parse(copy)?.original ?? copy), default: []].append(copy)
+                }
+                groups += byOriginal.map { (folder, $0.key.string, $0.value) }
             }
-            groups += byOriginal.map { (folder, $0.key.string, $0.value) }
-        }
+        } catch { throw .index(error) }
         // Only the page's files are looked into (their versions' authors and sizes).
-        let peers = (try? index.peers()) ?? []
         return page.page(groups, key: { $0.folder.label + "\u{0}" + $0.folder.id + "\u{0}" + $0.relative }) { folder, relative, copies in
             let all = conflictVersions(of: relative, copies: copies, in: folder)
             // A page holds whole files: one file's versions are listed up to a bound.
@@ -47,6 +50,7 @@ extension FolderService {
     func original(ofCopy copy: String, in folderID: String) -> String? {
         guard let prefix = ConflictName.shortenedOriginalPrefix(of: copy) else { return ConflictName.parse(copy)?.original }
         let glob = prefix.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined() + "*"
+        // Best effort: when the index cannot say, the start of the name the copy holds serves.
         let candidates = (try? index.livePaths(folderID: folderID, matching: glob)) ?? []
         return candidates.first { $0 != copy && ConflictName.isCopy(copy, of: $0) } ?? ConflictName.parse(copy)?.original
     }
@@ -100,9 +104,13 @@ extension FolderService {
             throw .notFound("\(path) is not in a shared folder")
         }
         let relative = String(absolute.dropFirst(folder.root.count + 1))
-        let copies = conflictCopies(folder.id).filter { ConflictName.isCopy($0, of: relative) }.sorted()
+        let copies: [String]
+        let peers: [PeerRecord]
+        do throws(IndexError) {
+            copies = try conflictCopies(folder.id).filter { ConflictName.isCopy($0, of: relative) }.sorted()
+            peers = try index.peers()
+        } catch { throw .index(error) }
         guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
-        let peers = (try? index.peers()) ?? []
         let result: Result<ResolveResult, EngineError> = folder.io.sync { () -> Result<ResolveResult, EngineError> in
             // On the folder's io queue: no pull changes the versions between the choice and the moves.
             let versions = conflictVersions(of: relative, copies: copies, in: folder)

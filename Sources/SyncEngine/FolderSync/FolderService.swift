@@ -189,7 +189,9 @@ final class FolderService: Reporting, @unchecked Sendable {
     func unshare(directory: String) throws(EngineError) -> FolderResult {
         var stopping: SharedFolder?
         let result: Result<FolderResult, EngineError> = queue.sync {
-            guard let record = (try? index.folder(path: directory)) ?? nil else {
+            let found: FolderRecord?
+            do throws(IndexError) { found = try index.folder(path: directory) } catch { return .failure(.index(error)) }
+            guard let record = found else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
             for session in connectedMembers(of: record.id) {
@@ -221,25 +223,35 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// Per folder: state, counts, and per peer what is out of sync. Counted by SQLite: no
     /// record is loaded, so polling it (`status --watch`) holds no more memory for a large
     /// folder than for a small one.
-    func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
+    /// An index that cannot be read fails the whole answer with its cause (never zero counts).
+    func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
-        return page.page(list, key: { $0.label + "\u{0}" + $0.id }, build: status(of:))
+        var failure: IndexError?
+        let answer = page.page(list, key: { $0.label + "\u{0}" + $0.id }) { folder -> FolderStatus? in
+            guard failure == nil else { return nil }
+            do throws(IndexError) { return try status(of: folder) } catch {
+                failure = error
+                return nil
+            }
+        }
+        if let failure { throw .index(failure) }
+        return answer
     }
 
     /// One folder's `FolderStatus`.
-    private func status(of folder: SharedFolder) -> FolderStatus {
+    private func status(of folder: SharedFolder) throws(IndexError) -> FolderStatus {
         var (state, error) = queue.sync { (folder.status, folder.error) }
         if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
-        let totals = (try? index.liveTotals(folderID: folder.id)) ?? LiveTotals()
+        let totals = try index.liveTotals(folderID: folder.id)
         let connected = connectedDevices()
         let activity = folder.activity.snapshot
         let twins = folder.nameTwins.current
         var peers: [FolderPeer] = []
-        let roles = (try? index.folderPeerRoles(folderID: folder.id)) ?? [:]
-        for member in (try? index.folderPeers(folderID: folder.id)) ?? [] {
-            let comparison = (try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
+        let roles = try index.folderPeerRoles(folderID: folder.id)
+        for member in try index.folderPeers(folderID: folder.id) {
+            let comparison = try index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
                 VersionVector($0) != VersionVector($1)
-            }) ?? RemoteComparison()
+            }
             let outFiles = comparison.outOfSyncFiles
             let total = max(1, max(comparison.liveEntries, totals.entries))
             guard let peer = memberRef(member.deviceID) else { continue }
@@ -259,7 +271,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                        peers: item.peers.compactMap(memberRef))
         }
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
-                            files: totals.files, bytes: totals.bytes, conflicts: conflictCopies(folder.id).count,
+                            files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
@@ -277,19 +289,22 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     /// A folder member as results show it (nil if the index has no valid ID for it).
+    /// Best effort: a name the index cannot give shows as "?" (the list's own reads fail loudly).
     func memberRef(_ device: String) -> PeerRef? {
         let name = (try? index.peer(deviceID: device))??.name ?? "?"
         return try? PeerRef.indexed(device: device, name: name, index: index)
     }
 
     /// The live conflict copies of a folder, by path (found by the index, not by loading it).
-    func conflictCopies(_ folderID: String) -> [String] {
-        ((try? index.livePaths(folderID: folderID, matching: ConflictName.glob)) ?? []).filter(ConflictName.isConflictName)
+    func conflictCopies(_ folderID: String) throws(IndexError) -> [String] {
+        try index.livePaths(folderID: folderID, matching: ConflictName.glob).filter(ConflictName.isConflictName)
     }
 
     /// Share offers waiting for an answer: one page, by folder ID and peer.
-    func shareOffers(_ page: PageRequest) -> ListPage<ShareOfferInfo> {
-        page.page((try? index.folderOffers()) ?? [], key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer in
+    func shareOffers(_ page: PageRequest) throws(EngineError) -> ListPage<ShareOfferInfo> {
+        let offers: [FolderOffer]
+        do throws(IndexError) { offers = try index.folderOffers() } catch { throw .index(error) }
+        return page.page(offers, key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer in
             guard let peer = memberRef(offer.deviceID) else { return nil }
             // Offers stored by older versions may hold the label as the peer sent it.
             let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
@@ -301,8 +316,15 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     // MARK: - Life (queue)
 
+    /// A failed read is an error event: the daemon runs (peers, transfers) but says why no
+    /// folder syncs.
     func startFolders() {
-        for record in (try? index.folders()) ?? [] { startFolder(record) }
+        do throws(IndexError) {
+            for record in try index.folders() { startFolder(record) }
+        } catch {
+            emit(.error(.init(peer: nil, reason: "cannot read the shared folders from the index, none syncs: \(error.description)",
+                              time: Int64(Date().timeIntervalSince1970 * 1000))))
+        }
     }
 
     func stopFolders() {
@@ -325,7 +347,8 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?,
                                     selection: FolderSelection? = nil) throws(EngineError) -> FolderResult {
-        let offers = ((try? index.folderOffers(folderID: folderID)) ?? [])
+        let offers: [FolderOffer]
+        do throws(IndexError) { offers = try index.folderOffers(folderID: folderID) } catch { throw .index(error) }
         guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
         let devices = Set(offers.map(\.deviceID))
         guard accept else {
@@ -335,7 +358,9 @@ final class FolderService: Reporting, @unchecked Sendable {
             }
             return FolderResult(folder: folderID, accepted: false)
         }
-        if let existing = (try? index.folder(id: folderID)) ?? nil {
+        let existing: FolderRecord?
+        do throws(IndexError) { existing = try index.folder(id: folderID) } catch { throw .index(error) }
+        if let existing {
             guard selection == nil else { throw .invalidArgument("\(existing.path) is shared already: change what it holds with 'syncpeer select'") }
             // We share this folder already (with another peer): the new peer joins it, no
             // new directory is made, and it becomes one more source for pulls.

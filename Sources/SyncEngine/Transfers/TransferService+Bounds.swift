@@ -42,6 +42,7 @@ extension TransferService {
         guard transfers.receiveWaiters.isEmpty, !config.autoAccept else { return nil }
         let pending = transfers.incoming.values.filter { $0.peerKey == session.deviceKey && $0.state == .offered && !$0.resumed }
         guard !pending.isEmpty else { return nil }
+        // Reads that fail count as "no": the offer is held to the bound (fails closed).
         if (try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false { return nil }
         // (Only an unfinished one is continued: a finished one's ID would wait as a new offer.)
         if let record = try? store.transfer(id: offer.id.description), record.deviceID == session.deviceKey,

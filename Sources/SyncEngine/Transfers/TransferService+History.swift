@@ -25,19 +25,23 @@ extension TransferService {
     /// Running transfers (newest first), then recorded ones (newest first): one page. The
     /// recorded ones are bounded by `pruneHistory` (and the unfinished by the bounds on
     /// offers); only the page's entries are turned into events.
-    func transferList(_ page: PageRequest) -> ListPage<TransferInfo> {
-        queue.sync {
+    /// An index that cannot be read fails the list with its cause (not an empty history).
+    func transferList(_ page: PageRequest) throws(EngineError) -> ListPage<TransferInfo> {
+        let result: Result<ListPage<TransferInfo>, EngineError> = queue.sync {
             let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
             let running = Set(live.map(\.id.description))
-            let records = ((try? store.transfers(deviceID: nil)) ?? []).filter { !running.contains($0.id) }
+            let recorded: [TransferRecord]
+            do throws(IndexError) { recorded = try store.transfers(deviceID: nil) } catch { return .failure(.index(error)) }
+            let records = recorded.filter { !running.contains($0.id) }
             let entries = live.map(HistoryEntry.running) + records.map(HistoryEntry.recorded)
-            return page.page(entries, key: \.pageKey) { entry in
+            return .success(page.page(entries, key: \.pageKey) { entry in
                 switch entry {
                 case let .running(transfer): transferEvent(transfer, force: true)
                 case let .recorded(record): Self.recordEvent(record, store: store)
                 }
-            }
+            })
         }
+        return try result.get()
     }
 
     /// One line of `transfers`.

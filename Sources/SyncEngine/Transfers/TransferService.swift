@@ -53,6 +53,9 @@ final class TransferService: Reporting, @unchecked Sendable {
     let indexedManifest: @Sendable (String, PreparedOffer.FileStamp) -> Manifest?
     /// Transfers in progress and `receive` clients waiting (confined to `queue`).
     var transfers = TransferTable()
+    /// How long after a failed removal of a cancelled receive's data it is tried again
+    /// (set before use; tests shorten it).
+    var cleanupRetry: Duration = .seconds(30)
 
     init(queue: DispatchQueue, store: any TransferStore, events: any EventSink, config: NodeConfig,
          indexedManifest: @escaping @Sendable (String, PreparedOffer.FileStamp) -> Manifest? = { _, _ in nil }) {
@@ -304,11 +307,11 @@ final class TransferService: Reporting, @unchecked Sendable {
                 return .success(transferEvent(transfer, force: true))
             }
             // Not running: an unfinished transfer in the index (after a restart).
-            if let record = ((try? store.transfers()) ?? []).first(where: { $0.id.hasPrefix(id) && $0.state.isUnfinished }) {
-                if record.direction == .receive, let directory = record.partialPath, let handle = try? DirectoryHandle(path: directory) {
-                    let staging = try? handle.openSubdirectory(PartialFile.stagingDirectoryName)
-                    try? staging?.removeTree(record.id + PartialFile.fileExtension)
-                    try? staging?.removeTree(record.id + ".tree")
+            let recorded: [TransferRecord]
+            do throws(IndexError) { recorded = try store.transfers() } catch { return .failure(.index(error)) }
+            if let record = recorded.first(where: { $0.id.hasPrefix(id) && $0.state.isUnfinished }) {
+                if record.direction == .receive, let directory = record.partialPath {
+                    removeStaged(record.id, in: directory, name: record.name)
                 }
                 do throws(IndexError) { try store.updateTransferState(id: record.id, to: .cancelled, error: "cancelled") } catch {
                     return .failure(.index(error))
@@ -330,7 +333,9 @@ final class TransferService: Reporting, @unchecked Sendable {
             if prefix != nil {
                 let running = transfers.outgoing.values.contains { matches($0.id.description) && !$0.isFinished }
                     || transfers.incoming.values.contains { matches($0.id.description) && !$0.isFinished }
-                let recorded = ((try? store.transfers()) ?? []).contains { matches($0.id) && $0.state.isUnfinished }
+                let records: [TransferRecord]
+                do throws(IndexError) { records = try store.transfers() } catch { return .failure(.index(error)) }
+                let recorded = records.contains { matches($0.id) && $0.state.isUnfinished }
                 guard running || recorded else {
                     return .failure(.notFound("no unfinished transfer '\(idText ?? "")'; see 'syncpeer transfers'"))
                 }
@@ -349,6 +354,7 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     /// A recorded (not running) transfer as an event.
     static func recordEvent(_ record: TransferRecord, store: any TransferStore) -> TransferInfo {
+        // Best effort: a name the index cannot give shows as "?" (the list itself was read).
         let name = (try? store.peer(deviceID: record.deviceID))?.name ?? "?"
         let peer = (try? DeviceID(parsing: record.deviceID)).map { PeerRef(id: $0, name: name) }
         return TransferInfo(transfer: record.id, direction: record.direction == .send ? .send : .receive, peer: peer,
@@ -1128,11 +1134,18 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     func removePartials(_ transfer: IncomingTransfer) {
         let recordID = transfer.recordID
-        transfer.io.async {
+        let name = transfer.name
+        transfer.io.async { [self] in
+            let paths = transfer.partials.values.map(\.path)
+            // Closes each file; what is not removed here is removed by path, reported and retried.
             for partial in transfer.partials.values { try? partial.remove() }
             transfer.partials = [:]
-            if let target = transfer.target, let staging = try? target.openSubdirectory(PartialFile.stagingDirectoryName) {
-                try? staging.removeTree(recordID + ".tree")
+            let directory = transfer.target?.path
+            retryCleanup("the partial data of \(name)", on: transfer.io) { () throws(FileError) in
+                for path in paths where unlink(path) != 0 && errno != ENOENT {
+                    throw FileError(kind: .io, operation: "remove partial file", path: path, message: String(cString: strerror(errno)))
+                }
+                if let directory { try Self.removeStaged(recordID, in: directory, files: false) }
             }
         }
     }

@@ -1,0 +1,160 @@
+import Foundation
+import Glibc
+import PeerFiles
+@testable import PeerIndex
+@testable import SyncEngine
+import Synchronization
+import Testing
+
+/// Issue 42.2: a damaged index or a failing disk gives the user the real cause. Each
+/// command here used to turn the failed read into an empty answer and a wrong message
+/// (`unshare`: "not shared", `accept`: "no share offer", `status`: zero counts, `cancel`:
+/// "not found", `offers`, `conflicts`, `transfers`: empty lists); now it answers with the
+/// index's error. A removal of partial data on
+/// cancel that fails is reported and tried again.
+@Suite struct IndexFailureTests {
+    /// Damages `index` under the running service: `table` is no longer where it was (as a
+    /// corrupt page or a half-restored backup leaves it), so every read of it fails.
+    static func damage(_ index: NodeIndex, table: String) throws {
+        try index.write { db in try db.execute("ALTER TABLE \(table) RENAME TO \(table)_damaged") }
+    }
+
+    /// The index's error as the control reply carries it: kind `index`, its SQLite cause.
+    static func expectIndexError(_ body: () throws(EngineError) -> Void, table: String) {
+        do throws(EngineError) {
+            try body()
+            Issue.record("no error")
+        } catch {
+            #expect(error.kind == .index, "\(error.kind): \(error)")
+            #expect(error.description.contains("no such table: \(table)"), "\(error)")
+        }
+    }
+
+    /// A pair where alice shares `docs` with bob (who does not answer yet).
+    static func shared(_ pair: TransferPair) throws -> (docs: String, folder: String) {
+        let docs = pair.alice.directory + "/docs"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        try "x".write(toFile: docs + "/a.txt", atomically: false, encoding: .utf8)
+        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        return (docs, shared.folder)
+    }
+
+    @Test func unshareOfAFolderTheIndexCannotReadSaysWhyNotNotShared() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        try Self.damage(pair.alice.index, table: "folders")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.unshare(directory: docs) }, table: "folders")
+    }
+
+    /// A daemon whose folders cannot be read says so, rather than running with none.
+    @Test func startingWithFoldersTheIndexCannotReadIsReported() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        _ = try Self.shared(pair)
+        pair.alice.folders.stopFolders()
+        try Self.damage(pair.alice.index, table: "folders")
+        pair.alice.queue.sync { pair.alice.folders.startFolders() }
+        let report = try #require(pair.alice.events.errors.first { $0.contains("cannot read the shared folders") },
+                                  "\(pair.alice.events.errors)")
+        #expect(report.contains("no such table: folders"), "\(report)")
+    }
+
+    @Test func statusOfAFolderWhoseFilesCannotBeCountedFailsInsteadOfShowingZero() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        _ = try Self.shared(pair)
+        try TransferPair.eventually("alice's scan counts a.txt") {
+            (try? pair.alice.folders.folderStatus(.everything).items.first?.files) == 1
+        }
+        try Self.damage(pair.alice.index, table: "files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.folderStatus(.everything) }, table: "files")
+        // `conflicts` read the same table: not "no conflicts".
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.conflicts(.everything, localName: "alice") },
+                              table: "files")
+    }
+
+    @Test func acceptWhenTheOffersCannotBeReadSaysWhyNotNoSuchOffer() throws {
+        let pair = try TransferPair(configureBob: { $0.autoAccept = false })
+        defer { pair.cleanup() }
+        pair.connect()
+        let (_, folder) = try Self.shared(pair)
+        try TransferPair.eventually("bob holds alice's offer") { (try? pair.bob.index.folderOffers().count) == 1 }
+        try Self.damage(pair.bob.index, table: "folder_offers")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.answerShare(folder, accept: true, into: nil) },
+                              table: "folder_offers")
+        // The offers `status` and `offers` list: not an empty list.
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.shareOffers(.everything) }, table: "folder_offers")
+    }
+
+    /// An unfinished receive recorded by bob's index (as a restart leaves it), with its
+    /// partial file staged in bob's receive folder.
+    static func recordedReceive(_ pair: TransferPair, id: String) throws -> String {
+        let staging = pair.bob.directory + "/" + PartialFile.stagingDirectoryName
+        try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        let partial = staging + "/" + id + PartialFile.fileExtension
+        try Data(repeating: 7, count: 1000).write(to: URL(fileURLWithPath: partial))
+        try pair.bob.index.insertTransfer(TransferRecord(id: id, direction: .receive, deviceID: pair.alice.deviceKey, name: "big.bin",
+                                                         size: 4000, mode: 0o644, mtimeNs: 0, rootHash: [UInt8](repeating: 1, count: 32),
+                                                         chunkCount: 0, state: .paused, partialPath: pair.bob.directory, createdAt: 1),
+                                          chunks: [])
+        return partial
+    }
+
+    @Test func cancelWhenTheTransfersCannotBeReadSaysWhyNotNotFound() throws {
+        let store = try FailingStore()
+        let pair = try TransferPair(bobStore: store)
+        defer { pair.cleanup() }
+        let id = "0123456789abcdef0123456789abcdef"
+        let partial = try Self.recordedReceive(pair, id: id)
+        store.failing.withLock { $0 = ["transfers"] }
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.service.cancelTransfer(String(id.prefix(8))) },
+                              table: "transfers")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.service.resumeTransfers(String(id.prefix(8))) },
+                              table: "transfers")
+        // `transfers` lists the recorded ones: not an empty history.
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.service.transferList(.everything) }, table: "transfers")
+        // Nothing was cancelled on a read that failed: the partial data is still there.
+        #expect(FileManager.default.fileExists(atPath: partial))
+        store.failing.withLock { $0 = [] }
+        #expect(try pair.bob.service.cancelTransfer(String(id.prefix(8))).state == .cancelled)
+        try TransferPair.eventually("the partial file is removed") { !FileManager.default.fileExists(atPath: partial) }
+    }
+
+    /// The staging directory refuses the removal (immutable, as root; read-only otherwise):
+    /// the cancel still succeeds, the failure is an error event naming the file and the
+    /// cause, and once the directory allows it the next try removes the partial file.
+    @Test func aPartialFileThatCannotBeRemovedOnCancelIsReportedAndRetried() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        pair.bob.queue.sync { pair.bob.service.cleanupRetry = .milliseconds(200) }
+        let id = "fedcba9876543210fedcba9876543210"
+        let partial = try Self.recordedReceive(pair, id: id)
+        let staging = (partial as NSString).deletingLastPathComponent
+        try Self.protect(staging, true)
+        defer { try? Self.protect(staging, false) }
+        #expect(try pair.bob.service.cancelTransfer(id).state == .cancelled)
+        try TransferPair.eventually("the failed removal is reported") {
+            pair.bob.events.errors.contains { $0.contains("cannot remove the partial data of big.bin") }
+        }
+        let report = try #require(pair.bob.events.errors.first { $0.contains("cannot remove") })
+        #expect(report.contains(partial) && report.contains("trying again"), "\(report)")
+        #expect(FileManager.default.fileExists(atPath: partial))
+        try Self.protect(staging, false)
+        try TransferPair.eventually("a retry removes it") { !FileManager.default.fileExists(atPath: partial) }
+    }
+
+    /// Makes `directory` refuse (or allow again) removing what it holds.
+    static func protect(_ directory: String, _ on: Bool) throws {
+        if getuid() == 0 {
+            let chattr = Process()
+            chattr.executableURL = URL(fileURLWithPath: "/usr/bin/chattr")
+            chattr.arguments = [on ? "+i" : "-i", directory]
+            try chattr.run()
+            chattr.waitUntilExit()
+            try #require(chattr.terminationStatus == 0, "chattr \(on ? "+i" : "-i") \(directory)")
+        } else {
+            try #require(chmod(directory, on ? 0o500 : 0o700) == 0)
+        }
+    }
+}
