@@ -197,7 +197,7 @@ struct DiscoveryInteropTests {
         let (browser, log) = try #require(started)
         defer { browser.stop() }
 
-        let found = await log.wait(timeout: .seconds(10)) { $0.isFound("ZC Peer") }
+        let found = await log.wait(timeout: .seconds(30)) { $0.isFound("ZC Peer") }
         try #require(found != nil, "our browser did not find the \(zeroconf.testDescription) service; stderr: \(registrar.stderr); events: \(log.all)")
         let instance = try #require(log.found("ZC Peer"))
         #expect(instance.port == 47001)
