@@ -52,11 +52,7 @@ struct WormholeSend: Sendable {
         let session: WormholeSession
         do {
             session = try WormholeSession.open(url: servers.mailbox, code: given) { code in
-                if context.globals.json {
-                    context.output.json(WormholeCodeEvent(code: code.description))
-                } else {
-                    context.output.err("Wormhole code is: \(code)\nOn the other computer, run one of:\n\n  syncpeer receive \(code)\n  wormhole receive \(code)\n\n")
-                }
+                WormholeCodeEvent.announce(code, context, text: "Wormhole code is: \(code)\nOn the other computer, run one of:\n\n  syncpeer receive \(code)\n  wormhole receive \(code)\n\n")
             }
         } catch { throw CLIError(error) }
         // Ctrl-C: the other side is told ({"error": …}) and the connections close.
@@ -144,6 +140,11 @@ struct WormholeCodeEvent: Encodable {
     let event = "wormhole_code"
     let code: String
     let time = Int64(Date().timeIntervalSince1970 * 1000)
+
+    /// Shows a new code: the event under `--json`, else `text` on standard error.
+    static func announce(_ code: WormholeCode, _ context: CommandContext, text: String) {
+        if context.globals.json { context.output.json(WormholeCodeEvent(code: code.description)) } else { context.output.err(text) }
+    }
 }
 
 /// A text sent or received with a code, as `--json` prints it.
