@@ -37,11 +37,12 @@ public enum WormholePairing {
               theirAddresses.allSatisfy({ !$0.isEmpty && $0.utf8.count <= maxAddressBytes })
         else { throw .protocolViolation("a malformed pairing message") }
         guard key != keyPair.publicKey else { throw .protocolViolation("the other side sent this node's own key") }
-        try session.send(["syncpeer_pair_proof": hex(try proof(session, keyPair, other: key, fromUs: true))])
+        let salt = session.deriveKey(purpose: "syncpeer:pair-v1").withUnsafeBytes { Array($0) }
+        try session.send(["syncpeer_pair_proof": hex(try proof(salt: salt, keyPair, other: key, fromUs: true))])
         guard let proofText = try session.receive()["syncpeer_pair_proof"] as? String, let theirProof = bytes(fromHex: proofText) else {
             throw .protocolViolation("a malformed pairing proof")
         }
-        let expected = try proof(session, keyPair, other: key, fromUs: false)
+        let expected = try proof(salt: salt, keyPair, other: key, fromUs: false)
         guard theirProof.count == expected.count, zip(theirProof, expected).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
             throw .protocolViolation("the other side does not hold the key it sent")
         }
@@ -60,11 +61,10 @@ public enum WormholePairing {
     /// A proof: HKDF over the static-static X25519 secret (only the holders of the two private
     /// keys can compute it), salted with this wormhole's key, naming the sender's key first
     /// (ours when `fromUs`), so each direction's proof differs.
-    static func proof(_ session: WormholeSession, _ keyPair: KeyPair, other: PublicKey, fromUs: Bool) throws(WormholeError) -> [UInt8] {
+    static func proof(salt: [UInt8], _ keyPair: KeyPair, other: PublicKey, fromUs: Bool) throws(WormholeError) -> [UInt8] {
         let secret: SecureBytes
         do { secret = try keyPair.sharedSecret(with: other) } catch { throw .protocolViolation("a bad identity key: \(error)") }
         let (sender, receiver) = fromUs ? (keyPair.publicKey, other) : (other, keyPair.publicKey)
-        let salt = session.deriveKey(purpose: "syncpeer:pair-v1").withUnsafeBytes { Array($0) }
         let derived = HKDFSHA256.derive(inputKeyMaterial: secret, salt: salt,
                                         info: Array("syncpeer pair proof".utf8) + sender.bytes + receiver.bytes, length: 32)
         return derived.withUnsafeBytes { Array($0) }
