@@ -44,7 +44,8 @@ struct PairByCodeTests {
             #expect(second.wait() == 0, "bob: \(second.stderr)")
             #expect(first.wait() == 0, "alice: \(first.stderr)")
             #expect(first.stdout.contains("Paired with bob"), "\(first.stdout)")
-            let result = try JSONSerialization.jsonObject(with: Data(second.stdout.utf8)) as? [String: Any]
+            let result = try JSONContractTests().check("command pair",
+                                                       SyncpeerRunner.Result(status: 0, stdout: second.stdout, stderr: second.stderr)).last
             let bobID = try #require(f.runner.cli(bob, ["id", "--json"]).stdout.firstMatch(of: /"id":"([A-Z0-9-]+)"/)?.1)
             let aliceID = try #require(f.runner.cli(alice, ["id", "--json"]).stdout.firstMatch(of: /"id":"([A-Z0-9-]+)"/)?.1)
             #expect((result?["peer"] as? [String: Any])?["id"] as? String == String(aliceID), "\(second.stdout)")
