@@ -153,6 +153,7 @@ struct WormholeText: Encodable {
 
     /// The file or folder name an offer gives (for the progress events), before it is checked.
     static func offeredName(_ offer: [String: Any]) -> String {
-        (offer["file"] as? [String: Any])?["filename"] as? String ?? (offer["directory"] as? [String: Any])?["dirname"] as? String ?? "?"
+        let name = (offer["file"] as? [String: Any])?["filename"] as? String ?? (offer["directory"] as? [String: Any])?["dirname"] as? String ?? "?"
+        return String(name.prefix(255))
     }
 }

@@ -41,8 +41,10 @@ struct WormholePair: Sendable {
             try WormholePairing.confirmRecorded(session)
             session.close()
         } catch {
+            // Paired on one side only is no pairing: undone here too.
             session.close(mood: "errory")
-            context.output.err("Paired here, but the other side did not confirm: \(error.description)\n")
+            _ = try? context.call(.unpair(peer: result.peer.id.description), as: PeerResult.self)
+            throw CLIError.failure("not paired: the other side did not record the pairing (\(error.description))")
         }
         // Both sides know each other now: connect (a failure is no error: the daemons dial
         // each other again, or find each other by discovery).

@@ -63,6 +63,34 @@ struct PairByCodeTests {
         }
     }
 
+    /// A node whose name is already a paired peer's is refused by the node that has that
+    /// peer; the other end undoes its half, so neither is left paired with the other.
+    @Test func aNewKeyCannotTakeAPairedPeersName() throws {
+        try withFixture { f in
+            let alice = try DaemonProcess(f.runner, name: "alice")
+            let bob = try DaemonProcess(f.runner, name: "bob")
+            let impostor = try DaemonProcess(f.runner, name: "bob", home: f.runner.home("impostor"))
+            defer {
+                for daemon in [alice, bob, impostor] { daemon.stop() }
+            }
+            let mailbox = ["--mailbox", f.mailboxURL]
+            func pair(_ a: DaemonProcess, _ b: DaemonProcess) throws -> (Int32, Int32, String) {
+                let first = try f.syncpeer(["--home", a.home, "pair", "--code"] + mailbox)
+                let second = try f.syncpeer(["--home", b.home, "pair", "--code", try code(first)] + mailbox)
+                return (first.wait(), second.wait(), first.stderr + second.stderr)
+            }
+            let (a, b, _) = try pair(alice, bob)
+            #expect(a == 0 && b == 0)
+            let (toAlice, fromImpostor, stderr) = try pair(alice, impostor)
+            #expect(toAlice == 1 && fromImpostor == 1, "\(stderr)")
+            #expect(stderr.contains("another paired peer is called bob"), "\(stderr)")
+            let alicePeers = try f.runner.cli(alice, ["peers", "--json"]).stdout
+            #expect(alicePeers.components(separatedBy: "\"paired\":true").count == 2, "alice keeps only bob: \(alicePeers)")
+            let impostorPeers = try f.runner.cli(impostor, ["peers", "--json"]).stdout
+            #expect(!impostorPeers.contains("\"paired\":true"), "the impostor's half is undone: \(impostorPeers)")
+        }
+    }
+
     /// A plain Magic Wormhole client that joins a pairing code is told it is for `syncpeer
     /// pair --code` and gets no key; the syncpeer end fails and pairs with nobody.
     @Test func aPlainWormholeClientIsRefused() throws {

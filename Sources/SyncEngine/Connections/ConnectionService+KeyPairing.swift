@@ -14,7 +14,11 @@ extension ConnectionService {
                 guard publicKey != identity.keyPair.publicKey else { throw EngineError.invalidArgument("that is this node's own key") }
                 let device = DeviceID(publicKey: publicKey).compact
                 let existing = try index.peer(deviceID: device)
-                if existing?.trust == .blocked { throw EngineError.invalidArgument("\(name) is blocked on this node") }
+                if existing?.trust == .blocked { throw EngineError.refused("\(name) is blocked on this node") }
+                // As for an invitation: a new key may not take the name of a paired peer.
+                if try index.peers().contains(where: { $0.trust == .paired && $0.deviceID != device && Self.sameName($0.name, name) }) {
+                    throw EngineError.refused("another paired peer is called \(name): rename one of them ('syncpeer rename') and pair again")
+                }
                 var stored: [String] = []
                 for address in addresses + (existing?.addresses ?? []) where Self.isDialable(address) && !stored.contains(address) {
                     stored.append(address)
