@@ -211,6 +211,8 @@ public final class ControlServer: @unchecked Sendable {
                 reply.success(id, folders ? PeerResult(peer: ref, autoAcceptFolders: on) : PeerResult(peer: ref, autoAccept: on))
             case let .unpair(peer):
                 reply.success(id, PeerResult(peer: try node.unpair(peer: peer)))
+            case let .pairKey(key, name, addresses):
+                reply.success(id, PeerResult(peer: try node.pair(key: key, name: name, addresses: addresses)))
             case let .streamSend(peer, name):
                 let input = try passedDescriptor(connection, request)
                 defer { close(input) }

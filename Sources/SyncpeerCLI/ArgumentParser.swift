@@ -45,6 +45,15 @@ public enum ArgumentParser {
             case .flag:
                 if inlineValue != nil { throw .usage("option --\(option.long) takes no value") }
                 parsed.flags.insert(option.long)
+            case .optionalValue:
+                // A flag that may carry a value: the flag is set either way.
+                guard parsed.flags.insert(option.long).inserted else { throw .usage("option --\(option.long) is given more than once") }
+                if let inlineValue {
+                    parsed.values[option.long] = [inlineValue]
+                } else if index < arguments.count, option.nextIsValue(arguments[index]) {
+                    parsed.values[option.long] = [arguments[index]]
+                    index += 1
+                }
             case let .value(valueName), let .repeating(valueName):
                 let value: String
                 if let inlineValue {

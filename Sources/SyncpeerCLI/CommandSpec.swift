@@ -12,6 +12,17 @@ public struct OptionSpec: Sendable {
         case value(String)
         /// `--peer VALUE`, any number of times.
         case repeating(String)
+        /// `--code` alone, or with a value: `--code=VALUE`, or `--code VALUE` when the next
+        /// word is one `nextIsValue` accepts (otherwise that word is left to what follows).
+        case optionalValue(String)
+
+        /// Whether the option must be followed by a value (what shells complete after it).
+        public var needsValue: Bool {
+            switch self {
+            case .value, .repeating: true
+            case .flag, .optionalValue: false
+            }
+        }
     }
 
     public let long: String
@@ -21,13 +32,17 @@ public struct OptionSpec: Sendable {
     /// Words a shell completes for the value besides what its placeholder says
     /// (`ShellCompletion`): `--keep`'s `local`, `remote`.
     public let values: [String]
+    /// `.optionalValue`: whether the word after the option is its value.
+    public let nextIsValue: @Sendable (String) -> Bool
 
-    public init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String, values: [String] = []) {
+    public init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String, values: [String] = [],
+                nextIsValue: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.long = long
         self.short = short
         self.kind = kind
         self.help = help
         self.values = values
+        self.nextIsValue = nextIsValue
     }
 
     var usageFragment: String {
@@ -35,6 +50,7 @@ public struct OptionSpec: Sendable {
         case .flag: return "--\(long)"
         case let .value(name): return "--\(long) \(name)"
         case let .repeating(name): return "--\(long) \(name) ..."
+        case let .optionalValue(name): return "--\(long) [\(name)]"
         }
     }
 }

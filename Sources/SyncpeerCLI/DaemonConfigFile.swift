@@ -76,6 +76,9 @@ struct DaemonConfigFile {
                 parsed.values[name] = [value]
             case .repeating:
                 parsed.values[name, default: []].append(value)
+            case .optionalValue:
+                parsed.flags.insert(name)
+                parsed.values[name] = [value]
             }
         }
         return parsed

@@ -73,7 +73,7 @@ extension ManualFormatter {
 
             """
         for spec in commands {
-            let valued = allOptions(spec).filter { $0.kind != .flag }.map { "--" + $0.long }
+            let valued = allOptions(spec).filter { $0.kind.needsValue }.map { "--" + $0.long }
             out += "        \(spec.name)) options=\"\(allOptions(spec).map { "--" + $0.long }.joined(separator: " "))\"; valued=\"\(valued.joined(separator: " "))\" ;;\n"
         }
         out += """
@@ -82,7 +82,7 @@ extension ManualFormatter {
 
             """
         for spec in commands {
-            for option in spec.options where option.kind != .flag {
+            for option in spec.options where option.kind.needsValue {
                 out += "        \"\(spec.name) --\(option.long)\") \(bashCall(ShellCompletion(option), commands) ?? ":"); return ;;\n"
             }
         }
@@ -160,7 +160,7 @@ extension ManualFormatter {
         for spec in commands {
             let options = allOptions(spec).map { option -> String in
                 let value: String = switch option.kind {
-                case .flag: ""
+                case .flag, .optionalValue: ""
                 case let .value(name), let .repeating(name): ":\(quoted(name.lowercased())):\(zshAction(ShellCompletion(option), commands))"
                 }
                 return "'--\(option.long)[\(quoted(option.help))]\(value)'"
@@ -195,7 +195,7 @@ extension ManualFormatter {
             for option in spec.options {
                 var value = ""
                 switch ShellCompletion(option) {
-                case .nothing: value = option.kind == .flag ? "" : " -x"
+                case .nothing: value = option.kind.needsValue ? " -x" : ""
                 case .files, .directories: value = " -r"
                 case let .peers(words): value = " -x -a " + quoted("(syncpeer peers --names 2>/dev/null) " + words.joined(separator: " "))
                 case let .words(words): value = " -x -a " + quoted(words.joined(separator: " "))

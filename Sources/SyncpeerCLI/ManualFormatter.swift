@@ -91,6 +91,7 @@ enum ManualFormatter {
         case .flag: break
         case let .value(name): text += " \\fI\(escape(name))\\fR"
         case let .repeating(name): text += " \\fI\(escape(name))\\fR ..."
+        case let .optionalValue(name): text += " [\\fI\(escape(name))\\fR]"
         }
         return text
     }

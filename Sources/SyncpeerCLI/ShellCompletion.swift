@@ -31,7 +31,7 @@ enum ShellCompletion: Equatable {
 
     init(_ option: OptionSpec) {
         switch option.kind {
-        case .flag: self = .nothing
+        case .flag, .optionalValue: self = .nothing
         case let .value(name), let .repeating(name): self.init(placeholder: name, values: option.values)
         }
     }

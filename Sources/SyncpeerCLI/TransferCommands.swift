@@ -4,6 +4,7 @@
 internal import Foundation
 internal import SyncEngine
 internal import Synchronization
+internal import Wormhole
 
 /// Runs `body` with a control client: the running daemon's, or, when none runs, a node
 /// started in this process for the duration of the command (same protocol either way).
@@ -43,8 +44,8 @@ struct SendCommand: Command {
             OptionSpec("to", .repeating("PEER"), help: "display name, device ID (prefix) or HOST:PORT of a paired peer; repeat it to send to several at once (a line each)"),
             OptionSpec("name", .value("NAME"), help: "the name the receiver sees (default: the file or folder name; 'stdin' for -)"),
             OptionSpec("detach", help: "hand the transfer to the running daemon and return (Ctrl-C no longer cancels it)"),
-            OptionSpec("code", help: "send to anyone with a wormhole code instead of a paired peer: prints the code; the other side runs 'syncpeer receive CODE' or 'wormhole receive CODE'"),
-            OptionSpec("use-code", .value("CODE"), help: "with --code: use this code (NUMBER-WORD-WORD) instead of a new one"),
+            OptionSpec("code", .optionalValue("CODE"), help: "send to anyone with a wormhole code instead of a paired peer: prints a new code, or uses the one given (NUMBER-WORD-WORD; --code=CODE if PATH could be taken for one); the other side runs 'syncpeer receive CODE' or 'wormhole receive CODE'",
+                       nextIsValue: WormholeCode.looksLikeCode),
             OptionSpec("text", .value("TEXT"), help: "with --code: send this text instead of a file"),
             OptionSpec("mailbox", .value("URL"), help: "with --code: the Magic Wormhole mailbox server (default \(WormholeServers.publicMailbox))"),
             OptionSpec("transit-relay", .value("HOST:PORT"), help: "with --code: the Magic Wormhole transit relay (default \(WormholeServers.publicTransitRelay))"),
@@ -53,7 +54,7 @@ struct SendCommand: Command {
         examples: ["syncpeer send report.pdf --to laptop", "syncpeer send ~/Photos/trip --to bob",
                    "tar c notes | syncpeer send - --to bob --name notes.tar",
                    "syncpeer send big.iso --to bob --detach", "syncpeer send slides.pdf --to bob --to carol",
-                   "syncpeer send photo.jpg --code", "syncpeer send --code --text 'see you at 8'"])
+                   "syncpeer send photo.jpg --code", "syncpeer send photo.jpg --code 7-guitarist-revenge", "syncpeer send --code --text 'see you at 8'"])
 
     let path: String
     /// `--code`: the transfer goes through Magic Wormhole instead.
@@ -71,7 +72,7 @@ struct SendCommand: Command {
             (path, self.peers, name, detach) = (arguments.positionals.first ?? "", [], nil, false)
             return
         }
-        for option in ["use-code", "text", "mailbox", "transit-relay"] where arguments.value(option) != nil {
+        for option in ["text", "mailbox", "transit-relay"] where arguments.value(option) != nil {
             throw .usage("--\(option) goes with --code")
         }
         guard !peers.isEmpty else { throw .usage("'syncpeer send' needs --to PEER (or --code)") }
@@ -94,12 +95,12 @@ struct SendCommand: Command {
         let servers = WormholeServers(arguments)
         if let text = arguments.value("text") {
             guard arguments.positionals.isEmpty else { throw .usage("give PATH or --text, not both") }
-            return WormholeSend(what: .text(text), code: arguments.value("use-code"), servers: servers)
+            return WormholeSend(what: .text(text), code: arguments.value("code"), servers: servers)
         }
         guard let path = arguments.positionals.first, path != "-" else { throw .usage("--code needs PATH (a file or folder) or --text TEXT") }
         let source = URL(fileURLWithPath: path).standardizedFileURL.path
         guard FileManager.default.fileExists(atPath: source) else { throw .usage("\(path): no such file or folder") }
-        return WormholeSend(what: .path(source), code: arguments.value("use-code"), servers: servers)
+        return WormholeSend(what: .path(source), code: arguments.value("code"), servers: servers)
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {

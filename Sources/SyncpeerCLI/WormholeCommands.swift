@@ -1,5 +1,6 @@
 internal import Foundation
 internal import Synchronization
+internal import SyncEngine
 internal import Wormhole
 
 /// The servers `send --code` and `receive CODE` use: the public Magic Wormhole servers unless
@@ -13,11 +14,6 @@ struct WormholeServers: Sendable {
     init(_ arguments: ParsedArguments) {
         mailbox = arguments.value("mailbox") ?? Self.publicMailbox
         transitRelay = arguments.value("transit-relay") ?? Self.publicTransitRelay
-    }
-
-    /// Wormhole transfers print text only, so far: `--json` is refused rather than ignored.
-    static func refuseJSON(_ context: CommandContext) throws(CLIError) {
-        if context.globals.json { throw .usage("--json is not supported with wormhole codes yet") }
     }
 
     /// The transit relay as a hint.
@@ -51,13 +47,12 @@ struct WormholeSend: Sendable {
     let servers: WormholeServers
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        try WormholeServers.refuseJSON(context)
         let given: WormholeCode?
         do throws(WormholeError) { given = try code.map { c throws(WormholeError) in try WormholeCode(parsing: c) } } catch { throw CLIError(error) }
         let session: WormholeSession
         do {
             session = try WormholeSession.open(url: servers.mailbox, code: given) { code in
-                context.output.err("Wormhole code is: \(code)\nOn the other computer, run one of:\n\n  syncpeer receive \(code)\n  wormhole receive \(code)\n\n")
+                WormholeCodeEvent.announce(code, context, text: "Wormhole code is: \(code)\nOn the other computer, run one of:\n\n  syncpeer receive \(code)\n  wormhole receive \(code)\n\n")
             }
         } catch { throw CLIError(error) }
         // Ctrl-C: the other side is told ({"error": …}) and the connections close.
@@ -72,9 +67,9 @@ struct WormholeSend: Sendable {
                     throw WormholeError.remote("the text was not acknowledged")
                 }
                 session.close()
-                context.output.err("text message sent\n")
+                if context.globals.json { context.output.json(WormholeText(text: text)) } else { context.output.err("text message sent\n") }
             case let .path(path):
-                let line = WormholeProgressLine(output: context.output)
+                let line = WormholeProgressLine(context, direction: .send, name: (path as NSString).lastPathComponent)
                 try WormholeFileSender(session: session, path: path, relays: try servers.relays(), report: line.report).run()
                 line.finish("Sent \((path as NSString).lastPathComponent)")
                 session.close()
@@ -91,7 +86,11 @@ struct WormholeSend: Sendable {
 enum WormholeInterrupted {
     static func check(_ interrupt: InterruptWatch, _ error: WormholeError, _ context: CommandContext) throws(CLIError) -> Int32 {
         guard interrupt.interrupted else { throw CLIError(error) }
-        context.output.err("\nCancelled; the other side was told.\n")
+        if context.globals.json {
+            context.output.errJSON(JSONError(error: "Cancelled; the other side was told.", kind: "cancelled", exit: ExitCode.interrupted))
+        } else {
+            context.output.err("\nCancelled; the other side was told.\n")
+        }
         return ExitCode.interrupted
     }
 }
@@ -103,7 +102,6 @@ struct WormholeReceive: Sendable {
     let servers: WormholeServers
 
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
-        try WormholeServers.refuseJSON(context)
         let session: WormholeSession
         do throws(WormholeError) {
             session = try WormholeSession.open(url: servers.mailbox, code: try WormholeCode(parsing: code))
@@ -117,16 +115,16 @@ struct WormholeReceive: Sendable {
                 if let hints = message["transit"] as? [String: Any] { transit = hints }
                 guard let offer = message["offer"] as? [String: Any] else { continue }
                 if let text = offer["message"] as? String {
-                    context.output.out(text + "\n")
+                    if context.globals.json { context.output.json(WormholeText(text: text)) } else { context.output.out(text + "\n") }
                     try session.send(["answer": ["message_ack": "ok"]])
                     session.close()
                     return ExitCode.success
                 }
                 let target = directory ?? FileManager.default.currentDirectoryPath
-                let line = WormholeProgressLine(output: context.output)
+                let line = WormholeProgressLine(context, direction: .receive, name: WormholeText.offeredName(offer))
                 let path = try WormholeFileReceiver(session: session, offer: offer, senderTransit: transit, directory: target,
                                                     relays: try servers.relays(), report: line.report).run()
-                line.finish("Received → \(path)")
+                line.finish("Received → \(path)", path: path)
                 session.close()
                 return ExitCode.success
             }
@@ -137,35 +135,25 @@ struct WormholeReceive: Sendable {
     }
 }
 
-/// The live line of a wormhole transfer on standard error: name, percentage, bytes and rate,
-/// redrawn at most 5 times a second on a terminal; piped, only the notes and the summary.
-final class WormholeProgressLine: Sendable {
-    private let output: any OutputSink
-    private let started = ContinuousClock.now
-    private let lastDraw = Mutex<ContinuousClock.Instant?>(nil)
+/// `send --code` under `--json`: the code to read aloud, as the `wormhole_code` event.
+struct WormholeCodeEvent: Encodable {
+    let event = "wormhole_code"
+    let code: String
+    let time = Int64(Date().timeIntervalSince1970 * 1000)
 
-    init(output: any OutputSink) { self.output = output }
-
-    var report: WormholeTransferReport {
-        WormholeTransferReport(progress: { [self] done, total in draw(done, total) }, note: { [output] in output.err($0 + "\n") })
+    /// Shows a new code: the event under `--json`, else `text` on standard error.
+    static func announce(_ code: WormholeCode, _ context: CommandContext, text: String) {
+        if context.globals.json { context.output.json(WormholeCodeEvent(code: code.description)) } else { context.output.err(text) }
     }
+}
 
-    private func draw(_ done: Int64, _ total: Int64) {
-        guard output.isTerminal else { return }
-        let now = ContinuousClock.now
-        let due = lastDraw.withLock { last -> Bool in
-            if let last, now - last < .milliseconds(200), done < total { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
-        let seconds = max(0.001, Double((now - started).components.seconds) + Double((now - started).components.attoseconds) / 1e18)
-        let percent = total > 0 ? Int(done * 100 / total) : 100
-        output.err("\r\u{1B}[K\(percent)%  \(ProgressRenderer.formatBytes(done)) of \(ProgressRenderer.formatBytes(total))  \(ProgressRenderer.formatBytes(Int64(Double(done) / seconds)))/s")
-    }
+/// A text sent or received with a code, as `--json` prints it.
+struct WormholeText: Encodable {
+    let text: String
 
-    func finish(_ summary: String) {
-        if output.isTerminal { output.err("\r\u{1B}[K") }
-        output.err(summary + "\n")
+    /// The file or folder name an offer gives (for the progress events), before it is checked.
+    static func offeredName(_ offer: [String: Any]) -> String {
+        let name = (offer["file"] as? [String: Any])?["filename"] as? String ?? (offer["directory"] as? [String: Any])?["dirname"] as? String ?? "?"
+        return String(name.prefix(255))
     }
 }

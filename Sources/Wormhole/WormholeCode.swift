@@ -21,6 +21,15 @@ public struct WormholeCode: Sendable, Equatable, CustomStringConvertible {
         self.words = words
     }
 
+    /// Whether a command-line word is a code rather than a file name: a number, then words
+    /// of lowercase letters and digits, joined by '-' (`7-guitarist-revenge`; not `7-notes.txt`).
+    public static func looksLikeCode(_ word: String) -> Bool {
+        let parts = word.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count >= 2, word.utf8.count <= maxLength, let first = parts.first, !first.isEmpty else { return false }
+        return first.allSatisfy { $0.isASCII && $0.isNumber }
+            && parts.dropFirst().allSatisfy { !$0.isEmpty && $0.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber) } }
+    }
+
     /// Parses what a user typed. The words are not checked against the list (other clients
     /// allow any password after the nameplate); spaces are not allowed.
     public init(parsing text: String) throws(WormholeError) {

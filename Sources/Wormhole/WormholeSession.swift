@@ -21,6 +21,10 @@ public final class WormholeSession: @unchecked Sendable {
     private let key: SecureBytes
     /// What the other side's `version` message said (its `app_versions`).
     public let peerAppVersions: [String: String]
+    /// What the other side said it can do beyond Magic Wormhole when it is syncpeer
+    /// (`app_versions.syncpeer.abilities`; at most `maxAbilities`, each at most 64 bytes).
+    public let peerAbilities: Set<String>
+    static let maxAbilities = 16
     private var nextInPhase = 0
     private var pending: [Int: [UInt8]] = [:]
     /// Shared with `abandon`, which may run on another thread (Ctrl-C).
@@ -102,6 +106,14 @@ public final class WormholeSession: @unchecked Sendable {
         self.mailboxID = mailboxID
         self.key = key
         self.peerAppVersions = peerAppVersions.mapValues { "\($0)" }
+        let abilities = ((peerAppVersions["syncpeer"] as? [String: Any])?["abilities"] as? [Any]) ?? []
+        peerAbilities = Set(abilities.prefix(Self.maxAbilities).compactMap { $0 as? String }.filter { $0.utf8.count <= 64 })
+    }
+
+    /// The `app_versions` syncpeer sends: the abilities only another syncpeer reads (a plain
+    /// Magic Wormhole client ignores keys it does not know).
+    public static func appVersions(abilities: [String]) -> [String: Any] {
+        ["syncpeer": ["abilities": abilities]]
     }
 
     static func phaseKey(_ key: SecureBytes, side: String, phase: String) -> SecureBytes {

@@ -37,6 +37,7 @@ struct ControlRequestTests {
         .role(directory: "/tmp/docs", peer: "bob", role: nil, noDeletes: false), .roleChanges(directory: "/tmp/docs"),
         .override(directory: "/tmp/docs"), .revert(directory: "/tmp/docs"), .guardLimits(directory: "/tmp/docs", percent: 20, files: nil),
         .guardLimits(directory: "/tmp/docs", percent: nil, files: nil),
+        .pairKey(key: String(repeating: "ab", count: 32), name: "bob", addresses: ["127.0.0.1:41414"]),
     ]
 
     @Test(arguments: samples)

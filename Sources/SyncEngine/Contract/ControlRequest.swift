@@ -90,6 +90,9 @@ public enum ControlRequest: Sendable, Equatable {
     case revert(directory: String)
     /// The folder's mass-change guard; nil keeps that limit as it is.
     case guardLimits(directory: String, percent: Int?, files: Int?)
+    /// Pairs with the node holding `key` (hex of its X25519 identity key), told by `pair --code`
+    /// through a wormhole: no invitation, no 6-digit comparison; `addresses` are where to dial it.
+    case pairKey(key: String, name: String, addresses: [String])
 
     /// The `op` names, one per operation of the protocol.
     public enum Op: String, Sendable, CaseIterable {
@@ -100,6 +103,7 @@ public enum ControlRequest: Sendable, Equatable {
         case select, tree
         case history, restore, versions
         case role, changes, override, guardLimits = "guard", revert
+        case pairKey = "pair-key"
     }
 
     public var op: Op {
@@ -150,6 +154,7 @@ public enum ControlRequest: Sendable, Equatable {
         case .override: .override
         case .revert: .revert
         case .guardLimits: .guardLimits
+        case .pairKey: .pairKey
         }
     }
 
@@ -258,6 +263,10 @@ public enum ControlRequest: Sendable, Equatable {
             put("dir", directory)
             if let percent { a["percent"] = JSONValue(percent) }
             if let files { a["files"] = JSONValue(files) }
+        case let .pairKey(key, name, addresses):
+            put("key", key)
+            put("name", name)
+            a["addresses"] = .array(addresses.map { .string($0) })
         }
         return a
     }
@@ -398,6 +407,7 @@ public enum ControlRequest: Sendable, Equatable {
                 return number
             }
             self = .guardLimits(directory: try string("dir"), percent: try number("percent"), files: try number("files"))
+        case .pairKey: self = .pairKey(key: try string("key"), name: try string("name"), addresses: try strings("addresses") ?? [])
         }
     }
 }

@@ -1,0 +1,12 @@
+internal import Foundation
+
+extension TransferInfo {
+    /// A transfer no daemon records (a Magic Wormhole transfer run by the CLI itself): no ID,
+    /// no paired peer, stamped now.
+    public static func unrecorded(direction: Direction, name: String, state: TransferState, bytes: Int64? = nil,
+                                  total: Int64? = nil, rate: Double? = nil, eta: Double? = nil, path: String? = nil,
+                                  reason: String? = nil) -> TransferInfo {
+        TransferInfo(transfer: nil, direction: direction, peer: nil, name: name, state: state, bytes: bytes, total: total,
+                     rate: rate, eta: eta, path: path, reason: reason, time: Int64(Date().timeIntervalSince1970 * 1000))
+    }
+}
