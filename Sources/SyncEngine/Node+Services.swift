@@ -144,7 +144,7 @@ extension Node {
 
     /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
     public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
-        try folders.verifyFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
+        try folders.verifyFolder(directory: directory)
     }
 
     /// Per folder: state, counts, and per peer what is out of sync.
@@ -174,10 +174,9 @@ extension Node {
     }
 
     /// Settles a conflict on `path`: keep one device's version (`keep` names it, as
-    /// `ConflictChoice` reads it), the others going to `HOME/versions`, or `both`.
+    /// `ConflictChoice` reads it), the others kept in the versions store, or `both`.
     public func resolveConflict(path: String, keep: String) throws(EngineError) -> ResolveResult {
-        try folders.resolveConflict(path: path, keep: keep, localName: identity.displayName,
-                                    store: KeptVersions(root: home.versionsDirectory))
+        try folders.resolveConflict(path: path, keep: keep, localName: identity.displayName)
     }
 }
 

@@ -209,7 +209,7 @@ struct VerifyCommand: Command {
             lines.append("\(result.corrupt) damaged, \(result.repaired) repaired from peers")
             for file in result.damaged {
                 lines.append(file.repaired ? "  repaired  \(file.path)" : "  DAMAGED   \(file.path): \(file.reason ?? "not repaired")")
-                if let kept = file.kept { lines.append("            as it was found: \(kept)") }
+                if let kept = file.kept { lines.append("            as it was found: version \(kept) (syncpeer restore \(result.path)/\(file.path) --version \(kept))") }
             }
             if result.damaged.count < result.corrupt { lines.append("  … and \(result.corrupt - result.damaged.count) more") }
         }
@@ -402,7 +402,7 @@ struct ResolveCommand: Command {
         let result = try context.call(.resolve(path: path, keep: keep), as: ResolveResult.self)
         var text = result.kept == "both" ? "Resolved \(path): kept every version"
                                          : "Resolved \(path): kept \(result.name ?? result.kept)'s version"
-        for kept in result.versions { text += "\n  the other version is kept at \(kept)" }
+        for kept in result.versions { text += "\n  the other version is kept as \(kept): syncpeer restore \(path) --version \(kept)" }
         context.print(result, text: text)
         return ExitCode.success
     }

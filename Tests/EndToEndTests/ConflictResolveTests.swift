@@ -93,9 +93,12 @@ import Testing
                 pair.copies(folder).isEmpty && (try? String(contentsOfFile: folder + "/notes.txt", encoding: .utf8)) == "bob v2"
             }
         }
+        // Alice's is kept in bob's versions store, and the result says how to get it back.
         let kept = try #require((result["versions"] as? [String])?.first, "\(result)")
-        #expect(kept.hasPrefix(bob.home + "/versions/"), "\(kept)")
-        #expect(try String(contentsOfFile: kept, encoding: .utf8) == "alice's text")
+        #expect((result["restore"] as? String)?.hasPrefix("syncpeer restore ") == true, "\(result)")
+        let restored = try env.cli(bob, ["restore", pair.bobFolder + "/notes.txt", "--version", kept, "--to", pair.bobFolder + "/alice.txt"])
+        try #require(restored.status == 0, "\(restored.stderr)")
+        #expect(try String(contentsOfFile: pair.bobFolder + "/alice.txt", encoding: .utf8) == "alice's text")
     }
 
     /// `local` is the version this device wrote, wherever it lies; `remote` the one other
@@ -112,11 +115,11 @@ import Testing
                 pair.copies(folder).isEmpty && (try? String(contentsOfFile: folder + "/notes.txt", encoding: .utf8)) == "bob v2"
             }
         }
-        // Once as a whole file (the versions store's chunks, under .chunks, are another matter:
-        // `history` lists the version from there).
-        let kept = try FileManager.default.subpathsOfDirectory(atPath: pair.alice.home + "/versions").filter { !$0.hasPrefix(".chunks/") }
+        // Kept in the versions store only (its chunks under .chunks), no whole copy beside it:
+        // `history` lists the version from there.
+        let copies = try FileManager.default.subpathsOfDirectory(atPath: pair.alice.home + "/versions").filter { !$0.hasPrefix(".chunks") }
             .map { pair.alice.home + "/versions/" + $0 }.filter { (try? String(contentsOfFile: $0, encoding: .utf8)) == "alice's text" }
-        #expect(kept.count == 1, "\(kept)")
+        #expect(copies.isEmpty, "\(copies)")
         let history = try VersionsTests.json(pair.env, pair.alice, ["history", pair.aliceFolder + "/notes.txt"])
         #expect((history["versions"] as? [[String: Any]] ?? []).contains {
             $0["local"] as? Bool == true && $0["reason"] as? String == "conflict" && $0["held"] as? Bool == true

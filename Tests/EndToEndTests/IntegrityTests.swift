@@ -128,11 +128,14 @@ extension IntegrityTests {
         for name in ["big.bin", "small-3.bin"] {
             #expect(try TestFiles.hash(trio.path("bob", name)) == TestFiles.hash(trio.path("alice", name)), "\(name) repaired")
         }
-        // What was replaced is kept under bob's home (damage and an edit in place that kept
-        // the size and mtime look the same), never only overwritten.
-        let kept = (first.result["damaged"] as? [[String: Any]] ?? []).first { $0["path"] as? String == "small-3.bin" }?["kept"] as? String
-        #expect(kept?.hasPrefix(trio.bob.home + "/versions/") == true, "\(first.result)")
-        #expect(try kept.map(TestFiles.hash) == found)
+        // What was replaced is kept in bob's versions store (damage and an edit in place that
+        // kept the size and mtime look the same), never only overwritten: restored beside it.
+        let kept = try #require((first.result["damaged"] as? [[String: Any]] ?? []).first { $0["path"] as? String == "small-3.bin" }?["kept"]
+            as? String, "\(first.result)")
+        let restored = try trio.env.cli(trio.bob, ["restore", trio.path("bob", "small-3.bin"), "--version", kept, "--to", trio.path("bob", "found.bin")])
+        try #require(restored.status == 0, "\(restored.stderr)")
+        #expect(try TestFiles.hash(trio.path("bob", "found.bin")) == found)
+        unlink(trio.path("bob", "found.bin"))
         let second = try verify()
         #expect(second.status == 0 && second.result["corrupt"] as? Int == 0, "\(second.result)")
 

@@ -327,8 +327,14 @@ public struct ResolveResult: Sendable, Equatable, Codable {
     /// That device's name (nil for "both").
     public var name: String?
     public var copies: [String]
-    /// The dropped versions, kept (absolute paths).
+    /// The dropped versions' IDs in the versions store (as `history` lists them).
     public var versions: [String]
+    /// How to get one back (`syncpeer restore PATH --version ID`); nil when none was dropped.
+    public var restore: String?
+
+    public init(path: String, kept: String, name: String? = nil, copies: [String], versions: [String], restore: String? = nil) {
+        (self.path, self.kept, self.name, self.copies, self.versions, self.restore) = (path, kept, name, copies, versions, restore)
+    }
 }
 
 /// A byte stream that ended complete (`stream-send`, `stream-receive`; `send -`,

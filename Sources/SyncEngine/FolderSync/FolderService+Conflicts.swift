@@ -95,9 +95,10 @@ extension FolderService {
     }
 
     /// Settles a conflict on `path` (the file itself): `keep` names the device whose version
-    /// stays at the path (`ConflictChoice`), every other version going to `store`; or
-    /// `both`: the copies get ordinary names. Every device follows by sync.
-    func resolveConflict(path: String, keep: String, localName: String, store: KeptVersions) throws(EngineError) -> ResolveResult {
+    /// stays at the path (`ConflictChoice`), every other version kept in the versions store
+    /// (`syncpeer restore` brings one back); or `both`: the copies get ordinary names. Every
+    /// device follows by sync.
+    func resolveConflict(path: String, keep: String, localName: String) throws(EngineError) -> ResolveResult {
         let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
@@ -124,7 +125,7 @@ extension FolderService {
             case .both:
                 return keepBoth(absolute, copies: copies, in: folder)
             case let .version(chosen, author):
-                return keepOnly(chosen, by: author, of: absolute, relative: relative, versions: versions, in: folder, store: store)
+                return keepOnly(chosen, by: author, of: absolute, relative: relative, versions: versions, in: folder)
             }
         }
         return try result.get()
@@ -152,33 +153,39 @@ extension FolderService {
         return .success(ResolveResult(path: absolute, kept: "both", copies: copies, versions: []))
     }
 
-    /// One device's version stays at the path; the others go to `store`. The file itself
-    /// is moved aside first, so a failure leaves every version where it was.
+    /// One device's version stays at the path; the others are kept in the versions store,
+    /// under the file's own path (`history`, `restore`), before they go. A version that
+    /// cannot be kept (the folder's policy is `none`, the store cannot be written) stays
+    /// where it is, and the result is a failure.
     private func keepOnly(_ chosen: ConflictChoice.Version, by author: ConflictChoice.Author, of absolute: String, relative: String,
-                          versions: [ConflictChoice.Version], in folder: SharedFolder, store: KeptVersions) -> Result<ResolveResult, EngineError> {
+                          versions: [ConflictChoice.Version], in folder: SharedFolder) -> Result<ResolveResult, EngineError> {
         var kept: [String] = []
         var failures: [String] = []
-        func keepAside(_ version: ConflictChoice.Version) throws(EngineError) {
-            // In the versions store too, under the file's own path: `history` and `restore` find it.
-            if let keeper = self.versions, var record = (try? index.file(folderID: folder.id, path: version.path)) ?? nil {
-                record.path = relative
-                keeper.keepFile(at: folder.root + "/" + version.path, as: record, reason: "conflict")
+        func keepAside(_ version: ConflictChoice.Version, removing: Bool) throws(EngineError) {
+            var record = (try? index.file(folderID: folder.id, path: version.path)) ?? nil
+            record?.path = relative
+            guard let keeper = self.versions, let record,
+                  let id = keeper.keepFile(at: folder.root + "/" + version.path, as: record, reason: "conflict") else {
+                throw .io(path: folder.root + "/" + version.path, reason: "cannot keep it in the versions store (see 'syncpeer versions "
+                          + "\(folder.root)'; 'resolve --keep both' keeps every copy in the folder)")
             }
-            kept.append(try store.keep(folder.root + "/" + version.path, folderID: folder.id, relative: relative,
-                                       author: version.author, mtimeNs: version.mtimeNs))
+            kept.append(String(localDevice.prefix(7)) + "-" + String(id))
+            if removing, Glibc.unlink(folder.root + "/" + version.path) != 0, errno != ENOENT {
+                throw .io(path: folder.root + "/" + version.path, reason: "kept, but cannot remove it: \(String(cString: strerror(errno)))")
+            }
         }
         if !chosen.atPath {
             if let current = versions.first(where: \.atPath) {
-                do throws(EngineError) { try keepAside(current) } catch { return .failure(error) }
+                do throws(EngineError) { try keepAside(current, removing: false) } catch { return .failure(error) }
             }
             guard Glibc.rename(folder.root + "/" + chosen.path, absolute) == 0 else {
                 let reason = String(cString: strerror(errno))
                 return .failure(.io(path: absolute, reason: "cannot move \(chosen.path) there: \(reason)"
-                                    + (kept.isEmpty ? "" : "; the version that was there is kept at \(kept[0])")))
+                                    + (kept.isEmpty ? "" : "; the version that was there is kept as \(kept[0])")))
             }
         }
         for version in versions where !version.atPath && version.path != chosen.path {
-            do throws(EngineError) { try keepAside(version) } catch {
+            do throws(EngineError) { try keepAside(version, removing: true) } catch {
                 failures.append("\(version.path): \(error.description)")
                 folder.report("resolve \(version.path): \(error.description)")
             }
@@ -187,6 +194,7 @@ extension FolderService {
         if !chosen.atPath { DurableNames.syncDirectory(URL(fileURLWithPath: absolute).deletingLastPathComponent().path) }
         guard failures.isEmpty else { return .failure(.io(path: absolute, reason: failures.joined(separator: "; "))) }
         return .success(ResolveResult(path: absolute, kept: author.short, name: author.name,
-                                      copies: versions.filter { !$0.atPath }.map(\.path), versions: kept))
+                                      copies: versions.filter { !$0.atPath }.map(\.path), versions: kept,
+                                      restore: kept.isEmpty ? nil : "syncpeer restore \(absolute) --version ID"))
     }
 }

@@ -17,11 +17,11 @@ extension FolderService {
     /// `syncpeer verify DIR`: every file of the folder is read and hashed against the index
     /// (on this thread; the folder goes on syncing), the damaged ones rebuilt from a peer
     /// (on the folder's `io`), and the ones changed since the last scan rescanned.
-    func verifyFolder(directory: String, keepingIn store: KeptVersions) throws(EngineError) -> VerifyResult {
+    func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
         let folder = try sharedFolder(at: directory)
         let started = ContinuousClock.now
         let scrub = try folder.scrub()
-        let (unrepaired, kept) = scrub.corrupt.isEmpty ? ([:], [:]) : folder.io.sync { folder.repair(scrub.corrupt, keepingIn: store) }
+        let (unrepaired, kept) = scrub.corrupt.isEmpty ? ([:], [:]) : folder.io.sync { folder.repair(scrub.corrupt) }
         if !scrub.changed.isEmpty { folder.io.async { folder.fullScanPaths(scrub.changed) } }
         let elapsed = ContinuousClock.now - started
         let damaged = scrub.corrupt.prefix(VerifyResult.listLimit).map {

@@ -103,10 +103,10 @@ extension SharedFolder {
     /// Rebuilds `paths` (files found corrupt) as the version the index records, from their
     /// verified chunks and a peer that has that version; the paths that could not be, with
     /// why (keyed by their bytes: two names equal under Unicode normalization stay two), and
-    /// where each replaced file was kept. A file is replaced only once a copy of it is in
-    /// `store` (an edit in place that kept the size and mtime looks like damage: it is never
-    /// lost), and counts as repaired only once it verifies after the repair. On `io`.
-    func repair(_ paths: [String], keepingIn store: KeptVersions) -> (unrepaired: [PathKey: String], kept: [PathKey: String]) {
+    /// the ID each replaced file was kept as. A file is replaced only once it is kept in the
+    /// versions store (an edit in place that kept the size and mtime looks like damage: it is
+    /// never lost), and counts as repaired only once it verifies after the repair. On `io`.
+    func repair(_ paths: [String]) -> (unrepaired: [PathKey: String], kept: [PathKey: String]) {
         func all(_ why: String) -> [PathKey: String] { Dictionary(paths.map { (PathKey($0), why) }) { a, _ in a } }
         guard stopped == nil, let index, let host, checkRoot() else { return (all("the folder is stopped (see 'syncpeer status')"), [:]) }
         let local: [PathKey: FileState]
@@ -135,17 +135,13 @@ extension SharedFolder {
                 unrepaired[key] = holders.isEmpty ? "no peer has this version of it" : "no peer that has this version of it is connected"
                 continue
             }
-            // In the versions store too, as it was found (`history`, `restore`).
-            if let versions = host.versions, let record = (try? index.file(folderID: id, path: key.string)) ?? nil {
-                versions.keepFile(at: root + "/" + key.string, as: record, reason: "verify")
-            }
-            do {
-                kept[key] = try store.keepCopy(root + "/" + key.string, folderID: id, relative: key.string,
-                                               author: String(host.localDevice.prefix(7)), mtimeNs: state.mtimeNs)
-            } catch {
-                unrepaired[key] = "cannot keep a copy of it before it is replaced: \(error)"
+            // Kept in the versions store as it was found (`history`, `restore`).
+            guard let versions = host.versions, let record = (try? index.file(folderID: id, path: key.string)) ?? nil,
+                  let version = versions.keepFile(at: root + "/" + key.string, as: record, reason: "verify") else {
+                unrepaired[key] = "cannot keep it in the versions store before it is replaced (see 'syncpeer versions \(root)')"
                 continue
             }
+            kept[key] = String(host.localDevice.prefix(7)) + "-" + String(version)
             actions.append(.pull(state, from: device))
         }
         guard !actions.isEmpty else { return (unrepaired, kept) }
