@@ -685,6 +685,20 @@ function renderFolders() {
   fill($('offer-list'), offers.map(offerRow));
 }
 
+/** A member's role in a folder (issue 41): a choice of both, send-only or receive-only, and "no deletes". */
+function roleControls(f, m, name) {
+  const k = `folder:${str(f.folder)}|role:${str(m.peer.id)}`;
+  const what = `role of ${name} in ${str(f.label || f.folder)}`;
+  const set = (ctl, change) => act(ctl, k, Object.assign({ op: 'role', dir: str(f.path), peer: str(m.peer.id) }, change), `Set the ${what}`,
+    { refresh: ['folders'], ok: () => notice(`The ${what} is set.`) });
+  const role = el('select', { 'aria-label': `The ${what}`, data: { fkey: k }, disabled: st.busy.has(k) },
+    ['both', 'send-only', 'receive-only'].map((r) => el('option', { value: r, selected: (str(m.role) || 'both') === r }, r)));
+  role.addEventListener('change', () => set(role, { role: role.value }));
+  const keep = el('input', { type: 'checkbox', checked: m.noDeletes === true, data: { fkey: k }, disabled: st.busy.has(k) });
+  keep.addEventListener('change', () => set(keep, { noDeletes: keep.checked }));
+  return el('div', { class: 'meta role-controls' }, el('label', null, 'Role ', role), ' ', el('label', null, keep, ' no deletes'));
+}
+
 function folderItem(f) {
   const members = arr(f.peers).map((m) => {
     const name = peerName(m.peer);
@@ -695,6 +709,7 @@ function folderItem(f) {
         str(m.role) && m.role !== 'both' ? [' ', el('span', { class: 'badge role' }, str(m.role))] : null,
         m.noDeletes === true ? [' ', el('span', { class: 'badge role' }, 'no deletes')] : null),
       meter(m.percent, `${name} in sync`, ' in sync'),
+      f.path && m.peer && str(m.peer.id) ? roleControls(f, m, name) : null,
       el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '')));
   });
   const pulls = arr(f.transfers).map((t) => {
@@ -738,6 +753,8 @@ function folderItem(f) {
         { ok: (r) => showVersions(`Recently deleted in ${str(f.label || f.path)}`, r, (v) => /-delete$/.test(str(v.reason))) }),
       button('Rescan', 'rescan', { op: 'rescan', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
         { refresh: ['folders'], ok: () => notice(`Rescanning ${str(f.label || f.path)}.`) }),
+      held ? button('Apply the changes', 'confirm', { op: 'confirm', dir: str(f.path) }, 'folder:' + str(f.folder), subject,
+        { refresh: ['folders'], ok: () => notice(`Applying the peers' changes to ${str(f.label || f.path)}; what they replace or delete is kept as versions.`) }) : null,
       overrides ? button('Keep this folder\'s versions', 'override', { op: 'override', dir: str(f.path) }, 'folder:' + str(f.folder), subject,
         { refresh: ['folders'], ok: (r) => notice(`${plural(r && r.overridden, 'path')} of ${str(f.label || f.path)} sent again with this device's version.`) }) : null,
       reverts ? button('Revert local changes', 'revert', { op: 'revert', dir: str(f.path) }, 'folder:' + str(f.folder), subject,

@@ -42,8 +42,9 @@ public final class DashboardServer: Sendable {
     /// they change. `send` and the folder ops (`share`, `unshare`, `rescan`, `ignores`,
     /// `pause`, `resume-folder`) name a path on this machine, typed in full
     /// (the daemon checks it as for the CLI); a send runs detached. `history` and `restore`
-    /// (versions, "recently deleted") name a path inside a shared folder. Not the descriptor ops,
-    /// `receive` (it waits), `verify` and `confirm`, nor `unpair` (the CLI asks first).
+    /// (versions, "recently deleted") name a path inside a shared folder; `confirm` applies a
+    /// held mass change and `role` sets a member's role (a folder typed in full, as the others).
+    /// Not the descriptor ops, `receive` (it waits), `verify`, nor `unpair` (the CLI asks first).
     static let allowedOps: Set<ControlRequest.Op> = [
         .status, .peers, .invitations, .browse, .visibility, .pair, .accept, .decline, .transfers, .cancel,
         .resume, .folders, .offers, .conflicts, .resolve, .connect, .disconnect, .msg,
@@ -51,6 +52,7 @@ public final class DashboardServer: Sendable {
         .select, .tree,
         .history, .restore,
         .role, .changes, .override, .revert,
+        .confirm,
     ]
 
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
@@ -319,7 +321,7 @@ public final class DashboardServer: Sendable {
             try fullPath(path)
         case let .share(directory, _, _, _, _), let .unshare(directory), let .rescan(directory, _), let .ignores(directory, _),
              let .pauseFolder(directory, _), let .receiveDir(directory), let .role(directory, _, _, _), let .roleChanges(directory),
-             let .override(directory), let .revert(directory):
+             let .override(directory), let .revert(directory), let .confirm(directory):
             try fullPath(directory)
         case let .select(directory, _), let .tree(directory, _):
             try fullPath(directory)

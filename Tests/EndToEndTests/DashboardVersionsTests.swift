@@ -7,14 +7,8 @@ import Testing
     @Test func aPageListsADeletedFileAndRestoresItFromAPeer() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
-        for name in ["alice-recv", "bob-recv", "docs"] {
-            try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true)
-        }
-        let (alice, port, link) = try DashboardTests.daemon(env, "alice", arguments: ["--auto-accept", "--receive-dir", env.home("alice-recv")],
-                                                            environment: FolderSyncTests.environment)
-        let bob = try FolderSyncTests.Trio.daemon(env, "bob", environment: FolderSyncTests.environment)
+        let (alice, bob, port, link) = try Self.pair(env)
         defer { alice.stop(); bob.stop() }
-        _ = try env.pair(alice, bob, autoAccepted: true)
         let docs = env.home("docs")
         try "minutes of the meeting".write(toFile: docs + "/minutes.txt", atomically: true, encoding: .utf8)
         _ = try VersionsTests.json(env, alice, ["share", docs, "--with", "bob"])
@@ -45,5 +39,18 @@ import Testing
         // The page has the views that ask for it.
         let script = try DashboardTests.exchange(port, DashboardTests.get("/app.js", port: port, cookie: cookie))
         #expect(script.body.contains("Recently deleted") && script.body.contains("op: 'restore'"))
+    }
+
+    /// Alice with a dashboard and bob, paired, each receiving under HOME-recv, and an empty
+    /// directory `docs` to share.
+    static func pair(_ env: SyncpeerRunner) throws -> (alice: DaemonProcess, bob: DaemonProcess, port: UInt16, link: String) {
+        for name in ["alice-recv", "bob-recv", "docs"] {
+            try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true)
+        }
+        let (alice, port, link) = try DashboardTests.daemon(env, "alice", arguments: ["--auto-accept", "--receive-dir", env.home("alice-recv")],
+                                                            environment: FolderSyncTests.environment)
+        let bob = try FolderSyncTests.Trio.daemon(env, "bob", environment: FolderSyncTests.environment)
+        _ = try env.pair(alice, bob, autoAccepted: true)
+        return (alice, bob, port, link)
     }
 }
