@@ -439,7 +439,7 @@ final class ChaosRun {
             let left = Self.leftovers(cluster.folders[name]!)
             if !left.isEmpty { failures.append("temporary files left on \(name): \(left)") }
         }
-        return failures
+        return failures + versionFailures()
     }
 
     /// What lies beside the folders: the test root and the receive folders (homes excluded:
