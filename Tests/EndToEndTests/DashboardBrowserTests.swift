@@ -298,10 +298,10 @@ struct DashboardBrowserTests {
                 copies().isEmpty && (try? String(contentsOfFile: theirs, encoding: .utf8)) == "alice's edit"
             }
             try FolderSyncTests.eventually("and on alice") { (try? String(contentsOfFile: mine, encoding: .utf8)) == "alice's edit" }
-            // bob's own edit, dropped, is kept under his home (once as a whole file; the
-            // versions store's chunks, under .chunks, hold it too).
+            // bob's own edit, dropped, is kept in his versions store (a file of one chunk: the
+            // chunk under .chunks holds its bytes).
             let kept = ((try? FileManager.default.subpathsOfDirectory(atPath: bob.home + "/versions")) ?? [])
-                .filter { !$0.hasPrefix(".chunks/") }.filter { (try? String(contentsOfFile: bob.home + "/versions/" + $0, encoding: .utf8)) == "bob's edit" }
+                .filter { $0.hasPrefix(".chunks/") }.filter { (try? String(contentsOfFile: bob.home + "/versions/" + $0, encoding: .utf8)) == "bob's edit" }
             #expect(kept.count == 1, "\(kept)")
             try browser.waitUntil("no conflict left on the page", "!\(item)")
             try browser.screenshot("activity")
