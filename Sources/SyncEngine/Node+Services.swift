@@ -147,12 +147,12 @@ extension Node {
 
     /// Per folder: state, counts, and per peer what is out of sync.
     public func folderStatus() -> [FolderStatus] {
-        folders.folderStatus(.everything).items
+        folderStatus(.everything).items
     }
 
     /// One page of `folderStatus()`, by label.
     public func folderStatus(_ page: PageRequest) -> ListPage<FolderStatus> {
-        folders.folderStatus(page)
+        withPaths(folders.folderStatus(page))
     }
 
     /// Share offers waiting for an answer: one page, by folder ID.

@@ -426,6 +426,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             }
         }
         tryDirectPaths()
+        measureRoundTrips()
     }
 
     private func scheduleInitialRedials() {

@@ -47,7 +47,7 @@ final class Session: @unchecked Sendable {
     var source: String?
     /// The relay's host when the session runs through a relay (ConnectionService+Relay).
     var relayHost: String?
-    /// While relayed: when a direct path is tried next, and how many were tried (ConnectionService+DirectPath).
+    /// While relayed: when a direct path is tried next, and how many were tried (ConnectionService+Paths).
     var nextDirectTry: ContinuousClock.Instant?
     var directTries = 0
     /// The certificate ID the user paired by (`pair CERTIFICATE-ID`): the peer's certificate
@@ -56,6 +56,8 @@ final class Session: @unchecked Sendable {
     /// The keepalive ping in flight (its nonce, when it was sent) and the last round trip.
     private var pingInFlight: (nonce: UInt64, sent: ContinuousClock.Instant)?
     private(set) var roundTrip: Duration?
+    /// When we last pinged the peer (keepalive or to measure the round trip).
+    private(set) var lastPingSent: ContinuousClock.Instant?
 
     /// How the session reaches the peer, as `peers` and `status` say it.
     var path: String { relayHost.map { "relay \($0)" } ?? "direct \(channel.remoteDescription)" }
@@ -68,6 +70,7 @@ final class Session: @unchecked Sendable {
     func pingSent() -> UInt64 {
         let nonce = UInt64.random(in: 0...UInt64.max)
         pingInFlight = (nonce, .now)
+        lastPingSent = .now
         return nonce
     }
 
