@@ -15,21 +15,8 @@ extension RelayTests {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
         let knobs = ["SYNCPEER_DIRECT_RETRY_MS": "500", "SYNCPEER_SEND_RATE": "4000000"]
-        var alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept", "--relay", url], environment: knobs)
-        var bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--relay", url], environment: knobs)
-        _ = try env.pair(alice, bob, autoAccepted: true)
-        try eventually("certificate IDs exchanged") {
-            try peer(env, alice, named: "bob")?["certificateID"] != nil && peer(env, bob, named: "alice")?["certificateID"] != nil
-        }
-        let storedBobPort = bob.port
-        _ = alice.stop()
-        _ = bob.stop()
-        alice = try DaemonProcess(env, name: "alice", home: alice.home, arguments: ["--auto-accept", "--relay", url], environment: knobs)
-        bob = try DaemonProcess(env, name: "bob", home: bob.home, arguments: ["--auto-accept", "--relay", url], environment: knobs)
+        let (alice, bob, storedBobPort) = try relayedPair(env, relay: url, environment: knobs)
         defer { _ = alice.stop(); _ = bob.stop() }
-        try eventually("alice's session with bob runs through the relay") {
-            try peer(env, alice, named: "bob")?["path"] as? String == "relay 127.0.0.1"
-        }
 
         let source = env.home("moving.bin")
         try TestFiles.random(source, size: 24 << 20)
@@ -47,6 +34,8 @@ extension RelayTests {
             try (peer(env, bob, named: "alice")?["path"] as? String)?.hasPrefix("direct ") == true
         }
 
+        // Bounded: a transfer that never resumes fails here rather than hanging the read below.
+        try bob.waitFor("transfer", timeout: 60) { $0["name"] as? String == "moving.bin" && $0["state"] as? String == "completed" }
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(stdout)")
