@@ -23,8 +23,9 @@ public final class GlobalServer {
         }
     }
 
-    public static func relay() throws -> GlobalServer {
-        try GlobalServer(binary: "/usr/bin/strelaysrv", arguments: relayArguments)
+    /// - Parameters: namespace: a test network namespace to run it in (on its 127.0.0.1).
+    public static func relay(namespace: String? = nil) throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, arguments: relayArguments)
     }
 
     static func relayArguments(_ dir: URL, _ port: UInt16) -> [String] {
