@@ -49,13 +49,7 @@ struct RelayCaptureTests {
         let alice = try DaemonProcess(env, name: "alice-tellurium", arguments: ["--auto-accept", "--relay", url], namespace: namespace.name)
         let bob = try DaemonProcess(env, name: "bob-vanadium", arguments: ["--auto-accept", "--relay", url], namespace: namespace.name)
         defer { _ = alice.stop(); _ = bob.stop() }
-        let aliceID = try #require(try env.cli(alice, ["id", "--json"]).stdout.data(using: .utf8)
-            .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] }?["certificateID"])
-        var paired = try env.cli(bob, ["pair", aliceID, "--json"])
-        for _ in 0..<20 where paired.status != 0 && paired.stderr.contains("not there") {
-            Thread.sleep(forTimeInterval: 0.5)
-            paired = try env.cli(bob, ["pair", aliceID, "--json"])
-        }
+        let paired = try env.pairByCertificateID(bob, with: alice).result
         try #require(paired.status == 0, "\(paired.stderr)")
         try bob.waitForState("connected", peer: "alice-tellurium", timeout: 20)
 

@@ -26,3 +26,19 @@ extension RelayTests {
         return (alice, bob, storedBobPort)
     }
 }
+
+extension SyncpeerRunner {
+    /// `syncpeer pair CERTIFICATE-ID` from `daemon` to `other` through the relay they joined;
+    /// returns `other`'s certificate ID and the last answer. `other` must have joined the relay
+    /// before `daemon` asks it for it: until then the relay answers that it is not there.
+    func pairByCertificateID(_ daemon: DaemonProcess, with other: DaemonProcess) throws -> (id: String, result: Result) {
+        let id = try #require(try cli(other, ["id", "--json"]).stdout.data(using: .utf8)
+            .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] }?["certificateID"])
+        var paired = try cli(daemon, ["pair", id, "--json"])
+        for _ in 0..<20 where paired.status != 0 && paired.stderr.contains("not there") {
+            Thread.sleep(forTimeInterval: 0.5)
+            paired = try cli(daemon, ["pair", id, "--json"])
+        }
+        return (id, paired)
+    }
+}
