@@ -150,12 +150,12 @@ extension Node {
     /// Per folder: state, counts, and per peer what is out of sync.
     /// An index that cannot be read fails it with its cause.
     public func folderStatus() throws(EngineError) -> [FolderStatus] {
-        try folders.folderStatus(.everything).items
+        try folderStatus(.everything).items
     }
 
     /// One page of `folderStatus()`, by label.
     public func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
-        try folders.folderStatus(page)
+        withPaths(try folders.folderStatus(page))
     }
 
     /// Share offers waiting for an answer: one page, by folder ID.

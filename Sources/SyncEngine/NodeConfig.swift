@@ -32,6 +32,9 @@ public struct NodeConfig: Sendable {
     public var staticPeers: [String] = []
     /// Relays to join and to reach paired peers through (`daemon --relay relay://HOST:PORT/?id=ID`).
     public var relays: [String] = []
+    /// While a paired peer is reached through a relay, how often a direct path to it is tried
+    /// (`SYNCPEER_DIRECT_RETRY_MS`); one that works replaces the relayed session.
+    public var directRetryInterval: Duration = .seconds(60)
     /// Global discovery servers to announce to and look paired peers up at
     /// (`daemon --discovery-server URL`, `--global` for Syncthing's public ones).
     public var discoveryServers: [String] = []
@@ -104,6 +107,7 @@ public struct NodeConfig: Sendable {
         if let value = ms("SYNCPEER_HANDSHAKE_TIMEOUT_MS") { handshakeTimeout = value }
         if let value = ms("SYNCPEER_REDIAL_MS") { redialInitial = value }
         if let value = ms("SYNCPEER_LOOKUP_MS") { lookupInterval = value }
+        if let value = ms("SYNCPEER_DIRECT_RETRY_MS") { directRetryInterval = value }
         if let value = ms("SYNCPEER_WATCH_DELAY_MS") { watchDelay = value }
         if let value = ms("SYNCPEER_RESCAN_MS") { rescanInterval = value }
         if let value = ms("SYNCPEER_SEND_TIMEOUT_MS") { sendTimeout = value }

@@ -705,10 +705,16 @@ function peerRow(s) {
   return el('li', { class: 'peer state-' + cls(s.state), data: { peer: id } },
     el('div', { class: 'who' }, el('strong', null, bdi(name)), ' ', sid(id), ' ',
       el('span', { class: 'badge state' }, STATE_TEXT[s.state] || str(s.state) || 'unknown')),
-    el('div', { class: 'meta' }, dots(s.paired ? 'paired' : 'not paired', str(s.address), seen,
+    el('div', { class: 'meta' }, dots(s.paired ? 'paired' : 'not paired', str(s.path || s.address), roundTrip(s), seen,
       s.nearby || s.discovered ? 'nearby' : '')),
     el('div', { class: 'actions' }, action,
       id && s.paired ? [autoAcceptButton(s, 'files', name), autoAcceptButton(s, 'folders', name)] : null));
+}
+
+/** A live session's last round trip ("12 ms"), or nothing. */
+function roundTrip(s) {
+  const ms = s.roundTripMs;
+  return s.state === 'connected' && typeof ms === 'number' && isFinite(ms) ? (ms < 10 ? ms.toFixed(1) : Math.round(ms)) + ' ms' : '';
 }
 
 /** A switch of `auto-accept PEER files|folders`: its state in words, pressed while on. */

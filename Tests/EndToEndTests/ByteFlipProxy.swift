@@ -24,9 +24,10 @@ final class ByteFlipProxy: @unchecked Sendable {
     var port: UInt16 { listener.port }
     var address: String { "127.0.0.1:\(port)" }
 
-    init(targetPort: UInt16) throws {
+    /// `port` 0 picks a free one; another opens a route at an address a peer already dials.
+    init(targetPort: UInt16, port: UInt16 = 0) throws {
         self.targetPort = targetPort
-        listener = try TCPListener(host: "127.0.0.1", port: 0)
+        listener = try TCPListener(host: "127.0.0.1", port: port)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "flip-proxy-accept"
         thread.start()

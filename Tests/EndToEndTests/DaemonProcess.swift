@@ -115,6 +115,14 @@ final class DaemonProcess: @unchecked Sendable {
         }
     }
 
+    /// Waits until a transfer this daemon receives has `bytes` bytes (a transfer midway).
+    func waitForReceived(_ bytes: Int64, timeout: Double = 30) throws {
+        try waitFor("transfer", timeout: timeout) { event in
+            guard event["direction"] as? String == "receive", let got = (event["bytes"] as? NSNumber)?.int64Value else { return false }
+            return got >= bytes
+        }
+    }
+
     /// Sends SIGTERM and waits for a clean exit; returns the exit status.
     @discardableResult
     func stop() -> Int32 {

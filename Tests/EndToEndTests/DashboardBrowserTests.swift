@@ -371,6 +371,9 @@ struct DashboardBrowserTests {
                 ((try? env.cli(bob, ["peers", "--json"]))?.stdout ?? "").contains("\"autoAccept\":true")
             }
             try browser.waitUntil("the switch on", "\(files).textContent === 'Auto-accept files: on'")
+            // The peer's row says how the session reaches alice and its round trip.
+            try browser.waitUntil("alice's path and round trip in her row",
+                                  "/direct 127\\.0\\.0\\.1:\\d+.*\\d ms/.test(document.querySelector('#peer-list').textContent)")
             // The receive folder, changed on the page: what alice sends now lands there.
             let inbox = env.home("bob-inbox")
             _ = try browser.eval("document.querySelector('#receive-dir').value = '\(inbox)', document.querySelector('#receive-form button').click(), true")

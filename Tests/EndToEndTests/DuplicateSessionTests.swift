@@ -23,10 +23,7 @@ struct DuplicateSessionTests {
         let source = env.home("twice.bin")
         try TestFiles.random(source, size: 60 << 20)
         let (process, out) = try env.startJSONSend(home: alice.home, source, to: "bob")
-        try bob.waitFor("transfer", timeout: 30) { event in
-            guard event["direction"] as? String == "receive", let bytes = (event["bytes"] as? NSNumber)?.int64Value else { return false }
-            return bytes >= 10 << 20
-        }
+        try bob.waitForReceived(10 << 20)
         _ = try env.run(["--home", alice.home, "pair", bob.address])
         let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()

@@ -129,6 +129,13 @@ struct FolderSyncTests {
         let status = try trio.env.cli(trio.alice, ["status", "--json"])
         #expect(status.status == 0)
         #expect(status.stdout.contains("\"percent\":100"), "\(status.stdout)")
+        // Each member says how it is reached and the round trip measured, as `peers` does.
+        try Self.eventually("alice's status gives each member's path and round trip") {
+            let peers = (try? Self.folderStatus(trio, trio.alice))?["peers"] as? [[String: Any]] ?? []
+            return peers.count == 2 && peers.allSatisfy {
+                ($0["path"] as? String)?.hasPrefix("direct ") == true && (($0["roundTripMs"] as? NSNumber)?.doubleValue ?? 0) > 0
+            }
+        }
     }
 
     /// `syncpeer status --json` of a node: its (only) folder.

@@ -81,15 +81,7 @@ extension RelayTests {
         let alice = try DaemonProcess(env, name: "alice", arguments: ["--auto-accept", "--relay", url])
         let bob = try DaemonProcess(env, name: "bob", arguments: ["--auto-accept", "--relay", url])
         defer { _ = alice.stop(); _ = bob.stop() }
-        let aliceID = try #require(try env.cli(alice, ["id", "--json"]).stdout.data(using: .utf8)
-            .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] }?["certificateID"])
-        // Alice must have joined the relay before bob asks it for her: until then the relay
-        // answers that she is not there.
-        var paired = try env.cli(bob, ["pair", aliceID, "--json"])
-        for _ in 0..<20 where paired.status != 0 && paired.stderr.contains("not there") {
-            Thread.sleep(forTimeInterval: 0.5)
-            paired = try env.cli(bob, ["pair", aliceID, "--json"])
-        }
+        let (aliceID, paired) = try env.pairByCertificateID(bob, with: alice)
         #expect(paired.status == 0, "\(paired.stderr)")
         try bob.waitForState("connected", peer: "alice", timeout: 20)
         try eventually("bob pinned alice's certificate ID") {

@@ -23,31 +23,46 @@ public final class GlobalServer {
         }
     }
 
-    public static func relay() throws -> GlobalServer {
-        try GlobalServer(binary: "/usr/bin/strelaysrv") { dir, port in
-            ["-listen", "127.0.0.1:\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
+    /// - Parameters: namespace: a test network namespace to run it in (on its 127.0.0.1).
+    public static func relay(namespace: String? = nil) throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, arguments: relayArguments)
+    }
+
+    static func relayArguments(_ dir: URL, _ port: UInt16) -> [String] {
+        ["-listen", "127.0.0.1:\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
+    }
+
+    /// Kills the relay (SIGKILL: its sessions end at once) and starts it again at the same
+    /// port with the same keys (so the same ID); returns the new one, to stop in its turn.
+    public func killedAndRestarted(after pause: TimeInterval) throws -> GlobalServer {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
         }
+        Thread.sleep(forTimeInterval: pause)
+        return try GlobalServer(binary: "/usr/bin/strelaysrv", directory: directory, port: port, arguments: Self.relayArguments)
     }
 
     public static var available: Bool {
         FileManager.default.isExecutableFile(atPath: "/usr/bin/stdiscosrv") && FileManager.default.isExecutableFile(atPath: "/usr/bin/strelaysrv")
     }
 
-    private init(binary: String, namespace: String? = nil, host: String = "127.0.0.1", arguments: (URL, UInt16) -> [String]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-global-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try Self.freePort()
-        log = directory.appendingPathComponent("server.log")
+    private init(binary: String, namespace: String? = nil, host: String = "127.0.0.1", directory: URL? = nil, port: UInt16? = nil,
+                 arguments: (URL, UInt16) -> [String]) throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-global-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        self.port = try port ?? Self.freePort()
+        log = self.directory.appendingPathComponent("server.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let handle = try FileHandle(forWritingTo: log)
         if let namespace {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-            process.arguments = ["netns", "exec", namespace, binary] + arguments(directory, port)
+            process.arguments = ["netns", "exec", namespace, binary] + arguments(self.directory, self.port)
         } else {
             process.executableURL = URL(fileURLWithPath: binary)
-            process.arguments = arguments(directory, port)
+            process.arguments = arguments(self.directory, self.port)
         }
-        process.currentDirectoryURL = directory
+        process.currentDirectoryURL = self.directory
         process.standardOutput = handle
         process.standardError = handle
         try process.run()
@@ -57,7 +72,7 @@ public final class GlobalServer {
             if let range = text.range(of: "device ID is ") ?? text.range(of: "?id=") {
                 printedID = String(text[range.upperBound...].prefix(63))
             }
-            if printedID.count == 63, namespace.map({ Self.accepts(host, port, in: $0) }) ?? Self.accepts(port) { return }
+            if printedID.count == 63, namespace.map({ Self.accepts(host, self.port, in: $0) }) ?? Self.accepts(self.port) { return }
             usleep(100_000)
         }
         stop()

@@ -28,7 +28,7 @@ extension ConnectionService {
     func startDial(address: String, expected: String?, context: String?,
                    progress: (@Sendable (NodeEvent) -> Void)?,
                    completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?,
-                   expectedCertificate: CertificateID? = nil) {
+                   expectedCertificate: CertificateID? = nil, quiet: Bool = false) {
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
@@ -45,7 +45,7 @@ extension ConnectionService {
             stream.setSendTimeout(config.sendTimeout)
             return stream
         }, failed: { [self] error in
-            emitError(nil, "cannot connect to \(address): \(error.description)")
+            if !quiet { emitError(nil, "cannot connect to \(address): \(error.description)") }
             completion?(.failure(.connection("cannot connect to \(address)", error)))
         }, connected: { [self] channel in
             let session = register(channel, role: .initiator, dialAddress: address)

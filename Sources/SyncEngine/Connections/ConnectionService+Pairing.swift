@@ -205,8 +205,7 @@ extension ConnectionService {
                 ?? PeerSummary(peer: session.peer, paired: false, state: .notConnected, addresses: [], discovered: false)
             entry.state = Self.publicState(session.machine.state)
             entry.address = session.channel.remoteDescription
-            entry.path = session.relayHost.map { "relay \($0)" } ?? "direct \(session.channel.remoteDescription)"
-            entry.roundTripMs = session.roundTrip.map { Double($0.components.seconds) * 1_000 + Double($0.components.attoseconds) / 1e15 }
+            (entry.path, entry.roundTripMs) = (session.path, session.roundTripMs)
             entries[session.deviceKey] = entry
         }
         return entries

@@ -181,11 +181,14 @@ final class ConnectionService: Reporting, @unchecked Sendable {
         // other even when it is connected already (its transfers resume on the one kept).
         // Two dialled by the same device: the newer one (that device dialled again, so the
         // older one is stale on its side, e.g. it restarted).
+        // A direct session always wins over a relayed one (both ends know which is relayed).
         if standing == .paired,
            let other = otherLiveSession(than: session) {
             let myKey = identity.deviceID.compact
             func initiatorKey(_ s: Session) -> String { s.machine.role == .initiator ? myKey : s.deviceKey }
-            let keepNew = initiatorKey(session) <= initiatorKey(other)
+            let keepNew = (session.relayHost == nil) != (other.relayHost == nil)
+                ? session.relayHost == nil
+                : initiatorKey(session) <= initiatorKey(other)
             let loser = keepNew ? other : session
             loser.closeReason = Self.duplicateReason
             loser.redialAllowed = false
@@ -422,6 +425,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
             }
         }
+        tryDirectPaths()
+        measureRoundTrips()
     }
 
     private func scheduleInitialRedials() {
@@ -440,12 +445,17 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     /// first (fresh), then the ones stored in the index (last known first, static peers
     /// among them), in turn.
     func redialAddress(for device: String, attempt: Int, fallback: String) -> String {
+        let list = knownAddresses(of: device)
+        return list.isEmpty ? fallback : list[attempt % list.count]
+    }
+
+    /// Every address a paired device may be dialled at, in that order, each once.
+    func knownAddresses(of device: String) -> [String] {
         var list = nearby?.addresses(of: device) ?? []
         list += globalFound.addresses[device] ?? []
         list += (try? index.peer(deviceID: device))?.addresses ?? []
         var seen: Set<String> = []
-        list = list.filter { seen.insert($0).inserted }
-        return list.isEmpty ? fallback : list[attempt % list.count]
+        return list.filter { seen.insert($0).inserted }
     }
 
     // MARK: - Lookup

@@ -212,6 +212,10 @@ public struct FolderPeer: Sendable, Equatable, Codable {
     public var role = PeerRole.both.rawValue
     /// Its deletions are not applied here.
     public var noDeletes = false
+    /// How its live session reaches it (`direct HOST:PORT`, `relay HOST`) and the last round
+    /// trip measured on it, as `peers` says.
+    public var path: String?
+    public var roundTripMs: Double?
 }
 
 /// A file being pulled into a folder.

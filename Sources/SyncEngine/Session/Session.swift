@@ -47,17 +47,30 @@ final class Session: @unchecked Sendable {
     var source: String?
     /// The relay's host when the session runs through a relay (ConnectionService+Relay).
     var relayHost: String?
+    /// While relayed: when a direct path is tried next, and how many were tried (ConnectionService+Paths).
+    var nextDirectTry: ContinuousClock.Instant?
+    var directTries = 0
     /// The certificate ID the user paired by (`pair CERTIFICATE-ID`): the peer's certificate
     /// must have it, or the pairing is undone.
     var expectedCertificate: CertificateID?
     /// The keepalive ping in flight (its nonce, when it was sent) and the last round trip.
     private var pingInFlight: (nonce: UInt64, sent: ContinuousClock.Instant)?
     private(set) var roundTrip: Duration?
+    /// When we last pinged the peer (keepalive or to measure the round trip).
+    private(set) var lastPingSent: ContinuousClock.Instant?
+
+    /// How the session reaches the peer, as `peers` and `status` say it.
+    var path: String { relayHost.map { "relay \($0)" } ?? "direct \(channel.remoteDescription)" }
+    /// The last round trip in milliseconds.
+    var roundTripMs: Double? {
+        roundTrip.map { Double($0.components.seconds) * 1_000 + Double($0.components.attoseconds) / 1e15 }
+    }
 
     /// A new keepalive nonce, remembered with the time it goes out (on the node's queue).
     func pingSent() -> UInt64 {
         let nonce = UInt64.random(in: 0...UInt64.max)
         pingInFlight = (nonce, .now)
+        lastPingSent = .now
         return nonce
     }
 
