@@ -10,13 +10,16 @@ ZC_PEER_DEBUG=1 in the environment logs python-zeroconf at DEBUG level to stderr
                                                "v6": every interface, over IPv6 only)
   register TYPE NAME PORT IFACE_IP SECONDS [key=value ...]      (IFACE_IP "v6:ADDRESS": IPv6 only)
                                                registers (renaming on a conflict), prints
-                                               {"registered": name}, waits, unregisters;
+                                               {"registered": name}, waits SECONDS or until
+                                               SIGUSR1 (the test saw what it needed), unregisters;
                                                {"conflict": name} when the name is taken
                                                and no rename is possible
 """
 import json
+import signal
 import socket
 import sys
+import threading
 import time
 
 import zeroconf
@@ -73,6 +76,11 @@ def browse(service_type, iface_ip, seconds):
 
 
 def register(service_type, name, port, iface_ip, seconds, pairs):
+    # Under a whole-suite run's load the test may need many seconds to start its browser
+    # after "registered"; a fixed short stay ended the registration before it looked.
+    done = threading.Event()
+    signal.signal(signal.SIGUSR1, lambda signum, frame: done.set())
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})  # the test runner's mask is inherited
     zc = zeroconf_on(iface_ip)
     emit({"event": "ready"})
     full_type = "_%s._tcp.local." % service_type
@@ -93,7 +101,7 @@ def register(service_type, name, port, iface_ip, seconds, pairs):
         zc.close()
         return
     emit({"registered": info.name})
-    time.sleep(seconds)
+    done.wait(seconds)
     zc.unregister_service(info)
     emit({"unregistered": info.name})
     zc.close()
