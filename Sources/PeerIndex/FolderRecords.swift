@@ -230,7 +230,7 @@ public struct RemoteComparison: Sendable, Equatable {
     /// The peer's live entries (tombstones left out).
     public var liveEntries: Int
     /// The peer's entries the local index lacks (except tombstones of paths it never had)
-    /// or holds with another version.
+    /// or holds with another version, and the local live entries the peer has not reported.
     public var outOfSyncFiles: Int
     /// The sizes of the live ones among them.
     public var outOfSyncBytes: Int64

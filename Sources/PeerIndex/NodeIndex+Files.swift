@@ -355,6 +355,22 @@ extension NodeIndex {
                 result.outOfSyncFiles += 1
                 if candidates.int64(at: 0) != 1 { result.outOfSyncBytes += candidates.int64(at: 1) ?? 0 }
             }
+            // What we have that the peer has not reported at all (before its index, or while
+            // it is still applying ours): not in sync either. Left out, this said a peer that
+            // held 74 % of 100,000 files was at 100 % for 7 s.
+            let missing = try db.cachedStatement(
+                """
+                SELECT l.size, l.path, l.kind FROM files AS l
+                WHERE l.folder_id = ? AND l.deleted = 0 AND NOT EXISTS (
+                    SELECT 1 FROM remote_files AS r WHERE r.folder_id = l.folder_id AND r.device_id = ? AND r.path = l.path)
+                """)
+            try missing.bind([.text(folderID), .text(deviceID)])
+            defer { missing.reset() }
+            while try missing.step() {
+                if let counts, !counts(missing.string(at: 1) ?? "", missing.string(at: 2) == "directory") { continue }
+                result.outOfSyncFiles += 1
+                result.outOfSyncBytes += missing.int64(at: 0) ?? 0
+            }
             return result
         }
     }

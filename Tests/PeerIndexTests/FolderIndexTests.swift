@@ -536,7 +536,8 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
     }
 
     /// Out of sync: what the peer has that we lack (its tombstones of paths we never had
-    /// aside) or hold with another version; the same counters written differently are equal.
+    /// aside) or hold with another version, and what we have that it has not reported; the
+    /// same counters written differently are equal.
     @Test func comparingAPeersIndexWithOursInSQL() throws {
         let index = try populatedIndex()
         let me = deviceID(1)
@@ -560,9 +561,15 @@ func sampleRemote(_ path: String, sequence: Int64, device: Int = 2, deleted: Boo
         let comparison = try index.compareRemote(folderID: "docs", deviceID: peer) { ours, theirs in
             ours.filter { $0.value != 0 } != theirs.filter { $0.value != 0 }
         }
-        // newer (2,000 B) and missing (2,000 B) differ; gone-there differs but is a tombstone (0 B).
-        #expect(comparison == RemoteComparison(liveEntries: 4, outOfSyncFiles: 3, outOfSyncBytes: 4_000))
-        #expect(try index.compareRemote(folderID: "docs", deviceID: deviceID(3)) { _, _ in true } == RemoteComparison())
+        // newer (2,000 B) and missing (2,000 B) differ; gone-there differs but is a tombstone (0 B);
+        // only-here (0 B) is ours and the peer has not reported it.
+        #expect(comparison == RemoteComparison(liveEntries: 4, outOfSyncFiles: 4, outOfSyncBytes: 4_000))
+        // A peer that has reported nothing yet lacks every live file we have (5 of them, 28 B).
+        #expect(try index.compareRemote(folderID: "docs", deviceID: deviceID(3)) { _, _ in true }
+                == RemoteComparison(liveEntries: 0, outOfSyncFiles: 5, outOfSyncBytes: 28))
+        // Paths the caller leaves out (not held here) are not counted.
+        #expect(try index.compareRemote(folderID: "docs", deviceID: deviceID(3), counts: { path, _ in path != "only-here" }) { _, _ in true }
+                == RemoteComparison(liveEntries: 0, outOfSyncFiles: 4, outOfSyncBytes: 28))
     }
 
     // MARK: Scale
