@@ -24,6 +24,10 @@ final class MemoryTrimmer: @unchecked Sendable {
         static let growth = 8 << 20
         /// At most one trim in this long, however the size swings.
         static let minimumGap: Duration = .milliseconds(500)
+        /// Above the threshold, a trim at least this often even without growth: memory freed
+        /// when a large piece of work ends stays resident, so the size alone never shows it
+        /// (scanning 100,000 files left 194 MiB resident with 80 MiB in use, for good).
+        static let settleGap: Duration = .seconds(5)
 
         /// The lowest resident size since the last trim (what that trim left, at first).
         private(set) var floor = 0
@@ -31,12 +35,13 @@ final class MemoryTrimmer: @unchecked Sendable {
 
         /// One check of a resident size of `resident` bytes at `now`: calls `trim` (which
         /// returns the resident size after it, nil if unknown) when the size is above the
-        /// threshold, `growth` above the floor, and the last trim `minimumGap` ago. True if
-        /// it trimmed.
+        /// threshold, the last trim `minimumGap` ago, and the size `growth` above the floor or
+        /// the last trim `settleGap` ago. True if it trimmed.
         mutating func check(resident: Int, now: ContinuousClock.Instant, trim: () -> Int?) -> Bool {
             floor = lastTrim == nil ? 0 : min(floor, resident)
-            guard resident > Self.threshold, resident >= floor + Self.growth,
-                  lastTrim.map({ now - $0 >= Self.minimumGap }) ?? true else { return false }
+            let since = lastTrim.map { now - $0 }
+            guard resident > Self.threshold, since.map({ $0 >= Self.minimumGap }) ?? true,
+                  resident >= floor + Self.growth || since.map({ $0 >= Self.settleGap }) ?? true else { return false }
             lastTrim = now
             floor = trim() ?? resident
             return true

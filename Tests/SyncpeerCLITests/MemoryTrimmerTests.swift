@@ -36,6 +36,18 @@ struct MemoryTrimmerTests {
         #expect(check(&policy, 90 * mib + Policy.growth, at: 3))
     }
 
+    @Test func memoryFreedWhenWorkEndsIsReturnedOnceItSettles() {
+        var policy = Policy()
+        // A scan of 100,000 files trimmed at its height; when it ends, what it freed stays
+        // resident (194 MiB, 4 above what the trim left): no growth, but the next settle trims.
+        #expect(check(&policy, 200 * mib, at: 0, leaves: 190 * mib))
+        #expect(!check(&policy, 194 * mib, at: 1))
+        #expect(!check(&policy, 194 * mib, at: 4.9))
+        #expect(check(&policy, 194 * mib, at: 5, leaves: 80 * mib))
+        // Below the threshold, nothing more however long it stays.
+        #expect(!check(&policy, 80 * mib, at: 60))
+    }
+
     @Test func theFloorFollowsTheSizeDown() {
         var policy = Policy()
         // A large apply, trimmed at 300 MiB with 290 in use; later the daemon is back at 70.
