@@ -10,12 +10,11 @@ internal import Synchronization
 /// possibly preceded by progress lines `{"id":…,"event":{…}}`. A transfer result is its
 /// `transfer` event (with `"event":"transfer"`), like the progress lines before it. The `events` op streams
 /// every node event until the client disconnects. docs/PROTOCOL.md lists every op.
-public final class ControlServer: @unchecked Sendable {
-    // @unchecked: `listener` is set once in start() before any other thread sees self;
-    // everything else is immutable.
+public final class ControlServer: Sendable {
     let node: Node
     public let path: String
-    private var listener: UnixListener?
+    /// Set by start(), closed by stop() (from any thread).
+    private let listener = Mutex<UnixListener?>(nil)
 
     public init(node: Node, path: String) {
         self.node = node
@@ -27,7 +26,7 @@ public final class ControlServer: @unchecked Sendable {
         do { listener = try UnixListener(path: path) } catch {
             throw .connection("cannot open the control socket", error)
         }
-        self.listener = listener
+        self.listener.withLock { $0 = listener }
         let thread = Thread { [self] in
             while let connection = try? listener.accept() {
                 let client = Thread { [self] in serve(connection) }
@@ -40,7 +39,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     public func stop() {
-        listener?.close()
+        listener.withLock { $0?.close() }
     }
 
     private func serve(_ connection: UnixConnection) {
