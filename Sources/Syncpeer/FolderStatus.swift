@@ -27,10 +27,11 @@ public struct FolderStatus: Sendable, Equatable {
 }
 
 extension Node {
-    /// Every shared folder as the API shows it (the engine's `FolderStatus`, whose name the
-    /// API's hides here, is only inferred).
-    func apiFolders() throws(EngineError) -> [FolderStatus] {
-        try folderStatus().map { status in
+    /// One page of the shared folders as the API shows them (the engine's `FolderStatus`,
+    /// whose name the API's hides in this module, is only inferred here).
+    func apiFolders(_ request: PageRequest) throws(EngineError) -> Page<FolderStatus> {
+        let page = try folderStatus(request)
+        let items = page.items.map { status in
             FolderStatus(folderID: status.folder, label: status.label, path: status.path,
                          state: FolderState(engine: status.state.rawValue), error: status.error, files: status.files,
                          bytes: status.bytes, conflicts: status.conflicts, failing: status.failing,
@@ -39,5 +40,6 @@ extension Node {
                                                  outOfSyncBytes: $0.outOfSyncBytes, percent: $0.percent)
                          })
         }
+        return Page(items: items, next: page.next)
     }
 }

@@ -29,9 +29,6 @@ public final class Session: Sendable {
         case stateChanged(PeerID, PeerState)
         /// A message (`session(_:didReceive:fromPeer:)`).
         case received(Data, from: PeerID)
-        /// A peer opened a stream (`session(_:didReceive:withName:fromPeer:)`); take it with
-        /// `acceptStream`.
-        case streamOffered(name: String, from: PeerID)
         /// A peer offers a resource (file or folder); answer with `acceptResource`.
         case resourceOffered(ResourceOffer)
         /// A resource finished, either way (`didFinishReceivingResourceWithName`).
@@ -288,15 +285,34 @@ public final class Session: Sendable {
         }
     }
 
-    /// Every shared folder and how far it is.
+    /// One page of the shared folders, by label, from after `after` (the `next` of the page
+    /// before; nil: the first page).
+    /// A damaged or unreadable index throws its cause rather than showing zero counts.
+    public func folders(after: String? = nil, limit: Int = Page<FolderStatus>.defaultLimit) throws(SyncpeerError) -> Page<FolderStatus> {
+        do throws(EngineError) {
+            return try node.apiFolders(PageRequest(limit: limit, after: after))
+        } catch { throw SyncpeerError(error) }
+    }
+
+    /// One page of the conflicted files, by folder label and path (see `folders(after:limit:)`).
+    public func conflicts(after: String? = nil, limit: Int = Page<Conflict>.defaultLimit) throws(SyncpeerError) -> Page<Conflict> {
+        do throws(EngineError) {
+            let page = try node.conflicts(PageRequest(limit: limit, after: after))
+            return Page(items: page.items.map(Conflict.init), next: page.next)
+        } catch { throw SyncpeerError(error) }
+    }
+
+    /// Every shared folder and how far it is, in one list (`folders(after:limit:)` reads
+    /// them a page at a time).
     /// A damaged or unreadable index throws its cause rather than showing zero counts.
     public var folders: [FolderStatus] {
         get throws(SyncpeerError) {
-            do throws(EngineError) { return try node.apiFolders() } catch { throw SyncpeerError(error) }
+            do throws(EngineError) { return try node.apiFolders(.everything).items } catch { throw SyncpeerError(error) }
         }
     }
 
-    /// Conflicted files in shared folders, each with its versions.
+    /// Conflicted files in shared folders, each with its versions, in one list
+    /// (`conflicts(after:limit:)` reads them a page at a time).
     public var conflicts: [Conflict] {
         get throws(SyncpeerError) {
             do throws(EngineError) { return try node.conflicts().map(Conflict.init) } catch { throw SyncpeerError(error) }

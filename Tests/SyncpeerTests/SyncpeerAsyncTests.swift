@@ -227,6 +227,27 @@ import Testing
         }
     }
 
+    /// Shared folders, a list that grows with use, read a page at a time: two pages of at
+    /// most 2 hold the 3 folders alice shares, each once, and the last page says it is last.
+    @Test func foldersAreReadAPageAtATime() async throws {
+        try await SyncpeerAPITests.onTestThread {
+            let pair = try await Pair()
+            for name in ["alpha", "beta", "gamma"] {
+                let folder = pair.root.appendingPathComponent(name)
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+                try pair.alice.share(folder: folder, with: [pair.bobPeer])
+            }
+            let first = try pair.alice.folders(limit: 2)
+            #expect(first.items.count == 2)
+            let next = try #require(first.next, "a first page of 2 of 3 folders says it is the last")
+            let second = try pair.alice.folders(after: next, limit: 2)
+            #expect(second.next == nil)
+            #expect((first.items + second.items).map(\.label).sorted() == ["alpha", "beta", "gamma"])
+            #expect(try pair.alice.folders.count == 3)
+            #expect(try pair.alice.conflicts(limit: 10).items.isEmpty)
+        }
+    }
+
     /// The library's public face uses its own types only, and it takes no setting from the
     /// host program's environment: Syncpeer imports the engine internally (so the compiler
     /// refuses an engine type in a public declaration) and reads no environment variable.
