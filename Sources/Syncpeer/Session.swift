@@ -1,5 +1,5 @@
 public import Foundation
-public import SyncEngine
+internal import SyncEngine
 internal import Synchronization
 
 /// A running syncpeer node and its sessions with peers: Multipeer Connectivity's
@@ -8,7 +8,7 @@ internal import Synchronization
 /// `syncpeer --home HOME …` commands work beside a program that uses this API.
 ///
 /// ```swift
-/// let session = try Session(home: "/tmp/alice", displayName: "alice")
+/// let session = try Session(home: "/tmp/alice", configuration: Session.Configuration(displayName: "alice"))
 /// for await event in session.events {
 ///     if case let .received(data, from) = event { print(from.displayName, data.count) }
 /// }
@@ -18,6 +18,8 @@ public final class Session: Sendable {
     public let address: String
     /// This node.
     public let myPeerID: PeerID
+    /// What the session was made with.
+    public let configuration: Configuration
     let daemon: Daemon
     var node: Node { daemon.node }
 
@@ -27,17 +29,18 @@ public final class Session: Sendable {
         case stateChanged(PeerID, PeerState)
         /// A message (`session(_:didReceive:fromPeer:)`).
         case received(Data, from: PeerID)
-        /// A peer opened a stream (`session(_:didReceive:withName:fromPeer:)`); take it with
-        /// `acceptStream`.
-        case streamOffered(name: String, from: PeerID)
         /// A peer offers a resource (file or folder); answer with `acceptResource`.
         case resourceOffered(ResourceOffer)
         /// A resource finished, either way (`didFinishReceivingResourceWithName`).
-        case resourceFinished(name: String, peer: PeerID, url: URL?, error: String?)
+        case resourceFinished(name: String, peer: PeerID, state: ResourceState)
         /// A shared folder changed state (syncing, idle, a conflict).
-        case folderChanged(folderID: String, state: String)
+        case folderChanged(folderID: String, state: FolderState)
         /// A peer shares a folder with us; answer with `acceptFolder`.
         case folderOffered(folderID: String, label: String, from: PeerID)
+        /// The consumer fell behind by more than the stream holds: this many events after the
+        /// previous one were left out (never silently). Read `folders`, `connectedPeers`
+        /// again for the current state.
+        case eventsDropped(Int)
     }
 
     /// A resource a peer offers (`didStartReceivingResourceWithName`).
@@ -49,29 +52,35 @@ public final class Session: Sendable {
         public let files: Int
     }
 
-    /// Opens (creating it if needed) the node in `home` and starts it: it listens on
-    /// `listen` and, with `discovery`, is found by `Browser`s on the chosen interfaces.
-    /// `receiveDirectory` is where accepted resources go.
-    public init(home: String, displayName: String, listen: String = "127.0.0.1:0",
-                receiveDirectory: String? = nil, discovery: Bool = false) throws(SyncpeerError) {
+    /// Opens (creating it if needed, with `configuration.displayName`) the node in `home`
+    /// and starts it as `configuration` says. Nothing comes from the environment.
+    public init(home: String, configuration: Configuration) throws(SyncpeerError) {
         let nodeHome = NodeHome(path: home)
         if !FileManager.default.fileExists(atPath: nodeHome.keyFile) {
-            do throws(EngineError) { _ = try NodeSetup.initialise(home: nodeHome, name: displayName) } catch {
+            do throws(EngineError) { _ = try NodeSetup.initialise(home: nodeHome, name: configuration.displayName) } catch {
                 throw SyncpeerError(error)
             }
         }
-        var config = NodeConfig()
-        config.listen = listen
-        config.discovery = discovery
-        config.applyTestKnobs(ProcessInfo.processInfo.environment)
-        if let receiveDirectory { config.receiveDirectory = receiveDirectory }
+        let config = configuration.nodeConfig
         do throws(EngineError) {
+            try config.validateDiscovery()
             daemon = try Daemon.start(home: nodeHome, config: config) { _ in }
         } catch {
             throw SyncpeerError(error)
         }
+        self.configuration = configuration
         address = daemon.listenAddress
         myPeerID = PeerID(PeerRef(id: daemon.node.identity.deviceID, name: daemon.node.identity.displayName))
+    }
+
+    /// A session with the defaults of `Configuration` but these.
+    public convenience init(home: String, displayName: String, listen: String = "127.0.0.1:0",
+                            receiveDirectory: String? = nil, discovery: Bool = false) throws(SyncpeerError) {
+        var configuration = Session.Configuration(displayName: displayName)
+        configuration.listen = listen
+        configuration.receiveDirectory = receiveDirectory
+        configuration.discovery = discovery
+        try self.init(home: home, configuration: configuration)
     }
 
     /// Says goodbye to every peer and stops the node (`disconnect()`).
@@ -84,22 +93,26 @@ public final class Session: Sendable {
         node.peers().filter { $0.state == .connected }.map { PeerID($0.peer) }
     }
 
-    /// Every event from now on, until the consumer stops iterating. Each access is a new
-    /// subscription.
-    public var events: AsyncStream<Event> {
+    /// Every event from now on, until the consumer stops iterating; at most 4,096 wait for
+    /// a consumer that falls behind, then `.eventsDropped(count)` says how many were left
+    /// out. Each access is a new subscription.
+    public var events: EventStream<Event> { events(bufferSize: 4096) }
+
+    /// Every event from now on, with at most `bufferSize` waiting for the consumer.
+    public func events(bufferSize: Int) -> EventStream<Event> {
         let node = self.node
-        return AsyncStream(bufferingPolicy: .bufferingNewest(4096)) { continuation in
-            let token = node.subscribe { event in
-                if let mapped = Session.map(event) { continuation.yield(mapped) }
-            }
-            let messages = node.subscribeMessages { peer, body in
-                continuation.yield(.received(Data(body), from: PeerID(peer)))
-            }
-            continuation.onTermination = { _ in
-                node.unsubscribe(token)
-                node.unsubscribeMessages(messages)
-            }
+        let buffer = EventBuffer<Event>(capacity: bufferSize) { .eventsDropped($0) }
+        let token = node.subscribe { [weak buffer] event in
+            if let mapped = Session.map(event) { buffer?.yield(mapped) }
         }
+        let messages = node.subscribeMessages { [weak buffer] peer, body in
+            buffer?.yield(.received(Data(body), from: PeerID(peer)))
+        }
+        buffer.whenTerminated {
+            node.unsubscribe(token)
+            node.unsubscribeMessages(messages)
+        }
+        return EventStream(buffer: buffer)
     }
 
     static func map(_ event: NodeEvent) -> Event? {
@@ -111,12 +124,18 @@ public final class Session: Sendable {
                                                   totalBytes: offer.total, files: offer.files))
         case let .transfer(info) where info.direction == .receive && info.state.isFinished:
             guard let peer = info.peer else { return nil }
-            return .resourceFinished(name: info.name, peer: PeerID(peer), url: info.path.map(URL.init(fileURLWithPath:)),
-                                     error: info.state == .completed ? nil : info.reason ?? info.state.rawValue)
+            let state: ResourceState = switch info.state {
+            case .completed: .completed(info.path.map(URL.init(fileURLWithPath:)))
+            case .cancelled: .cancelled
+            case .declined: .declined
+            case .withdrawn: .withdrawn
+            default: .failed(reason: info.reason ?? info.state.rawValue)
+            }
+            return .resourceFinished(name: info.name, peer: PeerID(peer), state: state)
         case let .shareOffer(offer):
             return .folderOffered(folderID: offer.folder, label: offer.name, from: PeerID(offer.peer))
         case let .folder(change):
-            return .folderChanged(folderID: change.folder, state: change.state?.rawValue ?? "changed")
+            return .folderChanged(folderID: change.folder, state: FolderState(engine: change.state?.rawValue))
         default:
             return nil
         }
@@ -127,17 +146,19 @@ public final class Session: Sendable {
     /// Invites the node at `address` ("host:port", a discovered name or a device ID prefix)
     /// with `context` (`invitePeer(_:to:withContext:timeout:)`); returns the peer once it
     /// accepted. Both ends show the same 6-digit code meanwhile (`code`).
+    ///
+    /// Cancelling the calling task throws `.cancelled` at once; the dial or invitation
+    /// already sent runs out by itself (the peer may still see it until it expires), and a
+    /// later acceptance connects the session without this call.
     public func invite(_ address: String, context: String? = nil,
                        code: @escaping @Sendable (String) -> Void = { _ in }) async throws(SyncpeerError) -> PeerID {
-        let node = self.node
-        let result: Result<PeerID, SyncpeerError> = await withCheckedContinuation { continuation in
-            node.pair(address: address, context: context, progress: { event in
-                if case let .invitationPending(shown) = event { code(shown.code) }
-            }, completion: { result in
-                continuation.resume(returning: result.map(PeerID.init).mapError(SyncpeerError.init))
-            })
-        }
-        return try result.get()
+        let answer = OneShot<PeerID>()
+        node.pair(address: address, context: context, progress: { event in
+            if case let .invitationPending(shown) = event { code(shown.code) }
+        }, completion: { result in
+            answer.resolve(result.map(PeerID.init).mapError(SyncpeerError.init))
+        })
+        return try await answer.value()
     }
 
     /// Ends the session with `peer` (it is not redialled until it connects again).
@@ -223,18 +244,28 @@ public final class Session: Sendable {
     }
 
     /// Takes the next stream a peer opens (from `peer` only, if given); nil after `timeout`.
+    /// Waits without a thread of its own. Cancelling the calling task throws `.cancelled`
+    /// promptly (unless a stream came first: then it is returned), and no stream is lost: one
+    /// that comes later waits for the next `acceptStream`.
     public func acceptStream(from peer: PeerID? = nil, timeout: Duration? = nil) async throws(SyncpeerError) -> InputByteStream? {
         let node = self.node
-        let result: Result<IncomingByteStream?, EngineError> = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                do throws(EngineError) {
-                    continuation.resume(returning: .success(try node.acceptStream(from: peer?.deviceID, timeout: timeout)))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+        let answer = OneShot<IncomingByteStream?>()
+        let waiter: UInt64
+        do throws(EngineError) {
+            waiter = try node.awaitStream(from: peer?.deviceID) { answer.resolve(.success($0)) }
+        } catch {
+            throw SyncpeerError(error)
         }
-        do throws(EngineError) { return try result.get().map(InputByteStream.init) } catch { throw SyncpeerError(error) }
+        /// Ends the wait with `outcome` unless a stream was delivered first.
+        @Sendable func withdraw(_ outcome: Result<IncomingByteStream?, SyncpeerError>) {
+            node.withdrawStreamWaiter(waiter) { waiting in if waiting { answer.resolve(outcome) } }
+        }
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            let nanoseconds = Int(clamping: seconds.multipliedReportingOverflow(by: 1_000_000_000).partialValue + attoseconds / 1_000_000_000)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(max(0, nanoseconds))) { withdraw(.success(nil)) }
+        }
+        return try await answer.value(onCancel: { withdraw(.failure(.cancelled)) }).map(InputByteStream.init)
     }
 
     // MARK: Folders
@@ -254,18 +285,37 @@ public final class Session: Sendable {
         }
     }
 
-    /// Every shared folder and how far it is.
+    /// One page of the shared folders, by label, from after `after` (the `next` of the page
+    /// before; nil: the first page).
+    /// A damaged or unreadable index throws its cause rather than showing zero counts.
+    public func folders(after: String? = nil, limit: Int = Page<FolderStatus>.defaultLimit) throws(SyncpeerError) -> Page<FolderStatus> {
+        do throws(EngineError) {
+            return try node.apiFolders(PageRequest(limit: limit, after: after))
+        } catch { throw SyncpeerError(error) }
+    }
+
+    /// One page of the conflicted files, by folder label and path (see `folders(after:limit:)`).
+    public func conflicts(after: String? = nil, limit: Int = Page<Conflict>.defaultLimit) throws(SyncpeerError) -> Page<Conflict> {
+        do throws(EngineError) {
+            let page = try node.conflicts(PageRequest(limit: limit, after: after))
+            return Page(items: page.items.map(Conflict.init), next: page.next)
+        } catch { throw SyncpeerError(error) }
+    }
+
+    /// Every shared folder and how far it is, in one list (`folders(after:limit:)` reads
+    /// them a page at a time).
     /// A damaged or unreadable index throws its cause rather than showing zero counts.
     public var folders: [FolderStatus] {
         get throws(SyncpeerError) {
-            do throws(EngineError) { return try node.folderStatus() } catch { throw SyncpeerError(error) }
+            do throws(EngineError) { return try node.apiFolders(.everything).items } catch { throw SyncpeerError(error) }
         }
     }
 
-    /// Conflict copies in shared folders.
-    public var conflicts: [ConflictInfo] {
+    /// Conflicted files in shared folders, each with its versions, in one list
+    /// (`conflicts(after:limit:)` reads them a page at a time).
+    public var conflicts: [Conflict] {
         get throws(SyncpeerError) {
-            do throws(EngineError) { return try node.conflicts() } catch { throw SyncpeerError(error) }
+            do throws(EngineError) { return try node.conflicts().map(Conflict.init) } catch { throw SyncpeerError(error) }
         }
     }
 }

@@ -31,22 +31,6 @@ public enum SendMode: Sendable {
     case unreliable
 }
 
-/// An error of the API: what went wrong, in words, and its kind (as `syncpeer --json` names it).
-public struct SyncpeerError: Error, Sendable, CustomStringConvertible {
-    public let kind: String
-    public let description: String
-
-    init(_ error: EngineError) {
-        kind = error.kind.rawValue
-        description = error.description
-    }
-
-    init(kind: String, _ description: String) {
-        self.kind = kind
-        self.description = description
-    }
-}
-
 /// The state of the session with one peer (`MCSessionState`).
 public enum PeerState: String, Sendable {
     case notConnected, connecting, connected

@@ -123,9 +123,9 @@ import Testing
                 for await event in events { if case let .resourceOffered(offer) = event { return offer } }
                 return nil
             }
-            let done = AsyncStream<String?>.makeStream()
+            let done = AsyncStream<SyncpeerError?>.makeStream()
             let progress = pair.alice.sendResource(at: source, named: "big.bin", to: pair.bobPeer) { error in
-                done.continuation.yield(error?.kind)
+                done.continuation.yield(error)
             }
             let offer = try #require(await offers.value)
             #expect(offer.name == "big.bin" && offer.totalBytes == 24 << 20)
@@ -141,7 +141,7 @@ import Testing
             }
             watcher.start()
             try pair.bob.acceptResource(offer)
-            var outcome: String?? = .none
+            var outcome: SyncpeerError?? = .none
             for await kind in done.stream { outcome = kind; break }
             let moved = try #require(firstMove.withLock { $0 })
             #expect(moved.total == 24 << 20)
@@ -159,7 +159,7 @@ import Testing
             #expect(reader.name == "log" && reader.peer == pair.alice.myPeerID)
             let pieces = (0..<64).map { Data(repeating: UInt8($0), count: 100_000) }
             let writing = Task.detached {
-                for piece in pieces { try writer.write(piece) }
+                for piece in pieces { try await writer.write(piece) }
                 try writer.finish()
             }
             var received = Data()
@@ -174,14 +174,15 @@ import Testing
             let pair = try await Pair()
             let writer = try pair.alice.startStream(named: "half", to: pair.bobPeer)
             let reader = try #require(try await pair.bob.acceptStream(timeout: .seconds(20)))
-            try writer.write(Data(repeating: 1, count: 10_000))
+            try await writer.write(Data(repeating: 1, count: 10_000))
             writer.cancel(reason: "changed my mind")
             var received = 0
-            do {
+            do throws(SyncpeerError) {
                 for try await piece in reader { received += piece.count }
                 Issue.record("a cut stream ended as complete after \(received) bytes")
-            } catch let error as SyncpeerError {
-                #expect(error.kind == "streamCut", "\(error)")
+            } catch {
+                guard case let .streamCut(text) = error else { Issue.record("not streamCut: \(error)"); return }
+                #expect(text.contains("changed my mind"), "\(text)")
             }
         }
     }

@@ -37,7 +37,9 @@ func standardInputLines() -> AsyncStream<String> {
 /// The chat. Everything lives in locals here: a top-level variable of main.swift belongs to
 /// the main actor, and a task that reads one waits for the main actor to be free.
 func chat(home: String, name: String, listen: String, connect: String?) async throws {
-    let session = try Session(home: home, displayName: name, listen: listen)
+    var configuration = Session.Configuration(displayName: name)
+    configuration.listen = listen
+    let session = try Session(home: home, configuration: configuration)
     say("listening on \(session.address) as \(session.myPeerID)")
 
     let events = session.events

@@ -23,8 +23,10 @@ guard let home = options["home"], let name = options["name"] else {
     exit(2)
 }
 
-let session = try Session(home: home, displayName: name, listen: options["listen"] ?? "127.0.0.1:0",
-                          receiveDirectory: options["dir"])
+var configuration = Session.Configuration(displayName: name)
+configuration.listen = options["listen"] ?? "127.0.0.1:0"
+configuration.receiveDirectory = options["dir"]
+let session = try Session(home: home, configuration: configuration)
 say("listening on \(session.address) as \(session.myPeerID)")
 
 if let address = options["connect"], let file = options["send"] {
@@ -63,8 +65,12 @@ for await event in session.events {
     case let .resourceOffered(offer):
         say("\(offer.peer.displayName) drops \(offer.name) (\(offer.totalBytes) bytes): accepted")
         try? session.acceptResource(offer)
-    case let .resourceFinished(name, peer, url, error):
-        if let error { say("\(name) from \(peer.displayName) failed: \(error)") } else { say("received \(name) → \(url?.path ?? "?")") }
+    case let .resourceFinished(name, peer, .completed(url)):
+        say("received \(name) from \(peer.displayName) → \(url?.path ?? "?")")
+    case let .resourceFinished(name, peer, state):
+        say("\(name) from \(peer.displayName) did not arrive: \(state)")
+    case let .eventsDropped(count):
+        say("(\(count) events missed)")
     default:
         break
     }

@@ -23,8 +23,10 @@ guard let home = options["home"], let name = options["name"], let directory = op
     exit(2)
 }
 
-let session = try Session(home: home, displayName: name, listen: options["listen"] ?? "127.0.0.1:0",
-                          receiveDirectory: directory)
+var configuration = Session.Configuration(displayName: name)
+configuration.listen = options["listen"] ?? "127.0.0.1:0"
+configuration.receiveDirectory = directory
+let session = try Session(home: home, configuration: configuration)
 say("listening on \(session.address) as \(session.myPeerID)")
 let events = session.events
 
@@ -49,7 +51,16 @@ for await event in events {
         do { try session.acceptFolder(folderID, into: directory) } catch { say("cannot accept: \(error)") }
     case let .folderChanged(folderID, state):
         say("folder \(folderID): \(state)")
-        do { for conflict in try session.conflicts { say("conflict: \(conflict)") } } catch { say("cannot list conflicts: \(error)") }
+        guard state == .idle else { break }
+        do {
+            for conflict in try session.conflicts {
+                say("conflict: \(conflict.original): \(conflict.versions.map { "\($0.deviceName) \($0.path)" }.joined(separator: ", "))")
+            }
+        } catch {
+            say("cannot list conflicts: \(error)")
+        }
+    case let .eventsDropped(count):
+        say("(\(count) events missed)")
     default:
         break
     }

@@ -22,6 +22,10 @@ public final class OutgoingByteStream: Sendable {
         var cut: String?
         var finished = false
         var bytesWritten: Int64 = 0
+        /// Credit (or the end) came since the last `tryWrite` and nobody was waiting for it.
+        var signalled = false
+        /// Who waits for credit (`whenWritable`), run once.
+        var writable: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
@@ -47,22 +51,60 @@ public final class OutgoingByteStream: Sendable {
     /// Why the stream is cut, if it is.
     public var cutReason: String? { state.withLock { $0.cut } }
 
-    /// Writes every byte, waiting for credit as needed.
+    /// Writes every byte, waiting for credit as needed (blocks the calling thread; an async
+    /// caller uses `tryWrite` and `whenWritable` instead).
     public func write(_ bytes: UnsafeRawBufferPointer) throws(EngineError) {
         var offset = 0
         while offset < bytes.count {
-            if let reason = state.withLock({ $0.finished ? "the stream was already finished" : $0.cut }) {
-                throw .streamCut("stream '\(name)' to \(peer.name) is cut: \(reason)")
-            }
-            let piece = UnsafeRawBufferPointer(rebasing: bytes[offset..<min(bytes.count, offset + Self.pieceSize)])
-            let sent = try sendPiece(piece)
+            let sent = try tryWrite(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
             if sent == 0 {
                 _ = wake.wait(timeout: .now() + .milliseconds(200))
                 continue
             }
             offset += sent
-            state.withLock { $0.bytesWritten += Int64(sent) }
         }
+    }
+
+    /// Sends what the credit allows of `bytes` now (at most one data frame), without waiting:
+    /// how many bytes went, 0 when there is no credit (then `whenWritable` says when to try
+    /// again). Throws once the stream is cut or finished.
+    public func tryWrite(_ bytes: UnsafeRawBufferPointer) throws(EngineError) -> Int {
+        if let reason = state.withLock({ state -> String? in
+            state.signalled = false
+            return state.finished ? "the stream was already finished" : state.cut
+        }) {
+            throw .streamCut("stream '\(name)' to \(peer.name) is cut: \(reason)")
+        }
+        guard !bytes.isEmpty else { return 0 }
+        let sent = try sendPiece(UnsafeRawBufferPointer(rebasing: bytes[0..<min(bytes.count, Self.pieceSize)]))
+        if sent > 0 { state.withLock { $0.bytesWritten += Int64(sent) } }
+        return sent
+    }
+
+    /// Runs `handler` once, on any thread, when `tryWrite` may send again (credit arrived, or
+    /// the stream ended): at once when that happened since the last `tryWrite`. A handler
+    /// given again replaces one that has not run.
+    public func whenWritable(_ handler: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.signalled || state.cut != nil || state.finished {
+                state.signalled = false
+                return true
+            }
+            state.writable = handler
+            return false
+        }
+        if now { handler() }
+    }
+
+    /// Wakes a blocked `write` and the `whenWritable` handler.
+    private func signalWritable() {
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            defer { state.writable = nil }
+            if state.writable == nil { state.signalled = true }
+            return state.writable
+        }
+        handler?()
+        wake.signal()
     }
 
     public func write(_ bytes: [UInt8]) throws(EngineError) {
@@ -88,7 +130,7 @@ public final class OutgoingByteStream: Sendable {
             return true
         }
         if first { close(reason) }
-        wake.signal()
+        signalWritable()
     }
 
     /// Largest data frame.
@@ -96,11 +138,11 @@ public final class OutgoingByteStream: Sendable {
 
     // MARK: From the node's queue
 
-    func creditArrived() { wake.signal() }
+    func creditArrived() { signalWritable() }
 
     func ended(_ reason: String) {
         state.withLock { if $0.cut == nil && !$0.finished { $0.cut = reason } }
-        wake.signal()
+        signalWritable()
     }
 }
 
@@ -119,6 +161,10 @@ public final class IncomingByteStream: Sendable {
         var head = 0
         var end: StreamEnd?
         var bytesRead: Int64 = 0
+        /// Who waits for bytes or the end (`whenReadable`), run once.
+        var readable: (@Sendable () -> Void)?
+
+        var hasNews: Bool { head < pieces.count || end != nil }
     }
 
     private let state = Mutex(State())
@@ -141,43 +187,88 @@ public final class IncomingByteStream: Sendable {
 
     /// The next bytes, in order; nil when the writer finished (the stream is complete).
     /// Waits at most `timeout` for them (nil: as long as it takes), then throws `timedOut`.
+    /// Blocks the calling thread (an async caller uses `poll` and `whenReadable` instead).
     public func next(timeout: Duration? = nil) throws(EngineError) -> [UInt8]? {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
-            enum Step { case piece([UInt8]), done, cut(String), wait }
-            let step: Step = state.withLock { state in
-                if state.head < state.pieces.count {
-                    let piece = state.pieces[state.head]
-                    state.pieces[state.head] = []
-                    state.head += 1
-                    if state.head > 64 && state.head * 2 > state.pieces.count {
-                        state.pieces.removeFirst(state.head)
-                        state.head = 0
-                    }
-                    state.bytesRead += Int64(piece.count)
-                    return .piece(piece)
-                }
-                switch state.end {
-                case .complete: return .done
-                case let .cut(reason): return .cut(reason)
-                case nil: return .wait
-                }
-            }
-            switch step {
+            switch try poll() {
             case let .piece(bytes):
-                consumed(bytes.count)
                 return bytes
-            case .done:
+            case .complete:
                 return nil
-            case let .cut(reason):
-                throw .streamCut("stream '\(name)' from \(peer.name) was cut after \(bytesRead) bytes: \(reason)")
-            case .wait:
+            case .empty:
                 if let deadline, ContinuousClock.now >= deadline {
                     throw .network("no data on stream '\(name)' from \(peer.name) for \(timeout!)")
                 }
                 _ = wake.wait(timeout: .now() + .milliseconds(200))
             }
         }
+    }
+
+    /// What `poll` found.
+    public enum Poll: Sendable, Equatable {
+        /// The next bytes, in order (granted back to the writer).
+        case piece([UInt8])
+        /// The writer finished: every byte was read.
+        case complete
+        /// Nothing yet: `whenReadable` says when to look again.
+        case empty
+    }
+
+    /// The next bytes if some are here, without waiting; throws `streamCut` when the stream
+    /// was cut.
+    public func poll() throws(EngineError) -> Poll {
+        enum Step { case piece([UInt8]), done, cut(String), empty }
+        let step: Step = state.withLock { state in
+            if state.head < state.pieces.count {
+                let piece = state.pieces[state.head]
+                state.pieces[state.head] = []
+                state.head += 1
+                if state.head > 64 && state.head * 2 > state.pieces.count {
+                    state.pieces.removeFirst(state.head)
+                    state.head = 0
+                }
+                state.bytesRead += Int64(piece.count)
+                return .piece(piece)
+            }
+            switch state.end {
+            case .complete: return .done
+            case let .cut(reason): return .cut(reason)
+            case nil: return .empty
+            }
+        }
+        switch step {
+        case let .piece(bytes):
+            consumed(bytes.count)
+            return .piece(bytes)
+        case .done:
+            return .complete
+        case let .cut(reason):
+            throw .streamCut("stream '\(name)' from \(peer.name) was cut after \(bytesRead) bytes: \(reason)")
+        case .empty:
+            return .empty
+        }
+    }
+
+    /// Runs `handler` once, on any thread, when `poll` has news (bytes, the end, a cut): at
+    /// once when it has now. A handler given again replaces one that has not run.
+    public func whenReadable(_ handler: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.hasNews { return true }
+            state.readable = handler
+            return false
+        }
+        if now { handler() }
+    }
+
+    /// Wakes a blocked `next` and the `whenReadable` handler.
+    private func signalReadable() {
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            defer { state.readable = nil }
+            return state.hasNews ? state.readable : nil
+        }
+        handler?()
+        wake.signal()
     }
 
     /// Stops reading: the writer sees the stream cut with `reason`.
@@ -190,18 +281,18 @@ public final class IncomingByteStream: Sendable {
             return true
         }
         if first { reset(reason) }
-        wake.signal()
+        signalReadable()
     }
 
     // MARK: From the node's queue
 
     func append(_ bytes: [UInt8]) {
         state.withLock { if $0.end == nil { $0.pieces.append(bytes) } }
-        wake.signal()
+        signalReadable()
     }
 
     func ended(_ end: StreamEnd) {
         state.withLock { if $0.end == nil { $0.end = end } }
-        wake.signal()
+        signalReadable()
     }
 }

@@ -51,15 +51,30 @@ extension Node {
     public func acceptStream(from peerText: String? = nil, timeout: Duration? = nil) throws(EngineError) -> IncomingByteStream? {
         let box = Mutex<IncomingByteStream?>(nil)
         let arrived = DispatchSemaphore(value: 0)
+        let waiterID = try awaitStream(from: peerText) { stream in
+            box.withLock { $0 = stream }
+            arrived.signal()
+        }
+        let deadline: DispatchTime = timeout.map { .now() + .nanoseconds(Int(clamping: $0.components.seconds * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000)) } ?? .distantFuture
+        if arrived.wait(timeout: deadline) == .timedOut {
+            queue.sync { streamWaiters.removeAll { $0.id == waiterID } }
+            // Delivered between the timeout and the removal: keep it.
+            return box.withLock { $0 }
+        }
+        return box.withLock { $0 }!
+    }
+
+    /// Hands the next stream a peer opens (from `peerText` only, when given) to `deliver`,
+    /// without waiting for it: a stream already waiting goes at once, a later one on the
+    /// node's queue. Returns the waiter's ID for `withdrawStreamWaiter`.
+    public func awaitStream(from peerText: String? = nil,
+                            deliver: @escaping @Sendable (IncomingByteStream) -> Void) throws(EngineError) -> UInt64 {
         let registered: Result<UInt64, EngineError> = queue.sync {
             var device: String?
             if let peerText {
                 do throws(EngineError) { device = try resolve(peerText).deviceID.filter { $0 != "-" } } catch { return .failure(error) }
             }
-            let waiter = StreamWaiter(id: nextStreamWaiterID(), device: device) { stream in
-                box.withLock { $0 = stream }
-                arrived.signal()
-            }
+            let waiter = StreamWaiter(id: nextStreamWaiterID(), device: device, deliver: deliver)
             if let index = unclaimedStreams.firstIndex(where: { device == nil || $0.stream.peerKey == device }) {
                 let pending = unclaimedStreams.remove(at: index)
                 waiter.deliver(pending.stream)
@@ -68,14 +83,17 @@ extension Node {
             }
             return .success(waiter.id)
         }
-        let waiterID = try registered.get()
-        let deadline: DispatchTime = timeout.map { .now() + .nanoseconds(Int(clamping: $0.components.seconds * 1_000_000_000 + $0.components.attoseconds / 1_000_000_000)) } ?? .distantFuture
-        if arrived.wait(timeout: deadline) == .timedOut {
-            queue.sync { streamWaiters.removeAll { $0.id == waiterID } }
-            // Delivered between the timeout and the removal: keep it.
-            return box.withLock { $0 }
+        return try registered.get()
+    }
+
+    /// Withdraws a waiter of `awaitStream`; `done` learns (on the node's queue) whether it was
+    /// still waiting: false means its `deliver` ran already.
+    public func withdrawStreamWaiter(_ id: UInt64, done: @escaping @Sendable (Bool) -> Void) {
+        queue.async { [self] in
+            let waiting = streamWaiters.contains { $0.id == id }
+            streamWaiters.removeAll { $0.id == id }
+            done(waiting)
         }
-        return box.withLock { $0 }!
     }
 
     // MARK: - On the queue

@@ -5,7 +5,7 @@ import Syncpeer
 
 let home = CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "/tmp/syncpeer-dependent"
 do {
-    let session = try Session(home: home, displayName: "dependent")
+    let session = try Session(home: home, configuration: Session.Configuration(displayName: "dependent"))
     print("\(session.myPeerID.displayName) \(session.myPeerID.deviceID)")
     session.close()
 } catch {
