@@ -75,12 +75,10 @@ struct WormholeResumeTests {
 
     /// A file, or a folder (two files, one in a subfolder) whose zip is sent.
     @Test(arguments: [false, true]) func cutByTheRelayThenResumedWithANewCode(folder: Bool) throws {
-        guard WormholeFixture.available else {
-            Issue.record(Comment(rawValue: WormholeFixture.missingReason))
-            return
-        }
-        let f = try WormholeFixture()
-        defer { f.stop() }
+        try WormholeInteropTests().withFixture { f in try cutAndResume(f, folder: folder) }
+    }
+
+    func cutAndResume(_ f: WormholeFixture, folder: Bool) throws {
         let source = try f.directory("source"), inbox = try f.directory("inbox")
         let path: String, received: String
         if folder {
