@@ -127,9 +127,10 @@ struct WormholeResumeTests {
         }
         #expect(!FileManager.default.fileExists(atPath: inbox + "/.syncpeer-partial"), "the partial file became the result")
 
-        let completed = try #require(receiving.stdout.split(separator: "\n").last.flatMap {
-            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        })
+        // Every line as docs/JSON.md documents it (`resumed` included).
+        let events = try JSONContractTests().check("command receive CODE",
+                                                   SyncpeerRunner.Result(status: 0, stdout: receiving.stdout, stderr: receiving.stderr))
+        let completed = try #require(events.last)
         let total = try #require((completed["total"] as? NSNumber)?.intValue)
         #expect(completed["state"] as? String == "completed" && (completed["resumed"] as? NSNumber)?.intValue == held, "\(completed)")
         #expect(again.stderr.contains("(resumed: "), "\(again.stderr)")
