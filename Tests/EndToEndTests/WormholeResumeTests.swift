@@ -3,8 +3,8 @@ import Glibc
 import Testing
 
 /// `resume-v1`: syncpeer → syncpeer with a code through a local transit relay, the relay
-/// killed (by its PID) a third of the way, or the receiver stopped by Ctrl-C: both ends fail
-/// and say so, and the receiver keeps what it verified. Sent again with a new code through a restarted relay, the transfer
+/// killed (by its PID) a third of the way, the receiver stopped by Ctrl-C or killed: both ends
+/// fail and say so, and the receiver keeps what it verified. Sent again with a new code through a restarted relay, the transfer
 /// completes with identical bytes, and what crosses the relay (the relay's own byte count)
 /// is the part not yet verified plus a small bound, not the whole again.
 @Suite(.serialized)
@@ -79,12 +79,15 @@ struct WormholeResumeTests {
         case relayKilled
         /// Ctrl-C on the receiver.
         case receiverInterrupted
+        /// The receiver killed (SIGKILL): nothing of it runs after the cut.
+        case receiverKilled
         var description: String { rawValue }
     }
 
     /// A file, or a folder (two files, one in a subfolder) whose zip is sent; cut by the relay's
-    /// end, or by Ctrl-C on the receiver (which keeps what it verified all the same).
-    @Test(arguments: [(false, Cut.relayKilled), (true, .relayKilled), (false, .receiverInterrupted)])
+    /// end, by Ctrl-C on the receiver, or by the receiver's death: the partial file holds what was
+    /// verified each time.
+    @Test(arguments: [(false, Cut.relayKilled), (true, .receiverInterrupted), (false, .receiverKilled)])
     func cutThenResumedWithANewCode(folder: Bool, cut: Cut) throws {
         try WormholeInteropTests().withFixture { f in try cutAndResume(f, folder: folder, cut: cut) }
     }
@@ -122,9 +125,12 @@ struct WormholeResumeTests {
             kill(receiver.process.processIdentifier, SIGINT)
             #expect(receiver.wait() == 130, "syncpeer receive: \(receiver.stderr)")
             #expect(receiver.stderr.contains("Cancelled; the other side was told."), "\(receiver.stderr)")
+        case .receiverKilled:
+            kill(receiver.process.processIdentifier, SIGKILL)
+            _ = receiver.wait()
         }
         #expect(sender.wait() == 1, "syncpeer send: \(sender.stderr)")
-        #expect(receiver.stderr.contains("send again with a new code"), "\(receiver.stderr)")
+        #expect(cut == .receiverKilled || receiver.stderr.contains("send again with a new code"), "\(receiver.stderr)")
         #expect(sender.stderr.contains("failed") || sender.stderr.contains("gave up"), "\(sender.stderr)")
         #expect(sender.stderr.contains("send again with a new code"), "\(sender.stderr)")
         let held = Self.partialSize(inbox)
