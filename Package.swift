@@ -56,8 +56,10 @@ var package = Package(
         // Engine: the node (composition root), identity, sessions, transfers, sync; emits events, never prints.
         .target(name: "SyncEngine", dependencies: ["PeerNet", "PeerIndex", "PeerFiles", "PeerWire", "PeerCrypto"]),
         // Magic Wormhole interop (`send --code`, `receive CODE`): the mailbox client, the
-        // SPAKE2 session, Transit and the file-transfer offer/answer. Silent like the engine.
-        .target(name: "Wormhole", dependencies: ["PeerNet", "PeerCrypto"]),
+        // SPAKE2 session, Transit and the file-transfer offer/answer; between two syncpeers the
+        // chunked, resumable transfer (`resume-v1`: PeerFiles' chunker and partial files).
+        // Silent like the engine.
+        .target(name: "Wormhole", dependencies: ["PeerNet", "PeerFiles", "PeerCrypto"]),
         // The local web dashboard (`daemon --gui`): a bounded HTTP/1.1 server, the page's
         // embedded assets (web/), a client of the control socket like the CLI.
         .target(name: "SyncpeerWeb", dependencies: ["SyncEngine", "PeerNet", "PeerCrypto"]),
@@ -84,7 +86,7 @@ var package = Package(
         .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "PeerCrypto", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI", "SyncEngine", "PeerCrypto"]),
-        .testTarget(name: "WormholeTests", dependencies: ["Wormhole", "PeerNet", "PeerCrypto"], exclude: ["Zips"]),
+        .testTarget(name: "WormholeTests", dependencies: ["Wormhole", "PeerNet", "PeerFiles", "PeerCrypto"], exclude: ["Zips"]),
         .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
         .testTarget(name: "SyncpeerWebTests", dependencies: ["SyncpeerWeb", "SyncEngine", "TestKit"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.

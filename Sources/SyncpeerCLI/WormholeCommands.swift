@@ -16,6 +16,10 @@ struct WormholeServers: Sendable {
         transitRelay = arguments.value("transit-relay") ?? Self.publicTransitRelay
     }
 
+    /// What `send --code` and `receive CODE` tell the other side they can do beyond Magic
+    /// Wormhole (only another syncpeer reads it): the chunked, resumable transfer.
+    static var appVersions: [String: Any] { WormholeSession.appVersions(abilities: [WormholeResume.ability]) }
+
     /// The transit relay as a hint.
     func relays() throws(WormholeError) -> [TransitHints.Address] {
         guard let colon = transitRelay.lastIndex(of: ":"), let port = UInt16(transitRelay[transitRelay.index(after: colon)...]), port != 0 else {
@@ -51,7 +55,7 @@ struct WormholeSend: Sendable {
         do throws(WormholeError) { given = try code.map { c throws(WormholeError) in try WormholeCode(parsing: c) } } catch { throw CLIError(error) }
         let session: WormholeSession
         do {
-            session = try WormholeSession.open(url: servers.mailbox, code: given) { code in
+            session = try WormholeSession.open(url: servers.mailbox, code: given, appVersions: WormholeServers.appVersions) { code in
                 WormholeCodeEvent.announce(code, context, text: "Wormhole code is: \(code)\nOn the other computer, run one of:\n\n  syncpeer receive \(code)\n  wormhole receive \(code)\n\n")
             }
         } catch { throw CLIError(error) }
@@ -104,7 +108,7 @@ struct WormholeReceive: Sendable {
     func run(_ context: CommandContext) throws(CLIError) -> Int32 {
         let session: WormholeSession
         do throws(WormholeError) {
-            session = try WormholeSession.open(url: servers.mailbox, code: try WormholeCode(parsing: code))
+            session = try WormholeSession.open(url: servers.mailbox, code: try WormholeCode(parsing: code), appVersions: WormholeServers.appVersions)
         } catch { throw CLIError(error) }
         let interrupt = InterruptWatch { session.abandon("the receiver cancelled (Ctrl-C)") }
         defer { interrupt.stop() }

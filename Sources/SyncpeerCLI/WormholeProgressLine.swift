@@ -18,6 +18,8 @@ final class WormholeProgressLine: Sendable {
         var meter = RateMeter()
         var done: Int64 = 0
         var total: Int64 = 0
+        /// Bytes the receiver held already from a cut transfer (`resume-v1`).
+        var resumed: Int64?
     }
     private let shown: Mutex<Shown>
 
@@ -33,7 +35,8 @@ final class WormholeProgressLine: Sendable {
 
     var report: WormholeTransferReport {
         WormholeTransferReport(progress: { [self] done, total in draw(done, total) },
-                               note: { [output, json] in if !json { output.err($0 + "\n") } })
+                               note: { [output, json] in if !json { output.err($0 + "\n") } },
+                               resumed: { [self] held in shown.withLock { $0.resumed = held } })
     }
 
     private var seconds: Double {
@@ -67,12 +70,13 @@ final class WormholeProgressLine: Sendable {
         if json {
             let event: TransferInfo = shown.withLock { shown in
                 .unrecorded(direction: direction, name: shown.name, state: .completed, bytes: shown.done, total: shown.total,
-                            eta: 0, path: path)
+                            eta: 0, path: path, resumed: shown.resumed)
             }
             output.json(NodeEvent.transfer(event))
             return
         }
         if output.isTerminal { output.err("\r\u{1B}[K") }
-        output.err(summary + "\n")
+        let resumed = shown.withLock { $0.resumed }
+        output.err(summary + (resumed.map { " (resumed: \(ProgressRenderer.formatBytes($0)) were there already)" } ?? "") + "\n")
     }
 }

@@ -38,6 +38,7 @@ public struct WormholeFileReceiver {
     public func run() throws(WormholeError) -> String {
         if let file = offer["file"] as? [String: Any] {
             let (name, size) = try checkedOffer(name: file["filename"], size: file["filesize"], unpacked: nil)
+            if let resume = try resumeOffer(file, name: name, size: size) { return try receiveResumable(resume, name: name, size: size, folder: nil) }
             let (partial, digest, connection) = try receiveBytes(name: name, size: size)
             defer { connection.close(); unlink(partial) }
             let final = try place(partial, name: name)
@@ -50,17 +51,11 @@ public struct WormholeFileReceiver {
                 throw .protocolViolation("the folder comes in an unknown mode")
             }
             let (name, size) = try checkedOffer(name: folder["dirname"], size: folder["zipsize"], unpacked: folder["numbytes"])
+            let unpacked = Int64((folder["numbytes"] as? Int) ?? 0)
+            if let resume = try resumeOffer(folder, name: name, size: size) { return try receiveResumable(resume, name: name, size: size, folder: unpacked) }
             let (partial, digest, connection) = try receiveBytes(name: name, size: size)
             defer { connection.close(); unlink(partial) }
-            let unpacked = Int64((folder["numbytes"] as? Int) ?? 0)
-            let staging = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-dir-\(hex(secureRandomBytes(4)))")
-            let files = try SafeUnzipper(zipPath: partial, maxTotal: unpacked).unpack(into: staging)
-            report.note("Unpacked \(files) file\(files == 1 ? "" : "s")")
-            let final: String
-            do { final = try placeFolder(staging, name: name) } catch {
-                try? FileManager.default.removeItem(atPath: staging)
-                throw error
-            }
+            let final = try unpack(zip: partial, name: name, unpacked: unpacked)
             try acknowledge(connection, digest: digest)
             return final
         }
@@ -88,16 +83,23 @@ public struct WormholeFileReceiver {
         return (name, size)
     }
 
+    /// Unpacks the zip at `zip` (at most `unpacked` bytes) beside the target and renames the
+    /// folder into place; returns its path.
+    func unpack(zip: String, name: String, unpacked: Int64) throws(WormholeError) -> String {
+        let staging = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-dir-\(hex(secureRandomBytes(4)))")
+        let files = try SafeUnzipper(zipPath: zip, maxTotal: unpacked).unpack(into: staging)
+        report.note("Unpacked \(files) file\(files == 1 ? "" : "s")")
+        do { return try placeFolder(staging, name: name) } catch {
+            try? FileManager.default.removeItem(atPath: staging)
+            throw error
+        }
+    }
+
     /// Accepts the offer, connects Transit and receives exactly `size` bytes into a hidden
     /// file in the folder; returns its path (the caller removes it), the bytes' SHA-256 and
     /// the connection.
     private func receiveBytes(name: String, size: Int64) throws(WormholeError) -> (String, String, TransitConnection) {
-        let connector = TransitConnector(key: session.deriveKey(purpose: WormholeSession.fileTransferAppID + "/transit-key"), isSender: false, relays: relays)
-        try session.send(["transit": connector.ourHints.message])
-        try session.send(["answer": ["file_ack": "ok"]])
-        let connection = try connector.connect(peer: TransitHints(message: senderTransit ?? [:]))
-        session.onAbandon { connection.close() }
-        report.note("Receiving \(name) (\(connection.description))")
+        let connection = try accept(name: name, resumable: false)
         let partial = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-\(hex(secureRandomBytes(4)))")
         let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
@@ -125,6 +127,17 @@ public struct WormholeFileReceiver {
             unlink(partial)
             throw error
         }
+    }
+
+    /// Answers the offer (`resumable`: in `resume-v1`) and connects Transit.
+    func accept(name: String, resumable: Bool) throws(WormholeError) -> TransitConnection {
+        let connector = TransitConnector(key: session.deriveKey(purpose: WormholeSession.fileTransferAppID + "/transit-key"), isSender: false, relays: relays)
+        try session.send(["transit": connector.ourHints.message])
+        try session.send(["answer": resumable ? ["file_ack": "ok", WormholeResume.field: "ok"] : ["file_ack": "ok"]])
+        let connection = try connector.connect(peer: TransitHints(message: senderTransit ?? [:]))
+        session.onAbandon { connection.close() }
+        report.note("Receiving \(name) (\(connection.description))")
+        return connection
     }
 
     /// Tells the sender the bytes arrived, with their SHA-256.

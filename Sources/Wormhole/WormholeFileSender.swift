@@ -3,6 +3,7 @@
 #endif
 internal import Foundation
 internal import PeerCrypto
+internal import PeerFiles
 
 /// Sends one file, or a folder as a zip, over an open wormhole (magic-wormhole
 /// docs/file-transfer-protocol.md):
@@ -41,28 +42,45 @@ public struct WormholeFileSender: Sendable {
         try send(file: path, name: name, offer: ["file": ["filename": name, "filesize": Int64(info.st_size)]])
     }
 
-    /// Offers `offer`, then sends the bytes of `file` once the other side accepts.
+    /// Offers `offer`, then sends the bytes of `file` once the other side accepts: chunked and
+    /// resumable (`WormholeResume`) when the other side is a syncpeer that can, else whole.
     private func send(file: String, name: String, offer: [String: Any]) throws(WormholeError) {
         guard let handle = FileHandle(forReadingAtPath: file) else { throw .transfer("cannot read \(file)") }
         defer { try? handle.close() }
         var info = stat()
         guard fstat(handle.fileDescriptor, &info) == 0 else { throw .transfer("cannot read \(file)") }
         let size = Int64(info.st_size)
+        var offer = offer
+        var manifest: Manifest?
+        if session.peerAbilities.contains(WormholeResume.ability) { manifest = try WormholeResume.manifest(of: file, size: size) }
+        if let manifest, let kind = offer.keys.first, var fields = offer[kind] as? [String: Any] {
+            fields[WormholeResume.field] = WormholeResume.Offer(root: manifest.rootHash, chunks: manifest.chunks.count).field
+            offer[kind] = fields
+        }
         let connector = TransitConnector(key: session.deriveKey(purpose: WormholeSession.fileTransferAppID + "/transit-key"), isSender: true, relays: relays)
         try session.send(["transit": connector.ourHints.message])
         try session.send(["offer": offer])
         var peerHints: TransitHints?
+        var resumable = false
         while true {
             let message = try session.receive()
             if let transit = message["transit"] as? [String: Any] { peerHints = TransitHints(message: transit) }
             guard let answer = message["answer"] as? [String: Any] else { continue }
             guard answer["file_ack"] as? String == "ok" else { throw .remote("the offer was not accepted") }
+            resumable = manifest != nil && answer[WormholeResume.field] as? String == "ok"
             break
         }
         let connection = try connector.connect(peer: peerHints ?? TransitHints())
         session.onAbandon { connection.close() }
         defer { connection.close() }
         report.note("Sending \(name) (\(connection.description))")
+        if resumable, let manifest {
+            do { try ResumableSend(connection: connection, path: file, manifest: manifest, report: report).run() } catch {
+                report.note("The receiver keeps the chunks that arrived: send again with a new code to continue from them")
+                throw error
+            }
+            return
+        }
         var hasher = SHA256.Hasher()
         var sent: Int64 = 0
         report.progress(0, size)

@@ -165,6 +165,14 @@ final class WormholeFixture {
     }
 
     private func waitUntilListening(_ port: UInt16) throws {
+        guard Self.waitUntilListening(port) else {
+            stop()
+            throw Failure(description: "the local wormhole server on port \(port) did not start")
+        }
+    }
+
+    /// Whether something listens on 127.0.0.1:`port` within 30 s.
+    static func waitUntilListening(_ port: UInt16) -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -176,10 +184,9 @@ final class WormholeFixture {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
             }
             close(fd)
-            if ok { return }
+            if ok { return true }
             usleep(100_000)
         }
-        stop()
-        throw Failure(description: "the local wormhole server on port \(port) did not start")
+        return false
     }
 }

@@ -233,6 +233,9 @@ public struct TransferInfo: Sendable, Equatable, Codable {
     public var path: String?
     /// Bytes sent more than once (resume and retries).
     public var resent: Int64?
+    /// Bytes the receiver held already from a cut transfer and were not sent again (a
+    /// Magic Wormhole transfer between syncpeers, `resume-v1`).
+    public var resumed: Int64?
     /// Why it paused, failed or ended.
     public var reason: String?
     public var time: Int64

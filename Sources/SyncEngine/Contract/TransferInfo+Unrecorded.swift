@@ -5,8 +5,8 @@ extension TransferInfo {
     /// no paired peer, stamped now.
     public static func unrecorded(direction: Direction, name: String, state: TransferState, bytes: Int64? = nil,
                                   total: Int64? = nil, rate: Double? = nil, eta: Double? = nil, path: String? = nil,
-                                  reason: String? = nil) -> TransferInfo {
+                                  reason: String? = nil, resumed: Int64? = nil) -> TransferInfo {
         TransferInfo(transfer: nil, direction: direction, peer: nil, name: name, state: state, bytes: bytes, total: total,
-                     rate: rate, eta: eta, path: path, reason: reason, time: Int64(Date().timeIntervalSince1970 * 1000))
+                     rate: rate, eta: eta, path: path, resumed: resumed, reason: reason, time: Int64(Date().timeIntervalSince1970 * 1000))
     }
 }
