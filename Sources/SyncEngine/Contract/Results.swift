@@ -323,7 +323,7 @@ public struct VerifyResult: Sendable, Equatable, Codable {
 }
 
 /// `resolve`: whose version was kept, the copies it settled, and where the dropped
-/// versions went (under the node's home: `HOME/versions/FOLDER-ID/...`).
+/// versions went (the versions store: their IDs).
 public struct ResolveResult: Sendable, Equatable, Codable {
     public var path: String
     /// "both", or the short device ID of the device whose version is now at `path`.

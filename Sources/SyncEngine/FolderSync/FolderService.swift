@@ -110,9 +110,6 @@ final class FolderService: Reporting, @unchecked Sendable {
     private let connected = Mutex<Set<String>>([])
     /// Where the folders keep the versions they replace (set by the node before it starts).
     var versions: VersionKeeper?
-    /// Where the folders keep what a power cut rolled back (set by the node before any
-    /// folder starts; see `SharedFolder.takeRolledBack`).
-    var keptVersions: KeptVersions?
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
@@ -340,7 +337,6 @@ final class FolderService: Reporting, @unchecked Sendable {
         guard folderTable.folders[record.id] == nil else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
-        folder.keptVersions = keptVersions
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
