@@ -196,6 +196,12 @@ public struct FolderStatus: Sendable, Equatable, Codable {
     public var normalizationTwinNames: [String] = []
     /// A mass change of the peers' the folder holds until the user answers (`confirm`, `override`).
     public var massChange: MassChangeInfo?
+    /// Paths where a send-only or no-deletes peer's change is not applied here ("remote
+    /// changes not applied", `override`), and paths changed here that receive-only peers are
+    /// not sent ("locally changed", `revert`); `syncpeer changes DIR` lists them. Counted up to
+    /// `SharedFolder.roleCountLimit`.
+    public var notApplied: Int = 0
+    public var locallyChanged: Int = 0
 }
 
 /// What one member of a folder is missing, and what moved with it.

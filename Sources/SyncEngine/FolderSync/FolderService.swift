@@ -267,12 +267,14 @@ final class FolderService: Reporting, @unchecked Sendable {
                        percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
                        peers: item.peers.compactMap(memberRef))
         }
+        let differences = folder.roleCounts(localDevice: localDevice)
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                             files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
-                            massChange: folder.massChangeInfo)
+                            massChange: folder.massChangeInfo, notApplied: differences.notApplied,
+                            locallyChanged: differences.locallyChanged)
     }
 
     /// How many of the files being pulled `status` lists (by path).

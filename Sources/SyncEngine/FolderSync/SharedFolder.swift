@@ -81,6 +81,8 @@ final class SharedFolder: @unchecked Sendable {
     var massConfirmed = false
     /// Any thread: the mass change the folder holds, asking the user (status, dashboard).
     let massHold = Mutex<MassChangeGuard.Hold?>(nil)
+    /// Any thread: the roles' differences last counted for `status` (SharedFolder+RoleCounts).
+    let roleCountCache = Mutex<SharedFolder.RoleCountCache?>(nil)
 
     init(id: String, root: String, label: String, host: any FolderHost) {
         self.id = id
