@@ -235,6 +235,9 @@ struct FolderRoleTests {
         let mass = try #require(folder["massChange"] as? [String: Any], "\(folder)")
         #expect(mass["affected"] as? Int == 11 && mass["files"] as? Int == 20, "\(mass)")
         #expect(folder["state"] as? String == "error")
+        #expect((mass["question"] as? String)?.contains("syncpeer confirm") == true, "\(mass)")
+        let text = try pair.env.cli(bob, ["status"])
+        #expect(text.stdout.contains("11 of 20 files") && text.stdout.contains("syncpeer confirm"), "the question, as text: \(text.stdout)")
         Thread.sleep(forTimeInterval: 1)
         #expect(pair.text(there, "f10.txt") == "file 10")
 
