@@ -189,7 +189,8 @@ public final class ControlServer: Sendable {
             case let .history(path):
                 reply.success(id, try node.history(path: path))
             case let .restore(path, at, version, to):
-                reply.success(id, try node.restore(path: path, at: at, version: version, to: to))
+                reply.success(id, try node.restore(path: path, at: at, version: version, to: to,
+                                                   progress: { reply.event(id, .transfer($0)) }))
             case let .versions(directory, policy):
                 reply.success(id, try node.versionsPolicy(directory: directory, policy: policy))
             case .transfers:

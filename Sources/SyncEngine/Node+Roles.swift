@@ -31,9 +31,9 @@ extension Node {
     }
 
     /// `syncpeer revert DIR`: local changes kept back from receive-only peers are undone
-    /// (each local file kept under `HOME/versions` first).
+    /// (each local file kept in the versions store first).
     public func revertFolder(directory: String) throws(EngineError) -> GuardResult {
-        try folders.revertFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
+        try folders.revertFolder(directory: directory)
     }
 
     /// `syncpeer guard DIR`: the mass-change limits, shown or set.

@@ -124,7 +124,7 @@ extension Node {
 
     /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.
     public func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
-        try folders.confirmFolder(directory: directory, keepingIn: KeptVersions(root: home.versionsDirectory))
+        try folders.confirmFolder(directory: directory)
     }
 
     /// `syncpeer rescan DIR [PATH]`: scans the folder (or one path in it) now.

@@ -9,9 +9,11 @@ extension Node {
         try folders.history(path: path, localName: identity.displayName)
     }
 
-    /// `syncpeer restore PATH [--at TIME | --version ID] [--to NEWPATH]`.
-    public func restore(path: String, at: Int64?, version: String?, to: String?) throws(EngineError) -> RestoreResult {
-        try folders.restore(path: path, at: at, version: version, to: to)
+    /// `syncpeer restore PATH [--at TIME | --version ID] [--to NEWPATH]`; `progress` gets its
+    /// `transfer` events (bytes of the whole restore, a few a second, then the last one).
+    public func restore(path: String, at: Int64?, version: String?, to: String?,
+                        progress: ((TransferInfo) -> Void)? = nil) throws(EngineError) -> RestoreResult {
+        try folders.restore(path: path, at: at, version: version, to: to, progress: progress)
     }
 
     /// `syncpeer versions DIR [POLICY]`: shows (and with `policy`, sets) a shared folder's policy.

@@ -75,7 +75,6 @@ public final class Node: Reporting, @unchecked Sendable {
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
-        folders.keptVersions = KeptVersions(root: home.versionsDirectory)
         transfers.link = connections
         folders.link = connections
         folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index)
@@ -110,6 +109,7 @@ public final class Node: Reporting, @unchecked Sendable {
             transfers.pruneHistory()
             folders.startFolders()
             folders.startVersionExpiry()
+            folders.importKeptFolders(versionsDirectory: home.versionsDirectory)
             connections.startTimer()
         }
         connections.startRelays()

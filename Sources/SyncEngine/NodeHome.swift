@@ -29,7 +29,8 @@ public struct NodeHome: Sendable, Equatable {
     public var controlSocket: String { path + "/control.sock" }
     /// Held (flock) by the running daemon, with its PID inside.
     public var lockFile: String { path + "/daemon.lock" }
-    /// Versions that resolving a conflict dropped (`KeptVersions`).
+    /// The versions store: chunks under `.chunks` (`VersionStore`); the folders' trees of
+    /// older releases are taken into it at start (`KeptFolderImport`).
     public var versionsDirectory: String { path + "/versions" }
 
     /// Creates the directory (mode 0700) if it does not exist.

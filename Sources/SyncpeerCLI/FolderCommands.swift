@@ -292,6 +292,14 @@ struct StatusCommand: Command {
             if folder.conflicts > 0 { line += "  \(folder.conflicts) conflict(s)" }
             output.line(line)
             if let error = folder.error { output.line("  error: \(error)") }
+            if folder.notApplied > 0 {
+                output.line("  \(folder.notApplied) remote change(s) not applied here (send-only, no-deletes): "
+                            + "'syncpeer changes \(folder.path)' lists them, 'syncpeer override \(folder.path)' sends ours back")
+            }
+            if folder.locallyChanged > 0 {
+                output.line("  \(folder.locallyChanged) path(s) locally changed, not sent to receive-only peers: "
+                            + "'syncpeer changes \(folder.path)' lists them, 'syncpeer revert \(folder.path)' takes the cluster's version")
+            }
             if folder.failing > 0 {
                 output.line("  \(folder.failing) path(s) cannot be pulled now:")
                 for item in folder.failures {

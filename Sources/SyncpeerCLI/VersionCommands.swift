@@ -51,7 +51,9 @@ struct RestoreCommand: Command {
         Chunks come from this device's versions store or from a connected peer that holds
         them, each one verified. What is at the target is kept as a version first; the
         restored file is a new local change that syncs to every peer. --to writes it
-        elsewhere instead (for a folder path, the folder it goes to).
+        elsewhere instead (for a folder path, the folder it goes to). Chunks come from the
+        devices that hold them several at a time; on a terminal a line shows the progress of
+        the whole restore, and --json prints it as 'transfer' events before the result.
         """,
         options: [OptionSpec("at", .value("TIME"), help: "restore what was there at TIME"),
                   OptionSpec("version", .value("ID"), help: "restore this version (an ID from 'syncpeer history')"),
@@ -97,7 +99,11 @@ struct RestoreCommand: Command {
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
-        let result = try context.call(.restore(path: path, at: at, version: version, to: to), as: RestoreResult.self)
+        let line = RestoreProgressLine(context)
+        defer { line.end() }
+        let result = try context.call(.restore(path: path, at: at, version: version, to: to), as: RestoreResult.self,
+                                      onEvent: line.show)
+        line.end()
         var lines = result.restored.map { "restored \($0.path) (\(ProgressLayout.formatBytes($0.bytes)), version \($0.version), from \($0.from))" }
         lines += result.failed.map { "NOT restored \($0.path): \($0.reason)" }
         context.print(result, text: lines.joined(separator: "\n"))

@@ -919,6 +919,10 @@ function folderItem(f) {
     el('p', { class: 'meta' }, dots(plural(f.files, 'file'), bytes(f.bytes), f.conflicts ? plural(f.conflicts, 'conflict') : '')),
     f.error && !held ? el('p', { class: 'error' }, 'Error: ', bdi(f.error)) : null,
     held ? el('p', { class: 'error question' }, bdi(held.question)) : null,
+    num(f.notApplied) && f.notApplied > 0
+      ? el('p', { class: 'meta roles not-applied' }, `${plural(f.notApplied, 'remote change')} not applied here (send-only, no deletes)`) : null,
+    num(f.locallyChanged) && f.locallyChanged > 0
+      ? el('p', { class: 'meta roles locally-changed' }, `${plural(f.locallyChanged, 'path')} locally changed, not sent to receive-only peers`) : null,
     members.length ? [el('h4', null, 'Peers'), el('ul', { class: 'sub' }, members)] : null,
     pulls.length ? [el('h4', null, 'Pulling'), el('ul', { class: 'sub' }, pulls)] : null,
     failing ? [el('h4', null, `${plural(failing, 'path')} cannot be synced now`), el('ul', { class: 'sub' }, failures)] : null,

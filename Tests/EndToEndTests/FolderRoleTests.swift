@@ -61,6 +61,24 @@ struct FolderRoleTests {
             bob.stop()
             env.cleanup()
         }
+
+        /// The version of `path` that `daemon` replaced is kept once in its versions store
+        /// (`history` lists it with `reason`, `restore --version` gives back `text`) and
+        /// nowhere else under its home (no whole copy beside the store).
+        func expectKeptOnlyInTheStore(_ daemon: DaemonProcess, _ path: String, reason: String, text: String) throws {
+            let history = try VersionsTests.json(env, daemon, ["history", path])
+            let kept = (history["versions"] as? [[String: Any]] ?? []).filter {
+                $0["local"] as? Bool == true && $0["size"] as? Int == text.utf8.count
+            }
+            #expect(kept.count == 1 && kept.first?["reason"] as? String == reason && kept.first?["held"] as? Bool == true, "\(history)")
+            if let id = kept.first?["id"] as? String {
+                let copy = env.home("restored-" + id)
+                _ = try VersionsTests.json(env, daemon, ["restore", path, "--version", id, "--to", copy])
+                #expect((try? String(contentsOfFile: copy, encoding: .utf8)) == text)
+            }
+            let whole = try FileManager.default.subpathsOfDirectory(atPath: daemon.home + "/versions").filter { !$0.hasPrefix(".chunks") }
+            #expect(whole.isEmpty, "\(whole)")
+        }
     }
 
     /// alice is send-only towards bob: bob's edits (and the conflict copy his concurrent edit
@@ -131,13 +149,12 @@ struct FolderRoleTests {
         #expect(pair.text(here, "a.txt") == "a1")
         #expect(pair.text(here, "d.txt") == nil)
 
-        // revert: the cluster's a.txt comes back on bob, his edit kept under his home first.
+        // revert: the cluster's a.txt comes back on bob, his edit kept in his versions store
+        // first (once, as a revert), where history lists it and restore brings it back.
         let reverted = try pair.env.cli(bob, ["revert", there, "--json"])
         try #require(reverted.status == 0, "\(reverted.stderr)")
         try FolderSyncTests.eventually("alice's a.txt back on bob") { pair.text(there, "a.txt") == "a1" }
-        let kept = try FileManager.default.subpathsOfDirectory(atPath: bob.home + "/versions")
-            .filter { !$0.hasPrefix(".chunks") && (try? String(contentsOfFile: bob.home + "/versions/" + $0, encoding: .utf8)) == "bob's a" }
-        #expect(kept.count == 1, "\(kept)")
+        try pair.expectKeptOnlyInTheStore(bob, there + "/a.txt", reason: "revert", text: "bob's a")
         #expect(try pair.changes(bob, there)["a.txt"] == nil)
 
         // Back to both: bob's next edit goes out, and so does the one he kept back before.
@@ -218,14 +235,15 @@ struct FolderRoleTests {
         let mass = try #require(folder["massChange"] as? [String: Any], "\(folder)")
         #expect(mass["affected"] as? Int == 11 && mass["files"] as? Int == 20, "\(mass)")
         #expect(folder["state"] as? String == "error")
+        #expect((mass["question"] as? String)?.contains("syncpeer confirm") == true, "\(mass)")
+        let text = try pair.env.cli(bob, ["status"])
+        #expect(text.stdout.contains("11 of 20 files") && text.stdout.contains("syncpeer confirm"), "the question, as text: \(text.stdout)")
         Thread.sleep(forTimeInterval: 1)
         #expect(pair.text(there, "f10.txt") == "file 10")
 
         let confirmed = try pair.env.cli(bob, ["confirm", there])
         try #require(confirmed.status == 0, "\(confirmed.stderr)")
         try FolderSyncTests.eventually("the held deletion applied") { pair.text(there, "f10.txt") == nil }
-        let kept = try FileManager.default.subpathsOfDirectory(atPath: bob.home + "/versions")
-            .filter { !$0.hasPrefix(".chunks") && (try? String(contentsOfFile: bob.home + "/versions/" + $0, encoding: .utf8)) == "file 10" }
-        #expect(kept.count == 1, "\(kept)")
+        try pair.expectKeptOnlyInTheStore(bob, there + "/f10.txt", reason: "peer-delete", text: "file 10")
     }
 }

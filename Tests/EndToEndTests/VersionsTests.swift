@@ -6,11 +6,12 @@ import Testing
 @Suite struct VersionsTests {
     static func bytes(_ path: String) -> [UInt8]? { (try? Data(contentsOf: URL(fileURLWithPath: path))).map { [UInt8]($0) } }
 
-    /// `cli … --json` as an object.
+    /// `cli … --json` as an object: its result, the last line (progress events may come before it).
     static func json(_ env: SyncpeerRunner, _ daemon: DaemonProcess, _ arguments: [String]) throws -> [String: Any] {
         let result = try env.cli(daemon, arguments + ["--json"])
         try #require(result.status == 0, "\(arguments): \(result.stderr)")
-        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any], "\(result.stdout)")
+        let last = result.stdout.split(separator: "\n").last.map(String.init) ?? ""
+        return try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], "\(result.stdout)")
     }
 
     /// Waits until alice's `history` asks `count` connected peers (the stopped one is gone).

@@ -196,6 +196,12 @@ public struct FolderStatus: Sendable, Equatable, Codable {
     public var normalizationTwinNames: [String] = []
     /// A mass change of the peers' the folder holds until the user answers (`confirm`, `override`).
     public var massChange: MassChangeInfo?
+    /// Paths where a send-only or no-deletes peer's change is not applied here ("remote
+    /// changes not applied", `override`), and paths changed here that receive-only peers are
+    /// not sent ("locally changed", `revert`); `syncpeer changes DIR` lists them. Counted up to
+    /// `SharedFolder.roleCountLimit`.
+    public var notApplied: Int = 0
+    public var locallyChanged: Int = 0
 }
 
 /// What one member of a folder is missing, and what moved with it.
@@ -323,7 +329,7 @@ public struct VerifyResult: Sendable, Equatable, Codable {
 }
 
 /// `resolve`: whose version was kept, the copies it settled, and where the dropped
-/// versions went (under the node's home: `HOME/versions/FOLDER-ID/...`).
+/// versions went (the versions store: their IDs).
 public struct ResolveResult: Sendable, Equatable, Codable {
     public var path: String
     /// "both", or the short device ID of the device whose version is now at `path`.

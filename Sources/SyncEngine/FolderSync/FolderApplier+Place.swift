@@ -77,7 +77,7 @@ extension FolderApplier {
     /// Keeps the file `expected` describes, at `name` in `directory`, in the versions store
     /// (chunks the store lacks are read from it and verified).
     func keepVersion(_ expected: FileRecord, name: String, in directory: DirectoryHandle, reason: String) {
-        guard let versions = host.versions, expected.kind == .file else { return }
+        guard let versions = host.versions, expected.kind == .file, !keptBefore.contains(PathKey(expected.path)) else { return }
         var record = expected
         if record.chunks.isEmpty, record.size > 0 {
             record.chunks = (try? index.file(folderID: folderID, path: expected.path))??.chunks ?? []

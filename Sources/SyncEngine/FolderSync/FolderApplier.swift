@@ -59,6 +59,9 @@ final class FolderApplier: @unchecked Sendable {
     /// Replaced versions left at their temporary names by `placeOver`, removed at the end
     /// of the batch's commit.
     var outgoing: [(directory: DirectoryHandle, name: String)] = []
+    /// Paths whose local version the caller kept in the versions store already (`revert`):
+    /// `keepVersion` does not keep them twice.
+    var keptBefore: Set<PathKey> = []
     /// Files assembled and waiting for the batch barrier.
     private var pending: [Pending] = []
     private var pendingBytes: Int64 = 0

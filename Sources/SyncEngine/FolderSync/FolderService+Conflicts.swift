@@ -7,7 +7,7 @@ internal import PeerIndex
 
 /// Conflicts: each conflicted file with its versions named by the device that wrote them
 /// (`conflicts`), and settling one by keeping one device's version or all of them
-/// (`resolve`). A dropped version is never deleted: it goes to `KeptVersions`.
+/// (`resolve`). A dropped version is never deleted: it goes to the versions store.
 extension FolderService {
     /// Conflicted files in every shared folder, each with its versions (the file itself
     /// first, then its copies, oldest first), one page by folder label and path. `localName`

@@ -85,10 +85,10 @@ extension FolderService {
     }
 
     /// `syncpeer revert DIR` (see `SharedFolder.revertLocalChanges`).
-    func revertFolder(directory: String, keepingIn store: KeptVersions) throws(EngineError) -> GuardResult {
+    func revertFolder(directory: String) throws(EngineError) -> GuardResult {
         let folder = try sharedFolder(at: directory)
         let localDevice = localDevice
-        let count = folder.io.sync { folder.revertLocalChanges(localDevice: localDevice, keepingIn: store) }
+        let count = folder.io.sync { folder.revertLocalChanges(localDevice: localDevice) }
         return GuardResult(folder: folder.id, path: folder.root, reverted: count)
     }
 

@@ -7,10 +7,10 @@ extension FolderService {
     /// a moved, re-created or emptied one) is adopted as it is now, and the deletions the
     /// next scan finds are recorded and sent even if they empty it. Then it syncs again.
     /// A mass change of the peers' that the folder holds is applied, the versions it
-    /// replaces kept in `store` first.
-    func confirmFolder(directory: String, keepingIn store: KeptVersions) throws(EngineError) -> FolderResult {
+    /// replaces kept in the versions store.
+    func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
         let folder = try sharedFolder(at: directory)
-        let result: Result<FolderResult, EngineError> = folder.io.sync { folder.confirm(keepingIn: store) }
+        let result: Result<FolderResult, EngineError> = folder.io.sync { folder.confirm() }
         return try result.get()
     }
 

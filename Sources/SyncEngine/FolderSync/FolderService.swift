@@ -110,9 +110,6 @@ final class FolderService: Reporting, @unchecked Sendable {
     private let connected = Mutex<Set<String>>([])
     /// Where the folders keep the versions they replace (set by the node before it starts).
     var versions: VersionKeeper?
-    /// Where the folders keep what a power cut rolled back (set by the node before any
-    /// folder starts; see `SharedFolder.takeRolledBack`).
-    var keptVersions: KeptVersions?
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
@@ -270,12 +267,14 @@ final class FolderService: Reporting, @unchecked Sendable {
                        percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
                        peers: item.peers.compactMap(memberRef))
         }
+        let differences = folder.roleCounts(localDevice: localDevice)
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                             files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
-                            massChange: folder.massChangeInfo)
+                            massChange: folder.massChangeInfo, notApplied: differences.notApplied,
+                            locallyChanged: differences.locallyChanged)
     }
 
     /// How many of the files being pulled `status` lists (by path).
@@ -340,7 +339,6 @@ final class FolderService: Reporting, @unchecked Sendable {
         guard folderTable.folders[record.id] == nil else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
-        folder.keptVersions = keptVersions
         folderTable.folders[record.id] = folder
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }

@@ -3,11 +3,13 @@ internal import PeerIndex
 
 /// `syncpeer revert DIR`: a folder's local changes that stay back from a receive-only peer
 /// are undone — each path takes the cluster's version again (the newest state the roles let
-/// in), the local file kept under `HOME/versions` first.
+/// in), the local file kept in the versions store first (reason `revert`: `history`,
+/// `restore`).
 extension SharedFolder {
-    /// Reverts up to `limit` locally changed paths, keeping their local files in `store`.
-    /// Returns how many paths were planned. On io.
-    func revertLocalChanges(localDevice: String, keepingIn store: KeptVersions, limit: Int = 100_000) -> Int {
+    /// Reverts up to `limit` locally changed paths, keeping their local files in the versions
+    /// store (a path whose file cannot be kept whole stays as it is; a folder whose policy is
+    /// `none` keeps nothing). Returns how many paths were planned. On io.
+    func revertLocalChanges(localDevice: String, limit: Int = 100_000) -> Int {
         guard let index, let host, checkRoot() else { return 0 }
         loadPolicies(index: index)
         var paths: [String] = []
@@ -20,6 +22,8 @@ extension SharedFolder {
         }
         var actions: [SyncAction] = []
         var plan = Plan()
+        var kept: Set<PathKey> = []
+        let keeper = host.versions.flatMap { $0.keeps(folderID: id) ? $0 : nil }
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
             let chunk = Array(paths[start..<min(paths.count, start + Self.deletionBatch)])
             let local = ((try? index.files(folderID: id, paths: chunk, includeChunks: false, keyedBy: PathKey.init(_:))) ?? [:])
@@ -32,14 +36,15 @@ extension SharedFolder {
                 guard let ours = local[path] else { continue }
                 let action = Self.revertAction(ours: ours, cluster: admitted[path] ?? [:], localDevice: localDevice)
                 guard let action else { continue }
-                if !ours.deleted, ours.kind == .file {
-                    do {
-                        _ = try store.keepCopy(root + "/" + path.string, folderID: id, relative: path.string,
-                                               author: ours.modifiedBy, mtimeNs: ours.mtimeNs)
-                    } catch {
-                        report("revert: cannot keep the local version of \(path.string), left as it is: \(error.description)")
+                // Its content goes unless only its metadata changes.
+                let replaces = if case .updateMetadata = action { false } else { true }
+                if replaces, !ours.deleted, ours.kind == .file, let keeper {
+                    let record = ours.fileRecord(folderID: id, inode: nil, chunks: [])
+                    guard keeper.keepFile(at: root + "/" + path.string, as: record, reason: "revert", whole: true) != nil else {
+                        report("revert: cannot keep the local version of \(path.string) in the versions store, left as it is")
                         continue
                     }
+                    kept.insert(path)
                 }
                 actions.append(action)
                 plan.local[path] = ours
@@ -51,6 +56,7 @@ extension SharedFolder {
         setStatus(.syncing)
         let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests, blocks: [:])
+        applier.keptBefore = kept
         applier.apply(actions)
         recordOutcome(applier.failures, actions: actions)
         setStatus(.idle)

@@ -161,7 +161,7 @@ extension SharedFolder {
     /// `syncpeer confirm`: adopts the root as it is now (writes its marker, records its
     /// identity) and lets the next scan record every deletion it finds, even all files;
     /// then scans and syncs. The root must exist.
-    func confirm(keepingIn store: KeptVersions) -> Result<FolderResult, EngineError> {
+    func confirm() -> Result<FolderResult, EngineError> {
         guard let index else { return .failure(.io(path: root, reason: "the node is stopping")) }
         let identity: RootIdentity
         do {
@@ -177,7 +177,7 @@ extension SharedFolder {
         rootIdentity = identity
         rootIdentityLoaded = true
         deletionsConfirmed = true
-        confirmMassChange(keepingIn: store)
+        confirmMassChange()
         let was = shownStop
         io.async { [self] in
             fullScan()

@@ -42,8 +42,10 @@ extension SharedFolder {
     /// What goes is not discarded when its bytes are no version known here (not the
     /// recorded one, not one a peer holds at that path): an older version, a torn one, or a
     /// deleted file come back may hold the only copy of something the user wants, so it is
-    /// moved to the home's kept versions (`KeptVersions`) instead, named by this device and
-    /// its modification time. An empty file holds nothing and simply goes.
+    /// kept in the versions store first (reason `rolled-back`, written by this device, with
+    /// its size and modification time and no version vector: no peer knows these bytes), where
+    /// `history` lists it and `restore` brings it back. An empty file holds nothing and simply
+    /// goes, as does everything in a folder whose policy is `none`.
     func takeRolledBack(_ found: [PeerFiles.ScannedEntry], index: NodeIndex) throws -> Set<PathKey> {
         let files = found.filter { $0.kind == .file }
         guard !files.isEmpty else { return [] }
@@ -72,16 +74,14 @@ extension SharedFolder {
         var kept = 0
         for (path, _) in rolledBack {
             guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file else { continue }
-            if let store = keptVersions, let entry = scanned[PathKey(path)], entry.size > 0,
+            if let keeper = host?.versions, keeper.keeps(folderID: id), let entry = scanned[PathKey(path)], entry.size > 0,
                !Self.isKnown(entry, recorded: olds[PathKey(path)], remotes: remotes[PathKey(path)] ?? [:]) {
-                do {
-                    _ = try store.keep(root + "/" + path, folderID: id, relative: path,
-                                       author: String((host?.localDevice ?? "").prefix(7)), mtimeNs: entry.mtimeNs)
+                let record = FileRecord(folderID: id, path: path, kind: .file, size: Int64(clamping: entry.size), mtimeNs: entry.mtimeNs,
+                                        mode: entry.mode, version: [:], modifiedBy: host?.localDevice ?? "")
+                if keeper.keepFile(at: root + "/" + path, as: record, reason: "rolled-back", whole: true) != nil {
                     kept += 1
-                    taken.insert(PathKey(path))
-                    continue
-                } catch {
-                    report("\(path) held an older version after the machine went down and cannot be kept: \(error); it is replaced")
+                } else {
+                    report("\(path) held an older version after the machine went down and cannot be kept: it is replaced")
                 }
             }
             guard unlinkat(resolved.directory.fd, resolved.name, 0) == 0 else { continue }
@@ -93,7 +93,7 @@ extension SharedFolder {
         if !taken.isEmpty {
             report("\(taken.count) file(s) in \(root) held an older version after the machine went down: "
                 + "the version peers hold is fetched again, the older one is not sent to them"
-                + (kept > 0 ? " (\(kept) kept in \(keptVersions?.root ?? "") as they were)" : ""))
+                + (kept > 0 ? " (\(kept) kept in the versions store as they were: 'syncpeer history \(root)')" : ""))
         }
         return taken
     }

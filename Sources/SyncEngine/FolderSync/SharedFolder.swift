@@ -55,9 +55,6 @@ final class SharedFolder: @unchecked Sendable {
     /// io (set before `start`): the machine went down under the last daemon; the first full
     /// scan takes what the index has and the disk lacks as lost, not deleted (`forgetVanished`).
     var recoversVanished = false
-    /// Set before `start`: where a file that a power cut rolled back is kept before the
-    /// version peers hold replaces it (`takeRolledBack`); nil: it is not kept.
-    var keptVersions: KeptVersions?
     /// io: when the last full scan ran (the timer ticks more often to watch the root).
     var lastFullScan = DispatchTime.now()
     /// Set by `start`, read on io.
@@ -78,14 +75,14 @@ final class SharedFolder: @unchecked Sendable {
     let nameTwins = NameTwinsReport()
     /// io: our role towards each member, read at the start of every pull (SharedFolder+Roles).
     var policies: [String: PeerPolicy] = [:]
-    /// io: the mass-change guard's burst, and where a confirmed held change keeps the
-    /// versions it replaces (set by `confirm`, for one pull; then `massKeeper` for the rest of
-    /// its burst; SharedFolder+MassChange).
+    /// io: the mass-change guard's burst, and whether the user confirmed the held change
+    /// (set by `confirm`, for one pull; SharedFolder+MassChange).
     var massGuard = MassChangeGuard()
-    var massConfirmed: KeptVersions?
-    var massKeeper: KeptVersions?
+    var massConfirmed = false
     /// Any thread: the mass change the folder holds, asking the user (status, dashboard).
     let massHold = Mutex<MassChangeGuard.Hold?>(nil)
+    /// Any thread: the roles' differences last counted for `status` (SharedFolder+RoleCounts).
+    let roleCountCache = Mutex<SharedFolder.RoleCountCache?>(nil)
 
     init(id: String, root: String, label: String, host: any FolderHost) {
         self.id = id

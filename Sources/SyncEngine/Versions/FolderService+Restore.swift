@@ -45,7 +45,9 @@ extension FolderService {
         }
     }
 
-    func restore(path: String, at: Int64?, version: String?, to: String?) throws(EngineError) -> RestoreResult {
+    /// `progress` gets the restore's `transfer` events (`RestoreProgress`).
+    func restore(path: String, at: Int64?, version: String?, to: String?,
+                 progress emit: ((TransferInfo) -> Void)? = nil) throws(EngineError) -> RestoreResult {
         let (folder, relative) = try folder(holding: path)
         guard let keeper = versions else { throw .io(path: path, reason: "this node keeps no versions") }
         let picks = Self.pick(knownVersions(folder: folder, relative: relative).versions, at: at, version: version)
@@ -55,7 +57,17 @@ extension FolderService {
         }
         var result = RestoreResult(folder: folder.id, restored: [], failed: [])
         var scan: [String] = []
-        for pick in picks.prefix(RestoreResult.limit) {
+        let chosen = picks.prefix(RestoreResult.limit)
+        // Sizes come from peers: added without overflow.
+        func plus(_ total: Int64, _ size: UInt64) -> Int64 {
+            let (sum, over) = total.addingReportingOverflow(Int64(clamping: size))
+            return over ? Int64.max : sum
+        }
+        let progress = RestoreProgress(name: relative.isEmpty ? folder.label : relative, total: chosen.reduce(0) { plus($0, $1.entry.size) },
+                                       files: chosen.count, emit: emit ?? { _ in })
+        var end: Int64 = 0
+        for pick in chosen {
+            end = plus(end, pick.entry.size)
             // Where it goes: its own path, or `to` in place of the path asked for.
             let suffix = relative.isEmpty ? pick.entry.path : String(pick.entry.path.dropFirst(relative.count))
             let target: String
@@ -65,14 +77,17 @@ extension FolderService {
             } else {
                 target = folder.root + "/" + pick.entry.path
             }
-            switch restoreOne(pick, to: target, folder: folder, keeper: keeper) {
+            progress.file(target)
+            switch restoreOne(pick, to: target, folder: folder, keeper: keeper, progress: progress) {
             case let .success((from, bytes)):
                 result.restored.append(.init(path: target, version: pick.id, from: from, bytes: bytes))
                 if target.hasPrefix(folder.root + "/") { scan.append(String(target.dropFirst(folder.root.count + 1))) }
             case let .failure(reason):
                 result.failed.append(.init(path: target, reason: reason.message))
             }
+            progress.skip(to: end)
         }
+        progress.finish(failed: result.failed.count)
         if picks.count > RestoreResult.limit {
             result.failed.append(.init(path: path, reason: "\(picks.count - RestoreResult.limit) more version(s) not restored: at most \(RestoreResult.limit) at once"))
         }
@@ -83,10 +98,10 @@ extension FolderService {
     struct RestoreFailure: Error { let message: String }
 
     /// Writes one version at `target` (absolute): its manifest, then every chunk from our
-    /// store or from a holder, verified, into a temporary file beside the target, then the
-    /// rename. Returns where the chunks came from and the size.
-    private func restoreOne(_ pick: RestorePick, to target: String, folder: SharedFolder,
-                            keeper: VersionKeeper) -> Result<(String, Int64), RestoreFailure> {
+    /// store or from the holders (`RestoreFetch`), verified, into a temporary file beside the
+    /// target, then the rename. Returns where the chunks came from and the size.
+    private func restoreOne(_ pick: RestorePick, to target: String, folder: SharedFolder, keeper: VersionKeeper,
+                            progress: RestoreProgress) -> Result<(String, Int64), RestoreFailure> {
         guard !pick.holders.isEmpty else { return .failure(.init(message: "no connected device holds this version's content")) }
         guard let manifest = manifest(of: pick, folder: folder) else {
             return .failure(.init(message: "cannot get the version's chunk list from a device that holds it"))
@@ -122,13 +137,46 @@ extension FolderService {
         var closed = false
         defer { if !closed { close(fd); unlinkat(directory.fd, temp, 0) } }
         var sources = Set<String>()
-        for chunk in manifest.chunks {
-            guard let (bytes, from) = fetchVersionChunk(chunk, pick: pick, folder: folder, keeper: keeper) else {
-                return .failure(.init(message: "chunk at \(chunk.offset) is held by no connected device (or did not verify)"))
-            }
-            sources.insert(from)
+        var writeError: Int32 = 0
+        func write(_ chunk: ChunkRef, _ bytes: [UInt8], from device: String) -> Bool {
             let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t(chunk.offset)) }
-            guard written == bytes.count else { return .failure(.init(message: "cannot write \(target): \(String(cString: strerror(errno)))")) }
+            guard written == bytes.count else {
+                writeError = errno
+                return false
+            }
+            sources.insert(device)
+            progress.add(Int64(bytes.count))
+            return true
+        }
+        // Ours first, from the store; the rest from the holders, several at once.
+        var missing: [ChunkRef] = []
+        for chunk in manifest.chunks {
+            guard let bytes = keeper.store.read(chunk.hash, size: Int(chunk.size)) else {
+                missing.append(chunk)
+                continue
+            }
+            guard write(chunk, bytes, from: localDevice) else {
+                return .failure(.init(message: "cannot write \(target): \(String(cString: strerror(writeError)))"))
+            }
+        }
+        let fetch = RestoreFetch(holders: pick.holders.filter { !$0.local }.map(\.device)) { [self] device, chunk, answer in
+            requestBlock(device: device, folder: folder.id, path: pick.entry.path, offset: chunk.offset, size: chunk.size,
+                         hash: chunk.hash.bytes, sums: nil) { reply in
+                if case let .whole(bytes) = reply { answer(bytes) } else { answer(nil) }
+            }
+        }
+        let failure = fetch.run(missing) { chunk, bytes, device in
+            // Kept here too (a torn one would fail its hash when read): the next restore is local.
+            keeper.store.put(bytes, hash: chunk.hash)
+            return write(chunk, bytes, from: device)
+        }
+        switch failure {
+        case nil:
+            break
+        case let .unavailable(offset):
+            return .failure(.init(message: "chunk at \(offset) is held by no connected device (or did not verify)"))
+        case .write:
+            return .failure(.init(message: "cannot write \(target): \(String(cString: strerror(writeError)))"))
         }
         ftruncate(fd, off_t(manifest.fileSize))
         var times = [timespec(tv_sec: 0, tv_nsec: FolderApplier.utimeOmit),
@@ -175,29 +223,6 @@ extension FolderService {
             guard let entry = answer.withLock({ $0 })?.entries.first, entry.path == pick.entry.path,
                   let manifest = try? Manifest.decode(entry.manifest), manifest.rootHash == pick.entry.rootHash else { continue }
             return manifest
-        }
-        return nil
-    }
-
-    /// One chunk, verified: from our store, else from each holder in turn (a block request
-    /// for the version's path; the holder serves it from its store).
-    private func fetchVersionChunk(_ chunk: ChunkRef, pick: RestorePick, folder: SharedFolder,
-                                   keeper: VersionKeeper) -> ([UInt8], String)? {
-        if let bytes = keeper.store.read(chunk.hash, size: Int(chunk.size)) { return (bytes, localDevice) }
-        for holder in pick.holders where !holder.local {
-            let got = Mutex<[UInt8]?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            requestBlock(device: holder.device, folder: folder.id, path: pick.entry.path, offset: chunk.offset, size: chunk.size,
-                         hash: chunk.hash.bytes, sums: nil) { reply in
-                if case let .whole(bytes) = reply { got.withLock { $0 = bytes } }
-                done.signal()
-            }
-            done.wait()
-            if let bytes = got.withLock({ $0 }), bytes.count == Int(chunk.size), ChunkHash.of(bytes) == chunk.hash {
-                // Kept here too (a torn one would fail its hash when read): the next restore is local.
-                keeper.store.put(bytes, hash: chunk.hash)
-                return (bytes, holder.device)
-            }
         }
         return nil
     }

@@ -34,8 +34,10 @@ struct VersionKeeper: Sendable {
     /// in the store are not read; each one read must hash as the record says (a file edited
     /// since the scan is kept as far as it still matches, and recorded as not held).
     /// Returns the version's ID, nil when nothing is kept (policy `none`, not a file).
+    /// With `whole`, a version not held whole is not recorded either (nil): the caller is
+    /// about to remove the only copy of it and must not.
     @discardableResult
-    func keep(_ record: FileRecord, from reader: ChunkReader?, reason: String) -> Int64? {
+    func keep(_ record: FileRecord, from reader: ChunkReader?, reason: String, whole: Bool = false) -> Int64? {
         guard record.kind == .file, !record.deleted, let root = record.rootHash, policy(folderID: record.folderID).kind != .none
         else { return nil }
         var held = true
@@ -53,22 +55,27 @@ struct VersionKeeper: Sendable {
         }
         // Durable before the index says it is held.
         if !written.isEmpty { store.flush(written) }
+        if whole, !held { return nil }
         return add(record, rootHash: root, held: held, reason: reason)
     }
 
     /// Keeps the file at `absolute` as it is now (chunked and hashed afresh: its bytes may
     /// not be what the index records, as for a file `verify` found damaged), under the path
-    /// and version `record` gives (conflict resolution, `verify`).
+    /// and version `record` gives (conflict resolution, `verify`, `revert`, a file a power
+    /// cut rolled back, the import of the old kept folder). `whole` as for `keep`.
     @discardableResult
-    func keepFile(at absolute: String, as record: FileRecord, reason: String) -> Int64? {
+    func keepFile(at absolute: String, as record: FileRecord, reason: String, whole: Bool = false) -> Int64? {
         guard policy(folderID: record.folderID).kind != .none,
               let manifest = try? FileChunker.manifest(ofFileAt: absolute), let reader = try? ChunkReader(path: absolute) else { return nil }
         var current = record
         (current.kind, current.deleted, current.size) = (.file, false, Int64(manifest.fileSize))
         current.rootHash = manifest.rootHash
         current.chunks = manifest.chunks.map { FileChunkRecord(offset: Int64($0.offset), size: Int64($0.size), hash: $0.hash.bytes) }
-        return keep(current, from: reader, reason: reason)
+        return keep(current, from: reader, reason: reason, whole: whole)
     }
+
+    /// Whether the folder keeps versions at all (its policy is not `none`).
+    func keeps(folderID: String) -> Bool { policy(folderID: folderID).kind != .none }
 
     /// Records a version whose file is already gone or overwritten (the scanner found it so):
     /// held only if the store has every chunk of it, else known-but-not-held, so that history

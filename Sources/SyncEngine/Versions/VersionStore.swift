@@ -7,7 +7,7 @@ internal import PeerIndex
 
 /// The content-addressed chunk store behind kept versions: one file per chunk, named by its
 /// BLAKE3 hash, under HOME/versions/.chunks/HH/REST (HH: the first two hex digits; hidden, as no
-/// folder ID of `KeptVersions` starts with a dot).
+/// folder's tree of older releases, `KeptFolderImport`, starts with a dot).
 /// A chunk kept by many versions (or many files) is stored once: 100 versions of a large file
 /// that changed a little each time cost the changed chunks, not 100 copies. Chunk boundaries
 /// are the index's (the content-defined chunker's), so an edit changes few of them.
