@@ -120,6 +120,21 @@ struct RevertActionTests {
         #expect(!FolderRoles.locallyChanged(target, peer: theirs, localDevice: devA))
     }
 
+    /// The cluster's version is one we wrote ourselves (before we became receive-only): the
+    /// revert is not a local change, and it goes to the receive-only peer that holds it.
+    @Test func aStateWeWroteComesBackUnderItsHoldersName() throws {
+        let ours = file(vv([devA: 2]), content: 9, by: devA)
+        let theirs = file(vv([devA: 1]), content: 1, by: devA)
+        let action = try #require(SharedFolder.revertAction(ours: ours, cluster: [devB: theirs], localDevice: devA))
+        guard case .pull(let target, devB) = action else { Issue.record("\(action)"); return }
+        #expect(target.hasSameContent(as: theirs) && target.modifiedBy == devB)
+        #expect(target.version == vv([devA: 3]))
+        #expect(!FolderRoles.locallyChanged(target, peer: theirs, localDevice: devA))
+        #expect(FolderRoles.sends(modifiedBy: target.modifiedBy, localDevice: devA, to: PeerPolicy(role: .receiveOnly)))
+        // At the peer, our reverted record supersedes its own: its next edit is no conflict.
+        #expect(SyncPlanner(localDevice: devB).plan(local: theirs, remotes: [devA: target]) == .updateMetadata(target, from: devA))
+    }
+
     @Test func concurrentClusterStatesPickTheConflictWinner() throws {
         let ours = file(vv([devA: 1]), content: 9, by: devA)
         let older = file(vv([devB: 1]), content: 1, mtime: t0, by: devB)

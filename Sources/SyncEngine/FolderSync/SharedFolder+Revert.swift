@@ -81,7 +81,10 @@ extension SharedFolder {
             return .delete(gone, from: localDevice)
         }
         var target = theirs.with(version: ours.version.merged(with: theirs.version).incremented(for: localDevice))
-        target.modifiedBy = theirs.modifiedBy
+        // Under its author's name, no longer a local change, unless that author is us (a file
+        // we wrote before the role): then under the holder's, or the record would count as
+        // "locally changed", never reach a receive-only peer, and its next edit would conflict.
+        target.modifiedBy = theirs.modifiedBy == localDevice ? device : theirs.modifiedBy
         if target.deleted { return ours.deleted ? nil : .delete(target, from: device) }
         if !ours.deleted, ours.hasSameContent(as: target) { return .updateMetadata(target, from: device) }
         return .pull(target, from: device)
