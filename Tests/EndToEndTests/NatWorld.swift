@@ -41,11 +41,12 @@ final class NatWorld {
     /// A daemon in home `home` (0 or 1; nil: in the internet, at a routable address), listening
     /// on all its addresses, auto-accepting, with the discovery server and (unless `joinsRelay`
     /// is false) the relay.
-    func daemon(_ name: String, home: Int?, joinsRelay: Bool = true, environment: [String: String] = [:],
+    /// `directory`: the daemon's home directory (a new one unless given: a restart).
+    func daemon(_ name: String, home: Int?, directory: String? = nil, joinsRelay: Bool = true, environment: [String: String] = [:],
                 arguments: [String] = []) throws -> DaemonProcess {
         let namespace = home.map { net.homes[$0] } ?? net.internet
         let global = ["--discovery-server", discoveryURL] + (joinsRelay ? ["--relay", relayURL] : [])
-        let daemon = try DaemonProcess(env, name: name, arguments: ["--auto-accept"] + global + arguments,
+        let daemon = try DaemonProcess(env, name: name, home: directory, arguments: ["--auto-accept"] + global + arguments,
                                        environment: Self.knobs.merging(environment) { _, new in new },
                                        namespace: namespace, listen: "0.0.0.0:0")
         daemons.append(daemon)
