@@ -31,6 +31,7 @@ struct NatScenarioTests {
         let (alice, bob) = try world.relayedHomes()
         let source = world.env.home("holiday.mkv")
         try TestFiles.random(source, size: 200 << 20)
+        let before = try [alice.pid, bob.pid].map { try ProcessFigures(pid: $0).cpuSeconds }
         let started = Date()
         let terminal = try PseudoTerminal(["--home", alice.home, "send", source, "--to", "bob"],
                                           environment: ["PATH": "/usr/bin:/bin", "HOME": world.env.root.path, "TERM": "xterm", "NO_COLOR": "1"],
@@ -38,7 +39,10 @@ struct NatScenarioTests {
         let status = terminal.wait()
         let seconds = Date().timeIntervalSince(started)
         let frames = PseudoTerminal.frames(terminal.raw)
-        print("NAT scenario: 200 MiB from home 1 to home 2 through strelaysrv in \(String(format: "%.1f", seconds)) s (debug build)")
+        let after = try [alice.pid, bob.pid].map { try ProcessFigures(pid: $0) }
+        print("NAT scenario: 200 MiB from home 1 to home 2 through strelaysrv in \(String(format: "%.1f", seconds)) s (debug build); "
+              + "CPU alice \(String(format: "%.1f", after[0].cpuSeconds - before[0])) s, bob \(String(format: "%.1f", after[1].cpuSeconds - before[1])) s; "
+              + "peak RSS alice \(after[0].peakKiB / 1024) MiB, bob \(after[1].peakKiB / 1024) MiB")
         #expect(status == 0, "\(frames.suffix(5))")
         #expect(frames.contains { $0.hasPrefix("holiday.mkv ") && $0.contains("%") }, "no live line: \(frames.prefix(5))")
         #expect(frames.contains { $0.hasPrefix("Sent holiday.mkv to bob") }, "\(frames.suffix(3))")
