@@ -18,9 +18,11 @@ set -euo pipefail
 # syncthing-discosrv, syncthing-relaysrv: Syncthing's global discovery server (stdiscosrv) and
 # relay (strelaysrv), run by the global reach tests on 127.0.0.1 or in test namespaces only
 # (the relay with -pools="", so it never registers with the public pool).
+# nftables: the routers of the NAT scenario (masquerade, no inbound, a port forward), in test
+# namespaces only (Tests/EndToEndTests/NatTopology.swift).
 apt_packages=(libsodium-dev libssl-dev libsqlite3-dev pkg-config python3 python3-venv iproute2 python3-zeroconf chromium python3-pyfuse3 fuse3
               magic-wormhole python3-magic-wormhole-mailbox-server magic-wormhole-transit-relay python3-spake2
-              syncthing-discosrv syncthing-relaysrv)
+              syncthing-discosrv syncthing-relaysrv nftables)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

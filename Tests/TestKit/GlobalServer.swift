@@ -11,6 +11,9 @@ public final class GlobalServer {
     /// The server's certificate ID as the server itself prints it.
     public private(set) var printedID = ""
     public let log: URL
+    /// Where it runs: the test network namespace (nil: the root one) and the host it listens on.
+    let namespace: String?
+    let host: String
 
     public struct Unavailable: Error, CustomStringConvertible { public var description: String }
 
@@ -23,24 +26,29 @@ public final class GlobalServer {
         }
     }
 
-    /// - Parameters: namespace: a test network namespace to run it in (on its 127.0.0.1).
-    public static func relay(namespace: String? = nil) throws -> GlobalServer {
-        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, arguments: relayArguments)
+    /// - Parameters: namespace: a test network namespace to run it in, listening on `host`
+    ///   (127.0.0.1 unless said; "0.0.0.0" listens on all its addresses, as relays often do).
+    public static func relay(namespace: String? = nil, host: String = "127.0.0.1") throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host) { relayArguments($0, $1, host: host) }
     }
 
-    static func relayArguments(_ dir: URL, _ port: UInt16) -> [String] {
-        ["-listen", "127.0.0.1:\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
+    static func relayArguments(_ dir: URL, _ port: UInt16, host: String) -> [String] {
+        ["-listen", "\(host):\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
     }
 
-    /// Kills the relay (SIGKILL: its sessions end at once) and starts it again at the same
-    /// port with the same keys (so the same ID); returns the new one, to stop in its turn.
-    public func killedAndRestarted(after pause: TimeInterval) throws -> GlobalServer {
+    /// Kills the relay (SIGKILL: its sessions end at once), runs `meanwhile`, and starts it
+    /// again at the same place and port with the same keys (so the same ID); returns the new
+    /// one, to stop in its turn.
+    public func killedAndRestarted(after pause: TimeInterval, meanwhile: () throws -> Void = {}) throws -> GlobalServer {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        try meanwhile()
         Thread.sleep(forTimeInterval: pause)
-        return try GlobalServer(binary: "/usr/bin/strelaysrv", directory: directory, port: port, arguments: Self.relayArguments)
+        return try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host, directory: directory, port: port) {
+            Self.relayArguments($0, $1, host: self.host)
+        }
     }
 
     public static var available: Bool {
@@ -49,6 +57,8 @@ public final class GlobalServer {
 
     private init(binary: String, namespace: String? = nil, host: String = "127.0.0.1", directory: URL? = nil, port: UInt16? = nil,
                  arguments: (URL, UInt16) -> [String]) throws {
+        self.namespace = namespace
+        self.host = host
         self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-global-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         self.port = try port ?? Self.freePort()

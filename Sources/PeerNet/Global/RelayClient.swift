@@ -94,13 +94,18 @@ public enum RelayClient {
     }
 
     /// The invitation's address, or the relay's own host when it is empty or unspecified.
+    /// Unspecified includes the IPv4-mapped 0.0.0.0 (`::ffff:0.0.0.0`): a `strelaysrv` started
+    /// with `-listen 0.0.0.0:PORT` puts its listen address, in Go's 16-byte form, in every
+    /// invitation. Taken as an address, it would send us to our own machine.
     static func sessionHost(_ invitation: RelayInvitation, relay: RelayEndpoint) -> String {
+        let mapped: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff]
         switch invitation.address.count {
         case 4 where invitation.address != [0, 0, 0, 0]:
             return invitation.address.map(String.init).joined(separator: ".")
         case 16 where invitation.address.contains(where: { $0 != 0 }):
-            if invitation.address[0..<12] == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff] {
-                return invitation.address[12...].map(String.init).joined(separator: ".")
+            if Array(invitation.address[0..<12]) == mapped {
+                let ipv4 = invitation.address[12...]
+                return ipv4.allSatisfy { $0 == 0 } ? relay.host : ipv4.map(String.init).joined(separator: ".")
             }
             return stride(from: 0, to: 16, by: 2).map {
                 String(UInt16(invitation.address[$0]) << 8 | UInt16(invitation.address[$0 + 1]), radix: 16)

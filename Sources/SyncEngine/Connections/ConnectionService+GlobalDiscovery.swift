@@ -36,8 +36,10 @@ extension ConnectionService {
         while !queue.sync(execute: { stopped }) {
             let addresses = queue.sync { announcedAddresses() }
             let delay: Int
+            var announced = false
             do throws(GlobalDiscoveryClient.Failure) {
                 delay = try client.announce(addresses)
+                announced = true
             } catch {
                 switch error {
                 case let .refused(_, retry), let .notFound(retry): delay = retry
@@ -45,11 +47,20 @@ extension ConnectionService {
                 }
                 queue.async { [self] in emitError(nil, "announcing to \(client.server.host): \(error.description)") }
             }
-            // Sleeps in short steps so that a stopping node does not wait for it.
-            let until = ContinuousClock.now + .seconds(delay)
-            while ContinuousClock.now < until, !queue.sync(execute: { stopped }) { Thread.sleep(forTimeInterval: 0.5) }
+            // Sleeps in short steps so that a stopping node does not wait for it. After a
+            // successful announce, what changed (a relay joined or lost) is announced at once
+            // (not before `reannounceGap`): behind NAT the relays are the only way in, and the
+            // first announce goes out before any relay join has completed.
+            let until = ContinuousClock.now + .seconds(delay), earliest = ContinuousClock.now + Self.reannounceGap
+            while ContinuousClock.now < until, !queue.sync(execute: { stopped }) {
+                if announced, ContinuousClock.now >= earliest, queue.sync(execute: { announcedAddresses() }) != addresses { break }
+                Thread.sleep(forTimeInterval: 0.5)
+            }
         }
     }
+
+    /// The least time between two announces to a server when what we announce changes.
+    static let reannounceGap: Duration = .seconds(2)
 
     /// What we announce (on `queue`): `tcp://HOST:PORT` (`tcp://:PORT` when listening on all
     /// addresses, which the server fills in) and `relay://…` for each relay joined now.

@@ -20,12 +20,17 @@ extension ConnectionService {
             }
             let thread = Thread { [self] in
                 var direct: [String] = []
+                var relays: [RelayEndpoint] = []
                 for server in servers {
                     let found = (try? GlobalDiscoveryClient(server: server, identity: tls).lookup(certificate)) ?? []
                     direct += found.compactMap { Self.hostPort(ofTCPAddress: $0) }
+                    relays += found.compactMap { $0.hasPrefix("relay://") ? try? RelayURL.parse($0) : nil }
                 }
-                queue.async { [self, direct] in
-                    inviteNext(certificate, direct: direct, context: context, progress: progress, completion: completion)
+                queue.async { [self, direct, relays] in
+                    // The relays the peer announced (it is there), then ours (it may be).
+                    var seen = Set<RelayEndpoint>()
+                    let candidates = (relays + relayEndpoints).filter { seen.insert($0).inserted }
+                    inviteNext(certificate, direct: direct, relays: candidates, context: context, progress: progress, completion: completion)
                 }
             }
             thread.name = "syncpeer-lookup"
@@ -33,20 +38,22 @@ extension ConnectionService {
         }
     }
 
-    /// Dials the next looked-up address, then the relay (on `queue`).
-    private func inviteNext(_ certificate: CertificateID, direct: [String], context: String?,
+    /// Dials the next looked-up address, then the next relay (on `queue`): the relays the
+    /// peer announced, then ours. Both lists are bounded (`GlobalDiscoveryClient.maxAddresses`
+    /// per server, and the configuration).
+    private func inviteNext(_ certificate: CertificateID, direct: [String], relays: [RelayEndpoint], context: String?,
                             progress: @escaping @Sendable (NodeEvent) -> Void,
                             completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
         if let address = direct.first {
             startDial(address: address, expected: nil, context: context, progress: progress, completion: { [self] result in
                 guard case .failure(.connection) = result else { return completion(result) }
                 queue.async { [self] in
-                    inviteNext(certificate, direct: Array(direct.dropFirst()), context: context, progress: progress, completion: completion)
+                    inviteNext(certificate, direct: Array(direct.dropFirst()), relays: relays, context: context, progress: progress, completion: completion)
                 }
             }, expectedCertificate: certificate)
             return
         }
-        guard let relay = relayEndpoints.first, let tls = tlsIdentity else {
+        guard let relay = relays.first, let tls = tlsIdentity else {
             completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and no relay is configured")))
             return
         }
@@ -56,8 +63,11 @@ extension ConnectionService {
             let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
             stream.setSendTimeout(config.sendTimeout)
             return stream
-        }, failed: { error in
-            completion(.failure(.connection("cannot reach \(certificate) through relay \(relay.host)", error)))
+        }, failed: { [self] error in
+            guard relays.count > 1 else {
+                return completion(.failure(.connection("cannot reach \(certificate) through relay \(relay.host)", error)))
+            }
+            inviteNext(certificate, direct: [], relays: Array(relays.dropFirst()), context: context, progress: progress, completion: completion)
         }, connected: { [self] channel in
             let session = register(channel, role: .initiator, dialAddress: nil)
             session.relayHost = relay.host

@@ -29,6 +29,15 @@ extension ConnectionService {
         }
     }
 
+    /// The redial address of a paired peer known to us by no address at all (paired by its
+    /// certificate ID through a relay, behind NAT): "" (nothing to dial directly) when it can be
+    /// reached by lookups and relays (a pinned certificate ID, and discovery servers or
+    /// relays), so that it is redialled there like any peer; nil when it cannot.
+    func globalRedialAddress(_ device: String) -> String? {
+        guard certificateID(of: device) != nil, !discoveryServers.isEmpty || !relayEndpoints.isEmpty else { return nil }
+        return ""
+    }
+
     /// How often a connected session's round trip is measured at least. Keepalive pings go
     /// out only when nothing else did, and answering the peer's ping counts: without this,
     /// the end that the other always pings first would never measure it.

@@ -364,7 +364,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
-           let stored = record.addresses.first ?? nearby?.addresses(of: session.deviceKey).first,
+           let stored = record.addresses.first ?? nearby?.addresses(of: session.deviceKey).first ?? globalRedialAddress(session.deviceKey),
            !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
             let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
             redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
@@ -422,6 +422,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 if attempt % 2 == 0 { startLookup(device: device) }
                 if attempt % 2 == 1, startRelayDial(device: device) { continue }
                 let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
+                if address.isEmpty { continue }  // no address known yet: relays and lookups only
                 startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
             }
         }
@@ -432,7 +433,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     private func scheduleInitialRedials() {
         let records = (try? index.peers()) ?? []
         for record in records where record.trust == .paired {
-            if let address = record.addresses.first {
+            if let address = record.addresses.first ?? globalRedialAddress(record.deviceID) {
                 redials[record.deviceID] = Redial(address: address, nextAttempt: .now, delay: config.redialInitial)
             }
         }
