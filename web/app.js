@@ -716,7 +716,8 @@ function folderItem(f) {
         m.noDeletes === true ? [' ', el('span', { class: 'badge role' }, 'no deletes')] : null),
       meter(m.percent, `${name} in sync`, ' in sync'),
       f.path && m.peer && str(m.peer.id) ? roleControls(f, m, name) : null,
-      el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '')));
+      el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '',
+        arr(m.holds).length ? `holds only ${arr(m.holds).map(str).join(', ')}` : '')));
   });
   const pulls = arr(f.transfers).map((t) => {
     const pct = num(t.percent) ? t.percent : num(t.needed) && t.needed > 0 ? (100 * t.fetched) / t.needed : 0;

@@ -86,7 +86,7 @@ final class TransferPair: @unchecked Sendable {
             LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
                         chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id),
                         blockDelta: true, indexBlocks: other.speaksIndexBlocks.withLock { $0 },
-                        streamedManifest: other.speaksStreamedManifest.withLock { $0 }, resentBytes: true)
+                        streamedManifest: other.speaksStreamedManifest.withLock { $0 }, resentBytes: true, selection: true)
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session

@@ -13,6 +13,8 @@ extension FolderService {
             let selection = try Self.validSelection(paths)
             do { try index.setSelection(folderID: folder.id, paths: selection.paths) } catch { throw .wrapping(error) }
             freed = folder.io.sync { folder.selectionChanged() }
+            let folderID = folder.id
+            queue.async { [self] in announceSelection(folderID) }
         }
         let stored: [String]
         do { stored = try index.selection(folderID: folder.id) } catch { throw .wrapping(error) }
