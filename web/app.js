@@ -667,8 +667,10 @@ function chosenPaths(list) {
 function saveSelection(paths, button) {
   const { dir, label } = editingSelection;
   act(button, 'select|save', { op: 'select', dir, paths }, `Save the selection of ${label}`, { refresh: ['folders'], ok: (r) => {
-    notice(paths.length ? `${label} holds ${paths.length} item(s) here now; ${plural(r && r.freedFiles, 'file')} freed.`
-                        : `${label} is held whole here again; what is missing is fetched.`);
+    const fetch = r && num(r.neededFiles) && r.neededFiles > 0
+      ? ` ${plural(r.neededFiles, 'file')} (${bytes(r.neededBytes)}) to fetch: the folder shows the progress.` : '';
+    notice((paths.length ? `${label} holds ${paths.length} item(s) here now; ${plural(r && r.freedFiles, 'file')} freed.`
+                         : `${label} is held whole here again.`) + fetch);
     $('select-editor').hidden = true;
     editingSelection = null;
   } });

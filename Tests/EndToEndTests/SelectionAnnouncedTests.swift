@@ -69,8 +69,16 @@ struct SelectionAnnouncedTests {
         }
         #expect(!Selective.exists(trio.path("bob", "keep/a.txt")), "bob fetched a file outside his selection")
 
-        // Holding everything again: bob fetches the rest, and alice counts all of it.
-        _ = try Selective.json(try trio.env.cli(trio.bob, ["select", bobRoot, "--all", "--json"]))
+        // Holding everything again, with --wait: the command says what there is to fetch and
+        // follows it (one result a line) until it is all here, then alice counts all of bob.
+        let widened = try trio.env.cli(trio.bob, ["select", bobRoot, "--all", "--wait", "--json"])
+        try #require(widened.status == 0, "\(widened.stderr)")
+        let lines = try widened.stdout.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect((lines.first?["neededFiles"] as? Int ?? 0) >= 4 && (lines.first?["neededBytes"] as? Int ?? 0) > 0, "\(widened.stdout)")
+        #expect(lines.last?["neededFiles"] as? Int == 0 && lines.allSatisfy { $0["selected"] as? [String] == [] }, "\(widened.stdout)")
+        for path in ["keep/a.txt", "other/c.txt", "other/carol.txt", "top.txt"] {
+            #expect(Selective.exists(trio.path("bob", path)), "select --wait ended before \(path) was fetched")
+        }
         try Sync.eventually("the whole folder everywhere again\n\(Sync.describe(trio))") { Sync.converged(trio) }
         try Sync.eventually("alice shows bob at 100 % of the whole folder") {
             guard let bob = Self.member(trio, "bob") else { return false }
