@@ -35,11 +35,11 @@ struct SelectiveSyncBoundaryTests {
         try FileManager.default.removeItem(atPath: alice + "/other/gone.txt")
         try FileManager.default.removeItem(atPath: alice + "/other/sub")
 
-        try Sync.eventually("what left bob's selection leaves bob, what entered it arrives") {
+        try Sync.eventually("what left bob's selection leaves bob, what entered it arrives\n\(Sync.describe(trio))", timeout: 60) {
             !Selective.exists(trio.path("bob", "keep/a.txt")) && !Selective.exists(trio.path("bob", "keep/dir"))
                 && Self.text(trio.path("bob", "keep/c.txt")) == "c"
         }
-        try Sync.eventually("carol has alice's moves") {
+        try Sync.eventually("carol has alice's moves\n\(Sync.describe(trio))", timeout: 60) {
             Self.text(trio.path("carol", "other/dir/d2.txt")) == "d2" && Self.text(trio.path("carol", "keep/c.txt")) == "c"
                 && !Selective.exists(trio.path("carol", "other/sub"))
         }

@@ -14,7 +14,12 @@ import Testing
 @Suite struct PeerSelectionTests {
     @Test func anAnnouncementChangesNoServingNorApplying() throws {
         let pair = try TransferPair()
-        defer { pair.cleanup() }
+        defer {
+            // What the exchange still has in flight ends with the link, before the ends go.
+            pair.cut()
+            for _ in 0..<3 { pair.alice.sync {}; pair.bob.sync {} }
+            pair.cleanup()
+        }
         let docs = pair.alice.directory + "/docs"
         try FileManager.default.createDirectory(atPath: docs + "/x", withIntermediateDirectories: true)
         try "outside".write(toFile: docs + "/a.txt", atomically: false, encoding: .utf8)
