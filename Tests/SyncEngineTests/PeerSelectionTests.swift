@@ -71,4 +71,39 @@ import Testing
         }
         #expect(pair.alice.folders.peerSelection("zzzzz-zzzzz", device: pair.bob.deviceKey) == nil)
     }
+
+    /// A selection change is announced to a member whose hello lists `selection`, again on
+    /// each change; a member without the feature (an older version) is never sent the frame.
+    @Test(arguments: [true, false])
+    func aChangeIsAnnouncedOnlyToAPeerWithTheFeature(_ feature: Bool) throws {
+        let pair = try TransferPair()
+        defer {
+            pair.cut()
+            for _ in 0..<3 { pair.alice.sync {}; pair.bob.sync {} }
+            pair.cleanup()
+        }
+        pair.alice.speaksSelection.withLock { $0 = feature }
+        let docs = pair.alice.directory + "/docs"
+        try FileManager.default.createDirectory(atPath: docs + "/x", withIntermediateDirectories: true)
+        try "inside".write(toFile: docs + "/x/b.txt", atomically: false, encoding: .utf8)
+        pair.connect()
+        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
+        let received = pair.bob.directory + "/docs"
+        try TransferPair.eventually("bob holds the file") { FileManager.default.fileExists(atPath: received + "/x/b.txt") }
+        _ = try pair.bob.folders.select(directory: received, paths: ["x"])
+        _ = try pair.bob.folders.select(directory: received, paths: [])
+        _ = try pair.bob.folders.select(directory: received, paths: ["x"])
+        // The announcements go from bob's queue: once it has turned, they are sent.
+        for _ in 0..<3 { pair.bob.sync {}; pair.alice.sync {} }
+        let sent = pair.bob.selectionsSent.withLock { $0 }
+        if feature {
+            #expect(Array(sent.suffix(3)) == [["x"], [], ["x"]], "\(sent)")
+            try TransferPair.eventually("alice keeps bob's latest") {
+                pair.alice.folders.peerSelection(shared.folder, device: pair.bob.deviceKey)?.paths == ["x"]
+            }
+        } else {
+            #expect(sent.isEmpty, "a peer without the feature was sent \(sent)")
+            #expect(pair.alice.folders.peerSelection(shared.folder, device: pair.bob.deviceKey) == nil)
+        }
+    }
 }
