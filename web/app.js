@@ -667,8 +667,10 @@ function chosenPaths(list) {
 function saveSelection(paths, button) {
   const { dir, label } = editingSelection;
   act(button, 'select|save', { op: 'select', dir, paths }, `Save the selection of ${label}`, { refresh: ['folders'], ok: (r) => {
-    notice(paths.length ? `${label} holds ${paths.length} item(s) here now; ${plural(r && r.freedFiles, 'file')} freed.`
-                        : `${label} is held whole here again; what is missing is fetched.`);
+    const fetch = r && num(r.neededFiles) && r.neededFiles > 0
+      ? ` ${plural(r.neededFiles, 'file')} (${bytes(r.neededBytes)}) to fetch: the folder shows the progress.` : '';
+    notice((paths.length ? `${label} holds ${paths.length} item(s) here now; ${plural(r && r.freedFiles, 'file')} freed.`
+                         : `${label} is held whole here again.`) + fetch);
     $('select-editor').hidden = true;
     editingSelection = null;
   } });
@@ -716,7 +718,8 @@ function folderItem(f) {
         m.noDeletes === true ? [' ', el('span', { class: 'badge role' }, 'no deletes')] : null),
       meter(m.percent, `${name} in sync`, ' in sync'),
       f.path && m.peer && str(m.peer.id) ? roleControls(f, m, name) : null,
-      el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '')));
+      el('div', { class: 'meta' }, dots(missing, m.indexReceived === false ? 'waiting for its file list' : '',
+        arr(m.holds).length ? `holds only ${arr(m.holds).map(str).join(', ')}` : '')));
   });
   const pulls = arr(f.transfers).map((t) => {
     const pct = num(t.percent) ? t.percent : num(t.needed) && t.needed > 0 ? (100 * t.fetched) / t.needed : 0;

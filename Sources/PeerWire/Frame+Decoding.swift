@@ -3,6 +3,20 @@ extension ByteReader {
         try TransferID(try bytes(TransferID.byteCount, "transfer id"))
     }
 
+    /// A u16 count (at most `limit`) of items that each take at least 3 bytes (a u16 length
+    /// and one byte), then the items: a count the body cannot hold is refused before any
+    /// item is read or room is reserved for it.
+    mutating func u16List<Item>(_ countField: String, _ field: String, limit: Int,
+                                _ item: (inout ByteReader) throws(WireError) -> Item) throws(WireError) -> [Item] {
+        let count = Int(try u16(countField))
+        guard count <= limit else { throw .tooManyEntries(field: field, count: count, limit: limit) }
+        guard count * 3 <= remaining else { throw .truncated(field: field) }
+        var items: [Item] = []
+        items.reserveCapacity(count)
+        for _ in 0..<count { items.append(try item(&self)) }
+        return items
+    }
+
     /// A u8 that must be 0 or 1.
     mutating func flag(_ field: String) throws(WireError) -> Bool {
         let raw = try u8(field)
@@ -134,18 +148,11 @@ extension Frame {
                                        sums: try reader.bytes(count * WireLimits.deltaSumSize, "block sums"))
         case .indexBlocks:
             let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
-            let count = Int(try reader.u16("index block count"))
-            guard count <= WireLimits.maxIndexEntries else {
-                throw .tooManyEntries(field: "index blocks", count: count, limit: WireLimits.maxIndexEntries)
-            }
-            // Each block takes at least 3 bytes: refuse counts the body cannot hold.
-            guard count * 3 <= reader.remaining else { throw .truncated(field: "index blocks") }
-            var blocks: [[UInt8]] = []
-            blocks.reserveCapacity(count)
-            for _ in 0..<count {
+            let blocks = try reader.u16List("index block count", "index blocks", limit: WireLimits.maxIndexEntries) {
+                reader throws(WireError) in
                 let block = try reader.prefixedBytes(.u16, limit: WireLimits.maxIndexBlock, "index block")
                 guard !block.isEmpty else { throw .invalidValue(field: "index block length", value: 0) }
-                blocks.append(block)
+                return block
             }
             frame = .indexBlocks(folder: folder, blocks: blocks)
         case .versionRequest:
@@ -159,6 +166,12 @@ extension Frame {
             let ok = try reader.flag("version response status")
             frame = .versionResponse(request: request, ok: ok,
                                      data: try reader.prefixedBytes(.u32, limit: WireLimits.maxVersionResponse, "version page"))
+        case .folderSelection:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let paths = try reader.u16List("selected path count", "selected paths", limit: WireLimits.maxSelectionPaths) {
+                reader throws(WireError) in try reader.prefixedText(.u16, rule: .entryPath, "selected path")
+            }
+            frame = .folderSelection(folder: folder, paths: paths)
         case .blockResponse:
             let request = try reader.u32("block request id")
             let ok = try reader.flag("block response status")

@@ -138,6 +138,13 @@ public enum Frame: Equatable, Sendable {
     case versionRequest(request: UInt32, folder: String, path: String, tree: Bool, before: UInt64, version: UInt64)
     /// A ``VersionPage`` (encoded), or `ok: false` with no data: not a member, or no such folder.
     case versionResponse(request: UInt32, ok: Bool, data: [UInt8])
+    /// The subtrees of the folder the sender holds (selective sync), each a folder-relative
+    /// path of 1 … ``WireLimits/maxEntryPath`` bytes, at most ``WireLimits/maxSelectionPaths``;
+    /// none: the whole folder. Sent when a session connects, when a share is accepted and
+    /// whenever the selection changes, only to a peer whose hello lists the feature
+    /// `selection`. It tells only what the sender holds (for the peer's completion figures):
+    /// a receiver serves and applies exactly as without it.
+    case folderSelection(folder: String, paths: [String])
 
     /// The frame's type code.
     public var type: FrameType {
@@ -172,6 +179,7 @@ public enum Frame: Equatable, Sendable {
         case .indexBlocks: .indexBlocks
         case .versionRequest: .versionRequest
         case .versionResponse: .versionResponse
+        case .folderSelection: .folderSelection
         }
     }
 
@@ -261,6 +269,12 @@ public enum Frame: Equatable, Sendable {
             guard data.count <= WireLimits.maxVersionResponse else {
                 throw .fieldTooLong(field: "version page", length: data.count, limit: WireLimits.maxVersionResponse)
             }
+        case let .folderSelection(folder, paths):
+            try TextRule.folderID.check(folder, "folder id")
+            guard paths.count <= WireLimits.maxSelectionPaths else {
+                throw .tooManyEntries(field: "selected paths", count: paths.count, limit: WireLimits.maxSelectionPaths)
+            }
+            for path in paths { try TextRule.entryPath.check(path, "selected path") }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -312,6 +326,7 @@ extension Frame: CustomStringConvertible {
         case let .indexBlocks(folder, blocks): "indexBlocks(\(folder), \(blocks.count) blocks)"
         case let .versionRequest(request, folder, _, tree, _, version): "versionRequest(#\(request), \(folder), tree: \(tree), version: \(version))"
         case let .versionResponse(request, ok, data): "versionResponse(#\(request), ok: \(ok), \(data.count) bytes)"
+        case let .folderSelection(folder, paths): "folderSelection(\(folder), \(paths.count) paths)"
         }
     }
 }

@@ -190,6 +190,10 @@ public enum FrameEncoder {
             writer.prefixedText(folder, .u8)
             writer.u16(UInt16(blocks.count))
             for block in blocks { writer.prefixedBytes(block, .u16) }
+        case let .folderSelection(folder, paths):
+            writer.prefixedText(folder, .u8)
+            writer.u16(UInt16(paths.count))
+            for path in paths { writer.prefixedText(path, .u16) }
         }
     }
 }

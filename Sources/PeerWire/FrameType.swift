@@ -38,6 +38,8 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case indexBlocks = 0x67
     case versionRequest = 0x68
     case versionResponse = 0x69
+    /// The subtrees of a folder the sender holds (feature `selection`).
+    case folderSelection = 0x6A
 
     public var description: String {
         switch self {
@@ -71,6 +73,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .indexBlocks: "index-blocks"
         case .versionRequest: "version-request"
         case .versionResponse: "version-response"
+        case .folderSelection: "folder-selection"
         }
     }
 }

@@ -62,6 +62,8 @@ public enum WireLimits {
     public static let maxVersionPage = 1_000
     /// Largest encoded ``VersionPage`` of a version response (a page, or one version with its manifest).
     public static let maxVersionResponse = 14 * 1024 * 1024
+    /// Most paths in a ``Frame/folderSelection(folder:paths:)`` (a node's selection holds no more).
+    public static let maxSelectionPaths = 1_000
     /// The largest TLS certificate a `certificate` frame carries (syncpeer's are ~300 bytes).
     public static let maxCertificate = 2_048
 
@@ -101,6 +103,8 @@ public enum WireLimits {
         case .indexBlocks: range = 4...maxFrameBody                  // folder, count u16, per block: len u16, bytes
         case .versionRequest: range = 26...(24 + maxFolderID + maxEntryPath) // request u32, folder, path, tree u8, before u64, version u64
         case .versionResponse: range = 9...(9 + maxVersionResponse)  // request u32, ok u8, len u32, page
+        case .folderSelection:                                       // folder, count u16, per path: len u16, path
+            range = 4...(3 + maxFolderID + maxSelectionPaths * (2 + maxEntryPath))
         }
         assert(range.upperBound <= maxFrameBody)
         return range

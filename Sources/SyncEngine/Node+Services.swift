@@ -188,7 +188,8 @@ extension Session {
                     blockDelta: channel.remoteHello.features.contains(FolderService.blockDeltaFeature),
                     indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature),
                     streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature),
-                    resentBytes: channel.remoteHello.features.contains(TransferService.resentBytesFeature))
+                    resentBytes: channel.remoteHello.features.contains(TransferService.resentBytesFeature),
+                    selection: channel.remoteHello.features.contains(FolderService.selectionFeature))
     }
 }
 

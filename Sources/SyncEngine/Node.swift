@@ -70,7 +70,7 @@ public final class Node: Reporting, @unchecked Sendable {
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
                                         features: ["messages", Self.streamsFeature, FolderService.blockDeltaFeature,
                                                    FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
-                                                   TransferService.resentBytesFeature,
+                                                   TransferService.resentBytesFeature, FolderService.selectionFeature,
                                                    ConnectionService.certificateFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })

@@ -37,6 +37,8 @@ struct LinkSession: Sendable {
     var streamedManifest = false
     /// The peer's hello lists `resent-bytes`: it takes the sender's "re-sent" figure.
     var resentBytes = false
+    /// The peer's hello lists `selection`: it takes our folders' selections (`folderSelection`).
+    var selection = false
 }
 
 /// A session's send queue, for work off the owner's queue.

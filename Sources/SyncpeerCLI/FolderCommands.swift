@@ -322,7 +322,8 @@ struct StatusCommand: Command {
                 let differ = peer.outOfSyncFiles > 0
                     ? "  (\(peer.outOfSyncFiles) files, \(ProgressRenderer.formatBytes(peer.outOfSyncBytes)) differ)" : ""
                 let role = (peer.role == "both" ? "" : "  " + peer.role) + (peer.noDeletes ? "  no-deletes" : "")
-                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved + role)
+                let holds = peer.holds.isEmpty ? "" : "  holds only " + peer.holds.joined(separator: ", ")
+                output.line("  \(EventRenderer.peerName(peer.peer))  \(connected)  \(peer.percent)% in sync" + differ + moved + role + holds)
             }
             for item in folder.transfers {
                 let peers = item.peers.map(\.name).joined(separator: ", ")

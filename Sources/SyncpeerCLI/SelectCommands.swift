@@ -14,19 +14,24 @@ struct SelectCommand: Command {
         are removed when another device holds the same version (space is freed; no deletion is
         sent); files only this device has stay, and stay local, as ignored files do. --all
         holds the whole folder again: what is missing is fetched, with progress in
-        'syncpeer status' and 'syncpeer events'. 'syncpeer tree DIR' shows what there is.
+        'syncpeer status' and 'syncpeer events'; with --wait this command follows the fetch
+        (a live line on a terminal; with --json one result a line, the last with neededFiles
+        0) until everything selected is here. 'syncpeer tree DIR' shows what there is.
         """,
-        options: [OptionSpec("all", help: "hold the whole folder again")],
+        options: [OptionSpec("all", help: "hold the whole folder again"),
+                  OptionSpec("wait", help: "follow the fetch until everything selected is here")],
         arguments: [ArgumentSpec("DIR", help: "a shared folder"),
                     ArgumentSpec("PATH", help: "a subtree to hold", optional: true, repeating: true)],
-        examples: ["syncpeer select ~/Shared", "syncpeer select ~/Shared photos/2026 docs", "syncpeer select ~/Shared --all"])
+        examples: ["syncpeer select ~/Shared", "syncpeer select ~/Shared photos/2026 docs", "syncpeer select ~/Shared --all --wait"])
 
     let directory: String
     let paths: [String]?
+    let wait: Bool
 
     init(parsing arguments: ParsedArguments) throws(CLIError) {
         let root = URL(fileURLWithPath: arguments.positionals[0]).standardizedFileURL.path
         directory = root
+        wait = arguments.flag("wait")
         let given = Array(arguments.positionals.dropFirst())
         if arguments.flag("all") {
             guard given.isEmpty else { throw .usage("'syncpeer select' takes PATHs or --all, not both") }
@@ -50,8 +55,17 @@ struct SelectCommand: Command {
                                            : "\(directory): this device holds " + result.selected.joined(separator: ", ")
         if result.freedFiles > 0 { text += "\nFreed \(result.freedFiles) file(s), \(ProgressRenderer.formatBytes(result.freedBytes)) (other devices keep them)" }
         if result.keptFiles > 0 { text += "\nKept \(result.keptFiles) deselected file(s): no other device holds their version, or they changed" }
+        if result.neededFiles > 0 {
+            text += "\n" + (wait ? "Fetching" : "To fetch (see 'syncpeer status'):") + " " + Self.needText(result)
+        }
         context.print(result, text: text)
-        return ExitCode.success
+        guard wait, result.neededFiles > 0 else { return ExitCode.success }
+        return try await SelectionFollow(context: context, directory: directory, first: result).run()
+    }
+
+    /// "12 file(s), 3.4 MB".
+    static func needText(_ result: SelectionResult) -> String {
+        "\(result.neededFiles) file(s), \(ProgressRenderer.formatBytes(result.neededBytes))"
     }
 }
 

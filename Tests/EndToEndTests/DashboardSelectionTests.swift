@@ -7,7 +7,8 @@ struct DashboardSelectionTests {
     typealias Page = DashboardBrowserTests
 
     /// Bob unchecks one folder on his page: his copy of it is freed, alice keeps hers, and
-    /// the CLI shows the selection the page saved.
+    /// the CLI shows the selection the page saved. Holding everything again, the page says
+    /// how much is to fetch.
     @Test func uncheckingAFolderOnThePageFreesItHereOnly() throws {
         try Page.scene { env, namespace in
             let fast = FolderSyncTests.environment
@@ -41,6 +42,13 @@ struct DashboardSelectionTests {
             #expect(selection.stdout.contains("\"selected\":[\"keep\"]"), "\(selection.stdout)")
             #expect(FileManager.default.fileExists(atPath: env.home("docs/drop/b.txt")), "alice lost what bob left out")
             #expect(FileManager.default.fileExists(atPath: bobDocs + "/keep/a.txt"))
+
+            // Holding everything again: the page says how much is to fetch, and it comes back.
+            _ = try browser.eval("\(folder).querySelector('button.select').click(), true")
+            try browser.waitUntil("the editor again", "!document.querySelector('#select-editor').hidden && !!\(drop)")
+            _ = try browser.eval("document.querySelector('#select-everything').click(), true")
+            try browser.waitUntil("the page says what is to fetch", "document.querySelector('#notice').textContent.includes('2 files (1 B) to fetch')")
+            try FolderSyncTests.eventually("drop comes back to bob") { FileManager.default.fileExists(atPath: bobDocs + "/drop/b.txt") }
         }
     }
 }

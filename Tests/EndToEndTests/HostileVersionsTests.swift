@@ -67,6 +67,17 @@ import Synchronization
         #expect(try rogue.block(folderID, "secret.txt", 0, UInt32(secret.count), ChunkHash.of(secret).bytes) == nil)
         // Asking for the secret's chunk through its own folder: not a chunk of that folder.
         #expect(try rogue.block(otherID, "secret.txt", 0, UInt32(secret.count), ChunkHash.of(secret).bytes) == nil)
+        // Nor the secret's version by its ID through its own folder, nor by a path leaving it.
+        for id in 1...5 {
+            for (path, tree) in [("secret.txt", false), ("/", true)] {
+                let answer = try ask(otherID, path, tree: tree, version: UInt64(id))
+                let listed = answer.ok ? try VersionPage.decode(answer.data).entries.count : -1
+                #expect(listed == 0, "version \(id) of another folder: \(answer.ok ? "\(listed) listed" : "refused")")
+            }
+        }
+        for path in ["../docs/secret.txt", "../docs", "/secret.txt"] {
+            #expect(try !ask(otherID, path, tree: path != "/secret.txt").ok, "a path leaving the folder was answered: \(path)")
+        }
         #expect(bob.process.isRunning)
     }
 

@@ -140,6 +140,8 @@ import TestKit
             .indexBlocks(folder: folder, blocks: [Array(repeating: 9, count: WireLimits.maxIndexBlock), [1]]),
             .indexBlocks(folder: folder, blocks: Array(repeating: [2], count: WireLimits.maxIndexEntries)),
             .indexBlocks(folder: folder, blocks: []),
+            .folderSelection(folder: folder, paths: Array(repeating: String(repeating: "s", count: WireLimits.maxEntryPath),
+                                                          count: WireLimits.maxSelectionPaths)),
         ]
         for frame in atLimit {
             #expect(try Frame(decoding: FrameEncoder.encode(frame)) == frame)
@@ -209,6 +211,34 @@ import TestKit
         #expect(throws: WireError.tooManyEntries(field: "index blocks", count: WireLimits.maxIndexEntries + 1,
                                                  limit: WireLimits.maxIndexEntries)) {
             try Frame(decoding: frameBytes(FrameType.indexBlocks.rawValue, body: manyBlocks.bytes))
+        }
+        // A selection: a path count over the limit, or more than the body holds, is refused
+        // before any path is read; an empty path or one a byte too long is refused.
+        var manyPaths = Bytes()
+        manyPaths.u8(1); manyPaths.text("f")
+        manyPaths.u16(WireLimits.maxSelectionPaths + 1)
+        manyPaths.raw(Array(repeating: 0, count: 3 * (WireLimits.maxSelectionPaths + 1)))
+        #expect(throws: WireError.tooManyEntries(field: "selected paths", count: WireLimits.maxSelectionPaths + 1,
+                                                 limit: WireLimits.maxSelectionPaths)) {
+            try Frame(decoding: frameBytes(FrameType.folderSelection.rawValue, body: manyPaths.bytes))
+        }
+        var fewBytes = Bytes()
+        fewBytes.u8(1); fewBytes.text("f")
+        fewBytes.u16(500)
+        fewBytes.raw(Array(repeating: 0, count: 30))
+        #expect(throws: WireError.truncated(field: "selected paths")) {
+            try Frame(decoding: frameBytes(FrameType.folderSelection.rawValue, body: fewBytes.bytes))
+        }
+        for size in [0, WireLimits.maxEntryPath + 1] {
+            var path = Bytes()
+            path.u8(1); path.text("f")
+            path.u16(1)
+            path.u16(size)
+            path.raw(Array(repeating: 0x61, count: size))
+            #expect(throws: WireError.self) { try Frame(decoding: frameBytes(FrameType.folderSelection.rawValue, body: path.bytes)) }
+        }
+        #expect(throws: WireError.self) {
+            try Frame.folderSelection(folder: "f", paths: Array(repeating: "a", count: WireLimits.maxSelectionPaths + 1)).validate()
         }
         var unheld = Bytes()
         unheld.u8(1); unheld.text("f")

@@ -50,6 +50,12 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         // version-response: request 7, ok, 3 bytes of page.
         FrameVector(frame: .versionResponse(request: 7, ok: true, data: [0, 0, 0]),
                     bytes: [0x69, 0, 0, 0, 12, 0, 0, 0, 7, 1, 0, 0, 0, 3, 0, 0, 0]),
+        // folder-selection: folder "f", paths "a" and "é/b": body 2 + 2 + 3 + 6 = 13.
+        FrameVector(frame: .folderSelection(folder: "f", paths: ["a", "é/b"]),
+                    bytes: [0x6A, 0, 0, 0, 13, 1, 0x66, 0, 2, 0, 1, 0x61, 0, 4, 0xC3, 0xA9, 0x2F, 0x62]),
+        // The whole folder: no paths.
+        FrameVector(frame: .folderSelection(folder: "f", paths: []),
+                    bytes: [0x6A, 0, 0, 0, 4, 1, 0x66, 0, 0]),
     ]
 
     @Test(arguments: vectors)
@@ -68,10 +74,10 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                    "stream-open", "stream-data", "stream-close", "stream-credit", "stream-reset",
                                    "offer", "accept", "decline", "cancel", "done", "resent", "chunk", "chunk-ack", "hashed-chunk",
                                    "share-offer", "share-answer", "index-update", "index-ack", "block-request", "block-response",
-                                   "block-delta-request", "index-blocks", "version-request", "version-response"])
+                                   "block-delta-request", "index-blocks", "version-request", "version-response", "folder-selection"])
         #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x04, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
                                    0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67,
-                                   0x68, 0x69])
+                                   0x68, 0x69, 0x6A])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
                                        .impersonation, .timeout, .shuttingDown, .unpaired]
@@ -87,7 +93,7 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         #expect(ranges == [8...8, 8...8, 4...516, 3...2_050, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
                            23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...24, 24...16_777_240, 21...21,
                            56...16_777_272, 3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240,
-                           26...4_184, 9...14_680_073])
+                           26...4_184, 9...14_680_073, 4...4_098_067])
         #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
     }
 

@@ -104,6 +104,8 @@ let sampleFrames: [Frame] = [
     .blockResponse(request: 7, ok: true, data: pattern(100)),
     .blockResponse(request: 8, ok: false, data: []),
     .indexBlocks(folder: "abcde-fghij", blocks: [pattern(4096), [0]]),
+    .folderSelection(folder: "abcde-fghij", paths: ["photos/2026", "docs", String(repeating: "é", count: 2048)]),
+    .folderSelection(folder: "f", paths: []),
 ]
 
 let sampleEntry = SyncFileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNanoseconds: 1_700_000_000_000_000_001,

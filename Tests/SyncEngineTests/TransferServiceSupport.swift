@@ -48,6 +48,10 @@ final class TransferPair: @unchecked Sendable {
         let speaksIndexBlocks = Mutex(true)
         /// Whether this end's hello lists `streamed-manifest` (offers to it may stream).
         let speaksStreamedManifest = Mutex(true)
+        /// Whether this end's hello lists `selection` (it is told the other end's selections).
+        let speaksSelection = Mutex(true)
+        /// The selections this end announced (`folderSelection`), in order.
+        let selectionsSent = Mutex<[[String]]>([])
         /// The chunks this end sent as `hashedChunk` frames (with their hash), by index.
         let hashedChunksSent = Mutex<[UInt32]>([])
 
@@ -86,7 +90,8 @@ final class TransferPair: @unchecked Sendable {
             LinkSession(id: id, deviceKey: other.deviceKey, peer: other.peer, isConnected: id != 0,
                         chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id),
                         blockDelta: true, indexBlocks: other.speaksIndexBlocks.withLock { $0 },
-                        streamedManifest: other.speaksStreamedManifest.withLock { $0 }, resentBytes: true)
+                        streamedManifest: other.speaksStreamedManifest.withLock { $0 }, resentBytes: true,
+                        selection: other.speaksSelection.withLock { $0 })
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session
@@ -119,6 +124,7 @@ final class TransferPair: @unchecked Sendable {
             case let .blockRequest(_, _, path, _, _, _), let .blockDeltaRequest(_, _, path, _, _, _, _):
                 blockPathsAsked.withLock { $0.append(path) }
             case let .indexBlocks(_, blocks): indexBlocksSent.withLock { $0 += blocks }
+            case let .folderSelection(_, paths): selectionsSent.withLock { $0.append(paths) }
             default: break
             }
             return true

@@ -222,6 +222,9 @@ public struct FolderPeer: Sendable, Equatable, Codable {
     /// trip measured on it, as `peers` says.
     public var path: String?
     public var roundTripMs: Double?
+    /// The subtrees it says it holds (selective sync; the first 20 by path), over which
+    /// `percent` is counted; empty: the whole folder.
+    public var holds: [String] = []
 }
 
 /// A file being pulled into a folder.

@@ -9,6 +9,14 @@ public struct SelectionResult: Sendable, Equatable, Codable {
     public var freedBytes: Int64
     /// Deselected files left on disk: no peer holds their version, or they changed.
     public var keptFiles: Int
+    /// What is still to fetch for the selection: entries inside it that a member holds newer
+    /// than here, or that are missing here (the most any one member has; 0 once all is
+    /// here), and the bytes of those that are files.
+    public var neededFiles = 0
+    public var neededBytes: Int64 = 0
+    /// Bytes this folder has fetched from peers since the daemon started (it grows while a
+    /// fetch moves: `select --wait` follows it).
+    public var receivedBytes: Int64 = 0
 }
 
 /// `tree`: one name directly below a directory of the folder, as the cluster has it.

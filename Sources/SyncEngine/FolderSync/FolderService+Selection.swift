@@ -1,6 +1,7 @@
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 extension FolderService {
     /// `select DIR [PATH ...]`: with `paths`, holds only those subtrees here (empty list:
@@ -9,15 +10,40 @@ extension FolderService {
     func select(directory: String, paths: [String]?) throws(EngineError) -> SelectionResult {
         let folder = try sharedFolder(at: directory)
         var freed = SharedFolder.Freed()
+        var need: (files: Int, bytes: Int64)?
         if let paths {
             let selection = try Self.validSelection(paths)
             do { try index.setSelection(folderID: folder.id, paths: selection.paths) } catch { throw .wrapping(error) }
-            freed = folder.io.sync { folder.selectionChanged() }
+            // Counted before the pull the change queues on io can take anything: all of it.
+            (freed, need) = folder.io.sync { (folder.selectionChanged(), selectionNeed(folder)) }
+            let folderID = folder.id
+            queue.async { [self] in announceSelection(folderID) }
         }
         let stored: [String]
         do { stored = try index.selection(folderID: folder.id) } catch { throw .wrapping(error) }
+        let needed = need ?? selectionNeed(folder)
         return SelectionResult(folder: folder.id, path: folder.root, selected: stored, freedFiles: freed.files,
-                               freedBytes: freed.bytes, keptFiles: freed.kept)
+                               freedBytes: freed.bytes, keptFiles: freed.kept, neededFiles: needed.files, neededBytes: needed.bytes,
+                               receivedBytes: folder.activity.snapshot.received.values.reduce(0, +))
+    }
+
+    /// What the folder still has to fetch for what it holds: per member whose changes are
+    /// applied here (not send-only towards it), the entries outside the ignores (the
+    /// selection among them) that it holds newer than here or that are missing here; the
+    /// largest of them. Counted by SQLite row by row (no record loaded).
+    func selectionNeed(_ folder: SharedFolder) -> (files: Int, bytes: Int64) {
+        let ignores = folder.servedIgnores.withLock { $0 }
+        let counts: ((String, Bool) -> Bool)? = ignores.map { ignores in { !ignores.isIgnored($0, isDirectory: $1) } }
+        let roles = (try? index.folderPeerRoles(folderID: folder.id)) ?? [:]
+        var need = (files: 0, bytes: Int64(0))
+        for member in (try? index.folderPeers(folderID: folder.id)) ?? [] where roles[member.deviceID]?.role != PeerRole.sendOnly.rawValue {
+            let comparison = try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: counts) { ours, theirs in
+                VersionVector(theirs).compare(VersionVector(ours)) == .greater
+            }
+            guard let comparison, comparison.outOfSyncFiles > need.files else { continue }
+            need = (comparison.outOfSyncFiles, comparison.outOfSyncBytes)
+        }
+        return need
     }
 
     static func validSelection(_ paths: [String]) throws(EngineError) -> FolderSelection {

@@ -45,6 +45,8 @@ struct FolderTable {
     var indexBlocks: [UInt64: HeldBlocks] = [:]
     /// Version requests sent and waiting for their answer (issue 41).
     var pendingVersions: [UInt32: (device: String, callback: @Sendable (VersionPage?) -> Void)] = [:]
+    /// What members said they hold of a folder ("folder|device"; absent: everything).
+    var peerSelections: [String: FolderSelection] = [:]
 }
 
 /// The content of small files that came for a peer's next index page of one folder
@@ -195,6 +197,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 link?.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")], on: session.id)
             }
             stopping = folderTable.folders.removeValue(forKey: record.id)
+            forgetPeerSelections(record.id)
             do { _ = try index.removeFolder(id: record.id) } catch {
                 // Still recorded: it would start again with the next daemon. Say so.
                 return .failure(.wrapping(error))
@@ -246,7 +249,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         var peers: [FolderPeer] = []
         let roles = try index.folderPeerRoles(folderID: folder.id)
         for member in try index.folderPeers(folderID: folder.id) {
-            let comparison = try index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: folder.holds) {
+            let comparison = try index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: comparedPaths(folder, with: member.deviceID)) {
                 VersionVector($0) != VersionVector($1)
             }
             let outFiles = comparison.outOfSyncFiles
@@ -261,6 +264,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                                     role: roles[member.deviceID]?.role ?? PeerRole.both.rawValue,
                                     noDeletes: roles[member.deviceID]?.noDeletes ?? false))
         }
+        showAnnouncedSelections(&peers, folderID: folder.id)
         // The first of them: a status line stays bounded whatever the pull window holds.
         let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.prefix(Self.shownPulls).map { item in
             FolderPull(path: item.path, size: item.size, needed: item.needed, fetched: item.fetched,
@@ -417,6 +421,7 @@ final class FolderService: Reporting, @unchecked Sendable {
         for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
             link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
             sendIndex(folderID, to: session)
+            announceSelection(folderID, to: session)
         }
         emit(.folder(.init(folder: folderID, name: label, state: .shared, path: path, time: now())))
     }
@@ -430,6 +435,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
             link?.send([.shareOffer(folder: folderID, label: record.safeLabel)], on: session.id)
+            announceSelection(folderID, to: session)
             folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
             // Pulls that failed for want of a peer are tried again now, not at the next rescan.
             folderTable.folders[folderID]?.peerConnected()
@@ -518,7 +524,9 @@ final class FolderService: Reporting, @unchecked Sendable {
                 // its last acknowledgement.
                 folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
                 sendIndex(folderID, to: session)
+                announceSelection(folderID, to: session)
             } else {
+                forgetPeerSelections(folderID, device: session.deviceKey)
                 do { _ = try index.removeFolderPeer(folderID: folderID, deviceID: session.deviceKey) } catch {
                     emitError(session.peer, "folder \(folderID): cannot record that the peer left it: \(error.description)")
                 }
@@ -549,6 +557,8 @@ final class FolderService: Reporting, @unchecked Sendable {
             serveVersionRequest(request, folderID: folderID, path: path, tree: tree, before: before, version: version, from: session)
         case let .versionResponse(request, ok, data):
             versionResponseReceived(request, ok: ok, data: data, from: session)
+        case let .folderSelection(folderID, paths):
+            selectionReceived(folderID, paths: paths, from: session)
         case let .blockResponse(request, ok, data):
             // Only the asked peer's answer settles a request: another's (a guessed or stale
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed

@@ -172,6 +172,7 @@ final class SessionFlow: @unchecked Sendable {
             // Each block with its array's overhead (as `SharedFolder.heldCost`): frames of tiny
             // blocks count for what they take too.
             return 32 + SharedFolder.heldCost(of: blocks)
+        case let .folderSelection(_, paths): return 64 + paths.reduce(0) { $0 + 32 + $1.utf8.count }
         default: return 64
         }
     }

@@ -168,7 +168,7 @@ public struct SessionMachine: Sendable {
             return [.stream(frame)]
         case .offer, .accept, .decline, .cancel, .done, .resent, .chunk, .chunkAck, .hashedChunk,
              .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks,
-             .versionRequest, .versionResponse:
+             .versionRequest, .versionResponse, .folderSelection:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]
         }
