@@ -119,6 +119,34 @@ func settle(_ seconds: Double) { usleep(UInt32(seconds * 1_000_000)) }
         }
     }
 
+    /// Issue 43: one file changed in a quiet folder is reported without waiting a whole
+    /// gathering window (a 3 s window here; it comes after its 100 ms quick delay), while a
+    /// burst of changes right after it still gathers into one batch.
+    @Test func aChangeAfterQuietIsReportedQuicklyAndABurstStillGathers() throws {
+        try withTemporaryDirectory { dir in
+            let log = WatchLog()
+            let watcher = try FolderWatcher(root: dir, delay: .seconds(3), quickDelay: .milliseconds(100),
+                                            onChanges: log.callback)
+            defer { watcher.stop() }
+            try Tree.write(dir + "/first.txt", "one change")
+            // Well before the 3 s window would have ended (the batch's own wait is 100 ms).
+            #expect(log.wait(timeout: 2) { !$0.all.isEmpty })
+            #expect(log.all == [[.changed("first.txt")]])
+
+            // Twenty files, 50 ms apart, starting right after that batch: not after a quiet
+            // period, so they gather for the whole window, into one batch.
+            for i in 0..<20 {
+                try Tree.write(dir + "/burst-\(i).txt", "\(i)")
+                usleep(50_000)
+            }
+            let burst = Set((0..<20).map { "burst-\($0).txt" })
+            #expect(log.wait(timeout: 15) { $0.changedPaths.isSuperset(of: burst) })
+            let batches = log.all
+            #expect(batches.count == 2)
+            #expect(Set(batches.dropFirst().first ?? []) == Set(burst.map { WatchChange.changed($0) }))
+        }
+    }
+
     @Test func ownWritesAndIgnoredPathsAreFiltered() throws {
         try withTemporaryDirectory { dir in
             let log = WatchLog()

@@ -36,8 +36,12 @@ public enum WatchChange: Sendable, Hashable, CustomStringConvertible {
 ///   in the gap is missed). Removed directories' watches are dropped.
 /// - Events are aggregated: a batch is delivered when nothing happened for `delay`
 ///   (default 1 s), or `maxDelay` (default 10 × `delay`) after its first event, so an
-///   editor's save storm (temp file, writes, rename) becomes one batch. Paths are
-///   deduplicated and sorted in each batch.
+///   editor's save storm (temp file, writes, rename) becomes one batch. A batch whose first
+///   event ends a quiet period (nothing for `delay` before it) waits only `quickDelay`
+///   (default `delay` / 8) without events: a single change is reported within ~0.1 s, not
+///   a whole window later, while the batches of a burst that goes on gather as before (its
+///   next events are not after a quiet period). Paths are deduplicated and sorted in each
+///   batch.
 /// - Renames are recognised by pairing MOVED_FROM and MOVED_TO cookies and reported as
 ///   `.renamed(from:to:)` in addition to `.changed` for both paths.
 /// - Ignored paths are filtered (the built-in ones too: `.syncpeer-partial`,
@@ -52,6 +56,8 @@ public final class FolderWatcher: Sendable {
     public let rootPath: String
     public let delay: Duration
     public let maxDelay: Duration
+    /// How long the first batch after a quiet period waits without events.
+    public let quickDelay: Duration
 
     struct Shared {
         var ownWrites: [PathKey: Int] = [:]
@@ -70,16 +76,19 @@ public final class FolderWatcher: Sendable {
     /// Starts watching `root` (a symbolic link there is followed: it is the user's choice).
     /// The initial watches are in place when this returns.
     public convenience init(root: String, ignores: IgnorePatterns = IgnorePatterns(), delay: Duration = .seconds(1),
-                maxDelay: Duration? = nil, onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
-        try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, watchLimit: nil, onChanges: onChanges)
+                maxDelay: Duration? = nil, quickDelay: Duration? = nil,
+                onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
+        try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, quickDelay: quickDelay, watchLimit: nil,
+                      onChanges: onChanges)
     }
 
     /// `watchLimit`: tests simulate the kernel's watch limit with it.
-    init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, watchLimit: Int?,
-         onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
+    init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration? = nil,
+         watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
         rootPath = root
         self.delay = delay
         self.maxDelay = maxDelay ?? delay * 10
+        self.quickDelay = min(quickDelay ?? delay / 8, delay)
         shared = Mutex(Shared(ignores: ignores))
         let rootFd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard rootFd >= 0 else { throw FileError.system("open directory", path: root, errno: errno) }
@@ -105,7 +114,8 @@ public final class FolderWatcher: Sendable {
         }
         wakeWrite = fds[1]
         loop = WatchLoop(inotify: inotify, wakeRead: fds[0], root: root, delayNs: Self.nanoseconds(delay),
-                         maxDelayNs: Self.nanoseconds(self.maxDelay), watchLimit: watchLimit, onChanges: onChanges)
+                         maxDelayNs: Self.nanoseconds(self.maxDelay), quickDelayNs: Self.nanoseconds(self.quickDelay),
+                         watchLimit: watchLimit, onChanges: onChanges)
         loop.owner = self
         do throws(FileError) {
             try loop.addRoot(rootFd)
@@ -227,6 +237,7 @@ final class WatchLoop: @unchecked Sendable {
     let root: String
     let delayNs: Int64
     let maxDelayNs: Int64
+    let quickDelayNs: Int64
     let watchLimit: Int?
     let onChanges: @Sendable ([WatchChange]) -> Void
     weak var owner: FolderWatcher?
@@ -244,17 +255,22 @@ final class WatchLoop: @unchecked Sendable {
     var flags = Set<WatchChange>()   // .overflow, .rootGone, .watchLimitReached
     var firstEventNs: Int64 = 0
     var lastEventNs: Int64 = 0
+    /// The batch began after a quiet period: it waits `quickDelayNs` without events, not `delayNs`.
+    var quickBatch = false
+    /// The last event of any kind (the node's own writes too), for telling a quiet period.
+    var lastActivityNs = Int64.min / 2
     var rootGone = false
     /// `.rootGone` was delivered: nothing more is reported.
     var finished = false
 
-    init(inotify: Int32, wakeRead: Int32, root: String, delayNs: Int64, maxDelayNs: Int64, watchLimit: Int?,
-         onChanges: @escaping @Sendable ([WatchChange]) -> Void) {
+    init(inotify: Int32, wakeRead: Int32, root: String, delayNs: Int64, maxDelayNs: Int64, quickDelayNs: Int64,
+         watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) {
         self.inotify = inotify
         self.wakeRead = wakeRead
         self.root = root
         self.delayNs = delayNs
         self.maxDelayNs = maxDelayNs
+        self.quickDelayNs = quickDelayNs
         self.watchLimit = watchLimit
         self.onChanges = onChanges
     }
@@ -418,7 +434,7 @@ final class WatchLoop: @unchecked Sendable {
             var timeout: Int32 = -1
             if hasPending {
                 let now = Self.now()
-                let due = min(lastEventNs + delayNs, firstEventNs + maxDelayNs)
+                let due = dueNs
                 timeout = Int32(clamping: max(0, (due - now + 999_999) / 1_000_000))
                 if rootGone { timeout = 0 }
             }
@@ -444,7 +460,7 @@ final class WatchLoop: @unchecked Sendable {
             }
             if hasPending {
                 let now = Self.now()
-                if rootGone || now >= min(lastEventNs + delayNs, firstEventNs + maxDelayNs) { flush() }
+                if rootGone || now >= dueNs { flush() }
             }
             if events > 0 && events < Self.burstPauseLimit && !rootGone {
                 // Events came: let more gather before the next read (a stop or a release still
@@ -464,6 +480,9 @@ final class WatchLoop: @unchecked Sendable {
     /// Events read at once past which the thread reads again without a pause.
     static let burstPauseLimit = 4_096
 
+    /// When the batch being aggregated is due.
+    var dueNs: Int64 { min(lastEventNs + (quickBatch ? quickDelayNs : delayNs), firstEventNs + maxDelayNs) }
+
     var hasPending: Bool { !changed.isEmpty || !renames.isEmpty || !flags.isEmpty || !moves.isEmpty }
 
     static func now() -> Int64 {
@@ -474,8 +493,12 @@ final class WatchLoop: @unchecked Sendable {
 
     func noteEvent() {
         let now = Self.now()
-        if !hasPending { firstEventNs = now }
+        if !hasPending {
+            firstEventNs = now
+            quickBatch = now - lastActivityNs >= delayNs
+        }
         lastEventNs = now
+        lastActivityNs = now
     }
 
     /// Reads and handles every queued event; how many there were.
