@@ -3,9 +3,10 @@ import Glibc
 import Testing
 
 /// `syncpeer send --code` / `syncpeer receive CODE` against the real Magic Wormhole client
-/// (Debian's `wormhole` 0.12 and the current PyPI release), through a local mailbox server and transit relay on
-/// 127.0.0.1 (`WormholeFixture`): texts and files both ways, the file bytes compared, the
-/// transfer through the relay only; a wrong code fails both ends and writes nothing.
+/// (Debian's `wormhole` 0.12 and the current PyPI release), through a local mailbox server and
+/// transit relay on 127.0.0.1 of a network namespace each test makes (`WormholeFixture`):
+/// texts and files both ways, the file bytes compared, the transfer through the relay when
+/// the direct hints are dead; a wrong code fails both ends and writes nothing.
 @Suite(.serialized)
 struct WormholeInteropTests {
     static let text = "Grüße from the other side — 7 words, one emoji 🙂"
@@ -15,7 +16,11 @@ struct WormholeInteropTests {
             Issue.record(Comment(rawValue: WormholeFixture.missingReason))
             return
         }
-        let fixture = try WormholeFixture(client: client)
+        guard TestNetns.available else {
+            Issue.record(Comment(rawValue: TestNetns.unavailableReason))
+            return
+        }
+        let fixture = try WormholeFixture(client: client, namespace: true)
         defer { fixture.stop() }
         try body(fixture)
     }
@@ -69,6 +74,59 @@ struct WormholeInteropTests {
             #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
             #expect(sender.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(sender.stderr)")
             #expect(FileManager.default.contents(atPath: wormholeInbox + "/report 2026.bin") == original)
+        }
+    }
+
+    /// Both ends offer direct hints nobody can reach, and each transfer still completes through
+    /// the relay, in bounded time. The namespace gets a second address (10.77.0.1 on a veth
+    /// pair of its own) whose every TCP packet nftables drops and counts; `wormhole` listens (no
+    /// `--no-listen`) and offers that address as its direct hint (it leaves out 127.0.0.1 when it
+    /// has another); syncpeer offers none (it does not listen). Our connector must try the dead
+    /// hint (the counter moves) and race the relay beside it rather than wait on it: the connect
+    /// timeout is 10 s, the bound here 60 s for a 2 MiB file.
+    @Test(arguments: WormholeClient.allCases) func throughTheRelayWhenDirectHintsAreDead(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            try f.ip(["link", "add", "dead0", "type", "veth", "peer", "name", "dead1"])
+            try f.ip(["addr", "add", "10.77.0.1/24", "dev", "dead0"])
+            for link in ["dead0", "dead1"] { try f.ip(["link", "set", link, "up"]) }
+            func nft(_ arguments: [String]) throws -> String {
+                let (launched, launchArguments) = f.command("/usr/sbin/nft", arguments)
+                let result = try SyncpeerRunner.runProgram(launched, launchArguments)
+                try #require(result.status == 0, "nft \(arguments.joined(separator: " ")): \(result.stderr)")
+                return result.stdout
+            }
+            _ = try nft(["add", "table", "inet", "dead"])
+            _ = try nft(["add", "chain", "inet", "dead", "input", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"])
+            _ = try nft(["add", "rule", "inet", "dead", "input", "ip", "daddr", "10.77.0.1", "meta", "l4proto", "tcp", "counter", "drop"])
+            func dropped() throws -> Int {
+                let listing = try nft(["list", "chain", "inet", "dead", "input"])
+                return Int(try #require(listing.firstMatch(of: /counter packets (\d+)/)?.1, "\(listing)")) ?? 0
+            }
+            let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 2 << 20)
+            let path = source + "/dead-hints.bin"
+            try original.write(to: URL(fileURLWithPath: path))
+
+            var start = Date()
+            let wormholeSender = try f.wormhole("send", [path], listen: true)
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(Date().timeIntervalSince(start) < 60, "a dead hint held the transfer up")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            #expect(receiver.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(receiver.stderr)")
+            #expect(FileManager.default.contents(atPath: inbox + "/dead-hints.bin") == original)
+            let afterReceive = try dropped()
+            #expect(afterReceive > 0, "syncpeer receive tried wormhole's dead direct hint")
+
+            start = Date()
+            let sender = try f.syncpeer(["send", path, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox, listen: true)
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(Date().timeIntervalSince(start) < 60, "a dead hint held the transfer up")
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(sender.stderr)")
+            #expect(FileManager.default.contents(atPath: wormholeInbox + "/dead-hints.bin") == original)
+            #expect(try dropped() > afterReceive, "syncpeer send tried wormhole's dead direct hint")
         }
     }
 
@@ -142,7 +200,8 @@ struct WormholeInteropTests {
             try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 3_000_000).write(to: URL(fileURLWithPath: source + "/clip.bin"))
             let wormholeSender = try f.wormhole("send", [source + "/clip.bin"])
             let terminal = try PseudoTerminal(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers,
-                                              environment: ["PATH": "/usr/bin:/bin", "HOME": f.runner.root.path, "SYNCPEER_INTERFACE": "lo"])
+                                              environment: ["PATH": "/usr/bin:/bin", "HOME": f.runner.root.path, "SYNCPEER_INTERFACE": "lo"],
+                                              launch: f.command)
             #expect(terminal.wait() == 0, "\(terminal.raw)")
             #expect(wormholeSender.wait() == 0)
             #expect(terminal.raw.contains("\r\u{1B}[K100%  3.0 MB of 3.0 MB  "), "\(terminal.raw)")
