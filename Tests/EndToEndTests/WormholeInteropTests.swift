@@ -49,13 +49,13 @@ struct WormholeInteropTests {
         }
     }
 
-    /// 6 MiB of random bytes each way, through the relay (neither side offers a direct
+    /// 100 MiB of random bytes each way, through the relay (neither side offers a direct
     /// address): the received file is byte-identical, and both ends report success only
     /// after the receiver's SHA-256 ack.
     @Test(arguments: WormholeClient.allCases) func filesBothWaysThroughTheRelay(_ client: WormholeClient) throws {
         try withFixture(client) { f in
             let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
-            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 6 << 20)
+            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 100 << 20)
             let path = source + "/report 2026.bin"
             try original.write(to: URL(fileURLWithPath: path))
 
