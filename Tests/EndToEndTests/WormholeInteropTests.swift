@@ -168,6 +168,49 @@ struct WormholeInteropTests {
         }
     }
 
+    /// A folder of 65,540 small files (66 subfolders) both ways: past 65,535 entries Python's
+    /// zipfile writes zip64 (`wormhole send`), which we unpack; we write zip64 in turn, which
+    /// `wormhole receive` unpacks. Every file arrives with its bytes.
+    @Test func zip64FoldersBothWays() throws {
+        try withFixture { f in
+            let source = try f.directory("source/many"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            let count = 65_540, perFolder = 1_000, folders = (count + perFolder - 1) / perFolder
+            // Plain system calls: 65,540 expectations or FileManager calls cost minutes here.
+            for index in 0..<count {
+                let folder = source + "/d\(index / perFolder)"
+                if index % perFolder == 0 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                let fd = open(folder + "/f\(index)", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                let text = Array("\(index)\n".utf8)
+                let written = fd >= 0 ? write(fd, text, text.count) : -1
+                if fd >= 0 { close(fd) }
+                guard written == text.count else { throw WormholeFixture.Failure(description: "cannot write file \(index)") }
+            }
+            func same(_ received: String) throws {
+                var files = 0
+                for folder in 0..<folders { files += try FileManager.default.contentsOfDirectory(atPath: received + "/d\(folder)").count }
+                #expect(files == count, "every file arrived")
+                for index in stride(from: 0, to: count, by: 997) + [count - 1] {
+                    let name = "/d\(index / perFolder)/f\(index)"
+                    #expect(FileManager.default.contents(atPath: received + name) == Data("\(index)\n".utf8), "\(name)")
+                }
+            }
+
+            let wormholeSender = try f.wormhole("send", [source])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            try same(inbox + "/many")
+
+            let sender = try f.syncpeer(["send", source, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox)
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            try same(wormholeInbox + "/many")
+            // rm removes 200,000 files in seconds; Foundation's recursive removal (the fixture's) takes far longer.
+            _ = try? SyncpeerRunner.runProgram("/bin/rm", ["-rf", source, inbox, wormholeInbox])
+        }
+    }
+
     /// Ctrl-C during a transfer: syncpeer tells the other side and exits 130, and leaves no
     /// partial file; `wormhole send` fails. The sender is paused (SIGSTOP) once the bytes flow,
     /// so the cut lands mid-transfer.
