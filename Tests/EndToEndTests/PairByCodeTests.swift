@@ -12,7 +12,7 @@ struct PairByCodeTests {
             Issue.record(Comment(rawValue: WormholeFixture.missingReason))
             return
         }
-        let fixture = try WormholeFixture()
+        let fixture = try WormholeFixture(namespace: TestNetns.available)
         defer { fixture.stop() }
         try body(fixture)
     }
