@@ -250,7 +250,8 @@ public final class Node: Reporting, @unchecked Sendable {
         queue.sync {
             NodeStatus(id: identity.deviceID, name: identity.displayName, receiveDir: receiveDirectory.withLock { $0 },
                        listen: HostPort(host: connections.listenHost, port: connections.listenPort).description,
-                       pid: Int(getpid()), sessions: connections.sessions.count, discovery: discoveryStatus())
+                       pid: Int(getpid()), sessions: connections.sessions.count, discovery: discoveryStatus(),
+                       addresses: ListenAddresses.dialable(host: connections.listenHost, port: connections.listenPort))
         }
     }
 

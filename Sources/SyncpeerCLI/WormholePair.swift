@@ -27,7 +27,9 @@ struct WormholePair: Sendable {
         defer { interrupt.stop() }
         let peer: WormholePairing.Peer
         do throws(WormholeError) {
-            peer = try WormholePairing.exchange(session, keyPair: identity.keyPair, name: status.name, addresses: [status.listen])
+            // Concrete addresses: a wildcard listen address ("[::]:22000") tells the other side nothing.
+            peer = try WormholePairing.exchange(session, keyPair: identity.keyPair, name: status.name,
+                                                addresses: status.addresses ?? [status.listen])
         } catch {
             session.close(mood: "errory")
             return try WormholeInterrupted.check(interrupt, error, context)

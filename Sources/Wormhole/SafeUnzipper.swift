@@ -5,9 +5,11 @@ internal import Foundation
 
 /// Unpacks a zip file from a peer into a new folder, refusing anything that could write
 /// outside it or more than it declares: absolute names, `..`, empty or control-character
-/// components, symbolic links, duplicate names, methods other than stored and deflated,
-/// zip64, an entry whose data inflates past its declared size or fails its CRC-32, and a
-/// total past `maxTotal`. On any refusal the folder is removed: nothing is left.
+/// components, symbolic links, duplicate names, methods other than stored and deflated, an
+/// entry whose data inflates past its declared size or fails its CRC-32 or lies outside the
+/// archive, and a total past `maxTotal`. Zip64 archives (over 65,535 entries or 4 GiB, as
+/// Python's zipfile writes them) are read within the same bounds (`SafeUnzipper+Zip64.swift`).
+/// On any refusal the folder is removed: nothing is left.
 struct SafeUnzipper {
     static let maxEntries = 100_000
     static let maxNameLength = 4096
@@ -79,20 +81,12 @@ struct SafeUnzipper {
         }
     }
 
-    /// Reads and checks the end record and the central directory.
+    /// Reads and checks the end record (zip64's when there is one) and the central directory.
     func centralDirectory(_ file: FileHandle) throws(WormholeError) -> [Entry] {
         let size: UInt64
         do { size = try file.seekToEnd() } catch { throw .transfer("cannot read the received zip") }
-        let tailLength = min(size, 22 + 65535)
-        let tail = try read(file, at: size - tailLength, count: Int(tailLength))
-        guard let end = (0...(tail.count - 22)).reversed().first(where: { tail[$0] == 0x50 && tail[$0 + 1] == 0x4B && tail[$0 + 2] == 5 && tail[$0 + 3] == 6 }) else {
-            throw .protocolViolation("not a zip file (no end record)")
-        }
-        let count = Int(u16(tail, end + 10)), cdSize = Int64(u32(tail, end + 12)), cdOffset = Int64(u32(tail, end + 16))
-        guard count != 0xFFFF, cdSize != 0xFFFF_FFFF, cdOffset != 0xFFFF_FFFF else { throw .protocolViolation("zip64 archives are not supported") }
-        guard count <= Self.maxEntries, cdSize <= Self.maxCentralDirectory, cdOffset + cdSize <= Int64(size) else {
-            throw .protocolViolation("the zip's directory is too large or out of bounds")
-        }
+        let bounds = try directoryBounds(file, fileSize: size)
+        let count = bounds.count, cdSize = bounds.size, cdOffset = bounds.offset
         let directory = try read(file, at: UInt64(cdOffset), count: Int(cdSize))
         var entries: [Entry] = []
         var at = 0
@@ -107,8 +101,15 @@ struct SafeUnzipper {
             }
             let nameBytes = Array(directory[(at + 46)..<(at + 46 + nameLength)])
             guard let name = String(validating: nameBytes, as: UTF8.self) else { throw .protocolViolation("a zip entry name is not UTF-8") }
-            let compressed = Int64(u32(directory, at + 20)), size = Int64(u32(directory, at + 24)), offset = Int64(u32(directory, at + 42))
-            guard compressed != 0xFFFF_FFFF, size != 0xFFFF_FFFF, offset != 0xFFFF_FFFF else { throw .protocolViolation("zip64 entries are not supported") }
+            var compressed = Int64(u32(directory, at + 20)), size = Int64(u32(directory, at + 24)), offset = Int64(u32(directory, at + 42))
+            if compressed == 0xFFFF_FFFF || size == 0xFFFF_FFFF || offset == 0xFFFF_FFFF {
+                let extra = directory[(at + 46 + nameLength)..<(at + 46 + nameLength + extraLength)]
+                (size, compressed, offset) = try Self.zip64Fields(extra, size: size, compressed: compressed, offset: offset)
+            }
+            // The entry's header and data lie before the directory (a lying offset or size reads nothing else).
+            guard offset <= cdOffset - 30, compressed <= cdOffset - 30 - offset else {
+                throw .protocolViolation("a zip entry lies outside the archive ('\(name.prefix(100))')")
+            }
             try Self.checkName(name)
             let unixMode: mode_t? = madeBy == 3 ? mode_t(external >> 16) : nil
             if let unixMode, unixMode & S_IFMT != 0, unixMode & S_IFMT != S_IFREG, unixMode & S_IFMT != S_IFDIR {
@@ -178,7 +179,7 @@ struct SafeUnzipper {
         if let mode = entry.mode { fchmod(fd, mode & 0o755 | 0o600) }
     }
 
-    private func read(_ file: FileHandle, at offset: UInt64, count: Int) throws(WormholeError) -> [UInt8] {
+    func read(_ file: FileHandle, at offset: UInt64, count: Int) throws(WormholeError) -> [UInt8] {
         do {
             try file.seek(toOffset: offset)
             let data = try file.read(upToCount: count) ?? Data()
@@ -187,8 +188,8 @@ struct SafeUnzipper {
         } catch let error as WormholeError { throw error } catch { throw .transfer("reading the zip: \(error)") }
     }
 
-    private func u16(_ b: [UInt8], _ i: Int) -> UInt16 { UInt16(b[i]) | UInt16(b[i + 1]) << 8 }
-    private func u32(_ b: [UInt8], _ i: Int) -> UInt32 { UInt32(u16(b, i)) | UInt32(u16(b, i + 2)) << 16 }
+    func u16(_ b: [UInt8], _ i: Int) -> UInt16 { UInt16(b[i]) | UInt16(b[i + 1]) << 8 }
+    func u32(_ b: [UInt8], _ i: Int) -> UInt32 { UInt32(u16(b, i)) | UInt32(u16(b, i + 2)) << 16 }
 }
 
 /// CRC-32 (IEEE 802.3, reflected), as zip files carry it.

@@ -12,7 +12,7 @@ struct PairByCodeTests {
             Issue.record(Comment(rawValue: WormholeFixture.missingReason))
             return
         }
-        let fixture = try WormholeFixture()
+        let fixture = try WormholeFixture(namespace: TestNetns.available)
         defer { fixture.stop() }
         try body(fixture)
     }
@@ -60,6 +60,43 @@ struct PairByCodeTests {
             let message = try f.runner.cli(bob, ["msg", "--to", "alice", "hello through the code"])
             #expect(message.status == 0, "\(message.stderr)")
             try alice.waitFor("message", timeout: 10) { $0["text"] as? String == "hello through the code" }
+        }
+    }
+
+    /// Two daemons that listen on a wildcard address (`0.0.0.0:0`), each in its own network
+    /// namespace joined by a veth pair (10.99.0.1 and 10.99.0.2), discovery off: `pair --code`
+    /// sends each daemon's interface addresses with its port (a wildcard would tell the other
+    /// side nothing and be dropped), so they end paired AND connected, each holding the other's
+    /// concrete address.
+    @Test func wildcardListenersPairAndConnectWithoutDiscovery() throws {
+        guard TestNetns.available else {
+            Issue.record(Comment(rawValue: TestNetns.unavailableReason))
+            return
+        }
+        try withFixture { f in
+            let lan = try TestNamespace.vethPair()
+            defer {
+                lan.first.remove()
+                lan.second.remove()
+            }
+            let alice = try DaemonProcess(f.runner, name: "alice", namespace: lan.first.name, listen: "0.0.0.0:0")
+            let bob = try DaemonProcess(f.runner, name: "bob", namespace: lan.second.name, listen: "0.0.0.0:0")
+            defer {
+                alice.stop()
+                bob.stop()
+            }
+            let mailbox = ["--mailbox", f.mailboxURL]
+            let first = try f.syncpeer(["--home", alice.home, "pair", "--code"] + mailbox)
+            let second = try f.syncpeer(["--home", bob.home, "pair", "--code", try code(first)] + mailbox)
+            #expect(second.wait() == 0, "bob: \(second.stderr)")
+            #expect(first.wait() == 0, "alice: \(first.stderr)")
+            try alice.waitForState("connected", peer: "bob", timeout: 15)
+            try bob.waitForState("connected", peer: "alice", timeout: 15)
+            let alicePeers = try f.runner.cli(alice, ["peers", "--json"]).stdout
+            #expect(alicePeers.contains("\"10.99.0.2:\(bob.port)\""), "alice holds bob's concrete address: \(alicePeers)")
+            let bobPeers = try f.runner.cli(bob, ["peers", "--json"]).stdout
+            #expect(bobPeers.contains("\"10.99.0.1:\(alice.port)\""), "bob holds alice's concrete address: \(bobPeers)")
+            #expect(!alicePeers.contains("0.0.0.0") && !bobPeers.contains("0.0.0.0"))
         }
     }
 

@@ -10,9 +10,10 @@ final class PseudoTerminal {
     private let data = CollectedOutput()
     private let reader: Thread
 
-    /// `input`: its standard input (default: none).
+    /// `input`: its standard input (default: none); `launch`: how `syncpeer ARGS` is started
+    /// (default: as is; e.g. through `ip netns exec`).
     init(_ arguments: [String], environment: [String: String], columns: UInt16 = 60, rows: UInt16 = 24,
-         input: FileHandle = FileHandle.nullDevice) throws {
+         input: FileHandle = FileHandle.nullDevice, launch: (String, [String]) -> (String, [String]) = { ($0, $1) }) throws {
         // posix_openpt/grantpt/unlockpt/ptsname are not in the Glibc module: the same through
         // /dev/ptmx and its ioctls (unlock the slave, ask its number).
         master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
@@ -29,8 +30,9 @@ final class PseudoTerminal {
         let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY)
         guard slave >= 0 else { close(master); throw POSIXError(.ENOTTY) }
         let terminal = FileHandle(fileDescriptor: slave, closeOnDealloc: true)
-        process.executableURL = URL(fileURLWithPath: SyncpeerRunner.binary)
-        process.arguments = arguments
+        let (executable, launchArguments) = launch(SyncpeerRunner.binary, arguments)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = launchArguments
         process.environment = environment
         process.standardOutput = terminal
         process.standardError = terminal

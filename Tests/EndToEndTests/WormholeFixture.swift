@@ -36,8 +36,10 @@ enum WormholeClient: String, CaseIterable, Sendable, CustomStringConvertible {
 /// A local Magic Wormhole mailbox server and transit relay (Debian's
 /// python3-magic-wormhole-mailbox-server and magic-wormhole-transit-relay under `twist3`) on
 /// free ports of 127.0.0.1, and helpers to run the real `wormhole` client and `syncpeer`
-/// against them. Never the public servers; the `wormhole` client runs with `--no-listen`,
-/// so it offers no direct address and every transfer goes through the local relay.
+/// against them. Never the public servers. With `namespace`, the servers and every client
+/// run inside a network namespace made for the fixture (loopback only, removed by `stop()`);
+/// without, on the root namespace's 127.0.0.1. The `wormhole` client runs with `--no-listen`
+/// (no direct address: every transfer goes through the local relay) unless asked to listen.
 final class WormholeFixture {
     static let twist = "/usr/bin/twist3"
     static let wormhole = "/usr/bin/wormhole"
@@ -49,6 +51,8 @@ final class WormholeFixture {
     let client: String
     let mailboxPort: UInt16
     let relayPort: UInt16
+    /// The namespace everything runs in (nil: the root one).
+    let namespace: TestNamespace?
     private var servers: [Process] = []
 
     var mailboxURL: String { "ws://127.0.0.1:\(mailboxPort)/v1" }
@@ -56,9 +60,15 @@ final class WormholeFixture {
     var syncpeerServers: [String] { ["--mailbox", mailboxURL, "--transit-relay", relay] }
     var wormholeServers: [String] { ["--relay-url", mailboxURL, "--transit-helper", "tcp:127.0.0.1:\(relayPort)"] }
 
-    init(client: WormholeClient = .debian) throws {
+    init(client: WormholeClient = .debian, namespace: Bool = false) throws {
         self.client = try client.path()
-        runner = try SyncpeerRunner()
+        if namespace {
+            guard TestNetns.available else { throw Failure(description: TestNetns.unavailableReason) }
+            self.namespace = try TestNamespace.loopbackOnly()
+        } else {
+            self.namespace = nil
+        }
+        do { runner = try SyncpeerRunner() } catch { self.namespace?.remove(); throw error }
         mailboxPort = try ExamplesTests.freePort()
         relayPort = try ExamplesTests.freePort()
         let dir = runner.root.path
@@ -75,7 +85,20 @@ final class WormholeFixture {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        namespace?.remove()
         runner.cleanup()
+    }
+
+    /// `executable ARGS` as run here: through `ip netns exec NS` inside the namespace.
+    func command(_ executable: String, _ arguments: [String]) -> (String, [String]) {
+        guard let namespace else { return (executable, arguments) }
+        return (TestNetns.ipPath, ["netns", "exec", namespace.name, executable] + arguments)
+    }
+
+    /// `ip -n NS ARGS` in the fixture's namespace.
+    func ip(_ arguments: [String]) throws {
+        let namespace = try #require(namespace, "the fixture has no namespace")
+        try TestNetns.ip(["-n", namespace.name] + arguments)
     }
 
     /// A program running in the background, its output going to files.
@@ -122,8 +145,9 @@ final class WormholeFixture {
     func background(_ executable: String, _ arguments: [String], in directory: String? = nil) throws -> Background {
         count += 1
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        let (launched, launchArguments) = command(executable, arguments)
+        process.executableURL = URL(fileURLWithPath: launched)
+        process.arguments = launchArguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory ?? runner.root.path)
         process.environment = ["PATH": "/usr/bin:/bin", "HOME": runner.root.path, "SYNCPEER_INTERFACE": "lo", "LANG": "C.UTF-8"]
         let out = runner.root.appendingPathComponent("out-\(count)").path, err = runner.root.appendingPathComponent("err-\(count)").path
@@ -141,9 +165,10 @@ final class WormholeFixture {
         try background(SyncpeerRunner.binary, arguments, in: directory)
     }
 
-    /// `wormhole [servers] VERB ARGS` in the background (`--no-listen`: relay only).
-    func wormhole(_ verb: String, _ arguments: [String], in directory: String? = nil) throws -> Background {
-        try background(client, wormholeServers + [verb, "--no-listen", "--hide-progress"] + arguments, in: directory)
+    /// `wormhole [servers] VERB ARGS` in the background (`--no-listen`: relay only; `listen`:
+    /// it listens and offers its interface addresses as direct hints).
+    func wormhole(_ verb: String, _ arguments: [String], in directory: String? = nil, listen: Bool = false) throws -> Background {
+        try background(client, wormholeServers + [verb] + (listen ? [] : ["--no-listen"]) + ["--hide-progress"] + arguments, in: directory)
     }
 
     func directory(_ name: String) throws -> String {
@@ -154,8 +179,9 @@ final class WormholeFixture {
 
     private func start(_ executable: String, _ arguments: [String], name: String) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
+        let (launched, launchArguments) = command(executable, arguments)
+        process.executableURL = URL(fileURLWithPath: launched)
+        process.arguments = launchArguments
         process.currentDirectoryURL = runner.root
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
@@ -175,6 +201,13 @@ final class WormholeFixture {
     static func waitUntilListening(_ port: UInt16) -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
+            if namespace != nil {
+                // A probe inside the namespace: bash's /dev/tcp connects or fails.
+                let (launched, arguments) = command("/bin/bash", ["-c", "exec 3<>/dev/tcp/127.0.0.1/\(port)"])
+                if let result = try? SyncpeerRunner.runProgram(launched, arguments), result.status == 0 { return }
+                usleep(100_000)
+                continue
+            }
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)

@@ -3,9 +3,10 @@ import Glibc
 import Testing
 
 /// `syncpeer send --code` / `syncpeer receive CODE` against the real Magic Wormhole client
-/// (Debian's `wormhole` 0.12 and the current PyPI release), through a local mailbox server and transit relay on
-/// 127.0.0.1 (`WormholeFixture`): texts and files both ways, the file bytes compared, the
-/// transfer through the relay only; a wrong code fails both ends and writes nothing.
+/// (Debian's `wormhole` 0.12 and the current PyPI release), through a local mailbox server and
+/// transit relay on 127.0.0.1 of a network namespace each test makes (`WormholeFixture`):
+/// texts and files both ways, the file bytes compared, the transfer through the relay when
+/// the direct hints are dead; a wrong code fails both ends and writes nothing.
 @Suite(.serialized)
 struct WormholeInteropTests {
     static let text = "Grüße from the other side — 7 words, one emoji 🙂"
@@ -15,7 +16,11 @@ struct WormholeInteropTests {
             Issue.record(Comment(rawValue: WormholeFixture.missingReason))
             return
         }
-        let fixture = try WormholeFixture(client: client)
+        guard TestNetns.available else {
+            Issue.record(Comment(rawValue: TestNetns.unavailableReason))
+            return
+        }
+        let fixture = try WormholeFixture(client: client, namespace: true)
         defer { fixture.stop() }
         try body(fixture)
     }
@@ -44,13 +49,13 @@ struct WormholeInteropTests {
         }
     }
 
-    /// 6 MiB of random bytes each way, through the relay (neither side offers a direct
+    /// 100 MiB of random bytes each way, through the relay (neither side offers a direct
     /// address): the received file is byte-identical, and both ends report success only
     /// after the receiver's SHA-256 ack.
     @Test(arguments: WormholeClient.allCases) func filesBothWaysThroughTheRelay(_ client: WormholeClient) throws {
         try withFixture(client) { f in
             let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
-            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 6 << 20)
+            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 100 << 20)
             let path = source + "/report 2026.bin"
             try original.write(to: URL(fileURLWithPath: path))
 
@@ -69,6 +74,59 @@ struct WormholeInteropTests {
             #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
             #expect(sender.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(sender.stderr)")
             #expect(FileManager.default.contents(atPath: wormholeInbox + "/report 2026.bin") == original)
+        }
+    }
+
+    /// Both ends offer direct hints nobody can reach, and each transfer still completes through
+    /// the relay, in bounded time. The namespace gets a second address (10.77.0.1 on a veth
+    /// pair of its own) whose every TCP packet nftables drops and counts; `wormhole` listens (no
+    /// `--no-listen`) and offers that address as its direct hint (it leaves out 127.0.0.1 when it
+    /// has another); syncpeer offers none (it does not listen). Our connector must try the dead
+    /// hint (the counter moves) and race the relay beside it rather than wait on it: the connect
+    /// timeout is 10 s, the bound here 60 s for a 2 MiB file.
+    @Test(arguments: WormholeClient.allCases) func throughTheRelayWhenDirectHintsAreDead(_ client: WormholeClient) throws {
+        try withFixture(client) { f in
+            try f.ip(["link", "add", "dead0", "type", "veth", "peer", "name", "dead1"])
+            try f.ip(["addr", "add", "10.77.0.1/24", "dev", "dead0"])
+            for link in ["dead0", "dead1"] { try f.ip(["link", "set", link, "up"]) }
+            func nft(_ arguments: [String]) throws -> String {
+                let (launched, launchArguments) = f.command("/usr/sbin/nft", arguments)
+                let result = try SyncpeerRunner.runProgram(launched, launchArguments)
+                try #require(result.status == 0, "nft \(arguments.joined(separator: " ")): \(result.stderr)")
+                return result.stdout
+            }
+            _ = try nft(["add", "table", "inet", "dead"])
+            _ = try nft(["add", "chain", "inet", "dead", "input", "{", "type", "filter", "hook", "input", "priority", "0", ";", "}"])
+            _ = try nft(["add", "rule", "inet", "dead", "input", "ip", "daddr", "10.77.0.1", "meta", "l4proto", "tcp", "counter", "drop"])
+            func dropped() throws -> Int {
+                let listing = try nft(["list", "chain", "inet", "dead", "input"])
+                return Int(try #require(listing.firstMatch(of: /counter packets (\d+)/)?.1, "\(listing)")) ?? 0
+            }
+            let source = try f.directory("source"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 2 << 20)
+            let path = source + "/dead-hints.bin"
+            try original.write(to: URL(fileURLWithPath: path))
+
+            var start = Date()
+            let wormholeSender = try f.wormhole("send", [path], listen: true)
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(Date().timeIntervalSince(start) < 60, "a dead hint held the transfer up")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            #expect(receiver.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(receiver.stderr)")
+            #expect(FileManager.default.contents(atPath: inbox + "/dead-hints.bin") == original)
+            let afterReceive = try dropped()
+            #expect(afterReceive > 0, "syncpeer receive tried wormhole's dead direct hint")
+
+            start = Date()
+            let sender = try f.syncpeer(["send", path, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox, listen: true)
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            #expect(Date().timeIntervalSince(start) < 60, "a dead hint held the transfer up")
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.stderr.contains("(relay 127.0.0.1:\(f.relayPort))"), "through the relay: \(sender.stderr)")
+            #expect(FileManager.default.contents(atPath: wormholeInbox + "/dead-hints.bin") == original)
+            #expect(try dropped() > afterReceive, "syncpeer send tried wormhole's dead direct hint")
         }
     }
 
@@ -110,6 +168,49 @@ struct WormholeInteropTests {
         }
     }
 
+    /// A folder of 65,540 small files (66 subfolders) both ways: past 65,535 entries Python's
+    /// zipfile writes zip64 (`wormhole send`), which we unpack; we write zip64 in turn, which
+    /// `wormhole receive` unpacks. Every file arrives with its bytes.
+    @Test func zip64FoldersBothWays() throws {
+        try withFixture { f in
+            let source = try f.directory("source/many"), inbox = try f.directory("inbox"), wormholeInbox = try f.directory("wormhole-inbox")
+            let count = 65_540, perFolder = 1_000, folders = (count + perFolder - 1) / perFolder
+            // Plain system calls: 65,540 expectations or FileManager calls cost minutes here.
+            for index in 0..<count {
+                let folder = source + "/d\(index / perFolder)"
+                if index % perFolder == 0 { try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true) }
+                let fd = open(folder + "/f\(index)", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                let text = Array("\(index)\n".utf8)
+                let written = fd >= 0 ? write(fd, text, text.count) : -1
+                if fd >= 0 { close(fd) }
+                guard written == text.count else { throw WormholeFixture.Failure(description: "cannot write file \(index)") }
+            }
+            func same(_ received: String) throws {
+                var files = 0
+                for folder in 0..<folders { files += try FileManager.default.contentsOfDirectory(atPath: received + "/d\(folder)").count }
+                #expect(files == count, "every file arrived")
+                for index in stride(from: 0, to: count, by: 997) + [count - 1] {
+                    let name = "/d\(index / perFolder)/f\(index)"
+                    #expect(FileManager.default.contents(atPath: received + name) == Data("\(index)\n".utf8), "\(name)")
+                }
+            }
+
+            let wormholeSender = try f.wormhole("send", [source])
+            let receiver = try f.syncpeer(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers)
+            #expect(receiver.wait() == 0, "syncpeer receive: \(receiver.stderr)")
+            #expect(wormholeSender.wait() == 0, "wormhole send: \(wormholeSender.stderr)")
+            try same(inbox + "/many")
+
+            let sender = try f.syncpeer(["send", source, "--code"] + f.syncpeerServers)
+            let wormholeReceiver = try f.wormhole("receive", ["--accept-file", try sender.code()], in: wormholeInbox)
+            #expect(wormholeReceiver.wait() == 0, "wormhole receive: \(wormholeReceiver.stderr)")
+            #expect(sender.wait() == 0, "syncpeer send: \(sender.stderr)")
+            try same(wormholeInbox + "/many")
+            // rm removes 200,000 files in seconds; Foundation's recursive removal (the fixture's) takes far longer.
+            _ = try? SyncpeerRunner.runProgram("/bin/rm", ["-rf", source, inbox, wormholeInbox])
+        }
+    }
+
     /// Ctrl-C during a transfer: syncpeer tells the other side and exits 130, and leaves no
     /// partial file; `wormhole send` fails. The sender is paused (SIGSTOP) once the bytes flow,
     /// so the cut lands mid-transfer.
@@ -142,7 +243,8 @@ struct WormholeInteropTests {
             try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 3_000_000).write(to: URL(fileURLWithPath: source + "/clip.bin"))
             let wormholeSender = try f.wormhole("send", [source + "/clip.bin"])
             let terminal = try PseudoTerminal(["receive", try wormholeSender.code(), "--dir", inbox] + f.syncpeerServers,
-                                              environment: ["PATH": "/usr/bin:/bin", "HOME": f.runner.root.path, "SYNCPEER_INTERFACE": "lo"])
+                                              environment: ["PATH": "/usr/bin:/bin", "HOME": f.runner.root.path, "SYNCPEER_INTERFACE": "lo"],
+                                              launch: f.command)
             #expect(terminal.wait() == 0, "\(terminal.raw)")
             #expect(wormholeSender.wait() == 0)
             #expect(terminal.raw.contains("\r\u{1B}[K100%  3.0 MB of 3.0 MB  "), "\(terminal.raw)")

@@ -28,7 +28,7 @@ struct WormholeJSONTests {
             Issue.record(Comment(rawValue: WormholeFixture.missingReason))
             return
         }
-        let f = try WormholeFixture()
+        let f = try WormholeFixture(namespace: TestNetns.available)
         defer { f.stop() }
         let source = try f.directory("source"), inbox = try f.directory("inbox")
         let original = try #require(FileHandle(forReadingAtPath: "/dev/urandom")).readData(ofLength: 2_000_000)

@@ -7,17 +7,22 @@ import Testing
 /// stored, fixed and dynamic blocks), hostile ones are refused and leave nothing.
 @Suite(.serialized)
 struct SafeUnzipperTests {
-    static let made: Result<URL, any Error> = Result {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("zips-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Zips/make_zips.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script, dir.path]
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw WormholeError.transfer("make_zips.py failed") }
-        return dir
+    static let made = zips(by: "make_zips.py")
+
+    /// A new temporary folder with the zips `Zips/SCRIPT` writes into it.
+    static func zips(by script: String) -> Result<URL, any Error> {
+        Result {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("zips-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Zips/" + script).path
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = [path, dir.path]
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw WormholeError.transfer("\(script) failed") }
+            return dir
+        }
     }
 
     func unpack(_ name: String, maxTotal: Int64 = 1 << 30) throws -> (String, Result<Int, WormholeError>) {

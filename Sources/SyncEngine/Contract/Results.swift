@@ -82,6 +82,9 @@ public struct NodeStatus: Sendable, Equatable, Codable {
     public var pid: Int
     public var sessions: Int
     public var discovery: DiscoveryStatus
+    /// Where peers can dial this node: `listen`, or for a wildcard listen address each
+    /// interface address with the port (`ListenAddresses`); nil from an older daemon.
+    public var addresses: [String]?
 }
 
 /// A nearby node found by discovery (`browse`).
