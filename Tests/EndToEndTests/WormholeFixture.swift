@@ -191,35 +191,42 @@ final class WormholeFixture {
     }
 
     private func waitUntilListening(_ port: UInt16) throws {
-        guard Self.waitUntilListening(port) else {
-            stop()
-            throw Failure(description: "the local wormhole server on port \(port) did not start")
-        }
-    }
-
-    /// Whether something listens on 127.0.0.1:`port` within 30 s.
-    static func waitUntilListening(_ port: UInt16) -> Bool {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if namespace != nil {
                 // A probe inside the namespace: bash's /dev/tcp connects or fails.
                 let (launched, arguments) = command("/bin/bash", ["-c", "exec 3<>/dev/tcp/127.0.0.1/\(port)"])
                 if let result = try? SyncpeerRunner.runProgram(launched, arguments), result.status == 0 { return }
-                usleep(100_000)
-                continue
+            } else if Self.connects(port) {
+                return
             }
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = port.bigEndian
-            let ok = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(fd)
-            if ok { return true }
+            usleep(100_000)
+        }
+        stop()
+        throw Failure(description: "the local wormhole server on port \(port) did not start")
+    }
+
+    /// Whether something listens on the root namespace's 127.0.0.1:`port` within 30 s.
+    static func waitUntilListening(_ port: UInt16) -> Bool {
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if connects(port) { return true }
             usleep(100_000)
         }
         return false
+    }
+
+    /// One connect to the root namespace's 127.0.0.1:`port`.
+    private static func connects(_ port: UInt16) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        let ok = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        close(fd)
+        return ok
     }
 }
