@@ -23,24 +23,40 @@ public final class GlobalServer {
         }
     }
 
-    /// - Parameters: namespace: a test network namespace to run it in (on its 127.0.0.1).
-    public static func relay(namespace: String? = nil) throws -> GlobalServer {
-        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, arguments: relayArguments)
+    /// - Parameters: namespace: a test network namespace to run it in, listening on `host`
+    ///   (its 127.0.0.1 by default); port: the port to listen on (default: a free one).
+    public static func relay(namespace: String? = nil, host: String = "127.0.0.1", port: UInt16? = nil) throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host, port: port) { dir, port in
+            relayArguments(dir, port, host: host)
+        }
     }
 
-    static func relayArguments(_ dir: URL, _ port: UInt16) -> [String] {
-        ["-listen", "127.0.0.1:\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
+    static func relayArguments(_ dir: URL, _ port: UInt16, host: String = "127.0.0.1") -> [String] {
+        ["-listen", "\(host):\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
     }
 
     /// Kills the relay (SIGKILL: its sessions end at once) and starts it again at the same
     /// port with the same keys (so the same ID); returns the new one, to stop in its turn.
     public func killedAndRestarted(after pause: TimeInterval) throws -> GlobalServer {
+        kill()
+        Thread.sleep(forTimeInterval: pause)
+        return try restarted()
+    }
+
+    /// Kills the server (SIGKILL), keeping its directory and keys for `restarted`.
+    public func kill() {
         if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
+            Glibc.kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        Thread.sleep(forTimeInterval: pause)
-        return try GlobalServer(binary: "/usr/bin/strelaysrv", directory: directory, port: port, arguments: Self.relayArguments)
+    }
+
+    /// The killed relay started again at the same port with the same keys (so the same ID),
+    /// in `namespace` on `host` if given.
+    public func restarted(namespace: String? = nil, host: String = "127.0.0.1") throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host, directory: directory, port: port) {
+            Self.relayArguments($0, $1, host: host)
+        }
     }
 
     public static var available: Bool {
@@ -80,7 +96,7 @@ public final class GlobalServer {
     }
 
     /// A port nothing listens on now on 127.0.0.1 (bound, read, released).
-    static func freePort() throws -> UInt16 {
+    public static func freePort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = loopback(port: 0)
@@ -126,15 +142,12 @@ public final class GlobalServer {
 
     /// The server's certificate in DER (from its cert.pem).
     public func certificate() throws -> [UInt8] {
-        let pem = try String(contentsOf: directory.appendingPathComponent("cert.pem"), encoding: .utf8)
-        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        guard let der = Data(base64Encoded: body) else { throw Unavailable(description: "cert.pem is not PEM") }
-        return Array(der)
+        try TestCA.der(ofPEM: directory.appendingPathComponent("cert.pem"))
     }
 
     public func stop() {
         if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
+            Glibc.kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)

@@ -14,8 +14,8 @@ extension ConnectionService {
         queue.async { [self] in
             guard let tls = tlsIdentity else { completion(.failure(.network("no TLS certificate"))); return }
             let servers = discoveryServers.filter(\.looksUp)
-            guard !servers.isEmpty || !relayEndpoints.isEmpty else {
-                completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server or --relay on the daemon")))
+            guard !servers.isEmpty || !relayEndpoints.isEmpty || !config.relayPools.isEmpty else {
+                completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server, --relay or --relay-pool on the daemon")))
                 return
             }
             let thread = Thread { [self] in
@@ -47,7 +47,8 @@ extension ConnectionService {
             return
         }
         guard let relay = relayEndpoints.first, let tls = tlsIdentity else {
-            completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and no relay is configured")))
+            let why = config.relayPools.isEmpty ? "no relay is configured" : "the relay pools' relays are not chosen yet"
+            completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and \(why)")))
             return
         }
         initiate(name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)", hello: makeHello(context: context, port: listenPort),

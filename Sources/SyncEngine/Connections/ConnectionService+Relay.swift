@@ -18,17 +18,24 @@ extension ConnectionService {
     static let relaySilence: Duration = .seconds(150)
     static let relayRejoinMaximum: Duration = .seconds(60)
 
-    /// The relays of the configuration, parsed (bad ones were refused at start).
-    var relayEndpoints: [RelayEndpoint] { config.relays.compactMap { try? RelayURL.parse($0) } }
+    /// The relays of the configuration, parsed (bad ones were refused at start), then those
+    /// chosen from the relay pools.
+    var relayEndpoints: [RelayEndpoint] {
+        let configured = config.relays.compactMap { try? RelayURL.parse($0) }
+        return configured + poolRelays.withLock { $0 }.filter { !configured.contains($0) }
+    }
 
-    /// Joins every configured relay (any thread but `queue`).
+    /// Joins every configured relay, and the fastest of the pools' (any thread but `queue`).
     func startRelays() {
         guard let tls = queue.sync(execute: { tlsIdentity }) else { return }
-        for relay in relayEndpoints {
-            let thread = Thread { [self] in membership(of: relay, tls: tls) }
-            thread.name = "syncpeer-relay"
-            thread.start()
-        }
+        for relay in relayEndpoints { startMembership(of: relay, tls: tls) }
+        startRelayPools(tls: tls)
+    }
+
+    func startMembership(of relay: RelayEndpoint, tls: TLSIdentity) {
+        let thread = Thread { [self] in membership(of: relay, tls: tls) }
+        thread.name = "syncpeer-relay"
+        thread.start()
     }
 
     private func membership(of relay: RelayEndpoint, tls: TLSIdentity) {
