@@ -32,8 +32,12 @@ extension ConnectionService {
         }
     }
 
+    /// The least time between two announcements to one server.
+    static let announceSpacing: Duration = .seconds(10)
+
     private func announceLoop(_ client: GlobalDiscoveryClient) {
         while !queue.sync(execute: { stopped }) {
+            let relaysSeen = relayChanges.load(ordering: .relaxed)
             let addresses = queue.sync { announcedAddresses() }
             let delay: Int
             do throws(GlobalDiscoveryClient.Failure) {
@@ -45,18 +49,27 @@ extension ConnectionService {
                 }
                 queue.async { [self] in emitError(nil, "announcing to \(client.server.host): \(error.description)") }
             }
-            // Sleeps in short steps so that a stopping node does not wait for it.
-            let until = ContinuousClock.now + .seconds(delay)
-            while ContinuousClock.now < until, !queue.sync(execute: { stopped }) { Thread.sleep(forTimeInterval: 0.5) }
+            // Sleeps in short steps so that a stopping node does not wait for it, and a relay
+            // joined or lost meanwhile is announced at once, not at the next interval (but
+            // not more often than every `announceSpacing`, however often relays come and go).
+            let announced = ContinuousClock.now
+            let until = announced + .seconds(delay)
+            while ContinuousClock.now < until, !queue.sync(execute: { stopped }),
+                  relayChanges.load(ordering: .relaxed) == relaysSeen || ContinuousClock.now < announced + Self.announceSpacing {
+                Thread.sleep(forTimeInterval: 0.5)
+            }
         }
     }
 
     /// What we announce (on `queue`): `tcp://HOST:PORT` (`tcp://:PORT` when listening on all
-    /// addresses, which the server fills in) and `relay://…` for each relay joined now.
+    /// addresses, which the server fills in), then, when listening on all IPv6 ones, this
+    /// host's global IPv6 addresses (`GlobalIPv6`: no link-local or unique local ones), and
+    /// `relay://…` for each relay joined now.
     func announcedAddresses() -> [String] {
         let unspecified = listenHost.isEmpty || listenHost == "0.0.0.0" || listenHost == "::"
         let host = unspecified ? "" : (listenHost.contains(":") ? "[\(listenHost)]" : listenHost)
-        return ["tcp://\(host):\(listenPort)"] + relayMemberships.withLock { $0.map(\.relay.description) }
+        let ipv6 = listenHost.isEmpty || listenHost == "::" ? GlobalIPv6.ofThisHost().map { "tcp://[\($0)]:\(listenPort)" } : []
+        return ["tcp://\(host):\(listenPort)"] + ipv6 + relayMemberships.withLock { $0.map(\.relay.description) }
     }
 
     /// Looks `device` up at the servers that look up (on `queue`), unless it was looked up

@@ -44,7 +44,11 @@ extension ConnectionService {
             do throws(NetError) {
                 let member = try RelayClient.join(relay, identity: tls, timeout: Self.relayTimeout)
                 relayMemberships.withLock { $0.append(member) }
-                defer { relayMemberships.withLock { $0.removeAll { $0 === member } } }
+                relayChanges.add(1, ordering: .relaxed)  // announced at once
+                defer {
+                    relayMemberships.withLock { $0.removeAll { $0 === member } }
+                    relayChanges.add(1, ordering: .relaxed)
+                }
                 delay = .seconds(1)
                 while true {
                     let invitation = try member.nextInvitation(silence: Self.relaySilence)

@@ -75,6 +75,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     let relayMemberships = Mutex<[RelayMembership]>([])
     /// The relays chosen from the relay pools (ConnectionService+RelayPool).
     let poolRelays = Mutex<[RelayEndpoint]>([])
+    /// Counts joins and losses of relays: an announce loop that sees it change announces at once.
+    let relayChanges = Atomic<Int>(0)
     /// What global discovery servers said of paired peers (ConnectionService+GlobalDiscovery).
     var globalFound = GlobalFound()
 
