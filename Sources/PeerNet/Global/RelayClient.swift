@@ -43,6 +43,25 @@ public enum RelayClient {
         return RelayMembership(stream: stream, relay: relay)
     }
 
+    /// Reaches the member `peer` through the first of `relays` that works: each is asked for
+    /// a session and the session joined, within `timeout`; one that refuses, lies or stays
+    /// silent is passed over for the next. Fails with the last relay's reason (and how many
+    /// were tried) when none works.
+    public static func session(with peer: CertificateID, through relays: [RelayEndpoint], identity: TLSIdentity,
+                               timeout: Duration) throws(NetError) -> (stream: TCPConnection, relay: RelayEndpoint) {
+        var failure = NetError.unreachable(address: peer.description, reason: "no relay to reach it through")
+        for relay in relays {
+            do throws(NetError) {
+                let invitation = try requestSession(with: peer, at: relay, identity: identity, timeout: timeout)
+                return (try joinSession(invitation, relay: relay, timeout: timeout), relay)
+            } catch {
+                failure = error
+            }
+        }
+        guard relays.count > 1 else { throw failure }
+        throw .unreachable(address: peer.description, reason: "none of \(relays.count) relays could reach it; the last: \(failure.description)")
+    }
+
     /// Asks `relay` for a session with the member `peer`; returns the invitation (checked:
     /// it names `peer`, and it is the client side's).
     public static func requestSession(with peer: CertificateID, at relay: RelayEndpoint, identity: TLSIdentity,

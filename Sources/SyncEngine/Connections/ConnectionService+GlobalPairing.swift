@@ -46,20 +46,16 @@ extension ConnectionService {
             }, expectedCertificate: certificate)
             return
         }
-        guard let relay = relayEndpoints.first, let tls = tlsIdentity else {
+        let relays = relayCandidates([])
+        guard !relays.isEmpty, let tls = tlsIdentity else {
             let why = config.relayPools.isEmpty ? "no relay is configured" : "the relay pools' relays are not chosen yet"
             completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and \(why)")))
             return
         }
-        initiate(name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)", hello: makeHello(context: context, port: listenPort),
-                 connect: { [config] () throws(NetError) in
-            let invitation = try RelayClient.requestSession(with: certificate, at: relay, identity: tls, timeout: Self.relayTimeout)
-            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
-            stream.setSendTimeout(config.sendTimeout)
-            return stream
-        }, failed: { error in
-            completion(.failure(.connection("cannot reach \(certificate) through relay \(relay.host)", error)))
-        }, connected: { [self] channel in
+        initiateThroughRelays(relays, to: certificate, tls: tls, name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)",
+                              hello: makeHello(context: context, port: listenPort), failed: { error in
+            completion(.failure(.connection("cannot reach \(certificate) through a relay", error)))
+        }, connected: { [self] channel, relay in
             let session = register(channel, role: .initiator, dialAddress: nil)
             session.relayHost = relay.host
             session.expectedCertificate = certificate

@@ -84,27 +84,51 @@ extension ConnectionService {
         }
     }
 
-    /// Dials the paired `device` through the first relay (on `queue`); false when there is
-    /// no relay, no pinned certificate ID for it, or such a dial is already under way.
+    /// Dials the paired `device` through a relay (on `queue`): those the discovery servers
+    /// named for it first, then ours, each in turn until one works; false when there is no
+    /// relay, no pinned certificate ID for it, or such a dial is already under way.
     func startRelayDial(device: String) -> Bool {
-        guard !stopped, let relay = (globalFound.relays[device] ?? []).first ?? relayEndpoints.first,
-              let peer = certificateID(of: device), let tls = tlsIdentity else {
+        let relays = relayCandidates(globalFound.relays[device] ?? [])
+        guard !stopped, !relays.isEmpty, let peer = certificateID(of: device), let tls = tlsIdentity else {
             return false
         }
         let key = "relay:\(device)"
         guard dialsInFlight.insert(key).inserted else { return true }
-        initiate(name: "syncpeer-relay-dial", inFlight: key, hello: makeHello(context: nil, port: listenPort), connect: { [config] () throws(NetError) in
-            let invitation = try RelayClient.requestSession(with: peer, at: relay, identity: tls, timeout: Self.relayTimeout)
-            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
-            stream.setSendTimeout(config.sendTimeout)
-            return stream
-        }, failed: { [self] error in
-            emitError(nil, "cannot reach \(displayID(device).prefix(7)) through relay \(relay.host): \(error.description)")
-        }, connected: { [self] channel in
+        initiateThroughRelays(relays, to: peer, tls: tls, name: "syncpeer-relay-dial", inFlight: key,
+                              hello: makeHello(context: nil, port: listenPort), failed: { [self] error in
+            emitError(nil, "cannot reach \(displayID(device).prefix(7)) through a relay: \(error.description)")
+        }, connected: { [self] channel, relay in
             let session = register(channel, role: .initiator, dialAddress: nil)
             session.relayHost = relay.host
             begin(session, standing: standing(of: channel, expected: device, address: relay.description))
         })
         return true
     }
+
+    /// `initiate` through the first of `relays` that reaches `peer` (on `queue`); `connected` learns which.
+    func initiateThroughRelays(_ relays: [RelayEndpoint], to peer: CertificateID, tls: TLSIdentity, name: String, inFlight: String,
+                               hello: Hello, failed: @escaping @Sendable (NetError) -> Void,
+                               connected: @escaping @Sendable (SecureChannel, RelayEndpoint) -> Void) {
+        let used = RelayChoice()
+        initiate(name: name, inFlight: inFlight, hello: hello, connect: { [config] () throws(NetError) in
+            let (stream, relay) = try RelayClient.session(with: peer, through: relays, identity: tls, timeout: Self.relayTimeout)
+            used.relay.withLock { $0 = relay }
+            stream.setSendTimeout(config.sendTimeout)
+            return stream
+        }, failed: failed, connected: { channel in connected(channel, used.relay.withLock { $0 } ?? relays[0]) })
+    }
+
+    /// The relays to try, in order: `first`, then the configured and pool ones, at most
+    /// `maxRelayCandidates` (each costs up to `relayTimeout` when it lies or stalls).
+    func relayCandidates(_ first: [RelayEndpoint]) -> [RelayEndpoint] {
+        var seen = Set<RelayEndpoint>()
+        return Array((first + relayEndpoints).filter { seen.insert($0).inserted }.prefix(Self.maxRelayCandidates))
+    }
+
+    static let maxRelayCandidates = 4
+}
+
+/// Which relay a relayed dial went through: set on the dial thread, read on the queue.
+final class RelayChoice: Sendable {
+    let relay = Mutex<RelayEndpoint?>(nil)
 }
