@@ -85,3 +85,17 @@ struct RelayLiesTests {
         }
     }
 }
+
+extension RelayLiesTests {
+    /// strelaysrv refuses a join that comes before the session's goroutine is ready ("2 already
+    /// connected", seen under load: `pair CERTIFICATE-ID` exited 1); the key is spent then. A
+    /// relay playing that race once: the caller asks for a new session and gets in.
+    @Test func aJoinRefusedByTheRelaysRaceIsRetriedWithANewSession() throws {
+        let relay = try TLSTestServer.relay(lie: "racy", ca: Self.ca)
+        defer { relay.stop() }
+        let us = try TLSIdentity(keyPair: .generate()), member = try TLSIdentity(keyPair: .generate())
+        let (stream, used) = try RelayClient.session(with: member.id, through: [endpoint(relay)], identity: us, timeout: .seconds(5))
+        stream.close()
+        #expect(used == endpoint(relay))
+    }
+}

@@ -7,9 +7,10 @@ internal import PeerWire
 internal import Synchronization
 
 /// Sessions through Syncthing relays (`daemon --relay`): the node joins each relay and
-/// answers the invitations it brings (a thread per relay, one handshake at a time, so a
-/// relay cannot make us run more), and reaches a paired peer whose certificate ID it pinned
-/// through a relay when dialling it directly did not work (every other redial attempt).
+/// answers the invitations it brings (a thread per relay, and a thread per handshake, at
+/// most `maxRelayedHandshakes` at once, so a relay cannot make us run more), and reaches a
+/// paired peer whose certificate ID it pinned through a relay when dialling it directly did
+/// not work (every other redial attempt).
 /// The Noise session runs inside the relayed byte stream exactly as over TCP: the standing
 /// of the peer (paired, impersonation, unknown) is decided the same way.
 extension ConnectionService {
@@ -17,6 +18,8 @@ extension ConnectionService {
     /// A member hears from its relay at least this often (strelaysrv pings every minute).
     static let relaySilence: Duration = .seconds(150)
     static let relayRejoinMaximum: Duration = .seconds(60)
+    /// Relayed handshakes answered at once per relay (each bounded by the handshake timeout).
+    static let maxRelayedHandshakes = 4
 
     /// The relays of the configuration, parsed (bad ones were refused at start), then those
     /// chosen from the relay pools.
@@ -50,9 +53,26 @@ extension ConnectionService {
                     relayChanges.add(1, ordering: .relaxed)
                 }
                 delay = .seconds(1)
+                // Invitations are answered on threads of their own, at most
+                // `maxRelayedHandshakes` at once per relay: one whose other end never came
+                // (strelaysrv's race, see RelayClient.sessionAttempts) must not hold up the next.
+                let answering = RelayHandshakes()
                 while true {
                     let invitation = try member.nextInvitation(silence: Self.relaySilence)
-                    answer(invitation, at: relay)
+                    guard answering.count.withLock({ count in
+                        guard count < Self.maxRelayedHandshakes else { return false }
+                        count += 1
+                        return true
+                    }) else {
+                        queue.async { [self] in emitError(nil, "relay \(relay.host): an invitation dropped (\(Self.maxRelayedHandshakes) relayed handshakes under way)") }
+                        continue
+                    }
+                    let thread = Thread { [self] in
+                        answer(invitation, at: relay)
+                        answering.count.withLock { $0 -= 1 }
+                    }
+                    thread.name = "syncpeer-relay-answer"
+                    thread.start()
                 }
             } catch {
                 if queue.sync(execute: { stopped }) { return }
@@ -126,6 +146,11 @@ extension ConnectionService {
     }
 
     static let maxRelayCandidates = 4
+}
+
+/// How many relayed handshakes a membership is answering now.
+final class RelayHandshakes: Sendable {
+    let count = Mutex(0)
 }
 
 /// Which relay a relayed dial went through: set on the dial thread, read on the queue.

@@ -9,6 +9,9 @@
         full         RelayFull
         other        a session invitation from another device (random ID)
         ok           Response 0 (a join that works), then silence
+        racy         strelaysrv's race: a connect request gets a real invitation to a session
+                     on this server's plain session port, whose first join is refused with
+                     "2 already connected" (the relay not ready yet) and later ones succeed
 
 Prints "port N" once it listens; serves until killed. Local only: binds 127.0.0.1.
 """
@@ -57,7 +60,8 @@ def serve_relay(conn, lie):
     if header is None:
         return
     _, _, length = struct.unpack(">III", header)
-    if length > 1024 or read_exactly(conn, length) is None:
+    body = read_exactly(conn, length) if length <= 1024 else None
+    if body is None:
         return
     if lie == "garbage":
         conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
@@ -70,7 +74,34 @@ def serve_relay(conn, lie):
         conn.sendall(message(6, body))
     elif lie == "ok":
         conn.sendall(message(4, struct.pack(">i", 0) + opaque(b"success")))
+    elif lie == "racy":
+        requested = body[4:36]
+        invitation = opaque(requested) + opaque(os.urandom(32)) + opaque(b"") + struct.pack(">II", SESSION["port"], 0)
+        conn.sendall(message(6, invitation))
+        return
     time.sleep(60)
+
+
+SESSION = {"port": 0, "joins": 0, "lock": threading.Lock()}
+
+
+def serve_sessions(listener):
+    """Plain session mode: the first JoinSessionRequest is refused as strelaysrv's race refuses it."""
+    while True:
+        raw, _ = listener.accept()
+        header = read_exactly(raw, 12)
+        if header is None or read_exactly(raw, struct.unpack(">III", header)[2]) is None:
+            raw.close()
+            continue
+        with SESSION["lock"]:
+            SESSION["joins"] += 1
+            first = SESSION["joins"] == 1
+        if first:
+            raw.sendall(message(4, struct.pack(">i", 2) + opaque(b"already connected")))
+            raw.close()
+        else:
+            raw.sendall(message(4, struct.pack(">i", 0) + opaque(b"success")))
+            threading.Thread(target=lambda: (time.sleep(60), raw.close()), daemon=True).start()
 
 
 def main():
@@ -84,6 +115,12 @@ def main():
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", 0))
     listener.listen(16)
+    if mode == "relay" and argument == "racy":
+        sessions = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sessions.bind(("127.0.0.1", 0))
+        sessions.listen(16)
+        SESSION["port"] = sessions.getsockname()[1]
+        threading.Thread(target=serve_sessions, args=(sessions,), daemon=True).start()
     print("port", listener.getsockname()[1], flush=True)
 
     def handle(raw):
