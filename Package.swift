@@ -78,7 +78,7 @@ var package = Package(
         .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles", "PeerIndex"], path: "Sources/SyncpeerBench"),
 
         // Helpers shared by the test targets (a seeded generator); not part of the product.
-        .target(name: "TestKit", path: "Tests/TestKit"),
+        .target(name: "TestKit", path: "Tests/TestKit", exclude: ["Servers"]),
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop", "Vectors"]),
         .testTarget(name: "PeerWireTests", dependencies: ["PeerWire", "TestKit"]),
         .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto", "TestKit"], exclude: ["Discovery/Interop", "Discovery/Captures"]),

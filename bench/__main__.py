@@ -11,7 +11,7 @@ import tempfile
 import time
 import traceback
 
-from . import folders, growth, limits, send
+from . import folders, growth, limits, relay, send
 from .files import home_tree_plan, set_aside, tree_digest, write_random_file, write_tree
 from .anchors import SyncthingGroup, rsync_version, syncthing_version
 from .peers import Run, SyncpeerGroup
@@ -19,7 +19,7 @@ from .procs import GiB, MiB, BenchError, RSSSampler, kill_started, load_average,
 from .report import table
 from .rsync import rsync_b, rsync_c, rsync_tree
 
-PHASES = ("limits", "a_send", "large", "resume", "folders", "syncthing", "rsync", "d", "e", "f", "growth")
+PHASES = ("limits", "a_send", "large", "resume", "folders", "relay", "syncthing", "rsync", "d", "e", "f", "growth")
 
 
 def options():
@@ -39,6 +39,7 @@ def options():
     p.add_argument("--growth-a", default="64MiB,1GiB,8GiB" if full else "64MiB,1GiB")
     p.add_argument("--growth-b", default="1000,10000,100000" if full else "1000,10000")
     p.add_argument("--large-size", type=int, default=4 * GiB, help="the memory run's file (0 skips it)")
+    p.add_argument("--relay-size", type=int, default=GiB, help="R's file, through a local strelaysrv (default 1 GiB; 0 skips it)")
     p.add_argument("--window", type=int, default=0, help="SYNCPEER_SEND_WINDOW (default: the daemon's)")
     p.add_argument("--resume-timeout", type=float, default=180)
     p.add_argument("--timeout", type=float, default=900, help="seconds any one wait may take")
@@ -54,6 +55,8 @@ def options():
         args.skip.add("syncthing")
     if not shutil.which("rsync"):
         args.skip.add("rsync")
+    if not shutil.which("strelaysrv"):
+        args.skip.add("relay")
     return args
 
 
@@ -142,6 +145,8 @@ def run_phases(args, run, results, sampler):
             rs["b"], rf["b"] = (guarded(results, "rsync b", lambda f=f: rsync_b(run, args.b_files, f)) for f in (False, True))
             rs["c"], rf["c"] = (guarded(results, "rsync c", lambda f=f: rsync_c(run, args.size, f)) for f in (False, True))
 
+    if "relay" not in args.skip:
+        relay.measure(args, run, results, sampler, guarded)
     if "d" not in args.skip:
         phase_d(args, run, results, sampler)
     if "e" not in args.skip:

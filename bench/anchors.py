@@ -15,10 +15,11 @@ class SyncthingNode:
     traversal, usage reporting, upgrades or crash reports, normal priority, REST on
     127.0.0.1 with an API key. STMONITORED: no monitor process, so the PID measured syncs."""
 
-    def __init__(self, run, name, tag):
+    def __init__(self, run, name, tag, relay=None):
+        """`relay`: a relay URL to listen on and reach the others through, instead of TCP."""
         import secrets
         import xml.etree.ElementTree as ET
-        self.run, self.name, self.ET = run, name, ET
+        self.run, self.name, self.ET, self.relay = run, name, ET, relay
         self.home = run.path(f"{tag}-syncthing-{name}")
         self.port = free_port()
         self.gui_port = free_port()
@@ -38,6 +39,8 @@ class SyncthingNode:
                     "localAnnounceEnabled": "false", "relaysEnabled": "false", "natEnabled": "false",
                     "urAccepted": "-1", "urSeen": "3", "autoUpgradeIntervalH": "0", "startBrowser": "false",
                     "crashReportingEnabled": "false", "setLowPriority": "false", "announceLANAddresses": "false"}
+        if relay:
+            settings.update(listenAddress=relay, relaysEnabled="true")
         for key, value in settings.items():
             for old in options.findall(key):
                 options.remove(old)
@@ -54,7 +57,7 @@ class SyncthingNode:
     def add_peer(self, other):
         device = self.ET.SubElement(self.tree.getroot(), "device", id=other.device_id, name=other.name,
                                     compression="metadata", introducer="false")
-        self.ET.SubElement(device, "address").text = f"tcp://127.0.0.1:{other.port}"
+        self.ET.SubElement(device, "address").text = self.relay or f"tcp://127.0.0.1:{other.port}"
 
     def add_folder(self, folder_id, path, peers, case_sensitive=False):
         # As its own integration tests configure it (test/h1/config.xml): watcher off, scans
@@ -91,8 +94,12 @@ class SyncthingNode:
             raise
 
     def connected(self, other):
+        return self.connection(other).get("connected")
+
+    def connection(self, other):
+        """Its connection to `other` as /rest/system/connections says (`type`: tcp-client, relay-server, …)."""
         reply = self.api("GET", "/rest/system/connections", quiet=True) or {}
-        return (reply.get("connections", {}).get(other.device_id) or {}).get("connected")
+        return reply.get("connections", {}).get(other.device_id) or {}
 
     def idle(self, folder_id):
         reply = self.api("GET", f"/rest/db/status?folder={folder_id}", quiet=True) or {}
@@ -118,9 +125,9 @@ class SyncthingGroup:
     folder `bench` shared by all; alice's folder is the source."""
     tool = "syncthing"
 
-    def __init__(self, run, tag, nodes=2, sampler=None, case_sensitive=False):
+    def __init__(self, run, tag, nodes=2, sampler=None, case_sensitive=False, relay=None):
         self.run, self.tag = run, tag
-        self.nodes = {n: SyncthingNode(run, n, tag) for n in NAMES[:nodes]}
+        self.nodes = {n: SyncthingNode(run, n, tag, relay) for n in NAMES[:nodes]}
         self.dirs = {n: run.path(f"{tag}-st-{n}-folder") for n in self.nodes}
         for name, node in self.nodes.items():
             os.makedirs(self.dirs[name])

@@ -49,7 +49,7 @@ class Run:
 
 
 class SyncpeerDaemon:
-    def __init__(self, run, name, home, arguments=(), listen="127.0.0.1:0"):
+    def __init__(self, run, name, home, arguments=(), listen="127.0.0.1:0", env=None):
         self.run, self.name, self.home = run, name, home
         self.events = []  # (monotonic time, event)
         self.cond = threading.Condition()
@@ -59,7 +59,7 @@ class SyncpeerDaemon:
         command = [run.syncpeer, "--home", home, "daemon", "--listen", listen, "--json", "--no-discovery",
                    *arguments]
         self.proc = track(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self.stderr,
-                                           stdin=subprocess.DEVNULL, env=run.env))
+                                           stdin=subprocess.DEVNULL, env=env or run.env))
         self.pid = self.proc.pid
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -145,29 +145,47 @@ class SyncpeerGroup:
     it (its default 1 s gathering); workloads trigger a scan with `syncpeer rescan`."""
     tool = "syncpeer"
 
-    def __init__(self, run, tag, nodes=2, sampler=None):
+    def __init__(self, run, tag, nodes=2, sampler=None, arguments=(), env=None, by_certificate=False):
+        """`arguments` and `env`: every daemon's extra options and environment; `by_certificate`:
+        pair by certificate ID (through the daemons' `--relay`) instead of at the address."""
         self.run, self.tag = run, tag
         self.nodes = {}
         self.inbox = {}
         for name in NAMES[:nodes]:
             home = run.path(f"{tag}-{name}")
             run.run_cli("--home", home, "init", "--name", name)
-            arguments = ()
+            extra = tuple(arguments)
             if name != "alice":
                 self.inbox[name] = run.path(f"{tag}-inbox-{name}")
                 os.makedirs(self.inbox[name])
-                arguments = ("--receive-dir", self.inbox[name], "--auto-accept")
-            self.nodes[name] = SyncpeerDaemon(run, name, home, arguments)
+                extra += ("--receive-dir", self.inbox[name], "--auto-accept")
+            self.nodes[name] = SyncpeerDaemon(run, name, home, extra, env=env)
             if sampler:
                 sampler.watch(f"{tag}.{name}", self.nodes[name].pid)
         names = list(self.nodes)
         for i, a in enumerate(names):
             for b in names[i + 1:]:
-                self.nodes[a].cli("pair", self.nodes[b].address, "--json")
+                if by_certificate:
+                    self.pair_by_certificate(self.nodes[a], self.nodes[b])
+                else:
+                    self.nodes[a].cli("pair", self.nodes[b].address, "--json")
                 self.nodes[a].wait_connected(b)
                 self.nodes[b].wait_connected(a)
         self.alice = self.nodes["alice"]
         self.source_dir = None
+
+    @staticmethod
+    def pair_by_certificate(a, b, timeout=30):
+        """`a` pairs with `b` by its certificate ID (asked again while `b` has not joined the relay yet)."""
+        certificate = json.loads(b.cli("id", "--json"))["certificateID"]
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return a.cli("pair", certificate, "--json")
+            except BenchError as error:
+                if "not there" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     @property
     def receivers(self):

@@ -37,6 +37,7 @@ WORKLOADS = [
     ("D, a home-like tree from nothing", "d"),
     ("E, a new file to 3 receivers at once", "e"),
     ("F, one change in a large idle folder", "f_change"),
+    ("R, A-share through a local relay (strelaysrv)", "relay"),
 ]
 
 
@@ -83,6 +84,8 @@ def workload_rows(results):
             sent = entry.get("sent_bytes") or {}
             if len(sent) > 2 and entry.get("wire_bytes"):
                 note.append(f"alice sent {100 * sent.get('alice', 0) / entry['wire_bytes']:.0f} %")
+            if entry.get("relay_cpu_s") is not None:
+                note.append(f"relay CPU-s {entry['relay_cpu_s']:.2f}, peak RSS {mib(entry.get('relay_peak_rss'))}; path {entry.get('path')}")
             if entry.get("cpu_s") is not None:
                 note.append(f"CPU-s {entry['cpu_s']:.2f} (both ends)")
             if tool == "syncpeer":

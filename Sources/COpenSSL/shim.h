@@ -11,6 +11,12 @@
 static inline int syncpeer_ssl_ctx_min_tls13(SSL_CTX *ctx) {
     return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
 }
+static inline int syncpeer_ssl_ctx_min_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+}
+static inline int syncpeer_ssl_set_sni(SSL *ssl, const char *name) {
+    return (int)SSL_set_tlsext_host_name(ssl, name);
+}
 static inline int syncpeer_bio_pending(BIO *bio) {
     return (int)BIO_ctrl_pending(bio);
 }

@@ -1,10 +1,17 @@
 internal import COpenSSL
+#if canImport(Glibc)
+internal import Glibc
+#endif
 
-/// A TLS 1.3 client over memory buffers (OpenSSL memory BIOs): the caller moves the bytes
+/// A TLS client over memory buffers (OpenSSL memory BIOs): the caller moves the bytes
 /// between it and the socket (`feed`, `pendingOutput`), so sockets, deadlines and bounds
-/// stay the network module's. It presents a `TLSIdentity` as its client certificate and
-/// does not check the server's certificate chain: relays and discovery servers are pinned
-/// by their certificate ID instead (`peerCertificate`), as Syncthing pins them.
+/// stay the network module's. Two ways to trust the server:
+/// - pinned (TLS 1.3, our `TLSIdentity` as client certificate, no chain check): relays and
+///   discovery servers are pinned by their certificate ID instead (`peerCertificate`), as
+///   Syncthing pins them;
+/// - verified (`verifyingHost`): the server's chain is checked against the system's CAs
+///   (OpenSSL's default paths, so `SSL_CERT_FILE` / `SSL_CERT_DIR` apply) and its name or IP
+///   address against `verifyingHost`, with SNI; for a relay pool, a plain HTTPS site.
 ///
 /// Not thread-safe: one thread at a time (the owner serialises).
 public final class TLSClient: @unchecked Sendable {
@@ -14,7 +21,7 @@ public final class TLSClient: @unchecked Sendable {
     private let input: OpaquePointer
     private let output: OpaquePointer
     /// The identity must outlive the context that uses its key.
-    private let identity: TLSIdentity
+    private let identity: TLSIdentity?
 
     public enum Progress: Equatable, Sendable {
         case done
@@ -22,20 +29,35 @@ public final class TLSClient: @unchecked Sendable {
         case needsInput
     }
 
-    /// - Parameter alpn: the application protocols to offer (a relay wants `bep-relay`).
-    public init(identity: TLSIdentity, alpn: [String] = []) throws(CryptoError) {
+    /// - Parameters:
+    ///   - identity: the client certificate to present, if any.
+    ///   - alpn: the application protocols to offer (a relay wants `bep-relay`).
+    ///   - verifyingHost: check the server's chain against the system's CAs and its name
+    ///     (a DNS name or an IP address) against this; nil: no check (the caller pins).
+    public init(identity: TLSIdentity?, alpn: [String] = [], verifyingHost: String? = nil) throws(CryptoError) {
         self.identity = identity
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("creating a TLS context") }
-        guard syncpeer_ssl_ctx_min_tls13(context) == 1,
-              identity.certificate.withUnsafeBufferPointer({
-                  SSL_CTX_use_certificate_ASN1(context, Int32($0.count), $0.baseAddress) }) == 1,
-              SSL_CTX_use_PrivateKey(context, identity.privateKey) == 1,
-              let connection = SSL_new(context)
-        else {
+        let identityUsed = identity.map { identity in
+            identity.certificate.withUnsafeBufferPointer({
+                SSL_CTX_use_certificate_ASN1(context, Int32($0.count), $0.baseAddress) }) == 1
+                && SSL_CTX_use_PrivateKey(context, identity.privateKey) == 1
+        } ?? true
+        // A verified server may still speak TLS 1.2 (its chain, not a pin, is what we trust).
+        let versionSet = verifyingHost == nil ? syncpeer_ssl_ctx_min_tls13(context) : syncpeer_ssl_ctx_min_tls12(context)
+        guard versionSet == 1, identityUsed, let connection = SSL_new(context) else {
             SSL_CTX_free(context)
             throw Self.failure("setting up the TLS client")
         }
-        SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+        if let host = verifyingHost {
+            guard SSL_CTX_set_default_verify_paths(context) == 1, Self.expect(host, on: connection) else {
+                SSL_free(connection)
+                SSL_CTX_free(context)
+                throw Self.failure("setting up the TLS client's certificate check for \(host.prefix(100))")
+            }
+            SSL_set_verify(connection, SSL_VERIFY_PEER, nil)
+        } else {
+            SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nil)
+        }
         guard let input = BIO_new(BIO_s_mem()), let output = BIO_new(BIO_s_mem()) else {
             SSL_free(connection)
             SSL_CTX_free(context)
@@ -57,6 +79,15 @@ public final class TLSClient: @unchecked Sendable {
         self.output = output
     }
 
+    /// The name (with SNI) or IP address the server's certificate must carry.
+    private static func expect(_ host: String, on connection: OpaquePointer) -> Bool {
+        var v4 = in_addr(), v6 = in6_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 {
+            return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(connection), host) == 1
+        }
+        return SSL_set1_host(connection, host) == 1 && syncpeer_ssl_set_sni(connection, host) == 1
+    }
+
     deinit {
         SSL_free(connection)
         SSL_CTX_free(context)
@@ -68,7 +99,14 @@ public final class TLSClient: @unchecked Sendable {
         if rc == 1 { return .done }
         switch SSL_get_error(connection, rc) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .needsInput
-        default: throw Self.failure("TLS handshake")
+        default:
+            let verified = SSL_get_verify_result(connection)
+            guard verified == Int(X509_V_OK) else {
+                let reason = X509_verify_cert_error_string(verified).map { String(cString: $0) } ?? "code \(verified)"
+                _ = Self.failure("")  // drops OpenSSL's queue of errors
+                throw .tls("the server's certificate was refused: \(reason)")
+            }
+            throw Self.failure("TLS handshake")
         }
     }
 

@@ -1,10 +1,11 @@
 public import PeerCrypto
 internal import Synchronization
 
-/// A TLS 1.3 client session over a TCP connection, as a `ByteStream`: what a relay's
+/// A TLS client session over a TCP connection, as a `ByteStream`: what a relay's
 /// protocol connection and a global discovery server's HTTPS run in. The server is pinned by
 /// its certificate ID (the handshake fails unless the server's certificate has that ID);
-/// we present our `TLSIdentity`.
+/// we present our `TLSIdentity`. A relay pool is an ordinary HTTPS site instead: its
+/// certificate is checked against the system's CAs and its host name (`verifyingHost`).
 ///
 /// TLS state is behind `tls`; the socket is read without holding it (one reader, as every
 /// `ByteStream`), and writes are serialised by `writing` so records go out in order.
@@ -19,14 +20,15 @@ public final class TLSStream: ByteStream {
     public let negotiatedProtocol: String?
 
     /// Handshakes over `connection` before `deadline`; fails unless the server's
-    /// certificate is `expected` (when given). Closes the connection on failure.
-    public init(over connection: TCPConnection, identity: TLSIdentity, expected: CertificateID?,
-                alpn: [String] = [], deadline: ContinuousClock.Instant) throws(NetError) {
+    /// certificate is `expected` (when given), or when `verifyingHost` is given, unless its
+    /// chain and name check out. Closes the connection on failure.
+    public init(over connection: TCPConnection, identity: TLSIdentity?, expected: CertificateID?,
+                alpn: [String] = [], verifyingHost: String? = nil, deadline: ContinuousClock.Instant) throws(NetError) {
         self.connection = connection
         remoteDescription = connection.remoteDescription
         let client: TLSClient
         do {
-            client = try TLSClient(identity: identity, alpn: alpn)
+            client = try TLSClient(identity: identity, alpn: alpn, verifyingHost: verifyingHost)
             while try client.handshake() == .needsInput {
                 let out = client.pendingOutput()
                 if !out.isEmpty { try connection.write(out) }

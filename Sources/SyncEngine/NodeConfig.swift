@@ -32,6 +32,9 @@ public struct NodeConfig: Sendable {
     public var staticPeers: [String] = []
     /// Relays to join and to reach paired peers through (`daemon --relay relay://HOST:PORT/?id=ID`).
     public var relays: [String] = []
+    /// Relay pools whose fastest relays are joined too (`daemon --relay-pool URL`; `--global`
+    /// uses Syncthing's public pool, `RelayPool.publicDefault`).
+    public var relayPools: [String] = []
     /// While a paired peer is reached through a relay, how often a direct path to it is tried
     /// (`SYNCPEER_DIRECT_RETRY_MS`); one that works replaces the relayed session.
     public var directRetryInterval: Duration = .seconds(60)

@@ -37,7 +37,8 @@ struct DaemonCommand: Command {
             OptionSpec("peer", .repeating("HOST:PORT"), help: "a peer address to connect to at start (static peer)"),
             OptionSpec("relay", .repeating("relay://HOST:PORT/?id=ID"), help: "join this Syncthing relay (strelaysrv), and reach paired peers through it when dialling them directly fails"),
             OptionSpec("discovery-server", .repeating("https://HOST:PORT/?id=ID"), help: "announce this node's addresses to this Syncthing global discovery server (stdiscosrv), and look paired peers up there"),
-            OptionSpec("global", help: "use Syncthing's public global discovery servers (discovery.syncthing.net); off unless given"),
+            OptionSpec("relay-pool", .repeating("https://HOST/PATH"), help: "join the fastest few relays this Syncthing relay pool lists (its certificate checked against the system's CAs; SSL_CERT_FILE names another bundle)"),
+            OptionSpec("global", help: "use Syncthing's public global discovery servers (discovery.syncthing.net) and relay pool (\(RelayPool.publicDefault), unless --relay-pool names others); off unless given"),
             OptionSpec("invitation-timeout", .value("SECONDS"), help: "how long an unanswered invitation lasts (default 30)"),
             OptionSpec("receive-dir", .value("DIR"), help: "where accepted files and folders go (default ~/Downloads)"),
             OptionSpec("auto-accept", help: "accept every invitation and offer without asking — for demos and tests only, never on a real network"),
@@ -79,6 +80,11 @@ struct DaemonCommand: Command {
         }
         for relay in config.relays {
             do { _ = try RelayURL.parse(relay) } catch { throw .usage("--relay: \(error.description)") }
+        }
+        config.relayPools = arguments.all("relay-pool")
+        if config.relayPools.isEmpty && arguments.flag("global") { config.relayPools = [RelayPool.publicDefault] }
+        for pool in config.relayPools {
+            do { _ = try RelayPool(parsing: pool) } catch { throw .usage("--relay-pool: \(error.description)") }
         }
         config.autoAccept = arguments.flag("auto-accept")
         if let directory = arguments.value("receive-dir") {

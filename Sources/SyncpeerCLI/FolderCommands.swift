@@ -315,7 +315,9 @@ struct StatusCommand: Command {
                 if more > 0 { output.line("    and \(more) more") }
             }
             for peer in folder.peers {
-                let connected = peer.connected ? "connected" : "not connected"
+                let connected = peer.connected
+                    ? "connected" + (PathText.describe(path: peer.path, roundTripMs: peer.roundTripMs).map { " (\($0))" } ?? "")
+                    : "not connected"
                 let moved = peer.receivedBytes + peer.sentBytes > 0
                     ? "  ↓ \(ProgressRenderer.formatBytes(peer.receivedBytes)) ↑ \(ProgressRenderer.formatBytes(peer.sentBytes))"
                     : ""

@@ -44,9 +44,9 @@ struct PeersCommand: Command {
         try context.printPages(.peers, as: PeerSummary.self,
                                empty: "no peers yet: pair with 'syncpeer pair NAME' (see 'syncpeer browse') or 'syncpeer pair HOST:PORT'") { item in
             let paired = item.paired ? "paired" : "not paired"
-            // A session through a relay says so ("relay HOST"); otherwise the address.
-            let relayed = item.path.flatMap { $0.hasPrefix("relay ") ? $0 : nil }
-            let address = relayed ?? item.address ?? item.addresses.first ?? "-"
+            // A live session says how it runs ("direct HOST:PORT" or "relay HOST", and its
+            // round trip); otherwise the address last known.
+            let address = PathText.describe(path: item.path, roundTripMs: item.roundTripMs) ?? item.address ?? item.addresses.first ?? "-"
             let nearby = item.discovered ? "  nearby" : ""
             return "\(EventRenderer.peerName(item.peer))  \(item.state.rawValue)  \(paired)  \(address)\(nearby)"
         }

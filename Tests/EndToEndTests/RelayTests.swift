@@ -41,6 +41,7 @@ struct RelayTests {
             .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] }?["certificateID"])
         #expect(bobCertificate == bobID)
         #expect(try peer(env, alice, named: "bob")?["path"] as? String == "direct \(bob.address)")
+        #expect(try env.cli(alice, ["peers"]).stdout.contains("connected  paired  direct \(bob.address)"))
 
         // Both come back on new ports: neither can dial the other directly any more.
         _ = alice.stop()
@@ -53,11 +54,13 @@ struct RelayTests {
             try peer(env, alice, named: "bob")?["path"] as? String == "relay 127.0.0.1"
         }
 
-        // The text list says so too, and the keepalive measured the round trip through it.
-        #expect(try env.cli(alice, ["peers"]).stdout.contains("bob (") && env.cli(alice, ["peers"]).stdout.contains("relay 127.0.0.1"))
+        // The keepalive measured the round trip through it, and the text list says both.
         try eventually("a round trip measured through the relay") {
             try (peer(env, alice, named: "bob")?["roundTripMs"] as? NSNumber).map { $0.doubleValue > 0 } ?? false
         }
+        let listed = try env.cli(alice, ["peers"]).stdout
+        #expect(listed.contains("bob (") && listed.range(of: #"connected  paired  relay 127\.0\.0\.1  rtt [0-9.]+ ms"#, options: .regularExpression) != nil,
+                "\(listed)")
 
         let source = env.home("note.txt")
         let text = String(repeating: "through the relay\n", count: 5_000)

@@ -35,7 +35,8 @@ extension SyncpeerRunner {
         let id = try #require(try cli(other, ["id", "--json"]).stdout.data(using: .utf8)
             .flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: String] }?["certificateID"])
         var paired = try cli(daemon, ["pair", id, "--json"])
-        for _ in 0..<20 where paired.status != 0 && paired.stderr.contains("not there") {
+        // The peer may not have joined the relay yet, or (with a relay pool) the relay may not be chosen yet.
+        for _ in 0..<20 where paired.status != 0 && (paired.stderr.contains("not there") || paired.stderr.contains("not chosen")) {
             Thread.sleep(forTimeInterval: 0.5)
             paired = try cli(daemon, ["pair", id, "--json"])
         }

@@ -27,12 +27,15 @@ public final class GlobalServer {
     }
 
     /// - Parameters: namespace: a test network namespace to run it in, listening on `host`
-    ///   (127.0.0.1 unless said; "0.0.0.0" listens on all its addresses, as relays often do).
-    public static func relay(namespace: String? = nil, host: String = "127.0.0.1") throws -> GlobalServer {
-        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host) { relayArguments($0, $1, host: host) }
+    ///   (127.0.0.1 unless said; "0.0.0.0" listens on all its addresses, as relays often do);
+    ///   port: the port to listen on (default: a free one).
+    public static func relay(namespace: String? = nil, host: String = "127.0.0.1", port: UInt16? = nil) throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host, port: port) { dir, port in
+            relayArguments(dir, port, host: host)
+        }
     }
 
-    static func relayArguments(_ dir: URL, _ port: UInt16, host: String) -> [String] {
+    static func relayArguments(_ dir: URL, _ port: UInt16, host: String = "127.0.0.1") -> [String] {
         ["-listen", "\(host):\(port)", "-keys", dir.path, "-pools=", "-status-srv=", "-nat=false"]
     }
 
@@ -40,14 +43,25 @@ public final class GlobalServer {
     /// again at the same place and port with the same keys (so the same ID); returns the new
     /// one, to stop in its turn.
     public func killedAndRestarted(after pause: TimeInterval, meanwhile: () throws -> Void = {}) throws -> GlobalServer {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        kill()
         try meanwhile()
         Thread.sleep(forTimeInterval: pause)
-        return try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host, directory: directory, port: port) {
-            Self.relayArguments($0, $1, host: self.host)
+        return try restarted(namespace: namespace, host: host)
+    }
+
+    /// Kills the server (SIGKILL), keeping its directory and keys for `restarted`.
+    public func kill() {
+        if process.isRunning {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// The killed relay started again at the same port with the same keys (so the same ID),
+    /// in `namespace` on `host` if given.
+    public func restarted(namespace: String? = nil, host: String = "127.0.0.1") throws -> GlobalServer {
+        try GlobalServer(binary: "/usr/bin/strelaysrv", namespace: namespace, host: host, directory: directory, port: port) {
+            Self.relayArguments($0, $1, host: host)
         }
     }
 
@@ -90,7 +104,7 @@ public final class GlobalServer {
     }
 
     /// A port nothing listens on now on 127.0.0.1 (bound, read, released).
-    static func freePort() throws -> UInt16 {
+    public static func freePort() throws -> UInt16 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = loopback(port: 0)
@@ -136,15 +150,12 @@ public final class GlobalServer {
 
     /// The server's certificate in DER (from its cert.pem).
     public func certificate() throws -> [UInt8] {
-        let pem = try String(contentsOf: directory.appendingPathComponent("cert.pem"), encoding: .utf8)
-        let body = pem.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
-        guard let der = Data(base64Encoded: body) else { throw Unavailable(description: "cert.pem is not PEM") }
-        return Array(der)
+        try TestCA.der(ofPEM: directory.appendingPathComponent("cert.pem"))
     }
 
     public func stop() {
         if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
+            Glibc.kill(process.processIdentifier, SIGTERM)
             process.waitUntilExit()
         }
         try? FileManager.default.removeItem(at: directory)

@@ -1,7 +1,8 @@
 /// One HTTP/1.1 request and its response over a stream (a `TLSStream` to a global discovery
 /// server), the connection closed after it. Every size the server controls is bounded: the
-/// status line and headers together (`maxHead`), the body (`maxBody`, whether sent with a
-/// length, chunked, or until the connection closes), and the whole exchange by a deadline.
+/// status line and headers together (`maxHead`), the body (`maxBody` unless the caller sets
+/// another bound; whether sent with a length, chunked, or until the connection closes), and
+/// the whole exchange by a deadline.
 public enum HTTPSExchange {
     public static let maxHead = 8_192
     public static let maxBody = 65_536
@@ -15,12 +16,12 @@ public enum HTTPSExchange {
 
     public static func perform(_ method: String, path: String, host: String, body: [UInt8]? = nil,
                                contentType: String = "application/json", over stream: any ByteStream,
-                               deadline: ContinuousClock.Instant) throws(NetError) -> Response {
+                               deadline: ContinuousClock.Instant, maxBody: Int = HTTPSExchange.maxBody) throws(NetError) -> Response {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: syncpeer\r\nAccept: application/json\r\nConnection: close\r\n"
         if let body { request += "Content-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n" }
         request += "\r\n"
         try stream.write(Array(request.utf8) + (body ?? []))
-        var reader = Reader(stream: stream, deadline: deadline)
+        var reader = Reader(stream: stream, deadline: deadline, maxBody: maxBody)
         let head = try reader.head()
         let response = try parseHead(head, server: stream.remoteDescription)
         let noBody = method == "HEAD" || response.status == 204 || response.status == 304 || (100..<200).contains(response.status)
@@ -66,6 +67,7 @@ public enum HTTPSExchange {
     struct Reader {
         let stream: any ByteStream
         let deadline: ContinuousClock.Instant
+        let maxBody: Int
         var buffer: [UInt8] = []
         var closed = false
 
@@ -110,13 +112,13 @@ public enum HTTPSExchange {
 
         mutating func untilClosed() throws(NetError) -> [UInt8] {
             while !closed {
-                guard buffer.count <= HTTPSExchange.maxBody else {
-                    throw .protocolViolation("\(stream.remoteDescription) answered more than the \(HTTPSExchange.maxBody) bytes accepted")
+                guard buffer.count <= maxBody else {
+                    throw .protocolViolation("\(stream.remoteDescription) answered more than the \(maxBody) bytes accepted")
                 }
                 try fill()
             }
-            guard buffer.count <= HTTPSExchange.maxBody else {
-                throw .protocolViolation("\(stream.remoteDescription) answered more than the \(HTTPSExchange.maxBody) bytes accepted")
+            guard buffer.count <= maxBody else {
+                throw .protocolViolation("\(stream.remoteDescription) answered more than the \(maxBody) bytes accepted")
             }
             return buffer
         }
@@ -143,8 +145,8 @@ public enum HTTPSExchange {
                     throw .protocolViolation("\(stream.remoteDescription) sent a malformed chunk size")
                 }
                 if size == 0 { return body }
-                guard body.count + size <= HTTPSExchange.maxBody else {
-                    throw .protocolViolation("\(stream.remoteDescription) answered more than the \(HTTPSExchange.maxBody) bytes accepted")
+                guard body.count + size <= maxBody else {
+                    throw .protocolViolation("\(stream.remoteDescription) answered more than the \(maxBody) bytes accepted")
                 }
                 body += try exactly(size)
                 _ = try line()

@@ -1,4 +1,5 @@
 public import PeerCrypto
+internal import Glibc
 
 /// A relay (Syncthing's `strelaysrv`, Relay Protocol v1) as a URL names it:
 /// `relay://HOST:PORT/?id=RELAY-CERTIFICATE-ID`; the relay is pinned by that ID.
@@ -41,6 +42,42 @@ public enum RelayClient {
             throw error
         }
         return RelayMembership(stream: stream, relay: relay)
+    }
+
+    /// Reaches the member `peer` through the first of `relays` that works: each is asked for
+    /// a session and the session joined, within `timeout`; one that refuses, lies or stays
+    /// silent is passed over for the next. Fails with the last relay's reason (and how many
+    /// were tried) when none works.
+    public static func session(with peer: CertificateID, through relays: [RelayEndpoint], identity: TLSIdentity,
+                               timeout: Duration) throws(NetError) -> (stream: TCPConnection, relay: RelayEndpoint) {
+        var failure = NetError.unreachable(address: peer.description, reason: "no relay to reach it through")
+        for relay in relays {
+            for attempt in 1...sessionAttempts {
+                do throws(NetError) {
+                    let invitation = try requestSession(with: peer, at: relay, identity: identity, timeout: timeout)
+                    return (try joinSession(invitation, relay: relay, timeout: timeout), relay)
+                } catch {
+                    failure = error
+                    // strelaysrv's race (below): a new session, after a pause, usually works.
+                    guard error == Self.sessionNotReady(relay), attempt < sessionAttempts else { break }
+                    usleep(UInt32(200_000 * attempt))
+                }
+            }
+        }
+        guard relays.count > 1 else { throw failure }
+        throw .unreachable(address: peer.description, reason: "none of \(relays.count) relays could reach it; the last: \(failure.description)")
+    }
+
+    /// strelaysrv hands a session's connection to the goroutine that serves it without
+    /// waiting (an unbuffered channel, a non-blocking send): a join that comes before that
+    /// goroutine is ready (a busy relay, or the caller quick) is refused with "2 already
+    /// connected", and the session's key is spent. The caller then asks for a new session,
+    /// at most this many times in all per relay.
+    public static let sessionAttempts = 3
+
+    /// The refusal of that race, as `joinSession` throws it.
+    public static func sessionNotReady(_ relay: RelayEndpoint) -> NetError {
+        .unreachable(address: relay.description, reason: "the relay was not ready for the session (2 already connected)")
     }
 
     /// Asks `relay` for a session with the member `peer`; returns the invitation (checked:
@@ -88,6 +125,9 @@ public enum RelayClient {
             try expectSuccess(from: connection, deadline: .now + timeout, doing: "joining a session")
         } catch {
             connection.close()
+            if case let .unreachable(_, reason) = error, reason.hasSuffix("joining a session: 2 already connected") {
+                throw sessionNotReady(relay)
+            }
             throw error
         }
         return connection

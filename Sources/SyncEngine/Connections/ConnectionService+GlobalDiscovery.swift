@@ -63,11 +63,14 @@ extension ConnectionService {
     static let reannounceGap: Duration = .seconds(2)
 
     /// What we announce (on `queue`): `tcp://HOST:PORT` (`tcp://:PORT` when listening on all
-    /// addresses, which the server fills in) and `relay://…` for each relay joined now.
+    /// addresses, which the server fills in), then, when listening on all IPv6 ones, this
+    /// host's global IPv6 addresses (`GlobalIPv6`: no link-local or unique local ones), and
+    /// `relay://…` for each relay joined now.
     func announcedAddresses() -> [String] {
         let unspecified = listenHost.isEmpty || listenHost == "0.0.0.0" || listenHost == "::"
         let host = unspecified ? "" : (listenHost.contains(":") ? "[\(listenHost)]" : listenHost)
-        return ["tcp://\(host):\(listenPort)"] + relayMemberships.withLock { $0.map(\.relay.description) }
+        let ipv6 = listenHost.isEmpty || listenHost == "::" ? GlobalIPv6.ofThisHost().map { "tcp://[\($0)]:\(listenPort)" } : []
+        return ["tcp://\(host):\(listenPort)"] + ipv6 + relayMemberships.withLock { $0.map(\.relay.description) }
     }
 
     /// Looks `device` up at the servers that look up (on `queue`), unless it was looked up

@@ -14,8 +14,8 @@ extension ConnectionService {
         queue.async { [self] in
             guard let tls = tlsIdentity else { completion(.failure(.network("no TLS certificate"))); return }
             let servers = discoveryServers.filter(\.looksUp)
-            guard !servers.isEmpty || !relayEndpoints.isEmpty else {
-                completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server or --relay on the daemon")))
+            guard !servers.isEmpty || !relayEndpoints.isEmpty || !config.relayPools.isEmpty else {
+                completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server, --relay or --relay-pool on the daemon")))
                 return
             }
             let thread = Thread { [self] in
@@ -27,10 +27,7 @@ extension ConnectionService {
                     relays += found.compactMap { $0.hasPrefix("relay://") ? try? RelayURL.parse($0) : nil }
                 }
                 queue.async { [self, direct, relays] in
-                    // The relays the peer announced (it is there), then ours (it may be).
-                    var seen = Set<RelayEndpoint>()
-                    let candidates = (relays + relayEndpoints).filter { seen.insert($0).inserted }
-                    inviteNext(certificate, direct: direct, relays: candidates, context: context, progress: progress, completion: completion)
+                    inviteNext(certificate, direct: direct, relays: relays, context: context, progress: progress, completion: completion)
                 }
             }
             thread.name = "syncpeer-lookup"
@@ -38,9 +35,9 @@ extension ConnectionService {
         }
     }
 
-    /// Dials the next looked-up address, then the next relay (on `queue`): the relays the
-    /// peer announced, then ours. Both lists are bounded (`GlobalDiscoveryClient.maxAddresses`
-    /// per server, and the configuration).
+    /// Dials the next looked-up address, then the relays in turn (on `queue`): those the
+    /// peer announced (it is there), then ours (it may be), at most `maxRelayCandidates`.
+    /// The looked-up addresses are bounded by `GlobalDiscoveryClient.maxAddresses` per server.
     private func inviteNext(_ certificate: CertificateID, direct: [String], relays: [RelayEndpoint], context: String?,
                             progress: @escaping @Sendable (NodeEvent) -> Void,
                             completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
@@ -53,22 +50,16 @@ extension ConnectionService {
             }, expectedCertificate: certificate)
             return
         }
-        guard let relay = relays.first, let tls = tlsIdentity else {
-            completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and no relay is configured")))
+        let relays = relayCandidates(relays)
+        guard !relays.isEmpty, let tls = tlsIdentity else {
+            let why = config.relayPools.isEmpty ? "no relay is configured" : "the relay pools' relays are not chosen yet"
+            completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and \(why)")))
             return
         }
-        initiate(name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)", hello: makeHello(context: context, port: listenPort),
-                 connect: { [config] () throws(NetError) in
-            let invitation = try RelayClient.requestSession(with: certificate, at: relay, identity: tls, timeout: Self.relayTimeout)
-            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
-            stream.setSendTimeout(config.sendTimeout)
-            return stream
-        }, failed: { [self] error in
-            guard relays.count > 1 else {
-                return completion(.failure(.connection("cannot reach \(certificate) through relay \(relay.host)", error)))
-            }
-            inviteNext(certificate, direct: [], relays: Array(relays.dropFirst()), context: context, progress: progress, completion: completion)
-        }, connected: { [self] channel in
+        initiateThroughRelays(relays, to: certificate, tls: tls, name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)",
+                              hello: makeHello(context: context, port: listenPort), failed: { error in
+            completion(.failure(.connection("cannot reach \(certificate) through a relay", error)))
+        }, connected: { [self] channel, relay in
             let session = register(channel, role: .initiator, dialAddress: nil)
             session.relayHost = relay.host
             session.expectedCertificate = certificate

@@ -7,9 +7,10 @@ internal import PeerWire
 internal import Synchronization
 
 /// Sessions through Syncthing relays (`daemon --relay`): the node joins each relay and
-/// answers the invitations it brings (a thread per relay, one handshake at a time, so a
-/// relay cannot make us run more), and reaches a paired peer whose certificate ID it pinned
-/// through a relay when dialling it directly did not work (every other redial attempt).
+/// answers the invitations it brings (a thread per relay, and a thread per handshake, at
+/// most `maxRelayedHandshakes` at once, so a relay cannot make us run more), and reaches a
+/// paired peer whose certificate ID it pinned through a relay when dialling it directly did
+/// not work (every other redial attempt).
 /// The Noise session runs inside the relayed byte stream exactly as over TCP: the standing
 /// of the peer (paired, impersonation, unknown) is decided the same way.
 extension ConnectionService {
@@ -17,18 +18,27 @@ extension ConnectionService {
     /// A member hears from its relay at least this often (strelaysrv pings every minute).
     static let relaySilence: Duration = .seconds(150)
     static let relayRejoinMaximum: Duration = .seconds(60)
+    /// Relayed handshakes answered at once per relay (each bounded by the handshake timeout).
+    static let maxRelayedHandshakes = 4
 
-    /// The relays of the configuration, parsed (bad ones were refused at start).
-    var relayEndpoints: [RelayEndpoint] { config.relays.compactMap { try? RelayURL.parse($0) } }
+    /// The relays of the configuration, parsed (bad ones were refused at start), then those
+    /// chosen from the relay pools.
+    var relayEndpoints: [RelayEndpoint] {
+        let configured = config.relays.compactMap { try? RelayURL.parse($0) }
+        return configured + poolRelays.withLock { $0 }.filter { !configured.contains($0) }
+    }
 
-    /// Joins every configured relay (any thread but `queue`).
+    /// Joins every configured relay, and the fastest of the pools' (any thread but `queue`).
     func startRelays() {
         guard let tls = queue.sync(execute: { tlsIdentity }) else { return }
-        for relay in relayEndpoints {
-            let thread = Thread { [self] in membership(of: relay, tls: tls) }
-            thread.name = "syncpeer-relay"
-            thread.start()
-        }
+        for relay in relayEndpoints { startMembership(of: relay, tls: tls) }
+        startRelayPools(tls: tls)
+    }
+
+    func startMembership(of relay: RelayEndpoint, tls: TLSIdentity) {
+        let thread = Thread { [self] in membership(of: relay, tls: tls) }
+        thread.name = "syncpeer-relay"
+        thread.start()
     }
 
     private func membership(of relay: RelayEndpoint, tls: TLSIdentity) {
@@ -37,11 +47,30 @@ extension ConnectionService {
             do throws(NetError) {
                 let member = try RelayClient.join(relay, identity: tls, timeout: Self.relayTimeout)
                 relayMemberships.withLock { $0.append(member) }
-                defer { relayMemberships.withLock { $0.removeAll { $0 === member } } }
+                defer {
+                    relayMemberships.withLock { $0.removeAll { $0 === member } }
+                }
                 delay = .seconds(1)
+                // Invitations are answered on threads of their own, at most
+                // `maxRelayedHandshakes` at once per relay: one whose other end never came
+                // (strelaysrv's race, see RelayClient.sessionAttempts) must not hold up the next.
+                let answering = RelayHandshakes()
                 while true {
                     let invitation = try member.nextInvitation(silence: Self.relaySilence)
-                    answer(invitation, at: relay)
+                    guard answering.count.withLock({ count in
+                        guard count < Self.maxRelayedHandshakes else { return false }
+                        count += 1
+                        return true
+                    }) else {
+                        queue.async { [self] in emitError(nil, "relay \(relay.host): an invitation dropped (\(Self.maxRelayedHandshakes) relayed handshakes under way)") }
+                        continue
+                    }
+                    let thread = Thread { [self] in
+                        answer(invitation, at: relay)
+                        answering.count.withLock { $0 -= 1 }
+                    }
+                    thread.name = "syncpeer-relay-answer"
+                    thread.start()
                 }
             } catch {
                 if queue.sync(execute: { stopped }) { return }
@@ -73,27 +102,56 @@ extension ConnectionService {
         }
     }
 
-    /// Dials the paired `device` through the first relay (on `queue`); false when there is
-    /// no relay, no pinned certificate ID for it, or such a dial is already under way.
+    /// Dials the paired `device` through a relay (on `queue`): those the discovery servers
+    /// named for it first, then ours, each in turn until one works; false when there is no
+    /// relay, no pinned certificate ID for it, or such a dial is already under way.
     func startRelayDial(device: String) -> Bool {
-        guard !stopped, let relay = (globalFound.relays[device] ?? []).first ?? relayEndpoints.first,
-              let peer = certificateID(of: device), let tls = tlsIdentity else {
+        let relays = relayCandidates(globalFound.relays[device] ?? [])
+        guard !stopped, !relays.isEmpty, let peer = certificateID(of: device), let tls = tlsIdentity else {
             return false
         }
         let key = "relay:\(device)"
         guard dialsInFlight.insert(key).inserted else { return true }
-        initiate(name: "syncpeer-relay-dial", inFlight: key, hello: makeHello(context: nil, port: listenPort), connect: { [config] () throws(NetError) in
-            let invitation = try RelayClient.requestSession(with: peer, at: relay, identity: tls, timeout: Self.relayTimeout)
-            let stream = try RelayClient.joinSession(invitation, relay: relay, timeout: Self.relayTimeout)
-            stream.setSendTimeout(config.sendTimeout)
-            return stream
-        }, failed: { [self] error in
-            emitError(nil, "cannot reach \(displayID(device).prefix(7)) through relay \(relay.host): \(error.description)")
-        }, connected: { [self] channel in
+        initiateThroughRelays(relays, to: peer, tls: tls, name: "syncpeer-relay-dial", inFlight: key,
+                              hello: makeHello(context: nil, port: listenPort), failed: { [self] error in
+            emitError(nil, "cannot reach \(displayID(device).prefix(7)) through a relay: \(error.description)")
+        }, connected: { [self] channel, relay in
             let session = register(channel, role: .initiator, dialAddress: nil)
             session.relayHost = relay.host
             begin(session, standing: standing(of: channel, expected: device, address: relay.description))
         })
         return true
     }
+
+    /// `initiate` through the first of `relays` that reaches `peer` (on `queue`); `connected` learns which.
+    func initiateThroughRelays(_ relays: [RelayEndpoint], to peer: CertificateID, tls: TLSIdentity, name: String, inFlight: String,
+                               hello: Hello, failed: @escaping @Sendable (NetError) -> Void,
+                               connected: @escaping @Sendable (SecureChannel, RelayEndpoint) -> Void) {
+        let used = RelayChoice()
+        initiate(name: name, inFlight: inFlight, hello: hello, connect: { [config] () throws(NetError) in
+            let (stream, relay) = try RelayClient.session(with: peer, through: relays, identity: tls, timeout: Self.relayTimeout)
+            used.relay.withLock { $0 = relay }
+            stream.setSendTimeout(config.sendTimeout)
+            return stream
+        }, failed: failed, connected: { channel in connected(channel, used.relay.withLock { $0 } ?? relays[0]) })
+    }
+
+    /// The relays to try, in order: `first`, then the configured and pool ones, at most
+    /// `maxRelayCandidates` (each costs up to `relayTimeout` when it lies or stalls).
+    func relayCandidates(_ first: [RelayEndpoint]) -> [RelayEndpoint] {
+        var seen = Set<RelayEndpoint>()
+        return Array((first + relayEndpoints).filter { seen.insert($0).inserted }.prefix(Self.maxRelayCandidates))
+    }
+
+    static let maxRelayCandidates = 4
+}
+
+/// How many relayed handshakes a membership is answering now.
+final class RelayHandshakes: Sendable {
+    let count = Mutex(0)
+}
+
+/// Which relay a relayed dial went through: set on the dial thread, read on the queue.
+final class RelayChoice: Sendable {
+    let relay = Mutex<RelayEndpoint?>(nil)
 }

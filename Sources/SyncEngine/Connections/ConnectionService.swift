@@ -73,6 +73,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     lazy var tlsIdentity: TLSIdentity? = try? identity.tlsIdentity()
     /// The relays joined now (ConnectionService+Relay), closed by `stop`.
     let relayMemberships = Mutex<[RelayMembership]>([])
+    /// The relays chosen from the relay pools (ConnectionService+RelayPool).
+    let poolRelays = Mutex<[RelayEndpoint]>([])
     /// What global discovery servers said of paired peers (ConnectionService+GlobalDiscovery).
     var globalFound = GlobalFound()
 

@@ -25,17 +25,15 @@ public struct DiscoveryServer: Sendable, Hashable, CustomStringConvertible {
         func bad(_ why: String) -> EngineError {
             .invalidArgument("discovery server '\(text.prefix(200))': \(why) (expected https://HOST:PORT/?id=SERVER-ID)")
         }
-        guard text.utf8.count <= 1_024, let url = URLComponents(string: text), url.scheme == "https",
-              let host = url.host, !host.isEmpty else { throw bad("not an https URL") }
-        let port = url.port ?? 443
-        guard (1...65_535).contains(port) else { throw bad("bad port") }
+        let parsed = try HTTPSURL(text, bad: bad)
+        let url = parsed.components
         let items = url.queryItems ?? []
         guard let idText = items.first(where: { $0.name == "id" })?.value else {
             throw bad("the server's certificate ID (?id=) is missing; it pins the server")
         }
         do { id = try CertificateID(parsing: idText) } catch { throw bad(error.description) }
-        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
-        self.port = UInt16(port)
+        host = parsed.host
+        port = parsed.port
         path = url.path.isEmpty ? "/" : url.path
         announces = !items.contains { $0.name == "noannounce" }
         looksUp = !items.contains { $0.name == "nolookup" }
