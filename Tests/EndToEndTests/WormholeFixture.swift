@@ -190,7 +190,9 @@ final class WormholeFixture {
         return process
     }
 
-    private func waitUntilListening(_ port: UInt16) throws {
+    /// Waits until something listens on 127.0.0.1:`port` where the fixture runs (30 s at
+    /// most); else stops the fixture (unless `stopping` is false) and throws.
+    func waitUntilListening(_ port: UInt16, stopping: Bool = true) throws {
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
             if namespace != nil {
@@ -202,18 +204,8 @@ final class WormholeFixture {
             }
             usleep(100_000)
         }
-        stop()
+        if stopping { stop() }
         throw Failure(description: "the local wormhole server on port \(port) did not start")
-    }
-
-    /// Whether something listens on the root namespace's 127.0.0.1:`port` within 30 s.
-    static func waitUntilListening(_ port: UInt16) -> Bool {
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline {
-            if connects(port) { return true }
-            usleep(100_000)
-        }
-        return false
     }
 
     /// One connect to the root namespace's 127.0.0.1:`port`.

@@ -20,18 +20,22 @@ struct WormholeResumeTests {
         let port: UInt16
         let usageDB: String
 
-        init(in directory: String, name: String) throws {
+        /// Started where the fixture runs its servers and clients (its namespace, if any).
+        init(_ fixture: WormholeFixture, name: String) throws {
+            let directory = fixture.runner.root.path
             port = try ExamplesTests.freePort()
             usageDB = directory + "/\(name).sqlite"
-            process.executableURL = URL(fileURLWithPath: WormholeFixture.twist)
-            process.arguments = ["--log-file=\(directory)/\(name).log", "transitrelay", "--port=tcp:\(port):interface=127.0.0.1", "--usage-db=\(usageDB)"]
+            let (launched, arguments) = fixture.command(WormholeFixture.twist, [
+                "--log-file=\(directory)/\(name).log", "transitrelay", "--port=tcp:\(port):interface=127.0.0.1", "--usage-db=\(usageDB)"])
+            process.executableURL = URL(fileURLWithPath: launched)
+            process.arguments = arguments
             process.currentDirectoryURL = URL(fileURLWithPath: directory)
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            guard WormholeFixture.waitUntilListening(port) else {
+            do { try fixture.waitUntilListening(port, stopping: false) } catch {
                 stop()
-                throw WormholeFixture.Failure(description: "the transit relay on port \(port) did not start")
+                throw error
             }
         }
 
@@ -108,7 +112,7 @@ struct WormholeResumeTests {
         }
 
         // First attempt, cut once a third is verified on the receiver.
-        let relay = try Relay(in: f.runner.root.path, name: "relay1")
+        let relay = try Relay(f, name: "relay1")
         defer { relay.stop() }
         let sender = try f.syncpeer(["send", path, "--code"] + relay.servers(f.mailboxURL))
         let receiver = try f.syncpeer(["receive", try sender.code(), "--dir", inbox] + relay.servers(f.mailboxURL))
@@ -138,7 +142,7 @@ struct WormholeResumeTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: inbox) == [".syncpeer-partial"], "nothing placed yet")
 
         // Again with a new code, through a restarted relay: only the rest crosses.
-        let restarted = try Relay(in: f.runner.root.path, name: "relay2")
+        let restarted = try Relay(f, name: "relay2")
         defer { restarted.stop() }
         let again = try f.syncpeer(["send", path, "--code"] + restarted.servers(f.mailboxURL))
         let receiving = try f.syncpeer(["receive", try again.code(), "--dir", inbox, "--json"] + restarted.servers(f.mailboxURL))
