@@ -25,7 +25,6 @@ var package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "syncpeer", targets: ["syncpeer"]),
-        .library(name: "SyncEngine", targets: ["SyncEngine"]),
         // The public Swift API in Multipeer Connectivity's shape (docs/API.md).
         .library(name: "Syncpeer", targets: ["Syncpeer"]),
     ],

@@ -4,12 +4,12 @@ internal import COpenSSL
 /// 4 zero bytes followed by a 64-bit **big-endian** counter, and a 16-byte tag after the
 /// ciphertext. Through OpenSSL libcrypto, which uses AES-NI/VAES and PCLMULQDQ where the
 /// CPU has them (about 2.5× libsodium's ChaCha20-Poly1305 on this machine's CPU).
-public enum AESGCM {
-    public static let keyLength = 32
-    public static let tagLength = 16
+package enum AESGCM {
+    package static let keyLength = 32
+    package static let tagLength = 16
 
     /// Encrypts `plaintext` with associated data `ad`; returns ciphertext followed by the tag.
-    public static func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes) -> [UInt8] {
+    package static func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes) -> [UInt8] {
         let context = AESGCMContext(key: key)
         return plaintext.withUnsafeBytes { p in
             var out = [UInt8](repeating: 0, count: p.count + tagLength)
@@ -22,7 +22,7 @@ public enum AESGCM {
 
     /// Decrypts and verifies; throws `CryptoError.authenticationFailed` when the tag does
     /// not match (nothing of the plaintext is returned then).
-    public static func open(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+    package static func open(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         let context = AESGCMContext(key: key)
         let result: [UInt8]? = ciphertext.withUnsafeBytes { c in
             guard c.count >= tagLength else { return nil }

@@ -3,14 +3,14 @@ internal import CSodium
 /// BLAKE2b (RFC 7693) through libsodium: one-shot and streaming, 1–64 byte digests,
 /// optional key of up to 64 bytes. Content hashes (chunks, manifests, device IDs) use
 /// the 32-byte digest; Noise uses the 64-byte one.
-public enum BLAKE2b {
-    public static let maxDigestLength = 64
-    public static let maxKeyLength = 64
-    public static let blockLength = 128
+package enum BLAKE2b {
+    package static let maxDigestLength = 64
+    package static let maxKeyLength = 64
+    package static let blockLength = 128
 
     /// Digest of one input, in one call (no streaming state to allocate: a temporary
     /// file's name hashes its path, B: 10,000 names).
-    public static func hash(_ data: some ContiguousBytes, length: Int = 32) -> [UInt8] {
+    package static func hash(_ data: some ContiguousBytes, length: Int = 32) -> [UInt8] {
         precondition((1...maxDigestLength).contains(length), "BLAKE2b digest length must be 1...64")
         Sodium.ensure()
         return [UInt8](unsafeUninitializedCapacity: length) { out, count in
@@ -22,7 +22,7 @@ public enum BLAKE2b {
     }
 
     /// Digest of several inputs, in order, as if concatenated (no copy is made).
-    public static func hash(parts: [any ContiguousBytes], length: Int = 32, key: (any ContiguousBytes)? = nil) -> [UInt8] {
+    package static func hash(parts: [any ContiguousBytes], length: Int = 32, key: (any ContiguousBytes)? = nil) -> [UInt8] {
         var hasher = Hasher(length: length, key: key)
         for part in parts { hasher.update(part) }
         return hasher.finalize()
@@ -32,14 +32,14 @@ public enum BLAKE2b {
     /// Swift cannot express for the imported struct, so the state lives in an aligned
     /// raw allocation owned by a class (wiped when freed) and the value type copies it on
     /// write.
-    public struct Hasher: Sendable {
+    package struct Hasher: Sendable {
         private var state: State
         private let length: Int
 
         /// - Parameters:
         ///   - length: digest length, 1…64 bytes.
         ///   - key: optional key, 0…64 bytes (keyed BLAKE2b, a MAC).
-        public init(length: Int = 32, key: (any ContiguousBytes)? = nil) {
+        package init(length: Int = 32, key: (any ContiguousBytes)? = nil) {
             precondition((1...BLAKE2b.maxDigestLength).contains(length), "BLAKE2b digest length must be 1...64")
             Sodium.ensure()
             self.length = length
@@ -56,7 +56,7 @@ public enum BLAKE2b {
         }
 
         /// Absorbs bytes.
-        public mutating func update(_ data: some ContiguousBytes) {
+        package mutating func update(_ data: some ContiguousBytes) {
             if !isKnownUniquelyReferenced(&state) { state = state.copy() }
             let s = state.pointer
             data.withUnsafeBytes { d in
@@ -67,7 +67,7 @@ public enum BLAKE2b {
         }
 
         /// Absorbs bytes from a raw buffer (for hot loops that already hold one).
-        public mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        package mutating func update(_ buffer: UnsafeRawBufferPointer) {
             if !isKnownUniquelyReferenced(&state) { state = state.copy() }
             if buffer.count > 0 {
                 _ = crypto_generichash_update(state.pointer, buffer.bindMemory(to: UInt8.self).baseAddress, UInt64(buffer.count))
@@ -75,7 +75,7 @@ public enum BLAKE2b {
         }
 
         /// The digest. The hasher may not be updated afterwards (libsodium wipes the state).
-        public mutating func finalize() -> [UInt8] {
+        package mutating func finalize() -> [UInt8] {
             if !isKnownUniquelyReferenced(&state) { state = state.copy() }
             var out = [UInt8](repeating: 0, count: length)
             let s = state.pointer

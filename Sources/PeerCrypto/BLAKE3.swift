@@ -13,8 +13,8 @@ internal import Glibc
 /// Known answers: the BLAKE3 team's test vectors (`BLAKE3Tests`). Chaining values are kept
 /// as native words and read back as little-endian ones: little-endian hosts only (x86-64,
 /// arm64).
-public enum BLAKE3 {
-    public static let digestLength = 32
+package enum BLAKE3 {
+    package static let digestLength = 32
     static let chunkLength = 1024
     /// Largest subtree compressed in one go (chunks): its chaining values take 48 KiB of
     /// temporary memory (on the heap: this toolchain's runtime never grants more than 1 KiB
@@ -25,14 +25,14 @@ public enum BLAKE3 {
     static let iv: [UInt32] = [0x6A09E667, 0xBB67AE85, 0x3C6EF372, 0xA54FF53A, 0x510E527F, 0x9B05688C, 0x1F83D9AB, 0x5BE0CD19]
 
     /// Digest of one input.
-    public static func hash(_ data: some ContiguousBytes) -> [UInt8] {
+    package static func hash(_ data: some ContiguousBytes) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: digestLength)
         data.withUnsafeBytes { input in out.withUnsafeMutableBytes { hash(input, into: $0.baseAddress!) } }
         return out
     }
 
     /// Digest of `data` written at `out` (32 bytes).
-    public static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
+    package static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
         hash(data, into: out, widest: lanes)
     }
 
@@ -91,7 +91,7 @@ public enum BLAKE3 {
     /// The widest lane count this process uses: 16 with AVX-512 (F and VL), 8 with AVX2, else
     /// 4, as CPUID reports and the OS enables (`cblake3_widest`). The environment variable
     /// SYNCPEER_BLAKE3_LANES (4, 8 or 16) lowers it, for tests and measurements.
-    public static let lanes: Int = {
+    package static let lanes: Int = {
         var widest = Int(cblake3_widest())
         if let text = getenv("SYNCPEER_BLAKE3_LANES"), let asked = Int(String(cString: text)), [4, 8, 16].contains(asked) {
             widest = min(widest, asked)
@@ -209,7 +209,7 @@ public enum BLAKE3 {
     /// Streaming BLAKE3. Keeps the current chunk (≤ 1 KiB) and one chaining value per level
     /// of the tree (≤ 54 for 2^64 bytes); a long input is hashed straight from the caller's
     /// memory in subtrees of up to 1,024 chunks.
-    public struct Hasher: Sendable {
+    package struct Hasher: Sendable {
         /// Chaining values of finished subtrees, 8 words each, largest (leftmost) first.
         private var stack: [UInt32] = []
         /// The bytes of the chunk after the pushed ones: 1 … 1,024, or none yet.
@@ -218,16 +218,16 @@ public enum BLAKE3 {
         private var counter: UInt64 = 0
         private let widest: Int
 
-        public init() { widest = BLAKE3.lanes }
+        package init() { widest = BLAKE3.lanes }
 
         /// At most `lanes` lanes (4, 8 or 16; never more than `BLAKE3.lanes`): for tests.
         init(lanes: Int) { widest = min(lanes, BLAKE3.lanes) }
 
-        public mutating func update(_ data: some ContiguousBytes) {
+        package mutating func update(_ data: some ContiguousBytes) {
             data.withUnsafeBytes { update($0) }
         }
 
-        public mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        package mutating func update(_ buffer: UnsafeRawBufferPointer) {
             guard var p = buffer.baseAddress, buffer.count > 0 else { return }
             var n = buffer.count
             if !current.isEmpty {
@@ -277,14 +277,14 @@ public enum BLAKE3 {
         }
 
         /// The 32-byte digest. The hasher may not be updated afterwards.
-        public mutating func finalize() -> [UInt8] {
+        package mutating func finalize() -> [UInt8] {
             var out = [UInt8](repeating: 0, count: digestLength)
             out.withUnsafeMutableBytes { finalize(into: $0.baseAddress!) }
             return out
         }
 
         /// The digest written at `out` (32 bytes).
-        public mutating func finalize(into out: UnsafeMutableRawPointer) {
+        package mutating func finalize(into out: UnsafeMutableRawPointer) {
             // The last chunk (in `current`, never empty after a pushed one) follows the stack.
             mergeStack()
             var cv = [UInt32](repeating: 0, count: 8)

@@ -7,28 +7,28 @@
 /// BLAKE2b of a key) and so does the check character: Syncthing's "Luhn mod 32" weighs the
 /// characters from the left starting at 1 (see `luhnCheckCharacter`), so the two kinds of ID
 /// never check as each other. A relay or discovery server's ID is one too (of its certificate).
-public struct CertificateID: Sendable, Hashable, CustomStringConvertible {
+package struct CertificateID: Sendable, Hashable, CustomStringConvertible {
     /// The SHA-256 of the certificate.
-    public let hash: [UInt8]
+    package let hash: [UInt8]
 
     /// The ID of a certificate in DER.
-    public init(certificate der: some ContiguousBytes) {
+    package init(certificate der: some ContiguousBytes) {
         hash = SHA256.hash(der)
     }
 
     /// The ID of a 32-byte hash (as relays send it); nil for any other length.
-    public init?(hash: [UInt8]) {
+    package init?(hash: [UInt8]) {
         guard hash.count == SHA256.digestLength else { return nil }
         self.hash = hash
     }
 
     /// Parses an ID as people and URLs write it (`…?id=XXXXXXX-…`): upper or lower case,
     /// dashes and spaces anywhere, 56 characters with check characters.
-    public init(parsing text: String) throws(CryptoError) {
+    package init(parsing text: String) throws(CryptoError) {
         hash = try DeviceID.decodeChecked(DeviceID.idCharacters(text), check: Self.luhnCheckCharacter)
     }
 
-    public var description: String { DeviceID.checkedText(hash, check: Self.luhnCheckCharacter) }
+    package var description: String { DeviceID.checkedText(hash, check: Self.luhnCheckCharacter) }
 
     /// Syncthing's check character (lib/protocol's luhn32): from the left, factors 1, 2, 1, …
     static func luhnCheckCharacter(_ group: [UInt8]) -> UInt8 {

@@ -2,12 +2,12 @@ internal import CSodium
 
 /// ChaCha20-Poly1305 (IETF, RFC 8439) as Noise uses it: a 32-byte key, and a 96-bit nonce
 /// made of 4 zero bytes followed by a 64-bit little-endian counter.
-public enum ChaChaPoly {
-    public static let keyLength = 32
-    public static let tagLength = 16
+package enum ChaChaPoly {
+    package static let keyLength = 32
+    package static let tagLength = 16
 
     /// Encrypts `plaintext` with associated data `ad`; returns ciphertext followed by the tag.
-    public static func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes) -> [UInt8] {
+    package static func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes) -> [UInt8] {
         Sodium.ensure()
         precondition(key.count == keyLength)
         let n = noiseNonce(nonce)
@@ -34,7 +34,7 @@ public enum ChaChaPoly {
 
     /// Decrypts and verifies; throws `CryptoError.authenticationFailed` when the tag does
     /// not match (nothing of the plaintext is returned then).
-    public static func open(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+    package static func open(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         Sodium.ensure()
         precondition(key.count == keyLength)
         let n = noiseNonce(nonce)
@@ -65,7 +65,7 @@ public enum ChaChaPoly {
     /// Encrypts `plaintext` into `output`, which receives `plaintext.count + tagLength`
     /// bytes (ciphertext, then tag) and may not overlap `plaintext` except exactly (in
     /// place). No allocation: the transport's hot path.
-    public static func seal(key: SecureBytes, nonce: UInt64, plaintext: UnsafeRawBufferPointer,
+    package static func seal(key: SecureBytes, nonce: UInt64, plaintext: UnsafeRawBufferPointer,
                             into output: UnsafeMutableRawPointer) {
         Sodium.ensure()
         precondition(key.count == keyLength)
@@ -85,7 +85,7 @@ public enum ChaChaPoly {
     /// Verifies and decrypts `ciphertext` (ciphertext then tag) into `output`, which
     /// receives `ciphertext.count - tagLength` bytes (it may be `ciphertext` itself: in
     /// place). False when the tag does not match; nothing is written then.
-    public static func open(key: SecureBytes, nonce: UInt64, ciphertext: UnsafeRawBufferPointer,
+    package static func open(key: SecureBytes, nonce: UInt64, ciphertext: UnsafeRawBufferPointer,
                             into output: UnsafeMutableRawPointer) -> Bool {
         Sodium.ensure()
         precondition(key.count == keyLength)

@@ -1,5 +1,5 @@
 /// Errors of the crypto module. Each says what failed and, where it helps, what to do.
-public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidLength(what: String, expected: Int, actual: Int)
     case invalidKey(String)
     /// An AEAD tag did not verify: the data was tampered with or the key is wrong.
@@ -13,7 +13,7 @@ public enum CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A TLS session with a relay or discovery server failed (OpenSSL's reason).
     case tls(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .invalidLength(what, expected, actual):
             return "\(what) must be \(expected) bytes, got \(actual)"

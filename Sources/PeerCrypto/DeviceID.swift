@@ -7,23 +7,23 @@
 ///
 /// Every single mistyped character and most swaps of two neighbours are caught by the
 /// check characters. Parsing accepts lower case, spaces and dashes anywhere.
-public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public static let hashLength = 32
+package struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package static let hashLength = 32
     static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567".utf8)
     static let dataGroupLength = 13
     static let checkedLength = 56
 
     /// The 32-byte BLAKE2b-256 of the public key.
-    public let hash: [UInt8]
+    package let hash: [UInt8]
 
     /// The device ID of a public key.
-    public init(publicKey: PublicKey) {
+    package init(publicKey: PublicKey) {
         hash = BLAKE2b.hash(publicKey.bytes, length: Self.hashLength)
     }
 
     /// Parses a device ID typed by a person; throws with the reason (wrong length, a
     /// character outside the alphabet, or a check character that does not match).
-    public init(parsing text: String) throws(CryptoError) {
+    package init(parsing text: String) throws(CryptoError) {
         hash = try Self.decodeChecked(Self.idCharacters(text), check: Self.luhnCheckCharacter)
     }
 
@@ -63,7 +63,7 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 
     /// The canonical form: 8 groups of 7 upper-case characters joined by dashes.
-    public var description: String { Self.checkedText(hash, check: Self.luhnCheckCharacter) }
+    package var description: String { Self.checkedText(hash, check: Self.luhnCheckCharacter) }
 
     /// A 32-byte hash as 8 groups of 7: base32, with `check` after each 13 characters.
     static func checkedText(_ hash: [UInt8], check: ([UInt8]) -> UInt8) -> String {
@@ -83,12 +83,12 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
     }
 
     /// The first group, enough to tell devices apart in a list.
-    public var shortID: String { String(description.prefix(7)) }
+    package var shortID: String { String(description.prefix(7)) }
 
     /// The canonical form without dashes (56 characters), used for prefix matching.
-    public var compact: String { String(description.filter { $0 != "-" }) }
+    package var compact: String { String(description.filter { $0 != "-" }) }
 
-    public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {
+    package static func < (lhs: DeviceID, rhs: DeviceID) -> Bool {
         lhs.hash.lexicographicallyPrecedes(rhs.hash)
     }
 
@@ -147,7 +147,7 @@ public struct DeviceID: Sendable, Hashable, Comparable, CustomStringConvertible 
 
 /// In JSON a device ID is its canonical text ("MFRGGZD-FMZTGNB-…"); decoding checks it.
 extension DeviceID: Codable {
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
         do { self = try DeviceID(parsing: text) } catch {
@@ -155,7 +155,7 @@ extension DeviceID: Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
     }

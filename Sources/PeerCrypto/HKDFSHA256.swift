@@ -3,13 +3,13 @@
 ///
 /// The Noise HKDF in `HMAC+HKDF.swift` is a fixed two- or three-output form with no info;
 /// this is the general one.
-public enum HKDFSHA256 {
+package enum HKDFSHA256 {
     /// At most 255 blocks of output (RFC 5869, section 2.3).
-    public static let maximumLength = 255 * SHA256.digestLength
+    package static let maximumLength = 255 * SHA256.digestLength
 
     /// `length` bytes of key material from `inputKeyMaterial`, `salt` (empty means
     /// HASHLEN zero bytes, which HMAC treats alike) and `info`.
-    public static func derive(inputKeyMaterial: some ContiguousBytes, salt: [UInt8] = [],
+    package static func derive(inputKeyMaterial: some ContiguousBytes, salt: [UInt8] = [],
                               info: [UInt8], length: Int) -> SecureBytes {
         precondition(length >= 0 && length <= maximumLength, "HKDF output too long")
         let prk = NoiseHMAC.authenticationCode(.sha256, key: salt, message: [inputKeyMaterial])

@@ -4,12 +4,12 @@
 /// Noise defines its key derivation on top of HMAC-HASH rather than keyed BLAKE2b, so
 /// that every hash function it supports derives keys the same way; using BLAKE2b's own
 /// key input here would give different (incompatible) keys.
-public enum NoiseHMAC {
+package enum NoiseHMAC {
     /// HMAC-HASH of the concatenation of `message` parts under `key`; HASHLEN bytes.
     ///
     /// Parts avoid building concatenations (`output || byte`) in temporary arrays that
     /// would hold secret material.
-    public static func authenticationCode(_ function: NoiseHashFunction, key: some ContiguousBytes,
+    package static func authenticationCode(_ function: NoiseHashFunction, key: some ContiguousBytes,
                                           message parts: [any ContiguousBytes]) -> SecureBytes {
         let blockLength = function.blockLength
         // K0: keys longer than the block are hashed first, then zero-padded to the block.
@@ -44,7 +44,7 @@ public enum NoiseHMAC {
     ///
     /// This is HKDF (RFC 5869) with an empty info string and a single expansion pass per
     /// output, as section 4.3 of the Noise spec defines it.
-    public static func hkdf(_ function: NoiseHashFunction, chainingKey: some ContiguousBytes,
+    package static func hkdf(_ function: NoiseHashFunction, chainingKey: some ContiguousBytes,
                             inputKeyMaterial: some ContiguousBytes, outputs: Int) -> [SecureBytes] {
         precondition(outputs == 2 || outputs == 3, "Noise HKDF produces 2 or 3 outputs")
         let tempKey = authenticationCode(function, key: chainingKey, message: [inputKeyMaterial])
@@ -62,24 +62,24 @@ public enum NoiseHMAC {
 }
 
 /// HMAC-BLAKE2b-512 and its Noise HKDF (protocol version 1's key derivation).
-public enum HMACBLAKE2b {
+package enum HMACBLAKE2b {
     /// HASHLEN: the BLAKE2b-512 digest length, which is also the HMAC output length.
-    public static let outputLength = 64
+    package static let outputLength = 64
     /// The HMAC block length B for BLAKE2b.
-    public static let blockLength = BLAKE2b.blockLength
+    package static let blockLength = BLAKE2b.blockLength
 
     /// HMAC-BLAKE2b-512 of the concatenation of `message` parts under `key`.
-    public static func authenticationCode(key: some ContiguousBytes, message parts: [any ContiguousBytes]) -> SecureBytes {
+    package static func authenticationCode(key: some ContiguousBytes, message parts: [any ContiguousBytes]) -> SecureBytes {
         NoiseHMAC.authenticationCode(.blake2b, key: key, message: parts)
     }
 
     /// HMAC-BLAKE2b-512 of a single message.
-    public static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) -> SecureBytes {
+    package static func authenticationCode(key: some ContiguousBytes, message: some ContiguousBytes) -> SecureBytes {
         NoiseHMAC.authenticationCode(.blake2b, key: key, message: [message])
     }
 
     /// The Noise HKDF over HMAC-BLAKE2b-512: 2 or 3 outputs of 64 bytes each.
-    public static func hkdf(chainingKey: some ContiguousBytes, inputKeyMaterial: some ContiguousBytes, outputs: Int) -> [SecureBytes] {
+    package static func hkdf(chainingKey: some ContiguousBytes, inputKeyMaterial: some ContiguousBytes, outputs: Int) -> [SecureBytes] {
         NoiseHMAC.hkdf(.blake2b, chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: outputs)
     }
 }

@@ -1,11 +1,11 @@
 /// Limits shared by every part of the Noise implementation.
-public enum Noise {
+package enum Noise {
     /// The largest Noise message, handshake or transport, in bytes (spec section 3).
-    public static let maxMessageLength = 65_535
+    package static let maxMessageLength = 65_535
     /// The AEAD tag that every encrypted field carries.
-    public static let tagLength = NoiseCipherFunction.tagLength
+    package static let tagLength = NoiseCipherFunction.tagLength
     /// DHLEN for X25519.
-    public static let dhLength = 32
+    package static let dhLength = 32
 }
 
 /// A Noise `CipherState` (spec section 5.1): a key for one cipher function
@@ -15,27 +15,27 @@ public enum Noise {
 /// the transport cipher for one direction. Not thread-safe: a cipher state belongs to one
 /// task at a time (hand it over with `sending` or keep it inside an actor), because the
 /// nonce must never be used twice and concurrent calls could race on it.
-public final class NoiseCipherState {
+package final class NoiseCipherState {
     /// The cipher function.
-    public let function: NoiseCipherFunction
+    package let function: NoiseCipherFunction
     /// The key, or nil while empty (before the first MixKey, encryption is the identity).
     private var key: SecureBytes?
     /// For AES-GCM, the key expanded once into OpenSSL contexts (nil for ChaChaPoly).
     private var aes: AESGCMContext?
     /// The next nonce. 2^64−1 is reserved for Rekey and is never used for a message.
-    public private(set) var nonce: UInt64 = 0
+    package private(set) var nonce: UInt64 = 0
     /// Why this cipher may not be used at all (the unused direction of a one-way
     /// pattern); nil for a usable cipher.
     let disabledReason: String?
 
     /// An empty cipher state (no key), as `InitializeKey(empty)` leaves it.
-    public init(_ function: NoiseCipherFunction = .chaChaPoly) {
+    package init(_ function: NoiseCipherFunction = .chaChaPoly) {
         self.function = function
         disabledReason = nil
     }
 
     /// A cipher state holding `key` (32 bytes), nonce 0.
-    public init(_ function: NoiseCipherFunction = .chaChaPoly, key: SecureBytes) throws(CryptoError) {
+    package init(_ function: NoiseCipherFunction = .chaChaPoly, key: SecureBytes) throws(CryptoError) {
         self.function = function
         disabledReason = nil
         try initializeKey(key)
@@ -49,7 +49,7 @@ public final class NoiseCipherState {
     }
 
     /// `InitializeKey(key)`: sets the key (nil empties it) and resets the nonce to 0.
-    public func initializeKey(_ key: SecureBytes?) throws(CryptoError) {
+    package func initializeKey(_ key: SecureBytes?) throws(CryptoError) {
         if let key, key.count != NoiseCipherFunction.keyLength {
             throw .invalidLength(what: "Noise cipher key", expected: NoiseCipherFunction.keyLength, actual: key.count)
         }
@@ -59,16 +59,16 @@ public final class NoiseCipherState {
     }
 
     /// `HasKey()`.
-    public var hasKey: Bool { key != nil }
+    package var hasKey: Bool { key != nil }
 
     /// `SetNonce(n)`: for protocols that carry explicit nonces (and for tests).
-    public func setNonce(_ nonce: UInt64) {
+    package func setNonce(_ nonce: UInt64) {
         self.nonce = nonce
     }
 
     /// `EncryptWithAd(ad, plaintext)`: with a key, the ciphertext and tag, and the nonce
     /// advances; without a key, the plaintext unchanged (the handshake relies on this).
-    public func encryptWithAd(_ ad: some ContiguousBytes, plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+    package func encryptWithAd(_ ad: some ContiguousBytes, plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         try checkUsable()
         let length = plaintext.withUnsafeBytes { $0.count }
         guard let key else { return plaintext.withUnsafeBytes { Array($0) } }
@@ -85,7 +85,7 @@ public final class NoiseCipherState {
     ///
     /// The nonce advances only on success, so a forged message cannot desynchronise the
     /// two peers (the caller decides whether to drop the connection).
-    public func decryptWithAd(_ ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+    package func decryptWithAd(_ ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         try checkUsable()
         let length = ciphertext.withUnsafeBytes { $0.count }
         guard let key else { return ciphertext.withUnsafeBytes { Array($0) } }
@@ -117,7 +117,7 @@ public final class NoiseCipherState {
     /// Transport encryption without allocation (empty associated data): writes the
     /// ciphertext and tag of `plaintext` (`plaintext.count + 16` bytes) to `output`.
     /// Needs a key.
-    public func encrypt(_ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) throws(CryptoError) {
+    package func encrypt(_ plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) throws(CryptoError) {
         try checkUsable()
         guard let key else { throw .handshake("transport encryption needs a key") }
         guard plaintext.count + Noise.tagLength <= Noise.maxMessageLength else {
@@ -136,7 +136,7 @@ public final class NoiseCipherState {
     /// `ciphertext.count - 16` bytes of plaintext to `output` (which may be the ciphertext
     /// itself) and returns that count, or throws `authenticationFailed` (the nonce stays).
     /// Needs a key.
-    public func decrypt(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) throws(CryptoError) -> Int {
+    package func decrypt(_ ciphertext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) throws(CryptoError) -> Int {
         try checkUsable()
         guard let key else { throw .handshake("transport decryption needs a key") }
         guard ciphertext.count <= Noise.maxMessageLength else {
@@ -158,7 +158,7 @@ public final class NoiseCipherState {
     ///
     /// Both peers must rekey at the same message position, so the protocol above decides
     /// when (e.g. after a fixed number of messages).
-    public func rekey() throws(CryptoError) {
+    package func rekey() throws(CryptoError) {
         try checkUsable()
         guard let key else { throw .handshake("cannot rekey a cipher state that has no key") }
         var sealed = seal(key: key, nonce: UInt64.max, ad: [UInt8](), plaintext: [UInt8](repeating: 0, count: 32))
@@ -169,12 +169,12 @@ public final class NoiseCipherState {
     }
 
     /// Transport convenience: encrypts with empty associated data.
-    public func encrypt(_ plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+    package func encrypt(_ plaintext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         try encryptWithAd([UInt8](), plaintext: plaintext)
     }
 
     /// Transport convenience: decrypts with empty associated data.
-    public func decrypt(_ ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
+    package func decrypt(_ ciphertext: some ContiguousBytes) throws(CryptoError) -> [UInt8] {
         try decryptWithAd([UInt8](), ciphertext: ciphertext)
     }
 

@@ -1,12 +1,12 @@
 /// The Noise hash functions syncpeer implements (spec section 12.5 and 12.6).
-public enum NoiseHashFunction: String, Sendable, Hashable, CaseIterable {
+package enum NoiseHashFunction: String, Sendable, Hashable, CaseIterable {
     /// BLAKE2b-512 (libsodium): HASHLEN 64, BLOCKLEN 128. Protocol version 1's hash.
     case blake2b = "BLAKE2b"
     /// SHA-256 (OpenSSL, SHA-NI): HASHLEN 32, BLOCKLEN 64. Protocol version 2's hash.
     case sha256 = "SHA256"
 
     /// HASHLEN: the digest length, which is also the length of `h` and `ck`.
-    public var hashLength: Int {
+    package var hashLength: Int {
         switch self {
         case .blake2b: 64
         case .sha256: SHA256.digestLength
@@ -14,7 +14,7 @@ public enum NoiseHashFunction: String, Sendable, Hashable, CaseIterable {
     }
 
     /// BLOCKLEN: the HMAC block length.
-    public var blockLength: Int {
+    package var blockLength: Int {
         switch self {
         case .blake2b: BLAKE2b.blockLength
         case .sha256: SHA256.blockLength
@@ -22,7 +22,7 @@ public enum NoiseHashFunction: String, Sendable, Hashable, CaseIterable {
     }
 
     /// `HASH(parts...)`: the digest of the concatenation, with no copy made.
-    public func hash(parts: [any ContiguousBytes]) -> [UInt8] {
+    package func hash(parts: [any ContiguousBytes]) -> [UInt8] {
         switch self {
         case .blake2b: BLAKE2b.hash(parts: parts, length: hashLength)
         case .sha256: SHA256.hash(parts: parts)
@@ -32,12 +32,12 @@ public enum NoiseHashFunction: String, Sendable, Hashable, CaseIterable {
 
 /// The Noise cipher functions syncpeer implements (spec sections 12.3 and 12.4); both
 /// take a 32-byte key and add a 16-byte tag.
-public enum NoiseCipherFunction: String, Sendable, Hashable, CaseIterable {
+package enum NoiseCipherFunction: String, Sendable, Hashable, CaseIterable {
     /// ChaCha20-Poly1305 (libsodium), little-endian nonce. Protocol version 1's cipher.
     case chaChaPoly = "ChaChaPoly"
     /// AES-256-GCM (OpenSSL, AES-NI), big-endian nonce. Protocol version 2's cipher.
     case aesGCM = "AESGCM"
 
-    public static let keyLength = 32
-    public static let tagLength = 16
+    package static let keyLength = 32
+    package static let tagLength = 16
 }

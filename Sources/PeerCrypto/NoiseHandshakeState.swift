@@ -1,5 +1,5 @@
 /// Which side of a Noise handshake this party plays.
-public enum NoiseRole: String, Sendable, Hashable {
+package enum NoiseRole: String, Sendable, Hashable {
     /// Sends the first handshake message.
     case initiator
     /// Receives the first handshake message.
@@ -13,17 +13,17 @@ public enum NoiseRole: String, Sendable, Hashable {
 ///
 /// The ciphers are classes confined to one task at a time (see `NoiseCipherState`); send
 /// and receive may be used by two different tasks, since they share no state.
-public struct NoiseTransport {
+package struct NoiseTransport {
     /// Encrypts this party's outgoing transport messages.
-    public let send: NoiseCipherState
+    package let send: NoiseCipherState
     /// Decrypts the peer's transport messages.
-    public let receive: NoiseCipherState
+    package let receive: NoiseCipherState
     /// The final handshake hash `h` (HASHLEN bytes: 64 for BLAKE2b, 32 for SHA-256): identical on both sides, usable for
     /// channel binding (e.g. signing it to prove possession of another key).
-    public let handshakeHash: [UInt8]
+    package let handshakeHash: [UInt8]
     /// The peer's static public key, when the pattern involves one (learned during the
     /// handshake or known beforehand). Check it against the expected identity.
-    public let remoteStaticKey: PublicKey?
+    package let remoteStaticKey: PublicKey?
 }
 
 /// A Noise `HandshakeState` (spec section 5.3) for any supported pattern, driven by
@@ -32,25 +32,25 @@ public struct NoiseTransport {
 /// Not thread-safe: a handshake belongs to one task at a time (transfer it with `sending`
 /// or keep it inside an actor). After any error other than calling out of turn, the
 /// handshake is abandoned, as the spec requires: further calls throw.
-public final class NoiseHandshakeState {
+package final class NoiseHandshakeState {
     /// The protocol being run; its name is mixed into the handshake hash.
-    public let protocolName: NoiseProtocolName
+    package let protocolName: NoiseProtocolName
     /// This party's role.
-    public let role: NoiseRole
+    package let role: NoiseRole
 
     private let symmetric: NoiseSymmetricState
     private let localStatic: KeyPair?
     private var localEphemeral: KeyPair?
     /// The peer's static key: given for pre-message patterns, else learned from an `s`.
-    public private(set) var remoteStaticKey: PublicKey?
+    package private(set) var remoteStaticKey: PublicKey?
     /// The peer's ephemeral key, once received.
-    public private(set) var remoteEphemeralKey: PublicKey?
+    package private(set) var remoteEphemeralKey: PublicKey?
     private var psks: [SecureBytes]
     private var nextPSK = 0
     private var messageIndex = 0
     private var failure: String?
     /// The transport ciphers, set once the last handshake message was written or read.
-    public private(set) var transport: NoiseTransport?
+    package private(set) var transport: NoiseTransport?
 
     /// Starts a handshake (`Initialize()`): mixes the prologue and pre-message keys.
     ///
@@ -64,7 +64,7 @@ public final class NoiseHandshakeState {
     ///   - preSharedKeys: one 32-byte key per `psk` token, in token order.
     ///   - ephemeralKeyPair: `e`, only for known-answer tests; normally generated.
     ///   - remoteEphemeralKey: `re`, only for patterns with an ephemeral pre-message.
-    public init(protocolName: String, role: NoiseRole, prologue: [UInt8] = [],
+    package init(protocolName: String, role: NoiseRole, prologue: [UInt8] = [],
                 staticKeyPair: KeyPair? = nil, remoteStaticKey: PublicKey? = nil,
                 preSharedKeys: [SecureBytes] = [], ephemeralKeyPair: KeyPair? = nil,
                 remoteEphemeralKey: PublicKey? = nil) throws(CryptoError) {
@@ -125,22 +125,22 @@ public final class NoiseHandshakeState {
     }
 
     /// The handshake pattern being run.
-    public var pattern: NoiseHandshakePattern { protocolName.pattern }
+    package var pattern: NoiseHandshakePattern { protocolName.pattern }
 
     /// True once all handshake messages have been processed (`transport` is then set).
-    public var isComplete: Bool { transport != nil }
+    package var isComplete: Bool { transport != nil }
 
     /// True when the next call must be `writeMessage` (false: `readMessage`, or done).
-    public var isMyTurnToWrite: Bool {
+    package var isMyTurnToWrite: Bool {
         !isComplete && failure == nil && Self.sender(ofMessage: messageIndex) == role
     }
 
     /// The current handshake hash `h` (HASHLEN bytes); final once the handshake is complete.
-    public var handshakeHash: [UInt8] { symmetric.handshakeHash }
+    package var handshakeHash: [UInt8] { symmetric.handshakeHash }
 
     /// `WriteMessage(payload)`: the next handshake message, carrying `payload` (encrypted
     /// once a key has been established; early payloads may be sent in the clear).
-    public func writeMessage(payload: [UInt8] = []) throws(CryptoError) -> [UInt8] {
+    package func writeMessage(payload: [UInt8] = []) throws(CryptoError) -> [UInt8] {
         let tokens = try nextTokens(writing: true)
         do throws(CryptoError) {
             var message: [UInt8] = []
@@ -175,7 +175,7 @@ public final class NoiseHandshakeState {
 
     /// `ReadMessage(message)`: processes the peer's next handshake message and returns its
     /// payload.
-    public func readMessage(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+    package func readMessage(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
         let tokens = try nextTokens(writing: false)
         do throws(CryptoError) {
             guard message.count <= Noise.maxMessageLength else {

@@ -1,5 +1,5 @@
 /// A token of a Noise message pattern (spec section 7.1, and `psk` from section 9).
-public enum NoiseToken: String, Sendable, Hashable, CaseIterable {
+package enum NoiseToken: String, Sendable, Hashable, CaseIterable {
     case e, s, ee, es, se, ss, psk
 }
 
@@ -7,20 +7,20 @@ public enum NoiseToken: String, Sendable, Hashable, CaseIterable {
 ///
 /// Messages alternate between the parties, starting with the initiator, so a message's
 /// sender is given by its index (even: initiator, odd: responder).
-public struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible {
+package struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible {
     /// The pattern name with its modifiers, e.g. `XX` or `NKpsk0+psk2`.
-    public let name: String
+    package let name: String
     /// Keys the initiator's peer knows before the handshake (`-> s` above the `...`).
-    public let initiatorPreMessage: [NoiseToken]
+    package let initiatorPreMessage: [NoiseToken]
     /// Keys the initiator knows of the responder before the handshake (`<- s`).
-    public let responderPreMessage: [NoiseToken]
+    package let responderPreMessage: [NoiseToken]
     /// The handshake messages, in order.
-    public let messages: [[NoiseToken]]
+    package let messages: [[NoiseToken]]
     /// One-way patterns (N, K, X) have a single message, and only the initiator sends
     /// transport messages afterwards.
-    public let isOneWay: Bool
+    package let isOneWay: Bool
 
-    public init(name: String, initiatorPreMessage: [NoiseToken] = [], responderPreMessage: [NoiseToken] = [],
+    package init(name: String, initiatorPreMessage: [NoiseToken] = [], responderPreMessage: [NoiseToken] = [],
                 messages: [[NoiseToken]], isOneWay: Bool = false) {
         self.name = name
         self.initiatorPreMessage = initiatorPreMessage
@@ -30,13 +30,13 @@ public struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible
     }
 
     /// True when a `psk` token appears: then `e` tokens also call MixKey (spec section 9.2).
-    public var isPSKHandshake: Bool { messages.contains { $0.contains(.psk) } }
+    package var isPSKHandshake: Bool { messages.contains { $0.contains(.psk) } }
 
     /// The number of pre-shared keys the pattern consumes.
-    public var pskCount: Int { messages.reduce(0) { $0 + $1.filter { $0 == .psk }.count } }
+    package var pskCount: Int { messages.reduce(0) { $0 + $1.filter { $0 == .psk }.count } }
 
     /// The pattern in the spec's notation, for diagnostics.
-    public var description: String {
+    package var description: String {
         var lines = [name + ":"]
         for token in initiatorPreMessage { lines.append("  -> \(token.rawValue)") }
         for token in responderPreMessage { lines.append("  <- \(token.rawValue)") }
@@ -49,7 +49,7 @@ public struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible
 
     /// A pattern by name: a base pattern (fundamental, one-way or deferred) followed by
     /// optional `pskN` modifiers joined with `+`, e.g. `XXpsk3` or `NNpsk0+psk2`.
-    public init(named fullName: String) throws(CryptoError) {
+    package init(named fullName: String) throws(CryptoError) {
         // Longest base-name prefix, so "NK1psk0" is NK1 + psk0 and not NK + "1psk0".
         guard let base = Self.baseNames.filter({ fullName.hasPrefix($0) }).max(by: { $0.count < $1.count }),
               let pattern = Self.base(base) else {
@@ -80,7 +80,7 @@ public struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible
     }
 
     /// Every supported base pattern name.
-    public static var baseNames: [String] { table.map(\.0) }
+    package static var baseNames: [String] { table.map(\.0) }
 
     private static func base(_ name: String) -> NoiseHandshakePattern? {
         guard let entry = table.first(where: { $0.0 == name }) else { return nil }
@@ -144,18 +144,18 @@ public struct NoiseHandshakePattern: Sendable, Hashable, CustomStringConvertible
 ///
 /// Other functions (448, SHA512, BLAKE2s) are refused loudly rather than silently run as
 /// a different suite.
-public struct NoiseProtocolName: Sendable, Hashable, CustomStringConvertible {
+package struct NoiseProtocolName: Sendable, Hashable, CustomStringConvertible {
     /// The only DH function supported.
-    public static let dhName = "25519"
+    package static let dhName = "25519"
 
     /// The exact name, which is hashed into the handshake (so it must be byte-identical
     /// on both sides).
-    public let name: String
-    public let pattern: NoiseHandshakePattern
-    public let cipher: NoiseCipherFunction
-    public let hash: NoiseHashFunction
+    package let name: String
+    package let pattern: NoiseHandshakePattern
+    package let cipher: NoiseCipherFunction
+    package let hash: NoiseHashFunction
 
-    public init(_ name: String) throws(CryptoError) {
+    package init(_ name: String) throws(CryptoError) {
         let parts = name.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 5, parts[0] == "Noise" else {
             throw .unsupported("Noise protocol name '\(name)': expected Noise_<pattern>_<dh>_<cipher>_<hash>")
@@ -175,5 +175,5 @@ public struct NoiseProtocolName: Sendable, Hashable, CustomStringConvertible {
         self.pattern = try NoiseHandshakePattern(named: String(parts[1]))
     }
 
-    public var description: String { name }
+    package var description: String { name }
 }

@@ -2,10 +2,10 @@ internal import COpenSSL
 
 /// SHA-1, for one use only: the `Sec-WebSocket-Accept` check of the WebSocket opening
 /// handshake (RFC 6455, section 4.1), which names it. Never for anything that needs security.
-public enum SHA1 {
-    public static let digestLength = 20
+package enum SHA1 {
+    package static let digestLength = 20
 
-    public static func hash(_ data: [UInt8]) -> [UInt8] {
+    package static func hash(_ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 64)
         var length: UInt32 = 0
         let ok = data.withUnsafeBytes { d in

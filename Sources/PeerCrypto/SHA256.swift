@@ -2,19 +2,19 @@ internal import COpenSSL
 
 /// SHA-256 (FIPS 180-4) through OpenSSL libcrypto, which uses the SHA extensions (SHA-NI)
 /// where the CPU has them. Noise's `SHA256` hash function (HASHLEN 32, BLOCKLEN 64).
-public enum SHA256 {
-    public static let digestLength = 32
-    public static let blockLength = 64
+package enum SHA256 {
+    package static let digestLength = 32
+    package static let blockLength = 64
 
     /// Digest of one input.
-    public static func hash(_ data: some ContiguousBytes) -> [UInt8] {
+    package static func hash(_ data: some ContiguousBytes) -> [UInt8] {
         var hasher = Hasher()
         hasher.update(data)
         return hasher.finalize()
     }
 
     /// Digest of several inputs, in order, as if concatenated (no copy is made).
-    public static func hash(parts: [any ContiguousBytes]) -> [UInt8] {
+    package static func hash(parts: [any ContiguousBytes]) -> [UInt8] {
         var hasher = Hasher()
         for part in parts { hasher.update(part) }
         return hasher.finalize()
@@ -22,7 +22,7 @@ public enum SHA256 {
 
     /// Digest of `data` written at `out` (32 bytes): one call into libcrypto, no context
     /// kept, no allocation here (for hashing many chunks).
-    public static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
+    package static func hash(_ data: UnsafeRawBufferPointer, into out: UnsafeMutableRawPointer) {
         var length: UInt32 = 0
         let ok = EVP_Digest(data.baseAddress ?? UnsafeRawPointer(out), data.count,
                             out.assumingMemoryBound(to: UInt8.self), &length, EVP_sha256(), nil) == 1
@@ -31,17 +31,17 @@ public enum SHA256 {
 
     /// Streaming SHA-256; the OpenSSL context lives in a class owned by this value type,
     /// copied on write.
-    public struct Hasher: Sendable {
+    package struct Hasher: Sendable {
         private var state = State()
 
-        public init() {}
+        package init() {}
 
-        public mutating func update(_ data: some ContiguousBytes) {
+        package mutating func update(_ data: some ContiguousBytes) {
             data.withUnsafeBytes { update($0) }
         }
 
         /// Absorbs bytes from a raw buffer (for hot loops that already hold one).
-        public mutating func update(_ buffer: UnsafeRawBufferPointer) {
+        package mutating func update(_ buffer: UnsafeRawBufferPointer) {
             if !isKnownUniquelyReferenced(&state) { state = state.copy() }
             if buffer.count > 0 {
                 precondition(EVP_DigestUpdate(state.context, buffer.baseAddress!, buffer.count) == 1, "SHA-256 update failed")
@@ -49,7 +49,7 @@ public enum SHA256 {
         }
 
         /// The 32-byte digest. The hasher may not be updated afterwards.
-        public mutating func finalize() -> [UInt8] {
+        package mutating func finalize() -> [UInt8] {
             if !isKnownUniquelyReferenced(&state) { state = state.copy() }
             var out = [UInt8](repeating: 0, count: SHA256.digestLength)
             var length: UInt32 = 0

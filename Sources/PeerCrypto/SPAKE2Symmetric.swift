@@ -8,9 +8,9 @@
 ///     key = SHA256(SHA256(password) || SHA256(idS) || min(X*,Y*) || max(X*,Y*) || K)
 ///
 /// One instance does one exchange: `outboundMessage` once, then `finish` once.
-public final class SPAKE2Symmetric: @unchecked Sendable {
+package final class SPAKE2Symmetric: @unchecked Sendable {
     /// The length of a message on the wire: the side byte and one element.
-    public static let messageLength = 33
+    package static let messageLength = 33
     private static let sideByte = UInt8(ascii: "S")
     /// S, derived once from the seed "symmetric".
     static let blindingPoint = Ed25519Group.arbitraryElement(seed: Array("symmetric".utf8))
@@ -23,7 +23,7 @@ public final class SPAKE2Symmetric: @unchecked Sendable {
     private var finished = false
 
     /// A new exchange for `password` and the application's `identity` (Magic Wormhole's appid).
-    public convenience init(password: [UInt8], identity: [UInt8]) {
+    package convenience init(password: [UInt8], identity: [UInt8]) {
         self.init(password: password, identity: identity, secretScalar: Ed25519Group.randomScalar())
     }
 
@@ -47,12 +47,12 @@ public final class SPAKE2Symmetric: @unchecked Sendable {
     }
 
     /// The message to send: `"S"` then X* (33 bytes).
-    public var outboundMessage: [UInt8] { [Self.sideByte] + outbound }
+    package var outboundMessage: [UInt8] { [Self.sideByte] + outbound }
 
     /// The shared key from the peer's message. Throws for a message of the wrong side or
     /// length, a point outside the group, our own message reflected, or a second call.
     /// Both sides get the same key only if they used the same password.
-    public func finish(_ inbound: [UInt8]) throws -> SecureBytes {
+    package func finish(_ inbound: [UInt8]) throws -> SecureBytes {
         guard !finished else { throw CryptoError.handshake("SPAKE2 finish called twice") }
         finished = true
         guard inbound.count == Self.messageLength else {

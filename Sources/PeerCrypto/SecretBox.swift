@@ -2,17 +2,17 @@ internal import CSodium
 
 /// NaCl's SecretBox (XSalsa20-Poly1305, libsodium `crypto_secretbox_easy`), as Magic
 /// Wormhole frames it: `nonce(24) || tag(16) || ciphertext`.
-public struct SecretBox: Sendable {
-    public static let keyLength = 32
-    public static let nonceLength = 24
-    public static let tagLength = 16
+package struct SecretBox: Sendable {
+    package static let keyLength = 32
+    package static let nonceLength = 24
+    package static let tagLength = 16
     /// Bytes a sealed box adds to its plaintext.
-    public static let overhead = nonceLength + tagLength
+    package static let overhead = nonceLength + tagLength
 
     private let key: SecureBytes
 
     /// A box under a 32-byte key.
-    public init(key: SecureBytes) throws {
+    package init(key: SecureBytes) throws {
         guard key.count == Self.keyLength else {
             throw CryptoError.invalidLength(what: "SecretBox key", expected: Self.keyLength, actual: key.count)
         }
@@ -20,7 +20,7 @@ public struct SecretBox: Sendable {
     }
 
     /// Seals `plaintext` under `nonce` (random when nil) and returns nonce, tag and ciphertext.
-    public func seal(_ plaintext: some ContiguousBytes, nonce: [UInt8]? = nil) -> [UInt8] {
+    package func seal(_ plaintext: some ContiguousBytes, nonce: [UInt8]? = nil) -> [UInt8] {
         Sodium.ensure()
         let nonce = nonce ?? Sodium.randomBytes(Self.nonceLength)
         precondition(nonce.count == Self.nonceLength, "SecretBox nonce must be 24 bytes")
@@ -40,7 +40,7 @@ public struct SecretBox: Sendable {
 
     /// Opens `nonce || tag || ciphertext`; throws `authenticationFailed` on a wrong key or
     /// changed bytes.
-    public func open(_ box: some ContiguousBytes) throws -> [UInt8] {
+    package func open(_ box: some ContiguousBytes) throws -> [UInt8] {
         Sodium.ensure()
         return try box.withUnsafeBytes { b in
             guard b.count >= Self.overhead else { throw CryptoError.authenticationFailed }

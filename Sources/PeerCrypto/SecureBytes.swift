@@ -2,16 +2,16 @@ internal import CSodium
 
 /// Secret bytes: fixed length, held in memory that is wiped when freed, compared in
 /// constant time, never printed. Immutable after creation, hence `Sendable`.
-public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
+package final class SecureBytes: @unchecked Sendable, ContiguousBytes {
     // @unchecked: the buffer is written only in init and wiped only in deinit, when no
     // other reference exists; between the two it is read-only.
     private let storage: UnsafeMutableRawBufferPointer
 
     /// The number of bytes held.
-    public var count: Int { storage.count }
+    package var count: Int { storage.count }
 
     /// Copies `bytes` into wiped-on-free memory. The caller should wipe its own copy.
-    public init(_ bytes: some ContiguousBytes) {
+    package init(_ bytes: some ContiguousBytes) {
         Sodium.ensure()
         storage = bytes.withUnsafeBytes { src in
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(src.count, 1), alignment: 16)
@@ -22,7 +22,7 @@ public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
     }
 
     /// Creates `count` bytes filled by `body` (the memory never exists outside this object).
-    public init(count: Int, _ body: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+    package init(count: Int, _ body: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
         Sodium.ensure()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
         let view = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<count])
@@ -37,7 +37,7 @@ public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
     }
 
     /// `count` random bytes.
-    public static func random(count: Int) -> SecureBytes {
+    package static func random(count: Int) -> SecureBytes {
         SecureBytes(count: count) { if $0.count > 0 { randombytes_buf($0.baseAddress!, $0.count) } }
     }
 
@@ -49,31 +49,31 @@ public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
         storage.deallocate()
     }
 
-    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(storage))
     }
 
     /// A plain copy of the secret, for code that must hand it to an API expecting an array
     /// (tests and key files). Wipe the copy after use with `wipe(_:)`.
-    public func unsafeCopy() -> [UInt8] {
+    package func unsafeCopy() -> [UInt8] {
         [UInt8](UnsafeRawBufferPointer(storage))
     }
 }
 
 extension SecureBytes: Equatable {
     /// Constant-time equality.
-    public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+    package static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
         constantTimeEqual(lhs, rhs)
     }
 }
 
 extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
-    public var description: String { "SecureBytes(\(count) bytes, redacted)" }
-    public var debugDescription: String { description }
+    package var description: String { "SecureBytes(\(count) bytes, redacted)" }
+    package var debugDescription: String { description }
 }
 
 /// Overwrites an array's bytes with zeros in a way the compiler cannot remove.
-public func wipe(_ bytes: inout [UInt8]) {
+package func wipe(_ bytes: inout [UInt8]) {
     bytes.withUnsafeMutableBytes { buffer in
         if buffer.count > 0 { sodium_memzero(buffer.baseAddress!, buffer.count) }
     }

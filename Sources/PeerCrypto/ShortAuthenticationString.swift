@@ -7,14 +7,14 @@
 /// (a guess matches with probability 10⁻⁶ per attempt).
 ///
 ///     code = BE32(BLAKE2b-256("syncpeer-sas" ‖ h)[0..<4]) mod 1,000,000, as 6 decimal digits
-public enum ShortAuthenticationString {
+package enum ShortAuthenticationString {
     /// Domain separation, so the code is never the same bytes as another use of `h`.
-    public static let label: [UInt8] = Array("syncpeer-sas".utf8)
+    package static let label: [UInt8] = Array("syncpeer-sas".utf8)
     /// Number of decimal digits in a code.
-    public static let digitCount = 6
+    package static let digitCount = 6
 
     /// The 6-digit code (zero-padded, e.g. `"023522"`) for a handshake hash.
-    public static func derive(handshakeHash: [UInt8]) -> String {
+    package static func derive(handshakeHash: [UInt8]) -> String {
         let digest = BLAKE2b.hash(parts: [label, handshakeHash], length: 32)
         let value = UInt32(digest[0]) << 24 | UInt32(digest[1]) << 16 | UInt32(digest[2]) << 8 | UInt32(digest[3])
         let digits = String(value % 1_000_000)

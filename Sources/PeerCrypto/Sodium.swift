@@ -23,13 +23,13 @@ enum Sodium {
 }
 
 /// Cryptographically secure random bytes (libsodium's `randombytes_buf`).
-public func secureRandomBytes(_ count: Int) -> [UInt8] {
+package func secureRandomBytes(_ count: Int) -> [UInt8] {
     Sodium.randomBytes(count)
 }
 
 /// Compares two byte sequences in constant time for equal lengths (a length mismatch is
 /// not secret and returns false at once).
-public func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousBytes) -> Bool {
+package func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousBytes) -> Bool {
     Sodium.ensure()
     return a.withUnsafeBytes { pa in
         b.withUnsafeBytes { pb in
@@ -39,7 +39,7 @@ public func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousByt
 }
 
 /// Contiguous bytes that can be read without copying ([UInt8], ArraySlice, SecureBytes).
-public protocol ContiguousBytes {
+package protocol ContiguousBytes {
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }
 

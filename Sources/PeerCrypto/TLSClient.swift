@@ -14,7 +14,7 @@ internal import Glibc
 ///   address against `verifyingHost`, with SNI; for a relay pool, a plain HTTPS site.
 ///
 /// Not thread-safe: one thread at a time (the owner serialises).
-public final class TLSClient: @unchecked Sendable {
+package final class TLSClient: @unchecked Sendable {
     // @unchecked: used by one thread at a time, which its owner (PeerNet's TLSStream) ensures.
     private let context: OpaquePointer
     private let connection: OpaquePointer
@@ -23,7 +23,7 @@ public final class TLSClient: @unchecked Sendable {
     /// The identity must outlive the context that uses its key.
     private let identity: TLSIdentity?
 
-    public enum Progress: Equatable, Sendable {
+    package enum Progress: Equatable, Sendable {
         case done
         /// The handshake waits for bytes from the server (send `pendingOutput()` first).
         case needsInput
@@ -34,7 +34,7 @@ public final class TLSClient: @unchecked Sendable {
     ///   - alpn: the application protocols to offer (a relay wants `bep-relay`).
     ///   - verifyingHost: check the server's chain against the system's CAs and its name
     ///     (a DNS name or an IP address) against this; nil: no check (the caller pins).
-    public init(identity: TLSIdentity?, alpn: [String] = [], verifyingHost: String? = nil) throws(CryptoError) {
+    package init(identity: TLSIdentity?, alpn: [String] = [], verifyingHost: String? = nil) throws(CryptoError) {
         self.identity = identity
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw Self.failure("creating a TLS context") }
         let identityUsed = identity.map { identity in
@@ -94,7 +94,7 @@ public final class TLSClient: @unchecked Sendable {
     }
 
     /// Advances the handshake with what was fed so far.
-    public func handshake() throws(CryptoError) -> Progress {
+    package func handshake() throws(CryptoError) -> Progress {
         let rc = SSL_do_handshake(connection)
         if rc == 1 { return .done }
         switch SSL_get_error(connection, rc) {
@@ -111,13 +111,13 @@ public final class TLSClient: @unchecked Sendable {
     }
 
     /// Hands bytes read from the socket to TLS.
-    public func feed(_ bytes: UnsafeRawBufferPointer) {
+    package func feed(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
         _ = BIO_write(input, bytes.baseAddress, Int32(bytes.count))
     }
 
     /// The bytes TLS wants written to the socket (records, handshake messages, alerts).
-    public func pendingOutput() -> [UInt8] {
+    package func pendingOutput() -> [UInt8] {
         let count = Int(syncpeer_bio_pending(output))
         guard count > 0 else { return [] }
         var bytes = [UInt8](repeating: 0, count: count)
@@ -126,7 +126,7 @@ public final class TLSClient: @unchecked Sendable {
     }
 
     /// Encrypts `plaintext` (then send `pendingOutput()`).
-    public func write(_ plaintext: [UInt8]) throws(CryptoError) {
+    package func write(_ plaintext: [UInt8]) throws(CryptoError) {
         var offset = 0
         while offset < plaintext.count {
             let n = plaintext.withUnsafeBytes {
@@ -139,7 +139,7 @@ public final class TLSClient: @unchecked Sendable {
 
     /// Decrypted bytes, at most `maxCount`: nil when TLS needs more input first, empty when
     /// the server closed the TLS session.
-    public func read(maxCount: Int) throws(CryptoError) -> [UInt8]? {
+    package func read(maxCount: Int) throws(CryptoError) -> [UInt8]? {
         var bytes = [UInt8](repeating: 0, count: max(1, min(maxCount, 65_536)))
         let n = bytes.withUnsafeMutableBytes { SSL_read(connection, $0.baseAddress, Int32($0.count)) }
         if n > 0 { return Array(bytes[0..<Int(n)]) }
@@ -151,14 +151,14 @@ public final class TLSClient: @unchecked Sendable {
     }
 
     /// The server's certificate (DER), once the handshake is done.
-    public var peerCertificate: [UInt8]? {
+    package var peerCertificate: [UInt8]? {
         guard let x509 = SSL_get1_peer_certificate(connection) else { return nil }
         defer { X509_free(x509) }
         return TLSIdentity.derBytes(of: x509)
     }
 
     /// The application protocol the server chose, if any.
-    public var negotiatedProtocol: String? {
+    package var negotiatedProtocol: String? {
         var data: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(connection, &data, &length)

@@ -14,21 +14,21 @@ internal import COpenSSL
 /// The common name binds the certificate to the Noise identity: its ID names one X25519 key,
 /// so a peer reached by certificate ID proves it is that ID's node by completing the Noise
 /// handshake with the key the certificate names (`boundKey(of:)`), which nobody else can.
-public final class TLSIdentity: @unchecked Sendable {
+package final class TLSIdentity: @unchecked Sendable {
     // @unchecked: immutable after init; the EVP_PKEY is only read (OpenSSL allows that from
     // several threads) and freed in deinit.
     /// The certificate in DER.
-    public let certificate: [UInt8]
+    package let certificate: [UInt8]
     /// Its ID (SHA-256 of `certificate`).
-    public let id: CertificateID
+    package let id: CertificateID
     let privateKey: OpaquePointer
 
     static let derivationLabel = Array("syncpeer tls identity v1".utf8)
     static let organization = "syncpeer"
     /// A certificate a peer shows us is at most this large (ours are about 300 bytes).
-    public static let maxCertificateSize = 2_048
+    package static let maxCertificateSize = 2_048
 
-    public init(keyPair: KeyPair) throws(CryptoError) {
+    package init(keyPair: KeyPair) throws(CryptoError) {
         let seed = HMACBLAKE2b.authenticationCode(key: keyPair.privateKey, message: Self.derivationLabel)
         let key: OpaquePointer? = seed.withUnsafeBytes { bytes in
             EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nil, bytes.bindMemory(to: UInt8.self).baseAddress, 32)
@@ -75,7 +75,7 @@ public final class TLSIdentity: @unchecked Sendable {
 
     /// The X25519 key a syncpeer certificate names (its common name), or nil for a
     /// certificate that is not one of ours, damaged, or larger than `maxCertificateSize`.
-    public static func boundKey(of certificate: [UInt8]) -> PublicKey? {
+    package static func boundKey(of certificate: [UInt8]) -> PublicKey? {
         guard certificate.count <= maxCertificateSize else { return nil }
         let parsed: OpaquePointer? = certificate.withUnsafeBufferPointer { buffer in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress

@@ -2,43 +2,43 @@ internal import CSodium
 
 /// An X25519 public key (32 bytes). Public keys are not secret but compare in constant
 /// time anyway, so that no code path leaks timing about pinned keys.
-public struct PublicKey: Sendable, Hashable, CustomStringConvertible {
-    public static let byteCount = 32
+package struct PublicKey: Sendable, Hashable, CustomStringConvertible {
+    package static let byteCount = 32
     /// The raw key bytes.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
-    public init(_ bytes: some Collection<UInt8>) throws(CryptoError) {
+    package init(_ bytes: some Collection<UInt8>) throws(CryptoError) {
         guard bytes.count == Self.byteCount else {
             throw .invalidLength(what: "X25519 public key", expected: Self.byteCount, actual: bytes.count)
         }
         self.bytes = Array(bytes)
     }
 
-    public static func == (lhs: PublicKey, rhs: PublicKey) -> Bool {
+    package static func == (lhs: PublicKey, rhs: PublicKey) -> Bool {
         constantTimeEqual(lhs.bytes, rhs.bytes)
     }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
     /// Lower-case hex.
-    public var description: String { hex(bytes) }
+    package var description: String { hex(bytes) }
 }
 
 /// An X25519 private key (32 bytes) held in wiped memory, with its public key.
-public struct KeyPair: Sendable {
-    public static let privateByteCount = 32
-    public let privateKey: SecureBytes
-    public let publicKey: PublicKey
+package struct KeyPair: Sendable {
+    package static let privateByteCount = 32
+    package let privateKey: SecureBytes
+    package let publicKey: PublicKey
 
     /// A new random key pair.
-    public static func generate() -> KeyPair {
+    package static func generate() -> KeyPair {
         let secret = SecureBytes.random(count: privateByteCount)
         // A 32-byte scalar always yields a valid public key.
         return try! KeyPair(privateKey: secret)
     }
 
     /// Derives the public key from a 32-byte private key.
-    public init(privateKey: SecureBytes) throws(CryptoError) {
+    package init(privateKey: SecureBytes) throws(CryptoError) {
         guard privateKey.count == Self.privateByteCount else {
             throw .invalidLength(what: "X25519 private key", expected: Self.privateByteCount, actual: privateKey.count)
         }
@@ -54,13 +54,13 @@ public struct KeyPair: Sendable {
     }
 
     /// Convenience for known-answer tests: a key pair from raw private bytes.
-    public init(privateKeyBytes: [UInt8]) throws(CryptoError) {
+    package init(privateKeyBytes: [UInt8]) throws(CryptoError) {
         try self.init(privateKey: SecureBytes(privateKeyBytes))
     }
 
     /// X25519 Diffie-Hellman with a peer's public key (the Noise `DH()` function).
     /// Fails for low-order points that give an all-zero shared secret.
-    public func sharedSecret(with peer: PublicKey) throws(CryptoError) -> SecureBytes {
+    package func sharedSecret(with peer: PublicKey) throws(CryptoError) -> SecureBytes {
         var failed = false
         let shared = SecureBytes(count: 32) { out in
             let rc = privateKey.withUnsafeBytes { sk in
@@ -78,7 +78,7 @@ public struct KeyPair: Sendable {
 }
 
 /// Lower-case hex of bytes.
-public func hex(_ bytes: some Sequence<UInt8>) -> String {
+package func hex(_ bytes: some Sequence<UInt8>) -> String {
     // Written into the string's own storage: before, an array grown digit by digit and a
     // copy (1.5 µs for 32 bytes: 15 ms of a pull of 10,000 files, one temp name each).
     let count = bytes.underestimatedCount
@@ -103,7 +103,7 @@ public func hex(_ bytes: some Sequence<UInt8>) -> String {
 }
 
 /// Bytes from hex (either case); nil on odd length or a non-hex character.
-public func bytes(fromHex text: String) -> [UInt8]? {
+package func bytes(fromHex text: String) -> [UInt8]? {
     let utf8 = Array(text.utf8)
     guard utf8.count % 2 == 0 else { return nil }
     func nibble(_ c: UInt8) -> UInt8? {

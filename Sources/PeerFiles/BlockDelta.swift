@@ -19,26 +19,26 @@ internal import PeerCrypto
 ///           when block i differs; unused high bits of the last byte are 0;
 ///           then each differing block in order, whole (the last one as long as it is)
 /// ```
-public enum BlockDelta {
+package enum BlockDelta {
     /// The size of the blocks compared: 1,024 sums (8 KiB) for the largest chunk.
-    public static let blockSize = 16 << 10
+    package static let blockSize = 16 << 10
     /// Bytes of each block's sum.
-    public static let sumSize = 8
+    package static let sumSize = 8
     /// Smaller chunks are asked for whole: a delta of one block saves nothing.
-    public static let minimumChunk = 2 * blockSize
+    package static let minimumChunk = 2 * blockSize
 
     /// The number of blocks (and sums) of a chunk of `size` bytes.
-    public static func blockCount(size: Int) -> Int {
+    package static func blockCount(size: Int) -> Int {
         (size + blockSize - 1) / blockSize
     }
 
     /// Bytes of the bitmap for a chunk of `size` bytes.
-    public static func bitmapSize(size: Int) -> Int {
+    package static func bitmapSize(size: Int) -> Int {
         (blockCount(size: size) + 7) / 8
     }
 
     /// The sums of the blocks of `data` (`blockCount(size:)` × `sumSize` bytes).
-    public static func sums(_ data: UnsafeRawBufferPointer) -> [UInt8] {
+    package static func sums(_ data: UnsafeRawBufferPointer) -> [UInt8] {
         let count = blockCount(size: data.count)
         var sums = [UInt8](repeating: 0, count: count * sumSize)
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: BLAKE3.digestLength) { digest in
@@ -54,13 +54,13 @@ public enum BlockDelta {
         return sums
     }
 
-    public static func sums(_ data: [UInt8]) -> [UInt8] {
+    package static func sums(_ data: [UInt8]) -> [UInt8] {
         data.withUnsafeBytes { sums($0) }
     }
 
     /// The sums of `size` bytes that `read(offset, buffer)` fills piece by piece (at most
     /// 1 MiB at a time, at block boundaries): a chunk is summed without holding it whole.
-    public static func sums<E: Error>(size: Int, read: (Int, UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) -> [UInt8] {
+    package static func sums<E: Error>(size: Int, read: (Int, UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) -> [UInt8] {
         let piece = 64 * blockSize
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: min(size, piece), alignment: 64)
         defer { buffer.deallocate() }
@@ -78,15 +78,15 @@ public enum BlockDelta {
 
     /// Which blocks of a chunk differ from the asker's, and where each byte of the answer
     /// comes from (`pieces`): the server streams the answer from the file.
-    public struct Differences: Sendable, Equatable {
-        public let bitmap: [UInt8]
+    package struct Differences: Sendable, Equatable {
+        package let bitmap: [UInt8]
         /// The differing blocks, in order.
-        public let blocks: [Int]
-        public let chunkSize: Int
+        package let blocks: [Int]
+        package let chunkSize: Int
 
         /// Every block differs: the answer of a server that does not compare (it is the
         /// whole chunk after a full bitmap).
-        public static func all(size: Int) -> Differences {
+        package static func all(size: Int) -> Differences {
             let count = BlockDelta.blockCount(size: size)
             var bitmap = [UInt8](repeating: 0xFF, count: (count + 7) / 8)
             if count % 8 != 0 { bitmap[bitmap.count - 1] = UInt8(1 << (count % 8)) - 1 }
@@ -94,7 +94,7 @@ public enum BlockDelta {
         }
 
         /// The answer's length: the bitmap and the differing blocks.
-        public var answerSize: Int {
+        package var answerSize: Int {
             bitmap.count + blocks.reduce(0) { $0 + length(of: $1) }
         }
 
@@ -103,10 +103,10 @@ public enum BlockDelta {
         }
 
         /// Where a piece of the answer comes from: bytes of the bitmap, or of the chunk.
-        public enum Piece: Equatable {
+        package enum Piece: Equatable {
             case bitmap(Range<Int>)
             case chunk(offset: Int, length: Int)
-            public var length: Int {
+            package var length: Int {
                 switch self {
                 case let .bitmap(range): range.count
                 case let .chunk(_, length): length
@@ -116,7 +116,7 @@ public enum BlockDelta {
 
         /// Fills `buffer` with the answer's bytes from `offset` on: the bitmap's, and the
         /// differing blocks' that `read(start, part)` reads from the chunk at `start`.
-        public func fill<E: Error>(_ buffer: UnsafeMutableRawBufferPointer, from offset: Int,
+        package func fill<E: Error>(_ buffer: UnsafeMutableRawBufferPointer, from offset: Int,
                                    chunk read: (Int, UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
             var at = 0
             for piece in pieces(from: offset, count: buffer.count) {
@@ -130,7 +130,7 @@ public enum BlockDelta {
         }
 
         /// The pieces that make the `count` answer bytes from `offset` on (within `answerSize`).
-        public func pieces(from offset: Int, count: Int) -> [Piece] {
+        package func pieces(from offset: Int, count: Int) -> [Piece] {
             var out: [Piece] = []
             var at = offset
             let end = min(offset + count, answerSize)
@@ -153,7 +153,7 @@ public enum BlockDelta {
 
     /// The blocks of a chunk of `size` bytes whose sums (`ours`) differ from the asker's
     /// (`theirs`); nil when `theirs` is not exactly one sum per block.
-    public static func differences(ours: [UInt8], theirs: [UInt8], size: Int) -> Differences? {
+    package static func differences(ours: [UInt8], theirs: [UInt8], size: Int) -> Differences? {
         let count = blockCount(size: size)
         guard ours.count == count * sumSize, theirs.count == count * sumSize else { return nil }
         var bitmap = [UInt8](repeating: 0, count: (count + 7) / 8)
@@ -170,13 +170,13 @@ public enum BlockDelta {
 
     /// The server's answer for `chunk` to an asker that sent `sums`; nil when the count of
     /// sums is not exactly the chunk's block count.
-    public static func answer(chunk: UnsafeRawBufferPointer, sums theirs: [UInt8]) -> [UInt8]? {
+    package static func answer(chunk: UnsafeRawBufferPointer, sums theirs: [UInt8]) -> [UInt8]? {
         guard let differences = differences(ours: sums(chunk), theirs: theirs, size: chunk.count) else { return nil }
         return answer(chunk: chunk, differences)
     }
 
     /// The answer that carries `differences` of `chunk`.
-    public static func answer(chunk: UnsafeRawBufferPointer, _ differences: Differences) -> [UInt8] {
+    package static func answer(chunk: UnsafeRawBufferPointer, _ differences: Differences) -> [UInt8] {
         [UInt8](unsafeUninitializedCapacity: differences.answerSize) { buffer, count in
             differences.fill(UnsafeMutableRawBufferPointer(buffer), from: 0) { start, part in
                 part.copyMemory(from: UnsafeRawBufferPointer(rebasing: chunk[start..<start + part.count]))
@@ -187,13 +187,13 @@ public enum BlockDelta {
 
     /// The sums of `chunk` as `reader`'s file holds it now, read 1 MiB at a time (a file that
     /// ends before the chunk does throws, as `ChunkReader.read(at:into:)`).
-    public static func sums(of chunk: ChunkRef, in reader: ChunkReader) throws(FileError) -> [UInt8] {
+    package static func sums(of chunk: ChunkRef, in reader: ChunkReader) throws(FileError) -> [UInt8] {
         try sums(size: Int(chunk.size)) { (offset, buffer) throws(FileError) in
             try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
         }
     }
 
-    public static func answer(chunk: [UInt8], sums: [UInt8]) -> [UInt8]? {
+    package static func answer(chunk: [UInt8], sums: [UInt8]) -> [UInt8]? {
         chunk.withUnsafeBytes { answer(chunk: $0, sums: sums) }
     }
 
@@ -202,7 +202,7 @@ public enum BlockDelta {
     /// or nil (and `base` untouched) when the answer is not well formed for a chunk of that
     /// size: a short or long bitmap or data, or a bit set beyond the last block. The result
     /// still has to match the chunk's hash.
-    public static func apply(_ answer: [UInt8], to base: inout [UInt8]) -> Int? {
+    package static func apply(_ answer: [UInt8], to base: inout [UInt8]) -> Int? {
         let count = blockCount(size: base.count)
         let bitmapBytes = (count + 7) / 8
         guard answer.count >= bitmapBytes else { return nil }

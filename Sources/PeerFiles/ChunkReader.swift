@@ -7,26 +7,26 @@ internal import Synchronization
 /// is reused from chunk to chunk (no allocation per chunk). The bytes are lent to a
 /// closure (`withChunk`) and must not escape it. Not thread-safe: one reader per
 /// sending task.
-public final class ChunkReader {
+package final class ChunkReader {
     /// The path, for messages.
-    public let path: String
+    package let path: String
     private let fd: Int32
     private let ownsDescriptor: Bool
     private var buffer: UnsafeMutableRawPointer?
     private var capacity = 0
 
     /// Largest read: the largest chunk a manifest may name (16 MiB), which bounds memory.
-    public static let maxReadSize = Manifest.maxChunkSize
+    package static let maxReadSize = Manifest.maxChunkSize
 
     /// Reads from an open descriptor (closed with the reader only if `ownsDescriptor`).
-    public init(fileDescriptor: Int32, path: String = "", ownsDescriptor: Bool = false) {
+    package init(fileDescriptor: Int32, path: String = "", ownsDescriptor: Bool = false) {
         self.fd = fileDescriptor
         self.path = path
         self.ownsDescriptor = ownsDescriptor
     }
 
     /// Opens `path` read-only.
-    public convenience init(path: String) throws(FileError) {
+    package convenience init(path: String) throws(FileError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileError.system("open", path: path, errno: errno) }
         self.init(fileDescriptor: fd, path: path, ownsDescriptor: true)
@@ -34,7 +34,7 @@ public final class ChunkReader {
 
     /// Opens `name` in `directory` read-only without following a symbolic link
     /// (`.symlinkRefused` if it is one).
-    public convenience init(name: String, in directory: DirectoryHandle) throws(FileError) {
+    package convenience init(name: String, in directory: DirectoryHandle) throws(FileError) {
         let path = directory.path + "/" + name
         let fd = openat(directory.fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
@@ -55,7 +55,7 @@ public final class ChunkReader {
 
     /// Size, mtime (unix ns) and inode of the open file (`fstat`), or nil if that fails:
     /// what an index compares to know that the file still holds what it hashed.
-    public func stamp() -> (size: Int64, mtimeNs: Int64, inode: UInt64)? {
+    package func stamp() -> (size: Int64, mtimeNs: Int64, inode: UInt64)? {
         var st = stat()
         guard fstat(fd, &st) == 0 else { return nil }
         return (Int64(st.st_size), Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), UInt64(st.st_ino))
@@ -64,14 +64,14 @@ public final class ChunkReader {
     /// Lends `body` exactly `size` bytes read at `offset`. A file that ends earlier throws
     /// `FileError.changedOnDisk` (it was truncated since it was scanned); `body`'s errors
     /// pass through.
-    public func withBytes<R>(at offset: UInt64, size: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    package func withBytes<R>(at offset: UInt64, size: Int, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         try body(read(offset: offset, size: size))
     }
 
     /// Lends `body` the bytes of `chunk`; with `verify`, checks them against its hash
     /// first (`FileError.changedOnDisk` if they differ: the file changed since it was
     /// chunked).
-    public func withChunk<R>(_ chunk: ChunkRef, verify: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
+    package func withChunk<R>(_ chunk: ChunkRef, verify: Bool = false, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         try body(read(chunk, verify: verify))
     }
 
@@ -96,7 +96,7 @@ public final class ChunkReader {
     /// Fills `buffer` with the bytes at `offset` straight from the file (no buffer of the
     /// reader's own): for streaming a chunk piece by piece. A file that ends earlier throws
     /// `FileError.changedOnDisk`.
-    public func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
+    package func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
         guard let base = buffer.baseAddress else { return }
         var done = 0
         while done < buffer.count {
@@ -127,7 +127,7 @@ public final class ChunkReader {
     /// `start` is a cut point of the whole file (the end of a chunk it had, or 0): the
     /// chunks are those of the whole file as far as the bytes reach. The last one may end
     /// early (at `end`), and so differ. Reads at most 2 × `maxSize` at a time.
-    public func cutChunks(from start: UInt64, to end: UInt64, parameters: ChunkParameters) throws(FileError) -> [ChunkRef] {
+    package func cutChunks(from start: UInt64, to end: UInt64, parameters: ChunkParameters) throws(FileError) -> [ChunkRef] {
         var chunks: [ChunkRef] = []
         // (At least `maxSize`, so that every cut but the range's last is the whole file's.)
         let window = max(parameters.maxSize, min(2 * parameters.maxSize, Self.maxReadSize))
@@ -144,7 +144,7 @@ public final class ChunkReader {
     }
 
     /// A copy of the bytes of `chunk` (convenience; the hot path uses `withChunk`).
-    public func bytes(of chunk: ChunkRef, verify: Bool = false) throws(FileError) -> [UInt8] {
+    package func bytes(of chunk: ChunkRef, verify: Bool = false) throws(FileError) -> [UInt8] {
         Array(try read(chunk, verify: verify))
     }
 }
@@ -159,13 +159,13 @@ extension Int {
 extension ChunkReader {
     /// One range to check: `size` bytes at `offset` of the open file `fd`, which must hash to
     /// `hash`.
-    public struct Check: Sendable {
-        public let fd: Int32
-        public let offset: UInt64
-        public let size: UInt32
-        public let hash: ChunkHash
+    package struct Check: Sendable {
+        package let fd: Int32
+        package let offset: UInt64
+        package let size: UInt32
+        package let hash: ChunkHash
 
-        public init(fd: Int32, offset: UInt64, size: UInt32, hash: ChunkHash) {
+        package init(fd: Int32, offset: UInt64, size: UInt32, hash: ChunkHash) {
             self.fd = fd
             self.offset = offset
             self.size = size
@@ -176,7 +176,7 @@ extension ChunkReader {
     /// The positions in `checks` whose bytes do not hash right (or cannot be read in full),
     /// read and hashed on up to four cores: what a local copy reuses, or a resumed partial
     /// file holds, is verified before it is trusted.
-    public static func mismatches(_ checks: [Check]) -> Set<Int> {
+    package static func mismatches(_ checks: [Check]) -> Set<Int> {
         guard !checks.isEmpty else { return [] }
         let failed = Mutex<Set<Int>>([])
         let workers = min(checks.count, max(1, min(4, ProcessInfo.processInfo.activeProcessorCount)))

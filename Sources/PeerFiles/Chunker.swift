@@ -13,26 +13,26 @@ internal import PeerCrypto
 /// Sizes that steer the chunker. Every chunk but the last of a file is at least
 /// `minSize + 1` and at most `maxSize` bytes long; the last one is whatever remains
 /// (1 … `maxSize` bytes). Chunks average roughly `averageSize` bytes on random data.
-public struct ChunkParameters: Sendable, Hashable, CustomStringConvertible {
+package struct ChunkParameters: Sendable, Hashable, CustomStringConvertible {
     /// No cut is considered in the first `minSize` bytes of a chunk (cut-point skipping).
-    public let minSize: Int
+    package let minSize: Int
     /// The target average, a power of two; it decides the two masks.
-    public let averageSize: Int
+    package let averageSize: Int
     /// A chunk is cut here at the latest.
-    public let maxSize: Int
+    package let maxSize: Int
 
     /// Smallest and largest `averageSize` that `forFileSize` picks.
-    public static let smallestAverage = 64 << 10   // 64 KiB
-    public static let largestAverage = 4 << 20     // 4 MiB
+    package static let smallestAverage = 64 << 10   // 64 KiB
+    package static let largestAverage = 4 << 20     // 4 MiB
     /// The file size is divided by this to get a first guess of the average chunk size.
-    public static let targetChunkCount: UInt64 = 2_000
+    package static let targetChunkCount: UInt64 = 2_000
     /// The largest `maxSize` that `forFileSize` can produce (4 × 4 MiB = 16 MiB); a
     /// manifest with a larger chunk is refused (see `Manifest.maxChunkSize`).
-    public static let largestMax = 4 * largestAverage
+    package static let largestMax = 4 * largestAverage
 
     /// Explicit parameters (for tests and tools). Requirements: `averageSize` is a power
     /// of two in 16 … 2^28, and 1 ≤ `minSize` ≤ `averageSize` ≤ `maxSize` ≤ 2^30.
-    public init(minSize: Int, averageSize: Int, maxSize: Int) {
+    package init(minSize: Int, averageSize: Int, maxSize: Int) {
         precondition(averageSize >= 16 && averageSize <= 1 << 28 && averageSize & (averageSize - 1) == 0,
                      "ChunkParameters: averageSize must be a power of two in 16...2^28")
         precondition(minSize >= 1 && minSize <= averageSize && averageSize <= maxSize && maxSize <= 1 << 30,
@@ -50,7 +50,7 @@ public struct ChunkParameters: Sendable, Hashable, CustomStringConvertible {
     ///
     /// So a file has about 2,000 chunks or fewer: files up to ~128 MB use 64 KiB chunks,
     /// from ~8 GB on 4 MiB chunks are used (a 1 TB file has ~250,000 chunks).
-    public static func forFileSize(_ size: UInt64) -> ChunkParameters {
+    package static func forFileSize(_ size: UInt64) -> ChunkParameters {
         let guess = size / targetChunkCount + (size % targetChunkCount == 0 ? 0 : 1)
         var average = UInt64(smallestAverage)
         while average < guess && average < UInt64(largestAverage) { average <<= 1 }
@@ -66,11 +66,11 @@ public struct ChunkParameters: Sendable, Hashable, CustomStringConvertible {
     /// Mask used from `averageSize` on: log2(avg) − 2 one-bits at the top (4× likelier).
     var looseMask: UInt64 { ~UInt64(0) << UInt64(64 - (averageBits - 2)) }
 
-    public var description: String { "min \(minSize) avg \(averageSize) max \(maxSize)" }
+    package var description: String { "min \(minSize) avg \(averageSize) max \(maxSize)" }
 }
 
 /// FastCDC over memory. Pure functions; the streaming chunker over files is `FileChunker`.
-public enum Chunker {
+package enum Chunker {
     /// The 256-entry gear table (part of the wire format):
     ///
     ///     gear[i] = UInt64 big-endian from BLAKE2b(ASCII "syncpeer-fastcdc-gear-v1" ‖ byte i,
@@ -79,7 +79,7 @@ public enum Chunker {
     /// i.e. an 8-byte BLAKE2b digest (digest length 8 is a BLAKE2b parameter, not a
     /// truncation of a longer digest) of the 24-byte seed string followed by the single
     /// byte i (0 … 255), read as a big-endian unsigned 64-bit integer.
-    public static let gearTable: [UInt64] = (0..<256).map { i in
+    package static let gearTable: [UInt64] = (0..<256).map { i in
         var input = Array("syncpeer-fastcdc-gear-v1".utf8)
         input.append(UInt8(i))
         return BLAKE2b.hash(input, length: 8).reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
@@ -87,7 +87,7 @@ public enum Chunker {
 
     /// End offsets of the chunks of `buffer` (the last one is `buffer.count`); empty for
     /// an empty buffer. Chunk k spans `boundaries[k-1] ..< boundaries[k]` (from 0 for k = 0).
-    public static func boundaries(in buffer: UnsafeRawBufferPointer, parameters: ChunkParameters) -> [Int] {
+    package static func boundaries(in buffer: UnsafeRawBufferPointer, parameters: ChunkParameters) -> [Int] {
         var result: [Int] = []
         result.reserveCapacity(buffer.count / parameters.averageSize + 1)
         guard let base = buffer.baseAddress, buffer.count > 0 else { return result }
@@ -101,7 +101,7 @@ public enum Chunker {
     }
 
     /// End offsets of the chunks of `bytes` (convenience for tests and small inputs).
-    public static func boundaries(in bytes: [UInt8], parameters: ChunkParameters) -> [Int] {
+    package static func boundaries(in bytes: [UInt8], parameters: ChunkParameters) -> [Int] {
         bytes.withUnsafeBytes { boundaries(in: $0, parameters: parameters) }
     }
 
@@ -118,7 +118,7 @@ public enum Chunker {
     ///
     /// A caller streaming a file must only call it with `count >= maxSize` or at the end
     /// of the file, so that the result does not depend on how the file was read.
-    public static func cutLength(_ bytes: UnsafePointer<UInt8>, count: Int, parameters: ChunkParameters) -> Int {
+    package static func cutLength(_ bytes: UnsafePointer<UInt8>, count: Int, parameters: ChunkParameters) -> Int {
         let minSize = parameters.minSize
         if count <= minSize { return count }
         let end = Swift.min(count, parameters.maxSize)

@@ -17,19 +17,19 @@ internal import Synchronization
 /// every old chunk on `threads` threads: it reads the whole file but hashes it several
 /// times faster than the content hash, and cuts nothing. Memory: one buffer of the largest chunk
 /// per thread, freed on return.
-public enum DeltaChunker {
-    public struct Result: Sendable {
-        public let chunks: [ChunkRef]
+package enum DeltaChunker {
+    package struct Result: Sendable {
+        package let chunks: [ChunkRef]
         /// The quick sum of each chunk (for the next change).
-        public let sums: [QuickSum]
+        package let sums: [QuickSum]
         /// Bytes read from the file, and bytes cut and hashed with BLAKE3.
-        public let bytesRead: UInt64
-        public let bytesHashed: UInt64
+        package let bytesRead: UInt64
+        package let bytesHashed: UInt64
     }
 
     /// Nil when `previous` cannot be the base (other chunk parameters, or sums that do not
     /// match its chunks): then the file is chunked whole.
-    public static func rechunk(fileDescriptor fd: Int32, path: String, size: UInt64, previous: Manifest, sums: [QuickSum],
+    package static func rechunk(fileDescriptor fd: Int32, path: String, size: UInt64, previous: Manifest, sums: [QuickSum],
                                threads: Int = 2) throws(FileError) -> Result? {
         let parameters = ChunkParameters.forFileSize(size)
         guard parameters == ChunkParameters.forFileSize(previous.fileSize), sums.count == previous.chunks.count else { return nil }

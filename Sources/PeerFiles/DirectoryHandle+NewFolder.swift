@@ -7,7 +7,7 @@ extension DirectoryHandle {
     /// rules: no `/`, not `.` or `..`, no control characters, at most 255 bytes): it is
     /// created with `mkdirat` relative to this handle and opened without following a
     /// link, so the new folder lies inside this directory whatever the name.
-    public func makeNewSubdirectory(for name: String) throws -> (name: String, handle: DirectoryHandle) {
+    package func makeNewSubdirectory(for name: String) throws -> (name: String, handle: DirectoryHandle) {
         let name = try SafePath.validateName(name)
         for _ in 0..<1_000 {
             let candidate = uniqueName(for: name)

@@ -3,7 +3,7 @@ internal import Glibc
 #endif
 
 /// What `placeNew`, `replace` and `remove` did.
-public enum PlaceOutcome: Equatable, Sendable {
+package enum PlaceOutcome: Equatable, Sendable {
     /// The entry is in place (for `remove`: gone).
     case done
     /// What is at the name is not what was expected: it stays as it is (and should be scanned).
@@ -45,12 +45,12 @@ extension DirectoryHandle {
 
     /// Swaps the entries at `name` and `other` atomically (`RENAME_EXCHANGE`); false when
     /// that fails or is not supported (nothing moved then).
-    public func exchange(_ name: String, _ other: String) -> Bool {
+    package func exchange(_ name: String, _ other: String) -> Bool {
         rename2(name, other, Self.renameExchange) == 0
     }
 
     /// Renames `temp` to `name` only if nothing is at `name` (else `.changedHere`).
-    public func placeNew(_ temp: String, as name: String) -> PlaceOutcome {
+    package func placeNew(_ temp: String, as name: String) -> PlaceOutcome {
         if rename2(temp, name, Self.renameNoReplace) == 0 { return .done }
         let code = errno
         if code == EEXIST { return .changedHere }
@@ -65,7 +65,7 @@ extension DirectoryHandle {
     /// Nothing at `name` (deleted since) is `.changedHere` too. With `removingOutgoing: false`
     /// the expected entry that came out stays at `temp` for the caller to remove (removing a
     /// large file takes a while, and need not delay what follows the rename).
-    public func replace(_ name: String, with temp: String, removingOutgoing: Bool = true,
+    package func replace(_ name: String, with temp: String, removingOutgoing: Bool = true,
                         ifOutgoing isExpected: (String) -> Bool) -> PlaceOutcome {
         guard rename2(temp, name, Self.renameExchange) == 0 else {
             let code = errno
@@ -84,7 +84,7 @@ extension DirectoryHandle {
     /// Removes the entry at `name` (not a directory) if `isExpected` says it is the version
     /// meant to go: it is moved to `aside` first and checked there, and put back when it is
     /// not (`.changedHere`). Nothing at `name` is `.done`.
-    public func remove(_ name: String, via aside: String, ifExpected isExpected: (String) -> Bool) -> PlaceOutcome {
+    package func remove(_ name: String, via aside: String, ifExpected isExpected: (String) -> Bool) -> PlaceOutcome {
         var moved = rename2(name, aside, Self.renameNoReplace) == 0
         if !moved && errno == EEXIST {   // left by a killed process
             unlinkat(fd, aside, 0)

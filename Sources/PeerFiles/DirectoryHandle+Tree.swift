@@ -6,7 +6,7 @@ extension DirectoryHandle {
     /// Moves the entry `name` (a file or a whole directory) to `destination/newName`,
     /// never replacing anything there: a received folder appears at once, complete, or not
     /// at all. Throws `.alreadyExists` when `newName` is taken.
-    public func move(_ name: String, to destination: DirectoryHandle, as newName: String) throws(FileError) {
+    package func move(_ name: String, to destination: DirectoryHandle, as newName: String) throws(FileError) {
         if entryKind(name) != .directory {
             try PartialFile.renameNoReplace(from: self, name, to: destination, newName)
             return
@@ -31,7 +31,7 @@ extension DirectoryHandle {
 
     /// Removes `name` and, if it is a directory, everything below it, without following
     /// symbolic links (a link is removed, never its target). Missing entries are fine.
-    public func removeTree(_ name: String) throws(FileError) {
+    package func removeTree(_ name: String) throws(FileError) {
         switch entryKind(name) {
         case nil:
             return
@@ -50,12 +50,12 @@ extension DirectoryHandle {
 
     /// Removes the directory `name` if it is empty; returns whether it did.
     @discardableResult
-    public func removeIfEmpty(_ name: String) -> Bool {
+    package func removeIfEmpty(_ name: String) -> Bool {
         unlinkat(fd, name, AT_REMOVEDIR) == 0
     }
 
     /// The names in this directory (without "." and "..").
-    public func entryNames() throws(FileError) -> [String] {
+    package func entryNames() throws(FileError) -> [String] {
         let copy = dup(fd)
         guard copy >= 0, let stream = fdopendir(copy) else {
             throw FileError.system("read directory", path: path, errno: errno)

@@ -9,7 +9,7 @@ internal import Glibc
 /// inside it (a new identity, forgotten shares); and on a FUSE file system every `syncfs`
 /// barrier was a no-op: the kernel forwards `syncfs` to virtiofs alone, so the data of a batch
 /// "made durable" by it was still only in the server's cache.
-public enum DurableNames {
+package enum DurableNames {
     /// `FUSE_SUPER_MAGIC` (statfs `f_type` of a FUSE file system).
     static let fuseMagic = 0x6573_5546
 
@@ -17,7 +17,7 @@ public enum DurableNames {
     /// false on FUSE (sshfs, rclone, … and the power-loss tests' file system), where the kernel
     /// only writes back its dirty pages and never asks the server to sync. There, every file
     /// and directory must be fsynced itself. An unknown file system counts as honouring it.
-    public static func syncfsIsBarrier(_ fd: Int32) -> Bool {
+    package static func syncfsIsBarrier(_ fd: Int32) -> Bool {
         // struct statfs begins with `f_type` (a long) on Linux; the Glibc module lacks it.
         let info = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 16)
         defer { info.deallocate() }
@@ -27,7 +27,7 @@ public enum DurableNames {
 
     /// fsync of the directory at `path` (its entries become durable); false when it cannot be.
     @discardableResult
-    public static func syncDirectory(_ path: String) -> Bool {
+    package static func syncDirectory(_ path: String) -> Bool {
         let fd = open(path.isEmpty ? "/" : path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
@@ -37,7 +37,7 @@ public enum DurableNames {
     /// Creates the directory `path` (mode `mode`, before umask; 0755 for parents) and any
     /// missing parents, like `mkdir -p`, and fsyncs the directory above each one it made, so that the new names
     /// survive a power cut. An existing directory is fine; anything else there is an error.
-    public static func createDirectories(_ path: String, mode: UInt32 = 0o755) throws(FileError) {
+    package static func createDirectories(_ path: String, mode: UInt32 = 0o755) throws(FileError) {
         let absolute = path.hasPrefix("/")
         let components = path.split(separator: "/").map(String.init)
         var current = absolute ? "" : "."

@@ -21,14 +21,14 @@ internal import Glibc
 /// ≈ 1.2 GB/s with `hashThreads: 2`, ≈ 0.65 GB/s with 1 (cutting ≈ 0.48 and BLAKE2b ≈
 /// 0.96 CPU-seconds per GB, when BLAKE2b was the chunk hash; BLAKE3 since protocol 4 costs
 /// ≈ 0.2-0.4, so the cut now sets the pace); see `ChunkerBenchmark` in the tests.
-public final class FileChunker {
-    public let parameters: ChunkParameters
+package final class FileChunker {
+    package let parameters: ChunkParameters
     /// The path, for error messages.
-    public let path: String
+    package let path: String
     /// Bytes of the file consumed by the chunks returned so far.
-    public private(set) var bytesChunked: UInt64 = 0
+    package private(set) var bytesChunked: UInt64 = 0
     /// With `quickSums`, the `QuickSum` of each chunk returned so far (for `ChunkSums`).
-    public private(set) var sums: [QuickSum] = []
+    package private(set) var sums: [QuickSum] = []
 
     private let fd: Int32
     private let ownsDescriptor: Bool
@@ -55,7 +55,7 @@ public final class FileChunker {
     private let readsAhead: Bool
     /// The most the three buffers of a chunker that reads ahead may take by default (what two
     /// buffers take for the largest chunk sizes).
-    public static let readAheadBudget = 48 << 20
+    package static let readAheadBudget = 48 << 20
     /// The block in `filled` (at offset `maxSize`), and the one being read into `spare`.
     private var block = Block()
     private var incoming = Block()
@@ -89,7 +89,7 @@ public final class FileChunker {
     }
 
     /// The default read block: 8 MiB.
-    public static let defaultReadBlockSize = 8 << 20
+    package static let defaultReadBlockSize = 8 << 20
 
     /// Chunks an open file. The chunker does not close `fileDescriptor` unless
     /// `ownsDescriptor` is true.
@@ -101,7 +101,7 @@ public final class FileChunker {
     ///   - readAheadBudget: with more than one thread, the next block is read while a window
     ///     is cut if the three buffers this takes fit in these many bytes (else two buffers,
     ///     and each block is read before its cut).
-    public init(fileDescriptor: Int32, path: String = "", parameters: ChunkParameters,
+    package init(fileDescriptor: Int32, path: String = "", parameters: ChunkParameters,
                 readBlockSize: Int = FileChunker.defaultReadBlockSize, hashThreads: Int = 2,
                 ownsDescriptor: Bool = false, quickSums: Bool = false, readAheadBudget: Int = FileChunker.readAheadBudget) {
         precondition(readBlockSize >= 1, "FileChunker: readBlockSize must be at least 1")
@@ -123,7 +123,7 @@ public final class FileChunker {
 
     /// Opens `path` read-only and chunks it; `parameters` default to
     /// `ChunkParameters.forFileSize` of the file's current size.
-    public convenience init(path: String, parameters: ChunkParameters? = nil,
+    package convenience init(path: String, parameters: ChunkParameters? = nil,
                             readBlockSize: Int = FileChunker.defaultReadBlockSize, hashThreads: Int = 2) throws(FileError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw FileError.system("open", path: path, errno: errno) }
@@ -149,7 +149,7 @@ public final class FileChunker {
     /// The next chunk, or nil at the end of the file.
     /// After an error every later call throws it again: the chunker stopped mid-file, and
     /// nothing it would yield then is right.
-    public func next() throws(FileError) -> ChunkRef? {
+    package func next() throws(FileError) -> ChunkRef? {
         if let stoppedBy { throw stoppedBy }
         if readyIndex == ready.count {
             do throws(FileError) {
@@ -168,7 +168,7 @@ public final class FileChunker {
     }
 
     /// All remaining chunks.
-    public func allChunks() throws(FileError) -> [ChunkRef] {
+    package func allChunks() throws(FileError) -> [ChunkRef] {
         var out: [ChunkRef] = []
         while let c = try next() { out.append(c) }
         return out
@@ -176,7 +176,7 @@ public final class FileChunker {
 
     /// The manifest of the file at `path` (parameters from its size unless given).
     /// `progress` gets the bytes chunked and hashed so far, after each chunk.
-    public static func manifest(ofFileAt path: String, parameters: ChunkParameters? = nil,
+    package static func manifest(ofFileAt path: String, parameters: ChunkParameters? = nil,
                                 progress: ((UInt64) -> Void)? = nil) throws(FileError) -> Manifest {
         let chunker = try FileChunker(path: path, parameters: parameters)
         var chunks: [ChunkRef] = []

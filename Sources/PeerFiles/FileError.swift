@@ -2,8 +2,8 @@ internal import Glibc
 
 /// The one I/O error type of PeerFiles: what failed, on which path, the `errno` and what
 /// it means for the user. `description` is one line meant to be printed as is.
-public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// The file system is full (`ENOSPC`) or the user's quota is exhausted (`EDQUOT`).
         /// Whatever was written before stays in place (a partial file is kept for resume).
         case diskFull
@@ -27,17 +27,17 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
         case io
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// The operation that failed: "open", "pwrite", "rename", "fsync", …
-    public var operation: String
+    package var operation: String
     /// The path involved, for messages ("" when there is none).
-    public var path: String
+    package var path: String
     /// The `errno` value, when the operating system reported one.
-    public var errno: Int32?
+    package var errno: Int32?
     /// An explanation in words.
-    public var message: String
+    package var message: String
 
-    public init(kind: Kind, operation: String, path: String, errno: Int32? = nil, message: String) {
+    package init(kind: Kind, operation: String, path: String, errno: Int32? = nil, message: String) {
         self.kind = kind
         self.operation = operation
         self.path = path
@@ -62,7 +62,7 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
         return FileError(kind: kind, operation: operation, path: path, errno: code, message: message)
     }
 
-    public var description: String {
+    package var description: String {
         let place = path.isEmpty ? "" : " \(path)"
         return "\(operation)\(place): \(message)"
     }

@@ -5,13 +5,13 @@ internal import PeerCrypto
 /// no heap allocation), so that manifests of a million chunks stay compact and hashes can
 /// be dictionary keys (chunk reuse).
 /// The bytes keep their order: `bytes` returns exactly the 32 digest bytes.
-public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public static let byteCount = 32
+package struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible {
+    package static let byteCount = 32
     // Big-endian words of the digest: w0 holds bytes 0…7, etc.
     private var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
 
     /// From exactly 32 bytes; nil otherwise.
-    public init?(bytes: some Collection<UInt8>) {
+    package init?(bytes: some Collection<UInt8>) {
         guard bytes.count == Self.byteCount else { return nil }
         self.init(bytes: Array(bytes))
     }
@@ -19,7 +19,7 @@ public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible
     /// From exactly 32 bytes; nil otherwise. Read as four words: the generic walk over the
     /// bytes one by one cost 5 % of a sender's CPU in workload B (unspecialized, with
     /// metadata lookups per element).
-    public init?(bytes: [UInt8]) {
+    package init?(bytes: [UInt8]) {
         guard bytes.count == Self.byteCount else { return nil }
         self = bytes.withUnsafeBytes { ChunkHash(pointer: $0.baseAddress!) }
     }
@@ -36,7 +36,7 @@ public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible
     /// (AVX2), 0.83 at 4 (SSE2), against SHA-256's 0.69 (libcrypto, SHA-NI) and BLAKE2b-256's
     /// 1.2 (libsodium); 4 KiB inputs (a small file's one chunk) 0.78 against SHA-256's 0.81.
     /// Each byte of a transfer is hashed by both ends.
-    public static func of(_ data: UnsafeRawBufferPointer) -> ChunkHash {
+    package static func of(_ data: UnsafeRawBufferPointer) -> ChunkHash {
         withUnsafeTemporaryAllocation(byteCount: byteCount, alignment: 8) { out in
             BLAKE3.hash(data, into: out.baseAddress!)
             return ChunkHash(pointer: UnsafeRawPointer(out.baseAddress!))
@@ -44,12 +44,12 @@ public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible
     }
 
     /// BLAKE3 of `data`.
-    public static func of(_ data: [UInt8]) -> ChunkHash {
+    package static func of(_ data: [UInt8]) -> ChunkHash {
         data.withUnsafeBytes { of($0) }
     }
 
     /// The 32 digest bytes.
-    public var bytes: [UInt8] {
+    package var bytes: [UInt8] {
         var out = [UInt8](repeating: 0, count: Self.byteCount)
         out.withUnsafeMutableBytes { write(to: $0.baseAddress!) }
         return out
@@ -62,12 +62,12 @@ public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible
         }
     }
 
-    public static func < (a: ChunkHash, b: ChunkHash) -> Bool {
+    package static func < (a: ChunkHash, b: ChunkHash) -> Bool {
         (a.w0, a.w1, a.w2, a.w3) < (b.w0, b.w1, b.w2, b.w3)
     }
 
     /// Lowercase hex.
-    public var description: String {
+    package var description: String {
         [w0, w1, w2, w3].map { w in
             let hex = String(w, radix: 16)
             return String(repeating: "0", count: 16 - hex.count) + hex
@@ -76,28 +76,28 @@ public struct ChunkHash: Sendable, Hashable, Comparable, CustomStringConvertible
 }
 
 /// One chunk of a file: where it is, how long it is and what it contains.
-public struct ChunkRef: Sendable, Hashable, CustomStringConvertible {
+package struct ChunkRef: Sendable, Hashable, CustomStringConvertible {
     /// Byte offset in the file.
-    public var offset: UInt64
+    package var offset: UInt64
     /// Length in bytes (1 … `Manifest.maxChunkSize`).
-    public var size: UInt32
+    package var size: UInt32
     /// BLAKE3 of the chunk's bytes (`ChunkHash.of`).
-    public var hash: ChunkHash
+    package var hash: ChunkHash
 
-    public init(offset: UInt64, size: UInt32, hash: ChunkHash) {
+    package init(offset: UInt64, size: UInt32, hash: ChunkHash) {
         self.offset = offset
         self.size = size
         self.hash = hash
     }
 
     /// One past the last byte.
-    public var end: UInt64 { offset + UInt64(size) }
+    package var end: UInt64 { offset + UInt64(size) }
 
-    public var description: String { "[\(offset) +\(size) \(String(hash.description.prefix(16)))…]" }
+    package var description: String { "[\(offset) +\(size) \(String(hash.description.prefix(16)))…]" }
 }
 
 /// Why a manifest was refused. Each case names the rule that was broken.
-public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The input ends before the fixed header (or the announced chunk list) is complete.
     case truncated(needed: Int, available: Int)
     /// The first four bytes are not "SPM1".
@@ -115,7 +115,7 @@ public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The root hash in the encoding is not the one computed from the chunks.
     case rootHashMismatch
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .truncated(needed, available):
             return "manifest truncated: needs \(needed) bytes, has \(available)"
@@ -160,18 +160,18 @@ public enum ManifestError: Error, Sendable, Equatable, CustomStringConvertible {
 /// i.e. 48 + 36 × chunkCount bytes. The decoder checks the count against `maxChunks` and
 /// the input length before allocating, then every size (1 … `maxChunkSize`), the sum of
 /// sizes against the file size and the root hash.
-public struct Manifest: Sendable, Equatable {
-    public let fileSize: UInt64
-    public let chunks: [ChunkRef]
+package struct Manifest: Sendable, Equatable {
+    package let fileSize: UInt64
+    package let chunks: [ChunkRef]
     /// 32 bytes; see the type's documentation.
-    public let rootHash: [UInt8]
+    package let rootHash: [UInt8]
 
     /// Most chunks a manifest may have (2^20): 48 + 36 × 2^20 ≈ 36 MiB encoded at most.
     /// With `ChunkParameters.forFileSize` that is files of about 4 TiB.
-    public static let maxChunks = 1 << 20
+    package static let maxChunks = 1 << 20
     /// Largest chunk a manifest may name: the largest `maxSize` of `forFileSize` (16 MiB).
     /// It bounds the memory a receiver needs to verify one chunk.
-    public static let maxChunkSize = ChunkParameters.largestMax
+    package static let maxChunkSize = ChunkParameters.largestMax
     static let magic: [UInt8] = Array("SPM1".utf8)
     static let domain: [UInt8] = Array("syncpeer-manifest-v3".utf8)
     static let headerSize = 16
@@ -179,7 +179,7 @@ public struct Manifest: Sendable, Equatable {
 
     /// A manifest from chunks, checking the rules the decoder checks (contiguous from 0,
     /// sizes 1 … `maxChunkSize`, sum = `fileSize`, at most `maxChunks`) and computing the root.
-    public init(fileSize: UInt64, chunks: [ChunkRef]) throws(ManifestError) {
+    package init(fileSize: UInt64, chunks: [ChunkRef]) throws(ManifestError) {
         guard chunks.count <= Self.maxChunks else {
             throw .tooManyChunks(count: UInt64(chunks.count), limit: Self.maxChunks)
         }
@@ -198,7 +198,7 @@ public struct Manifest: Sendable, Equatable {
     }
 
     /// The root hash of a chunk list (no checks).
-    public static func computeRoot(fileSize: UInt64, chunks: [ChunkRef]) -> [UInt8] {
+    package static func computeRoot(fileSize: UInt64, chunks: [ChunkRef]) -> [UInt8] {
         var hasher = BLAKE3.Hasher()
         var header = domain
         appendBE(fileSize, to: &header)
@@ -218,10 +218,10 @@ public struct Manifest: Sendable, Equatable {
     }
 
     /// Number of bytes `encode()` produces.
-    public var encodedSize: Int { Self.magic.count + Self.headerSize - 4 + chunks.count * Self.entrySize + 32 }
+    package var encodedSize: Int { Self.magic.count + Self.headerSize - 4 + chunks.count * Self.entrySize + 32 }
 
     /// The binary encoding (see the type's documentation).
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var out = Self.magic
         out.reserveCapacity(encodedSize)
         Self.appendBE(fileSize, to: &out)
@@ -232,7 +232,7 @@ public struct Manifest: Sendable, Equatable {
     }
 
     /// Decodes and checks an encoding received from a peer.
-    public static func decode(_ bytes: [UInt8]) throws(ManifestError) -> Manifest {
+    package static func decode(_ bytes: [UInt8]) throws(ManifestError) -> Manifest {
         let result = bytes.withUnsafeBytes { raw in
             Result { () throws(ManifestError) -> Manifest in try decode(raw) }
         }
@@ -240,7 +240,7 @@ public struct Manifest: Sendable, Equatable {
     }
 
     /// Decodes and checks an encoding received from a peer.
-    public static func decode(_ raw: UnsafeRawBufferPointer) throws(ManifestError) -> Manifest {
+    package static func decode(_ raw: UnsafeRawBufferPointer) throws(ManifestError) -> Manifest {
         let fixed = magic.count + headerSize - 4   // magic + fileSize + count
         guard raw.count >= fixed else { throw .truncated(needed: fixed + 32, available: raw.count) }
         guard raw[0] == magic[0], raw[1] == magic[1], raw[2] == magic[2], raw[3] == magic[3] else { throw .badMagic }
@@ -272,7 +272,7 @@ public struct Manifest: Sendable, Equatable {
     }
 
     /// Checks that `rootHash` (e.g. from an offer) names this manifest.
-    public func matches(rootHash other: [UInt8]) -> Bool { other == rootHash }
+    package func matches(rootHash other: [UInt8]) -> Bool { other == rootHash }
 
     private init(checkedFileSize: UInt64, chunks: [ChunkRef], rootHash: [UInt8]) {
         self.fileSize = checkedFileSize

@@ -1,35 +1,35 @@
 internal import Glibc
 
 /// A point in time with nanoseconds, as stored in a file's mtime.
-public struct FileTimestamp: Sendable, Hashable, CustomStringConvertible {
-    public var seconds: Int64
+package struct FileTimestamp: Sendable, Hashable, CustomStringConvertible {
+    package var seconds: Int64
     /// 0 … 999,999,999.
-    public var nanoseconds: Int32
+    package var nanoseconds: Int32
 
-    public init(seconds: Int64, nanoseconds: Int32) {
+    package init(seconds: Int64, nanoseconds: Int32) {
         precondition((0..<1_000_000_000).contains(nanoseconds), "FileTimestamp: nanoseconds must be 0...999,999,999")
         self.seconds = seconds
         self.nanoseconds = nanoseconds
     }
 
     /// From nanoseconds since the epoch (the `mtime_ns` of the index).
-    public init(nanosecondsSinceEpoch ns: Int64) {
+    package init(nanosecondsSinceEpoch ns: Int64) {
         var s = ns / 1_000_000_000
         var n = ns % 1_000_000_000
         if n < 0 { s -= 1; n += 1_000_000_000 }
         self.init(seconds: s, nanoseconds: Int32(n))
     }
 
-    public var nanosecondsSinceEpoch: Int64 { seconds * 1_000_000_000 + Int64(nanoseconds) }
+    package var nanosecondsSinceEpoch: Int64 { seconds * 1_000_000_000 + Int64(nanoseconds) }
 
-    public var description: String {
+    package var description: String {
         let ns = String(nanoseconds)
         return "\(seconds).\(String(repeating: "0", count: 9 - ns.count))\(ns)"
     }
 }
 
 /// What `PartialFile.commit` does when the final name is taken.
-public enum NameConflictPolicy: Sendable, Equatable {
+package enum NameConflictPolicy: Sendable, Equatable {
     /// Throw `.alreadyExists`; the partial file stays.
     case fail
     /// Use `name (1).ext`, `name (2).ext`, … (`SafePath.uniqueName`), retrying if another
@@ -44,19 +44,19 @@ public enum NameConflictPolicy: Sendable, Equatable {
 /// that a transfer can resume; only `remove()` and `commit` take it away.
 ///
 /// Not thread-safe: one writer per partial file.
-public final class PartialFile {
-    public static let stagingDirectoryName = ".syncpeer-partial"
-    public static let fileExtension = ".part"
+package final class PartialFile {
+    package static let stagingDirectoryName = ".syncpeer-partial"
+    package static let fileExtension = ".part"
 
-    public let transferID: String
+    package let transferID: String
     /// Where the final file goes.
-    public let directory: DirectoryHandle
+    package let directory: DirectoryHandle
     /// `<directory>/.syncpeer-partial`.
-    public let staging: DirectoryHandle
+    package let staging: DirectoryHandle
     /// `<transferID>.part`.
-    public var fileName: String { transferID + Self.fileExtension }
+    package var fileName: String { transferID + Self.fileExtension }
     /// For messages.
-    public var path: String { staging.path + "/" + fileName }
+    package var path: String { staging.path + "/" + fileName }
 
     private var fd: Int32
     /// Bytes written since the last release of written pages (see `releaseWrittenPages`).
@@ -68,14 +68,14 @@ public final class PartialFile {
 
     /// After this many bytes written, the partial file starts their writeback and drops the
     /// pages already on disk from the page cache (`releaseWrittenPages`).
-    public static let pageReleaseInterval = 32 << 20
+    package static let pageReleaseInterval = 32 << 20
 
     /// Opens the partial file of `transferID` in `directory`, creating it (empty) and the
     /// staging directory if needed. An existing partial file is kept as it is (resume).
     ///
     /// `transferID` becomes a file name: 1–128 characters of `A–Z a–z 0–9 - _ .`, not
     /// starting with "." (anything else is refused with `.invalidArgument`).
-    public init(transferID: String, in directory: DirectoryHandle) throws(FileError) {
+    package init(transferID: String, in directory: DirectoryHandle) throws(FileError) {
         try Self.validate(transferID: transferID)
         self.transferID = transferID
         self.directory = directory
@@ -93,7 +93,7 @@ public final class PartialFile {
     }
 
     /// Opens an existing partial file, or returns nil if there is none.
-    public static func existing(transferID: String, in directory: DirectoryHandle) throws(FileError) -> PartialFile? {
+    package static func existing(transferID: String, in directory: DirectoryHandle) throws(FileError) -> PartialFile? {
         try validate(transferID: transferID)
         guard directory.entryKind(stagingDirectoryName) == .directory else { return nil }
         let staging = try directory.openSubdirectory(stagingDirectoryName)
@@ -123,7 +123,7 @@ public final class PartialFile {
     }
 
     /// Current length of the partial file.
-    public func size() throws(FileError) -> UInt64 {
+    package func size() throws(FileError) -> UInt64 {
         var st = stat()
         guard fstat(try openDescriptor("fstat"), &st) == 0 else { throw FileError.system("fstat", path: path, errno: errno) }
         return UInt64(st.st_size)
@@ -131,7 +131,7 @@ public final class PartialFile {
 
     /// Writes `bytes` at `offset` (`pwrite`, retried until complete). `ENOSPC`/`EDQUOT`
     /// throw `.diskFull`; what was written before stays.
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileError) {
+    package func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws(FileError) {
         let fd = try openDescriptor("write")
         var done = 0
         while done < bytes.count {
@@ -161,23 +161,23 @@ public final class PartialFile {
         writtenSinceRelease = 0
     }
 
-    public func write(_ bytes: [UInt8], at offset: UInt64) throws(FileError) {
+    package func write(_ bytes: [UInt8], at offset: UInt64) throws(FileError) {
         let result = bytes.withUnsafeBytes { raw in Result { () throws(FileError) in try write(raw, at: offset) } }
         try result.get()
     }
 
     /// Whether `bytes` hash to `expected` (BLAKE3, `ChunkHash.of`).
-    public static func verify(_ bytes: UnsafeRawBufferPointer, expected: ChunkHash) -> Bool {
+    package static func verify(_ bytes: UnsafeRawBufferPointer, expected: ChunkHash) -> Bool {
         ChunkHash.of(bytes) == expected
     }
 
-    public static func verify(_ bytes: [UInt8], expected: ChunkHash) -> Bool {
+    package static func verify(_ bytes: [UInt8], expected: ChunkHash) -> Bool {
         ChunkHash.of(bytes) == expected
     }
 
     /// Verifies `bytes` against `chunk` (size and hash), then writes them at its offset.
     /// A mismatch throws `.hashMismatch` and writes nothing.
-    public func writeChunk(_ bytes: UnsafeRawBufferPointer, as chunk: ChunkRef) throws(FileError) {
+    package func writeChunk(_ bytes: UnsafeRawBufferPointer, as chunk: ChunkRef) throws(FileError) {
         guard bytes.count == Int(chunk.size) else {
             throw FileError(kind: .hashMismatch, operation: "verify chunk", path: path,
                             message: "chunk at offset \(chunk.offset) has \(bytes.count) bytes, expected \(chunk.size)")
@@ -189,28 +189,28 @@ public final class PartialFile {
         try write(bytes, at: chunk.offset)
     }
 
-    public func writeChunk(_ bytes: [UInt8], as chunk: ChunkRef) throws(FileError) {
+    package func writeChunk(_ bytes: [UInt8], as chunk: ChunkRef) throws(FileError) {
         let result = bytes.withUnsafeBytes { raw in Result { () throws(FileError) in try writeChunk(raw, as: chunk) } }
         try result.get()
     }
 
     /// Allocates `size` bytes on disk up front (`posix_fallocate`), so that a full disk
     /// shows at the start of a transfer rather than in the middle. Optional.
-    public func reserve(_ size: UInt64) throws(FileError) {
+    package func reserve(_ size: UInt64) throws(FileError) {
         guard size > 0 else { return }
         let code = posix_fallocate(try openDescriptor("reserve"), 0, off_t(size))
         guard code == 0 else { throw FileError.system("reserve space", path: path, errno: code) }
     }
 
     /// Sets the length (drops bytes beyond it, or extends with a hole).
-    public func truncate(to size: UInt64) throws(FileError) {
+    package func truncate(to size: UInt64) throws(FileError) {
         guard ftruncate(try openDescriptor("truncate"), off_t(size)) == 0 else {
             throw FileError.system("truncate", path: path, errno: errno)
         }
     }
 
     /// fsync: the data written so far is on disk.
-    public func sync() throws(FileError) {
+    package func sync() throws(FileError) {
         guard fsync(try openDescriptor("fsync")) == 0 else { throw FileError.system("fsync", path: path, errno: errno) }
     }
 
@@ -222,7 +222,7 @@ public final class PartialFile {
     /// the bytes are still intact).
     /// Chunks beyond the end of the file are missing, trusted or not (a partial file that
     /// was lost or cut short holds nothing there).
-    public func verifiedChunks(of manifest: Manifest, trusting trusted: Set<Int> = []) throws(FileError) -> [Int] {
+    package func verifiedChunks(of manifest: Manifest, trusting trusted: Set<Int> = []) throws(FileError) -> [Int] {
         let fileSize = try size()
         let candidates = manifest.chunks.indices.filter { manifest.chunks[$0].end <= fileSize }
         let toHash = candidates.filter { !trusted.contains($0) }
@@ -236,7 +236,7 @@ public final class PartialFile {
 
     /// A second descriptor of this partial file, to make what was written so far durable
     /// from another thread while this one goes on writing (see `DataSync`).
-    public func dataSync() throws(FileError) -> DataSync {
+    package func dataSync() throws(FileError) -> DataSync {
         let copy = dup(try openDescriptor("open for sync"))
         guard copy >= 0 else { throw FileError.system("dup", path: path, errno: errno) }
         return DataSync(fd: copy, path: path)
@@ -255,7 +255,7 @@ public final class PartialFile {
     /// Returns the name used (different from `name` only with `.pickUniqueName`).
     /// After a successful commit the object is closed; on failure the partial file stays.
     @discardableResult
-    public func commit(as name: String, mode: UInt32, modificationTime: FileTimestamp, size: UInt64? = nil,
+    package func commit(as name: String, mode: UInt32, modificationTime: FileTimestamp, size: UInt64? = nil,
                        onConflict: NameConflictPolicy = .fail) throws(FileError) -> String {
         do {
             _ = try SafePath.validateName(name)
@@ -287,7 +287,7 @@ public final class PartialFile {
     }
 
     /// Deletes the partial file (a cancelled transfer). The staging directory stays.
-    public func remove() throws(FileError) {
+    package func remove() throws(FileError) {
         if fd >= 0 { close(fd); fd = -1 }
         if unlinkat(staging.fd, fileName, 0) != 0 && errno != ENOENT {
             throw FileError.system("remove partial file", path: path, errno: errno)
@@ -332,10 +332,10 @@ public final class PartialFile {
 /// receiver records a chunk as verified only after this, so a chunk the index calls
 /// verified survives a power loss as well as a crash, and a resume may trust it without
 /// reading it again.
-public final class DataSync: @unchecked Sendable {
+package final class DataSync: @unchecked Sendable {
     // @unchecked: `fd` is immutable and only passed to thread-safe system calls.
     private let fd: Int32
-    public let path: String
+    package let path: String
 
     init(fd: Int32, path: String) {
         self.fd = fd
@@ -346,11 +346,11 @@ public final class DataSync: @unchecked Sendable {
 
     /// Whether `sync(fileSystem: true)` makes every file of the file system durable (not on
     /// FUSE: `DurableNames.syncfsIsBarrier`).
-    public var syncfsIsBarrier: Bool { DurableNames.syncfsIsBarrier(fd) }
+    package var syncfsIsBarrier: Bool { DurableNames.syncfsIsBarrier(fd) }
 
     /// `fdatasync` of this file, or `syncfs` of its whole file system when `fileSystem`
     /// (one call for a batch that touched many files).
-    public func sync(fileSystem: Bool = false) throws(FileError) {
+    package func sync(fileSystem: Bool = false) throws(FileError) {
         while true {
             if (fileSystem ? partialSyncFileSystem(fd) : fdatasync(fd)) == 0 { return }
             if errno == EINTR { continue }

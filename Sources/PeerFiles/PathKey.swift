@@ -5,28 +5,28 @@
 /// files and SQLite as two rows. Every set or dictionary of folder paths uses this key
 /// instead: with `String` keys one of two such names was silently dropped (never pulled,
 /// never indexed) while the folder looked in sync.
-public struct PathKey: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public let string: String
+package struct PathKey: Hashable, Comparable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    package let string: String
 
-    public init(_ string: String) { self.string = string }
-    public init(stringLiteral value: String) { self.string = value }
+    package init(_ string: String) { self.string = string }
+    package init(stringLiteral value: String) { self.string = value }
 
-    public var description: String { string }
+    package var description: String { string }
 
-    public static func == (a: PathKey, b: PathKey) -> Bool {
+    package static func == (a: PathKey, b: PathKey) -> Bool {
         a.string.utf8.count == b.string.utf8.count && a.string.utf8.elementsEqual(b.string.utf8)
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         var copy = string
         copy.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// Byte order, the order of the index and of the scanner's walk.
-    public static func < (a: PathKey, b: PathKey) -> Bool { utf8Less(a.string, b.string) }
+    package static func < (a: PathKey, b: PathKey) -> Bool { utf8Less(a.string, b.string) }
 }
 
 extension Sequence where Element == String {
     /// The paths as a set that keeps names differing only by Unicode normalization apart.
-    public var pathKeys: Set<PathKey> { Set(map(PathKey.init(_:))) }
+    package var pathKeys: Set<PathKey> { Set(map(PathKey.init(_:))) }
 }

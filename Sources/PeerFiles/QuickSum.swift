@@ -11,9 +11,9 @@ internal import Synchronization
 /// Four lanes of 64-bit multiply–rotate rounds over 32-byte stripes (the structure of
 /// xxHash64, with other constants and a keyed start), a tail of 8-byte words and bytes,
 /// the length, and two different final mixes of the lanes.
-public struct QuickSum: Hashable, Sendable {
-    public let low: UInt64
-    public let high: UInt64
+package struct QuickSum: Hashable, Sendable {
+    package let low: UInt64
+    package let high: UInt64
 
     private static let key: (UInt64, UInt64, UInt64, UInt64) = {
         var generator = SystemRandomNumberGenerator()
@@ -40,7 +40,7 @@ public struct QuickSum: Hashable, Sendable {
         return h
     }
 
-    public static func of(_ bytes: UnsafeRawBufferPointer) -> QuickSum {
+    package static func of(_ bytes: UnsafeRawBufferPointer) -> QuickSum {
         let key = Self.key
         var v0 = key.0, v1 = key.1, v2 = key.2, v3 = key.3
         let n = bytes.count
@@ -68,9 +68,9 @@ public struct QuickSum: Hashable, Sendable {
         return QuickSum(low: low, high: high)
     }
 
-    public static func of(_ bytes: [UInt8]) -> QuickSum { bytes.withUnsafeBytes { of($0) } }
+    package static func of(_ bytes: [UInt8]) -> QuickSum { bytes.withUnsafeBytes { of($0) } }
 
-    public init(low: UInt64, high: UInt64) {
+    package init(low: UInt64, high: UInt64) {
         self.low = low
         self.high = high
     }
@@ -78,12 +78,12 @@ public struct QuickSum: Hashable, Sendable {
 
 /// The quick sums of the chunks of one manifest of a file (same order), for re-chunking
 /// it after a change without hashing its unchanged chunks again (`DeltaChunker`).
-public struct ChunkSums: Sendable {
+package struct ChunkSums: Sendable {
     /// The root hash of the manifest the sums belong to.
-    public let rootHash: [UInt8]
-    public let sums: [QuickSum]
+    package let rootHash: [UInt8]
+    package let sums: [QuickSum]
 
-    public init(rootHash: [UInt8], sums: [QuickSum]) {
+    package init(rootHash: [UInt8], sums: [QuickSum]) {
         self.rootHash = rootHash
         self.sums = sums
     }
@@ -93,23 +93,23 @@ public struct ChunkSums: Sendable {
 /// changed file whole once, and has them again). Bounded: files of at least
 /// `minimumFileSize` bytes, at most `capacity` of them (the oldest goes first), so
 /// 16 bytes per chunk of at most that many files. Thread-safe.
-public final class ChunkSumCache: Sendable {
+package final class ChunkSumCache: Sendable {
     /// Smaller files are re-chunked whole (it costs little).
-    public static let minimumFileSize: UInt64 = 16 << 20
-    public let capacity: Int
+    package static let minimumFileSize: UInt64 = 16 << 20
+    package let capacity: Int
     private let state = Mutex<(entries: [String: ChunkSums], order: [String])>(([:], []))
 
-    public init(capacity: Int = 64) { self.capacity = max(1, capacity) }
+    package init(capacity: Int = 64) { self.capacity = max(1, capacity) }
 
     /// The sums recorded for `path`, if they belong to the manifest with `rootHash`.
-    public func sums(for path: String, rootHash: [UInt8]) -> [QuickSum]? {
+    package func sums(for path: String, rootHash: [UInt8]) -> [QuickSum]? {
         state.withLock { state in
             guard let entry = state.entries[path], entry.rootHash == rootHash else { return nil }
             return entry.sums
         }
     }
 
-    public func record(_ sums: ChunkSums, for path: String) {
+    package func record(_ sums: ChunkSums, for path: String) {
         state.withLock { state in
             if state.entries.updateValue(sums, forKey: path) == nil { state.order.append(path) }
             while state.order.count > capacity {
@@ -118,11 +118,11 @@ public final class ChunkSumCache: Sendable {
         }
     }
 
-    public func forget(_ path: String) {
+    package func forget(_ path: String) {
         state.withLock { state in
             if state.entries.removeValue(forKey: path) != nil { state.order.removeAll { $0 == path } }
         }
     }
 
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 }

@@ -1,7 +1,7 @@
 internal import Glibc
 
 /// Why a relative path received from a peer was refused. Each case names the rule.
-public enum SafePathError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum SafePathError: Error, Sendable, Equatable, CustomStringConvertible {
     case empty
     case absolute
     case pathTooLong(length: Int, limit: Int)
@@ -19,7 +19,7 @@ public enum SafePathError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A "/" in what must be a single file name.
     case slashInName(offset: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .empty:
             return "refused path: it is empty"
@@ -60,25 +60,25 @@ public enum SafePathError: Error, Sendable, Equatable, CustomStringConvertible {
 ///    `maxComponentBytes` (255) bytes each.
 ///
 /// Unicode is kept as sent (no normalization).
-public struct SafePath: Sendable, Hashable, CustomStringConvertible {
-    public static let maxPathBytes = 4_096
-    public static let maxComponentBytes = 255
+package struct SafePath: Sendable, Hashable, CustomStringConvertible {
+    package static let maxPathBytes = 4_096
+    package static let maxComponentBytes = 255
 
     /// The components, e.g. ["photos", "2024", "a.jpg"].
-    public let components: [String]
+    package let components: [String]
 
     /// Validates a path given as a string.
-    public init(_ path: String) throws(SafePathError) {
+    package init(_ path: String) throws(SafePathError) {
         try self.init(validatedBytes: Array(path.utf8), checkUTF8: false)
     }
 
     /// Validates a path given as raw bytes (e.g. straight from a frame).
-    public init(bytes: some Collection<UInt8>) throws(SafePathError) {
+    package init(bytes: some Collection<UInt8>) throws(SafePathError) {
         try self.init(validatedBytes: Array(bytes), checkUTF8: true)
     }
 
     /// Validates one file name (a single component: no "/").
-    public static func validateName(_ name: String) throws(SafePathError) -> String {
+    package static func validateName(_ name: String) throws(SafePathError) -> String {
         let path = try SafePath(name)
         guard path.components.count == 1 else {
             throw .slashInName(offset: name.utf8.firstIndex(of: UInt8(ascii: "/")).map { name.utf8.distance(from: name.utf8.startIndex, to: $0) } ?? 0)
@@ -111,10 +111,10 @@ public struct SafePath: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The path with "/" separators.
-    public var string: String { components.joined(separator: "/") }
+    package var string: String { components.joined(separator: "/") }
     /// The last component (the file name).
-    public var name: String { components[components.count - 1] }
-    public var description: String { string }
+    package var name: String { components[components.count - 1] }
+    package var description: String { string }
 
     /// Offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no
     /// overlong forms, no surrogates, nothing above U+10FFFF), or nil.
@@ -148,15 +148,15 @@ public struct SafePath: Sendable, Hashable, CustomStringConvertible {
 /// An open directory, used as the anchor for every operation below a sync folder
 /// (`openat`, `mkdirat`, `renameat2`, …) so that paths are never re-resolved from a string.
 /// Closed when the last reference goes away.
-public final class DirectoryHandle: Sendable {
+package final class DirectoryHandle: Sendable {
     /// The file descriptor (O_DIRECTORY). Valid as long as the handle lives.
-    public let fd: Int32
+    package let fd: Int32
     /// The path it was opened as, for messages.
-    public let path: String
+    package let path: String
 
     /// Opens a directory the user chose (a sync folder, a download directory). Symbolic
     /// links in *this* path are followed: it is the user's own choice, not a peer's.
-    public init(path: String) throws(FileError) {
+    package init(path: String) throws(FileError) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw FileError.system("open directory", path: path, errno: errno) }
         self.fd = fd
@@ -171,7 +171,7 @@ public final class DirectoryHandle: Sendable {
     deinit { close(fd) }
 
     /// What is at `name` in this directory, without following a symbolic link.
-    public func entryKind(_ name: String) -> EntryKind? {
+    package func entryKind(_ name: String) -> EntryKind? {
         var st = stat()
         guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
         return EntryKind(mode: st.st_mode)
@@ -179,7 +179,7 @@ public final class DirectoryHandle: Sendable {
 
     /// Opens the subdirectory `name` (a single component) without following a symbolic
     /// link; with `create`, makes it first (mode 0755 before umask) if it is missing.
-    public func openSubdirectory(_ name: String, create: Bool = false) throws(FileError) -> DirectoryHandle {
+    package func openSubdirectory(_ name: String, create: Bool = false) throws(FileError) -> DirectoryHandle {
         let child = path.hasSuffix("/") ? path + name : path + "/" + name
         if create {
             if mkdirat(fd, name, 0o755) == 0 {
@@ -205,20 +205,20 @@ public final class DirectoryHandle: Sendable {
     }
 
     /// fsync of the directory (makes renames and creations in it durable).
-    public func sync() throws(FileError) {
+    package func sync() throws(FileError) {
         guard fsync(fd) == 0 else { throw FileError.system("fsync directory", path: path, errno: errno) }
     }
 
     /// `name (1).ext`, `name (2).ext`, … : the first variant of `name` that does not
     /// exist in this directory (see `SafePath.uniqueName(for:isTaken:)`). Another process
     /// may create it right after: commit with a no-replace rename, and retry on a clash.
-    public func uniqueName(for name: String) -> String {
+    package func uniqueName(for name: String) -> String {
         SafePath.uniqueName(for: name) { entryKind($0) != nil }
     }
 }
 
 /// Kind of a directory entry, as `lstat` sees it.
-public enum EntryKind: Sendable, Equatable {
+package enum EntryKind: Sendable, Equatable {
     case file, directory, symlink, other
 
     init(mode: mode_t) {
@@ -234,14 +234,14 @@ public enum EntryKind: Sendable, Equatable {
 /// A validated relative path resolved under a root: its parent directory is open
 /// (reached one component at a time without following any symbolic link), and `name`
 /// is the last component, to be opened or created relative to `directory`.
-public struct ResolvedPath: Sendable {
-    public let directory: DirectoryHandle
-    public let name: String
-    public let relative: SafePath
+package struct ResolvedPath: Sendable {
+    package let directory: DirectoryHandle
+    package let name: String
+    package let relative: SafePath
     /// What already exists at `name` (not following a link), nil if nothing.
-    public let existing: EntryKind?
+    package let existing: EntryKind?
     /// Root path + relative path, for messages only (never re-opened by path).
-    public var displayPath: String { directory.path + "/" + name }
+    package var displayPath: String { directory.path + "/" + name }
 }
 
 extension SafePath {
@@ -249,7 +249,7 @@ extension SafePath {
     /// `openat(O_NOFOLLOW | O_DIRECTORY)`, so a symbolic link anywhere in the tree can
     /// never lead outside the root (a link component is refused with `.symlinkRefused`).
     /// With `createDirectories`, missing directories are made (mode 0755 before umask).
-    public func resolve(under root: DirectoryHandle, createDirectories: Bool = false) throws(FileError) -> ResolvedPath {
+    package func resolve(under root: DirectoryHandle, createDirectories: Bool = false) throws(FileError) -> ResolvedPath {
         var directory = root
         for component in components.dropLast() {
             directory = try directory.openSubdirectory(component, create: createDirectories)
@@ -259,7 +259,7 @@ extension SafePath {
 
     /// Validates `relative` (a `SafePathError` if hostile) and resolves it under `root`
     /// (a `FileError` if a component is a link, not a directory, or missing).
-    public static func resolve(relative: String, under root: DirectoryHandle,
+    package static func resolve(relative: String, under root: DirectoryHandle,
                                createDirectories: Bool = false) throws -> ResolvedPath {
         try SafePath(relative).resolve(under: root, createDirectories: createDirectories)
     }
@@ -272,7 +272,7 @@ extension SafePath {
     /// `report.pdf` → `report (1).pdf`, `archive.tar.gz` → `archive.tar (1).gz`,
     /// `.config.bak` → `.config (1).bak`, `Makefile` → `Makefile (1)`. When the result
     /// would exceed 255 bytes, the stem is shortened (on a character boundary).
-    public static func uniqueName(for name: String, isTaken: (String) -> Bool) -> String {
+    package static func uniqueName(for name: String, isTaken: (String) -> Bool) -> String {
         if !isTaken(name) { return name }
         var n = 1
         while true {
@@ -283,7 +283,7 @@ extension SafePath {
     }
 
     /// `name` with " (n)" before its extension (see `uniqueName`).
-    public static func numberedName(_ name: String, _ n: Int) -> String {
+    package static func numberedName(_ name: String, _ n: Int) -> String {
         var stem = Substring(name)
         var ext = Substring("")
         if let dot = name.lastIndex(of: "."), dot != name.startIndex, name.index(after: dot) != name.endIndex {

@@ -7,17 +7,17 @@ internal import CSQLite
 /// control at a time, and a transaction spans several calls, which only the owner can
 /// keep together. Whoever shares a connection wraps it: `NodeIndex` keeps its `Database`
 /// inside a `Mutex`, which makes `NodeIndex` `Sendable` without `@unchecked`.
-public final class Database {
+package final class Database {
     /// How `open(path:options:)` opens and configures the connection.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// Create the file when it does not exist.
-        public var createIfMissing: Bool = true
+        package var createIfMissing: Bool = true
         /// Switch to WAL journal mode and `synchronous=FULL` (this writes to the file).
-        public var walJournal: Bool = true
+        package var walJournal: Bool = true
         /// How long a statement waits for another connection's lock before failing with SQLITE_BUSY.
-        public var busyTimeoutMilliseconds: Int = 5_000
+        package var busyTimeoutMilliseconds: Int = 5_000
 
-        public init(createIfMissing: Bool = true, walJournal: Bool = true, busyTimeoutMilliseconds: Int = 5_000) {
+        package init(createIfMissing: Bool = true, walJournal: Bool = true, busyTimeoutMilliseconds: Int = 5_000) {
             self.createIfMissing = createIfMissing
             self.walJournal = walJournal
             self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
@@ -25,7 +25,7 @@ public final class Database {
     }
 
     /// File path of the database, or "" in memory.
-    public let path: String
+    package let path: String
     let handle: OpaquePointer
     /// Prepared statements reused by `cachedStatement(_:)`, keyed by SQL text.
     private var statementCache: [String: Statement] = [:]
@@ -46,14 +46,14 @@ public final class Database {
 
     /// Opens (and by default creates) the database at `path`, with extended result codes,
     /// `foreign_keys=ON`, a busy timeout and, unless disabled, WAL with `synchronous=FULL`.
-    public static func open(path: String, options: Options = Options()) throws(IndexError) -> Database {
+    package static func open(path: String, options: Options = Options()) throws(IndexError) -> Database {
         var flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX
         if options.createIfMissing { flags |= SQLITE_OPEN_CREATE }
         return try open(filename: path, flags: flags, displayPath: path, options: options)
     }
 
     /// A private in-memory database (for tests and tools), configured like `open(path:)`.
-    public static func inMemory() throws(IndexError) -> Database {
+    package static func inMemory() throws(IndexError) -> Database {
         try open(filename: ":memory:", flags: SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                  displayPath: "", options: Options(walJournal: false))
     }
@@ -89,7 +89,7 @@ public final class Database {
     /// second time, beside the first (power-loss tests, seed 1). Commits are batched, so this
     /// is one WAL fsync per batch.
     /// WAL is recorded in the file, so this is the first call that writes to it.
-    public func useWALJournal() throws(IndexError) {
+    package func useWALJournal() throws(IndexError) {
         let mode = try query("PRAGMA journal_mode = WAL").first?[0].stringValue
         guard mode?.lowercased() == "wal" || path.isEmpty else {
             throw IndexError(kind: .sqlite, operation: "set journal mode", path: path, sql: "PRAGMA journal_mode = WAL",
@@ -107,7 +107,7 @@ public final class Database {
     // MARK: Statements
 
     /// Prepares one statement. Trailing text after the first statement is an error.
-    public func prepare(_ sql: String) throws(IndexError) -> Statement {
+    package func prepare(_ sql: String) throws(IndexError) -> Statement {
         var raw: OpaquePointer?
         var tailOffset = 0
         let rc = sql.withCString { start -> Int32 in
@@ -136,7 +136,7 @@ public final class Database {
     /// A prepared statement for `sql`, kept for reuse: reset, with bindings cleared.
     /// Meant for fixed SQL text run often (per chunk, per file); do not hold it across
     /// calls that might fetch the same SQL again. `query` and `execute(_:_:)` use it.
-    public func cachedStatement(_ sql: String) throws(IndexError) -> Statement {
+    package func cachedStatement(_ sql: String) throws(IndexError) -> Statement {
         if let statement = statementCache[sql] {
             statement.reset()
             statement.clearBindings()
@@ -151,7 +151,7 @@ public final class Database {
 
     /// Runs a script: every statement in `sql`, in order (rows are discarded). An error
     /// names the statement that failed, not the whole script.
-    public func execute(_ sql: String) throws(IndexError) {
+    package func execute(_ sql: String) throws(IndexError) {
         let utf8 = Array(sql.utf8CString)
         var offset = 0
         while offset < utf8.count - 1 {
@@ -176,33 +176,33 @@ public final class Database {
     }
 
     /// Runs one statement with positional bindings, discarding rows.
-    public func execute(_ sql: String, _ bindings: [SQLValue]) throws(IndexError) {
+    package func execute(_ sql: String, _ bindings: [SQLValue]) throws(IndexError) {
         let statement = try cachedStatement(sql)
         try statement.bind(bindings)
         try statement.execute()
     }
 
     /// Runs one statement with positional bindings and returns all rows.
-    public func query(_ sql: String, _ bindings: [SQLValue] = []) throws(IndexError) -> [Row] {
+    package func query(_ sql: String, _ bindings: [SQLValue] = []) throws(IndexError) -> [Row] {
         let statement = try cachedStatement(sql)
         try statement.bind(bindings)
         return try statement.rows()
     }
 
     /// Rows changed by the last INSERT, UPDATE or DELETE.
-    public var changes: Int { Int(sqlite3_changes64(handle)) }
+    package var changes: Int { Int(sqlite3_changes64(handle)) }
 
     /// Row ID of the last successful INSERT on this connection.
     /// Settable (`sqlite3_set_last_insert_rowid`): set to 0 before a statement, it tells
     /// whether that statement inserted a row (SQLite chooses 0 only for a table whose largest
     /// row ID is -1: none of ours, whose IDs SQLite chooses from 1 up).
-    public var lastInsertRowID: Int64 {
+    package var lastInsertRowID: Int64 {
         get { sqlite3_last_insert_rowid(handle) }
         set { sqlite3_set_last_insert_rowid(handle, newValue) }
     }
 
     /// Whether a transaction is open (the connection is not in autocommit mode).
-    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+    package var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
 
     // MARK: Transactions
 
@@ -210,7 +210,7 @@ public final class Database {
     /// the busy timeout applies at the start and not at a deadlock-prone upgrade), then
     /// `COMMIT`, or `ROLLBACK` when `body` throws. Nested calls use a savepoint, so an
     /// inner failure rolls back only the inner part.
-    public func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         if isInTransaction {
             savepointCounter += 1
             let name = "syncpeer_sp\(savepointCounter)"

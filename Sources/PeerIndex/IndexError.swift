@@ -4,9 +4,9 @@
 /// SQL text when a statement was involved, SQLite's extended result code and message,
 /// and the database path. `description` is a single line meant for the user; the CLI
 /// prints it as is.
-public struct IndexError: Error, CustomStringConvertible, Sendable, Equatable {
+package struct IndexError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What kind of failure this is; lets callers (and tests) react without parsing text.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// The file is not an SQLite database at all (random bytes, a text file, …).
         case notADatabase
         /// The file is an SQLite database of another application.
@@ -25,21 +25,21 @@ public struct IndexError: Error, CustomStringConvertible, Sendable, Equatable {
         case sqlite
     }
 
-    public var kind: Kind
+    package var kind: Kind
     /// The operation that failed, e.g. "open", "prepare", "step", "migrate 0001-initial".
-    public var operation: String
+    package var operation: String
     /// The database file path ("" for an in-memory database).
-    public var path: String
+    package var path: String
     /// The SQL statement involved, if any.
-    public var sql: String?
+    package var sql: String?
     /// SQLite's extended result code (e.g. 275 for SQLITE_CONSTRAINT_CHECK), if SQLite reported one.
-    public var resultCode: Int32?
+    package var resultCode: Int32?
     /// SQLite's message (sqlite3_errmsg) or our own explanation.
-    public var message: String
+    package var message: String
     /// What the user can do about it; part of `description`.
-    public var hint: String?
+    package var hint: String?
 
-    public init(
+    package init(
         kind: Kind, operation: String, path: String, sql: String? = nil,
         resultCode: Int32? = nil, message: String, hint: String? = nil
     ) {
@@ -53,10 +53,10 @@ public struct IndexError: Error, CustomStringConvertible, Sendable, Equatable {
     }
 
     /// SQLite's primary result code (the low byte of `resultCode`).
-    public var primaryResultCode: Int32? { resultCode.map { $0 & 0xFF } }
+    package var primaryResultCode: Int32? { resultCode.map { $0 & 0xFF } }
 
     /// One line: what is wrong with which file, SQLite's words, the SQL, and what to do.
-    public var description: String {
+    package var description: String {
         let file = path.isEmpty ? "the in-memory index" : path
         var line: String
         switch kind {

@@ -17,14 +17,14 @@ extension NodeIndex {
 
     /// The local records of `paths` (with chunks unless `includeChunks` is false: the
     /// planner compares versions and root hashes only), keyed by path; absent paths are left out.
-    public func files(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true) throws(IndexError) -> [String: FileRecord] {
+    package func files(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true) throws(IndexError) -> [String: FileRecord] {
         try files(folderID: folderID, paths: paths, includeChunks: includeChunks, keyedBy: { $0 })
     }
 
     /// `files(folderID:paths:includeChunks:)` keyed by `key(path)`: a `String` key takes
     /// names that differ only by Unicode normalization as one, so the folder code keys by
     /// the paths' bytes.
-    public func files<Key: Hashable & Sendable>(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true,
+    package func files<Key: Hashable & Sendable>(folderID: String, paths: some Sequence<String>, includeChunks: Bool = true,
                                                 keyedBy key: (String) -> Key) throws(IndexError) -> [Key: FileRecord] {
         let list = Array(paths)
         return try readTransaction { db in
@@ -40,12 +40,12 @@ extension NodeIndex {
     }
 
     /// Every peer's entry for each of `paths`: path → device ID → entry.
-    public func remoteFiles(folderID: String, paths: some Sequence<String>) throws(IndexError) -> [String: [String: RemoteFileRecord]] {
+    package func remoteFiles(folderID: String, paths: some Sequence<String>) throws(IndexError) -> [String: [String: RemoteFileRecord]] {
         try remoteFiles(folderID: folderID, paths: paths, keyedBy: { $0 })
     }
 
     /// `remoteFiles(folderID:paths:)` keyed by `key(path)` (see `files(folderID:paths:includeChunks:keyedBy:)`).
-    public func remoteFiles<Key: Hashable & Sendable>(folderID: String, paths: some Sequence<String>,
+    package func remoteFiles<Key: Hashable & Sendable>(folderID: String, paths: some Sequence<String>,
                                                       keyedBy key: (String) -> Key) throws(IndexError) -> [Key: [String: RemoteFileRecord]] {
         let list = Array(paths)
         return try readTransaction { db in
@@ -65,7 +65,7 @@ extension NodeIndex {
 
     /// For each hash, where live local files (any folder) hold a chunk with it (at most
     /// `limit` each); hashes found nowhere are left out.
-    public func localChunkLocations(hashes: some Sequence<[UInt8]>, limit: Int = 4) throws(IndexError) -> [[UInt8]: [ChunkLocation]] {
+    package func localChunkLocations(hashes: some Sequence<[UInt8]>, limit: Int = 4) throws(IndexError) -> [[UInt8]: [ChunkLocation]] {
         let list = Array(Set(hashes))
         return try readTransaction { db in
             let statement = try db.cachedStatement(

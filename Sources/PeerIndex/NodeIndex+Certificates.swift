@@ -2,7 +2,7 @@
 /// servers know each peer by. Raw 32-byte hashes; PeerCrypto's `CertificateID` gives the text.
 extension NodeIndex {
     /// Pins `certificateID` (32 bytes) for the peer `deviceID`, replacing an older one.
-    public func setPeerCertificate(deviceID: String, certificateID: [UInt8], learnedAt: Int64) throws(IndexError) {
+    package func setPeerCertificate(deviceID: String, certificateID: [UInt8], learnedAt: Int64) throws(IndexError) {
         try write { db in
             try db.execute(
                 """
@@ -14,7 +14,7 @@ extension NodeIndex {
     }
 
     /// The pinned certificate ID of `deviceID`, or nil when it never sent one.
-    public func peerCertificate(deviceID: String) throws(IndexError) -> [UInt8]? {
+    package func peerCertificate(deviceID: String) throws(IndexError) -> [UInt8]? {
         try read { db in
             try db.query("SELECT certificate_id FROM peer_certificates WHERE device_id = ?", [.text(deviceID)])
                 .first.map { row throws(IndexError) in try row.blob("certificate_id") }

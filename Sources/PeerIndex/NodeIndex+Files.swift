@@ -23,7 +23,7 @@ extension NodeIndex {
     /// numbers are never given twice in a folder, even after `removeFiles`. An unknown
     /// folder fails the whole batch with `.notFound`; a CHECK failure rolls it back.
     @discardableResult
-    public func upsertFiles(_ records: [FileRecord]) throws(IndexError) -> [FileRecord] {
+    package func upsertFiles(_ records: [FileRecord]) throws(IndexError) -> [FileRecord] {
         guard !records.isEmpty else { return [] }
         let path = self.path
         let versions = records.map { VersionJSON.encode($0.version) }
@@ -109,7 +109,7 @@ extension NodeIndex {
     /// Removes paths from the local index (with their chunks), e.g. newly ignored files or
     /// purged tombstones. Their sequence numbers are not given again. Returns how many existed.
     @discardableResult
-    public func removeFiles(folderID: String, paths: [String]) throws(IndexError) -> Int {
+    package func removeFiles(folderID: String, paths: [String]) throws(IndexError) -> Int {
         try write { db in
             let delete = try db.cachedStatement("DELETE FROM files WHERE folder_id = ? AND path = ?")
             var removed = 0
@@ -123,7 +123,7 @@ extension NodeIndex {
     }
 
     /// The record of one path (with its chunks), or nil.
-    public func file(folderID: String, path filePath: String) throws(IndexError) -> FileRecord? {
+    package func file(folderID: String, path filePath: String) throws(IndexError) -> FileRecord? {
         try read { db in
             try Self.loadFiles(db, where: "folder_id = ? AND path = ?", [.text(folderID), .text(filePath)],
                                includeChunks: true).first
@@ -132,7 +132,7 @@ extension NodeIndex {
 
     /// Every record of a folder, by path. For large folders prefer the paged
     /// `files(folderID:afterPath:limit:)`, which keeps memory bounded.
-    public func files(folderID: String, includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
+    package func files(folderID: String, includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
         try read { db in
             try Self.loadFiles(db, where: "folder_id = ? ORDER BY path", [.text(folderID)], includeChunks: includeChunks)
         }
@@ -144,7 +144,7 @@ extension NodeIndex {
     /// page ends. `liveOnly` leaves tombstones out. `maxSequence` leaves out records changed
     /// after the folder's counter was there: a reader that records changes while it pages
     /// (a scan) reads what the index held when it started, not its own writes.
-    public func files(folderID: String, afterPath: String?, beforePath: String? = nil, throughPath: String? = nil,
+    package func files(folderID: String, afterPath: String?, beforePath: String? = nil, throughPath: String? = nil,
                       liveOnly: Bool = false, maxSequence: Int64? = nil, limit: Int,
                       includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
         var clause = "folder_id = ?"
@@ -168,7 +168,7 @@ extension NodeIndex {
 
     /// Paths of the live records (no tombstones) matching a GLOB pattern (case-sensitive,
     /// `*` and `?` wildcards), by path: a prefilter, e.g. for conflict copies.
-    public func livePaths(folderID: String, matching glob: String) throws(IndexError) -> [String] {
+    package func livePaths(folderID: String, matching glob: String) throws(IndexError) -> [String] {
         try read { db in
             let statement = try db.cachedStatement(
                 "SELECT path FROM files WHERE folder_id = ? AND deleted = 0 AND path GLOB ? ORDER BY path")
@@ -181,7 +181,7 @@ extension NodeIndex {
     }
 
     /// Counts and bytes of a folder's live records, added up by SQLite (no record is loaded).
-    public func liveTotals(folderID: String) throws(IndexError) -> LiveTotals {
+    package func liveTotals(folderID: String) throws(IndexError) -> LiveTotals {
         try read { db in
             let statement = try db.cachedStatement(
                 """
@@ -198,7 +198,7 @@ extension NodeIndex {
 
     /// Records changed after local sequence `since`, in sequence order, at most `limit`:
     /// what an index update to a peer that acknowledged `since` carries.
-    public func files(folderID: String, since sequence: Int64, limit: Int, includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
+    package func files(folderID: String, since sequence: Int64, limit: Int, includeChunks: Bool = true) throws(IndexError) -> [FileRecord] {
         try read { db in
             try Self.loadFiles(db, where: "folder_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
                                [.text(folderID), .integer(sequence), .integer(Int64(limit))], includeChunks: includeChunks)
@@ -207,7 +207,7 @@ extension NodeIndex {
 
     /// Live local records with this content (root hash), in one folder or all, at most
     /// `limit`: a file to copy instead of downloading.
-    public func files(rootHash: [UInt8], folderID: String? = nil, limit: Int = 16) throws(IndexError) -> [FileRecord] {
+    package func files(rootHash: [UInt8], folderID: String? = nil, limit: Int = 16) throws(IndexError) -> [FileRecord] {
         try read { db in
             if let folderID {
                 try Self.loadFiles(db, where: "root_hash = ? AND folder_id = ? AND deleted = 0 ORDER BY file_id LIMIT ?",
@@ -220,14 +220,14 @@ extension NodeIndex {
     }
 
     /// Number of records (tombstones included) in a folder.
-    public func fileCount(folderID: String) throws(IndexError) -> Int {
+    package func fileCount(folderID: String) throws(IndexError) -> Int {
         try read { db in
             try db.query("SELECT count(*) AS n FROM files WHERE folder_id = ?", [.text(folderID)]).first?.int("n") ?? 0
         }
     }
 
     /// Where a chunk with `hash` can be read in live local files (any folder), at most `limit`.
-    public func localChunkLocations(hash: [UInt8], limit: Int = 16) throws(IndexError) -> [ChunkLocation] {
+    package func localChunkLocations(hash: [UInt8], limit: Int = 16) throws(IndexError) -> [ChunkLocation] {
         try localChunkLocations(hashes: [hash], limit: limit)[hash] ?? []
     }
 
@@ -237,7 +237,7 @@ extension NodeIndex {
     /// transaction; with `receivedSequence`, also records it in `folder_peers` in the same
     /// transaction, so a crash never leaves the sequence ahead of the stored entries.
     /// The folder must be shared with the device (`.notFound` otherwise).
-    public func upsertRemoteFiles(folderID: String, deviceID: String, _ records: [RemoteFileRecord],
+    package func upsertRemoteFiles(folderID: String, deviceID: String, _ records: [RemoteFileRecord],
                                   receivedSequence: Int64? = nil) throws(IndexError) {
         let path = self.path
         let versions = records.map { VersionJSON.encode($0.version) }
@@ -273,7 +273,7 @@ extension NodeIndex {
     }
 
     /// A peer's whole index of a folder, by path. For large folders prefer the paged variant.
-    public func remoteFiles(folderID: String, deviceID: String) throws(IndexError) -> [RemoteFileRecord] {
+    package func remoteFiles(folderID: String, deviceID: String) throws(IndexError) -> [RemoteFileRecord] {
         try read { db in
             try Self.loadRemoteFiles(db, where: "folder_id = ? AND device_id = ? ORDER BY path",
                                      [.text(folderID), .text(deviceID)])
@@ -281,7 +281,7 @@ extension NodeIndex {
     }
 
     /// A page of a peer's index by path: entries after `afterPath` (nil: from the first), at most `limit`.
-    public func remoteFiles(folderID: String, deviceID: String, afterPath: String?, limit: Int) throws(IndexError) -> [RemoteFileRecord] {
+    package func remoteFiles(folderID: String, deviceID: String, afterPath: String?, limit: Int) throws(IndexError) -> [RemoteFileRecord] {
         try read { db in
             try Self.loadRemoteFiles(db, where: "folder_id = ? AND device_id = ? AND path > ? ORDER BY path LIMIT ?",
                                      [.text(folderID), .text(deviceID), .text(afterPath ?? ""), .integer(Int64(limit))])
@@ -290,7 +290,7 @@ extension NodeIndex {
 
     /// A peer's entries with its sequence above `since`, in sequence order, at most `limit`:
     /// what changed there since the last planning pass.
-    public func remoteFiles(folderID: String, deviceID: String, since sequence: Int64, limit: Int) throws(IndexError) -> [RemoteFileRecord] {
+    package func remoteFiles(folderID: String, deviceID: String, since sequence: Int64, limit: Int) throws(IndexError) -> [RemoteFileRecord] {
         try read { db in
             try Self.loadRemoteFiles(db, where: "folder_id = ? AND device_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
                                      [.text(folderID), .text(deviceID), .integer(sequence), .integer(Int64(limit))])
@@ -300,7 +300,7 @@ extension NodeIndex {
     /// Every peer's entries for the next `pathLimit` paths (after `afterPath`, nil: from the
     /// first) that any peer reported, by path (BINARY order) then device: a page of what the
     /// planner compares, all peers of a path together. Pass the last path to get the next page.
-    public func remoteFiles(folderID: String, afterPath: String?,
+    package func remoteFiles(folderID: String, afterPath: String?,
                             pathLimit: Int) throws(IndexError) -> [(deviceID: String, record: RemoteFileRecord)] {
         try read { db in
             let statement = try db.cachedStatement(
@@ -326,7 +326,7 @@ extension NodeIndex {
     /// equal are the same; for texts that differ, `versionsDiffer` decides (equal counters
     /// can be written differently, e.g. with a counter of 0). `counts` (path, is a directory)
     /// leaves out paths this node does not hold (selective sync).
-    public func compareRemote(folderID: String, deviceID: String, counts: ((String, Bool) -> Bool)? = nil,
+    package func compareRemote(folderID: String, deviceID: String, counts: ((String, Bool) -> Bool)? = nil,
                               versionsDiffer: ([String: UInt64], [String: UInt64]) -> Bool) throws(IndexError) -> RemoteComparison {
         try read { db in
             var result = RemoteComparison()
@@ -376,7 +376,7 @@ extension NodeIndex {
     }
 
     /// One path of a peer's index, or nil.
-    public func remoteFile(folderID: String, deviceID: String, path filePath: String) throws(IndexError) -> RemoteFileRecord? {
+    package func remoteFile(folderID: String, deviceID: String, path filePath: String) throws(IndexError) -> RemoteFileRecord? {
         try read { db in
             try Self.loadRemoteFiles(db, where: "folder_id = ? AND device_id = ? AND path = ?",
                                      [.text(folderID), .text(deviceID), .text(filePath)]).first
@@ -384,13 +384,13 @@ extension NodeIndex {
     }
 
     /// Every peer's entry for one path, keyed by device ID: what the planner compares.
-    public func remoteFiles(folderID: String, path filePath: String) throws(IndexError) -> [String: RemoteFileRecord] {
+    package func remoteFiles(folderID: String, path filePath: String) throws(IndexError) -> [String: RemoteFileRecord] {
         try remoteFiles(folderID: folderID, paths: [filePath])[filePath] ?? [:]
     }
 
     /// Forgets a peer's index of a folder. Returns how many entries there were.
     @discardableResult
-    public func removeRemoteFiles(folderID: String, deviceID: String) throws(IndexError) -> Int {
+    package func removeRemoteFiles(folderID: String, deviceID: String) throws(IndexError) -> Int {
         try write { db in
             try db.execute("DELETE FROM remote_files WHERE folder_id = ? AND device_id = ?", [.text(folderID), .text(deviceID)])
             return db.changes

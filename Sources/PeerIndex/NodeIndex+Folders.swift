@@ -14,7 +14,7 @@ extension NodeIndex {
     /// Adds a folder with a new random index ID. A folder ID or path already present
     /// fails with SQLITE_CONSTRAINT_PRIMARYKEY / _UNIQUE and changes nothing.
     @discardableResult
-    public func addFolder(id: String, path folderPath: String, label: String = "") throws(IndexError) -> FolderRecord {
+    package func addFolder(id: String, path folderPath: String, label: String = "") throws(IndexError) -> FolderRecord {
         try addFolder(id: id, path: folderPath, label: label, sharedWith: [])
     }
 
@@ -24,7 +24,7 @@ extension NodeIndex {
     /// sync, and, being a folder we have, would not be accepted automatically again).
     /// An unknown peer (or a taken ID or path) fails and changes nothing.
     @discardableResult
-    public func addFolder(id: String, path folderPath: String, label: String = "", sharedWith peers: [String],
+    package func addFolder(id: String, path folderPath: String, label: String = "", sharedWith peers: [String],
                           removingOffers: Bool = false) throws(IndexError) -> FolderRecord {
         let record = FolderRecord(id: id, path: folderPath, label: label, createdAt: clock(),
                                   indexID: Int64.random(in: 1...Int64.max))
@@ -39,19 +39,19 @@ extension NodeIndex {
     }
 
     /// All folders, by path.
-    public func folders() throws(IndexError) -> [FolderRecord] {
+    package func folders() throws(IndexError) -> [FolderRecord] {
         try read { db in try db.query("SELECT \(Self.folderColumns) FROM folders ORDER BY path").map(Self.folderRecord) }
     }
 
     /// The folder with `id`, or nil.
-    public func folder(id: String) throws(IndexError) -> FolderRecord? {
+    package func folder(id: String) throws(IndexError) -> FolderRecord? {
         try read { db in
             try db.query("SELECT \(Self.folderColumns) FROM folders WHERE folder_id = ?", [.text(id)]).first.map(Self.folderRecord)
         }
     }
 
     /// The folder whose root is exactly `path`, or nil.
-    public func folder(path folderPath: String) throws(IndexError) -> FolderRecord? {
+    package func folder(path folderPath: String) throws(IndexError) -> FolderRecord? {
         try read { db in
             try db.query("SELECT \(Self.folderColumns) FROM folders WHERE path = ?", [.text(folderPath)])
                 .first.map(Self.folderRecord)
@@ -60,7 +60,7 @@ extension NodeIndex {
 
     /// Removes a folder and everything recorded about it. Returns whether it existed.
     @discardableResult
-    public func removeFolder(id: String) throws(IndexError) -> Bool {
+    package func removeFolder(id: String) throws(IndexError) -> Bool {
         try write { db in
             try db.execute("DELETE FROM folders WHERE folder_id = ?", [.text(id)])
             return db.changes > 0
@@ -68,13 +68,13 @@ extension NodeIndex {
     }
 
     /// Pauses or resumes scanning and syncing of a folder.
-    public func setFolderPaused(id: String, _ paused: Bool) throws(IndexError) {
+    package func setFolderPaused(id: String, _ paused: Bool) throws(IndexError) {
         try updateFolder(id: id, operation: "set folder paused", sql: "UPDATE folders SET paused = ? WHERE folder_id = ?",
                          [SQLValue(paused), .text(id)])
     }
 
     /// Records why a folder stopped syncing (with the time), or clears it with nil.
-    public func setFolderError(id: String, _ error: String?) throws(IndexError) {
+    package func setFolderError(id: String, _ error: String?) throws(IndexError) {
         let now: Int64? = error == nil ? nil : clock()
         try updateFolder(id: id, operation: "set folder error",
                          sql: "UPDATE folders SET error = ?, error_at = ? WHERE folder_id = ?",
@@ -83,7 +83,7 @@ extension NodeIndex {
 
     /// Records which directory the folder's root is (device and inode, both at once), or
     /// forgets it with nil. Stored as bit patterns: any 64-bit value round-trips.
-    public func setFolderRoot(id: String, device: UInt64?, inode: UInt64?) throws(IndexError) {
+    package func setFolderRoot(id: String, device: UInt64?, inode: UInt64?) throws(IndexError) {
         let both = device != nil && inode != nil
         try updateFolder(id: id, operation: "set folder root",
                          sql: "UPDATE folders SET root_device = ?, root_inode = ? WHERE folder_id = ?",
@@ -95,7 +95,7 @@ extension NodeIndex {
     /// version 4's BLAKE3 (SHA-256, recorded before migration 0005, or BLAKE2b-256, before
     /// 0004): their records must be hashed again before the folder starts. Empty once every
     /// folder is done.
-    public func foldersWithOldContentHashes() throws(IndexError) -> [String] {
+    package func foldersWithOldContentHashes() throws(IndexError) -> [String] {
         try read { db in
             try db.query("SELECT folder_id FROM folders WHERE content_function <> 'blake3' ORDER BY folder_id").map { try $0.string("folder_id") }
         }
@@ -103,13 +103,13 @@ extension NodeIndex {
 
     /// Records that the folder's records were hashed again: each live file now carries
     /// BLAKE3 hashes, or stale ones its next scan replaces (see `foldersWithOldContentHashes`).
-    public func markContentHashesCurrent(folderID: String) throws(IndexError) {
+    package func markContentHashesCurrent(folderID: String) throws(IndexError) {
         try updateFolder(id: folderID, operation: "mark content hashes current",
                          sql: "UPDATE folders SET content_function = 'blake3' WHERE folder_id = ?", [.text(folderID)])
     }
 
     /// Highest local sequence ever assigned in the folder (what index updates count up to).
-    public func maxSequence(folderID: String) throws(IndexError) -> Int64 {
+    package func maxSequence(folderID: String) throws(IndexError) -> Int64 {
         let path = self.path
         return try read { db in
             guard let row = try db.query("SELECT max_sequence FROM folders WHERE folder_id = ?", [.text(folderID)]).first else {
@@ -122,7 +122,7 @@ extension NodeIndex {
     // MARK: Folder peers
 
     /// Shares a folder with a known peer. Idempotent: an existing share keeps its sequences.
-    public func addFolderPeer(folderID: String, deviceID: String) throws(IndexError) {
+    package func addFolderPeer(folderID: String, deviceID: String) throws(IndexError) {
         try write { db in
             try db.execute("INSERT INTO folder_peers (folder_id, device_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
                            [.text(folderID), .text(deviceID)])
@@ -132,7 +132,7 @@ extension NodeIndex {
     /// Shares a folder with several known peers and, for an accepted offer
     /// (`removingOffers`), forgets the offers of its ID, in one transaction (all or nothing).
     /// Idempotent as `addFolderPeer`.
-    public func addFolderPeers(folderID: String, deviceIDs: [String], removingOffers: Bool = false) throws(IndexError) {
+    package func addFolderPeers(folderID: String, deviceIDs: [String], removingOffers: Bool = false) throws(IndexError) {
         try write { db in try Self.insertFolderPeers(db, folderID: folderID, deviceIDs, removingOffers: removingOffers) }
     }
 
@@ -146,7 +146,7 @@ extension NodeIndex {
 
     /// Stops sharing a folder with a peer; what it told us goes too. Returns whether it was shared.
     @discardableResult
-    public func removeFolderPeer(folderID: String, deviceID: String) throws(IndexError) -> Bool {
+    package func removeFolderPeer(folderID: String, deviceID: String) throws(IndexError) -> Bool {
         try write { db in
             try db.execute("DELETE FROM folder_peers WHERE folder_id = ? AND device_id = ?", [.text(folderID), .text(deviceID)])
             return db.changes > 0
@@ -154,7 +154,7 @@ extension NodeIndex {
     }
 
     /// The peers of a folder, by device ID.
-    public func folderPeers(folderID: String) throws(IndexError) -> [FolderPeerRecord] {
+    package func folderPeers(folderID: String) throws(IndexError) -> [FolderPeerRecord] {
         try read { db in
             try db.query("SELECT \(Self.folderPeerColumns) FROM folder_peers WHERE folder_id = ? ORDER BY device_id",
                          [.text(folderID)]).map(Self.folderPeerRecord)
@@ -162,7 +162,7 @@ extension NodeIndex {
     }
 
     /// One folder share, or nil when the folder is not shared with the device.
-    public func folderPeer(folderID: String, deviceID: String) throws(IndexError) -> FolderPeerRecord? {
+    package func folderPeer(folderID: String, deviceID: String) throws(IndexError) -> FolderPeerRecord? {
         try read { db in
             try db.query("SELECT \(Self.folderPeerColumns) FROM folder_peers WHERE folder_id = ? AND device_id = ?",
                          [.text(folderID), .text(deviceID)]).first.map(Self.folderPeerRecord)
@@ -170,7 +170,7 @@ extension NodeIndex {
     }
 
     /// IDs of the folders shared with a device, sorted: the only folders it may learn about.
-    public func folderIDs(sharedWith deviceID: String) throws(IndexError) -> [String] {
+    package func folderIDs(sharedWith deviceID: String) throws(IndexError) -> [String] {
         try read { db in
             try db.query("SELECT folder_id FROM folder_peers WHERE device_id = ? ORDER BY folder_id", [.text(deviceID)])
                 .map { try $0.string("folder_id") }
@@ -178,7 +178,7 @@ extension NodeIndex {
     }
 
     /// Records the highest of our sequences the peer acknowledged.
-    public func setAckedSequence(folderID: String, deviceID: String, _ sequence: Int64) throws(IndexError) {
+    package func setAckedSequence(folderID: String, deviceID: String, _ sequence: Int64) throws(IndexError) {
         try updateFolderPeer(folderID: folderID, deviceID: deviceID, operation: "set acked sequence",
                              sql: "UPDATE folder_peers SET acked_sequence = ? WHERE folder_id = ? AND device_id = ?",
                              [.integer(sequence), .text(folderID), .text(deviceID)])
@@ -186,7 +186,7 @@ extension NodeIndex {
 
     /// Records the highest of the peer's sequences we received. Prefer passing
     /// `receivedSequence` to `upsertRemoteFiles`, which does it in the same transaction.
-    public func setReceivedSequence(folderID: String, deviceID: String, _ sequence: Int64) throws(IndexError) {
+    package func setReceivedSequence(folderID: String, deviceID: String, _ sequence: Int64) throws(IndexError) {
         try updateFolderPeer(folderID: folderID, deviceID: deviceID, operation: "set received sequence",
                              sql: "UPDATE folder_peers SET received_sequence = ? WHERE folder_id = ? AND device_id = ?",
                              [.integer(sequence), .text(folderID), .text(deviceID)])
@@ -197,7 +197,7 @@ extension NodeIndex {
     /// forgets its remote files and starts again from sequence 0, in one transaction.
     /// Returns whether it reset.
     @discardableResult
-    public func noteRemoteIndexID(folderID: String, deviceID: String, indexID: Int64) throws(IndexError) -> Bool {
+    package func noteRemoteIndexID(folderID: String, deviceID: String, indexID: Int64) throws(IndexError) -> Bool {
         let path = self.path
         return try write { db in
             guard let row = try db.query("SELECT remote_index_id FROM folder_peers WHERE folder_id = ? AND device_id = ?",
@@ -216,7 +216,7 @@ extension NodeIndex {
     // MARK: Folder offers
 
     /// Records (or refreshes: label and time) a folder offer from a known peer.
-    public func recordFolderOffer(folderID: String, deviceID: String, label: String) throws(IndexError) {
+    package func recordFolderOffer(folderID: String, deviceID: String, label: String) throws(IndexError) {
         let now = clock()
         try write { db in
             try db.execute(
@@ -229,7 +229,7 @@ extension NodeIndex {
     }
 
     /// Pending offers, all or of one folder ID, oldest first.
-    public func folderOffers(folderID: String? = nil) throws(IndexError) -> [FolderOffer] {
+    package func folderOffers(folderID: String? = nil) throws(IndexError) -> [FolderOffer] {
         try read { db in
             let sql = "SELECT folder_id, device_id, label, offered_at FROM folder_offers"
             let rows = if let folderID {
@@ -245,7 +245,7 @@ extension NodeIndex {
     }
 
     /// How many offers from `deviceID` wait for an answer (its bound: `FolderService.maxShareOffers`).
-    public func folderOfferCount(deviceID: String) throws(IndexError) -> Int {
+    package func folderOfferCount(deviceID: String) throws(IndexError) -> Int {
         try read { db in
             try db.query("SELECT count(*) AS n FROM folder_offers WHERE device_id = ?", [.text(deviceID)]).first?.int("n") ?? 0
         }
@@ -253,7 +253,7 @@ extension NodeIndex {
 
     /// Forgets the offers of a folder ID (accepted or declined), from one device or all. Returns how many.
     @discardableResult
-    public func removeFolderOffers(folderID: String, deviceID: String? = nil) throws(IndexError) -> Int {
+    package func removeFolderOffers(folderID: String, deviceID: String? = nil) throws(IndexError) -> Int {
         try write { db in
             if let deviceID {
                 try db.execute("DELETE FROM folder_offers WHERE folder_id = ? AND device_id = ?", [.text(folderID), .text(deviceID)])

@@ -3,7 +3,7 @@ internal import Foundation
 /// Peers: the pinned keys and what we know about each device.
 extension NodeIndex {
     /// How many addresses a peer keeps; the oldest fall off the end.
-    public static let maxRememberedAddresses = 8
+    package static let maxRememberedAddresses = 8
 
     private static let peerColumns =
         "device_id, name, public_key, trust, auto_accept, first_seen, last_seen, paired_at, addresses, auto_accept_folders"
@@ -11,7 +11,7 @@ extension NodeIndex {
     /// Inserts `peer`, or replaces the stored record with the same device ID
     /// (keeping the stored `firstSeen`). CHECK constraints reject a key that is not
     /// 32 bytes, a malformed device ID and a name over 63 bytes.
-    public func upsertPeer(_ peer: PeerRecord) throws(IndexError) {
+    package func upsertPeer(_ peer: PeerRecord) throws(IndexError) {
         let addresses = try Self.encodeAddresses(peer.addresses, path: path)
         try write { db in
             try db.execute(
@@ -29,7 +29,7 @@ extension NodeIndex {
     }
 
     /// The peer with `deviceID`, or nil.
-    public func peer(deviceID: String) throws(IndexError) -> PeerRecord? {
+    package func peer(deviceID: String) throws(IndexError) -> PeerRecord? {
         try read { db in
             try db.query("SELECT \(Self.peerColumns) FROM peers WHERE device_id = ?", [.text(deviceID)])
                 .first.map(Self.peerRecord)
@@ -37,14 +37,14 @@ extension NodeIndex {
     }
 
     /// All peers, by name then device ID.
-    public func peers() throws(IndexError) -> [PeerRecord] {
+    package func peers() throws(IndexError) -> [PeerRecord] {
         try read { db in
             try db.query("SELECT \(Self.peerColumns) FROM peers ORDER BY name, device_id").map(Self.peerRecord)
         }
     }
 
     /// Peers whose display name is exactly `name` (names are not unique), by device ID.
-    public func peers(named name: String) throws(IndexError) -> [PeerRecord] {
+    package func peers(named name: String) throws(IndexError) -> [PeerRecord] {
         try read { db in
             try db.query("SELECT \(Self.peerColumns) FROM peers WHERE name = ? ORDER BY device_id", [.text(name)])
                 .map(Self.peerRecord)
@@ -53,7 +53,7 @@ extension NodeIndex {
 
     /// Forgets a peer, its folder memberships and its transfers. Returns whether it existed.
     @discardableResult
-    public func deletePeer(deviceID: String) throws(IndexError) -> Bool {
+    package func deletePeer(deviceID: String) throws(IndexError) -> Bool {
         try write { db in
             try db.execute("DELETE FROM peers WHERE device_id = ?", [.text(deviceID)])
             return db.changes > 0
@@ -62,7 +62,7 @@ extension NodeIndex {
 
     /// Records an authenticated contact: `last_seen` becomes `time` (default now) and
     /// `address`, if given, moves to the front of the known addresses.
-    public func updateLastSeen(deviceID: String, at time: Int64? = nil, address: String? = nil) throws(IndexError) {
+    package func updateLastSeen(deviceID: String, at time: Int64? = nil, address: String? = nil) throws(IndexError) {
         let time = time ?? clock()
         let path = self.path
         try write { db in

@@ -2,7 +2,7 @@
 extension NodeIndex {
     /// How many rows (tombstones included) the peer's index of the folder holds, and how
     /// many of `paths` are among them: a batch adds `paths.count - existing` new rows.
-    public func remoteFileCounts(folderID: String, deviceID: String,
+    package func remoteFileCounts(folderID: String, deviceID: String,
                                  paths: [String]) throws(IndexError) -> (stored: Int, existing: Int) {
         let list = "[" + paths.map(Self.jsonString).joined(separator: ",") + "]"
         return try read { db in
@@ -19,7 +19,7 @@ extension NodeIndex {
 
     /// How many rows the peer's index of the folder holds, counted up to `limit` at most (a
     /// count that stops early: far below its quota, a peer's page needs no exact count).
-    public func remoteFileCount(folderID: String, deviceID: String, upTo limit: Int) throws(IndexError) -> Int {
+    package func remoteFileCount(folderID: String, deviceID: String, upTo limit: Int) throws(IndexError) -> Int {
         try read { db in
             try db.query("SELECT count(*) AS n FROM (SELECT 1 FROM remote_files WHERE folder_id = ? AND device_id = ? LIMIT ?)",
                          [.text(folderID), .text(deviceID), .integer(Int64(max(0, limit)))]).first?.int("n") ?? 0
@@ -30,7 +30,7 @@ extension NodeIndex {
     /// tombstones of deletions made here (`modifiedBy` is us). Tombstones we recorded while
     /// applying a peer's deletions are left out, so a member's flood of deletions for paths
     /// that never existed cannot raise its own quota.
-    public func ownEntryCount(folderID: String, localDevice: String) throws(IndexError) -> Int {
+    package func ownEntryCount(folderID: String, localDevice: String) throws(IndexError) -> Int {
         try read { db in
             try db.query("SELECT count(*) AS n FROM files WHERE folder_id = ? AND (deleted = 0 OR modified_by = ?)",
                          [.text(folderID), .text(localDevice)]).first?.int("n") ?? 0

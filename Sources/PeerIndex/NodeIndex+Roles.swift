@@ -1,24 +1,24 @@
 /// Our role towards one peer in one folder, as stored (`folder_peers.role`, `no_deletes`).
-public struct FolderPeerRole: Sendable, Equatable {
+package struct FolderPeerRole: Sendable, Equatable {
     /// 'both', 'send-only' or 'receive-only' (the CHECK of 0010 admits nothing else).
-    public var role: String
+    package var role: String
     /// The peer's deletions are not applied here.
-    public var noDeletes: Bool
+    package var noDeletes: Bool
 
-    public init(role: String = "both", noDeletes: Bool = false) {
+    package init(role: String = "both", noDeletes: Bool = false) {
         self.role = role
         self.noDeletes = noDeletes
     }
 }
 
 /// When a pull of a peer's changes waits for the user (`folders.guard_percent`, `guard_files`).
-public struct FolderGuardLimits: Sendable, Equatable {
+package struct FolderGuardLimits: Sendable, Equatable {
     /// Share of the folder's live files (%) a pull may delete or replace; 0: no such limit.
-    public var percent: Int
+    package var percent: Int
     /// Files a pull may delete or replace; 0: no such limit.
-    public var files: Int
+    package var files: Int
 
-    public init(percent: Int = 50, files: Int = 1000) {
+    package init(percent: Int = 50, files: Int = 1000) {
         self.percent = percent
         self.files = files
     }
@@ -26,7 +26,7 @@ public struct FolderGuardLimits: Sendable, Equatable {
 
 extension NodeIndex {
     /// Every member's role in a folder, by device ID.
-    public func folderPeerRoles(folderID: String) throws(IndexError) -> [String: FolderPeerRole] {
+    package func folderPeerRoles(folderID: String) throws(IndexError) -> [String: FolderPeerRole] {
         try read { db in
             var roles: [String: FolderPeerRole] = [:]
             for row in try db.query("SELECT device_id, role, no_deletes FROM folder_peers WHERE folder_id = ?", [.text(folderID)]) {
@@ -38,7 +38,7 @@ extension NodeIndex {
     }
 
     /// Sets our role towards a member of a folder (the member must exist).
-    public func setFolderPeerRole(folderID: String, deviceID: String, _ role: FolderPeerRole) throws(IndexError) {
+    package func setFolderPeerRole(folderID: String, deviceID: String, _ role: FolderPeerRole) throws(IndexError) {
         let path = self.path
         try write { db in
             try db.execute("UPDATE folder_peers SET role = ?, no_deletes = ? WHERE folder_id = ? AND device_id = ?",
@@ -48,7 +48,7 @@ extension NodeIndex {
     }
 
     /// The folder's mass-change guard limits.
-    public func folderGuardLimits(folderID: String) throws(IndexError) -> FolderGuardLimits {
+    package func folderGuardLimits(folderID: String) throws(IndexError) -> FolderGuardLimits {
         let path = self.path
         return try read { db in
             guard let row = try db.query("SELECT guard_percent, guard_files FROM folders WHERE folder_id = ?", [.text(folderID)]).first else {
@@ -59,7 +59,7 @@ extension NodeIndex {
     }
 
     /// Sets the folder's mass-change guard limits (percent 0…100, files ≥ 0; 0 turns a limit off).
-    public func setFolderGuardLimits(folderID: String, _ limits: FolderGuardLimits) throws(IndexError) {
+    package func setFolderGuardLimits(folderID: String, _ limits: FolderGuardLimits) throws(IndexError) {
         let path = self.path
         try write { db in
             try db.execute("UPDATE folders SET guard_percent = ?, guard_files = ? WHERE folder_id = ?",

@@ -2,7 +2,7 @@
 /// and the cluster's tree as the peers' indexes we hold describe it, one level at a time.
 extension NodeIndex {
     /// The selected subtrees of a folder, in byte order; empty: the whole folder.
-    public func selection(folderID: String) throws(IndexError) -> [String] {
+    package func selection(folderID: String) throws(IndexError) -> [String] {
         try read { db in
             try db.query("SELECT path FROM folder_selection WHERE folder_id = ? ORDER BY path", [.text(folderID)])
                 .map { try $0.string("path") }
@@ -11,7 +11,7 @@ extension NodeIndex {
 
     /// Replaces the selection of a folder (empty: the whole folder), in one transaction.
     /// The caller validates the paths (`FolderSelection`). An unknown folder fails.
-    public func setSelection(folderID: String, paths: [String]) throws(IndexError) {
+    package func setSelection(folderID: String, paths: [String]) throws(IndexError) {
         let path = self.path
         try write { db in
             guard try !db.query("SELECT 1 FROM folders WHERE folder_id = ?", [.text(folderID)]).isEmpty else {
@@ -27,22 +27,22 @@ extension NodeIndex {
     }
 
     /// One name directly below a directory of the cluster's tree, with what lies below it.
-    public struct TreeEntry: Sendable, Equatable {
-        public var name: String
-        public var isDirectory: Bool
+    package struct TreeEntry: Sendable, Equatable {
+        package var name: String
+        package var isDirectory: Bool
         /// Live files at or below it that some peer holds, and their bytes (a path counts once,
         /// at the largest size a peer reports).
-        public var files: Int64
-        public var bytes: Int64
+        package var files: Int64
+        package var bytes: Int64
         /// Live files at or below it recorded here, and their bytes.
-        public var localFiles: Int64 = 0
-        public var localBytes: Int64 = 0
+        package var localFiles: Int64 = 0
+        package var localBytes: Int64 = 0
     }
 
     /// The names directly below `directory` ("" for the root) that some peer holds live,
     /// in byte order after `afterName`, at most `limit`, with their sizes in the cluster
     /// and here. Reads the subtree's rows of the peers' indexes (the index by path).
-    public func clusterTree(folderID: String, directory: String, afterName: String?, limit: Int) throws(IndexError) -> [TreeEntry] {
+    package func clusterTree(folderID: String, directory: String, afterName: String?, limit: Int) throws(IndexError) -> [TreeEntry] {
         let (bounds, arguments, offset) = Self.subtreeBounds(folderID: folderID, directory: directory)
         let remote = """
             WITH cluster AS (

@@ -10,13 +10,13 @@ extension NodeIndex {
 
     /// What the index recorded of a file when it hashed it: a file on disk with the same
     /// size, mtime and inode is taken to hold the content the index verified.
-    public struct FileStamp: Sendable, Equatable {
-        public var size: Int64
-        public var mtimeNs: Int64
+    package struct FileStamp: Sendable, Equatable {
+        package var size: Int64
+        package var mtimeNs: Int64
         /// Nil when the record has none (then no file on disk matches the stamp).
-        public var inode: UInt64?
+        package var inode: UInt64?
 
-        public init(size: Int64, mtimeNs: Int64, inode: UInt64?) {
+        package init(size: Int64, mtimeNs: Int64, inode: UInt64?) {
             self.size = size
             self.mtimeNs = mtimeNs
             self.inode = inode
@@ -26,13 +26,13 @@ extension NodeIndex {
     /// Whether `path` is a live file in the folder's local index with a chunk of exactly
     /// this offset, size and hash: the only block a member may be sent. One indexed lookup
     /// (the file by folder and path, then its chunk by hash), however large the file.
-    public func hasLiveChunk(folderID: String, path filePath: String, offset: Int64, size: Int64,
+    package func hasLiveChunk(folderID: String, path filePath: String, offset: Int64, size: Int64,
                              hash: [UInt8]) throws(IndexError) -> Bool {
         try liveChunkStamp(folderID: folderID, path: filePath, offset: offset, size: size, hash: hash) != nil
     }
 
     /// `hasLiveChunk`, returning the file's stamp as indexed (nil: not a chunk we share).
-    public func liveChunkStamp(folderID: String, path filePath: String, offset: Int64, size: Int64,
+    package func liveChunkStamp(folderID: String, path filePath: String, offset: Int64, size: Int64,
                                hash: [UInt8]) throws(IndexError) -> FileStamp? {
         try read { db in
             let statement = try db.cachedStatement(Self.liveChunkQuery)

@@ -7,7 +7,7 @@ extension NodeIndex {
 
     /// Records a new transfer and its manifest in one transaction.
     /// `chunks` must hold exactly `transfer.chunkCount` chunks, indexed 0 ..< chunkCount.
-    public func insertTransfer(_ transfer: TransferRecord, chunks: [TransferChunk]) throws(IndexError) {
+    package func insertTransfer(_ transfer: TransferRecord, chunks: [TransferChunk]) throws(IndexError) {
         let path = self.path
         guard chunks.count == transfer.chunkCount,
               chunks.enumerated().allSatisfy({ $0.offset == $0.element.index })
@@ -37,7 +37,7 @@ extension NodeIndex {
     /// sets its chunk count (and root hash, once every chunk is known). A row the transfer
     /// has already is replaced, and keeps its verified mark only if it names the same chunk
     /// (offset, size, hash): a resumed offer that differs is never trusted for old rows.
-    public func addTransferChunks(transferID: String, chunks: [TransferChunk], chunkCount: Int,
+    package func addTransferChunks(transferID: String, chunks: [TransferChunk], chunkCount: Int,
                                   rootHash: [UInt8]?) throws(IndexError) {
         let path = self.path
         try write { db in
@@ -65,7 +65,7 @@ extension NodeIndex {
     }
 
     /// The transfer with `id`, or nil.
-    public func transfer(id: String) throws(IndexError) -> TransferRecord? {
+    package func transfer(id: String) throws(IndexError) -> TransferRecord? {
         try read { db in
             try db.query("SELECT \(Self.transferColumns) FROM transfers WHERE transfer_id = ?", [.text(id)])
                 .first.map(Self.transferRecord)
@@ -73,7 +73,7 @@ extension NodeIndex {
     }
 
     /// All transfers, or those with one peer, oldest first.
-    public func transfers(deviceID: String? = nil) throws(IndexError) -> [TransferRecord] {
+    package func transfers(deviceID: String? = nil) throws(IndexError) -> [TransferRecord] {
         try read { db in
             let rows = if let deviceID {
                 try db.query("SELECT \(Self.transferColumns) FROM transfers WHERE device_id = ? ORDER BY created_at, transfer_id",
@@ -87,7 +87,7 @@ extension NodeIndex {
 
     /// The newest unfinished transfer of the same content with the same peer in the same
     /// direction, if any: sending a file again continues it instead of starting over.
-    public func resumableTransfer(deviceID: String, rootHash: [UInt8], direction: TransferRecord.Direction) throws(IndexError) -> TransferRecord? {
+    package func resumableTransfer(deviceID: String, rootHash: [UInt8], direction: TransferRecord.Direction) throws(IndexError) -> TransferRecord? {
         try read { db in
             try db.query(
                 """
@@ -101,7 +101,7 @@ extension NodeIndex {
     }
 
     /// Moves a transfer to `state`, recording `error` (nil clears it) and the time.
-    public func updateTransferState(id: String, to state: TransferRecord.State, error: String? = nil) throws(IndexError) {
+    package func updateTransferState(id: String, to state: TransferRecord.State, error: String? = nil) throws(IndexError) {
         let path = self.path
         let now = clock()
         try write { db in
@@ -112,7 +112,7 @@ extension NodeIndex {
     }
 
     /// Records where a received transfer was put (its final file or folder).
-    public func setTransferFinalPath(id: String, path finalPath: String) throws(IndexError) {
+    package func setTransferFinalPath(id: String, path finalPath: String) throws(IndexError) {
         let path = self.path
         let now = clock()
         try write { db in
@@ -124,7 +124,7 @@ extension NodeIndex {
 
     /// Deletes a transfer; its chunks go with it (ON DELETE CASCADE). Returns whether it existed.
     @discardableResult
-    public func deleteTransfer(id: String) throws(IndexError) -> Bool {
+    package func deleteTransfer(id: String) throws(IndexError) -> Bool {
         try write { db in
             try db.execute("DELETE FROM transfers WHERE transfer_id = ?", [.text(id)])
             return db.changes > 0
@@ -136,7 +136,7 @@ extension NodeIndex {
     /// Unfinished transfers (offered, active, paused: resumable) are never deleted. Returns
     /// how many went.
     @discardableResult
-    public func pruneFinishedTransfers(changedBefore cutoff: Int64, keepingNewest keep: Int) throws(IndexError) -> Int {
+    package func pruneFinishedTransfers(changedBefore cutoff: Int64, keepingNewest keep: Int) throws(IndexError) -> Int {
         try write { db in
             try db.execute(
                 """
@@ -150,7 +150,7 @@ extension NodeIndex {
     }
 
     /// The manifest of a transfer, in chunk order.
-    public func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] {
+    package func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] {
         try read { db in
             try db.query(
                 "SELECT chunk_index, offset, size, hash, verified FROM transfer_chunks WHERE transfer_id = ? ORDER BY chunk_index",
@@ -165,7 +165,7 @@ extension NodeIndex {
     /// Marks chunks verified, all in one transaction (call it per batch of received
     /// chunks, not per chunk), and updates `bytesDone` and `updatedAt`. An index the
     /// manifest does not have fails the whole batch with `.notFound`.
-    public func markChunksVerified(transferID: String, indices: some Sequence<Int>) throws(IndexError) {
+    package func markChunksVerified(transferID: String, indices: some Sequence<Int>) throws(IndexError) {
         let path = self.path
         let now = clock()
         let indices = Array(indices)
@@ -193,7 +193,7 @@ extension NodeIndex {
     }
 
     /// Indices of the chunks verified so far (what a receiver reports when it accepts a resumed offer).
-    public func verifiedChunks(transferID: String) throws(IndexError) -> Set<Int> {
+    package func verifiedChunks(transferID: String) throws(IndexError) -> Set<Int> {
         try read { db in
             Set(try db.query("SELECT chunk_index FROM transfer_chunks WHERE transfer_id = ? AND verified = 1",
                              [.text(transferID)]).map { try $0.int("chunk_index") })

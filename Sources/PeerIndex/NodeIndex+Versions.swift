@@ -1,27 +1,27 @@
 /// One kept version of a file (a row of `versions` with its `version_chunks`).
-public struct VersionRecord: Sendable, Equatable {
+package struct VersionRecord: Sendable, Equatable {
     /// Row ID (0 before it is stored).
-    public var id: Int64
-    public var folderID: String
+    package var id: Int64
+    package var folderID: String
     /// Path relative to the folder root, '/'-separated.
-    public var path: String
-    public var version: [String: UInt64]
-    public var size: Int64
-    public var mtimeNs: Int64
-    public var mode: UInt32
+    package var path: String
+    package var version: [String: UInt64]
+    package var size: Int64
+    package var mtimeNs: Int64
+    package var mode: UInt32
     /// Device ID that wrote this content.
-    public var modifiedBy: String
+    package var modifiedBy: String
     /// When it was replaced and kept (unix ms).
-    public var keptAt: Int64
+    package var keptAt: Int64
     /// What replaced it: `peer-edit`, `peer-delete`, `local-edit`, `local-delete`, `conflict`, `verify`, `restore`.
-    public var reason: String
-    public var rootHash: [UInt8]
+    package var reason: String
+    package var rootHash: [UInt8]
     /// Every chunk is in the store (false: known here, held elsewhere maybe).
-    public var held: Bool
+    package var held: Bool
     /// The chunk list (empty when not loaded).
-    public var chunks: [FileChunkRecord]
+    package var chunks: [FileChunkRecord]
 
-    public init(id: Int64 = 0, folderID: String, path: String, version: [String: UInt64], size: Int64, mtimeNs: Int64,
+    package init(id: Int64 = 0, folderID: String, path: String, version: [String: UInt64], size: Int64, mtimeNs: Int64,
                 mode: UInt32, modifiedBy: String, keptAt: Int64, reason: String, rootHash: [UInt8], held: Bool,
                 chunks: [FileChunkRecord]) {
         (self.id, self.folderID, self.path, self.version, self.size, self.mtimeNs) = (id, folderID, path, version, size, mtimeNs)
@@ -35,14 +35,14 @@ extension NodeIndex {
     /// Stores a version with its chunks; its row ID. The same content of the same path kept
     /// again (same root hash and version vector) is not stored twice: the existing row's ID.
     @discardableResult
-    public func addVersion(_ record: VersionRecord) throws(IndexError) -> Int64 {
+    package func addVersion(_ record: VersionRecord) throws(IndexError) -> Int64 {
         try addVersions([record])[0]
     }
 
     /// `addVersion` for many, in one transaction (a scan that finds 100,000 files deleted
     /// records their versions in one write, not 100,000).
     @discardableResult
-    public func addVersions(_ records: [VersionRecord]) throws(IndexError) -> [Int64] {
+    package func addVersions(_ records: [VersionRecord]) throws(IndexError) -> [Int64] {
         guard !records.isEmpty else { return [] }
         let vectors = records.map { VersionJSON.encode($0.version) }
         return try write { db in
@@ -88,7 +88,7 @@ extension NodeIndex {
     /// Versions of the folder at `path` or, with `underPrefix`, at any path under it
     /// (`path/…`), newest first, at most `limit`, starting after the version `before` (an
     /// ID from the previous page; nil: from the newest). Chunks are not loaded.
-    public func versions(folderID: String, path: String, underPrefix: Bool = false, before: Int64? = nil,
+    package func versions(folderID: String, path: String, underPrefix: Bool = false, before: Int64? = nil,
                          limit: Int) throws(IndexError) -> [VersionRecord] {
         // Under a prefix: "p/…" sorts from "p/" to before "p0" ('0' follows '/'), a range of
         // the (folder_id, path) index; "" is the whole folder.
@@ -105,7 +105,7 @@ extension NodeIndex {
     }
 
     /// One version with its chunks; nil when there is none with that ID in the folder.
-    public func version(folderID: String, id: Int64) throws(IndexError) -> VersionRecord? {
+    package func version(folderID: String, id: Int64) throws(IndexError) -> VersionRecord? {
         try read { db in
             guard let row = try db.query("SELECT * FROM versions WHERE version_id = ? AND folder_id = ?",
                                          [.integer(id), .text(folderID)]).first else { return nil }
@@ -119,7 +119,7 @@ extension NodeIndex {
     }
 
     /// Every version of the folder as expiry needs it (ID, path, kept at, size), oldest first.
-    public func versionAges(folderID: String) throws(IndexError) -> [(id: Int64, path: String, keptAt: Int64, size: Int64)] {
+    package func versionAges(folderID: String) throws(IndexError) -> [(id: Int64, path: String, keptAt: Int64, size: Int64)] {
         try read { db in
             try db.query("SELECT version_id, path, kept_at, size FROM versions WHERE folder_id = ? ORDER BY kept_at, version_id",
                          [.text(folderID)]).map { row throws(IndexError) in
@@ -130,7 +130,7 @@ extension NodeIndex {
 
     /// Removes versions; returns the chunk hashes they held that no version uses any more
     /// (the store's files to delete).
-    public func removeVersions(_ ids: [Int64]) throws(IndexError) -> [[UInt8]] {
+    package func removeVersions(_ ids: [Int64]) throws(IndexError) -> [[UInt8]] {
         guard !ids.isEmpty else { return [] }
         return try write { db in
             var freed: Set<[UInt8]> = []
@@ -157,7 +157,7 @@ extension NodeIndex {
 
     /// Whether a version of `path` in the folder has a chunk of exactly this offset, size and
     /// hash and is held here: the only version block a member may be sent.
-    public func hasVersionChunk(folderID: String, path filePath: String, offset: Int64, size: Int64,
+    package func hasVersionChunk(folderID: String, path filePath: String, offset: Int64, size: Int64,
                                 hash: [UInt8]) throws(IndexError) -> Bool {
         try read { db in
             try !db.query(
@@ -169,7 +169,7 @@ extension NodeIndex {
     }
 
     /// Marks versions not held (their chunks were found missing or damaged in the store).
-    public func setVersionsNotHeld(holding hash: [UInt8]) throws(IndexError) {
+    package func setVersionsNotHeld(holding hash: [UInt8]) throws(IndexError) {
         try write { db in
             try db.execute(
                 "UPDATE versions SET held = 0 WHERE version_id IN (SELECT version_id FROM version_chunks WHERE hash = ?)",

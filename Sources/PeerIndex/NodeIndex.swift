@@ -9,9 +9,9 @@ internal import Synchronization
 /// if another process holds the write lock); they are short, so no actor hop is needed.
 ///
 /// Every method throws `IndexError`.
-public final class NodeIndex: Sendable {
+package final class NodeIndex: Sendable {
     /// Database file path ("" in memory).
-    public let path: String
+    package let path: String
     /// Current time in unix milliseconds; injectable so tests never depend on the wall clock.
     let clock: @Sendable () -> Int64
     private let database: Mutex<Database>
@@ -23,7 +23,7 @@ public final class NodeIndex: Sendable {
     }
 
     /// The system clock in unix milliseconds.
-    public static let systemClock: @Sendable () -> Int64 = {
+    package static let systemClock: @Sendable () -> Int64 = {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
@@ -37,7 +37,7 @@ public final class NodeIndex: Sendable {
     /// (`.newerSchema`). Then switches to WAL with `synchronous=FULL`, turns on foreign
     /// keys, and applies the migrations this database has not recorded yet. A new file is
     /// created with mode 0600, complete (see `createNew`).
-    public static func open(at path: String, clock: @escaping @Sendable () -> Int64 = systemClock) throws(IndexError) -> NodeIndex {
+    package static func open(at path: String, clock: @escaping @Sendable () -> Int64 = systemClock) throws(IndexError) -> NodeIndex {
         if try IndexFile.inspect(path: path) == .missing {
             try createNew(at: path, clock: clock)
         }
@@ -49,26 +49,26 @@ public final class NodeIndex: Sendable {
     }
 
     /// A private in-memory index with the full schema, for tests of code that uses one.
-    public static func inMemory(clock: @escaping @Sendable () -> Int64 = systemClock) throws(IndexError) -> NodeIndex {
+    package static func inMemory(clock: @escaping @Sendable () -> Int64 = systemClock) throws(IndexError) -> NodeIndex {
         let db = try Database.inMemory()
         try migrate(db, clock: clock)
         return NodeIndex(database: db, clock: clock)
     }
 
     /// The highest migration version recorded in this database.
-    public func schemaVersion() throws(IndexError) -> Int {
+    package func schemaVersion() throws(IndexError) -> Int {
         try read { db in try Migrator.recorded(in: db).keys.max() ?? 0 }
     }
 
     // MARK: Settings
 
     /// The value of setting `key`, or nil when it was never set.
-    public func setting(_ key: String) throws(IndexError) -> String? {
+    package func setting(_ key: String) throws(IndexError) -> String? {
         try read { db in try db.query("SELECT value FROM settings WHERE key = ?", [.text(key)]).first?.string("value") }
     }
 
     /// Sets `key` to `value`; nil removes the setting.
-    public func setSetting(_ key: String, _ value: String?) throws(IndexError) {
+    package func setSetting(_ key: String, _ value: String?) throws(IndexError) {
         try write { db in
             if let value {
                 try db.execute("INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -11,4 +11,4 @@
 /// ```
 ///
 /// Every failure is an `IndexError` whose `description` is one line for the user.
-public enum PeerIndex {}
+package enum PeerIndex {}

@@ -1,7 +1,7 @@
 /// A device this node knows, as stored in the `peers` table.
-public struct PeerRecord: Sendable, Equatable {
+package struct PeerRecord: Sendable, Equatable {
     /// How far we trust a device.
-    public enum Trust: String, Sendable, CaseIterable {
+    package enum Trust: String, Sendable, CaseIterable {
         /// Pairing accepted: its key is pinned and it reconnects without prompts.
         case paired
         /// An invitation is open and not answered yet.
@@ -13,27 +13,27 @@ public struct PeerRecord: Sendable, Equatable {
     }
 
     /// Canonical device ID (56 characters, A–Z and 2–7, no dashes).
-    public var deviceID: String
+    package var deviceID: String
     /// Display name last seen (at most 63 bytes of UTF-8); not an identity.
-    public var name: String
+    package var name: String
     /// Pinned X25519 static public key, 32 bytes.
-    public var publicKey: [UInt8]
-    public var trust: Trust
+    package var publicKey: [UInt8]
+    package var trust: Trust
     /// Accept this peer's files (transfers, streams) without asking.
-    public var autoAccept: Bool
+    package var autoAccept: Bool
     /// Accept this peer's share offers (join its new folders) without asking: a switch of
     /// its own, off unless turned on (schema 0007).
-    public var autoAcceptFolders: Bool
+    package var autoAcceptFolders: Bool
     /// When we first heard of the device (unix ms). Kept by `upsertPeer` for an existing peer.
-    public var firstSeen: Int64
+    package var firstSeen: Int64
     /// Last authenticated contact (unix ms); nil if never connected.
-    public var lastSeen: Int64?
+    package var lastSeen: Int64?
     /// When the pairing was accepted (unix ms); nil if never paired.
-    public var pairedAt: Int64?
+    package var pairedAt: Int64?
     /// Known "host:port" addresses, last known first.
-    public var addresses: [String]
+    package var addresses: [String]
 
-    public init(
+    package init(
         deviceID: String, name: String, publicKey: [UInt8], trust: Trust, autoAccept: Bool = false, autoAcceptFolders: Bool = false,
         firstSeen: Int64, lastSeen: Int64? = nil, pairedAt: Int64? = nil, addresses: [String] = []
     ) {

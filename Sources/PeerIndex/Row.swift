@@ -3,11 +3,11 @@
 /// Typed accessors throw an `IndexError` of kind `.unexpectedValue` naming the column
 /// when the stored value has another type, instead of silently converting as
 /// `sqlite3_column_*` would.
-public struct Row: Sendable, Equatable {
+package struct Row: Sendable, Equatable {
     /// Column names, in result order.
-    public let columns: [String]
+    package let columns: [String]
     /// Values, in result order.
-    public let values: [SQLValue]
+    package let values: [SQLValue]
     /// Database path, for error messages.
     let path: String
 
@@ -17,43 +17,43 @@ public struct Row: Sendable, Equatable {
         self.path = path
     }
 
-    public var count: Int { values.count }
+    package var count: Int { values.count }
 
     /// The value of column `index` (0-based).
-    public subscript(index: Int) -> SQLValue { values[index] }
+    package subscript(index: Int) -> SQLValue { values[index] }
 
     /// The value of the first column named `name`, or nil if there is no such column.
-    public subscript(name: String) -> SQLValue? {
+    package subscript(name: String) -> SQLValue? {
         columns.firstIndex(of: name).map { values[$0] }
     }
 
-    public func int64(_ column: String) throws(IndexError) -> Int64 {
+    package func int64(_ column: String) throws(IndexError) -> Int64 {
         try typed(column, "INTEGER") { $0.int64Value }
     }
-    public func optionalInt64(_ column: String) throws(IndexError) -> Int64? {
+    package func optionalInt64(_ column: String) throws(IndexError) -> Int64? {
         try optional(column, "INTEGER") { $0.int64Value }
     }
-    public func int(_ column: String) throws(IndexError) -> Int { Int(try int64(column)) }
-    public func bool(_ column: String) throws(IndexError) -> Bool {
+    package func int(_ column: String) throws(IndexError) -> Int { Int(try int64(column)) }
+    package func bool(_ column: String) throws(IndexError) -> Bool {
         switch try int64(column) {
         case 0: false
         case 1: true
         default: throw mismatch(column, "0 or 1")
         }
     }
-    public func double(_ column: String) throws(IndexError) -> Double {
+    package func double(_ column: String) throws(IndexError) -> Double {
         try typed(column, "REAL") { $0.doubleValue }
     }
-    public func string(_ column: String) throws(IndexError) -> String {
+    package func string(_ column: String) throws(IndexError) -> String {
         try typed(column, "TEXT") { $0.stringValue }
     }
-    public func optionalString(_ column: String) throws(IndexError) -> String? {
+    package func optionalString(_ column: String) throws(IndexError) -> String? {
         try optional(column, "TEXT") { $0.stringValue }
     }
-    public func blob(_ column: String) throws(IndexError) -> [UInt8] {
+    package func blob(_ column: String) throws(IndexError) -> [UInt8] {
         try typed(column, "BLOB") { $0.blobValue }
     }
-    public func optionalBlob(_ column: String) throws(IndexError) -> [UInt8]? {
+    package func optionalBlob(_ column: String) throws(IndexError) -> [UInt8]? {
         try optional(column, "BLOB") { $0.blobValue }
     }
 

@@ -2,7 +2,7 @@
 ///
 /// SQLite has exactly these five storage classes; STRICT tables keep each column to one.
 /// Literals work where a value is expected: `[42, "bob", 1.5, nil]`.
-public enum SQLValue: Sendable, Hashable {
+package enum SQLValue: Sendable, Hashable {
     case integer(Int64)
     case real(Double)
     case text(String)
@@ -10,30 +10,30 @@ public enum SQLValue: Sendable, Hashable {
     case null
 
     /// `.null` for nil, `.integer` otherwise.
-    public init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
+    package init(_ value: Int64?) { self = value.map { .integer($0) } ?? .null }
     /// `.null` for nil, `.integer` otherwise.
-    public init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
+    package init(_ value: Int?) { self = value.map { .integer(Int64($0)) } ?? .null }
     /// `.null` for nil, `.integer(0 or 1)` otherwise.
-    public init(_ value: Bool?) { self = value.map { .integer($0 ? 1 : 0) } ?? .null }
+    package init(_ value: Bool?) { self = value.map { .integer($0 ? 1 : 0) } ?? .null }
     /// `.null` for nil, `.real` otherwise.
-    public init(_ value: Double?) { self = value.map { .real($0) } ?? .null }
+    package init(_ value: Double?) { self = value.map { .real($0) } ?? .null }
     /// `.null` for nil, `.text` otherwise.
-    public init(_ value: String?) { self = value.map { .text($0) } ?? .null }
+    package init(_ value: String?) { self = value.map { .text($0) } ?? .null }
     /// `.null` for nil, `.blob` otherwise (an empty array stays an empty blob, not NULL).
-    public init(_ value: [UInt8]?) { self = value.map { .blob($0) } ?? .null }
+    package init(_ value: [UInt8]?) { self = value.map { .blob($0) } ?? .null }
 
-    public var isNull: Bool { self == .null }
-    public var int64Value: Int64? { if case .integer(let v) = self { v } else { nil } }
-    public var doubleValue: Double? { if case .real(let v) = self { v } else { nil } }
-    public var stringValue: String? { if case .text(let v) = self { v } else { nil } }
-    public var blobValue: [UInt8]? { if case .blob(let v) = self { v } else { nil } }
+    package var isNull: Bool { self == .null }
+    package var int64Value: Int64? { if case .integer(let v) = self { v } else { nil } }
+    package var doubleValue: Double? { if case .real(let v) = self { v } else { nil } }
+    package var stringValue: String? { if case .text(let v) = self { v } else { nil } }
+    package var blobValue: [UInt8]? { if case .blob(let v) = self { v } else { nil } }
 }
 
 extension SQLValue: ExpressibleByIntegerLiteral, ExpressibleByFloatLiteral,
     ExpressibleByStringLiteral, ExpressibleByNilLiteral
 {
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(floatLiteral value: Double) { self = .real(value) }
-    public init(stringLiteral value: String) { self = .text(value) }
-    public init(nilLiteral: ()) { self = .null }
+    package init(integerLiteral value: Int64) { self = .integer(value) }
+    package init(floatLiteral value: Double) { self = .real(value) }
+    package init(stringLiteral value: String) { self = .text(value) }
+    package init(nilLiteral: ()) { self = .null }
 }

@@ -8,9 +8,9 @@ internal import CSQLite
 ///
 /// Not `Sendable`: a statement belongs to its `Database` and is used on the same thread
 /// of control (see `Database`).
-public final class Statement {
+package final class Statement {
     /// The SQL text as prepared (one statement).
-    public let sql: String
+    package let sql: String
     let handle: OpaquePointer
     /// The connection handle, for error messages. A connection closed with
     /// `sqlite3_close_v2` stays alive until its last statement is finalized, so this
@@ -32,10 +32,10 @@ public final class Statement {
     // MARK: Binding
 
     /// Number of parameters in the SQL.
-    public var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
+    package var parameterCount: Int { Int(sqlite3_bind_parameter_count(handle)) }
 
     /// Binds `value` to parameter `index` (1-based, as in SQLite).
-    public func bind(_ value: SQLValue, at index: Int) throws(IndexError) {
+    package func bind(_ value: SQLValue, at index: Int) throws(IndexError) {
         let i = Int32(clamping: index)
         let rc: Int32
         switch value {
@@ -68,7 +68,7 @@ public final class Statement {
     }
 
     /// Binds `value` to the parameter called `name`, including its prefix (":id", "@id", "$id").
-    public func bind(_ value: SQLValue, named name: String) throws(IndexError) {
+    package func bind(_ value: SQLValue, named name: String) throws(IndexError) {
         let index = sqlite3_bind_parameter_index(handle, name)
         guard index > 0 else {
             throw error(kind: .sqlite, "bind", resultCode: SQLITE_RANGE, "no parameter named \(name) in the statement")
@@ -77,7 +77,7 @@ public final class Statement {
     }
 
     /// Binds `values` to parameters 1, 2, 3, …; the count must match the SQL.
-    public func bind(_ values: [SQLValue]) throws(IndexError) {
+    package func bind(_ values: [SQLValue]) throws(IndexError) {
         guard values.count == parameterCount else {
             throw error(kind: .sqlite, "bind", resultCode: SQLITE_RANGE,
                         "\(values.count) values given for \(parameterCount) parameters")
@@ -88,14 +88,14 @@ public final class Statement {
     }
 
     /// Binds named values; each key includes its prefix (":id").
-    public func bind(_ values: [String: SQLValue]) throws(IndexError) {
+    package func bind(_ values: [String: SQLValue]) throws(IndexError) {
         for (name, value) in values {
             try bind(value, named: name)
         }
     }
 
     /// Sets all parameters back to NULL.
-    public func clearBindings() {
+    package func clearBindings() {
         sqlite3_clear_bindings(handle)
     }
 
@@ -103,7 +103,7 @@ public final class Statement {
 
     /// Runs the statement to its next row. Returns true when a row is available, false when done.
     @discardableResult
-    public func step() throws(IndexError) -> Bool {
+    package func step() throws(IndexError) -> Bool {
         let rc = sqlite3_step(handle)
         switch rc {
         case SQLITE_ROW: return true
@@ -116,18 +116,18 @@ public final class Statement {
     }
 
     /// Makes the statement ready to run again; bindings are kept.
-    public func reset() {
+    package func reset() {
         sqlite3_reset(handle)
     }
 
     /// Steps to the end, ignoring rows; then resets. For INSERT / UPDATE / DELETE.
-    public func execute() throws(IndexError) {
+    package func execute() throws(IndexError) {
         defer { reset() }
         while try step() {}
     }
 
     /// Steps to the end and returns every row; then resets.
-    public func rows() throws(IndexError) -> [Row] {
+    package func rows() throws(IndexError) -> [Row] {
         defer { reset() }
         var result: [Row] = []
         let names = columnNames
@@ -139,14 +139,14 @@ public final class Statement {
 
     // MARK: Columns (valid while `step()` last returned true)
 
-    public var columnCount: Int { Int(sqlite3_column_count(handle)) }
+    package var columnCount: Int { Int(sqlite3_column_count(handle)) }
 
-    public var columnNames: [String] {
+    package var columnNames: [String] {
         (0..<columnCount).map { i in sqlite3_column_name(handle, Int32(i)).map { String(cString: $0) } ?? "" }
     }
 
     /// The value of column `index` (0-based) in the current row, in its stored type.
-    public func value(at index: Int) -> SQLValue {
+    package func value(at index: Int) -> SQLValue {
         let i = Int32(clamping: index)
         switch sqlite3_column_type(handle, i) {
         case SQLITE_INTEGER: return .integer(sqlite3_column_int64(handle, i))
@@ -166,14 +166,14 @@ public final class Statement {
         }
     }
 
-    public func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(clamping: index)) == SQLITE_NULL }
-    public func int64(at index: Int) -> Int64? { value(at: index).int64Value }
-    public func double(at index: Int) -> Double? { value(at: index).doubleValue }
-    public func string(at index: Int) -> String? { value(at: index).stringValue }
-    public func blob(at index: Int) -> [UInt8]? { value(at: index).blobValue }
+    package func isNull(at index: Int) -> Bool { sqlite3_column_type(handle, Int32(clamping: index)) == SQLITE_NULL }
+    package func int64(at index: Int) -> Int64? { value(at: index).int64Value }
+    package func double(at index: Int) -> Double? { value(at: index).doubleValue }
+    package func string(at index: Int) -> String? { value(at: index).stringValue }
+    package func blob(at index: Int) -> [UInt8]? { value(at: index).blobValue }
 
     /// The current row as a `Row`.
-    public func row() -> Row {
+    package func row() -> Row {
         Row(columns: columnNames, values: (0..<columnCount).map(value(at:)), path: path)
     }
 

@@ -1,11 +1,11 @@
 /// A resource transfer (one file to or from a peer), as stored in the `transfers` table.
-public struct TransferRecord: Sendable, Equatable {
-    public enum Direction: String, Sendable, CaseIterable {
+package struct TransferRecord: Sendable, Equatable {
+    package enum Direction: String, Sendable, CaseIterable {
         case send
         case receive
     }
 
-    public enum State: String, Sendable, CaseIterable {
+    package enum State: String, Sendable, CaseIterable {
         /// Offered, not accepted yet.
         case offered
         /// Chunks are moving.
@@ -20,44 +20,44 @@ public struct TransferRecord: Sendable, Equatable {
         case cancelled
 
         /// Whether the transfer can still continue (resume looks for these).
-        public var isUnfinished: Bool { self == .offered || self == .active || self == .paused }
+        package var isUnfinished: Bool { self == .offered || self == .active || self == .paused }
     }
 
     /// The root hash of a transfer whose manifest streams, until every chunk is known:
     /// 32 zero bytes (no content is looked up by it).
-    public static let unknownRootHash = [UInt8](repeating: 0, count: 32)
+    package static let unknownRootHash = [UInt8](repeating: 0, count: 32)
 
     /// Transfer ID chosen by the sender.
-    public var id: String
-    public var direction: Direction
+    package var id: String
+    package var direction: Direction
     /// The other end's device ID; it must be a known peer.
-    public var deviceID: String
+    package var deviceID: String
     /// File name as offered.
-    public var name: String
-    public var size: Int64
+    package var name: String
+    package var size: Int64
     /// POSIX permission bits.
-    public var mode: UInt32
+    package var mode: UInt32
     /// Modification time, unix nanoseconds.
-    public var mtimeNs: Int64
+    package var mtimeNs: Int64
     /// Root hash of the manifest (32 bytes); `unknownRootHash` while a streamed manifest is
     /// incomplete.
-    public var rootHash: [UInt8]
-    public var chunkCount: Int
-    public var state: State
+    package var rootHash: [UInt8]
+    package var chunkCount: Int
+    package var state: State
     /// Receive: the partial file chunks are written to.
-    public var partialPath: String?
+    package var partialPath: String?
     /// Receive: destination after the final rename. Send: the source file.
-    public var finalPath: String?
+    package var finalPath: String?
     /// Bytes in verified chunks; maintained by `markChunksVerified`.
-    public var bytesDone: Int64
+    package var bytesDone: Int64
     /// Last error (one line) when `state` is `.failed`.
-    public var error: String?
+    package var error: String?
     /// Unix ms.
-    public var createdAt: Int64
+    package var createdAt: Int64
     /// Unix ms; set by the index on every change.
-    public var updatedAt: Int64
+    package var updatedAt: Int64
 
-    public init(
+    package init(
         id: String, direction: Direction, deviceID: String, name: String, size: Int64, mode: UInt32,
         mtimeNs: Int64, rootHash: [UInt8], chunkCount: Int, state: State = .offered,
         partialPath: String? = nil, finalPath: String? = nil, bytesDone: Int64 = 0, error: String? = nil,
@@ -83,19 +83,19 @@ public struct TransferRecord: Sendable, Equatable {
 }
 
 /// One chunk of a transfer's manifest.
-public struct TransferChunk: Sendable, Equatable {
+package struct TransferChunk: Sendable, Equatable {
     /// Position in the manifest, from 0.
-    public var index: Int
+    package var index: Int
     /// Byte offset in the file.
-    public var offset: Int64
+    package var offset: Int64
     /// Length in bytes (> 0).
-    public var size: Int64
+    package var size: Int64
     /// The content hash of the chunk (BLAKE3 since protocol version 4, 32 bytes).
-    public var hash: [UInt8]
+    package var hash: [UInt8]
     /// Received, hash checked and written (receive side).
-    public var verified: Bool
+    package var verified: Bool
 
-    public init(index: Int, offset: Int64, size: Int64, hash: [UInt8], verified: Bool = false) {
+    package init(index: Int, offset: Int64, size: Int64, hash: [UInt8], verified: Bool = false) {
         self.index = index
         self.offset = offset
         self.size = size

@@ -1,9 +1,9 @@
 /// The JSON text of a version vector as stored in `files.version` and `remote_files.version`:
 /// a compact object `{"DEVICE":counter,…}` with keys in byte order, so equal vectors are
 /// equal text. Written by hand (no Foundation): it runs for every file of a 100,000-file scan.
-public enum VersionJSON {
+package enum VersionJSON {
     /// Compact JSON object with keys sorted by their UTF-8 bytes; entries are kept as given (zeros too).
-    public static func encode(_ version: [String: UInt64]) -> String {
+    package static func encode(_ version: [String: UInt64]) -> String {
         if version.isEmpty { return "{}" }
         var out = "{"
         var first = true
@@ -21,7 +21,7 @@ public enum VersionJSON {
     /// Parses a JSON object whose values are non-negative integers that fit in UInt64.
     /// Whitespace is allowed between tokens; anything else (fractions, exponents,
     /// negative numbers, duplicate keys, trailing text) gives nil.
-    public static func decode(_ text: String) -> [String: UInt64]? {
+    package static func decode(_ text: String) -> [String: UInt64]? {
         var parser = Parser(bytes: Array(text.utf8))
         return parser.object()
     }

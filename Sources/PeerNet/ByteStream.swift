@@ -4,7 +4,7 @@
 
 /// A reliable, ordered, two-way byte stream: a TCP or Unix-domain socket.
 /// One reader and any number of writers may use it at once (writes are serialised).
-public protocol ByteStream: AnyObject, Sendable {
+package protocol ByteStream: AnyObject, Sendable {
     /// Reads at most `maxCount` bytes, blocking until some arrive. Returns an empty array at
     /// the end of the stream. Throws `NetError.timedOut` when `deadline` passes first.
     func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8]
@@ -25,20 +25,20 @@ public protocol ByteStream: AnyObject, Sendable {
 
 extension ByteStream {
     /// Copies from `read(maxCount:deadline:)` for streams that only implement that one.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
         let bytes = try read(maxCount: buffer.count, deadline: deadline)
         bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
         return bytes.count
     }
 
     /// Copies the bytes into an array for streams that only implement `write(_: [UInt8])`.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         try write(Array(bytes))
     }
 }
 
 /// Errors of the network layer, each one line a user can read.
-public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The deadline passed.
     case timedOut(String)
     /// The peer closed the connection (or it was reset).
@@ -56,7 +56,7 @@ public enum NetError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The peer sent something the protocol forbids (bad frame, over a limit).
     case protocolViolation(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .timedOut(what): return "timed out: \(what)"
         case let .closed(what): return "connection closed: \(what)"

@@ -10,9 +10,9 @@ internal import Synchronization
 ///
 /// `Sendable`: the descriptor and path are immutable, and an `Atomic` makes `release()`
 /// run once.
-public final class HomeLock: Sendable {
+package final class HomeLock: Sendable {
     /// The lock file.
-    public let path: String
+    package let path: String
     private let fd: Int32
     private let released = Atomic<Bool>(false)
 
@@ -24,7 +24,7 @@ public final class HomeLock: Sendable {
     /// Takes the lock at `path` (creating the file, mode 0600) and writes this process's
     /// PID into it. Fails at once if another process, or another `HomeLock` in this one,
     /// holds it, naming the holder's PID when it is known.
-    public static func acquire(path: String) throws(NetError) -> HomeLock {
+    package static func acquire(path: String) throws(NetError) -> HomeLock {
         var fd: Int32
         repeat {
             fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -62,7 +62,7 @@ public final class HomeLock: Sendable {
     }
 
     /// Empties the lock file and releases the lock. Idempotent; also done by `deinit`.
-    public func release() {
+    package func release() {
         guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = ftruncate(fd, 0)
         _ = flock(fd, LOCK_UN)

@@ -5,12 +5,12 @@
 /// returned at the end of the stream; after that `readLine` returns nil. A line longer
 /// than `maxLineLength` bytes (counting a `\r` but not the `\n`), or one that is not valid
 /// UTF-8, throws `NetError.protocolViolation`; the stream should then be closed.
-public struct LineReader: Sendable {
+package struct LineReader: Sendable {
     /// The default limit: 1 MiB.
-    public static let defaultMaxLineLength = 1 << 20
+    package static let defaultMaxLineLength = 1 << 20
 
-    public let stream: any ByteStream
-    public let maxLineLength: Int
+    package let stream: any ByteStream
+    package let maxLineLength: Int
     private let chunkSize: Int
 
     private var buffer: [UInt8] = []
@@ -20,7 +20,7 @@ public struct LineReader: Sendable {
     private var scanned = 0
     private var atEnd = false
 
-    public init(_ stream: any ByteStream, maxLineLength: Int = LineReader.defaultMaxLineLength,
+    package init(_ stream: any ByteStream, maxLineLength: Int = LineReader.defaultMaxLineLength,
                 chunkSize: Int = 64 * 1024) {
         precondition(maxLineLength > 0 && chunkSize > 0)
         self.stream = stream
@@ -31,7 +31,7 @@ public struct LineReader: Sendable {
     /// The next line without its newline, or nil at the end of the stream.
     /// Throws `NetError.timedOut` if `deadline` passes before a whole line has arrived;
     /// the bytes read so far are kept for the next call.
-    public mutating func readLine(deadline: ContinuousClock.Instant? = nil) throws(NetError) -> String? {
+    package mutating func readLine(deadline: ContinuousClock.Instant? = nil) throws(NetError) -> String? {
         while true {
             let searchFrom = start + scanned
             if let newline = buffer[searchFrom...].firstIndex(of: 0x0A) {
@@ -80,7 +80,7 @@ public struct LineReader: Sendable {
 extension ByteStream {
     /// Writes `line` and a `\n`. A line that itself contains a newline would break the
     /// framing: it throws `NetError.protocolViolation` and nothing is written.
-    public func writeLine(_ line: String) throws(NetError) {
+    package func writeLine(_ line: String) throws(NetError) {
         var bytes = Array(line.utf8)
         guard !bytes.contains(0x0A) else { throw .protocolViolation("a line to send contains a newline") }
         bytes.append(0x0A)

@@ -5,14 +5,14 @@ internal import Glibc
 /// interfaces that are up, each with the port: IPv4 first, then IPv6 (not for "0.0.0.0").
 /// Loopback and IPv6 link-local addresses (useless to another machine; link-local needs a
 /// zone) are left out unless there is nothing else.
-public enum ListenAddresses {
+package enum ListenAddresses {
     /// At most this many addresses are given.
-    public static let limit = 8
+    package static let limit = 8
 
-    public static func isWildcard(_ host: String) -> Bool { host.isEmpty || host == "0.0.0.0" || host == "::" }
+    package static func isWildcard(_ host: String) -> Bool { host.isEmpty || host == "0.0.0.0" || host == "::" }
 
     /// "HOST:PORT" (IPv6 in brackets) for each address, at most `limit`.
-    public static func dialable(host: String, port: UInt16) -> [String] {
+    package static func dialable(host: String, port: UInt16) -> [String] {
         guard isWildcard(host) else { return [HostPort(host: host, port: port).description] }
         let found = interfaceAddresses(ipv6: host != "0.0.0.0")
         let useful = found.filter { !$0.local }

@@ -1,5 +1,5 @@
-public import PeerCrypto
-public import PeerWire
+package import PeerCrypto
+package import PeerWire
 
 extension SecureChannel {
     /// Runs the handshake as the side that connected (the Noise initiator).
@@ -14,7 +14,7 @@ extension SecureChannel {
     /// - Throws: `handshakeFailed` for a malformed, truncated or forged message, a hello
     ///   that does not decode or names another protocol version; `timedOut`; `closed` if
     ///   the peer hangs up between messages; stream errors.
-    public static func initiate(over stream: any ByteStream, staticKey: KeyPair, hello: Hello,
+    package static func initiate(over stream: any ByteStream, staticKey: KeyPair, hello: Hello,
                                 timeout: Duration = .seconds(10),
                                 rekeyInterval: UInt64 = 1 << 16) throws(NetError) -> SecureChannel {
         try handshake(role: .initiator, stream: stream, staticKey: staticKey, hello: hello,
@@ -24,7 +24,7 @@ extension SecureChannel {
     /// Runs the handshake as the side that accepted the connection (the Noise responder).
     /// Its hello goes in message 2; the initiator's arrives in message 3. See
     /// `initiate(over:staticKey:hello:timeout:rekeyInterval:)` for the parameters.
-    public static func respond(over stream: any ByteStream, staticKey: KeyPair, hello: Hello,
+    package static func respond(over stream: any ByteStream, staticKey: KeyPair, hello: Hello,
                                timeout: Duration = .seconds(10),
                                rekeyInterval: UInt64 = 1 << 16) throws(NetError) -> SecureChannel {
         try handshake(role: .responder, stream: stream, staticKey: staticKey, hello: hello,

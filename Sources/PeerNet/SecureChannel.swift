@@ -1,5 +1,5 @@
-public import PeerCrypto
-public import PeerWire
+package import PeerCrypto
+package import PeerWire
 internal import Synchronization
 
 /// An encrypted, authenticated channel of typed frames between two devices, over any
@@ -50,15 +50,15 @@ internal import Synchronization
 /// (`closed("truncated …")`), a failed write, or `close()`. Every later `send` or `receive`
 /// throws the error that failed it. A `receive` that times out (`timedOut`) does not fail
 /// the channel; call it again.
-public final class SecureChannel: Sendable {
+package final class SecureChannel: Sendable {
     /// The wire protocol version this implementation speaks: the Noise suite and prologue
     /// below, message 1's payload, and the version in the hellos (the same number as
     /// `Hello.currentProtocolVersion`, as which it is defined). Each older version
     /// (`olderVersions`) is refused by name, in its own protocol.
-    public static let protocolVersion: UInt16 = Hello.currentProtocolVersion
+    package static let protocolVersion: UInt16 = Hello.currentProtocolVersion
     /// The Noise prologue: ASCII `syncpeer/4`. Both sides mix it into the handshake, so a
     /// peer speaking another protocol (or version of it) fails the handshake.
-    public static let prologue: [UInt8] = versionPrologue(protocolVersion)
+    package static let prologue: [UInt8] = versionPrologue(protocolVersion)
 
     /// The prologue of protocol `version`: ASCII `syncpeer/<version>`.
     static func versionPrologue(_ version: UInt16) -> [UInt8] { Array("syncpeer/\(version)".utf8) }
@@ -86,25 +86,25 @@ public final class SecureChannel: Sendable {
         OlderVersion(version: 3, protocolName: NoiseHandshake.xxProtocolName, message1Payload: payloadNaming(3)),
     ]
     /// The largest handshake message accepted: room for the largest hello plus keys and tags.
-    public static let maxHandshakeMessage = 61_000
+    package static let maxHandshakeMessage = 61_000
     /// Bytes asked of the stream per read once the channel is up.
     static let readSize = 256 * 1024
     /// Ciphertext collected before a write, when one `send` carries many frames.
     static let writeBatch = 256 * 1024
 
     /// The peer's static X25519 key, learned and authenticated in the handshake.
-    public let remoteStaticKey: PublicKey
+    package let remoteStaticKey: PublicKey
     /// The peer's device ID (derived from `remoteStaticKey`).
-    public let remoteDeviceID: DeviceID
+    package let remoteDeviceID: DeviceID
     /// The peer's hello (display name, version, features, context, listen port).
-    public let remoteHello: Hello
+    package let remoteHello: Hello
     /// The final Noise handshake hash `h` (64 bytes), identical on both ends.
-    public let handshakeHash: [UInt8]
+    package let handshakeHash: [UInt8]
     /// Six decimal digits derived from `handshakeHash`: equal on both ends if and only if
     /// no one is in the middle (see `ShortAuthenticationString`).
-    public let shortAuthenticationString: String
+    package let shortAuthenticationString: String
     /// Messages per direction between two rekeys (0: never rekey).
-    public let rekeyInterval: UInt64
+    package let rekeyInterval: UInt64
 
     private let stream: any ByteStream
     /// nil while the channel is usable; else why it is not.
@@ -163,7 +163,7 @@ public final class SecureChannel: Sendable {
     }
 
     /// The peer's address, for logs and events.
-    public var remoteDescription: String { stream.remoteDescription }
+    package var remoteDescription: String { stream.remoteDescription }
 
     /// The largest frame body `receive` accepts now (see `limitFrames(to:)`).
     private let frameLimit = Atomic<Int>(WireLimits.maxFrameBody)
@@ -185,7 +185,7 @@ public final class SecureChannel: Sendable {
     /// The observer runs with the send lock held: it must be quick and must not send,
     /// flush or close on this channel (the lock is not reentrant). A second call replaces
     /// the first observer.
-    public func onWrite(_ observer: @escaping @Sendable () -> Void) {
+    package func onWrite(_ observer: @escaping @Sendable () -> Void) {
         let boxed = WriteObserver(observer)
         writeObserver.withLock { $0 = boxed }
     }
@@ -193,12 +193,12 @@ public final class SecureChannel: Sendable {
     /// Refuses (fails the channel on) frames whose body is larger than `bytes` from now on;
     /// `WireLimits.maxFrameBody` lifts the limit. Any thread, even while `receive` waits: for
     /// peers that may send only small frames until they are trusted.
-    public func limitFrames(to bytes: Int) {
+    package func limitFrames(to bytes: Int) {
         frameLimit.store(min(bytes, WireLimits.maxFrameBody), ordering: .releasing)
     }
 
     /// Why the channel can no longer be used, or nil while it can.
-    public var failure: NetError? { status.withLock { $0 } }
+    package var failure: NetError? { status.withLock { $0 } }
 
     /// Noise transport messages sent and received so far (for tests: coalescing, rekeying).
     /// Waits for a `receive` in progress to return.
@@ -209,7 +209,7 @@ public final class SecureChannel: Sendable {
     // MARK: Sending
 
     /// Sends one frame. See `send(_:)` for frames in bulk.
-    public func send(_ frame: Frame) throws(NetError) {
+    package func send(_ frame: Frame) throws(NetError) {
         try send([frame])
     }
 
@@ -220,7 +220,7 @@ public final class SecureChannel: Sendable {
     /// channel. When it returns, every frame has been handed to the stream, unless `more`:
     /// then the last Noise message, partly filled, waits for the next send (any kind, which
     /// continues it) or `flush()`. A caller that passes `more` must make sure one follows.
-    public func send(_ frames: [Frame], more: Bool = false) throws(NetError) {
+    package func send(_ frames: [Frame], more: Bool = false) throws(NetError) {
         for frame in frames {
             do throws(WireError) {
                 try frame.validate()
@@ -242,7 +242,7 @@ public final class SecureChannel: Sendable {
     }
 
     /// Seals and writes what sends with `more` left waiting.
-    public func flush() throws(NetError) {
+    package func flush() throws(NetError) {
         try sender.withLock { (state: inout SendState) throws(NetError) in
             try checkOpen()
             try finishSend(&state)
@@ -253,7 +253,7 @@ public final class SecureChannel: Sendable {
     /// at the next frame boundary, between two bulk frames, even while a writer blocked on
     /// a full socket holds the send lock (that writer sends it, before its next frame).
     /// Returns once it is handed to the stream.
-    public func sendUrgent(_ frame: Frame) throws(NetError) {
+    package func sendUrgent(_ frame: Frame) throws(NetError) {
         do throws(WireError) {
             try frame.validate()
         } catch {
@@ -291,7 +291,7 @@ public final class SecureChannel: Sendable {
     /// rejects the chunk, and the frame stream stays intact) and the error is returned; a
     /// failure of the channel itself is thrown.
     @discardableResult
-    public func sendChunk<E: Error>(id: TransferID, index: UInt32, count: Int,
+    package func sendChunk<E: Error>(id: TransferID, index: UInt32, count: Int,
                                     fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         guard count >= 0 && count <= WireLimits.maxChunk else {
             throw .protocolViolation("cannot send a chunk of \(count) bytes (at most \(WireLimits.maxChunk))")
@@ -303,7 +303,7 @@ public final class SecureChannel: Sendable {
     /// Sends one ``Frame/hashedChunk(id:index:hash:data:)`` of `count` bytes that `fill`
     /// writes as in ``sendChunk(id:index:count:fill:)``.
     @discardableResult
-    public func sendHashedChunk<E: Error>(id: TransferID, index: UInt32, hash: [UInt8], count: Int,
+    package func sendHashedChunk<E: Error>(id: TransferID, index: UInt32, hash: [UInt8], count: Int,
                                           fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         guard count >= 0 && count <= WireLimits.maxChunk, hash.count == 32 else {
             throw .protocolViolation("cannot send a chunk of \(count) bytes (at most \(WireLimits.maxChunk)) with a \(hash.count)-byte hash")
@@ -317,7 +317,7 @@ public final class SecureChannel: Sendable {
     /// from the file into the buffer that is encrypted, with the same handling of a `fill`
     /// that throws (zeros, which the asker's hash check rejects).
     @discardableResult
-    public func sendBlockResponse<E: Error>(request: UInt32, count: Int, more: Bool = false,
+    package func sendBlockResponse<E: Error>(request: UInt32, count: Int, more: Bool = false,
                                             fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         guard count >= 0 && count <= WireLimits.maxChunk else {
             throw .protocolViolation("cannot send a block of \(count) bytes (at most \(WireLimits.maxChunk))")
@@ -436,7 +436,7 @@ public final class SecureChannel: Sendable {
     /// - Throws: `authenticationFailed` when a message was modified in transit (no frame of
     ///   that message is returned), `protocolViolation` for a forbidden frame, `closed` when
     ///   the stream ends inside a message or frame; each of these fails the channel.
-    public func receive(deadline: ContinuousClock.Instant? = nil) throws(NetError) -> Frame? {
+    package func receive(deadline: ContinuousClock.Instant? = nil) throws(NetError) -> Frame? {
         try receiver.withLock { (state: inout ReceiveState) throws(NetError) -> Frame? in
             while true {
                 try checkOpen()
@@ -523,13 +523,13 @@ public final class SecureChannel: Sendable {
     /// Ends the sending direction after everything sent so far (TCP FIN): the peer reads
     /// our last frames and then the end of the stream, while we can still read what it
     /// sends. Closing at once instead could reset the connection and lose the last frames.
-    public func finishSending() {
+    package func finishSending() {
         stream.shutdownWrite()
     }
 
     /// Closes the channel and its stream (a blocked `receive` wakes up and throws `closed`).
     /// Idempotent.
-    public func close() {
+    package func close() {
         status.withLock { status in
             if status == nil { status = .closed("the secure channel was closed") }
         }

@@ -83,18 +83,18 @@ struct SocketAddress: Sendable {
 /// A host and a port, as written by users: "host:port", "192.0.2.7:22000" or "[::1]:22000".
 ///
 /// Port 0 is accepted (it means "any free port" to a listener); connecting to it fails.
-public struct HostPort: Sendable, Hashable, CustomStringConvertible {
+package struct HostPort: Sendable, Hashable, CustomStringConvertible {
     /// A name ("localhost") or a numeric address, without brackets.
-    public var host: String
-    public var port: UInt16
+    package var host: String
+    package var port: UInt16
 
-    public init(host: String, port: UInt16) {
+    package init(host: String, port: UInt16) {
         self.host = host
         self.port = port
     }
 
     /// Parses "host:port" or "[ipv6]:port".
-    public init(parsing text: String) throws(NetError) {
+    package init(parsing text: String) throws(NetError) {
         let quoted = "\"\(text)\""
         guard !text.isEmpty else { throw .invalidAddress("empty address (expected host:port)") }
         guard !text.contains(where: { $0.isWhitespace }) else {
@@ -138,7 +138,7 @@ public struct HostPort: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// "host:port", or "[host]:port" when the host is an IPv6 address.
-    public var description: String {
+    package var description: String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 }

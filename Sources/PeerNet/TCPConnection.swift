@@ -7,15 +7,15 @@ internal import Glibc
 /// `SocketFD`, which counts its users under a `Mutex`, serialises writes under another
 /// and closes the descriptor exactly once, after `shutdown` and after its last use (see
 /// `SocketFD`). One thread may read while others write or call `close()`.
-public final class TCPConnection: ByteStream {
+package final class TCPConnection: ByteStream {
     let socket: SocketFD
     /// The local port of the connection.
-    public let localPort: UInt16
+    package let localPort: UInt16
     /// The peer's numeric address ("127.0.0.1", "::1").
-    public let remoteHost: String
-    public let remotePort: UInt16
+    package let remoteHost: String
+    package let remotePort: UInt16
     /// "host:port", or "[v6]:port".
-    public let remoteDescription: String
+    package let remoteDescription: String
 
     /// Takes ownership of a connected descriptor.
     init(fd: Int32, remote: SocketAddress?) {
@@ -30,7 +30,7 @@ public final class TCPConnection: ByteStream {
     /// Connects to `host` (an IPv4 or IPv6 literal, or a name such as "localhost") on
     /// `port`, trying each address the name resolves to until one answers. Waits at most
     /// `timeout` in all.
-    public static func connect(host: String, port: UInt16, timeout: Duration) throws(NetError) -> TCPConnection {
+    package static func connect(host: String, port: UInt16, timeout: Duration) throws(NetError) -> TCPConnection {
         let target = HostPort(host: host, port: port)
         guard !host.isEmpty else { throw .invalidAddress("empty host (expected host:port)") }
         guard port != 0 else { throw .invalidAddress("cannot connect to port 0 of \(target)") }
@@ -50,7 +50,7 @@ public final class TCPConnection: ByteStream {
     }
 
     /// Connects to `address`; see `connect(host:port:timeout:)`.
-    public static func connect(to address: HostPort, timeout: Duration) throws(NetError) -> TCPConnection {
+    package static func connect(to address: HostPort, timeout: Duration) throws(NetError) -> TCPConnection {
         try connect(host: address.host, port: address.port, timeout: timeout)
     }
 
@@ -142,34 +142,34 @@ public final class TCPConnection: ByteStream {
         return addresses
     }
 
-    public func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
+    package func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
         try socket.read(maxCount: maxCount, deadline: deadline, peer: remoteDescription)
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
         try socket.read(into: buffer, deadline: deadline, peer: remoteDescription)
     }
 
-    public func write(_ bytes: [UInt8]) throws(NetError) {
+    package func write(_ bytes: [UInt8]) throws(NetError) {
         try socket.write(bytes, peer: remoteDescription)
     }
 
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         try socket.write(bytes, peer: remoteDescription)
     }
 
-    public func shutdownWrite() {
+    package func shutdownWrite() {
         socket.shutdownWrite()
     }
 
     /// A write that cannot hand any byte to the peer for `timeout` fails with `timedOut`
     /// (and so fails the channel over it): a peer that stops reading never blocks a sender
     /// for longer.
-    public func setSendTimeout(_ timeout: Duration) {
+    package func setSendTimeout(_ timeout: Duration) {
         try? socket.withFD("setting a send timeout") { fd throws(NetError) in setSocketSendTimeout(fd, timeout) }
     }
 
-    public func close() {
+    package func close() {
         socket.close()
     }
 }

@@ -5,18 +5,18 @@ internal import Glibc
 /// `Sendable` for the same reasons as `TCPConnection`: immutable properties around a
 /// `SocketFD`. `close()` from any thread wakes a thread blocked in `accept()`, which then
 /// throws `NetError.closed`.
-public final class TCPListener: Sendable {
+package final class TCPListener: Sendable {
     let socket: SocketFD
     /// The numeric address the listener is bound to.
-    public let host: String
+    package let host: String
     /// The port actually bound (the one the kernel chose when 0 was asked for).
-    public let port: UInt16
+    package let port: UInt16
 
     /// Binds to `host` (a numeric address or a name) and `port` (0 = any free port), with
     /// `SO_REUSEADDR`, and listens with a queue of `backlog` pending connections. The IPv6
     /// wildcard `::` takes IPv4 connections as well (dual stack), and on a kernel without
     /// IPv6 it means the IPv4 wildcard 0.0.0.0.
-    public init(host: String, port: UInt16, backlog: Int32 = 64) throws(NetError) {
+    package init(host: String, port: UInt16, backlog: Int32 = 64) throws(NetError) {
         let requested = HostPort(host: host, port: port)
         guard !host.isEmpty else { throw .invalidAddress("empty host to listen on (expected host:port)") }
         let wildcard6 = host == "::"
@@ -55,24 +55,24 @@ public final class TCPListener: Sendable {
     }
 
     /// Convenience for a parsed "host:port".
-    public convenience init(address: HostPort, backlog: Int32 = 64) throws(NetError) {
+    package convenience init(address: HostPort, backlog: Int32 = 64) throws(NetError) {
         try self.init(host: address.host, port: address.port, backlog: backlog)
     }
 
     /// "host:port" the listener is bound to.
-    public var localDescription: String {
+    package var localDescription: String {
         HostPort(host: host, port: port).description
     }
 
     /// Waits for the next connection. Throws `NetError.closed` once `close()` is called.
-    public func accept() throws(NetError) -> TCPConnection {
+    package func accept() throws(NetError) -> TCPConnection {
         let (fd, remote) = try acceptConnection(socket, what: localDescription)
         TCPConnection.configure(fd)
         return TCPConnection(fd: fd, remote: remote)
     }
 
     /// Stops listening and wakes a blocked `accept()`. Idempotent.
-    public func close() {
+    package func close() {
         socket.close()
     }
 }

@@ -1,4 +1,4 @@
-public import PeerCrypto
+package import PeerCrypto
 internal import Synchronization
 
 /// A TLS client session over a TCP connection, as a `ByteStream`: what a relay's
@@ -9,20 +9,20 @@ internal import Synchronization
 ///
 /// TLS state is behind `tls`; the socket is read without holding it (one reader, as every
 /// `ByteStream`), and writes are serialised by `writing` so records go out in order.
-public final class TLSStream: ByteStream {
+package final class TLSStream: ByteStream {
     private let connection: TCPConnection
     private let tls: Mutex<TLSClient>
     private let writing = Mutex<Void>(())
-    public let remoteDescription: String
+    package let remoteDescription: String
     /// The server's certificate ID (checked against the pin).
-    public let serverID: CertificateID
+    package let serverID: CertificateID
     /// The application protocol the server chose (`bep-relay` for a relay), if any.
-    public let negotiatedProtocol: String?
+    package let negotiatedProtocol: String?
 
     /// Handshakes over `connection` before `deadline`; fails unless the server's
     /// certificate is `expected` (when given), or when `verifyingHost` is given, unless its
     /// chain and name check out. Closes the connection on failure.
-    public init(over connection: TCPConnection, identity: TLSIdentity?, expected: CertificateID?,
+    package init(over connection: TCPConnection, identity: TLSIdentity?, expected: CertificateID?,
                 alpn: [String] = [], verifyingHost: String? = nil, deadline: ContinuousClock.Instant) throws(NetError) {
         self.connection = connection
         remoteDescription = connection.remoteDescription
@@ -59,7 +59,7 @@ public final class TLSStream: ByteStream {
         tls = Mutex(client)
     }
 
-    public func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
+    package func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
         while true {
             let plain: [UInt8]?
             do { plain = try tls.withLock { client throws(CryptoError) in try client.read(maxCount: maxCount) } } catch {
@@ -73,7 +73,7 @@ public final class TLSStream: ByteStream {
         }
     }
 
-    public func write(_ bytes: [UInt8]) throws(NetError) {
+    package func write(_ bytes: [UInt8]) throws(NetError) {
         try writing.withLock { _ throws(NetError) in
             let out: [UInt8]
             do {
@@ -96,6 +96,6 @@ public final class TLSStream: ByteStream {
         }
     }
 
-    public func shutdownWrite() { connection.shutdownWrite() }
-    public func close() { connection.close() }
+    package func shutdownWrite() { connection.shutdownWrite() }
+    package func close() { connection.close() }
 }

@@ -40,14 +40,14 @@ private func connectUnix(_ fd: Int32, _ address: sockaddr_un) -> Int32 {
 /// they were sent with; every read keeps them (at most `maxPassedDescriptors`, others are
 /// closed at once) until `takeDescriptor()` hands them out. Those never taken are closed
 /// with the connection.
-public final class UnixConnection: ByteStream {
+package final class UnixConnection: ByteStream {
     let socket: SocketFD
     /// The socket path (the listener's path on the accepting side).
-    public let path: String
+    package let path: String
     /// Descriptors received and not yet taken.
     private let passed = Mutex<[Int32]>([])
     /// Descriptors kept for `takeDescriptor` at most.
-    public static let maxPassedDescriptors = 4
+    package static let maxPassedDescriptors = 4
 
     init(fd: Int32, path: String) {
         socket = SocketFD(fd)
@@ -55,12 +55,12 @@ public final class UnixConnection: ByteStream {
     }
 
     /// The socket path, or "socketpair".
-    public var remoteDescription: String { path }
+    package var remoteDescription: String { path }
 
     /// Connects to the listener at `path`. Throws `NetError.unreachable` when no socket is
     /// there or nothing listens on it, and `NetError.timedOut` when the listener does not
     /// take the connection within `timeout`.
-    public static func connect(path: String, timeout: Duration = .seconds(10)) throws(NetError) -> UnixConnection {
+    package static func connect(path: String, timeout: Duration = .seconds(10)) throws(NetError) -> UnixConnection {
         let address = try unixAddress(path)
         let fd = try makeSocket(family: AF_UNIX)
         setSocketSendTimeout(fd, timeout)
@@ -89,7 +89,7 @@ public final class UnixConnection: ByteStream {
         return UnixConnection(fd: fd, path: path)
     }
 
-    public func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
+    package func read(maxCount: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
         precondition(maxCount > 0, "read(maxCount:) needs a positive count")
         var bytes = [UInt8](repeating: 0, count: maxCount)
         let result = bytes.withUnsafeMutableBytes { buffer in
@@ -100,7 +100,7 @@ public final class UnixConnection: ByteStream {
         return maxCount > 4096 && count < maxCount / 4 ? Array(bytes[..<count]) : Array(bytes.prefix(count))
     }
 
-    public func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant?) throws(NetError) -> Int {
         try socket.receiveMessage(into: buffer, deadline: deadline, peer: path) { fd in
             let kept = passed.withLock { list -> Bool in
                 guard list.count < Self.maxPassedDescriptors else { return false }
@@ -113,7 +113,7 @@ public final class UnixConnection: ByteStream {
 
     /// Whether the peer closed its end (or the connection failed), without reading anything:
     /// for a server busy with a long request to notice a client that went away.
-    public var peerHungUp: Bool {
+    package var peerHungUp: Bool {
         (try? socket.withFD("poll") { fd throws(NetError) -> Bool in
             let readHangUp: Int16 = 0x2000  // POLLRDHUP (Linux; Glibc hides it behind _GNU_SOURCE)
             var pfd = pollfd(fd: fd, events: readHangUp, revents: 0)
@@ -123,13 +123,13 @@ public final class UnixConnection: ByteStream {
     }
 
     /// The oldest descriptor the peer passed and nobody took yet; the caller owns it.
-    public func takeDescriptor() -> Int32? {
+    package func takeDescriptor() -> Int32? {
         passed.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
 
     /// Writes every byte, passing a duplicate of `descriptor` with the first of them
     /// (`SCM_RIGHTS`): the peer's `takeDescriptor()` gets it once it read those bytes.
-    public func write(_ bytes: [UInt8], passing descriptor: Int32) throws(NetError) {
+    package func write(_ bytes: [UInt8], passing descriptor: Int32) throws(NetError) {
         precondition(!bytes.isEmpty, "a descriptor travels with at least one byte")
         let sent = try socket.withFD("writing to \(path): the connection was closed") { fd throws(NetError) -> Int in
             try sendWithDescriptor(fd, bytes, descriptor, peer: path)
@@ -137,25 +137,25 @@ public final class UnixConnection: ByteStream {
         if sent < bytes.count { try write(Array(bytes[sent...])) }
     }
 
-    public func write(_ bytes: [UInt8]) throws(NetError) {
+    package func write(_ bytes: [UInt8]) throws(NetError) {
         try socket.write(bytes, peer: path)
     }
 
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(NetError) {
         try socket.write(bytes, peer: path)
     }
 
-    public func shutdownWrite() {
+    package func shutdownWrite() {
         socket.shutdownWrite()
     }
 
     /// A write that cannot hand any byte to the peer for `timeout` fails with `timedOut`
     /// (a client that stops reading never blocks its writer for longer).
-    public func setSendTimeout(_ timeout: Duration) {
+    package func setSendTimeout(_ timeout: Duration) {
         try? socket.withFD("setting a send timeout") { fd throws(NetError) in setSocketSendTimeout(fd, timeout) }
     }
 
-    public func close() {
+    package func close() {
         socket.close()
         for fd in passed.withLock({ list -> [Int32] in defer { list.removeAll() }; return list }) { _ = Glibc.close(fd) }
     }
@@ -167,7 +167,7 @@ public final class UnixConnection: ByteStream {
     /// Whether the other end has closed (or shut down its writing side), waiting at most
     /// `timeout` for it; does not consume anything that is readable. A closed connection
     /// counts as hung up.
-    public func peerHasHungUp(within timeout: Duration) -> Bool {
+    package func peerHasHungUp(within timeout: Duration) -> Bool {
         let milliseconds = Int32(max(0, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000))
         let result: Bool? = try? socket.withFD("polling") { fd throws(NetError) in
             // POLLRDHUP (Linux, 0x2000) is not in the Glibc module: the peer shut down writing.
@@ -276,7 +276,7 @@ extension SocketFD {
 
 /// Two connected Unix-domain stream sockets (`socketpair`): an in-process pipe with
 /// socket semantics, for tests and for wiring components together.
-public func socketPair() throws(NetError) -> (UnixConnection, UnixConnection) {
+package func socketPair() throws(NetError) -> (UnixConnection, UnixConnection) {
     var fds: [Int32] = [-1, -1]
     let type = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
     guard socketpair(AF_UNIX, type, 0, &fds) == 0 else { throw systemError("socketpair") }
@@ -293,15 +293,15 @@ public func socketPair() throws(NetError) -> (UnixConnection, UnixConnection) {
 ///
 /// `Sendable`: immutable properties, a `SocketFD`, and an `Atomic` that lets only one
 /// `close()` unlink the file.
-public final class UnixListener: Sendable {
+package final class UnixListener: Sendable {
     let socket: SocketFD
     /// The socket's path.
-    public let path: String
+    package let path: String
     private let device: UInt
     private let inode: UInt
     private let unlinked = Atomic<Bool>(false)
 
-    public init(path: String, backlog: Int32 = 64) throws(NetError) {
+    package init(path: String, backlog: Int32 = 64) throws(NetError) {
         let address = try unixAddress(path)
         try UnixListener.removeStaleSocket(at: path, address: address)
         let fd = try makeSocket(family: AF_UNIX)
@@ -373,14 +373,14 @@ public final class UnixListener: Sendable {
     }
 
     /// Waits for the next connection. Throws `NetError.closed` once `close()` is called.
-    public func accept() throws(NetError) -> UnixConnection {
+    package func accept() throws(NetError) -> UnixConnection {
         let (fd, _) = try acceptConnection(socket, what: path)
         return UnixConnection(fd: fd, path: path)
     }
 
     /// Stops listening, wakes a blocked `accept()` and removes the socket file (if it is
     /// still this listener's). Idempotent.
-    public func close() {
+    package func close() {
         socket.close()
         guard !unlinked.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var info = stat()

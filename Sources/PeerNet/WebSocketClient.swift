@@ -1,4 +1,4 @@
-public import Foundation
+package import Foundation
 internal import PeerCrypto
 
 /// A WebSocket client (RFC 6455) over plain TCP, for text messages: the opening handshake,
@@ -7,21 +7,21 @@ internal import PeerCrypto
 /// Every size from the server is bounded before anything is allocated: the handshake
 /// response (`maxHandshakeLength`), one message (`maxMessageLength`, over all its fragments).
 /// One thread reads (`receiveText`); any thread may send.
-public final class WebSocketClient: Sendable {
-    public static let maxHandshakeLength = 16 * 1024
-    public static let defaultMaxMessageLength = 1 << 20
+package final class WebSocketClient: Sendable {
+    package static let maxHandshakeLength = 16 * 1024
+    package static let defaultMaxMessageLength = 1 << 20
 
     private let connection: TCPConnection
     private let reader: Reader
-    public let maxMessageLength: Int
+    package let maxMessageLength: Int
 
     /// A `ws://host:port/path` URL split into its parts.
-    public struct Endpoint: Sendable, Equatable {
-        public let host: String
-        public let port: UInt16
-        public let path: String
+    package struct Endpoint: Sendable, Equatable {
+        package let host: String
+        package let port: UInt16
+        package let path: String
 
-        public init(parsing url: String) throws(NetError) {
+        package init(parsing url: String) throws(NetError) {
             guard let c = URLComponents(string: url), c.scheme?.lowercased() == "ws", let host = c.host, !host.isEmpty else {
                 throw NetError.invalidAddress("\(url): expected ws://HOST:PORT/PATH (wss:// is not supported)")
             }
@@ -39,7 +39,7 @@ public final class WebSocketClient: Sendable {
     }
 
     /// Connects to `url` and completes the opening handshake by `timeout`.
-    public static func connect(url: String, timeout: Duration, maxMessageLength: Int = defaultMaxMessageLength) throws(NetError) -> WebSocketClient {
+    package static func connect(url: String, timeout: Duration, maxMessageLength: Int = defaultMaxMessageLength) throws(NetError) -> WebSocketClient {
         let endpoint = try Endpoint(parsing: url)
         let connection = try TCPConnection.connect(host: endpoint.host, port: endpoint.port, timeout: timeout)
         let deadline = ContinuousClock.now + timeout
@@ -76,13 +76,13 @@ public final class WebSocketClient: Sendable {
     }
 
     /// Sends one text message in one masked frame.
-    public func sendText(_ text: String) throws(NetError) {
+    package func sendText(_ text: String) throws(NetError) {
         try connection.write(Self.frame(opcode: 0x1, payload: Array(text.utf8)))
     }
 
     /// The next text message, answering pings on the way; nil once the server closed.
     /// Throws `protocolViolation` for a binary message, a bad frame or one over the bound.
-    public func receiveText(deadline: ContinuousClock.Instant?) throws(NetError) -> String? {
+    package func receiveText(deadline: ContinuousClock.Instant?) throws(NetError) -> String? {
         var message: [UInt8] = []
         var inMessage = false
         while true {
@@ -126,7 +126,7 @@ public final class WebSocketClient: Sendable {
     }
 
     /// Sends a close frame (normal closure) and closes the socket.
-    public func close() {
+    package func close() {
         try? connection.write(Self.frame(opcode: 0x8, payload: [0x03, 0xE8]))
         connection.close()
     }

@@ -3,7 +3,7 @@
 /// Codes this version does not know are kept as ``unknown(_:)``, so that a newer peer's reason
 /// can still be reported. Two codes are equal when their raw values are: `.unknown(0)` equals
 /// `.normal`, and decoding always yields the named case.
-public enum CloseCode: Hashable, Sendable {
+package enum CloseCode: Hashable, Sendable {
     /// The peer is done; nothing went wrong.
     case normal
     /// We received something that violates the protocol.
@@ -24,7 +24,7 @@ public enum CloseCode: Hashable, Sendable {
     case unknown(UInt16)
 
     /// The code for `rawValue`; every value maps to a code.
-    public init(rawValue: UInt16) {
+    package init(rawValue: UInt16) {
         switch rawValue {
         case 0: self = .normal
         case 1: self = .protocolError
@@ -39,7 +39,7 @@ public enum CloseCode: Hashable, Sendable {
     }
 
     /// The 2-byte code on the wire.
-    public var rawValue: UInt16 {
+    package var rawValue: UInt16 {
         switch self {
         case .normal: 0
         case .protocolError: 1
@@ -53,11 +53,11 @@ public enum CloseCode: Hashable, Sendable {
         }
     }
 
-    public static func == (lhs: CloseCode, rhs: CloseCode) -> Bool {
+    package static func == (lhs: CloseCode, rhs: CloseCode) -> Bool {
         lhs.rawValue == rhs.rawValue
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(rawValue)
     }
 }

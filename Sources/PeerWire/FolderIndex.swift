@@ -1,43 +1,43 @@
 /// One file's state in a shared folder's index, as peers exchange it (`indexUpdate` frames).
-public struct SyncFileEntry: Equatable, Sendable {
-    public enum Kind: UInt8, Sendable {
+package struct SyncFileEntry: Equatable, Sendable {
+    package enum Kind: UInt8, Sendable {
         case file = 0
         case directory = 1
         case symlink = 2
     }
 
     /// Path relative to the folder root, `/`-separated (validated as hostile input on receipt).
-    public var path: String
-    public var kind: Kind
-    public var size: UInt64
-    public var mtimeNanoseconds: Int64
+    package var path: String
+    package var kind: Kind
+    package var size: UInt64
+    package var mtimeNanoseconds: Int64
     /// Permission bits (0o7777 at most).
-    public var mode: UInt32
+    package var mode: UInt32
     /// A tombstone: the path was deleted.
-    public var deleted: Bool
+    package var deleted: Bool
     /// Target of a symlink ("" for other kinds).
-    public var symlinkTarget: String
+    package var symlinkTarget: String
     /// Version vector: device key → counter, sorted by key.
-    public var version: [VersionEntry]
+    package var version: [VersionEntry]
     /// The sender's local sequence number of this change.
-    public var sequence: UInt64
+    package var sequence: UInt64
     /// Device key of the last change.
-    public var modifiedBy: String
+    package var modifiedBy: String
     /// Root hash of the content (32 bytes), empty for non-files and tombstones.
-    public var rootHash: [UInt8]
+    package var rootHash: [UInt8]
     /// The encoded manifest (PeerFiles), empty for non-files and tombstones.
-    public var manifest: [UInt8]
+    package var manifest: [UInt8]
 
-    public struct VersionEntry: Equatable, Sendable {
-        public var device: String
-        public var counter: UInt64
-        public init(device: String, counter: UInt64) {
+    package struct VersionEntry: Equatable, Sendable {
+        package var device: String
+        package var counter: UInt64
+        package init(device: String, counter: UInt64) {
             self.device = device
             self.counter = counter
         }
     }
 
-    public init(path: String, kind: Kind, size: UInt64, mtimeNanoseconds: Int64, mode: UInt32, deleted: Bool,
+    package init(path: String, kind: Kind, size: UInt64, mtimeNanoseconds: Int64, mode: UInt32, deleted: Bool,
                 symlinkTarget: String, version: [VersionEntry], sequence: UInt64, modifiedBy: String,
                 rootHash: [UInt8], manifest: [UInt8]) {
         self.path = path
@@ -73,7 +73,7 @@ public struct SyncFileEntry: Equatable, Sendable {
 
     /// Bytes this entry takes in an `indexUpdate` frame (exactly what `write` writes): what
     /// a sender pages by, so that a page of entries with large manifests stays one frame.
-    public var encodedSize: Int {
+    package var encodedSize: Int {
         var size = 2 + path.utf8.count + 1 + 8 + 8 + 4 + 1 + 2 + symlinkTarget.utf8.count + 2
         for entry in version { size += 1 + entry.device.utf8.count + 8 }
         return size + 8 + 1 + modifiedBy.utf8.count + 1 + rootHash.count + 4 + manifest.count

@@ -53,7 +53,7 @@
 /// A frame with an unknown code, a body length outside its range, or a malformed body is a
 /// ``WireError``, and the connection is closed: there is no "skip unknown frame" rule, since
 /// peers agree on features in the ``Hello`` before they send anything optional.
-public enum Frame: Equatable, Sendable {
+package enum Frame: Equatable, Sendable {
     /// Keepalive probe; the peer answers with a ``pong(_:)`` carrying the same nonce.
     case ping(UInt64)
     /// Answer to a ``ping(_:)``.
@@ -147,7 +147,7 @@ public enum Frame: Equatable, Sendable {
     case folderSelection(folder: String, paths: [String])
 
     /// The frame's type code.
-    public var type: FrameType {
+    package var type: FrameType {
         switch self {
         case .ping: .ping
         case .pong: .pong
@@ -205,7 +205,7 @@ public enum Frame: Equatable, Sendable {
     ///
     /// Frames decoded by ``FrameReader`` are always valid; check frames built from local input
     /// (a user's message, a stream name) before sending them.
-    public func validate() throws(WireError) {
+    package func validate() throws(WireError) {
         switch self {
         case .ping, .pong, .pairing, .streamClose, .streamCredit, .chunkAck, .resent:
             return
@@ -293,7 +293,7 @@ public enum Frame: Equatable, Sendable {
 
 extension Frame: CustomStringConvertible {
     /// A short description that gives sizes rather than contents (bodies can be 64 KiB).
-    public var description: String {
+    package var description: String {
         switch self {
         case let .ping(nonce): "ping(\(nonce))"
         case let .pong(nonce): "pong(\(nonce))"

@@ -1,10 +1,10 @@
 /// Encodes frames into the frame stream (header + body; see ``Frame`` for the layout).
-public enum FrameEncoder {
+package enum FrameEncoder {
     /// The encoded frame.
     ///
     /// - Precondition: `frame` is valid (``Frame/validate()`` does not throw). Frames from a
     ///   ``FrameReader`` always are; validate frames built from local input first.
-    public static func encode(_ frame: Frame) -> [UInt8] {
+    package static func encode(_ frame: Frame) -> [UInt8] {
         var bytes: [UInt8] = []
         append(frame, to: &bytes)
         return bytes
@@ -14,7 +14,7 @@ public enum FrameEncoder {
     /// then cut into Noise plaintexts.
     ///
     /// - Precondition: `frame` is valid (``Frame/validate()`` does not throw).
-    public static func append(_ frame: Frame, to buffer: inout [UInt8]) {
+    package static func append(_ frame: Frame, to buffer: inout [UInt8]) {
         do {
             try frame.validate()
         } catch {
@@ -37,7 +37,7 @@ public enum FrameEncoder {
     /// id, index, data length) for a chunk of `count` bytes: a sender can then stream the
     /// data after them without building the frame. `count` must be at most
     /// ``WireLimits/maxChunk``.
-    public static func chunkPrefix(id: TransferID, index: UInt32, count: Int) -> [UInt8] {
+    package static func chunkPrefix(id: TransferID, index: UInt32, count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= WireLimits.maxChunk, "FrameEncoder: chunk of \(count) bytes")
         var writer = ByteWriter()
         writer.u8(FrameType.chunk.rawValue)
@@ -50,7 +50,7 @@ public enum FrameEncoder {
 
     /// The bytes of the frame `.hashedChunk(id, index, hash, data)` before `data`, as
     /// ``chunkPrefix(id:index:count:)`` is for `.chunk`. `hash` must be 32 bytes.
-    public static func hashedChunkPrefix(id: TransferID, index: UInt32, hash: [UInt8], count: Int) -> [UInt8] {
+    package static func hashedChunkPrefix(id: TransferID, index: UInt32, hash: [UInt8], count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= WireLimits.maxChunk && hash.count == 32, "FrameEncoder: hashed chunk of \(count) bytes")
         var writer = ByteWriter()
         writer.u8(FrameType.hashedChunk.rawValue)
@@ -64,7 +64,7 @@ public enum FrameEncoder {
 
     /// The bytes of a successful ``Frame/blockResponse(request:ok:data:)`` of `count` data
     /// bytes that come before the data: the same frame written without the data in memory.
-    public static func blockResponsePrefix(request: UInt32, count: Int) -> [UInt8] {
+    package static func blockResponsePrefix(request: UInt32, count: Int) -> [UInt8] {
         precondition(count >= 0 && count <= WireLimits.maxChunk, "FrameEncoder: block of \(count) bytes")
         var writer = ByteWriter()
         writer.u8(FrameType.blockResponse.rawValue)

@@ -20,7 +20,7 @@
 /// the announced size, what is already buffered is moved into it, and every later message
 /// that fits in what is missing is decrypted into it in place. Copying each chunk out of
 /// the buffer was 6 % of a receiver's CPU.
-public struct FrameReader: Sendable {
+package struct FrameReader: Sendable {
     private var input = InputBuffer()
     private var failure: WireError?
     /// The fields before the data of the frame whose data is filled in place, if any.
@@ -51,23 +51,23 @@ public struct FrameReader: Sendable {
     }
     /// The largest body accepted, below the type's own limit: a connection lowers it while
     /// the peer is not trusted yet (it then may only send small frames).
-    public var maxBody = WireLimits.maxFrameBody
+    package var maxBody = WireLimits.maxFrameBody
 
-    public init() {}
+    package init() {}
 
     /// Bytes appended but not yet returned as frames.
-    public var bufferedByteCount: Int {
+    package var bufferedByteCount: Int {
         input.readableCount + (direct.map { $0.prefixCount + directFilled } ?? 0)
     }
 
     /// Bytes the reader holds allocated (read, unread and room): at most about two frames.
-    public var allocatedByteCount: Int { input.storage.count + directData.count }
+    package var allocatedByteCount: Int { input.storage.count + directData.count }
 
     /// The error that stopped this reader, if any.
-    public var error: WireError? { failure }
+    package var error: WireError? { failure }
 
     /// Adds decrypted plaintext. Ignored once the reader has failed.
-    public mutating func append(_ bytes: some Collection<UInt8>) {
+    package mutating func append(_ bytes: some Collection<UInt8>) {
         guard failure == nil else { return }
         input.append(bytes)
         fillDirectFromInput()
@@ -77,7 +77,7 @@ public struct FrameReader: Sendable {
     /// the count written, or nil when it produced nothing, e.g. a message that failed to
     /// decrypt). Returns false when `fill` returned nil. Nothing is added once the reader
     /// has failed.
-    public mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
+    package mutating func append(maxCount: Int, _ fill: (UnsafeMutableRawBufferPointer) -> Int?) -> Bool {
         guard failure == nil else { return true }
         if direct != nil && maxCount <= directData.count - directFilled {
             let start = directFilled
@@ -110,7 +110,7 @@ public struct FrameReader: Sendable {
     }
 
     /// The next complete frame, or `nil` if more bytes are needed.
-    public mutating func next() throws(WireError) -> Frame? {
+    package mutating func next() throws(WireError) -> Frame? {
         if let failure { throw failure }
         do {
             return try decodeNext()
@@ -234,7 +234,7 @@ extension Frame {
     ///
     /// Throws ``WireError/truncated(field:)`` if the bytes end before the frame does, and
     /// ``WireError/trailingBytes(after:count:)`` if bytes follow it.
-    public init(decoding bytes: some Collection<UInt8>) throws(WireError) {
+    package init(decoding bytes: some Collection<UInt8>) throws(WireError) {
         var reader = FrameReader()
         reader.append(bytes)
         guard let frame = try reader.next() else { throw .truncated(field: "frame") }

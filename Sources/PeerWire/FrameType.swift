@@ -1,5 +1,5 @@
 /// The 1-byte type code at the start of every frame header (see ``Frame`` for the table).
-public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
+package enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     // 0x00–0x0F: connection control.
     case ping = 0x01
     case pong = 0x02
@@ -41,7 +41,7 @@ public enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     /// The subtrees of a folder the sender holds (feature `selection`).
     case folderSelection = 0x6A
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .ping: "ping"
         case .pong: "pong"

@@ -17,31 +17,31 @@
 /// The layout is fixed for the `SPH1` magic and trailing bytes are an error. New capabilities are
 /// announced as ``features`` and negotiated there, never by appending fields; a different layout
 /// would need a new magic.
-public struct Hello: Equatable, Sendable {
+package struct Hello: Equatable, Sendable {
     /// The magic bytes at the start of every encoded hello: ASCII `SPH1`.
-    public static let magic: [UInt8] = [0x53, 0x50, 0x48, 0x31]
+    package static let magic: [UInt8] = [0x53, 0x50, 0x48, 0x31]
     /// The protocol version this module implements (also `SecureChannel.protocolVersion`,
     /// the handshake's). Version 3 changed the content hash of chunks and manifests from
     /// BLAKE2b-256 to SHA-256, version 4 from SHA-256 to BLAKE3, so peers of an older
     /// version cannot sync with it.
-    public static let currentProtocolVersion: UInt16 = 4
+    package static let currentProtocolVersion: UInt16 = 4
 
     /// Version of the frame protocol the node speaks.
-    public var protocolVersion: UInt16
+    package var protocolVersion: UInt16
     /// The name people see (1 … ``WireLimits/maxDisplayName`` bytes of UTF-8); not an identity.
-    public var displayName: String
+    package var displayName: String
     /// The node's software, for diagnostics (e.g. `syncpeer 0.1.0`).
-    public var softwareVersion: String
+    package var softwareVersion: String
     /// Optional capabilities the node supports (at most ``WireLimits/maxFeatures``).
-    public var features: [String]
+    package var features: [String]
     /// Why the node connects, when this connection is an invitation (which folder, which file).
-    public var context: String?
+    package var context: String?
     /// The TCP port the node listens on, when it accepts connections: the responder of a
     /// handshake redials the initiator at the initiator's address and this port (the
     /// initiator's source port is ephemeral). Port 0 is not a valid listen port.
-    public var listenPort: UInt16?
+    package var listenPort: UInt16?
 
-    public init(
+    package init(
         protocolVersion: UInt16 = Hello.currentProtocolVersion,
         displayName: String,
         softwareVersion: String,
@@ -58,7 +58,7 @@ public struct Hello: Equatable, Sendable {
     }
 
     /// Throws unless every field is within its limit, so that ``encode()`` may encode it.
-    public func validate() throws(WireError) {
+    package func validate() throws(WireError) {
         try TextRule.displayName.check(displayName, "display name")
         try TextRule.softwareVersion.check(softwareVersion, "software version")
         guard features.count <= WireLimits.maxFeatures else {
@@ -79,7 +79,7 @@ public struct Hello: Equatable, Sendable {
     ///
     /// - Precondition: the hello is valid (``validate()`` does not throw); validate a hello built
     ///   from configuration when the configuration is loaded.
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         do {
             try validate()
         } catch {
@@ -111,7 +111,7 @@ public struct Hello: Equatable, Sendable {
     }
 
     /// Decodes a hello from a handshake payload, checking every limit.
-    public static func decode(_ bytes: some Collection<UInt8>) throws(WireError) -> Hello {
+    package static func decode(_ bytes: some Collection<UInt8>) throws(WireError) -> Hello {
         let count = bytes.count
         guard count <= WireLimits.maxHello else {
             throw .helloTooLarge(length: count, limit: WireLimits.maxHello)

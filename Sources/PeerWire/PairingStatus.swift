@@ -1,5 +1,5 @@
 /// What the invited side tells the inviter about an invitation (a ``Frame/pairing(_:)`` frame).
-public enum PairingStatus: UInt8, CaseIterable, Sendable {
+package enum PairingStatus: UInt8, CaseIterable, Sendable {
     // 0 is not used, so that a zeroed byte is not mistaken for a decision.
     /// The invitation is shown to the user, who has not decided yet.
     case pending = 1

@@ -1,9 +1,9 @@
 /// A 16-byte identifier of one transfer, chosen at random by the sender.
-public struct TransferID: Hashable, Sendable, CustomStringConvertible {
-    public static let byteCount = 16
-    public let bytes: [UInt8]
+package struct TransferID: Hashable, Sendable, CustomStringConvertible {
+    package static let byteCount = 16
+    package let bytes: [UInt8]
 
-    public init(_ bytes: [UInt8]) throws(WireError) {
+    package init(_ bytes: [UInt8]) throws(WireError) {
         guard bytes.count == Self.byteCount else {
             throw .invalidValue(field: "transfer id length", value: UInt64(bytes.count))
         }
@@ -11,13 +11,13 @@ public struct TransferID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// A new random ID (SystemRandomNumberGenerator reads the kernel's CSPRNG on Linux).
-    public static func random() -> TransferID {
+    package static func random() -> TransferID {
         var generator = SystemRandomNumberGenerator()
         return try! TransferID((0..<byteCount).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 
     /// Parses the 32-hex-digit form (either case).
-    public init?(hex text: String) {
+    package init?(hex text: String) {
         let utf8 = Array(text.utf8)
         guard utf8.count == Self.byteCount * 2 else { return nil }
         var out: [UInt8] = []
@@ -38,7 +38,7 @@ public struct TransferID: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// 32 lower-case hex digits.
-    public var description: String {
+    package var description: String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         for b in bytes {
@@ -52,26 +52,26 @@ public struct TransferID: Hashable, Sendable, CustomStringConvertible {
 /// What a sender offers: one file, a folder (a tree of files) or a stream spooled to a file.
 /// Each entry carries its manifest (chunk sizes and hashes, encoded by PeerFiles), so the
 /// receiver can verify every chunk and say which ones it already holds.
-public struct TransferOffer: Equatable, Sendable {
-    public enum Kind: UInt8, Sendable {
+package struct TransferOffer: Equatable, Sendable {
+    package enum Kind: UInt8, Sendable {
         case file = 0
         case folder = 1
         case stream = 2
     }
 
     /// One file of the offer.
-    public struct Entry: Equatable, Sendable {
+    package struct Entry: Equatable, Sendable {
         /// Relative path with `/` separators (the receiver validates it as hostile input).
-        public var path: String
-        public var size: UInt64
+        package var path: String
+        package var size: UInt64
         /// Permission bits (0o7777 at most).
-        public var mode: UInt32
+        package var mode: UInt32
         /// Modification time, nanoseconds since 1970.
-        public var mtimeNanoseconds: Int64
+        package var mtimeNanoseconds: Int64
         /// The encoded manifest (see PeerFiles.Manifest).
-        public var manifest: [UInt8]
+        package var manifest: [UInt8]
 
-        public init(path: String, size: UInt64, mode: UInt32, mtimeNanoseconds: Int64, manifest: [UInt8]) {
+        package init(path: String, size: UInt64, mode: UInt32, mtimeNanoseconds: Int64, manifest: [UInt8]) {
             self.path = path
             self.size = size
             self.mode = mode
@@ -80,13 +80,13 @@ public struct TransferOffer: Equatable, Sendable {
         }
     }
 
-    public var id: TransferID
-    public var kind: Kind
+    package var id: TransferID
+    package var kind: Kind
     /// What people see: the file or folder name (1–255 bytes).
-    public var name: String
-    public var entries: [Entry]
+    package var name: String
+    package var entries: [Entry]
 
-    public init(id: TransferID, kind: Kind, name: String, entries: [Entry]) {
+    package init(id: TransferID, kind: Kind, name: String, entries: [Entry]) {
         self.id = id
         self.kind = kind
         self.name = name
@@ -94,7 +94,7 @@ public struct TransferOffer: Equatable, Sendable {
     }
 
     /// The sum of the entries' sizes.
-    public var totalSize: UInt64 { entries.reduce(0) { $0 &+ $1.size } }
+    package var totalSize: UInt64 { entries.reduce(0) { $0 &+ $1.size } }
 
     func validate() throws(WireError) {
         try TextRule.offerName.check(name, "offer name")

@@ -1,26 +1,26 @@
 /// One kept version of a file, as a ``Frame/versionResponse(request:ok:data:)`` lists it.
-public struct VersionEntry: Sendable, Equatable {
+package struct VersionEntry: Sendable, Equatable {
     /// The holder's ID of the version (what a version request with `version` names).
-    public var id: UInt64
+    package var id: UInt64
     /// Path relative to the folder root.
-    public var path: String
+    package var path: String
     /// When it was replaced and kept (unix ms).
-    public var keptAt: Int64
-    public var size: UInt64
-    public var mtimeNs: Int64
+    package var keptAt: Int64
+    package var size: UInt64
+    package var mtimeNs: Int64
     /// Device ID (or its compact form) that wrote this content.
-    public var modifiedBy: String
+    package var modifiedBy: String
     /// What replaced it (`peer-edit`, `local-delete`, …).
-    public var reason: String
+    package var reason: String
     /// Whether the sender holds every chunk (and serves them).
-    public var held: Bool
+    package var held: Bool
     /// Root hash of the content (32 bytes).
-    public var rootHash: [UInt8]
+    package var rootHash: [UInt8]
     /// The encoded manifest (`PeerFiles.Manifest`): only in the answer to a request for one
     /// version; empty in a listing.
-    public var manifest: [UInt8]
+    package var manifest: [UInt8]
 
-    public init(id: UInt64, path: String, keptAt: Int64, size: UInt64, mtimeNs: Int64, modifiedBy: String, reason: String,
+    package init(id: UInt64, path: String, keptAt: Int64, size: UInt64, mtimeNs: Int64, modifiedBy: String, reason: String,
                 held: Bool, rootHash: [UInt8], manifest: [UInt8] = []) {
         (self.id, self.path, self.keptAt, self.size, self.mtimeNs) = (id, path, keptAt, size, mtimeNs)
         (self.modifiedBy, self.reason, self.held, self.rootHash, self.manifest) = (modifiedBy, reason, held, rootHash, manifest)
@@ -35,18 +35,18 @@ public struct VersionEntry: Sendable, Equatable {
 ///
 /// At most ``WireLimits/maxVersionPage`` entries; the decoder checks every length before it
 /// allocates.
-public struct VersionPage: Sendable, Equatable {
-    public var entries: [VersionEntry]
-    public var more: Bool
+package struct VersionPage: Sendable, Equatable {
+    package var entries: [VersionEntry]
+    package var more: Bool
 
-    public init(entries: [VersionEntry], more: Bool) {
+    package init(entries: [VersionEntry], more: Bool) {
         self.entries = entries
         self.more = more
     }
 
     static let reason = TextRule(maxBytes: 32)
 
-    public func encoded() -> [UInt8] {
+    package func encoded() -> [UInt8] {
         var writer = ByteWriter()
         writer.u8(more ? 1 : 0)
         writer.u16(UInt16(entries.count))
@@ -66,7 +66,7 @@ public struct VersionPage: Sendable, Equatable {
     }
 
     /// Throws unless every field is within its limit.
-    public func validate() throws(WireError) {
+    package func validate() throws(WireError) {
         guard entries.count <= WireLimits.maxVersionPage else {
             throw .tooManyEntries(field: "versions", count: entries.count, limit: WireLimits.maxVersionPage)
         }
@@ -81,7 +81,7 @@ public struct VersionPage: Sendable, Equatable {
         }
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(WireError) -> VersionPage {
+    package static func decode(_ bytes: [UInt8]) throws(WireError) -> VersionPage {
         var reader = ByteReader(bytes)
         let more = try reader.flag("more versions flag")
         let count = Int(try reader.u16("version count"))

@@ -2,7 +2,7 @@
 ///
 /// Any of these on a connection means the peer is broken or hostile (or runs an incompatible
 /// version): the connection is closed. Each case carries enough context to say what was wrong.
-public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A Noise message is longer than the transport framing allows.
     case messageTooLarge(length: Int, limit: Int)
     /// A frame header names a frame type this version does not know.
@@ -32,7 +32,7 @@ public enum WireError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A hello is larger than fits in a Noise handshake message.
     case helloTooLarge(length: Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .messageTooLarge(length, limit):
             return "A Noise message of \(bytes(length)) is longer than the \(bytes(limit)) the transport framing allows."

@@ -3,75 +3,75 @@
 /// Decoders check each announced length against these limits *before* they allocate or wait
 /// for the bytes it announces, so a hostile peer cannot make us buffer more than a limit.
 /// Encoders check the same limits (see ``Frame/validate()`` and ``Hello/validate()``).
-public enum WireLimits {
+package enum WireLimits {
     // MARK: Noise transport framing
 
     /// Size of the big-endian length prefix in front of every Noise message on TCP.
-    public static let noiseLengthPrefixSize = 2
+    package static let noiseLengthPrefixSize = 2
     /// Largest Noise message (ciphertext including the tag): the 2-byte length prefix allows no more.
-    public static let maxNoiseMessage = 65_535
+    package static let maxNoiseMessage = 65_535
     /// Size of the ChaCha20-Poly1305 authentication tag in every Noise transport message.
-    public static let noiseTagSize = 16
+    package static let noiseTagSize = 16
     /// Largest plaintext carried by one Noise transport message.
-    public static let maxNoisePlaintext = maxNoiseMessage - noiseTagSize  // 65,519
+    package static let maxNoisePlaintext = maxNoiseMessage - noiseTagSize  // 65,519
 
     // MARK: Application frames
 
     /// Size of a frame header: 1-byte type, 4-byte big-endian body length.
-    public static let frameHeaderSize = 5
+    package static let frameHeaderSize = 5
     /// Largest body of any frame type, present or future: a 16 MiB chunk plus 1 KiB of header fields.
-    public static let maxFrameBody = 16 * 1024 * 1024 + 1024  // 16,778,240
+    package static let maxFrameBody = 16 * 1024 * 1024 + 1024  // 16,778,240
 
     /// Largest body of an application message (``Frame/message(id:body:)``).
-    public static let maxMessageBody = 65_536
+    package static let maxMessageBody = 65_536
     /// Largest reason of a ``Frame/close(code:reason:)`` frame, in UTF-8 bytes.
-    public static let maxCloseReason = 512
+    package static let maxCloseReason = 512
     /// Largest name of a stream (``Frame/streamOpen(id:name:)``), in UTF-8 bytes; names are not empty.
-    public static let maxStreamName = 255
+    package static let maxStreamName = 255
     /// Largest payload of one ``Frame/streamData(id:bytes:)`` frame.
-    public static let maxStreamData = 65_536
+    package static let maxStreamData = 65_536
 
     /// Largest offer name (a file or folder name), in UTF-8 bytes.
-    public static let maxOfferName = 255
+    package static let maxOfferName = 255
     /// Largest relative path of an offer entry, in UTF-8 bytes.
-    public static let maxEntryPath = 4_096
+    package static let maxEntryPath = 4_096
     /// Most files in one offer (a folder).
-    public static let maxOfferEntries = 100_000
+    package static let maxOfferEntries = 100_000
     /// Largest encoded manifest of one entry.
-    public static let maxManifest = 12 * 1024 * 1024
+    package static let maxManifest = 12 * 1024 * 1024
     /// Largest chunk of a transfer.
-    public static let maxChunk = 16 * 1024 * 1024
+    package static let maxChunk = 16 * 1024 * 1024
     /// Largest "have" bitmap of an accept (one bit per chunk of the whole offer).
-    public static let maxHaveBitmap = 1 << 20
+    package static let maxHaveBitmap = 1 << 20
 
     /// Largest folder ID, in bytes.
-    public static let maxFolderID = 64
+    package static let maxFolderID = 64
     /// Most devices in one version vector.
-    public static let maxVersionEntries = 256
+    package static let maxVersionEntries = 256
     /// Most block sums in one ``Frame/blockDeltaRequest(request:folder:path:offset:size:hash:sums:)``:
     /// one per 16 KiB block of the largest chunk.
-    public static let maxDeltaSums = maxChunk / (16 * 1024)
+    package static let maxDeltaSums = maxChunk / (16 * 1024)
     /// Bytes of each block sum of a delta request.
-    public static let deltaSumSize = 8
+    package static let deltaSumSize = 8
     /// Most file entries in one index update frame.
-    public static let maxIndexEntries = 10_000
+    package static let maxIndexEntries = 10_000
     /// Largest block of an ``Frame/indexBlocks(folder:blocks:)`` frame (a small file's whole
     /// content), and the most blocks in one: as many as an index update's entries.
-    public static let maxIndexBlock = 16 * 1024
+    package static let maxIndexBlock = 16 * 1024
     /// Most versions in one ``VersionPage``.
-    public static let maxVersionPage = 1_000
+    package static let maxVersionPage = 1_000
     /// Largest encoded ``VersionPage`` of a version response (a page, or one version with its manifest).
-    public static let maxVersionResponse = 14 * 1024 * 1024
+    package static let maxVersionResponse = 14 * 1024 * 1024
     /// Most paths in a ``Frame/folderSelection(folder:paths:)`` (a node's selection holds no more).
-    public static let maxSelectionPaths = 1_000
+    package static let maxSelectionPaths = 1_000
     /// The largest TLS certificate a `certificate` frame carries (syncpeer's are ~300 bytes).
-    public static let maxCertificate = 2_048
+    package static let maxCertificate = 2_048
 
     /// Allowed body lengths of each frame type; the frame reader rejects a header outside this
     /// range as soon as the header is complete.
     ///
     /// Each range follows from the body layout documented on ``FrameType``.
-    public static func bodyLengthRange(of type: FrameType) -> ClosedRange<Int> {
+    package static func bodyLengthRange(of type: FrameType) -> ClosedRange<Int> {
         let range: ClosedRange<Int>
         switch type {
         case .ping, .pong: range = 8...8                             // nonce u64
@@ -113,17 +113,17 @@ public enum WireLimits {
     // MARK: Hello (Noise handshake payload)
 
     /// Largest display name, in UTF-8 bytes; display names are not empty.
-    public static let maxDisplayName = 63
+    package static let maxDisplayName = 63
     /// Largest software version string, in UTF-8 bytes.
-    public static let maxSoftwareVersion = 64
+    package static let maxSoftwareVersion = 64
     /// Most feature names a hello may list.
-    public static let maxFeatures = 16
+    package static let maxFeatures = 16
     /// Largest feature name, in UTF-8 bytes; feature names are not empty.
-    public static let maxFeatureName = 32
+    package static let maxFeatureName = 32
     /// Largest invitation context, in UTF-8 bytes.
-    public static let maxContext = 1_024
+    package static let maxContext = 1_024
     /// Largest encoded hello we accept. A Noise XX handshake message also carries an ephemeral
     /// key, an encrypted static key and tags (at most 96 bytes), so this always fits in one message.
     /// The field limits above keep a real hello under 2 KiB.
-    public static let maxHello = 60_000
+    package static let maxHello = 60_000
 }

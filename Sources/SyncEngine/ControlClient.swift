@@ -3,12 +3,12 @@ internal import PeerNet
 internal import Synchronization
 
 /// Talks to a running node over its control socket (see `ControlServer`).
-public final class ControlClient: Sendable {
+package final class ControlClient: Sendable {
     let connection: UnixConnection
     private let reader: LineReaderBox
 
     /// Connects to the daemon of `home`, or says how to start one.
-    public static func connect(home: NodeHome) throws(EngineError) -> ControlClient {
+    package static func connect(home: NodeHome) throws(EngineError) -> ControlClient {
         do {
             return ControlClient(connection: try UnixConnection.connect(path: home.controlSocket, timeout: .seconds(5)))
         } catch {
@@ -28,13 +28,13 @@ public final class ControlClient: Sendable {
 
     /// Tells the daemon this client is going away (its write side closes; answers can still
     /// be read): a `send` that is not detached is cancelled.
-    public func hangUp() {
+    package func hangUp() {
         connection.shutdownWrite()
     }
 
     /// Sends one request and waits for its final answer, decoded as `T`; progress events
     /// go to `onEvent`.
-    public func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, passing descriptor: Int32? = nil,
+    package func call<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, passing descriptor: Int32? = nil,
                                    onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> T {
         try self.request(request, passing: descriptor, onEvent: onEvent).decode(as: T.self)
     }
@@ -42,7 +42,7 @@ public final class ControlClient: Sendable {
     /// Sends one request and waits for its final answer (as JSON); progress events go to
     /// `onEvent`. `descriptor` travels with the request (`SCM_RIGHTS`) for the ops that
     /// take one (`ControlRequest.passesDescriptor`).
-    public func request(_ request: ControlRequest, passing descriptor: Int32? = nil,
+    package func request(_ request: ControlRequest, passing descriptor: Int32? = nil,
                         onEvent: (NodeEvent) -> Void = { _ in }) throws(EngineError) -> JSONValue {
         try exchange(request.json(id: 1), passing: descriptor, onEvent: onEvent)["result"] ?? .null
     }
@@ -50,7 +50,7 @@ public final class ControlClient: Sendable {
     /// Asks for a list (`ControlRequest.isPaged`) page after page, `limit` items at a time
     /// from the start or from `after`, and hands each page's result, decoded as `T`, to
     /// `each` as it arrives.
-    public func eachPage<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, limit: Int = PageRequest.defaultLimit,
+    package func eachPage<T: Decodable>(_ request: ControlRequest, as type: T.Type = T.self, limit: Int = PageRequest.defaultLimit,
                                        after: String? = nil, _ each: (T) -> Void) throws(EngineError) {
         var page = PageRequest(limit: limit, after: after)
         while true {
@@ -64,7 +64,7 @@ public final class ControlClient: Sendable {
 
     /// One page of a list: the answer as the daemon sent it (`ok`, `result`, and `next` while
     /// more follow), without its `id`.
-    public func page(_ request: ControlRequest, _ page: PageRequest) throws(EngineError) -> JSONValue {
+    package func page(_ request: ControlRequest, _ page: PageRequest) throws(EngineError) -> JSONValue {
         var answer: [String: JSONValue] = ["ok": true]
         let whole = try exchange(request.json(id: 1, page: page), passing: nil, onEvent: { _ in })
         answer["result"] = whole["result"] ?? .null
@@ -108,7 +108,7 @@ public final class ControlClient: Sendable {
 
     /// Subscribes to every event and calls `onEvent` until the daemon goes away or it
     /// returns false. Events of kinds this client does not know are skipped.
-    public func streamEvents(_ onEvent: (NodeEvent) -> Bool) throws(EngineError) {
+    package func streamEvents(_ onEvent: (NodeEvent) -> Bool) throws(EngineError) {
         _ = try request(.events)
         while let line = try nextLine() {
             guard let answer = JSONValue.parse(line), let event = try? answer["event"]?.decode(as: NodeEvent.self) else { continue }

@@ -10,18 +10,18 @@ internal import Synchronization
 /// possibly preceded by progress lines `{"id":…,"event":{…}}`. A transfer result is its
 /// `transfer` event (with `"event":"transfer"`), like the progress lines before it. The `events` op streams
 /// every node event until the client disconnects. docs/PROTOCOL.md lists every op.
-public final class ControlServer: Sendable {
+package final class ControlServer: Sendable {
     let node: Node
-    public let path: String
+    package let path: String
     /// Set by start(), closed by stop() (from any thread).
     private let listener = Mutex<UnixListener?>(nil)
 
-    public init(node: Node, path: String) {
+    package init(node: Node, path: String) {
         self.node = node
         self.path = path
     }
 
-    public func start() throws(EngineError) {
+    package func start() throws(EngineError) {
         let listener: UnixListener
         do { listener = try UnixListener(path: path) } catch {
             throw .connection("cannot open the control socket", error)
@@ -38,7 +38,7 @@ public final class ControlServer: Sendable {
         thread.start()
     }
 
-    public func stop() {
+    package func stop() {
         listener.withLock { $0?.close() }
     }
 

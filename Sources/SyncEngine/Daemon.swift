@@ -2,9 +2,9 @@ internal import Glibc
 internal import PeerNet
 
 /// A running node with its home lock and control socket: what `syncpeer daemon` runs.
-public final class Daemon: Sendable {
-    public let node: Node
-    public let listenAddress: String
+package final class Daemon: Sendable {
+    package let node: Node
+    package let listenAddress: String
     let lock: HomeLock
     let control: ControlServer
 
@@ -20,7 +20,7 @@ public final class Daemon: Sendable {
     /// `whenLocked` runs once the lock is held and before anything else: the place to clear
     /// what a crashed daemon of this home left (a daemon refused by the lock changes no file
     /// of the home, so the running one's stay).
-    public static func start(home: NodeHome, config: NodeConfig, whenLocked: () -> Void = {},
+    package static func start(home: NodeHome, config: NodeConfig, whenLocked: () -> Void = {},
                              onEvent: @escaping @Sendable (NodeEvent) -> Void) throws(EngineError) -> Daemon {
         // A home never initialised has no key: say what to do (not a lock-file error about
         // a folder that does not exist).
@@ -45,7 +45,7 @@ public final class Daemon: Sendable {
     }
 
     /// Says goodbye to every peer, closes the sockets and releases the home.
-    public func stop() {
+    package func stop() {
         control.stop()
         node.stop()
         RunningMarker.end(home: node.home)

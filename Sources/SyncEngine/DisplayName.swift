@@ -1,11 +1,11 @@
 /// The name people see for a node. It is not an identity (the device ID is): two nodes
 /// may share a name. Rules as in Multipeer Connectivity: 1–63 bytes of UTF-8; we also
 /// refuse control characters, which would garble terminals and logs.
-public enum DisplayName {
-    public static let maxBytes = 63
+package enum DisplayName {
+    package static let maxBytes = 63
 
     /// Returns the name unchanged if it follows the rules, or throws saying which it breaks.
-    public static func validate(_ name: String) throws(EngineError) -> String {
+    package static func validate(_ name: String) throws(EngineError) -> String {
         let bytes = name.utf8.count
         if bytes == 0 { throw .invalidDisplayName("it is empty") }
         if bytes > maxBytes {
@@ -18,7 +18,7 @@ public enum DisplayName {
     }
 
     /// A default from the host name, cut to the limit at a character boundary.
-    public static func fromHostName(_ host: String) -> String {
+    package static func fromHostName(_ host: String) -> String {
         var name = ""
         for character in host where !character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             if name.utf8.count + String(character).utf8.count > maxBytes { break }

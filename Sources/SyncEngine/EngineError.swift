@@ -1,12 +1,12 @@
-public import PeerFiles
-public import PeerIndex
-public import PeerNet
+package import PeerFiles
+package import PeerIndex
+package import PeerNet
 
 /// Errors of the engine. Each names what failed (path, peer, value) and says what to do,
 /// in one line the CLI can print as it is. Failures of the lower layers keep their typed
 /// error (`index`, `file`, `connection`), so callers can tell a full disk from a corrupt index; `kind`
 /// names the case for scripts (the control socket and `--json` send it).
-public enum EngineError: Error, Sendable, CustomStringConvertible {
+package enum EngineError: Error, Sendable, CustomStringConvertible {
     /// The home has no identity yet.
     case notInitialised(home: String)
     /// The home directory cannot be created or used.
@@ -42,7 +42,7 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     /// An error the daemon reported over the control socket: its kind and its line.
     case daemon(kind: Kind, message: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .notInitialised(home):
             return "no identity in \(home): run 'syncpeer init' first"
@@ -72,10 +72,10 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     }
 
     /// What kind of failure this is, for exit codes.
-    public var category: Category { kind.category }
+    package var category: Category { kind.category }
 
     /// The case, by a stable name (the `kind` of JSON errors; see docs/JSON.md).
-    public var kind: Kind {
+    package var kind: Kind {
         switch self {
         case .notInitialised: .notInitialised
         case .homeUnusable: .homeUnusable
@@ -97,12 +97,12 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The kinds of engine errors, as scripts see them.
-    public enum Kind: String, Sendable, Codable, CaseIterable {
+    package enum Kind: String, Sendable, Codable, CaseIterable {
         case notInitialised, homeUnusable, keyFileExposed, keyFileNotOwned, keyFileCorrupt, invalidDisplayName
         case index, file, io, invalidArgument, notFound, notConnected, refused, network, streamCut
 
         /// What kind of failure this is, for exit codes.
-        public var category: Category {
+        package var category: Category {
             switch self {
             case .notInitialised, .notFound, .notConnected: .state
             case .invalidDisplayName, .invalidArgument: .usage
@@ -112,7 +112,7 @@ public enum EngineError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    public enum Category: String, Sendable, Codable {
+    package enum Category: String, Sendable, Codable {
         case usage, state, data, failure
     }
 

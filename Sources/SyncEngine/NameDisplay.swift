@@ -8,9 +8,9 @@
 /// marks U+200E, U+200F and U+061C, zero-width characters) and the line and paragraph
 /// separators. `"a\u{202E}txt.exe"` is shown as `a\u{202E}txt.exe`. Only what people read
 /// is escaped: JSON keeps the real name.
-public enum NameDisplay {
+package enum NameDisplay {
     /// `name` with every invisible or reordering scalar written as `\u{XXXX}`.
-    public static func escaped(_ name: String) -> String {
+    package static func escaped(_ name: String) -> String {
         guard name.unicodeScalars.contains(where: isHidden) else { return name }
         var out = ""
         out.unicodeScalars.reserveCapacity(name.unicodeScalars.count + 16)
@@ -26,7 +26,7 @@ public enum NameDisplay {
     }
 
     /// Whether `scalar` is escaped by `escaped`.
-    public static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator: true
         default: false

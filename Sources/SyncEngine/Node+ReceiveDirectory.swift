@@ -11,7 +11,7 @@ extension Node {
     /// `syncpeer receive-dir DIR`: where accepted files, streams and folders go from now on
     /// (made with its parents if missing; it must be a directory this user can write), kept
     /// across restarts unless `daemon --receive-dir` names another.
-    public func setReceiveDirectory(_ directory: String) throws(EngineError) -> NodeStatus {
+    package func setReceiveDirectory(_ directory: String) throws(EngineError) -> NodeStatus {
         guard directory.hasPrefix("/") else { throw .invalidArgument("'\(directory)' is not a full path") }
         let path = URL(fileURLWithPath: directory).standardizedFileURL.path
         do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {

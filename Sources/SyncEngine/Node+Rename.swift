@@ -6,7 +6,7 @@ extension Node {
     /// `syncpeer rename NAME`: this node's display name, kept in the index (as `init --name`
     /// does) and in force at once: nearby nodes see it as discovery announces it again, and
     /// peers at their next connection (the name travels in the hello).
-    public func rename(to text: String) throws(EngineError) -> RenameResult {
+    package func rename(to text: String) throws(EngineError) -> RenameResult {
         let name = try DisplayName.validate(text)
         do { try index.setSetting(NodeSetup.displayNameKey, name) } catch { throw .index(error) }
         displayName.withLock { $0 = name }

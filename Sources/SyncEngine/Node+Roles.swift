@@ -12,7 +12,7 @@ extension Node {
     }
 
     /// `syncpeer role DIR PEER [ROLE] [--no-deletes|--deletes]`: our role towards a member.
-    public func setRole(directory: String, peer text: String, role: String?, noDeletes: Bool?) throws(EngineError) -> RoleResult {
+    package func setRole(directory: String, peer text: String, role: String?, noDeletes: Bool?) throws(EngineError) -> RoleResult {
         let role = try role.map(Self.peerRole)
         let resolved: Result<String, EngineError> = queue.sync {
             do throws(EngineError) { return .success(try resolve(text).deviceID.filter { $0 != "-" }) } catch { return .failure(error) }
@@ -21,23 +21,23 @@ extension Node {
     }
 
     /// `syncpeer changes DIR`: a page of the paths the roles keep apart.
-    public func roleChanges(directory: String, page: PageRequest = .everything) throws(EngineError) -> ListPage<RoleChange> {
+    package func roleChanges(directory: String, page: PageRequest = .everything) throws(EngineError) -> ListPage<RoleChange> {
         try folders.roleChanges(directory: directory, page: page)
     }
 
     /// `syncpeer override DIR`: our versions win over the changes the roles or a held mass change keep out.
-    public func overrideFolder(directory: String) throws(EngineError) -> GuardResult {
+    package func overrideFolder(directory: String) throws(EngineError) -> GuardResult {
         try folders.overrideFolder(directory: directory)
     }
 
     /// `syncpeer revert DIR`: local changes kept back from receive-only peers are undone
     /// (each local file kept in the versions store first).
-    public func revertFolder(directory: String) throws(EngineError) -> GuardResult {
+    package func revertFolder(directory: String) throws(EngineError) -> GuardResult {
         try folders.revertFolder(directory: directory)
     }
 
     /// `syncpeer guard DIR`: the mass-change limits, shown or set.
-    public func guardLimits(directory: String, percent: Int?, files: Int?) throws(EngineError) -> GuardResult {
+    package func guardLimits(directory: String, percent: Int?, files: Int?) throws(EngineError) -> GuardResult {
         try folders.guardLimits(directory: directory, percent: percent, files: files)
     }
 }

@@ -14,7 +14,7 @@ internal import PeerWire
 extension Node {
     /// Sends a file or folder (or a spooled stream) to a paired peer. The observer sees
     /// progress and then the end (completed, declined, failed).
-    public func send(path: String, to peerText: String, name: String?, spoolFile: String?,
+    package func send(path: String, to peerText: String, name: String?, spoolFile: String?,
                      cancellation: SendCancellation? = nil,
                      observer: @escaping @Sendable (NodeEvent) -> Void,
                      completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
@@ -36,36 +36,36 @@ extension Node {
     }
 
     /// Waits for the next offer and accepts it into `directory` (or declines it).
-    public func receiveNext(directory: String?, accept: Bool,
+    package func receiveNext(directory: String?, accept: Bool,
                             observer: @escaping @Sendable (NodeEvent) -> Void,
                             completion: @escaping @Sendable (Result<TransferInfo, EngineError>) -> Void) {
         transfers.receiveNext(directory: directory, accept: accept, observer: observer, completion: completion)
     }
 
     /// Accepts or declines an offer by transfer ID (or a unique prefix of at least 4 hex digits).
-    public func answerOffer(_ idText: String, accept: Bool, directory: String?,
+    package func answerOffer(_ idText: String, accept: Bool, directory: String?,
                             observer: (@Sendable (NodeEvent) -> Void)? = nil,
                             completion: (@Sendable (Result<TransferInfo, EngineError>) -> Void)? = nil) throws(EngineError) -> TransferInfo {
         try transfers.answerOffer(idText, accept: accept, directory: directory, observer: observer, completion: completion)
     }
 
     /// Cancels a transfer in either direction; a receiver's partial data is removed.
-    public func cancelTransfer(_ idText: String) throws(EngineError) -> TransferInfo {
+    package func cancelTransfer(_ idText: String) throws(EngineError) -> TransferInfo {
         try transfers.cancelTransfer(idText)
     }
 
     /// Offers paused outgoing transfers again (to peers that are connected).
-    public func resumeTransfers(_ idText: String?) throws(EngineError) -> ResumeResult {
+    package func resumeTransfers(_ idText: String?) throws(EngineError) -> ResumeResult {
         try transfers.resumeTransfers(idText)
     }
 
     /// Active transfers (live) and finished ones (from the index), newest first: one page.
-    public func transferList(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<TransferInfo> {
+    package func transferList(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<TransferInfo> {
         try transfers.transferList(page)
     }
 
     /// Transfers recorded in a home's index, for `syncpeer transfers` when no daemon runs.
-    public static func recordedTransfers(home: NodeHome) throws(EngineError) -> [TransferInfo] {
+    package static func recordedTransfers(home: NodeHome) throws(EngineError) -> [TransferInfo] {
         let index = try NodeSetup.openIndex(home)
         let records: [TransferRecord]
         do throws(IndexError) { records = try index.transfers() } catch { throw .index(error) }
@@ -76,7 +76,7 @@ extension Node {
 extension Node {
     /// Shares a folder with paired peers (adding peers to an already shared folder).
     /// With `only`, a new folder holds only those subtrees here (`share --only`, `select`).
-    public func share(directory: String, with peerTexts: [String], role: String? = nil, noDeletes: Bool? = nil,
+    package func share(directory: String, with peerTexts: [String], role: String? = nil, noDeletes: Bool? = nil,
                       only: [String]? = nil) throws(EngineError) -> ShareResult {
         let role = try role.map(Self.peerRole)
         // What is wrong with the folder first: a typo in the path is the likelier mistake.
@@ -102,80 +102,80 @@ extension Node {
 
     /// `select DIR [PATH ...]`: the subtrees this node holds of a folder; with `paths`,
     /// changes them (empty: the whole folder), freeing or fetching what changed.
-    public func select(directory: String, paths: [String]?) throws(EngineError) -> SelectionResult {
+    package func select(directory: String, paths: [String]?) throws(EngineError) -> SelectionResult {
         try folders.select(directory: directory, paths: paths)
     }
 
     /// `tree DIR [PATH]`: one level of the folder's tree as the cluster has it, paged.
-    public func tree(directory: String, path: String?, page: PageRequest = .everything) throws(EngineError) -> ListPage<TreeItem> {
+    package func tree(directory: String, path: String?, page: PageRequest = .everything) throws(EngineError) -> ListPage<TreeItem> {
         try folders.tree(directory: directory, path: path, page: page)
     }
 
     /// Stops sharing a folder: nothing on disk changes; peers are told.
-    public func unshare(directory: String) throws(EngineError) -> FolderResult {
+    package func unshare(directory: String) throws(EngineError) -> FolderResult {
         try folders.unshare(directory: directory)
     }
 
     /// Accepts (into `directory`, default `<receive folder>/<label>`) or declines a share offer.
     /// With `only`, the folder holds only those subtrees here (`accept --only`, `select`).
-    public func answerShare(_ folderID: String, accept: Bool, into directory: String?, only: [String]? = nil) throws(EngineError) -> FolderResult {
+    package func answerShare(_ folderID: String, accept: Bool, into directory: String?, only: [String]? = nil) throws(EngineError) -> FolderResult {
         try folders.answerShare(folderID, accept: accept, into: directory, only: only)
     }
 
     /// `syncpeer confirm DIR`: adopt the folder as it is now, deletions included.
-    public func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
+    package func confirmFolder(directory: String) throws(EngineError) -> FolderResult {
         try folders.confirmFolder(directory: directory)
     }
 
     /// `syncpeer rescan DIR [PATH]`: scans the folder (or one path in it) now.
-    public func rescanFolder(directory: String, path: String?) throws(EngineError) -> FolderResult {
+    package func rescanFolder(directory: String, path: String?) throws(EngineError) -> FolderResult {
         try folders.rescanFolder(directory: directory, path: path)
     }
 
     /// `syncpeer pause DIR` (true) / `resume-folder DIR` (false).
-    public func setFolderPaused(directory: String, _ on: Bool) throws(EngineError) -> FolderResult {
+    package func setFolderPaused(directory: String, _ on: Bool) throws(EngineError) -> FolderResult {
         try folders.setPaused(directory: directory, on)
     }
 
     /// A folder's own ignore patterns; with `patterns`, replaces them (`ignores`).
-    public func ignorePatterns(directory: String, replacingWith patterns: String?) throws(EngineError) -> IgnoresResult {
+    package func ignorePatterns(directory: String, replacingWith patterns: String?) throws(EngineError) -> IgnoresResult {
         try folders.ignorePatterns(directory: directory, replacingWith: patterns)
     }
 
     /// `syncpeer verify DIR`: re-hash every file and repair what does not match the index.
-    public func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
+    package func verifyFolder(directory: String) throws(EngineError) -> VerifyResult {
         try folders.verifyFolder(directory: directory)
     }
 
     /// Per folder: state, counts, and per peer what is out of sync.
     /// An index that cannot be read fails it with its cause.
-    public func folderStatus() throws(EngineError) -> [FolderStatus] {
+    package func folderStatus() throws(EngineError) -> [FolderStatus] {
         try folderStatus(.everything).items
     }
 
     /// One page of `folderStatus()`, by label.
-    public func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
+    package func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
         withPaths(try folders.folderStatus(page))
     }
 
     /// Share offers waiting for an answer: one page, by folder ID.
-    public func shareOffers(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<ShareOfferInfo> {
+    package func shareOffers(_ page: PageRequest = .everything) throws(EngineError) -> ListPage<ShareOfferInfo> {
         try folders.shareOffers(page)
     }
 
     /// Conflicted files in every shared folder, with their versions by device.
-    public func conflicts() throws(EngineError) -> [ConflictInfo] {
+    package func conflicts() throws(EngineError) -> [ConflictInfo] {
         try folders.conflicts(.everything, localName: identity.displayName).items
     }
 
     /// One page of `conflicts()`, by folder label and path.
-    public func conflicts(_ page: PageRequest) throws(EngineError) -> ListPage<ConflictInfo> {
+    package func conflicts(_ page: PageRequest) throws(EngineError) -> ListPage<ConflictInfo> {
         try folders.conflicts(page, localName: identity.displayName)
     }
 
     /// Settles a conflict on `path`: keep one device's version (`keep` names it, as
     /// `ConflictChoice` reads it), the others kept in the versions store, or `both`.
-    public func resolveConflict(path: String, keep: String) throws(EngineError) -> ResolveResult {
+    package func resolveConflict(path: String, keep: String) throws(EngineError) -> ResolveResult {
         try folders.resolveConflict(path: path, keep: keep, localName: identity.displayName)
     }
 }

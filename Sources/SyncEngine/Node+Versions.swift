@@ -5,19 +5,19 @@ internal import PeerIndex
 /// library call, handed to `FolderService`.
 extension Node {
     /// `syncpeer history PATH`.
-    public func history(path: String) throws(EngineError) -> HistoryResult {
+    package func history(path: String) throws(EngineError) -> HistoryResult {
         try folders.history(path: path, localName: identity.displayName)
     }
 
     /// `syncpeer restore PATH [--at TIME | --version ID] [--to NEWPATH]`; `progress` gets its
     /// `transfer` events (bytes of the whole restore, a few a second, then the last one).
-    public func restore(path: String, at: Int64?, version: String?, to: String?,
+    package func restore(path: String, at: Int64?, version: String?, to: String?,
                         progress: ((TransferInfo) -> Void)? = nil) throws(EngineError) -> RestoreResult {
         try folders.restore(path: path, at: at, version: version, to: to, progress: progress)
     }
 
     /// `syncpeer versions DIR [POLICY]`: shows (and with `policy`, sets) a shared folder's policy.
-    public func versionsPolicy(directory: String, policy text: String?) throws(EngineError) -> VersionsPolicyResult {
+    package func versionsPolicy(directory: String, policy text: String?) throws(EngineError) -> VersionsPolicyResult {
         guard let keeper = folders.versions else { throw .io(path: directory, reason: "this node keeps no versions") }
         let (folder, relative) = try folders.folder(holding: directory)
         guard relative.isEmpty else { throw .invalidArgument("\(directory) is inside a shared folder, not one: give \(folder.root)") }

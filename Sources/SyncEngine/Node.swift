@@ -18,11 +18,11 @@ internal import Synchronization
 ///
 /// Every service's state is confined to `queue` (one serial queue for the engine); each
 /// service runs its blocking work on threads or queues of its own.
-public final class Node: Reporting, @unchecked Sendable {
+package final class Node: Reporting, @unchecked Sendable {
     // @unchecked: the mutable properties below (discovery, the stream waiters) are read and
     // written only on `queue`.
     /// The key pair and device ID, with the display name as it is now (`rename`).
-    public var identity: Identity {
+    package var identity: Identity {
         var current = initialIdentity
         current.displayName = displayName.withLock { $0 }
         return current
@@ -32,8 +32,8 @@ public final class Node: Reporting, @unchecked Sendable {
     let displayName: Mutex<String>
     /// Any thread: where accepted files and folders go (`receive-dir` changes it).
     let receiveDirectory: Mutex<String>
-    public let home: NodeHome
-    public let config: NodeConfig
+    package let home: NodeHome
+    package let config: NodeConfig
     let index: NodeIndex
     let queue = DispatchQueue(label: "syncpeer.node")
 
@@ -84,7 +84,7 @@ public final class Node: Reporting, @unchecked Sendable {
     }
 
     /// Opens an initialised home (identity and index) for running a node.
-    public static func open(home: NodeHome, config: NodeConfig) throws(EngineError) -> Node {
+    package static func open(home: NodeHome, config: NodeConfig) throws(EngineError) -> Node {
         let identity = try NodeSetup.loadIdentity(home: home)
         let index = try NodeSetup.openIndex(home)
         var config = config
@@ -103,7 +103,7 @@ public final class Node: Reporting, @unchecked Sendable {
 
     /// Binds the listener and starts accepting, the folders, the timer and redials, and
     /// discovery. Returns "host:port".
-    public func start() throws(EngineError) -> String {
+    package func start() throws(EngineError) -> String {
         let bound = try connections.listen()
         queue.sync {
             transfers.pruneHistory()
@@ -122,7 +122,7 @@ public final class Node: Reporting, @unchecked Sendable {
     }
 
     /// Closes every session (telling peers), the listener and the timer.
-    public func stop() {
+    package func stop() {
         stopDiscovery()
         folders.stopFolders()
         connections.stop()
@@ -130,20 +130,20 @@ public final class Node: Reporting, @unchecked Sendable {
 
     /// Registers a handler for every event; returns a token for `unsubscribe`. Any thread,
     /// a handler included.
-    public func subscribe(_ handler: @escaping @Sendable (NodeEvent) -> Void) -> UInt64 {
+    package func subscribe(_ handler: @escaping @Sendable (NodeEvent) -> Void) -> UInt64 {
         events.subscribe(handler)
     }
 
-    public func unsubscribe(_ token: UInt64) {
+    package func unsubscribe(_ token: UInt64) {
         events.unsubscribe(token)
     }
 
     /// Registers a handler for every message's body as bytes (events carry it as text).
-    public func subscribeMessages(_ handler: @escaping @Sendable (PeerRef, [UInt8]) -> Void) -> UInt64 {
+    package func subscribeMessages(_ handler: @escaping @Sendable (PeerRef, [UInt8]) -> Void) -> UInt64 {
         events.subscribeMessages(handler)
     }
 
-    public func unsubscribeMessages(_ token: UInt64) {
+    package func unsubscribeMessages(_ token: UInt64) {
         events.unsubscribe(token)
     }
 
@@ -152,7 +152,7 @@ public final class Node: Reporting, @unchecked Sendable {
     /// Dials HOST:PORT (or a nearby or paired peer by name) and invites the node there.
     /// `completion` runs once: with the peer when the session is connected (the peer
     /// accepted), or with the reason it was not.
-    public func pair(address: String, context: String?,
+    package func pair(address: String, context: String?,
                      progress: @escaping @Sendable (NodeEvent) -> Void = { _ in },
                      completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
         if let context, context.utf8.count > WireLimits.maxContext {
@@ -178,7 +178,7 @@ public final class Node: Reporting, @unchecked Sendable {
 
     /// Makes sure a paired peer is connected: dials its last known address if needed and
     /// waits up to `timeout`. Blocks the calling thread (never call it on `queue`).
-    public func ensureConnected(_ peerText: String, timeout: Duration = .seconds(15)) throws(EngineError) {
+    package func ensureConnected(_ peerText: String, timeout: Duration = .seconds(15)) throws(EngineError) {
         try connections.ensureConnected(peerText, timeout: timeout)
     }
 
@@ -186,22 +186,22 @@ public final class Node: Reporting, @unchecked Sendable {
     /// refused, unreachable: a peer on the network answers in milliseconds) or `patience`
     /// passes; never fails for a paired peer that is offline: a send to it is queued and goes
     /// out when it connects (a later redial, its own dial, or discovery).
-    public func dialIfOffline(_ peerText: String, patience: Duration = .seconds(3)) throws(EngineError) {
+    package func dialIfOffline(_ peerText: String, patience: Duration = .seconds(3)) throws(EngineError) {
         try connections.dialIfOffline(peerText, patience: patience)
     }
 
     /// Open invitations from peers.
-    public func invitations() -> [InvitationInfo] {
+    package func invitations() -> [InvitationInfo] {
         connections.invitations()
     }
 
     /// Accepts or declines an open invitation.
-    public func answer(invitation: String, accept: Bool) throws(EngineError) -> PeerRef {
+    package func answer(invitation: String, accept: Bool) throws(EngineError) -> PeerRef {
         try connections.answer(invitation: invitation, accept: accept)
     }
 
     /// Sends a text message to a connected, paired peer; returns the peer and message ID.
-    public func sendMessage(to peerText: String, text: String) throws(EngineError) -> (PeerRef, UInt64) {
+    package func sendMessage(to peerText: String, text: String) throws(EngineError) -> (PeerRef, UInt64) {
         let (peer, id, _) = try connections.sendMessage(to: peerText, bytes: Array(text.utf8), unreliable: false)
         return (peer, id)
     }
@@ -209,35 +209,35 @@ public final class Node: Reporting, @unchecked Sendable {
     /// Sends bytes as a message. Reliable: queued in order with every other frame.
     /// Unreliable: never queued behind bulk frames, and dropped (`sent` false) when the
     /// link to the peer is saturated.
-    public func sendMessage(to peerText: String, bytes body: [UInt8], unreliable: Bool) throws(EngineError) -> (peer: PeerRef, id: UInt64, sent: Bool) {
+    package func sendMessage(to peerText: String, bytes body: [UInt8], unreliable: Bool) throws(EngineError) -> (peer: PeerRef, id: UInt64, sent: Bool) {
         try connections.sendMessage(to: peerText, bytes: body, unreliable: unreliable)
     }
 
     /// Ends the session with a peer (both ends see it closed). A paired peer is not
     /// redialled until the node restarts or it connects again.
-    public func disconnect(peer peerText: String) throws(EngineError) -> PeerRef {
+    package func disconnect(peer peerText: String) throws(EngineError) -> PeerRef {
         try connections.disconnect(peer: peerText)
     }
 
     /// Connects to a paired peer now, undoing `disconnect`: discovery may dial it again, and
     /// its stored address is dialled at once. Returns once connected (or throws why not).
-    public func connect(peer peerText: String) throws(EngineError) -> PeerRef {
+    package func connect(peer peerText: String) throws(EngineError) -> PeerRef {
         try connections.connect(peer: peerText, timeout: .seconds(15))
     }
 
     /// Lets a paired peer's offers of files (or, with `folders`, of shared folders) be
     /// accepted without asking (into the receive folder), or not.
-    public func setAutoAccept(peer peerText: String, _ on: Bool, folders: Bool = false) throws(EngineError) -> PeerRef {
+    package func setAutoAccept(peer peerText: String, _ on: Bool, folders: Bool = false) throws(EngineError) -> PeerRef {
         try connections.setAutoAccept(peer: peerText, on, folders: folders)
     }
 
     /// Forgets a paired peer: removes its pinned key and ends its session.
-    public func unpair(peer peerText: String) throws(EngineError) -> PeerRef {
+    package func unpair(peer peerText: String) throws(EngineError) -> PeerRef {
         try connections.unpair(peer: peerText)
     }
 
     /// Paired peers, live sessions and discovered peers, merged: one entry per device.
-    public func peers() -> [PeerSummary] {
+    package func peers() -> [PeerSummary] {
         queue.sync {
             var entries = connections.peerEntries()
             mergeDiscovered(into: &entries)
@@ -246,7 +246,7 @@ public final class Node: Reporting, @unchecked Sendable {
     }
 
     /// Facts about this node for `status`.
-    public func status() -> NodeStatus {
+    package func status() -> NodeStatus {
         queue.sync {
             NodeStatus(id: identity.deviceID, name: identity.displayName, receiveDir: receiveDirectory.withLock { $0 },
                        listen: HostPort(host: connections.listenHost, port: connections.listenPort).description,

@@ -2,67 +2,67 @@ internal import Foundation
 
 /// How a node runs. Defaults are for real users; tests and the demo pass loopback and
 /// short timeouts.
-public struct NodeConfig: Sendable {
+package struct NodeConfig: Sendable {
     /// The default TCP port (documented in the README).
-    public static let defaultPort: UInt16 = 41_414
+    package static let defaultPort: UInt16 = 41_414
 
     /// Where to listen: "HOST:PORT"; port 0 picks a free port.
     /// IPv6 and IPv4 (dual stack; IPv4 alone on a kernel without IPv6).
-    public var listen: String = "[::]:\(NodeConfig.defaultPort)"
+    package var listen: String = "[::]:\(NodeConfig.defaultPort)"
     /// Accept every invitation without asking (demos and tests only).
-    public var autoAccept = false
+    package var autoAccept = false
     /// How long an unanswered invitation lasts.
-    public var invitationTimeout: Duration = .seconds(30)
+    package var invitationTimeout: Duration = .seconds(30)
     /// A handshake that takes longer is dropped.
-    public var handshakeTimeout: Duration = .seconds(10)
+    package var handshakeTimeout: Duration = .seconds(10)
     /// A ping is sent when nothing was sent for this long.
-    public var keepaliveInterval: Duration = .seconds(2)
+    package var keepaliveInterval: Duration = .seconds(2)
     /// A peer silent for this long is considered gone.
-    public var deadPeerTimeout: Duration = .seconds(7)
+    package var deadPeerTimeout: Duration = .seconds(7)
     /// A write to a peer (or a control client) that cannot hand over any byte for this long
     /// fails and ends the session: a peer that stops reading never blocks a sender longer.
-    public var sendTimeout: Duration = .seconds(30)
+    package var sendTimeout: Duration = .seconds(30)
     /// Index entries a peer may have stored per shared folder beyond twice our own count
     /// (see `Node.indexQuota`).
-    public var peerIndexAllowance = 200_000
+    package var peerIndexAllowance = 200_000
     /// First and longest wait before redialling a paired peer.
-    public var redialInitial: Duration = .seconds(1)
-    public var redialMaximum: Duration = .seconds(30)
+    package var redialInitial: Duration = .seconds(1)
+    package var redialMaximum: Duration = .seconds(30)
     /// Addresses to dial at start ("HOST:PORT"), in addition to paired peers' addresses.
-    public var staticPeers: [String] = []
+    package var staticPeers: [String] = []
     /// Relays to join and to reach paired peers through (`daemon --relay relay://HOST:PORT/?id=ID`).
-    public var relays: [String] = []
+    package var relays: [String] = []
     /// Relay pools whose fastest relays are joined too (`daemon --relay-pool URL`; `--global`
     /// uses Syncthing's public pool, `RelayPool.publicDefault`).
-    public var relayPools: [String] = []
+    package var relayPools: [String] = []
     /// While a paired peer is reached through a relay, how often a direct path to it is tried
     /// (`SYNCPEER_DIRECT_RETRY_MS`); one that works replaces the relayed session.
-    public var directRetryInterval: Duration = .seconds(60)
+    package var directRetryInterval: Duration = .seconds(60)
     /// Global discovery servers to announce to and look paired peers up at
     /// (`daemon --discovery-server URL`, `--global` for Syncthing's public ones).
-    public var discoveryServers: [String] = []
+    package var discoveryServers: [String] = []
     /// The least time between two lookups of one peer at the discovery servers.
-    public var lookupInterval: Duration = .seconds(60)
+    package var lookupInterval: Duration = .seconds(60)
     /// Where accepted files and folders go (`daemon --receive-dir`; default XDG_DOWNLOAD_DIR, else ~/Downloads).
-    public var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
+    package var receiveDirectory: String = NodeConfig.defaultReceiveDirectory()
     /// Set when `receiveDirectory` was given (`daemon --receive-dir`): it wins over the one
     /// chosen with `receive-dir` and kept in the index.
-    public var receiveDirectoryGiven = false
+    package var receiveDirectoryGiven = false
     /// Shared folders: how long file events are gathered before a rescan, and how often a
     /// full rescan runs as a safety net.
-    public var watchDelay: Duration = .seconds(1)
-    public var rescanInterval: Duration = .seconds(3600)
+    package var watchDelay: Duration = .seconds(1)
+    package var rescanInterval: Duration = .seconds(3600)
     /// Bytes of chunks a sender keeps in flight per transfer (bounds memory).
-    public var sendWindowBytes = 16 << 20
+    package var sendWindowBytes = 16 << 20
     /// The most bytes of chunks a transfer sends per second (0: no limit). Tests that must
     /// interrupt a transfer midway set it, since a 200 MiB send over loopback takes well
     /// under a second (`SYNCPEER_SEND_RATE`).
-    public var sendRateBytesPerSecond = 0
+    package var sendRateBytesPerSecond = 0
     /// A file sent alone from this size on, fresh (no shared folder has hashed it), to a peer
     /// that takes streamed manifests, is offered at once and hashed while it is sent
     /// (`SYNCPEER_STREAM_MANIFEST_FROM`); a smaller one is hashed first (8 MiB: one read of
     /// the chunker, a few milliseconds).
-    public var streamManifestFrom: Int64 = 8 << 20
+    package var streamManifestFrom: Int64 = 8 << 20
 
     /// XDG_DOWNLOAD_DIR (user-dirs.dirs), else ~/Downloads; created when a transfer is
     /// accepted into it.
@@ -73,37 +73,37 @@ public struct NodeConfig: Sendable {
     }
 
     /// Transport rekey interval in messages (each direction).
-    public var rekeyInterval: UInt64 = 1 << 16
+    package var rekeyInterval: UInt64 = 1 << 16
 
     // Discovery (DNS-SD over multicast DNS): see `NodeDiscovery`.
 
     /// Advertise and browse on the local network (`--no-discovery` turns it off).
-    public var discovery = true
+    package var discovery = true
     /// Advertise this node (`--invisible` starts hidden; `syncpeer visibility` toggles it).
-    public var visible = true
+    package var visible = true
     /// The DNS-SD service type without underscore: `_<type>._tcp.local` (`--service-type`).
-    public var serviceType = "syncpeer"
+    package var serviceType = "syncpeer"
     /// The user's TXT pairs beside `id` and `v` (`--info key=value`).
-    public var discoveryInfo: [String: String] = [:]
+    package var discoveryInfo: [String: String] = [:]
     /// Interface names (`--interface`, `SYNCPEER_INTERFACE`); empty: every interface that is
     /// up, multicast-capable and not loopback.
-    public var interfaces: [String] = []
+    package var interfaces: [String] = []
     /// TTL of every published record, in seconds; nil: RFC 6762 defaults (120 s for SRV
     /// and A, 75 min for PTR and TXT). A test knob (`SYNCPEER_MDNS_TTL`).
-    public var mdnsRecordTTL: UInt32?
+    package var mdnsRecordTTL: UInt32?
 
     /// This boot of the machine (see `RunningMarker`); a test knob (`SYNCPEER_BOOT_ID`) stands
     /// for a reboot after a simulated power cut.
-    public var bootID = RunningMarker.currentBootID()
+    package var bootID = RunningMarker.currentBootID()
     /// Set by `Daemon.start`: the home's last daemon went down with the machine, so files its
     /// index records but the disk lacks are fetched again rather than deleted at peers.
-    public var afterPowerLoss = false
+    package var afterPowerLoss = false
 
-    public init() {}
+    package init() {}
 
     /// Test knobs from the environment (documented in docs/PROTOCOL.md): shorter timers so
     /// tests do not wait, and a smaller send window to make transfers interruptible.
-    public mutating func applyTestKnobs(_ environment: [String: String]) {
+    package mutating func applyTestKnobs(_ environment: [String: String]) {
         func ms(_ name: String) -> Duration? { environment[name].flatMap(Int64.init).map { .milliseconds($0) } }
         if let value = ms("SYNCPEER_KEEPALIVE_MS") { keepaliveInterval = value }
         if let value = ms("SYNCPEER_DEAD_PEER_MS") { deadPeerTimeout = value }

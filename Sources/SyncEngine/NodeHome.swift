@@ -4,16 +4,16 @@ internal import PeerFiles
 /// The directory that holds one node's state: its identity key, its index and (later) its
 /// control socket and partial transfers. Chosen by `--home`, else `$SYNCPEER_HOME`, else
 /// `$XDG_DATA_HOME/syncpeer`, else `~/.local/share/syncpeer`.
-public struct NodeHome: Sendable, Equatable {
+package struct NodeHome: Sendable, Equatable {
     /// Absolute path of the home directory.
-    public let path: String
+    package let path: String
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = URL(fileURLWithPath: path).standardizedFileURL.path
     }
 
     /// Resolves the home from an explicit option and the environment.
-    public static func resolve(explicit: String?, environment: [String: String]) -> NodeHome {
+    package static func resolve(explicit: String?, environment: [String: String]) -> NodeHome {
         if let explicit, !explicit.isEmpty { return NodeHome(path: explicit) }
         if let env = environment["SYNCPEER_HOME"], !env.isEmpty { return NodeHome(path: env) }
         if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return NodeHome(path: xdg + "/syncpeer") }
@@ -22,19 +22,19 @@ public struct NodeHome: Sendable, Equatable {
     }
 
     /// The X25519 private key, mode 0600.
-    public var keyFile: String { path + "/identity.key" }
+    package var keyFile: String { path + "/identity.key" }
     /// The SQLite index.
-    public var indexFile: String { path + "/index.db" }
+    package var indexFile: String { path + "/index.db" }
     /// The daemon's control socket (mode 0600).
-    public var controlSocket: String { path + "/control.sock" }
+    package var controlSocket: String { path + "/control.sock" }
     /// Held (flock) by the running daemon, with its PID inside.
-    public var lockFile: String { path + "/daemon.lock" }
+    package var lockFile: String { path + "/daemon.lock" }
     /// The versions store: chunks under `.chunks` (`VersionStore`); the folders' trees of
     /// older releases are taken into it at start (`KeptFolderImport`).
-    public var versionsDirectory: String { path + "/versions" }
+    package var versionsDirectory: String { path + "/versions" }
 
     /// Creates the directory (mode 0700) if it does not exist.
-    public func create() throws(EngineError) {
+    package func create() throws(EngineError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else { throw .homeUnusable(path: path, reason: "it exists and is not a directory") }

@@ -6,22 +6,22 @@ internal import PeerIndex
 
 /// Creating and loading a node's identity: the key file and the display name kept in
 /// the index's settings.
-public enum NodeSetup {
+package enum NodeSetup {
     static let displayNameKey = "display_name"
 
     /// What `initialise` did.
-    public struct InitResult: Sendable {
-        public let identity: Identity
+    package struct InitResult: Sendable {
+        package let identity: Identity
         /// True when a new key pair was made; false when an existing one was kept.
-        public let createdIdentity: Bool
+        package let createdIdentity: Bool
         /// True when the display name was set or changed by this call.
-        public let nameChanged: Bool
+        package let nameChanged: Bool
     }
 
     /// Creates the home, the index and the identity if they are missing. An existing key is
     /// always kept (there is no way to replace it by accident); a given name replaces the
     /// stored one.
-    public static func initialise(home: NodeHome, name: String?) throws(EngineError) -> InitResult {
+    package static func initialise(home: NodeHome, name: String?) throws(EngineError) -> InitResult {
         let requestedName = try name.map { (n: String) throws(EngineError) -> String in try DisplayName.validate(n) }
         try home.create()
         let index = try openIndex(home)
@@ -48,7 +48,7 @@ public enum NodeSetup {
     }
 
     /// Loads the identity of an initialised home; `notInitialised` if there is none.
-    public static func loadIdentity(home: NodeHome) throws(EngineError) -> Identity {
+    package static func loadIdentity(home: NodeHome) throws(EngineError) -> Identity {
         let keyPair = try IdentityKeyFile.load(home: home)
         let index = try openIndex(home)
         let name = try storedName(index) ?? DisplayName.fromHostName(hostName())

@@ -2,26 +2,26 @@ internal import PeerCrypto
 
 /// Resolves what a user typed as PEER — a display name, a device ID or a unique prefix of
 /// one, or HOST:PORT — against the peers the node knows. Pure; tested by tables.
-public enum PeerResolver {
+package enum PeerResolver {
     /// A peer the node knows (paired or connected).
-    public struct Candidate: Sendable, Equatable {
-        public let deviceID: String
-        public let name: String
-        public let addresses: [String]
-        public init(deviceID: String, name: String, addresses: [String]) {
+    package struct Candidate: Sendable, Equatable {
+        package let deviceID: String
+        package let name: String
+        package let addresses: [String]
+        package init(deviceID: String, name: String, addresses: [String]) {
             self.deviceID = deviceID
             self.name = name
             self.addresses = addresses
         }
     }
 
-    public enum Resolution: Sendable, Equatable {
+    package enum Resolution: Sendable, Equatable {
         case peer(Candidate)
         /// HOST:PORT that matches no known peer.
         case address(String)
     }
 
-    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
         case unknown(String)
         case ambiguous(String, [Candidate])
         /// A typo of a known name: "did you mean bob?".
@@ -31,7 +31,7 @@ public enum PeerResolver {
         /// A whole device ID whose check characters do not match (or that is malformed).
         case badDeviceID(String, reason: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .unknown(text):
                 return "no known peer matches '\(text)'; see 'syncpeer peers' (pair first with 'syncpeer pair HOST:PORT')"
@@ -50,7 +50,7 @@ public enum PeerResolver {
     }
 
     /// `nearby`: names of nodes discovery sees that are not candidates (not paired).
-    public static func resolve(_ text: String, among candidates: [Candidate], nearby: [String] = []) throws(Failure) -> Resolution {
+    package static func resolve(_ text: String, among candidates: [Candidate], nearby: [String] = []) throws(Failure) -> Resolution {
         let trimmed = text.trimmingSpaces()
         // Exact name first: names are what people type most.
         let byName = candidates.filter { $0.name == trimmed }
@@ -91,7 +91,7 @@ public enum PeerResolver {
 
     /// Names within a small edit distance of `text` (case ignored): at most 1 edit for a
     /// name of up to 4 characters, 2 for longer ones; the closest first.
-    public static func suggest(_ text: String, among names: [String]) -> [String] {
+    package static func suggest(_ text: String, among names: [String]) -> [String] {
         let typed = Array(text.lowercased())
         let limit = typed.count <= 4 ? 1 : 2
         var scored: [(String, Int)] = []

@@ -1,9 +1,9 @@
 /// The user's download folder as the XDG user directories name it: `XDG_DOWNLOAD_DIR` in
 /// `$XDG_CONFIG_HOME/user-dirs.dirs` (default `~/.config/user-dirs.dirs`), a shell-style
 /// line such as `XDG_DOWNLOAD_DIR="$HOME/Téléchargements"`; else `~/Downloads`.
-public enum UserDirs {
+package enum UserDirs {
     /// The download folder from the file's contents (nil: not set there, or not usable).
-    public static func downloadDirectory(userDirs contents: String, home: String) -> String? {
+    package static func downloadDirectory(userDirs contents: String, home: String) -> String? {
         for raw in contents.split(whereSeparator: \.isNewline) {
             let line = raw.drop { $0 == " " || $0 == "\t" }
             guard line.hasPrefix("XDG_DOWNLOAD_DIR=") else { continue }
@@ -25,7 +25,7 @@ public enum UserDirs {
     }
 
     /// The folder for an environment: XDG_DOWNLOAD_DIR, else HOME/Downloads.
-    public static func downloadDirectory(environment: [String: String], read: (String) -> String?) -> String {
+    package static func downloadDirectory(environment: [String: String], read: (String) -> String?) -> String {
         let home = environment["HOME"] ?? "/tmp"
         let config = environment["XDG_CONFIG_HOME"].flatMap { $0.hasPrefix("/") ? $0 : nil } ?? home + "/.config"
         if let contents = read(config + "/user-dirs.dirs"),

@@ -1,7 +1,7 @@
 extension SyncEngine {
     /// The software version, shown by `syncpeer --version` and sent in the hello.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
 }
 
 /// Namespace for engine-wide constants.
-public enum SyncEngine {}
+package enum SyncEngine {}

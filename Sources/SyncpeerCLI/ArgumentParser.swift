@@ -1,8 +1,8 @@
 /// Parses a command's arguments against its spec. Accepts `--name value`, `--name=value`,
 /// `-h`, global options anywhere, and `--` to end options. Unknown options and surplus
 /// arguments are usage errors that suggest the closest known option.
-public enum ArgumentParser {
-    public static func parse(_ arguments: [String], spec: CommandSpec,
+package enum ArgumentParser {
+    package static func parse(_ arguments: [String], spec: CommandSpec,
                              globals: inout GlobalSettings, help: inout Bool) throws(CLIError) -> ParsedArguments {
         var parsed = ParsedArguments()
         let options = spec.options + GlobalOptions.specs

@@ -2,11 +2,11 @@ internal import SyncEngine
 
 /// The entry point: finds the command, parses its arguments, runs it and maps errors to
 /// exit codes and one clear line on standard error.
-public enum CLI {
-    public static let version = SyncEngine.version
+package enum CLI {
+    package static let version = SyncEngine.version
 
     /// Every command, in the order help lists them.
-    public static let commands: [any Command.Type] = [
+    package static let commands: [any Command.Type] = [
         InitCommand.self,
         IdCommand.self,
         DaemonCommand.self,
@@ -60,7 +60,7 @@ public enum CLI {
     }
 
     /// Runs one command line (without the program name) and returns the exit code.
-    public static func run(_ arguments: [String], environment: [String: String],
+    package static func run(_ arguments: [String], environment: [String: String],
                            output: any OutputSink) async -> Int32 {
         do {
             return try await dispatch(arguments, environment: environment, output: output)

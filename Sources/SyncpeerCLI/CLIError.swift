@@ -1,11 +1,11 @@
-public import SyncEngine
+package import SyncEngine
 
 /// Errors that end a command, each with the exit code it maps to.
 ///
 /// Exit codes (documented in the README):
 ///   0 success · 1 the operation failed · 2 usage error (bad flags or arguments)
 ///   3 missing state (not initialised, no daemon, unknown peer) · 4 damaged data (key file, index)
-public enum CLIError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum CLIError: Error, Equatable, Sendable, CustomStringConvertible {
     case usage(String)
     case state(String)
     case data(String)
@@ -13,13 +13,13 @@ public enum CLIError: Error, Equatable, Sendable, CustomStringConvertible {
     /// An error of the engine (or of the daemon), with its kind.
     case engine(EngineError.Kind, String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .usage(m), let .state(m), let .data(m), let .failure(m), let .engine(_, m): return m
         }
     }
 
-    public var exitCode: Int32 {
+    package var exitCode: Int32 {
         switch self {
         case .failure: return ExitCode.failure
         case .usage: return ExitCode.usage
@@ -36,7 +36,7 @@ public enum CLIError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The `kind` of a JSON error: the engine's kind, else the exit category.
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .usage: return "usage"
         case .state: return "state"
@@ -67,12 +67,12 @@ struct JSONError: Encodable {
 }
 
 /// The process exit codes.
-public enum ExitCode {
-    public static let success: Int32 = 0
-    public static let failure: Int32 = 1
-    public static let usage: Int32 = 2
-    public static let state: Int32 = 3
-    public static let data: Int32 = 4
+package enum ExitCode {
+    package static let success: Int32 = 0
+    package static let failure: Int32 = 1
+    package static let usage: Int32 = 2
+    package static let state: Int32 = 3
+    package static let data: Int32 = 4
     /// Stopped by Ctrl-C (SIGINT), as shells count it: 128 + 2.
-    public static let interrupted: Int32 = 130
+    package static let interrupted: Int32 = 130
 }

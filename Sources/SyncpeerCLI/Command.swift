@@ -1,7 +1,7 @@
-public import SyncEngine
+package import SyncEngine
 
 /// A subcommand: a spec for the parser and help, a validating initialiser, and `run`.
-public protocol Command: Sendable {
+package protocol Command: Sendable {
     static var spec: CommandSpec { get }
     /// Builds the command from parsed arguments, validating every value (usage errors).
     init(parsing arguments: ParsedArguments) throws(CLIError)
@@ -10,19 +10,19 @@ public protocol Command: Sendable {
 }
 
 /// What a running command may use: global settings, the environment and the output.
-public struct CommandContext: Sendable {
-    public let globals: GlobalSettings
-    public let environment: [String: String]
-    public let output: any OutputSink
+package struct CommandContext: Sendable {
+    package let globals: GlobalSettings
+    package let environment: [String: String]
+    package let output: any OutputSink
 
-    public init(globals: GlobalSettings, environment: [String: String], output: any OutputSink) {
+    package init(globals: GlobalSettings, environment: [String: String], output: any OutputSink) {
         self.globals = globals
         self.environment = environment
         self.output = output
     }
 
     /// The node home chosen by `--home`, `SYNCPEER_HOME` or the XDG default.
-    public var home: NodeHome { NodeHome.resolve(explicit: globals.home, environment: environment) }
+    package var home: NodeHome { NodeHome.resolve(explicit: globals.home, environment: environment) }
 }
 
 extension CLIError {

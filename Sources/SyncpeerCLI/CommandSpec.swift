@@ -4,8 +4,8 @@
 /// `run` does the work. Help text is generated from the specs.
 
 /// One `--option` of a command.
-public struct OptionSpec: Sendable {
-    public enum Kind: Sendable, Equatable {
+package struct OptionSpec: Sendable {
+    package enum Kind: Sendable, Equatable {
         /// `--flag`, no value.
         case flag
         /// `--name VALUE` or `--name=VALUE`, at most once.
@@ -17,7 +17,7 @@ public struct OptionSpec: Sendable {
         case optionalValue(String)
 
         /// Whether the option must be followed by a value (what shells complete after it).
-        public var needsValue: Bool {
+        package var needsValue: Bool {
             switch self {
             case .value, .repeating: true
             case .flag, .optionalValue: false
@@ -25,17 +25,17 @@ public struct OptionSpec: Sendable {
         }
     }
 
-    public let long: String
-    public let short: Character?
-    public let kind: Kind
-    public let help: String
+    package let long: String
+    package let short: Character?
+    package let kind: Kind
+    package let help: String
     /// Words a shell completes for the value besides what its placeholder says
     /// (`ShellCompletion`): `--keep`'s `local`, `remote`.
-    public let values: [String]
+    package let values: [String]
     /// `.optionalValue`: whether the word after the option is its value.
-    public let nextIsValue: @Sendable (String) -> Bool
+    package let nextIsValue: @Sendable (String) -> Bool
 
-    public init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String, values: [String] = [],
+    package init(_ long: String, short: Character? = nil, _ kind: Kind = .flag, help: String, values: [String] = [],
                 nextIsValue: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.long = long
         self.short = short
@@ -56,13 +56,13 @@ public struct OptionSpec: Sendable {
 }
 
 /// One positional argument.
-public struct ArgumentSpec: Sendable {
-    public let name: String
-    public let help: String
-    public let optional: Bool
-    public let repeating: Bool
+package struct ArgumentSpec: Sendable {
+    package let name: String
+    package let help: String
+    package let optional: Bool
+    package let repeating: Bool
 
-    public init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false) {
+    package init(_ name: String, help: String, optional: Bool = false, repeating: Bool = false) {
         self.name = name
         self.help = help
         self.optional = optional
@@ -76,18 +76,18 @@ public struct ArgumentSpec: Sendable {
 }
 
 /// Everything the parser and the help generator know about a command.
-public struct CommandSpec: Sendable {
-    public let name: String
+package struct CommandSpec: Sendable {
+    package let name: String
     /// One line: what the command does.
-    public let abstract: String
+    package let abstract: String
     /// More paragraphs for `help COMMAND`.
-    public let discussion: String
-    public let options: [OptionSpec]
-    public let arguments: [ArgumentSpec]
+    package let discussion: String
+    package let options: [OptionSpec]
+    package let arguments: [ArgumentSpec]
     /// Complete command lines shown under "Examples".
-    public let examples: [String]
+    package let examples: [String]
 
-    public init(name: String, abstract: String, discussion: String = "", options: [OptionSpec] = [],
+    package init(name: String, abstract: String, discussion: String = "", options: [OptionSpec] = [],
                 arguments: [ArgumentSpec] = [], examples: [String] = []) {
         self.name = name
         self.abstract = abstract

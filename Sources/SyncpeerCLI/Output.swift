@@ -6,7 +6,7 @@ internal import SyncEngine
 internal import Synchronization
 
 /// Where commands write. The real one writes to stdout/stderr; tests capture.
-public protocol OutputSink: Sendable {
+package protocol OutputSink: Sendable {
     /// Writes text to standard output (the caller adds newlines).
     func out(_ text: String)
     /// Writes text to standard error.
@@ -46,11 +46,11 @@ extension OutputSink {
 
 /// The process's standard output and error, written with `write(2)` so nothing sits in a
 /// buffer when the process is killed.
-public struct StandardOutput: OutputSink {
-    public init() {}
-    public var isTerminal: Bool { isatty(1) == 1 }
-    public func out(_ text: String) { Self.write(text, to: 1) }
-    public func err(_ text: String) { Self.write(text, to: 2) }
+package struct StandardOutput: OutputSink {
+    package init() {}
+    package var isTerminal: Bool { isatty(1) == 1 }
+    package func out(_ text: String) { Self.write(text, to: 1) }
+    package func err(_ text: String) { Self.write(text, to: 2) }
 
     static func write(_ text: String, to fd: Int32) {
         var bytes = Array(text.utf8)
@@ -66,12 +66,12 @@ public struct StandardOutput: OutputSink {
 }
 
 /// Captures output in memory (for tests of commands and of the parser).
-public final class CapturedOutput: OutputSink {
+package final class CapturedOutput: OutputSink {
     private let state = Mutex<(out: String, err: String)>(("", ""))
-    public init() {}
-    public var isTerminal: Bool { false }
-    public func out(_ text: String) { state.withLock { $0.out += text } }
-    public func err(_ text: String) { state.withLock { $0.err += text } }
-    public var standardOutput: String { state.withLock { $0.out } }
-    public var standardError: String { state.withLock { $0.err } }
+    package init() {}
+    package var isTerminal: Bool { false }
+    package func out(_ text: String) { state.withLock { $0.out += text } }
+    package func err(_ text: String) { state.withLock { $0.err += text } }
+    package var standardOutput: String { state.withLock { $0.out } }
+    package var standardError: String { state.withLock { $0.err } }
 }

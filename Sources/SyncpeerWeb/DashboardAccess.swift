@@ -1,7 +1,7 @@
 internal import Foundation
 internal import Glibc
 internal import PeerCrypto
-public import SyncEngine
+package import SyncEngine
 internal import Synchronization
 
 /// Who may use the dashboard: whoever can read the home's key. The key (32 random bytes,
@@ -21,21 +21,21 @@ internal import Synchronization
 /// - Every state-changing request also carries the page's CSRF token, and the Host and
 ///   Origin headers must name the address the server listens on (a DNS-rebinding page has
 ///   another Host, a foreign page another Origin).
-public final class DashboardAccess: Sendable {
+package final class DashboardAccess: Sendable {
     /// How long a login code is good for, and at most how many sessions one run keeps.
     static let loginLifetime: Int64 = 120
     static let maxSessions = 256
 
     let key: [UInt8]
     /// This run's CSRF token (embedded in the page, sent back in `X-CSRF-Token`).
-    public let csrf: String
+    package let csrf: String
     /// The `host:port` values a request's Host may hold.
     let hosts: Set<String>
     /// The session cookie's name.
     let cookieName: String
     private let state: Mutex<(sessions: [String], usedCodes: UsedLoginCodes)>
 
-    public init(key: String, port: UInt16, hosts: Set<String>, csrf: String = DashboardAccess.randomHex(),
+    package init(key: String, port: UInt16, hosts: Set<String>, csrf: String = DashboardAccess.randomHex(),
                 usedCodes: UsedLoginCodes = UsedLoginCodes()) {
         self.state = Mutex(([], usedCodes))
         self.key = Self.bytes(fromHex: key)
@@ -47,11 +47,11 @@ public final class DashboardAccess: Sendable {
     /// The Host values that name `host:port` (a numeric address: the server listens on that
     /// one only, so a name such as `localhost`, which may reach another server on `::1`, is
     /// not one of them).
-    public static func hostNames(host: String, port: UInt16) -> Set<String> {
+    package static func hostNames(host: String, port: UInt16) -> Set<String> {
         [host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"]
     }
 
-    public static func randomHex(_ count: Int = 32) -> String {
+    package static func randomHex(_ count: Int = 32) -> String {
         SecureBytes.random(count: count).withUnsafeBytes { hex($0) }
     }
 
@@ -73,14 +73,14 @@ public final class DashboardAccess: Sendable {
         }
     }
 
-    public static var unixNow: Int64 { Int64(Date().timeIntervalSince1970) }
+    package static var unixNow: Int64 { Int64(Date().timeIntervalSince1970) }
 
     // MARK: The key file
 
     static func tokenPath(_ home: NodeHome) -> String { home.path + "/gui-token" }
 
     /// The home's key, made on first use (never replacing one another daemon made meanwhile).
-    public static func loadOrCreateToken(home: NodeHome) throws(EngineError) -> String {
+    package static func loadOrCreateToken(home: NodeHome) throws(EngineError) -> String {
         if let token = try loadToken(home: home) { return token }
         try PrivateFile.write(Array((randomHex() + "\n").utf8), to: tokenPath(home), replacing: false)
         guard let token = try loadToken(home: home) else { throw .invalidArgument("\(tokenPath(home)) vanished while it was made") }
@@ -89,7 +89,7 @@ public final class DashboardAccess: Sendable {
 
     /// The home's key, or nil when there is none yet. A file that is not a regular file of
     /// this user, readable by others, or not a key, is refused rather than used.
-    public static func loadToken(home: NodeHome) throws(EngineError) -> String? {
+    package static func loadToken(home: NodeHome) throws(EngineError) -> String? {
         let path = tokenPath(home)
         guard let contents = try PrivateFile.read(path, limit: 80) else { return nil }
         let token = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -102,7 +102,7 @@ public final class DashboardAccess: Sendable {
     // MARK: Login codes
 
     /// A login code for the URL: good once, for `loginLifetime` seconds.
-    public static func loginCode(key: String, now: Int64 = unixNow, nonce: String = randomHex(16)) -> String {
+    package static func loginCode(key: String, now: Int64 = unixNow, nonce: String = randomHex(16)) -> String {
         "\(now).\(nonce).\(mac(key: bytes(fromHex: key), time: now, nonce: nonce))"
     }
 

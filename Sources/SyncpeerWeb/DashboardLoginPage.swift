@@ -1,5 +1,5 @@
 internal import Foundation
-public import SyncEngine
+package import SyncEngine
 
 /// The page `syncpeer gui` opens the browser on: `HOME/gui-login.html`, mode 0600, a form
 /// that POSTs a fresh login code to the dashboard's `/login` as soon as it loads. The code
@@ -7,12 +7,12 @@ public import SyncEngine
 /// user can read in /proc; the browser is given only the file's path, and only this user
 /// can read the file. Each run replaces the page; the code in it is good once, for two
 /// minutes, like any login code.
-public enum DashboardLoginPage {
-    public static func path(_ home: NodeHome) -> String { home.path + "/gui-login.html" }
+package enum DashboardLoginPage {
+    package static func path(_ home: NodeHome) -> String { home.path + "/gui-login.html" }
 
     /// Writes the page for `code` and the dashboard at `url` (`http://HOST:PORT/`); returns
     /// the page's `file://` URL.
-    public static func write(home: NodeHome, url: String, code: String) throws(EngineError) -> String {
+    package static func write(home: NodeHome, url: String, code: String) throws(EngineError) -> String {
         try PrivateFile.write(Array(html(url: url, code: code).utf8), to: path(home), replacing: true)
         return URL(fileURLWithPath: path(home)).absoluteString
     }

@@ -1,7 +1,7 @@
 internal import Foundation
 internal import Glibc
 internal import PeerNet
-public import SyncEngine
+package import SyncEngine
 internal import Synchronization
 
 /// The local web dashboard (`daemon --gui`): serves the embedded page, answers `POST /api`
@@ -15,9 +15,9 @@ internal import Synchronization
 /// `maxStreams` event streams are open (`ConnectionSlots`); only the embedded assets are
 /// served (no path reaches the disk); Host and Origin must name this server; the session's
 /// cookie is needed for everything but the login; POST needs the CSRF token too.
-public final class DashboardServer: Sendable {
+package final class DashboardServer: Sendable {
     /// "host:port" the server listens on.
-    public let address: String
+    package let address: String
     let listener: TCPListener
     let access: DashboardAccess
     let home: NodeHome
@@ -58,14 +58,14 @@ public final class DashboardServer: Sendable {
     /// The file `syncpeer gui` reads the running dashboard's address from. Written when the
     /// server starts, removed when it stops and when a daemon starts (`forgetAddress`), so it
     /// never names the port of a daemon that is gone.
-    public static func addressFile(_ home: NodeHome) -> String { home.path + "/gui-address" }
+    package static func addressFile(_ home: NodeHome) -> String { home.path + "/gui-address" }
 
-    public static func forgetAddress(_ home: NodeHome) {
+    package static func forgetAddress(_ home: NodeHome) {
         unlink(addressFile(home))
     }
 
     /// Listens on `listen` ("host:port"); a non-loopback address only with `allowRemote`.
-    public static func start(home: NodeHome, listen: String, allowRemote: Bool,
+    package static func start(home: NodeHome, listen: String, allowRemote: Bool,
                              log: @escaping @Sendable (String) -> Void) throws(EngineError) -> DashboardServer {
         let requested: HostPort
         do { requested = try HostPort(parsing: listen) } catch { throw .invalidArgument("--gui: \(error.description)") }
@@ -113,10 +113,10 @@ public final class DashboardServer: Sendable {
     }
 
     /// The dashboard's URL without the key.
-    public var url: String { "http://\(address)/" }
+    package var url: String { "http://\(address)/" }
 
     /// Stops listening and ends every event stream.
-    public func stop() {
+    package func stop() {
         stopped.store(true, ordering: .relaxed)
         listener.close()
         for stream in streams.withLock({ Array($0.values) }) { stream.close() }

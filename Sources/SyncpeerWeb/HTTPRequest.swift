@@ -1,25 +1,25 @@
 /// One HTTP/1.1 request as the dashboard server reads it (RFC 9112): only what a browser
 /// sends to a local page — GET and POST with an origin-form target, headers, and a body of
 /// at most `HTTPLimits.body` bytes given by Content-Length (no chunked bodies).
-public struct HTTPRequest: Sendable, Equatable {
-    public var method: String
+package struct HTTPRequest: Sendable, Equatable {
+    package var method: String
     /// The path of the target, as sent (not decoded: routes are fixed names).
-    public var path: String
+    package var path: String
     /// The query's parameters, percent-decoded; a name given twice keeps the first value.
-    public var query: [String: String]
+    package var query: [String: String]
     /// "HTTP/1.1" or "HTTP/1.0".
-    public var version: String
+    package var version: String
     /// Header fields in order, names as sent.
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
+    package var headers: [(name: String, value: String)]
+    package var body: [UInt8]
 
     /// The first value of the header `name` (case-insensitive).
-    public func header(_ name: String) -> String? {
+    package func header(_ name: String) -> String? {
         let wanted = name.lowercased()
         return headers.first { $0.name.lowercased() == wanted }?.value
     }
 
-    public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
+    package static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
         a.method == b.method && a.path == b.path && a.query == b.query && a.version == b.version
             && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
             && a.body == b.body
@@ -27,21 +27,21 @@ public struct HTTPRequest: Sendable, Equatable {
 }
 
 /// What a request may hold; beyond, the parser refuses it with the status that says so.
-public struct HTTPLimits: Sendable {
+package struct HTTPLimits: Sendable {
     /// Bytes of the request line (414 beyond).
-    public var requestLine = 8_192
+    package var requestLine = 8_192
     /// Bytes of the whole head: request line and header fields (431 beyond).
-    public var head = 16_384
+    package var head = 16_384
     /// Header fields (431 beyond).
-    public var headerCount = 64
+    package var headerCount = 64
     /// Bytes of the body (413 beyond).
-    public var body = 65_536
+    package var body = 65_536
 
-    public init() {}
+    package init() {}
 }
 
 /// The outcome of parsing the bytes read so far from one connection.
-public enum HTTPParseResult: Sendable, Equatable {
+package enum HTTPParseResult: Sendable, Equatable {
     /// Not a whole head yet: read more (the limits are not exceeded yet).
     case incomplete
     /// A valid head whose body has not all arrived: the request is `total` bytes in all.
@@ -54,8 +54,8 @@ public enum HTTPParseResult: Sendable, Equatable {
 
 /// Parses HTTP/1.1 requests from bytes off the wire, every byte of which is hostile: pure,
 /// no I/O, bounded by `HTTPLimits` whatever arrives (fuzzed in SyncpeerWebTests).
-public enum HTTPRequestParser {
-    public static func parse(_ buffer: [UInt8], limits: HTTPLimits = HTTPLimits()) -> HTTPParseResult {
+package enum HTTPRequestParser {
+    package static func parse(_ buffer: [UInt8], limits: HTTPLimits = HTTPLimits()) -> HTTPParseResult {
         guard let headEnd = endOfHead(buffer, within: limits.head) else {
             if firstLineEnd(buffer, within: limits.requestLine + 2) == nil && buffer.count > limits.requestLine + 1 {
                 return .invalid(status: 414, reason: "the request line is longer than \(limits.requestLine) bytes")

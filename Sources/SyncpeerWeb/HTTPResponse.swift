@@ -1,14 +1,14 @@
 internal import Foundation
-public import SyncEngine
+package import SyncEngine
 
 /// An HTTP/1.1 response of the dashboard: always `Connection: close`, never cached, with
 /// the security headers every answer carries.
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
+package struct HTTPResponse: Sendable {
+    package var status: Int
+    package var headers: [(String, String)]
+    package var body: [UInt8]
 
-    public init(status: Int, headers: [(String, String)], body: [UInt8]) {
+    package init(status: Int, headers: [(String, String)], body: [UInt8]) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -42,7 +42,7 @@ public struct HTTPResponse: Sendable {
     }
 
     /// The bytes on the wire.
-    public func bytes() -> [UInt8] {
+    package func bytes() -> [UInt8] {
         var head = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
         for (name, value) in headers + Self.securityHeaders + [("Cache-Control", "no-store"), ("Connection", "close")] {
             head += "\(name): \(value)\r\n"

@@ -1,5 +1,5 @@
 internal import Glibc
-public import SyncEngine
+package import SyncEngine
 
 /// The dashboard's files in the home that only this user may read (its key, the used login
 /// codes, the login page): written whole to a private temporary file, synced, then put in

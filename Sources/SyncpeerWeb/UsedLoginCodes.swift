@@ -1,5 +1,5 @@
 internal import Foundation
-public import SyncEngine
+package import SyncEngine
 
 /// The login codes already used, by nonce, until they expire: kept in `HOME/gui-used` (mode
 /// 0600) as well as in memory, so a code that logged in once is refused after a daemon
@@ -9,7 +9,7 @@ public import SyncEngine
 ///
 /// The file is one `TIME NONCE` line per code, replaced whole (a private temporary file,
 /// synced, renamed) on each login.
-public struct UsedLoginCodes: Sendable {
+package struct UsedLoginCodes: Sendable {
     /// At most this many codes younger than `DashboardAccess.loginLifetime` (+ slack).
     static let limit = 256
     /// What the file may hold (bytes read at most): `limit` lines, with room to spare.
@@ -20,13 +20,13 @@ public struct UsedLoginCodes: Sendable {
     private(set) var nonces: [String: Int64] = [:]
 
     /// An empty list kept in memory only.
-    public init() { path = nil }
+    package init() { path = nil }
 
     static func path(_ home: NodeHome) -> String { home.path + "/gui-used" }
 
     /// The list the home keeps. A file that is not a regular file of this user, mode 0600,
     /// is refused (the daemon does not start its dashboard) rather than trusted or replaced.
-    public static func load(home: NodeHome) throws(EngineError) -> UsedLoginCodes {
+    package static func load(home: NodeHome) throws(EngineError) -> UsedLoginCodes {
         var codes = UsedLoginCodes(path: path(home))
         guard let bytes = try PrivateFile.read(path(home), limit: fileLimit) else { return codes }
         // Lines that are not `TIME NONCE` are skipped; the next login writes the file anew.

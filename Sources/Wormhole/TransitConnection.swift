@@ -1,5 +1,5 @@
 internal import Foundation
-public import PeerCrypto
+package import PeerCrypto
 internal import PeerNet
 internal import Synchronization
 
@@ -7,10 +7,10 @@ internal import Synchronization
 /// big-endian counter that must arrive in order (magic-wormhole docs/transit.md).
 ///
 ///     record = length(4, big-endian) || nonce(24) || tag(16) || ciphertext
-public final class TransitConnection: @unchecked Sendable {
+package final class TransitConnection: @unchecked Sendable {
     /// The largest record accepted from the peer (Python sends 16 KiB and 256 KiB records).
-    public static let maxRecord = 4 << 20
-    public let description: String
+    package static let maxRecord = 4 << 20
+    package let description: String
     private let stream: TCPConnection
     private let sendBox: SecretBox
     private let receiveBox: SecretBox
@@ -30,7 +30,7 @@ public final class TransitConnection: @unchecked Sendable {
         [UInt8](repeating: 0, count: 16) + (0..<8).reversed().map { UInt8(truncatingIfNeeded: counter >> (8 * UInt64($0))) }
     }
 
-    public func send(_ record: [UInt8]) throws(WormholeError) {
+    package func send(_ record: [UInt8]) throws(WormholeError) {
         let sealed = sendBox.seal(record, nonce: Self.nonce(sendNonce))
         sendNonce += 1
         let length = UInt32(sealed.count)
@@ -40,7 +40,7 @@ public final class TransitConnection: @unchecked Sendable {
     }
 
     /// The next record; throws for a record over `maxRecord`, out of order or not authentic.
-    public func receive(deadline: ContinuousClock.Instant?) throws(WormholeError) -> [UInt8] {
+    package func receive(deadline: ContinuousClock.Instant?) throws(WormholeError) -> [UInt8] {
         let header = try read(4, deadline: deadline)
         let length = header.reduce(0) { $0 << 8 | Int($1) }
         guard length >= SecretBox.overhead, length <= Self.maxRecord + SecretBox.overhead else {
@@ -68,5 +68,5 @@ public final class TransitConnection: @unchecked Sendable {
         return out
     }
 
-    public func close() { stream.close() }
+    package func close() { stream.close() }
 }

@@ -1,5 +1,5 @@
 internal import Foundation
-public import PeerCrypto
+package import PeerCrypto
 internal import PeerNet
 internal import Synchronization
 
@@ -11,13 +11,13 @@ internal import Synchronization
 ///     sender        → "transit sender HEX ready\n\n"            ← "transit receiver HEX ready\n\n"
 ///     sender        → "go\n" on the first, "nevermind\n" on the others
 ///     receiver      waits for "go\n"
-public struct TransitConnector: Sendable {
-    public let key: SecureBytes
-    public let isSender: Bool
-    public let relays: [TransitHints.Address]
-    public let connectTimeout: Duration
+package struct TransitConnector: Sendable {
+    package let key: SecureBytes
+    package let isSender: Bool
+    package let relays: [TransitHints.Address]
+    package let connectTimeout: Duration
 
-    public init(key: SecureBytes, isSender: Bool, relays: [TransitHints.Address], connectTimeout: Duration = .seconds(10)) {
+    package init(key: SecureBytes, isSender: Bool, relays: [TransitHints.Address], connectTimeout: Duration = .seconds(10)) {
         self.key = key
         self.isSender = isSender
         self.relays = relays
@@ -25,7 +25,7 @@ public struct TransitConnector: Sendable {
     }
 
     /// Our hints: no direct address (we do not listen), the relay.
-    public var ourHints: TransitHints { TransitHints(direct: [], relays: relays) }
+    package var ourHints: TransitHints { TransitHints(direct: [], relays: relays) }
 
     func derive(_ purpose: String) -> SecureBytes { HKDFSHA256.derive(inputKeyMaterial: key, info: Array(purpose.utf8), length: 32) }
 
@@ -49,7 +49,7 @@ public struct TransitConnector: Sendable {
     }
 
     /// Connects to the peer with its `peer` hints, within `timeout`.
-    public func connect(peer: TransitHints, timeout: Duration = .seconds(60)) throws(WormholeError) -> TransitConnection {
+    package func connect(peer: TransitHints, timeout: Duration = .seconds(60)) throws(WormholeError) -> TransitConnection {
         let side = hex(secureRandomBytes(8))
         var targets = peer.direct.map { ($0, false) }
         for relay in relays + peer.relays where !targets.contains(where: { $0.0 == relay && $0.1 }) { targets.append((relay, true)) }

@@ -4,30 +4,30 @@
 ///     {"abilities-v1": [{"type": "direct-tcp-v1"}, {"type": "relay-v1"}],
 ///      "hints-v1": [{"type": "direct-tcp-v1", "hostname": H, "port": P, "priority": 0.0},
 ///                   {"type": "relay-v1", "hints": [{"type": "direct-tcp-v1", "hostname": H, "port": P}]}]}
-public struct TransitHints: Sendable, Equatable {
+package struct TransitHints: Sendable, Equatable {
     /// Hints read from one message, at most this many of each kind (the rest are ignored).
-    public static let maxHints = 16
+    package static let maxHints = 16
 
-    public struct Address: Sendable, Hashable {
-        public let host: String
-        public let port: UInt16
+    package struct Address: Sendable, Hashable {
+        package let host: String
+        package let port: UInt16
 
-        public init(host: String, port: UInt16) {
+        package init(host: String, port: UInt16) {
             self.host = host
             self.port = port
         }
     }
 
-    public var direct: [Address] = []
-    public var relays: [Address] = []
+    package var direct: [Address] = []
+    package var relays: [Address] = []
 
-    public init(direct: [Address] = [], relays: [Address] = []) {
+    package init(direct: [Address] = [], relays: [Address] = []) {
         self.direct = direct
         self.relays = relays
     }
 
     /// Reads the peer's hints; malformed entries are skipped, counts and names bounded.
-    public init(message: [String: Any]) {
+    package init(message: [String: Any]) {
         for hint in (message["hints-v1"] as? [Any] ?? []).prefix(4 * Self.maxHints) {
             guard let hint = hint as? [String: Any] else { continue }
             switch hint["type"] as? String {
@@ -53,7 +53,7 @@ public struct TransitHints: Sendable, Equatable {
     }
 
     /// The `transit` message body for these hints.
-    public var message: [String: Any] {
+    package var message: [String: Any] {
         var hints: [[String: Any]] = direct.map { ["type": "direct-tcp-v1", "hostname": $0.host, "port": Int($0.port), "priority": 0.0] }
         if !relays.isEmpty {
             hints.append(["type": "relay-v1", "hints": relays.map { ["type": "direct-tcp-v1", "hostname": $0.host, "port": Int($0.port), "priority": 0.0] }])

@@ -5,7 +5,7 @@
 /// Silent: it reports through callbacks and errors, never prints.
 
 /// The one error type of the Wormhole module: what failed, in a line a user can act on.
-public enum WormholeError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum WormholeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The other side used a different code (the SPAKE2 keys differ).
     case wrongCode
     /// A code that is not `NAMEPLATE-WORD-WORD…`.
@@ -21,7 +21,7 @@ public enum WormholeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Nothing happened in time.
     case timedOut(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .wrongCode:
             return "key confirmation failed: you or your correspondent typed the code wrong (or someone guessed it wrong); nothing was transferred; try again with a new code"

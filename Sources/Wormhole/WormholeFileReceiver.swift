@@ -7,7 +7,7 @@ internal import PeerCrypto
 /// Receives one file offered over an open wormhole into a folder: the name is checked (one
 /// component, no control characters), the size against the free space, the bytes against
 /// the offer; the file appears under its name (or `name (1).ext`) only when complete.
-public struct WormholeFileReceiver {
+package struct WormholeFileReceiver {
     let session: WormholeSession
     let offer: [String: Any]
     let senderTransit: [String: Any]?
@@ -15,7 +15,7 @@ public struct WormholeFileReceiver {
     let relays: [TransitHints.Address]
     let report: WormholeTransferReport
 
-    public init(session: WormholeSession, offer: [String: Any], senderTransit: [String: Any]?, directory: String,
+    package init(session: WormholeSession, offer: [String: Any], senderTransit: [String: Any]?, directory: String,
                 relays: [TransitHints.Address], report: WormholeTransferReport) {
         self.session = session
         self.offer = offer
@@ -35,7 +35,7 @@ public struct WormholeFileReceiver {
 
     /// Receives the offered file or folder; returns the path it was put at.
     @discardableResult
-    public func run() throws(WormholeError) -> String {
+    package func run() throws(WormholeError) -> String {
         if let file = offer["file"] as? [String: Any] {
             let (name, size) = try checkedOffer(name: file["filename"], size: file["filesize"], unpacked: nil)
             if let resume = try resumeOffer(file, name: name, size: size) { return try receiveResumable(resume, name: name, size: size, folder: nil) }

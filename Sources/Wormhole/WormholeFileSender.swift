@@ -9,21 +9,21 @@ internal import PeerFiles
 /// docs/file-transfer-protocol.md):
 /// our `transit` hints, the `offer`, their hints and `answer`, the bytes in Transit records,
 /// and their `{"ack": "ok", "sha256": …}` record, checked against what we sent.
-public struct WormholeFileSender: Sendable {
+package struct WormholeFileSender: Sendable {
     static let recordSize = 256 * 1024
     let session: WormholeSession
     let path: String
     let relays: [TransitHints.Address]
     let report: WormholeTransferReport
 
-    public init(session: WormholeSession, path: String, relays: [TransitHints.Address], report: WormholeTransferReport) {
+    package init(session: WormholeSession, path: String, relays: [TransitHints.Address], report: WormholeTransferReport) {
         self.session = session
         self.path = path
         self.relays = relays
         self.report = report
     }
 
-    public func run() throws(WormholeError) {
+    package func run() throws(WormholeError) {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .transfer("cannot read \(path)") }
         let name = (path as NSString).lastPathComponent

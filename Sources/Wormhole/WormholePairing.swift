@@ -1,5 +1,5 @@
 internal import Foundation
-public import PeerCrypto
+package import PeerCrypto
 
 /// `syncpeer pair --code`: two syncpeers that opened a wormhole with the same code swap
 /// their identity keys inside it and end paired, with no 6-digit comparison (the code did
@@ -7,22 +7,22 @@ public import PeerCrypto
 /// the X25519 secret of the two static keys and this wormhole's key, one per direction (an
 /// echo of ours is not theirs). Only a peer whose version message lists `ability` is asked;
 /// a plain Magic Wormhole client gets an error message and nothing else.
-public enum WormholePairing {
-    public static let ability = "pair-v1"
+package enum WormholePairing {
+    package static let ability = "pair-v1"
     static let maxAddresses = 8
     static let maxAddressBytes = 300
     static let maxNameBytes = 63
 
     /// What the other node said about itself, its key proven.
-    public struct Peer: Sendable, Equatable {
-        public let publicKey: PublicKey
-        public let name: String
-        public let addresses: [String]
+    package struct Peer: Sendable, Equatable {
+        package let publicKey: PublicKey
+        package let name: String
+        package let addresses: [String]
     }
 
     /// Swaps identities over an open session (both ends call it) and returns the other's:
     /// first each side's key, name and addresses, then each side's proof.
-    public static func exchange(_ session: WormholeSession, keyPair: KeyPair, name: String,
+    package static func exchange(_ session: WormholeSession, keyPair: KeyPair, name: String,
                                 addresses: [String]) throws(WormholeError) -> Peer {
         guard session.peerAbilities.contains(ability) else {
             try? session.send(["error": "this code is for 'syncpeer pair --code': run that on the other computer"])
@@ -51,7 +51,7 @@ public enum WormholePairing {
 
     /// After each side recorded the other: says so and waits for the other to say so (neither
     /// dials before both know each other's key, or the first dial would be an invitation).
-    public static func confirmRecorded(_ session: WormholeSession) throws(WormholeError) {
+    package static func confirmRecorded(_ session: WormholeSession) throws(WormholeError) {
         try session.send(["syncpeer_pair_recorded": true])
         guard try session.receive()["syncpeer_pair_recorded"] as? Bool == true else {
             throw .protocolViolation("the other side did not record the pairing")
@@ -73,5 +73,5 @@ public enum WormholePairing {
 
 extension WormholePairing.Peer {
     /// The key as the `pair-key` control op takes it.
-    public var keyHex: String { hex(publicKey.bytes) }
+    package var keyHex: String { hex(publicKey.bytes) }
 }

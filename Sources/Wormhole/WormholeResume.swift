@@ -18,8 +18,8 @@ internal import PeerFiles
 ///
 /// The receiver keeps what it verified in `<folder>/.syncpeer-partial/wormhole-ROOT.part`
 /// (at most `maxKeptPartials` there), so the root of the sender's manifest finds it again.
-public enum WormholeResume {
-    public static let ability = "resume-v1"
+package enum WormholeResume {
+    package static let ability = "resume-v1"
     /// The field in the offer (the manifest's root and chunk count) and in the answer ("ok").
     static let field = "syncpeer_resume"
     /// Largest Transit record of manifest or chunk bytes the sender makes.

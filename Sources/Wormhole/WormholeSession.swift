@@ -1,5 +1,5 @@
 internal import Foundation
-public import PeerCrypto
+package import PeerCrypto
 internal import Synchronization
 
 /// One wormhole between two sides: the code, the SPAKE2 exchange in the `pake` phase, the
@@ -9,21 +9,21 @@ internal import Synchronization
 ///     sender:   allocate → code → claim → open → add pake ┐
 ///     receiver:             code → claim → open → add pake ┤→ key → add version → release
 ///     both:     their version opens? (no: wrong code, close "scary") → messages "0", "1", …
-public final class WormholeSession: @unchecked Sendable {
+package final class WormholeSession: @unchecked Sendable {
     /// The application id of file and text transfer; every Magic Wormhole client uses it.
-    public static let fileTransferAppID = "lothar.com/wormhole/text-or-file-xfer"
+    package static let fileTransferAppID = "lothar.com/wormhole/text-or-file-xfer"
     /// Application messages held back waiting for an earlier phase.
     static let maxPendingPhases = 16
 
-    public let code: WormholeCode
+    package let code: WormholeCode
     private let mailbox: MailboxClient
     private let mailboxID: String
     private let key: SecureBytes
     /// What the other side's `version` message said (its `app_versions`).
-    public let peerAppVersions: [String: String]
+    package let peerAppVersions: [String: String]
     /// What the other side said it can do beyond Magic Wormhole when it is syncpeer
     /// (`app_versions.syncpeer.abilities`; at most `maxAbilities`, each at most 64 bytes).
-    public let peerAbilities: Set<String>
+    package let peerAbilities: Set<String>
     static let maxAbilities = 16
     private var nextInPhase = 0
     private var pending: [Int: [UInt8]] = [:]
@@ -38,7 +38,7 @@ public final class WormholeSession: @unchecked Sendable {
     /// Opens a wormhole. With no `code`, allocates a nameplate and makes one, passing it to
     /// `onCode` before waiting for the other side; with one, joins it. Returns once the
     /// other side proved it holds the same code; throws `wrongCode` if it does not.
-    public static func open(url: String, appID: String = fileTransferAppID, code given: WormholeCode?,
+    package static func open(url: String, appID: String = fileTransferAppID, code given: WormholeCode?,
                             timeout: Duration = .seconds(30), waitForPeer: Duration? = nil,
                             appVersions: [String: Any] = [:], onCode: (WormholeCode) -> Void = { _ in }) throws(WormholeError) -> WormholeSession {
         let mailbox = try MailboxClient.connect(url: url, appid: appID, timeout: timeout)
@@ -112,7 +112,7 @@ public final class WormholeSession: @unchecked Sendable {
 
     /// The `app_versions` syncpeer sends: the abilities only another syncpeer reads (a plain
     /// Magic Wormhole client ignores keys it does not know).
-    public static func appVersions(abilities: [String]) -> [String: Any] {
+    package static func appVersions(abilities: [String]) -> [String: Any] {
         ["syncpeer": ["abilities": abilities]]
     }
 
@@ -121,12 +121,12 @@ public final class WormholeSession: @unchecked Sendable {
     }
 
     /// A key for `purpose` derived from the shared key (Magic Wormhole's `derive_key`).
-    public func deriveKey(purpose: String, length: Int = 32) -> SecureBytes {
+    package func deriveKey(purpose: String, length: Int = 32) -> SecureBytes {
         HKDFSHA256.derive(inputKeyMaterial: key, info: Array(purpose.utf8), length: length)
     }
 
     /// Sends the next application message as a JSON object.
-    public func send(_ object: [String: Any]) throws(WormholeError) {
+    package func send(_ object: [String: Any]) throws(WormholeError) {
         guard let data = try? JSONSerialization.data(withJSONObject: object) else { throw .protocolViolation("cannot encode a message") }
         let phase: String? = shared.withLock { state in
             guard !state.closed else { return nil }
@@ -141,7 +141,7 @@ public final class WormholeSession: @unchecked Sendable {
 
     /// The next application message from the other side, in phase order, as a JSON object.
     /// Throws `remote` when it is `{"error": …}`.
-    public func receive(deadline: ContinuousClock.Instant? = nil) throws(WormholeError) -> [String: Any] {
+    package func receive(deadline: ContinuousClock.Instant? = nil) throws(WormholeError) -> [String: Any] {
         while pending[nextInPhase] == nil {
             try accept(try mailbox.nextMessage(deadline: deadline))
         }
@@ -166,7 +166,7 @@ public final class WormholeSession: @unchecked Sendable {
     }
 
     /// Closes the mailbox ("happy" when the exchange succeeded) and the connection.
-    public func close(mood: String = "happy") {
+    package func close(mood: String = "happy") {
         let first = shared.withLock { state in
             defer { state.closed = true }
             return !state.closed
@@ -175,14 +175,14 @@ public final class WormholeSession: @unchecked Sendable {
     }
 
     /// Runs `body` when the session is abandoned (to close a Transit connection).
-    public func onAbandon(_ body: @escaping @Sendable () -> Void) {
+    package func onAbandon(_ body: @escaping @Sendable () -> Void) {
         shared.withLock { $0.onAbandon.append(body) }
     }
 
     /// From any thread (Ctrl-C): tells the other side `{"error": reason}`, closes the mailbox
     /// and every connection registered with `onAbandon`; the thread using the session then
     /// fails with an error.
-    public func abandon(_ reason: String) {
+    package func abandon(_ reason: String) {
         let hooks: [@Sendable () -> Void]? = shared.withLock { state in
             guard !state.closed else { return nil }
             return state.onAbandon

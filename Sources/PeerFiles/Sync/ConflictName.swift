@@ -4,9 +4,9 @@ internal import PeerCrypto
 /// Short hex tags of names (conflict copies, temporary names): lowercase hex of the first
 /// bytes of BLAKE2b-256 of the name. Names on disk outlive versions, so this stays BLAKE2b
 /// although the content hash changed (SHA-256 in protocol version 3, BLAKE3 since 4).
-public enum NameTag {
+package enum NameTag {
     /// The first `digits` (≤ 64) hex digits of BLAKE2b-256(`bytes`).
-    public static func hex(of bytes: some Collection<UInt8>, digits: Int) -> String {
+    package static func hex(of bytes: some Collection<UInt8>, digits: Int) -> String {
         String(PeerCrypto.hex(BLAKE2b.hash(Array(bytes), length: 32).prefix((digits + 1) / 2)).prefix(digits))
     }
 }
@@ -23,25 +23,25 @@ public enum NameTag {
 /// extension; its stem is cut on a UTF-8 character boundary and ends in `~` and 8 hex
 /// digits of a hash of the whole original name, so two long names that differ only at
 /// their end never share a conflict copy. `isCopy(_:of:)` tells whose copy such a name is.
-public enum ConflictName {
-    public static let marker = ".sync-conflict-"
+package enum ConflictName {
+    package static let marker = ".sync-conflict-"
     /// A GLOB pattern (SQLite's, case-sensitive) every conflict copy's path matches: the
     /// prefilter of an index query, whose results `isConflictName` then checks.
-    public static let glob = "*" + marker + "*"
+    package static let glob = "*" + marker + "*"
     /// Characters a shortened stem ends with: "~" and 8 hex digits.
     static let shortenedTagBytes = 9
 
     /// The conflict copy's path for `path` ("dir/report.pdf"), at `unixSeconds` (seconds
     /// since 1970-01-01 UTC, e.g. `Int64(date.timeIntervalSince1970)`), by the device
     /// whose short ID is `device` (e.g. the first 7 characters of its device ID).
-    public static func make(for path: String, at unixSeconds: Int64, device: String) -> String {
+    package static func make(for path: String, at unixSeconds: Int64, device: String) -> String {
         make(for: path, stamp: timestamp(unixSeconds), device: device)
     }
 
     /// The same with the time already written as `YYYYMMDD-HHMMSS` (UTC). `device` may come
     /// from a peer: only its letters and digits are used (at most 7; "0" if none), so the
     /// name never gains a "/" or a "." and always parses back.
-    public static func make(for path: String, stamp: String, device: String) -> String {
+    package static func make(for path: String, stamp: String, device: String) -> String {
         let (directory, name) = split(path)
         let nameBytes = Array(name.utf8)
         var stem = nameBytes[...]
@@ -69,7 +69,7 @@ public enum ConflictName {
     /// Whether `copy` is a conflict copy of `original` (both relative paths): the copy's
     /// name is what `make` gives for `original` at the copy's time and device. Unlike
     /// comparing with `parse(copy)?.original`, this also holds for shortened names.
-    public static func isCopy(_ copy: String, of original: String) -> Bool {
+    package static func isCopy(_ copy: String, of original: String) -> Bool {
         // Compared as bytes: two names equal under Unicode normalization are two files.
         guard let parsed = parse(copy) else { return false }
         if parsed.original.utf8.elementsEqual(original.utf8) { return true }
@@ -79,7 +79,7 @@ public enum ConflictName {
     /// For a copy whose name was shortened: the path prefix every possible original starts
     /// with (directory and the kept part of the stem), else nil. Candidates are then
     /// confirmed with `isCopy`.
-    public static func shortenedOriginalPrefix(of copy: String) -> String? {
+    package static func shortenedOriginalPrefix(of copy: String) -> String? {
         let (directory, name) = split(copy)
         guard let parts = parts(of: name) else { return nil }
         let stem = parts.stem
@@ -90,7 +90,7 @@ public enum ConflictName {
 
     /// The longest prefix of `bytes` of at most `maxBytes` bytes that ends on a UTF-8
     /// character boundary (never in the middle of a multibyte sequence).
-    public static func utf8Prefix(_ bytes: ArraySlice<UInt8>, maxBytes: Int) -> ArraySlice<UInt8> {
+    package static func utf8Prefix(_ bytes: ArraySlice<UInt8>, maxBytes: Int) -> ArraySlice<UInt8> {
         guard bytes.count > maxBytes else { return bytes }
         var end = bytes.startIndex + max(0, maxBytes)
         // A continuation byte (10xxxxxx) at `end` means the cut would split a character.
@@ -104,12 +104,12 @@ public enum ConflictName {
     }
 
     /// Whether the last component of `path` is a conflict copy's name (made by `make`).
-    public static func isConflictName(_ path: String) -> Bool { parse(path) != nil }
+    package static func isConflictName(_ path: String) -> Bool { parse(path) != nil }
 
     /// The path a conflict copy was made for (its stem and extension put back together),
     /// with its time (`YYYYMMDD-HHMMSS`) and device; nil if it is not a conflict name.
     /// For a name whose stem was shortened, the original's stem is the shortened one.
-    public static func parse(_ path: String) -> (original: String, time: String, device: String)? {
+    package static func parse(_ path: String) -> (original: String, time: String, device: String)? {
         let (directory, name) = split(path)
         guard let parts = parts(of: name) else { return nil }
         return (directory + String(decoding: parts.stem + parts.ext, as: UTF8.self), parts.time, parts.device)
@@ -164,7 +164,7 @@ public enum ConflictName {
     }
 
     /// The seconds since 1970 (UTC) of a "YYYYMMDD-HHMMSS" stamp; nil if it is not one.
-    public static func unixSeconds(ofStamp stamp: String) -> Int64? {
+    package static func unixSeconds(ofStamp stamp: String) -> Int64? {
         let digits = stamp.utf8.filter { $0 != UInt8(ascii: "-") }.map { Int32($0) - 48 }
         guard stamp.utf8.count == 15, digits.count == 14, digits.allSatisfy({ (0...9).contains($0) }) else { return nil }
         func number(_ range: Range<Int>) -> Int32 { digits[range].reduce(0) { $0 * 10 + $1 } }

@@ -16,15 +16,15 @@ internal import Glibc
 ///                                                                           └─▶ refused(problem)
 ///
 /// `observe` reads the disk; `judge` is pure (table-tested).
-public enum FolderRoot {
+package enum FolderRoot {
     /// The marker file's name at the top of every shared folder.
-    public static let markerName = ".syncpeer-folder"
+    package static let markerName = ".syncpeer-folder"
     /// Largest marker read (a folder ID is a few bytes; anything longer is not ours).
     static let maxMarkerBytes = 4_096
 
     /// What is at `path` now: its identity, its marker, and whether it holds anything
     /// besides the marker and the node's own staging entries.
-    public static func observe(_ path: String) -> Result<RootObservation, RootProblem> {
+    package static func observe(_ path: String) -> Result<RootObservation, RootProblem> {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -59,7 +59,7 @@ public enum FolderRoot {
     /// it carries our marker, or it has content, or the index has nothing that an empty
     /// root could delete. An empty root without marker while the index holds entries looks
     /// exactly like an unmounted disk's mount point: refused, until the user confirms.
-    public static func judge(_ observation: RootObservation, folderID: String, expected: RootIdentity?,
+    package static func judge(_ observation: RootObservation, folderID: String, expected: RootIdentity?,
                              liveEntries: Int) -> RootVerdict {
         if case let .folder(other) = observation.marker, other != folderID {
             return .refused(.otherFolder(folderID: other))
@@ -77,7 +77,7 @@ public enum FolderRoot {
 
     /// Writes the marker for `folderID` into the directory at `path` (replacing any other,
     /// atomically and durably) and returns the directory's identity.
-    public static func adopt(_ path: String, folderID: String) throws(FileError) -> RootIdentity {
+    package static func adopt(_ path: String, folderID: String) throws(FileError) -> RootIdentity {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .system("open directory", path: path, errno: errno) }
         defer { close(fd) }
@@ -142,22 +142,22 @@ public enum FolderRoot {
 }
 
 /// A folder root as found on disk.
-public struct RootObservation: Sendable, Equatable {
+package struct RootObservation: Sendable, Equatable {
     /// The marker file at the top of the root.
-    public enum Marker: Sendable, Equatable {
+    package enum Marker: Sendable, Equatable {
         case absent
         /// A marker naming this folder ID (maybe another folder's).
         case folder(String)
     }
 
-    public var identity: RootIdentity
-    public var marker: Marker
+    package var identity: RootIdentity
+    package var marker: Marker
     /// Nothing in it besides the marker and the node's own staging entries.
-    public var isEmpty: Bool
+    package var isEmpty: Bool
 }
 
 /// What `FolderRoot.judge` decided.
-public enum RootVerdict: Sendable, Equatable {
+package enum RootVerdict: Sendable, Equatable {
     /// The root is the adopted one: scan and sync.
     case trusted
     /// No identity was recorded yet and the root is plausible: write the marker, record the
@@ -168,7 +168,7 @@ public enum RootVerdict: Sendable, Equatable {
 }
 
 /// Why a folder root is not trusted. `description` says what was found, in one phrase.
-public enum RootProblem: Error, Sendable, Equatable, CustomStringConvertible {
+package enum RootProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// The root path does not exist or is not a directory.
     case missing(path: String, reason: String)
     /// The root (or its marker) cannot be read.
@@ -183,7 +183,7 @@ public enum RootProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// `entries` live entries: an unmounted disk looks like this.
     case emptyNotAdopted(entries: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .missing(path, reason):
             return "the folder root \(path) is missing (\(reason); an unmounted disk or a moved folder?)"

@@ -26,26 +26,26 @@ internal import Glibc
 /// entered, and known entries that are now ignored are not reported as deleted.
 ///
 /// The scanner is a value; a scan runs on the caller's thread (it blocks on disk I/O).
-public struct FolderScanner: Sendable {
+package struct FolderScanner: Sendable {
     /// The folder root as the user gave it (a symbolic link here is followed: it is the
     /// user's choice).
-    public var rootPath: String
-    public var ignores: IgnorePatterns
+    package var rootPath: String
+    package var ignores: IgnorePatterns
     /// Items (added, changed, deleted, unstable, problems) per batch.
-    public var batchSize: Int
+    package var batchSize: Int
     /// Threads hashing one large file (≥ 4 MiB); small files are hashed on the caller's thread.
-    public var hashThreads: Int
+    package var hashThreads: Int
     /// When set, a root that is another directory (device, inode) is `rootMissing`: a
     /// disk unmounted from under its mount point leaves an empty directory there.
-    public var expectedRoot: RootIdentity?
+    package var expectedRoot: RootIdentity?
     /// When set, the quick sums of large files' chunks are kept here, and a large file that
     /// changed is re-chunked from its known manifest (`DeltaChunker`), not whole.
-    public var chunkSums: ChunkSumCache?
+    package var chunkSums: ChunkSumCache?
     /// Tests: called with the relative path after a file was read, before it is checked
     /// for changes made during the read.
     var afterReadHook: (@Sendable (String) -> Void)?
 
-    public init(root: String, ignores: IgnorePatterns = IgnorePatterns(), batchSize: Int = 1_000,
+    package init(root: String, ignores: IgnorePatterns = IgnorePatterns(), batchSize: Int = 1_000,
                 hashThreads: Int = 2, expectedRoot: RootIdentity? = nil) {
         self.rootPath = root
         self.ignores = ignores
@@ -57,7 +57,7 @@ public struct FolderScanner: Sendable {
     /// Scans the whole folder against `known`. `onBatch` is called on this thread with
     /// each non-empty batch (the last one may be smaller); an error it throws stops the scan.
     @discardableResult
-    public func scan(known: some KnownEntrySource, onBatch: (ScanBatch) throws -> Void) throws -> ScanSummary {
+    package func scan(known: some KnownEntrySource, onBatch: (ScanBatch) throws -> Void) throws -> ScanSummary {
         try withoutActuallyEscaping(onBatch) { onBatch in
             let run = try ScanRun(scanner: self, onBatch: onBatch)
             defer { run.close() }
@@ -70,7 +70,7 @@ public struct FolderScanner: Sendable {
     /// paths a `FolderWatcher` reported. A path that is gone is reported as deleted with
     /// everything known below it; "" means the whole folder.
     @discardableResult
-    public func scan(paths: [String], known: some KnownEntrySource,
+    package func scan(paths: [String], known: some KnownEntrySource,
                      onBatch: (ScanBatch) throws -> Void) throws -> ScanSummary {
         try withoutActuallyEscaping(onBatch) { onBatch in
             try scan(paths: paths, known: known, run: ScanRun(scanner: self, onBatch: onBatch))

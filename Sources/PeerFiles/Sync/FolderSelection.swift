@@ -14,19 +14,19 @@
 /// "Docs". Each selected path is validated as a peer's path is (`SafePath`: no "..", no
 /// ".", no empty component, no control character); a trailing "/" is dropped. A path below
 /// another selected one adds nothing and is dropped.
-public struct FolderSelection: Sendable, Equatable {
+package struct FolderSelection: Sendable, Equatable {
     /// The most paths a selection holds (a user's list, kept in the index).
-    public static let maxPaths = 1_000
+    package static let maxPaths = 1_000
 
     /// The selected paths, in byte order, none below another; empty: everything.
-    public let paths: [String]
+    package let paths: [String]
     /// The selected paths as UTF-8.
     private let selected: Set<[UInt8]>
     /// Every directory strictly above a selected path, as UTF-8 ("a" and "a/b" for "a/b/c").
     private let ancestors: Set<[UInt8]>
 
     /// The whole folder.
-    public init() {
+    package init() {
         paths = []
         selected = []
         ancestors = []
@@ -34,7 +34,7 @@ public struct FolderSelection: Sendable, Equatable {
 
     /// Validates and normalizes `paths` (see the type). Throws the first invalid path's
     /// reason, or `tooMany` beyond `maxPaths`.
-    public init(_ paths: [String]) throws(FolderSelectionError) {
+    package init(_ paths: [String]) throws(FolderSelectionError) {
         guard paths.count <= Self.maxPaths else { throw .tooMany(count: paths.count, limit: Self.maxPaths) }
         var valid: [[UInt8]] = []
         for raw in paths {
@@ -62,11 +62,11 @@ public struct FolderSelection: Sendable, Equatable {
     }
 
     /// Whether the selection is the whole folder.
-    public var isEverything: Bool { paths.isEmpty }
+    package var isEverything: Bool { paths.isEmpty }
 
     /// Whether `relativePath` ("a/b/c.txt") is held by this node: at or below a selected
     /// path, or a directory above one. The root ("") is always in.
-    public func contains(_ relativePath: String, isDirectory: Bool) -> Bool {
+    package func contains(_ relativePath: String, isDirectory: Bool) -> Bool {
         let components = relativePath.utf8.split(separator: UInt8(ascii: "/")).map { Array($0) }
         return contains(components[...], isDirectory: isDirectory)
     }
@@ -85,14 +85,14 @@ public struct FolderSelection: Sendable, Equatable {
 
     /// Whether every path at or below `relativePath` is in the selection (the whole subtree
     /// is held here), as opposed to only some of it (`overlaps`).
-    public func holdsAll(under relativePath: String) -> Bool {
+    package func holdsAll(under relativePath: String) -> Bool {
         if paths.isEmpty { return true }
         let bytes = Array(relativePath.utf8)
         return selected.contains { Self.isAtOrBelow(bytes, $0) }
     }
 
     /// Whether some path at or below `relativePath` is in the selection.
-    public func overlaps(_ relativePath: String) -> Bool {
+    package func overlaps(_ relativePath: String) -> Bool {
         if paths.isEmpty || relativePath.isEmpty { return true }
         let bytes = Array(relativePath.utf8)
         return holdsAll(under: relativePath) || ancestors.contains(bytes)
@@ -107,11 +107,11 @@ public struct FolderSelection: Sendable, Equatable {
 }
 
 /// Why a selection was refused.
-public enum FolderSelectionError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum FolderSelectionError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPath(String, SafePathError)
     case tooMany(count: Int, limit: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .invalidPath(path, reason): "cannot select \(path.debugDescription): \(reason)"
         case let .tooMany(count, limit): "cannot select \(count) paths: at most \(limit)"

@@ -2,7 +2,7 @@ internal import Glibc
 internal import Synchronization
 
 /// What changed in a watched folder, as reported by `FolderWatcher`.
-public enum WatchChange: Sendable, Hashable, CustomStringConvertible {
+package enum WatchChange: Sendable, Hashable, CustomStringConvertible {
     /// Something at this relative path (or below it, for a directory) was created,
     /// modified, deleted or had its metadata changed: rescan it (`FolderScanner.scan(paths:)`).
     case changed(String)
@@ -17,7 +17,7 @@ public enum WatchChange: Sendable, Hashable, CustomStringConvertible {
     /// message says how to raise the limit; until then rely on periodic full scans.
     case watchLimitReached(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .changed(let path): return "changed \(path)"
         case let .renamed(from, to): return "renamed \(from) -> \(to)"
@@ -52,12 +52,12 @@ public enum WatchChange: Sendable, Hashable, CustomStringConvertible {
 ///
 /// Events are read on a dedicated thread; `onChanges` is called on that thread, one batch
 /// at a time (it may call `stop()`). `stop()` closes everything.
-public final class FolderWatcher: Sendable {
-    public let rootPath: String
-    public let delay: Duration
-    public let maxDelay: Duration
+package final class FolderWatcher: Sendable {
+    package let rootPath: String
+    package let delay: Duration
+    package let maxDelay: Duration
     /// How long the first batch after a quiet period waits without events.
-    public let quickDelay: Duration
+    package let quickDelay: Duration
 
     struct Shared {
         var ownWrites: [PathKey: Int] = [:]
@@ -75,7 +75,7 @@ public final class FolderWatcher: Sendable {
 
     /// Starts watching `root` (a symbolic link there is followed: it is the user's choice).
     /// The initial watches are in place when this returns.
-    public convenience init(root: String, ignores: IgnorePatterns = IgnorePatterns(), delay: Duration = .seconds(1),
+    package convenience init(root: String, ignores: IgnorePatterns = IgnorePatterns(), delay: Duration = .seconds(1),
                 maxDelay: Duration? = nil, quickDelay: Duration? = nil,
                 onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
         try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, quickDelay: quickDelay, watchLimit: nil,
@@ -144,32 +144,32 @@ public final class FolderWatcher: Sendable {
 
     /// Paths (relative, and everything below them) the node itself is writing: their
     /// events are not reported until `endOwnWrite`. Calls nest per path.
-    public func beginOwnWrite(_ path: String) {
+    package func beginOwnWrite(_ path: String) {
         shared.withLock { $0.ownWrites[PathKey(path), default: 0] += 1 }
     }
 
     /// Ends `beginOwnWrite(path)`. The events the node's writes caused before this call
     /// are still filtered (they are read before the mark is removed).
-    public func endOwnWrite(_ path: String) {
+    package func endOwnWrite(_ path: String) {
         shared.withLock { $0.pendingReleases.append(path) }
         wake()
     }
 
     /// Replaces the ignore patterns (after `.syncpeerignore` changed). Directories that
     /// stop being ignored are watched from the next full rescan on (`rewatch()`).
-    public func updateIgnores(_ ignores: IgnorePatterns) {
+    package func updateIgnores(_ ignores: IgnorePatterns) {
         shared.withLock { $0.ignores = ignores }
     }
 
     /// True once the watch limit was hit: some directories are not watched.
-    public var isDegraded: Bool { shared.withLock { $0.degraded } }
+    package var isDegraded: Bool { shared.withLock { $0.degraded } }
 
     /// Directories currently watched.
-    public var watchedDirectories: Int { shared.withLock { $0.watchCount } }
+    package var watchedDirectories: Int { shared.withLock { $0.watchCount } }
 
     /// Stops the thread and closes the inotify descriptor. Idempotent; may be called from
     /// `onChanges` (then the thread ends after the callback returns).
-    public func stop() {
+    package func stop() {
         let thread: pthread_t? = shared.withLock { state in
             if state.stopped { return nil }
             state.stopped = true

@@ -28,15 +28,15 @@ internal import Glibc
 /// sent to a peer and a peer's is never applied here, so no member can change what this
 /// node keeps private (as Syncthing's `.stignore`). A `.syncpeerignore` below the root is
 /// an ordinary file: only the root's is read.
-public struct IgnorePatterns: Sendable, Equatable {
+package struct IgnorePatterns: Sendable, Equatable {
     /// The name of the ignore file at the folder root.
-    public static let fileName = ".syncpeerignore"
+    package static let fileName = ".syncpeerignore"
     /// Always ignored: the staging directory of partial transfers.
-    public static let stagingDirectoryName = ".syncpeer-partial"
+    package static let stagingDirectoryName = ".syncpeer-partial"
     /// Always ignored: names with this suffix (the node's own temporary files).
-    public static let temporarySuffix = ".syncpeer-tmp"
+    package static let temporarySuffix = ".syncpeer-tmp"
     /// Largest ignore file `load(from:)` reads (1 MiB).
-    public static let maxFileSize = 1 << 20
+    package static let maxFileSize = 1 << 20
 
     /// One parsed rule.
     struct Rule: Sendable, Equatable {
@@ -64,14 +64,14 @@ public struct IgnorePatterns: Sendable, Equatable {
 
     let rules: [Rule]
     /// The subtrees this node holds (`syncpeer select`): what lies outside is ignored too.
-    public var selection = FolderSelection()
+    package var selection = FolderSelection()
 
     /// No rules: only the built-in exclusions apply.
-    public init() { rules = [] }
+    package init() { rules = [] }
 
     /// Parses the text of a `.syncpeerignore` file. Never fails: a malformed construct is
     /// read literally (an unclosed `[`), as `.gitignore` does.
-    public init(_ text: String) {
+    package init(_ text: String) {
         var parsed: [Rule] = []
         for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }) {
             if let rule = Self.parseLine(Array(rawLine.utf8)) { parsed.append(rule) }
@@ -80,11 +80,11 @@ public struct IgnorePatterns: Sendable, Equatable {
     }
 
     /// Number of rules (comments and blank lines excluded).
-    public var count: Int { rules.count }
+    package var count: Int { rules.count }
 
     /// Reads `.syncpeerignore` at the root of `folder` (never following a symbolic link);
     /// no file means no rules.
-    public static func load(from folder: DirectoryHandle) throws(FileError) -> IgnorePatterns {
+    package static func load(from folder: DirectoryHandle) throws(FileError) -> IgnorePatterns {
         let path = folder.path + "/" + fileName
         let fd = openat(folder.fd, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {
@@ -119,7 +119,7 @@ public struct IgnorePatterns: Sendable, Equatable {
 
     /// Whether `relativePath` ("a/b/c.txt", no leading "/") is ignored: by a built-in
     /// rule, by the last matching rule, or because a directory above it is ignored.
-    public func isIgnored(_ relativePath: String, isDirectory: Bool) -> Bool {
+    package func isIgnored(_ relativePath: String, isDirectory: Bool) -> Bool {
         let components = relativePath.utf8.split(separator: UInt8(ascii: "/")).map { Array($0) }
         if components.isEmpty { return false }
         for end in 1...components.count {

@@ -4,14 +4,14 @@
 /// Linux keeps such names apart (they are different bytes) and so does syncpeer; a file
 /// system that normalizes names (macOS, Windows) holds only one of them, so the folder
 /// reports them: they sync here, and cannot be placed there.
-public enum NormalizationTwins {
+package enum NormalizationTwins {
     /// Examples kept per scan (the count is exact).
-    public static let examplesKept = 20
+    package static let examplesKept = 20
 
     /// Those of `names` (one directory's, each once) that have a twin, in the order given.
     /// Only a directory with a name outside ASCII can hold twins, so only then are the
     /// names hashed as `String`s (which compare by canonical equivalence).
-    public static func find(_ names: [String]) -> [String] {
+    package static func find(_ names: [String]) -> [String] {
         guard names.contains(where: { $0.utf8.contains { $0 >= 0x80 } }) else { return [] }
         var groups: [String: Int] = [:]
         for name in names { groups[name, default: 0] += 1 }

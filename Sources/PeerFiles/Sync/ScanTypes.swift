@@ -1,12 +1,12 @@
 internal import Glibc
 
 /// What an entry of a shared folder is. Anything else (FIFOs, sockets, devices) is not synced.
-public enum ScannedKind: UInt8, Sendable, Equatable, CustomStringConvertible {
+package enum ScannedKind: UInt8, Sendable, Equatable, CustomStringConvertible {
     case file = 0
     case directory = 1
     case symlink = 2
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .file: return "file"
         case .directory: return "directory"
@@ -16,24 +16,24 @@ public enum ScannedKind: UInt8, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// One entry of a folder as the scanner found it.
-public struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
+package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
     /// Relative to the folder root, "/"-separated, no leading "/" (valid as a `SafePath`).
-    public var path: String
-    public var kind: ScannedKind
+    package var path: String
+    package var kind: ScannedKind
     /// Bytes for files, the target's length for symlinks, 0 for directories.
-    public var size: UInt64
+    package var size: UInt64
     /// Modification time in nanoseconds since 1970 (UTC).
-    public var mtimeNs: Int64
+    package var mtimeNs: Int64
     /// Permission bits (`st_mode & 0o7777`).
-    public var mode: UInt32
-    public var inode: UInt64
+    package var mode: UInt32
+    package var inode: UInt64
     /// The link's target as stored (never followed), for symlinks.
-    public var symlinkTarget: String?
+    package var symlinkTarget: String?
     /// The chunk list, for files: fresh when the content was read, reused from the
     /// caller's `KnownEntry` when size, mtime and inode were unchanged.
-    public var manifest: Manifest?
+    package var manifest: Manifest?
 
-    public init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, mode: UInt32, inode: UInt64,
+    package init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, mode: UInt32, inode: UInt64,
                 symlinkTarget: String? = nil, manifest: Manifest? = nil) {
         self.path = path
         self.kind = kind
@@ -45,7 +45,7 @@ public struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
         self.manifest = manifest
     }
 
-    public var description: String {
+    package var description: String {
         let mode = String(self.mode, radix: 8)
         switch kind {
         case .file: return "\(path) file \(size) B mode \(mode)"
@@ -56,19 +56,19 @@ public struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// What the caller (the index) already knows about a path: what a rescan compares with.
-public struct KnownEntry: Sendable, Equatable {
-    public var path: String
-    public var kind: ScannedKind
-    public var size: UInt64
-    public var mtimeNs: Int64
-    public var inode: UInt64
-    public var mode: UInt32
-    public var symlinkTarget: String?
+package struct KnownEntry: Sendable, Equatable {
+    package var path: String
+    package var kind: ScannedKind
+    package var size: UInt64
+    package var mtimeNs: Int64
+    package var inode: UInt64
+    package var mode: UInt32
+    package var symlinkTarget: String?
     /// The file's chunk list. Nil means "unknown": the file is read again whenever it
     /// has to be reported.
-    public var manifest: Manifest?
+    package var manifest: Manifest?
 
-    public init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, inode: UInt64, mode: UInt32,
+    package init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, inode: UInt64, mode: UInt32,
                 symlinkTarget: String? = nil, manifest: Manifest? = nil) {
         self.path = path
         self.kind = kind
@@ -81,7 +81,7 @@ public struct KnownEntry: Sendable, Equatable {
     }
 
     /// What the caller knows after recording a scanned entry.
-    public init(_ scanned: ScannedEntry) {
+    package init(_ scanned: ScannedEntry) {
         self.init(path: scanned.path, kind: scanned.kind, size: scanned.size, mtimeNs: scanned.mtimeNs,
                   inode: scanned.inode, mode: scanned.mode, symlinkTarget: scanned.symlinkTarget,
                   manifest: scanned.manifest)
@@ -91,7 +91,7 @@ public struct KnownEntry: Sendable, Equatable {
 /// Where the scanner gets what the caller knows. Storage-agnostic: an SQLite index
 /// answers with `SELECT … WHERE path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')
 /// ORDER BY path` (BINARY collation is the required order); tests use `KnownEntryList`.
-public protocol KnownEntrySource {
+package protocol KnownEntrySource {
     /// The known entries at `prefix` and below it (`prefix` itself and every path that
     /// starts with `prefix + "/"`; all of them when `prefix` is ""), in ascending order of
     /// their UTF-8 bytes (`memcmp` order, *not* Swift's `String` order). The scanner
@@ -107,30 +107,30 @@ public protocol KnownEntrySource {
 }
 
 extension KnownEntrySource {
-    public func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
+    package func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
 }
 
 /// An in-memory `KnownEntrySource` (tests, small folders): a dictionary by path.
-public struct KnownEntryList: KnownEntrySource, Sendable {
-    public private(set) var entries: [String: KnownEntry] = [:]
+package struct KnownEntryList: KnownEntrySource, Sendable {
+    package private(set) var entries: [String: KnownEntry] = [:]
 
-    public init() {}
-    public init(_ entries: [KnownEntry]) {
+    package init() {}
+    package init(_ entries: [KnownEntry]) {
         for e in entries { self.entries[e.path] = e }
     }
 
-    public subscript(path: String) -> KnownEntry? { entries[path] }
-    public var count: Int { entries.count }
+    package subscript(path: String) -> KnownEntry? { entries[path] }
+    package var count: Int { entries.count }
 
     /// Records a batch as a caller would: added and changed entries replace what was
     /// known, deleted paths are forgotten.
-    public mutating func apply(_ batch: ScanBatch) {
+    package mutating func apply(_ batch: ScanBatch) {
         for e in batch.added { entries[e.path] = KnownEntry(e) }
         for e in batch.changed { entries[e.path] = KnownEntry(e) }
         for p in batch.deleted { entries[p] = nil }
     }
 
-    public func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+    package func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
         let selected: [KnownEntry]
         if prefix.isEmpty {
             selected = Array(entries.values)
@@ -144,79 +144,79 @@ public struct KnownEntryList: KnownEntrySource, Sendable {
 
 /// Something the scanner could not do for one path; the path is neither reported as
 /// changed nor as deleted (what the caller knows about it stays as it is).
-public struct ScanProblem: Sendable, Equatable, CustomStringConvertible {
-    public var path: String
-    public var message: String
-    public init(path: String, message: String) {
+package struct ScanProblem: Sendable, Equatable, CustomStringConvertible {
+    package var path: String
+    package var message: String
+    package init(path: String, message: String) {
         self.path = path
         self.message = message
     }
-    public var description: String { "\(path): \(message)" }
+    package var description: String { "\(path): \(message)" }
 }
 
 /// A part of a scan's result, delivered through the scanner's callback (each batch can
 /// be written in one transaction). Only differences from the known set are reported.
-public struct ScanBatch: Sendable, Equatable {
+package struct ScanBatch: Sendable, Equatable {
     /// Entries the caller did not know.
-    public var added: [ScannedEntry] = []
+    package var added: [ScannedEntry] = []
     /// Known entries whose kind, size, mtime, inode, mode, target or content changed.
-    public var changed: [ScannedEntry] = []
+    package var changed: [ScannedEntry] = []
     /// Known paths that are gone (never reported when the folder root is missing).
-    public var deleted: [String] = []
+    package var deleted: [String] = []
     /// Files that changed while they were read: not reported otherwise, rescan later.
-    public var unstable: [String] = []
-    public var problems: [ScanProblem] = []
+    package var unstable: [String] = []
+    package var problems: [ScanProblem] = []
 
-    public init() {}
+    package init() {}
 
     /// Number of items in the batch.
-    public var count: Int { added.count + changed.count + deleted.count + unstable.count + problems.count }
-    public var isEmpty: Bool { count == 0 }
+    package var count: Int { added.count + changed.count + deleted.count + unstable.count + problems.count }
+    package var isEmpty: Bool { count == 0 }
 }
 
 /// Totals of one scan.
-public struct ScanSummary: Sendable, Equatable {
-    public var files = 0
-    public var directories = 0
-    public var symlinks = 0
+package struct ScanSummary: Sendable, Equatable {
+    package var files = 0
+    package var directories = 0
+    package var symlinks = 0
     /// Entries skipped because of ignore patterns (ignored directories count once).
-    public var ignored = 0
+    package var ignored = 0
     /// Per directory this scan listed that has some, the names in it that another name
     /// there equals under Unicode normalization; and the first of them (paths).
-    public var normalizationTwins: [PathKey: Int] = [:]
-    public var normalizationTwinNames: [String] = []
-    public var added = 0
-    public var changed = 0
-    public var deleted = 0
-    public var unstable = 0
-    public var problems = 0
+    package var normalizationTwins: [PathKey: Int] = [:]
+    package var normalizationTwinNames: [String] = []
+    package var added = 0
+    package var changed = 0
+    package var deleted = 0
+    package var unstable = 0
+    package var problems = 0
     /// Files whose content was read and hashed.
-    public var filesHashed = 0
+    package var filesHashed = 0
     /// Files found under a new path and taken over from their old one without reading.
-    public var moved = 0
+    package var moved = 0
     /// File content bytes read (0 for a rescan where nothing changed).
-    public var bytesRead: UInt64 = 0
+    package var bytesRead: UInt64 = 0
     /// Batches delivered.
-    public var batches = 0
+    package var batches = 0
     /// The root directory scanned (see `FolderScanner.expectedRoot`).
-    public var root = RootIdentity(device: 0, inode: 0)
+    package var root = RootIdentity(device: 0, inode: 0)
 
-    public init() {}
+    package init() {}
 }
 
 /// Which directory a folder root is (device and inode): a different one after a scan
 /// means it was replaced or a disk was unmounted from under it.
-public struct RootIdentity: Sendable, Hashable {
-    public var device: UInt64
-    public var inode: UInt64
-    public init(device: UInt64, inode: UInt64) {
+package struct RootIdentity: Sendable, Hashable {
+    package var device: UInt64
+    package var inode: UInt64
+    package init(device: UInt64, inode: UInt64) {
         self.device = device
         self.inode = inode
     }
 }
 
 /// Why a scan stopped.
-public enum ScanError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum ScanError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The folder root is gone, is not a directory, or is another directory than expected
     /// (an unmounted disk): nothing is reported as deleted.
     case rootMissing(path: String, reason: String)
@@ -225,7 +225,7 @@ public enum ScanError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The `KnownEntrySource` did not return paths in UTF-8 byte order.
     case knownEntriesOutOfOrder(previous: String, next: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .rootMissing(path, reason):
             return "folder \(path) is missing (\(reason)); the folder is not scanned and nothing is deleted"
@@ -271,22 +271,22 @@ func bytesLess(_ x: [UInt8], _ y: [UInt8]) -> Bool {
 /// found at the new path with the same inode, size and mtime takes the known manifest and is
 /// not read again. The new paths come from renames the kernel reported (inotify
 /// MOVED_FROM/MOVED_TO pairs), never from inode numbers alone, which file systems reuse.
-public struct KnownEntriesWithMoves<Base: KnownEntrySource>: KnownEntrySource {
-    public let base: Base
+package struct KnownEntriesWithMoves<Base: KnownEntrySource>: KnownEntrySource {
+    package let base: Base
     /// New path → what was known at the old path (with the new path).
     let moved: [String: KnownEntry]
 
-    public init(base: Base, moved: [KnownEntry]) {
+    package init(base: Base, moved: [KnownEntry]) {
         self.base = base
         self.moved = Dictionary(moved.filter { $0.kind == .file && $0.manifest != nil }.map { ($0.path, $0) },
                                 uniquingKeysWith: { first, _ in first })
     }
 
-    public func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+    package func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
         base.knownEntries(under: prefix)
     }
 
-    public func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? {
+    package func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? {
         guard let entry = moved[path], entry.inode == inode, entry.size == size, entry.mtimeNs == mtimeNs else { return nil }
         return entry
     }

@@ -1,33 +1,33 @@
 /// What a `ServiceAdvertiser` publishes and how.
-public struct AdvertiserConfiguration: Sendable {
-    public var serviceType: ServiceType
+package struct AdvertiserConfiguration: Sendable {
+    package var serviceType: ServiceType
     /// The instance name users see (the first label): 1–63 bytes of UTF-8.
-    public var displayName: String
+    package var displayName: String
     /// The TCP port the service listens on.
-    public var port: UInt16
+    package var port: UInt16
     /// Published as `id=` in the TXT record.
-    public var deviceID: String
+    package var deviceID: String
     /// Published as `v=` in the TXT record.
-    public var protocolVersion: Int
+    package var protocolVersion: Int
     /// Published beside `id` and `v`.
-    public var info: DiscoveryInfo
+    package var info: DiscoveryInfo
     /// The SRV target host label (without ".local"); nil derives "syncpeer-<device ID prefix>".
-    public var hostName: String?
-    public var interfaces: InterfaceSelection
+    package var hostName: String?
+    package var interfaces: InterfaceSelection
     /// Whether A records (the interfaces' IPv4 addresses) are published: false when the
     /// service does not accept IPv4.
-    public var publishesIPv4: Bool = true
+    package var publishesIPv4: Bool = true
     /// Whether AAAA records (the interfaces' IPv6 addresses) are published: false when the
     /// service does not accept IPv6 (it listens on 0.0.0.0, say).
-    public var publishesIPv6: Bool = true
+    package var publishesIPv6: Bool = true
     /// TTL of the SRV and A records (RFC 6762 §10: 120 s).
-    public var hostRecordTTL: UInt32
+    package var hostRecordTTL: UInt32
     /// TTL of the PTR and TXT records (RFC 6762 §10: 75 minutes).
-    public var otherRecordTTL: UInt32
+    package var otherRecordTTL: UInt32
     /// How often interface addresses are re-read.
-    public var interfaceRefreshInterval: Duration
+    package var interfaceRefreshInterval: Duration
 
-    public init(serviceType: ServiceType, displayName: String, port: UInt16, deviceID: String,
+    package init(serviceType: ServiceType, displayName: String, port: UInt16, deviceID: String,
                 protocolVersion: Int, info: DiscoveryInfo = try! DiscoveryInfo(), hostName: String? = nil,
                 interfaces: InterfaceSelection = .automatic, hostRecordTTL: UInt32 = 120,
                 otherRecordTTL: UInt32 = 4500, interfaceRefreshInterval: Duration = .seconds(5)) {

@@ -1,7 +1,7 @@
 /// Why a DNS message could not be decoded or encoded. Every malformed input ends in
 /// one of these (never a crash, never a hang): the parser is fed whatever arrives on
 /// UDP port 5353.
-public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The message ended inside the named structure (at byte `offset`).
     case truncated(String, offset: Int)
     /// A label length byte used the reserved types 01 or 10 (values 64...191).
@@ -29,7 +29,7 @@ public enum DNSError: Error, Equatable, Sendable, CustomStringConvertible {
     /// More records than `DNSMessage.maxSkippedRecords` did not parse (tolerant decoding).
     case tooManyBadRecords(Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case let .truncated(what, offset): return "DNS message truncated in \(what) at byte \(offset)"
         case let .invalidLabelLength(byte, offset): return "invalid DNS label length byte 0x\(String(byte, radix: 16)) at byte \(offset)"

@@ -1,19 +1,19 @@
 /// A DNS message (RFC 1035 §4) as used by multicast DNS: header, questions, and the
 /// answer, authority and additional sections. Pure value; `encoded()` compresses names,
 /// `init(decoding:)` accepts any bytes and either decodes or throws a `DNSError`.
-public struct DNSMessage: Hashable, Sendable {
+package struct DNSMessage: Hashable, Sendable {
     /// The largest message decoded or encoded (the UDP payload limit).
-    public static let maxSize = 65_535
+    package static let maxSize = 65_535
 
-    public var id: UInt16
+    package var id: UInt16
     /// The flags word: QR, opcode, AA, TC, RD, RA, Z, AD, CD, RCODE.
-    public var flags: UInt16
-    public var questions: [DNSQuestion]
-    public var answers: [DNSResourceRecord]
-    public var authorities: [DNSResourceRecord]
-    public var additionals: [DNSResourceRecord]
+    package var flags: UInt16
+    package var questions: [DNSQuestion]
+    package var answers: [DNSResourceRecord]
+    package var authorities: [DNSResourceRecord]
+    package var additionals: [DNSResourceRecord]
 
-    public init(id: UInt16 = 0, flags: UInt16 = 0, questions: [DNSQuestion] = [],
+    package init(id: UInt16 = 0, flags: UInt16 = 0, questions: [DNSQuestion] = [],
                 answers: [DNSResourceRecord] = [], authorities: [DNSResourceRecord] = [],
                 additionals: [DNSResourceRecord] = []) {
         self.id = id
@@ -25,27 +25,27 @@ public struct DNSMessage: Hashable, Sendable {
     }
 
     /// QR | AA: the flags of every mDNS response (RFC 6762 §18).
-    public static let responseFlags: UInt16 = 0x8400
+    package static let responseFlags: UInt16 = 0x8400
 
     /// An mDNS query.
-    public static func query(_ questions: [DNSQuestion], knownAnswers: [DNSResourceRecord] = [],
+    package static func query(_ questions: [DNSQuestion], knownAnswers: [DNSResourceRecord] = [],
                              authorities: [DNSResourceRecord] = []) -> DNSMessage {
         DNSMessage(questions: questions, answers: knownAnswers, authorities: authorities)
     }
 
     /// An mDNS response.
-    public static func response(answers: [DNSResourceRecord], additionals: [DNSResourceRecord] = []) -> DNSMessage {
+    package static func response(answers: [DNSResourceRecord], additionals: [DNSResourceRecord] = []) -> DNSMessage {
         DNSMessage(flags: responseFlags, answers: answers, additionals: additionals)
     }
 
-    public var isResponse: Bool { flags & 0x8000 != 0 }
-    public var opcode: UInt8 { UInt8((flags >> 11) & 0xF) }
-    public var isAuthoritative: Bool { flags & 0x0400 != 0 }
-    public var isTruncated: Bool { flags & 0x0200 != 0 }
-    public var rcode: UInt8 { UInt8(flags & 0xF) }
+    package var isResponse: Bool { flags & 0x8000 != 0 }
+    package var opcode: UInt8 { UInt8((flags >> 11) & 0xF) }
+    package var isAuthoritative: Bool { flags & 0x0400 != 0 }
+    package var isTruncated: Bool { flags & 0x0200 != 0 }
+    package var rcode: UInt8 { UInt8(flags & 0xF) }
 
     /// Every record of the answer, authority and additional sections.
-    public var allRecords: [DNSResourceRecord] { answers + authorities + additionals }
+    package var allRecords: [DNSResourceRecord] { answers + authorities + additionals }
 }
 
 // MARK: Encoding
@@ -54,7 +54,7 @@ extension DNSMessage {
     /// The wire form. Names (owners, PTR and SRV targets) are compressed against every
     /// earlier name. Throws for labels over 63 bytes, names over 255, TXT strings over
     /// 255, or a message over 65,535 bytes.
-    public func encoded() throws(DNSError) -> [UInt8] {
+    package func encoded() throws(DNSError) -> [UInt8] {
         var writer = DNSWriter()
         for count in [questions.count, answers.count, authorities.count, additionals.count] where count > 0xFFFF {
             throw .messageTooLarge
@@ -182,12 +182,12 @@ struct DNSWriter {
 extension DNSMessage {
     /// The most records `decodingTolerantly` skips in one message; past that the message
     /// is refused as a whole (it is more garbage than data).
-    public static let maxSkippedRecords = 16
+    package static let maxSkippedRecords = 16
 
     /// Decodes `bytes`. Any malformation throws a `DNSError`; nothing traps, and the work
     /// is bounded by the message size (counts larger than the data fail as truncation).
     /// Bytes after the last record are ignored unless `strict`.
-    public init(decoding bytes: [UInt8], strict: Bool = false) throws(DNSError) {
+    package init(decoding bytes: [UInt8], strict: Bool = false) throws(DNSError) {
         var skipped: [DNSError] = []
         self = try Self.decode(bytes, strict: strict, tolerant: false, skipped: &skipped)
     }
@@ -200,7 +200,7 @@ extension DNSMessage {
     /// `maxSkippedRecords` records had to be skipped. Returns the errors of what was skipped.
     /// (python-zeroconf 0.47.3, for one, writes NSEC type bitmaps with 16-bit window and
     /// length fields; its answers are otherwise fine.)
-    public static func decodingTolerantly(_ bytes: [UInt8]) throws(DNSError) -> (message: DNSMessage, skipped: [DNSError]) {
+    package static func decodingTolerantly(_ bytes: [UInt8]) throws(DNSError) -> (message: DNSMessage, skipped: [DNSError]) {
         var skipped: [DNSError] = []
         let message = try decode(bytes, strict: false, tolerant: true, skipped: &skipped)
         return (message, skipped)

@@ -1,50 +1,50 @@
 /// A domain name as a list of labels (raw bytes: DNS-SD instance names are UTF-8 and may
 /// contain dots and spaces inside a label). Comparison ignores ASCII case (RFC 1035 §2.3.3,
 /// RFC 6762 §16), so `==` and hashing use the lowercased labels.
-public struct DNSName: Hashable, Sendable, CustomStringConvertible {
+package struct DNSName: Hashable, Sendable, CustomStringConvertible {
     /// The labels, first (leftmost) to last, without the root.
-    public let labels: [[UInt8]]
+    package let labels: [[UInt8]]
 
     /// A name from labels as bytes. No limits are checked here; encoding checks them.
-    public init(labelBytes: [[UInt8]]) {
+    package init(labelBytes: [[UInt8]]) {
         labels = labelBytes
     }
 
     /// A name from labels as text (each label UTF-8 encoded as it is: dots allowed).
-    public init(labels: [String]) {
+    package init(labels: [String]) {
         self.labels = labels.map { Array($0.utf8) }
     }
 
     /// A name from dotted text ("_sync._tcp.local"); a trailing dot is ignored.
     /// Use `init(labels:)` when a label itself contains a dot.
-    public init(_ dotted: String) {
+    package init(_ dotted: String) {
         labels = dotted.split(separator: ".", omittingEmptySubsequences: true).map { Array($0.utf8) }
     }
 
     /// The root name (no labels).
-    public static let root = DNSName(labelBytes: [])
+    package static let root = DNSName(labelBytes: [])
 
     /// The wire length: one length byte per label plus the bytes, plus the root byte.
-    public var wireLength: Int { labels.reduce(1) { $0 + 1 + $1.count } }
+    package var wireLength: Int { labels.reduce(1) { $0 + 1 + $1.count } }
 
     /// The labels lowercased (ASCII only), the form used for comparison.
     var canonical: [[UInt8]] { labels.map { $0.map(asciiLower) } }
 
     /// The name with `labels` prepended.
-    public func prepending(_ label: String) -> DNSName {
+    package func prepending(_ label: String) -> DNSName {
         DNSName(labelBytes: [Array(label.utf8)] + labels)
     }
 
     /// The first label as text (the user-visible part of a service instance name).
-    public var firstLabel: String {
+    package var firstLabel: String {
         labels.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
     }
 
     /// The name without its first label.
-    public var parent: DNSName { DNSName(labelBytes: Array(labels.dropFirst())) }
+    package var parent: DNSName { DNSName(labelBytes: Array(labels.dropFirst())) }
 
     /// Dotted text; dots and backslashes inside a label are escaped with a backslash.
-    public var description: String {
+    package var description: String {
         if labels.isEmpty { return "." }
         return labels.map { label in
             String(decoding: label, as: UTF8.self)
@@ -52,7 +52,7 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
         }.joined(separator: ".")
     }
 
-    public static func == (lhs: DNSName, rhs: DNSName) -> Bool {
+    package static func == (lhs: DNSName, rhs: DNSName) -> Bool {
         guard lhs.labels.count == rhs.labels.count else { return false }
         for (a, b) in zip(lhs.labels, rhs.labels) {
             guard a.count == b.count else { return false }
@@ -61,7 +61,7 @@ public struct DNSName: Hashable, Sendable, CustomStringConvertible {
         return true
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         for label in labels {
             hasher.combine(label.count)
             for byte in label { hasher.combine(asciiLower(byte)) }

@@ -1,13 +1,13 @@
 /// An IPv4 address (four bytes, network order), as in A records.
-public struct IPv4Address: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public let bytes: (UInt8, UInt8, UInt8, UInt8)
+package struct IPv4Address: Hashable, Sendable, Comparable, CustomStringConvertible {
+    package let bytes: (UInt8, UInt8, UInt8, UInt8)
 
-    public init(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) {
+    package init(_ a: UInt8, _ b: UInt8, _ c: UInt8, _ d: UInt8) {
         bytes = (a, b, c, d)
     }
 
     /// Parses dotted-quad text ("10.0.0.1"); nil for anything else.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4 else { return nil }
         var values: [UInt8] = []
@@ -19,32 +19,32 @@ public struct IPv4Address: Hashable, Sendable, Comparable, CustomStringConvertib
         self.init(values[0], values[1], values[2], values[3])
     }
 
-    public var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3] }
+    package var array: [UInt8] { [bytes.0, bytes.1, bytes.2, bytes.3] }
 
-    public var description: String { "\(bytes.0).\(bytes.1).\(bytes.2).\(bytes.3)" }
+    package var description: String { "\(bytes.0).\(bytes.1).\(bytes.2).\(bytes.3)" }
 
-    public static func == (l: IPv4Address, r: IPv4Address) -> Bool { l.array == r.array }
-    public func hash(into hasher: inout Hasher) { hasher.combine(array) }
-    public static func < (l: IPv4Address, r: IPv4Address) -> Bool { l.array.lexicographicallyPrecedes(r.array) }
+    package static func == (l: IPv4Address, r: IPv4Address) -> Bool { l.array == r.array }
+    package func hash(into hasher: inout Hasher) { hasher.combine(array) }
+    package static func < (l: IPv4Address, r: IPv4Address) -> Bool { l.array.lexicographicallyPrecedes(r.array) }
 }
 
 /// DNS record types used by DNS-SD (others are kept as raw `UInt16`).
-public enum DNSRecordType {
-    public static let a: UInt16 = 1
-    public static let ptr: UInt16 = 12
-    public static let txt: UInt16 = 16
-    public static let aaaa: UInt16 = 28
-    public static let srv: UInt16 = 33
-    public static let nsec: UInt16 = 47
+package enum DNSRecordType {
+    package static let a: UInt16 = 1
+    package static let ptr: UInt16 = 12
+    package static let txt: UInt16 = 16
+    package static let aaaa: UInt16 = 28
+    package static let srv: UInt16 = 33
+    package static let nsec: UInt16 = 47
     /// Only in questions: every type.
-    public static let any: UInt16 = 255
+    package static let any: UInt16 = 255
 }
 
 /// The class IN (Internet), the only one mDNS uses.
-public let dnsClassIN: UInt16 = 1
+package let dnsClassIN: UInt16 = 1
 
 /// The data of a resource record, decoded for the types DNS-SD uses.
-public enum DNSRecordData: Hashable, Sendable {
+package enum DNSRecordData: Hashable, Sendable {
     case a(IPv4Address)
     /// 16 bytes.
     case aaaa([UInt8])
@@ -58,7 +58,7 @@ public enum DNSRecordData: Hashable, Sendable {
     case unknown(type: UInt16, data: [UInt8])
 
     /// The record type these data belong to.
-    public var type: UInt16 {
+    package var type: UInt16 {
         switch self {
         case .a: return DNSRecordType.a
         case .aaaa: return DNSRecordType.aaaa
@@ -73,14 +73,14 @@ public enum DNSRecordData: Hashable, Sendable {
 
 /// A question: name, type, class, and the unicast-response ("QU") bit, which is the top
 /// bit of the class field in mDNS (RFC 6762 §5.4).
-public struct DNSQuestion: Hashable, Sendable {
-    public var name: DNSName
-    public var type: UInt16
+package struct DNSQuestion: Hashable, Sendable {
+    package var name: DNSName
+    package var type: UInt16
     /// The class without the QU bit (normally `dnsClassIN`).
-    public var recordClass: UInt16
-    public var unicastResponse: Bool
+    package var recordClass: UInt16
+    package var unicastResponse: Bool
 
-    public init(name: DNSName, type: UInt16, recordClass: UInt16 = dnsClassIN, unicastResponse: Bool = false) {
+    package init(name: DNSName, type: UInt16, recordClass: UInt16 = dnsClassIN, unicastResponse: Bool = false) {
         self.name = name
         self.type = type
         self.recordClass = recordClass
@@ -88,7 +88,7 @@ public struct DNSQuestion: Hashable, Sendable {
     }
 
     /// Whether `record` answers this question (same name, matching type and class).
-    public func isAnswered(by record: DNSResourceRecord) -> Bool {
+    package func isAnswered(by record: DNSResourceRecord) -> Bool {
         (type == DNSRecordType.any || type == record.type)
             && (recordClass == 255 || recordClass == record.recordClass)
             && name == record.name
@@ -97,16 +97,16 @@ public struct DNSQuestion: Hashable, Sendable {
 
 /// A resource record. In mDNS the top bit of the class is the cache-flush bit
 /// (RFC 6762 §10.2): this record replaces every other of the same name, type and class.
-public struct DNSResourceRecord: Hashable, Sendable {
-    public var name: DNSName
+package struct DNSResourceRecord: Hashable, Sendable {
+    package var name: DNSName
     /// The class without the cache-flush bit.
-    public var recordClass: UInt16
-    public var cacheFlush: Bool
+    package var recordClass: UInt16
+    package var cacheFlush: Bool
     /// Seconds; 0 in a response means goodbye.
-    public var ttl: UInt32
-    public var data: DNSRecordData
+    package var ttl: UInt32
+    package var data: DNSRecordData
 
-    public init(name: DNSName, data: DNSRecordData, ttl: UInt32, cacheFlush: Bool = false,
+    package init(name: DNSName, data: DNSRecordData, ttl: UInt32, cacheFlush: Bool = false,
                 recordClass: UInt16 = dnsClassIN) {
         self.name = name
         self.data = data
@@ -115,10 +115,10 @@ public struct DNSResourceRecord: Hashable, Sendable {
         self.recordClass = recordClass
     }
 
-    public var type: UInt16 { data.type }
+    package var type: UInt16 { data.type }
 
     /// Same name, class, type and data (TTL and cache-flush bit ignored): "the same record".
-    public func isSameRecord(as other: DNSResourceRecord) -> Bool {
+    package func isSameRecord(as other: DNSResourceRecord) -> Bool {
         name == other.name && recordClass == other.recordClass && data == other.data
     }
 }
@@ -127,7 +127,7 @@ public struct DNSResourceRecord: Hashable, Sendable {
 
 extension DNSRecordData {
     /// TXT strings from "key=value" pairs (sorted by key for a stable encoding).
-    public static func txt(pairs: [(String, String)]) -> DNSRecordData {
+    package static func txt(pairs: [(String, String)]) -> DNSRecordData {
         .txt(pairs.map { Array("\($0.0)=\($0.1)".utf8) })
     }
 }
@@ -135,7 +135,7 @@ extension DNSRecordData {
 /// Decodes TXT strings into keys and values (RFC 6763 §6.3–6.5): keys compare
 /// case-insensitively, the first occurrence of a key wins, a string without "=" is a
 /// boolean key with an empty value, strings starting with "=" are ignored.
-public func txtDictionary(_ strings: [[UInt8]]) -> [String: String] {
+package func txtDictionary(_ strings: [[UInt8]]) -> [String: String] {
     var result: [String: String] = [:]
     var seen = Set<String>()
     for string in strings where !string.isEmpty {

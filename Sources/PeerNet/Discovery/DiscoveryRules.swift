@@ -1,5 +1,5 @@
 /// Why a service type or discovery info was refused; each case names the rule.
-public enum DiscoveryRuleError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum DiscoveryRuleError: Error, Equatable, Sendable, CustomStringConvertible {
     case serviceTypeEmpty
     case serviceTypeTooLong(Int)
     case serviceTypeInvalidCharacter(Character)
@@ -14,7 +14,7 @@ public enum DiscoveryRuleError: Error, Equatable, Sendable, CustomStringConverti
     case displayNameLength(Int)
     case hostNameInvalid(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .serviceTypeEmpty:
             return "service type is empty: it must have 1 to 15 characters"
@@ -50,11 +50,11 @@ public enum DiscoveryRuleError: Error, Equatable, Sendable, CustomStringConverti
 /// those of Apple's Multipeer Connectivity (and RFC 6335 §5.1 service names): 1–15
 /// characters, lowercase ASCII letters, digits and hyphens, at least one letter, no
 /// hyphen at either end, no two adjacent hyphens.
-public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
+package struct ServiceType: Hashable, Sendable, CustomStringConvertible {
     /// The type without underscore, e.g. "syncpeer".
-    public let name: String
+    package let name: String
 
-    public init(_ text: String) throws(DiscoveryRuleError) {
+    package init(_ text: String) throws(DiscoveryRuleError) {
         if text.isEmpty { throw .serviceTypeEmpty }
         if text.count > 15 { throw .serviceTypeTooLong(text.count) }
         for c in text {
@@ -68,9 +68,9 @@ public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `_<name>._tcp.local`.
-    public var domain: DNSName { DNSName(labels: ["_" + name, "_tcp", "local"]) }
+    package var domain: DNSName { DNSName(labels: ["_" + name, "_tcp", "local"]) }
 
-    public var description: String { "_\(name)._tcp" }
+    package var description: String { "_\(name)._tcp" }
 }
 
 /// The user's key/value pairs published in the TXT record beside `id` and `v`.
@@ -78,14 +78,14 @@ public struct ServiceType: Hashable, Sendable, CustomStringConvertible {
 /// without "=", each "key=value" at most 255 bytes (one TXT string), all pairs together
 /// at most 400 bytes; "id" and "v" are reserved. RFC 6763 §6.4 recommends keys of at
 /// most 9 characters (not enforced).
-public struct DiscoveryInfo: Hashable, Sendable {
-    public static let maxPairBytes = 255
-    public static let maxTotalBytes = 400
-    public static let reservedKeys: Set<String> = ["id", "v"]
+package struct DiscoveryInfo: Hashable, Sendable {
+    package static let maxPairBytes = 255
+    package static let maxTotalBytes = 400
+    package static let reservedKeys: Set<String> = ["id", "v"]
 
-    public let pairs: [String: String]
+    package let pairs: [String: String]
 
-    public init(_ pairs: [String: String] = [:]) throws(DiscoveryRuleError) {
+    package init(_ pairs: [String: String] = [:]) throws(DiscoveryRuleError) {
         var total = 0
         for key in pairs.keys.sorted() {
             let value = pairs[key]!

@@ -1,7 +1,7 @@
 internal import Glibc
 
 /// Which interfaces discovery uses.
-public enum InterfaceSelection: Hashable, Sendable {
+package enum InterfaceSelection: Hashable, Sendable {
     /// Every interface that is up, multicast-capable and not loopback, with an IPv4 or an
     /// IPv6 address.
     case automatic

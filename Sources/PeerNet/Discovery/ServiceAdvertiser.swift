@@ -13,8 +13,8 @@ internal import Synchronization
 /// `state` (a `Mutex`), touched by the loop thread and the public methods; packets are
 /// built under the lock and sent after it is released, and callbacks run on the loop
 /// thread without the lock held.
-public final class ServiceAdvertiser: Sendable {
-    public let configuration: AdvertiserConfiguration
+package final class ServiceAdvertiser: Sendable {
+    package let configuration: AdvertiserConfiguration
     private let onNameRegistered: @Sendable (String) -> Void
     private let published: AdvertisedRecords
     private let state: Mutex<State>
@@ -70,7 +70,7 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Creates an advertiser (nothing is sent before `start`). Throws when the display name
     /// is empty or longer than 63 bytes, or the host name is not a valid label.
-    public init(_ configuration: AdvertiserConfiguration,
+    package init(_ configuration: AdvertiserConfiguration,
                 onNameRegistered: @escaping @Sendable (String) -> Void = { _ in }) throws(DiscoveryRuleError) {
         let bytes = configuration.displayName.utf8.count
         if bytes == 0 || bytes > 63 { throw .displayNameLength(bytes) }
@@ -88,13 +88,13 @@ public final class ServiceAdvertiser: Sendable {
     }
 
     /// The instance name after probing (and renames), or nil while probing or hidden.
-    public var registeredName: String? { state.withLock { $0.registered } }
+    package var registeredName: String? { state.withLock { $0.registered } }
 
-    public var isVisible: Bool { state.withLock { $0.visible } }
+    package var isVisible: Bool { state.withLock { $0.visible } }
 
     /// Opens the socket and starts probing (when `visible`). The socket and thread belong
     /// to the calling thread's network namespace.
-    public func start(visible: Bool = true) throws(NetError) {
+    package func start(visible: Bool = true) throws(NetError) {
         let socket = try MDNSSocket(selection: configuration.interfaces)
         let wake: WakePipe
         do throws(NetError) { wake = try WakePipe() } catch { socket.close(); throw error }
@@ -115,7 +115,7 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Shows or hides the service at run time: hiding sends goodbyes and stops answering;
     /// showing probes and announces again.
-    public func setVisible(_ visible: Bool) {
+    package func setVisible(_ visible: Bool) {
         let goodbye: [Multicast] = state.withLock { s in
             guard s.visible != visible else { return [] }
             s.visible = visible
@@ -137,7 +137,7 @@ public final class ServiceAdvertiser: Sendable {
 
     /// Says goodbye (when published), stops the thread and closes the socket. Idempotent.
     /// Blocks until the goodbye has been sent; do not call it from `onNameRegistered`.
-    public func stop() {
+    package func stop() {
         state.withLock { $0.stopping = true }
         guard let rt = runtime.withLock({ rt -> Runtime? in defer { rt = nil }; return rt }) else { return }
         rt.wake.wake()

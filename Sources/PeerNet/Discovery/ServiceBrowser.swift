@@ -1,27 +1,27 @@
 internal import Synchronization
 
 /// A service instance found by a `ServiceBrowser`.
-public struct ServiceInstance: Hashable, Sendable {
+package struct ServiceInstance: Hashable, Sendable {
     /// The full instance name, e.g. "Alice's laptop._syncpeer._tcp.local".
-    public var instanceName: String
+    package var instanceName: String
     /// The user-visible part (the first label), e.g. "Alice's laptop".
-    public var displayName: String
+    package var displayName: String
     /// The `id` TXT value (empty when absent).
-    public var deviceID: String
+    package var deviceID: String
     /// The `v` TXT value (nil when absent or not a number).
-    public var protocolVersion: Int?
-    public var port: UInt16
+    package var protocolVersion: Int?
+    package var port: UInt16
     /// The SRV target, e.g. "syncpeer-abc.local".
-    public var hostName: String
+    package var hostName: String
     /// IPv4 addresses of the host (A records), sorted.
-    public var addresses: [IPv4Address]
+    package var addresses: [IPv4Address]
     /// IPv6 addresses of the host (AAAA records), routable ones first; a link-local one
     /// carries the name of the interface it was heard on as its zone ("fe80::1%eth0").
-    public var ipv6Addresses: [IPv6Address] = []
+    package var ipv6Addresses: [IPv6Address] = []
     /// The other TXT pairs (everything but `id` and `v`).
-    public var info: [String: String]
+    package var info: [String: String]
 
-    public init(instanceName: String, displayName: String, deviceID: String, protocolVersion: Int?, port: UInt16,
+    package init(instanceName: String, displayName: String, deviceID: String, protocolVersion: Int?, port: UInt16,
                 hostName: String, addresses: [IPv4Address], ipv6Addresses: [IPv6Address] = [], info: [String: String]) {
         self.instanceName = instanceName
         self.displayName = displayName
@@ -36,7 +36,7 @@ public struct ServiceInstance: Hashable, Sendable {
 }
 
 /// What a `ServiceBrowser` reports.
-public enum DiscoveryEvent: Hashable, Sendable {
+package enum DiscoveryEvent: Hashable, Sendable {
     case found(ServiceInstance)
     /// Port, addresses or TXT changed.
     case updated(ServiceInstance)
@@ -44,16 +44,16 @@ public enum DiscoveryEvent: Hashable, Sendable {
     case lost(instanceName: String)
 }
 
-public struct BrowserConfiguration: Sendable {
-    public var serviceType: ServiceType
-    public var interfaces: InterfaceSelection
+package struct BrowserConfiguration: Sendable {
+    package var serviceType: ServiceType
+    package var interfaces: InterfaceSelection
     /// Instances whose `id` is this are never reported (the caller's own advertiser).
-    public var ignoredDeviceID: String?
+    package var ignoredDeviceID: String?
     /// The longest interval between PTR queries (RFC 6762 §5.2: at most 60 minutes; 60 s here).
-    public var maxQueryInterval: Duration
-    public var interfaceRefreshInterval: Duration
+    package var maxQueryInterval: Duration
+    package var interfaceRefreshInterval: Duration
 
-    public init(serviceType: ServiceType, interfaces: InterfaceSelection = .automatic,
+    package init(serviceType: ServiceType, interfaces: InterfaceSelection = .automatic,
                 ignoredDeviceID: String? = nil, maxQueryInterval: Duration = .seconds(60),
                 interfaceRefreshInterval: Duration = .seconds(5)) {
         self.serviceType = serviceType
@@ -76,8 +76,8 @@ public struct BrowserConfiguration: Sendable {
 /// Why it is `Sendable`: the configuration is immutable; the cache and everything else
 /// that changes is in `state` (a `Mutex`); packets are built under the lock and sent after;
 /// the event callback runs without the lock held.
-public final class ServiceBrowser: Sendable {
-    public let configuration: BrowserConfiguration
+package final class ServiceBrowser: Sendable {
+    package let configuration: BrowserConfiguration
     private let onEvent: @Sendable (DiscoveryEvent) -> Void
     private let state = Mutex(State())
     private let runtime = Mutex<Runtime?>(nil)
@@ -123,7 +123,7 @@ public final class ServiceBrowser: Sendable {
     /// The most records kept (a flood of unrelated records cannot grow memory without bound).
     static let maxCacheEntries = 2_000
 
-    public init(_ configuration: BrowserConfiguration, onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
+    package init(_ configuration: BrowserConfiguration, onEvent: @escaping @Sendable (DiscoveryEvent) -> Void) {
         self.configuration = configuration
         self.onEvent = onEvent
     }
@@ -133,7 +133,7 @@ public final class ServiceBrowser: Sendable {
     /// responder does not answer this node's own question (RFC 6762 §7.1): that answer
     /// told nobody anything, and it multicast the PTR record again within a second of its
     /// announcement. `ttl` is the TTL the responder publishes the record with.
-    public func setOwnInstance(_ label: String?, ttl: UInt32) {
+    package func setOwnInstance(_ label: String?, ttl: UInt32) {
         let own = label.map {
             DNSResourceRecord(name: serviceDomain, data: .ptr(DNSName(labelBytes: [Array($0.utf8)] + serviceDomain.labels)), ttl: ttl)
         }
@@ -141,13 +141,13 @@ public final class ServiceBrowser: Sendable {
     }
 
     /// The instances currently known (as last reported).
-    public var instances: [ServiceInstance] {
+    package var instances: [ServiceInstance] {
         state.withLock { Array($0.reported.values) }.sorted { $0.instanceName < $1.instanceName }
     }
 
     /// Opens the socket and starts querying; the socket and thread belong to the calling
     /// thread's network namespace.
-    public func start() throws(NetError) {
+    package func start() throws(NetError) {
         let socket = try MDNSSocket(selection: configuration.interfaces)
         let wake: WakePipe
         do throws(NetError) { wake = try WakePipe() } catch { socket.close(); throw error }
@@ -168,7 +168,7 @@ public final class ServiceBrowser: Sendable {
 
     /// Stops querying and closes the socket (no events after it returns, unless called
     /// from the event callback itself). Idempotent.
-    public func stop() {
+    package func stop() {
         state.withLock { $0.stopping = true }
         guard let rt = runtime.withLock({ rt -> Runtime? in defer { rt = nil }; return rt }) else { return }
         rt.wake.wake()

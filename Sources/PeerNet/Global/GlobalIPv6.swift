@@ -5,11 +5,11 @@ internal import Glibc
 /// address it sees, usually an IPv4 one behind NAT). The rule is Syncthing's: a global
 /// unicast address (not unspecified, loopback, multicast or link-local fe80::/10), and not a
 /// unique local one (fc00::/7, private like 10.0.0.0/8), nor an IPv4-mapped one.
-public enum GlobalIPv6 {
+package enum GlobalIPv6 {
     /// At most this many are announced (a host with more lists the first, in order).
-    public static let maxAnnounced = 8
+    package static let maxAnnounced = 8
 
-    public static func isGlobal(_ address: IPv6Address) -> Bool {
+    package static func isGlobal(_ address: IPv6Address) -> Bool {
         let b = address.bytes
         let zero = b.allSatisfy { $0 == 0 }
         let loopback = b[0..<15].allSatisfy { $0 == 0 } && b[15] == 1
@@ -21,7 +21,7 @@ public enum GlobalIPv6 {
 
     /// The global IPv6 addresses of the interfaces that are up in this network namespace,
     /// sorted, without repeats.
-    public static func ofThisHost() -> [IPv6Address] {
+    package static func ofThisHost() -> [IPv6Address] {
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return [] }
         defer { freeifaddrs(list) }

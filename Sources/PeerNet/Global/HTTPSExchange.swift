@@ -3,18 +3,18 @@
 /// status line and headers together (`maxHead`), the body (`maxBody` unless the caller sets
 /// another bound; whether sent with a length, chunked, or until the connection closes), and
 /// the whole exchange by a deadline.
-public enum HTTPSExchange {
-    public static let maxHead = 8_192
-    public static let maxBody = 65_536
+package enum HTTPSExchange {
+    package static let maxHead = 8_192
+    package static let maxBody = 65_536
 
-    public struct Response: Sendable {
-        public let status: Int
+    package struct Response: Sendable {
+        package let status: Int
         /// Header names in lower case; a repeated header keeps its first value.
-        public let headers: [String: String]
-        public let body: [UInt8]
+        package let headers: [String: String]
+        package let body: [UInt8]
     }
 
-    public static func perform(_ method: String, path: String, host: String, body: [UInt8]? = nil,
+    package static func perform(_ method: String, path: String, host: String, body: [UInt8]? = nil,
                                contentType: String = "application/json", over stream: any ByteStream,
                                deadline: ContinuousClock.Instant, maxBody: Int = HTTPSExchange.maxBody) throws(NetError) -> Response {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nUser-Agent: syncpeer\r\nAccept: application/json\r\nConnection: close\r\n"

@@ -1,20 +1,20 @@
-public import PeerCrypto
+package import PeerCrypto
 internal import Glibc
 
 /// A relay (Syncthing's `strelaysrv`, Relay Protocol v1) as a URL names it:
 /// `relay://HOST:PORT/?id=RELAY-CERTIFICATE-ID`; the relay is pinned by that ID.
-public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
-    public let host: String
-    public let port: UInt16
-    public let id: CertificateID
+package struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
+    package let host: String
+    package let port: UInt16
+    package let id: CertificateID
 
-    public init(host: String, port: UInt16, id: CertificateID) {
+    package init(host: String, port: UInt16, id: CertificateID) {
         self.host = host
         self.port = port
         self.id = id
     }
 
-    public var description: String {
+    package var description: String {
         "relay://\(host.contains(":") ? "[\(host)]" : host):\(port)/?id=\(id)"
     }
 }
@@ -28,11 +28,11 @@ public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
 ///   stream end to end: the relay sees only ciphertext, and cannot be the peer.
 /// Every wait has a deadline; a relay that lies (an invitation for another device, garbage,
 /// silence, "full") gets a `NetError` saying so.
-public enum RelayClient {
-    public static let alpn = ["bep-relay"]
+package enum RelayClient {
+    package static let alpn = ["bep-relay"]
 
     /// Joins `relay` as a member (we receive invitations from it).
-    public static func join(_ relay: RelayEndpoint, identity: TLSIdentity, timeout: Duration) throws(NetError) -> RelayMembership {
+    package static func join(_ relay: RelayEndpoint, identity: TLSIdentity, timeout: Duration) throws(NetError) -> RelayMembership {
         let stream = try connect(relay, identity: identity, timeout: timeout)
         do {
             try stream.write(RelayMessage.joinRelayRequest.encode())
@@ -48,7 +48,7 @@ public enum RelayClient {
     /// a session and the session joined, within `timeout`; one that refuses, lies or stays
     /// silent is passed over for the next. Fails with the last relay's reason (and how many
     /// were tried) when none works.
-    public static func session(with peer: CertificateID, through relays: [RelayEndpoint], identity: TLSIdentity,
+    package static func session(with peer: CertificateID, through relays: [RelayEndpoint], identity: TLSIdentity,
                                timeout: Duration) throws(NetError) -> (stream: TCPConnection, relay: RelayEndpoint) {
         var failure = NetError.unreachable(address: peer.description, reason: "no relay to reach it through")
         for relay in relays {
@@ -73,16 +73,16 @@ public enum RelayClient {
     /// goroutine is ready (a busy relay, or the caller quick) is refused with "2 already
     /// connected", and the session's key is spent. The caller then asks for a new session,
     /// at most this many times in all per relay.
-    public static let sessionAttempts = 3
+    package static let sessionAttempts = 3
 
     /// The refusal of that race, as `joinSession` throws it.
-    public static func sessionNotReady(_ relay: RelayEndpoint) -> NetError {
+    package static func sessionNotReady(_ relay: RelayEndpoint) -> NetError {
         .unreachable(address: relay.description, reason: "the relay was not ready for the session (2 already connected)")
     }
 
     /// Asks `relay` for a session with the member `peer`; returns the invitation (checked:
     /// it names `peer`, and it is the client side's).
-    public static func requestSession(with peer: CertificateID, at relay: RelayEndpoint, identity: TLSIdentity,
+    package static func requestSession(with peer: CertificateID, at relay: RelayEndpoint, identity: TLSIdentity,
                                       timeout: Duration) throws(NetError) -> RelayInvitation {
         let stream = try connect(relay, identity: identity, timeout: timeout)
         defer { stream.close() }
@@ -104,7 +104,7 @@ public enum RelayClient {
 
     /// The invitation a relay answered our connect request with, if it is one for `peer`
     /// (a relay that invites us to a session with another device is refused).
-    public static func checked(_ invitation: RelayInvitation, for peer: CertificateID, from relay: RelayEndpoint) throws(NetError) -> RelayInvitation {
+    package static func checked(_ invitation: RelayInvitation, for peer: CertificateID, from relay: RelayEndpoint) throws(NetError) -> RelayInvitation {
         guard invitation.peer == peer else {
             throw .protocolViolation("relay \(relay.host) invited us to a session with \(invitation.peer.map(\.description) ?? "nobody"), not \(peer)")
         }
@@ -116,7 +116,7 @@ public enum RelayClient {
 
     /// Opens the session an invitation names: a plain TCP connection to the relay whose
     /// bytes, once the relay says so, are the other side's.
-    public static func joinSession(_ invitation: RelayInvitation, relay: RelayEndpoint, timeout: Duration) throws(NetError) -> TCPConnection {
+    package static func joinSession(_ invitation: RelayInvitation, relay: RelayEndpoint, timeout: Duration) throws(NetError) -> TCPConnection {
         let host = sessionHost(invitation, relay: relay)
         let port = invitation.port == 0 ? relay.port : invitation.port
         let connection = try TCPConnection.connect(host: host, port: port, timeout: timeout)
@@ -176,9 +176,9 @@ public enum RelayClient {
 }
 
 /// Our membership of a relay: its protocol connection, on which invitations arrive.
-public final class RelayMembership: Sendable {
+package final class RelayMembership: Sendable {
     let stream: TLSStream
-    public let relay: RelayEndpoint
+    package let relay: RelayEndpoint
 
     init(stream: TLSStream, relay: RelayEndpoint) {
         self.stream = stream
@@ -188,7 +188,7 @@ public final class RelayMembership: Sendable {
     /// Blocks until the relay invites us to a session (answering its pings meanwhile).
     /// Throws when the relay closes, breaks the protocol, or says nothing for `silence`
     /// (it pings every minute by default).
-    public func nextInvitation(silence: Duration) throws(NetError) -> RelayInvitation {
+    package func nextInvitation(silence: Duration) throws(NetError) -> RelayInvitation {
         while true {
             switch try RelayMessage.read(from: stream, deadline: .now + silence) {
             case .ping: try stream.write(RelayMessage.pong.encode())
@@ -204,5 +204,5 @@ public final class RelayMembership: Sendable {
         }
     }
 
-    public func close() { stream.close() }
+    package func close() { stream.close() }
 }

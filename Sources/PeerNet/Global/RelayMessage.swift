@@ -1,9 +1,9 @@
-public import PeerCrypto
+package import PeerCrypto
 
 /// A message of Syncthing's Relay Protocol v1 (`strelaysrv`): a 12-byte header (magic
 /// 0x9E79BC40, type, length, big-endian) and an XDR body (opaque and string fields as a u32
 /// length, the bytes and zero padding to 4; a u16 or a bool in 4 bytes).
-public enum RelayMessage: Equatable, Sendable {
+package enum RelayMessage: Equatable, Sendable {
     case ping
     case pong
     case joinRelayRequest
@@ -13,9 +13,9 @@ public enum RelayMessage: Equatable, Sendable {
     case sessionInvitation(RelayInvitation)
     case relayFull
 
-    public static let magic: UInt32 = 0x9E79_BC40
+    package static let magic: UInt32 = 0x9E79_BC40
     /// Bodies are tiny (an invitation is at most 124 bytes); a longer one is a protocol violation.
-    public static let maxBody = 1_024
+    package static let maxBody = 1_024
 
     var type: Int32 {
         switch self {
@@ -30,7 +30,7 @@ public enum RelayMessage: Equatable, Sendable {
         }
     }
 
-    public func encode() -> [UInt8] {
+    package func encode() -> [UInt8] {
         var body = XDR()
         switch self {
         case .ping, .pong, .joinRelayRequest, .relayFull: break
@@ -49,7 +49,7 @@ public enum RelayMessage: Equatable, Sendable {
     }
 
     /// Reads one message from `stream` before `deadline`, every length checked.
-    public static func read(from stream: any ByteStream, deadline: ContinuousClock.Instant) throws(NetError) -> RelayMessage {
+    package static func read(from stream: any ByteStream, deadline: ContinuousClock.Instant) throws(NetError) -> RelayMessage {
         let header = try readExactly(12, from: stream, deadline: deadline)
         var reader = XDRReader(bytes: header, peer: stream.remoteDescription)
         guard try reader.u32() == magic else {
@@ -102,14 +102,14 @@ public enum RelayMessage: Equatable, Sendable {
 /// A relay's invitation to a session: who is at the other end (`from`, a certificate ID's
 /// 32 bytes), the key that joins the session, where (`address` empty or unspecified: the
 /// relay's own host), and whether we are the session's server side (we were asked for).
-public struct RelayInvitation: Equatable, Sendable {
-    public var from: [UInt8]
-    public var key: [UInt8]
-    public var address: [UInt8]
-    public var port: UInt16
-    public var serverSocket: Bool
+package struct RelayInvitation: Equatable, Sendable {
+    package var from: [UInt8]
+    package var key: [UInt8]
+    package var address: [UInt8]
+    package var port: UInt16
+    package var serverSocket: Bool
 
-    public init(from: [UInt8], key: [UInt8], address: [UInt8], port: UInt16, serverSocket: Bool) {
+    package init(from: [UInt8], key: [UInt8], address: [UInt8], port: UInt16, serverSocket: Bool) {
         self.from = from
         self.key = key
         self.address = address
@@ -118,7 +118,7 @@ public struct RelayInvitation: Equatable, Sendable {
     }
 
     /// Who the relay says is at the other end.
-    public var peer: CertificateID? { CertificateID(hash: from) }
+    package var peer: CertificateID? { CertificateID(hash: from) }
 }
 
 struct XDR {

@@ -2,7 +2,7 @@
 /// CLI asks a daemon. On the wire it is one JSON object, `{"id":…,"op":…, arguments}`;
 /// `init(json:)` checks it and `json` writes it, so the client and the server cannot
 /// disagree on names.
-public enum ControlRequest: Sendable, Equatable {
+package enum ControlRequest: Sendable, Equatable {
     case status
     case peers
     case invitations
@@ -95,7 +95,7 @@ public enum ControlRequest: Sendable, Equatable {
     case pairKey(key: String, name: String, addresses: [String])
 
     /// The `op` names, one per operation of the protocol.
-    public enum Op: String, Sendable, CaseIterable {
+    package enum Op: String, Sendable, CaseIterable {
         case status, rename, receiveDir = "receive-dir", peers, invitations, browse, visibility, pair, accept, decline, send, receive
         case share, unshare, confirm, verify, rescan, ignores, pause, resumeFolder = "resume-folder", folders, offers, conflicts, resolve, transfers, cancel, resume, msg
         case disconnect, connect, unpair, autoAccept = "auto-accept", events, activity
@@ -106,7 +106,7 @@ public enum ControlRequest: Sendable, Equatable {
         case pairKey = "pair-key"
     }
 
-    public var op: Op {
+    package var op: Op {
         switch self {
         case .status: .status
         case .peers: .peers
@@ -159,10 +159,10 @@ public enum ControlRequest: Sendable, Equatable {
     }
 
     /// Whether the request carries a descriptor (passed with its line).
-    public var passesDescriptor: Bool { op == .streamSend || op == .streamReceive }
+    package var passesDescriptor: Bool { op == .streamSend || op == .streamReceive }
 
     /// The request's arguments (everything but `id` and `op`).
-    public var arguments: [String: JSONValue] {
+    package var arguments: [String: JSONValue] {
         var a: [String: JSONValue] = [:]
         func put(_ key: String, _ value: String?) { if let value { a[key] = .string(value) } }
         switch self {
@@ -272,7 +272,7 @@ public enum ControlRequest: Sendable, Equatable {
     }
 
     /// Whether the answer is a list, answered a page at a time (`PageRequest`).
-    public var isPaged: Bool {
+    package var isPaged: Bool {
         switch self {
         case .peers, .invitations, .browse, .folders, .offers, .conflicts, .transfers, .activity, .tree, .roleChanges: true
         default: false
@@ -280,7 +280,7 @@ public enum ControlRequest: Sendable, Equatable {
     }
 
     /// The request as a line's object, with `id` (and, for a list, which page).
-    public func json(id: Int, page: PageRequest? = nil) -> JSONValue {
+    package func json(id: Int, page: PageRequest? = nil) -> JSONValue {
         var object = arguments
         if isPaged, let page { page.add(to: &object) }
         object["op"] = .string(op.rawValue)
@@ -289,7 +289,7 @@ public enum ControlRequest: Sendable, Equatable {
     }
 
     /// Reads a request object; a missing or mistyped argument is a usage error naming it.
-    public init(json request: JSONValue) throws(EngineError) {
+    package init(json request: JSONValue) throws(EngineError) {
         guard case .object = request, let name = request["op"]?.stringValue else {
             throw .invalidArgument("a request must be a JSON object with an \"op\"")
         }

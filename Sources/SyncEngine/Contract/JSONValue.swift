@@ -2,7 +2,7 @@ internal import Foundation
 
 /// A JSON value, for the control protocol's requests, results and events. Encodes with
 /// sorted keys so output is stable for scripts and tests.
-public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+package enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByDictionaryLiteral, ExpressibleByArrayLiteral {
     case null
     case bool(Bool)
@@ -11,18 +11,18 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
     case array([JSONValue])
     case object([String: JSONValue])
 
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .number(Double(value)) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int) { self = .number(Double(value)) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, b in b }))
     }
-    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
-    public init(_ value: String?) { self = value.map { .string($0) } ?? .null }
-    public init(_ value: Int) { self = .number(Double(value)) }
-    public init(_ value: UInt64) { self = .number(Double(value)) }
+    package init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    package init(_ value: String?) { self = value.map { .string($0) } ?? .null }
+    package init(_ value: Int) { self = .number(Double(value)) }
+    package init(_ value: UInt64) { self = .number(Double(value)) }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
         else if let b = try? c.decode(Bool.self) { self = .bool(b) }
@@ -32,7 +32,7 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
         else { self = .object(try c.decode([String: JSONValue].self)) }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
         case .null: try c.encodeNil()
@@ -45,18 +45,18 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
         }
     }
 
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         if case let .object(o) = self { return o[key] }
         return nil
     }
 
-    public var stringValue: String? { if case let .string(s) = self { s } else { nil } }
-    public var intValue: Int? { if case let .number(n) = self { Int(exactly: n.rounded()) } else { nil } }
-    public var boolValue: Bool? { if case let .bool(b) = self { b } else { nil } }
-    public var arrayValue: [JSONValue]? { if case let .array(a) = self { a } else { nil } }
+    package var stringValue: String? { if case let .string(s) = self { s } else { nil } }
+    package var intValue: Int? { if case let .number(n) = self { Int(exactly: n.rounded()) } else { nil } }
+    package var boolValue: Bool? { if case let .bool(b) = self { b } else { nil } }
+    package var arrayValue: [JSONValue]? { if case let .array(a) = self { a } else { nil } }
 
     /// One line of JSON (no trailing newline).
-    public func encodedLine() -> String {
+    package func encodedLine() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         guard let data = try? encoder.encode(self) else { return "null" }
@@ -64,7 +64,7 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
     }
 
     /// A typed value's JSON (results and events, for the control socket).
-    public init(encoding value: some Encodable) {
+    package init(encoding value: some Encodable) {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let data = try? encoder.encode(value), let json = try? JSONDecoder().decode(JSONValue.self, from: data) else {
@@ -76,7 +76,7 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
 
     /// Reads this JSON as a typed value (the CLI's view of a result or event); a shape that
     /// does not match is a data error naming the type.
-    public func decode<T: Decodable>(as type: T.Type = T.self) throws(EngineError) -> T {
+    package func decode<T: Decodable>(as type: T.Type = T.self) throws(EngineError) -> T {
         do {
             return try JSONDecoder().decode(T.self, from: JSONEncoder().encode(self))
         } catch {
@@ -85,7 +85,7 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
     }
 
     /// Parses one line of JSON; nil when it is not JSON.
-    public static func parse(_ line: String) -> JSONValue? {
+    package static func parse(_ line: String) -> JSONValue? {
         try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8))
     }
 }

@@ -9,29 +9,29 @@ internal import PeerCrypto
 /// Items are ordered by a key (a string, unique in its list) and `after` is the key of the
 /// last item shown: a page starts with the first item whose key sorts after it, so an item
 /// added or removed between two pages never shifts the others.
-public struct PageRequest: Sendable, Equatable {
+package struct PageRequest: Sendable, Equatable {
     /// Items per page when the request names no `limit`.
-    public static let defaultLimit = 200
+    package static let defaultLimit = 200
     /// The most items a page holds, whatever `limit` asks.
-    public static let maxLimit = 1000
+    package static let maxLimit = 1000
     /// A page ends before its items' JSON reaches this many bytes (the line limit is 1 MiB).
-    public static let maxBytes = 256 << 10
+    package static let maxBytes = 256 << 10
     /// The longest `after` taken (a key is a few path or name components).
     static let maxCursorBytes = 16 << 10
 
-    public var limit: Int
-    public var after: String?
+    package var limit: Int
+    package var after: String?
     /// `maxBytes`, except for `everything`.
     private var byteBudget = PageRequest.maxBytes
 
-    public init(limit: Int = PageRequest.defaultLimit, after: String? = nil) {
+    package init(limit: Int = PageRequest.defaultLimit, after: String? = nil) {
         self.limit = min(max(1, limit), Self.maxLimit)
         self.after = after
     }
 
     /// The whole list as one page: for callers in this process (the Swift API), never for
     /// an answer on the control socket.
-    public static var everything: PageRequest {
+    package static var everything: PageRequest {
         var request = PageRequest()
         request.limit = .max
         request.byteBudget = .max
@@ -39,7 +39,7 @@ public struct PageRequest: Sendable, Equatable {
     }
 
     /// Reads `limit` and `after` from a request object (both optional).
-    public init(json request: JSONValue) throws(EngineError) {
+    package init(json request: JSONValue) throws(EngineError) {
         var limit = Self.defaultLimit
         if let value = request["limit"], value != .null {
             guard let number = value.intValue, number > 0 else { throw .invalidArgument("\"limit\" must be a positive number") }
@@ -64,7 +64,7 @@ public struct PageRequest: Sendable, Equatable {
     /// The page of `sources` (in any order) this request asks for: sorted by `key`, the
     /// first after `after`, at most `limit` of them and fewer than `maxBytes` of JSON.
     /// Only the page's items are built (`build` may read the index; nil skips a source).
-    public func page<Source, Item: Encodable>(_ sources: [Source], key: (Source) -> String,
+    package func page<Source, Item: Encodable>(_ sources: [Source], key: (Source) -> String,
                                               build: (Source) -> Item?) -> ListPage<Item> {
         var keyed = sources.map { (key: key($0), source: $0) }
         if let after { keyed.removeAll { !($0.key > after) } }
@@ -91,17 +91,17 @@ public struct PageRequest: Sendable, Equatable {
 }
 
 /// One page of a list: its items and, while more follow, the `after` of the next page.
-public struct ListPage<Item: Encodable>: Encodable {
-    public var items: [Item]
-    public var next: String?
+package struct ListPage<Item: Encodable>: Encodable {
+    package var items: [Item]
+    package var next: String?
 
-    public init(items: [Item], next: String?) {
+    package init(items: [Item], next: String?) {
         self.items = items
         self.next = next
     }
 
     /// The same page with each item transformed.
-    public func map<Other>(_ transform: (Item) -> Other) -> ListPage<Other> {
+    package func map<Other>(_ transform: (Item) -> Other) -> ListPage<Other> {
         ListPage<Other>(items: items.map(transform), next: next)
     }
 }

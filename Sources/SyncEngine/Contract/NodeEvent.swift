@@ -2,7 +2,7 @@
 /// `syncpeer events`). Each case carries its own typed payload; in JSON an event is one
 /// object, its payload's fields plus `"event": KIND` (docs/JSON.md lists each kind's fields).
 /// Fields that do not apply are left out. `time` is milliseconds since 1970.
-public enum NodeEvent: Sendable, Equatable {
+package enum NodeEvent: Sendable, Equatable {
     /// The node listens.
     case listening(Listening)
     /// A session changed state.
@@ -46,7 +46,7 @@ public enum NodeEvent: Sendable, Equatable {
     case visibility(VisibilityChange)
 
     /// The kinds, as the `event` field names them.
-    public enum Kind: String, Sendable, Codable, CaseIterable {
+    package enum Kind: String, Sendable, Codable, CaseIterable {
         case listening, state, invitation
         case invitationClosed = "invitation_closed"
         case invitationPending = "invitation_pending"
@@ -59,194 +59,194 @@ public enum NodeEvent: Sendable, Equatable {
 
     // MARK: Payloads
 
-    public struct Listening: Sendable, Equatable, Codable {
-        public var address: String
-        public var time: Int64
+    package struct Listening: Sendable, Equatable, Codable {
+        package var address: String
+        package var time: Int64
     }
 
-    public struct SessionChange: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var state: SessionState
+    package struct SessionChange: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var state: SessionState
         /// Where it connected from (`connecting`).
-        public var address: String?
+        package var address: String?
         /// Why the session ended (`notConnected`).
-        public var reason: String?
-        public var time: Int64
+        package var reason: String?
+        package var time: Int64
     }
 
-    public struct Invitation: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var invitation: String
+    package struct Invitation: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var invitation: String
         /// The short authentication code both ends show.
-        public var code: String
-        public var context: String?
-        public var address: String
-        public var time: Int64
+        package var code: String
+        package var context: String?
+        package var address: String
+        package var time: Int64
     }
 
-    public struct InvitationClosed: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var invitation: String?
+    package struct InvitationClosed: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var invitation: String?
         /// accepted, declined, expired, dropped.
-        public var outcome: String
-        public var time: Int64
+        package var outcome: String
+        package var time: Int64
     }
 
     /// The code both ends show (`invitation_pending`, `paired`).
-    public struct CodeShown: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var code: String
-        public var time: Int64
+    package struct CodeShown: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var code: String
+        package var time: Int64
     }
 
-    public struct PairingRejected: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var outcome: String
-        public var time: Int64
+    package struct PairingRejected: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var outcome: String
+        package var time: Int64
     }
 
-    public struct Message: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var id: UInt64
-        public var text: String
-        public var time: Int64
+    package struct Message: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var id: UInt64
+        package var text: String
+        package var time: Int64
     }
 
     /// A refused or dropped peer (`refused`, `dropped`).
-    public struct Refusal: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var reason: String
+    package struct Refusal: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var reason: String
         /// The folder its requests were about, and its label.
-        public var folder: String?
-        public var name: String?
-        public var time: Int64
+        package var folder: String?
+        package var name: String?
+        package var time: Int64
     }
 
-    public struct Failure: Sendable, Equatable, Codable {
-        public var peer: PeerRef?
-        public var reason: String
-        public var time: Int64
+    package struct Failure: Sendable, Equatable, Codable {
+        package var peer: PeerRef?
+        package var reason: String
+        package var time: Int64
     }
 
-    public struct Offer: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var transfer: String
-        public var name: String
-        public var total: Int64
-        public var files: Int
-        public var time: Int64
+    package struct Offer: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var transfer: String
+        package var name: String
+        package var total: Int64
+        package var files: Int
+        package var time: Int64
     }
 
-    public struct ShareOffer: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var folder: String
+    package struct ShareOffer: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var folder: String
         /// The folder's label.
-        public var name: String
-        public var time: Int64
+        package var name: String
+        package var time: Int64
     }
 
-    public struct FolderChange: Sendable, Equatable, Codable {
-        public var folder: String
+    package struct FolderChange: Sendable, Equatable, Codable {
+        package var folder: String
         /// The peer that changed it (`unshared`).
-        public var peer: PeerRef?
+        package var peer: PeerRef?
         /// The folder's label.
-        public var name: String?
-        public var state: FolderState?
-        public var path: String?
-        public var reason: String?
-        public var time: Int64
+        package var name: String?
+        package var state: FolderState?
+        package var path: String?
+        package var reason: String?
+        package var time: Int64
     }
 
     /// One file of a shared folder, as a pull moves it (`file`).
-    public struct FileChange: Sendable, Equatable, Codable {
-        public var folder: String
+    package struct FileChange: Sendable, Equatable, Codable {
+        package var folder: String
         /// The folder's label.
-        public var name: String
+        package var name: String
         /// The file's path in the folder.
-        public var path: String
-        public var state: FileSyncState
+        package var path: String
+        package var state: FileSyncState
         /// `syncing`: bytes to fetch from peers; `pulled`: the file's size.
-        public var bytes: Int64?
+        package var bytes: Int64?
         /// `syncing`: the file's size.
-        public var total: Int64?
+        package var total: Int64?
         /// `conflict`: the path (in the folder) the local version was kept under.
-        public var copy: String?
+        package var copy: String?
         /// `failed`: why, and when it is tried again.
-        public var reason: String?
-        public var time: Int64
+        package var reason: String?
+        package var time: Int64
     }
 
     /// What a pull did to one file.
-    public enum FileSyncState: String, Sendable, Equatable, Codable {
+    package enum FileSyncState: String, Sendable, Equatable, Codable {
         case syncing, pulled, failed, conflict
     }
 
-    public struct Found: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var instance: String
-        public var address: String?
-        public var addresses: [String]
-        public var port: Int
-        public var info: [String: String]
-        public var time: Int64
+    package struct Found: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var instance: String
+        package var address: String?
+        package var addresses: [String]
+        package var port: Int
+        package var info: [String: String]
+        package var time: Int64
     }
 
-    public struct Lost: Sendable, Equatable, Codable {
-        public var peer: PeerRef
-        public var instance: String
-        public var time: Int64
+    package struct Lost: Sendable, Equatable, Codable {
+        package var peer: PeerRef
+        package var instance: String
+        package var time: Int64
     }
 
-    public struct Registered: Sendable, Equatable, Codable {
-        public var instance: String
+    package struct Registered: Sendable, Equatable, Codable {
+        package var instance: String
         /// Why it is not our display name.
-        public var reason: String?
-        public var time: Int64
+        package var reason: String?
+        package var time: Int64
     }
 
-    public struct VisibilityChange: Sendable, Equatable, Codable {
+    package struct VisibilityChange: Sendable, Equatable, Codable {
         /// visible or invisible.
-        public var state: String
-        public var time: Int64
+        package var state: String
+        package var time: Int64
     }
 }
 
 /// A transfer as events, results (`send`, `receive`, `cancel`, `accept` of an offer) and
 /// `transfers` show it.
-public struct TransferInfo: Sendable, Equatable, Codable {
+package struct TransferInfo: Sendable, Equatable, Codable {
     /// The transfer ID (nil while the sender still prepares its offer).
-    public var transfer: String?
-    public var direction: Direction
+    package var transfer: String?
+    package var direction: Direction
     /// The other end (nil for a record whose peer is gone).
-    public var peer: PeerRef?
-    public var name: String
-    public var state: TransferState
+    package var peer: PeerRef?
+    package var name: String
+    package var state: TransferState
     /// Bytes done: acknowledged (sender) or verified (receiver).
-    public var bytes: Int64?
-    public var total: Int64?
-    public var files: Int?
+    package var bytes: Int64?
+    package var total: Int64?
+    package var files: Int?
     /// Bytes per second, smoothed.
-    public var rate: Double?
+    package var rate: Double?
     /// Seconds to go at the current rate.
-    public var eta: Double?
+    package var eta: Double?
     /// Where the receiver put the file or folder.
-    public var path: String?
+    package var path: String?
     /// Bytes sent more than once (resume and retries).
-    public var resent: Int64?
+    package var resent: Int64?
     /// Bytes the receiver held already from a cut transfer and were not sent again (a
     /// Magic Wormhole transfer between syncpeers, `resume-v1`).
-    public var resumed: Int64?
+    package var resumed: Int64?
     /// Why it paused, failed or ended.
-    public var reason: String?
-    public var time: Int64
+    package var reason: String?
+    package var time: Int64
 
-    public enum Direction: String, Sendable, Codable {
+    package enum Direction: String, Sendable, Codable {
         case send, receive
     }
 }
 
 extension NodeEvent {
-    public var kind: Kind {
+    package var kind: Kind {
         switch self {
         case .listening: .listening
         case .state: .state
@@ -272,7 +272,7 @@ extension NodeEvent {
     }
 
     /// The peer the event is about, if any.
-    public var peer: PeerRef? {
+    package var peer: PeerRef? {
         switch self {
         case .listening, .registered, .visibility, .file: nil
         case let .state(e): e.peer
@@ -293,13 +293,13 @@ extension NodeEvent {
     }
 
     /// The event as a JSON value: the shape the control socket and `--json` output use.
-    public var json: JSONValue { JSONValue(encoding: self) }
+    package var json: JSONValue { JSONValue(encoding: self) }
 }
 
 extension NodeEvent: Codable {
     private enum Key: String, CodingKey { case event }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let kind = try decoder.container(keyedBy: Key.self).decode(Kind.self, forKey: .event)
         switch kind {
         case .listening: self = .listening(try Listening(from: decoder))
@@ -325,7 +325,7 @@ extension NodeEvent: Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         // The payload's fields and the kind share one object.
         switch self {
         case let .listening(e): try e.encode(to: encoder)

@@ -3,7 +3,7 @@ internal import Foundation
 extension TransferInfo {
     /// A transfer no daemon records (a Magic Wormhole transfer run by the CLI itself): no ID,
     /// no paired peer, stamped now.
-    public static func unrecorded(direction: Direction, name: String, state: TransferState, bytes: Int64? = nil,
+    package static func unrecorded(direction: Direction, name: String, state: TransferState, bytes: Int64? = nil,
                                   total: Int64? = nil, rate: Double? = nil, eta: Double? = nil, path: String? = nil,
                                   reason: String? = nil, resumed: Int64? = nil) -> TransferInfo {
         TransferInfo(transfer: nil, direction: direction, peer: nil, name: name, state: state, bytes: bytes, total: total,

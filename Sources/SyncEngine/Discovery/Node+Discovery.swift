@@ -44,7 +44,7 @@ extension Node {
     // MARK: Requests (any thread)
 
     /// Nearby syncpeer nodes (each instance once), as `browse` lists them.
-    public func browse() throws(EngineError) -> [BrowsedPeer] {
+    package func browse() throws(EngineError) -> [BrowsedPeer] {
         let result: Result<[BrowsedPeer], EngineError> = queue.sync {
             guard let discovery else { return .failure(Self.discoveryOff) }
             let paired = Set(((try? index.peers()) ?? []).filter { $0.trust == .paired }.map(\.deviceID))
@@ -54,7 +54,7 @@ extension Node {
     }
 
     /// Shows (`true`) or hides (`false`) this node on the network, or only reports (nil).
-    public func setVisibility(_ visible: Bool?) throws(EngineError) -> DiscoveryStatus {
+    package func setVisibility(_ visible: Bool?) throws(EngineError) -> DiscoveryStatus {
         let result: Result<DiscoveryStatus, EngineError> = queue.sync {
             guard let discovery else { return .failure(Self.discoveryOff) }
             if let visible, visible != discovery.isVisible {

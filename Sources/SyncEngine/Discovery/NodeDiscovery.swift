@@ -40,7 +40,7 @@ struct DiscoveredPeer: Sendable, Equatable {
 extension NodeConfig {
     /// Checks the discovery settings (service type, discovery info) and says which rule a
     /// value breaks. The CLI calls it while parsing flags (exit 2); `Node.start` again.
-    public func validateDiscovery() throws(EngineError) {
+    package func validateDiscovery() throws(EngineError) {
         _ = try discoverySettings()
     }
 

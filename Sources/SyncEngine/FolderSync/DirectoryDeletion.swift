@@ -10,20 +10,20 @@
 /// on every node with what it holds. Without that, the directory's record stays dominated by
 /// the deletion here (the delete is planned again and again) while the peers that pull the
 /// surviving entry hold a directory their index says is deleted: nobody converges.
-public enum DirectoryDeletion: Sendable, Equatable {
+package enum DirectoryDeletion: Sendable, Equatable {
     /// Keep the directory and record `FileState` (live, dominating the deletion).
     case keep(FileState)
     /// What it holds is covered by the deletion but not deleted here yet: try again later.
     case wait
 
     /// One entry found inside the directory on disk.
-    public struct Child: Sendable, Equatable {
+    package struct Child: Sendable, Equatable {
         /// The local record of the entry; nil when it is not recorded (new, not scanned yet).
-        public var local: FileState?
+        package var local: FileState?
         /// The deleting peer's state of the entry; nil when that peer never had it.
-        public var deleter: FileState?
+        package var deleter: FileState?
 
-        public init(local: FileState?, deleter: FileState?) {
+        package init(local: FileState?, deleter: FileState?) {
             self.local = local
             self.deleter = deleter
         }
@@ -32,7 +32,7 @@ public enum DirectoryDeletion: Sendable, Equatable {
     /// Decides for the directory whose local record is `local` (live, or nil), deleted by a
     /// peer with `tombstone`, holding `children`; `device` is our device ID, `mtimeNs` and
     /// `mode` what the directory has on disk.
-    public static func decide(local: FileState?, tombstone: FileState, children: [Child], device: String,
+    package static func decide(local: FileState?, tombstone: FileState, children: [Child], device: String,
                               mtimeNs: Int64, mode: UInt32) -> DirectoryDeletion {
         guard children.contains(where: survives) else { return .wait }
         let seen = tombstone.version.merged(with: local?.version ?? VersionVector())

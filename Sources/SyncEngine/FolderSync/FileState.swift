@@ -1,35 +1,35 @@
 /// What the sync decisions need to know about one path on one side (the local index or a
 /// peer's index): no chunk lists, no inode, nothing read from disk.
-public struct FileState: Sendable, Hashable, CustomStringConvertible {
+package struct FileState: Sendable, Hashable, CustomStringConvertible {
     /// What a path is.
-    public enum Kind: String, Sendable, CaseIterable {
+    package enum Kind: String, Sendable, CaseIterable {
         case file
         case directory
         case symlink
     }
 
     /// Path relative to the folder root, '/'-separated.
-    public var path: String
-    public var kind: Kind
+    package var path: String
+    package var kind: Kind
     /// Size in bytes (0 for directories, symlinks and tombstones).
-    public var size: Int64
+    package var size: Int64
     /// Modification time, unix nanoseconds (for a tombstone: when the deletion was seen).
-    public var mtimeNs: Int64
+    package var mtimeNs: Int64
     /// POSIX permission bits.
-    public var mode: UInt32
+    package var mode: UInt32
     /// A tombstone: the path was deleted.
-    public var deleted: Bool
+    package var deleted: Bool
     /// Target of a symlink; nil for other kinds.
-    public var symlinkTarget: String?
-    public var version: VersionVector
+    package var symlinkTarget: String?
+    package var version: VersionVector
     /// Root hash of the content manifest; nil for directories, symlinks and tombstones.
-    public var rootHash: [UInt8]?
+    package var rootHash: [UInt8]?
     /// Device ID that made the last change.
-    public var modifiedBy: String
+    package var modifiedBy: String
     /// Sequence number on the side this state comes from (0 when not yet assigned).
-    public var sequence: Int64
+    package var sequence: Int64
 
-    public init(path: String, kind: Kind, size: Int64 = 0, mtimeNs: Int64, mode: UInt32, deleted: Bool = false,
+    package init(path: String, kind: Kind, size: Int64 = 0, mtimeNs: Int64, mode: UInt32, deleted: Bool = false,
                 symlinkTarget: String? = nil, version: VersionVector, rootHash: [UInt8]? = nil, modifiedBy: String,
                 sequence: Int64 = 0) {
         self.path = path
@@ -48,7 +48,7 @@ public struct FileState: Sendable, Hashable, CustomStringConvertible {
     /// Whether the two states have the same content on disk: both deleted, or the same
     /// kind with the same bytes (root hash) or the same link target. Metadata (mode,
     /// mtime) and versions are not compared.
-    public func hasSameContent(as other: FileState) -> Bool {
+    package func hasSameContent(as other: FileState) -> Bool {
         if deleted || other.deleted { return deleted == other.deleted }
         guard kind == other.kind else { return false }
         switch kind {
@@ -59,7 +59,7 @@ public struct FileState: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Same content and the same metadata that is applied to disk (mode, and mtime for files).
-    public func hasSameContentAndMetadata(as other: FileState) -> Bool {
+    package func hasSameContentAndMetadata(as other: FileState) -> Bool {
         guard hasSameContent(as: other) else { return false }
         if deleted { return true }
         return mode == other.mode && (kind != .file || mtimeNs == other.mtimeNs)
@@ -73,7 +73,7 @@ public struct FileState: Sendable, Hashable, CustomStringConvertible {
         return copy
     }
 
-    public var description: String {
+    package var description: String {
         let what = deleted ? "deleted \(kind.rawValue)" : kind.rawValue
         return "\(path) (\(what), \(version), by \(modifiedBy.prefix(7)))"
     }

@@ -1,7 +1,7 @@
 internal import PeerIndex
 
 /// Our role towards one peer in one shared folder (`syncpeer share --role`, `syncpeer role`).
-public enum PeerRole: String, Sendable, CaseIterable, Codable {
+package enum PeerRole: String, Sendable, CaseIterable, Codable {
     /// Changes go both ways (the default).
     case both
     /// Our changes go to the peer; none of its changes is applied here ("remote changes not applied").
@@ -11,12 +11,12 @@ public enum PeerRole: String, Sendable, CaseIterable, Codable {
 }
 
 /// What this node lets one peer do in one folder: its role, and whether its deletions apply.
-public struct PeerPolicy: Sendable, Hashable {
-    public var role: PeerRole
+package struct PeerPolicy: Sendable, Hashable {
+    package var role: PeerRole
     /// The peer's deletions are not applied here (an archive).
-    public var noDeletes: Bool
+    package var noDeletes: Bool
 
-    public init(role: PeerRole = .both, noDeletes: Bool = false) {
+    package init(role: PeerRole = .both, noDeletes: Bool = false) {
         self.role = role
         self.noDeletes = noDeletes
     }
@@ -37,9 +37,9 @@ public struct PeerPolicy: Sendable, Hashable {
 /// A peer's state is judged by who sent it and by who made the change (`modifiedBy`): a
 /// change a send-only peer made is not taken from a third peer that forwarded it either,
 /// and a hostile peer that claims another author is still refused as the sender. Pure.
-public enum FolderRoles {
+package enum FolderRoles {
     /// Whether the state `sender` has of a path may be planned here.
-    public static func admits(_ state: FileState, from sender: String, policies: [String: PeerPolicy]) -> Bool {
+    package static func admits(_ state: FileState, from sender: String, policies: [String: PeerPolicy]) -> Bool {
         for device in Set([sender, state.modifiedBy]) {
             let policy = policies[device] ?? PeerPolicy()
             if policy.role == .sendOnly { return false }
@@ -49,7 +49,7 @@ public enum FolderRoles {
     }
 
     /// The peers' states of one path split into what is planned and what the roles hold back.
-    public static func split(_ remotes: [String: FileState], policies: [String: PeerPolicy])
+    package static func split(_ remotes: [String: FileState], policies: [String: PeerPolicy])
         -> (admitted: [String: FileState], held: [String: FileState]) {
         var admitted: [String: FileState] = [:], held: [String: FileState] = [:]
         for (device, state) in remotes {
@@ -60,7 +60,7 @@ public enum FolderRoles {
 
     /// Whether a held state is a change we have not taken ("remote change not applied"): it
     /// is not dominated by the local version (a state we already have or superseded is not).
-    public static func notApplied(_ held: FileState, local: FileState?) -> Bool {
+    package static func notApplied(_ held: FileState, local: FileState?) -> Bool {
         guard !held.version.isEmpty else { return false }
         guard let local else { return !held.deleted }
         return !local.version.dominates(held.version)
@@ -68,13 +68,13 @@ public enum FolderRoles {
 
     /// Whether a local record goes to `peer` in our index: for a receive-only peer, records
     /// of our own changes stay here ("locally changed").
-    public static func sends(modifiedBy: String, localDevice: String, to policy: PeerPolicy) -> Bool {
+    package static func sends(modifiedBy: String, localDevice: String, to policy: PeerPolicy) -> Bool {
         policy.role != .receiveOnly || modifiedBy != localDevice
     }
 
     /// `syncpeer override`: the local state recorded again with a version that dominates
     /// every held state, so that ours wins at the peers (one more change of ours on top).
-    public static func override(_ local: FileState, over held: [FileState], localDevice: String) -> FileState {
+    package static func override(_ local: FileState, over held: [FileState], localDevice: String) -> FileState {
         let merged = held.reduce(local.version) { $0.merged(with: $1.version) }
         var state = local.with(version: merged.incremented(for: localDevice))
         state.modifiedBy = localDevice
@@ -83,7 +83,7 @@ public enum FolderRoles {
 
     /// Whether a local record is a local change a receive-only peer has not taken: ours,
     /// and not dominated by what that peer has.
-    public static func locallyChanged(_ local: FileState, peer: FileState?, localDevice: String) -> Bool {
+    package static func locallyChanged(_ local: FileState, peer: FileState?, localDevice: String) -> Bool {
         guard local.modifiedBy == localDevice else { return false }
         guard let peer else { return !local.deleted }
         return !peer.version.dominates(local.version)

@@ -1,7 +1,7 @@
 internal import PeerFiles
 
 /// What to do about one path, decided from the local state and the peers' states.
-public enum SyncAction: Sendable, Hashable {
+package enum SyncAction: Sendable, Hashable {
     /// Nothing to do: the local version has seen every peer's change.
     case upToDate
     /// Fetch the content (file bytes, a directory, a symlink) of `state` from `from` and
@@ -27,7 +27,7 @@ public enum SyncAction: Sendable, Hashable {
     case rename(from: FileState, to: FileState, source: String)
 
     /// The paths the action changes locally.
-    public var paths: [String] {
+    package var paths: [String] {
         switch self {
         case .upToDate: []
         case .pull(let s, _), .updateMetadata(let s, _), .delete(let s, _), .keepLocal(let s): [s.path]
@@ -56,17 +56,17 @@ public enum SyncAction: Sendable, Hashable {
 ///   keeps its edit as a copy. Once it has, its merged version dominates everywhere and
 ///   every node ends on the same record.
 /// - A path is deleted only when a tombstone's version dominates the local version.
-public struct SyncPlanner: Sendable {
+package struct SyncPlanner: Sendable {
     /// Our device ID: the counter a tie between equal versions is broken with (nil: ties
     /// are left as they are, for tests of the other rules).
-    public var localDevice: String?
+    package var localDevice: String?
 
-    public init(localDevice: String? = nil) {
+    package init(localDevice: String? = nil) {
         self.localDevice = localDevice
     }
 
     /// The action for one path. `remotes` maps device ID → that peer's state of the path.
-    public func plan(local: FileState?, remotes: [String: FileState]) -> SyncAction {
+    package func plan(local: FileState?, remotes: [String: FileState]) -> SyncAction {
         var candidates: [(device: String?, state: FileState)] = []
         if let local { candidates.append((nil, local)) }
         // A peer's entry with an empty version counts no change at all: it is malformed, ignore it.
@@ -211,7 +211,7 @@ public struct SyncPlanner: Sendable {
 
 /// The deterministic rules that pick a winner between concurrent versions and name the
 /// conflict copy.
-public enum ConflictRules {
+package enum ConflictRules {
     /// Whether `a` wins over `b` when their versions are concurrent. A total order, so
     /// every node picks the same winner:
     /// 1. a live entry beats a tombstone (an edit is never lost to a concurrent delete);
@@ -220,7 +220,7 @@ public enum ConflictRules {
     /// 3. the newer mtime wins;
     /// 4. ties: the larger device ID (`modifiedBy`, byte order) wins;
     /// 5. still tied: the larger version JSON, then root hash, link target, mode, size, kind.
-    public static func beats(_ a: FileState, _ b: FileState) -> Bool {
+    package static func beats(_ a: FileState, _ b: FileState) -> Bool {
         if a.deleted != b.deleted { return !a.deleted }
         let aDir = !a.deleted && a.kind == .directory, bDir = !b.deleted && b.kind == .directory
         if aDir != bDir { return aDir }
@@ -243,7 +243,7 @@ public enum ConflictRules {
     /// the last dot of the name (a leading or trailing dot does not start one), so the copy
     /// opens with the same program. The name fits NAME_MAX and differs for names that differ
     /// only at their end (`ConflictName.make`), and `syncpeer conflicts` can parse it back.
-    public static func conflictCopyName(for path: String, mtimeNs: Int64, device: String) -> String {
+    package static func conflictCopyName(for path: String, mtimeNs: Int64, device: String) -> String {
         ConflictName.make(for: path, stamp: utcStamp(nanoseconds: mtimeNs), device: device)
     }
 

@@ -6,9 +6,9 @@ internal import PeerIndex
 ///
 /// Counters of 0 are not stored (0 and absent mean the same), so equal vectors are equal
 /// values. The JSON form is the index's (`files.version`): compact, keys in byte order.
-public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
+package struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     /// How two versions relate.
-    public enum Ordering: Sendable, Equatable {
+    package enum Ordering: Sendable, Equatable {
         /// Same counters.
         case equal
         /// Self has seen everything the other has, and more.
@@ -20,21 +20,21 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Device key (device ID) → counter; never holds 0.
-    public private(set) var counters: [String: UInt64]
+    package private(set) var counters: [String: UInt64]
 
     /// From counters; entries of 0 are dropped.
-    public init(_ counters: [String: UInt64] = [:]) {
+    package init(_ counters: [String: UInt64] = [:]) {
         self.counters = counters.filter { $0.value != 0 }
     }
 
     /// The counter of `device` (0 when it never changed the path).
-    public subscript(device: String) -> UInt64 { counters[device] ?? 0 }
+    package subscript(device: String) -> UInt64 { counters[device] ?? 0 }
 
     /// No device ever changed the path.
-    public var isEmpty: Bool { counters.isEmpty }
+    package var isEmpty: Bool { counters.isEmpty }
 
     /// How self relates to `other`.
-    public func compare(_ other: VersionVector) -> Ordering {
+    package func compare(_ other: VersionVector) -> Ordering {
         var selfAhead = false
         var otherAhead = false
         for (device, mine) in counters {
@@ -52,13 +52,13 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Self has seen every change `other` has (greater or equal).
-    public func dominates(_ other: VersionVector) -> Bool {
+    package func dominates(_ other: VersionVector) -> Bool {
         let ordering = compare(other)
         return ordering == .greater || ordering == .equal
     }
 
     /// The element-wise maximum: a version that has seen both.
-    public func merged(with other: VersionVector) -> VersionVector {
+    package func merged(with other: VersionVector) -> VersionVector {
         var result = self
         for (device, theirs) in other.counters where theirs > result[device] {
             result.counters[device] = theirs
@@ -69,7 +69,7 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     /// The version after one more change by `device`: its counter becomes
     /// `max(counter + 1, minimum)`. Passing a clock (e.g. unix seconds) as `minimum` keeps
     /// counters growing even for a device that lost its index and starts over.
-    public func incremented(for device: String, minimum: UInt64 = 0) -> VersionVector {
+    package func incremented(for device: String, minimum: UInt64 = 0) -> VersionVector {
         var result = self
         let current = self[device]
         let next = current == UInt64.max ? current : max(current + 1, minimum)
@@ -78,15 +78,15 @@ public struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Compact JSON object with keys in byte order, as stored in the index.
-    public var json: String { VersionJSON.encode(counters) }
+    package var json: String { VersionJSON.encode(counters) }
 
     /// Parses the index's JSON form; nil when it is not an object of non-negative integers.
-    public init?(json: String) {
+    package init?(json: String) {
         guard let counters = VersionJSON.decode(json) else { return nil }
         self.init(counters)
     }
 
-    public var description: String {
+    package var description: String {
         "{" + counters.sorted { $0.key < $1.key }.map { "\($0.key.prefix(7)):\($0.value)" }.joined(separator: ",") + "}"
     }
 }

@@ -1,27 +1,27 @@
 internal import Foundation
-public import PeerCrypto
+package import PeerCrypto
 
 /// A global discovery server (Syncthing's Global Discovery v3, `stdiscosrv`) as a URL names
 /// it, Syncthing's way: `https://HOST[:PORT]/PATH?id=SERVER-CERTIFICATE-ID[&noannounce][&nolookup]`.
 /// The server is pinned by its certificate ID: a TLS session with anything else fails.
-public struct DiscoveryServer: Sendable, Hashable, CustomStringConvertible {
-    public let host: String
-    public let port: UInt16
+package struct DiscoveryServer: Sendable, Hashable, CustomStringConvertible {
+    package let host: String
+    package let port: UInt16
     /// The request path (`/v2/` on Syncthing's public servers, `/` on a plain stdiscosrv).
-    public let path: String
-    public let id: CertificateID
-    public let announces: Bool
-    public let looksUp: Bool
+    package let path: String
+    package let id: CertificateID
+    package let announces: Bool
+    package let looksUp: Bool
 
     /// Syncthing's public servers (`daemon --global`): one to look up (any address family),
     /// one per address family to announce to.
-    public static let publicDefaults: [String] = [
+    package static let publicDefaults: [String] = [
         "https://discovery.syncthing.net/v2/?noannounce&id=LYXKCHX-VI3NYZR-ALCJBHF-WMZYSPK-QG6QJA3-MPFYMSO-U56GTUK-NA2MIAW",
         "https://discovery-v4.syncthing.net/v2/?nolookup&id=LYXKCHX-VI3NYZR-ALCJBHF-WMZYSPK-QG6QJA3-MPFYMSO-U56GTUK-NA2MIAW",
         "https://discovery-v6.syncthing.net/v2/?nolookup&id=LYXKCHX-VI3NYZR-ALCJBHF-WMZYSPK-QG6QJA3-MPFYMSO-U56GTUK-NA2MIAW",
     ]
 
-    public init(parsing text: String) throws(EngineError) {
+    package init(parsing text: String) throws(EngineError) {
         func bad(_ why: String) -> EngineError {
             .invalidArgument("discovery server '\(text.prefix(200))': \(why) (expected https://HOST:PORT/?id=SERVER-ID)")
         }
@@ -39,7 +39,7 @@ public struct DiscoveryServer: Sendable, Hashable, CustomStringConvertible {
         looksUp = !items.contains { $0.name == "nolookup" }
     }
 
-    public var description: String {
+    package var description: String {
         let hostText = host.contains(":") ? "[\(host)]" : host
         var text = "https://\(hostText):\(port)\(path)?id=\(id)"
         if !announces { text += "&noannounce" }

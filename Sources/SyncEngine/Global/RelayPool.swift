@@ -1,6 +1,6 @@
 internal import Dispatch
 internal import Foundation
-public import PeerNet
+package import PeerNet
 internal import Synchronization
 
 /// A relay pool (Syncthing's `https://relays.syncthing.net/endpoint`): an HTTPS site whose
@@ -14,17 +14,17 @@ internal import Synchronization
 /// `RelayURL`'s 1 KiB), an answer over a bound is refused whole, entries that are not relay
 /// URLs are dropped, and what it lists are only candidates: each relay is still pinned by the
 /// ID in its URL, and a relay can at worst refuse service (the Noise session runs inside).
-public struct RelayPool: Sendable, Hashable, CustomStringConvertible {
-    public let host: String
-    public let port: UInt16
+package struct RelayPool: Sendable, Hashable, CustomStringConvertible {
+    package let host: String
+    package let port: UInt16
     /// The request path with its query, as sent.
-    public let path: String
+    package let path: String
 
     /// Syncthing's public pool (`daemon --global`).
-    public static let publicDefault = "https://relays.syncthing.net/endpoint"
+    package static let publicDefault = "https://relays.syncthing.net/endpoint"
     /// The public pool lists some hundreds of relays with their statistics (about 1 KiB each).
-    public static let maxBody = 2 << 20
-    public static let maxRelays = 2_000
+    package static let maxBody = 2 << 20
+    package static let maxRelays = 2_000
     /// Relays whose connect time is measured (picked at random among those listed), and how
     /// many of the fastest are joined.
     static let probed = 16
@@ -34,7 +34,7 @@ public struct RelayPool: Sendable, Hashable, CustomStringConvertible {
     /// so that the nodes near one fast relay spread over the fast ones, as Syncthing does.
     static let latencyStep: Duration = .milliseconds(50)
 
-    public init(parsing text: String) throws(EngineError) {
+    package init(parsing text: String) throws(EngineError) {
         func bad(_ why: String) -> EngineError {
             .invalidArgument("relay pool '\(text.prefix(200))': \(why) (expected https://HOST[:PORT]/PATH)")
         }
@@ -45,7 +45,7 @@ public struct RelayPool: Sendable, Hashable, CustomStringConvertible {
         path = (url.path.isEmpty ? "/" : url.percentEncodedPath) + (url.percentEncodedQuery.map { "?\($0)" } ?? "")
     }
 
-    public var description: String {
+    package var description: String {
         "https://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)"
     }
 

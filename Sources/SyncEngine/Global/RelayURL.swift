@@ -1,11 +1,11 @@
 internal import Foundation
-public import PeerCrypto
-public import PeerNet
+package import PeerCrypto
+package import PeerNet
 
 /// `relay://HOST:PORT/?id=RELAY-CERTIFICATE-ID` (as `strelaysrv` prints it, other query
 /// parameters ignored): the relay, pinned by its certificate ID.
-public enum RelayURL {
-    public static func parse(_ text: String) throws(EngineError) -> RelayEndpoint {
+package enum RelayURL {
+    package static func parse(_ text: String) throws(EngineError) -> RelayEndpoint {
         func bad(_ why: String) -> EngineError {
             .invalidArgument("relay '\(text.prefix(200))': \(why) (expected relay://HOST:PORT/?id=RELAY-ID)")
         }

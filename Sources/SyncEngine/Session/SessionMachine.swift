@@ -1,4 +1,4 @@
-public import PeerWire
+package import PeerWire
 
 /// The life of one connection after its Noise handshake, as a pure state machine: events
 /// in, actions out, no I/O (the node performs the actions). Tested by event → action tables.
@@ -16,11 +16,11 @@ public import PeerWire
 ///
 /// Nothing the peer sends is acted upon before the session is connected: messages and
 /// stream frames that arrive earlier are dropped (and counted), never delivered.
-public struct SessionMachine: Sendable {
-    public enum Role: Sendable, Equatable { case initiator, responder }
+package struct SessionMachine: Sendable {
+    package enum Role: Sendable, Equatable { case initiator, responder }
 
     /// What the node knows about the peer when the handshake completes.
-    public enum PeerStanding: Sendable, Equatable {
+    package enum PeerStanding: Sendable, Equatable {
         /// The key is pinned as a paired peer.
         case paired
         /// Never seen (or unpaired): the connection is an invitation.
@@ -30,7 +30,7 @@ public struct SessionMachine: Sendable {
         case impersonation(String)
     }
 
-    public enum State: String, Sendable, Equatable, Codable {
+    package enum State: String, Sendable, Equatable, Codable {
         /// Waiting for the peer's user to accept our invitation.
         case awaitingPeerDecision
         /// Waiting for our user to accept the peer's invitation.
@@ -39,7 +39,7 @@ public struct SessionMachine: Sendable {
         case closed
     }
 
-    public enum Event: Sendable, Equatable {
+    package enum Event: Sendable, Equatable {
         case handshakeCompleted(PeerStanding)
         case frame(Frame)
         case localAccept
@@ -55,7 +55,7 @@ public struct SessionMachine: Sendable {
         case localShutdown
     }
 
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         case send(Frame)
         /// The state changed (report it).
         case state(State)
@@ -88,16 +88,16 @@ public struct SessionMachine: Sendable {
         case closeTransport
     }
 
-    public let role: Role
-    public private(set) var state: State
+    package let role: Role
+    package private(set) var state: State
 
-    public init(role: Role) {
+    package init(role: Role) {
         self.role = role
         self.state = role == .initiator ? .awaitingPeerDecision : .awaitingLocalDecision
     }
 
     /// Feeds one event and returns what to do, in order.
-    public mutating func handle(_ event: Event) -> [Action] {
+    package mutating func handle(_ event: Event) -> [Action] {
         if state == .closed { return [] }
         switch event {
         case let .handshakeCompleted(standing):

@@ -2,7 +2,7 @@ internal import Dispatch
 internal import Synchronization
 
 /// How a stream ended, as its reader or writer sees it.
-public enum StreamEnd: Sendable, Equatable {
+package enum StreamEnd: Sendable, Equatable {
     /// The writer wrote everything and closed the stream.
     case complete
     /// The stream was cut before its end (the peer reset it, the session ended, or a local
@@ -13,9 +13,9 @@ public enum StreamEnd: Sendable, Equatable {
 /// A byte stream we write to a peer (`Node.openStream(named:to:)`). `write` blocks while
 /// the peer's reader has granted no room (back-pressure: at most `StreamTable.window` bytes
 /// are in flight), and throws once the stream is cut. Any one thread at a time writes.
-public final class OutgoingByteStream: Sendable {
-    public let name: String
-    public let peer: PeerRef
+package final class OutgoingByteStream: Sendable {
+    package let name: String
+    package let peer: PeerRef
     let id: UInt32
 
     private struct State {
@@ -46,14 +46,14 @@ public final class OutgoingByteStream: Sendable {
     }
 
     /// Bytes handed to the session so far.
-    public var bytesWritten: Int64 { state.withLock { $0.bytesWritten } }
+    package var bytesWritten: Int64 { state.withLock { $0.bytesWritten } }
 
     /// Why the stream is cut, if it is.
-    public var cutReason: String? { state.withLock { $0.cut } }
+    package var cutReason: String? { state.withLock { $0.cut } }
 
     /// Writes every byte, waiting for credit as needed (blocks the calling thread; an async
     /// caller uses `tryWrite` and `whenWritable` instead).
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(EngineError) {
+    package func write(_ bytes: UnsafeRawBufferPointer) throws(EngineError) {
         var offset = 0
         while offset < bytes.count {
             let sent = try tryWrite(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
@@ -68,7 +68,7 @@ public final class OutgoingByteStream: Sendable {
     /// Sends what the credit allows of `bytes` now (at most one data frame), without waiting:
     /// how many bytes went, 0 when there is no credit (then `whenWritable` says when to try
     /// again). Throws once the stream is cut or finished.
-    public func tryWrite(_ bytes: UnsafeRawBufferPointer) throws(EngineError) -> Int {
+    package func tryWrite(_ bytes: UnsafeRawBufferPointer) throws(EngineError) -> Int {
         if let reason = state.withLock({ state -> String? in
             state.signalled = false
             return state.finished ? "the stream was already finished" : state.cut
@@ -84,7 +84,7 @@ public final class OutgoingByteStream: Sendable {
     /// Runs `handler` once, on any thread, when `tryWrite` may send again (credit arrived, or
     /// the stream ended): at once when that happened since the last `tryWrite`. A handler
     /// given again replaces one that has not run.
-    public func whenWritable(_ handler: @escaping @Sendable () -> Void) {
+    package func whenWritable(_ handler: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             if state.signalled || state.cut != nil || state.finished {
                 state.signalled = false
@@ -107,13 +107,13 @@ public final class OutgoingByteStream: Sendable {
         wake.signal()
     }
 
-    public func write(_ bytes: [UInt8]) throws(EngineError) {
+    package func write(_ bytes: [UInt8]) throws(EngineError) {
         let result = bytes.withUnsafeBytes { raw in Result { () throws(EngineError) in try write(raw) } }
         try result.get()
     }
 
     /// Ends the stream: the peer's reader sees it complete after the bytes written.
-    public func finish() throws(EngineError) {
+    package func finish() throws(EngineError) {
         let cut: String? = state.withLock {
             if $0.cut == nil { $0.finished = true }
             return $0.cut
@@ -123,7 +123,7 @@ public final class OutgoingByteStream: Sendable {
     }
 
     /// Abandons the stream: the peer's reader sees it cut with `reason`.
-    public func cancel(reason: String) {
+    package func cancel(reason: String) {
         let first = state.withLock { state -> Bool in
             guard state.cut == nil, !state.finished else { return false }
             state.cut = reason
@@ -150,9 +150,9 @@ public final class OutgoingByteStream: Sendable {
 /// then nil once the peer closed it (complete); it throws `streamCut` when the stream was
 /// cut instead. What the consumer takes is granted back to the writer, so at most
 /// `StreamTable.window` bytes wait here. One thread at a time reads.
-public final class IncomingByteStream: Sendable {
-    public let name: String
-    public let peer: PeerRef
+package final class IncomingByteStream: Sendable {
+    package let name: String
+    package let peer: PeerRef
     let id: UInt32
     let sessionID: UInt64
 
@@ -183,12 +183,12 @@ public final class IncomingByteStream: Sendable {
     }
 
     /// Bytes handed to the consumer so far.
-    public var bytesRead: Int64 { state.withLock { $0.bytesRead } }
+    package var bytesRead: Int64 { state.withLock { $0.bytesRead } }
 
     /// The next bytes, in order; nil when the writer finished (the stream is complete).
     /// Waits at most `timeout` for them (nil: as long as it takes), then throws `timedOut`.
     /// Blocks the calling thread (an async caller uses `poll` and `whenReadable` instead).
-    public func next(timeout: Duration? = nil) throws(EngineError) -> [UInt8]? {
+    package func next(timeout: Duration? = nil) throws(EngineError) -> [UInt8]? {
         let deadline = timeout.map { ContinuousClock.now + $0 }
         while true {
             switch try poll() {
@@ -206,7 +206,7 @@ public final class IncomingByteStream: Sendable {
     }
 
     /// What `poll` found.
-    public enum Poll: Sendable, Equatable {
+    package enum Poll: Sendable, Equatable {
         /// The next bytes, in order (granted back to the writer).
         case piece([UInt8])
         /// The writer finished: every byte was read.
@@ -217,7 +217,7 @@ public final class IncomingByteStream: Sendable {
 
     /// The next bytes if some are here, without waiting; throws `streamCut` when the stream
     /// was cut.
-    public func poll() throws(EngineError) -> Poll {
+    package func poll() throws(EngineError) -> Poll {
         enum Step { case piece([UInt8]), done, cut(String), empty }
         let step: Step = state.withLock { state in
             if state.head < state.pieces.count {
@@ -252,7 +252,7 @@ public final class IncomingByteStream: Sendable {
 
     /// Runs `handler` once, on any thread, when `poll` has news (bytes, the end, a cut): at
     /// once when it has now. A handler given again replaces one that has not run.
-    public func whenReadable(_ handler: @escaping @Sendable () -> Void) {
+    package func whenReadable(_ handler: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             if state.hasNews { return true }
             state.readable = handler
@@ -272,7 +272,7 @@ public final class IncomingByteStream: Sendable {
     }
 
     /// Stops reading: the writer sees the stream cut with `reason`.
-    public func cancel(reason: String) {
+    package func cancel(reason: String) {
         let first = state.withLock { state -> Bool in
             guard state.end == nil else { return false }
             state.end = .cut(reason)

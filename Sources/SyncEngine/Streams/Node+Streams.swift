@@ -19,7 +19,7 @@ extension Node {
     // MARK: - Requests (any thread)
 
     /// Opens the stream `name` to a connected, paired peer.
-    public func openStream(named name: String, to peerText: String) throws(EngineError) -> OutgoingByteStream {
+    package func openStream(named name: String, to peerText: String) throws(EngineError) -> OutgoingByteStream {
         do throws(WireError) { try Frame.streamOpen(id: 0, name: name).validate() } catch {
             throw .invalidArgument("stream name: \(error)")
         }
@@ -48,7 +48,7 @@ extension Node {
     /// Waits for the next stream a peer opens (from `peerText` only, when given) and takes
     /// it; a stream already waiting is taken at once. Nil when none came within `timeout`.
     /// Blocks the calling thread (never call it on `queue`).
-    public func acceptStream(from peerText: String? = nil, timeout: Duration? = nil) throws(EngineError) -> IncomingByteStream? {
+    package func acceptStream(from peerText: String? = nil, timeout: Duration? = nil) throws(EngineError) -> IncomingByteStream? {
         let box = Mutex<IncomingByteStream?>(nil)
         let arrived = DispatchSemaphore(value: 0)
         let waiterID = try awaitStream(from: peerText) { stream in
@@ -67,7 +67,7 @@ extension Node {
     /// Hands the next stream a peer opens (from `peerText` only, when given) to `deliver`,
     /// without waiting for it: a stream already waiting goes at once, a later one on the
     /// node's queue. Returns the waiter's ID for `withdrawStreamWaiter`.
-    public func awaitStream(from peerText: String? = nil,
+    package func awaitStream(from peerText: String? = nil,
                             deliver: @escaping @Sendable (IncomingByteStream) -> Void) throws(EngineError) -> UInt64 {
         let registered: Result<UInt64, EngineError> = queue.sync {
             var device: String?
@@ -88,7 +88,7 @@ extension Node {
 
     /// Withdraws a waiter of `awaitStream`; `done` learns (on the node's queue) whether it was
     /// still waiting: false means its `deliver` ran already.
-    public func withdrawStreamWaiter(_ id: UInt64, done: @escaping @Sendable (Bool) -> Void) {
+    package func withdrawStreamWaiter(_ id: UInt64, done: @escaping @Sendable (Bool) -> Void) {
         queue.async { [self] in
             let waiting = streamWaiters.contains { $0.id == id }
             streamWaiters.removeAll { $0.id == id }

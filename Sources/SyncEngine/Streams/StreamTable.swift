@@ -1,4 +1,4 @@
-public import PeerWire
+package import PeerWire
 
 /// The named byte streams of one session, as a pure state machine: frames and local calls
 /// in, actions out, no I/O (the node performs the actions). Tested by event → action tables.
@@ -17,19 +17,19 @@ public import PeerWire
 /// ID of the wrong parity, or credit beyond ``maxCredit`` are protocol violations (the
 /// session ends). Frames for a stream that is no longer open are ignored: a reset crosses
 /// data already in flight.
-public struct StreamTable: Sendable, Equatable {
+package struct StreamTable: Sendable, Equatable {
     /// Bytes the reader lets a writer have in flight (and so holds at most, per stream).
-    public static let window = 2 << 20
+    package static let window = 2 << 20
     /// The reader grants again once its consumer took this much.
-    public static let grantThreshold = window / 4
+    package static let grantThreshold = window / 4
     /// Streams the peer may have open towards us at once (beyond: reset "too many streams").
-    public static let maxIncoming = 8
+    package static let maxIncoming = 8
     /// Streams we may have open towards the peer at once.
-    public static let maxOutgoing = 8
+    package static let maxOutgoing = 8
     /// Most credit a writer may hold (a peer granting more breaks the protocol).
-    public static let maxCredit = 64 << 20
+    package static let maxCredit = 64 << 20
 
-    public enum Action: Sendable, Equatable {
+    package enum Action: Sendable, Equatable {
         case send(Frame)
         /// The peer opened stream `id` (hand it to a consumer).
         case opened(id: UInt32, name: String)
@@ -58,12 +58,12 @@ public struct StreamTable: Sendable, Equatable {
     }
 
     /// True when this side initiated the session (it opens odd IDs).
-    public let isInitiator: Bool
+    package let isInitiator: Bool
     private(set) var incoming: [UInt32: Incoming] = [:]
     private(set) var outgoing: [UInt32: Outgoing] = [:]
     private var nextID: UInt32
 
-    public init(isInitiator: Bool) {
+    package init(isInitiator: Bool) {
         self.isInitiator = isInitiator
         nextID = isInitiator ? 1 : 2
     }
@@ -71,13 +71,13 @@ public struct StreamTable: Sendable, Equatable {
     /// Whether the peer opened (would open) stream `id`.
     func isPeers(_ id: UInt32) -> Bool { (id % 2 == 1) != isInitiator }
 
-    public var openIncomingCount: Int { incoming.count }
-    public var openOutgoingCount: Int { outgoing.count }
+    package var openIncomingCount: Int { incoming.count }
+    package var openOutgoingCount: Int { outgoing.count }
 
     // MARK: Local calls
 
     /// Opens a stream to the peer; nil when ``maxOutgoing`` are open already.
-    public mutating func open(name: String) -> (id: UInt32, actions: [Action])? {
+    package mutating func open(name: String) -> (id: UInt32, actions: [Action])? {
         guard outgoing.count < Self.maxOutgoing else { return nil }
         var id = nextID
         while outgoing[id] != nil { id &+= 2 }
@@ -89,7 +89,7 @@ public struct StreamTable: Sendable, Equatable {
 
     /// Takes up to `bytes` of the credit of our stream `id` for a data frame; 0 when none is
     /// left (wait for a `credit` action) or the stream is not open.
-    public mutating func take(credit bytes: Int, for id: UInt32) -> Int {
+    package mutating func take(credit bytes: Int, for id: UInt32) -> Int {
         guard var stream = outgoing[id] else { return 0 }
         let taken = min(bytes, stream.credit)
         stream.credit -= taken
@@ -98,20 +98,20 @@ public struct StreamTable: Sendable, Equatable {
     }
 
     /// We wrote everything of our stream `id`.
-    public mutating func finish(_ id: UInt32) -> [Action] {
+    package mutating func finish(_ id: UInt32) -> [Action] {
         guard outgoing.removeValue(forKey: id) != nil else { return [] }
         return [.send(.streamClose(id: id))]
     }
 
     /// We abandon stream `id` (ours or the peer's): tell the peer.
-    public mutating func reset(_ id: UInt32, reason: String) -> [Action] {
+    package mutating func reset(_ id: UInt32, reason: String) -> [Action] {
         let known = outgoing.removeValue(forKey: id) != nil || incoming.removeValue(forKey: id) != nil
         guard known else { return [] }
         return [.send(.streamReset(id: id, reason: String(reason.utf8.prefix(WireLimits.maxCloseReason)) ?? "reset"))]
     }
 
     /// Our consumer took `bytes` of the peer's stream `id`: grant them again (in batches).
-    public mutating func consumed(_ bytes: Int, of id: UInt32) -> [Action] {
+    package mutating func consumed(_ bytes: Int, of id: UInt32) -> [Action] {
         guard var stream = incoming[id] else { return [] }
         stream.ungranted += bytes
         guard stream.ungranted >= Self.grantThreshold else {
@@ -126,7 +126,7 @@ public struct StreamTable: Sendable, Equatable {
     }
 
     /// The session ended: every open stream is cut.
-    public mutating func sessionEnded(_ reason: String) -> [Action] {
+    package mutating func sessionEnded(_ reason: String) -> [Action] {
         let ids = (Array(incoming.keys) + Array(outgoing.keys)).sorted()
         incoming.removeAll()
         outgoing.removeAll()
@@ -135,7 +135,7 @@ public struct StreamTable: Sendable, Equatable {
 
     // MARK: Frames from the peer
 
-    public mutating func received(_ frame: Frame) -> [Action] {
+    package mutating func received(_ frame: Frame) -> [Action] {
         switch frame {
         case let .streamOpen(id, name):
             guard isPeers(id) else { return [.violation("stream \(id) opened with one of our stream IDs")] }

@@ -4,20 +4,20 @@ internal import Synchronization
 /// source is chunked) or after. The node attaches the transfer's ID once it has one; a
 /// cancel that came earlier is carried out at that moment, one that comes later returns
 /// the ID to cancel.
-public final class SendCancellation: Sendable {
+package final class SendCancellation: Sendable {
     private let state = Mutex<(cancelled: Bool, id: String?)>((false, nil))
 
-    public init() {}
+    package init() {}
 
     /// Marks the send cancelled; returns the transfer's ID (hex) when it already has one.
-    public func cancel() -> String? {
+    package func cancel() -> String? {
         state.withLock { state in
             state.cancelled = true
             return state.id
         }
     }
 
-    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+    package var isCancelled: Bool { state.withLock { $0.cancelled } }
 
     /// Called by the node once the transfer has `id`; false when the send was cancelled
     /// before (the node then cancels it itself).

@@ -7,15 +7,15 @@
 ///
 /// At most `windowBytes` are in flight at once (and always at least one chunk, however
 /// large), so memory stays bounded by the window, not by the file.
-public struct SendWindow: Sendable, Equatable {
-    public enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
+package struct SendWindow: Sendable, Equatable {
+    package enum Failure: Error, Sendable, Equatable, CustomStringConvertible {
         /// The receiver rejected the same chunk too often (the source changes under us, or
         /// the peer lies).
         case tooManyAttempts(index: Int)
         /// The receiver acknowledged a chunk we never sent or already finished.
         case unexpectedAck(index: Int)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case let .tooManyAttempts(index):
                 return "chunk \(index) was rejected by the receiver too many times"
@@ -25,24 +25,24 @@ public struct SendWindow: Sendable, Equatable {
         }
     }
 
-    public private(set) var sizes: [Int]
-    public let windowBytes: Int
-    public let maxAttempts: Int
+    package private(set) var sizes: [Int]
+    package let windowBytes: Int
+    package let maxAttempts: Int
     /// Chunks not yet sent (or to be sent again), in ascending order.
-    public private(set) var pending: [Int]
-    public private(set) var inFlight: Set<Int> = []
-    public private(set) var inFlightBytes = 0
-    public private(set) var attempts: [Int: Int] = [:]
+    package private(set) var pending: [Int]
+    package private(set) var inFlight: Set<Int> = []
+    package private(set) var inFlightBytes = 0
+    package private(set) var attempts: [Int: Int] = [:]
     /// Bytes of chunks the receiver confirmed (including those it already had).
-    public private(set) var confirmedBytes: Int
+    package private(set) var confirmedBytes: Int
     /// Bytes put on the wire, retries included (for "bytes re-sent" figures).
-    public private(set) var sentBytes = 0
+    package private(set) var sentBytes = 0
     private var cursor = 0
 
     /// - Parameters:
     ///   - sizes: the size of every chunk of the transfer, in order.
     ///   - have: chunks the receiver already holds verified (they are never sent).
-    public init(sizes: [Int], have: Set<Int>, windowBytes: Int = 16 << 20, maxAttempts: Int = 3) {
+    package init(sizes: [Int], have: Set<Int>, windowBytes: Int = 16 << 20, maxAttempts: Int = 3) {
         self.sizes = sizes
         self.windowBytes = windowBytes
         self.maxAttempts = maxAttempts
@@ -52,18 +52,18 @@ public struct SendWindow: Sendable, Equatable {
 
     /// Adds chunks after the last one (a streamed manifest's, as they are hashed): sent after
     /// every chunk pending now.
-    public mutating func append(sizes more: [Int]) {
+    package mutating func append(sizes more: [Int]) {
         let first = sizes.count
         sizes += more
         pending += first..<sizes.count
     }
 
-    public var totalBytes: Int { sizes.reduce(0, +) }
+    package var totalBytes: Int { sizes.reduce(0, +) }
     /// True when every chunk is confirmed.
-    public var isComplete: Bool { pending.count == cursor && inFlight.isEmpty }
+    package var isComplete: Bool { pending.count == cursor && inFlight.isEmpty }
 
     /// The chunks to send now (possibly none), marked in flight.
-    public mutating func next() -> [Int] {
+    package mutating func next() -> [Int] {
         var out: [Int] = []
         while cursor < pending.count {
             let index = pending[cursor]
@@ -80,7 +80,7 @@ public struct SendWindow: Sendable, Equatable {
     }
 
     /// Records the receiver's verdict on a chunk.
-    public mutating func ack(_ index: Int, ok: Bool) throws(Failure) {
+    package mutating func ack(_ index: Int, ok: Bool) throws(Failure) {
         guard inFlight.remove(index) != nil else { throw .unexpectedAck(index: index) }
         inFlightBytes -= sizes[index]
         if ok {

@@ -10,7 +10,7 @@ internal import PeerIndex
 ///
 /// `withdrawn` is an offer never answered whose sender went away (it offers again when it
 /// is back). The index keeps fewer states (`TransferRecord.State`); `recorded` maps onto it.
-public enum TransferState: String, Sendable, Codable, CaseIterable {
+package enum TransferState: String, Sendable, Codable, CaseIterable {
     /// The sender chunks its source; the receiver opens (and re-hashes) its partial files.
     case preparing
     /// Offered, waiting for the receiver's decision (or its accept after a reconnect).
@@ -33,7 +33,7 @@ public enum TransferState: String, Sendable, Codable, CaseIterable {
     case withdrawn
 
     /// Whether the transfer has ended for good (nothing more happens to it).
-    public var isFinished: Bool {
+    package var isFinished: Bool {
         switch self {
         case .completed, .failed, .cancelled, .declined, .withdrawn: true
         case .preparing, .offered, .active, .finishing, .paused: false
@@ -68,7 +68,7 @@ public enum TransferState: String, Sendable, Codable, CaseIterable {
     /// final; anything unfinished may pause, fail or be cancelled; the rest follows the
     /// diagram above. Node moves a transfer only through `TransferBase.move(to:)`, which
     /// refuses (and reports) any other step: a late frame cannot revive a cancelled transfer.
-    public func allows(_ next: TransferState) -> Bool {
+    package func allows(_ next: TransferState) -> Bool {
         if isFinished { return false }
         switch next {
         case .paused, .failed, .cancelled: return true

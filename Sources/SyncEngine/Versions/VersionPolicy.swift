@@ -10,36 +10,36 @@
 /// each optionally followed by `cap SIZE` (bytes with K, M, G or T, or a share of the file
 /// system holding the node's home, `10%`): the store's bytes above it go, oldest first. The
 /// default is `staggered 30 cap 10%`. Pure logic: `expired` takes the clock as an argument.
-public struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
+package struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         case none
         case trashcan(days: Int)
         case simple(count: Int)
         case staggered(maxDays: Int)
     }
 
-    public enum Cap: Sendable, Equatable {
+    package enum Cap: Sendable, Equatable {
         case bytes(Int64)
         /// Percent of the file system's size.
         case percent(Int)
     }
 
-    public var kind: Kind
-    public var cap: Cap?
+    package var kind: Kind
+    package var cap: Cap?
 
-    public init(kind: Kind, cap: Cap? = nil) {
+    package init(kind: Kind, cap: Cap? = nil) {
         self.kind = kind
         self.cap = cap
     }
 
     /// A new share's policy.
-    public static let standard = VersionPolicy(kind: .staggered(maxDays: 30), cap: .percent(10))
+    package static let standard = VersionPolicy(kind: .staggered(maxDays: 30), cap: .percent(10))
 
     /// Largest number a policy takes (days, versions): no overflow in the arithmetic below.
     static let maxNumber = 100_000
 
     /// Reads a policy's text; nil when it is not one.
-    public init?(parsing text: String) {
+    package init?(parsing text: String) {
         var words = text.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         var cap: Cap?
         if words.count >= 2, words[words.count - 2] == "cap" {
@@ -80,7 +80,7 @@ public struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
         return .bytes(n * unit)
     }
 
-    public var description: String {
+    package var description: String {
         let base = switch kind {
         case .none: "none"
         case let .trashcan(days): "trashcan \(days)"
@@ -100,7 +100,7 @@ public struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The cap in bytes on a file system of `fileSystemBytes` (nil: none).
-    public func capBytes(fileSystemBytes: Int64) -> Int64? {
+    package func capBytes(fileSystemBytes: Int64) -> Int64? {
         switch cap {
         case nil: nil
         case let .bytes(n): n
@@ -109,12 +109,12 @@ public struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// One kept version as expiry sees it.
-    public struct Kept: Sendable, Equatable {
-        public var id: Int64
-        public var path: String
+    package struct Kept: Sendable, Equatable {
+        package var id: Int64
+        package var path: String
         /// Unix ms.
-        public var keptAt: Int64
-        public init(id: Int64, path: String, keptAt: Int64) {
+        package var keptAt: Int64
+        package init(id: Int64, path: String, keptAt: Int64) {
             (self.id, self.path, self.keptAt) = (id, path, keptAt)
         }
     }
@@ -122,7 +122,7 @@ public struct VersionPolicy: Sendable, Equatable, CustomStringConvertible {
     static let second: Int64 = 1_000, minute = 60 * second, hour = 60 * minute, day = 24 * hour, week = 7 * day
 
     /// The versions this policy no longer keeps at `now` (unix ms), before the cap.
-    public func expired(_ versions: [Kept], now: Int64) -> Set<Int64> {
+    package func expired(_ versions: [Kept], now: Int64) -> Set<Int64> {
         switch kind {
         case .none:
             return Set(versions.map(\.id))
