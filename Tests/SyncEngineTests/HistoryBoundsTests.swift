@@ -10,12 +10,7 @@ import Testing
 @Suite struct HistoryBoundsTests {
     @Test func historyTakesAtMostItsBoundFromAMemberAndSaysSo() throws {
         let pair = try TransferPair()
-        defer {
-            // What the exchange still has in flight ends with the link, before the ends go.
-            pair.cut()
-            for _ in 0..<3 { pair.alice.sync {}; pair.bob.sync {} }
-            pair.cleanup()
-        }
+        defer { pair.finish() }
         let docs = pair.alice.directory + "/docs"
         try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
         pair.connect()

@@ -14,12 +14,7 @@ import Testing
 @Suite struct PeerSelectionTests {
     @Test func anAnnouncementChangesNoServingNorApplying() throws {
         let pair = try TransferPair()
-        defer {
-            // What the exchange still has in flight ends with the link, before the ends go.
-            pair.cut()
-            for _ in 0..<3 { pair.alice.sync {}; pair.bob.sync {} }
-            pair.cleanup()
-        }
+        defer { pair.finish() }
         let docs = pair.alice.directory + "/docs"
         try FileManager.default.createDirectory(atPath: docs + "/x", withIntermediateDirectories: true)
         try "outside".write(toFile: docs + "/a.txt", atomically: false, encoding: .utf8)
@@ -77,11 +72,7 @@ import Testing
     @Test(arguments: [true, false])
     func aChangeIsAnnouncedOnlyToAPeerWithTheFeature(_ feature: Bool) throws {
         let pair = try TransferPair()
-        defer {
-            pair.cut()
-            for _ in 0..<3 { pair.alice.sync {}; pair.bob.sync {} }
-            pair.cleanup()
-        }
+        defer { pair.finish() }
         pair.alice.speaksSelection.withLock { $0 = feature }
         let docs = pair.alice.directory + "/docs"
         try FileManager.default.createDirectory(atPath: docs + "/x", withIntermediateDirectories: true)

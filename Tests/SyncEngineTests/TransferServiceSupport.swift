@@ -195,6 +195,15 @@ final class TransferPair: @unchecked Sendable {
         }
     }
 
+    /// Cuts the link and lets what the exchange still has in flight end on both queues,
+    /// then cleans up: for tests whose ends talk until the last moment (an unowned end
+    /// was once read after a test had ended).
+    func finish() {
+        cut()
+        for _ in 0..<3 { alice.sync {}; bob.sync {} }
+        cleanup()
+    }
+
     /// Connects the two ends (a new session on both), as a handshake would.
     func connect() {
         let id = nextSession.withLock { id in
