@@ -124,8 +124,12 @@ extension ConnectionService {
     }
 
     /// `initiate` through the first of `relays` that reaches `peer` (on `queue`); `connected` learns which.
+    ///
+    /// A session whose handshake times out is asked for once more: the peer's own join of
+    /// it can lose strelaysrv's race (RelayClient.sessionAttempts) and leave us waiting for
+    /// an answer that never comes (seen under load as `pair` failing after 10 s).
     func initiateThroughRelays(_ relays: [RelayEndpoint], to peer: CertificateID, tls: TLSIdentity, name: String, inFlight: String,
-                               hello: Hello, failed: @escaping @Sendable (NetError) -> Void,
+                               hello: Hello, attempts: Int = 2, failed: @escaping @Sendable (NetError) -> Void,
                                connected: @escaping @Sendable (SecureChannel, RelayEndpoint) -> Void) {
         let used = RelayChoice()
         initiate(name: name, inFlight: inFlight, hello: hello, connect: { [config] () throws(NetError) in
@@ -133,7 +137,16 @@ extension ConnectionService {
             used.relay.withLock { $0 = relay }
             stream.setSendTimeout(config.sendTimeout)
             return stream
-        }, failed: failed, connected: { channel in connected(channel, used.relay.withLock { $0 } ?? relays[0]) })
+        }, failed: { [self] error in
+            // Only a handshake that timed out inside a session we got: a relay that stalls or
+            // lies has failed before (`used` unset) and is not asked again.
+            if attempts > 1, case .timedOut = error, used.relay.withLock({ $0 }) != nil {
+                initiateThroughRelays(relays, to: peer, tls: tls, name: name, inFlight: inFlight, hello: hello,
+                                      attempts: attempts - 1, failed: failed, connected: connected)
+            } else {
+                failed(error)
+            }
+        }, connected: { channel in connected(channel, used.relay.withLock { $0 } ?? relays[0]) })
     }
 
     /// The relays to try, in order: `first`, then the configured and pool ones, at most
