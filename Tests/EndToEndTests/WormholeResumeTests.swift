@@ -161,10 +161,18 @@ struct WormholeResumeTests {
                                                    SyncpeerRunner.Result(status: 0, stdout: receiving.stdout, stderr: receiving.stderr))
         let completed = try #require(events.last)
         let total = try #require((completed["total"] as? NSNumber)?.intValue)
-        #expect(completed["state"] as? String == "completed" && (completed["resumed"] as? NSNumber)?.intValue == held, "\(completed)")
+        let resumed = try #require((completed["resumed"] as? NSNumber)?.intValue)
+        #expect(completed["state"] as? String == "completed", "\(completed)")
+        if cut == .receiverKilled {
+            // SIGKILL can land inside a chunk's write: the partial file then ends with a torn
+            // chunk, which the next attempt re-hashes and does not count (nor trust).
+            #expect(resumed <= held && resumed >= Self.size / 4, "resumed \(resumed) of \(held) held")
+        } else {
+            #expect(resumed == held, "resumed \(resumed) of \(held) held")
+        }
         #expect(again.stderr.contains("(resumed: "), "\(again.stderr)")
         let relayed = try restarted.relayedBytes()
-        print("wormhole resume (\(folder ? "folder" : "file"), \(cut)): \(total) bytes, \(held) verified before the cut, \(relayed) relayed after it (\(total - held) not yet verified)")
-        #expect(relayed >= total - held && relayed <= total - held + Self.overhead, "relayed \(relayed) of \(total); \(held) were held")
+        print("wormhole resume (\(folder ? "folder" : "file"), \(cut)): \(total) bytes, \(resumed) verified before the cut (\(held) in the partial file), \(relayed) relayed after it (\(total - resumed) not yet verified)")
+        #expect(relayed >= total - resumed && relayed <= total - resumed + Self.overhead, "relayed \(relayed) of \(total); \(resumed) were verified")
     }
 }
