@@ -292,7 +292,7 @@ extension Node: SessionObserver {
     }
 
     func streamFrame(_ frame: Frame, on session: Session) -> Bool {
-        performStream(session.streams.received(frame), on: session)
+        performStream(session.updateStreams { $0.received(frame) }, on: session)
     }
 
     func sessionEnded(_ session: Session, reason: String) {

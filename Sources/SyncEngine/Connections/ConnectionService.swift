@@ -235,9 +235,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                     queue.async { [self] in
                         defer { flow.handled(size) }
                         guard let session = sessions[id] else { return }
-                        session.lastReceived = .now
-                        if case let .pong(nonce) = frame { session.pongReceived(nonce) }
-                        perform(session.machine.handle(.frame(frame)), on: session)
+                        perform(session.received(frame), on: session)
                     }
                 } catch {
                     channel.close()

@@ -162,7 +162,7 @@ extension Node {
             guard let session = connections.sessions[sessionID], session.outgoingStreams[id] != nil else {
                 return .failure(.streamCut("the session ended"))
             }
-            let granted = session.streams.take(credit: bytes.count, for: id)
+            let granted = session.updateStreams { $0.take(credit: bytes.count, for: id) }
             if granted > 0 {
                 session.send([.streamData(id: id, bytes: Array(UnsafeRawBufferPointer(rebasing: bytes[0..<granted])))])
             }
@@ -190,7 +190,7 @@ extension Node {
 
     private func streamConsumed(_ bytes: Int, stream id: UInt32, session sessionID: UInt64) {
         guard let session = connections.sessions[sessionID] else { return }
-        performStream(session.streams.consumed(bytes, of: id), on: session)
+        performStream(session.updateStreams { $0.consumed(bytes, of: id) }, on: session)
     }
 }
 
