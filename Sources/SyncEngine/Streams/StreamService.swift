@@ -1,5 +1,4 @@
 internal import Dispatch
-internal import Foundation
 internal import PeerCrypto
 internal import PeerWire
 internal import Synchronization
