@@ -5,7 +5,7 @@ internal import Synchronization
 extension Session {
     /// What changes during a session, held by `Session` behind one `Mutex`: its state machine,
     /// the times of its last frames, its invitation, pairing callbacks, why it ended, redial and
-    /// relay bookkeeping, the keepalive ping and its streams.
+    /// relay bookkeeping and the keepalive ping.
     ///
     /// The node's queue still orders what happens to a session (a read, then a write, of
     /// `session.machine` in `ConnectionService.perform` is one step on that queue); the lock
@@ -31,13 +31,9 @@ extension Session {
         var pingInFlight: (nonce: UInt64, sent: ContinuousClock.Instant)?
         var roundTrip: Duration?
         var lastPingSent: ContinuousClock.Instant?
-        var streams: StreamTable
-        var incomingStreams: [UInt32: IncomingByteStream] = [:]
-        var outgoingStreams: [UInt32: OutgoingByteStream] = [:]
 
         init(role: SessionMachine.Role, now: ContinuousClock.Instant) {
             machine = SessionMachine(role: role)
-            streams = StreamTable(isInitiator: role == .initiator)
             lastReceived = now
             lastSent = now
         }
@@ -53,7 +49,7 @@ extension Session {
 
 /// `Session`'s state, field by field, for the code that reads or sets one at a time (on the
 /// node's queue: one lock each). The per-frame paths use the methods that take the lock
-/// once for all they need (`received`, `send`, `updateStreams`).
+/// once for all they need (`received`, `send`).
 extension Session {
     var machine: SessionMachine { get { self[\.machine] } set { self[\.machine] = newValue } }
     var lastReceived: ContinuousClock.Instant { get { self[\.lastReceived] } set { self[\.lastReceived] = newValue } }
@@ -94,21 +90,6 @@ extension Session {
     private subscript<T: Sendable>(field: WritableKeyPath<State, T>) -> T {
         get { state.withLock { $0[keyPath: field] } }
         set { state.withLock { $0[keyPath: field] = newValue } }
-    }
-
-    /// The named byte streams of this session (see `StreamTable`). Small (at most
-    /// `StreamTable.maxIncoming` + `maxOutgoing` streams), but a change through this
-    /// accessor copies it: the per-frame paths use `updateStreams`.
-    var streams: StreamTable { get { self[\.streams] } set { self[\.streams] = newValue } }
-    /// The local ends of the streams the peer opened.
-    var incomingStreams: [UInt32: IncomingByteStream] { get { self[\.incomingStreams] } set { self[\.incomingStreams] = newValue } }
-    /// The local ends of the streams we opened.
-    var outgoingStreams: [UInt32: OutgoingByteStream] { get { self[\.outgoingStreams] } set { self[\.outgoingStreams] = newValue } }
-
-    /// Changes the stream table in place under the lock (one lock, no copy): `body` must be
-    /// a pure step of the table (its actions are carried out after, outside the lock).
-    func updateStreams<R: Sendable>(_ body: (inout StreamTable) -> R) -> R {
-        state.withLock { body(&$0.streams) }
     }
 
     /// A frame from the peer, on the node's queue: notes when it came (and a pong's round

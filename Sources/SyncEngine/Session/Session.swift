@@ -21,7 +21,7 @@ final class Session: Sendable {
     /// The invitation context the initiator sent, if any.
     let context: String?
     let sendQueue: DispatchQueue
-    /// The machine, times, invitation, close reason, streams ... (Session+State).
+    /// The machine, times, invitation, close reason, … (Session+State).
     let state: Mutex<State>
 
     /// How the session reaches the peer, as `peers` and `status` say it.
