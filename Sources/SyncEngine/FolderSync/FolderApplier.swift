@@ -25,16 +25,19 @@ internal import PeerIndex
 /// event and a failure of the path in the folder's status (`fail`), and the path keeps what
 /// it had — a local version is never overwritten unless it was first kept (a conflict copy)
 /// or the index shows it is exactly what a peer has seen.
-final class FolderApplier: @unchecked Sendable {
-    // @unchecked: used on the folder's `io` queue; the block-fetch callbacks that run
-    // elsewhere (the node's queue, `verifyQueue`, several at once) only call `verified`,
-    // `write(_:at:_:)` (pwrite and sync_file_range on a descriptor) and `fetch`, which touch
-    // immutable state, the locked activity counters and the failure flags. `flusher` runs
-    // `flush` (which touches only its `Flushing`); `recorder` runs the records' jobs of
-    // `place` (the index, immutable state, the activity counters and the locked `stored`).
-    let folder: SharedFolder
-    let host: any FolderHost
-    let index: NodeIndex
+final class FolderApplier {
+    // Not `Sendable`: everything below is the folder's `io`'s alone (`apply` runs there), and
+    // the compiler keeps the applier off every closure that runs elsewhere. Those reach
+    // only values and `core` (checked `Sendable`): the block answers (on the node's queue,
+    // on `verifyQueue`, several at once) call `core`'s `want`/`fetch`/`verified` and
+    // `write(_:at:_:)` (pwrite on a descriptor); `flusher` runs a sealed `Flushing`'s
+    // `flush`; `recorder` records placed batches through `core` (the index and the locked
+    // `stored`).
+    let core: Core
+    var folder: SharedFolder { core.folder }
+    var host: any FolderHost { core.host }
+    var index: NodeIndex { core.index }
+    var folderID: String { core.folderID }
     let local: [PathKey: FileState]
     /// Path → device → that peer's state (what the plan was made from).
     let remotes: [PathKey: [String: FileState]]
@@ -55,7 +58,6 @@ final class FolderApplier: @unchecked Sendable {
     /// Chunk hash → where local files hold it (looked up for every `lookUpActions` actions; files
     /// placed since by this apply may hold other content there now: `LocalSource.holds`).
     var localLocations: [[UInt8]: [ChunkLocation]] = [:]
-    let folderID: String
     /// Replaced versions left at their temporary names by `placeOver`, removed at the end
     /// of the batch's commit.
     var outgoing: [(directory: DirectoryHandle, name: String)] = []
@@ -92,8 +94,6 @@ final class FolderApplier: @unchecked Sendable {
     /// read the index meanwhile, wait for one slice at most (a batch of 1,024 held the
     /// index's lock ~20 ms).
     static let recordSlice = 256
-    /// Records `recorder` stored for placed batches, or why it could not (taken in by `settle`).
-    private let stored = Mutex<[(records: [FileRecord], failure: String?)]>([])
     /// Paths to scan again once the apply is done (conflict copies, paths changed here).
     var rescan: [String] = []
     /// Paths whose pull failed in this apply, and why (the folder reports and retries them).
@@ -104,10 +104,6 @@ final class FolderApplier: @unchecked Sendable {
     /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
     /// failed attempt holds: those that still verify are not fetched again.
     var keptTemps: [PathKey: String] = [:]
-    /// Peers that answered a delta request whole: they do not speak `block-delta`.
-    private let plainPeers = Mutex<Set<String>>([])
-    /// Set when the disk is full: the batch's remaining chunks are not fetched.
-    private let diskFull = FailureFlag()
     /// Files and links in one batch, at most (each batch has its two barriers and its
     /// records' transaction).
     static let batchFiles = 1_024
@@ -181,17 +177,15 @@ final class FolderApplier: @unchecked Sendable {
     init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [PathKey: FileState],
          remotes: [PathKey: [String: FileState]], manifests: [PathKey: [String: [UInt8]]],
          blocks: consuming [ChunkHash: IndexBlock] = [:]) {
-        self.folder = folder
-        self.host = host
-        self.index = index
+        core = Core(folder: folder, host: host, index: index)
         self.local = local
         self.remotes = remotes
         self.manifests = manifests
         self.blocks = blocks
-        folderID = folder.id
     }
 
     func apply(_ actions: [SyncAction]) {
+        dispatchPrecondition(condition: .onQueue(folder.io))
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
         connected = host.connectedDevices()
         // Directories first (parents before children), deletions last (children first); a
@@ -435,7 +429,7 @@ final class FolderApplier: @unchecked Sendable {
                 continue
             }
             if let block = indexBlock(chunk) {
-                let error = write(block.bytes, at: chunk.offset, fd)
+                let error = Self.write(block.bytes, at: chunk.offset, fd)
                 guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.fetched(path: path, from: block.device, bytes: block.bytes.count)
                 continue
@@ -444,7 +438,7 @@ final class FolderApplier: @unchecked Sendable {
             case let .copy(source, from):
                 Self.append(chunk, from: from, of: source, to: &runs)
             case let .bytes(bytes):
-                let error = write(bytes, at: chunk.offset, fd)
+                let error = Self.write(bytes, at: chunk.offset, fd)
                 guard error == 0 else { return ([], .writing(error, "cannot write its temporary file")) }
                 folder.activity.reused(bytes: bytes.count)
             case nil:
@@ -498,6 +492,7 @@ final class FolderApplier: @unchecked Sendable {
         }
         let units = units
         let group = inFlight
+        let diskFull = core.diskFull
         // Asked for together (`requestBlocks`), and before waiting for the budget: what they
         // hold of it comes back only with their answers.
         var wants: [BlockWant] = []
@@ -522,7 +517,7 @@ final class FolderApplier: @unchecked Sendable {
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[PathKey(job.path)] ?? [:])
             launched += 1
-            let want = want(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
+            let want = core.want(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
                 (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
@@ -533,7 +528,7 @@ final class FolderApplier: @unchecked Sendable {
                                           : PullFailure(.peerUnavailable, "its peers did not answer (disconnected?)"))
                     return
                 }
-                let error = self.write(bytes, at: job.chunk.offset, fd)
+                let error = Self.write(bytes, at: job.chunk.offset, fd)
                 if error == 0 && job.chunk.size >= Self.largeBlock {
                     // Start its writeback now (no wait): the batch's barrier then finds a large
                     // file nearly all on disk, instead of writing it all at the end (A-share:
@@ -543,102 +538,12 @@ final class FolderApplier: @unchecked Sendable {
                 if error != 0 {
                     let failure = PullFailure.writing(error, "cannot write its temporary file")
                     item.failure.set(failure)
-                    if failure.failure == .diskFull { self.diskFull.set(failure) }
+                    if failure.failure == .diskFull { diskFull.set(failure) }
                 }
             }
             if let want { wants.append(want) }
         }
         jobs = []
-    }
-
-    /// Asks the peers in turn (starting at a different one per chunk) until one answers
-    /// with bytes that match the hash; the completion gets nil when none did, and whether a
-    /// peer answered with bytes that do not match. With a `base`, the chunk is asked for as
-    /// a delta against what it holds at that range (when it still holds the whole range).
-    private func fetch(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
-                       base: DeltaBase?, whole: Bool = false, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
-        if let want = want(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: whole,
-                           completion: completion) {
-            host.requestBlocks([want])
-        }
-    }
-
-    /// `fetch`'s request to the next peer to ask, or nil when every peer was asked (the
-    /// completion has then been called). `launch` sends many at once.
-    private func want(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
-                      base: DeltaBase?, whole: Bool = false, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) -> BlockWant? {
-        guard tries < sources.count else { completion(nil, lied); return nil }
-        let device = sources[(attempt + tries) % sources.count]
-        // Not summed for a peer that answered a delta request whole (it does not speak
-        // `block-delta`: the sums would be read and hashed for nothing).
-        let sums = whole || plainPeers.withLock({ $0.contains(device) }) ? nil : base?.sums(chunk)
-        return BlockWant(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
-                         hash: chunk.hash.bytes, sums: sums) { [self] reply in
-            if sums != nil, case .whole = reply { plainPeers.withLock { _ = $0.insert(device) } }
-            // The answer arrives on the node's queue: a large block is hashed and written
-            // elsewhere, several at once (a 4 MiB block was ~4 ms of SHA-256 before BLAKE3, which held the
-            // node's queue and kept a large pull to one core); a small one is not worth the hop.
-            let answer: @Sendable () -> Void = { [self] in
-                verified(reply, chunk, path: path, device: device, sources: sources, attempt: attempt, tries: tries, lied: lied,
-                         base: base, completion: completion)
-            }
-            // (A delta, or the next try's sums, reads our own file: never on the node's queue.)
-            if chunk.size >= Self.largeBlock || base != nil { Self.verifyQueue.async(execute: answer) } else { answer() }
-        }
-    }
-
-    /// Blocks of at least this size are verified and written on `verifyQueue`, and their
-    /// writeback is started as soon as they are written.
-    static let largeBlock: UInt32 = 256 << 10
-
-    /// Verifies and writes fetched blocks (concurrent; the in-flight budget bounds the work).
-    static let verifyQueue = DispatchQueue(label: "syncpeer.folder.verify", qos: .utility, attributes: .concurrent)
-
-    /// `fetch`'s answer: the bytes when they match the chunk's hash, else the next peer. A
-    /// delta that does not give the chunk (our file changed meanwhile, a sum matched other
-    /// bytes, or the peer lied) is asked for again from the same peer, whole.
-    private func verified(_ reply: BlockReply?, _ chunk: ChunkRef, path: String, device: String, sources: [String], attempt: Int,
-                          tries: Int, lied: Bool, base: DeltaBase?, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) {
-        var bytes: [UInt8]?
-        var (received, reused) = (0, 0)
-        switch reply {
-        case let .whole(data):
-            (bytes, received) = (data, data.count)
-        case let .delta(answer):
-            received = answer.count
-            if var own = base?.bytes(chunk), let carried = BlockDelta.apply(answer, to: &own) { (bytes, reused) = (own, own.count - carried) }
-        case nil:
-            break
-        }
-        // (The size too: a manifest may name a chunk's hash with another size, and a new
-        // temp file of one chunk takes its size from that chunk's write.)
-        if let bytes, bytes.count == Int(chunk.size), ChunkHash.of(bytes) == chunk.hash {
-            folder.activity.fetched(path: path, from: device, bytes: bytes.count, received: received, reused: reused)
-            completion(bytes, lied)
-            return
-        }
-        folder.activity.fetched(path: path, from: device, bytes: 0, received: received)
-        if case .delta = reply {
-            // Asked again whole from the same peer; the next peers still get deltas.
-            fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: true,
-                  completion: completion)
-        } else {
-            fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
-                  base: base, completion: completion)
-        }
-    }
-
-    /// Writes all of `bytes` at `offset`; 0, or the errno of the failure. Any thread (block
-    /// callbacks): it touches nothing but the descriptor.
-    private func write(_ bytes: [UInt8], at offset: UInt64, _ fd: Int32) -> Int32 {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress! + done, $0.count - done, off_t(offset) + off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return n == 0 ? ENOSPC : errno }
-            done += n
-        }
-        return 0
     }
 
     // MARK: Commit
@@ -649,31 +554,6 @@ final class FolderApplier: @unchecked Sendable {
         case let .pull(state, _): state.kind != .directory && !state.deleted   // a file's or a link's temporary
         case .upToDate, .keepLocal: true
         default: false
-        }
-    }
-
-    /// A sealed batch: its fetches end, then its temporaries are closed and flushed on
-    /// `flusher`; `io` reads what came out only after waiting for `done`.
-    final class Flushing: @unchecked Sendable {
-        // @unchecked: `ready` and `failures` are written on `flusher` before `done` is left,
-        // and read on `io` after it has waited for `done`.
-        let items: [Pending]
-        /// Made durable file by file (`syncsPerFile`), not by `syncfs`.
-        let perFile: Bool
-        let done = DispatchGroup()
-        var ready: [Pending] = []
-        /// Paths that cannot be placed, and why (recorded on `io` by `place`).
-        var failures: [(path: String, failure: PullFailure)] = []
-        init(_ items: [Pending], perFile: Bool) {
-            self.items = items
-            self.perFile = perFile
-        }
-        var flushed: Bool { done.wait(timeout: FolderApplier.noWait) == .success }
-
-        /// Drops an assembled file: its temporary goes, the path keeps what it had.
-        func drop(_ item: Pending, _ reason: String) {
-            unlinkat(item.directory.fd, item.temp, 0)
-            failures.append((item.state.path, PullFailure(.unwritable, reason)))
         }
     }
 
@@ -695,70 +575,10 @@ final class FolderApplier: @unchecked Sendable {
         batch.done.enter()
         flusher.async {
             fetches.wait()
-            Self.flush(batch, root: root)
+            batch.flush(root: root)
             batch.done.leave()
         }
         flushing = batch
-    }
-
-    /// A batch of at most this many files is made durable file by file (`fsync` of each, and
-    /// of each directory after the renames) instead of by `syncfs`: a `syncfs` waits
-    /// for every dirty page of the whole file system, so a large file pulled while another
-    /// program writes to the same disk would wait for that program's data too (0.47 s of
-    /// 2.4 s in A-share, where it was the source file of the same run). More files than this,
-    /// and one `syncfs` costs less than a device flush per file.
-    static let perFileSyncLimit = 4
-
-    /// Whether a batch of `items` files and links is made durable file by file
-    /// (`perFileSyncLimit`): only while the apply has made no directory (`madeDirectories`),
-    /// and always where `syncfs` is no barrier (FUSE: see `DurableNames`; each directory
-    /// made was fsynced into its parent then).
-    static func syncsPerFile(items: Int, madeDirectories: Bool, syncfsIsBarrier: Bool = true) -> Bool {
-        !syncfsIsBarrier || (!madeDirectories && items <= perFileSyncLimit)
-    }
-
-    /// The barrier for the data of the whole batch: one `syncfs`, or an `fsync` of each file
-    /// of a small batch (on `flusher`; it touches only the batch).
-    private static func flush(_ batch: Flushing, root: DirectoryHandle) {
-        for item in batch.items {
-            guard item.fd >= 0 else { batch.ready.append(item); continue }
-            if let failure = item.failure.value {
-                close(item.fd)
-                // Kept for the next attempt unless it can never be used.
-                if failure.failure == .unwritable { unlinkat(item.directory.fd, item.temp, 0) }
-                batch.failures.append((item.state.path, failure))
-                continue
-            }
-            // Mode and mtime last: writing would change the mtime again.
-            var times = [timespec(tv_sec: 0, tv_nsec: Self.utimeOmit),
-                         timespec(tv_sec: Int(item.state.mtimeNs / 1_000_000_000), tv_nsec: Int(item.state.mtimeNs % 1_000_000_000))]
-            let problem: String? = if fchmod(item.fd, mode_t(item.state.mode & 0o777)) != 0 {
-                "cannot set the permissions of its temporary file: \(Self.lastError())"
-            } else if futimens(item.fd, &times) != 0 {
-                "cannot set the modification time of its temporary file: \(Self.lastError())"
-            } else if batch.perFile, fsync(item.fd) != 0 {  // fsync, not fdatasync: the mode and mtime too
-                "cannot flush its data to disk: \(Self.lastError())"
-            } else { nil }
-            // The inode the file is recorded with (off `io`, which read it by name before).
-            var st = stat()
-            var ready = item
-            if fstat(item.fd, &st) == 0 { ready.inode = UInt64(st.st_ino) }
-            // close() is where some file systems (NFS, FUSE) report a failed write.
-            let closed = close(item.fd) == 0
-            if let problem {
-                batch.drop(item, problem)
-            } else if !closed {
-                batch.drop(item, "writing its temporary file failed: \(Self.lastError())")
-            } else {
-                batch.ready.append(ready)
-            }
-        }
-        // Without the data on disk a crash could leave a torn file behind a rename.
-        if !batch.perFile, !batch.ready.isEmpty, syncFileSystem(root.fd) != 0 {
-            let reason = "cannot flush its data to disk: \(Self.lastError())"
-            for item in batch.ready { batch.drop(item, reason) }
-            batch.ready = []
-        }
     }
 
     /// Waits until the sealed batch is flushed, then puts its files in place (on `io`), with
@@ -769,8 +589,9 @@ final class FolderApplier: @unchecked Sendable {
         flushing = nil
         batch.done.wait()
         recording.wait()
-        for (path, failure) in batch.failures { failed(path, failure) }
-        let ready = batch.ready
+        let outcome = batch.outcome
+        for (path, failure) in outcome.failures { failed(path, failure) }
+        let ready = outcome.ready
         // Each placed file with the inode it was renamed with (read before the rename: later,
         // the user may have put another file there).
         var done: [(item: Pending, inode: UInt64?)] = []
@@ -859,7 +680,7 @@ final class FolderApplier: @unchecked Sendable {
         let recorded = DispatchGroup()
         recording = recorded
         recorded.enter()
-        recorder.async { [self] in
+        recorder.async { [core] in
             defer { recorded.leave() }
             if !records.isEmpty {
                 var failure: String?
@@ -867,17 +688,17 @@ final class FolderApplier: @unchecked Sendable {
                     let result = renamedIn == nil ? syncFileSystem(directory.fd) : fsync(directory.fd)
                     if result != 0 { failure = failure ?? Self.lastError() }
                 }
-                if let failure { folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(failure)") }
+                if let failure { core.folder.report("cannot flush the renames of \(records.count) file(s) to disk: \(failure)") }
             }
             var failure: String?
             for first in stride(from: 0, to: records.count, by: Self.recordSlice) {
                 let slice = Array(records[first..<min(records.count, first + Self.recordSlice)])
                 // After a failed slice the rest fail the same way, without a busy timeout each.
-                failure = failure ?? upsert(slice)
-                stored.withLock { $0.append((slice, failure)) }
+                failure = failure ?? core.upsert(slice)
+                core.stored.withLock { $0.append((slice, failure)) }
             }
             for old in replaced { unlinkat(old.directory.fd, old.name, 0) }
-            folder.activity.end(paths: paths)
+            core.folder.activity.end(paths: paths)
         }
     }
 
@@ -912,7 +733,7 @@ final class FolderApplier: @unchecked Sendable {
     /// Takes in what `recorder` recorded so far (on `io`; also from `place`, so the records
     /// of a long pull do not pile up until its end).
     private func takeStored() {
-        let results: [(records: [FileRecord], failure: String?)] = stored.withLock { all in
+        let results: [(records: [FileRecord], failure: String?)] = core.stored.withLock { all in
             defer { all = [] }
             return all
         }
