@@ -8,9 +8,9 @@ internal import Synchronization
 
 /// Connections and pairing: the listener, dialling, handshakes, the sessions with peers
 /// (one per device), keepalive and dead-peer detection, redial with back-off, invitations
-/// and the pinned keys of paired peers. Its state is confined to `queue` (the node's);
-/// blocking work (accept, connect, handshakes, reads) runs on dedicated threads and hands
-/// its results to `queue`.
+/// and the pinned keys of paired peers. Its work is ordered on `queue` (the node's), its
+/// state held in `state` (see Ownership below); blocking work (accept, connect, handshakes,
+/// reads) runs on dedicated threads and hands its results to `queue`.
 ///
 ///     accept thread ─▶ handshake thread ─┐
 ///     dial thread ───▶ handshake ────────┼─▶ queue: SessionMachine → actions ─▶ send queue / events / index
@@ -524,6 +524,7 @@ final class ConnectionService: Reporting, Sendable {
 
     /// Every address a paired device may be dialled at, in that order, each once.
     func knownAddresses(of device: String) -> [String] {
+        dispatchPrecondition(condition: .onQueue(queue))
         var list = nearby?.addresses(of: device) ?? []
         list += state.withLock { $0.globalFound.addresses[device] } ?? []
         list += (try? index.peer(deviceID: device))?.addresses ?? []
