@@ -40,7 +40,7 @@ extension FolderService {
             truncated = local.count > HistoryResult.limit
             known = local.prefix(HistoryResult.limit).map { KnownVersion(device: localDevice, local: true, entry: Self.wireEntry($0, manifest: [])) }
         }
-        let members = connectedMembers(of: folder.id).map(\.deviceKey)
+        let members = queue.sync { connectedMembers(of: folder.id).map(\.deviceKey) }  // the sessions are the node queue's
         let collected = Mutex<(versions: [KnownVersion], answered: Int, truncated: Bool)>(([], 0, false))
         let group = DispatchGroup()
         let wirePath = relative.isEmpty ? "/" : relative
