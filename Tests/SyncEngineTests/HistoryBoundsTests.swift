@@ -1,6 +1,7 @@
 import Foundation
 import PeerIndex
 import PeerWire
+import Synchronization
 @testable import SyncEngine
 import Testing
 
@@ -24,7 +25,7 @@ import Testing
                           rootHash: [UInt8](repeating: UInt8(n % 256), count: 32), held: true,
                           chunks: [FileChunkRecord(offset: 0, size: 10, hash: [UInt8](repeating: 1, count: 32))])
         })
-        let folder = try #require(pair.alice.folders.queue.sync { pair.alice.folders.folderTable.folders[shared.folder] })
+        let folder = try #require(pair.alice.folders.queue.sync { pair.alice.folders.state.withLock { $0.folders[shared.folder] } })
         let found = pair.alice.folders.knownVersions(folder: folder, relative: "")
         #expect(found.asked == 1 && found.answered == 1)
         #expect(found.versions.count == HistoryResult.limit && found.truncated, "\(found.versions.count), truncated: \(found.truncated)")

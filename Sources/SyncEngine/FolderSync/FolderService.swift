@@ -16,37 +16,58 @@ internal import Synchronization
 ///     both: indexUpdate(entries since the peer's last ack) ──▶ store remote index, indexAck
 ///           ──▶ SyncPlanner ──▶ blockRequest / blockResponse for missing chunks
 
-/// What `FolderService` holds about its folders and what is in flight for them (a value,
-/// used only on the service's queue).
-struct FolderTable {
-    var folders: [String: SharedFolder] = [:]
-    var pendingBlocks: [UInt32: (device: String, deadline: ContinuousClock.Instant, limit: Int, callback: @Sendable ([UInt8]?) -> Void)] = [:]
-    /// Whether `sweepBlocksLater` has a sweep scheduled.
-    var sweeping = false
-    var nextRequest: UInt32 = 1
-    /// Highest local sequence sent to a peer in this run ("folder|device").
-    var sent: [String: Int64] = [:]
-    /// Index passes running, one page at a time ("folder|session ID").
-    var sending: Set<String> = []
-    /// Block requests refused per session (session ID), for one event when they pile up.
-    var refusedBlocks: [UInt64: Int] = [:]
-    /// Block requests waiting for a session's serve budget, in order (session ID).
-    var parked: [UInt64: [(request: Frame, folder: SharedFolder)]] = [:]
-    /// Folders whose index quota a session's peer exceeded (reported once per session).
-    var quotaReported: [UInt64: Set<String>] = [:]
-    /// Share offers refused for the peer's bound, per session (reported at the 1st, 10th, ...).
-    var refusedShareOffers: [UInt64: Int] = [:]
-    /// "folder|device" of peers whose stored entries and a page did not fit in the allowance
-    /// once: their pages are counted exactly at once (`withinIndexQuota`).
-    var pastAllowance: Set<String> = []
-    /// How many records the next page of an index pass reads ("folder|session ID").
-    var pageLimit: [String: Int] = [:]
-    /// Small files' content a peer sent for its next index page (session ID → one folder's).
-    var indexBlocks: [UInt64: HeldBlocks] = [:]
-    /// Version requests sent and waiting for their answer (issue 41).
-    var pendingVersions: [UInt32: (device: String, callback: @Sendable (VersionPage?) -> Void)] = [:]
-    /// What members said they hold of a folder ("folder|device"; absent: everything).
-    var peerSelections: [String: FolderSelection] = [:]
+extension FolderService {
+    /// What the service holds: its folders, what is in flight for them, and its wiring,
+    /// behind `FolderService.state`. Written on `queue` (the folder table and what is in
+    /// flight: every such change runs there, in order); read through the lock from any
+    /// thread. Nothing is called while the lock is held.
+    struct State {
+        var folders: [String: SharedFolder] = [:]
+        var pendingBlocks: [UInt32: PendingBlock] = [:]
+        /// Whether `sweepBlocksLater` has a sweep scheduled.
+        var sweeping = false
+        var nextRequest: UInt32 = 1
+        /// Highest local sequence sent to a peer in this run ("folder|device").
+        var sent: [String: Int64] = [:]
+        /// Index passes running, one page at a time ("folder|session ID").
+        var sending: Set<String> = []
+        /// Block requests refused per session (session ID), for one event when they pile up.
+        var refusedBlocks: [UInt64: Int] = [:]
+        /// Block requests waiting for a session's serve budget, in order (session ID).
+        var parked: [UInt64: [(request: Frame, folder: SharedFolder)]] = [:]
+        /// Folders whose index quota a session's peer exceeded (reported once per session).
+        var quotaReported: [UInt64: Set<String>] = [:]
+        /// Share offers refused for the peer's bound, per session (reported at the 1st, 10th, ...).
+        var refusedShareOffers: [UInt64: Int] = [:]
+        /// "folder|device" of peers whose stored entries and a page did not fit in the allowance
+        /// once: their pages are counted exactly at once (`withinIndexQuota`).
+        var pastAllowance: Set<String> = []
+        /// How many records the next page of an index pass reads ("folder|session ID").
+        var pageLimit: [String: Int] = [:]
+        /// Small files' content a peer sent for its next index page (session ID → one folder's).
+        var indexBlocks: [UInt64: HeldBlocks] = [:]
+        /// Version requests sent and waiting for their answer (issue 41).
+        var pendingVersions: [UInt32: (device: String, callback: @Sendable (VersionPage?) -> Void)] = [:]
+        /// What members said they hold of a folder ("folder|device"; absent: everything).
+        var peerSelections: [String: FolderSelection] = [:]
+        /// Its receive folder changes with `receive-dir` (on `queue`).
+        var config: NodeConfig
+        /// Sessions (the node); weak: the node owns this service.
+        weak var link: (any PeerLink)?
+        /// Where the folders keep the versions they replace (set by the node before it starts).
+        var versions: VersionKeeper?
+
+        /// Whether a sweep of the pending block requests is to be scheduled now: some are
+        /// pending and none is (`sweepBlocksLater`).
+        mutating func startSweep() -> Bool {
+            guard !sweeping, !pendingBlocks.isEmpty else { return false }
+            sweeping = true
+            return true
+        }
+    }
+
+    /// A block request sent and waiting for its answer (`requestBlocks`).
+    typealias PendingBlock = (device: String, deadline: ContinuousClock.Instant, limit: Int, callback: @Sendable ([UInt8]?) -> Void)
 }
 
 /// The content of small files that came for a peer's next index page of one folder
@@ -79,10 +100,10 @@ struct HeldBlocks {
 /// The folder service owns the folder table, the index exchange with members and block
 /// serving; each folder (`SharedFolder`) reaches it through `FolderHost`, and it reaches
 /// sessions through `PeerLink` only.
-final class FolderService: Reporting, @unchecked Sendable {
-    // @unchecked: `folderTable` and the folders' `status`/`error` are confined to `queue` (the
-    // owner's, the node's); disk work runs on each folder's own queues, which hold the
-    // folder object itself — a `Mutex` cannot hold what two queues' closures capture.
+final class FolderService: Reporting, Sendable {
+    // Checked: the folder table and what is in flight live in `state` (a `Mutex`), changed
+    // on `queue` (the owner's, the node's: `dispatchPrecondition` guards its entry points);
+    // disk work runs on each folder's own queues.
     static let indexBatch = 1_000
     static let blockTimeout: Duration = .seconds(30)
     /// The hello feature of a node that answers block delta requests (`BlockDelta`).
@@ -98,27 +119,43 @@ final class FolderService: Reporting, @unchecked Sendable {
     let queue: DispatchQueue
     let index: NodeIndex
     let events: any EventSink
-    /// Its receive folder changes with `receive-dir` (on the queue).
-    var config: NodeConfig
     /// This device's compact ID.
     let localDevice: String
-    /// Sessions (the node); weak: the node owns this service.
-    weak var link: (any PeerLink)?
-    /// Shared folders and what is in flight for them (confined to `queue`).
-    var folderTable = FolderTable()
+    /// Shared folders, what is in flight for them, and the wiring (`State`).
+    let state: Mutex<State>
     /// Device keys of the connected sessions, as of the last session hook (written on
     /// `queue`, read from the folders' queues without a hop to it: `queue` is busy storing
     /// index pages while a pull asks, B: waits of 8–58 ms a run).
     private let connected = Mutex<Set<String>>([])
+
+    /// Its receive folder changes with `receive-dir` (on the queue).
+    var config: NodeConfig {
+        get { state.withLock { $0.config } }
+        set { state.withLock { $0.config = newValue } }
+    }
+    /// Sessions (the node); weak: the node owns this service.
+    var link: (any PeerLink)? {
+        get { state.withLock { $0.link } }
+        set { state.withLock { $0.link = newValue } }
+    }
     /// Where the folders keep the versions they replace (set by the node before it starts).
-    var versions: VersionKeeper?
+    var versions: VersionKeeper? {
+        get { state.withLock { $0.versions } }
+        set { state.withLock { $0.versions = newValue } }
+    }
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
         self.index = index
         self.events = events
-        self.config = config
+        self.state = Mutex(State(config: config))
         self.localDevice = localDevice
+    }
+
+    /// The shared folders now. Any thread but `queue`: it waits for what `queue` is doing
+    /// first, as the control requests always did.
+    func sharedFolders() -> [SharedFolder] {
+        queue.sync { state.withLock { Array($0.folders.values) } }
     }
 
     func emit(_ event: NodeEvent) {
@@ -162,6 +199,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 } catch { throw .wrapping(error) }
                 try storeRole(folderID: folder.id, devices: keys, role: role, noDeletes: noDeletes)
                 startFolder(folder)
+                let link = link
                 for session in link?.connectedSessions() ?? [] where devices.contains(where: { $0.key == session.deviceKey }) {
                     link?.send([.shareOffer(folder: folder.id, label: folder.safeLabel)], on: session.id)
                 }
@@ -193,10 +231,11 @@ final class FolderService: Reporting, @unchecked Sendable {
             guard let record = found else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
+            let link = link
             for session in connectedMembers(of: record.id) {
                 link?.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")], on: session.id)
             }
-            stopping = folderTable.folders.removeValue(forKey: record.id)
+            stopping = state.withLock { $0.folders.removeValue(forKey: record.id) }
             forgetPeerSelections(record.id)
             do { _ = try index.removeFolder(id: record.id) } catch {
                 // Still recorded: it would start again with the next daemon. Say so.
@@ -225,7 +264,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// folder than for a small one.
     /// An index that cannot be read fails the whole answer with its cause (never zero counts).
     func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let list = sharedFolders()
         var failure: IndexError?
         let answer = page.page(list, key: { $0.label + "\u{0}" + $0.id }) { folder -> FolderStatus? in
             guard failure == nil else { return nil }
@@ -322,6 +361,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// A failed read is an error event: the daemon runs (peers, transfers) but says why no
     /// folder syncs.
     func startFolders() {
+        dispatchPrecondition(condition: .onQueue(queue))
         do throws(IndexError) {
             for record in try index.folders() { startFolder(record) }
         } catch {
@@ -331,30 +371,35 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     func stopFolders() {
-        let list = queue.sync { () -> [SharedFolder] in
-            let all = Array(folderTable.folders.values)
-            folderTable.folders = [:]
-            return all
+        let list = queue.sync {
+            state.withLock { state -> [SharedFolder] in
+                defer { state.folders = [:] }
+                return Array(state.folders.values)
+            }
         }
         for folder in list { folder.stop() }
     }
 
     func startFolder(_ record: FolderRecord) {
-        guard folderTable.folders[record.id] == nil else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        // (Only `queue` adds folders: none comes between the check and the insert.)
+        guard let config = state.withLock({ $0.folders[record.id] == nil ? $0.config : nil }) else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
-        folderTable.folders[record.id] = folder
+        state.withLock { $0.folders[record.id] = folder }
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
 
     private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?,
                                     selection: FolderSelection? = nil) throws(EngineError) -> FolderResult {
+        dispatchPrecondition(condition: .onQueue(queue))
         let offers: [FolderOffer]
         do throws(IndexError) { offers = try index.folderOffers(folderID: folderID) } catch { throw .index(error) }
         guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
         let devices = Set(offers.map(\.deviceID))
         guard accept else {
             do { _ = try index.removeFolderOffers(folderID: folderID) } catch { throw .index(error) }
+            let link = link
             for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
                 link?.send([.shareAnswer(folder: folderID, accepted: false, reason: "declined")], on: session.id)
             }
@@ -418,6 +463,7 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// Tells the connected offering peers yes, sends them our index, and says so.
     private func acceptedShare(_ folderID: String, label: String, path: String, devices: Set<String>) {
+        let link = link
         for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
             link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
             sendIndex(folderID, to: session)
@@ -430,15 +476,20 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// A member connected: offer its folders again and retry what waited for a peer.
     func sessionConnected(_ session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
         noteConnectedSessions()
+        let link = link
         for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
             link?.send([.shareOffer(folder: folderID, label: record.safeLabel)], on: session.id)
             announceSelection(folderID, to: session)
-            folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+            let folder = state.withLock { state in
+                state.sent["\(folderID)|\(session.deviceKey)"] = nil
+                return state.folders[folderID]
+            }
             // Pulls that failed for want of a peer are tried again now, not at the next rescan.
-            folderTable.folders[folderID]?.peerConnected()
+            folder?.peerConnected()
         }
     }
 
@@ -446,26 +497,30 @@ final class FolderService: Reporting, @unchecked Sendable {
     func sessionClosed(_ session: LinkSession) {
         // Taken again once the block that ended it is done: a duplicate session is ended just
         // before its successor connects, in one block, and the device stays connected.
+        dispatchPrecondition(condition: .onQueue(queue))
         queue.async { [weak self] in self?.noteConnectedSessions() }
-        folderTable.refusedBlocks[session.id] = nil
-        folderTable.quotaReported[session.id] = nil
-        folderTable.refusedShareOffers[session.id] = nil
-        folderTable.indexBlocks[session.id] = nil
-        if let parked = folderTable.parked.removeValue(forKey: session.id) {
-            for _ in parked { session.flow.handled(0) }
+        let (parked, failed) = state.withLock { state in
+            state.refusedBlocks[session.id] = nil
+            state.quotaReported[session.id] = nil
+            state.refusedShareOffers[session.id] = nil
+            state.indexBlocks[session.id] = nil
+            let parked = state.parked.removeValue(forKey: session.id)?.count ?? 0
+            let failed = state.pendingBlocks.filter { $0.value.device == session.deviceKey }
+            for request in failed.keys { state.pendingBlocks[request] = nil }
+            return (parked, failed.values.map(\.callback))
         }
-        for (request, pending) in folderTable.pendingBlocks where pending.device == session.deviceKey {
-            folderTable.pendingBlocks[request] = nil
-            pending.callback(nil)
-        }
+        for _ in 0..<parked { session.flow.handled(0) }
+        for callback in failed { callback(nil) }
     }
 
     // MARK: - Frames (queue)
 
     /// Handles a folder frame from `session`; false for any other frame.
     func frameReceived(_ frame: Frame, from session: LinkSession) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
         switch frame {
         case let .shareOffer(folderID, offered):
+            let link = link
             // Our folder IDs are safe names; another is refused before it is stored or shown.
             guard FolderLabel.isSafe(folderID) else {
                 link?.send([.shareAnswer(folder: folderID, accepted: false, reason: "invalid folder ID")], on: session.id)
@@ -522,7 +577,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             if accepted {
                 // Whatever we sent before the peer accepted was ignored: start again from
                 // its last acknowledgement.
-                folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+                state.withLock { $0.sent["\(folderID)|\(session.deviceKey)"] = nil }
                 sendIndex(folderID, to: session)
                 announceSelection(folderID, to: session)
             } else {
@@ -537,22 +592,26 @@ final class FolderService: Reporting, @unchecked Sendable {
         case let .indexBlocks(folderID, blocks):
             // Held for the session's next index page of that folder (`indexReceived` takes
             // it), only from a member of a folder we have.
-            guard folderTable.folders[folderID] != nil, isMember(session.deviceKey, of: folderID) else { return true }
-            if folderTable.indexBlocks[session.id]?.folder != folderID { folderTable.indexBlocks[session.id] = HeldBlocks(folder: folderID) }
-            folderTable.indexBlocks[session.id]?.append(blocks)
+            guard state.withLock({ $0.folders[folderID] != nil }), isMember(session.deviceKey, of: folderID) else { return true }
+            state.withLock { state in
+                if state.indexBlocks[session.id]?.folder != folderID { state.indexBlocks[session.id] = HeldBlocks(folder: folderID) }
+                state.indexBlocks[session.id]?.append(blocks)
+            }
         case let .indexAck(folderID, sequence):
             do { try index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence)) } catch {
                 // The peer's acknowledgement is lost: what it already has is sent again later.
                 emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
             }
         case let .blockRequest(request, folderID, _, _, _, _), let .blockDeltaRequest(request, folderID, _, _, _, _, _):
-            // One row looked up, not the folder's member list (B: 10,000 requests).
-            guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else {
+            // One row looked up, not the folder's member list (B: 10,000 requests); one turn
+            // of the lock for all this request needs of the table.
+            let (found, waiting, link) = state.withLock { ($0.folders[folderID], !($0.parked[session.id] ?? []).isEmpty, $0.link) }
+            guard let folder = found, isMember(session.deviceKey, of: folderID) else {
                 link?.send([.blockResponse(request: request, ok: false, data: [])], on: session.id)
                 blockRefused(to: session, folder: nil)
                 return true
             }
-            serveBlock(frame, from: folder, to: session)
+            serveBlock(frame, from: folder, to: session, behindParked: waiting)
         case let .versionRequest(request, folderID, path, tree, before, version):
             serveVersionRequest(request, folderID: folderID, path: path, tree: tree, before: before, version: version, from: session)
         case let .versionResponse(request, ok, data):
@@ -564,8 +623,11 @@ final class FolderService: Reporting, @unchecked Sendable {
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed
             // first, a request answered by another peer never called back: the pull waiting
             // for it, and the folder's io with it, waited for ever.)
-            guard folderTable.pendingBlocks[request]?.device == session.deviceKey,
-                  let pending = folderTable.pendingBlocks.removeValue(forKey: request) else { return true }
+            let answered = state.withLock { state -> PendingBlock? in
+                guard state.pendingBlocks[request]?.device == session.deviceKey else { return nil }
+                return state.pendingBlocks.removeValue(forKey: request)
+            }
+            guard let pending = answered else { return true }
             // An answer longer than what was asked is a lie (it fails the hash as an empty one
             // does), and is not hashed: up to 16 MiB for each of 1,024 small blocks in flight.
             pending.callback(ok ? (data.count <= pending.limit ? data : []) : nil)
@@ -577,9 +639,9 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: LinkSession) {
         // The content that came just before this page is for this page only.
-        let held = folderTable.indexBlocks.removeValue(forKey: session.id)
+        let (held, found) = state.withLock { ($0.indexBlocks.removeValue(forKey: session.id), $0.folders[folderID]) }
         let blocks = held?.folder == folderID ? held : nil
-        guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else { return }
+        guard let folder = found, isMember(session.deviceKey, of: folderID) else { return }
         // The quota first, on the paths as sent: a page past it is refused before any entry
         // is checked, decoded or kept (1,000,000 tombstones past it cost 51.7 CPU-s).
         guard withinIndexQuota(Set(entries.map { PathKey($0.path) }), folder: folder, from: session) else { return }
@@ -640,11 +702,13 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// another call changes nothing: each page starts from `sent`, which picks up new
     /// entries and a reset (the peer accepted the share only now) alike.
     func sendIndex(_ folderID: String, to session: LinkSession) {
-        guard folderTable.sending.insert("\(folderID)|\(session.id)").inserted else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard state.withLock({ $0.sending.insert("\(folderID)|\(session.id)").inserted }) else { return }
         sendIndexPage(folderID, to: session, full: false)
     }
 
     private func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
         // A peer that left the folder gets no more of its entries (nor their content). (An
@@ -654,26 +718,31 @@ final class FolderService: Reporting, @unchecked Sendable {
             guard let member = try index.folderPeer(folderID: folderID, deviceID: session.deviceKey) else { return endIndexPass(pass) }
             acked = member.ackedSequence
         } catch {}
-        let since = max(folderTable.sent[key] ?? 0, acked)
+        let (sent, lastLimit, link) = state.withLock { ($0.sent[key], $0.pageLimit[pass], $0.link) }
+        let since = max(sent ?? 0, acked)
         let full = full || since == 0
         // How many records to read: what the last page held, doubled while pages are not cut
         // by bytes (a pass starts small, so a folder of large files' manifests is not read
         // 1,000 at a time — 720 MB for 1 GiB files — only to send a few).
-        let limit = folderTable.pageLimit[pass] ?? Self.firstIndexRead
+        let limit = lastLimit ?? Self.firstIndexRead
         let records = link?.session(session.id)?.isConnected == true
             ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
         // Our own changes stay here for a peer we are receive-only towards (FolderRoles.sends).
         let sendable = roleFiltered(records, folderID: folderID, to: session.deviceKey)
         let page = Self.indexPage(sendable.map(Self.wireEntry), budget: Self.indexPageBytes)
         let cut = page.count < sendable.count
-        folderTable.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
         let pageRecords = sendable.prefix(page.count)
-        if let last = (cut ? pageRecords.last : records.last)?.sequence { folderTable.sent[key] = max(last, since) }
+        let last = (cut ? pageRecords.last : records.last)?.sequence
+        let carrier = state.withLock { state in
+            state.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
+            if let last { state.sent[key] = max(last, since) }
+            return state.folders[folderID]
+        }
         let update = Frame.indexUpdate(folder: folderID, full: full, entries: page)
         // The content of its small files goes first, for a peer that takes it: no block
         // request and answer per file (B: 10,000 of each).
         guard !page.isEmpty, session.indexBlocks, SharedFolder.mayCarryBlocks(pageRecords, localDevice: localDevice),
-              let carrier = folderTable.folders[folderID] else {
+              let carrier else {
             if !page.isEmpty { link?.send([update], on: session.id) }
             guard records.count == limit || cut else { return endIndexPass(pass) }
             sendIndexPageLater(folderID, to: session, full: full)
@@ -690,7 +759,8 @@ final class FolderService: Reporting, @unchecked Sendable {
         carrier.serveQueue.async { [self] in
             let blocks = carrier.indexBlocks(for: Array(pageRecords), localDevice: localDevice)
             queue.async { [self] in
-                guard folderTable.folders[folderID] === carrier, isMember(session.deviceKey, of: folderID) else {
+                let (current, link) = state.withLock { ($0.folders[folderID], $0.link) }
+                guard current === carrier, isMember(session.deviceKey, of: folderID) else {
                     return endIndexPass(pass)
                 }
                 if !blocks.isEmpty { carrier.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
@@ -708,8 +778,10 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// Ends the index pass `pass` ("folder|session ID"; on `queue`).
     private func endIndexPass(_ pass: String) {
-        folderTable.pageLimit[pass] = nil
-        folderTable.sending.remove(pass)
+        state.withLock { state in
+            state.pageLimit[pass] = nil
+            state.sending.remove(pass)
+        }
     }
 
     /// The pass's next page, once what the session has queued is written (any thread).
@@ -780,6 +852,11 @@ final class FolderService: Reporting, @unchecked Sendable {
     func requestBlocks(_ wants: [BlockWant]) {
         guard !wants.isEmpty else { return }
         queue.async { [self] in
+            // The lock is taken twice for the whole batch (its request numbers, then its
+            // pending entries): only `queue` numbers requests, so none comes in between.
+            let (first, link) = state.withLock { ($0.nextRequest, $0.link) }
+            var next = first
+            var pending: [(request: UInt32, block: PendingBlock)] = []
             let deadline = ContinuousClock.now + Self.blockTimeout
             var frames: [(session: UInt64, frames: [Frame])] = []
             for want in wants {
@@ -787,7 +864,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                     want.callback(nil)
                     continue
                 }
-                let request = folderTable.nextRequest
+                let request = next
                 let delta = session.blockDelta ? want.sums : nil
                 let frame: Frame = if let delta {
                     .blockDeltaRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size,
@@ -800,35 +877,45 @@ final class FolderService: Reporting, @unchecked Sendable {
                     want.callback(nil)
                     continue
                 }
-                folderTable.nextRequest &+= 1
+                next &+= 1
                 let callback = want.callback
                 // The most an answer may carry: the block, and a delta's bitmap.
                 let limit = Int(want.size) + (delta == nil ? 0 : BlockDelta.bitmapSize(size: Int(want.size)))
-                folderTable.pendingBlocks[request] = (want.device, deadline, limit, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
+                pending.append((request, (want.device, deadline, limit, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })))
                 if let at = frames.firstIndex(where: { $0.session == session.id }) { frames[at].frames.append(frame) } else {
                     frames.append((session.id, [frame]))
                 }
             }
+            let sweep = state.withLock { state in
+                state.nextRequest = next
+                for (request, block) in pending { state.pendingBlocks[request] = block }
+                return state.startSweep()
+            }
             for (session, list) in frames { link?.send(list, on: session) }
-            sweepBlocksLater()
+            if sweep { sweepBlocksLater() }
         }
     }
 
-    /// Fails the block requests past their deadline, once a second while any is pending (on
-    /// `queue`): one timer for all of them, not one per request.
+    /// Fails the block requests past their deadline a second from now, and again every
+    /// second while any is pending (on `queue`, once `State.startSweep` says so): one timer
+    /// for all of them, not one per request.
     private func sweepBlocksLater() {
-        guard !folderTable.sweeping, !folderTable.pendingBlocks.isEmpty else { return }
-        folderTable.sweeping = true
         queue.asyncAfter(deadline: .now() + .seconds(1)) { [self] in
-            folderTable.sweeping = false
             let now = ContinuousClock.now
-            let expired = folderTable.pendingBlocks.filter { $0.value.deadline <= now }.map(\.key)
-            for request in expired { folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil) }
-            sweepBlocksLater()
+            let (expired, again) = state.withLock { state in
+                state.sweeping = false
+                let expired = state.pendingBlocks.filter { $0.value.deadline <= now }
+                for request in expired.keys { state.pendingBlocks[request] = nil }
+                return (expired.values.map(\.callback), state.startSweep())
+            }
+            for callback in expired { callback(nil) }
+            if again { sweepBlocksLater() }
         }
     }
 
+    /// A folder's state changed (on `queue`: the folder's status is read there).
     func emitFolder(_ folder: SharedFolder, reason: String?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         emit(.folder(.init(folder: folder.id, name: folder.label, state: folder.status, path: folder.root, reason: reason,
                            time: now())))
     }

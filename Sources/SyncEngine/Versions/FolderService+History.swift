@@ -19,7 +19,7 @@ extension FolderService {
     /// the caller, made absolute by the client) and the path relative to its root ("" for
     /// the root itself).
     func folder(holding path: String) throws(EngineError) -> (folder: SharedFolder, relative: String) {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let list = sharedFolders()
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         if let folder = list.first(where: { $0.root == absolute }) { return (folder, "") }
         guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
