@@ -162,8 +162,10 @@ final class FolderService: Reporting, Sendable {
         events.emit(event)
     }
 
-    /// Connected sessions whose peers are members of `folderID`.
+    /// Connected sessions whose peers are members of `folderID` (on `queue`: the link's
+    /// sessions are the connections', changed there).
     func connectedMembers(of folderID: String) -> [LinkSession] {
+        dispatchPrecondition(condition: .onQueue(queue))
         let members = Set(((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID))
         return (link?.connectedSessions() ?? []).filter { members.contains($0.deviceKey) }
     }
