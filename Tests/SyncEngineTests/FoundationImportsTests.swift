@@ -14,7 +14,7 @@ struct FoundationImportsTests {
     /// How many files of each module linked into `syncpeer` may import Foundation: lower a
     /// number when a file moves to FoundationEssentials; 0 everywhere is the goal.
     static let ceiling = [
-        "syncpeer": 0, "SyncpeerCLI": 14, "SyncpeerWeb": 0, "Wormhole": 10, "SyncEngine": 58,
+        "syncpeer": 0, "SyncpeerCLI": 14, "SyncpeerWeb": 0, "Wormhole": 10, "SyncEngine": 30,
         "PeerNet": 0, "PeerIndex": 0, "PeerFiles": 0, "PeerWire": 0, "PeerCrypto": 0,
     ]
 

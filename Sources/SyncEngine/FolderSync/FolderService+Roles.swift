@@ -1,4 +1,5 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 internal import PeerIndex
 
 /// Roles per peer and the mass-change guard as the control requests reach them (`role`,
