@@ -29,10 +29,16 @@ release: deps
 # Swift Testing runs every test at once by default: on 2 cores that is 100+ daemons, a load of
 # 15-25, and waits that time out for no fault of the code. At most TEST_WIDTH tests run at a
 # time (589 tests in ~4.5 min at load ~2.5 on 2 cores).
+# examples/dependent, a package that depends on syncpeer by URL and version, builds first, in
+# the background at the lowest CPU priority (scripts/dependent-package.sh): it takes what the
+# main build and the tests leave idle, and DependentPackageTests waits for it and runs it.
 TEST_WIDTH ?= 8
-test: build
+DEPENDENT_PACKAGE := $(CURDIR)/.build/dependent-package
+test: deps
+	bash scripts/dependent-package.sh start $(DEPENDENT_PACKAGE)
+	swift build $(SWIFT_FLAGS)
 	swift build --build-tests $(SWIFT_FLAGS)
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) swift test --skip-build $(SWIFT_FLAGS)
+	SYNCPEER_DEPENDENT_PACKAGE=$(DEPENDENT_PACKAGE) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) swift test --skip-build $(SWIFT_FLAGS)
 
 demo: build
 	@bash scripts/demo.sh "$$(swift build --show-bin-path)/syncpeer"

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 
 /// Peers: the pinned keys and what we know about each device.
 extension NodeIndex {

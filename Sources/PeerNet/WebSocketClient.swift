@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 internal import PeerCrypto
 
 /// A WebSocket client (RFC 6455) over plain TCP, for text messages: the opening handshake,
@@ -67,7 +67,7 @@ package final class WebSocketClient: Sendable {
         var headers: [String: String] = [:]
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = HTTPText.trimmed(line[line.index(after: colon)...])
         }
         let expected = Data(SHA1.hash(Array((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").utf8))).base64EncodedString()
         guard headers["upgrade"]?.lowercased() == "websocket", headers["sec-websocket-accept"] == expected else {

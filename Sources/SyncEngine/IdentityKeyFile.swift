@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 
 /// The node's long-term X25519 key on disk. A small text file, mode 0600:

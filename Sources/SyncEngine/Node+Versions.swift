@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerIndex
 
 /// Versions, history and restore (issue 41): the public API the control server and the

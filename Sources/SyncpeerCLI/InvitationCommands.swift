@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `syncpeer invitations`: the open invitations from peers.

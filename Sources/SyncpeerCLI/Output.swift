@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 internal import Synchronization
 

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `syncpeer peers [--watch]`: paired, connected and discovered peers with their states.

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `restore`'s progress, from the daemon's `transfer` events: with `--json`, each event on

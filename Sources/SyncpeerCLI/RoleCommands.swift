@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `syncpeer role DIR PEER [ROLE] [--no-deletes | --deletes]`: our role towards one member.

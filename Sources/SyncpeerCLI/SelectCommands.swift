@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `syncpeer select DIR [PATH ...] | --all`: which subtrees of a shared folder this device holds.

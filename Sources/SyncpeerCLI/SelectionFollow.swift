@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `select --wait`: follows the fetch a selection started until everything selected is

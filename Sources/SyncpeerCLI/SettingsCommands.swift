@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 
 /// `syncpeer rename NAME`: the running daemon's display name, changed at once.

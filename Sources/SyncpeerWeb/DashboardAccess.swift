@@ -1,6 +1,7 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import Glibc
 internal import PeerCrypto
+internal import PeerNet
 package import SyncEngine
 internal import Synchronization
 
@@ -92,8 +93,8 @@ package final class DashboardAccess: Sendable {
     package static func loadToken(home: NodeHome) throws(EngineError) -> String? {
         let path = tokenPath(home)
         guard let contents = try PrivateFile.read(path, limit: 80) else { return nil }
-        let token = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard token.count == 64, bytes(fromHex: token).count == 32 else {
+        let words = String(decoding: contents, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        guard words.count == 1, let token = words.first.map(String.init), token.count == 64, bytes(fromHex: token).count == 32 else {
             throw .invalidArgument("\(path) does not hold a dashboard key; remove it to make a new one")
         }
         return token
@@ -137,7 +138,7 @@ package final class DashboardAccess: Sendable {
         guard let cookies = request.header("cookie") else { return false }
         let sessions = state.withLock { $0.sessions }
         for pair in cookies.split(separator: ";") {
-            let parts = pair.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let parts = pair.split(separator: "=", maxSplits: 1).map { HTTPText.trimmed($0) }
             if parts.count == 2, parts[0] == cookieName, sessions.contains(where: { Self.same(parts[1], $0) }) { return true }
         }
         return false

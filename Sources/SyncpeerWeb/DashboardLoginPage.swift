@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 package import SyncEngine
 
 /// The page `syncpeer gui` opens the browser on: `HOME/gui-login.html`, mode 0600, a form

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 
 /// The login: the code from the page `syncpeer gui` writes, or from a pasted link, for a
 /// session (docs/PROTOCOL.md, "Dashboard").

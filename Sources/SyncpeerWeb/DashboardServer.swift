@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import Glibc
 internal import PeerNet
 package import SyncEngine
@@ -92,14 +92,10 @@ package final class DashboardServer: Sendable {
             try Data((server.url + "\n").utf8).write(to: URL(fileURLWithPath: addressFile(home)), options: .atomic)
         } catch {
             listener.close()
-            throw .invalidArgument("cannot write \(addressFile(home)): \(error.localizedDescription)")
+            throw .invalidArgument("cannot write \(addressFile(home)): \(Self.reason(error))")
         }
-        let accepting = Thread { server.acceptLoop() }
-        accepting.name = "syncpeer-gui-accept"
-        accepting.start()
-        let beating = Thread { server.heartbeatLoop() }
-        beating.name = "syncpeer-gui-heartbeat"
-        beating.start()
+        OSThread.start(name: "syncpeer-gui-accept") { server.acceptLoop() }
+        OSThread.start(name: "syncpeer-gui-heartbeat") { server.heartbeatLoop() }
         return server
     }
 
@@ -133,9 +129,7 @@ package final class DashboardServer: Sendable {
                 continue
             }
             let ticket = slots.admit { connection.close() }
-            let thread = Thread { [self] in serve(connection, ticket) }
-            thread.name = "syncpeer-gui-request"
-            thread.start()
+            OSThread.start(name: "syncpeer-gui-request") { [self] in serve(connection, ticket) }
         }
     }
 
@@ -251,7 +245,7 @@ package final class DashboardServer: Sendable {
         }
         switch (request.method, request.path) {
         case ("GET", "/"):
-            let page = DashboardAssets.indexHTML.replacingOccurrences(of: "{{CSRF}}", with: access.csrf)
+            let page = DashboardAssets.indexHTML.replacing("{{CSRF}}", with: access.csrf)
             respond(connection, .asset(page, type: "text/html; charset=utf-8"))
         case ("GET", "/app.js"):
             respond(connection, .asset(DashboardAssets.appJS, type: "text/javascript; charset=utf-8"))
@@ -371,7 +365,7 @@ package final class DashboardServer: Sendable {
 
     private func heartbeatLoop() {
         while !stopped.load(ordering: .relaxed) {
-            Thread.sleep(forTimeInterval: Double(Self.heartbeat.components.seconds))
+            OSThread.sleep(for: .seconds(Self.heartbeat.components.seconds))
             // A comment line: finds the pages that went away while no event came.
             for stream in streams.withLock({ Array($0.values) }) where !stream.send(": keepalive\n\n") {
                 stream.close()
@@ -413,5 +407,16 @@ final class EventStream: Sendable {
         closed.store(true, ordering: .releasing)
         client.withLock { $0 }?.hangUp()
         connection.close()
+    }
+}
+
+extension DashboardServer {
+    /// A file error in words: the system's text for the errno under it ("Permission
+    /// denied"), else the error as it describes itself.
+    static func reason(_ error: any Error) -> String {
+        if let file = error as? CocoaError, let posix = file.underlying as? POSIXError {
+            return String(cString: strerror(posix.code.rawValue))
+        }
+        return "\(error)"
     }
 }

@@ -1,3 +1,5 @@
+internal import PeerNet
+
 /// One HTTP/1.1 request as the dashboard server reads it (RFC 9112): only what a browser
 /// sends to a local page — GET and POST with an origin-form target, headers, and a body of
 /// at most `HTTPLimits.body` bytes given by Content-Length (no chunked bodies).
@@ -94,7 +96,7 @@ package enum HTTPRequestParser {
                 return .invalid(status: 400, reason: "a header value holds a control character")
             }
             headers.append((String(decoding: line[line.startIndex..<colon], as: UTF8.self),
-                            trimmed(String(decoding: value, as: UTF8.self))))
+                            HTTPText.trimmed(String(decoding: value, as: UTF8.self))))
         }
         var request = HTTPRequest(method: String(decoding: parts[0], as: UTF8.self), path: "", query: [:],
                                   version: version, headers: headers, body: [])
@@ -176,13 +178,6 @@ package enum HTTPRequestParser {
         default:
             return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
         }
-    }
-
-    private static func trimmed(_ text: String) -> String {
-        var value = Substring(text)
-        while let first = value.first, first == " " || first == "\t" { value = value.dropFirst() }
-        while let last = value.last, last == " " || last == "\t" { value = value.dropLast() }
-        return String(value)
     }
 
     /// `a=1&b=two%20words` → ["a": "1", "b": "two words"]; nil on bad percent-encoding.

@@ -1,4 +1,3 @@
-internal import Foundation
 package import SyncEngine
 
 /// An HTTP/1.1 response of the dashboard: always `Connection: close`, never cached, with
@@ -73,9 +72,21 @@ package struct HTTPResponse: Sendable {
     }
 
     /// Text for HTML: the five characters that could start markup, escaped.
+    /// By scalar, not by Character: a quote with a combining mark after it still ends an
+    /// attribute for the browser.
     static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
-            .replacingOccurrences(of: "'", with: "&#39;")
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        return escaped
     }
 }

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 package import SyncEngine
 
 /// The login codes already used, by nonce, until they expire: kept in `HOME/gui-used` (mode

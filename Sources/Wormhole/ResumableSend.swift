@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 
 /// The sending end of a `resume-v1` transfer over an open Transit connection (see

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 package import PeerCrypto
 
 /// `syncpeer pair --code`: two syncpeers that opened a wormhole with the same code swap

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 import SyncpeerCLI
 
 // A closed pipe must give an error on write, not kill the process.

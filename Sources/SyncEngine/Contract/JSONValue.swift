@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 
 /// A JSON value, for the control protocol's requests, results and events. Encodes with
 /// sorted keys so output is stable for scripts and tests.

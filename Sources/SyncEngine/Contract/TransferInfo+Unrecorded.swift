@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 
 extension TransferInfo {
     /// A transfer no daemon records (a Magic Wormhole transfer run by the CLI itself): no ID,

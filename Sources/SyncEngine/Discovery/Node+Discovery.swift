@@ -1,4 +1,5 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet

@@ -1,5 +1,5 @@
 internal import PeerFiles
-internal import Foundation
+internal import FoundationEssentials
 internal import Synchronization
 
 /// What a shared folder is moving right now, and has moved since the daemon started: the

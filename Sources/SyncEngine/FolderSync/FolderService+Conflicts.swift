@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 

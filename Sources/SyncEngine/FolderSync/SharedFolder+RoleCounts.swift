@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import Synchronization
 
 /// What `status` (and the dashboard, which shows it) counts of the roles' differences in a

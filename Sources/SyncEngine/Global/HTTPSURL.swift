@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 
 /// The `https://HOST[:PORT]/…` URL of a server we call (a global discovery server, a relay
 /// pool), checked: at most 1 KiB, https, a host, a port in range (443 by default); the host

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex

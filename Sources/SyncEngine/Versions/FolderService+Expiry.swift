@@ -2,7 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 
 /// Expiry of kept versions in the background: every `expiryInterval`, and soon after a
 /// policy changes, each folder's policy is applied (`VersionKeeper.expire`) on a utility

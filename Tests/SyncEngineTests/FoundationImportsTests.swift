@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// Issue 42.6: the release binary is mostly Foundation's. A module that imports Foundation (not
+/// FoundationEssentials) links swift-corelibs-foundation, CoreFoundation,
+/// FoundationInternationalization and ICU with its 34 MB of data: 42 of the 65 MB that
+/// `make install` installs. Only when no module linked into `syncpeer` imports Foundation does
+/// that go. The modules below the engine import none; the others import it only in the files
+/// that still use what FoundationEssentials lacks (`Thread`, `Progress`, `NSCondition`,
+/// `JSONSerialization`, `DateFormatter`, `Process`, `FileHandle`, `CharacterSet` trimming,
+/// `range(of:)`, `replacingOccurrences`, `NSString` paths, NFC/NFKC mapping,
+/// `localizedDescription`), and those counts may only fall.
+struct FoundationImportsTests {
+    /// How many files of each module linked into `syncpeer` may import Foundation: lower a
+    /// number when a file moves to FoundationEssentials; 0 everywhere is the goal.
+    static let ceiling = [
+        "syncpeer": 0, "SyncpeerCLI": 14, "SyncpeerWeb": 0, "Wormhole": 10, "SyncEngine": 30,
+        "PeerNet": 0, "PeerIndex": 0, "PeerFiles": 0, "PeerWire": 0, "PeerCrypto": 0,
+    ]
+
+    static func filesImportingFoundation(in module: String) throws -> [String] {
+        let directory = ArchitectureCountsTests.root.appendingPathComponent("Sources/\(module)")
+        let files = try #require(FileManager.default.enumerator(at: directory, includingPropertiesForKeys: nil))
+        var found: [String] = []
+        for case let file as URL in files where file.pathExtension == "swift" {
+            let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+            let imports = lines.contains { line in
+                let words = line.split(separator: " ")
+                return words.last == "Foundation" && words.dropLast().last == "import"
+            }
+            if imports { found.append(file.lastPathComponent) }
+        }
+        return found.sorted()
+    }
+
+    @Test func modulesLinkedIntoTheBinaryImportFoundationOnlyWhereTheyStillNeedIt() throws {
+        for (module, limit) in Self.ceiling.sorted(by: { $0.key < $1.key }) {
+            let files = try Self.filesImportingFoundation(in: module)
+            #expect(files.count <= limit, "\(module): \(files.count) files import Foundation (at most \(limit); use FoundationEssentials): \(files)")
+        }
+    }
+}
