@@ -1,6 +1,8 @@
+import Dispatch
 import Glibc
 import PeerFiles
 import PeerIndex
+import Synchronization
 
 /// Files this node has just put in place from a peer, each with what it recorded for it.
 ///
@@ -49,6 +51,15 @@ struct PlacedFiles {
         for path in paths { marks[path] = nil }
     }
 
+    /// The marks of `paths`, taken out (consumed): what a watcher batch's paths are checked
+    /// against, outside the folder's lock.
+    mutating func take(_ paths: some Sequence<String>) -> [String: Mark] {
+        guard !marks.isEmpty else { return [:] }
+        var taken: [String: Mark] = [:]
+        for path in paths { taken[path] = marks.removeValue(forKey: path) ?? taken[path] }
+        return taken
+    }
+
     /// Whether `path` has a mark; `stat` is asked only then. Consumes the mark and says
     /// whether what `stat` found (nil: not a regular file, or not readable) is it.
     mutating func take(_ path: String, stat: () -> Mark?) -> Bool {
@@ -61,19 +72,21 @@ extension SharedFolder {
     /// The paths of a watcher batch that need a scan: those the applier placed and that
     /// are still exactly what it recorded are left out (see `PlacedFiles`).
     func needingScan(_ paths: [String]) -> [String] {
-        guard !placed.isEmpty else { return paths }
+        dispatchPrecondition(condition: .onQueue(io))
+        var marks = state.withLock { $0.placed.take(paths) }
+        guard !marks.isEmpty else { return paths }
         var root: DirectoryHandle?
         return paths.filter { path in
-            !placed.take(path) {
-                if root == nil { root = try? DirectoryHandle(path: self.root) }
-                guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return nil }
-                var st = stat()
-                guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
-                      st.st_mode & S_IFMT == S_IFREG else { return nil }
-                return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                                        mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-                                        mode: UInt32(st.st_mode) & 0o7777)
-            }
+            // A mark is used once: a second report of the path in the batch is scanned.
+            guard let mark = marks.removeValue(forKey: path) else { return true }
+            if root == nil { root = try? DirectoryHandle(path: self.root) }
+            guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return true }
+            var st = stat()
+            guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
+                  st.st_mode & S_IFMT == S_IFREG else { return true }
+            return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                                    mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                                    mode: UInt32(st.st_mode) & 0o7777) != mark
         }
     }
 }
