@@ -26,9 +26,10 @@ extension SharedFolder {
         let planned = actions.flatMap(\.paths).pathKeys
         let (settled, table) = state.withLock { state -> (Set<PathKey>, PullRetry?) in
             guard !state.retry.isEmpty else { return ([], nil) }
-            let retry = state.retry
-            let considered = paths.map { $0.filter { retry.entries[$0] != nil } } ?? Set(retry.entries.keys)
-            let settled = considered.subtracting(planned)
+            // (The table is read in place: a copy alive while it changes would be copied whole.)
+            var settled = Set(state.retry.entries.keys)
+            if let paths { settled.formIntersection(paths) }
+            settled.subtract(planned)
             for path in settled { state.retry.succeeded(path) }
             return (settled, settled.isEmpty ? nil : state.retry)
         }

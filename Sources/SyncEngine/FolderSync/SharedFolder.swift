@@ -502,8 +502,12 @@ final class SharedFolder: Sendable {
         settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return 0 }
         // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
-        let retry = state.withLock { $0.retry }
-        let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy { retry.waitsForSpace(PathKey($0)) } }
+        let wanted: [SyncAction]
+        do {
+            // (A copy, gone before `recordOutcome` changes the table: no copy of it is made.)
+            let retry = state.withLock { $0.retry }
+            wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy { retry.waitsForSpace(PathKey($0)) } }
+        }
         guard !wanted.isEmpty else { return 0 }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         guard admitsMassChange(actions, local: plan.local, index: index) else { return 0 }
