@@ -66,6 +66,8 @@ extension SharedFolder {
     var massConfirmed: Bool { state.withLock { $0.massConfirmed } }
     var status: FolderState { state.withLock { $0.status } }
     var error: String? { state.withLock { $0.error } }
+    /// Both, as one `setError`/`setStatus` left them (any thread).
+    var shown: (status: FolderState, error: String?) { state.withLock { ($0.status, $0.error) } }
     /// Set before `start` (FolderService).
     var recoversVanished: Bool {
         get { state.withLock { $0.recoversVanished } }
