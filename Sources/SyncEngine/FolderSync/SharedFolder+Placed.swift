@@ -51,12 +51,14 @@ struct PlacedFiles {
         for path in paths { marks[path] = nil }
     }
 
-    /// The marks of `paths`, taken out (consumed): what a watcher batch's paths are checked
-    /// against, outside the folder's lock.
-    mutating func take(_ paths: some Sequence<String>) -> [String: Mark] {
-        guard !marks.isEmpty else { return [:] }
-        var taken: [String: Mark] = [:]
-        for path in paths { taken[path] = marks.removeValue(forKey: path) ?? taken[path] }
+    /// The marks of `paths`, moved out into a value of their own: the folder checks them
+    /// against the disk (`take(_:stat:)`) outside its lock.
+    mutating func takeMarks(of paths: some Sequence<String>) -> PlacedFiles {
+        var taken = PlacedFiles(limit: limit)
+        guard !marks.isEmpty else { return taken }
+        for path in paths {
+            if let mark = marks.removeValue(forKey: path) { taken.marks[path] = mark }
+        }
         return taken
     }
 
@@ -73,20 +75,20 @@ extension SharedFolder {
     /// are still exactly what it recorded are left out (see `PlacedFiles`).
     func needingScan(_ paths: [String]) -> [String] {
         dispatchPrecondition(condition: .onQueue(io))
-        var marks = state.withLock { $0.placed.take(paths) }
+        var marks = state.withLock { $0.placed.takeMarks(of: paths) }
         guard !marks.isEmpty else { return paths }
         var root: DirectoryHandle?
         return paths.filter { path in
-            // A mark is used once: a second report of the path in the batch is scanned.
-            guard let mark = marks.removeValue(forKey: path) else { return true }
-            if root == nil { root = try? DirectoryHandle(path: self.root) }
-            guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return true }
-            var st = stat()
-            guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
-                  st.st_mode & S_IFMT == S_IFREG else { return true }
-            return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: Int64(st.st_size),
-                                    mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-                                    mode: UInt32(st.st_mode) & 0o7777) != mark
+            !marks.take(path) {
+                if root == nil { root = try? DirectoryHandle(path: self.root) }
+                guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return nil }
+                var st = stat()
+                guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
+                      st.st_mode & S_IFMT == S_IFREG else { return nil }
+                return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                                        mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
+                                        mode: UInt32(st.st_mode) & 0o7777)
+            }
         }
     }
 }
