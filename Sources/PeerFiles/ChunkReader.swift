@@ -10,8 +10,9 @@ internal import Synchronization
 package final class ChunkReader {
     /// The path, for messages.
     package let path: String
-    private let fd: Int32
-    private let ownsDescriptor: Bool
+    /// The open file: what another queue may keep reading once this reader is done.
+    package let file: OpenFile
+    private var fd: Int32 { file.fd }
     private var buffer: UnsafeMutableRawPointer?
     private var capacity = 0
 
@@ -20,9 +21,8 @@ package final class ChunkReader {
 
     /// Reads from an open descriptor (closed with the reader only if `ownsDescriptor`).
     package init(fileDescriptor: Int32, path: String = "", ownsDescriptor: Bool = false) {
-        self.fd = fileDescriptor
         self.path = path
-        self.ownsDescriptor = ownsDescriptor
+        file = OpenFile(fd: fileDescriptor, path: path, ownsDescriptor: ownsDescriptor)
     }
 
     /// Opens `path` read-only.
@@ -50,7 +50,6 @@ package final class ChunkReader {
 
     deinit {
         buffer?.deallocate()
-        if ownsDescriptor { close(fd) }
     }
 
     /// Size, mtime (unix ns) and inode of the open file (`fstat`), or nil if that fails:
@@ -97,20 +96,7 @@ package final class ChunkReader {
     /// reader's own): for streaming a chunk piece by piece. A file that ends earlier throws
     /// `FileError.changedOnDisk`.
     package func read(at offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
-        guard let base = buffer.baseAddress else { return }
-        var done = 0
-        while done < buffer.count {
-            let n = pread(fd, base + done, buffer.count - done, off_t(offset + UInt64(done)))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileError.system("read", path: path, errno: errno)
-            }
-            if n == 0 {
-                throw FileError(kind: .changedOnDisk, operation: "read", path: path,
-                                message: "the file ends at \(offset + UInt64(done)), before \(offset + UInt64(buffer.count)); it changed since it was scanned")
-            }
-            done += n
-        }
+        try file.read(at: offset, into: buffer)
     }
 
     /// `read(offset:size:)` of a chunk, verified against its hash when asked.

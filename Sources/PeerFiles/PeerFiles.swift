@@ -11,6 +11,8 @@
 /// - `PartialFile`: the receiving side (chunks written at their offsets, atomic no-replace
 ///   commit with mode and mtime, re-verification for resume);
 /// - `ChunkReader`: the sending side (chunks read into a reused buffer);
+/// - `OpenFile`: a file open for reading that any thread may read through (`pread`), closed
+///   with its last reference: what a chunk streamed from another queue holds;
 /// - `FileError`: the one I/O error type.
 // (No namespace type: a type named like the module would hide the module's own name,
 // making `PeerFiles.ScannedEntry` unreachable from modules that also define one.)

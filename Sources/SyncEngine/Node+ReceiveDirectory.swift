@@ -27,6 +27,7 @@ extension Node {
             transfers.config.receiveDirectory = path
             folders.config.receiveDirectory = path
         }
+        streams.receiveDirectory = path
         return status()
     }
 }

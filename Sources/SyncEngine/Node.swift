@@ -14,13 +14,14 @@ internal import Synchronization
 ///     ConnectionService ── PeerLink ──▶ TransferService, FolderService
 ///            │   ▲
 ///            │   └── NearbyPeers ── node over NodeDiscovery (Node+Discovery)
-///            └── SessionObserver ──▶ node ──▶ folders, transfers, streams (Node+Streams)
+///            └── SessionObserver ──▶ node ──▶ folders, transfers, StreamService
 ///
-/// Every service's state is confined to `queue` (one serial queue for the engine); each
-/// service runs its blocking work on threads or queues of its own.
-package final class Node: Reporting, @unchecked Sendable {
-    // @unchecked: the mutable properties below (discovery, the stream waiters) are read and
-    // written only on `queue`.
+/// `queue` (one serial queue for the engine) orders what happens to the services: the
+/// connections call the node's `SessionObserver` hooks on it, and the public calls hop to
+/// it. The node's own state (discovery) is behind a `Mutex`; the rest is `let`s of
+/// `Sendable` types, so the compiler checks it. Each service runs its blocking work on
+/// threads or queues of its own.
+package final class Node: Reporting, Sendable {
     /// The key pair and device ID, with the display name as it is now (`rename`).
     package var identity: Identity {
         var current = initialIdentity
@@ -43,22 +44,22 @@ package final class Node: Reporting, @unchecked Sendable {
     let activity = ActivityLog()
     /// The listener, dialling, handshakes, sessions, keepalive, redial and pairing.
     let connections: ConnectionService
-    /// Sending and receiving files, folders and streams (its state confined to `queue`).
+    /// Sending and receiving files and folders (its state confined to `queue`).
     let transfers: TransferService
     /// Shared folders: sharing, the index exchange, serving blocks (confined to `queue`).
     let folders: FolderService
-    /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
-    var discovery: NodeDiscovery?
+    /// Named byte streams: every session's stream table, unclaimed streams, waiting consumers.
+    let streams: StreamService
 
-    /// Streams peers opened that no consumer took yet, and consumers waiting for one
-    /// (confined to `queue`; see Node+Streams).
-    var unclaimedStreams: [UnclaimedStream] = []
-    var streamWaiters: [StreamWaiter] = []
-    private var lastStreamWaiterID: UInt64 = 0
-    func nextStreamWaiterID() -> UInt64 {
-        lastStreamWaiterID += 1
-        return lastStreamWaiterID
+    /// What changes in the node itself.
+    struct State {
+        /// Advertiser, browser and the peers found (nil when discovery is off); see Node+Discovery.
+        var discovery: NodeDiscovery?
     }
+    let state = Mutex(State())
+
+    /// Discovery as it is now (any thread); nil when it is off or not started.
+    var discovery: NodeDiscovery? { state.withLock { $0.discovery } }
 
     init(home: NodeHome, identity: Identity, index: NodeIndex, config: NodeConfig) {
         self.home = home
@@ -68,13 +69,14 @@ package final class Node: Reporting, @unchecked Sendable {
         self.index = index
         self.config = config
         connections = ConnectionService(queue: queue, identity: identity, config: config, index: index, events: events,
-                                        features: ["messages", Self.streamsFeature, FolderService.blockDeltaFeature,
+                                        features: ["messages", StreamService.feature, FolderService.blockDeltaFeature,
                                                    FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
                                                    TransferService.resentBytesFeature, FolderService.selectionFeature,
                                                    ConnectionService.certificateFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
+        streams = StreamService(queue: queue, link: connections, store: index, events: events, config: config)
         transfers.link = connections
         folders.link = connections
         folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index)
@@ -258,20 +260,24 @@ package final class Node: Reporting, @unchecked Sendable {
     // MARK: - Lookup and events (on the queue)
 
     func resolve(_ text: String) throws(EngineError) -> PeerResolver.Candidate {
-        try connections.resolve(text)
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try connections.resolve(text)
     }
 
     func connectedSession(for text: String) throws(EngineError) -> Session {
-        try connections.connectedSession(for: text)
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try connections.connectedSession(for: text)
     }
 
     /// The paired peer `text` names (connected or not).
     func pairedPeer(for text: String) throws(EngineError) -> PeerRecord {
-        try connections.pairedPeer(for: text)
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try connections.pairedPeer(for: text)
     }
 
     func peerRef(_ record: PeerRecord) throws(EngineError) -> PeerRef {
-        try connections.peerRef(record)
+        dispatchPrecondition(condition: .onQueue(queue))
+        return try connections.peerRef(record)
     }
 
     func emit(_ event: NodeEvent) {
@@ -279,30 +285,41 @@ package final class Node: Reporting, @unchecked Sendable {
     }
 }
 
-/// The node wires what the connections see to the services above them.
+/// The node wires what the connections see to the services above them (on `queue`).
 extension Node: SessionObserver {
     func sessionConnected(_ session: Session) {
-        folders.sessionConnected(session.link)
-        transfers.sessionConnected(session.link)
+        dispatchPrecondition(condition: .onQueue(queue))
+        let link = session.link
+        streams.sessionConnected(link, isInitiator: session.machine.role == .initiator)
+        folders.sessionConnected(link)
+        transfers.sessionConnected(link)
     }
 
     func transferFrame(_ frame: Frame, on session: Session) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let link = session.link
         if !transfers.frameReceived(frame, from: link) { _ = folders.frameReceived(frame, from: link) }
     }
 
+    /// A violation of the stream rules ends the session (false: drop what follows).
     func streamFrame(_ frame: Frame, on session: Session) -> Bool {
-        performStream(session.streams.received(frame), on: session)
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let violation = streams.frameReceived(frame, on: session.id) else { return true }
+        guard connections.sessions[session.id] != nil else { return false }
+        connections.endForViolation(session, violation)
+        return false
     }
 
     func sessionEnded(_ session: Session, reason: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         folders.sessionClosed(session.link)
         transfers.sessionClosed(session.link, replaced: session.replaced)
-        performStream(session.streams.sessionEnded("the session with \(session.peer.name) ended: \(reason)"), on: session)
+        streams.sessionClosed(session.id, reason: "the session with \(session.peer.name) ended: \(reason)")
     }
 
     func timerFired() {
-        expireUnclaimedStreams()
+        dispatchPrecondition(condition: .onQueue(queue))
+        streams.timerFired()
     }
 }
 

@@ -227,7 +227,7 @@ import Testing
                                             hash: [UInt8](repeating: 0, count: 32), sums: nil) { reply in replies.withLock { $0[n] = reply } }
             var request: UInt32?
             try TransferPair.eventually("alice has asked") {
-                request = pair.alice.sync { pair.alice.folders.folderTable.pendingBlocks.keys.max() }
+                request = pair.alice.sync { pair.alice.folders.state.withLock { $0.pendingBlocks.keys.max() } }
                 return request != nil
             }
             pair.alice.receiveRaw([.blockResponse(request: try #require(request), ok: true, data: [UInt8](repeating: 7, count: answer))])

@@ -62,7 +62,7 @@ import Testing
                           .folderSelection(folder: shared.folder, paths: [])])
         // Delivered on alice's queue, in order: once the last is handled, both are.
         try TransferPair.eventually("the announcements are handled") {
-            pair.alice.folders.queue.sync { pair.alice.folders.folderTable.peerSelections.isEmpty }
+            pair.alice.folders.queue.sync { pair.alice.folders.state.withLock { $0.peerSelections.isEmpty } }
         }
         #expect(pair.alice.folders.peerSelection("zzzzz-zzzzz", device: pair.bob.deviceKey) == nil)
     }

@@ -43,7 +43,7 @@ final class TransferPair: @unchecked Sendable {
         fileprivate var sessionID: UInt64 = 0
         /// What happens to the chunks this end sends.
         let chunkRule = Mutex(ChunkRule())
-        fileprivate let link = LinkBox()
+        let link = LinkBox()
         /// Whether this end's hello lists `index-blocks` (as a node's does), as the other end sees it.
         let speaksIndexBlocks = Mutex(true)
         /// Whether this end's hello lists `streamed-manifest` (offers to it may stream).
@@ -74,6 +74,7 @@ final class TransferPair: @unchecked Sendable {
                 try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             }
             queue = DispatchQueue(label: "test.transfers.\(name)")
+            queue.setSpecific(key: LinkBox.owner, value: name)
             var config = NodeConfig()
             config.receiveDirectory = directory
             config.watchDelay = .milliseconds(50)
@@ -273,18 +274,31 @@ final class TransferPair: @unchecked Sendable {
 final class LinkBox: PeerLink, @unchecked Sendable {
     // @unchecked: `end` is set once before use; the rest runs on the end's queue.
     weak var end: TransferPair.End?
+    /// Marks each end's queue with the end's name.
+    static let owner = DispatchSpecificKey<String>()
+    /// Calls that reached the sessions off the end's queue (the role is the owner's queue's:
+    /// the connections change their sessions there).
+    let offQueueCalls = Mutex(0)
+
+    private func noteQueue() {
+        guard let end, DispatchQueue.getSpecific(key: Self.owner) != end.name else { return }
+        offQueueCalls.withLock { $0 += 1 }
+    }
 
     func session(_ id: UInt64) -> LinkSession? {
+        noteQueue()
         guard let end, id != 0, end.sessionID == id else { return nil }
         return end.view(id)
     }
 
     func connectedSession(device deviceKey: String) -> LinkSession? {
+        noteQueue()
         guard let end, end.sessionID != 0, end.other.deviceKey == deviceKey else { return nil }
         return end.view(end.sessionID)
     }
 
     func connectedSessions() -> [LinkSession] {
+        noteQueue()
         guard let end, end.sessionID != 0 else { return [] }
         return [end.view(end.sessionID)]
     }

@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
@@ -13,6 +14,7 @@ extension ConnectionService {
 
     /// Sends our certificate on a session that just connected (on `queue`).
     func sendCertificate(on session: Session) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard session.channel.remoteHello.features.contains(Self.certificateFeature), let tls = tlsIdentity else { return }
         session.send([.certificate(tls.certificate)])
     }
@@ -20,6 +22,7 @@ extension ConnectionService {
     /// Checks and pins a paired peer's certificate ID; false (the session ended for a
     /// protocol violation) when the certificate is not the peer's.
     func pinCertificate(_ der: [UInt8], from session: Session) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard TLSIdentity.boundKey(of: der) == session.publicKey else {
             endForViolation(session, "a certificate that does not name the peer's key")
             return false

@@ -29,17 +29,21 @@ extension ConnectionService {
                    progress: (@Sendable (NodeEvent) -> Void)?,
                    completion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?,
                    expectedCertificate: CertificateID? = nil, quiet: Bool = false) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let target: HostPort
         do { target = try HostPort(parsing: address) } catch {
             completion?(.failure(.invalidArgument(error.description)))
             return
         }
-        if stopped || dialsInFlight.contains(address) {
+        let port: UInt16? = state.withLock { state in
+            if state.stopped || !state.dialsInFlight.insert(address).inserted { return nil }
+            return state.listenPort
+        }
+        guard let port else {
             completion?(.failure(.network("already connecting to \(address)")))
             return
         }
-        dialsInFlight.insert(address)
-        let hello = makeHello(context: context, port: listenPort)
+        let hello = makeHello(context: context, port: port)
         initiate(name: "syncpeer-dial", inFlight: address, hello: hello, connect: { [config] () throws(NetError) in
             let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
             stream.setSendTimeout(config.sendTimeout)
@@ -69,7 +73,7 @@ extension ConnectionService {
                 outcome = .failure(error)
             }
             queue.async { [self] in
-                dialsInFlight.remove(inFlight)
+                _ = state.withLock { $0.dialsInFlight.remove(inFlight) }
                 switch outcome {
                 case let .failure(error): failed(error)
                 case let .success(channel): connected(channel)
@@ -86,26 +90,29 @@ extension ConnectionService {
     /// check. Unpaired peers are never dialled from here, nor peers the user disconnected
     /// (until they connect again or the node restarts).
     func dialDiscovered(_ device: String, at address: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped, nearby?.isHeldOff(device) == false,
               let record = try? index.peer(deviceID: device), record.trust == .paired,
               !hasSession(device: device, where: { $0 != .closed })
         else { return }
-        if identity.deviceID.compact < device {
-            redials[device] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
-            startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
-        } else {
-            redials[device] = Redial(address: address, nextAttempt: .now + Self.discoveryDialGrace, delay: config.redialInitial)
-        }
+        let first = identity.deviceID.compact < device
+        let redial = Redial(address: address, nextAttempt: .now + (first ? config.redialInitial : Self.discoveryDialGrace),
+                            delay: config.redialInitial)
+        state.withLock { $0.redials[device] = redial }
+        if first { startDial(address: address, expected: device, context: nil, progress: nil, completion: nil) }
     }
 
     /// Discovery saw `device` back with a new address or port (after a crash, say): a
     /// pending redial goes there now (on `queue`).
     func peerMoved(_ device: String, to address: String) {
-        guard var redial = redials[device] else { return }
-        redial.address = address
-        redial.nextAttempt = .now
-        redial.delay = config.redialInitial
-        redials[device] = redial
+        dispatchPrecondition(condition: .onQueue(queue))
+        state.withLock { state in
+            guard var redial = state.redials[device] else { return }
+            redial.address = address
+            redial.nextAttempt = .now
+            redial.delay = config.redialInitial
+            state.redials[device] = redial
+        }
     }
 
     func acceptLoop(_ listener: TCPListener) {

@@ -4,8 +4,8 @@ internal import PeerCrypto
 internal import PeerNet
 internal import Synchronization
 
-/// What global discovery servers said of paired peers, kept on the connection service's
-/// queue: their direct addresses ("HOST:PORT", dialled before the stored ones) and relays.
+/// What global discovery servers said of paired peers, kept in the connection service's
+/// `state` (written on its queue): their direct addresses ("HOST:PORT", dialled before the stored ones) and relays.
 /// Only paired peers with a pinned certificate ID are looked up, at most once a minute each
 /// (`lookupInterval`, or later as the server asks), so it stays as small as the pairings.
 struct GlobalFound {
@@ -67,6 +67,7 @@ extension ConnectionService {
     /// host's global IPv6 addresses (`GlobalIPv6`: no link-local or unique local ones), and
     /// `relay://…` for each relay joined now.
     func announcedAddresses() -> [String] {
+        let (listenHost, listenPort) = state.withLock { ($0.listenHost, $0.listenPort) }
         let unspecified = listenHost.isEmpty || listenHost == "0.0.0.0" || listenHost == "::"
         let host = unspecified ? "" : (listenHost.contains(":") ? "[\(listenHost)]" : listenHost)
         let ipv6 = listenHost.isEmpty || listenHost == "::" ? GlobalIPv6.ofThisHost().map { "tcp://[\($0)]:\(listenPort)" } : []
@@ -76,13 +77,16 @@ extension ConnectionService {
     /// Looks `device` up at the servers that look up (on `queue`), unless it was looked up
     /// recently or has no pinned certificate ID; what is found is used by the next redials.
     func startLookup(device: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped, let peer = certificateID(of: device), let tls = tlsIdentity,
-              !globalFound.lookupsInFlight.contains(device), globalFound.nextLookup[device].map({ $0 <= .now }) ?? true
+              state.withLock({ !$0.globalFound.lookupsInFlight.contains(device) && $0.globalFound.nextLookup[device].map({ $0 <= .now }) ?? true })
         else { return }
         let servers = discoveryServers.filter(\.looksUp)
         guard !servers.isEmpty else { return }
-        globalFound.lookupsInFlight.insert(device)
-        globalFound.nextLookup[device] = .now + config.lookupInterval
+        state.withLock {
+            $0.globalFound.lookupsInFlight.insert(device)
+            $0.globalFound.nextLookup[device] = .now + config.lookupInterval
+        }
         let thread = Thread { [self] in
             var found: [String] = []
             var retry = 0
@@ -96,8 +100,10 @@ extension ConnectionService {
                 }
             }
             queue.async { [self, found, retry] in
-                globalFound.lookupsInFlight.remove(device)
-                if retry > 0 { globalFound.nextLookup[device] = .now + .seconds(retry) }
+                state.withLock {
+                    $0.globalFound.lookupsInFlight.remove(device)
+                    if retry > 0 { $0.globalFound.nextLookup[device] = .now + .seconds(retry) }
+                }
                 record(found, for: device)
             }
         }
@@ -108,6 +114,7 @@ extension ConnectionService {
     /// Keeps the usable addresses a lookup gave (on `queue`): TCP ones as "HOST:PORT",
     /// relays as endpoints. The peer at them still has to prove its key in the handshake.
     private func record(_ found: [String], for device: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         var direct: [String] = []
         var relays: [RelayEndpoint] = []
         for address in found.prefix(GlobalDiscoveryClient.maxAddresses) {
@@ -117,12 +124,14 @@ extension ConnectionService {
                 direct.append(hostPort)
             }
         }
-        globalFound.addresses[device] = direct.isEmpty ? nil : direct
-        globalFound.relays[device] = relays.isEmpty ? nil : relays
-        if var redial = redials[device], let first = direct.first {
-            redial.address = first
-            redial.nextAttempt = .now
-            redials[device] = redial
+        state.withLock { state in
+            state.globalFound.addresses[device] = direct.isEmpty ? nil : direct
+            state.globalFound.relays[device] = relays.isEmpty ? nil : relays
+            if var redial = state.redials[device], let first = direct.first {
+                redial.address = first
+                redial.nextAttempt = .now
+                state.redials[device] = redial
+            }
         }
     }
 }

@@ -41,6 +41,7 @@ extension ConnectionService {
     private func inviteNext(_ certificate: CertificateID, direct: [String], relays: [RelayEndpoint], context: String?,
                             progress: @escaping @Sendable (NodeEvent) -> Void,
                             completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
+        dispatchPrecondition(condition: .onQueue(queue))
         if let address = direct.first {
             startDial(address: address, expected: nil, context: context, progress: progress, completion: { [self] result in
                 guard case .failure(.connection) = result else { return completion(result) }

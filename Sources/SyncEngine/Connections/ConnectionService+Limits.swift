@@ -1,7 +1,9 @@
+internal import Dispatch
 internal import Foundation
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerWire
+internal import Synchronization
 
 /// What one peer, paired or not, may make the node hold: unpaired sessions per source
 /// address (pending handshakes are capped in `acceptLoop`); block answers in preparation
@@ -13,7 +15,8 @@ extension ConnectionService {
     /// ending the oldest unpaired session of the busiest source if that is fair. Returns
     /// false after ending `session` when there is no slot for it. Runs on `queue`.
     func admitUnpaired(_ session: Session, from source: String) -> Bool {
-        switch unpairedSessions.admit(id: session.id, source: source, holder: session) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        switch state.withLock({ $0.unpairedSessions.admit(id: session.id, source: source, holder: session) }) {
         case .admitted:
             return true
         case let .admittedEvicting(oldest):
@@ -30,7 +33,7 @@ extension ConnectionService {
             session.closeReason = "refused"
             session.redialAllowed = false
             session.send([.close(code: .normal, reason: "too many unpaired connections from your address")])
-            sessions[session.id] = nil
+            _ = state.withLock { $0.sessions.removeValue(forKey: session.id) }
             session.flow.cancel()
             session.closeAfterQueuedSends()
             connectionRefused(from: source, "unpaired connections: \(why)")
@@ -40,8 +43,12 @@ extension ConnectionService {
 
     /// Reports refused connections without flooding the events: the 1st, 10th, 100th, ...
     func connectionRefused(from source: String, _ why: String) {
-        refusedConnections += 1
-        guard Self.isReported(refusedConnections) else { return }
-        emitError(nil, "refused a connection from \(source) (\(refusedConnections) refused so far): \(why)")
+        dispatchPrecondition(condition: .onQueue(queue))
+        let refused = state.withLock { state in
+            state.refusedConnections += 1
+            return state.refusedConnections
+        }
+        guard Self.isReported(refused) else { return }
+        emitError(nil, "refused a connection from \(source) (\(refused) refused so far): \(why)")
     }
 }

@@ -4,6 +4,7 @@ internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
 internal import PeerWire
+internal import Synchronization
 
 /// Pairing and the requests on sessions: inviting, answering invitations, pinning a paired
 /// peer's key, messages, disconnect and connect, unpairing, and the sessions' half of
@@ -122,7 +123,10 @@ extension ConnectionService {
         let result: Result<PeerRef, EngineError> = queue.sync {
             do throws(EngineError) {
                 let session = try liveSession(for: peerText)
-                redials[session.deviceKey] = nil
+                let nearby = state.withLock { state in
+                    state.redials[session.deviceKey] = nil
+                    return state.nearby
+                }
                 nearby?.holdOff(session.deviceKey)
                 session.closeReason = "disconnected by the user"
                 session.redialAllowed = false
@@ -172,7 +176,7 @@ extension ConnectionService {
             do {
                 let record = try pairedPeer(for: peerText)
                 _ = try index.deletePeer(deviceID: record.deviceID)
-                redials[record.deviceID] = nil
+                state.withLock { $0.redials[record.deviceID] = nil }
                 let peer = try peerRef(record)
                 for session in sessions.values where session.deviceKey == record.deviceID {
                     session.closeReason = "unpaired"
@@ -191,6 +195,7 @@ extension ConnectionService {
 
     /// Paired peers and live sessions, merged: one entry per device (by compact device ID).
     func peerEntries() -> [String: PeerSummary] {
+        dispatchPrecondition(condition: .onQueue(queue))
         var entries: [String: PeerSummary] = [:]
         let records = (try? index.peers()) ?? []
         for record in records where record.trust == .paired {
@@ -212,6 +217,7 @@ extension ConnectionService {
     }
 
     func pin(_ session: Session) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let time = now()
         let existing = try? index.peer(deviceID: session.deviceKey)
         var addresses = existing?.addresses ?? []
@@ -240,9 +246,10 @@ extension ConnectionService {
     /// `peers` would otherwise list a paired peer that can never connect), with the reason
     /// on the session's end.
     func peerUnpairedUs(_ session: Session) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired else { return }
         session.closeReason = "\(session.peer.name) unpaired this device (pair again to reconnect)"
-        redials[session.deviceKey] = nil
+        state.withLock { $0.redials[session.deviceKey] = nil }
         do { _ = try index.deletePeer(deviceID: session.deviceKey) } catch {
             emitError(session.peer, "\(session.peer.name) unpaired this device, but its pairing cannot be removed here: \(error.description)")
         }

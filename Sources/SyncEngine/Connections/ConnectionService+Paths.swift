@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import Foundation
 internal import PeerWire
 
@@ -10,6 +11,7 @@ internal import PeerWire
 extension ConnectionService {
     /// On `queue`, at every tick.
     func tryDirectPaths() {
+        dispatchPrecondition(condition: .onQueue(queue))
         let now = ContinuousClock.now
         for session in sessions.values where session.relayHost != nil && session.machine.state == .connected {
             guard let due = session.nextDirectTry else {
@@ -45,6 +47,7 @@ extension ConnectionService {
 
     /// On `queue`, at every tick: pings each connected session not pinged for `roundTripInterval`.
     func measureRoundTrips() {
+        dispatchPrecondition(condition: .onQueue(queue))
         let now = ContinuousClock.now
         for session in sessions.values where session.machine.state == .connected {
             if let last = session.lastPingSent, now - last < roundTripInterval { continue }

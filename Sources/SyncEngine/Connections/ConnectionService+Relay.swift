@@ -106,12 +106,13 @@ extension ConnectionService {
     /// named for it first, then ours, each in turn until one works; false when there is no
     /// relay, no pinned certificate ID for it, or such a dial is already under way.
     func startRelayDial(device: String) -> Bool {
-        let relays = relayCandidates(globalFound.relays[device] ?? [])
+        dispatchPrecondition(condition: .onQueue(queue))
+        let relays = relayCandidates(state.withLock { $0.globalFound.relays[device] } ?? [])
         guard !stopped, !relays.isEmpty, let peer = certificateID(of: device), let tls = tlsIdentity else {
             return false
         }
         let key = "relay:\(device)"
-        guard dialsInFlight.insert(key).inserted else { return true }
+        guard state.withLock({ $0.dialsInFlight.insert(key).inserted }) else { return true }
         initiateThroughRelays(relays, to: peer, tls: tls, name: "syncpeer-relay-dial", inFlight: key,
                               hello: makeHello(context: nil, port: listenPort), failed: { [self] error in
             emitError(nil, "cannot reach \(displayID(device).prefix(7)) through a relay: \(error.description)")

@@ -8,9 +8,9 @@ internal import Synchronization
 
 /// Connections and pairing: the listener, dialling, handshakes, the sessions with peers
 /// (one per device), keepalive and dead-peer detection, redial with back-off, invitations
-/// and the pinned keys of paired peers. Its state is confined to `queue` (the node's);
-/// blocking work (accept, connect, handshakes, reads) runs on dedicated threads and hands
-/// its results to `queue`.
+/// and the pinned keys of paired peers. Its work is ordered on `queue` (the node's), its
+/// state held in `state` (see Ownership below); blocking work (accept, connect, handshakes,
+/// reads) runs on dedicated threads and hands its results to `queue`.
 ///
 ///     accept thread ─▶ handshake thread ─┐
 ///     dial thread ───▶ handshake ────────┼─▶ queue: SessionMachine → actions ─▶ send queue / events / index
@@ -21,32 +21,21 @@ internal import Synchronization
 /// `SessionObserver`; discovery reaches it through `NearbyPeers` (both played by the node,
 /// the composition root). ConnectionServiceTests run two of them in one process over
 /// loopback with in-memory indexes.
-final class ConnectionService: Reporting, @unchecked Sendable {
-    // @unchecked: every mutable property is read and written only on `queue`, except
-    // `pendingHandshakes` and `nextHandshakeID` (Mutex, Atomic: the accept thread's); the
-    // threads it starts capture the service and hop to `queue` for every access.
+///
+/// Ownership (checked by the compiler): what changes after `init` lives in `state`, behind a
+/// `Mutex`; every other stored property is a Sendable `let`. `queue` still orders the work:
+/// the threads it starts hop to it for everything they do with sessions, and each entry point
+/// that must run there says so with `dispatchPrecondition`. A `withLock` closure only reads or
+/// writes `State`: events, callbacks, sessions' methods and I/O run after it returns.
+final class ConnectionService: Reporting, Sendable {
     let queue: DispatchQueue
-    /// Its display name changes with `rename` (on the queue): new hellos carry it.
-    var identity: Identity
     let config: NodeConfig
     let index: NodeIndex
     let events: EventBus
     /// The Hello's feature names (what the layers above speak).
     let features: [String]
-    /// The layers above the sessions (set once by the node before `listen`).
-    weak var observer: (any SessionObserver)?
-    /// Discovery, when it is on.
-    weak var nearby: (any NearbyPeers)?
-
-    var sessions: [UInt64: Session] = [:]
-    private var nextSessionID: UInt64 = 1
-    private var listener: TCPListener?
-    private(set) var listenPort: UInt16 = 0
-    private(set) var listenHost = ""
-    var redials: [String: Redial] = [:]
-    var dialsInFlight: Set<String> = []
-    private var timer: (any DispatchSourceTimer)?
-    private(set) var stopped = false
+    /// What changes after `init` (ConnectionService+State).
+    let state: Mutex<State>
 
     /// Frames an unpaired peer may send (dropped) before its connection is closed.
     static let maxDroppedFrames = 64
@@ -65,24 +54,16 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     let pendingHandshakes = Mutex(SourceSlots<TCPConnection>(total: maxPendingHandshakes,
                                                              perSource: maxPendingHandshakesPerSource))
     let nextHandshakeID = Atomic<UInt64>(1)
-    /// Unpaired sessions by source.
-    var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
-    /// Connections refused by the caps so far (reported at 1, 10, 100, ...).
-    var refusedConnections = 0
-    /// Our certificate for relays and discovery servers (ConnectionService+Certificates).
-    lazy var tlsIdentity: TLSIdentity? = try? identity.tlsIdentity()
     /// The relays joined now (ConnectionService+Relay), closed by `stop`.
     let relayMemberships = Mutex<[RelayMembership]>([])
     /// The relays chosen from the relay pools (ConnectionService+RelayPool).
     let poolRelays = Mutex<[RelayEndpoint]>([])
-    /// What global discovery servers said of paired peers (ConnectionService+GlobalDiscovery).
-    var globalFound = GlobalFound()
 
     typealias Redial = TimerMachine.Redial
 
     init(queue: DispatchQueue, identity: Identity, config: NodeConfig, index: NodeIndex, events: EventBus, features: [String]) {
         self.queue = queue
-        self.identity = identity
+        self.state = Mutex(State(identity: identity))
         self.config = config
         self.index = index
         self.events = events
@@ -106,9 +87,11 @@ final class ConnectionService: Reporting, @unchecked Sendable {
         }
         let bound = HostPort(host: address.host, port: listener.port).description
         queue.sync {
-            self.listener = listener
-            self.listenPort = listener.port
-            self.listenHost = address.host
+            state.withLock {
+                $0.listener = listener
+                $0.listenPort = listener.port
+                $0.listenHost = address.host
+            }
             self.emit(.listening(.init(address: bound, time: now())))
         }
         let acceptThread = Thread { [self] in acceptLoop(listener) }
@@ -121,11 +104,16 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     /// tick (250 ms on), so a restarted node is back in its transfers as soon as it listens
     /// (bench "resume").
     func startTimer() {
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
-        timer.setEventHandler { [weak self] in self?.tick() }
-        timer.resume()
-        self.timer = timer
+        dispatchPrecondition(condition: .onQueue(queue))
+        // Made inside the lock: a timer is not Sendable, so it cannot be handed in. Nothing
+        // here calls out (it fires on `queue`, which runs this).
+        state.withLock { [queue] state in
+            let timer = DispatchSource.makeTimerSource(queue: queue)
+            timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+            timer.setEventHandler { [weak self] in self?.tick() }
+            timer.resume()
+            state.timer = timer
+        }
         scheduleInitialRedials()
         tick()
     }
@@ -134,15 +122,18 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     /// `queue`); returns once the goodbye frames are written.
     func stop() {
         let (closing, listener): ([Session], TCPListener?) = queue.sync {
-            stopped = true
+            let (timer, all, listener) = state.withLock { state in
+                state.stopped = true
+                let timer = state.timer
+                state.timer = nil
+                return (timer, Array(state.sessions.values), state.listener)
+            }
             timer?.cancel()
-            timer = nil
-            let all = Array(sessions.values)
             for session in all {
                 session.closeReason = "the node is shutting down"
                 perform(session.machine.handle(.localShutdown), on: session)
             }
-            return (all, self.listener)
+            return (all, listener)
         }
         listener?.close()
         for membership in relayMemberships.withLock({ $0 }) { membership.close() }
@@ -171,13 +162,18 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     // MARK: - Sessions
 
     func register(_ channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) -> Session {
-        let session = Session(id: nextSessionID, channel: channel, role: role, dialAddress: dialAddress)
-        nextSessionID += 1
-        sessions[session.id] = session
+        dispatchPrecondition(condition: .onQueue(queue))
+        let id = state.withLock { state in
+            defer { state.nextSessionID += 1 }
+            return state.nextSessionID
+        }
+        let session = Session(id: id, channel: channel, role: role, dialAddress: dialAddress)
+        state.withLock { $0.sessions[id] = session }
         return session
     }
 
     func begin(_ session: Session, standing: SessionMachine.PeerStanding) {
+        dispatchPrecondition(condition: .onQueue(queue))
         // One session per device: when two exist (both dialled at once), keep the one
         // dialled by the smaller device ID, so both ends keep the same one, and end the
         // other even when it is connected already (its transfers resume on the one kept).
@@ -198,7 +194,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             loser.pairCompletion = nil
             loser.send([.close(code: .normal, reason: Self.duplicateReason)])
             if loser === session {
-                sessions[session.id] = nil
+                _ = state.withLock { $0.sessions.removeValue(forKey: session.id) }
                 session.closeAfterPendingSends()
                 return
             }
@@ -209,7 +205,10 @@ final class ConnectionService: Reporting, @unchecked Sendable {
             // Until the user accepts it, an unknown peer has nothing large to say.
             session.channel.limitFrames(to: Self.maxUnpairedFrameBody)
         }
-        redials[session.deviceKey] = nil
+        let nearby = state.withLock { state in
+            state.redials[session.deviceKey] = nil
+            return state.nearby
+        }
         nearby?.release(session.deviceKey)
         emit(.state(.init(peer: session.peer, state: .connecting, address: session.channel.remoteDescription, time: now())))
         perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
@@ -234,10 +233,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                     flow.received(size)
                     queue.async { [self] in
                         defer { flow.handled(size) }
-                        guard let session = sessions[id] else { return }
-                        session.lastReceived = .now
-                        if case let .pong(nonce) = frame { session.pongReceived(nonce) }
-                        perform(session.machine.handle(.frame(frame)), on: session)
+                        guard let session = state.withLock({ $0.sessions[id] }) else { return }
+                        perform(session.received(frame), on: session)
                     }
                 } catch {
                     channel.close()
@@ -251,13 +248,15 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     }
 
     private func transportEnded(_ id: UInt64, _ reason: String) {
-        guard let session = sessions[id] else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let session = state.withLock({ $0.sessions[id] }) else { return }
         perform(session.machine.handle(.transportClosed(session.closeReason ?? reason)), on: session)
     }
 
     /// Ends `session` at once for a protocol violation by the peer: the close frame says
     /// why, and it is not redialled.
     func endForViolation(_ session: Session, _ reason: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         session.closeReason = "protocol violation: \(reason)"
         session.redialAllowed = false
         session.send([.close(code: .protocolError, reason: String(reason.utf8.prefix(WireLimits.maxCloseReason)) ?? "protocol violation")])
@@ -266,6 +265,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     /// Carries out a state machine's actions.
     func perform(_ actions: [SessionMachine.Action], on session: Session) {
+        dispatchPrecondition(condition: .onQueue(queue))
         for action in actions {
             switch action {
             case let .send(frame):
@@ -276,7 +276,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                 // "connecting" is reported once by begin(); closed once by finish().
                 if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
                 if state == .connected {
-                    unpairedSessions.release(id: session.id)
+                    self.state.withLock { $0.unpairedSessions.release(id: session.id) }
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
@@ -356,8 +356,12 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     /// Removes a closed session, reports it, and plans a redial for a paired peer.
     private func finish(_ session: Session) {
-        guard sessions.removeValue(forKey: session.id) != nil else { return }
-        unpairedSessions.release(id: session.id)
+        let (removed, observer) = state.withLock { state in
+            let removed = state.sessions.removeValue(forKey: session.id) != nil
+            if removed { state.unpairedSessions.release(id: session.id) }
+            return (removed, state.observer)
+        }
+        guard removed else { return }
         session.flow.cancel()
         session.closeAfterPendingSends()
         let reason = session.closeReason ?? "closed"
@@ -369,7 +373,8 @@ final class ConnectionService: Reporting, @unchecked Sendable {
            let stored = record.addresses.first ?? nearby?.addresses(of: session.deviceKey).first ?? globalRedialAddress(session.deviceKey),
            !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
             let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
-            redials[session.deviceKey] = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+            let redial = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+            state.withLock { $0.redials[session.deviceKey] = redial }
         }
     }
 
@@ -385,11 +390,13 @@ final class ConnectionService: Reporting, @unchecked Sendable {
     // MARK: - Timer: keepalive, dead peers, invitations, redial
 
     private func tick() {
+        dispatchPrecondition(condition: .onQueue(queue))
         if stopped { return }
         observer?.timerFired()
         let machine = TimerMachine(deadPeerTimeout: config.deadPeerTimeout, keepaliveInterval: config.keepaliveInterval,
                                    redialMaximum: config.redialMaximum)
-        let facts = sessions.values.sorted { $0.id < $1.id }.map { session in
+        let (all, redials) = state.withLock { (Array($0.sessions.values), $0.redials) }
+        let facts = all.sorted { $0.id < $1.id }.map { session in
             // A peer that does not read what we send: the reader stopped reading it (its
             // silence is then ours), or a write failed or timed out.
             TimerMachine.SessionFacts(id: session.id, awaitingDecision: session.machine.state == .awaitingLocalDecision,
@@ -399,26 +406,26 @@ final class ConnectionService: Reporting, @unchecked Sendable {
                                       flowPaused: session.flow.isPaused)
         }
         let actions = machine.tick(now: .now, sessions: facts, redials: redials,
-                                   devicesWithSession: Set(sessions.values.map(\.deviceKey)))
+                                   devicesWithSession: Set(all.map(\.deviceKey)))
         for action in actions {
             switch action {
             case let .expireInvitation(id):
-                guard let session = sessions[id] else { continue }
+                guard let session = state.withLock({ $0.sessions[id] }) else { continue }
                 session.invitationDeadline = nil
                 session.closeReason = "invitation expired"
                 emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now())))
                 perform(session.machine.handle(.invitationExpired), on: session)
             case let .close(id, reason):
-                guard let session = sessions[id] else { continue }
+                guard let session = state.withLock({ $0.sessions[id] }) else { continue }
                 session.closeReason = session.closeReason ?? reason
                 perform(session.machine.handle(.transportClosed(reason)), on: session)
                 session.channel.close()
             case let .ping(id):
-                if let session = sessions[id] { session.send([.ping(session.pingSent())]) }
+                if let session = state.withLock({ $0.sessions[id] }) { session.send([.ping(session.pingSent())]) }
             case let .dropRedial(device):
-                redials[device] = nil
+                state.withLock { $0.redials[device] = nil }
             case let .redial(device, attempt, next):
-                redials[device] = next
+                state.withLock { $0.redials[device] = next }
                 // Direct first (at addresses discovery servers gave too); every other attempt
                 // goes through a relay, when there is one.
                 if attempt % 2 == 0 { startLookup(device: device) }
@@ -434,11 +441,13 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     private func scheduleInitialRedials() {
         let records = (try? index.peers()) ?? []
+        var initial: [String: Redial] = [:]
         for record in records where record.trust == .paired {
             if let address = record.addresses.first ?? globalRedialAddress(record.deviceID) {
-                redials[record.deviceID] = Redial(address: address, nextAttempt: .now, delay: config.redialInitial)
+                initial[record.deviceID] = Redial(address: address, nextAttempt: .now, delay: config.redialInitial)
             }
         }
+        state.withLock { $0.redials.merge(initial) { _, new in new } }
         for address in config.staticPeers where !records.contains(where: { $0.addresses.first == address }) {
             startDial(address: address, expected: nil, context: nil, progress: nil, completion: nil)
         }
@@ -454,8 +463,9 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     /// Every address a paired device may be dialled at, in that order, each once.
     func knownAddresses(of device: String) -> [String] {
+        dispatchPrecondition(condition: .onQueue(queue))
         var list = nearby?.addresses(of: device) ?? []
-        list += globalFound.addresses[device] ?? []
+        list += state.withLock { $0.globalFound.addresses[device] } ?? []
         list += (try? index.peer(deviceID: device))?.addresses ?? []
         var seen: Set<String> = []
         return list.filter { seen.insert($0).inserted }
@@ -465,6 +475,7 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     /// An index that cannot be read fails the lookup with its cause (not "no known peer").
     private func candidates() throws(EngineError) -> [PeerResolver.Candidate] {
+        dispatchPrecondition(condition: .onQueue(queue))
         var list: [PeerResolver.Candidate] = []
         var seen: Set<String> = []
         let records: [PeerRecord]
@@ -513,12 +524,14 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 
     /// Another session with the device of `session` that is not closed (a duplicate).
     func otherLiveSession(than session: Session) -> Session? {
-        sessions.values.first { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }
+        dispatchPrecondition(condition: .onQueue(queue))
+        return sessions.values.first { $0.id != session.id && $0.deviceKey == session.deviceKey && $0.machine.state != .closed }
     }
 
     /// Whether a session with `device` exists in a state `present` accepts.
     func hasSession(device: String, where present: (SessionMachine.State) -> Bool) -> Bool {
-        sessions.values.contains { $0.deviceKey == device && present($0.machine.state) }
+        dispatchPrecondition(condition: .onQueue(queue))
+        return sessions.values.contains { $0.deviceKey == device && present($0.machine.state) }
     }
 
     /// The paired peer `text` names (connected or not).
@@ -554,20 +567,24 @@ final class ConnectionService: Reporting, @unchecked Sendable {
 }
 
 extension ConnectionService: PeerLink {
-    // On `queue`, like every use of `sessions`.
+    // On `queue`: the sessions' state is theirs.
     func session(_ id: UInt64) -> LinkSession? {
-        sessions[id]?.link
+        dispatchPrecondition(condition: .onQueue(queue))
+        return state.withLock { $0.sessions[id] }?.link
     }
 
     func connectedSession(device deviceKey: String) -> LinkSession? {
-        sessions.values.first { $0.deviceKey == deviceKey && $0.machine.state == .connected }?.link
+        dispatchPrecondition(condition: .onQueue(queue))
+        return sessions.values.first { $0.deviceKey == deviceKey && $0.machine.state == .connected }?.link
     }
 
     func connectedSessions() -> [LinkSession] {
-        sessions.values.filter { $0.machine.state == .connected }.sorted { $0.id < $1.id }.map(\.link)
+        dispatchPrecondition(condition: .onQueue(queue))
+        return sessions.values.filter { $0.machine.state == .connected }.sorted { $0.id < $1.id }.map(\.link)
     }
 
     func send(_ frames: [Frame], on id: UInt64) {
-        sessions[id]?.send(frames)
+        dispatchPrecondition(condition: .onQueue(queue))
+        state.withLock { $0.sessions[id] }?.send(frames)
     }
 }

@@ -2,11 +2,13 @@ internal import Foundation
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
+internal import Synchronization
 
 /// The node's side of discovery: starting and stopping it, turning what the browser sees
 /// into events, connecting paired peers that appear, `pair NAME`, `browse`, `visibility`,
-/// and the discovered half of `peers`. Everything here except `startDiscovery` and
-/// `stopDiscovery` runs on `queue`, like the rest of the node's state.
+/// and the discovered half of `peers`. The `NodeDiscovery` is in the node's `state` (a
+/// `Mutex`), taken out to be used; what it reports hops to `queue`, where the connections
+/// are reached.
 extension Node {
     // MARK: Lifecycle (any thread but the queue)
 
@@ -25,18 +27,18 @@ extension Node {
                 guard let node = self else { return }
                 node.queue.async { node.discoveryChanged(change) }
             })
-        queue.sync { self.discovery = discovery }
+        state.withLock { $0.discovery = discovery }
         do { try discovery.start(visible: config.visible) } catch {
-            queue.sync { self.discovery = nil }
+            state.withLock { $0.discovery = nil }
             throw error
         }
     }
 
     /// Says goodbye on the network (when visible) and closes the mDNS sockets.
     func stopDiscovery() {
-        let discovery: NodeDiscovery? = queue.sync {
-            defer { self.discovery = nil }
-            return self.discovery
+        let discovery = state.withLock { state -> NodeDiscovery? in
+            defer { state.discovery = nil }
+            return state.discovery
         }
         discovery?.stop()
     }
@@ -86,6 +88,7 @@ extension Node {
     }
 
     func discoveryRegistered(_ name: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !connections.stopped else { return }
         let renamed = name != identity.displayName
         emit(.registered(.init(instance: name, reason: renamed ? "the name '\(identity.displayName)' is taken on this network" : nil,
@@ -93,6 +96,7 @@ extension Node {
     }
 
     func discoveryChanged(_ change: NodeDiscovery.Change) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard !connections.stopped else { return }
         switch change {
         case let .found(peer):
@@ -157,8 +161,8 @@ extension Node {
     }
 }
 
-/// Discovery as the connections see it (on `queue`): nothing is held off, seen or nearby
-/// when it is off.
+/// Discovery as the connections see it (any thread: `NodeDiscovery` guards its own table):
+/// nothing is held off, seen or nearby when it is off.
 extension Node: NearbyPeers {
     func holdOff(_ device: String) { discovery?.holdOff(device) }
     func release(_ device: String) { discovery?.release(device) }

@@ -142,19 +142,7 @@ extension FolderApplier {
     /// Writes records to the index; a failure is a failure of each of their paths (the
     /// disk changed, the index did not: the next scan sees the change as local).
     func store(_ records: [FileRecord]) {
-        takeIn(records, failure: upsert(records))
-    }
-
-    /// Writes records to the index (any thread: the placed batches' records are written on
-    /// `recorder`); nil, or why they could not be.
-    func upsert(_ records: [FileRecord]) -> String? {
-        guard !records.isEmpty else { return nil }
-        do {
-            _ = try index.upsertFiles(records)
-            return nil
-        } catch {
-            return "cannot record it in the index: \(error)"
-        }
+        takeIn(records, failure: core.upsert(records))
     }
 
     /// Takes in what came of `upsert` (on `io`): the records are marked as placed, or each of

@@ -1,6 +1,7 @@
 internal import Foundation
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// What keeps a folder peer inside its bounds on this node: a shared folder's label is a
 /// name made into a new directory inside the receive folder, its share offers waiting for
@@ -43,8 +44,11 @@ extension FolderService {
 
     /// Reports share offers refused for the bound: the 1st, 10th, 100th, ... of a session.
     func shareOfferRefused(_ reason: String, from session: LinkSession) {
-        let count = (folderTable.refusedShareOffers[session.id] ?? 0) + 1
-        folderTable.refusedShareOffers[session.id] = count
+        dispatchPrecondition(condition: .onQueue(queue))
+        let count = state.withLock { state in
+            state.refusedShareOffers[session.id, default: 0] += 1
+            return state.refusedShareOffers[session.id, default: 0]
+        }
         guard Self.isReported(count) else { return }
         emitError(session.peer, "refused a share offer from \(session.peer.name) (\(count) refused in this session): \(reason)")
     }
@@ -57,9 +61,12 @@ extension FolderService {
     /// Counts a refused block request (no such folder for the peer, or not shared in it).
     /// On the node's queue.
     func blockRefused(to session: LinkSession, folder: SharedFolder?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard link?.session(session.id) != nil else { return }
-        let count = (folderTable.refusedBlocks[session.id] ?? 0) + 1
-        folderTable.refusedBlocks[session.id] = count
+        let count = state.withLock { state in
+            state.refusedBlocks[session.id, default: 0] += 1
+            return state.refusedBlocks[session.id, default: 0]
+        }
         guard count == Self.refusalsReported else { return }
         emit(.refused(.init(peer: session.peer, reason: """
             refused \(count) block requests for data not shared with this peer (ignored, deleted or unknown \

@@ -13,7 +13,7 @@ extension FolderService {
     /// first, then its copies, oldest first), one page by folder label and path. `localName`
     /// is this device's name. An index that cannot be read fails the list with its cause (not "no conflicts").
     func conflicts(_ page: PageRequest, localName: String) throws(EngineError) -> ListPage<ConflictInfo> {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let list = sharedFolders()
         var groups: [(folder: SharedFolder, relative: String, copies: [String])] = []
         let peers: [PeerRecord]
         do throws(IndexError) {
@@ -99,7 +99,7 @@ extension FolderService {
     /// (`syncpeer restore` brings one back); or `both`: the copies get ordinary names. Every
     /// device follows by sync.
     func resolveConflict(path: String, keep: String, localName: String) throws(EngineError) -> ResolveResult {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let list = sharedFolders()
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
             throw .notFound("\(path) is not in a shared folder")

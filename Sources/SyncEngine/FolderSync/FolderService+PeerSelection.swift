@@ -2,6 +2,7 @@ internal import Dispatch
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 internal import PeerWire
 
 /// Selective sync as the other members see it (`Frame.folderSelection`, hello feature
@@ -23,6 +24,7 @@ extension FolderService {
     /// Tells `session`'s peer which subtrees of `folderID` this node holds, if it takes it
     /// (on `queue`). An empty list says the whole folder (a selection widened again).
     func announceSelection(_ folderID: String, to session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard session.selection, let paths = try? index.selection(folderID: folderID),
               paths.count <= WireLimits.maxSelectionPaths else { return }
         link?.send([.folderSelection(folder: folderID, paths: paths)], on: session.id)
@@ -37,28 +39,32 @@ extension FolderService {
     /// have, it is dropped; an invalid one (an unsafe path) forgets what the member said
     /// before: it counts as holding everything.
     func selectionReceived(_ folderID: String, paths: [String], from session: LinkSession) {
-        guard folderTable.folders[folderID] != nil, isMember(session.deviceKey, of: folderID) else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard state.withLock({ $0.folders[folderID] != nil }), isMember(session.deviceKey, of: folderID) else { return }
         let key = Self.peerSelectionKey(folderID, session.deviceKey)
-        guard let selection = try? FolderSelection(paths) else {
-            folderTable.peerSelections[key] = nil
+        let selection = try? FolderSelection(paths)
+        state.withLock { $0.peerSelections[key] = selection?.isEverything == false ? selection : nil }
+        guard selection != nil else {
             emitError(session.peer, "folder \(folderID): ignored the subtrees the peer says it holds: a path is not safe")
             return
         }
-        folderTable.peerSelections[key] = selection.isEverything ? nil : selection
     }
 
     /// What `device` said it holds of `folderID` (nil: everything; any thread).
     func peerSelection(_ folderID: String, device: String) -> FolderSelection? {
-        queue.sync { folderTable.peerSelections[Self.peerSelectionKey(folderID, device)] }
+        queue.sync { state.withLock { $0.peerSelections[Self.peerSelectionKey(folderID, device)] } }
     }
 
     /// Forgets what members said of `folderID` (all of them, or `device`), on `queue`:
     /// the folder was removed, or the member left it.
     func forgetPeerSelections(_ folderID: String, device: String? = nil) {
-        if let device {
-            folderTable.peerSelections[Self.peerSelectionKey(folderID, device)] = nil
-        } else {
-            folderTable.peerSelections = folderTable.peerSelections.filter { !$0.key.hasPrefix(folderID + "|") }
+        dispatchPrecondition(condition: .onQueue(queue))
+        state.withLock { state in
+            if let device {
+                state.peerSelections[Self.peerSelectionKey(folderID, device)] = nil
+            } else {
+                state.peerSelections = state.peerSelections.filter { !$0.key.hasPrefix(folderID + "|") }
+            }
         }
     }
 

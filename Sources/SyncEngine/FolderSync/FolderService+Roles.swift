@@ -1,5 +1,6 @@
 internal import Foundation
 internal import PeerIndex
+internal import Synchronization
 
 /// Roles per peer and the mass-change guard as the control requests reach them (`role`,
 /// `changes`, `override`, `guard`), and the role filter of the index sent to a peer.
@@ -11,11 +12,12 @@ extension FolderService {
         guard let folder = queue.sync(execute: { () -> SharedFolder? in
             // A peer we were receive-only towards missed our own changes: its index goes
             // again from the start (what it has already is planned as up to date there).
-            for device in released {
-                folderTable.sent["\(folderID)|\(device)"] = nil
-                try? index.setAckedSequence(folderID: folderID, deviceID: device, 0)
+            let folder = state.withLock { state in
+                for device in released { state.sent["\(folderID)|\(device)"] = nil }
+                return state.folders[folderID]
             }
-            return folderTable.folders[folderID]
+            for device in released { try? index.setAckedSequence(folderID: folderID, deviceID: device, 0) }
+            return folder
         }) else { return }
         // A peer that may change the folder again gets what it sent meanwhile applied;
         // a receive-only one is sent what it was not.
@@ -109,6 +111,7 @@ extension FolderService {
 
     /// The records of an index page that go to `device` (FolderRoles.sends). On `queue`.
     func roleFiltered(_ records: [FileRecord], folderID: String, to device: String) -> [FileRecord] {
+        dispatchPrecondition(condition: .onQueue(queue))
         let stored = ((try? index.folderPeerRoles(folderID: folderID)) ?? [:])[device]
         guard let stored, stored.role == PeerRole.receiveOnly.rawValue else { return records }
         let policy = PeerPolicy(stored)

@@ -36,7 +36,7 @@ extension FolderService {
     /// The shared folder whose root is `directory` (made absolute and standard).
     func sharedFolder(at directory: String) throws(EngineError) -> SharedFolder {
         let root = URL(fileURLWithPath: directory).standardizedFileURL.path
-        let folder: SharedFolder? = queue.sync { folderTable.folders.values.first { $0.root == root } }
+        let folder = sharedFolders().first { $0.root == root }
         guard let folder else { throw .notFound("\(directory) is not shared; see 'syncpeer status'") }
         return folder
     }

@@ -12,10 +12,12 @@ extension FolderService {
     /// `SessionFlow.serveBudget` bytes of answers are prepared at once per session; later
     /// requests wait here in order (and count as unhandled, so the reader stops reading the
     /// peer). The answer's bytes count in the session's flow until they are written.
-    func serveBlock(_ frame: Frame, from folder: SharedFolder, to session: LinkSession) {
+    /// `behindParked`: requests of the session are parked already (on `queue`).
+    func serveBlock(_ frame: Frame, from folder: SharedFolder, to session: LinkSession, behindParked: Bool) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let ask = BlockAsk(frame) else { return }
-        if !(folderTable.parked[session.id] ?? []).isEmpty || !session.flow.reserve(Self.serveCost(ask)) {
-            folderTable.parked[session.id, default: []].append((frame, folder))
+        if behindParked || !session.flow.reserve(Self.serveCost(ask)) {
+            state.withLock { $0.parked[session.id, default: []].append((frame, folder)) }
             session.flow.received(0)
             return
         }
@@ -68,9 +70,9 @@ extension FolderService {
             // open: a file replaced since is still read as indexed; one written in place
             // meanwhile gives bytes the asker's hash check refuses.
             folder.activity.served(to: device, bytes: Int(chunk.size))
-            let source = HandedOver(reader: reader)
+            let file = reader.file
             session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
-                try source.reader.read(at: chunk.offset + UInt64(offset), into: buffer)
+                try file.read(at: chunk.offset + UInt64(offset), into: buffer)
             }
             return false
         case let .answer(.data(bytes)):
@@ -109,7 +111,7 @@ extension FolderService {
             // reads, it gives bytes the asker's hash check refuses. A large answer is streamed
             // like a large block; a small one is read now, so that queued answers of a few
             // bytes never hold files open (see `blockSource`).
-            let source = HandedOver(reader: reader)
+            let source = HandedOver(file: reader.file)
             guard differences.answerSize >= SharedFolder.streamedBlock else {
                 var answer = [UInt8](repeating: 0, count: differences.answerSize)
                 let read = answer.withUnsafeMutableBytes { buffer in (try? source.fill(buffer, 0, differences, chunk)) != nil }
@@ -133,11 +135,15 @@ extension FolderService {
     }
 
     /// Starts the waiting requests that fit the budget now.
+    /// One turn of the lock when none waits (on `queue`).
     private func resumeServing(_ session: LinkSession) {
-        while let (frame, folder) = folderTable.parked[session.id]?.first {
+        dispatchPrecondition(condition: .onQueue(queue))
+        while case let (first?, link) = state.withLock({ ($0.parked[session.id]?.first, $0.link) }) {
+            let (frame, folder) = first
             guard link?.session(session.id) != nil else { return }
             guard let ask = BlockAsk(frame), session.flow.reserve(Self.serveCost(ask)) else { return }
-            folderTable.parked[session.id]?.removeFirst()
+            // (Only `queue` parks and takes: the first is still the one read.)
+            state.withLock { _ = $0.parked[session.id]?.removeFirst() }
             session.flow.handled(0)
             startServe(frame, from: folder, to: session)
         }
@@ -215,17 +221,18 @@ final class DeltaAllowance: Sendable {
     }
 }
 
-/// A reader handed from the serve queue to the session's send queue: only the send queue
-/// uses it from then on, and only `read(at:into:)`, which touches nothing but the descriptor.
-private struct HandedOver: @unchecked Sendable {
-    let reader: ChunkReader
+/// A chunk's open file handed from the serve queue to the session's send queue: a value of
+/// `OpenFile` (immutable: its descriptor, closed when the last reference goes), not the
+/// serve queue's `ChunkReader`, whose buffer is its own.
+private struct HandedOver: Sendable {
+    let file: OpenFile
 
     /// Fills `buffer` with the bytes of a delta answer from `offset` on: its bitmap, and
     /// the differing blocks read from the file.
     func fill(_ buffer: UnsafeMutableRawBufferPointer, _ offset: Int, _ differences: BlockDelta.Differences,
               _ chunk: ChunkRef) throws(FileError) {
         try differences.fill(buffer, from: offset) { (start, part) throws(FileError) in
-            try reader.read(at: chunk.offset + UInt64(start), into: part)
+            try file.read(at: chunk.offset + UInt64(start), into: part)
         }
     }
 }
@@ -250,17 +257,21 @@ extension FolderService {
     /// the session's further pages of the folder are refused without counting: a flood past
     /// the quota costs no query per page.
     func withinIndexQuota(_ paths: Set<PathKey>, folder: SharedFolder, from session: LinkSession) -> Bool {
-        if folderTable.quotaReported[session.id]?.contains(folder.id) == true { return false }
+        dispatchPrecondition(condition: .onQueue(queue))
+        let key = folder.id + "|" + session.deviceKey
+        let (reported, past, allowance) = state.withLock {
+            ($0.quotaReported[session.id]?.contains(folder.id) == true, $0.pastAllowance.contains(key), $0.config.peerIndexAllowance)
+        }
+        if reported { return false }
         // The quota is at least the allowance: while the peer's rows and this page fit in it,
         // nothing more is counted (B: two counts of the whole folder per page received). Once
         // they did not, the exact counts come at once (a folder past the allowance would
         // otherwise pay for both).
-        let key = folder.id + "|" + session.deviceKey
-        let room = config.peerIndexAllowance - paths.count
-        if room >= 0, !folderTable.pastAllowance.contains(key),
+        let room = allowance - paths.count
+        if room >= 0, !past,
            let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1) {
             if stored <= room { return true }
-            folderTable.pastAllowance.insert(key)
+            state.withLock { _ = $0.pastAllowance.insert(key) }
         }
         let after: Int
         let quota: Int
@@ -273,9 +284,9 @@ extension FolderService {
             return false
         }
         guard after > quota else { return true }
-        if folderTable.quotaReported[session.id, default: []].insert(folder.id).inserted {
+        if state.withLock({ $0.quotaReported[session.id, default: []].insert(folder.id).inserted }) {
             let message = "folder \(folder.label): \(session.peer.name) (\(session.peer.id)) sent more index entries than it may "
-                + "store (\(after) > \(quota): twice ours plus \(config.peerIndexAllowance)); its further entries are refused"
+                + "store (\(after) > \(quota): twice ours plus \(allowance)); its further entries are refused"
             emitError(session.peer, message)
             folder.setError(message)
         }

@@ -16,73 +16,13 @@ internal import Synchronization
 ///     both: indexUpdate(entries since the peer's last ack) ──▶ store remote index, indexAck
 ///           ──▶ SyncPlanner ──▶ blockRequest / blockResponse for missing chunks
 
-/// What `FolderService` holds about its folders and what is in flight for them (a value,
-/// used only on the service's queue).
-struct FolderTable {
-    var folders: [String: SharedFolder] = [:]
-    var pendingBlocks: [UInt32: (device: String, deadline: ContinuousClock.Instant, limit: Int, callback: @Sendable ([UInt8]?) -> Void)] = [:]
-    /// Whether `sweepBlocksLater` has a sweep scheduled.
-    var sweeping = false
-    var nextRequest: UInt32 = 1
-    /// Highest local sequence sent to a peer in this run ("folder|device").
-    var sent: [String: Int64] = [:]
-    /// Index passes running, one page at a time ("folder|session ID").
-    var sending: Set<String> = []
-    /// Block requests refused per session (session ID), for one event when they pile up.
-    var refusedBlocks: [UInt64: Int] = [:]
-    /// Block requests waiting for a session's serve budget, in order (session ID).
-    var parked: [UInt64: [(request: Frame, folder: SharedFolder)]] = [:]
-    /// Folders whose index quota a session's peer exceeded (reported once per session).
-    var quotaReported: [UInt64: Set<String>] = [:]
-    /// Share offers refused for the peer's bound, per session (reported at the 1st, 10th, ...).
-    var refusedShareOffers: [UInt64: Int] = [:]
-    /// "folder|device" of peers whose stored entries and a page did not fit in the allowance
-    /// once: their pages are counted exactly at once (`withinIndexQuota`).
-    var pastAllowance: Set<String> = []
-    /// How many records the next page of an index pass reads ("folder|session ID").
-    var pageLimit: [String: Int] = [:]
-    /// Small files' content a peer sent for its next index page (session ID → one folder's).
-    var indexBlocks: [UInt64: HeldBlocks] = [:]
-    /// Version requests sent and waiting for their answer (issue 41).
-    var pendingVersions: [UInt32: (device: String, callback: @Sendable (VersionPage?) -> Void)] = [:]
-    /// What members said they hold of a folder ("folder|device"; absent: everything).
-    var peerSelections: [String: FolderSelection] = [:]
-}
-
-/// The content of small files that came for a peer's next index page of one folder
-/// (`Frame.indexBlocks`). A session has one at most: a sender sends a page's blocks and the
-/// page together, so blocks for another folder replace it.
-struct HeldBlocks {
-    let folder: String
-    var blocks: [[UInt8]] = []
-    /// What the blocks cost to hold (`SharedFolder.heldCost`).
-    var cost = 0
-
-    /// The most one may hold: a page's worth of content, 4 MiB (and its arrays' overhead
-    /// for a page of `FolderService.indexBatch` blocks). A frame beyond it is dropped (its
-    /// files are asked for as before): a peer sending tiny blocks gets ~65,000 of them.
-    static let limit = SharedFolder.indexBlockPageBytes + SharedFolder.heldCost(0) * FolderService.indexBatch
-
-    init(folder: String) {
-        self.folder = folder
-    }
-
-    /// Adds a frame's blocks unless they would exceed `limit`.
-    mutating func append(_ more: [[UInt8]]) {
-        let added = SharedFolder.heldCost(of: more)
-        guard cost + added <= Self.limit else { return }
-        blocks += more
-        cost += added
-    }
-}
-
 /// The folder service owns the folder table, the index exchange with members and block
 /// serving; each folder (`SharedFolder`) reaches it through `FolderHost`, and it reaches
 /// sessions through `PeerLink` only.
-final class FolderService: Reporting, @unchecked Sendable {
-    // @unchecked: `folderTable` and the folders' `status`/`error` are confined to `queue` (the
-    // owner's, the node's); disk work runs on each folder's own queues, which hold the
-    // folder object itself — a `Mutex` cannot hold what two queues' closures capture.
+final class FolderService: Reporting, Sendable {
+    // Checked: the folder table and what is in flight live in `state` (a `Mutex`), changed
+    // on `queue` (the owner's, the node's: `dispatchPrecondition` guards its entry points);
+    // disk work runs on each folder's own queues.
     static let indexBatch = 1_000
     static let blockTimeout: Duration = .seconds(30)
     /// The hello feature of a node that answers block delta requests (`BlockDelta`).
@@ -98,35 +38,53 @@ final class FolderService: Reporting, @unchecked Sendable {
     let queue: DispatchQueue
     let index: NodeIndex
     let events: any EventSink
-    /// Its receive folder changes with `receive-dir` (on the queue).
-    var config: NodeConfig
     /// This device's compact ID.
     let localDevice: String
-    /// Sessions (the node); weak: the node owns this service.
-    weak var link: (any PeerLink)?
-    /// Shared folders and what is in flight for them (confined to `queue`).
-    var folderTable = FolderTable()
+    /// Shared folders, what is in flight for them, and the wiring (`State`).
+    let state: Mutex<State>
     /// Device keys of the connected sessions, as of the last session hook (written on
     /// `queue`, read from the folders' queues without a hop to it: `queue` is busy storing
     /// index pages while a pull asks, B: waits of 8–58 ms a run).
     private let connected = Mutex<Set<String>>([])
+
+    /// Its receive folder changes with `receive-dir` (on the queue).
+    var config: NodeConfig {
+        get { state.withLock { $0.config } }
+        set { state.withLock { $0.config = newValue } }
+    }
+    /// Sessions (the node); weak: the node owns this service.
+    var link: (any PeerLink)? {
+        get { state.withLock { $0.link } }
+        set { state.withLock { $0.link = newValue } }
+    }
     /// Where the folders keep the versions they replace (set by the node before it starts).
-    var versions: VersionKeeper?
+    var versions: VersionKeeper? {
+        get { state.withLock { $0.versions } }
+        set { state.withLock { $0.versions = newValue } }
+    }
 
     init(queue: DispatchQueue, index: NodeIndex, events: any EventSink, config: NodeConfig, localDevice: String) {
         self.queue = queue
         self.index = index
         self.events = events
-        self.config = config
+        self.state = Mutex(State(config: config))
         self.localDevice = localDevice
+    }
+
+    /// The shared folders now. Any thread but `queue`: it waits for what `queue` is doing
+    /// first, as the control requests always did.
+    func sharedFolders() -> [SharedFolder] {
+        queue.sync { state.withLock { Array($0.folders.values) } }
     }
 
     func emit(_ event: NodeEvent) {
         events.emit(event)
     }
 
-    /// Connected sessions whose peers are members of `folderID`.
+    /// Connected sessions whose peers are members of `folderID` (on `queue`: the link's
+    /// sessions are the connections', changed there).
     func connectedMembers(of folderID: String) -> [LinkSession] {
+        dispatchPrecondition(condition: .onQueue(queue))
         let members = Set(((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID))
         return (link?.connectedSessions() ?? []).filter { members.contains($0.deviceKey) }
     }
@@ -162,6 +120,7 @@ final class FolderService: Reporting, @unchecked Sendable {
                 } catch { throw .wrapping(error) }
                 try storeRole(folderID: folder.id, devices: keys, role: role, noDeletes: noDeletes)
                 startFolder(folder)
+                let link = link
                 for session in link?.connectedSessions() ?? [] where devices.contains(where: { $0.key == session.deviceKey }) {
                     link?.send([.shareOffer(folder: folder.id, label: folder.safeLabel)], on: session.id)
                 }
@@ -193,10 +152,11 @@ final class FolderService: Reporting, @unchecked Sendable {
             guard let record = found else {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
+            let link = link
             for session in connectedMembers(of: record.id) {
                 link?.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")], on: session.id)
             }
-            stopping = folderTable.folders.removeValue(forKey: record.id)
+            stopping = state.withLock { $0.folders.removeValue(forKey: record.id) }
             forgetPeerSelections(record.id)
             do { _ = try index.removeFolder(id: record.id) } catch {
                 // Still recorded: it would start again with the next daemon. Say so.
@@ -225,7 +185,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// folder than for a small one.
     /// An index that cannot be read fails the whole answer with its cause (never zero counts).
     func folderStatus(_ page: PageRequest) throws(EngineError) -> ListPage<FolderStatus> {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let list = sharedFolders()
         var failure: IndexError?
         let answer = page.page(list, key: { $0.label + "\u{0}" + $0.id }) { folder -> FolderStatus? in
             guard failure == nil else { return nil }
@@ -322,6 +282,7 @@ final class FolderService: Reporting, @unchecked Sendable {
     /// A failed read is an error event: the daemon runs (peers, transfers) but says why no
     /// folder syncs.
     func startFolders() {
+        dispatchPrecondition(condition: .onQueue(queue))
         do throws(IndexError) {
             for record in try index.folders() { startFolder(record) }
         } catch {
@@ -331,30 +292,35 @@ final class FolderService: Reporting, @unchecked Sendable {
     }
 
     func stopFolders() {
-        let list = queue.sync { () -> [SharedFolder] in
-            let all = Array(folderTable.folders.values)
-            folderTable.folders = [:]
-            return all
+        let list = queue.sync {
+            state.withLock { state -> [SharedFolder] in
+                defer { state.folders = [:] }
+                return Array(state.folders.values)
+            }
         }
         for folder in list { folder.stop() }
     }
 
     func startFolder(_ record: FolderRecord) {
-        guard folderTable.folders[record.id] == nil else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        // (Only `queue` adds folders: none comes between the check and the insert.)
+        guard let config = state.withLock({ $0.folders[record.id] == nil ? $0.config : nil }) else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
-        folderTable.folders[record.id] = folder
+        state.withLock { $0.folders[record.id] = folder }
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
 
     private func answerShareOnQueue(_ folderID: String, accept: Bool, into directory: String?,
                                     selection: FolderSelection? = nil) throws(EngineError) -> FolderResult {
+        dispatchPrecondition(condition: .onQueue(queue))
         let offers: [FolderOffer]
         do throws(IndexError) { offers = try index.folderOffers(folderID: folderID) } catch { throw .index(error) }
         guard let first = offers.first else { throw .notFound("no share offer '\(folderID)'; see 'syncpeer status'") }
         let devices = Set(offers.map(\.deviceID))
         guard accept else {
             do { _ = try index.removeFolderOffers(folderID: folderID) } catch { throw .index(error) }
+            let link = link
             for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
                 link?.send([.shareAnswer(folder: folderID, accepted: false, reason: "declined")], on: session.id)
             }
@@ -418,6 +384,7 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// Tells the connected offering peers yes, sends them our index, and says so.
     private func acceptedShare(_ folderID: String, label: String, path: String, devices: Set<String>) {
+        let link = link
         for session in link?.connectedSessions() ?? [] where devices.contains(session.deviceKey) {
             link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
             sendIndex(folderID, to: session)
@@ -430,15 +397,20 @@ final class FolderService: Reporting, @unchecked Sendable {
 
     /// A member connected: offer its folders again and retry what waited for a peer.
     func sessionConnected(_ session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
         noteConnectedSessions()
+        let link = link
         for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
             guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
             link?.send([.shareOffer(folder: folderID, label: record.safeLabel)], on: session.id)
             announceSelection(folderID, to: session)
-            folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+            let folder = state.withLock { state in
+                state.sent["\(folderID)|\(session.deviceKey)"] = nil
+                return state.folders[folderID]
+            }
             // Pulls that failed for want of a peer are tried again now, not at the next rescan.
-            folderTable.folders[folderID]?.peerConnected()
+            folder?.peerConnected()
         }
     }
 
@@ -446,26 +418,30 @@ final class FolderService: Reporting, @unchecked Sendable {
     func sessionClosed(_ session: LinkSession) {
         // Taken again once the block that ended it is done: a duplicate session is ended just
         // before its successor connects, in one block, and the device stays connected.
+        dispatchPrecondition(condition: .onQueue(queue))
         queue.async { [weak self] in self?.noteConnectedSessions() }
-        folderTable.refusedBlocks[session.id] = nil
-        folderTable.quotaReported[session.id] = nil
-        folderTable.refusedShareOffers[session.id] = nil
-        folderTable.indexBlocks[session.id] = nil
-        if let parked = folderTable.parked.removeValue(forKey: session.id) {
-            for _ in parked { session.flow.handled(0) }
+        let (parked, failed) = state.withLock { state in
+            state.refusedBlocks[session.id] = nil
+            state.quotaReported[session.id] = nil
+            state.refusedShareOffers[session.id] = nil
+            state.indexBlocks[session.id] = nil
+            let parked = state.parked.removeValue(forKey: session.id)?.count ?? 0
+            let failed = state.pendingBlocks.filter { $0.value.device == session.deviceKey }
+            for request in failed.keys { state.pendingBlocks[request] = nil }
+            return (parked, failed.values.map(\.callback))
         }
-        for (request, pending) in folderTable.pendingBlocks where pending.device == session.deviceKey {
-            folderTable.pendingBlocks[request] = nil
-            pending.callback(nil)
-        }
+        for _ in 0..<parked { session.flow.handled(0) }
+        for callback in failed { callback(nil) }
     }
 
     // MARK: - Frames (queue)
 
     /// Handles a folder frame from `session`; false for any other frame.
     func frameReceived(_ frame: Frame, from session: LinkSession) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
         switch frame {
         case let .shareOffer(folderID, offered):
+            let link = link
             // Our folder IDs are safe names; another is refused before it is stored or shown.
             guard FolderLabel.isSafe(folderID) else {
                 link?.send([.shareAnswer(folder: folderID, accepted: false, reason: "invalid folder ID")], on: session.id)
@@ -522,7 +498,7 @@ final class FolderService: Reporting, @unchecked Sendable {
             if accepted {
                 // Whatever we sent before the peer accepted was ignored: start again from
                 // its last acknowledgement.
-                folderTable.sent["\(folderID)|\(session.deviceKey)"] = nil
+                state.withLock { $0.sent["\(folderID)|\(session.deviceKey)"] = nil }
                 sendIndex(folderID, to: session)
                 announceSelection(folderID, to: session)
             } else {
@@ -537,22 +513,26 @@ final class FolderService: Reporting, @unchecked Sendable {
         case let .indexBlocks(folderID, blocks):
             // Held for the session's next index page of that folder (`indexReceived` takes
             // it), only from a member of a folder we have.
-            guard folderTable.folders[folderID] != nil, isMember(session.deviceKey, of: folderID) else { return true }
-            if folderTable.indexBlocks[session.id]?.folder != folderID { folderTable.indexBlocks[session.id] = HeldBlocks(folder: folderID) }
-            folderTable.indexBlocks[session.id]?.append(blocks)
+            guard state.withLock({ $0.folders[folderID] != nil }), isMember(session.deviceKey, of: folderID) else { return true }
+            state.withLock { state in
+                if state.indexBlocks[session.id]?.folder != folderID { state.indexBlocks[session.id] = HeldBlocks(folder: folderID) }
+                state.indexBlocks[session.id]?.append(blocks)
+            }
         case let .indexAck(folderID, sequence):
             do { try index.setAckedSequence(folderID: folderID, deviceID: session.deviceKey, Int64(clamping: sequence)) } catch {
                 // The peer's acknowledgement is lost: what it already has is sent again later.
                 emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
             }
         case let .blockRequest(request, folderID, _, _, _, _), let .blockDeltaRequest(request, folderID, _, _, _, _, _):
-            // One row looked up, not the folder's member list (B: 10,000 requests).
-            guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else {
+            // One row looked up, not the folder's member list (B: 10,000 requests); one turn
+            // of the lock for all this request needs of the table.
+            let (found, waiting, link) = state.withLock { ($0.folders[folderID], !($0.parked[session.id] ?? []).isEmpty, $0.link) }
+            guard let folder = found, isMember(session.deviceKey, of: folderID) else {
                 link?.send([.blockResponse(request: request, ok: false, data: [])], on: session.id)
                 blockRefused(to: session, folder: nil)
                 return true
             }
-            serveBlock(frame, from: folder, to: session)
+            serveBlock(frame, from: folder, to: session, behindParked: waiting)
         case let .versionRequest(request, folderID, path, tree, before, version):
             serveVersionRequest(request, folderID: folderID, path: path, tree: tree, before: before, version: version, from: session)
         case let .versionResponse(request, ok, data):
@@ -564,8 +544,11 @@ final class FolderService: Reporting, @unchecked Sendable {
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed
             // first, a request answered by another peer never called back: the pull waiting
             // for it, and the folder's io with it, waited for ever.)
-            guard folderTable.pendingBlocks[request]?.device == session.deviceKey,
-                  let pending = folderTable.pendingBlocks.removeValue(forKey: request) else { return true }
+            let answered = state.withLock { state -> PendingBlock? in
+                guard state.pendingBlocks[request]?.device == session.deviceKey else { return nil }
+                return state.pendingBlocks.removeValue(forKey: request)
+            }
+            guard let pending = answered else { return true }
             // An answer longer than what was asked is a lie (it fails the hash as an empty one
             // does), and is not hashed: up to 16 MiB for each of 1,024 small blocks in flight.
             pending.callback(ok ? (data.count <= pending.limit ? data : []) : nil)
@@ -573,182 +556,6 @@ final class FolderService: Reporting, @unchecked Sendable {
             return false
         }
         return true
-    }
-
-    private func indexReceived(_ folderID: String, entries: [SyncFileEntry], from session: LinkSession) {
-        // The content that came just before this page is for this page only.
-        let held = folderTable.indexBlocks.removeValue(forKey: session.id)
-        let blocks = held?.folder == folderID ? held : nil
-        guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID) else { return }
-        // The quota first, on the paths as sent: a page past it is refused before any entry
-        // is checked, decoded or kept (1,000,000 tombstones past it cost 51.7 CPU-s).
-        guard withinIndexQuota(Set(entries.map { PathKey($0.path) }), folder: folder, from: session) else { return }
-        var records: [RemoteFileRecord] = []
-        var paths = Set<PathKey>()
-        var highest: Int64 = 0
-        var bytes = 0
-        /// Hash → size of the single chunk of each small file of the page.
-        var small: [ChunkHash: Int] = [:]
-        for entry in entries {
-            highest = max(highest, Int64(clamping: entry.sequence))
-            // Hostile input: a path must stay inside the folder; a live file needs a manifest
-            // that matches its root hash and size.
-            guard (try? SafePath(entry.path)) != nil else {
-                emitError(session.peer, "folder \(folder.label): ignored an index entry with an unsafe path")
-                continue
-            }
-            var manifest: [UInt8]?
-            if entry.kind == .file && !entry.deleted {
-                guard let decoded = try? Manifest.decode(entry.manifest), decoded.rootHash == entry.rootHash,
-                      decoded.fileSize == entry.size else {
-                    emitError(session.peer, "folder \(folder.label): ignored \(entry.path): its manifest does not match")
-                    continue
-                }
-                manifest = entry.manifest
-                if blocks != nil, decoded.chunks.count == 1, let chunk = decoded.chunks.first,
-                   chunk.size <= UInt32(SharedFolder.indexBlockLimit) {
-                    small[chunk.hash] = Int(chunk.size)
-                }
-            }
-            let kind: FileKind = entry.kind == .directory ? .directory : entry.kind == .symlink ? .symlink : .file
-            records.append(RemoteFileRecord(
-                path: entry.path, sequence: Int64(clamping: entry.sequence), kind: kind, size: Int64(clamping: entry.size),
-                mtimeNs: entry.mtimeNanoseconds, mode: entry.mode, deleted: entry.deleted,
-                symlinkTarget: entry.kind == .symlink ? entry.symlinkTarget : nil,
-                version: Dictionary(entry.version.map { ($0.device, $0.counter) }, uniquingKeysWith: { a, b in max(a, b) }),
-                rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
-            paths.insert(PathKey(entry.path))
-            bytes += entry.encodedSize
-        }
-        // Matched (hashed) before the entries are stored: a pull planning them from then on
-        // finds the blocks with the page soon after (`FolderApplier.indexBlock`).
-        let content = blocks.map { SharedFolder.matchIndexBlocks($0.blocks, wanted: small, device: session.deviceKey) } ?? [:]
-        do {
-            try index.upsertRemoteFiles(folderID: folderID, deviceID: session.deviceKey, records, receivedSequence: highest)
-        } catch {
-            emitError(session.peer, "folder \(folder.label): cannot store the peer's index: \(error)")
-            return
-        }
-        folder.pullSoon(paths, bytes: bytes, blocks: content)
-        link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
-    }
-
-    /// Sends the local index entries the peer has not seen yet (since its last ack, or what
-    /// was already sent in this run), in frames of at most 1,000 entries, one frame at a
-    /// time: the next page is read once the last one is written to the connection, so a
-    /// large index is never queued in memory at once. While a pass runs for the session,
-    /// another call changes nothing: each page starts from `sent`, which picks up new
-    /// entries and a reset (the peer accepted the share only now) alike.
-    func sendIndex(_ folderID: String, to session: LinkSession) {
-        guard folderTable.sending.insert("\(folderID)|\(session.id)").inserted else { return }
-        sendIndexPage(folderID, to: session, full: false)
-    }
-
-    private func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
-        let pass = "\(folderID)|\(session.id)"
-        let key = "\(folderID)|\(session.deviceKey)"
-        // A peer that left the folder gets no more of its entries (nor their content). (An
-        // index that cannot say sends from the start, as before.)
-        var acked: Int64 = 0
-        do {
-            guard let member = try index.folderPeer(folderID: folderID, deviceID: session.deviceKey) else { return endIndexPass(pass) }
-            acked = member.ackedSequence
-        } catch {}
-        let since = max(folderTable.sent[key] ?? 0, acked)
-        let full = full || since == 0
-        // How many records to read: what the last page held, doubled while pages are not cut
-        // by bytes (a pass starts small, so a folder of large files' manifests is not read
-        // 1,000 at a time — 720 MB for 1 GiB files — only to send a few).
-        let limit = folderTable.pageLimit[pass] ?? Self.firstIndexRead
-        let records = link?.session(session.id)?.isConnected == true
-            ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
-        // Our own changes stay here for a peer we are receive-only towards (FolderRoles.sends).
-        let sendable = roleFiltered(records, folderID: folderID, to: session.deviceKey)
-        let page = Self.indexPage(sendable.map(Self.wireEntry), budget: Self.indexPageBytes)
-        let cut = page.count < sendable.count
-        folderTable.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
-        let pageRecords = sendable.prefix(page.count)
-        if let last = (cut ? pageRecords.last : records.last)?.sequence { folderTable.sent[key] = max(last, since) }
-        let update = Frame.indexUpdate(folder: folderID, full: full, entries: page)
-        // The content of its small files goes first, for a peer that takes it: no block
-        // request and answer per file (B: 10,000 of each).
-        guard !page.isEmpty, session.indexBlocks, SharedFolder.mayCarryBlocks(pageRecords, localDevice: localDevice),
-              let carrier = folderTable.folders[folderID] else {
-            if !page.isEmpty { link?.send([update], on: session.id) }
-            guard records.count == limit || cut else { return endIndexPass(pass) }
-            sendIndexPageLater(folderID, to: session, full: full)
-            return
-        }
-        // Read on the folder's serve queue (the disk is no work for the node's queue); the
-        // page waits for it, and goes with its blocks from the node's queue once the folder
-        // is still shared with the peer (it may have been unshared, or the peer left it,
-        // meanwhile). The pass goes on after it even if this was its last page: a page read
-        // then sends what changed meanwhile, or ends the pass. (Ended now, it would let
-        // another pass send newer entries before this page: a path's older entry after its
-        // newer one.)
-        let localDevice = localDevice
-        carrier.serveQueue.async { [self] in
-            let blocks = carrier.indexBlocks(for: Array(pageRecords), localDevice: localDevice)
-            queue.async { [self] in
-                guard folderTable.folders[folderID] === carrier, isMember(session.deviceKey, of: folderID) else {
-                    return endIndexPass(pass)
-                }
-                if !blocks.isEmpty { carrier.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
-                link?.send(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update], on: session.id)
-                sendIndexPageLater(folderID, to: session, full: full)
-            }
-        }
-    }
-
-    /// Whether `device` is a member of the folder (one row of the index: a folder's member
-    /// list is not read for every frame; an index that cannot say answers no).
-    func isMember(_ device: String, of folderID: String) -> Bool {
-        ((try? index.folderPeer(folderID: folderID, deviceID: device)) ?? nil) != nil
-    }
-
-    /// Ends the index pass `pass` ("folder|session ID"; on `queue`).
-    private func endIndexPass(_ pass: String) {
-        folderTable.pageLimit[pass] = nil
-        folderTable.sending.remove(pass)
-    }
-
-    /// The pass's next page, once what the session has queued is written (any thread).
-    private func sendIndexPageLater(_ folderID: String, to session: LinkSession, full: Bool) {
-        session.frames.afterQueuedSends { [weak self] in
-            guard let self else { return }
-            queue.async { self.sendIndexPage(folderID, to: session, full: full) }
-        }
-    }
-
-    /// The most bytes of entries in one `indexUpdate` frame (the frame's limit is 16 MiB):
-    /// a page of 1,000 large files' manifests (a 1 GiB file's is ~300 KB) is split.
-    static let indexPageBytes = 4 << 20
-    /// Records read for a pass's first page (then doubled up to `indexBatch`).
-    static let firstIndexRead = 100
-
-    /// The longest prefix of `entries` (in sequence order) that fits `budget` bytes, and
-    /// never less than one entry (one entry always fits a frame: its manifest is at most
-    /// `WireLimits.maxManifest`). Before, a page over the frame limit was refused by the
-    /// channel before sending, and its entries were never sent.
-    static func indexPage(_ entries: [SyncFileEntry], budget: Int) -> [SyncFileEntry] {
-        var used = 0
-        var count = 0
-        for entry in entries {
-            used += entry.encodedSize
-            if count > 0 && used > budget { break }
-            count += 1
-        }
-        return Array(entries.prefix(count))
-    }
-
-    static func wireEntry(_ record: FileRecord) -> SyncFileEntry {
-        let manifest = record.manifest?.encode() ?? []
-        let kind: SyncFileEntry.Kind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
-        return SyncFileEntry(path: record.path, kind: kind, size: UInt64(max(0, record.size)), mtimeNanoseconds: record.mtimeNs,
-                             mode: record.mode & 0o7777, deleted: record.deleted, symlinkTarget: record.symlinkTarget ?? "",
-                             version: record.version.sorted { $0.key < $1.key }.map { .init(device: $0.key, counter: $0.value) },
-                             sequence: UInt64(max(0, record.sequence)), modifiedBy: record.modifiedBy,
-                             rootHash: record.deleted ? [] : (record.rootHash ?? []), manifest: manifest)
     }
 
     // MARK: - For the folders (any thread)
@@ -773,62 +580,9 @@ final class FolderService: Reporting, @unchecked Sendable {
         connected.withLock { $0 = devices }
     }
 
-    /// Asks peers for blocks (each as a delta against its `sums` when the peer's hello lists
-    /// `block-delta`): one hop to the node's queue and one send per peer for all of them
-    /// (B asks for 10,000 blocks, 32 at a time). A request unanswered after `blockTimeout`
-    /// gets nil (`sweepBlocksLater`).
-    func requestBlocks(_ wants: [BlockWant]) {
-        guard !wants.isEmpty else { return }
-        queue.async { [self] in
-            let deadline = ContinuousClock.now + Self.blockTimeout
-            var frames: [(session: UInt64, frames: [Frame])] = []
-            for want in wants {
-                guard let session = link?.connectedSession(device: want.device) else {
-                    want.callback(nil)
-                    continue
-                }
-                let request = folderTable.nextRequest
-                let delta = session.blockDelta ? want.sums : nil
-                let frame: Frame = if let delta {
-                    .blockDeltaRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size,
-                                       hash: want.hash, sums: delta)
-                } else {
-                    .blockRequest(request: request, folder: want.folder, path: want.path, offset: want.offset, size: want.size, hash: want.hash)
-                }
-                // Checked here: one invalid frame would make the channel refuse the whole send.
-                guard (try? frame.validate()) != nil else {
-                    want.callback(nil)
-                    continue
-                }
-                folderTable.nextRequest &+= 1
-                let callback = want.callback
-                // The most an answer may carry: the block, and a delta's bitmap.
-                let limit = Int(want.size) + (delta == nil ? 0 : BlockDelta.bitmapSize(size: Int(want.size)))
-                folderTable.pendingBlocks[request] = (want.device, deadline, limit, { data in callback(data.map { delta == nil ? .whole($0) : .delta($0) }) })
-                if let at = frames.firstIndex(where: { $0.session == session.id }) { frames[at].frames.append(frame) } else {
-                    frames.append((session.id, [frame]))
-                }
-            }
-            for (session, list) in frames { link?.send(list, on: session) }
-            sweepBlocksLater()
-        }
-    }
-
-    /// Fails the block requests past their deadline, once a second while any is pending (on
-    /// `queue`): one timer for all of them, not one per request.
-    private func sweepBlocksLater() {
-        guard !folderTable.sweeping, !folderTable.pendingBlocks.isEmpty else { return }
-        folderTable.sweeping = true
-        queue.asyncAfter(deadline: .now() + .seconds(1)) { [self] in
-            folderTable.sweeping = false
-            let now = ContinuousClock.now
-            let expired = folderTable.pendingBlocks.filter { $0.value.deadline <= now }.map(\.key)
-            for request in expired { folderTable.pendingBlocks.removeValue(forKey: request)?.callback(nil) }
-            sweepBlocksLater()
-        }
-    }
-
+    /// A folder's state changed (on `queue`: the folder's status is read there).
     func emitFolder(_ folder: SharedFolder, reason: String?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         emit(.folder(.init(folder: folder.id, name: folder.label, state: folder.status, path: folder.root, reason: reason,
                            time: now())))
     }
@@ -850,4 +604,3 @@ final class FolderService: Reporting, @unchecked Sendable {
         return String(chars[0..<5]) + "-" + String(chars[5..<10])
     }
 }
-

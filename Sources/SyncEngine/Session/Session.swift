@@ -6,15 +6,12 @@ internal import PeerWire
 internal import Synchronization
 
 /// One live connection to a peer after its handshake: the secure channel, the state
-/// machine and the bookkeeping around them. Confined to the node's queue, except that
-/// frames are written on the session's own serial `sendQueue` so a slow peer never
-/// blocks the node.
-final class Session: @unchecked Sendable {
-    // @unchecked: mutable fields are confined to the node's queue; other threads use only
-    // `sendFromAnyThread` and the immutable `channel`.
+/// machine and the bookkeeping around them. What changes is in `state` (a `Session.State`
+/// behind a `Mutex`); the node's queue orders what happens to the session, and frames are
+/// written on the session's own serial `sendQueue` so a slow peer never blocks the node.
+final class Session: Sendable {
     let id: UInt64
     let channel: SecureChannel
-    var machine: SessionMachine
     let peer: PeerRef
     /// Canonical compact device ID (the index's key).
     let deviceKey: String
@@ -24,40 +21,8 @@ final class Session: @unchecked Sendable {
     /// The invitation context the initiator sent, if any.
     let context: String?
     let sendQueue: DispatchQueue
-    var lastReceived: ContinuousClock.Instant
-    var lastSent: ContinuousClock.Instant
-    var invitationID: String?
-    var invitationDeadline: ContinuousClock.Instant?
-    /// Called once when a pairing this node started ends (connected, or refused).
-    var pairCompletion: (@Sendable (Result<PeerRef, EngineError>) -> Void)?
-    /// Told when our invitation reached the peer (it now shows the SAS).
-    var pairProgress: (@Sendable (NodeEvent) -> Void)?
-    var nextMessageID: UInt64 = 1
-    var closeReason: String?
-    /// False once the session ended in a way that must not be undone by redialling
-    /// (the user disconnected or unpaired, or the peer closed it on purpose).
-    var redialAllowed = true
-    /// Ended as the loser of two sessions with one device (`ConnectionService.begin`, or the
-    /// peer's `close(normal, "duplicate connection")`): its transfers go on on the other.
-    var replaced = false
-    /// Frames dropped because the peer is not paired yet.
-    var droppedFrames = 0
-    /// The address the connection came from (accepted sessions): the key of the caps on
-    /// unpaired sessions per source. Nil for sessions we dialled.
-    var source: String?
-    /// The relay's host when the session runs through a relay (ConnectionService+Relay).
-    var relayHost: String?
-    /// While relayed: when a direct path is tried next, and how many were tried (ConnectionService+Paths).
-    var nextDirectTry: ContinuousClock.Instant?
-    var directTries = 0
-    /// The certificate ID the user paired by (`pair CERTIFICATE-ID`): the peer's certificate
-    /// must have it, or the pairing is undone.
-    var expectedCertificate: CertificateID?
-    /// The keepalive ping in flight (its nonce, when it was sent) and the last round trip.
-    private var pingInFlight: (nonce: UInt64, sent: ContinuousClock.Instant)?
-    private(set) var roundTrip: Duration?
-    /// When we last pinged the peer (keepalive or to measure the round trip).
-    private(set) var lastPingSent: ContinuousClock.Instant?
+    /// The machine, times, invitation, close reason, … (Session+State).
+    let state: Mutex<State>
 
     /// How the session reaches the peer, as `peers` and `status` say it.
     var path: String { relayHost.map { "relay \($0)" } ?? "direct \(channel.remoteDescription)" }
@@ -66,29 +31,10 @@ final class Session: @unchecked Sendable {
         roundTrip.map { Double($0.components.seconds) * 1_000 + Double($0.components.attoseconds) / 1e15 }
     }
 
-    /// A new keepalive nonce, remembered with the time it goes out (on the node's queue).
-    func pingSent() -> UInt64 {
-        let nonce = UInt64.random(in: 0...UInt64.max)
-        pingInFlight = (nonce, .now)
-        lastPingSent = .now
-        return nonce
-    }
-
-    /// The peer's pong: the answer to our ping measures the round trip (on the node's queue).
-    func pongReceived(_ nonce: UInt64) {
-        guard let ping = pingInFlight, ping.nonce == nonce else { return }
-        roundTrip = .now - ping.sent
-        pingInFlight = nil
-    }
     /// What we hold for this peer (queued answers, unhandled requests); see `SessionFlow`.
     let flow = SessionFlow()
     /// Sends queued on `sendQueue` and not started yet (`queueSend`).
     private let queuedSends = PendingBytes()
-    /// The named byte streams of this session (see `StreamTable`) and their local ends.
-    var streams: StreamTable
-    var incomingStreams: [UInt32: IncomingByteStream] = [:]
-    var outgoingStreams: [UInt32: OutgoingByteStream] = [:]
-
     /// The unreliable lane (`sendUnreliable`): its own queue, so such a frame never waits
     /// behind the bulk frames queued on `sendQueue`, and the bytes waiting on it.
     let unreliableQueue: DispatchQueue
@@ -99,8 +45,7 @@ final class Session: @unchecked Sendable {
     init(id: UInt64, channel: SecureChannel, role: SessionMachine.Role, dialAddress: String?) {
         self.id = id
         self.channel = channel
-        self.machine = SessionMachine(role: role)
-        self.streams = StreamTable(isInitiator: role == .initiator)
+        self.state = Mutex(State(role: role, now: .now))
         self.peer = PeerRef(id: channel.remoteDeviceID, name: channel.remoteHello.displayName)
         self.deviceKey = channel.remoteDeviceID.compact
         self.publicKey = channel.remoteStaticKey
@@ -108,9 +53,6 @@ final class Session: @unchecked Sendable {
         self.context = channel.remoteHello.context
         self.sendQueue = DispatchQueue(label: "syncpeer.session.\(id).send")
         self.unreliableQueue = DispatchQueue(label: "syncpeer.session.\(id).unreliable")
-        let now = ContinuousClock.now
-        lastReceived = now
-        lastSent = now
         // Progress within a long send counts too: one 16 MiB block answer to a peer on a
         // 2 MB/s link is 8 s of writes, longer than the dead-peer time the stall check
         // allows without a completed write.
@@ -121,7 +63,8 @@ final class Session: @unchecked Sendable {
     /// Queues frames for sending, in order.
     func send(_ frames: [Frame]) {
         guard !frames.isEmpty else { return }
-        lastSent = .now
+        let now = ContinuousClock.now
+        state.withLock { $0.lastSent = now }
         sendFromAnyThread(frames)
     }
 
@@ -183,7 +126,8 @@ final class Session: @unchecked Sendable {
             unreliablePending.count.subtract(bytes, ordering: .relaxed)
             return false
         }
-        lastSent = .now
+        let now = ContinuousClock.now
+        state.withLock { $0.lastSent = now }
         let channel = self.channel
         let pending = self.unreliablePending
         unreliableQueue.async {

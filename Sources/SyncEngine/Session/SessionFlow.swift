@@ -1,5 +1,6 @@
 internal import Foundation
 internal import PeerWire
+internal import Synchronization
 
 /// Flow control of one session, shared by the node's queue, the session's reader thread,
 /// its send queue and the folder serve queues: how many bytes wait to be sent, how many
@@ -11,9 +12,14 @@ internal import PeerWire
 /// not read, requests we have not handled. A peer that only sends requests and never reads
 /// our answers therefore costs a bounded amount of memory, and the dead-peer timer or the
 /// socket's send timeout ends the session with a reason that says so.
-final class SessionFlow: @unchecked Sendable {
-    // @unchecked: every field is guarded by `condition`.
-
+///
+/// Two locks, always taken in this order: `condition` (the reader's waiting) → `counts` (the
+/// numbers). The reader checks for room and waits under `condition`; what can make room
+/// (bytes sent, a reservation released, a frame handled, cancel) changes the counts and
+/// broadcasts under `condition` too, so the reader never misses it. What only takes room
+/// (queue, reserve, received) or notes progress (wrote) takes `counts` alone: it cannot end
+/// a wait.
+final class SessionFlow: Sendable {
     /// The reader pauses while this many bytes wait to be sent (or are reserved by answers
     /// being prepared).
     static let highWater = 8 << 20
@@ -24,68 +30,79 @@ final class SessionFlow: @unchecked Sendable {
     /// Bytes of block answers read from disk at once for one peer; more requests wait.
     static let serveBudget = 8 << 20
 
-    private let condition = NSCondition()
-    private var queued = 0
-    private var reserved = 0
-    private var unhandledFrames = 0
-    private var unhandledBytes = 0
-    private var cancelled = false
-    /// Why sending failed, if it did (the send queue's error, for the session's close reason).
-    private var sendFailure: String?
-    /// Since when the reader waits for room (nil: it reads).
-    private var pausedSince: ContinuousClock.Instant?
-    /// Since when it waits because the peer does not read our answers (not because the
-    /// node is slow to handle what the peer sent).
-    private var stalledSince: ContinuousClock.Instant?
-    /// When a write last completed: a peer that reads slowly is not stalled.
-    private var lastSendProgress = ContinuousClock.now
+    struct Counts {
+        var queued = 0
+        var reserved = 0
+        var unhandledFrames = 0
+        var unhandledBytes = 0
+        var cancelled = false
+        /// Why sending failed, if it did (the send queue's error, for the session's close reason).
+        var sendFailure: String?
+        /// Since when the reader waits for room (nil: it reads).
+        var pausedSince: ContinuousClock.Instant?
+        /// Since when it waits because the peer does not read our answers (not because the
+        /// node is slow to handle what the peer sent).
+        var stalledSince: ContinuousClock.Instant?
+        /// When a write last completed: a peer that reads slowly is not stalled.
+        var lastSendProgress = ContinuousClock.now
 
-    private func locked<T>(_ body: () -> T) -> T {
+        var isOutputFull: Bool { queued + reserved >= SessionFlow.highWater }
+
+        var isInputFull: Bool {
+            unhandledFrames >= SessionFlow.maxUnhandledFrames || unhandledBytes >= SessionFlow.maxUnhandledBytes
+        }
+    }
+
+    /// Only for the reader's waiting (`waitForRoom`) and the broadcasts that end it.
+    private let condition = NSCondition()
+    private let counts = Mutex(Counts())
+
+    /// Changes the counts in a way that may make room, and wakes the reader to look.
+    private func makingRoom(_ body: (inout Counts) -> Void) {
         condition.lock()
         defer { condition.unlock() }
-        return body()
+        counts.withLock { body(&$0) }
+        condition.broadcast()
     }
 
     // MARK: Sending
 
     /// Counts `bytes` as queued for sending.
     func queue(_ bytes: Int) {
-        locked { queued += bytes }
+        counts.withLock { $0.queued += bytes }
     }
 
     /// `bytes` left the send queue (written, or dropped because the channel failed).
     func sent(_ bytes: Int, failure: String? = nil) {
-        locked {
-            queued -= bytes
-            lastSendProgress = .now
-            if let failure, sendFailure == nil { sendFailure = failure }
-            condition.broadcast()
+        let now = ContinuousClock.now
+        makingRoom {
+            $0.queued -= bytes
+            $0.lastSendProgress = now
+            if let failure, $0.sendFailure == nil { $0.sendFailure = failure }
         }
     }
 
     /// A write to the peer completed, within a send that may go on (`SecureChannel.onWrite`):
     /// a peer reading a large answer slowly is not one that stopped reading.
     func wrote() {
-        locked { lastSendProgress = .now }
+        let now = ContinuousClock.now
+        counts.withLock { $0.lastSendProgress = now }
     }
 
     /// Reserves `bytes` for an answer being prepared; false when the peer already has its
     /// budget's worth in preparation (the caller keeps the request for later). One answer is
     /// always allowed so a large block is never stuck.
     func reserve(_ bytes: Int) -> Bool {
-        locked {
-            guard reserved == 0 || reserved + bytes <= Self.serveBudget else { return false }
-            reserved += bytes
+        counts.withLock {
+            guard $0.reserved == 0 || $0.reserved + bytes <= Self.serveBudget else { return false }
+            $0.reserved += bytes
             return true
         }
     }
 
     /// Releases a reservation (after its answer was queued, so `queued` already holds it).
     func release(_ bytes: Int) {
-        locked {
-            reserved -= bytes
-            condition.broadcast()
-        }
+        makingRoom { $0.reserved -= bytes }
     }
 
     // MARK: Receiving
@@ -93,47 +110,46 @@ final class SessionFlow: @unchecked Sendable {
     /// Blocks the reader while the peer has too much waiting on our side; returns false once
     /// the session is cancelled.
     func waitForRoom() -> Bool {
-        locked {
-            while !cancelled && (isOutputFull || isInputFull) {
-                if pausedSince == nil { pausedSince = .now }
-                if !isOutputFull { stalledSince = nil } else if stalledSince == nil { stalledSince = .now }
-                _ = condition.wait(until: Date().addingTimeInterval(0.1))
-            }
-            pausedSince = nil
-            stalledSince = nil
-            return !cancelled
+        condition.lock()
+        defer { condition.unlock() }
+        while counts.withLock({ Self.mustWait(&$0) }) {
+            _ = condition.wait(until: Date().addingTimeInterval(0.1))
+        }
+        return counts.withLock { counts in
+            counts.pausedSince = nil
+            counts.stalledSince = nil
+            return !counts.cancelled
         }
     }
 
-    private var isOutputFull: Bool { queued + reserved >= Self.highWater }
-
-    private var isInputFull: Bool {
-        unhandledFrames >= Self.maxUnhandledFrames || unhandledBytes >= Self.maxUnhandledBytes
+    /// Whether the reader must wait (noting since when, and why).
+    private static func mustWait(_ counts: inout Counts) -> Bool {
+        guard !counts.cancelled && (counts.isOutputFull || counts.isInputFull) else { return false }
+        let now = ContinuousClock.now
+        if counts.pausedSince == nil { counts.pausedSince = now }
+        if !counts.isOutputFull { counts.stalledSince = nil } else if counts.stalledSince == nil { counts.stalledSince = now }
+        return true
     }
 
     /// A frame of about `bytes` was read and handed to the node.
     func received(_ bytes: Int) {
-        locked {
-            unhandledFrames += 1
-            unhandledBytes += bytes
+        counts.withLock {
+            $0.unhandledFrames += 1
+            $0.unhandledBytes += bytes
         }
     }
 
     /// The node handled a frame counted by `received`.
     func handled(_ bytes: Int) {
-        locked {
-            unhandledFrames -= 1
-            unhandledBytes -= bytes
-            condition.broadcast()
+        makingRoom {
+            $0.unhandledFrames -= 1
+            $0.unhandledBytes -= bytes
         }
     }
 
     /// Wakes and stops a waiting reader for good (the session ended).
     func cancel() {
-        locked {
-            cancelled = true
-            condition.broadcast()
-        }
+        makingRoom { $0.cancelled = true }
     }
 
     // MARK: Status
@@ -142,16 +158,17 @@ final class SessionFlow: @unchecked Sendable {
     /// been paused for `limit` because the peer does not read what we send, and not one of
     /// our writes completed meanwhile (a peer that reads slowly is only slowed down).
     func stallReason(pausedFor limit: Duration) -> String? {
-        locked {
-            if let sendFailure { return "cannot send to the peer: \(sendFailure)" }
-            guard let stalledSince, ContinuousClock.now - max(stalledSince, lastSendProgress) >= limit else { return nil }
-            return "the peer stopped reading what we send (\(queued + reserved) bytes waiting for \(limit))"
+        let now = ContinuousClock.now
+        return counts.withLock { counts in
+            if let sendFailure = counts.sendFailure { return "cannot send to the peer: \(sendFailure)" }
+            guard let stalledSince = counts.stalledSince, now - max(stalledSince, counts.lastSendProgress) >= limit else { return nil }
+            return "the peer stopped reading what we send (\(counts.queued + counts.reserved) bytes waiting for \(limit))"
         }
     }
 
     /// Whether the reader is paused by back-pressure, whatever the cause (then silence from
     /// the peer is ours).
-    var isPaused: Bool { locked { pausedSince != nil } }
+    var isPaused: Bool { counts.withLock { $0.pausedSince != nil } }
 
     /// About how many bytes `frames` take on the wire: what flow control counts (exact
     /// enough for the bulky ones: block data, index entries, messages).

@@ -28,7 +28,7 @@ extension FolderService {
     /// Applies every folder's policy now (on `expiryQueue`).
     func expireVersionsNow() {
         guard let versions else { return }
-        let ids: [String] = queue.sync { Array(folderTable.folders.keys) }
+        let ids = sharedFolders().map(\.id)
         var fs = statvfs()
         let fileSystemBytes = statvfs(versions.store.root + "/..", &fs) == 0 ? Int64(fs.f_blocks) * Int64(fs.f_frsize) : Int64.max
         for id in ids { versions.expire(folderID: id, now: versions.clock(), fileSystemBytes: fileSystemBytes) }

@@ -19,7 +19,7 @@ extension FolderService {
     /// the caller, made absolute by the client) and the path relative to its root ("" for
     /// the root itself).
     func folder(holding path: String) throws(EngineError) -> (folder: SharedFolder, relative: String) {
-        let list: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let list = sharedFolders()
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         if let folder = list.first(where: { $0.root == absolute }) { return (folder, "") }
         guard let folder = list.first(where: { absolute.hasPrefix($0.root + "/") }) else {
@@ -32,7 +32,9 @@ extension FolderService {
 
     /// Every version of `relative` (and under it) known here and on connected members, at
     /// most `HistoryResult.limit` from each; and how many members were asked and answered,
-    /// and whether a list was cut.
+    /// and whether a list was cut. Never on `queue` (the answers come there); the members are
+    /// read there. (They were read on the caller's thread: the connections' session table,
+    /// which `queue` changes, read at the same time.)
     func knownVersions(folder: SharedFolder, relative: String) -> (versions: [KnownVersion], asked: Int, answered: Int, truncated: Bool) {
         var truncated = false
         var known: [KnownVersion] = []
@@ -40,7 +42,8 @@ extension FolderService {
             truncated = local.count > HistoryResult.limit
             known = local.prefix(HistoryResult.limit).map { KnownVersion(device: localDevice, local: true, entry: Self.wireEntry($0, manifest: [])) }
         }
-        let members = connectedMembers(of: folder.id).map(\.deviceKey)
+        dispatchPrecondition(condition: .notOnQueue(queue))
+        let members = queue.sync { connectedMembers(of: folder.id).map(\.deviceKey) }
         let collected = Mutex<(versions: [KnownVersion], answered: Int, truncated: Bool)>(([], 0, false))
         let group = DispatchGroup()
         let wirePath = relative.isEmpty ? "/" : relative

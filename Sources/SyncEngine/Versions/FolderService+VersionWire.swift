@@ -19,9 +19,11 @@ extension FolderService {
     /// or a folder we do not have, an unsafe path, or an ignored one.
     func serveVersionRequest(_ request: UInt32, folderID: String, path: String, tree: Bool, before: UInt64, version: UInt64,
                              from session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let (found, link) = state.withLock { ($0.folders[folderID], $0.link) }
         func refuse() { link?.send([.versionResponse(request: request, ok: false, data: [])], on: session.id) }
         // "/" asks for the whole folder (a tree request only).
-        guard let folder = folderTable.folders[folderID], isMember(session.deviceKey, of: folderID),
+        guard let folder = found, isMember(session.deviceKey, of: folderID),
               let relative = path == "/" && tree ? "" : (try? SafePath(path))?.string else { return refuse() }
         let ignores = folder.servedIgnores.withLock { $0 }
         guard let ignores, relative.isEmpty || !ignores.isIgnored(relative, isDirectory: tree) else { return refuse() }
@@ -68,23 +70,29 @@ extension FolderService {
     func requestVersions(device: String, folderID: String, path: String, tree: Bool, before: UInt64, version: UInt64,
                          callback: @escaping @Sendable (VersionPage?) -> Void) {
         queue.async { [self] in
+            let link = link
             guard let session = link?.connectedSession(device: device) else { return callback(nil) }
-            let request = folderTable.nextRequest
-            folderTable.nextRequest &+= 1
+            let request = state.withLock { state in
+                defer { state.nextRequest &+= 1 }
+                return state.nextRequest
+            }
             let frame = Frame.versionRequest(request: request, folder: folderID, path: path, tree: tree, before: before, version: version)
             guard (try? frame.validate()) != nil else { return callback(nil) }
-            folderTable.pendingVersions[request] = (device, callback)
+            state.withLock { $0.pendingVersions[request] = (device, callback) }
             link?.send([frame], on: session.id)
             queue.asyncAfter(deadline: .now() + Self.versionTimeout) { [self] in
-                folderTable.pendingVersions.removeValue(forKey: request)?.callback(nil)
+                state.withLock { $0.pendingVersions.removeValue(forKey: request) }?.callback(nil)
             }
         }
     }
 
     /// A peer's answer to our version request (on `queue`): only the asked peer settles it.
     func versionResponseReceived(_ request: UInt32, ok: Bool, data: [UInt8], from session: LinkSession) {
-        guard folderTable.pendingVersions[request]?.device == session.deviceKey,
-              let pending = folderTable.pendingVersions.removeValue(forKey: request) else { return }
+        dispatchPrecondition(condition: .onQueue(queue))
+        let answered = state.withLock { state in
+            state.pendingVersions[request]?.device == session.deviceKey ? state.pendingVersions.removeValue(forKey: request) : nil
+        }
+        guard let pending = answered else { return }
         guard ok, let page = try? VersionPage.decode(data) else { return pending.callback(nil) }
         pending.callback(page)
     }

@@ -74,7 +74,7 @@ extension FolderService {
     private func importKeptFoldersNow(versionsDirectory: String) {
         guard let keeper = versions,
               let names = try? FileManager.default.contentsOfDirectory(atPath: versionsDirectory) else { return }
-        let folders: [SharedFolder] = queue.sync { Array(folderTable.folders.values) }
+        let folders = sharedFolders()
         for name in names where !name.hasPrefix(".") {
             guard let folder = folders.first(where: { KeptFolderImport.component($0.id) == name }) else { continue }
             let directory = versionsDirectory + "/" + name

@@ -8,16 +8,16 @@ internal import PeerIndex
 /// as `send -` always did: written as it arrives into a partial file (bounded memory: the
 /// stream's window), put in place under a safe, unused name only when the stream is
 /// complete; a cut stream leaves nothing behind and is reported as failed.
-extension Node {
-    /// Whether streams from this session's peer are saved without asking.
-    func savesStreamsWithoutAsking(_ session: Session) -> Bool {
-        config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))?.autoAccept ?? false)
+extension StreamService {
+    /// Whether streams from the device `deviceKey` are saved without asking.
+    func savesWithoutAsking(_ deviceKey: String) -> Bool {
+        config.autoAccept || ((try? store.peer(deviceID: deviceKey))?.autoAccept ?? false)
     }
 
     /// Saves `stream` into the receive folder on a thread of its own; reports the outcome
     /// as a `transfer` event (`completed` with the path, or `failed` with why).
     func saveToReceiveFolder(_ stream: IncomingByteStream) {
-        let directory = receiveDirectory.withLock { $0 }
+        let directory = receiveDirectory
         let thread = Thread { [self] in
             let outcome = Self.save(stream, into: directory)
             queue.async { [self] in
