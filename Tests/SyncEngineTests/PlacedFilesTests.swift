@@ -53,6 +53,18 @@ struct PlacedFilesTests {
         #expect(placed.take("b.txt") { .init(inode: 12, size: 4096, mtimeNs: 7, mode: 0o644) } == true)
     }
 
+    /// What the folder checks against the disk, outside its lock: the reported paths' marks
+    /// only, moved out (a later report of them is scanned), the others kept.
+    @Test func aBatchTakesOnlyTheMarksOfItsPaths() {
+        var placed = PlacedFiles()
+        placed.note([Self.record("a.txt"), Self.record("b.txt")])
+        var taken = placed.takeMarks(of: ["a.txt", "c.txt", "a.txt"])
+        #expect(taken.marks.keys.sorted() == ["a.txt"])
+        #expect(taken.take("a.txt") { Self.recorded } == true)
+        #expect(placed.take("a.txt") { Self.recorded } == false)
+        #expect(placed.take("b.txt") { Self.recorded } == true)
+    }
+
     @Test func pastTheLimitEveryMarkIsDropped() {
         var placed = PlacedFiles(limit: 3)
         placed.note((0..<3).map { Self.record("f\($0)") })

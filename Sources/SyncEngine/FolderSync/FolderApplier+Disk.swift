@@ -151,7 +151,7 @@ extension FolderApplier {
         if let failure {
             for record in records { fail(record.path, failure) }
         } else if !records.isEmpty {
-            folder.placed.note(records)
+            folder.notePlaced(records)
             for record in records where record.kind == .file && !record.deleted {
                 host.emitFile(folder, record.path, .pulled, bytes: record.size, total: nil, copy: nil, reason: nil)
             }

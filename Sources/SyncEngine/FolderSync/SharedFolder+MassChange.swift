@@ -16,21 +16,27 @@ extension SharedFolder {
     /// Every file they delete or replace is kept in the versions store by the applier, as
     /// any version a peer's change replaces (`FolderApplier.keepVersion`).
     func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileState], index: NodeIndex) -> Bool {
+        dispatchPrecondition(condition: .onQueue(io))
         let confirmed = massConfirmed
         // A hold stands until the user answers: no pull of any page applies meanwhile (a
         // peer that sends the rest of its change in small pages gets nothing through).
         if !confirmed, massHold.withLock({ $0 }) != nil { return false }
         let affected = MassChangeGuard.affectedCount(actions, local: local)
         guard affected > 0 || confirmed else { return true }
-        if let limits = try? index.folderGuardLimits(folderID: id) { massGuard.limits = limits }
+        let limits = try? index.folderGuardLimits(folderID: id)
         let files = (try? index.liveTotals(folderID: id).files) ?? 0
-        if let hold = massGuard.judge(affected: affected, files: files, nowNs: Self.nowNs(), confirmed: confirmed) {
+        let now = Self.nowNs()
+        let judged = state.withLock { state in
+            if let limits { state.massGuard.limits = limits }
+            return state.massGuard.judge(affected: affected, files: files, nowNs: now, confirmed: confirmed)
+        }
+        if let hold = judged {
             massHold.withLock { $0 = hold }
             setError("holding the peers' changes: " + (massChangeInfo?.question ?? hold.description))
             return false
         }
         if massHold.withLock({ held in defer { held = nil }; return held }) != nil { clearError() }
-        massConfirmed = false
+        state.withLock { $0.massConfirmed = false }
         return true
     }
 }
@@ -39,8 +45,9 @@ extension SharedFolder {
     /// `syncpeer confirm`: a held mass change is applied by the next pull, its replaced
     /// files kept in the versions store (io). Nothing held: nothing to confirm here.
     func confirmMassChange() {
+        dispatchPrecondition(condition: .onQueue(io))
         guard massHold.withLock({ $0 }) != nil else { return }
-        massConfirmed = true
+        state.withLock { $0.massConfirmed = true }
     }
 }
 

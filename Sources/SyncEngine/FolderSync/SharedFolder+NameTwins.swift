@@ -85,6 +85,7 @@ extension SharedFolder {
     /// are counted without waiting for a scan. At once, or once `listingInterval` has passed
     /// since the last listing. On `io`.
     func countTwins(among paths: [String]) {
+        dispatchPrecondition(condition: .onQueue(io))
         let twins = NormalizationTwins.find(paths.pathKeys.map(\.string))
         guard !twins.isEmpty else { return }
         let parents = twins.map { path in path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "" }
@@ -96,7 +97,9 @@ extension SharedFolder {
 
     /// Lists the directories `countTwins` wants and records their twins. On `io`.
     private func listTwins() {
+        dispatchPrecondition(condition: .onQueue(io))
         let directories = nameTwins.takeListing().map(\.string)
+        let ignores = self.ignores
         guard stopped == nil, !directories.isEmpty, let root = try? DirectoryHandle(path: root) else { return }
         var summary = ScanSummary()
         for directory in directories {

@@ -1,6 +1,8 @@
+import Dispatch
 import Glibc
 import PeerFiles
 import PeerIndex
+import Synchronization
 
 /// Files this node has just put in place from a peer, each with what it recorded for it.
 ///
@@ -49,6 +51,17 @@ struct PlacedFiles {
         for path in paths { marks[path] = nil }
     }
 
+    /// The marks of `paths`, moved out into a value of their own: the folder checks them
+    /// against the disk (`take(_:stat:)`) outside its lock.
+    mutating func takeMarks(of paths: some Sequence<String>) -> PlacedFiles {
+        var taken = PlacedFiles(limit: limit)
+        guard !marks.isEmpty else { return taken }
+        for path in paths {
+            if let mark = marks.removeValue(forKey: path) { taken.marks[path] = mark }
+        }
+        return taken
+    }
+
     /// Whether `path` has a mark; `stat` is asked only then. Consumes the mark and says
     /// whether what `stat` found (nil: not a regular file, or not readable) is it.
     mutating func take(_ path: String, stat: () -> Mark?) -> Bool {
@@ -61,10 +74,12 @@ extension SharedFolder {
     /// The paths of a watcher batch that need a scan: those the applier placed and that
     /// are still exactly what it recorded are left out (see `PlacedFiles`).
     func needingScan(_ paths: [String]) -> [String] {
-        guard !placed.isEmpty else { return paths }
+        dispatchPrecondition(condition: .onQueue(io))
+        var marks = state.withLock { $0.placed.takeMarks(of: paths) }
+        guard !marks.isEmpty else { return paths }
         var root: DirectoryHandle?
         return paths.filter { path in
-            !placed.take(path) {
+            !marks.take(path) {
                 if root == nil { root = try? DirectoryHandle(path: self.root) }
                 guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return nil }
                 var st = stat()

@@ -16,51 +16,64 @@ extension SharedFolder {
 
     /// Path → the wanted version a kept temp file holds, for the next attempt.
     var keptTemps: [PathKey: String] {
-        retry.entries.mapValues(\.version)
+        state.withLock { $0.retry.entries.mapValues(\.version) }
     }
 
     /// Paths of the table that this planning pass looked at (`paths`, or all when nil) and
     /// that need nothing now: forgotten, with their kept temp files.
     func settleFailures(considered paths: Set<PathKey>?, planned actions: [SyncAction]) {
-        guard !retry.isEmpty else { return }
+        dispatchPrecondition(condition: .onQueue(io))
         let planned = actions.flatMap(\.paths).pathKeys
-        let considered = paths.map { $0.filter { retry.entries[$0] != nil } } ?? Set(retry.entries.keys)
-        let settled = considered.subtracting(planned)
-        guard !settled.isEmpty else { return }
-        for path in settled {
-            retry.succeeded(path)
-            FolderApplier.removeKeptTemp(path.string, root: root)
+        let (settled, table) = state.withLock { state -> (Set<PathKey>, PullRetry?) in
+            guard !state.retry.isEmpty else { return ([], nil) }
+            // (The table is read in place: a copy alive while it changes would be copied whole.)
+            var settled = Set(state.retry.entries.keys)
+            if let paths { settled.formIntersection(paths) }
+            settled.subtract(planned)
+            for path in settled { state.retry.succeeded(path) }
+            return (settled, settled.isEmpty ? nil : state.retry)
         }
-        publishFailures()
+        guard let table else { return }
+        for path in settled { FolderApplier.removeKeptTemp(path.string, root: root) }
+        failing.set(table)
         setStatus(.idle)
     }
 
     /// After an apply: failed paths go in the table (news reported once per change), the
     /// others leave it; then the next attempt is timed.
     func recordOutcome(_ failures: [PathKey: FailedPull], actions: [SyncAction]) {
+        dispatchPrecondition(condition: .onQueue(io))
         let now = Self.monotonicNow()
-        var news: [(path: PathKey, failure: PullFailure)] = []
-        var free: UInt64?
-        for path in actions.flatMap(\.paths).pathKeys.sorted() {
-            guard let failed = failures[path] else {
-                if retry.succeeded(path) { FolderApplier.removeKeptTemp(path.string, root: root) }
-                continue
+        let paths = actions.flatMap(\.paths).pathKeys.sorted()
+        // Looked at once, when a path failed for want of space.
+        let free: UInt64? = paths.contains { failures[$0]?.failure.failure == .diskFull } ? freeBytes() : nil
+        let (succeeded, news, table) = state.withLock { state in
+            var succeeded: [PathKey] = []
+            var news: [(path: PathKey, failure: PullFailure, plan: String)] = []
+            for path in paths {
+                guard let failed = failures[path] else {
+                    if state.retry.succeeded(path) { succeeded.append(path) }
+                    continue
+                }
+                if state.retry.failed(path, failed.failure.failure, reason: failed.failure.reason, version: failed.version,
+                                      now: now, freeBytes: free) {
+                    news.append((path, failed.failure, ""))
+                }
             }
-            if failed.failure.failure == .diskFull, free == nil { free = freeBytes() }
-            if retry.failed(path, failed.failure.failure, reason: failed.failure.reason, version: failed.version, now: now,
-                            freeBytes: free) {
-                news.append((path, failed.failure))
+            for n in news.indices.prefix(Self.reportedPerPass) {
+                news[n].plan = state.retry.entries[news[n].path].map { state.retry.plan(for: $0, now: now) } ?? ""
             }
+            return (succeeded, news, state.retry)
         }
-        for (path, failure) in news.prefix(Self.reportedPerPass) {
-            let plan = retry.entries[path].map { retry.plan(for: $0, now: now) } ?? ""
+        for path in succeeded { FolderApplier.removeKeptTemp(path.string, root: root) }
+        for (path, failure, plan) in news.prefix(Self.reportedPerPass) {
             report("cannot pull \(path): \(failure.reason); \(plan)")
             host?.emitFile(self, path.string, .failed, bytes: nil, total: nil, copy: nil, reason: "\(failure.reason); \(plan)")
         }
         if news.count > Self.reportedPerPass {
             report("and \(news.count - Self.reportedPerPass) more paths cannot be pulled now; see 'syncpeer status'")
         }
-        publishFailures()
+        failing.set(table)
         scheduleRetry()
     }
 
@@ -70,7 +83,7 @@ extension SharedFolder {
     /// A peer connected: the paths waiting for one are tried now.
     func peerConnected() {
         io.async { [self] in
-            retry.peerConnected(now: Self.monotonicNow())
+            state.withLock { $0.retry.peerConnected(now: Self.monotonicNow()) }
             retryDue()
         }
     }
@@ -78,26 +91,30 @@ extension SharedFolder {
     /// The timer (or an event) fired: looks at free space if a path waits for it, pulls
     /// the due paths, and times the next attempt.
     func retryDue() {
+        dispatchPrecondition(condition: .onQueue(io))
         let now = Self.monotonicNow()
-        if retry.probeDue(now: now) { retry.spaceChecked(freeBytes: freeBytes(), now: now) }
-        let due = retry.takeDue(now: now)
+        if state.withLock({ $0.retry.probeDue(now: now) }) {
+            let free = freeBytes()
+            state.withLock { $0.retry.spaceChecked(freeBytes: free, now: now) }
+        }
+        let due = state.withLock { $0.retry.takeDue(now: now) }
         if !due.isEmpty { pull(paths: due) }
         scheduleRetry()
     }
 
-    /// One timer for the earliest deadline of the table.
+    /// One timer for the earliest deadline of the table: a timer scheduled before it (its
+    /// generation passed) does nothing when it fires.
     func scheduleRetry() {
-        retryTimer?.cancel()
-        retryTimer = nil
-        guard let deadline = retry.nextDeadline else { return }
-        let item = DispatchWorkItem { [weak self] in self?.retryDue() }
-        retryTimer = item
-        io.asyncAfter(deadline: .now() + max(0, deadline - Self.monotonicNow()), execute: item)
-    }
-
-    /// What status shows: a copy of the table.
-    func publishFailures() {
-        failing.set(retry)
+        dispatchPrecondition(condition: .onQueue(io))
+        let (generation, deadline) = state.withLock { state in
+            state.retryTimer &+= 1
+            return (state.retryTimer, state.retry.nextDeadline)
+        }
+        guard let deadline else { return }
+        io.asyncAfter(deadline: .now() + max(0, deadline - Self.monotonicNow())) { [weak self] in
+            guard let self, state.withLock({ $0.retryTimer == generation }) else { return }
+            retryDue()
+        }
     }
 
     /// Free bytes for us on the folder's file system (0 when unknown).

@@ -1,5 +1,7 @@
+internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// `syncpeer revert DIR`: a folder's local changes that stay back from a receive-only peer
 /// are undone — each path takes the cluster's version again (the newest state the roles let
@@ -10,6 +12,7 @@ extension SharedFolder {
     /// store (a path whose file cannot be kept whole stays as it is; a folder whose policy is
     /// `none` keeps nothing). Returns how many paths were planned. On io.
     func revertLocalChanges(localDevice: String, limit: Int = 100_000) -> Int {
+        dispatchPrecondition(condition: .onQueue(io))
         guard let index, let host, checkRoot() else { return 0 }
         loadPolicies(index: index)
         var paths: [String] = []
@@ -30,7 +33,7 @@ extension SharedFolder {
                 .mapValues(FileState.init)
             let entries = ((try? index.remoteFiles(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))) ?? [:])
                 .flatMap { $0.value.map { ($0.key, $0.value) } }
-            let (remotes, manifests) = Self.peerStates(entries, members: Set(policies.keys))
+            let (remotes, manifests) = Self.peerStates(entries, members: state.withLock { Set($0.policies.keys) })
             let admitted = admitted(remotes, local: local)
             for path in chunk.map(PathKey.init(_:)) {
                 guard let ours = local[path] else { continue }

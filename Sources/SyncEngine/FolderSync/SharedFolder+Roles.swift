@@ -21,11 +21,14 @@ extension SharedFolder {
 
     /// Reads our role towards each member (io; at the start of every pull).
     func loadPolicies(index: NodeIndex) {
-        policies = ((try? index.folderPeerRoles(folderID: id)) ?? [:]).mapValues(PeerPolicy.init)
+        dispatchPrecondition(condition: .onQueue(io))
+        let policies = ((try? index.folderPeerRoles(folderID: id)) ?? [:]).mapValues(PeerPolicy.init)
+        state.withLock { $0.policies = policies }
     }
 
     /// The peers' states the roles let into planning (io).
     func admitted(_ remotes: [PathKey: [String: FileState]], local: [PathKey: FileState]) -> [PathKey: [String: FileState]] {
+        let policies = state.withLock { $0.policies }
         guard policies.values.contains(where: { $0 != PeerPolicy() }) else { return remotes }
         return remotes.compactMapValues { states in
             let admitted = FolderRoles.split(states, policies: policies).admitted
@@ -87,6 +90,7 @@ extension SharedFolder {
     /// dominates theirs (`FolderRoles.override`), so it goes out as a plain update; a path we
     /// do not have is recorded as deleted. Returns how many paths. On io.
     func overrideHeld(localDevice: String, limit: Int = 100_000) throws(EngineError) -> Int {
+        dispatchPrecondition(condition: .onQueue(io))
         guard let index else { return 0 }
         var after: String?
         var rows: [FileRecord] = []
@@ -94,8 +98,10 @@ extension SharedFolder {
         // A held mass change: every path a peer's newer state would change here.
         if massHold.withLock({ $0 }) != nil {
             massHold.withLock { $0 = nil }
-            massGuard = MassChangeGuard(limits: massGuard.limits)
-            let members = Set(policies.keys)
+            let members = state.withLock { state in
+                state.massGuard = MassChangeGuard(limits: state.massGuard.limits)
+                return Set(state.policies.keys)
+            }
             var cursor: String?
             while heldByPath.count < limit {
                 let page = (try? index.remoteFiles(folderID: id, afterPath: cursor, pathLimit: Self.planPage)) ?? []

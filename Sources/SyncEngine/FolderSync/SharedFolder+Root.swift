@@ -2,6 +2,7 @@ internal import Dispatch
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// A shared folder's guard against its root vanishing or being replaced, and against a
 /// scan that would empty it: what runs on `io` before every scan and pull, and after a
@@ -36,6 +37,8 @@ extension SharedFolder {
 
     /// The timer: a whole rescan when one is due (or the root is back), else a look at the root.
     func tick() {
+        dispatchPrecondition(condition: .onQueue(io))
+        let (lastFullScan, rescanSeconds, stopped) = state.withLock { ($0.lastFullScan, $0.rescanSeconds, $0.stopped) }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - lastFullScan.uptimeNanoseconds) / 1e9
         if stopped == .root || elapsed >= rescanSeconds {
             if stopped == .root && !checkRoot() { return }
@@ -49,8 +52,8 @@ extension SharedFolder {
     /// The watcher lost the root (deleted, moved, unmounted): stop, unless the path already
     /// names the adopted root again.
     func rootGone() {
-        watcher?.stop()
-        watcher = nil
+        dispatchPrecondition(condition: .onQueue(io))
+        dropWatcher()
         if checkRoot() {
             startWatcher(delay: watchDelay)
             fullScan()
@@ -61,11 +64,17 @@ extension SharedFolder {
     /// recorded identity yet and the root is plausible). If not, the folder stops with why.
     @discardableResult
     func checkRoot() -> Bool {
+        dispatchPrecondition(condition: .onQueue(io))
         guard let index else { return false }
         do {
-            if !rootIdentityLoaded {
+            let cached = state.withLock { (identity: $0.rootIdentity, loaded: $0.rootIdentityLoaded) }
+            var rootIdentity = cached.identity
+            if !cached.loaded {
                 rootIdentity = try index.folder(id: id)?.rootIdentity
-                rootIdentityLoaded = true
+                state.withLock { [rootIdentity] state in
+                    state.rootIdentity = rootIdentity
+                    state.rootIdentityLoaded = true
+                }
             }
             let observation: RootObservation
             switch FolderRoot.observe(root) {
@@ -82,7 +91,7 @@ extension SharedFolder {
             case .adopt:
                 let identity = observation.marker == .folder(id) ? observation.identity : try FolderRoot.adopt(root, folderID: id)
                 try index.setFolderRoot(id: id, device: identity.device, inode: identity.inode)
-                rootIdentity = identity
+                state.withLock { $0.rootIdentity = identity }
                 return true
             case .refused(let problem):
                 stop(.root, rootMessage(problem))
@@ -101,22 +110,26 @@ extension SharedFolder {
 
     /// Stops syncing with `message` as the folder's error (emitted once per distinct message).
     func stop(_ reason: StopReason, _ message: String) {
-        stopped = reason
-        if reason == .root {
-            watcher?.stop()
-            watcher = nil
+        dispatchPrecondition(condition: .onQueue(io))
+        let shown = state.withLock { state in
+            state.stopped = reason
+            defer { state.shownStop = message }
+            return state.shownStop == message
         }
-        guard shownStop != message else { return }
-        shownStop = message
+        if reason == .root { dropWatcher() }
+        guard !shown else { return }
         setError(message)
     }
 
     /// A whole scan passed the checks: a stopped folder syncs again, starting with what
     /// the peers changed while it was stopped (their updates were stored, not pulled).
     func resumeIfStopped() {
-        guard stopped != nil else { return }
-        stopped = nil
-        shownStop = nil
+        dispatchPrecondition(condition: .onQueue(io))
+        let wasStopped = state.withLock { state in
+            defer { (state.stopped, state.shownStop) = (nil, nil) }
+            return state.stopped != nil
+        }
+        guard wasStopped else { return }
         clearError()
         startWatcher(delay: watchDelay)
         io.async { [self] in pull(paths: nil) }
@@ -126,6 +139,7 @@ extension SharedFolder {
     /// judges the whole scan, and the root is checked again just before. Throws the
     /// guard's refusal (nothing recorded). Returns whether anything was written.
     func recordDeletions(_ paths: [String], before: LiveTotals, index: NodeIndex) throws -> Bool {
+        dispatchPrecondition(condition: .onQueue(io))
         guard !paths.isEmpty, let host else { return false }
         let afterAdditions = try index.liveTotals(folderID: id)
         var deletedFiles = 0
@@ -162,6 +176,7 @@ extension SharedFolder {
     /// identity) and lets the next scan record every deletion it finds, even all files;
     /// then scans and syncs. The root must exist.
     func confirm() -> Result<FolderResult, EngineError> {
+        dispatchPrecondition(condition: .onQueue(io))
         guard let index else { return .failure(.io(path: root, reason: "the node is stopping")) }
         let identity: RootIdentity
         do {
@@ -174,11 +189,13 @@ extension SharedFolder {
         } catch {
             return .failure(.index(error))
         }
-        rootIdentity = identity
-        rootIdentityLoaded = true
-        deletionsConfirmed = true
+        let was = state.withLock { state in
+            state.rootIdentity = identity
+            state.rootIdentityLoaded = true
+            state.deletionsConfirmed = true
+            return state.shownStop
+        }
         confirmMassChange()
-        let was = shownStop
         io.async { [self] in
             fullScan()
             pull(paths: nil)

@@ -45,11 +45,11 @@ extension SharedFolder {
     /// Puts the stored selection in force (on io, after `setSelection` stored it): frees
     /// what was deselected, watches what is now in, then scans and pulls.
     func selectionChanged() -> Freed {
+        dispatchPrecondition(condition: .onQueue(io))
         loadIgnores()
         let freed = (try? freeDeselected()) ?? Freed()
         // The watcher skipped directories outside the old selection: watch anew.
-        watcher?.stop()
-        watcher = nil
+        dropWatcher()
         startWatcher(delay: watchDelay)
         io.async { [self] in
             fullScan()

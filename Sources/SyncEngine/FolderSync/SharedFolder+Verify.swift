@@ -107,6 +107,7 @@ extension SharedFolder {
     /// versions store (an edit in place that kept the size and mtime looks like damage: it is
     /// never lost), and counts as repaired only once it verifies after the repair. On `io`.
     func repair(_ paths: [String]) -> (unrepaired: [PathKey: String], kept: [PathKey: String]) {
+        dispatchPrecondition(condition: .onQueue(io))
         func all(_ why: String) -> [PathKey: String] { Dictionary(paths.map { (PathKey($0), why) }) { a, _ in a } }
         guard stopped == nil, let index, let host, checkRoot() else { return (all("the folder is stopped (see 'syncpeer status')"), [:]) }
         let local: [PathKey: FileState]

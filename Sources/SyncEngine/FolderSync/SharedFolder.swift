@@ -19,66 +19,31 @@ internal import Synchronization
 /// All disk work for the folder runs on its serial `io` queue, so a scan never races a pull;
 /// block requests from peers are served on `serveQueue`, so two nodes pulling from each
 /// other never wait on each other's `io`.
-final class SharedFolder: @unchecked Sendable {
-    // @unchecked: `status`/`error` are touched on the node's queue; everything else after
-    // init is touched only on `io` (documented per property).
+final class SharedFolder: Sendable {
     let id: String
     let root: String
     let label: String
     let io: DispatchQueue
     let serveQueue: DispatchQueue
-    weak var host: (any FolderHost)?
-    /// io: the watcher and the ignore patterns in force.
-    var watcher: FolderWatcher?
-    var ignores = IgnorePatterns()
+    weak let host: (any FolderHost)?
+    /// What the folder works with, behind one lock (see `State`): the watcher, the ignore
+    /// patterns, the timers, the root's checks, the retry table, the roles, the mass-change
+    /// guard, and what status shows.
+    let state = Mutex(State())
     /// Any thread: the same patterns, for serving blocks (which never waits for `io`); nil
     /// until they are first loaded, and nothing is served before.
     let servedIgnores = Mutex<IgnorePatterns?>(nil)
-    var periodic: (any DispatchSourceTimer)?
-    /// Node queue: what `syncpeer status` shows.
-    var status = FolderState.scanning
-    var error: String?
-    /// io: why the folder does not sync (its root is not the adopted one, or a scan's
-    /// deletions were refused); nil while it syncs. Nothing is pulled while it is set.
-    var stopped: StopReason?
     /// Any thread: paused by the user (`pause`, kept in the index): no scan and no pull run
     /// until `resume-folder`, which scans and pulls everything.
     let paused = Atomic<Bool>(false)
-    /// io: the root's device and inode as adopted (loaded from the index; nil until adopted).
-    var rootIdentity: RootIdentity?
-    var rootIdentityLoaded = false
-    /// io: the user confirmed (`syncpeer confirm`): the next scan's deletions are recorded
-    /// even if they empty the folder.
-    var deletionsConfirmed = false
-    /// io: the error last shown for a stop (the same one is not emitted again).
-    var shownStop: String?
-    /// io (set before `start`): the machine went down under the last daemon; the first full
-    /// scan takes what the index has and the disk lacks as lost, not deleted (`forgetVanished`).
-    var recoversVanished = false
-    /// io: when the last full scan ran (the timer ticks more often to watch the root).
-    var lastFullScan = DispatchTime.now()
-    /// Set by `start`, read on io.
-    var rescanSeconds = 3600.0
-    var watchDelay: Duration = .seconds(1)
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
     /// Quick sums of the chunks of large files, so that a change re-hashes only what changed.
     let chunkSums = ChunkSumCache()
-    /// Files the applier just placed, as it recorded them (io only; see `PlacedFiles`).
-    var placed = PlacedFiles()
-    /// io: paths whose pull failed and when they are tried again (SharedFolder+Retry).
-    var retry = PullRetry()
-    var retryTimer: DispatchWorkItem?
     /// Any thread: what status shows of `retry`.
     let failing = FailingPaths()
     /// Names that equal another under Unicode normalization (read by the control thread).
     let nameTwins = NameTwinsReport()
-    /// io: our role towards each member, read at the start of every pull (SharedFolder+Roles).
-    var policies: [String: PeerPolicy] = [:]
-    /// io: the mass-change guard's burst, and whether the user confirmed the held change
-    /// (set by `confirm`, for one pull; SharedFolder+MassChange).
-    var massGuard = MassChangeGuard()
-    var massConfirmed = false
     /// Any thread: the mass change the folder holds, asking the user (status, dashboard).
     let massHold = Mutex<MassChangeGuard.Hold?>(nil)
     /// Any thread: the roles' differences last counted for `status` (SharedFolder+RoleCounts).
@@ -105,8 +70,12 @@ final class SharedFolder: @unchecked Sendable {
     /// after its root is back, and a root replaced without an inotify event (a disk mounted
     /// over it) stops the folder before the next pull.
     func start(rescanInterval: Duration, watchDelay: Duration) {
-        rescanSeconds = Double(rescanInterval.components.seconds) + Double(rescanInterval.components.attoseconds) / 1e18
-        self.watchDelay = watchDelay
+        let rescanSeconds = Double(rescanInterval.components.seconds) + Double(rescanInterval.components.attoseconds) / 1e18
+        state.withLock { state in
+            state.rescanSeconds = rescanSeconds
+            state.watchDelay = watchDelay
+            state.ticking = true
+        }
         if (try? host?.index.setting(Self.pausedSetting(id))) == "1" {
             paused.store(true, ordering: .relaxed)
             setStatus(.idle)  // shown as paused
@@ -121,33 +90,45 @@ final class SharedFolder: @unchecked Sendable {
             fullScan()
             pull(paths: nil)
         }
-        let timer = DispatchSource.makeTimerSource(queue: io)
         let tick = min(rescanSeconds, Self.rootPollInterval)
-        timer.schedule(deadline: .now() + tick, repeating: tick)
-        timer.setEventHandler { [weak self] in self?.tick() }
-        timer.resume()
-        periodic = timer
+        scheduleTick(at: .now() + tick, every: tick)
+    }
+
+    /// The periodic `tick` on `io`, at `deadline` and then every `interval` on that fixed
+    /// schedule (as a repeating timer: ticks missed while one ran long are not made up),
+    /// until `stop`.
+    private func scheduleTick(at deadline: DispatchTime, every interval: Double) {
+        io.asyncAfter(deadline: deadline) { [weak self] in
+            guard let self, state.withLock({ $0.ticking }) else { return }
+            tick()
+            let step = max(interval, 0.001)
+            let late = Double(DispatchTime.now().uptimeNanoseconds) - Double(deadline.uptimeNanoseconds)
+            scheduleTick(at: deadline + step * (floor(max(0, late) / (step * 1e9)) + 1), every: interval)
+        }
     }
 
     func stop() {
-        periodic?.cancel()
+        state.withLock { $0.ticking = false }
         forgetWaitingPulls()
         io.sync {
-            retryTimer?.cancel()
-            watcher?.stop()
-            watcher = nil
+            state.withLock { $0.retryTimer &+= 1 }
+            dropWatcher()
         }
     }
 
     func loadIgnores() {
+        dispatchPrecondition(condition: .onQueue(io))
         // The selection (`syncpeer select`) rides on the patterns: what lies outside is ignored.
-        let selection = storedSelection() ?? ignores.selection
-        if let handle = try? DirectoryHandle(path: root), let patterns = try? IgnorePatterns.load(from: handle) {
-            ignores = patterns
+        let stored = storedSelection()
+        let loaded = (try? DirectoryHandle(path: root)).flatMap { try? IgnorePatterns.load(from: $0) }
+        let (ignores, watcher) = state.withLock { state in
+            let selection = stored ?? state.ignores.selection
+            if let loaded { state.ignores = loaded }
+            state.ignores.selection = selection
+            return (state.ignores, state.watcher)
         }
-        ignores.selection = selection
         watcher?.updateIgnores(ignores)
-        servedIgnores.withLock { [ignores] in $0 = ignores }
+        servedIgnores.withLock { $0 = ignores }
     }
 
     /// Temporary files a killed daemon left (before the first pull of this run, so none is
@@ -160,18 +141,22 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     func startWatcher(delay: Duration) {
-        guard watcher == nil, stopped == nil else { return }
+        dispatchPrecondition(condition: .onQueue(io))
+        let (watching, stopped, ignores) = state.withLock { ($0.watcher != nil, $0.stopped, $0.ignores) }
+        guard !watching, stopped == nil else { return }
         do {
-            watcher = try FolderWatcher(root: root, ignores: ignores, delay: delay) { [weak self] changes in
+            let watcher = try FolderWatcher(root: root, ignores: ignores, delay: delay) { [weak self] changes in
                 guard let self else { return }
                 self.io.async { self.watched(changes) }
             }
+            state.withLock { $0.watcher = watcher }
         } catch {
             report("cannot watch \(root): \(error.description); falling back to periodic scans")
         }
     }
 
     private func watched(_ changes: [WatchChange]) {
+        dispatchPrecondition(condition: .onQueue(io))
         var paths: [String] = []
         var moves: [(from: String, to: String)] = []
         var full = false
@@ -202,9 +187,9 @@ final class SharedFolder: @unchecked Sendable {
     /// paths at its old place: nothing would ever use or remove them.
     private func removeStrandedTemporaries(_ movedTo: [String]) {
         guard !movedTo.isEmpty, let handle = try? DirectoryHandle(path: root) else { return }
+        let failing = state.withLock { $0.retry.entries.keys.map(\.string) }
         for relative in movedTo {
-            for (path, reason) in FolderApplier.removeStrandedTemporaries(under: handle, movedTo: relative,
-                                                                         failing: retry.entries.keys.map(\.string)) {
+            for (path, reason) in FolderApplier.removeStrandedTemporaries(under: handle, movedTo: relative, failing: failing) {
                 report("cannot remove the stranded temporary file \(path): \(reason)")
             }
         }
@@ -246,6 +231,7 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Walks the whole folder; unchanged files (size, mtime, inode) are not read.
     func fullScan() {
+        dispatchPrecondition(condition: .onQueue(io))
         // The patterns on disk now: a change the watcher missed (overflow, no watches left,
         // periodic scans only) applies from this scan on.
         loadIgnores()
@@ -254,6 +240,7 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Rescans some paths (conflict copies, paths changed during a pull).
     func fullScanPaths(_ paths: [String]) {
+        dispatchPrecondition(condition: .onQueue(io))
         scan(paths: paths)
     }
 
@@ -264,9 +251,9 @@ final class SharedFolder: @unchecked Sendable {
         guard !paused.load(ordering: .relaxed), let index, checkRoot() else { return }
         // A stopped folder resumes only after a whole scan passed the guard.
         if paths != nil, stopped != nil { return scan(paths: nil) }
-        if paths == nil { lastFullScan = .now() }
+        if paths == nil { state.withLock { $0.lastFullScan = .now() } }
         // A confirmation (`syncpeer confirm`) holds for one whole scan.
-        defer { if paths == nil { deletionsConfirmed = false } }
+        defer { if paths == nil { state.withLock { $0.deletionsConfirmed = false } } }
         setStatus(.scanning)
         let before: LiveTotals
         do { before = try index.liveTotals(folderID: id) } catch {
@@ -275,6 +262,7 @@ final class SharedFolder: @unchecked Sendable {
         }
         let known = KnownEntriesWithMoves(base: IndexKnownEntries(index: index, folderID: id),
                                           moved: moves.isEmpty ? [] : renamedFiles(moves, index: index))
+        let (ignores, rootIdentity) = state.withLock { ($0.ignores, $0.rootIdentity) }
         var scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
         scanner.chunkSums = chunkSums
         var wroteChanges = false
@@ -300,8 +288,7 @@ final class SharedFolder: @unchecked Sendable {
             }
             activity.scanned(bytes: summary.bytesRead)
             if let message = nameTwins.record(summary, whole: paths == nil) { report(message) }
-            if paths == nil, recoversVanished {
-                recoversVanished = false
+            if paths == nil, state.withLock({ state in defer { state.recoversVanished = false }; return state.recoversVanished }) {
                 try forgetVanished(deletions, index: index)
                 deletions = []
             }
@@ -336,11 +323,12 @@ final class SharedFolder: @unchecked Sendable {
     private func apply(_ batch: ScanBatch, index: NodeIndex) throws -> Bool {
         guard !batch.added.isEmpty || !batch.changed.isEmpty, let host else { return false }
         var found = batch.added + batch.changed
+        let recoversVanished = self.recoversVanished
         if recoversVanished {
             let rolledBack = try takeRolledBack(found, index: index)
             found.removeAll { rolledBack.contains(PathKey($0.path)) }
         }
-        placed.forget(found.lazy.map(\.path))
+        state.withLock { [found] in $0.placed.forget(found.lazy.map(\.path)) }
         var manifests: [PathKey: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[PathKey(entry.path)] = entry }
         let present = found.map { entry in
@@ -437,6 +425,7 @@ final class SharedFolder: @unchecked Sendable {
     }
 
     private func pullWaiting() {
+        dispatchPrecondition(condition: .onQueue(io))
         var (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
             var batch = Set<PathKey>()
             var blocks: [ChunkHash: IndexBlock] = [:]
@@ -505,6 +494,7 @@ final class SharedFolder: @unchecked Sendable {
     /// written (the caller gives back the rest).
     @discardableResult
     func pull(paths: Set<PathKey>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
+        dispatchPrecondition(condition: .onQueue(io))
         guard stopped == nil, !paused.load(ordering: .relaxed), let index, let host, checkRoot() else { return 0 }
         let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
         loadPolicies(index: index)
@@ -512,7 +502,12 @@ final class SharedFolder: @unchecked Sendable {
         settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return 0 }
         // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
-        let wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy { retry.waitsForSpace(PathKey($0)) } }
+        let wanted: [SyncAction]
+        do {
+            // (A copy, gone before `recordOutcome` changes the table: no copy of it is made.)
+            let retry = state.withLock { $0.retry }
+            wanted = paths != nil || retry.isEmpty ? plan.actions : plan.actions.filter { !$0.paths.allSatisfy { retry.waitsForSpace(PathKey($0)) } }
+        }
         guard !wanted.isEmpty else { return 0 }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
         guard admitsMassChange(actions, local: plan.local, index: index) else { return 0 }
@@ -618,76 +613,10 @@ final class SharedFolder: @unchecked Sendable {
 
     /// Paths our ignore patterns exclude are never pulled.
     private func notIgnored(_ remotes: [PathKey: [String: FileState]]) -> [PathKey: [String: FileState]] {
-        remotes.filter { path, states in
+        let ignores = self.ignores
+        return remotes.filter { path, states in
             !ignores.isIgnored(path.string, isDirectory: states.values.contains { $0.kind == .directory })
         }
-    }
-
-    // MARK: - Serving blocks to peers (serveQueue)
-
-    /// What a block request gets.
-    enum BlockAnswer: Equatable {
-        case data([UInt8])
-        /// Not something this folder shares: an unknown, deleted or ignored path, or a range
-        /// that is not one of the file's chunks (offset, size and hash as the index holds them).
-        case notShared
-        /// Shared, but not readable as indexed right now (changed on disk since the scan).
-        case unavailable
-    }
-
-    /// Blocks of at least this size are streamed from the file (see `blockSource`).
-    static let streamedBlock: UInt32 = 256 << 10
-
-    /// Where a block answer comes from.
-    enum BlockSource {
-        /// Read it from this open file, unhashed: its size, mtime and inode are still those the
-        /// index recorded when it hashed the chunk (the asker verifies it anyway).
-        case file(ChunkReader, ChunkRef)
-        /// This answer: verified bytes (the file's stamp changed, so they were hashed), or a refusal.
-        case answer(BlockAnswer)
-    }
-
-    /// How to answer a member's block request. Only a chunk of a live, not-ignored file of the
-    /// local index is read: a member never gets an ignored file, a path we do not share, or
-    /// an arbitrary range (not even a byte). The bytes are trusted without hashing them
-    /// again while the file's size, mtime and inode are still those the index recorded when
-    /// it hashed them (the scanner's own test of an unchanged file); otherwise they are
-    /// hashed, and a mismatch is `unavailable`. The receiver verifies every chunk anyway.
-    /// A large block of an unchanged file is left unread: the server streams it from the
-    /// file into the channel (`sendBlockFromAnyThread`).
-    func blockSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockSource {
-        guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
-              let start = Int64(exactly: offset), let index else { return .answer(.notShared) }
-        // The patterns in force now: a file ignored after it was indexed is not served either.
-        guard let ignores = servedIgnores.withLock({ $0 }) else { return .answer(.unavailable) }
-        guard !ignores.isIgnored(safe.string, isDirectory: false) else { return .answer(.notShared) }
-        let indexed: NodeIndex.FileStamp
-        do {
-            guard let stamp = try index.liveChunkStamp(folderID: id, path: safe.string, offset: start, size: Int64(size), hash: hash) else {
-                // Not in a live file: maybe in a version of that path we keep (issue 41).
-                return .answer(versionBlock(path: safe.string, offset: start, size: size, hash: expected))
-            }
-            indexed = stamp
-        } catch {
-            report("cannot look up a block request in the index: \(error)")
-            return .answer(.unavailable)
-        }
-        guard let rootHandle = try? DirectoryHandle(path: root),
-              let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
-              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else {
-            return .answer(.unavailable)
-        }
-        let onDisk = reader.stamp()
-        let unchanged = onDisk != nil && indexed.inode != nil && onDisk?.size == indexed.size
-            && onDisk?.mtimeNs == indexed.mtimeNs && onDisk?.inode == indexed.inode
-        let chunk = ChunkRef(offset: offset, size: size, hash: expected)
-        // Only large blocks are streamed: a queued streamed answer holds its file open until
-        // it is written, and the send queue's byte budget (8 MiB) then bounds the open files
-        // of one session to 32. Small blocks cost little to copy, and a peer asking for
-        // 1-byte blocks could otherwise make us hold one open file per 33 queued bytes.
-        if unchanged && size >= Self.streamedBlock { return .file(reader, chunk) }
-        guard let bytes = try? reader.bytes(of: chunk, verify: !unchanged) else { return .answer(.unavailable) }
-        return .answer(.data(bytes))
     }
 
     // MARK: - Status
@@ -696,18 +625,22 @@ final class SharedFolder: @unchecked Sendable {
     /// change is an event (`syncpeer events`); the same state again is not.
     func setStatus(_ value: FolderState) {
         host?.queue.async { [self] in
-            guard error == nil else { return }
-            let new = paused.load(ordering: .relaxed) ? .paused : value == .idle ? failing.state ?? value : value
-            guard new != status else { return }
-            status = new
-            host?.emitFolder(self, reason: nil)
+            let shown = paused.load(ordering: .relaxed) ? .paused : value == .idle ? failing.state ?? value : value
+            let changed = state.withLock { state in
+                guard state.error == nil, shown != state.status else { return false }
+                state.status = shown
+                return true
+            }
+            if changed { host?.emitFolder(self, reason: nil) }
         }
     }
 
     func setError(_ message: String) {
         host?.queue.async { [self] in
-            status = .error
-            error = message
+            state.withLock { state in
+                state.status = .error
+                state.error = message
+            }
             recordError(message)
             host?.emitFolder(self, reason: message)
         }
@@ -715,8 +648,10 @@ final class SharedFolder: @unchecked Sendable {
 
     func clearError() {
         host?.queue.async { [self] in
-            error = nil
-            status = .idle
+            state.withLock { state in
+                state.error = nil
+                state.status = .idle
+            }
             recordError(nil)
         }
     }
@@ -749,81 +684,5 @@ extension FileState.Kind {
         case .directory: self = .directory
         case .symlink: self = .symlink
         }
-    }
-}
-
-/// What the scanner already knows, read from the index in pages by path as the scan goes,
-/// so a folder's records (and their chunk lists) are never all in memory at once.
-///
-/// The scan records its changes while it reads: records changed after it started (their
-/// sequence is above the folder's counter at the start) are left out, so none of its own
-/// writes is read back as known. (It writes only paths it has walked past, which it does
-/// not read again: for every other path, what it reads is what the index held at the start.)
-struct IndexKnownEntries: KnownEntrySource {
-    let index: NodeIndex
-    let folderID: String
-    let maxSequence: Int64
-    /// Records read at a time.
-    let pageSize: Int
-
-    init(index: NodeIndex, folderID: String, pageSize: Int = 500) {
-        self.index = index
-        self.folderID = folderID
-        self.pageSize = max(1, pageSize)
-        maxSequence = (try? index.maxSequence(folderID: folderID)) ?? 0
-    }
-
-    func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
-        KnownEntryPages(source: self, prefix: prefix)
-    }
-
-    fileprivate func known(_ record: FileRecord) -> KnownEntry? {
-        guard !record.deleted, record.sequence <= maxSequence else { return nil }
-        let kind: ScannedKind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
-        return KnownEntry(path: record.path, kind: kind, size: UInt64(record.size), mtimeNs: record.mtimeNs,
-                          inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
-                          manifest: record.manifest)
-    }
-}
-
-/// The known entries at a prefix and below it, one page of the index at a time: the prefix
-/// itself first, then the paths between `prefix + "/"` and `prefix + "0"` ('0' follows '/'
-/// in byte order), which are exactly those below it.
-private final class KnownEntryPages: IteratorProtocol {
-    let source: IndexKnownEntries
-    var exact: String?
-    var after: String?
-    let before: String?
-    var page: [KnownEntry] = []
-    var position = 0
-    var exhausted = false
-
-    init(source: IndexKnownEntries, prefix: String) {
-        self.source = source
-        exact = prefix.isEmpty ? nil : prefix
-        after = prefix.isEmpty ? nil : prefix + "/"
-        before = prefix.isEmpty ? nil : prefix + "0"
-    }
-
-    func next() -> KnownEntry? {
-        if let path = exact {
-            exact = nil
-            if let record = (try? source.index.file(folderID: source.folderID, path: path)) ?? nil,
-               let entry = source.known(record) {
-                return entry
-            }
-        }
-        while position == page.count {
-            guard !exhausted else { return nil }
-            let records = (try? source.index.files(folderID: source.folderID, afterPath: after, beforePath: before,
-                                                   liveOnly: true, maxSequence: source.maxSequence,
-                                                   limit: source.pageSize)) ?? []
-            exhausted = records.count < source.pageSize
-            after = records.last?.path ?? after
-            page = records.compactMap(source.known)
-            position = 0
-        }
-        position += 1
-        return page[position - 1]
     }
 }
