@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
