@@ -8,7 +8,7 @@ internal import PeerWire
 extension TransferService {
     /// Runs `write` against the index for a running transfer; returns whether it worked.
     @discardableResult
-    func recordTransfer(_ transfer: TransferBase, _ what: String,
+    func recordTransfer(_ transfer: any TransferBase, _ what: String,
                         _ write: (any TransferStore) throws(IndexError) -> Void) -> Bool {
         do throws(IndexError) {
             try write(store)

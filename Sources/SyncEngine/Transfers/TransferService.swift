@@ -3,6 +3,7 @@ internal import Glibc
 #endif
 internal import Dispatch
 internal import Foundation
+internal import Synchronization
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
@@ -28,11 +29,7 @@ internal import PeerWire
 /// The transfer service owns the transfers table and every transfer's state. It reaches
 /// the rest of the engine only through its roles (Roles.swift): `PeerLink` for
 /// sessions, `TransferStore` for the index's transfer rows, `EventSink` for events.
-final class TransferService: Reporting, @unchecked Sendable {
-    // @unchecked: every mutable property (the table, each transfer's fields) is confined to
-    // `queue`, the owner's serial queue (the node's); file I/O runs on each transfer's `io`
-    // queue and touches only the fields documented as `io`'s. `Mutex` cannot hold it: a
-    // transfer's closures hop between the two queues with the transfer object.
+final class TransferService: Reporting, Sendable {
     static let progressInterval: Duration = .milliseconds(200)
     static let recordBatch = 64
     /// A batch is also recorded once it holds this many bytes: a resume after a crash reads
@@ -41,29 +38,60 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// Chunks failing verification that a transfer tolerates before it is stopped.
     static let maxBadChunks = 8
 
+    /// The owner's serial queue (the node's): it orders the transfers' steps (frames,
+    /// requests, session hooks); entry points confined to it check so
+    /// (`dispatchPrecondition`). File I/O runs on each transfer's `io` queue.
     let queue: DispatchQueue
     let store: any TransferStore
     let events: any EventSink
-    /// Its receive folder changes with `receive-dir` (on the queue).
-    var config: NodeConfig
-    /// Sessions (the node); weak: the node owns this service.
-    weak var link: (any PeerLink)?
     /// The manifest a shared folder's index holds for an unchanged file (`send` skips
     /// hashing it again); runs off `queue`.
     let indexedManifest: @Sendable (String, PreparedOffer.FileStamp) -> Manifest?
-    /// Transfers in progress and `receive` clients waiting (confined to `queue`).
-    var transfers = TransferTable()
+
+    /// The service's mutable state, inside `owned`'s lock (each transfer has its own).
+    struct Owned: Sendable {
+        var config: NodeConfig
+        var link = WeakLink()
+        var transfers = TransferTable()
+        var cleanupRetry: Duration = .seconds(30)
+    }
+    /// Sessions (the node); weak: the node owns this service.
+    struct WeakLink: Sendable {
+        weak var value: (any PeerLink)?
+    }
+    let owned: Mutex<Owned>
+
+    /// Its receive folder changes with `receive-dir`.
+    var config: NodeConfig {
+        get { owned.withLock { $0.config } }
+        set { owned.withLock { $0.config = newValue } }
+    }
+    var link: (any PeerLink)? {
+        get { owned.withLock { $0.link.value } }
+        set { owned.withLock { $0.link.value = newValue } }
+    }
+    /// Transfers in progress and `receive` clients waiting (a copy: change it with `table`).
+    var transfers: TransferTable { owned.withLock { $0.transfers } }
     /// How long after a failed removal of a cancelled receive's data it is tried again
-    /// (set before use; tests shorten it).
-    var cleanupRetry: Duration = .seconds(30)
+    /// (tests shorten it).
+    var cleanupRetry: Duration {
+        get { owned.withLock { $0.cleanupRetry } }
+        set { owned.withLock { $0.cleanupRetry = newValue } }
+    }
+
+    /// Changes the transfers table in place, inside the lock (short and pure).
+    @discardableResult
+    func table<R: Sendable>(_ body: (inout TransferTable) -> R) -> R {
+        owned.withLock { body(&$0.transfers) }
+    }
 
     init(queue: DispatchQueue, store: any TransferStore, events: any EventSink, config: NodeConfig,
          indexedManifest: @escaping @Sendable (String, PreparedOffer.FileStamp) -> Manifest? = { _, _ in nil }) {
         self.queue = queue
         self.store = store
         self.events = events
-        self.config = config
         self.indexedManifest = indexedManifest
+        owned = Mutex(Owned(config: config))
     }
 
     func emit(_ event: NodeEvent) {
@@ -191,7 +219,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             $0.peerKey == target.deviceKey && !$0.isFinished
                 && (!prepared.isStreamed && $0.prepared.rootHash == prepared.rootHash || Self.sameSources($0.prepared, prepared))
         }) {
-            running.observers.append(observer)
+            running.addObserver(observer)
             if cancellation?.attach(running.id.description) == false {
                 perform(.cancelledHere, on: running)
                 return
@@ -219,17 +247,18 @@ final class TransferService: Reporting, @unchecked Sendable {
                 return
             }
             // (Not one running here: that transfer is the one to join, or another content.)
+            let running = transfers.outgoing
             recorded = records.first {
                 $0.direction == .send && $0.state.isUnfinished && Self.continues($0, prepared, source: request.path)
-                    && TransferID(hex: $0.id).map { transfers.outgoing[$0] == nil } ?? false
+                    && TransferID(hex: $0.id).map { running[$0] == nil } ?? false
             }
             if let recorded, let id = TransferID(hex: recorded.id) {
                 prepared = prepared.withID(id)
             }
         }
         let transfer = OutgoingTransfer(prepared: prepared, peerKey: target.deviceKey, peer: target.peer, spoolFile: spoolFile)
-        transfer.observers.append(observer)
-        transfers.outgoing[transfer.id] = transfer
+        transfer.addObserver(observer)
+        table { $0.outgoing[transfer.id] = transfer }
         if recorded == nil {
             supersedeRecordedSends(of: request.path, to: target.deviceKey, by: transfer.id)
             recordOutgoing(transfer, source: request.path)
@@ -265,7 +294,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             if let pending = transfers.incoming.values.first(where: { $0.state == .offered && !$0.resumed }) {
                 take(pending, with: waiter)
             } else {
-                transfers.receiveWaiters.append(waiter)
+                table { $0.receiveWaiters.append(waiter) }
             }
         }
     }
@@ -282,7 +311,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     : .invalidArgument("'\(idText)' matches \(candidates.count) offers; give more of the ID"))
             }
             if let observer, let completion {
-                incoming.observers.append(TransferObserver(progress: observer, completion: completion))
+                incoming.addObserver(TransferObserver(progress: observer, completion: completion))
             }
             if accept {
                 acceptIncoming(incoming, into: directory ?? config.receiveDirectory)
@@ -369,6 +398,7 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     /// A session is connected (paired): offers again what was interrupted.
     func sessionConnected(_ session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
         // Offer again what was interrupted, under the same IDs, so the receiver resumes.
         for transfer in transfers.outgoing.values where transfer.peerKey == session.deviceKey
             && (transfer.state == .paused || transfer.awaitingSuccessor) {
@@ -380,8 +410,9 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// A session ended: its transfers pause (offers never answered are withdrawn), or, when
     /// it was `replaced` by another session with the peer, go on on that one without a pause.
     func sessionClosed(_ session: LinkSession, replaced: Bool = false) {
-        transfers.refusedOffers[session.id] = nil
-        var handedOver: [TransferBase] = []
+        dispatchPrecondition(condition: .onQueue(queue))
+        table { $0.refusedOffers[session.id] = nil }
+        var handedOver: [any TransferBase] = []
         for transfer in transfers.outgoing.values where transfer.sessionID == session.id && !transfer.isFinished {
             if replaced {
                 handedOver.append(transfer)
@@ -393,7 +424,7 @@ final class TransferService: Reporting, @unchecked Sendable {
             transfer.sessionID = nil
             if transfer.state == .offered {
                 // Never answered: forget it (the sender offers again when it reconnects).
-                transfers.incoming[transfer.id] = nil
+                table { $0.incoming[transfer.id] = nil }
                 var withdrawn = transferEvent(transfer, force: true)
                 withdrawn.state = .withdrawn
                 emit(.transfer(withdrawn))
@@ -449,7 +480,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                         prepared = prepared.withID(.random())
                     }
                     let transfer = OutgoingTransfer(prepared: prepared, peerKey: key, peer: peer, spoolFile: spool)
-                    transfers.outgoing[transfer.id] = transfer
+                    table { $0.outgoing[transfer.id] = transfer }
                     if transfer.id != id {
                         supersedeRecordedSends(of: source, to: key, by: transfer.id)
                         recordOutgoing(transfer, source: source)
@@ -471,6 +502,7 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     /// Handles a transfer frame from `session`; false for any other frame (not this service's).
     func frameReceived(_ frame: Frame, from session: LinkSession) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
         switch frame {
         case let .offer(offer): offerReceived(offer, from: session)
         case let .accept(id, have): acceptReceived(id, have: have, from: session)
@@ -500,41 +532,53 @@ final class TransferService: Reporting, @unchecked Sendable {
     // MARK: Sending
 
     func offer(_ transfer: OutgoingTransfer, on session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let sessionID = session.id
         // A streamed offer goes out once; any later one waits for the whole manifest
         // (`hashed` offers it), so that the receiver's accept can name what it holds.
-        if transfer.prepared.isStreamed && transfer.hashedFrom != nil {
-            transfer.offerWhenHashed = true
-            transfer.pauseReason = "\(transfer.name) is being hashed; offered again when it is"
+        let offer: TransferOffer? = transfer.with { t in
+            if t.prepared.isStreamed && t.hashedFrom != nil {
+                t.offerWhenHashed = true
+                t.shared.pauseReason = "\(transfer.name) is being hashed; offered again when it is"
+                return nil
+            }
+            t.hashedFrom = t.prepared.isStreamed ? t.layout.offeredChunkCount : nil
+            t.shared.sessionID = sessionID
+            t.awaitingSuccessor = false
+            t.shared.move(to: .offered)
+            if let window = t.window {
+                // Shown until the receiver answers with what it holds (never "0%" on a resume).
+                t.heldBefore = max(t.heldBefore, Int64(window.confirmedBytes))
+            }
+            t.window = nil
+            return t.prepared.offer
+        }
+        guard let offer else {
             emitTransfer(transfer, force: true, reason: transfer.pauseReason)
             return
         }
-        transfer.hashedFrom = transfer.prepared.isStreamed ? transfer.layout.offeredChunkCount : nil
-        transfer.sessionID = session.id
-        transfer.awaitingSuccessor = false
-        transfer.move(to: .offered)
-        if let window = transfer.window {
-            // Shown until the receiver answers with what it holds (never "0%" on a resume).
-            transfer.heldBefore = max(transfer.heldBefore, Int64(window.confirmedBytes))
-        }
-        transfer.window = nil
-        link?.send([.offer(transfer.prepared.offer)], on: session.id)
+        link?.send([.offer(offer)], on: sessionID)
         emitTransfer(transfer, force: true)
     }
 
     private func acceptReceived(_ id: TransferID, have: [UInt8], from session: LinkSession) {
-        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.state == .offered else { return }
-        let layout = transfer.layout
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
+        let (state, layout, listed) = transfer.with { ($0.shared.state, $0.layout, $0.hashedFrom ?? $0.layout.chunkCount) }
+        guard state == .offered else { return }
         // The bitmap covers the chunks the offer listed (a streamed manifest's come later).
-        guard let haveSet = ChunkBitmap.decode(have, count: transfer.hashedFrom ?? layout.chunkCount) else {
+        guard let haveSet = ChunkBitmap.decode(have, count: listed) else {
             perform(.malformedAccept, on: transfer)
             return
         }
         let window = SendWindow(sizes: layout.chunkSizes(), have: haveSet, windowBytes: config.sendWindowBytes)
-        transfer.window = window
+        transfer.with { $0.window = window }
         announceResent(transfer, have: haveSet, on: session)
-        transfer.move(to: .active)
         // What the receiver already holds was not moved now: the rate counts from here.
-        transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.confirmedBytes)
+        let clock = transfer.elapsedSeconds()
+        transfer.with { t in
+            t.shared.move(to: .active)
+            t.shared.meter.restart(time: clock, bytes: t.confirmedBytes)
+        }
         recordTransfer(transfer, "its active state") { store throws(IndexError) in
             try store.updateTransferState(id: id.description, to: .active)
         }
@@ -542,62 +586,97 @@ final class TransferService: Reporting, @unchecked Sendable {
         pump(transfer)
     }
 
-    private func ackReceived(_ id: TransferID, index chunk: Int, ok: Bool, from session: LinkSession) {
-        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey, transfer.window != nil else { return }
-        do throws(SendWindow.Failure) {
-            try transfer.window!.ack(chunk, ok: ok)
-        } catch {
-            perform(.windowRejected(error.description), on: transfer)
-            return
-        }
-        if ok, let (entry, located) = transfer.layout.locate(chunk) {
-            transfer.advance(entry: entry, by: Int64(located.size))
-        }
-        emitTransfer(transfer, force: false)
-        pump(transfer)
+    /// What an acknowledgement did to the window.
+    private enum AckStep: Sendable {
+        case ignored, taken, rejected(String)
     }
 
-    /// Waits on `io` until sending `bytes` more keeps the transfer at `rate` bytes per second
-    /// since its first paced chunk.
-    private static func pace(_ transfer: OutgoingTransfer, bytes: Int64, rate: Int64) {
-        let now = ContinuousClock.now
-        var pacing = transfer.pacing ?? (start: now, bytes: 0)
-        let due = pacing.start + .seconds(Double(pacing.bytes) / Double(rate))
-        if due > now { Thread.sleep(forTimeInterval: (due - now) / .seconds(1)) }
-        pacing.bytes += bytes
-        transfer.pacing = pacing
+    private func ackReceived(_ id: TransferID, index chunk: Int, ok: Bool, from session: LinkSession) {
+        guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
+        let step: AckStep = transfer.with { t in
+            guard t.window != nil else { return .ignored }
+            do throws(SendWindow.Failure) {
+                try t.window!.ack(chunk, ok: ok)
+            } catch {
+                return .rejected(error.description)
+            }
+            return .taken
+        }
+        switch step {
+        case .ignored:
+            return
+        case let .rejected(why):
+            perform(.windowRejected(why), on: transfer)
+            return
+        case .taken:
+            emitTransfer(transfer, force: false)
+            pump(transfer)
+        }
+    }
+
+    /// When `bytes` more may go to keep a transfer at `rate` bytes per second since its
+    /// first paced chunk (`pacing`, which counts them).
+    private static func pace(_ pacing: inout (start: ContinuousClock.Instant, bytes: Int64)?, bytes: Int64, rate: Int64,
+                             now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        var current = pacing ?? (start: now, bytes: 0)
+        let due = current.start + .seconds(Double(current.bytes) / Double(rate))
+        current.bytes += bytes
+        pacing = current
+        return due
+    }
+
+    /// What `pump` found to do, taken in one step of the transfer's lock.
+    private enum PumpStep: Sendable {
+        case idle
+        case finishing
+        case send(batch: [Int], layout: ChunkLayout, sources: [PreparedOffer.Source], hashedFrom: Int)
     }
 
     /// Puts the next chunks of the window on the wire (read and verified on `io`).
     func pump(_ transfer: OutgoingTransfer) {
-        guard transfer.state == .active, var window = transfer.window,
-              let sessionID = transfer.sessionID, let session = link?.session(sessionID) else { return }
-        let batch = window.next()
-        transfer.window = window
-        countSent(batch, of: transfer)
-        if window.isComplete {
-            // (A streamed manifest's next chunks are not hashed yet: `hashed` pumps again.)
-            guard transfer.layout.isComplete else { return }
-            transfer.move(to: .finishing)
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let sessionID = transfer.with({ $0.shared.state == .active && $0.window != nil ? $0.shared.sessionID : nil }),
+              let session = link?.session(sessionID) else { return }
+        let step: PumpStep = transfer.with { t in
+            guard t.window != nil else { return .idle }
+            let batch = t.window!.next()
+            t.countSent(batch)
+            if t.window!.isComplete {
+                // (A streamed manifest's next chunks are not hashed yet: `hashed` pumps again.)
+                guard t.layout.isComplete else { return .idle }
+                t.shared.move(to: .finishing)
+                return .finishing
+            }
+            return .send(batch: batch, layout: t.layout, sources: t.prepared.sources, hashedFrom: t.hashedFrom ?? Int.max)
+        }
+        let layout: ChunkLayout, sources: [PreparedOffer.Source], batch: [Int], hashedFrom: Int
+        switch step {
+        case .idle:
+            return
+        case .finishing:
             emitTransfer(transfer, force: true)
             return
+        case let .send(b, l, s, h):
+            (batch, layout, sources, hashedFrom) = (b, l, s, h)
         }
-        let layout = transfer.layout
-        let sources = transfer.prepared.sources
         let id = transfer.id
         let rate = Int64(config.sendRateBytesPerSecond)
-        let hashedFrom = transfer.hashedFrom ?? Int.max
         for index in batch {
             guard let (entry, chunk) = layout.locate(index) else { continue }
             // A chunk the offer left out names its hash: the receiver learns the manifest so.
             let hash = index >= hashedFrom ? chunk.hash.bytes : nil
             transfer.io.async { [self] in
-                if rate > 0 { Self.pace(transfer, bytes: Int64(chunk.size), rate: rate) }
+                // One step of the lock per chunk: its pacing and its file's reader.
+                let now = ContinuousClock.now
+                let (existing, due) = transfer.with { t in
+                    (t.readers[entry], rate > 0 ? Self.pace(&t.pacing, bytes: Int64(chunk.size), rate: rate, now: now) : nil)
+                }
+                if let due, due > now { Thread.sleep(forTimeInterval: (due - now) / .seconds(1)) }
                 do throws(FileError) {
                     let reader: ChunkReader
-                    if let existing = transfer.readers[entry] { reader = existing } else {
+                    if let existing { reader = existing } else {
                         reader = try ChunkReader(path: sources[entry].path)
-                        transfer.readers[entry] = reader
+                        transfer.with { $0.readers[entry] = reader }
                     }
                     // The receiver verifies every chunk; re-hashing here too cost a third of the
                     // sender's CPU (bench: 1 GiB send 229 → see README). A cheap check that the
@@ -624,9 +703,12 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
-        transfer.sessionID = nil
-        transfer.move(to: .paused)
-        transfer.pauseReason = reason
+        dispatchPrecondition(condition: .onQueue(queue))
+        transfer.with { t in
+            t.shared.sessionID = nil
+            t.shared.move(to: .paused)
+            t.shared.pauseReason = reason
+        }
         recordTransfer(transfer, "its paused state") { store throws(IndexError) in
             try store.updateTransferState(id: transfer.id.description, to: .paused, error: reason)
         }
@@ -634,29 +716,37 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     func finishOutgoing(_ transfer: OutgoingTransfer, state: TransferState, error: EngineError?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard transfer.move(to: state) else { return }
         let recordID = transfer.id.description
+        let layout = transfer.layout
         recordTransfer(transfer, "its \(state) state") { store throws(IndexError) in
             try store.updateTransferState(id: recordID, to: state.recorded, error: error?.description)
-            if state == .completed && transfer.layout.isComplete {
-                try store.markChunksVerified(transferID: recordID, indices: Array(0..<transfer.layout.chunkCount))
+            if state == .completed && layout.isComplete {
+                try store.markChunksVerified(transferID: recordID, indices: Array(0..<layout.chunkCount))
             }
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
         emit(.transfer(event))
-        for observer in transfer.observers {
+        for observer in transfer.takeObservers() {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
-        transfer.observers = []
         pruneHistory()
         // (Only itself: a transfer under its ID that took over must not go with it.)
-        if transfers.outgoing[transfer.id] === transfer { transfers.outgoing[transfer.id] = nil }
+        table { if $0.outgoing[transfer.id] === transfer { $0.outgoing[transfer.id] = nil } }
         if let spool = transfer.spoolFile, state == .completed || state == .cancelled || state == .declined {
             unlink(spool)
         }
-        transfer.hashing?.stop()
-        transfer.hashing = nil
-        transfer.io.async { transfer.readers = [:] }
+        let hashing = transfer.with { t in
+            defer { t.hashing = nil }
+            return t.hashing
+        }
+        hashing?.stop()
+        // (The readers close their files once out of the lock.)
+        transfer.io.async { _ = transfer.with { t in
+            defer { t.readers = [:] }
+            return t.readers
+        } }
     }
 
     /// Marks unfinished recorded sends of the same source to the same peer as superseded.
@@ -671,15 +761,16 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     private func recordOutgoing(_ transfer: OutgoingTransfer, source: String) {
         let time = now()
-        let chunks = transfer.layout.transferChunks()
+        let (layout, prepared) = transfer.with { ($0.layout, $0.prepared) }
+        let chunks = layout.transferChunks()
         // A streamed send records its source's mode and mtime: what tells, after a restart,
         // whether the file it was hashing is still the same (its content hash is not known yet).
-        let streamed = transfer.prepared.isStreamed
+        let streamed = prepared.isStreamed
         let record = TransferRecord(id: transfer.id.description, direction: .send, deviceID: transfer.peerKey,
                                     name: transfer.name, size: transfer.totalSize,
-                                    mode: streamed ? transfer.prepared.offer.entries[0].mode : 0,
-                                    mtimeNs: streamed ? transfer.prepared.sources[0].stamp.mtimeNs : 0,
-                                    rootHash: transfer.prepared.rootHash, chunkCount: transfer.layout.chunkCount,
+                                    mode: streamed ? prepared.offer.entries[0].mode : 0,
+                                    mtimeNs: streamed ? prepared.sources[0].stamp.mtimeNs : 0,
+                                    rootHash: prepared.rootHash, chunkCount: layout.chunkCount,
                                     state: .offered, partialPath: transfer.spoolFile, finalPath: source, bytesDone: 0,
                                     error: nil, createdAt: time, updatedAt: time)
         recordTransfer(transfer, "the start") { store throws(IndexError) in try store.insertTransfer(record, chunks: chunks) }
@@ -702,14 +793,21 @@ final class TransferService: Reporting, @unchecked Sendable {
                     emitError(session.peer, "refused an offer from \(session.peer.name): it does not match the transfer it continues")
                     return
                 }
-                existing.layout = layout
-                existing.rootHash = PreparedOffer.contentHash(of: offer, manifests: layout.manifests)
+                let rootHash = PreparedOffer.contentHash(of: offer, manifests: layout.manifests)
+                existing.with { t in
+                    t.layout = layout
+                    t.rootHash = rootHash
+                }
             }
-            existing.sessionID = session.id
-            if existing.state == .offered { return }
-            existing.resumed = true
-            existing.move(to: .preparing)
-            if let directory = existing.directory { startReceiving(existing, into: directory) }
+            let sessionID = session.id
+            let (again, directory) = existing.with { t -> (Bool, String?) in
+                t.shared.sessionID = sessionID
+                if t.shared.state == .offered { return (false, nil) }
+                t.resumed = true
+                t.shared.move(to: .preparing)
+                return (true, t.directory)
+            }
+            if again, let directory { startReceiving(existing, into: directory) }
             return
         }
         // Past the peer's bounds on offers waiting for an answer: declined before anything
@@ -782,7 +880,7 @@ final class TransferService: Reporting, @unchecked Sendable {
         let transfer = IncomingTransfer(offer: offer, layout: layout, rootHash: rootHash, paths: paths,
                                         peerKey: session.deviceKey, peer: session.peer)
         transfer.sessionID = session.id
-        transfers.incoming[offer.id] = transfer
+        table { $0.incoming[offer.id] = transfer }
 
         // Accepted before (same ID, or the same content from the same peer): resume. (A
         // streamed manifest names no content yet: only its ID can be known.)
@@ -790,12 +888,14 @@ final class TransferService: Reporting, @unchecked Sendable {
             deviceID: session.deviceKey, rootHash: rootHash, direction: .receive))
         if let record, record.state.isUnfinished, let directory = record.partialPath {
             if transfers.incoming.values.contains(where: { $0 !== transfer && $0.recordID == record.id }) {
-                transfers.incoming[offer.id] = nil
+                table { $0.incoming[offer.id] = nil }
                 link?.send([.decline(id: offer.id, reason: "this content is already being received (transfer \(record.id.prefix(8)))")], on: session.id)
                 return
             }
-            transfer.resumed = true
-            transfer.recordID = record.id
+            transfer.with { t in
+                t.resumed = true
+                t.recordID = record.id
+            }
             acceptIncoming(transfer, into: directory)
             return
         }
@@ -803,15 +903,16 @@ final class TransferService: Reporting, @unchecked Sendable {
         // reusing the chunks that still match (single files, with their manifest).
         if offer.kind != .folder, !layout.isStreamed, let earlier = supersededTransfer(for: offer, from: session.deviceKey),
            let directory = earlier.partialPath {
-            transfer.resumed = true
-            transfer.supersedes = earlier
+            transfer.with { t in
+                t.resumed = true
+                t.supersedes = earlier
+            }
             acceptIncoming(transfer, into: directory)
             return
         }
         emit(.offer(.init(peer: session.peer, transfer: offer.id.description, name: offer.name,
                           total: Int64(offer.totalSize), files: offer.entries.count, time: now())))
-        if let waiter = transfers.receiveWaiters.first {
-            transfers.receiveWaiters.removeFirst()
+        if let waiter = table({ $0.receiveWaiters.isEmpty ? nil : $0.receiveWaiters.removeFirst() }) {
             take(transfer, with: waiter)
         } else if config.autoAccept || ((try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false) {
             acceptIncoming(transfer, into: config.receiveDirectory)
@@ -821,7 +922,7 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     private func take(_ transfer: IncomingTransfer, with waiter: ReceiveWaiter) {
-        transfer.observers.append(waiter.observer)
+        transfer.addObserver(waiter.observer)
         if waiter.accept {
             acceptIncoming(transfer, into: waiter.directory ?? config.receiveDirectory)
         } else {
@@ -834,26 +935,32 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     private func acceptIncoming(_ transfer: IncomingTransfer, into directory: String) {
-        transfer.directory = directory
-        transfer.move(to: .preparing)
+        transfer.with { t in
+            t.directory = directory
+            t.shared.move(to: .preparing)
+        }
         startReceiving(transfer, into: directory)
     }
 
     /// Opens (or re-opens) the partial files, finds the chunks they already hold, records
     /// the transfer and sends the accept.
     private func startReceiving(_ transfer: IncomingTransfer, into directory: String) {
-        let recordID = transfer.recordID
         // Chunks this process verified and wrote (a link lost and back, no restart): held.
-        let known = transfer.verified
         // (The layout is the node queue's: a streamed manifest grows there.)
-        let layout = transfer.layout
+        let (recordID, known, layout, resumed, earlier) = transfer.with {
+            ($0.recordID, $0.verified, $0.layout, $0.resumed, $0.supersedes)
+        }
+        let receiveDirectory = config.receiveDirectory
         transfer.io.async { [self] in
+            // What is open already (a link lost and back), taken in one step and put back
+            // after (only `io` opens and closes them).
+            var (openTarget, openTree, partials) = transfer.with { ($0.target, $0.tree, $0.partials) }
             var have = Set<Int>()
             let outcome: Result<Void, FileError> = Result { () throws(FileError) in
-                if transfer.target == nil {
+                if openTarget == nil {
                     // The default receive folder (~/Downloads) is made when it is missing; a
                     // folder the user named must exist (the CLI checks it).
-                    if directory == config.receiveDirectory, !FileManager.default.fileExists(atPath: directory) {
+                    if directory == receiveDirectory, !FileManager.default.fileExists(atPath: directory) {
                         do throws(FileError) { try DurableNames.createDirectories(directory) } catch {
                             // The message goes to the sender: the system's words, never the path.
                             let code = error.errno
@@ -861,25 +968,25 @@ final class TransferService: Reporting, @unchecked Sendable {
                                             message: code.map { String(cString: strerror($0)) } ?? "cannot create it")
                         }
                     }
-                    transfer.target = try DirectoryHandle(path: directory)
+                    openTarget = try DirectoryHandle(path: directory)
                 }
-                let target = transfer.target!
+                let target = openTarget!
                 if transfer.offer.kind == .folder {
-                    if transfer.tree == nil {
+                    if openTree == nil {
                         let staging = try target.openSubdirectory(PartialFile.stagingDirectoryName, create: true)
-                        transfer.tree = try staging.openSubdirectory(recordID + ".tree", create: true)
+                        openTree = try staging.openSubdirectory(recordID + ".tree", create: true)
                     }
                 }
                 for entry in layout.fileSizes.indices {
                     let partial: PartialFile
-                    if let open = transfer.partials[entry] { partial = open } else {
-                        if let tree = transfer.tree {
+                    if let open = partials[entry] { partial = open } else {
+                        if let tree = openTree {
                             let resolved = try transfer.paths[entry].resolve(under: tree, createDirectories: true)
                             partial = try PartialFile(transferID: "\(recordID)-\(entry)", in: resolved.directory)
                         } else {
                             partial = try PartialFile(transferID: recordID, in: target)
                         }
-                        transfer.partials[entry] = partial
+                        partials[entry] = partial
                     }
                     // What it holds: the chunks verified in this process (a link lost and
                     // back), without reading them; for the rest the file is the truth:
@@ -888,7 +995,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     // it finds the chunks written just before a crash.
                     // (A streamed manifest's chunks are all to come.)
                     guard let manifest = layout.manifest(of: entry) else { continue }
-                    if transfer.resumed {
+                    if resumed {
                         let first = layout.firstChunk[entry]
                         var trusted = Set<Int>()
                         for global in known where layout.range(of: entry).contains(global) {
@@ -898,13 +1005,19 @@ final class TransferService: Reporting, @unchecked Sendable {
                             have.insert(first + local)
                         }
                     }
-                    if let earlier = transfer.supersedes {
+                    if let earlier {
                         for local in try copyMatchingChunks(from: earlier, in: target, to: partial, manifest: manifest)
                         where !have.contains(layout.firstChunk[entry] + local) {
                             have.insert(layout.firstChunk[entry] + local)
                         }
                     }
                 }
+            }
+            let (opened, tree, open) = (openTarget, openTree, partials)
+            transfer.with { t in
+                t.target = opened
+                t.tree = tree
+                t.partials = open
             }
             let held = have
             queue.async { [self] in
@@ -914,21 +1027,23 @@ final class TransferService: Reporting, @unchecked Sendable {
                     perform(.cannotOpen(path: directory, reason: error.description, cause: error.message,
                                         diskFull: error.kind == .diskFull), on: transfer)
                 case .success:
-                    transfer.verified = have
-                    transfer.verifiedBytes = have.reduce(0) { total, index in
-                        total + Int64(transfer.layout.locate(index)?.chunk.size ?? 0)
+                    let layout = transfer.layout
+                    let verifiedBytes = have.reduce(Int64(0)) { total, index in
+                        total + Int64(layout.locate(index)?.chunk.size ?? 0)
                     }
-                    for entry in transfer.layout.fileSizes.indices {
-                        let held = transfer.layout.range(of: entry).filter { have.contains($0) }
-                            .reduce(Int64(0)) { $0 + Int64(transfer.layout.locate($1)!.chunk.size) }
-                        transfer.setHeld(entry: entry, held)
+                    transfer.with { t in
+                        t.verified = have
+                        t.verifiedBytes = verifiedBytes
                     }
                     recordIncoming(transfer, directory: directory)
-                    transfer.move(to: .active)
-                    transfer.meter.restart(time: transfer.elapsedSeconds(), bytes: transfer.verifiedBytes)
-                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: transfer.layout.offeredChunkCount))])
+                    let clock = transfer.elapsedSeconds()
+                    transfer.with { t in
+                        t.shared.move(to: .active)
+                        t.shared.meter.restart(time: clock, bytes: t.verifiedBytes)
+                    }
+                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: layout.offeredChunkCount))])
                     emitTransfer(transfer, force: true)
-                    if transfer.layout.isComplete && have.count == transfer.layout.chunkCount { complete(transfer) }
+                    if layout.isComplete && have.count == layout.chunkCount { complete(transfer) }
                 }
             }
         }
@@ -993,15 +1108,38 @@ final class TransferService: Reporting, @unchecked Sendable {
         return copied
     }
 
+    /// What a chunk that arrived is, taken in one step of the transfer's lock.
+    private enum ArrivedStep: Sendable {
+        case ignored, duplicate, write(entry: Int, chunk: ChunkRef)
+    }
+
+    /// What the write of a chunk did, taken in one step of the transfer's lock.
+    private enum WrittenStep: Sendable {
+        case ignored, failedVerification(Int), failed(directory: String?), verified(sessionID: UInt64?, whole: Bool)
+    }
+
     func chunkReceived(_ id: TransferID, index: Int, data: [UInt8], from session: LinkSession) {
-        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
-              transfer.state == .active, let (entry, chunk) = transfer.layout.locate(index) else { return }
-        if transfer.verified.contains(index) {
-            // (Not counted against an announced figure: a chunk the sender sent before is
-            // in it already, and one it sends for the first time was not sent twice.)
-            transfer.duplicateBytes += Int64(data.count)
+        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey else { return }
+        let size = Int64(data.count)
+        let arrived: ArrivedStep = transfer.with { t in
+            guard t.shared.state == .active, let (entry, chunk) = t.layout.locate(index) else { return .ignored }
+            if t.verified.contains(index) {
+                // (Not counted against an announced figure: a chunk the sender sent before is
+                // in it already, and one it sends for the first time was not sent twice.)
+                t.duplicateBytes += size
+                return .duplicate
+            }
+            return .write(entry: entry, chunk: chunk)
+        }
+        let entry: Int, chunk: ChunkRef
+        switch arrived {
+        case .ignored:
+            return
+        case .duplicate:
             sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
             return
+        case let .write(e, c):
+            (entry, chunk) = (e, c)
         }
         // Until it is on disk the chunk counts as unhandled in the session's flow: a sender
         // faster than our disk (or one resending chunks in flight) is read no faster.
@@ -1011,41 +1149,51 @@ final class TransferService: Reporting, @unchecked Sendable {
             defer { flow.handled(data.count) }
             var outcome: FileError?
             do throws(FileError) {
-                guard let partial = transfer.partials[entry] else { return }
+                guard let partial = transfer.with({ $0.partials[entry] }) else { return }
                 try partial.writeChunk(data, as: chunk)
             } catch {
                 outcome = error
             }
             let failure = outcome
             queue.async { [self] in
-                guard transfer.state == .active else { return }
-                if let failure {
-                    if failure.kind == .hashMismatch {
-                        transfer.duplicateBytes += Int64(data.count)
-                        transfer.attemptDuplicates += Int64(data.count)
-                        transfer.badChunks += 1
-                        if transfer.badChunks > Self.maxBadChunks {
-                            perform(.tooManyBadChunks(transfer.badChunks), on: transfer)
-                            return
-                        }
-                        emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
-                        sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: false)])
+                let written: WrittenStep = transfer.with { t in
+                    guard t.shared.state == .active else { return .ignored }
+                    if let failure {
+                        guard failure.kind == .hashMismatch else { return .failed(directory: t.directory) }
+                        t.duplicateBytes += size
+                        t.attemptDuplicates += size
+                        t.badChunks += 1
+                        return .failedVerification(t.badChunks)
+                    }
+                    if t.verified.insert(index).inserted {
+                        t.verifiedBytes += Int64(chunk.size)
+                        t.unrecorded.append(index)
+                    }
+                    return .verified(sessionID: t.shared.sessionID,
+                                     whole: t.layout.isComplete && t.verified.count == t.layout.chunkCount)
+                }
+                switch written {
+                case .ignored:
+                    return
+                case let .failedVerification(count):
+                    if count > Self.maxBadChunks {
+                        perform(.tooManyBadChunks(count), on: transfer)
                         return
                     }
+                    emitError(transfer.peer, "chunk \(index) of \(transfer.name) failed verification; asked for it again")
+                    sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: false)])
+                case let .failed(directory):
                     // Disk full or another write error: keep the partial data, pause.
-                    let reason = failure.kind == .diskFull ? "disk full on the receiver (\(transfer.directory ?? "")): free some space, then resume" : failure.description
-                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
-                    return
+                    let reason = failure?.kind == .diskFull
+                        ? "disk full on the receiver (\(directory ?? "")): free some space, then resume"
+                        : failure?.description ?? ""
+                    perform(.writeFailed(path: directory ?? "", reason: reason), on: transfer)
+                case let .verified(sessionID, whole):
+                    if let sessionID { link?.send([.chunkAck(id: id, index: UInt32(index), ok: true)], on: sessionID) }
+                    recordVerified(transfer, force: false)
+                    emitTransfer(transfer, force: false)
+                    if whole { complete(transfer) }
                 }
-                if transfer.verified.insert(index).inserted {
-                    transfer.verifiedBytes += Int64(chunk.size)
-                    transfer.advance(entry: entry, by: Int64(chunk.size))
-                    transfer.unrecorded.append(index)
-                }
-                sendTo(transfer, [.chunkAck(id: id, index: UInt32(index), ok: true)])
-                recordVerified(transfer, force: false)
-                emitTransfer(transfer, force: false)
-                if transfer.layout.isComplete && transfer.verified.count == transfer.layout.chunkCount { complete(transfer) }
             }
         }
     }
@@ -1053,20 +1201,23 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// Every chunk is verified: make each file final (fsync, mode, mtime, no-replace rename);
     /// a folder appears at once, complete.
     private func complete(_ transfer: IncomingTransfer) {
-        guard !transfer.completing else { return }
-        transfer.completing = true
+        guard transfer.with({ t in
+            if t.completing { return false }
+            t.completing = true
+            return true
+        }) else { return }
         recordVerified(transfer, force: true)
         transfer.move(to: .finishing)
-        let recordID = transfer.recordID
-        let layout = transfer.layout
+        let (recordID, layout) = transfer.with { ($0.recordID, $0.layout) }
         transfer.io.async { [self] in
+            let (openTarget, partials, openTree) = transfer.with { ($0.target, $0.partials, $0.tree) }
             let outcome: Result<String, FileError> = Result { () throws(FileError) in
-                guard let target = transfer.target else { throw FileError(kind: .io, operation: "finish", path: "", message: "no target") }
+                guard let target = openTarget else { throw FileError(kind: .io, operation: "finish", path: "", message: "no target") }
                 for (entry, manifest) in layout.manifests.enumerated() {
-                    guard let partial = transfer.partials[entry] else { continue }
+                    guard let partial = partials[entry] else { continue }
                     let meta = transfer.offer.entries[entry]
                     let time = FileTimestamp(nanosecondsSinceEpoch: meta.mtimeNanoseconds)
-                    if let tree = transfer.tree {
+                    if let tree = openTree {
                         let resolved = try transfer.paths[entry].resolve(under: tree, createDirectories: true)
                         try partial.commit(as: resolved.name, mode: meta.mode, modificationTime: time, size: manifest.fileSize, onConflict: .fail)
                         resolved.directory.removeIfEmpty(PartialFile.stagingDirectoryName)
@@ -1077,7 +1228,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                         return target.path + "/" + name
                     }
                 }
-                guard let tree = transfer.tree else { return target.path }
+                guard let tree = openTree else { return target.path }
                 tree.removeIfEmpty(PartialFile.stagingDirectoryName)
                 let staging = try target.openSubdirectory(PartialFile.stagingDirectoryName)
                 var name = transfer.offer.name
@@ -1101,18 +1252,22 @@ final class TransferService: Reporting, @unchecked Sendable {
                         try store.updateTransferState(id: recordID, to: .completed)
                         try store.setTransferFinalPath(id: recordID, path: path)
                     }
-                    transfer.finalPath = path
+                    transfer.with { $0.finalPath = path }
                     perform(.placed, on: transfer)
                 case let .failure(error):
-                    transfer.completing = false
+                    let directory = transfer.with { t in
+                        t.completing = false
+                        return t.directory
+                    }
                     let reason = error.kind == .diskFull ? "disk full on the receiver: free some space, then resume" : error.description
-                    perform(.writeFailed(path: transfer.directory ?? "", reason: reason), on: transfer)
+                    perform(.writeFailed(path: directory ?? "", reason: reason), on: transfer)
                 }
             }
         }
     }
 
     func finishIncoming(_ transfer: IncomingTransfer, state: TransferState, error: EngineError?) {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard transfer.move(to: state) else { return }
         let recordID = transfer.recordID
         let message = error?.description ?? (state == .declined || state == .cancelled ? state.rawValue : nil)
@@ -1123,24 +1278,30 @@ final class TransferService: Reporting, @unchecked Sendable {
         }
         let event = transferEvent(transfer, force: true, reason: error?.description)
         emit(.transfer(event))
-        for observer in transfer.observers {
+        for observer in transfer.takeObservers() {
             if let error { observer.completion(.failure(error)) } else { observer.completion(.success(event)) }
         }
-        transfer.observers = []
         pruneHistory()
-        transfers.incoming[transfer.id] = nil
-        transfer.io.async { transfer.partials = [:] }
+        table { $0.incoming[transfer.id] = nil }
+        // (The files close once out of the lock.)
+        transfer.io.async { _ = transfer.with { t in
+            defer { t.partials = [:] }
+            return t.partials
+        } }
     }
 
     func removePartials(_ transfer: IncomingTransfer) {
         let recordID = transfer.recordID
         let name = transfer.name
         transfer.io.async { [self] in
-            let paths = transfer.partials.values.map(\.path)
+            let (partials, target) = transfer.with { t in
+                defer { t.partials = [:] }
+                return (t.partials, t.target)
+            }
+            let paths = partials.values.map(\.path)
             // Closes each file; what is not removed here is removed by path, reported and retried.
-            for partial in transfer.partials.values { try? partial.remove() }
-            transfer.partials = [:]
-            let directory = transfer.target?.path
+            for partial in partials.values { try? partial.remove() }
+            let directory = target?.path
             retryCleanup("the partial data of \(name)", on: transfer.io) { () throws(FileError) in
                 for path in paths where unlink(path) != 0 && errno != ENOENT {
                     throw FileError(kind: .io, operation: "remove partial file", path: path, message: String(cString: strerror(errno)))
@@ -1151,10 +1312,10 @@ final class TransferService: Reporting, @unchecked Sendable {
     }
 
     private func recordIncoming(_ transfer: IncomingTransfer, directory: String) {
-        let recordID = transfer.recordID
+        let (recordID, layout, rootHash, verified, verifiedBytes) = transfer.with {
+            ($0.recordID, $0.layout, $0.rootHash, $0.verified, $0.verifiedBytes)
+        }
         var known = false
-        let layout = transfer.layout
-        let rootHash = transfer.rootHash
         recordTransfer(transfer, "its active state") { store throws(IndexError) in
             guard let record = try store.transfer(id: recordID) else { return }
             known = true
@@ -1166,15 +1327,15 @@ final class TransferService: Reporting, @unchecked Sendable {
                                             rootHash: layout.isComplete ? rootHash : nil)
             }
         }
-        transfer.recordedRows = layout.chunkCount
+        transfer.with { $0.recordedRows = layout.chunkCount }
         if known { return }
-        let chunks = transfer.layout.transferChunks(verified: transfer.verified)
+        let chunks = layout.transferChunks(verified: verified)
         let time = now()
         let first = transfer.offer.entries.first
-        let record = TransferRecord(id: transfer.recordID, direction: .receive, deviceID: transfer.peerKey, name: transfer.name,
+        let record = TransferRecord(id: recordID, direction: .receive, deviceID: transfer.peerKey, name: transfer.name,
                                     size: transfer.totalSize, mode: first?.mode ?? 0, mtimeNs: first?.mtimeNanoseconds ?? 0,
-                                    rootHash: transfer.rootHash, chunkCount: transfer.layout.chunkCount, state: .active,
-                                    partialPath: directory, finalPath: nil, bytesDone: transfer.verifiedBytes,
+                                    rootHash: rootHash, chunkCount: layout.chunkCount, state: .active,
+                                    partialPath: directory, finalPath: nil, bytesDone: verifiedBytes,
                                     error: nil, createdAt: time, updatedAt: time)
         recordTransfer(transfer, "the start") { store throws(IndexError) in try store.insertTransfer(record, chunks: chunks) }
     }
@@ -1186,26 +1347,32 @@ final class TransferService: Reporting, @unchecked Sendable {
     /// writing; writes of the batch's chunks returned before it was taken (their `io`
     /// closure reported them), so the sync covers them.
     func recordVerified(_ transfer: IncomingTransfer, force: Bool) {
-        guard !transfer.unrecorded.isEmpty else { return }
-        guard !transfer.recording else {
-            if force { transfer.recordForced = true }
-            return
+        let instant = ContinuousClock.now
+        // One step of the lock: whether a batch is due, and taking it.
+        let batch: (indices: [Int], entries: Set<Int>)? = transfer.with { t in
+            guard !t.unrecorded.isEmpty else { return nil }
+            guard !t.recording else {
+                if force { t.recordForced = true }
+                return nil
+            }
+            guard force || t.unrecorded.count >= Self.recordBatch || instant - t.lastRecord > .milliseconds(500)
+                    || t.unrecorded.reduce(Int64(0), { $0 + Int64(t.layout.locate($1)?.chunk.size ?? 0) }) >= Self.recordBatchBytes
+            else { return nil }
+            let indices = t.unrecorded
+            t.unrecorded = []
+            t.lastRecord = instant
+            t.recording = true
+            return (indices, Set(indices.compactMap { t.layout.locate($0)?.entry }))
         }
-        guard force || transfer.unrecorded.count >= Self.recordBatch || ContinuousClock.now - transfer.lastRecord > .milliseconds(500)
-                || transfer.unrecorded.reduce(Int64(0), { $0 + Int64(transfer.layout.locate($1)?.chunk.size ?? 0) }) >= Self.recordBatchBytes
-        else { return }
-        let indices = transfer.unrecorded
-        transfer.unrecorded = []
-        transfer.lastRecord = .now
-        transfer.recording = true
-        let entries = Set(indices.compactMap { transfer.layout.locate($0)?.entry })
+        guard let (indices, entries) = batch else { return }
         transfer.io.async { [self] in
             // A descriptor of each file the batch touched (partial files live on `io`).
+            let partials = transfer.with { $0.partials }
             var opened: [DataSync] = []
             var openFailure: FileError?
             var wholeFileSystem = false
             for entry in entries.sorted() {
-                guard let partial = transfer.partials[entry] else { continue }
+                guard let partial = partials[entry] else { continue }
                 do throws(FileError) { opened.append(try partial.dataSync()) } catch { openFailure = openFailure ?? error }
                 // One `syncfs` makes a batch of many files durable: one descriptor is enough
                 // (where `syncfs` is a barrier: not on FUSE, see `DurableNames`).
@@ -1224,9 +1391,11 @@ final class TransferService: Reporting, @unchecked Sendable {
                 }
                 let failed = failure
                 queue.async { [self] in
-                    transfer.recording = false
-                    let forced = transfer.recordForced
-                    transfer.recordForced = false
+                    let forced = transfer.with { t in
+                        defer { t.recordForced = false }
+                        t.recording = false
+                        return t.recordForced
+                    }
                     if let failed {
                         // Not recorded: a resume reads these chunks again (the file is the truth).
                         emitError(transfer.peer, "cannot make \(indices.count) verified chunks of \(transfer.name) durable: \(failed.description)")
@@ -1236,7 +1405,7 @@ final class TransferService: Reporting, @unchecked Sendable {
                     }) {
                         // Kept for the next batch (the partial file holds them); not retried
                         // at once, or a failing index would be written to in a loop.
-                        transfer.unrecorded.insert(contentsOf: indices, at: 0)
+                        transfer.with { $0.unrecorded.insert(contentsOf: indices, at: 0) }
                         return
                     }
                     // What arrived meanwhile (and a forced record asked for meanwhile);
@@ -1249,51 +1418,48 @@ final class TransferService: Reporting, @unchecked Sendable {
 
     // MARK: Events
 
-    func sendTo(_ transfer: TransferBase, _ frames: [Frame]) {
+    func sendTo(_ transfer: any TransferBase, _ frames: [Frame]) {
         guard let sessionID = transfer.sessionID else { return }
         link?.send(frames, on: sessionID)
     }
 
     /// The current state of a transfer as an event.
-    func transferEvent(_ transfer: TransferBase, force: Bool, reason: String? = nil) -> TransferInfo {
-        let done: Int64
-        var resent: Int64?
-        var path: String?
-        let direction: TransferInfo.Direction
-        if let outgoing = transfer as? OutgoingTransfer {
-            done = outgoing.state == .completed ? outgoing.totalSize : outgoing.confirmedBytes
-            direction = .send
-            resent = outgoing.resentBytes
-        } else {
-            let incoming = transfer as! IncomingTransfer
-            done = incoming.verifiedBytes
-            direction = .receive
-            path = incoming.finalPath
-            resent = incoming.resentBytes
-        }
+    func transferEvent(_ transfer: any TransferBase, force: Bool, reason: String? = nil) -> TransferInfo {
+        let (shared, progress) = transfer.withProgress { ($0, $1) }
+        return Self.event(of: transfer, shared, progress, clock: transfer.elapsedSeconds(), reason: reason, time: now())
+    }
+
+    /// A transfer's event from its fields as read in one step of its lock.
+    private static func event(of transfer: any TransferBase, _ shared: TransferShared, _ progress: TransferProgress,
+                              clock: Double, reason: String?, time: Int64) -> TransferInfo {
+        let done = progress.direction == .send && shared.state == .completed ? transfer.totalSize : progress.done
         let remaining = max(0, transfer.totalSize - done)
         // A rate and a time to go only while bytes move: none while paused or waiting for an
         // answer (the last rate would be a lie), none while the window is still filling.
-        let clock = transfer.elapsedSeconds()
-        let moving = transfer.state == .active
-        return TransferInfo(transfer: transfer.id.description, direction: direction, peer: transfer.peer, name: transfer.name,
-                            state: transfer.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
-                            rate: moving ? transfer.meter.rate(at: clock) : nil,
-                            eta: transfer.isFinished ? 0 : moving ? transfer.meter.eta(remaining: remaining, at: clock) : nil,
-                            path: path, resent: resent,
-                            reason: reason ?? transfer.recordFailure ?? (transfer.state == .paused ? transfer.pauseReason : nil), time: now())
+        let moving = shared.state == .active
+        return TransferInfo(transfer: transfer.id.description, direction: progress.direction, peer: transfer.peer, name: transfer.name,
+                            state: shared.state, bytes: done, total: transfer.totalSize, files: transfer.fileCount,
+                            rate: moving ? shared.meter.rate(at: clock) : nil,
+                            eta: shared.state.isFinished ? 0 : moving ? shared.meter.eta(remaining: remaining, at: clock) : nil,
+                            path: progress.path, resent: progress.resent,
+                            reason: reason ?? shared.recordFailure ?? (shared.state == .paused ? shared.pauseReason : nil), time: time)
     }
 
     /// Emits progress (at most every 200 ms unless `force`) to subscribers and observers.
-    func emitTransfer(_ transfer: TransferBase, force: Bool, reason: String? = nil) {
-        let now = ContinuousClock.now
-        let bytes: Int64 = (transfer as? OutgoingTransfer)?.confirmedBytes ?? (transfer as? IncomingTransfer)?.verifiedBytes ?? 0
-        transfer.meter.sample(time: transfer.elapsedSeconds(), bytes: bytes)
-        guard force || now - transfer.lastEmit >= Self.progressInterval else { return }
-        transfer.lastEmit = now
-        let event = NodeEvent.transfer(transferEvent(transfer, force: force, reason: reason))
+    /// One step of the transfer's lock: the rate's sample, and the fields when it is due.
+    func emitTransfer(_ transfer: any TransferBase, force: Bool, reason: String? = nil) {
+        let instant = ContinuousClock.now
+        let clock = transfer.elapsedSeconds()
+        let due: (TransferShared, TransferProgress)? = transfer.withProgress { shared, progress in
+            shared.meter.sample(time: clock, bytes: progress.done)
+            guard force || instant - shared.lastEmit >= Self.progressInterval else { return nil }
+            shared.lastEmit = instant
+            return (shared, progress)
+        }
+        guard let (shared, progress) = due else { return }
+        let event = NodeEvent.transfer(Self.event(of: transfer, shared, progress, clock: clock, reason: reason, time: now()))
         emit(event)
-        for observer in transfer.observers { observer.progress(event) }
+        for observer in shared.observers { observer.progress(event) }
     }
 
 }
