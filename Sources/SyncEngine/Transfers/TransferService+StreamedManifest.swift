@@ -119,7 +119,10 @@ extension TransferService {
         }
         transfer.prepared = whole
         recordWholeManifest(transfer)
-        if transfer.offerWhenHashed, transfer.state == .paused, let session = link?.connectedSession(device: transfer.peerKey) {
+        // (Paused, or without a session: one handed over to a duplicate's successor while it
+        // was hashed waits for this offer, not for the handover's grace to pause it.)
+        if transfer.offerWhenHashed, transfer.state == .paused || transfer.sessionID == nil,
+           let session = link?.connectedSession(device: transfer.peerKey) {
             offer(transfer, on: session)
         } else if transfer.offerWhenHashed, transfer.state == .paused {
             pauseOutgoing(transfer, reason: Self.waitingReason(transfer.peer.name))
