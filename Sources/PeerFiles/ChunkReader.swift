@@ -6,8 +6,9 @@ internal import Synchronization
 /// Reads chunks of a file for sending: `pread` at the chunk's offset into one buffer that
 /// is reused from chunk to chunk (no allocation per chunk). The bytes are lent to a
 /// closure (`withChunk`) and must not escape it. Not thread-safe: one reader per
-/// sending task.
-package final class ChunkReader {
+/// sending task. (@unchecked Sendable: a thin wrapper of a descriptor and its buffer, handed
+/// between threads but used by one at a time, e.g. a transfer's `io` queue.)
+package final class ChunkReader: @unchecked Sendable {
     /// The path, for messages.
     package let path: String
     /// The open file: what another queue may keep reading once this reader is done.

@@ -43,8 +43,9 @@ package enum NameConflictPolicy: Sendable, Equatable {
 /// existing file. The partial file survives crashes and errors (disk full included) so
 /// that a transfer can resume; only `remove()` and `commit` take it away.
 ///
-/// Not thread-safe: one writer per partial file.
-package final class PartialFile {
+/// Not thread-safe: one writer per partial file. (@unchecked Sendable: a thin wrapper of a
+/// descriptor, handed between threads but used by one at a time, e.g. a transfer's `io` queue.)
+package final class PartialFile: @unchecked Sendable {
     package static let stagingDirectoryName = ".syncpeer-partial"
     package static let fileExtension = ".part"
 

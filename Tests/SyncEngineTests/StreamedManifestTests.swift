@@ -166,6 +166,40 @@ import Testing
         #expect(pair.alice.events.errors.isEmpty && pair.bob.events.errors.isEmpty, "\(pair.alice.events.errors) \(pair.bob.events.errors)")
     }
 
+    /// A duplicate connection while a streamed send is still being hashed: its offer on the
+    /// session kept waits for the whole manifest, and goes out once the file is hashed. (It
+    /// was left without a session until the handover's grace paused it, 15 s later, and then
+    /// stayed paused with the peer connected: the send never ended.)
+    @Test func aSessionReplacedWhileTheFileIsHashedGoesOnOnTheKeptSession() throws {
+        let pair = try Self.pair()
+        defer { pair.finish() }
+        pair.connect()
+        let source = pair.alice.directory + "/replaced.bin"
+        try TransferPair.randomFile(source, size: 32 << 20, seed: 27)
+        let outcome = pair.send(source)
+        // In one step of alice's queue: the offer is out, the file still being hashed as her
+        // queue sees it, and the session is replaced.
+        var replaced = false
+        let deadline = ContinuousClock.now + .seconds(30)
+        while !replaced && ContinuousClock.now < deadline {
+            replaced = pair.alice.sync {
+                guard let transfer = pair.alice.service.transfers.outgoing.values.first,
+                      transfer.state == .offered || transfer.state == .active, transfer.hashing != nil else { return false }
+                pair.replaceSessionFromAlicesQueue()
+                return true
+            }
+            if !replaced { Thread.sleep(forTimeInterval: 0.002) }
+        }
+        try #require(replaced, "the file was hashed before the session could be replaced")
+        try TransferPair.eventually("the send completes", timeout: 40) { outcome.value != nil }
+        #expect(TransferServiceTests.completed(outcome) != nil, "\(String(describing: outcome.value))")
+        #expect(try Self.content(TransferServiceTests.received(pair.bob, "replaced.bin")) == (try Self.content(source)))
+        for end in [pair.alice, pair.bob] {
+            let paused = end.events.transfers.filter { $0.state == .paused }
+            #expect(paused.isEmpty, "\(end.name) paused: \(paused)")
+        }
+    }
+
     /// A file written to while it is hashed and sent is not sent as if it had not changed.
     @Test func aFileThatChangesWhileItIsSentFailsTheSend() throws {
         let pair = try Self.pair(rate: 4 << 20)

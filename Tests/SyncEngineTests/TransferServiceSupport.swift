@@ -222,6 +222,28 @@ final class TransferPair: @unchecked Sendable {
         }
     }
 
+    /// A duplicate connection: a new session at both ends, the old one closed as `replaced`
+    /// (each end keeps the newer, as `ConnectionService.begin` does), bob first. Call on
+    /// alice's queue: her part runs in the caller's step.
+    func replaceSessionFromAlicesQueue() {
+        let id = nextSession.withLock { id in
+            defer { id += 1 }
+            return id
+        }
+        for end in [bob, alice] {
+            let replace = {
+                let old = end.sessionID
+                end.sessionID = id
+                end.service.sessionConnected(end.view(id))
+                let closed = LinkSession(id: old, deviceKey: end.other.deviceKey, peer: end.other.peer, isConnected: false,
+                                         chunks: ChunkPipe(from: end, session: old), flow: end.flow,
+                                         frames: FramePipe(from: end, session: old))
+                end.service.sessionClosed(closed, replaced: true)
+            }
+            if end === alice { replace() } else { end.sync(replace) }
+        }
+    }
+
     /// Cuts the link: both ends see their session close.
     func cut() {
         for end in [alice, bob] {

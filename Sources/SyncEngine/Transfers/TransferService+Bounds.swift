@@ -62,8 +62,12 @@ extension TransferService {
     /// Reports offers declined for the bounds without flooding the events: the 1st, 10th,
     /// 100th, ... of a session.
     func pendingOfferRefused(_ reason: String, from session: LinkSession) {
-        let count = (transfers.refusedOffers[session.id] ?? 0) + 1
-        transfers.refusedOffers[session.id] = count
+        let sessionID = session.id
+        let count = table { table in
+            let count = (table.refusedOffers[sessionID] ?? 0) + 1
+            table.refusedOffers[sessionID] = count
+            return count
+        }
         guard Self.isReported(count) else { return }
         emitError(session.peer, "refused an offer from \(session.peer.name) (\(count) refused in this session): \(reason)")
     }

@@ -1,8 +1,10 @@
+internal import Dispatch
 internal import PeerIndex
 
 /// Carries out `TransferMachine`'s actions for each direction (on the node's queue).
 extension TransferService {
     func perform(_ event: TransferMachine.Event, on transfer: OutgoingTransfer) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let machine = TransferMachine(direction: .send, id: transfer.id, peer: transfer.peer.name)
         for action in machine.handle(event, in: transfer.state) {
             switch action {
@@ -20,6 +22,7 @@ extension TransferService {
     }
 
     func perform(_ event: TransferMachine.Event, on transfer: IncomingTransfer) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let machine = TransferMachine(direction: .receive, id: transfer.id, peer: transfer.peer.name)
         for action in machine.handle(event, in: transfer.state) {
             switch action {
@@ -32,9 +35,11 @@ extension TransferService {
             case let .pause(reason, fail):
                 // Verified chunks are kept: recorded (once durable), so a resume finds them.
                 recordVerified(transfer, force: true)
-                transfer.move(to: .paused)
-                transfer.pauseReason = reason
-                let recordID = transfer.recordID
+                let recordID = transfer.with { t in
+                    t.shared.move(to: .paused)
+                    t.shared.pauseReason = reason
+                    return t.recordID
+                }
                 recordTransfer(transfer, "its paused state") { store throws(IndexError) in
                     // Accepted but not recorded yet (its partial files were still opening).
                     guard try store.transfer(id: recordID) != nil else { return }
@@ -47,9 +52,8 @@ extension TransferService {
     }
 
     /// Answers a transfer's observers with `outcome`'s error (they stop following it).
-    private func fail(_ transfer: TransferBase, _ outcome: TransferMachine.Outcome?) {
+    private func fail(_ transfer: any TransferBase, _ outcome: TransferMachine.Outcome?) {
         guard let outcome else { return }
-        for observer in transfer.observers { observer.completion(.failure(outcome.error)) }
-        transfer.observers = []
+        for observer in transfer.takeObservers() { observer.completion(.failure(outcome.error)) }
     }
 }

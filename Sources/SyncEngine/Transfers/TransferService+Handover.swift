@@ -10,9 +10,10 @@ extension TransferService {
     /// Longer than a handshake may take (10 s): the kept session may still be connecting.
     static let handoverGrace: DispatchTimeInterval = .seconds(15)
 
-    func handOver(_ handed: [TransferBase], from session: LinkSession) {
+    func handOver(_ handed: [any TransferBase], from session: LinkSession) {
+        dispatchPrecondition(condition: .onQueue(queue))
         let successor = link?.connectedSession(device: session.deviceKey)
-        var waiting: [TransferBase] = []
+        var waiting: [any TransferBase] = []
         for transfer in handed {
             transfer.sessionID = nil
             if let outgoing = transfer as? OutgoingTransfer {

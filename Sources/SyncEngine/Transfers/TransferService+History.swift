@@ -14,6 +14,7 @@ extension TransferService {
 
     /// Deletes the finished transfers beyond the history's bounds (on the node's queue).
     func pruneHistory() {
+        dispatchPrecondition(condition: .onQueue(queue))
         let cutoff = now() - Int64(Self.historyDays) * 86_400_000
         do throws(IndexError) {
             _ = try store.pruneFinishedTransfers(changedBefore: cutoff, keepingNewest: Self.historyCount)
@@ -28,7 +29,8 @@ extension TransferService {
     /// An index that cannot be read fails the list with its cause (not an empty history).
     func transferList(_ page: PageRequest) throws(EngineError) -> ListPage<TransferInfo> {
         let result: Result<ListPage<TransferInfo>, EngineError> = queue.sync {
-            let live: [TransferBase] = Array(transfers.outgoing.values) + Array(transfers.incoming.values)
+            let table = transfers
+            let live: [any TransferBase] = Array(table.outgoing.values) + Array(table.incoming.values)
             let running = Set(live.map(\.id.description))
             let recorded: [TransferRecord]
             do throws(IndexError) { recorded = try store.transfers(deviceID: nil) } catch { return .failure(.index(error)) }
@@ -46,7 +48,7 @@ extension TransferService {
 
     /// One line of `transfers`.
     enum HistoryEntry {
-        case running(TransferBase)
+        case running(any TransferBase)
         case recorded(TransferRecord)
 
         /// Running ones first, each part newest first (fixed-width inverted times sort as

@@ -13,21 +13,17 @@ internal import PeerWire
 extension TransferService {
     static let resentBytesFeature = "resent-bytes"
 
-    /// Counts `batch` (chunks put on the wire now) against the chunks sent before.
-    func countSent(_ batch: [Int], of transfer: OutgoingTransfer) {
-        for index in batch where !transfer.everSent.insert(index) {
-            transfer.resentBytes = (transfer.resentBytes ?? 0) + Int64(transfer.layout.locate(index)?.chunk.size ?? 0)
-        }
-    }
-
     /// After an accept that holds `have`: tells a receiver that takes it what this attempt's
     /// "re-sent" figure will be.
     func announceResent(_ transfer: OutgoingTransfer, have: Set<Int>, on session: LinkSession) {
-        var announced = transfer.resentBytes ?? 0
-        transfer.resentBytes = announced
+        let (resent, everSent, layout) = transfer.with { t in
+            t.resentBytes = t.resentBytes ?? 0
+            return (t.resentBytes ?? 0, t.everSent, t.layout)
+        }
         guard session.resentBytes else { return }
-        for index in 0..<transfer.layout.chunkCount where transfer.everSent.contains(index) && !have.contains(index) {
-            announced += Int64(transfer.layout.locate(index)?.chunk.size ?? 0)
+        var announced = resent
+        for index in 0..<layout.chunkCount where everSent.contains(index) && !have.contains(index) {
+            announced += Int64(layout.locate(index)?.chunk.size ?? 0)
         }
         link?.send([.resent(id: transfer.id, bytes: UInt64(announced))], on: session.id)
     }
@@ -35,7 +31,19 @@ extension TransferService {
     func resentReceived(_ id: TransferID, bytes: UInt64, from session: LinkSession) {
         guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey, !transfer.isFinished else { return }
         // (A hostile figure only misstates the sender's own work.)
-        transfer.announcedResent = Int64(clamping: bytes)
-        transfer.attemptDuplicates = 0
+        transfer.with { t in
+            t.announcedResent = Int64(clamping: bytes)
+            t.attemptDuplicates = 0
+        }
+    }
+}
+
+extension OutgoingTransfer.Fields {
+    /// Counts `batch` (chunks put on the wire now) against the chunks sent before (inside
+    /// the transfer's lock, with the window's step that chose them).
+    mutating func countSent(_ batch: [Int]) {
+        for index in batch where !everSent.insert(index) {
+            resentBytes = (resentBytes ?? 0) + Int64(layout.locate(index)?.chunk.size ?? 0)
+        }
     }
 }

@@ -34,10 +34,12 @@ extension TransferService {
     /// Hashes the file of a streamed offer on a thread of its own and hands its chunks to
     /// `hashed` as they come.
     func startHashing(_ transfer: OutgoingTransfer) {
-        guard let entry = transfer.layout.streamingEntry else { return }
         let job = HashingJob()
-        transfer.hashing = job
-        let source = transfer.prepared.sources[entry]
+        guard let source = transfer.with({ t -> PreparedOffer.Source? in
+            guard let entry = t.layout.streamingEntry else { return nil }
+            t.hashing = job
+            return t.prepared.sources[entry]
+        }) else { return }
         let size = UInt64(source.stamp.size)
         DispatchQueue.global().async { [self] in
             var batch: [ChunkRef] = []
@@ -76,32 +78,40 @@ extension TransferService {
     /// offer is whole (and recorded so), and a paused transfer is offered again.
     private func hashed(_ transfer: OutgoingTransfer, _ chunks: [ChunkRef], job: HashingJob,
                         end: Result<Void, FileError>?) {
-        guard transfer.hashing === job, !transfer.isFinished else { return }
-        let path = transfer.prepared.sources[transfer.layout.streamingEntry ?? 0].path
-        let known = transfer.layout.chunkCount
-        // The file grew (a chunk past its end), shrank (its chunks end early) or changed
-        // otherwise (its stamp) while it was hashed.
-        var changed = false
-        do throws(ChunkLayout.ExtendError) {
-            for chunk in chunks { try transfer.layout.extend(size: chunk.size, hash: chunk.hash) }
-        } catch {
-            changed = true
+        // One step of the lock: the chunks join the layout (and the window).
+        let step: (path: String, changed: Bool)? = transfer.with { t in
+            guard t.hashing === job, !t.shared.state.isFinished else { return nil }
+            let path = t.prepared.sources[t.layout.streamingEntry ?? 0].path
+            let known = t.layout.chunkCount
+            // The file grew (a chunk past its end), shrank (its chunks end early) or changed
+            // otherwise (its stamp) while it was hashed.
+            var changed = false
+            do throws(ChunkLayout.ExtendError) {
+                for chunk in chunks { try t.layout.extend(size: chunk.size, hash: chunk.hash) }
+            } catch {
+                changed = true
+            }
+            if let end {
+                if !t.layout.isComplete { changed = true }
+                if case .failure = end { changed = true }
+            }
+            if !changed, t.window != nil { t.window!.append(sizes: t.layout.chunkSizes(from: known)) }
+            return (path, changed)
         }
-        if let end {
-            if !transfer.layout.isComplete { changed = true }
-            if case .failure = end { changed = true }
-        }
+        guard let (path, changed) = step else { return }
         guard !changed else {
             perform(.sourceUnreadable(path: path, reason: Self.changedWhileSent(path)), on: transfer)
             return
         }
-        if transfer.window != nil { transfer.window!.append(sizes: transfer.layout.chunkSizes(from: known)) }
         guard end != nil else {
             pump(transfer)
             return
         }
-        transfer.hashing = nil
-        let whole = transfer.prepared.completed(with: transfer.layout)
+        let (prepared, layout) = transfer.with { t in
+            t.hashing = nil
+            return (t.prepared, t.layout)
+        }
+        let whole = prepared.completed(with: layout)
         do throws(WireError) { try Frame.offer(whole.offer).validate() } catch {
             // (Chunks as small as FastCDC allows, for a file near `PreparedOffer.streaming`'s bound.)
             perform(.sourceUnreadable(path: path, reason: "\(path) has too many chunks to offer again (\(error.description))"), on: transfer)
@@ -109,7 +119,10 @@ extension TransferService {
         }
         transfer.prepared = whole
         recordWholeManifest(transfer)
-        if transfer.offerWhenHashed, transfer.state == .paused, let session = link?.connectedSession(device: transfer.peerKey) {
+        // (Paused, or without a session: one handed over to a duplicate's successor while it
+        // was hashed waits for this offer, not for the handover's grace to pause it.)
+        if transfer.offerWhenHashed, transfer.state == .paused || transfer.sessionID == nil,
+           let session = link?.connectedSession(device: transfer.peerKey) {
             offer(transfer, on: session)
         } else if transfer.offerWhenHashed, transfer.state == .paused {
             pauseOutgoing(transfer, reason: Self.waitingReason(transfer.peer.name))
@@ -121,10 +134,9 @@ extension TransferService {
     /// Records the whole manifest of a transfer whose send record was made while it streamed
     /// (rows and root hash), so that a later `send` or restart knows its content.
     func recordWholeManifest(_ transfer: OutgoingTransfer) {
-        let layout = transfer.layout
+        let (layout, rootHash) = transfer.with { ($0.layout, $0.prepared.rootHash) }
         guard layout.isComplete else { return }
         let id = transfer.id.description
-        let rootHash = transfer.prepared.rootHash
         recordTransfer(transfer, "its manifest") { store throws(IndexError) in
             try store.addTransferChunks(transferID: id, chunks: layout.transferChunks(), chunkCount: layout.chunkCount, rootHash: rootHash)
         }
@@ -152,23 +164,35 @@ extension TransferService {
     /// A chunk with its hash: the next one extends the streamed manifest, one known already
     /// (sent again) must be that chunk; anything else stops the transfer.
     func hashedChunkReceived(_ id: TransferID, index: Int, hash: [UInt8], data: [UInt8], from session: LinkSession) {
-        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey, transfer.state == .active,
+        guard let transfer = transfers.incoming[id], transfer.peerKey == session.deviceKey,
               let hash = ChunkHash(bytes: hash) else { return }
-        if index == transfer.layout.chunkCount {
-            do throws(ChunkLayout.ExtendError) {
-                try transfer.layout.extend(size: UInt32(clamping: data.count), hash: hash)
-            } catch {
-                perform(.manifestBroken("chunk \(index): \(error)"), on: transfer)
-                return
+        // One step of the lock: the chunk extends the layout, or is one known.
+        let step: HashedStep = transfer.with { t in
+            guard t.shared.state == .active else { return .ignored }
+            if index == t.layout.chunkCount {
+                do throws(ChunkLayout.ExtendError) {
+                    try t.layout.extend(size: UInt32(clamping: data.count), hash: hash)
+                } catch {
+                    return .broken("chunk \(index): \(error)")
+                }
+                return t.layout.isComplete ? .completed(t.layout) : .known
+            } else if let known = t.layout.locate(index)?.chunk, Int(known.size) == data.count, known.hash == hash {
+                // Sent again: the chunk it was.
+                return .known
             }
-            if transfer.layout.isComplete {
-                transfer.rootHash = PreparedOffer.contentHash(of: transfer.offer, manifests: transfer.layout.manifests)
-            }
-        } else if let known = transfer.layout.locate(index)?.chunk, Int(known.size) == data.count, known.hash == hash {
-            // Sent again: the chunk it was.
-        } else {
-            perform(.manifestBroken("chunk \(index) does not follow the \(transfer.layout.chunkCount) known"), on: transfer)
+            return .broken("chunk \(index) does not follow the \(t.layout.chunkCount) known")
+        }
+        switch step {
+        case .ignored:
             return
+        case let .broken(why):
+            perform(.manifestBroken(why), on: transfer)
+            return
+        case let .completed(layout):
+            let rootHash = PreparedOffer.contentHash(of: transfer.offer, manifests: layout.manifests)
+            transfer.with { $0.rootHash = rootHash }
+        case .known:
+            break
         }
         chunkReceived(id, index: index, data: data, from: session)
     }
@@ -178,6 +202,7 @@ extension TransferService {
     /// it is anything else.
     static func continuedLayout(of transfer: IncomingTransfer, by offer: TransferOffer) -> ChunkLayout? {
         let old = transfer.offer
+        let known = transfer.layout
         guard offer.kind == old.kind, offer.name == old.name, offer.entries.count == old.entries.count else { return nil }
         var manifests: [Manifest] = []
         for (entry, before) in zip(offer.entries, old.entries) {
@@ -186,8 +211,8 @@ extension TransferService {
             manifests.append(manifest)
         }
         let layout = ChunkLayout(manifests: manifests)
-        guard layout.chunkCount >= transfer.layout.chunkCount,
-              layout.chunks(from: 0).prefix(transfer.layout.chunkCount).elementsEqual(transfer.layout.chunks(from: 0))
+        guard layout.chunkCount >= known.chunkCount,
+              layout.chunks(from: 0).prefix(known.chunkCount).elementsEqual(known.chunks(from: 0))
         else { return nil }
         return layout
     }
@@ -196,11 +221,16 @@ extension TransferService {
     /// record (and its root hash once it is whole), before chunks among them are marked
     /// verified. On the node's queue, within `recordTransfer`.
     func recordStreamedRows(_ transfer: IncomingTransfer, in store: any TransferStore) throws(IndexError) {
-        let layout = transfer.layout
-        guard transfer.recordedRows < layout.chunkCount else { return }
-        try store.addTransferChunks(transferID: transfer.recordID, chunks: layout.transferChunks(from: transfer.recordedRows),
-                                    chunkCount: layout.chunkCount, rootHash: layout.isComplete ? transfer.rootHash : nil)
-        transfer.recordedRows = layout.chunkCount
+        let (layout, recorded, recordID, rootHash) = transfer.with { ($0.layout, $0.recordedRows, $0.recordID, $0.rootHash) }
+        guard recorded < layout.chunkCount else { return }
+        try store.addTransferChunks(transferID: recordID, chunks: layout.transferChunks(from: recorded),
+                                    chunkCount: layout.chunkCount, rootHash: layout.isComplete ? rootHash : nil)
+        transfer.with { $0.recordedRows = layout.chunkCount }
+    }
+
+    /// What a `hashedChunk` frame did to a streamed manifest, taken in one step of the lock.
+    private enum HashedStep: Sendable {
+        case ignored, known, completed(ChunkLayout), broken(String)
     }
 }
 
