@@ -1,5 +1,8 @@
 internal import Dispatch
-internal import Foundation
+#if canImport(Glibc)
+@preconcurrency internal import Glibc
+#endif
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet

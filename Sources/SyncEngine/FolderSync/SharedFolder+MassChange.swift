@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import Foundation
 internal import PeerFiles
 internal import PeerIndex

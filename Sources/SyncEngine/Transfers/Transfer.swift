@@ -1,6 +1,6 @@
 internal import Synchronization
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire

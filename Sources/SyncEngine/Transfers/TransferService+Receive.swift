@@ -2,7 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire

@@ -2,7 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import Synchronization
 internal import PeerCrypto
 internal import PeerFiles
