@@ -7,7 +7,8 @@ internal import PeerIndex
 /// (`syncpeer confirm DIR` applies them, `syncpeer override DIR` keeps ours and sends it
 /// back). Changes arrive in several pulls, so what the pulls of one burst (no pause of
 /// `burstGap` between them) delete or replace adds up, against the folder as it was before
-/// the burst. Pure.
+/// the burst. A move is not a deletion: a deletion whose content the burst places at another
+/// path is not counted, in whichever order the two halves arrive (`Change`). Pure.
 struct MassChangeGuard: Sendable, Equatable {
     /// Folders with fewer live files are not held for the share (the count limit still holds):
     /// one edit in a folder of 3 files is a third of it.
@@ -36,6 +37,11 @@ struct MassChangeGuard: Sendable, Equatable {
     private(set) var lastPullNs: Int64?
     /// The user confirmed this burst: the rest of it (pages still arriving) goes through.
     private(set) var burstConfirmed = false
+    /// The burst's counted deletions, and the content its pulls placed at paths, neither
+    /// paired yet: a move's two halves in separate pulls (`MassChangeGuard+Moves`).
+    var burstDeleted = Tally()
+    var burstPlaced = Tally()
+    var lastPlacedNs: Int64?
 
     init(limits: FolderGuardLimits = FolderGuardLimits()) {
         self.limits = limits
@@ -54,13 +60,25 @@ struct MassChangeGuard: Sendable, Equatable {
     /// a hold: apply nothing (the burst is left as it was). `confirmed` applies anything, and
     /// so does every later pull of the same burst (the rest of a confirmed change).
     mutating func judge(affected: Int, files: Int, nowNs: Int64, confirmed: Bool = false) -> Hold? {
-        if let last = lastPullNs, nowNs - last > Self.burstGap { (burstAffected, burstConfirmed) = (0, false) }
+        judge(Change(counted: affected), files: files, nowNs: nowNs, confirmed: confirmed)
+    }
+
+    /// Judges a pull's `change` (see `judge(affected:files:nowNs:confirmed:)`): its deletions
+    /// of content the burst placed elsewhere, or places now, are not counted, and its
+    /// placements take back the burst's earlier deletions of the same content.
+    mutating func judge(_ change: Change, files: Int, nowNs: Int64, confirmed: Bool = false) -> Hold? {
+        if let last = lastPullNs, nowNs - last > Self.burstGap { (burstAffected, burstConfirmed, burstDeleted) = (0, false, Tally()) }
+        if let last = lastPlacedNs, nowNs - last > Self.burstGap { burstPlaced = Tally() }
         if burstAffected == 0 { burstFiles = files }
-        let total = burstAffected + affected
+        var after = self
+        let (affected, takenBack) = after.pair(change)
+        let total = burstAffected - takenBack + affected
         if confirmed { burstConfirmed = true }
-        if !burstConfirmed, Self.crosses(affected: total, files: burstFiles, limits: limits) {
+        if affected > 0, !burstConfirmed, Self.crosses(affected: total, files: burstFiles, limits: limits) {
             return Hold(affected: total, files: burstFiles)
         }
+        (burstDeleted, burstPlaced, burstAffected) = (after.burstDeleted, after.burstPlaced, burstAffected - takenBack)
+        if !change.placed.isEmpty { lastPlacedNs = nowNs }
         if affected > 0 || confirmed {
             burstAffected = total
             lastPullNs = nowNs
@@ -79,8 +97,4 @@ struct MassChangeGuard: Sendable, Equatable {
         }
     }
 
-    /// How many of `actions` delete or replace a live local file.
-    static func affectedCount(_ actions: [SyncAction], local: [PathKey: FileState]) -> Int {
-        actions.count { action in action.paths.first.map { affected(action, local: local[PathKey($0)]) } ?? false }
-    }
 }

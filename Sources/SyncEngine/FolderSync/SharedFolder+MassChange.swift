@@ -22,14 +22,18 @@ extension SharedFolder {
         // A hold stands until the user answers: no pull of any page applies meanwhile (a
         // peer that sends the rest of its change in small pages gets nothing through).
         if !confirmed, massHold.withLock({ $0 }) != nil { return false }
-        let affected = MassChangeGuard.affectedCount(actions, local: local)
-        guard affected > 0 || confirmed else { return true }
+        let change = MassChangeGuard.Change(actions, local: local)
+        guard change.affected > 0 || confirmed else {
+            let now = Self.nowNs()   // (new content only: noted, a later deletion of it is a move)
+            state.withLock { _ = $0.massGuard.judge(change, files: 0, nowNs: now) }
+            return true
+        }
         let limits = try? index.folderGuardLimits(folderID: id)
         let files = (try? index.liveTotals(folderID: id).files) ?? 0
         let now = Self.nowNs()
         let judged = state.withLock { state in
             if let limits { state.massGuard.limits = limits }
-            return state.massGuard.judge(affected: affected, files: files, nowNs: now, confirmed: confirmed)
+            return state.massGuard.judge(change, files: files, nowNs: now, confirmed: confirmed)
         }
         if let hold = judged {
             massHold.withLock { $0 = hold }
