@@ -2,6 +2,7 @@
 @preconcurrency internal import Glibc
 #endif
 internal import Dispatch
+internal import Synchronization
 
 /// Hands freed heap memory back to the kernel (`malloc_trim`) when the daemon's resident
 /// size grows past `Policy.threshold`, checked every `interval` from creation until `stop`.
@@ -12,8 +13,7 @@ internal import Dispatch
 /// most runs and at 98–163 MiB in others, with the same ~72 MiB in use. A trim returns those
 /// free pages; a block in use is never touched. Below the threshold nothing is done, so a
 /// transfer, whose buffers are reused from the heap, pays nothing (1 GiB A-send: 46–62 MiB).
-final class MemoryTrimmer: @unchecked Sendable {
-    // @unchecked: `policy` is touched only on `queue`, by the timer's handler.
+final class MemoryTrimmer: Sendable {
     static let interval = DispatchTimeInterval.milliseconds(100)
 
     /// When to trim (pure: tested alone).
@@ -49,25 +49,36 @@ final class MemoryTrimmer: @unchecked Sendable {
     }
 
     private let queue = DispatchQueue(label: "syncpeer.memory-trim", qos: .utility)
-    private let timer: any DispatchSourceTimer
-    private var policy = Policy()
+    /// Set once in init (a dispatch source is not Sendable, so it lives behind a lock).
+    private let timer: Mutex<(any DispatchSourceTimer)?>
+    /// Read and written only by `check`, on `queue`.
+    private let policy = Mutex(Policy())
 
     /// Starts checking at once.
     init() {
-        timer = DispatchSource.makeTimerSource(queue: queue)
+        let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(20))
-        timer.setEventHandler { [weak self] in self?.check() }
-        timer.activate()
+        self.timer = Mutex(timer)
+        // Inside the lock: the handler is set before the timer runs; nothing here calls out.
+        self.timer.withLock { timer in
+            timer?.setEventHandler { [weak self] in self?.check() }
+            timer?.activate()
+        }
     }
 
-    func stop() { timer.cancel() }
+    func stop() { timer.withLock { $0 }?.cancel() }
 
+    /// One check of the resident size (on `queue`, the timer's: one at a time). The policy is
+    /// copied out and back so that the trim, which reads /proc, runs outside the lock.
     private func check() {
+        dispatchPrecondition(condition: .onQueue(queue))
         guard let resident = Self.residentBytes() else { return }
+        var policy = self.policy.withLock { $0 }
         _ = policy.check(resident: resident, now: .now) {
             _ = trimmerMallocTrim(0)
             return Self.residentBytes()
         }
+        self.policy.withLock { [policy] in $0 = policy }
     }
 
     /// The process's resident size (`/proc/self/statm`), nil where there is none.

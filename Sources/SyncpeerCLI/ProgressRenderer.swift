@@ -11,16 +11,16 @@ internal import SyncEngine
 /// width, the status coloured unless NO_COLOR is set; a clock redraws it even when no
 /// event comes (so a stall shows within 2 s). With --json: one NDJSON line per event.
 /// Piped text: one plain line per change of state, never JSON.
-final class ProgressRenderer: @unchecked Sendable {
-    // @unchecked: `ticker` is set once in init (DispatchSource is thread-safe); the rest is
-    // immutable or behind `state`.
+final class ProgressRenderer: Sendable {
     let output: any OutputSink
     let live: Bool
     private let json: Bool
     private let colour: Bool
     private let state = Mutex(Screen())
     private let clockStart = ContinuousClock.now
-    private let ticker: (any DispatchSourceTimer)?
+    /// The clock (live only; set once in init: a dispatch source is not Sendable, so it lives
+    /// behind a lock).
+    private let ticker: Mutex<(any DispatchSourceTimer)?>
 
     /// What is on the screen (live) or was printed (piped), per transfer in order.
     struct Screen {
@@ -43,15 +43,18 @@ final class ProgressRenderer: @unchecked Sendable {
         if live {
             let timer = DispatchSource.makeTimerSource(queue: .global())
             timer.schedule(deadline: .now() + .milliseconds(500), repeating: .milliseconds(500))
-            ticker = timer
+            ticker = Mutex(timer)
         } else {
-            ticker = nil
+            ticker = Mutex(nil)
         }
-        ticker?.setEventHandler { [weak self] in self?.redraw() }
-        ticker?.resume()
+        // Inside the lock: the handler is set before the clock runs; nothing here calls out.
+        ticker.withLock { ticker in
+            ticker?.setEventHandler { [weak self] in self?.redraw() }
+            ticker?.resume()
+        }
     }
 
-    deinit { ticker?.cancel() }
+    deinit { ticker.withLock { $0 }?.cancel() }
 
     private var now: Double {
         let d = ContinuousClock.now - clockStart
@@ -167,7 +170,7 @@ final class ProgressRenderer: @unchecked Sendable {
 
     /// Ends the live lines (the last frame stays on the screen).
     func finish() {
-        ticker?.cancel()
+        ticker.withLock { $0 }?.cancel()
         guard live else { return }
         redraw()
         let drawn: Int = state.withLock { screen in

@@ -71,7 +71,6 @@ package final class FolderWatcher: Sendable {
 
     let shared: Mutex<Shared>
     private let wakeWrite: Int32
-    private let loop: WatchLoop
 
     /// Starts watching `root` (a symbolic link there is followed: it is the user's choice).
     /// The initial watches are in place when this returns.
@@ -113,9 +112,9 @@ package final class FolderWatcher: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         }
         wakeWrite = fds[1]
-        loop = WatchLoop(inotify: inotify, wakeRead: fds[0], root: root, delayNs: Self.nanoseconds(delay),
-                         maxDelayNs: Self.nanoseconds(self.maxDelay), quickDelayNs: Self.nanoseconds(self.quickDelay),
-                         watchLimit: watchLimit, onChanges: onChanges)
+        let loop = WatchLoop(inotify: inotify, wakeRead: fds[0], root: root, delayNs: Self.nanoseconds(delay),
+                             maxDelayNs: Self.nanoseconds(self.maxDelay), quickDelayNs: Self.nanoseconds(self.quickDelay),
+                             watchLimit: watchLimit, onChanges: onChanges)
         loop.owner = self
         do throws(FileError) {
             try loop.addRoot(rootFd)
@@ -124,6 +123,19 @@ package final class FolderWatcher: Sendable {
             close(fds[1])
             throw error
         }
+        let thread: pthread_t
+        do throws(FileError) {
+            thread = try Self.startThread(running: loop)
+        } catch {
+            close(fds[1])
+            throw error
+        }
+        shared.withLock { $0.thread = thread }
+    }
+
+    /// Starts the thread that runs `loop`, which from then on is that thread's alone
+    /// (`sending`: the caller cannot touch it again). On failure the loop's descriptors are closed.
+    private static func startThread(running loop: sending WatchLoop) throws(FileError) -> pthread_t {
         let context = Unmanaged.passRetained(loop).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(&thread, nil, { raw in
@@ -134,10 +146,9 @@ package final class FolderWatcher: Sendable {
         guard result == 0 else {
             Unmanaged<WatchLoop>.fromOpaque(context).release()
             loop.closeDescriptors()
-            close(fds[1])
-            throw FileError.system("pthread_create", path: root, errno: result)
+            throw FileError.system("pthread_create", path: loop.root, errno: result)
         }
-        shared.withLock { $0.thread = thread }
+        return thread
     }
 
     deinit { stop() }
@@ -226,9 +237,10 @@ extension String {
     }
 }
 
-/// The watcher thread's state: touched only by that thread (and by `init` before the
-/// thread starts), hence `@unchecked Sendable`.
-final class WatchLoop: @unchecked Sendable {
+/// The watcher thread's state: made and set up by `FolderWatcher.init`, then handed to the
+/// thread (`startThread(running:)` takes it `sending`), which alone touches it. Not Sendable:
+/// what it shares with other threads is `FolderWatcher.shared` (through `owner`).
+final class WatchLoop {
     static let mask = UInt32(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO
                              | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR)
 
