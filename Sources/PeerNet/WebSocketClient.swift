@@ -1,5 +1,6 @@
 package import FoundationEssentials
 internal import PeerCrypto
+internal import Synchronization
 
 /// A WebSocket client (RFC 6455) over plain TCP, for text messages: the opening handshake,
 /// masked frames out, fragmented messages in, ping/pong and the closing handshake.
@@ -145,37 +146,44 @@ package final class WebSocketClient: Sendable {
         return out
     }
 
-    /// A read buffer over the connection, for the one reading thread.
-    final class Reader: @unchecked Sendable {
+    /// A read buffer over the connection, for the one reading thread. The buffer sits in a
+    /// `Mutex` so the type is checked `Sendable`; the lock is never held across a read.
+    final class Reader: Sendable {
         private let stream: any ByteStream
-        private var buffer: [UInt8] = []
+        private let buffer = Mutex<[UInt8]>([])
 
         init(_ stream: any ByteStream) { self.stream = stream }
 
         func readExactly(_ count: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> [UInt8] {
-            while buffer.count < count {
-                let more = try stream.read(maxCount: max(4096, min(count - buffer.count, 1 << 20)), deadline: deadline)
+            while true {
+                let missing: Int = buffer.withLock { $0.count >= count ? 0 : count - $0.count }
+                if missing == 0 { break }
+                let more = try stream.read(maxCount: max(4096, min(missing, 1 << 20)), deadline: deadline)
                 guard !more.isEmpty else { throw NetError.closed("the WebSocket server closed the connection") }
-                buffer += more
+                buffer.withLock { $0 += more }
             }
-            let out = Array(buffer[0..<count])
-            buffer.removeFirst(count)
-            return out
+            return buffer.withLock { buffer in
+                let out = Array(buffer[0..<count])
+                buffer.removeFirst(count)
+                return out
+            }
         }
 
         /// The HTTP response head up to the blank line, at most `limit` bytes.
         func readHead(limit: Int, deadline: ContinuousClock.Instant?) throws(NetError) -> String {
             let end: [UInt8] = [13, 10, 13, 10]
             while true {
-                if let range = buffer.firstRange(of: end) {
+                let (head, size): (String?, Int) = buffer.withLock { buffer in
+                    guard let range = buffer.firstRange(of: end) else { return (nil, buffer.count) }
                     let head = String(decoding: buffer[..<range.lowerBound], as: UTF8.self)
                     buffer.removeSubrange(..<range.upperBound)
-                    return head
+                    return (head, 0)
                 }
-                guard buffer.count < limit else { throw NetError.protocolViolation("WebSocket handshake response over \(limit) bytes") }
+                if let head { return head }
+                guard size < limit else { throw NetError.protocolViolation("WebSocket handshake response over \(limit) bytes") }
                 let more = try stream.read(maxCount: 4096, deadline: deadline)
                 guard !more.isEmpty else { throw NetError.closed("the server closed the connection during the WebSocket handshake") }
-                buffer += more
+                buffer.withLock { $0 += more }
             }
         }
     }

@@ -1,6 +1,7 @@
 internal import Foundation
 internal import PeerCrypto
 internal import PeerNet
+internal import Synchronization
 
 /// The client half of Magic Wormhole's mailbox ("rendezvous") server protocol: JSON objects
 /// in WebSocket text messages (magic-wormhole docs/server-protocol.md).
@@ -10,12 +11,13 @@ internal import PeerNet
 /// The server acks each request and echoes each `add` to everyone on the mailbox,
 /// including us; our own echoes are dropped here. Every message from the server is bounded
 /// (`maxServerMessage`), and so is the queue of messages waiting to be asked for.
-final class MailboxClient: @unchecked Sendable {
+/// One thread reads; `abandon` may come from another. The queue sits in a `Mutex`.
+final class MailboxClient: Sendable {
     static let maxServerMessage = 1 << 20
     static let maxQueued = 64
 
     /// One `message` from the other side.
-    struct Message: Equatable {
+    struct Message: Equatable, Sendable {
         let side: String
         let phase: String
         let body: [UInt8]
@@ -24,7 +26,7 @@ final class MailboxClient: @unchecked Sendable {
     let side: String
     private let socket: WebSocketClient
     private let timeout: Duration
-    private var queued: [Message] = []
+    private let queued = Mutex<[Message]>([])
 
     private init(socket: WebSocketClient, side: String, timeout: Duration) {
         self.socket = socket
@@ -102,7 +104,7 @@ final class MailboxClient: @unchecked Sendable {
 
     /// The next message from the other side, waiting up to `deadline`.
     func nextMessage(deadline: ContinuousClock.Instant? = nil) throws(WormholeError) -> Message {
-        if !queued.isEmpty { return queued.removeFirst() }
+        if let first = queued.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { return first }
         while true {
             let object = try receiveObject(deadline: deadline)
             if let message = try Self.message(object), message.side != side { return message }
@@ -116,8 +118,12 @@ final class MailboxClient: @unchecked Sendable {
             let object = try receiveObject(deadline: deadline)
             if object["type"] as? String == type { return object }
             if let message = try Self.message(object), message.side != side {
-                guard queued.count < Self.maxQueued else { throw .protocolViolation("more than \(Self.maxQueued) messages queued") }
-                queued.append(message)
+                let added = queued.withLock { queued in
+                    guard queued.count < Self.maxQueued else { return false }
+                    queued.append(message)
+                    return true
+                }
+                guard added else { throw .protocolViolation("more than \(Self.maxQueued) messages queued") }
             }
         }
     }

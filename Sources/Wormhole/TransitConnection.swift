@@ -7,23 +7,30 @@ internal import Synchronization
 /// big-endian counter that must arrive in order (magic-wormhole docs/transit.md).
 ///
 ///     record = length(4, big-endian) || nonce(24) || tag(16) || ciphertext
-package final class TransitConnection: @unchecked Sendable {
+///
+/// One thread sends and one receives (they may be two). Each side's counter (and the read
+/// buffer) sits in a `Mutex` of its own; no lock is held across a read or a write.
+package final class TransitConnection: Sendable {
     /// The largest record accepted from the peer (Python sends 16 KiB and 256 KiB records).
     package static let maxRecord = 4 << 20
     package let description: String
     private let stream: TCPConnection
     private let sendBox: SecretBox
     private let receiveBox: SecretBox
-    private var sendNonce: UInt64 = 0
-    private var receiveNonce: UInt64 = 0
-    private var buffer: [UInt8] = []
+    private let sendNonce = Mutex<UInt64>(0)
+    /// The receiving side: the next nonce expected and the bytes read past the last record.
+    private struct Receiving {
+        var nonce: UInt64 = 0
+        var buffer: [UInt8]
+    }
+    private let receiving: Mutex<Receiving>
 
     init(stream: TCPConnection, sendKey: SecureBytes, receiveKey: SecureBytes, description: String, leftover: [UInt8]) throws {
         self.stream = stream
         self.sendBox = try SecretBox(key: sendKey)
         self.receiveBox = try SecretBox(key: receiveKey)
         self.description = description
-        self.buffer = leftover
+        self.receiving = Mutex(Receiving(buffer: leftover))
     }
 
     static func nonce(_ counter: UInt64) -> [UInt8] {
@@ -31,8 +38,11 @@ package final class TransitConnection: @unchecked Sendable {
     }
 
     package func send(_ record: [UInt8]) throws(WormholeError) {
-        let sealed = sendBox.seal(record, nonce: Self.nonce(sendNonce))
-        sendNonce += 1
+        let counter = sendNonce.withLock { nonce in
+            defer { nonce += 1 }
+            return nonce
+        }
+        let sealed = sendBox.seal(record, nonce: Self.nonce(counter))
         let length = UInt32(sealed.count)
         do { try stream.write([UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)] + sealed) } catch {
             throw .transfer("transit: \(error)")
@@ -47,25 +57,31 @@ package final class TransitConnection: @unchecked Sendable {
             throw .protocolViolation("transit record of \(length) bytes (limit \(Self.maxRecord))")
         }
         let sealed = try read(length, deadline: deadline)
-        guard Array(sealed[0..<SecretBox.nonceLength]) == Self.nonce(receiveNonce) else {
-            throw .protocolViolation("transit record out of order")
+        let inOrder = receiving.withLock { state in
+            guard Array(sealed[0..<SecretBox.nonceLength]) == Self.nonce(state.nonce) else { return false }
+            state.nonce += 1
+            return true
         }
-        receiveNonce += 1
+        guard inOrder else { throw .protocolViolation("transit record out of order") }
         do { return try receiveBox.open(sealed) } catch { throw .protocolViolation("transit record did not decrypt") }
     }
 
     private func read(_ count: Int, deadline: ContinuousClock.Instant?) throws(WormholeError) -> [UInt8] {
-        while buffer.count < count {
+        while true {
+            let out: [UInt8]?, missing: Int
+            (out, missing) = receiving.withLock { state in
+                guard state.buffer.count >= count else { return (nil, count - state.buffer.count) }
+                defer { state.buffer.removeSubrange(0..<count) }
+                return (Array(state.buffer[0..<count]), 0)
+            }
+            if let out { return out }
             let more: [UInt8]
-            do { more = try stream.read(maxCount: max(65536, count - buffer.count), deadline: deadline) } catch {
+            do { more = try stream.read(maxCount: max(65536, missing), deadline: deadline) } catch {
                 throw .transfer("transit: \(error)")
             }
             guard !more.isEmpty else { throw .transfer("the transit connection closed early") }
-            buffer += more
+            receiving.withLock { $0.buffer += more }
         }
-        let out = Array(buffer[0..<count])
-        buffer.removeSubrange(0..<count)
-        return out
     }
 
     package func close() { stream.close() }

@@ -9,7 +9,10 @@ internal import Synchronization
 ///     sender:   allocate → code → claim → open → add pake ┐
 ///     receiver:             code → claim → open → add pake ┤→ key → add version → release
 ///     both:     their version opens? (no: wrong code, close "scary") → messages "0", "1", …
-package final class WormholeSession: @unchecked Sendable {
+///
+/// One thread uses the session; `abandon` may come from another (Ctrl-C). Its mutable state
+/// sits in two `Mutex`es: what `receive` holds back, and what `abandon` shares.
+package final class WormholeSession: Sendable {
     /// The application id of file and text transfer; every Magic Wormhole client uses it.
     package static let fileTransferAppID = "lothar.com/wormhole/text-or-file-xfer"
     /// Application messages held back waiting for an earlier phase.
@@ -25,8 +28,12 @@ package final class WormholeSession: @unchecked Sendable {
     /// (`app_versions.syncpeer.abilities`; at most `maxAbilities`, each at most 64 bytes).
     package let peerAbilities: Set<String>
     static let maxAbilities = 16
-    private var nextInPhase = 0
-    private var pending: [Int: [UInt8]] = [:]
+    /// The receiving side: the next phase to hand out and the later ones that came early.
+    private struct Receiving {
+        var nextInPhase = 0
+        var pending: [Int: [UInt8]] = [:]
+    }
+    private let receiving = Mutex(Receiving())
     /// Shared with `abandon`, which may run on another thread (Ctrl-C).
     private struct Shared {
         var nextOutPhase = 0
@@ -142,27 +149,40 @@ package final class WormholeSession: @unchecked Sendable {
     /// The next application message from the other side, in phase order, as a JSON object.
     /// Throws `remote` when it is `{"error": …}`.
     package func receive(deadline: ContinuousClock.Instant? = nil) throws(WormholeError) -> [String: Any] {
-        while pending[nextInPhase] == nil {
+        var plain = takeNextInPhase()
+        while plain == nil {
             try accept(try mailbox.nextMessage(deadline: deadline))
+            plain = takeNextInPhase()
         }
-        let plain = pending.removeValue(forKey: nextInPhase)!
-        nextInPhase += 1
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(plain))) as? [String: Any] else {
+        guard let plain, let object = (try? JSONSerialization.jsonObject(with: Data(plain))) as? [String: Any] else {
             throw .protocolViolation("an application message is not a JSON object")
         }
         if let error = object["error"] { throw .remote(String("\(error)".prefix(300))) }
         return object
     }
 
-    private func accept(_ message: MailboxClient.Message) throws(WormholeError) {
-        guard let phase = Int(message.phase), phase >= nextInPhase, pending[phase] == nil else { return }
-        guard pending.count < Self.maxPendingPhases, phase < nextInPhase + Self.maxPendingPhases else {
-            throw .protocolViolation("too many messages out of order")
+    /// The held message of the next phase, if it came; the phase after it is next then.
+    private func takeNextInPhase() -> [UInt8]? {
+        receiving.withLock { state in
+            guard let plain = state.pending.removeValue(forKey: state.nextInPhase) else { return nil }
+            state.nextInPhase += 1
+            return plain
         }
+    }
+
+    private func accept(_ message: MailboxClient.Message) throws(WormholeError) {
+        guard let phase = Int(message.phase) else { return }
+        // nil: a phase already handed out or held; false: past the window of held phases.
+        let fits: Bool? = receiving.withLock { state in
+            guard phase >= state.nextInPhase, state.pending[phase] == nil else { return nil }
+            return state.pending.count < Self.maxPendingPhases && phase < state.nextInPhase + Self.maxPendingPhases
+        }
+        guard let fits else { return }
+        guard fits else { throw .protocolViolation("too many messages out of order") }
         guard let plain = try? SecretBox(key: Self.phaseKey(key, side: message.side, phase: message.phase)).open(message.body) else {
             throw .protocolViolation("a message did not decrypt")
         }
-        pending[phase] = plain
+        receiving.withLock { $0.pending[phase] = plain }
     }
 
     /// Closes the mailbox ("happy" when the exchange succeeded) and the connection.
