@@ -130,11 +130,12 @@ struct MulticastSpacingTests {
         while names.all.isEmpty, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         try #require(!names.all.isEmpty, "the advertiser registered no name")
 
-        var quQuestions: [Double] = []
+        var quQuestions: [(asked: Double, previousQM: Double)] = []
+        var lastQM = 0.0
         for round in 0..<16 {
             let unicast = round % 2 == 1
             let question = DNSQuestion(name: type.domain, type: DNSRecordType.ptr, unicastResponse: unicast)
-            if unicast { quQuestions.append(Collector.wallClock()) }
+            if unicast { quQuestions.append((Collector.wallClock(), lastQM)) } else { lastQM = Collector.wallClock() }
             querier.multicast(try DNSMessage.query([question]).encoded())
             try await Task.sleep(for: .milliseconds(250))
         }
@@ -147,9 +148,17 @@ struct MulticastSpacingTests {
         #expect(multicast.count >= 3, "too few multicasts captured: \(multicast.count)")
         // (Kernel receive times on lo; 10 ms allowed for the clocks' rounding.)
         #expect(gaps.allSatisfy { $0 >= 0.99 }, "gaps between PTR multicasts (s): \(gaps)")
-        for asked in quQuestions {
+        for (asked, previousQM) in quQuestions {
             let window = asked...(asked + 0.2)
-            let both = multicast.contains(where: window.contains) && unicast.contains(where: window.contains)
+            // The QM question asked just before is answered by multicast (20–120 ms later)
+            // unless the record went out within the second before it; on a loaded machine
+            // that answer can come late, inside this window. So when the QM question was due
+            // an answer that had not come by `asked`, the first multicast in the window is its.
+            let qmDue = !multicast.contains { $0 > previousQM - 1.0 && $0 <= previousQM }
+            let qmAnswerLate = qmDue && !multicast.contains { $0 > previousQM && $0 < asked }
+            let inWindow = multicast.filter(window.contains)
+            let forThisQuestion = qmAnswerLate ? Array(inWindow.dropFirst()) : inWindow
+            let both = !forThisQuestion.isEmpty && unicast.contains(where: window.contains)
             #expect(!both, "a QU question at \(asked) was answered by unicast and by multicast")
             #expect(multicast.contains(where: window.contains) || unicast.contains(where: window.contains), "a QU question went unanswered")
         }
