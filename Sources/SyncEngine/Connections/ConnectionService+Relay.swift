@@ -126,11 +126,11 @@ extension ConnectionService {
 
     /// `initiate` through the first of `relays` that reaches `peer` (on `queue`); `connected` learns which.
     ///
-    /// A session whose handshake times out is asked for once more: the peer's own join of
+    /// A session whose handshake times out is asked for again, twice at most: the peer's own join of
     /// it can lose strelaysrv's race (RelayClient.sessionAttempts) and leave us waiting for
     /// an answer that never comes (seen under load as `pair` failing after 10 s).
     func initiateThroughRelays(_ relays: [RelayEndpoint], to peer: CertificateID, tls: TLSIdentity, name: String, inFlight: String,
-                               hello: Hello, attempts: Int = 2, failed: @escaping @Sendable (NetError) -> Void,
+                               hello: Hello, attempts: Int = 3, failed: @escaping @Sendable (NetError) -> Void,
                                connected: @escaping @Sendable (SecureChannel, RelayEndpoint) -> Void) {
         let used = RelayChoice()
         initiate(name: name, inFlight: inFlight, hello: hello, connect: { [config] () throws(NetError) in
