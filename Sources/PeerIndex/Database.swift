@@ -104,6 +104,13 @@ package final class Database {
         try execute("PRAGMA cache_size = -32768")
     }
 
+    /// Frees the page cache's pages that no statement is using. The cache keeps what it
+    /// filled (up to the 32 MiB above) for as long as the connection lives: after a large
+    /// pull or scan, that much heap stays in use in an idle daemon.
+    package func releaseMemory() {
+        sqlite3_db_release_memory(handle)
+    }
+
     // MARK: Statements
 
     /// Prepares one statement. Trailing text after the first statement is an error.
