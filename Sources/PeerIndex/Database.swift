@@ -111,6 +111,14 @@ package final class Database {
         sqlite3_db_release_memory(handle)
     }
 
+    /// Bytes the connection's page cache holds now (SQLITE_DBSTATUS_CACHE_USED).
+    package var pageCacheBytes: Int {
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
+        return Int(current)
+    }
+
     // MARK: Statements
 
     /// Prepares one statement. Trailing text after the first statement is an error.

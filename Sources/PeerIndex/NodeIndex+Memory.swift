@@ -4,4 +4,9 @@ extension NodeIndex {
     package func releaseMemory() {
         try? read { db in db.releaseMemory() }
     }
+
+    /// Bytes the connection's page cache holds now.
+    package func pageCacheBytes() throws(IndexError) -> Int {
+        try read { db in db.pageCacheBytes }
+    }
 }
