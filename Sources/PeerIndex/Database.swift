@@ -104,6 +104,21 @@ package final class Database {
         try execute("PRAGMA cache_size = -32768")
     }
 
+    /// Frees the page cache's pages that no statement is using. The cache keeps what it
+    /// filled (up to the 32 MiB above) for as long as the connection lives: after a large
+    /// pull or scan, that much heap stays in use in an idle daemon.
+    package func releaseMemory() {
+        sqlite3_db_release_memory(handle)
+    }
+
+    /// Bytes the connection's page cache holds now (SQLITE_DBSTATUS_CACHE_USED).
+    package var pageCacheBytes: Int {
+        var current: Int32 = 0
+        var highest: Int32 = 0
+        sqlite3_db_status(handle, SQLITE_DBSTATUS_CACHE_USED, &current, &highest, 0)
+        return Int(current)
+    }
+
     // MARK: Statements
 
     /// Prepares one statement. Trailing text after the first statement is an error.

@@ -171,7 +171,7 @@ struct DaemonCommand: Command {
             if !json { output.line("dashboard off: \(error.description)") }
             dashboard = nil
         }
-        let trimmer = MemoryTrimmer()
+        let trimmer = MemoryTrimmer(releaseCaches: { daemon.releaseCaches() })
         defer { trimmer.stop() }
         let stopRequested = DispatchSemaphore(value: 0)
         let sources = [SIGINT, SIGTERM].map { sig in

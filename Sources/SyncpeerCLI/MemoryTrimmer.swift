@@ -53,9 +53,12 @@ final class MemoryTrimmer: Sendable {
     private let timer: Mutex<(any DispatchSourceTimer)?>
     /// Read and written only by `check`, on `queue`.
     private let policy = Mutex(Policy())
+    /// Called before each trim: frees what caches hold, so that the trim can return it.
+    private let releaseCaches: @Sendable () -> Void
 
-    /// Starts checking at once.
-    init() {
+    /// Starts checking at once; `releaseCaches` runs before every trim.
+    init(releaseCaches: @escaping @Sendable () -> Void = {}) {
+        self.releaseCaches = releaseCaches
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(20))
         self.timer = Mutex(timer)
@@ -75,6 +78,7 @@ final class MemoryTrimmer: Sendable {
         guard let resident = Self.residentBytes() else { return }
         var policy = self.policy.withLock { $0 }
         _ = policy.check(resident: resident, now: .now) {
+            releaseCaches()
             _ = trimmerMallocTrim(0)
             return Self.residentBytes()
         }

@@ -17,6 +17,16 @@ signal(SIGPIPE, SIG_IGN)
 // M_ARENA_MAX is -8.)
 @_silgen_name("mallopt") func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
 _ = glibcMallopt(-8, 8)
+// Fixed thresholds instead of glibc's sliding ones. Freeing one large block (a chunk
+// buffer of several MiB) raises the sliding mmap threshold to its size and the trim
+// threshold to twice that, up to 64 MiB; from then on each thread arena keeps a free top
+// of up to that much resident, and malloc_trim(3) does not shrink the top of a thread
+// arena. An idle daemon that had scanned 100,000 files kept 150 MiB resident with 2.5 MiB
+// in use (8 arenas). M_MMAP_THRESHOLD (-3) at the sliding maximum, 32 MiB, keeps blocks up
+// to that size in the arenas as before; M_TRIM_THRESHOLD (-1) at 4 MiB gives back an
+// arena's free top past that when a block is freed into it.
+_ = glibcMallopt(-3, 32 << 20)
+_ = glibcMallopt(-1, 4 << 20)
 #endif
 #if canImport(Glibc)
 // A daemon with large shared folders holds a batch of temporary files, transfers and
