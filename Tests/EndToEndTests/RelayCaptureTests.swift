@@ -13,6 +13,7 @@ struct RelayCaptureTests {
         import socket, struct, sys
         port, out = int(sys.argv[1]), open(sys.argv[2], 'wb')
         s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.ntohs(3))
+        s.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: no packet dropped under load
         s.bind(('lo', 0))
         while True:
             frame = s.recv(70000)
