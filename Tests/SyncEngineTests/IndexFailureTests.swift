@@ -87,6 +87,47 @@ import Testing
         Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.shareOffers(.everything) }, table: "folder_offers")
     }
 
+    /// `history` listed the members' versions only, `restore` said "no version of … on this
+    /// node", when our versions could not be read.
+    @Test func historyAndRestoreWhenTheVersionsCannotBeReadSayWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        pair.alice.folders.versions = VersionKeeper(versionsDirectory: pair.alice.directory + "/versions", index: pair.alice.index)
+        try Self.damage(pair.alice.index, table: "versions")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.history(path: docs, localName: "alice") },
+                              table: "versions")
+        Self.expectIndexError({ () throws(EngineError) in
+            _ = try pair.alice.folders.restore(path: docs + "/a.txt", at: nil, version: nil, to: nil)
+        }, table: "versions")
+    }
+
+    /// With a role set, `changes` listed nothing and `revert` reverted 0 paths when the
+    /// peers' entries could not be read; `select` said nothing was needed (0 files).
+    @Test func changesRevertAndSelectWhenThePeersEntriesCannotBeReadSayWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, folder) = try Self.shared(pair)
+        try pair.alice.folders.setRole(folderID: folder, devices: [pair.bob.deviceKey], role: .receiveOnly,
+                                       noDeletes: nil)
+        try Self.damage(pair.alice.index, table: "remote_files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.roleChanges(directory: docs, page: .everything) },
+                              table: "remote_files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.revertFolder(directory: docs) }, table: "remote_files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.select(directory: docs, paths: nil) },
+                              table: "remote_files")
+    }
+
+    /// `tree` showed every name as selected ("all") when the selection could not be read.
+    @Test func treeWhenTheSelectionCannotBeReadSaysWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        try Self.damage(pair.alice.index, table: "folder_selection")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.tree(directory: docs, path: nil, page: .everything) },
+                              table: "folder_selection")
+    }
+
     /// An unfinished receive recorded by bob's index (as a restart leaves it), with its
     /// partial file staged in bob's receive folder.
     static func recordedReceive(_ pair: TransferPair, id: String) throws -> String {

@@ -231,7 +231,7 @@ final class FolderService: Reporting, Sendable {
                        percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
                        peers: item.peers.compactMap(memberRef))
         }
-        let differences = folder.roleCounts(localDevice: localDevice)
+        let differences = try folder.roleCounts(localDevice: localDevice)
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                             files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
