@@ -214,6 +214,7 @@ extension Node {
             let prefix = root.hasSuffix("/") ? root : root + "/"
             guard file.hasPrefix(prefix) else { continue }
             let relative = String(file.dropFirst(prefix.count))
+            // (Best effort, as above.)
             guard let record = try? index.file(folderID: folder.id, path: relative),
                   record.kind == .file, !record.deleted, record.size == stamp.size,
                   record.mtimeNs == stamp.mtimeNs, record.inode == stamp.inode,

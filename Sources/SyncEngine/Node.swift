@@ -82,7 +82,9 @@ package final class Node: Reporting, Sendable {
         streams = StreamService(queue: queue, link: connections, store: index, events: events, config: config)
         transfers.link = connections
         folders.link = connections
-        folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index)
+        let folderService = folders
+        folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index,
+                                         report: { [weak folderService] in folderService?.emitError(nil, "versions: " + $0) })
         connections.observer = self
         connections.nearby = self
         _ = events.subscribe { [activity] event in activity.record(event) }

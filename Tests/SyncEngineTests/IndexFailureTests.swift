@@ -118,6 +118,27 @@ import Testing
                               table: "remote_files")
     }
 
+    /// `override` answered "0 overridden" when the members' roles could not be read.
+    @Test func overrideWhenTheRolesCannotBeReadSaysWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        try Self.damage(pair.alice.index, table: "folder_peers")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.overrideFolder(directory: docs) }, table: "folder_peers")
+    }
+
+    /// An offer for a folder we share already was listed as a new folder (no `joins`) when
+    /// our folders could not be read.
+    @Test func offersWhenOurFoldersCannotBeReadSayWhy() throws {
+        let pair = try TransferPair(configureBob: { $0.autoAccept = false })
+        defer { pair.cleanup() }
+        pair.connect()
+        _ = try Self.shared(pair)
+        try TransferPair.eventually("bob holds alice's offer") { (try? pair.bob.index.folderOffers().count) == 1 }
+        try Self.damage(pair.bob.index, table: "folders")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.shareOffers(.everything) }, table: "folders")
+    }
+
     /// `tree` showed every name as selected ("all") when the selection could not be read.
     @Test func treeWhenTheSelectionCannotBeReadSaysWhy() throws {
         let pair = try TransferPair()

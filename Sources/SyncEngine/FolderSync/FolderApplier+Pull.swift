@@ -195,6 +195,7 @@ extension FolderApplier {
         if lastRefresh.map({ time - $0 >= Self.refreshInterval }) ?? true {
             lastRefresh = time
             connected = host.connectedDevices()
+            // (An index that cannot say: the planned sources serve; nothing else.)
             fresh = ((try? index.remoteFiles(folderID: folderID, paths: jobs.map(\.path).pathKeys.map(\.string), keyedBy: PathKey.init(_:))) ?? [:])
                 .mapValues { $0.mapValues(FileState.init) }
         }

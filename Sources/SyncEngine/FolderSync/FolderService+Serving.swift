@@ -268,6 +268,7 @@ extension FolderService {
         // they did not, the exact counts come at once (a folder past the allowance would
         // otherwise pay for both).
         let room = allowance - paths.count
+        // (A count that fails here falls to the exact counts below, whose failure is said.)
         if room >= 0, !past,
            let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1) {
             if stored <= room { return true }
