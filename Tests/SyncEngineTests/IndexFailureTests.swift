@@ -206,6 +206,44 @@ import Testing
         try TransferPair.eventually("a retry removes it") { !FileManager.default.fileExists(atPath: partial) }
     }
 
+    /// Expiry removes the chunk files no version uses; one whose removal failed was dropped
+    /// without a word and stayed for ever (the index no longer named it). Now it is said,
+    /// and the next expiry removes it.
+    @Test func aChunkFileExpiryCannotRemoveIsReportedAndRemovedNextTime() throws {
+        let home = NSTemporaryDirectory() + "versions-cleanup-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let index = try NodeIndex.inMemory()
+        _ = try index.addFolder(id: "f", path: home + "/folder")
+        let clock = Mutex<Int64>(1_000)
+        let reports = Mutex<[String]>([])
+        let keeper = VersionKeeper(versionsDirectory: home + "/versions", index: index, clock: { clock.withLock { $0 } },
+                                   report: { message in reports.withLock { $0.append(message) } })
+        try keeper.setPolicy(VersionPolicy(parsing: "simple 1")!, folderID: "f")
+        var ids: [Int64] = []
+        for n in 0..<2 {
+            let file = home + "/v\(n)"
+            try Data((0..<1000).map { _ in UInt8.random(in: 0...255) }).write(to: URL(fileURLWithPath: file))
+            let record = FileRecord(folderID: "f", path: "a.bin", sequence: 1, kind: .file, size: 1000, mtimeNs: Int64(n), mode: 0o644,
+                                    version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A")
+            ids.append(try #require(keeper.keepFile(at: file, as: record, reason: "peer-edit")))
+            clock.withLock { $0 += 1_000 }
+        }
+        let oldest = try #require(try index.version(folderID: "f", id: ids[0])?.chunks.first)
+        let hash = try #require(ChunkHash(bytes: oldest.hash))
+        let directory = (keeper.store.path(of: hash) as NSString).deletingLastPathComponent
+        try Self.protect(directory, true)
+        defer { try? Self.protect(directory, false) }
+        #expect(keeper.expire(folderID: "f", now: clock.withLock { $0 }, fileSystemBytes: 1 << 40) == 1)
+        #expect(keeper.store.has(hash))
+        let report = try #require(reports.withLock { $0 }.first, "nothing said")
+        #expect(report.contains("cannot remove 1 chunk file") && report.contains(keeper.store.path(of: hash))
+                && report.contains("trying again"), "\(report)")
+        try Self.protect(directory, false)
+        #expect(keeper.expire(folderID: "f", now: clock.withLock { $0 }, fileSystemBytes: 1 << 40) == 0)
+        #expect(!keeper.store.has(hash), "the next expiry did not remove it")
+    }
+
     /// Makes `directory` refuse (or allow again) removing what it holds.
     static func protect(_ directory: String, _ on: Bool) throws {
         if getuid() == 0 {

@@ -1,6 +1,7 @@
 internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// Keeps the versions a node replaces or sees replaced (issue 41): their chunks in the
 /// `VersionStore`, their metadata in the index. Used by the applier (a peer's edit, deletion
@@ -13,6 +14,12 @@ struct VersionKeeper: Sendable {
     /// Says what the index could not record or read (an error event): a version that was
     /// not recorded, an expiry that did not run.
     let report: @Sendable (String) -> Void
+    /// Chunk files whose removal failed: tried again at the next expiry (shared by copies).
+    let unremoved = Unremoved()
+
+    final class Unremoved: Sendable {
+        let hashes = Mutex<Set<[UInt8]>>([])
+    }
 
     init(versionsDirectory: String, index: NodeIndex, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
          report: @escaping @Sendable (String) -> Void = { _ in }) {
@@ -130,6 +137,7 @@ struct VersionKeeper: Sendable {
     }
 
     private func expire(folderID: String, policy: VersionPolicy, now: Int64, fileSystemBytes: Int64) throws(IndexError) -> Int {
+        try retryRemovals()
         let ages = try index.versionAges(folderID: folderID)
         guard !ages.isEmpty else { return 0 }
         let kept = ages.map { VersionPolicy.Kept(id: $0.id, path: $0.path, keptAt: $0.keptAt) }
@@ -143,15 +151,40 @@ struct VersionKeeper: Sendable {
                 batch.append(next.id)
                 gone.insert(next.id)
                 if batch.count >= 64 || oldest.isEmpty {
-                    store.remove(try index.removeVersions(batch))
+                    removeChunks(try index.removeVersions(batch))
                     batch = []
                     stored = store.storedBytes()
                 }
             }
-            store.remove(try index.removeVersions(batch))
+            removeChunks(try index.removeVersions(batch))
         }
-        store.remove(try index.removeVersions(Array(gone)))
+        removeChunks(try index.removeVersions(Array(gone)))
         return gone.count
+    }
+}
+
+extension VersionKeeper {
+    /// Removes the chunk files of `hashes` (no version uses them); those that stay are said
+    /// and tried again at the next expiry.
+    func removeChunks(_ hashes: [[UInt8]]) {
+        let failed = store.remove(hashes)
+        guard let first = failed.first else { return }
+        unremoved.hashes.withLock { $0.formUnion(failed.map(\.hash)) }
+        report("cannot remove \(failed.count) chunk file(s) no version uses any more (\(first.reason)); trying again at the next expiry")
+    }
+
+    /// Tries again the removals that failed, of the chunks still unused (a new version may
+    /// have taken one up meanwhile: it stays).
+    func retryRemovals() throws(IndexError) {
+        let pending = unremoved.hashes.withLock { pending in
+            defer { pending = [] }
+            return Array(pending)
+        }
+        guard !pending.isEmpty else { return }
+        do throws(IndexError) { removeChunks(try index.unusedVersionChunks(pending)) } catch {
+            unremoved.hashes.withLock { $0.formUnion(pending) }
+            throw error
+        }
     }
 }
 
