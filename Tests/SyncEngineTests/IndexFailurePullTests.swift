@@ -19,7 +19,7 @@ import Testing
 
     @Test func aPullThatCannotReadTheIndexChangesNothingShowsWhyAndTriesAgain() throws {
         let pair = try TransferPair()
-        defer { pair.cleanup() }
+        defer { pair.finish() }
         let docs = try Self.docs(pair)
         pair.connect()
         let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
@@ -48,7 +48,7 @@ import Testing
     /// and the pass starts again by itself.
     @Test func indexPagesThatCannotBeReadAreReportedAndSentLater() throws {
         let pair = try TransferPair()
-        defer { pair.cleanup() }
+        defer { pair.finish() }
         let docs = try Self.docs(pair)
         let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
         try TransferPair.eventually("alice has scanned a.txt") {

@@ -103,12 +103,16 @@ extension FolderService {
         let sendable: [FileRecord]
         do throws(IndexError) {
             records = link?.session(session.id)?.isConnected == true ? try index.files(folderID: folderID, since: since, limit: limit) : []
-            sendable = try roleFiltered(records, folderID: folderID, to: session.deviceKey)
+            sendable = records.isEmpty ? [] : try roleFiltered(records, folderID: folderID, to: session.deviceKey)
         } catch {
             emitError(session.peer, "folder \(folderID): cannot read the index to send to \(session.peer.name), trying again in "
                       + "\(Self.indexRetrySeconds) s: \(error)")
             endIndexPass(pass)
-            queue.asyncAfter(deadline: .now() + .seconds(Self.indexRetrySeconds)) { [self] in sendIndex(folderID, to: session) }
+            queue.asyncAfter(deadline: .now() + .seconds(Self.indexRetrySeconds)) { [weak self] in
+                // (Only for a session still connected: a new one starts its own pass.)
+                guard let self, state.withLock({ $0.link })?.session(session.id)?.isConnected == true else { return }
+                sendIndex(folderID, to: session)
+            }
             return
         }
         let page = Self.indexPage(sendable.map(Self.wireEntry), budget: Self.indexPageBytes)

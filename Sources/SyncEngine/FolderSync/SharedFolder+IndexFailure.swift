@@ -28,7 +28,11 @@ extension SharedFolder {
         if schedule {
             io.asyncAfter(deadline: .now() + .seconds(Self.indexRetrySeconds)) { [weak self] in
                 guard let self else { return }
-                state.withLock { $0.indexRetryDue = false }
+                // (Only while the folder runs: a stopped one is started again whole.)
+                guard state.withLock({ state in
+                    state.indexRetryDue = false
+                    return state.ticking
+                }) else { return }
                 pull(paths: nil)
             }
         }
