@@ -200,7 +200,9 @@ final class FolderService: Reporting, Sendable {
 
     /// One folder's `FolderStatus`.
     private func status(of folder: SharedFolder) throws(IndexError) -> FolderStatus {
-        var (state, error) = queue.sync { (folder.status, folder.error) }
+        // Under one lock, as one `setStatus`/`setError` left them: two reads could pair "idle"
+        // with the error of a failure already over.
+        var (state, error) = folder.shown
         if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
         let totals = try index.liveTotals(folderID: folder.id)
         let connected = connectedDevices()
