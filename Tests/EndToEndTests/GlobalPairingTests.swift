@@ -22,8 +22,7 @@ struct GlobalPairingTests {
         let arguments = ["--auto-accept", "--discovery-server", url]
         var alice = try DaemonProcess(env, name: "alice", arguments: arguments, namespace: first.name, listen: "10.99.0.10:0")
         defer { _ = alice.stop() }
-        let id = try #require(try JSONSerialization.jsonObject(with: Data(env.cli(alice, ["id", "--json"]).stdout.utf8)) as? [String: Any])
-        let certificateID = try #require(id["certificateID"] as? String)
+        let certificateID = try GlobalAnnounceTests.certificateID(env, alice)
         let stalePort = alice.port
         let stale = "tcp://10.99.0.10:\(stalePort)"
         try RelayTests().eventually("alice announced \(stale)") {
