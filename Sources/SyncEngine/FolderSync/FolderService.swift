@@ -310,6 +310,7 @@ final class FolderService: Reporting, Sendable {
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
         state.withLock { $0.folders[record.id] = folder }
+        loadPeerSelections(record.id)
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
 
