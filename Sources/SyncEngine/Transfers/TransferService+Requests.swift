@@ -203,11 +203,7 @@ extension TransferService {
             if let observer, let completion {
                 incoming.addObserver(TransferObserver(progress: observer, completion: completion))
             }
-            if accept {
-                acceptIncoming(incoming, into: directory ?? config.receiveDirectory)
-            } else {
-                declineIncoming(incoming, reason: "declined by the user")
-            }
+            answer(incoming, accept: accept, directory: directory)
             return .success(transferEvent(incoming, force: true))
         }
         return try result.get()
