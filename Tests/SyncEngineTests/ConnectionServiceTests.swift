@@ -208,7 +208,8 @@ struct ConnectionServiceTests {
         func nearbyUnpairedNames() -> [String] { [] }
     }
 
-    /// One end: a connection service listening on loopback, its index, events and observer.
+    /// One end: a connection service listening on loopback (or not listening at all, for
+    /// streams handed to it: `address` is then empty), its index, events and observer.
     final class Peer: @unchecked Sendable {
         // @unchecked: immutable after init; the service confines its state to `queue`.
         let identity: Identity
@@ -225,14 +226,15 @@ struct ConnectionServiceTests {
         var key: String { identity.deviceID.compact }
         var events: [NodeEvent] { recorded.all }
 
-        convenience init(_ name: String, configure: (inout NodeConfig) -> Void = { _ in }) throws {
+        convenience init(_ name: String, listening: Bool = true, configure: (inout NodeConfig) -> Void = { _ in }) throws {
             var config = NodeConfig()
             config.listen = "127.0.0.1:0"
             config.discovery = false
             config.redialInitial = .milliseconds(50)
             config.keepaliveInterval = .milliseconds(500)
             configure(&config)
-            try self.init(identity: Identity(keyPair: KeyPair.generate(), displayName: name), index: NodeIndex.inMemory(), config: config)
+            try self.init(identity: Identity(keyPair: KeyPair.generate(), displayName: name), index: NodeIndex.inMemory(), config: config,
+                          listening: listening)
         }
 
         /// The same identity, index and port as `earlier` (stopped): a restarted node.
@@ -242,7 +244,7 @@ struct ConnectionServiceTests {
             try self.init(identity: earlier.identity, index: earlier.index, config: config)
         }
 
-        private init(identity: Identity, index: NodeIndex, config: NodeConfig) throws {
+        private init(identity: Identity, index: NodeIndex, config: NodeConfig, listening: Bool = true) throws {
             self.identity = identity
             self.index = index
             self.config = config
@@ -252,7 +254,7 @@ struct ConnectionServiceTests {
             service.observer = observer
             service.nearby = nearby
             _ = bus.subscribe { [recorded] event in recorded.emit(event) }
-            address = try service.listen().address
+            address = listening ? try service.listen().address : ""
             queue.sync { service.startTimer() }
         }
 

@@ -1,0 +1,115 @@
+import Dispatch
+import Foundation
+import PeerCrypto
+import PeerIndex
+import PeerWire
+@testable import SyncEngine
+import Synchronization
+import Testing
+
+/// Connections and transfers with no socket: each pair of ends is joined by an in-memory
+/// byte channel (`MemoryStream`) handed to one end's `connect(over:)` and the other's
+/// `accept(over:)`. Nothing listens; the Noise handshake, the session, pairing and the
+/// transfer run exactly as over TCP.
+@Suite(.serialized)
+struct InMemoryChannelTests {
+    typealias Peer = ConnectionServiceTests.Peer
+
+    @Test func twoConnectionServicesPairAndTalkOverAnInMemoryChannel() throws {
+        let bob = try Peer("bob", listening: false) { $0.autoAccept = true }
+        let alice = try Peer("alice", listening: false)
+        defer { alice.service.stop(); bob.service.stop() }
+        #expect(alice.address.isEmpty && bob.address.isEmpty)
+        let (aliceEnd, bobEnd) = MemoryStream.pair()
+        bob.service.accept(over: bobEnd)
+        let paired = ConnectionServiceTests.Outcome()
+        alice.service.connect(over: aliceEnd, expected: nil, context: nil, completion: { paired.set($0) })
+
+        try Self.eventually("alice's invitation answered") { paired.value != nil }
+        guard case let .success(peer)? = paired.value else { Issue.record("pairing failed: \(String(describing: paired.value))"); return }
+        #expect(peer.name == "bob")
+        try Self.eventually("both ends connected") { alice.observer.connected == ["bob"] && bob.observer.connected == ["alice"] }
+        #expect(try alice.index.peer(deviceID: bob.key)?.trust == .paired)
+        #expect(try bob.index.peer(deviceID: alice.key)?.trust == .paired)
+
+        // A frame through the link reaches bob's layers above; a message is an event.
+        let sessionID = try #require(alice.onQueue { alice.service.connectedSession(device: bob.key)?.id })
+        alice.onQueue { alice.service.send([.indexAck(folder: "f1", sequence: 7)], on: sessionID) }
+        try Self.eventually("the frame reaches bob's layers above") { bob.observer.frames.contains("indexAck(f1, 7)") }
+        _ = try alice.service.sendMessage(to: "bob", bytes: Array("hello".utf8), unreliable: false)
+        try Self.eventually("bob's message event") { bob.events.contains { if case let .message(m) = $0 { m.text == "hello" } else { false } } }
+        #expect(aliceEnd.bytesWritten > 0 && bobEnd.bytesWritten > 0)
+
+        // The channel ends: both sessions end, as when a socket closes.
+        aliceEnd.close()
+        try Self.eventually("both sessions ended") { !alice.observer.ended.isEmpty && !bob.observer.ended.isEmpty }
+        #expect(alice.onQueue { alice.service.connectedSession(device: bob.key) } == nil)
+    }
+
+    @Test func aFileIsSentBetweenTwoNodesOverAnInMemoryChannel() throws {
+        let bob = try MemoryNode("bob") { $0.autoAccept = true }
+        let alice = try MemoryNode("alice")
+        defer {
+            alice.node.stop()
+            bob.node.stop()
+            try? FileManager.default.removeItem(atPath: alice.directory)
+            try? FileManager.default.removeItem(atPath: bob.directory)
+        }
+        let (aliceEnd, bobEnd) = MemoryStream.pair()
+        bob.node.connections.accept(over: bobEnd)
+        let paired = ConnectionServiceTests.Outcome()
+        alice.node.connections.connect(over: aliceEnd, expected: nil, context: nil, completion: { paired.set($0) })
+        try Self.eventually("paired") { paired.value != nil }
+        guard case .success? = paired.value else { Issue.record("pairing failed: \(String(describing: paired.value))"); return }
+        try Self.eventually("connected") { alice.connected(to: bob) && bob.connected(to: alice) }
+
+        // Several chunks' worth, so the window and the acknowledgements are exercised.
+        let source = alice.directory + "/photo.bin"
+        try TransferPair.randomFile(source, size: 700_000, seed: 42)
+        let result = Mutex<Result<TransferInfo, EngineError>?>(nil)
+        alice.node.send(path: source, to: "bob", name: nil, spoolFile: nil, observer: { _ in },
+                        completion: { outcome in result.withLock { $0 = outcome } })
+        try Self.eventually("the send finished", timeout: 30) { result.withLock { $0 } != nil }
+        let info = try result.withLock { $0 }!.get()
+        #expect(info.state == .completed)
+        let received = bob.receiveDirectory + "/photo.bin"
+        #expect(FileManager.default.contents(atPath: received) == FileManager.default.contents(atPath: source))
+        // Every byte crossed the in-memory channel (nothing listened anywhere).
+        #expect(aliceEnd.bytesWritten > 700_000)
+    }
+
+    /// A node with an in-memory index in a temporary home, not listening, discovery off.
+    final class MemoryNode: Sendable {
+        let node: Node
+        let directory: String
+        let receiveDirectory: String
+        let key: String
+
+        init(_ name: String, configure: (inout NodeConfig) -> Void = { _ in }) throws {
+            directory = NSTemporaryDirectory() + "syncpeer-memory-\(name)-\(UUID().uuidString.prefix(8))"
+            receiveDirectory = directory + "/in"
+            try FileManager.default.createDirectory(atPath: receiveDirectory, withIntermediateDirectories: true)
+            var config = NodeConfig()
+            config.discovery = false
+            config.receiveDirectory = receiveDirectory
+            config.receiveDirectoryGiven = true
+            configure(&config)
+            let identity = try Identity(keyPair: KeyPair.generate(), displayName: name)
+            key = identity.deviceID.compact
+            node = Node(home: NodeHome(path: directory + "/home"), identity: identity, index: try NodeIndex.inMemory(), config: config)
+            node.queue.sync { node.connections.startTimer() }
+        }
+
+        func connected(to other: MemoryNode) -> Bool {
+            node.queue.sync { node.connections.connectedSession(device: other.key) != nil }
+        }
+    }
+
+    static func eventually(_ what: String, timeout: Double = 15, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw TransferPair.Timeout(what: what) }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+    }
+}
