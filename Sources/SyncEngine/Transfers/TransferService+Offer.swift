@@ -13,9 +13,13 @@ extension TransferService {
     /// After a restart: unfinished outgoing transfers recorded in the index are offered again
     /// (rebuilt from their source files) when their peer connects.
     func resumeRecordedOutgoing(for session: LinkSession) {
-        let records = ((try? store.transfers(deviceID: session.deviceKey)) ?? []).filter {
-            $0.direction == .send && $0.state.isUnfinished
+        let all: [TransferRecord]
+        do throws(IndexError) { all = try store.transfers(deviceID: session.deviceKey) } catch {
+            // Not "nothing to resume": the user learns why the sends wait.
+            emitError(session.peer, "cannot read the transfer records to offer unfinished sends to \(session.peer.name) again: \(error)")
+            return
         }
+        let records = all.filter { $0.direction == .send && $0.state.isUnfinished }
         for record in records {
             guard let id = TransferID(hex: record.id), transfers.outgoing[id] == nil,
                   let source = record.finalPath else { continue }
@@ -71,7 +75,12 @@ extension TransferService {
 
     /// Marks unfinished recorded sends of the same source to the same peer as superseded.
     func supersedeRecordedSends(of source: String, to peerKey: String, by id: TransferID) {
-        for record in (try? store.transfers(deviceID: peerKey)) ?? []
+        let records: [TransferRecord]
+        do throws(IndexError) { records = try store.transfers(deviceID: peerKey) } catch {
+            emitError(nil, "cannot read the transfer records to mark earlier sends of \(source) as superseded: \(error)")
+            return
+        }
+        for record in records
         where record.direction == .send && record.state.isUnfinished && record.finalPath == source && record.id != id.description {
             recordTransfer(record, "that it was superseded") { store throws(IndexError) in
                 try store.updateTransferState(id: record.id, to: .cancelled, error: "superseded by transfer \(id.description.prefix(8))")
@@ -142,8 +151,11 @@ extension TransferService {
         // partial file. IDs are random, so an honest sender never collides. A streamed
         // offer is always a new transfer (one offered again has every manifest): its ID is
         // never one this node knows, whose rows it would otherwise trust.
-        if let known = try? store.transfer(id: offer.id.description),
-           known.deviceID != session.deviceKey || known.direction != .receive || !streamedSizes.isEmpty {
+        // (A record this node cannot read is no reason to ask again or start over: the
+        // offer is refused with the index's error, and the sender may offer it again.)
+        let known: TransferRecord?
+        do throws(IndexError) { known = try store.transfer(id: offer.id.description) } catch { return Self.unreadable(error) }
+        if let known, known.deviceID != session.deviceKey || known.direction != .receive || !streamedSizes.isEmpty {
             let why = known.deviceID == session.deviceKey && known.direction == .receive
                 ? "a streamed offer reuses the ID of a transfer it already made" : "its transfer ID belongs to a transfer with another peer"
             return (.refused(peer: "refused: this transfer ID belongs to another transfer", note: why), nil)
@@ -155,8 +167,12 @@ extension TransferService {
 
         // Accepted before (same ID, or the same content from the same peer): resume. (A
         // streamed manifest names no content yet: only its ID can be known.)
-        let record = (try? store.transfer(id: offer.id.description)) ?? (layout.isStreamed ? nil : try? store.resumableTransfer(
-            deviceID: session.deviceKey, rootHash: rootHash, direction: .receive))
+        var record = known
+        if record == nil && !layout.isStreamed {
+            do throws(IndexError) {
+                record = try store.resumableTransfer(deviceID: session.deviceKey, rootHash: rootHash, direction: .receive)
+            } catch { return Self.unreadable(error) }
+        }
         if let record, record.state.isUnfinished, let directory = record.partialPath {
             if transfers.incoming.values.contains(where: { $0.recordID == record.id }) {
                 return (.alreadyReceiving(recordID: record.id), nil)
@@ -166,13 +182,22 @@ extension TransferService {
         }
         // The same file from the same peer, interrupted, whose source changed since: resume by
         // reusing the chunks that still match (single files, with their manifest).
-        if offer.kind != .folder, !layout.isStreamed, let earlier = supersededTransfer(for: offer, from: session.deviceKey),
-           let directory = earlier.partialPath {
+        let earlier: TransferRecord?
+        do throws(IndexError) {
+            earlier = offer.kind != .folder && !layout.isStreamed ? try supersededTransfer(for: offer, from: session.deviceKey) : nil
+        } catch { return Self.unreadable(error) }
+        if let earlier, let directory = earlier.partialPath {
             transfer.with { $0.supersedes = earlier }
             return (.resumes(directory: directory), transfer)
         }
         let autoAccept = config.autoAccept || ((try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false)
         return (.new(receiveWaiting: !transfers.receiveWaiters.isEmpty, autoAccept: autoAccept), transfer)
+    }
+
+    /// An offer refused because the transfer records cannot be read: the sender is told
+    /// that much, the user here the index's error.
+    private static func unreadable(_ error: IndexError) -> (OfferMachine.Arrival, IncomingTransfer?) {
+        (.refused(peer: "refused: the receiver cannot read its transfer records", note: "cannot read the transfer records: \(error)"), nil)
     }
 
     /// An offer's entries, checked (hostile input): each manifest decoded and matching its
@@ -241,8 +266,8 @@ extension TransferService {
     }
 
     /// An unfinished receive of a file with the same name from the same peer (not running).
-    private func supersededTransfer(for offer: TransferOffer, from deviceKey: String) -> TransferRecord? {
-        let records: [TransferRecord] = (try? store.transfers(deviceID: deviceKey)) ?? []
+    private func supersededTransfer(for offer: TransferOffer, from deviceKey: String) throws(IndexError) -> TransferRecord? {
+        let records = try store.transfers(deviceID: deviceKey)
         let running = Set(transfers.incoming.values.map(\.recordID))
         return records.first { record in
             record.direction == .receive && record.state.isUnfinished && record.name == offer.name
