@@ -55,13 +55,7 @@ struct InMemoryChannelTests {
             try? FileManager.default.removeItem(atPath: alice.directory)
             try? FileManager.default.removeItem(atPath: bob.directory)
         }
-        let (aliceEnd, bobEnd) = MemoryStream.pair()
-        bob.node.connections.accept(over: bobEnd)
-        let paired = ConnectionServiceTests.Outcome()
-        alice.node.connections.connect(over: aliceEnd, expected: nil, context: nil, completion: { paired.set($0) })
-        try Self.eventually("paired") { paired.value != nil }
-        guard case .success? = paired.value else { Issue.record("pairing failed: \(String(describing: paired.value))"); return }
-        try Self.eventually("connected") { alice.connected(to: bob) && bob.connected(to: alice) }
+        let aliceEnd = try Self.join(alice, bob, expected: nil)
 
         // Several chunks' worth, so the window and the acknowledgements are exercised.
         let source = alice.directory + "/photo.bin"
@@ -76,6 +70,48 @@ struct InMemoryChannelTests {
         #expect(FileManager.default.contents(atPath: received) == FileManager.default.contents(atPath: source))
         // Every byte crossed the in-memory channel (nothing listened anywhere).
         #expect(aliceEnd.bytesWritten > 700_000)
+    }
+
+    @Test func aChannelCutMidTransferResumesOnTheNextWithoutSendingAgainWhatArrived() throws {
+        let size = 2_000_000
+        let bob = try MemoryNode("bob") { $0.autoAccept = true }
+        // Paced, so that the channel is cut half-way through.
+        let alice = try MemoryNode("alice") { $0.sendRateBytesPerSecond = 1_000_000 }
+        defer {
+            alice.node.stop()
+            bob.node.stop()
+            try? FileManager.default.removeItem(atPath: alice.directory)
+            try? FileManager.default.removeItem(atPath: bob.directory)
+        }
+        let first = try Self.join(alice, bob, expected: nil)
+        let source = alice.directory + "/video.bin"
+        try TransferPair.randomFile(source, size: size, seed: 7)
+        let result = Mutex<Result<TransferInfo, EngineError>?>(nil)
+        alice.node.send(path: source, to: "bob", name: nil, spoolFile: nil, observer: { _ in },
+                        completion: { outcome in result.withLock { $0 = outcome } })
+        try Self.eventually("half of it sent", timeout: 30) { first.bytesWritten > size / 2 }
+        first.close()
+        try Self.eventually("both ends lost the session") { !alice.connected(to: bob) && !bob.connected(to: alice) }
+        #expect(result.withLock { $0 } == nil, "a lost channel pauses the send; it does not end it")
+
+        // A new channel between the paired nodes: the send is offered again and resumed.
+        let second = try Self.join(alice, bob, expected: bob.key)
+        try Self.eventually("the send finished", timeout: 30) { result.withLock { $0 } != nil }
+        #expect(try result.withLock { $0 }!.get().state == .completed)
+        #expect(FileManager.default.contents(atPath: bob.receiveDirectory + "/video.bin") == FileManager.default.contents(atPath: source))
+        // What arrived before the cut (all but what was still in the channel) was not sent again.
+        #expect(second.bytesWritten < size - size / 4, "\(second.bytesWritten) bytes after the cut")
+    }
+
+    /// Joins `alice` (dialling) and `bob` (accepting) by a new in-memory channel and waits
+    /// until both are connected; returns alice's end.
+    static func join(_ alice: MemoryNode, _ bob: MemoryNode, expected: String?) throws -> MemoryStream {
+        let (aliceEnd, bobEnd) = MemoryStream.pair()
+        bob.node.connections.accept(over: bobEnd)
+        let joined = ConnectionServiceTests.Outcome()
+        alice.node.connections.connect(over: aliceEnd, expected: expected, context: nil, completion: { joined.set($0) })
+        try eventually("connected") { alice.connected(to: bob) && bob.connected(to: alice) }
+        return aliceEnd
     }
 
     /// A node with an in-memory index in a temporary home, not listening, discovery off.
