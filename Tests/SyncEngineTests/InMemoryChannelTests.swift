@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import PeerCrypto
 import PeerIndex
-import PeerWire
 @testable import SyncEngine
 import Synchronization
 import Testing
@@ -15,7 +14,8 @@ import Testing
 struct InMemoryChannelTests {
     typealias Peer = ConnectionServiceTests.Peer
 
-    @Test func twoConnectionServicesPairAndTalkOverAnInMemoryChannel() throws {
+    /// (ConnectionServiceTests pair, pin and decline over this channel too.)
+    @Test func twoConnectionServicesPairOverAChannelAndItsEndEndsBothSessions() throws {
         let bob = try Peer("bob", listening: false) { $0.autoAccept = true }
         let alice = try Peer("alice", listening: false)
         defer { alice.service.stop(); bob.service.stop() }
@@ -24,26 +24,16 @@ struct InMemoryChannelTests {
         bob.service.accept(over: bobEnd)
         let paired = ConnectionServiceTests.Outcome()
         alice.service.connect(over: aliceEnd, expected: nil, context: nil, completion: { paired.set($0) })
-
-        try Self.eventually("alice's invitation answered") { paired.value != nil }
+        try Self.eventually("both ends connected") { alice.observer.connected == ["bob"] && bob.observer.connected == ["alice"] }
         guard case let .success(peer)? = paired.value else { Issue.record("pairing failed: \(String(describing: paired.value))"); return }
         #expect(peer.name == "bob")
-        try Self.eventually("both ends connected") { alice.observer.connected == ["bob"] && bob.observer.connected == ["alice"] }
-        #expect(try alice.index.peer(deviceID: bob.key)?.trust == .paired)
-        #expect(try bob.index.peer(deviceID: alice.key)?.trust == .paired)
-
-        // A frame through the link reaches bob's layers above; a message is an event.
-        let sessionID = try #require(alice.onQueue { alice.service.connectedSession(device: bob.key)?.id })
-        alice.onQueue { alice.service.send([.indexAck(folder: "f1", sequence: 7)], on: sessionID) }
-        try Self.eventually("the frame reaches bob's layers above") { bob.observer.frames.contains("indexAck(f1, 7)") }
-        _ = try alice.service.sendMessage(to: "bob", bytes: Array("hello".utf8), unreliable: false)
-        try Self.eventually("bob's message event") { bob.events.contains { if case let .message(m) = $0 { m.text == "hello" } else { false } } }
         #expect(aliceEnd.bytesWritten > 0 && bobEnd.bytesWritten > 0)
 
         // The channel ends: both sessions end, as when a socket closes.
         aliceEnd.close()
         try Self.eventually("both sessions ended") { !alice.observer.ended.isEmpty && !bob.observer.ended.isEmpty }
         #expect(alice.onQueue { alice.service.connectedSession(device: bob.key) } == nil)
+        #expect(bob.onQueue { bob.service.connectedSession(device: alice.key) } == nil)
     }
 
     @Test func aFileIsSentBetweenTwoNodesOverAnInMemoryChannel() throws {
