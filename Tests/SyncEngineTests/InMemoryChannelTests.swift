@@ -36,6 +36,30 @@ struct InMemoryChannelTests {
         #expect(bob.onQueue { bob.service.connectedSession(device: alice.key) } == nil)
     }
 
+    /// Issue 42.2: a node that cannot read who is paired refuses a connection with the cause,
+    /// rather than showing a paired peer's connection as an invitation from a stranger.
+    @Test func aNodeThatCannotReadItsPeersRefusesWithTheCauseInsteadOfShowingAnInvitation() throws {
+        let bob = try Peer("bob", listening: false) { $0.autoAccept = true }
+        let alice = try Peer("alice", listening: false)
+        defer { alice.service.stop(); bob.service.stop() }
+        let (first, firstBob) = MemoryStream.pair()
+        bob.service.accept(over: firstBob)
+        alice.service.connect(over: first, expected: nil, context: nil, completion: nil)
+        try Self.eventually("paired") { alice.observer.connected == ["bob"] && bob.observer.connected == ["alice"] }
+        first.close()
+        try Self.eventually("disconnected") { alice.observer.ended.count == 1 && bob.observer.ended.count == 1 }
+
+        try IndexFailureTests.damage(bob.index, table: "peers")
+        let (aliceEnd, bobEnd) = MemoryStream.pair()
+        bob.service.accept(over: bobEnd)
+        alice.service.connect(over: aliceEnd, expected: bob.key, context: nil, completion: nil)
+        try Self.eventually("bob refuses with the cause") {
+            bob.events.contains { if case let .refused(r) = $0 { r.reason.contains("no such table: peers") } else { false } }
+        }
+        #expect(bob.service.invitations().isEmpty)
+        try Self.eventually("alice's session ended") { alice.observer.ended.count >= 2 }
+    }
+
     @Test func aFileIsSentBetweenTwoNodesOverAnInMemoryChannel() throws {
         let bob = try MemoryNode("bob") { $0.autoAccept = true }
         let alice = try MemoryNode("alice")

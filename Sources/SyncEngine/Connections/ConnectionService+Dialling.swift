@@ -182,7 +182,9 @@ extension ConnectionService {
         if let expected, expected != device {
             return .impersonation("expected \(displayID(expected).prefix(7)) at \(address ?? "?"), but \(channel.remoteDeviceID.shortID) answered with another key")
         }
-        let records = (try? index.peers()) ?? []
+        // Unreadable, a paired peer would be shown as an invitation, and a twin's name let through.
+        let records: [PeerRecord]
+        do throws(IndexError) { records = try index.peers() } catch { return .unreadable(error.description) }
         if let record = records.first(where: { $0.deviceID == device }), record.trust == .paired {
             return .paired
         }

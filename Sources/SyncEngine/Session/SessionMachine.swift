@@ -28,6 +28,9 @@ package struct SessionMachine: Sendable {
         /// Presents a new key under a paired peer's name, or a different key where a paired
         /// peer was expected: refused.
         case impersonation(String)
+        /// Who is paired cannot be read (a damaged index, a failing disk): neither paired nor
+        /// an invitation; refused with the cause, the peer told to try again later.
+        case unreadable(String)
     }
 
     package enum State: String, Sendable, Equatable, Codable {
@@ -127,6 +130,10 @@ package struct SessionMachine: Sendable {
     }
 
     private mutating func handshakeCompleted(_ standing: PeerStanding) -> [Action] {
+        if case let .unreadable(why) = standing {
+            return [.refused("refused: the paired peers cannot be read here: \(why)"),
+                    .send(.close(code: .normal, reason: "the peer cannot read its paired peers now; try again later"))] + closeNow()
+        }
         if case let .impersonation(why) = standing {
             return [.refused("refused: possible impersonation: \(why)"),
                     .send(.close(code: .impersonation, reason: "refused: possible impersonation"))] + closeNow()
