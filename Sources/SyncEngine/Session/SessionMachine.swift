@@ -6,6 +6,7 @@ package import PeerWire
 ///     initiator                                   responder
 ///     ─────────                                   ─────────
 ///     handshake done ──────────────────────────── handshake done
+///                                                   paired peers unreadable? ── yes ─▶ close, refused with the cause
 ///       awaitingPeerDecision                        known peer?  ── yes ─▶ send accepted, connected
 ///                                                   name of a paired peer with a new key?
 ///                                                     ── yes ─▶ close(impersonation)
