@@ -174,12 +174,16 @@ final class HeldChunks: Sendable {
     /// The order in which a node fetches a file's missing chunks: starting at a point of the
     /// file that depends on the node (`device`), then around. Nodes fetching the same file at
     /// once then hold different parts of it early, and can fetch the rest from each other;
-    /// fetched in the same order, none would ever hold a chunk another lacks.
-    static func spread(_ missing: [ChunkRef], device: String) -> [ChunkRef] {
+    /// fetched in the same order, none would ever hold a chunk another lacks. The point is
+    /// the node's rank among itself and the devices it is connected to (`among`), spread evenly
+    /// over the file: nodes connected to each other and to the same others start as far apart
+    /// as they can (a pull keeps 16 MiB in flight: two starts closer than that would hold
+    /// nothing the other asks for until one of them wrapped around).
+    static func spread(_ missing: [ChunkRef], device: String, among connected: Set<String>) -> [ChunkRef] {
         guard missing.count >= 2 else { return missing }
-        // FNV-1a of the device ID: stable across runs, independent of Swift's hash seed.
-        let seed = device.utf8.reduce(UInt64(0xcbf2_9ce4_8422_2325)) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-        let start = Int(seed % UInt64(missing.count))
+        let ranked = connected.union([device]).sorted()
+        let rank = ranked.firstIndex(of: device) ?? 0
+        let start = rank * missing.count / ranked.count
         return Array(missing[start...] + missing[..<start])
     }
 
