@@ -96,7 +96,8 @@ extension FolderApplier {
             // Its members may fetch what we hold of it from us meanwhile (fan-out).
             folder.held.fetching(path: state.path, root: manifest.rootHash, chunks: manifest.chunks, missing: missing,
                                  directory: resolved.directory, temp: temp)
-            for chunk in HeldChunks.spread(missing, device: host.localDevice, among: connected) {
+            // (Ranked among the peers that do not hold it yet: those that may fetch it with us.)
+            for chunk in HeldChunks.spread(missing, device: host.localDevice, among: connected.subtracting(sources)) {
                 jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources,
                                      base: DeltaBase.worthIt(chunk) ? base : nil))
             }

@@ -175,9 +175,9 @@ final class HeldChunks: Sendable {
     /// file that depends on the node (`device`), then around. Nodes fetching the same file at
     /// once then hold different parts of it early, and can fetch the rest from each other;
     /// fetched in the same order, none would ever hold a chunk another lacks. The point is
-    /// the node's rank among itself and the devices it is connected to (`among`), spread evenly
-    /// over the file: nodes connected to each other and to the same others start as far apart
-    /// as they can (a pull keeps 16 MiB in flight: two starts closer than that would hold
+    /// the node's rank among itself and the devices it is connected to that do not hold the file
+    /// yet (`among`), spread evenly over the file: nodes connected to each other and to the same
+    /// others start as far apart as they can (a pull keeps 16 MiB in flight: two starts closer than that would hold
     /// nothing the other asks for until one of them wrapped around).
     static func spread(_ missing: [ChunkRef], device: String, among connected: Set<String>) -> [ChunkRef] {
         guard missing.count >= 2 else { return missing }
