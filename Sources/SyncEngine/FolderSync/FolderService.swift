@@ -542,6 +542,8 @@ final class FolderService: Reporting, Sendable {
             versionResponseReceived(request, ok: ok, data: data, from: session)
         case let .folderSelection(folderID, paths):
             selectionReceived(folderID, paths: paths, from: session)
+        case let .chunkHave(folderID, path, root, count, bitmap):
+            heldChunksReceived(folderID, path: path, root: root, count: count, bitmap: bitmap, from: session)
         case let .blockResponse(request, ok, data):
             // Only the asked peer's answer settles a request: another's (a guessed or stale
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed

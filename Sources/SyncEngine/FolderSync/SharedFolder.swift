@@ -38,6 +38,10 @@ final class SharedFolder: Sendable {
     let paused = Atomic<Bool>(false)
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
+    /// Chunks of files being fetched: ours (served to members) and what members say they hold.
+    let held = HeldChunks()
+    /// The schedule of served bytes under the test knob `SYNCPEER_SERVE_RATE`.
+    let pacer = ServePacer()
     /// Quick sums of the chunks of large files, so that a change re-hashes only what changed.
     let chunkSums = ChunkSumCache()
     /// Any thread: what status shows of `retry`.
