@@ -41,9 +41,10 @@ package enum WatchChange: Sendable, Hashable, CustomStringConvertible {
 ///   (default `delay` / 8) without events: a single change is reported within ~0.1 s, not
 ///   a whole window later, while the batches of a burst that goes on gather as before (its
 ///   next events are not after a quiet period). When such a batch is also settled (every
-///   file written in it was closed again, no rename half waits for its other half), it waits
-///   only `settleDelay` (at most 20 ms): a file saved and closed is reported at once, while
-///   a file still open for writing waits as before. Paths are deduplicated and sorted in each
+///   file written in it was closed again, every name deleted or moved away in it is there
+///   again, no rename half waits for its other half), it waits only `settleDelay` (at most
+///   20 ms): a file written in place and closed, or moved in, is reported at once, while a
+///   file still open for writing, or an editor's save that removed a name, waits as before. Paths are deduplicated and sorted in each
 ///   batch.
 /// - Renames are recognised by pairing MOVED_FROM and MOVED_TO cookies and reported as
 ///   `.renamed(from:to:)` in addition to `.changed` for both paths.
@@ -278,8 +279,9 @@ final class WatchLoop {
     var lastEventNs: Int64 = 0
     /// The batch began after a quiet period: it waits `quickDelayNs` without events, not `delayNs`.
     var quickBatch = false
-    /// Paths of the batch written (or created as files) and not closed since: while there
-    /// are any, a quick batch is not settled. Emptied with the batch.
+    /// Paths of the batch written (or created as files) and not closed since, or deleted or
+    /// moved away and not there again (an editor's save may put a new file there next): while
+    /// there are any, a quick batch is not settled. Emptied with the batch.
     var unsettled = Set<PathKey>()
     /// The last event of any kind (the node's own writes too), for telling a quiet period.
     var lastActivityNs = Int64.min / 2
@@ -511,8 +513,8 @@ final class WatchLoop {
         return min(lastEventNs + wait, firstEventNs + maxDelayNs)
     }
 
-    /// Nothing of the batch is still being written: every file written in it was closed, and
-    /// no rename waits for its second half.
+    /// Nothing of the batch is still being written: every file written in it was closed,
+    /// every name removed from it is there again, and no rename waits for its second half.
     var isSettled: Bool { unsettled.isEmpty && moves.isEmpty }
 
     var hasPending: Bool { !changed.isEmpty || !renames.isEmpty || !flags.isEmpty || !moves.isEmpty }
@@ -596,12 +598,10 @@ final class WatchLoop {
         // rename, deleted) is reported so that its owner reloads the patterns.
         if path == IgnorePatterns.fileName && !isDirectory { noteChanged(path) }
 
-        if has(IN_MOVED_FROM) || has(IN_MOVED_TO) || has(IN_DELETE) || has(IN_CLOSE_WRITE) {
-            unsettled.remove(PathKey(path))   // gone from there, or closed: nothing more is written
-        }
+        if has(IN_CLOSE_WRITE) || has(IN_MOVED_TO) { unsettled.remove(PathKey(path)) }   // complete there now
         if has(IN_MOVED_FROM) {
             moves[cookie] = (path, isDirectory, !ignored)
-            if !ignored { noteChanged(path) } else { noteEvent() }
+            if ignored { noteEvent() } else if noteChanged(path) { unsettled.insert(PathKey(path)) }
             return
         }
         if has(IN_MOVED_TO) {
@@ -630,7 +630,9 @@ final class WatchLoop {
         }
         if ignored { return }
         if has(IN_CREATE) && isDirectory { watchNewDirectory(path, report: true) }
-        if noteChanged(path), has(IN_MODIFY) || (has(IN_CREATE) && !isDirectory) { unsettled.insert(PathKey(path)) }
+        if noteChanged(path), has(IN_MODIFY) || has(IN_DELETE) || (has(IN_CREATE) && !isDirectory) {
+            unsettled.insert(PathKey(path))
+        }
     }
 
     func markRootGone() {
