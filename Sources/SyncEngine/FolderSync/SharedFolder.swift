@@ -180,7 +180,13 @@ final class SharedFolder: Sendable {
             paths.remove(at: at)   // never synced: the change only reloads the patterns
             loadIgnores()
         }
-        if full { fullScan() } else {
+        if full {
+            fullScan()
+            // Events were lost: the marks whose reports went with them would stay (up to
+            // `PlacedFiles.limit`, ~10 MiB) until a later report of each path; the scan
+            // has just compared every file with the index anyway.
+            state.withLock { $0.placed.forgetAll() }
+        } else {
             paths = needingScan(paths)
             if !paths.isEmpty { scan(paths: paths, moves: moves) }
         }
