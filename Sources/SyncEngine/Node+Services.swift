@@ -189,7 +189,8 @@ extension Session {
                     indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature),
                     streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature),
                     resentBytes: channel.remoteHello.features.contains(TransferService.resentBytesFeature),
-                    selection: channel.remoteHello.features.contains(FolderService.selectionFeature))
+                    selection: channel.remoteHello.features.contains(FolderService.selectionFeature),
+                    chunkHave: channel.remoteHello.features.contains(FolderService.chunkHaveFeature))
     }
 }
 

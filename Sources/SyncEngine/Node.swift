@@ -75,7 +75,7 @@ package final class Node: Reporting, Sendable {
                                         features: ["messages", StreamService.feature, FolderService.blockDeltaFeature,
                                                    FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
                                                    TransferService.resentBytesFeature, FolderService.selectionFeature,
-                                                   ConnectionService.certificateFeature])
+                                                   ConnectionService.certificateFeature, FolderService.chunkHaveFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)

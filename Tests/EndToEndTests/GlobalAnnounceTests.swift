@@ -24,6 +24,12 @@ struct GlobalAnnounceTests {
         return ((try? JSONSerialization.jsonObject(with: data)) as? [String: Any])?["addresses"] as? [String] ?? []
     }
 
+    /// The certificate ID `daemon` is known by at discovery servers (`id --json`).
+    static func certificateID(_ env: SyncpeerRunner, _ daemon: DaemonProcess) throws -> String {
+        let id = try #require(try JSONSerialization.jsonObject(with: Data(env.cli(daemon, ["id", "--json"]).stdout.utf8)) as? [String: Any])
+        return try #require(id["certificateID"] as? String)
+    }
+
     @Test func globalIPv6AndARelayJoinedLaterAreAnnounced() throws {
         let (first, second, firstLink, _) = try TestNamespace.vethPair(ipv4: true, ipv6: true)
         defer { first.remove(); second.remove() }
@@ -42,8 +48,7 @@ struct GlobalAnnounceTests {
                                                                       "--relay", relayURL],
                                       namespace: first.name, listen: "[::]:0")
         defer { _ = alice.stop() }
-        let id = try #require(try JSONSerialization.jsonObject(with: Data(env.cli(alice, ["id", "--json"]).stdout.utf8)) as? [String: Any])
-        let certificateID = try #require(id["certificateID"] as? String)
+        let certificateID = try Self.certificateID(env, alice)
 
         var addresses: [String] = []
         try RelayTests().eventually("alice's first announcement") {
@@ -60,6 +65,31 @@ struct GlobalAnnounceTests {
         try RelayTests().eventually("the relay announced once joined", timeout: 40) {
             addresses = try lookup(certificateID, at: server, from: second.name)
             return addresses.contains { $0.hasPrefix("relay://10.99.0.1:\(relay.port)/") }
+        }
+    }
+
+    /// An address the host gains while the daemon runs is announced (the daemon hears of it
+    /// from the kernel, not by polling the interfaces on its queue), without a restart.
+    @Test func aGlobalIPv6AddressAddedLaterIsAnnounced() throws {
+        let (first, second, firstLink, _) = try TestNamespace.vethPair(ipv4: true, ipv6: true)
+        defer { first.remove(); second.remove() }
+        try TestNetns.ip(["-n", first.name, "addr", "add", "2001:db8:99::1/64", "dev", firstLink, "nodad"])
+        let server = try GlobalServer.discovery(namespace: first.name, host: "10.99.0.1")
+        defer { server.stop() }
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let alice = try DaemonProcess(env, name: "alice", arguments: ["--discovery-server", "https://10.99.0.1:\(server.port)/?id=\(server.printedID)"],
+                                      namespace: first.name, listen: "[::]:0")
+        defer { _ = alice.stop() }
+        let certificateID = try Self.certificateID(env, alice)
+        let (old, new) = ("tcp://[2001:db8:99::1]:\(alice.port)", "tcp://[2001:db8:99::7]:\(alice.port)")
+        try RelayTests().eventually("alice's first announcement, without the address she has not yet") {
+            let listed = try lookup(certificateID, at: server, from: second.name)
+            return listed.contains(old) && !listed.contains(new)
+        }
+        try TestNetns.ip(["-n", first.name, "addr", "add", "2001:db8:99::7/64", "dev", firstLink, "nodad"])
+        try RelayTests().eventually("the new address announced", timeout: 20) {
+            try lookup(certificateID, at: server, from: second.name).contains(new)
         }
     }
 }

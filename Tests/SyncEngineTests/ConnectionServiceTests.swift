@@ -8,18 +8,20 @@ import PeerWire
 import Synchronization
 import Testing
 
-/// The connection service alone: two of them in this process over loopback TCP, each with
+/// The connection service alone: two of them in this process over loopback TCP (or, where
+/// the test takes a `Transport`, also over an in-memory channel, no socket), each with
 /// an in-memory index, its own queue and a recording observer in place of the services
 /// above the sessions (no node, no processes). What a user of `pair`, `invitations`,
 /// `disconnect` and a restarted peer would check: who is paired, who is connected, what
 /// reaches the layers above, and that a peer comes back by itself.
 @Suite(.serialized)
 struct ConnectionServiceTests {
-    @Test func anAcceptedInvitationPairsBothEndsAndFramesReachTheLayersAbove() throws {
-        let bob = try Peer("bob") { $0.autoAccept = true }
-        let alice = try Peer("alice")
+    @Test(arguments: Transport.allCases)
+    func anAcceptedInvitationPairsBothEndsAndFramesReachTheLayersAbove(_ transport: Transport) throws {
+        let bob = try Peer("bob", listening: transport == .tcp) { $0.autoAccept = true }
+        let alice = try Peer("alice", listening: transport == .tcp)
         defer { alice.service.stop(); bob.service.stop() }
-        let paired = alice.invite(bob)
+        let paired = alice.invite(bob, over: transport)
         try eventually("alice's invitation answered") { paired.value != nil }
         guard case let .success(peer)? = paired.value else { Issue.record("pairing failed: \(String(describing: paired.value))"); return }
         #expect(peer.name == "bob")
@@ -39,11 +41,12 @@ struct ConnectionServiceTests {
         #expect(bob.observer.timerBeats > 0)
     }
 
-    @Test func pairedPeersPinEachOthersCertificateIDAndRefuseOneNamingAnotherKey() throws {
-        let bob = try Peer("bob") { $0.autoAccept = true }
-        let alice = try Peer("alice")
+    @Test(arguments: Transport.allCases)
+    func pairedPeersPinEachOthersCertificateIDAndRefuseOneNamingAnotherKey(_ transport: Transport) throws {
+        let bob = try Peer("bob", listening: transport == .tcp) { $0.autoAccept = true }
+        let alice = try Peer("alice", listening: transport == .tcp)
         defer { alice.service.stop(); bob.service.stop() }
-        let paired = alice.invite(bob)
+        let paired = alice.invite(bob, over: transport)
         try eventually("alice's invitation answered") { paired.value != nil }
         // Each learns, inside the Noise session, what relays and discovery servers call the other.
         try eventually("both certificate IDs pinned") {
@@ -61,11 +64,12 @@ struct ConnectionServiceTests {
         #expect(try bob.index.peerCertificate(deviceID: alice.key) == aliceID.hash)
     }
 
-    @Test func aDeclinedInvitationPairsNobodyAndTellsTheInviter() throws {
-        let bob = try Peer("bob")
-        let alice = try Peer("alice")
+    @Test(arguments: Transport.allCases)
+    func aDeclinedInvitationPairsNobodyAndTellsTheInviter(_ transport: Transport) throws {
+        let bob = try Peer("bob", listening: transport == .tcp)
+        let alice = try Peer("alice", listening: transport == .tcp)
         defer { alice.service.stop(); bob.service.stop() }
-        let paired = alice.invite(bob)
+        let paired = alice.invite(bob, over: transport)
         try eventually("bob's open invitation") { bob.service.invitations().count == 1 }
         let invitation = try #require(bob.service.invitations().first)
         #expect(invitation.peer.name == "alice")
@@ -165,6 +169,9 @@ struct ConnectionServiceTests {
         func set(_ result: Result<PeerRef, EngineError>) { state.withLock { $0 = result } }
     }
 
+    /// How two services are joined: loopback TCP, or an in-memory channel (`MemoryStream`).
+    enum Transport: String, CaseIterable, Sendable { case tcp, memory }
+
     /// The layers above the sessions, recorded.
     final class Recorder: SessionObserver, @unchecked Sendable {
         // @unchecked: every field is a Mutex.
@@ -208,7 +215,8 @@ struct ConnectionServiceTests {
         func nearbyUnpairedNames() -> [String] { [] }
     }
 
-    /// One end: a connection service listening on loopback, its index, events and observer.
+    /// One end: a connection service listening on loopback (or not listening at all, for
+    /// streams handed to it: `address` is then empty), its index, events and observer.
     final class Peer: @unchecked Sendable {
         // @unchecked: immutable after init; the service confines its state to `queue`.
         let identity: Identity
@@ -225,14 +233,15 @@ struct ConnectionServiceTests {
         var key: String { identity.deviceID.compact }
         var events: [NodeEvent] { recorded.all }
 
-        convenience init(_ name: String, configure: (inout NodeConfig) -> Void = { _ in }) throws {
+        convenience init(_ name: String, listening: Bool = true, configure: (inout NodeConfig) -> Void = { _ in }) throws {
             var config = NodeConfig()
             config.listen = "127.0.0.1:0"
             config.discovery = false
             config.redialInitial = .milliseconds(50)
             config.keepaliveInterval = .milliseconds(500)
             configure(&config)
-            try self.init(identity: Identity(keyPair: KeyPair.generate(), displayName: name), index: NodeIndex.inMemory(), config: config)
+            try self.init(identity: Identity(keyPair: KeyPair.generate(), displayName: name), index: NodeIndex.inMemory(), config: config,
+                          listening: listening)
         }
 
         /// The same identity, index and port as `earlier` (stopped): a restarted node.
@@ -242,7 +251,7 @@ struct ConnectionServiceTests {
             try self.init(identity: earlier.identity, index: earlier.index, config: config)
         }
 
-        private init(identity: Identity, index: NodeIndex, config: NodeConfig) throws {
+        private init(identity: Identity, index: NodeIndex, config: NodeConfig, listening: Bool = true) throws {
             self.identity = identity
             self.index = index
             self.config = config
@@ -252,15 +261,22 @@ struct ConnectionServiceTests {
             service.observer = observer
             service.nearby = nearby
             _ = bus.subscribe { [recorded] event in recorded.emit(event) }
-            address = try service.listen().address
+            address = listening ? try service.listen().address : ""
             queue.sync { service.startTimer() }
         }
 
         func onQueue<T>(_ body: () -> T) -> T { queue.sync(execute: body) }
 
-        /// Invites `other` at its address (what `pair HOST:PORT` does).
-        func invite(_ other: Peer) -> Outcome {
+        /// Invites `other` at its address (what `pair HOST:PORT` does), or over a new
+        /// in-memory channel to it.
+        func invite(_ other: Peer, over transport: Transport = .tcp) -> Outcome {
             let outcome = Outcome()
+            if transport == .memory {
+                let (mine, theirs) = MemoryStream.pair()
+                other.service.accept(over: theirs)
+                service.connect(over: mine, expected: nil, context: nil, completion: { outcome.set($0) })
+                return outcome
+            }
             queue.async { [self] in
                 service.invite(address: other.address, expected: nil, context: nil, progress: { _ in },
                                completion: { outcome.set($0) })

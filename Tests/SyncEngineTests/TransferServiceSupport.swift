@@ -439,7 +439,7 @@ final class Outcome: Sendable {
 final class FailingStore: TransferStore {
     let index: NodeIndex
     /// Names of the operations that fail: "insert", "state", "final path", "verified", and
-    /// the read "transfers".
+    /// the reads "transfers" (a peer's list) and "transfer" (one by ID).
     let failing = Mutex<Set<String>>([])
 
     init() throws { index = try NodeIndex.inMemory() }
@@ -455,7 +455,12 @@ final class FailingStore: TransferStore {
         try check("insert")
         try index.insertTransfer(transfer, chunks: chunks)
     }
-    func transfer(id: String) throws(IndexError) -> TransferRecord? { try index.transfer(id: id) }
+    func transfer(id: String) throws(IndexError) -> TransferRecord? {
+        if failing.withLock({ $0.contains("transfer") }) {
+            throw IndexError(kind: .sqlite, operation: "transfer", path: "", message: "no such table: transfers")
+        }
+        return try index.transfer(id: id)
+    }
     func transfers(deviceID: String?) throws(IndexError) -> [TransferRecord] {
         if failing.withLock({ $0.contains("transfers") }) {
             throw IndexError(kind: .sqlite, operation: "transfers", path: "", message: "no such table: transfers")

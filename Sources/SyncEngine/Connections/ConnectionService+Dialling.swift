@@ -140,27 +140,34 @@ extension ConnectionService {
             let hello = makeHello(context: nil, port: queue.sync { listenPort })
             let thread = Thread { [self] in
                 defer { pendingHandshakes.withLock { $0.release(id: slot) } }
-                do throws(NetError) {
-                    let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
-                                                            timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
-                    let dialBack = channel.remoteHello.listenPort.map {
-                        HostPort(host: stream.remoteHost, port: $0).description
-                    }
-                    queue.async { [self] in
-                        if stopped { channel.close(); return }
-                        let session = register(channel, role: .responder, dialAddress: dialBack)
-                        session.source = source
-                        begin(session, standing: standing(of: channel, expected: nil, address: nil))
-                    }
-                } catch {
-                    stream.close()
-                    queue.async { [self] in
-                        emitError(nil, "handshake with \(stream.remoteDescription) failed: \(error.description)")
-                    }
-                }
+                respond(over: stream, hello: hello, source: source, dialBackHost: stream.remoteHost)
             }
             thread.name = "syncpeer-handshake"
             thread.start()
+        }
+    }
+
+    /// On a handshake thread: answers the handshake on `stream` as its responder, then (on
+    /// `queue`) registers and begins the session; the peer is dialled back at its Hello's
+    /// port on `dialBackHost`, when there is one.
+    func respond(over stream: any ByteStream, hello: Hello, source: String, dialBackHost: String?) {
+        do throws(NetError) {
+            let channel = try SecureChannel.respond(over: stream, staticKey: identity.keyPair, hello: hello,
+                                                    timeout: config.handshakeTimeout, rekeyInterval: config.rekeyInterval)
+            let dialBack = dialBackHost.flatMap { host in
+                channel.remoteHello.listenPort.map { HostPort(host: host, port: $0).description }
+            }
+            queue.async { [self] in
+                if stopped { channel.close(); return }
+                let session = register(channel, role: .responder, dialAddress: dialBack)
+                session.source = source
+                begin(session, standing: standing(of: channel, expected: nil, address: nil))
+            }
+        } catch {
+            stream.close()
+            queue.async { [self] in
+                emitError(nil, "handshake with \(stream.remoteDescription) failed: \(error.description)")
+            }
         }
     }
 
@@ -175,7 +182,9 @@ extension ConnectionService {
         if let expected, expected != device {
             return .impersonation("expected \(displayID(expected).prefix(7)) at \(address ?? "?"), but \(channel.remoteDeviceID.shortID) answered with another key")
         }
-        let records = (try? index.peers()) ?? []
+        // Unreadable, a paired peer would be shown as an invitation, and a twin's name let through.
+        let records: [PeerRecord]
+        do throws(IndexError) { records = try index.peers() } catch { return .unreadable(error.description) }
         if let record = records.first(where: { $0.deviceID == device }), record.trust == .paired {
             return .paired
         }

@@ -33,8 +33,9 @@ extension ConnectionService {
     }
 
     private func announceLoop(_ client: GlobalDiscoveryClient) {
+        let host = HostAddresses()
         while !queue.sync(execute: { stopped }) {
-            let addresses = queue.sync { announcedAddresses() }
+            let addresses = announcedAddresses(host)
             let delay: Int
             var announced = false
             do throws(GlobalDiscoveryClient.Failure) {
@@ -53,7 +54,7 @@ extension ConnectionService {
             // first announce goes out before any relay join has completed.
             let until = ContinuousClock.now + .seconds(delay), earliest = ContinuousClock.now + Self.reannounceGap
             while ContinuousClock.now < until, !queue.sync(execute: { stopped }) {
-                if announced, ContinuousClock.now >= earliest, queue.sync(execute: { announcedAddresses() }) != addresses { break }
+                if announced, ContinuousClock.now >= earliest, announcedAddresses(host) != addresses { break }
                 Thread.sleep(forTimeInterval: 0.5)
             }
         }
@@ -62,15 +63,15 @@ extension ConnectionService {
     /// The least time between two announces to a server when what we announce changes.
     static let reannounceGap: Duration = .seconds(2)
 
-    /// What we announce (on `queue`): `tcp://HOST:PORT` (`tcp://:PORT` when listening on all
-    /// addresses, which the server fills in), then, when listening on all IPv6 ones, this
+    /// What we announce (on the announce loop's thread, off `queue`): `tcp://HOST:PORT`
+    /// (`tcp://:PORT` when listening on all addresses, which the server fills in), then, when listening on all IPv6 ones, this
     /// host's global IPv6 addresses (`GlobalIPv6`: no link-local or unique local ones), and
     /// `relay://…` for each relay joined now.
-    func announcedAddresses() -> [String] {
+    func announcedAddresses(_ addresses: HostAddresses) -> [String] {
         let (listenHost, listenPort) = state.withLock { ($0.listenHost, $0.listenPort) }
         let unspecified = listenHost.isEmpty || listenHost == "0.0.0.0" || listenHost == "::"
         let host = unspecified ? "" : (listenHost.contains(":") ? "[\(listenHost)]" : listenHost)
-        let ipv6 = listenHost.isEmpty || listenHost == "::" ? GlobalIPv6.ofThisHost().map { "tcp://[\($0)]:\(listenPort)" } : []
+        let ipv6 = listenHost.isEmpty || listenHost == "::" ? addresses.globalIPv6().map { "tcp://[\($0)]:\(listenPort)" } : []
         return ["tcp://\(host):\(listenPort)"] + ipv6 + relayMemberships.withLock { $0.map(\.relay.description) }
     }
 

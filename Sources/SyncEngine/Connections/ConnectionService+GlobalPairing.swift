@@ -2,6 +2,7 @@ internal import Dispatch
 internal import Foundation
 internal import PeerCrypto
 internal import PeerNet
+internal import Synchronization
 
 /// `syncpeer pair CERTIFICATE-ID`: a node that is not on this network, named by the ID
 /// relays and discovery servers know it by. It is looked up at the discovery servers and
@@ -27,7 +28,9 @@ extension ConnectionService {
                     relays += found.compactMap { $0.hasPrefix("relay://") ? try? RelayURL.parse($0) : nil }
                 }
                 queue.async { [self, direct, relays] in
-                    inviteNext(certificate, direct: direct, relays: relays, context: context, progress: progress, completion: completion)
+                    let race = PairRace(certificate: certificate, direct: direct, relays: relays, context: context,
+                                        progress: progress, completion: completion)
+                    dialNext(race)
                 }
             }
             thread.name = "syncpeer-lookup"
@@ -35,30 +38,51 @@ extension ConnectionService {
         }
     }
 
-    /// Dials the next looked-up address, then the relays in turn (on `queue`): those the
-    /// peer announced (it is there), then ours (it may be), at most `maxRelayCandidates`.
-    /// The looked-up addresses are bounded by `GlobalDiscoveryClient.maxAddresses` per server.
-    private func inviteNext(_ certificate: CertificateID, direct: [String], relays: [RelayEndpoint], context: String?,
-                            progress: @escaping @Sendable (NodeEvent) -> Void,
-                            completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
+    /// Dials the looked-up addresses at once, at most `PairRace.maxInFlight` at a time (on
+    /// `queue`): a stale address costs its connect timeout only beside the others. The first
+    /// completed handshake goes on to the invitation; a later one is closed. When every one
+    /// failed, the relays in turn: those the peer announced (it is there), then ours (it may
+    /// be), at most `maxRelayCandidates`. The looked-up addresses are bounded by
+    /// `GlobalDiscoveryClient.maxAddresses` per server.
+    private func dialNext(_ race: PairRace) {
         dispatchPrecondition(condition: .onQueue(queue))
-        if let address = direct.first {
-            startDial(address: address, expected: nil, context: context, progress: progress, completion: { [self] result in
-                guard case .failure(.connection) = result else { return completion(result) }
-                queue.async { [self] in
-                    inviteNext(certificate, direct: Array(direct.dropFirst()), relays: relays, context: context, progress: progress, completion: completion)
-                }
-            }, expectedCertificate: certificate)
-            return
+        while let address = race.nextAddress() {
+            guard let target = try? HostPort(parsing: address),
+                  let port: UInt16 = state.withLock({ $0.stopped || !$0.dialsInFlight.insert(address).inserted ? nil : $0.listenPort })
+            else { race.ended(); continue }
+            initiate(name: "syncpeer-dial", inFlight: address, hello: makeHello(context: race.context, port: port),
+                     connect: { [config] () throws(NetError) in
+                let stream = try TCPConnection.connect(to: target, timeout: .seconds(5))
+                stream.setSendTimeout(config.sendTimeout)
+                return stream
+            }, failed: { [self] error in
+                emitError(nil, "cannot connect to \(address): \(error.description)")
+                race.ended()
+                dialNext(race)
+            }, connected: { [self] channel in
+                race.ended()
+                guard race.claim() else { return channel.close() }
+                let session = register(channel, role: .initiator, dialAddress: address)
+                session.pairCompletion = race.completion
+                session.pairProgress = race.progress
+                session.expectedCertificate = race.certificate
+                begin(session, standing: standing(of: channel, expected: nil, address: address))
+            })
         }
-        let relays = relayCandidates(relays)
+        if race.allFailed { inviteThroughRelays(race) }
+    }
+
+    /// Every looked-up address failed: the relays in turn (on `queue`).
+    private func inviteThroughRelays(_ race: PairRace) {
+        let (certificate, completion, progress) = (race.certificate, race.completion, race.progress)
+        let relays = relayCandidates(race.relays)
         guard !relays.isEmpty, let tls = tlsIdentity else {
             let why = config.relayPools.isEmpty ? "no relay is configured" : "the relay pools' relays are not chosen yet"
             completion(.failure(.notFound("\(certificate) was not found at the discovery servers, and \(why)")))
             return
         }
         initiateThroughRelays(relays, to: certificate, tls: tls, name: "syncpeer-relay-pair", inFlight: "relay-pair:\(certificate)",
-                              hello: makeHello(context: context, port: listenPort), failed: { error in
+                              hello: makeHello(context: race.context, port: listenPort), failed: { error in
             completion(.failure(.connection("cannot reach \(certificate) through a relay", error)))
         }, connected: { [self] channel, relay in
             let session = register(channel, role: .initiator, dialAddress: nil)

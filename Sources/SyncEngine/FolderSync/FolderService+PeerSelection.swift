@@ -15,8 +15,10 @@ internal import PeerWire
 /// announcement can hide nothing from it nor make us delete or skip anything. It is checked
 /// as a local selection is (at most 1,000 safe paths; the frame's limits bound it on the
 /// wire), taken only from a member of a folder we have, one per folder and member (the
-/// newest replaces it), and kept in memory while the daemon runs (a member not heard from
-/// since counts as holding the whole folder, as a peer without the feature does).
+/// newest replaces it), and kept in the index (`folder_peer_selection`), so that `status`
+/// still counts a member over what it holds after a restart of this node, before the member
+/// connects and says it again. A member never heard from counts as holding the whole folder,
+/// as a peer without the feature does.
 extension FolderService {
     /// The hello feature of a node that takes a folder's selection (`Frame.folderSelection`).
     static let selectionFeature = "selection"
@@ -48,10 +50,39 @@ extension FolderService {
         guard state.withLock({ $0.folders[folderID] != nil }), isMember(session.deviceKey, of: folderID) else { return }
         let key = Self.peerSelectionKey(folderID, session.deviceKey)
         let selection = try? FolderSelection(paths)
-        state.withLock { $0.peerSelections[key] = selection?.isEverything == false ? selection : nil }
+        let kept = selection?.isEverything == false ? selection : nil
+        let changed = state.withLock { state in
+            defer { state.peerSelections[key] = kept }
+            return state.peerSelections[key] != kept
+        }
+        // Kept in the index too (only when it changed: every connect repeats it), so a
+        // restart of this node still shows what the member holds while it is away.
+        if changed {
+            do { try index.setPeerSelection(folderID: folderID, deviceID: session.deviceKey, paths: kept?.paths ?? []) } catch {
+                emitError(session.peer, "folder \(folderID): cannot record the subtrees the peer holds: \(error.description)")
+            }
+        }
         guard selection != nil else {
             emitError(session.peer, "folder \(folderID): ignored the subtrees the peer says it holds: a path is not safe")
             return
+        }
+    }
+
+    /// Takes what the members of `folderID` said they hold from the index (on `queue`, as
+    /// the folder starts): until a member connects and says it again, `status` counts it as
+    /// it did before the restart. A stored list that no longer checks counts as everything.
+    func loadPeerSelections(_ folderID: String) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        let stored: [String: [String]]
+        do { stored = try index.peerSelections(folderID: folderID) } catch {
+            emitError(nil, "folder \(folderID): cannot read the subtrees the members hold: \(error.description)")
+            return
+        }
+        state.withLock { state in
+            for (device, paths) in stored {
+                guard let selection = try? FolderSelection(paths), !selection.isEverything else { continue }
+                state.peerSelections[Self.peerSelectionKey(folderID, device)] = selection
+            }
         }
     }
 

@@ -201,7 +201,9 @@ final class FolderService: Reporting, Sendable {
 
     /// One folder's `FolderStatus`.
     private func status(of folder: SharedFolder) throws(IndexError) -> FolderStatus {
-        var (state, error) = queue.sync { (folder.status, folder.error) }
+        // Under one lock, as one `setStatus`/`setError` left them: two reads could pair "idle"
+        // with the error of a failure already over.
+        var (state, error) = folder.shown
         if state == .idle, let failing = folder.failing.state { state = failing }   // never idle while paths fail
         let totals = try index.liveTotals(folderID: folder.id)
         let connected = connectedDevices()
@@ -316,6 +318,7 @@ final class FolderService: Reporting, Sendable {
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
         state.withLock { $0.folders[record.id] = folder }
+        loadPeerSelections(record.id)
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
     }
 
@@ -563,6 +566,8 @@ final class FolderService: Reporting, Sendable {
             versionResponseReceived(request, ok: ok, data: data, from: session)
         case let .folderSelection(folderID, paths):
             selectionReceived(folderID, paths: paths, from: session)
+        case let .chunkHave(folderID, path, root, count, bitmap):
+            heldChunksReceived(folderID, path: path, root: root, count: count, bitmap: bitmap, from: session)
         case let .blockResponse(request, ok, data):
             // Only the asked peer's answer settles a request: another's (a guessed or stale
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed

@@ -38,6 +38,10 @@ final class SharedFolder: Sendable {
     let paused = Atomic<Bool>(false)
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
+    /// Chunks of files being fetched: ours (served to members) and what members say they hold.
+    let held = HeldChunks()
+    /// The schedule of served bytes under the test knob `SYNCPEER_SERVE_RATE`.
+    let pacer = ServePacer()
     /// Quick sums of the chunks of large files, so that a change re-hashes only what changed.
     let chunkSums = ChunkSumCache()
     /// Any thread: what status shows of `retry`.
@@ -176,7 +180,13 @@ final class SharedFolder: Sendable {
             paths.remove(at: at)   // never synced: the change only reloads the patterns
             loadIgnores()
         }
-        if full { fullScan() } else {
+        if full {
+            fullScan()
+            // Events were lost: the marks whose reports went with them would stay (up to
+            // `PlacedFiles.limit`, ~10 MiB) until a later report of each path; the scan
+            // has just compared every file with the index anyway.
+            state.withLock { $0.placed.forgetAll() }
+        } else {
             paths = needingScan(paths)
             if !paths.isEmpty { scan(paths: paths, moves: moves) }
         }

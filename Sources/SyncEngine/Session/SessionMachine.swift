@@ -6,6 +6,7 @@ package import PeerWire
 ///     initiator                                   responder
 ///     ─────────                                   ─────────
 ///     handshake done ──────────────────────────── handshake done
+///                                                   paired peers unreadable? ── yes ─▶ close, refused with the cause
 ///       awaitingPeerDecision                        known peer?  ── yes ─▶ send accepted, connected
 ///                                                   name of a paired peer with a new key?
 ///                                                     ── yes ─▶ close(impersonation)
@@ -28,6 +29,9 @@ package struct SessionMachine: Sendable {
         /// Presents a new key under a paired peer's name, or a different key where a paired
         /// peer was expected: refused.
         case impersonation(String)
+        /// Who is paired cannot be read (a damaged index, a failing disk): neither paired nor
+        /// an invitation; refused with the cause, the peer told to try again later.
+        case unreadable(String)
     }
 
     package enum State: String, Sendable, Equatable, Codable {
@@ -127,6 +131,10 @@ package struct SessionMachine: Sendable {
     }
 
     private mutating func handshakeCompleted(_ standing: PeerStanding) -> [Action] {
+        if case let .unreadable(why) = standing {
+            return [.refused("refused: the paired peers cannot be read here: \(why)"),
+                    .send(.close(code: .normal, reason: "the peer cannot read its paired peers now; try again later"))] + closeNow()
+        }
         if case let .impersonation(why) = standing {
             return [.refused("refused: possible impersonation: \(why)"),
                     .send(.close(code: .impersonation, reason: "refused: possible impersonation"))] + closeNow()
@@ -168,7 +176,7 @@ package struct SessionMachine: Sendable {
             return [.stream(frame)]
         case .offer, .accept, .decline, .cancel, .done, .resent, .chunk, .chunkAck, .hashedChunk,
              .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks,
-             .versionRequest, .versionResponse, .folderSelection:
+             .versionRequest, .versionResponse, .folderSelection, .chunkHave:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]
         }

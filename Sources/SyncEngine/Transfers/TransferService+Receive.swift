@@ -103,15 +103,10 @@ extension TransferService {
                         t.verified = have
                         t.verifiedBytes = verifiedBytes
                     }
-                    recordIncoming(transfer, directory: directory)
-                    let clock = transfer.elapsedSeconds()
-                    transfer.with { t in
-                        t.shared.move(to: .active)
-                        t.shared.meter.restart(time: clock, bytes: t.verifiedBytes)
-                    }
-                    sendTo(transfer, [.accept(id: transfer.id, have: ChunkBitmap.encode(have, count: layout.offeredChunkCount))])
-                    emitTransfer(transfer, force: true)
-                    if layout.isComplete && have.count == layout.chunkCount { complete(transfer) }
+                    let machine = OfferMachine(role: .receive, id: transfer.id, peer: transfer.peer.name)
+                    let opened = OfferMachine.Event.opened(have: have, offered: layout.offeredChunkCount,
+                                                           whole: layout.isComplete && have.count == layout.chunkCount)
+                    carryOut(machine.handle(opened, in: transfer.state), on: transfer, session: nil)
                 }
             }
         }
@@ -258,7 +253,7 @@ extension TransferService {
 
     /// Every chunk is verified: make each file final (fsync, mode, mtime, no-replace rename);
     /// a folder appears at once, complete.
-    private func complete(_ transfer: IncomingTransfer) {
+    func complete(_ transfer: IncomingTransfer) {
         guard transfer.with({ t in
             if t.completing { return false }
             t.completing = true

@@ -128,7 +128,14 @@ extension TransferService {
             // The same content from the same source that finished while this request
             // was hashing (a send resumed by itself after a restart): that transfer is
             // this request's result, not a reason to send a second copy.
-            let records = (try? store.transfers(deviceID: target.deviceKey)) ?? []
+            // Unreadable, this send would start over what may be half sent already: the
+            // user is told why it cannot go now.
+            let records: [TransferRecord]
+            do throws(IndexError) { records = try store.transfers(deviceID: target.deviceKey) } catch {
+                if let spoolFile { unlink(spoolFile) }
+                observer.completion(.failure(.index(error)))
+                return
+            }
             if spoolFile == nil, let finished = records.first(where: {
                 $0.direction == .send && $0.state == .completed && $0.rootHash == prepared.rootHash
                     && $0.finalPath == request.path && $0.updatedAt >= request.requested
@@ -203,11 +210,7 @@ extension TransferService {
             if let observer, let completion {
                 incoming.addObserver(TransferObserver(progress: observer, completion: completion))
             }
-            if accept {
-                acceptIncoming(incoming, into: directory ?? config.receiveDirectory)
-            } else {
-                declineIncoming(incoming, reason: "declined by the user")
-            }
+            answer(incoming, accept: accept, directory: directory)
             return .success(transferEvent(incoming, force: true))
         }
         return try result.get()

@@ -42,13 +42,17 @@ extension TransferService {
 
     func acceptReceived(_ id: TransferID, have: [UInt8], from session: LinkSession) {
         guard let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey else { return }
-        let (state, layout, listed) = transfer.with { ($0.shared.state, $0.layout, $0.hashedFrom ?? $0.layout.chunkCount) }
-        guard state == .offered else { return }
+        let (state, listed) = transfer.with { ($0.shared.state, $0.hashedFrom ?? $0.layout.chunkCount) }
         // The bitmap covers the chunks the offer listed (a streamed manifest's come later).
-        guard let haveSet = ChunkBitmap.decode(have, count: listed) else {
-            perform(.malformedAccept, on: transfer)
-            return
-        }
+        let haveSet = state == .offered ? ChunkBitmap.decode(have, count: listed) : nil
+        let machine = OfferMachine(role: .send, id: id, peer: transfer.peer.name)
+        carryOut(machine.handle(.acceptArrived(fits: haveSet != nil), in: state), on: transfer, have: haveSet, session: session)
+    }
+
+    /// The receiver holds `haveSet` already: the window starts from there, and sending.
+    func startSending(_ transfer: OutgoingTransfer, have haveSet: Set<Int>, on session: LinkSession) {
+        let id = transfer.id
+        let layout = transfer.layout
         let window = SendWindow(sizes: layout.chunkSizes(), have: haveSet, windowBytes: config.sendWindowBytes)
         transfer.with { $0.window = window }
         announceResent(transfer, have: haveSet, on: session)

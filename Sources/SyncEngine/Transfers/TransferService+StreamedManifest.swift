@@ -27,7 +27,8 @@ extension TransferService {
         if transfers.outgoing.values.contains(where: {
             $0.peerKey == request.target.deviceKey && !$0.isFinished && $0.prepared.sources.contains { $0.path == request.path }
         }) { return false }
-        let records = (try? store.transfers(deviceID: request.target.deviceKey)) ?? []
+        // Unreadable: offered whole, whose preparing reads them again and reports the failure.
+        guard let records = try? store.transfers(deviceID: request.target.deviceKey) else { return false }
         return !records.contains { $0.direction == .send && $0.state.isUnfinished && $0.finalPath == request.path }
     }
 

@@ -185,7 +185,8 @@ final class TransferService: Reporting, Sendable {
         case let .accept(id, have): acceptReceived(id, have: have, from: session)
         case let .decline(id, reason):
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
-                perform(.peerDeclined(reason), on: transfer)
+                let machine = OfferMachine(role: .send, id: id, peer: transfer.peer.name)
+                carryOut(machine.handle(.declineArrived(reason), in: transfer.state), on: transfer, have: nil, session: session)
             }
         case let .cancel(id, reason):
             if let transfer = transfers.outgoing[id], transfer.peerKey == session.deviceKey {
