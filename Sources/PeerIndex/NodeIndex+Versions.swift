@@ -1,3 +1,5 @@
+internal import PeerModel
+
 /// One kept version of a file (a row of `versions` with its `version_chunks`).
 package struct VersionRecord: Sendable, Equatable {
     /// Row ID (0 before it is stored).

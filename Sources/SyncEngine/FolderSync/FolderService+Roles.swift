@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import FoundationEssentials
 internal import PeerIndex
@@ -66,7 +67,7 @@ extension FolderService {
     func roleChanges(directory: String, page: PageRequest) throws(EngineError) -> ListPage<RoleChange> {
         let folder = try sharedFolder(at: directory)
         let found = folder.roleDifferences(after: page.after, limit: min(page.limit, PageRequest.maxLimit), localDevice: localDevice)
-        func describe(_ state: FileState?) -> String? { state.map { $0.deleted ? "deleted" : $0.kind.rawValue } }
+        func describe(_ state: FileEntry?) -> String? { state.map { $0.deleted ? "deleted" : $0.kind.rawValue } }
         let items = found.items.compactMap { item in
             memberRef(item.device).map {
                 RoleChange(folder: folder.id, path: item.path, kind: item.kind.rawValue, peer: $0,

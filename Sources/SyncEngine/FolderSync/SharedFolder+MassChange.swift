@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import Foundation
 internal import PeerFiles
@@ -16,7 +17,7 @@ extension SharedFolder {
     /// asks; a confirmed hold (`massConfirmed`) lets it and the rest of its burst through.
     /// Every file they delete or replace is kept in the versions store by the applier, as
     /// any version a peer's change replaces (`FolderApplier.keepVersion`).
-    func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileState], index: NodeIndex) -> Bool {
+    func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileEntry], index: NodeIndex) -> Bool {
         dispatchPrecondition(condition: .onQueue(io))
         let confirmed = massConfirmed
         // A hold stands until the user answers: no pull of any page applies meanwhile (a
