@@ -20,7 +20,7 @@ import Testing
 
     func known(_ record: FileRecord) throws -> KnownEntry {
         let refs = record.chunks.map { ChunkRef(offset: UInt64($0.offset), size: UInt32($0.size), hash: ChunkHash(bytes: $0.hash)!) }
-        return KnownEntry(path: record.path, kind: record.kind == .directory ? .directory : .file, size: UInt64(record.size),
+        return KnownEntry(path: record.path, kind: record.kind == .directory ? .directory : .file, size: record.size,
                           mtimeNs: record.mtimeNs, inode: record.inode ?? 0, mode: record.mode,
                           manifest: record.kind == .file ? try Manifest(fileSize: UInt64(record.size), chunks: refs) : nil)
     }

@@ -77,7 +77,7 @@ extension SharedFolder {
             guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file else { continue }
             if let keeper = host?.versions, keeper.keeps(folderID: id), let entry = scanned[PathKey(path)], entry.size > 0,
                !Self.isKnown(entry, recorded: olds[PathKey(path)], remotes: remotes[PathKey(path)] ?? [:]) {
-                let record = FileRecord(folderID: id, FileEntry(path: path, kind: .file, size: Int64(clamping: entry.size), mtimeNs: entry.mtimeNs,
+                let record = FileRecord(folderID: id, FileEntry(path: path, kind: .file, size: entry.size, mtimeNs: entry.mtimeNs,
                                         mode: entry.mode, version: [:], modifiedBy: host?.localDevice ?? ""))
                 if keeper.keepFile(at: root + "/" + path, as: record, reason: "rolled-back", whole: true) != nil {
                     kept += 1

@@ -203,7 +203,7 @@ final class SharedFolder: Sendable {
         var found: [KnownEntry] = []
         func take(_ record: FileRecord, at path: String) {
             guard record.kind == .file, !record.deleted, let inode = record.inode, let manifest = record.manifest else { return }
-            found.append(KnownEntry(path: path, kind: .file, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+            found.append(KnownEntry(path: path, kind: .file, size: record.size, mtimeNs: record.mtimeNs,
                                     inode: inode, mode: record.mode, manifest: manifest))
         }
         for (from, to) in moves where found.count < Self.maxMovedFiles {
@@ -333,7 +333,7 @@ final class SharedFolder: Sendable {
         var manifests: [PathKey: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[PathKey(entry.path)] = entry }
         let present = found.map { entry in
-            FileEntry(path: entry.path, kind: FileKind(entry.kind), size: Int64(entry.size), mtimeNs: entry.mtimeNs,
+            FileEntry(path: entry.path, kind: entry.kind, size: entry.size, mtimeNs: entry.mtimeNs,
                       mode: entry.mode, symlinkTarget: entry.symlinkTarget, version: [:], rootHash: entry.manifest?.rootHash,
                       modifiedBy: host.localDevice)
         }
@@ -676,15 +676,5 @@ final class SharedFolder: Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-    }
-}
-
-extension FileKind {
-    init(_ kind: ScannedKind) {
-        switch kind {
-        case .file: self = .file
-        case .directory: self = .directory
-        case .symlink: self = .symlink
-        }
     }
 }
