@@ -100,7 +100,7 @@ struct VersionKeeper: Sendable {
     }
 
     private func versionRecord(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> VersionRecord {
-        VersionRecord(folderID: record.folderID, path: record.path, version: record.version.counters, size: record.size,
+        VersionRecord(folderID: record.folderID, path: record.path, version: record.version, size: record.size,
                       mtimeNs: record.mtimeNs, mode: record.mode, modifiedBy: record.modifiedBy, keptAt: clock(), reason: reason,
                       rootHash: rootHash, held: held, chunks: record.chunks)
     }
