@@ -6,6 +6,7 @@
 //   syncpeer (executable) → SyncpeerCLI → SyncpeerWeb → SyncEngine → PeerNet / PeerIndex / PeerFiles
 //                                                     → PeerWire / PeerCrypto → CSodium / COpenSSL / CSQLite
 //                                                                             → CBLAKE3
+//   PeerIndex, PeerFiles and PeerWire → PeerModel (the file model; no dependencies)
 import PackageDescription
 
 /// Settings applied to every Swift target: Swift 6 language mode (strict concurrency)
@@ -44,16 +45,19 @@ var package = Package(
         // side by side in SIMD lanes (SSE2; AVX2 and AVX-512 by function attribute, chosen by
         // CPUID at run time). Imported by PeerCrypto only.
         .target(name: "CBLAKE3"),
+        // Model: the one file model (entry, kind, version vector) that the scanner, index,
+        // wire and planner share; no dependencies.
+        .target(name: "PeerModel"),
         // Wire: framing and typed application frames; pure, no I/O.
-        .target(name: "PeerWire"),
+        .target(name: "PeerWire", dependencies: ["PeerModel"]),
         // Index: SQLite wrapper, migrations, the node's database (only importer of CSQLite).
-        .target(name: "PeerIndex", dependencies: ["CSQLite"]),
+        .target(name: "PeerIndex", dependencies: ["CSQLite", "PeerModel"]),
         // Files: scanner, chunker, watcher, atomic writer (grows with the resources and sync issues).
-        .target(name: "PeerFiles", dependencies: ["PeerCrypto"]),
+        .target(name: "PeerFiles", dependencies: ["PeerCrypto", "PeerModel"]),
         // Net: TCP, the secure channel, discovery (grows with the sessions and discovery issues).
         .target(name: "PeerNet", dependencies: ["PeerWire", "PeerCrypto"]),
         // Engine: the node (composition root), identity, sessions, transfers, sync; emits events, never prints.
-        .target(name: "SyncEngine", dependencies: ["PeerNet", "PeerIndex", "PeerFiles", "PeerWire", "PeerCrypto"]),
+        .target(name: "SyncEngine", dependencies: ["PeerNet", "PeerIndex", "PeerFiles", "PeerWire", "PeerCrypto", "PeerModel"]),
         // Magic Wormhole interop (`send --code`, `receive CODE`): the mailbox client, the
         // SPAKE2 session, Transit and the file-transfer offer/answer; between two syncpeers the
         // chunked, resumable transfer (`resume-v1`: PeerFiles' chunker and partial files).
@@ -74,22 +78,23 @@ var package = Package(
         .executableTarget(name: "syncpeer-mirror", dependencies: ["Syncpeer"], path: "examples/mirror"),
         // Microbenchmarks of this machine's limits (crypto, chunking) for `make bench`; not a
         // product and not a dependency of `syncpeer`.
-        .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles", "PeerIndex"], path: "Sources/SyncpeerBench"),
+        .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles", "PeerIndex", "PeerModel"], path: "Sources/SyncpeerBench"),
 
         // Helpers shared by the test targets (a seeded generator); not part of the product.
         .target(name: "TestKit", path: "Tests/TestKit", exclude: ["Servers"]),
         .testTarget(name: "PeerCryptoTests", dependencies: ["PeerCrypto"], exclude: ["Interop", "Vectors"]),
-        .testTarget(name: "PeerWireTests", dependencies: ["PeerWire", "TestKit"]),
+        .testTarget(name: "PeerModelTests", dependencies: ["PeerModel", "TestKit"]),
+        .testTarget(name: "PeerWireTests", dependencies: ["PeerWire", "PeerModel", "TestKit"]),
         .testTarget(name: "PeerNetTests", dependencies: ["PeerNet", "PeerWire", "PeerCrypto", "TestKit"], exclude: ["Discovery/Interop", "Discovery/Captures"]),
-        .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex"]),
-        .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "TestKit"]),
-        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "PeerCrypto", "TestKit"]),
+        .testTarget(name: "PeerIndexTests", dependencies: ["PeerIndex", "PeerModel"]),
+        .testTarget(name: "PeerFilesTests", dependencies: ["PeerFiles", "PeerCrypto", "PeerModel", "TestKit"]),
+        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "PeerWire", "PeerIndex", "PeerFiles", "PeerCrypto", "PeerModel", "TestKit"]),
         .testTarget(name: "SyncpeerCLITests", dependencies: ["SyncpeerCLI", "SyncEngine", "PeerCrypto"]),
         .testTarget(name: "WormholeTests", dependencies: ["Wormhole", "PeerNet", "PeerFiles", "PeerCrypto"], exclude: ["Zips"]),
         .testTarget(name: "SyncpeerTests", dependencies: ["Syncpeer"]),
         .testTarget(name: "SyncpeerWebTests", dependencies: ["SyncpeerWeb", "SyncEngine", "TestKit"]),
         // Runs the built `syncpeer` binary as real processes in temporary homes.
-        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex", "TestKit"], exclude: ["Interop", "Browser", "PowerLoss"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["syncpeer", "syncpeer-chat", "syncpeer-drop", "syncpeer-mirror", "PeerNet", "PeerWire", "PeerCrypto", "PeerFiles", "PeerIndex", "PeerModel", "TestKit"], exclude: ["Interop", "Browser", "PowerLoss"]),
     ]
 )
 

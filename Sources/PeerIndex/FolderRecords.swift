@@ -1,3 +1,5 @@
+package import PeerModel
+
 /// A folder this node synchronizes, as stored in the `folders` table.
 package struct FolderRecord: Sendable, Equatable {
     /// Folder ID shared by every peer of the folder.
@@ -79,13 +81,6 @@ package struct FolderOffer: Sendable, Equatable {
     }
 }
 
-/// What a path in a folder is.
-package enum FileKind: String, Sendable, CaseIterable {
-    case file
-    case directory
-    case symlink
-}
-
 /// One chunk of a local file (a row of `file_chunks`, without its position, which is
 /// the chunk's index in `FileRecord.chunks`).
 package struct FileChunkRecord: Sendable, Equatable, Hashable {
@@ -103,52 +98,33 @@ package struct FileChunkRecord: Sendable, Equatable, Hashable {
     }
 }
 
-/// One path of a folder in the local index (`files` and its `file_chunks`), tombstones included.
+/// One path of a folder in the local index (`files` and its `file_chunks`), tombstones
+/// included: the entry plus what only the local side has. The entry's fields read as the
+/// record's own (`record.path`, `record.version`); its sequence is assigned by
+/// `upsertFiles` (whatever the caller passes is ignored).
+@dynamicMemberLookup
 package struct FileRecord: Sendable, Equatable {
     package var folderID: String
-    /// Path relative to the folder root, '/'-separated.
-    package var path: String
-    /// Local sequence number. Assigned by `upsertFiles`; whatever the caller passes is ignored.
-    package var sequence: Int64
-    package var kind: FileKind
-    /// Size in bytes (0 for directories, symlinks and tombstones).
-    package var size: Int64
-    /// Modification time, unix nanoseconds.
-    package var mtimeNs: Int64
-    /// POSIX permission bits (st_mode & 07777).
-    package var mode: UInt32
+    package var entry: FileEntry
     /// Inode at the last scan; nil when not on disk.
     package var inode: UInt64?
-    /// Tombstone: the path was deleted (the record keeps its version history).
-    package var deleted: Bool
-    /// Target of a symlink; nil for other kinds.
-    package var symlinkTarget: String?
-    /// Version vector: device ID → counter.
-    package var version: [String: UInt64]
-    /// Root hash of the content manifest (32 bytes); nil without content.
-    package var rootHash: [UInt8]?
-    /// Device ID that made the last change (may be us).
-    package var modifiedBy: String
     /// The chunk list, in file order (empty for non-files, tombstones and empty files).
     package var chunks: [FileChunkRecord]
 
-    package init(folderID: String, path: String, sequence: Int64 = 0, kind: FileKind, size: Int64 = 0, mtimeNs: Int64,
-                mode: UInt32, inode: UInt64? = nil, deleted: Bool = false, symlinkTarget: String? = nil,
-                version: [String: UInt64], rootHash: [UInt8]? = nil, modifiedBy: String, chunks: [FileChunkRecord] = []) {
+    package init(folderID: String, _ entry: FileEntry, inode: UInt64? = nil, chunks: [FileChunkRecord] = []) {
         self.folderID = folderID
-        self.path = path
-        self.sequence = sequence
-        self.kind = kind
-        self.size = size
-        self.mtimeNs = mtimeNs
-        self.mode = mode
+        self.entry = entry
         self.inode = inode
-        self.deleted = deleted
-        self.symlinkTarget = symlinkTarget
-        self.version = version
-        self.rootHash = rootHash
-        self.modifiedBy = modifiedBy
         self.chunks = chunks
+    }
+
+    /// The entry's fields read and write as the record's own (`record.path`). Here, not in
+    /// a protocol extension of PeerModel: that would make every file that reads a field
+    /// import PeerModel (MemberImportVisibility).
+    @inlinable
+    package subscript<Value>(dynamicMember field: WritableKeyPath<FileEntry, Value>) -> Value {
+        get { entry[keyPath: field] }
+        set { entry[keyPath: field] = newValue }
     }
 }
 
@@ -170,42 +146,27 @@ package struct ChunkLocation: Sendable, Equatable, Hashable {
     }
 }
 
-/// One path of a peer's index of a folder (`remote_files`), as the peer last reported it.
+/// One path of a peer's index of a folder (`remote_files`), as the peer last reported it:
+/// the entry (its sequence is the peer's) plus the manifest as sent.
+@dynamicMemberLookup
 package struct RemoteFileRecord: Sendable, Equatable {
-    /// Path relative to the folder root, '/'-separated.
-    package var path: String
-    /// The peer's local sequence number of this entry.
-    package var sequence: Int64
-    package var kind: FileKind
-    package var size: Int64
-    /// Modification time on the peer, unix nanoseconds.
-    package var mtimeNs: Int64
-    package var mode: UInt32
-    package var deleted: Bool
-    package var symlinkTarget: String?
-    /// Version vector: device ID → counter.
-    package var version: [String: UInt64]
-    package var rootHash: [UInt8]?
-    package var modifiedBy: String
+    package var entry: FileEntry
     /// Encoded manifest as the peer sent it (PeerFiles' `Manifest.encode()`); nil for
     /// directories, symlinks and tombstones. The index does not interpret it.
     package var manifest: [UInt8]?
 
-    package init(path: String, sequence: Int64, kind: FileKind, size: Int64 = 0, mtimeNs: Int64, mode: UInt32,
-                deleted: Bool = false, symlinkTarget: String? = nil, version: [String: UInt64], rootHash: [UInt8]? = nil,
-                modifiedBy: String, manifest: [UInt8]? = nil) {
-        self.path = path
-        self.sequence = sequence
-        self.kind = kind
-        self.size = size
-        self.mtimeNs = mtimeNs
-        self.mode = mode
-        self.deleted = deleted
-        self.symlinkTarget = symlinkTarget
-        self.version = version
-        self.rootHash = rootHash
-        self.modifiedBy = modifiedBy
+    package init(_ entry: FileEntry, manifest: [UInt8]? = nil) {
+        self.entry = entry
         self.manifest = manifest
+    }
+
+    /// The entry's fields read and write as the record's own (`record.path`). Here, not in
+    /// a protocol extension of PeerModel: that would make every file that reads a field
+    /// import PeerModel (MemberImportVisibility).
+    @inlinable
+    package subscript<Value>(dynamicMember field: WritableKeyPath<FileEntry, Value>) -> Value {
+        get { entry[keyPath: field] }
+        set { entry[keyPath: field] = newValue }
     }
 }
 

@@ -1,3 +1,5 @@
+internal import PeerModel
+
 /// The local index of each folder (`files`, `file_chunks`) and the peers' indexes (`remote_files`).
 ///
 /// Writes take whole batches: one transaction and reused prepared statements per call,
@@ -26,7 +28,7 @@ extension NodeIndex {
     package func upsertFiles(_ records: [FileRecord]) throws(IndexError) -> [FileRecord] {
         guard !records.isEmpty else { return [] }
         let path = self.path
-        let versions = records.map { VersionJSON.encode($0.version) }
+        let versions = records.map { $0.version.json }
         return try write { db in
             var counters: [String: Int64] = [:]
             let counter = try db.cachedStatement("SELECT max_sequence FROM folders WHERE folder_id = ?")
@@ -240,7 +242,7 @@ extension NodeIndex {
     package func upsertRemoteFiles(folderID: String, deviceID: String, _ records: [RemoteFileRecord],
                                   receivedSequence: Int64? = nil) throws(IndexError) {
         let path = self.path
-        let versions = records.map { VersionJSON.encode($0.version) }
+        let versions = records.map { $0.version.json }
         try write { db in
             guard try !db.query("SELECT 1 FROM folder_peers WHERE folder_id = ? AND device_id = ?",
                                 [.text(folderID), .text(deviceID)]).isEmpty else {
@@ -429,11 +431,13 @@ extension NodeIndex {
 
     private static func fileRecord(_ s: Statement, path: String) throws(IndexError) -> FileRecord {
         FileRecord(
-            folderID: s.string(at: 1) ?? "", path: s.string(at: 2) ?? "", sequence: s.int64(at: 3) ?? 0,
-            kind: try kind(s.string(at: 4), path: path), size: s.int64(at: 5) ?? 0, mtimeNs: s.int64(at: 6) ?? 0,
-            mode: UInt32(truncatingIfNeeded: s.int64(at: 7) ?? 0), inode: s.int64(at: 8).map { UInt64(bitPattern: $0) },
-            deleted: s.int64(at: 9) == 1, symlinkTarget: s.string(at: 10), version: try version(s.string(at: 11), path: path),
-            rootHash: s.blob(at: 12), modifiedBy: s.string(at: 13) ?? "")
+            folderID: s.string(at: 1) ?? "",
+            FileEntry(path: s.string(at: 2) ?? "", kind: try kind(s.string(at: 4), path: path), size: s.int64(at: 5) ?? 0,
+                      mtimeNs: s.int64(at: 6) ?? 0, mode: UInt32(truncatingIfNeeded: s.int64(at: 7) ?? 0),
+                      deleted: s.int64(at: 9) == 1, symlinkTarget: s.string(at: 10),
+                      version: try version(s.string(at: 11), path: path), rootHash: s.blob(at: 12),
+                      modifiedBy: s.string(at: 13) ?? "", sequence: s.int64(at: 3) ?? 0),
+            inode: s.int64(at: 8).map { UInt64(bitPattern: $0) })
     }
 
     private static func loadRemoteFiles(_ db: Database, where clause: String, _ bindings: [SQLValue]) throws -> [RemoteFileRecord] {
@@ -449,11 +453,12 @@ extension NodeIndex {
 
     static func remoteFileRecord(_ s: Statement, from c: Int, path: String) throws(IndexError) -> RemoteFileRecord {
         RemoteFileRecord(
-            path: s.string(at: c) ?? "", sequence: s.int64(at: c + 1) ?? 0, kind: try kind(s.string(at: c + 2), path: path),
-            size: s.int64(at: c + 3) ?? 0, mtimeNs: s.int64(at: c + 4) ?? 0,
-            mode: UInt32(truncatingIfNeeded: s.int64(at: c + 5) ?? 0), deleted: s.int64(at: c + 6) == 1,
-            symlinkTarget: s.string(at: c + 7), version: try version(s.string(at: c + 8), path: path),
-            rootHash: s.blob(at: c + 9), modifiedBy: s.string(at: c + 10) ?? "", manifest: s.blob(at: c + 11))
+            FileEntry(path: s.string(at: c) ?? "", kind: try kind(s.string(at: c + 2), path: path),
+                      size: s.int64(at: c + 3) ?? 0, mtimeNs: s.int64(at: c + 4) ?? 0,
+                      mode: UInt32(truncatingIfNeeded: s.int64(at: c + 5) ?? 0), deleted: s.int64(at: c + 6) == 1,
+                      symlinkTarget: s.string(at: c + 7), version: try version(s.string(at: c + 8), path: path),
+                      rootHash: s.blob(at: c + 9), modifiedBy: s.string(at: c + 10) ?? "", sequence: s.int64(at: c + 1) ?? 0),
+            manifest: s.blob(at: c + 11))
     }
 
     private static func kind(_ text: String?, path: String) throws(IndexError) -> FileKind {
@@ -464,8 +469,8 @@ extension NodeIndex {
         return kind
     }
 
-    private static func version(_ text: String?, path: String) throws(IndexError) -> [String: UInt64] {
-        guard let text, let version = VersionJSON.decode(text) else {
+    private static func version(_ text: String?, path: String) throws(IndexError) -> VersionVector {
+        guard let text, let version = VersionVector(json: text) else {
             throw IndexError(kind: .unexpectedValue, operation: "read file", path: path,
                              message: "version is not a JSON object of counters: \(text ?? "NULL")")
         }

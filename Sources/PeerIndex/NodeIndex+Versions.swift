@@ -1,3 +1,5 @@
+package import PeerModel
+
 /// One kept version of a file (a row of `versions` with its `version_chunks`).
 package struct VersionRecord: Sendable, Equatable {
     /// Row ID (0 before it is stored).
@@ -5,7 +7,7 @@ package struct VersionRecord: Sendable, Equatable {
     package var folderID: String
     /// Path relative to the folder root, '/'-separated.
     package var path: String
-    package var version: [String: UInt64]
+    package var version: VersionVector
     package var size: Int64
     package var mtimeNs: Int64
     package var mode: UInt32
@@ -21,7 +23,7 @@ package struct VersionRecord: Sendable, Equatable {
     /// The chunk list (empty when not loaded).
     package var chunks: [FileChunkRecord]
 
-    package init(id: Int64 = 0, folderID: String, path: String, version: [String: UInt64], size: Int64, mtimeNs: Int64,
+    package init(id: Int64 = 0, folderID: String, path: String, version: VersionVector, size: Int64, mtimeNs: Int64,
                 mode: UInt32, modifiedBy: String, keptAt: Int64, reason: String, rootHash: [UInt8], held: Bool,
                 chunks: [FileChunkRecord]) {
         (self.id, self.folderID, self.path, self.version, self.size, self.mtimeNs) = (id, folderID, path, version, size, mtimeNs)
@@ -44,7 +46,7 @@ extension NodeIndex {
     @discardableResult
     package func addVersions(_ records: [VersionRecord]) throws(IndexError) -> [Int64] {
         guard !records.isEmpty else { return [] }
-        let vectors = records.map { VersionJSON.encode($0.version) }
+        let vectors = records.map { $0.version.json }
         return try write { db in
             let same = try db.cachedStatement(
                 "SELECT version_id, held FROM versions WHERE folder_id = ? AND path = ? AND root_hash = ? AND version = ? LIMIT 1")
@@ -193,7 +195,7 @@ extension NodeIndex {
 
     private static func versionRecord(_ row: Row) throws(IndexError) -> VersionRecord {
         VersionRecord(id: try row.int64("version_id"), folderID: try row.string("folder_id"), path: try row.string("path"),
-                      version: VersionJSON.decode(try row.string("version")) ?? [:], size: try row.int64("size"),
+                      version: VersionVector(json: try row.string("version")) ?? [:], size: try row.int64("size"),
                       mtimeNs: try row.int64("mtime_ns"), mode: UInt32(clamping: try row.int64("mode")),
                       modifiedBy: try row.string("modified_by"), keptAt: try row.int64("kept_at"), reason: try row.string("reason"),
                       rootHash: try row.blob("root_hash"), held: try row.bool("held"), chunks: [])

@@ -1,68 +1,43 @@
-/// One file's state in a shared folder's index, as peers exchange it (`indexUpdate` frames).
-package struct SyncFileEntry: Equatable, Sendable {
-    package enum Kind: UInt8, Sendable {
-        case file = 0
-        case directory = 1
-        case symlink = 2
-    }
+package import PeerModel
 
-    /// Path relative to the folder root, `/`-separated (validated as hostile input on receipt).
-    package var path: String
-    package var kind: Kind
-    package var size: UInt64
-    package var mtimeNanoseconds: Int64
-    /// Permission bits (0o7777 at most).
-    package var mode: UInt32
-    /// A tombstone: the path was deleted.
-    package var deleted: Bool
-    /// Target of a symlink ("" for other kinds).
-    package var symlinkTarget: String
-    /// Version vector: device key → counter, sorted by key.
-    package var version: [VersionEntry]
-    /// The sender's local sequence number of this change.
-    package var sequence: UInt64
-    /// Device key of the last change.
-    package var modifiedBy: String
-    /// Root hash of the content (32 bytes), empty for non-files and tombstones.
-    package var rootHash: [UInt8]
+/// One file's state in a shared folder's index, as peers exchange it (`indexUpdate` frames):
+/// the entry (its sequence is the sender's) plus the encoded manifest. The entry's fields
+/// read as the wire entry's own (`wire.path`). On the wire a missing link target and root
+/// hash are empty, sizes and sequences unsigned, the version a list sorted by device key.
+@dynamicMemberLookup
+package struct SyncFileEntry: Equatable, Sendable {
+    package var entry: FileEntry
     /// The encoded manifest (PeerFiles), empty for non-files and tombstones.
     package var manifest: [UInt8]
 
-    package struct VersionEntry: Equatable, Sendable {
-        package var device: String
-        package var counter: UInt64
-        package init(device: String, counter: UInt64) {
-            self.device = device
-            self.counter = counter
-        }
-    }
-
-    package init(path: String, kind: Kind, size: UInt64, mtimeNanoseconds: Int64, mode: UInt32, deleted: Bool,
-                symlinkTarget: String, version: [VersionEntry], sequence: UInt64, modifiedBy: String,
-                rootHash: [UInt8], manifest: [UInt8]) {
-        self.path = path
-        self.kind = kind
-        self.size = size
-        self.mtimeNanoseconds = mtimeNanoseconds
-        self.mode = mode
-        self.deleted = deleted
-        self.symlinkTarget = symlinkTarget
-        self.version = version
-        self.sequence = sequence
-        self.modifiedBy = modifiedBy
-        self.rootHash = rootHash
+    package init(_ entry: FileEntry, manifest: [UInt8] = []) {
+        self.entry = entry
         self.manifest = manifest
     }
 
+    /// The entry's fields read and write as the record's own (`record.path`). Here, not in
+    /// a protocol extension of PeerModel: that would make every file that reads a field
+    /// import PeerModel (MemberImportVisibility).
+    @inlinable
+    package subscript<Value>(dynamicMember field: WritableKeyPath<FileEntry, Value>) -> Value {
+        get { entry[keyPath: field] }
+        set { entry[keyPath: field] = newValue }
+    }
+
+    /// The root hash as sent: none for tombstones.
+    private var wireRootHash: [UInt8] { entry.deleted ? [] : (entry.rootHash ?? []) }
+
     func validate() throws(WireError) {
-        try TextRule.entryPath.check(path, "file path")
-        try TextRule.symlinkTarget.check(symlinkTarget, "symlink target")
-        try TextRule.deviceKey.check(modifiedBy, "modified by")
-        guard mode <= 0o7777 else { throw .invalidValue(field: "file mode", value: UInt64(mode)) }
+        try TextRule.entryPath.check(entry.path, "file path")
+        try TextRule.symlinkTarget.check(entry.symlinkTarget ?? "", "symlink target")
+        try TextRule.deviceKey.check(entry.modifiedBy, "modified by")
+        guard entry.mode <= 0o7777 else { throw .invalidValue(field: "file mode", value: UInt64(entry.mode)) }
+        let version = entry.version.counters
         guard version.count <= WireLimits.maxVersionEntries else {
             throw .tooManyEntries(field: "version vector", count: version.count, limit: WireLimits.maxVersionEntries)
         }
-        for entry in version { try TextRule.deviceKey.check(entry.device, "version device") }
+        for device in version.keys { try TextRule.deviceKey.check(device, "version device") }
+        let rootHash = wireRootHash
         guard rootHash.isEmpty || rootHash.count == 32 else {
             throw .invalidValue(field: "root hash length", value: UInt64(rootHash.count))
         }
@@ -74,34 +49,35 @@ package struct SyncFileEntry: Equatable, Sendable {
     /// Bytes this entry takes in an `indexUpdate` frame (exactly what `write` writes): what
     /// a sender pages by, so that a page of entries with large manifests stays one frame.
     package var encodedSize: Int {
-        var size = 2 + path.utf8.count + 1 + 8 + 8 + 4 + 1 + 2 + symlinkTarget.utf8.count + 2
-        for entry in version { size += 1 + entry.device.utf8.count + 8 }
-        return size + 8 + 1 + modifiedBy.utf8.count + 1 + rootHash.count + 4 + manifest.count
+        var size = 2 + entry.path.utf8.count + 1 + 8 + 8 + 4 + 1 + 2 + (entry.symlinkTarget?.utf8.count ?? 0) + 2
+        for device in entry.version.counters.keys { size += 1 + device.utf8.count + 8 }
+        return size + 8 + 1 + entry.modifiedBy.utf8.count + 1 + wireRootHash.count + 4 + manifest.count
     }
 
     func write(to writer: inout ByteWriter) {
-        writer.prefixedText(path, .u16)
-        writer.u8(kind.rawValue)
-        writer.u64(size)
-        writer.u64(UInt64(bitPattern: mtimeNanoseconds))
-        writer.u32(mode)
-        writer.u8(deleted ? 1 : 0)
-        writer.prefixedText(symlinkTarget, .u16)
+        writer.prefixedText(entry.path, .u16)
+        writer.u8(entry.kind.wireCode)
+        writer.u64(UInt64(max(0, entry.size)))
+        writer.u64(UInt64(bitPattern: entry.mtimeNs))
+        writer.u32(entry.mode & 0o7777)
+        writer.u8(entry.deleted ? 1 : 0)
+        writer.prefixedText(entry.symlinkTarget ?? "", .u16)
+        let version = entry.version.counters
         writer.u16(UInt16(version.count))
-        for entry in version {
-            writer.prefixedText(entry.device, .u8)
-            writer.u64(entry.counter)
+        for device in version.keys.sorted() {
+            writer.prefixedText(device, .u8)
+            writer.u64(version[device] ?? 0)
         }
-        writer.u64(sequence)
-        writer.prefixedText(modifiedBy, .u8)
-        writer.prefixedBytes(rootHash, .u8)
+        writer.u64(UInt64(max(0, entry.sequence)))
+        writer.prefixedText(entry.modifiedBy, .u8)
+        writer.prefixedBytes(wireRootHash, .u8)
         writer.prefixedBytes(manifest, .u32)
     }
 
     static func read(from reader: inout ByteReader) throws(WireError) -> SyncFileEntry {
         let path = try reader.prefixedText(.u16, rule: .entryPath, "file path")
         let rawKind = try reader.u8("file kind")
-        guard let kind = Kind(rawValue: rawKind) else { throw .invalidValue(field: "file kind", value: UInt64(rawKind)) }
+        guard let kind = FileKind(wireCode: rawKind) else { throw .invalidValue(field: "file kind", value: UInt64(rawKind)) }
         let size = try reader.u64("file size")
         let mtime = Int64(bitPattern: try reader.u64("file mtime"))
         let mode = try reader.u32("file mode")
@@ -112,10 +88,13 @@ package struct SyncFileEntry: Equatable, Sendable {
         guard count <= WireLimits.maxVersionEntries else {
             throw .tooManyEntries(field: "version vector", count: count, limit: WireLimits.maxVersionEntries)
         }
-        var version: [VersionEntry] = []
+        var version: [String: UInt64] = [:]
+        version.reserveCapacity(count)
         for _ in 0..<count {
             let device = try reader.prefixedText(.u8, rule: .deviceKey, "version device")
-            version.append(VersionEntry(device: device, counter: try reader.u64("version counter")))
+            let counter = try reader.u64("version counter")
+            // A device listed twice (hostile) counts with its highest counter.
+            version[device] = max(version[device] ?? 0, counter)
         }
         let sequence = try reader.u64("file sequence")
         let modifiedBy = try reader.prefixedText(.u8, rule: .deviceKey, "modified by")
@@ -124,8 +103,30 @@ package struct SyncFileEntry: Equatable, Sendable {
             throw .invalidValue(field: "root hash length", value: UInt64(rootHash.count))
         }
         let manifest = try reader.prefixedBytes(.u32, limit: WireLimits.maxManifest, "manifest")
-        return SyncFileEntry(path: path, kind: kind, size: size, mtimeNanoseconds: mtime, mode: mode, deleted: deleted,
-                             symlinkTarget: target, version: version, sequence: sequence, modifiedBy: modifiedBy,
-                             rootHash: rootHash, manifest: manifest)
+        let entry = FileEntry(path: path, kind: kind, size: Int64(clamping: size), mtimeNs: mtime, mode: mode,
+                              deleted: deleted, symlinkTarget: kind == .symlink && !deleted ? target : nil,
+                              version: VersionVector(version), rootHash: rootHash.isEmpty ? nil : rootHash,
+                              modifiedBy: modifiedBy, sequence: Int64(clamping: sequence))
+        return SyncFileEntry(entry, manifest: manifest)
+    }
+}
+
+extension FileKind {
+    /// The kind's code in an `indexUpdate` entry.
+    var wireCode: UInt8 {
+        switch self {
+        case .file: 0
+        case .directory: 1
+        case .symlink: 2
+        }
+    }
+
+    init?(wireCode: UInt8) {
+        switch wireCode {
+        case 0: self = .file
+        case 1: self = .directory
+        case 2: self = .symlink
+        default: return nil
+        }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import PeerCrypto
 @testable import PeerNet
+import PeerModel
 import PeerWire
 import Testing
 
@@ -177,9 +178,8 @@ final class RogueMember {
 
     /// A tombstone of this member for `path`, at `sequence` (its version's counter too).
     func tombstone(_ path: String, _ sequence: UInt64) -> SyncFileEntry {
-        SyncFileEntry(path: path, kind: .file, size: 0, mtimeNanoseconds: 0, mode: 0o644, deleted: true, symlinkTarget: "",
-                      version: [.init(device: deviceKey, counter: sequence)], sequence: sequence, modifiedBy: deviceKey,
-                      rootHash: [], manifest: [])
+        SyncFileEntry(FileEntry(path: path, kind: .file, mtimeNs: 0, mode: 0o644, deleted: true, version: [deviceKey: sequence],
+                                modifiedBy: deviceKey, sequence: Int64(sequence)))
     }
 }
 

@@ -1,6 +1,7 @@
 import Foundation
 import PeerCrypto
 @testable import PeerNet
+import PeerModel
 import PeerWire
 import Testing
 
@@ -190,12 +191,12 @@ struct FolderRoleTests {
         // Every entry claims to be bob's own change, newer than anything bob has.
         let forged = try ForgedFile(chunks: [Array("the member's".utf8)])
         var edit = HostileFolderTests.entry("public.txt", forged, sequence: 1, device: owner)
-        edit.version = [.init(device: owner, counter: 1_000_000)]
+        edit.version = [owner: 1_000_000]
         var planted = HostileFolderTests.entry("planted.txt", forged, sequence: 2, device: owner)
-        planted.version = [.init(device: owner, counter: 1_000_000)]
+        planted.version = [owner: 1_000_000]
         var deletion = HostileFolderTests.entry("keep.txt", forged, sequence: 3, device: owner)
         (deletion.deleted, deletion.rootHash, deletion.manifest, deletion.size) = (true, [], [], 0)
-        deletion.version = [.init(device: owner, counter: 1_000_000)]
+        deletion.version = [owner: 1_000_000]
         try rogue.send(.indexUpdate(folder: folderID, full: true, entries: [edit, planted, deletion]))
         if let asked = try? rogue.take(within: 3, where: { if case .blockRequest = $0 { true } else { false } }),
            case let .blockRequest(id, _, path, _, _, _) = asked {

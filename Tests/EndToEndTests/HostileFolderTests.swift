@@ -3,6 +3,7 @@ import Glibc
 import PeerCrypto
 import PeerFiles
 @testable import PeerNet
+import PeerModel
 import PeerWire
 import Testing
 
@@ -333,7 +334,7 @@ struct HostileFolderTests {
         let device = DeviceID(publicKey: rogue.keyPair.publicKey).compact
         let empty = try ForgedFile(chunks: [Array("# nothing is private\n".utf8)])
         var entry = Self.entry(".syncpeerignore", empty, sequence: 1, device: device)
-        entry.version = (listed[".syncpeerignore"]?.version ?? []) + [.init(device: device, counter: 1)]
+        entry.version = (listed[".syncpeerignore"]?.version ?? [:]).merged(with: [device: 1])
         try rogue.send(.indexUpdate(folder: folderID, full: true, entries: [entry]))
         if let asked = try? rogue.take(within: 3, where: { if case .blockRequest = $0 { true } else { false } }),
            case let .blockRequest(id, _, path, _, _, _) = asked {
@@ -384,9 +385,10 @@ struct HostileFolderTests {
 
     /// Index entry of a live file with `file`'s content.
     static func entry(_ path: String, _ file: ForgedFile, sequence: UInt64, device: String) -> SyncFileEntry {
-        SyncFileEntry(path: path, kind: .file, size: file.manifest.fileSize, mtimeNanoseconds: 1_600_000_000_000_000_000,
-                      mode: 0o644, deleted: false, symlinkTarget: "", version: [.init(device: device, counter: sequence)],
-                      sequence: sequence, modifiedBy: device, rootHash: file.manifest.rootHash, manifest: file.manifest.encode())
+        SyncFileEntry(FileEntry(path: path, kind: .file, size: Int64(file.manifest.fileSize), mtimeNs: 1_600_000_000_000_000_000,
+                                mode: 0o644, version: [device: sequence], rootHash: file.manifest.rootHash, modifiedBy: device,
+                                sequence: Int64(sequence)),
+                      manifest: file.manifest.encode())
     }
 
     /// The daemon's index entries of a folder, by path, once all of `paths` arrived.

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import PeerIndex
 import Testing
@@ -17,8 +18,7 @@ import Testing
             try index.addFolder(id: "abcde-fghij", path: root)
             try index.addFolderPeer(folderID: "abcde-fghij", deviceID: peer)
             let records = (1...300).map { n in
-                RemoteFileRecord(path: deep + "/file-\(n)", sequence: Int64(n), kind: .file, size: 10, mtimeNs: 1, mode: 0o644,
-                                 version: [peer: UInt64(n)], modifiedBy: peer)
+                RemoteFileRecord(FileEntry(path: deep + "/file-\(n)", kind: .file, size: 10, mtimeNs: 1, mode: 0o644, version: [peer: UInt64(n)], modifiedBy: peer, sequence: Int64(n)))
             }
             try index.upsertRemoteFiles(folderID: "abcde-fghij", deviceID: peer, records)
             // Held elsewhere: nothing is pulled (the peer never connects), the tree still shows it.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 @testable import PeerFiles
+import PeerModel
 import Testing
 
 @Suite struct FolderScannerTests {

@@ -14,7 +14,7 @@ import Testing
         func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
             entries.sorted { PathKey($0.path) < PathKey($1.path) }.makeIterator()
         }
-        func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
+        func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry? { nil }
     }
 
     @Test func pathKeysKeepCanonicallyEquivalentNamesApart() {

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import PeerIndex
 import Testing
@@ -12,10 +13,7 @@ import Testing
             try index.addFolder(id: "big", path: "/data/big")
             let me = deviceID(1)
             let records = (0..<20_000).map { i in
-                FileRecord(folderID: "big", path: "d\(i % 100)/file\(i).txt", kind: .file, size: 4_096,
-                           mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, inode: UInt64(i),
-                           version: [me: 1], rootHash: hash32(i), modifiedBy: me,
-                           chunks: [FileChunkRecord(offset: 0, size: 4_096, hash: hash32(i &* 7))])
+                FileRecord(folderID: "big", FileEntry(path: "d\(i % 100)/file\(i).txt", kind: .file, size: 4_096, mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, version: [me: 1], rootHash: hash32(i), modifiedBy: me), inode: UInt64(i), chunks: [FileChunkRecord(offset: 0, size: 4_096, hash: hash32(i &* 7))])
             }
             _ = try index.upsertFiles(records)
             #expect(try index.file(folderID: "big", path: "d7/file19907.txt") != nil)

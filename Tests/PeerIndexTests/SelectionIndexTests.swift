@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 @testable import PeerIndex
 import Testing

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 @testable import PeerIndex
 import Testing
@@ -13,8 +14,7 @@ import Testing
         gone.deleted = true
         gone.chunks = []
         try index.upsertFiles([sampleFile("docs", "a/report.txt", chunkCount: 3, seed: 1), gone,
-                               FileRecord(folderID: "docs", path: "a", kind: .directory, mtimeNs: 0, mode: 0o755,
-                                          version: [deviceID(1): 1], modifiedBy: deviceID(1))])
+                               FileRecord(folderID: "docs", FileEntry(path: "a", kind: .directory, mtimeNs: 0, mode: 0o755, version: [deviceID(1): 1], modifiedBy: deviceID(1)))])
         return index
     }
 

@@ -1,3 +1,4 @@
+import PeerModel
 import PeerWire
 import Testing
 import TestKit
@@ -117,7 +118,7 @@ import TestKit
             .indexBlocks(folder: "f", blocks: Array(repeating: [1], count: WireLimits.maxIndexEntries + 1)),
         ]
         for frame in over { #expect(limitViolation(frame) != nil, "\(frame)") }
-        manyDevices.version.removeLast()
+        manyDevices = entry(path: "a", devices: WireLimits.maxVersionEntries)
         control.path = "a"
         #expect(limitViolation(.indexUpdate(folder: "f", full: true, entries: [manyDevices, control])) == nil)
     }
@@ -298,13 +299,14 @@ private func folderID(using rng: inout SplitMix64) -> String {
 }
 
 private func entry(path: String, devices: Int) -> SyncFileEntry {
-    SyncFileEntry(path: path, kind: .file, size: 1, mtimeNanoseconds: 0, mode: 0o644, deleted: false, symlinkTarget: "",
-                  version: (0..<devices).map { .init(device: "D\($0)", counter: UInt64($0)) }, sequence: 1,
-                  modifiedBy: "D0", rootHash: Array(repeating: 3, count: 32), manifest: [1, 2, 3])
+    SyncFileEntry(FileEntry(path: path, kind: .file, size: 1, mtimeNs: 0, mode: 0o644,
+                            version: VersionVector(Dictionary(uniqueKeysWithValues: (0..<devices).map { ("D\($0)", UInt64($0) + 1) })),
+                            rootHash: Array(repeating: 3, count: 32), modifiedBy: "D0", sequence: 1),
+                  manifest: [1, 2, 3])
 }
 
 private func randomEntry(using rng: inout SplitMix64) -> SyncFileEntry {
-    let kind = [SyncFileEntry.Kind.file, .directory, .symlink].randomElement(using: &rng)!
+    let kind = FileKind.allCases.randomElement(using: &rng)!
     let deleted = Int.random(in: 0..<4, using: &rng) == 0
     let hasContent = kind == .file && !deleted
     let pathLength = Int.random(in: 0..<20, using: &rng) == 0 ? WireLimits.maxEntryPath : Int.random(in: 1...40, using: &rng)
@@ -312,13 +314,15 @@ private func randomEntry(using rng: inout SplitMix64) -> SyncFileEntry {
         ? randomText(count: pathLength, maxBytes: pathLength, using: &rng).ifEmpty("p")
         : String(repeating: "d/", count: (pathLength - 1) / 2) + "f"
     let devices = Int.random(in: 0..<30, using: &rng) == 0 ? WireLimits.maxVersionEntries : Int.random(in: 0...3, using: &rng)
-    return SyncFileEntry(
-        path: path, kind: kind, size: hasContent ? rng.next() >> Int.random(in: 0...63, using: &rng) : 0,
-        mtimeNanoseconds: Int64(bitPattern: rng.next()), mode: UInt32.random(in: 0...0o7777, using: &rng), deleted: deleted,
-        symlinkTarget: kind == .symlink ? randomText(count: Int.random(in: 0...30, using: &rng), maxBytes: WireLimits.maxEntryPath, using: &rng) : "",
-        version: (0..<devices).map { _ in .init(device: String(repeating: "K", count: length(1...64, using: &rng)), counter: rng.next()) },
-        sequence: rng.next(), modifiedBy: String(repeating: "M", count: length(1...64, using: &rng)),
-        rootHash: hasContent ? rng.bytes(32) : [], manifest: hasContent ? rng.bytes(Int.random(in: 0...60, using: &rng)) : [])
+    var version: [String: UInt64] = [:]
+    for _ in 0..<devices { version[String(repeating: "K", count: length(1...64, using: &rng))] = rng.next() | 1 }
+    return SyncFileEntry(FileEntry(
+        path: path, kind: kind, size: hasContent ? Int64(rng.next() >> Int.random(in: 1...63, using: &rng)) : 0,
+        mtimeNs: Int64(bitPattern: rng.next()), mode: UInt32.random(in: 0...0o7777, using: &rng), deleted: deleted,
+        symlinkTarget: kind == .symlink && !deleted ? randomText(count: Int.random(in: 0...30, using: &rng), maxBytes: WireLimits.maxEntryPath, using: &rng) : nil,
+        version: VersionVector(version), rootHash: hasContent ? rng.bytes(32) : nil,
+        modifiedBy: String(repeating: "M", count: length(1...64, using: &rng)), sequence: Int64(rng.next() >> 1)),
+        manifest: hasContent ? rng.bytes(Int.random(in: 0...60, using: &rng)) : [])
 }
 
 /// A valid shared-folder frame with random fields, sometimes at their limits.
@@ -481,16 +485,16 @@ func limitViolation(_ frame: Frame) -> String? {
         if entries.count > WireLimits.maxIndexEntries { return "\(entries.count) index entries" }
         for entry in entries {
             if let problem = text(entry.path, "path", min: 1, max: WireLimits.maxEntryPath)
-                ?? text(entry.symlinkTarget, "symlink target", max: WireLimits.maxEntryPath)
+                ?? text(entry.symlinkTarget ?? "", "symlink target", max: WireLimits.maxEntryPath)
                 ?? text(entry.modifiedBy, "modified by", min: 1, max: 64) {
                 return problem
             }
             if entry.mode > 0o7777 { return "mode \(String(entry.mode, radix: 8))" }
             if entry.version.count > WireLimits.maxVersionEntries { return "\(entry.version.count) version entries" }
-            if let problem = entry.version.lazy.compactMap({ text($0.device, "version device", min: 1, max: 64) }).first {
+            if let problem = entry.version.counters.keys.lazy.compactMap({ text($0, "version device", min: 1, max: 64) }).first {
                 return problem
             }
-            if !entry.rootHash.isEmpty && entry.rootHash.count != 32 { return "root hash of \(entry.rootHash.count) bytes" }
+            if let hash = entry.rootHash, !hash.isEmpty, hash.count != 32 { return "root hash of \(hash.count) bytes" }
             if entry.manifest.count > WireLimits.maxManifest { return "manifest of \(entry.manifest.count) bytes" }
         }
         return nil

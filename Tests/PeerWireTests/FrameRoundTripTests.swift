@@ -1,3 +1,4 @@
+import PeerModel
 import PeerWire
 import Testing
 
@@ -79,8 +80,8 @@ import Testing
         let manifest = [UInt8](repeating: 7, count: 9 << 20)
         let device = String(repeating: "A", count: 56)
         let entry = { (path: String) in
-            SyncFileEntry(path: path, kind: .file, size: 1, mtimeNanoseconds: 0, mode: 0o644, deleted: false, symlinkTarget: "",
-                          version: [], sequence: 1, modifiedBy: device, rootHash: [UInt8](repeating: 1, count: 32), manifest: manifest)
+            SyncFileEntry(FileEntry(path: path, kind: .file, size: 1, mtimeNs: 0, mode: 0o644, version: [:],
+                                    rootHash: [UInt8](repeating: 1, count: 32), modifiedBy: device, sequence: 1), manifest: manifest)
         }
         let two = Frame.indexUpdate(folder: "abcde-fghij", full: true, entries: [entry("a"), entry("b")])
         #expect(throws: WireError.self) { try two.validate() }

@@ -276,8 +276,13 @@ struct Checker {
             frameErrors += 1
             noteError(error)
         }
+        // Index entries decode into the file model (PeerModel), which keeps one form of what a
+        // hostile sender may vary (version order, a device twice, zero counters, a link target
+        // on a non-link or a tombstone, a root hash on a tombstone, sizes past Int64.max): such
+        // frames re-encode in that form, which must decode to the same frames (checked below).
         let reencoded = encodeAll(whole.frames)
-        if !input.starts(with: reencoded) {
+        let normalized = whole.frames.contains { if case .indexUpdate = $0 { true } else { false } }
+        if !normalized && !input.starts(with: reencoded) {
             fail("re-encoding differs from the decoded bytes", input)
             return []
         }

@@ -1,3 +1,4 @@
+import PeerModel
 import PeerWire
 import TestKit
 
@@ -96,9 +97,8 @@ let sampleFrames: [Frame] = [
     .shareAnswer(folder: "abcde-fghij", accepted: true, reason: ""),
     .shareAnswer(folder: "abcde-fghij", accepted: false, reason: "unshared"),
     .indexUpdate(folder: "abcde-fghij", full: true, entries: []),
-    .indexUpdate(folder: "f", full: false, entries: [sampleEntry, SyncFileEntry(
-        path: "gone", kind: .directory, size: 0, mtimeNanoseconds: -1, mode: 0o755, deleted: true, symlinkTarget: "",
-        version: [], sequence: 2, modifiedBy: "B", rootHash: [], manifest: [])]),
+    .indexUpdate(folder: "f", full: false, entries: [sampleEntry, SyncFileEntry(FileEntry(
+        path: "gone", kind: .directory, mtimeNs: -1, mode: 0o755, deleted: true, version: [:], modifiedBy: "B", sequence: 2))]),
     .indexAck(folder: "abcde-fghij", sequence: .max),
     .blockRequest(request: 7, folder: "f", path: "a/b.txt", offset: 1 << 40, size: 65_536, hash: Array(repeating: 9, count: 32)),
     .blockResponse(request: 7, ok: true, data: pattern(100)),
@@ -109,10 +109,10 @@ let sampleFrames: [Frame] = [
     .chunkHave(folder: "abcde-fghij", path: "big/file.bin", root: Array(repeating: 7, count: 32), count: 17, bitmap: [0xFF, 0x00, 0x01]),
 ]
 
-let sampleEntry = SyncFileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNanoseconds: 1_700_000_000_000_000_001,
-                                mode: 0o644, deleted: false, symlinkTarget: "",
-                                version: [.init(device: "AAAA", counter: 3), .init(device: "BBBB", counter: 1)],
-                                sequence: 42, modifiedBy: "AAAA", rootHash: Array(repeating: 7, count: 32), manifest: pattern(60))
+let sampleEntry = SyncFileEntry(FileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNs: 1_700_000_000_000_000_001,
+                                          mode: 0o644, version: ["AAAA": 3, "BBBB": 1], rootHash: Array(repeating: 7, count: 32),
+                                          modifiedBy: "AAAA", sequence: 42),
+                                manifest: pattern(60))
 
 let sampleTransferID = try! TransferID(Array(1...16))
 

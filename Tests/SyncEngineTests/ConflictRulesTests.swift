@@ -1,3 +1,4 @@
+import PeerModel
 import PeerFiles
 import Testing
 @testable import SyncEngine
@@ -6,8 +7,8 @@ import TestKit
 /// One row of the planner's decision table.
 struct PlanCase: Sendable, CustomTestStringConvertible {
     let name: String
-    let local: FileState?
-    let remotes: [String: FileState]
+    let local: FileEntry?
+    let remotes: [String: FileEntry]
     let expected: SyncAction
     var testDescription: String { name }
 }
@@ -18,7 +19,7 @@ let copyOfA = "doc.sync-conflict-20231114-221320-AAAAAAA.txt"
 let planTable: [PlanCase] = {
     let a1 = vv([devA: 1]), a2 = vv([devA: 2]), a1b1 = vv([devA: 1, devB: 1]), a2b1 = vv([devA: 2, devB: 1])
     var rows: [PlanCase] = []
-    func row(_ name: String, _ local: FileState?, _ remotes: [String: FileState], _ expected: SyncAction) {
+    func row(_ name: String, _ local: FileEntry?, _ remotes: [String: FileEntry], _ expected: SyncAction) {
         rows.append(PlanCase(name: name, local: local, remotes: remotes, expected: expected))
     }
     // Ordered versions.
@@ -136,8 +137,8 @@ let planTable: [PlanCase] = {
     }
 
     @Test func batchPlanningSkipsUpToDatePaths() {
-        let local: [PathKey: FileState] = ["a": file("a", vv([devA: 1])), "b": file("b", vv([devA: 1]))]
-        let remotes: [PathKey: [String: FileState]] = ["a": [devB: file("a", vv([devA: 1]))], "b": [devB: file("b", vv([devA: 1, devB: 1]), content: 2, by: devB)],
+        let local: [PathKey: FileEntry] = ["a": file("a", vv([devA: 1])), "b": file("b", vv([devA: 1]))]
+        let remotes: [PathKey: [String: FileEntry]] = ["a": [devB: file("a", vv([devA: 1]))], "b": [devB: file("b", vv([devA: 1, devB: 1]), content: 2, by: devB)],
                        "c": [devB: file("c", vv([devB: 1]), by: devB)]]
         let actions = SyncPlanner().plan(local: local, remotes: remotes)
         #expect(actions.flatMap(\.paths) == ["b", "c"])
@@ -147,7 +148,7 @@ let planTable: [PlanCase] = {
 // MARK: Renames
 
 @Suite struct RenameDetectionTests {
-    let local: [PathKey: FileState] = [
+    let local: [PathKey: FileEntry] = [
         "old.txt": file("old.txt", vv([devA: 1]), content: 7),
         "twin1": file("twin1", vv([devA: 1]), content: 8),
         "twin2": file("twin2", vv([devA: 1]), content: 8),
@@ -196,7 +197,7 @@ let planTable: [PlanCase] = {
 
     @Test func plannedBatchRenamesEndToEnd() {
         // A peer renamed old.txt → docs/new.txt: its index shows a tombstone and a new file.
-        let remotes: [PathKey: [String: FileState]] = ["old.txt": [devB: tombstone("old.txt", vv([devA: 1, devB: 1]), by: devB)],
+        let remotes: [PathKey: [String: FileEntry]] = ["old.txt": [devB: tombstone("old.txt", vv([devA: 1, devB: 1]), by: devB)],
                        "docs/new.txt": [devB: file("docs/new.txt", vv([devB: 1]), content: 7, by: devB)]]
         let actions = SyncPlanner.planRenames(SyncPlanner().plan(local: local, remotes: remotes), local: local)
         #expect(actions == [.rename(from: tombstone("old.txt", vv([devA: 1, devB: 1]), by: devB),

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import PeerCrypto
 import PeerFiles
@@ -23,10 +24,7 @@ struct ContentHashUpgradeTests {
             let range = Int(chunk.offset)..<(Int(chunk.offset) + Int(chunk.size))
             return FileChunkRecord(offset: Int64(chunk.offset), size: Int64(chunk.size), hash: SHA256.hash(Array(bytes[range])))
         }
-        return FileRecord(folderID: folderID, path: path, kind: .file, size: Int64(st.st_size),
-                          mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-                          mode: UInt32(st.st_mode) & 0o7777, inode: UInt64(st.st_ino), version: version,
-                          rootHash: SHA256.hash(Array("old root \(path)".utf8)), modifiedBy: me, chunks: chunks)
+        return FileRecord(folderID: folderID, FileEntry(path: path, kind: .file, size: Int64(st.st_size), mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), mode: UInt32(st.st_mode) & 0o7777, version: VersionVector(version), rootHash: SHA256.hash(Array("old root \(path)".utf8)), modifiedBy: me), inode: UInt64(st.st_ino), chunks: chunks)
     }
 
     @Test func unchangedFilesGetBLAKE3HashesAndKeepTheirVersionsChangedOnesAreLeftToTheScan() throws {
@@ -49,8 +47,7 @@ struct ContentHashUpgradeTests {
         }
         var gone = old[1]
         gone.path = "gone.txt"
-        let directory = FileRecord(folderID: "docs", path: "sub", kind: .directory, mtimeNs: 1, mode: 0o755, inode: 9,
-                                   version: [Self.me: 1], modifiedBy: Self.me)
+        let directory = FileRecord(folderID: "docs", FileEntry(path: "sub", kind: .directory, mtimeNs: 1, mode: 0o755, version: [Self.me: 1], modifiedBy: Self.me), inode: 9)
         _ = try index.upsertFiles(old + [gone, directory])
         try write("edited.bin", 91_000) // changed after the record: another size and other bytes
         try index.write { db in try db.execute("UPDATE folders SET content_function = 'sha256'") }

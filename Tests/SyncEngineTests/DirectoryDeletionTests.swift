@@ -1,3 +1,4 @@
+import PeerModel
 import Testing
 @testable import SyncEngine
 
@@ -11,7 +12,7 @@ struct DirectoryDeletionCase: Sendable, CustomTestStringConvertible {
 
 let directoryDeletionTable: [DirectoryDeletionCase] = {
     let a1 = vv([devA: 1]), a1b1 = vv([devA: 1, devB: 1]), a1c1 = vv([devA: 1, devC: 1]), a2 = vv([devA: 2])
-    func child(_ local: FileState?, _ deleter: FileState?) -> DirectoryDeletion.Child { .init(local: local, deleter: deleter) }
+    func child(_ local: FileEntry?, _ deleter: FileEntry?) -> DirectoryDeletion.Child { .init(local: local, deleter: deleter) }
     var rows: [DirectoryDeletionCase] = []
     func row(_ name: String, _ children: [DirectoryDeletion.Child], keeps: Bool) {
         rows.append(DirectoryDeletionCase(name: name, children: children, keeps: keeps))
@@ -42,7 +43,7 @@ let directoryDeletionTable: [DirectoryDeletionCase] = {
 }()
 
 @Suite struct DirectoryDeletionTests {
-    static let tombstoneOfSub = FileState(path: "sub", kind: .directory, mtimeNs: t0, mode: 0o755, deleted: true,
+    static let tombstoneOfSub = FileEntry(path: "sub", kind: .directory, mtimeNs: t0, mode: 0o755, deleted: true,
                                           version: vv([devA: 1, devB: 1]), modifiedBy: devB)
 
     @Test(arguments: directoryDeletionTable)
@@ -63,7 +64,7 @@ let directoryDeletionTable: [DirectoryDeletionCase] = {
         let decision = DirectoryDeletion.decide(local: local, tombstone: Self.tombstoneOfSub,
                                                 children: [.init(local: nil, deleter: nil)], device: devC, mtimeNs: t0 + 5, mode: 0o700)
         guard case let .keep(kept) = decision else { Issue.record("not kept: \(decision)"); return }
-        #expect(kept == FileState(path: "sub", kind: .directory, mtimeNs: t0 + 5, mode: 0o700,
+        #expect(kept == FileEntry(path: "sub", kind: .directory, mtimeNs: t0 + 5, mode: 0o700,
                                   version: vv([devA: 1, devB: 1, devC: 4]), modifiedBy: devC))
         #expect(kept.version.compare(Self.tombstoneOfSub.version) == .greater)
         #expect(kept.version.compare(local.version) == .greater)

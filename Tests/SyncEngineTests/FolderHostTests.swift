@@ -1,3 +1,4 @@
+import PeerModel
 import Dispatch
 import Foundation
 import PeerCrypto
@@ -103,9 +104,7 @@ import Testing
             let entry = try PreparedOffer.build(path: file, name: nil, kind: .file).offer.entries[0]
             let manifest = try Manifest.decode(entry.manifest)
             try host.index.upsertRemoteFiles(folderID: folderID, deviceID: host.remoteDevice, [
-                RemoteFileRecord(path: path, sequence: 1, kind: .file, size: Int64(size), mtimeNs: 1_700_000_000_000_000_000,
-                                 mode: mode, version: version ?? [host.remoteDevice: 1], rootHash: manifest.rootHash,
-                                 modifiedBy: host.remoteDevice, manifest: entry.manifest),
+                RemoteFileRecord(FileEntry(path: path, kind: .file, size: Int64(size), mtimeNs: 1_700_000_000_000_000_000, mode: mode, version: VersionVector(version ?? [host.remoteDevice: 1]), rootHash: manifest.rootHash, modifiedBy: host.remoteDevice, sequence: 1), manifest: entry.manifest),
             ], receivedSequence: 1)
             return try Data(contentsOf: URL(fileURLWithPath: file))
         }
@@ -196,7 +195,7 @@ import Testing
         }
         let same = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "same.bin"))
         #expect(same.rootHash == (try FileChunker.manifest(ofFileAt: fixture.root + "/same.bin")).rootHash)
-        #expect(same.version == old, "unchanged on disk: no edit recorded")
+        #expect(same.version.counters == old, "unchanged on disk: no edit recorded")
         #expect(same.inode != nil)
         let edited = try #require(try fixture.host.index.file(folderID: fixture.folderID, path: "edited.bin"))
         #expect(edited.rootHash == (try FileChunker.manifest(ofFileAt: fixture.root + "/edited.bin")).rootHash)

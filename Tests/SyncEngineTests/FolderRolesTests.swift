@@ -1,3 +1,4 @@
+import PeerModel
 import Testing
 @testable import SyncEngine
 
@@ -9,7 +10,7 @@ struct FolderRolesTests {
     static let keep = PeerPolicy(role: .both, noDeletes: true)
 
     /// (our policy towards devB, the state devB sent, admitted?)
-    static let admitCases: [(PeerPolicy, FileState, Bool)] = [
+    static let admitCases: [(PeerPolicy, FileEntry, Bool)] = [
         (PeerPolicy(), file(vv([devB: 1]), by: devB), true),
         (PeerPolicy(), tombstone(vv([devB: 1]), by: devB), true),
         (send, file(vv([devB: 1]), by: devB), false),
@@ -72,8 +73,8 @@ struct FolderRolesTests {
         (file(vv([devB: 1]), by: devB), file(vv([devB: 1])), false),
         (file(vv([devB: 1]), by: devB), file(vv([devA: 2, devB: 1])), false),
         (file(vv([devB: 2]), by: devB), file(vv([devA: 2, devB: 1])), true),
-    ] as [(FileState, FileState?, Bool)])
-    func aHeldStateIsListedUntilOursCoversIt(_ held: FileState, _ local: FileState?, _ expected: Bool) {
+    ] as [(FileEntry, FileEntry?, Bool)])
+    func aHeldStateIsListedUntilOursCoversIt(_ held: FileEntry, _ local: FileEntry?, _ expected: Bool) {
         #expect(FolderRoles.notApplied(held, local: local) == expected)
     }
 

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import PeerFiles
 import PeerIndex
@@ -313,9 +314,8 @@ import Testing
         let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
         try TransferPair.eventually("bob has joined") { (try? pair.bob.index.folders().count) == 1 }
         let entry = { (path: String) in
-            SyncFileEntry(path: path, kind: .directory, size: 0, mtimeNanoseconds: 1, mode: 0o755, deleted: false, symlinkTarget: "",
-                          version: [.init(device: pair.bob.deviceKey, counter: 1)], sequence: 1, modifiedBy: pair.bob.deviceKey,
-                          rootHash: [], manifest: [])
+            SyncFileEntry(FileEntry(path: path, kind: .directory, mtimeNs: 1, mode: 0o755, version: [pair.bob.deviceKey: 1],
+                                    modifiedBy: pair.bob.deviceKey, sequence: 1))
         }
         pair.bob.sendRaw([.indexUpdate(folder: shared.folder, full: false, entries: [entry("../escape"), entry("fine")])])
         try TransferPair.eventually("alice ignores the unsafe entry") { pair.alice.events.errors.contains { $0.contains("unsafe path") } }
@@ -345,8 +345,7 @@ import Testing
                 FileChunkRecord(offset: Int64(i) << 16, size: 1 << 16,
                                 hash: withUnsafeBytes(of: (generator.next(), generator.next(), generator.next(), generator.next())) { Array($0) })
             }
-            var record = FileRecord(folderID: shared.folder, path: "film-\(n).mkv", kind: .file, size: 20_000 << 16, mtimeNs: 1,
-                                    mode: 0o644, version: [pair.alice.deviceKey: 1], modifiedBy: pair.alice.deviceKey, chunks: chunks)
+            var record = FileRecord(folderID: shared.folder, FileEntry(path: "film-\(n).mkv", kind: .file, size: 20_000 << 16, mtimeNs: 1, mode: 0o644, version: [pair.alice.deviceKey: 1], modifiedBy: pair.alice.deviceKey), chunks: chunks)
             record.rootHash = record.chunkManifest!.rootHash
             return record
         }
@@ -364,8 +363,8 @@ import Testing
     /// The page is the longest prefix within the budget, never empty, in sequence order.
     @Test func anIndexPageIsTheLongestPrefixWithinItsBudget() {
         let entry = { (n: Int, manifest: Int) in
-            SyncFileEntry(path: "f\(n)", kind: .file, size: 1, mtimeNanoseconds: 1, mode: 0o644, deleted: false, symlinkTarget: "",
-                          version: [], sequence: UInt64(n), modifiedBy: String(repeating: "A", count: 56), rootHash: [],
+            SyncFileEntry(FileEntry(path: "f\(n)", kind: .file, size: 1, mtimeNs: 1, mode: 0o644, version: [:],
+                                    modifiedBy: String(repeating: "A", count: 56), sequence: Int64(n)),
                           manifest: [UInt8](repeating: 0, count: manifest))
         }
         let entries = (1...10).map { entry($0, 1_000) }

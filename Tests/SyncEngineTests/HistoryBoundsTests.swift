@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import PeerIndex
 import PeerWire

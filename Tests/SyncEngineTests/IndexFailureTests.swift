@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PeerFiles
+import PeerModel
 @testable import PeerIndex
 @testable import SyncEngine
 import Synchronization
@@ -224,8 +225,9 @@ import Testing
         for n in 0..<2 {
             let file = home + "/v\(n)"
             try Data((0..<1000).map { _ in UInt8.random(in: 0...255) }).write(to: URL(fileURLWithPath: file))
-            let record = FileRecord(folderID: "f", path: "a.bin", sequence: 1, kind: .file, size: 1000, mtimeNs: Int64(n), mode: 0o644,
-                                    version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A")
+            let record = FileRecord(folderID: "f", FileEntry(path: "a.bin", kind: .file, size: 1000, mtimeNs: Int64(n), mode: 0o644,
+                                    version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A",
+                                    sequence: 1))
             ids.append(try #require(keeper.keepFile(at: file, as: record, reason: "peer-edit")))
             clock.withLock { $0 += 1_000 }
         }

@@ -1,3 +1,4 @@
+import PeerModel
 import PeerFiles
 import PeerIndex
 import Testing
@@ -12,16 +13,14 @@ import Testing
     func record(_ path: String, kind: FileKind = .file, size: Int64 = 3, deleted: Bool = false) -> FileRecord {
         let chunks = kind == .file && size > 0 && !deleted
             ? [FileChunkRecord(offset: 0, size: size, hash: [UInt8](repeating: UInt8(path.utf8.count), count: 32))] : []
-        var record = FileRecord(folderID: "f", path: path, kind: kind, size: kind == .file ? size : 0, mtimeNs: 42,
-                                mode: kind == .directory ? 0o755 : 0o644, inode: UInt64(path.utf8.count), deleted: deleted,
-                                version: [Self.device: 1], modifiedBy: Self.device, chunks: chunks)
+        var record = FileRecord(folderID: "f", FileEntry(path: path, kind: kind, size: kind == .file ? size : 0, mtimeNs: 42, mode: kind == .directory ? 0o755 : 0o644, deleted: deleted, version: [Self.device: 1], modifiedBy: Self.device), inode: UInt64(path.utf8.count), chunks: chunks)
         record.rootHash = record.chunkManifest?.rootHash
         return record
     }
 
     func known(_ record: FileRecord) throws -> KnownEntry {
         let refs = record.chunks.map { ChunkRef(offset: UInt64($0.offset), size: UInt32($0.size), hash: ChunkHash(bytes: $0.hash)!) }
-        return KnownEntry(path: record.path, kind: record.kind == .directory ? .directory : .file, size: UInt64(record.size),
+        return KnownEntry(path: record.path, kind: record.kind == .directory ? .directory : .file, size: record.size,
                           mtimeNs: record.mtimeNs, inode: record.inode ?? 0, mode: record.mode,
                           manifest: record.kind == .file ? try Manifest(fileSize: UInt64(record.size), chunks: refs) : nil)
     }

@@ -1,15 +1,16 @@
+import PeerModel
 import Testing
 @testable import SyncEngine
 
 @Suite struct LocalChangesTests {
     let changes = LocalChanges(localDevice: devA)
 
-    func entry(_ path: String, content: UInt8 = 1, mtime: Int64 = t0, mode: UInt32 = 0o644) -> ScannedEntry {
-        ScannedEntry(path: path, kind: .file, size: 100 + Int64(content), mtimeNs: mtime, mode: mode, rootHash: hash(content))
+    func entry(_ path: String, content: UInt8 = 1, mtime: Int64 = t0, mode: UInt32 = 0o644) -> FileEntry {
+        onDisk(path: path, kind: .file, size: 100 + Int64(content), mtimeNs: mtime, mode: mode, rootHash: hash(content))
     }
 
     @Test func scanBecomesRecords() throws {
-        let old: [String: FileState] = [
+        let old: [String: FileEntry] = [
             "same.txt": file("same.txt", vv([devB: 3]), by: devB),
             "edited.txt": file("edited.txt", vv([devA: 1, devB: 2]), by: devB),
             "chmod.txt": file("chmod.txt", vv([devB: 1]), by: devB),
@@ -21,8 +22,8 @@ import Testing
         let scan = LocalScanResult(rootPresent: true, present: [
             entry("same.txt"), entry("edited.txt", content: 2, mtime: t0 + 5), entry("chmod.txt", mode: 0o600),
             entry("new.txt", content: 3), entry("back.txt", content: 4),
-            ScannedEntry(path: "dir", kind: .directory, mtimeNs: t0 + 99, mode: 0o755), // only its mtime moved
-            ScannedEntry(path: "link", kind: .symlink, mtimeNs: t0, mode: 0o777, symlinkTarget: "dir"),
+            onDisk(path: "dir", kind: .directory, mtimeNs: t0 + 99, mode: 0o755), // only its mtime moved
+            onDisk(path: "link", kind: .symlink, mtimeNs: t0, mode: 0o777, symlinkTarget: "dir"),
         ], deleted: ["gone.txt", "already-gone.txt", "never-known.txt"])
         let records = try changes.records(for: scan, old: { old[$0] }, deletedAtNs: t0 + 1_000).get()
         let byPath = Dictionary(uniqueKeysWithValues: records.map { ($0.path, $0) })

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import Glibc
 import PeerFiles
@@ -28,8 +29,7 @@ import Testing
         var st = stat()
         _ = stat(path, &st)
         let mtime = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-        return FileRecord(folderID: "f", path: "a.bin", kind: .file, size: size ?? Int64(st.st_size), mtimeNs: mtimeNs ?? mtime,
-                          mode: 0o644, inode: UInt64(st.st_ino), version: [:], modifiedBy: "x")
+        return FileRecord(folderID: "f", FileEntry(path: "a.bin", kind: .file, size: size ?? Int64(st.st_size), mtimeNs: mtimeNs ?? mtime, mode: 0o644, version: [:], modifiedBy: "x"), inode: UInt64(st.st_ino))
     }
 
     @Test func rangesAreCopiedByteForByte() throws {

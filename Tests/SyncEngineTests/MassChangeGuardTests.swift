@@ -1,3 +1,4 @@
+import PeerModel
 import PeerIndex
 import Testing
 @testable import SyncEngine
@@ -51,7 +52,7 @@ struct MassChangeGuardTests {
     @Test func countsDeletionsAndReplacementsOfLiveFiles() {
         let local = file(vv([devA: 1]), content: 1)
         let newer = vv([devA: 1, devB: 1])
-        let cases: [(SyncAction, FileState?, Bool)] = [
+        let cases: [(SyncAction, FileEntry?, Bool)] = [
             (.delete(tombstone(newer, by: devB), from: devB), local, true),
             (.pull(file(newer, content: 2, by: devB), from: devB), local, true),
             (.pull(file(newer, content: 2, by: devB), from: devB), nil, false),

@@ -1,3 +1,4 @@
+import PeerModel
 import PeerFiles
 import Testing
 @testable import SyncEngine
@@ -8,7 +9,7 @@ import Testing
 /// update can carry the new paths before the deletions. Real deletions still add up.
 struct MassChangeMoveTests {
     /// A folder of 10 live files, content n at "f<n>", as `pull` plans against.
-    static let local: [PathKey: FileState] = Dictionary(uniqueKeysWithValues: (1...10).map { n in
+    static let local: [PathKey: FileEntry] = Dictionary(uniqueKeysWithValues: (1...10).map { n in
         (PathKey("f\(n)"), file("f\(n)", vv([devA: 1]), content: UInt8(n)))
     })
     static let gone = vv([devA: 1, devB: 1])

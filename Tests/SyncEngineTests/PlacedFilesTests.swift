@@ -1,3 +1,4 @@
+import PeerModel
 import PeerIndex
 import Testing
 @testable import SyncEngine
@@ -7,8 +8,7 @@ import Testing
 struct PlacedFilesTests {
     static func record(_ path: String, kind: FileKind = .file, size: Int64 = 4096, mtimeNs: Int64 = 7,
                        mode: UInt32 = 0o644, inode: UInt64? = 11, deleted: Bool = false) -> FileRecord {
-        FileRecord(folderID: "f", path: path, kind: kind, size: size, mtimeNs: mtimeNs, mode: mode, inode: inode,
-                   deleted: deleted, version: ["d": 1], modifiedBy: "d")
+        FileRecord(folderID: "f", FileEntry(path: path, kind: kind, size: size, mtimeNs: mtimeNs, mode: mode, deleted: deleted, version: ["d": 1], modifiedBy: "d"), inode: inode)
     }
 
     static let recorded = PlacedFiles.Mark(inode: 11, size: 4096, mtimeNs: 7, mode: 0o644)

@@ -1,3 +1,4 @@
+import PeerModel
 import Dispatch
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import Glibc
 import Testing
@@ -68,8 +69,7 @@ struct VersionStoreTests {
         let started = Date()
         for n in 0..<versions {
             try Data(content).write(to: URL(fileURLWithPath: file))
-            let record = FileRecord(folderID: "f", path: "big.bin", sequence: 1, kind: .file, size: Int64(size), mtimeNs: Int64(n),
-                                    mode: 0o644, version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A")
+            let record = FileRecord(folderID: "f", FileEntry(path: "big.bin", kind: .file, size: Int64(size), mtimeNs: Int64(n), mode: 0o644, version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A", sequence: 1))
             #expect(keeper.keepFile(at: file, as: record, reason: "peer-edit") != nil)
             // The next edit: `change` bytes somewhere in the file.
             seed &+= 1
@@ -109,8 +109,7 @@ struct VersionStoreTests {
         for n in 0..<3 {
             let file = home + "/v\(n)"
             try Data(shared + Self.random(70_000, seed: UInt64(10 + n))).write(to: URL(fileURLWithPath: file))
-            let record = FileRecord(folderID: "f", path: "a.bin", sequence: 1, kind: .file, size: 140_000, mtimeNs: Int64(n), mode: 0o644,
-                                    version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A")
+            let record = FileRecord(folderID: "f", FileEntry(path: "a.bin", kind: .file, size: 140_000, mtimeNs: Int64(n), mode: 0o644, version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A", sequence: 1))
             keeper.keepFile(at: file, as: record, reason: "peer-edit")
             clock.withLock { $0 += 1_000 }
         }

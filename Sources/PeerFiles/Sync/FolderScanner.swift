@@ -1,4 +1,5 @@
 internal import Glibc
+internal import PeerModel
 
 /// Walks a shared folder and reports what differs from what the caller knows: added and
 /// changed entries (with fresh chunk manifests for files whose content changed) and
@@ -108,7 +109,7 @@ private struct WalkItem {
     /// Sort key: the name's bytes, plus "/" for the descend item of a directory.
     var key: [UInt8]
     var descend: Bool
-    var kind: ScannedKind
+    var kind: FileKind
     var size: UInt64
     var mtimeNs: Int64
     var mode: UInt32
@@ -318,7 +319,7 @@ private final class ScanRun {
             previous = k
             peeked = nil
         }
-        var entry = ScannedEntry(path: path, kind: item.kind, size: item.size, mtimeNs: item.mtimeNs,
+        var entry = ScannedEntry(path: path, kind: item.kind, size: Int64(item.size), mtimeNs: item.mtimeNs,
                                  mode: item.mode, inode: item.inode)
         switch item.kind {
         case .directory:
@@ -432,7 +433,7 @@ private final class ScanRun {
     func statItem(_ fd: Int32, name: String, nameBytes: [UInt8], parent: [[UInt8]]) -> WalkItem? {
         var st = stat()
         guard fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { return nil }
-        let kind: ScannedKind
+        let kind: FileKind
         switch st.st_mode & S_IFMT {
         case S_IFREG: kind = .file
         case S_IFDIR: kind = .directory
@@ -520,7 +521,7 @@ private final class ScanRun {
             return .unstable
         }
         sumCache?.record(ChunkSums(rootHash: manifest.rootHash, sums: sums), for: path)
-        return .hashed(ScannedEntry(path: path, kind: .file, size: size, mtimeNs: Self.mtimeNs(before),
+        return .hashed(ScannedEntry(path: path, kind: .file, size: Int64(size), mtimeNs: Self.mtimeNs(before),
                                     mode: UInt32(before.st_mode) & 0o7777, inode: UInt64(before.st_ino),
                                     manifest: manifest))
     }
@@ -547,7 +548,7 @@ private final class ScanRun {
     // MARK: Known entries
 
     /// The source's `movedFile`, for files the known entries do not match.
-    var movedFile: ((String, UInt64, UInt64, Int64) -> KnownEntry?)?
+    var movedFile: ((String, UInt64, Int64, Int64) -> KnownEntry?)?
 
     func startKnown(_ iterator: any IteratorProtocol<KnownEntry>) {
         known = iterator

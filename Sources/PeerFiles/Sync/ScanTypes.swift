@@ -1,27 +1,15 @@
 internal import Glibc
+package import PeerModel
 
-/// What an entry of a shared folder is. Anything else (FIFOs, sockets, devices) is not synced.
-package enum ScannedKind: UInt8, Sendable, Equatable, CustomStringConvertible {
-    case file = 0
-    case directory = 1
-    case symlink = 2
-
-    package var description: String {
-        switch self {
-        case .file: return "file"
-        case .directory: return "directory"
-        case .symlink: return "symlink"
-        }
-    }
-}
-
-/// One entry of a folder as the scanner found it.
+/// One entry of a folder as the scanner found it: an observation of the disk, not a
+/// `FileEntry` (no version, author or sequence yet; the inode and chunk list that only the
+/// local side has), with the entry's kind and its fields' names and types.
 package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
     /// Relative to the folder root, "/"-separated, no leading "/" (valid as a `SafePath`).
     package var path: String
-    package var kind: ScannedKind
+    package var kind: FileKind
     /// Bytes for files, the target's length for symlinks, 0 for directories.
-    package var size: UInt64
+    package var size: Int64
     /// Modification time in nanoseconds since 1970 (UTC).
     package var mtimeNs: Int64
     /// Permission bits (`st_mode & 0o7777`).
@@ -33,7 +21,7 @@ package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
     /// caller's `KnownEntry` when size, mtime and inode were unchanged.
     package var manifest: Manifest?
 
-    package init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, mode: UInt32, inode: UInt64,
+    package init(path: String, kind: FileKind, size: Int64, mtimeNs: Int64, mode: UInt32, inode: UInt64,
                 symlinkTarget: String? = nil, manifest: Manifest? = nil) {
         self.path = path
         self.kind = kind
@@ -58,8 +46,8 @@ package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
 /// What the caller (the index) already knows about a path: what a rescan compares with.
 package struct KnownEntry: Sendable, Equatable {
     package var path: String
-    package var kind: ScannedKind
-    package var size: UInt64
+    package var kind: FileKind
+    package var size: Int64
     package var mtimeNs: Int64
     package var inode: UInt64
     package var mode: UInt32
@@ -68,7 +56,7 @@ package struct KnownEntry: Sendable, Equatable {
     /// has to be reported.
     package var manifest: Manifest?
 
-    package init(path: String, kind: ScannedKind, size: UInt64, mtimeNs: Int64, inode: UInt64, mode: UInt32,
+    package init(path: String, kind: FileKind, size: Int64, mtimeNs: Int64, inode: UInt64, mode: UInt32,
                 symlinkTarget: String? = nil, manifest: Manifest? = nil) {
         self.path = path
         self.kind = kind
@@ -103,11 +91,11 @@ package protocol KnownEntrySource {
     /// What was known about the file now at `path` before it was renamed there (the kernel
     /// reported the rename), if it is still that file (same inode, size and mtime): the
     /// scanner takes its manifest instead of reading the file.
-    func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry?
+    func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry?
 }
 
 extension KnownEntrySource {
-    package func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? { nil }
+    package func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry? { nil }
 }
 
 /// An in-memory `KnownEntrySource` (tests, small folders): a dictionary by path.
@@ -286,7 +274,7 @@ package struct KnownEntriesWithMoves<Base: KnownEntrySource>: KnownEntrySource {
         base.knownEntries(under: prefix)
     }
 
-    package func movedFile(path: String, inode: UInt64, size: UInt64, mtimeNs: Int64) -> KnownEntry? {
+    package func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry? {
         guard let entry = moved[path], entry.inode == inode, entry.size == size, entry.mtimeNs == mtimeNs else { return nil }
         return entry
     }

@@ -1,3 +1,5 @@
+package import PeerModel
+
 /// What becomes of a directory that a peer deleted but that is not empty here. Pure: the
 /// applier supplies what the directory holds and what the deleting peer knows of it.
 ///
@@ -11,19 +13,19 @@
 /// the deletion here (the delete is planned again and again) while the peers that pull the
 /// surviving entry hold a directory their index says is deleted: nobody converges.
 package enum DirectoryDeletion: Sendable, Equatable {
-    /// Keep the directory and record `FileState` (live, dominating the deletion).
-    case keep(FileState)
+    /// Keep the directory and record `FileEntry` (live, dominating the deletion).
+    case keep(FileEntry)
     /// What it holds is covered by the deletion but not deleted here yet: try again later.
     case wait
 
     /// One entry found inside the directory on disk.
     package struct Child: Sendable, Equatable {
         /// The local record of the entry; nil when it is not recorded (new, not scanned yet).
-        package var local: FileState?
+        package var local: FileEntry?
         /// The deleting peer's state of the entry; nil when that peer never had it.
-        package var deleter: FileState?
+        package var deleter: FileEntry?
 
-        package init(local: FileState?, deleter: FileState?) {
+        package init(local: FileEntry?, deleter: FileEntry?) {
             self.local = local
             self.deleter = deleter
         }
@@ -32,11 +34,11 @@ package enum DirectoryDeletion: Sendable, Equatable {
     /// Decides for the directory whose local record is `local` (live, or nil), deleted by a
     /// peer with `tombstone`, holding `children`; `device` is our device ID, `mtimeNs` and
     /// `mode` what the directory has on disk.
-    package static func decide(local: FileState?, tombstone: FileState, children: [Child], device: String,
+    package static func decide(local: FileEntry?, tombstone: FileEntry, children: [Child], device: String,
                               mtimeNs: Int64, mode: UInt32) -> DirectoryDeletion {
         guard children.contains(where: survives) else { return .wait }
         let seen = tombstone.version.merged(with: local?.version ?? VersionVector())
-        return .keep(FileState(path: tombstone.path, kind: .directory, mtimeNs: mtimeNs, mode: mode,
+        return .keep(FileEntry(path: tombstone.path, kind: .directory, mtimeNs: mtimeNs, mode: mode,
                                version: seen.incremented(for: device), modifiedBy: device))
     }
 

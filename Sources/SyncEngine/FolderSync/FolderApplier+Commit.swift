@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
@@ -122,7 +123,7 @@ extension FolderApplier {
         // The barrier for the renames, then the records: on `recorder`, while `io` goes on
         // (`settle` waits for it before anything reads what the batch recorded).
         // Only records and names go along: the batch's descriptors close here.
-        let records = done.map { $0.item.state.fileRecord(folderID: folderID, inode: $0.inode, chunks: $0.item.chunks) }
+        let records = done.map { FileRecord(folderID: folderID, $0.item.state, inode: $0.inode, chunks: $0.item.chunks) }
         let replaced = outgoing
         outgoing = []
         let paths = batch.items.map(\.state.path)
@@ -164,7 +165,7 @@ extension FolderApplier {
         defer { rescan.append(item.state.path) }
         let replaced = outgoing.firstIndex { $0.directory === item.directory && $0.name == item.temp }
         if let replaced { outgoing.remove(at: replaced) }
-        let record = item.state.fileRecord(folderID: folderID, inode: placedInode, chunks: item.chunks)
+        let record = FileRecord(folderID: folderID, item.state, inode: placedInode, chunks: item.chunks)
         guard let placedInode, inode(item.directory, item.name) == placedInode, entry(item.name, in: item.directory, is: record) else {
             return   // not ours any more (or unknown): it stays, and so does what it replaced
         }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import PeerCrypto
@@ -12,7 +13,7 @@ extension FolderApplier {
     /// kept and recorded live again when something inside survives the deletion; otherwise
     /// what it holds waits for its own tombstones, and the directory is a failing path (shown
     /// by `status`, tried again) until it can go.
-    func keepOrWait(_ tombstone: FileState, _ resolved: ResolvedPath, deleter: String, root: DirectoryHandle) {
+    func keepOrWait(_ tombstone: FileEntry, _ resolved: ResolvedPath, deleter: String, root: DirectoryHandle) {
         let children: [String]
         let locals: [PathKey: FileRecord]
         let remotes: [PathKey: [String: RemoteFileRecord]]
@@ -27,14 +28,14 @@ extension FolderApplier {
             fail(tombstone.path, "cannot look inside the folder a peer deleted: \(error)")
             return
         }
-        let own: FileState?
-        do { own = try index.file(folderID: folderID, path: tombstone.path).map(FileState.init) } catch {
+        let own: FileEntry?
+        do { own = try index.file(folderID: folderID, path: tombstone.path).map(\.entry) } catch {
             return fail(tombstone.path, "cannot read the index: \(error)")
         }
         let decision = DirectoryDeletion.decide(
             local: own?.deleted == false ? own : nil, tombstone: tombstone,
-            children: children.map { DirectoryDeletion.Child(local: locals[PathKey($0)].map(FileState.init),
-                                                             deleter: remotes[PathKey($0)]?[deleter].map(FileState.init)) },
+            children: children.map { DirectoryDeletion.Child(local: locals[PathKey($0)].map(\.entry),
+                                                             deleter: remotes[PathKey($0)]?[deleter].map(\.entry)) },
             device: host.localDevice,
             mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec), mode: UInt32(st.st_mode & 0o7777))
         switch decision {

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import PeerFiles
@@ -11,7 +12,7 @@ extension FolderApplier {
 
     /// A directory: made (or its mode set). Whatever else is in the way goes only if it is
     /// kept as the conflict copy, or if the index shows it is what peers have seen.
-    func pullDirectory(_ state: FileState, _ resolved: ResolvedPath, conflictCopy: String?, root: DirectoryHandle) {
+    func pullDirectory(_ state: FileEntry, _ resolved: ResolvedPath, conflictCopy: String?, root: DirectoryHandle) {
         let mode = mode_t(state.mode & 0o777)
         if resolved.existing == .directory {
             guard fchmodat(resolved.directory.fd, resolved.name, mode, 0) == 0 else {
@@ -63,7 +64,7 @@ extension FolderApplier {
 
     /// Deletes the local path as `state` (a tombstone that `device` sent) says, unless it
     /// changed here since it was scanned; a directory goes only once empty.
-    func delete(_ state: FileState, from device: String, root: DirectoryHandle) {
+    func delete(_ state: FileEntry, from device: String, root: DirectoryHandle) {
         let resolved: ResolvedPath
         do {
             resolved = try SafePath(state.path).resolve(under: root)
@@ -98,7 +99,7 @@ extension FolderApplier {
         record(state, root: root)
     }
 
-    func rename(_ from: FileState, _ to: FileState, source: String, root: DirectoryHandle) {
+    func rename(_ from: FileEntry, _ to: FileEntry, source: String, root: DirectoryHandle) {
         // The file moves as it is into the peer's version: its bytes must be what the index
         // records (hashed now), not only its size and mtime. Its chunks are read first: an
         // index that cannot give them fails the path before anything moves (recorded
@@ -122,13 +123,13 @@ extension FolderApplier {
         let flushed = DurableNames.syncfsIsBarrier(root.fd) ? syncFileSystem(root.fd) == 0
             : fsync(old.directory.fd) == 0 && fsync(new.directory.fd) == 0
         if !flushed { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
-        store([from.fileRecord(folderID: folderID),
-               to.fileRecord(folderID: folderID, inode: inode(new.directory, new.name), chunks: chunks)])
+        store([FileRecord(folderID: folderID, from),
+               FileRecord(folderID: folderID, to, inode: inode(new.directory, new.name), chunks: chunks)])
     }
 
     /// Records a state whose disk side is already right (metadata, directories, keepLocal).
     /// An index that cannot give a file's chunks fails the path (not recorded without them).
-    func record(_ state: FileState, root: DirectoryHandle) {
+    func record(_ state: FileEntry, root: DirectoryHandle) {
         var chunks: [FileChunkRecord] = []
         var inode: UInt64?
         if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
@@ -144,7 +145,7 @@ extension FolderApplier {
                 state.mtimeNs = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
             }
         }
-        store([state.fileRecord(folderID: folderID, inode: inode, chunks: state.kind == .file ? chunks : [])])
+        store([FileRecord(folderID: folderID, state, inode: inode, chunks: state.kind == .file ? chunks : [])])
     }
 
     /// Writes records to the index; a failure is a failure of each of their paths (the

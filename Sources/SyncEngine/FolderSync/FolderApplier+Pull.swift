@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
@@ -9,7 +10,7 @@ internal import PeerIndex
 /// that came with the index and from local files, and what is still missing fetched from
 /// peers, many chunks at once across the batch (`launch`).
 extension FolderApplier {
-    func pull(_ state: FileState, from device: String, root: DirectoryHandle, conflictCopy: String?) {
+    func pull(_ state: FileEntry, from device: String, root: DirectoryHandle, conflictCopy: String?) {
         guard let safe = try? SafePath(state.path) else { return }
         if local[PathKey(state.path)] != nil, conflictCopy == nil, !diskMatchesIndex(state.path, root: root) {
             rescan.append(state.path)  // changed here since the last scan: scan it first
@@ -113,12 +114,12 @@ extension FolderApplier {
     }
 
     /// Peers that are connected and have exactly this content for the path.
-    func devices(holding state: FileState) -> [String] {
+    func devices(holding state: FileEntry) -> [String] {
         holders(of: state, in: remotes[PathKey(state.path)] ?? [:])
     }
 
     /// Connected peers whose entry (device → state) has exactly this content.
-    func holders(of state: FileState, in entries: [String: FileState]) -> [String] {
+    func holders(of state: FileEntry, in entries: [String: FileEntry]) -> [String] {
         entries.filter { !$0.value.deleted && $0.value.rootHash == state.rootHash && connected.contains($0.key) }.map(\.key).sorted()
     }
 
@@ -194,14 +195,14 @@ extension FolderApplier {
         // connected peer that holds a file's content now serves its blocks (multi-source).
         // Looked up at most every `refreshInterval`: asking waits for the node's queue, which
         // is busy with the answers (B: 0.5 s of bob's 4.7 s when asked for every 32 jobs).
-        var fresh: [PathKey: [String: FileState]] = [:]
+        var fresh: [PathKey: [String: FileEntry]] = [:]
         let time = ContinuousClock.now
         if lastRefresh.map({ time - $0 >= Self.refreshInterval }) ?? true {
             lastRefresh = time
             connected = host.connectedDevices()
             // (An index that cannot say: the planned sources serve; nothing else.)
             fresh = ((try? index.remoteFiles(folderID: folderID, paths: jobs.map(\.path).pathKeys.map(\.string), keyedBy: PathKey.init(_:))) ?? [:])
-                .mapValues { $0.mapValues(FileState.init) }
+                .mapValues { $0.mapValues(\.entry) }
         }
         let units = units
         let group = inFlight

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
@@ -38,9 +39,9 @@ final class FolderApplier {
     var host: any FolderHost { core.host }
     var index: NodeIndex { core.index }
     var folderID: String { core.folderID }
-    let local: [PathKey: FileState]
+    let local: [PathKey: FileEntry]
     /// Path → device → that peer's state (what the plan was made from).
-    let remotes: [PathKey: [String: FileState]]
+    let remotes: [PathKey: [String: FileEntry]]
     let manifests: [PathKey: [String: [UInt8]]]
     /// Small files' content that came with the peers' index pages (verified), by hash: written
     /// as it is, neither looked up in local files nor asked for. A written block goes at the
@@ -100,7 +101,7 @@ final class FolderApplier {
     private(set) var failures: [PathKey: FailedPull] = [:]
     /// Path → the state each action of this apply wants there (its `PullFailure.version`
     /// is made only for a path that fails).
-    private var wanted: [PathKey: FileState] = [:]
+    private var wanted: [PathKey: FileEntry] = [:]
     /// Path → the wanted version (`PullFailure.version`) whose chunks a temp file kept from a
     /// failed attempt holds: those that still verify are not fetched again.
     var keptTemps: [PathKey: String] = [:]
@@ -131,7 +132,7 @@ final class FolderApplier {
         let directory: DirectoryHandle
         let temp: String
         let name: String
-        let state: FileState
+        let state: FileEntry
         let chunks: [FileChunkRecord]
         /// A local file that must become the conflict copy first.
         var conflictCopy: String?
@@ -174,8 +175,8 @@ final class FolderApplier {
     var lastRefresh: ContinuousClock.Instant?
     static let refreshInterval = Duration.milliseconds(250)
 
-    init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [PathKey: FileState],
-         remotes: [PathKey: [String: FileState]], manifests: [PathKey: [String: [UInt8]]],
+    init(folder: SharedFolder, host: any FolderHost, index: NodeIndex, local: [PathKey: FileEntry],
+         remotes: [PathKey: [String: FileEntry]], manifests: [PathKey: [String: [UInt8]]],
          blocks: consuming [ChunkHash: IndexBlock] = [:]) {
         core = Core(folder: folder, host: host, index: index)
         self.local = local
@@ -243,7 +244,7 @@ final class FolderApplier {
         dropUsedBlocks()
         var hashes: [[UInt8]] = []
         for action in actions {
-            let wanted: (FileState, String)? = switch action {
+            let wanted: (FileEntry, String)? = switch action {
             case let .pull(state, device), let .conflict(state, device, _, _), let .rename(_, state, device): (state, device)
             default: nil
             }
@@ -315,7 +316,7 @@ final class FolderApplier {
 
     /// Notes the version each path of `action` should end up with (what a failure is for).
     func noteWanted(_ action: SyncAction) {
-        let states: [FileState] = switch action {
+        let states: [FileEntry] = switch action {
         case .upToDate, .keepLocal: []
         case let .pull(state, _), let .updateMetadata(state, _), let .delete(state, _): [state]
         case let .conflict(winner, _, _, _): [winner]

@@ -1,3 +1,4 @@
+package import PeerModel
 internal import PeerIndex
 
 /// Our role towards one peer in one shared folder (`syncpeer share --role`, `syncpeer role`).
@@ -39,7 +40,7 @@ package struct PeerPolicy: Sendable, Hashable {
 /// and a hostile peer that claims another author is still refused as the sender. Pure.
 package enum FolderRoles {
     /// Whether the state `sender` has of a path may be planned here.
-    package static func admits(_ state: FileState, from sender: String, policies: [String: PeerPolicy]) -> Bool {
+    package static func admits(_ state: FileEntry, from sender: String, policies: [String: PeerPolicy]) -> Bool {
         for device in Set([sender, state.modifiedBy]) {
             let policy = policies[device] ?? PeerPolicy()
             if policy.role == .sendOnly { return false }
@@ -49,9 +50,9 @@ package enum FolderRoles {
     }
 
     /// The peers' states of one path split into what is planned and what the roles hold back.
-    package static func split(_ remotes: [String: FileState], policies: [String: PeerPolicy])
-        -> (admitted: [String: FileState], held: [String: FileState]) {
-        var admitted: [String: FileState] = [:], held: [String: FileState] = [:]
+    package static func split(_ remotes: [String: FileEntry], policies: [String: PeerPolicy])
+        -> (admitted: [String: FileEntry], held: [String: FileEntry]) {
+        var admitted: [String: FileEntry] = [:], held: [String: FileEntry] = [:]
         for (device, state) in remotes {
             if admits(state, from: device, policies: policies) { admitted[device] = state } else { held[device] = state }
         }
@@ -60,7 +61,7 @@ package enum FolderRoles {
 
     /// Whether a held state is a change we have not taken ("remote change not applied"): it
     /// is not dominated by the local version (a state we already have or superseded is not).
-    package static func notApplied(_ held: FileState, local: FileState?) -> Bool {
+    package static func notApplied(_ held: FileEntry, local: FileEntry?) -> Bool {
         guard !held.version.isEmpty else { return false }
         guard let local else { return !held.deleted }
         return !local.version.dominates(held.version)
@@ -74,7 +75,7 @@ package enum FolderRoles {
 
     /// `syncpeer override`: the local state recorded again with a version that dominates
     /// every held state, so that ours wins at the peers (one more change of ours on top).
-    package static func override(_ local: FileState, over held: [FileState], localDevice: String) -> FileState {
+    package static func override(_ local: FileEntry, over held: [FileEntry], localDevice: String) -> FileEntry {
         let merged = held.reduce(local.version) { $0.merged(with: $1.version) }
         var state = local.with(version: merged.incremented(for: localDevice))
         state.modifiedBy = localDevice
@@ -83,7 +84,7 @@ package enum FolderRoles {
 
     /// Whether a local record is a local change a receive-only peer has not taken: ours,
     /// and not dominated by what that peer has.
-    package static func locallyChanged(_ local: FileState, peer: FileState?, localDevice: String) -> Bool {
+    package static func locallyChanged(_ local: FileEntry, peer: FileEntry?, localDevice: String) -> Bool {
         guard local.modifiedBy == localDevice else { return false }
         guard let peer else { return !local.deleted }
         return !peer.version.dominates(local.version)

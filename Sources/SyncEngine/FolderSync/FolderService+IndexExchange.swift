@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
@@ -23,7 +24,7 @@ extension FolderService {
         /// Hash → size of the single chunk of each small file of the page.
         var small: [ChunkHash: Int] = [:]
         for entry in entries {
-            highest = max(highest, Int64(clamping: entry.sequence))
+            highest = max(highest, entry.sequence)
             // Hostile input: a path must stay inside the folder; a live file needs a manifest
             // that matches its root hash and size.
             guard (try? SafePath(entry.path)) != nil else {
@@ -33,7 +34,7 @@ extension FolderService {
             var manifest: [UInt8]?
             if entry.kind == .file && !entry.deleted {
                 guard let decoded = try? Manifest.decode(entry.manifest), decoded.rootHash == entry.rootHash,
-                      decoded.fileSize == entry.size else {
+                      decoded.fileSize == UInt64(entry.size) else {
                     emitError(session.peer, "folder \(folder.label): ignored \(entry.path): its manifest does not match")
                     continue
                 }
@@ -43,13 +44,7 @@ extension FolderService {
                     small[chunk.hash] = Int(chunk.size)
                 }
             }
-            let kind: FileKind = entry.kind == .directory ? .directory : entry.kind == .symlink ? .symlink : .file
-            records.append(RemoteFileRecord(
-                path: entry.path, sequence: Int64(clamping: entry.sequence), kind: kind, size: Int64(clamping: entry.size),
-                mtimeNs: entry.mtimeNanoseconds, mode: entry.mode, deleted: entry.deleted,
-                symlinkTarget: entry.kind == .symlink ? entry.symlinkTarget : nil,
-                version: Dictionary(entry.version.map { ($0.device, $0.counter) }, uniquingKeysWith: { a, b in max(a, b) }),
-                rootHash: entry.rootHash.isEmpty ? nil : entry.rootHash, modifiedBy: entry.modifiedBy, manifest: manifest))
+            records.append(RemoteFileRecord(entry.entry, manifest: manifest))
             paths.insert(PathKey(entry.path))
             bytes += entry.encodedSize
         }
@@ -203,12 +198,6 @@ extension FolderService {
     }
 
     static func wireEntry(_ record: FileRecord) -> SyncFileEntry {
-        let manifest = record.manifest?.encode() ?? []
-        let kind: SyncFileEntry.Kind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
-        return SyncFileEntry(path: record.path, kind: kind, size: UInt64(max(0, record.size)), mtimeNanoseconds: record.mtimeNs,
-                             mode: record.mode & 0o7777, deleted: record.deleted, symlinkTarget: record.symlinkTarget ?? "",
-                             version: record.version.sorted { $0.key < $1.key }.map { .init(device: $0.key, counter: $0.value) },
-                             sequence: UInt64(max(0, record.sequence)), modifiedBy: record.modifiedBy,
-                             rootHash: record.deleted ? [] : (record.rootHash ?? []), manifest: manifest)
+        SyncFileEntry(record.entry, manifest: record.manifest?.encode() ?? [])
     }
 }

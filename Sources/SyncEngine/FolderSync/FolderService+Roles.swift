@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import FoundationEssentials
 internal import PeerIndex
@@ -76,7 +77,7 @@ extension FolderService {
         do throws(IndexError) {
             found = try folder.roleDifferences(after: page.after, limit: min(page.limit, PageRequest.maxLimit), localDevice: localDevice)
         } catch { throw .index(error) }
-        func describe(_ state: FileState?) -> String? { state.map { $0.deleted ? "deleted" : $0.kind.rawValue } }
+        func describe(_ state: FileEntry?) -> String? { state.map { $0.deleted ? "deleted" : $0.kind.rawValue } }
         let items = found.items.compactMap { item in
             memberRef(item.device).map {
                 RoleChange(folder: folder.id, path: item.path, kind: item.kind.rawValue, peer: $0,

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import PeerFiles
 internal import PeerIndex
 
@@ -30,8 +31,7 @@ struct IndexKnownEntries: KnownEntrySource {
 
     fileprivate func known(_ record: FileRecord) -> KnownEntry? {
         guard !record.deleted, record.sequence <= maxSequence else { return nil }
-        let kind: ScannedKind = record.kind == .directory ? .directory : record.kind == .symlink ? .symlink : .file
-        return KnownEntry(path: record.path, kind: kind, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+        return KnownEntry(path: record.path, kind: record.kind, size: record.size, mtimeNs: record.mtimeNs,
                           inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
                           manifest: record.manifest)
     }

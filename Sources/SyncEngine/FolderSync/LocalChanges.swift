@@ -1,37 +1,17 @@
-/// One path as a scan found it on disk (what changed is decided against the old record).
-package struct ScannedEntry: Sendable, Hashable {
-    package var path: String
-    package var kind: FileState.Kind
-    package var size: Int64
-    package var mtimeNs: Int64
-    package var mode: UInt32
-    package var symlinkTarget: String?
-    /// Root hash of the content manifest; nil for directories and symlinks.
-    package var rootHash: [UInt8]?
-
-    package init(path: String, kind: FileState.Kind, size: Int64 = 0, mtimeNs: Int64, mode: UInt32,
-                symlinkTarget: String? = nil, rootHash: [UInt8]? = nil) {
-        self.path = path
-        self.kind = kind
-        self.size = size
-        self.mtimeNs = mtimeNs
-        self.mode = mode
-        self.symlinkTarget = symlinkTarget
-        self.rootHash = rootHash
-    }
-}
+package import PeerModel
 
 /// What a local scan (or a batch of watcher events) reports for a folder.
 package struct LocalScanResult: Sendable, Equatable {
     /// Whether the folder root was there (a missing root means an unmounted disk or a
     /// moved folder, never "the user deleted everything").
     package var rootPresent: Bool
-    /// Paths found, added or possibly changed (unchanged ones are allowed and ignored).
-    package var present: [ScannedEntry]
+    /// Paths found, added or possibly changed (unchanged ones are allowed and ignored): what
+    /// the disk shows (no version yet; fields that do not apply to the kind are ignored).
+    package var present: [FileEntry]
     /// Paths the index has that are gone from disk.
     package var deleted: [String]
 
-    package init(rootPresent: Bool, present: [ScannedEntry] = [], deleted: [String] = []) {
+    package init(rootPresent: Bool, present: [FileEntry] = [], deleted: [String] = []) {
         self.rootPresent = rootPresent
         self.present = present
         self.deleted = deleted
@@ -130,10 +110,10 @@ package struct LocalChanges: Sendable {
     /// when the root was missing. `old` gives the current local record of a path.
     /// `deletedAtNs` is the time recorded as the mtime of new tombstones. (Mass deletion is
     /// judged on the whole scan, before its deletions come here: `MassDeletionGuard`.)
-    package func records(for scan: LocalScanResult, old: (String) -> FileState?,
-                        deletedAtNs: Int64) -> Result<[FileState], MassDeletionGuard.Refusal> {
+    package func records(for scan: LocalScanResult, old: (String) -> FileEntry?,
+                        deletedAtNs: Int64) -> Result<[FileEntry], MassDeletionGuard.Refusal> {
         guard scan.rootPresent else { return .failure(.rootMissing) }
-        var result: [FileState] = []
+        var result: [FileEntry] = []
         for entry in scan.present {
             if let record = record(for: entry, old: old(entry.path)) { result.append(record) }
         }
@@ -144,12 +124,11 @@ package struct LocalChanges: Sendable {
     }
 
     /// The new record for a path found on disk, or nil when it matches `old` (unchanged).
-    package func record(for entry: ScannedEntry, old: FileState?) -> FileState? {
-        let new = FileState(path: entry.path, kind: entry.kind, size: entry.kind == .file ? entry.size : 0,
-                            mtimeNs: entry.mtimeNs, mode: entry.mode,
-                            symlinkTarget: entry.kind == .symlink ? entry.symlinkTarget : nil,
-                            version: VersionVector(), rootHash: entry.kind == .file ? entry.rootHash : nil,
-                            modifiedBy: localDevice)
+    package func record(for entry: FileEntry, old: FileEntry?) -> FileEntry? {
+        var new = entry
+        if entry.kind != .file { (new.size, new.rootHash) = (0, nil) }
+        if entry.kind != .symlink { new.symlinkTarget = nil }
+        (new.deleted, new.version, new.modifiedBy, new.sequence) = (false, VersionVector(), localDevice, 0)
         if let old, !old.deleted, old.hasSameContent(as: new), old.mode == new.mode,
            old.kind == .directory || old.mtimeNs == new.mtimeNs {
             return nil // unchanged (a directory's mtime changes with its children: not a change of its own)
@@ -160,9 +139,9 @@ package struct LocalChanges: Sendable {
     }
 
     /// The tombstone for a path that disappeared, or nil when `old` already is one.
-    package func tombstone(for old: FileState, deletedAtNs: Int64) -> FileState? {
+    package func tombstone(for old: FileEntry, deletedAtNs: Int64) -> FileEntry? {
         guard !old.deleted else { return nil }
-        return FileState(path: old.path, kind: old.kind, size: 0, mtimeNs: deletedAtNs, mode: old.mode, deleted: true,
+        return FileEntry(path: old.path, kind: old.kind, size: 0, mtimeNs: deletedAtNs, mode: old.mode, deleted: true,
                          version: old.version.incremented(for: localDevice, minimum: counterFloor),
                          modifiedBy: localDevice)
     }

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import PeerFiles
 
 /// A move is not a mass deletion. A peer's move reaches us as a deletion and a new path with
@@ -58,7 +59,7 @@ extension MassChangeGuard {
 
         init(counted: Int = 0) { self.counted = counted }
 
-        init(_ actions: [SyncAction], local: [PathKey: FileState]) {
+        init(_ actions: [SyncAction], local: [PathKey: FileEntry]) {
             for action in actions {
                 switch action {
                 case .pull(let state, _):

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import PeerFiles
 internal import PeerIndex
 
@@ -99,7 +100,7 @@ struct MassChangeGuard: Sendable, Equatable {
 
     /// The live local files an action deletes or replaces (content lost here, not moved: a
     /// conflict keeps ours as a copy and a rename keeps the data).
-    static func affected(_ action: SyncAction, local: FileState?) -> Bool {
+    static func affected(_ action: SyncAction, local: FileEntry?) -> Bool {
         guard let local, !local.deleted, local.kind == .file else { return false }
         switch action {
         case .delete: return true

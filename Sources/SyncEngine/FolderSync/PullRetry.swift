@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import PeerFiles
@@ -204,7 +205,7 @@ struct PullFailure: Sendable, Equatable {
 
     /// The wanted version of a path as the retry table keeps it: its content (kind, link
     /// target, root hash), so a kept temp file is reused for the same content only.
-    static func version(of state: FileState) -> String {
+    static func version(of state: FileEntry) -> String {
         let hash = (state.rootHash ?? []).map { String($0, radix: 16) }.joined(separator: ".")
         return "\(state.kind.rawValue):\(state.deleted ? "deleted" : hash):\(state.symlinkTarget ?? "")"
     }

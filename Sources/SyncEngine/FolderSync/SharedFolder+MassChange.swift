@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import Foundation
 internal import PeerFiles
@@ -17,7 +18,7 @@ extension SharedFolder {
     /// Every file they delete or replace is kept in the versions store by the applier, as
     /// any version a peer's change replaces (`FolderApplier.keepVersion`). Limits or counts
     /// the index cannot give throw: nothing is let through unjudged.
-    func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileState], index: NodeIndex) throws(IndexError) -> Bool {
+    func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileEntry], index: NodeIndex) throws(IndexError) -> Bool {
         dispatchPrecondition(condition: .onQueue(io))
         let confirmed = massConfirmed
         // A hold stands until the user answers: no pull of any page applies meanwhile (a

@@ -1,3 +1,4 @@
+internal import PeerModel
 import Dispatch
 import Glibc
 import PeerFiles

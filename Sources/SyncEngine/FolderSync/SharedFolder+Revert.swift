@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
@@ -32,7 +33,7 @@ extension SharedFolder {
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
             let chunk = Array(paths[start..<min(paths.count, start + Self.deletionBatch)])
             let local = try index.files(folderID: id, paths: chunk, includeChunks: false, keyedBy: PathKey.init(_:))
-                .mapValues(FileState.init)
+                .mapValues(\.entry)
             let entries = try index.remoteFiles(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))
                 .flatMap { $0.value.map { ($0.key, $0.value) } }
             let (remotes, manifests) = Self.peerStates(entries, members: state.withLock { Set($0.policies.keys) })
@@ -44,7 +45,7 @@ extension SharedFolder {
                 // Its content goes unless only its metadata changes.
                 let replaces = if case .updateMetadata = action { false } else { true }
                 if replaces, !ours.deleted, ours.kind == .file, let keeper {
-                    let record = ours.fileRecord(folderID: id, inode: nil, chunks: [])
+                    let record = FileRecord(folderID: id, ours, inode: nil, chunks: [])
                     guard keeper.keepFile(at: root + "/" + path.string, as: record, reason: "revert", whole: true) != nil else {
                         report("revert: cannot keep the local version of \(path.string) in the versions store, left as it is")
                         continue
@@ -73,12 +74,12 @@ extension SharedFolder {
     /// the admitted peers' states (conflict rules between concurrent ones), recorded with a
     /// version above both (so no peer takes our undone change for newer) and its author's
     /// name (it is no longer a local change); nothing anywhere: our file is deleted. Pure.
-    static func revertAction(ours: FileState, cluster: [String: FileState], localDevice: String) -> SyncAction? {
+    static func revertAction(ours: FileEntry, cluster: [String: FileEntry], localDevice: String) -> SyncAction? {
         let newest = cluster.filter { candidate in
             !cluster.values.contains { $0.version.compare(candidate.value.version) == .greater }
         }
         guard let (device, theirs) = newest.sorted(by: { $0.key < $1.key })
-            .reduce(nil as (String, FileState)?, { best, next in best.map { ConflictRules.beats(next.value, $0.1) ? (next.key, next.value) : $0 } ?? (next.key, next.value) })
+            .reduce(nil as (String, FileEntry)?, { best, next in best.map { ConflictRules.beats(next.value, $0.1) ? (next.key, next.value) : $0 } ?? (next.key, next.value) })
         else {
             guard !ours.deleted else { return nil }
             var gone = ours.with(version: ours.version.incremented(for: localDevice))

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import FoundationEssentials
 internal import PeerFiles
@@ -15,9 +16,9 @@ extension SharedFolder {
         /// The peer concerned.
         let device: String
         /// The state that peer has (nil: none).
-        let theirs: FileState?
+        let theirs: FileEntry?
         /// Ours (nil: none).
-        let ours: FileState?
+        let ours: FileEntry?
     }
 
     /// Reads our role towards each member (io; at the start of every pull). An index that
@@ -29,7 +30,7 @@ extension SharedFolder {
     }
 
     /// The peers' states the roles let into planning (io).
-    func admitted(_ remotes: [PathKey: [String: FileState]], local: [PathKey: FileState]) -> [PathKey: [String: FileState]] {
+    func admitted(_ remotes: [PathKey: [String: FileEntry]], local: [PathKey: FileEntry]) -> [PathKey: [String: FileEntry]] {
         let policies = state.withLock { $0.policies }
         guard policies.values.contains(where: { $0 != PeerPolicy() }) else { return remotes }
         return remotes.compactMapValues { states in
@@ -61,10 +62,10 @@ extension SharedFolder {
             if let last = locals.last?.path, locals.count >= Self.planPage { bounds.append(PathKey(last)) }
             let end = bounds.min()
             func within(_ path: String) -> Bool { end.map { PathKey(path) <= $0 } ?? true }
-            var byPath: [PathKey: (local: FileState?, remote: [String: FileState])] = [:]
-            for record in locals where within(record.path) { byPath[PathKey(record.path), default: (nil, [:])].local = FileState(record) }
+            var byPath: [PathKey: (local: FileEntry?, remote: [String: FileEntry])] = [:]
+            for record in locals where within(record.path) { byPath[PathKey(record.path), default: (nil, [:])].local = record.entry }
             for (device, record) in remotes where within(record.path) {
-                byPath[PathKey(record.path), default: (nil, [:])].remote[device] = FileState(record)
+                byPath[PathKey(record.path), default: (nil, [:])].remote[device] = record.entry
             }
             for path in byPath.keys.sorted() {
                 let (local, remote) = byPath[path]!
@@ -96,7 +97,7 @@ extension SharedFolder {
         guard let index else { return 0 }
         var after: String?
         var rows: [FileRecord] = []
-        var heldByPath: [String: [FileState]] = [:]
+        var heldByPath: [String: [FileEntry]] = [:]
         // A held mass change: every path a peer's newer state would change here.
         // (Read whole before the hold is let go: an index that fails keeps it.)
         if massHold.withLock({ $0 }) != nil {
@@ -107,7 +108,7 @@ extension SharedFolder {
                 do { page = try index.remoteFiles(folderID: id, afterPath: cursor, pathLimit: Self.planPage) } catch { throw .index(error) }
                 guard let last = page.last?.record.path else { break }
                 for (device, record) in page where members.contains(device) {
-                    heldByPath[record.path, default: []].append(FileState(record))
+                    heldByPath[record.path, default: []].append(record.entry)
                 }
                 cursor = last
             }
@@ -130,19 +131,19 @@ extension SharedFolder {
             do { olds = try index.files(folderID: id, paths: paths) } catch { throw .index(error) }
             for path in paths {
                 let held = heldByPath[path]!
-                let ours: FileState
+                let ours: FileEntry
                 if let old = olds[path] {
-                    ours = FileState(old)
+                    ours = old.entry
                 } else {
                     let newest = held.max { $0.mtimeNs < $1.mtimeNs }!
-                    ours = FileState(path: path, kind: newest.kind, mtimeNs: Self.nowNs(), mode: newest.mode, deleted: true,
+                    ours = FileEntry(path: path, kind: newest.kind, mtimeNs: Self.nowNs(), mode: newest.mode, deleted: true,
                                      version: VersionVector(), modifiedBy: localDevice)
                 }
                 // Only where theirs is not already below ours.
                 guard held.contains(where: { !ours.version.dominates($0.version) }) else { continue }
                 let state = FolderRoles.override(ours, over: held, localDevice: localDevice)
-                var row = olds[path] ?? state.fileRecord(folderID: id)
-                row.version = state.version.counters
+                var row = olds[path] ?? FileRecord(folderID: id, state)
+                row.version = state.version
                 row.modifiedBy = localDevice
                 rows.append(row)
             }

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Dispatch
 internal import PeerCrypto
 internal import PeerFiles
@@ -161,7 +162,7 @@ extension SharedFolder {
             let chunk = paths[start..<min(paths.count, start + Self.deletionBatch)]
             let old = try index.files(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))
             let rows = chunk.compactMap { path in
-                old[PathKey(path)].flatMap { changes.tombstone(for: FileState($0), deletedAtNs: now) }?.fileRecord(folderID: id)
+                old[PathKey(path)].flatMap { changes.tombstone(for: $0.entry, deletedAtNs: now) }.map { FileRecord(folderID: id, $0) }
             }
             guard !rows.isEmpty else { continue }
             // What was deleted here is gone from the disk: recorded as a version, held if

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
@@ -103,7 +104,7 @@ extension SharedFolder {
                 }
                 let held = (remotes[PathKey(record.path)] ?? [:]).contains { device, remote in
                     guard members.contains(device), !remote.deleted else { return false }
-                    let order = FileState(remote).version.compare(FileState(record).version)
+                    let order = remote.entry.version.compare(record.entry.version)
                     return order == .equal || order == .greater
                 }
                 guard held, removeIfUnchanged(record, under: handle) else {

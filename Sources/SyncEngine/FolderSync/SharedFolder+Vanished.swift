@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import PeerFiles
@@ -61,9 +62,9 @@ extension SharedFolder {
             // state counted: a file rolled back while its peer had edited on was recorded as
             // an edit here, concurrent with the peer's, and became a conflict copy: long
             // mode, folder pull, seed 2001.)
-            let recorded = VersionVector(old.version)
+            let recorded = old.version
             let held = (remotes[PathKey(entry.path)] ?? [:]).values.contains { remote in
-                let order = VersionVector(remote.version).compare(recorded)
+                let order = remote.version.compare(recorded)
                 return order == .greater || (order == .equal && remote.deleted == old.deleted)
             }
             if held { rolledBack.append((entry.path, old.deleted)) }
@@ -76,8 +77,8 @@ extension SharedFolder {
             guard let resolved = try? SafePath(path).resolve(under: handle), resolved.existing == .file else { continue }
             if let keeper = host?.versions, keeper.keeps(folderID: id), let entry = scanned[PathKey(path)], entry.size > 0,
                !Self.isKnown(entry, recorded: olds[PathKey(path)], remotes: remotes[PathKey(path)] ?? [:]) {
-                let record = FileRecord(folderID: id, path: path, kind: .file, size: Int64(clamping: entry.size), mtimeNs: entry.mtimeNs,
-                                        mode: entry.mode, version: [:], modifiedBy: host?.localDevice ?? "")
+                let record = FileRecord(folderID: id, FileEntry(path: path, kind: .file, size: entry.size, mtimeNs: entry.mtimeNs,
+                                        mode: entry.mode, version: [:], modifiedBy: host?.localDevice ?? ""))
                 if keeper.keepFile(at: root + "/" + path, as: record, reason: "rolled-back", whole: true) != nil {
                     kept += 1
                 } else {
@@ -115,22 +116,22 @@ extension SharedFolder {
     /// became conflict copies of versions nobody edited here (long mode, folder pull, seed
     /// 2006); they are recorded as the peer's state instead (path → record, chunks and inode
     /// left to the caller).
-    func placedBeforeTheCut(_ found: [ScannedEntry], olds: [PathKey: FileRecord], index: NodeIndex) throws -> [PathKey: FileRecord] {
+    func placedBeforeTheCut(_ found: [FileEntry], olds: [PathKey: FileRecord], index: NodeIndex) throws -> [PathKey: FileRecord] {
         let files = found.filter { $0.kind == .file }
         guard !files.isEmpty else { return [:] }
         let remotes = try index.remoteFiles(folderID: id, paths: files.map(\.path), keyedBy: PathKey.init(_:))
         var placed: [PathKey: FileRecord] = [:]
         for entry in files {
             let key = PathKey(entry.path)
-            let recorded = olds[key].map { VersionVector($0.version) } ?? VersionVector()
+            let recorded = olds[key]?.version ?? VersionVector()
             let match = (remotes[key] ?? [:]).values.first { remote in
                 !remote.deleted && remote.kind == .file && remote.size == entry.size && remote.mtimeNs == entry.mtimeNs
                     && remote.mode & 0o777 == entry.mode & 0o777 && remote.rootHash != nil && remote.rootHash == entry.rootHash
-                    && VersionVector(remote.version).compare(recorded) == .greater
+                    && remote.version.compare(recorded) == .greater
             }
             guard let match else { continue }
-            placed[key] = FileRecord(folderID: id, path: entry.path, kind: .file, size: entry.size, mtimeNs: entry.mtimeNs,
-                                     mode: entry.mode, version: match.version, rootHash: match.rootHash, modifiedBy: match.modifiedBy)
+            placed[key] = FileRecord(folderID: id, FileEntry(path: entry.path, kind: .file, size: entry.size, mtimeNs: entry.mtimeNs,
+                                     mode: entry.mode, version: match.version, rootHash: match.rootHash, modifiedBy: match.modifiedBy))
         }
         return placed
     }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
@@ -110,11 +111,11 @@ extension SharedFolder {
         dispatchPrecondition(condition: .onQueue(io))
         func all(_ why: String) -> [PathKey: String] { Dictionary(paths.map { (PathKey($0), why) }) { a, _ in a } }
         guard stopped == nil, let index, let host, checkRoot() else { return (all("the folder is stopped (see 'syncpeer status')"), [:]) }
-        let local: [PathKey: FileState]
+        let local: [PathKey: FileEntry]
         let entries: [PathKey: [String: RemoteFileRecord]]
         let members: [FolderPeerRecord]
         do {
-            local = try index.files(folderID: id, paths: paths, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(FileState.init)
+            local = try index.files(folderID: id, paths: paths, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(\.entry)
             entries = try index.remoteFiles(folderID: id, paths: paths, keyedBy: PathKey.init(_:))
             members = try index.folderPeers(folderID: id)
         } catch {

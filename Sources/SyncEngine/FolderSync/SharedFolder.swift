@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
@@ -212,7 +213,7 @@ final class SharedFolder: Sendable {
         var found: [KnownEntry] = []
         func take(_ record: FileRecord, at path: String) {
             guard record.kind == .file, !record.deleted, let inode = record.inode, let manifest = record.manifest else { return }
-            found.append(KnownEntry(path: path, kind: .file, size: UInt64(record.size), mtimeNs: record.mtimeNs,
+            found.append(KnownEntry(path: path, kind: .file, size: record.size, mtimeNs: record.mtimeNs,
                                     inode: inode, mode: record.mode, manifest: manifest))
         }
         for (from, to) in moves where found.count < Self.maxMovedFiles {
@@ -343,8 +344,9 @@ final class SharedFolder: Sendable {
         var manifests: [PathKey: PeerFiles.ScannedEntry] = [:]
         for entry in found { manifests[PathKey(entry.path)] = entry }
         let present = found.map { entry in
-            ScannedEntry(path: entry.path, kind: FileState.Kind(entry.kind), size: Int64(entry.size), mtimeNs: entry.mtimeNs,
-                         mode: entry.mode, symlinkTarget: entry.symlinkTarget, rootHash: entry.manifest?.rootHash)
+            FileEntry(path: entry.path, kind: entry.kind, size: entry.size, mtimeNs: entry.mtimeNs,
+                      mode: entry.mode, symlinkTarget: entry.symlinkTarget, version: [:], rootHash: entry.manifest?.rootHash,
+                      modifiedBy: host.localDevice)
         }
         let olds: [PathKey: FileRecord]
         do { olds = try index.files(folderID: id, paths: present.map(\.path), keyedBy: PathKey.init(_:)) } catch {
@@ -359,7 +361,7 @@ final class SharedFolder: Sendable {
         // file, less the inode): it gets the new hashes under its version, so no peer sees
         // an edit nobody made. Anything else is judged as any change.
         var rows: [FileRecord] = []
-        var rest: [ScannedEntry] = []
+        var rest: [FileEntry] = []
         let placedBeforeCut = recoversVanished ? try placedBeforeTheCut(present, olds: olds, index: index) : [:]
         for entry in present {
             if let placed = placedBeforeCut[PathKey(entry.path)] {
@@ -380,10 +382,10 @@ final class SharedFolder: Sendable {
         }
         let scanResult = LocalScanResult(rootPresent: true, present: rest)
         let changes = LocalChanges(localDevice: host.localDevice)
-        switch changes.records(for: scanResult, old: { path in olds[PathKey(path)].map(FileState.init) }, deletedAtNs: Self.nowNs()) {
+        switch changes.records(for: scanResult, old: { path in olds[PathKey(path)].map(\.entry) }, deletedAtNs: Self.nowNs()) {
         case let .failure(refusal): throw refusal
         case let .success(list):
-            rows += list.map { state in state.fileRecord(folderID: id, inode: manifests[PathKey(state.path)]?.inode, chunks: chunks(state.path)) }
+            rows += list.map { state in FileRecord(folderID: id, state, inode: manifests[PathKey(state.path)]?.inode, chunks: chunks(state.path)) }
         }
         guard !rows.isEmpty else { return false }
         // A recorded file overwritten here: its content is gone from the disk (issue 41).
@@ -563,9 +565,9 @@ final class SharedFolder: Sendable {
     /// What to do, with the local states and the peers' manifests of the paths concerned.
     struct Plan {
         var actions: [SyncAction] = []
-        var local: [PathKey: FileState] = [:]
+        var local: [PathKey: FileEntry] = [:]
         /// Path → device → that peer's state, for the paths with something to do.
-        var remotes: [PathKey: [String: FileState]] = [:]
+        var remotes: [PathKey: [String: FileEntry]] = [:]
         var manifests: [PathKey: [String: [UInt8]]] = [:]
     }
 
@@ -576,7 +578,7 @@ final class SharedFolder: Sendable {
         var plan = Plan()
         // Two batched lookups for the whole set (one read transaction each).
         let list = paths.map(\.string)
-        plan.local = try index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(FileState.init)
+        plan.local = try index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(\.entry)
         let entries = try index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:)).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = admitted(notIgnored(plan.remotes), local: plan.local)
@@ -596,12 +598,12 @@ final class SharedFolder: Sendable {
             let page = try index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)
             guard let last = page.last?.record.path else { break }
             let (remotes, manifests) = Self.peerStates(page.map { ($0.0, $0.1) }, members: members)
-            var local: [PathKey: FileState] = [:]
+            var local: [PathKey: FileEntry] = [:]
             var localAfter = after
             while case let records = try index.files(folderID: id, afterPath: localAfter, throughPath: last,
                                                      limit: Self.planPage, includeChunks: false),
                   let end = records.last?.path {
-                for record in records where remotes[PathKey(record.path)] != nil { local[PathKey(record.path)] = FileState(record) }
+                for record in records where remotes[PathKey(record.path)] != nil { local[PathKey(record.path)] = record.entry }
                 localAfter = end
             }
             for action in planner.plan(local: local, remotes: admitted(notIgnored(remotes), local: local)) {
@@ -620,18 +622,18 @@ final class SharedFolder: Sendable {
 
     /// The members' entries (device, entry) as path → device → state, and their manifests.
     static func peerStates(_ entries: some Sequence<(String, RemoteFileRecord)>, members: Set<String>)
-        -> (states: [PathKey: [String: FileState]], manifests: [PathKey: [String: [UInt8]]]) {
-        var states: [PathKey: [String: FileState]] = [:]
+        -> (states: [PathKey: [String: FileEntry]], manifests: [PathKey: [String: [UInt8]]]) {
+        var states: [PathKey: [String: FileEntry]] = [:]
         var manifests: [PathKey: [String: [UInt8]]] = [:]
         for (device, remote) in entries where members.contains(device) {
-            states[PathKey(remote.path), default: [:]][device] = FileState(remote)
+            states[PathKey(remote.path), default: [:]][device] = remote.entry
             if let manifest = remote.manifest { manifests[PathKey(remote.path), default: [:]][device] = manifest }
         }
         return (states, manifests)
     }
 
     /// Paths our ignore patterns exclude are never pulled.
-    private func notIgnored(_ remotes: [PathKey: [String: FileState]]) -> [PathKey: [String: FileState]] {
+    private func notIgnored(_ remotes: [PathKey: [String: FileEntry]]) -> [PathKey: [String: FileEntry]] {
         let ignores = self.ignores
         return remotes.filter { path, states in
             !ignores.isIgnored(path.string, isDirectory: states.values.contains { $0.kind == .directory })
@@ -696,15 +698,5 @@ final class SharedFolder: Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-    }
-}
-
-extension FileState.Kind {
-    init(_ kind: ScannedKind) {
-        switch kind {
-        case .file: self = .file
-        case .directory: self = .directory
-        case .symlink: self = .symlink
-        }
     }
 }

@@ -1,3 +1,4 @@
+package import PeerModel
 internal import PeerFiles
 
 /// What to do about one path, decided from the local state and the peers' states.
@@ -6,25 +7,25 @@ package enum SyncAction: Sendable, Hashable {
     case upToDate
     /// Fetch the content (file bytes, a directory, a symlink) of `state` from `from` and
     /// record `state` locally. Also replaces a local path of another kind.
-    case pull(FileState, from: String)
+    case pull(FileEntry, from: String)
     /// The local content is already right; apply the metadata (mode, mtime) of `state`
     /// and record it. Moves no data.
-    case updateMetadata(FileState, from: String)
+    case updateMetadata(FileEntry, from: String)
     /// Remove the local path (if present) and record the tombstone `state`, whose version
     /// dominates the local one.
-    case delete(FileState, from: String)
+    case delete(FileEntry, from: String)
     /// Concurrent versions where the local one wins over tombstones or equal content: keep
     /// the disk as is and record `state` (the local state with their versions merged), so
     /// peers take it. (Over a peer's live edit the local state stays as it is: that peer
     /// keeps its edit as a conflict copy first.)
-    case keepLocal(FileState)
+    case keepLocal(FileEntry)
     /// Concurrent versions where the local one loses and its content differs: move the
     /// local path to `loserCopyName` (it is then scanned and synced as a new file), then
     /// fetch `winner` from `from` and record it. `winner` carries the merged version.
-    case conflict(winner: FileState, from: String, loser: FileState, loserCopyName: String)
+    case conflict(winner: FileEntry, from: String, loser: FileEntry, loserCopyName: String)
     /// A deletion and a creation of the same content in one batch: rename the local
     /// path `from.path` to `to.path` (no data moves), record the tombstone `from` and `to`.
-    case rename(from: FileState, to: FileState, source: String)
+    case rename(from: FileEntry, to: FileEntry, source: String)
 
     /// The paths the action changes locally.
     package var paths: [String] {
@@ -66,8 +67,8 @@ package struct SyncPlanner: Sendable {
     }
 
     /// The action for one path. `remotes` maps device ID → that peer's state of the path.
-    package func plan(local: FileState?, remotes: [String: FileState]) -> SyncAction {
-        var candidates: [(device: String?, state: FileState)] = []
+    package func plan(local: FileEntry?, remotes: [String: FileEntry]) -> SyncAction {
+        var candidates: [(device: String?, state: FileEntry)] = []
         if let local { candidates.append((nil, local)) }
         // A peer's entry with an empty version counts no change at all: it is malformed, ignore it.
         for device in remotes.keys.sorted() where !remotes[device]!.version.isEmpty {
@@ -81,7 +82,7 @@ package struct SyncPlanner: Sendable {
         if let tie = breakTie(local: local, maximal: maximal) { return tie }
         // One representative per distinct version: local when it is among them, else
         // the state with the highest precedence (ties: first device in order).
-        var representatives: [(device: String?, state: FileState)] = []
+        var representatives: [(device: String?, state: FileEntry)] = []
         for c in maximal {
             if let i = representatives.firstIndex(where: { $0.state.version == c.state.version }) {
                 let current = representatives[i]
@@ -147,7 +148,7 @@ package struct SyncPlanner: Sendable {
     /// conflict copy first. A tied peer breaks the tie the same way at the same time: both
     /// then hold the winner under concurrent versions with the same content, which merge
     /// without a change of anyone's, so the tie break never repeats.
-    private func breakTie(local: FileState?, maximal: [(device: String?, state: FileState)]) -> SyncAction? {
+    private func breakTie(local: FileEntry?, maximal: [(device: String?, state: FileEntry)]) -> SyncAction? {
         guard let localDevice, let local, maximal.allSatisfy({ $0.state.version == local.version }) else { return nil }
         let tied = maximal.filter { $0.device != nil && !$0.state.hasSameContentAndMetadata(as: local) }
         guard !tied.isEmpty else { return nil }
@@ -163,13 +164,13 @@ package struct SyncPlanner: Sendable {
     }
 
     /// Plans every path of a batch (in byte order); `remotes` maps path → (device → state).
-    func plan(local: [PathKey: FileState], remotes: [PathKey: [String: FileState]]) -> [SyncAction] {
+    func plan(local: [PathKey: FileEntry], remotes: [PathKey: [String: FileEntry]]) -> [SyncAction] {
         let paths = Set(local.keys).union(remotes.keys).sorted()
         return paths.map { plan(local: local[$0], remotes: remotes[$0] ?? [:]) }.filter { $0 != .upToDate }
     }
 
     /// Adopting a newer state that is not in conflict with ours.
-    private func take(_ state: FileState, from device: String, local: FileState?) -> SyncAction {
+    private func take(_ state: FileEntry, from device: String, local: FileEntry?) -> SyncAction {
         if state.deleted { return .delete(state, from: device) }
         if let local, !local.deleted, local.hasSameContent(as: state) { return .updateMetadata(state, from: device) }
         return .pull(state, from: device)
@@ -179,8 +180,8 @@ package struct SyncPlanner: Sendable {
     /// content (root hash) into one `.rename`: the data is already here. Each deletion and
     /// each pull pairs at most once; pairs are made in path order, so the result is
     /// deterministic. A rename takes the pull's place in the list; the delete is dropped.
-    static func planRenames(_ actions: [SyncAction], local: [PathKey: FileState]) -> [SyncAction] {
-        var deletesByContent: [[UInt8]: [(index: Int, tombstone: FileState)]] = [:]
+    static func planRenames(_ actions: [SyncAction], local: [PathKey: FileEntry]) -> [SyncAction] {
+        var deletesByContent: [[UInt8]: [(index: Int, tombstone: FileEntry)]] = [:]
         for (index, action) in actions.enumerated() {
             guard case .delete(let tombstone, _) = action, let old = local[PathKey(tombstone.path)], !old.deleted,
                   old.kind == .file, let hash = old.rootHash else { continue }
@@ -220,7 +221,7 @@ package enum ConflictRules {
     /// 3. the newer mtime wins;
     /// 4. ties: the larger device ID (`modifiedBy`, byte order) wins;
     /// 5. still tied: the larger version JSON, then root hash, link target, mode, size, kind.
-    package static func beats(_ a: FileState, _ b: FileState) -> Bool {
+    package static func beats(_ a: FileEntry, _ b: FileEntry) -> Bool {
         if a.deleted != b.deleted { return !a.deleted }
         let aDir = !a.deleted && a.kind == .directory, bDir = !b.deleted && b.kind == .directory
         if aDir != bDir { return aDir }

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import Foundation
 internal import PeerWire
 internal import Synchronization

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+internal import PeerModel
 internal import Glibc
 #endif
 internal import Foundation
@@ -107,9 +108,9 @@ extension FolderService {
                 continue
             }
             let (path, device) = KeptFolderImport.original(of: relative)
-            let record = FileRecord(folderID: folder.id, path: path, kind: .file, size: Int64(info.st_size),
+            let record = FileRecord(folderID: folder.id, FileEntry(path: path, kind: .file, size: Int64(info.st_size),
                                     mtimeNs: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
-                                    mode: UInt32(info.st_mode & 0o7777), version: [:], modifiedBy: device ?? "")
+                                    mode: UInt32(info.st_mode & 0o7777), version: [:], modifiedBy: device ?? ""))
             guard keeper.keepFile(at: absolute, as: record, reason: KeptFolderImport.reason, whole: true) != nil,
                   unlink(absolute) == 0 else {
                 left += 1

@@ -1,3 +1,4 @@
+internal import PeerModel
 internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex

@@ -1,12 +1,10 @@
-internal import PeerIndex
-
 /// The version of one path: for each device that changed it, how many changes (a counter
 /// that only grows). Two versions are ordered when one has seen every change the other
 /// has (dominance); otherwise they are concurrent, and the path is in conflict.
 ///
 /// Counters of 0 are not stored (0 and absent mean the same), so equal vectors are equal
 /// values. The JSON form is the index's (`files.version`): compact, keys in byte order.
-package struct VersionVector: Sendable, Hashable, CustomStringConvertible {
+package struct VersionVector: Sendable, Hashable, CustomStringConvertible, ExpressibleByDictionaryLiteral {
     /// How two versions relate.
     package enum Ordering: Sendable, Equatable {
         /// Same counters.
@@ -22,9 +20,14 @@ package struct VersionVector: Sendable, Hashable, CustomStringConvertible {
     /// Device key (device ID) → counter; never holds 0.
     package private(set) var counters: [String: UInt64]
 
-    /// From counters; entries of 0 are dropped.
+    /// From counters; entries of 0 are dropped (without a copy when there is none: the
+    /// index reads one vector per record).
     package init(_ counters: [String: UInt64] = [:]) {
-        self.counters = counters.filter { $0.value != 0 }
+        self.counters = counters.values.contains(0) ? counters.filter { $0.value != 0 } : counters
+    }
+
+    package init(dictionaryLiteral elements: (String, UInt64)...) {
+        self.init(Dictionary(elements, uniquingKeysWith: { first, second in max(first, second) }))
     }
 
     /// The counter of `device` (0 when it never changed the path).
@@ -32,6 +35,9 @@ package struct VersionVector: Sendable, Hashable, CustomStringConvertible {
 
     /// No device ever changed the path.
     package var isEmpty: Bool { counters.isEmpty }
+
+    /// How many devices changed the path.
+    package var count: Int { counters.count }
 
     /// How self relates to `other`.
     package func compare(_ other: VersionVector) -> Ordering {

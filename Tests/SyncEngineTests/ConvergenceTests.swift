@@ -1,3 +1,4 @@
+import PeerModel
 import Foundation
 import Testing
 @testable import SyncEngine
@@ -9,7 +10,7 @@ func randomVector(_ rng: inout SplitMix64, devices: [String] = [devA, devB, devC
     return VersionVector(counters)
 }
 
-func randomState(_ rng: inout SplitMix64, path: String = "p") -> FileState {
+func randomState(_ rng: inout SplitMix64, path: String = "p") -> FileEntry {
     let version = randomVector(&rng)
     let device = [devA, devB, devC].randomElement(using: &rng)!
     let mtime = t0 + Int64.random(in: 0...2, using: &rng)
@@ -22,99 +23,18 @@ func randomState(_ rng: inout SplitMix64, path: String = "p") -> FileState {
     }
 }
 
-@Suite struct VersionVectorTests {
-    @Test func compareTable() {
-        let rows: [(VersionVector, VersionVector, VersionVector.Ordering)] = [
-            (vv([:]), vv([:]), .equal),
-            (vv([devA: 1]), vv([devA: 1]), .equal),
-            (vv([devA: 1, devB: 0]), vv([devA: 1]), .equal),
-            (vv([devA: 2]), vv([devA: 1]), .greater),
-            (vv([devA: 1]), vv([:]), .greater),
-            (vv([devA: 1, devB: 1]), vv([devA: 1]), .greater),
-            (vv([devA: 1]), vv([devA: 1, devB: 1]), .lesser),
-            (vv([devA: 1]), vv([devB: 1]), .concurrent),
-            (vv([devA: 2, devB: 1]), vv([devA: 1, devB: 2]), .concurrent),
-            (vv([devA: 5, devB: 1]), vv([devA: 1, devB: 1, devC: 1]), .concurrent),
-            (vv([devA: UInt64.max]), vv([devA: UInt64.max - 1]), .greater),
-        ]
-        for (a, b, expected) in rows {
-            #expect(a.compare(b) == expected, "\(a) vs \(b)")
-        }
-    }
-
-    @Test func mergeIncrementAndZeros() {
-        let a = vv([devA: 3, devB: 1]), b = vv([devB: 4, devC: 2])
-        #expect(a.merged(with: b) == vv([devA: 3, devB: 4, devC: 2]))
-        #expect(a.incremented(for: devC) == vv([devA: 3, devB: 1, devC: 1]))
-        #expect(a.incremented(for: devA) == vv([devA: 4, devB: 1]))
-        #expect(a.incremented(for: devA, minimum: 1_700_000_000) == vv([devA: 1_700_000_000, devB: 1]))
-        #expect(vv([devA: UInt64.max]).incremented(for: devA)[devA] == UInt64.max, "saturates instead of trapping")
-        #expect(VersionVector([devA: 0]).isEmpty && VersionVector([devA: 0]) == VersionVector())
-        #expect(a[devC] == 0)
-    }
-
-    @Test func jsonMatchesTheIndexFormatAndFoundation() throws {
-        let v = vv([devB: 2, devA: 18_446_744_073_709_551_615, "weird \"key\"": 7])
-        #expect(v.json == "{\"\(devA)\":18446744073709551615,\"\(devB)\":2,\"weird \\\"key\\\"\":7}")
-        #expect(VersionVector(json: v.json) == v)
-        #expect(VersionVector(json: "{}") == VersionVector())
-        #expect(VersionVector(json: " { \"a\" : 1 , \"b\":2 } ") == vv(["a": 1, "b": 2]))
-        // Keys with and without escapes (the parser's fast path takes the unescaped ones).
-        #expect(VersionVector(json: "{\"é\\u00e9\":1,\"ü\":2}") == vv(["éé": 1, "ü": 2]))
-        for bad in ["", "[]", "{\"a\":-1}", "{\"a\":1.5}", "{\"a\":1e3}", "{\"a\":01}", "{\"a\":1,\"a\":2}", "{\"a\":1}x",
-                    "{\"a\":18446744073709551616}", "{a:1}", "{\"a\":\"1\"}", "{\"a\":1,}", "{\"a\u{01}b\":1}", "{\"a\":1", "{\"a"] {
-            #expect(VersionVector(json: bad) == nil, "\(bad)")
-        }
-        // Foundation with sorted keys writes the same text for device-ID keys.
-        var rng = SplitMix64(seed: 3)
-        for _ in 0..<50 {
-            let random = randomVector(&rng, maxCounter: 1_000_000)
-            let foundation = String(decoding: try JSONSerialization.data(withJSONObject: random.counters, options: [.sortedKeys]),
-                                    as: UTF8.self)
-            #expect(foundation == random.json)
-        }
-    }
-
-    @Test func propertiesOfDominance() {
-        var rng = SplitMix64(seed: 42)
-        let vectors = (0..<80).map { _ in randomVector(&rng) }
-        for a in vectors {
-            #expect(a.compare(a) == .equal)
-            for b in vectors {
-                let ab = a.compare(b), ba = b.compare(a)
-                switch ab {
-                case .equal: #expect(ba == .equal && a == b)
-                case .greater: #expect(ba == .lesser)
-                case .lesser: #expect(ba == .greater)
-                case .concurrent: #expect(ba == .concurrent)
-                }
-                let m = a.merged(with: b)
-                #expect(m.dominates(a) && m.dominates(b))
-                #expect(m == b.merged(with: a))
-                #expect(a.incremented(for: devB).compare(a) == .greater)
-                for c in vectors where ab == .greater && b.compare(c) == .greater {
-                    #expect(a.compare(c) == .greater, "dominance is transitive")
-                }
-                for c in vectors where a.dominates(b) && b.dominates(c) {
-                    #expect(a.dominates(c))
-                }
-            }
-        }
-    }
-}
-
 // MARK: Convergence
 
 /// One replica of one path in the simulation.
 struct Replica {
     let device: String
-    var state: FileState?
+    var state: FileEntry?
     /// Contents kept as conflict copies here: (copy name, content).
-    var copies: [(String, FileState)] = []
+    var copies: [(String, FileEntry)] = []
 
     /// Plans against the others' current states and applies the action; returns whether anything changed.
     mutating func sync(with others: [Replica]) -> Bool {
-        var remotes: [String: FileState] = [:]
+        var remotes: [String: FileEntry] = [:]
         for other in others { if let s = other.state { remotes[other.device] = s } }
         let before = state
         switch SyncPlanner(localDevice: device).plan(local: state, remotes: remotes) {
@@ -138,8 +58,8 @@ struct Replica {
             state = changes.tombstone(for: current, deletedAtNs: t0 + Int64.random(in: 0...3, using: &rng))
             return
         }
-        let kind: FileState.Kind = [.file, .file, .file, .directory, .symlink].randomElement(using: &rng)!
-        let entry = ScannedEntry(path: path, kind: kind, size: 100, mtimeNs: t0 + Int64.random(in: 0...3, using: &rng),
+        let kind: FileKind = [.file, .file, .file, .directory, .symlink].randomElement(using: &rng)!
+        let entry = onDisk(path: path, kind: kind, size: 100, mtimeNs: t0 + Int64.random(in: 0...3, using: &rng),
                                  mode: [0o644, 0o600].randomElement(using: &rng)!,
                                  symlinkTarget: kind == .symlink ? ["x", "y"].randomElement(using: &rng)! : nil,
                                  rootHash: kind == .file ? hash(UInt8.random(in: 1...4, using: &rng)) : nil)
@@ -147,7 +67,7 @@ struct Replica {
     }
 }
 
-func contentKey(_ s: FileState) -> String {
+func contentKey(_ s: FileEntry) -> String {
     s.deleted ? "deleted" : "\(s.kind.rawValue):\(s.rootHash.map { "\($0[0])" } ?? "-"):\(s.symlinkTarget ?? "-")"
 }
 
@@ -324,8 +244,8 @@ func contentKey(_ s: FileState) -> String {
     @Test func neverDeletesUnlessATombstoneDominates() {
         var rng = SplitMix64(seed: 5)
         for _ in 0..<5_000 {
-            let local: FileState? = Int.random(in: 0..<6, using: &rng) == 0 ? nil : randomState(&rng)
-            var remotes: [String: FileState] = [:]
+            let local: FileEntry? = Int.random(in: 0..<6, using: &rng) == 0 ? nil : randomState(&rng)
+            var remotes: [String: FileEntry] = [:]
             for device in [devB, devC] where Bool.random(using: &rng) { remotes[device] = randomState(&rng) }
             let action = SyncPlanner().plan(local: local, remotes: remotes)
             if case .delete(let tombstone, _) = action {
@@ -347,7 +267,7 @@ func contentKey(_ s: FileState) -> String {
     }
 }
 
-func recordedStates(_ action: SyncAction) -> [FileState] {
+func recordedStates(_ action: SyncAction) -> [FileEntry] {
     switch action {
     case .upToDate: []
     case .pull(let s, _), .updateMetadata(let s, _), .delete(let s, _), .keepLocal(let s): [s]

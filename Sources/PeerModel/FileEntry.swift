@@ -1,16 +1,11 @@
-/// What the sync decisions need to know about one path on one side (the local index or a
-/// peer's index): no chunk lists, no inode, nothing read from disk.
-package struct FileState: Sendable, Hashable, CustomStringConvertible {
-    /// What a path is.
-    package enum Kind: String, Sendable, CaseIterable {
-        case file
-        case directory
-        case symlink
-    }
-
+/// One path of a shared folder on one side (the local index, a peer's index, an index
+/// update on the wire): the one file model. The planner decides on it as it is; the local
+/// record adds the inode and chunk list (`FileRecord`), the remote record and the wire the
+/// encoded manifest. No chunk lists, no inode, nothing read from disk.
+package struct FileEntry: Sendable, Hashable, CustomStringConvertible {
     /// Path relative to the folder root, '/'-separated.
     package var path: String
-    package var kind: Kind
+    package var kind: FileKind
     /// Size in bytes (0 for directories, symlinks and tombstones).
     package var size: Int64
     /// Modification time, unix nanoseconds (for a tombstone: when the deletion was seen).
@@ -19,8 +14,9 @@ package struct FileState: Sendable, Hashable, CustomStringConvertible {
     package var mode: UInt32
     /// A tombstone: the path was deleted.
     package var deleted: Bool
-    /// Target of a symlink; nil for other kinds.
+    /// Target of a symlink; nil for other kinds (nil is "not a link", never "").
     package var symlinkTarget: String?
+    /// Device key → counter (kept as the dictionary the index's JSON decodes to).
     package var version: VersionVector
     /// Root hash of the content manifest; nil for directories, symlinks and tombstones.
     package var rootHash: [UInt8]?
@@ -29,7 +25,7 @@ package struct FileState: Sendable, Hashable, CustomStringConvertible {
     /// Sequence number on the side this state comes from (0 when not yet assigned).
     package var sequence: Int64
 
-    package init(path: String, kind: Kind, size: Int64 = 0, mtimeNs: Int64, mode: UInt32, deleted: Bool = false,
+    package init(path: String, kind: FileKind, size: Int64 = 0, mtimeNs: Int64, mode: UInt32, deleted: Bool = false,
                 symlinkTarget: String? = nil, version: VersionVector, rootHash: [UInt8]? = nil, modifiedBy: String,
                 sequence: Int64 = 0) {
         self.path = path
@@ -48,7 +44,7 @@ package struct FileState: Sendable, Hashable, CustomStringConvertible {
     /// Whether the two states have the same content on disk: both deleted, or the same
     /// kind with the same bytes (root hash) or the same link target. Metadata (mode,
     /// mtime) and versions are not compared.
-    package func hasSameContent(as other: FileState) -> Bool {
+    package func hasSameContent(as other: FileEntry) -> Bool {
         if deleted || other.deleted { return deleted == other.deleted }
         guard kind == other.kind else { return false }
         switch kind {
@@ -59,14 +55,14 @@ package struct FileState: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Same content and the same metadata that is applied to disk (mode, and mtime for files).
-    package func hasSameContentAndMetadata(as other: FileState) -> Bool {
+    package func hasSameContentAndMetadata(as other: FileEntry) -> Bool {
         guard hasSameContent(as: other) else { return false }
         if deleted { return true }
         return mode == other.mode && (kind != .file || mtimeNs == other.mtimeNs)
     }
 
     /// A copy with another version (sequence reset: the receiving side assigns its own).
-    func with(version: VersionVector) -> FileState {
+    package func with(version: VersionVector) -> FileEntry {
         var copy = self
         copy.version = version
         copy.sequence = 0
