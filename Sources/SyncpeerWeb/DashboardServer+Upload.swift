@@ -1,3 +1,4 @@
+package import PeerNet
 internal import FoundationEssentials
 internal import Glibc
 internal import SyncEngine

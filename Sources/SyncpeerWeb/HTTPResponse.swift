@@ -1,3 +1,4 @@
+package import PeerNet
 package import SyncEngine
 
 /// An HTTP/1.1 response of the dashboard: always `Connection: close`, never cached, with

@@ -1,3 +1,4 @@
+package import PeerNet
 internal import PeerCrypto
 
 /// Paging for every list the control protocol answers (docs/PROTOCOL.md, "Paging"): the

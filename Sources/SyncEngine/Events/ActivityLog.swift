@@ -1,3 +1,4 @@
+package import PeerNet
 internal import PeerCrypto
 internal import Synchronization
 

@@ -1,3 +1,4 @@
+package import PeerNet
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
