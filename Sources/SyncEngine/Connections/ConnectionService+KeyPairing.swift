@@ -1,6 +1,8 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import Dispatch
 internal import PeerCrypto
 internal import PeerIndex
+internal import PeerFiles
 
 extension ConnectionService {
     static let maxPinnedAddresses = 8
@@ -43,7 +45,7 @@ extension ConnectionService {
     static func isDialable(_ address: String) -> Bool {
         guard address.utf8.count <= 300, let colon = address.lastIndex(of: ":"),
               let port = UInt16(address[address.index(after: colon)...]), port != 0 else { return false }
-        let host = address[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let host = address[..<colon].trimming { $0 == "[" || $0 == "]" }
         return !host.isEmpty && host != "0.0.0.0" && host != "::"
     }
 }

@@ -1,6 +1,7 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerWire
 internal import Synchronization
+internal import PeerNet
 
 /// Flow control of one session, shared by the node's queue, the session's reader thread,
 /// its send queue and the folder serve queues: how many bytes wait to be sent, how many
@@ -54,7 +55,7 @@ final class SessionFlow: Sendable {
     }
 
     /// Only for the reader's waiting (`waitForRoom`) and the broadcasts that end it.
-    private let condition = NSCondition()
+    private let condition = OSCondition()
     private let counts = Mutex(Counts())
 
     /// Changes the counts in a way that may make room, and wakes the reader to look.
@@ -113,7 +114,7 @@ final class SessionFlow: Sendable {
         condition.lock()
         defer { condition.unlock() }
         while counts.withLock({ Self.mustWait(&$0) }) {
-            _ = condition.wait(until: Date().addingTimeInterval(0.1))
+            condition.wait(for: .milliseconds(100))
         }
         return counts.withLock { counts in
             counts.pausedSince = nil
