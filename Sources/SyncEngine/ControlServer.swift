@@ -1,8 +1,8 @@
+internal import Dispatch
 internal import FoundationEssentials
 internal import Glibc
-package import PeerNet
+internal import PeerNet
 internal import Synchronization
-internal import Dispatch
 
 /// The node's local control socket: a Unix-domain socket in the home (mode 0600) that
 /// speaks newline-delimited JSON. Each request is one object with an `id` and an `op` (read

@@ -1,9 +1,9 @@
 internal import Dispatch
 internal import FoundationEssentials
 internal import Glibc
+internal import PeerFiles
 internal import PeerIndex
 internal import Synchronization
-internal import PeerFiles
 
 extension Node {
     /// The index setting that keeps the receive folder chosen with `receive-dir`.

@@ -1,7 +1,7 @@
 internal import FoundationEssentials
-internal import SyncEngine
-internal import PeerFiles
 internal import Glibc
+internal import PeerFiles
+internal import SyncEngine
 
 /// `syncpeer share DIR --with PEER ...`: keeps a folder in sync with paired peers.
 struct ShareCommand: Command {

@@ -1,7 +1,7 @@
 internal import FoundationEssentials
+internal import Glibc
 internal import SyncEngine
 internal import SyncpeerWeb
-internal import Glibc
 
 /// `syncpeer gui`: opens the running daemon's dashboard in $BROWSER through a login page
 /// in the home, or prints its link with a login code for the user to paste.

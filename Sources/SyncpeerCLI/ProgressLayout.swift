@@ -1,6 +1,6 @@
 internal import FoundationEssentials
-internal import SyncEngine
 internal import PeerFiles
+internal import SyncEngine
 
 /// One transfer's line, fitted to the terminal's width: everything that fits, dropping the
 /// bar first, then shortening and dropping the name, then the rate, so the line never wraps

@@ -1,6 +1,6 @@
 internal import FoundationEssentials
-internal import SyncEngine
 internal import PeerFiles
+internal import SyncEngine
 
 /// `send -` and `receive --stdout`: standard input or output as a live byte stream. The
 /// descriptor itself goes to the node over the control socket (`SCM_RIGHTS`), so the node

@@ -1,6 +1,6 @@
 internal import FoundationEssentials
-internal import SyncEngine
 internal import Glibc
+internal import SyncEngine
 
 /// `syncpeer history PATH`: the versions of a file (or of everything under a folder path)
 /// kept on this device and on connected peers.

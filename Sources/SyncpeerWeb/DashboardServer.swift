@@ -1,6 +1,6 @@
 internal import FoundationEssentials
 internal import Glibc
-package import PeerNet
+internal import PeerNet
 package import SyncEngine
 internal import Synchronization
 

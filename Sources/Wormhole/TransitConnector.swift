@@ -1,8 +1,8 @@
+internal import Dispatch
 internal import FoundationEssentials
 package import PeerCrypto
 internal import PeerNet
 internal import Synchronization
-internal import Dispatch
 
 /// Opens the Transit connection: tries every direct hint of the peer and every relay at
 /// once, each on its own thread; the first that completes the handshake wins and the

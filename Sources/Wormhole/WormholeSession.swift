@@ -1,7 +1,7 @@
 internal import FoundationEssentials
 package import PeerCrypto
-internal import Synchronization
 internal import PeerNet
+internal import Synchronization
 
 /// One wormhole between two sides: the code, the SPAKE2 exchange in the `pake` phase, the
 /// key confirmation in the `version` phase, then numbered application messages, each in a

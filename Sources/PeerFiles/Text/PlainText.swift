@@ -1,5 +1,5 @@
-internal import Glibc
 internal import FoundationEssentials
+internal import Glibc
 
 /// The few text helpers that Foundation (not FoundationEssentials) used to give the modules
 /// linked into `syncpeer`, in one place, so that none of them links ICU (issue 42.6). Each

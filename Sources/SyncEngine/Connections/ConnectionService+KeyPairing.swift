@@ -1,8 +1,8 @@
-internal import FoundationEssentials
 internal import Dispatch
+internal import FoundationEssentials
 internal import PeerCrypto
-internal import PeerIndex
 internal import PeerFiles
+internal import PeerIndex
 
 extension ConnectionService {
     static let maxPinnedAddresses = 8

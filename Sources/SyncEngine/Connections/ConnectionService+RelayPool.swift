@@ -1,5 +1,5 @@
-internal import FoundationEssentials
 internal import Dispatch
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerNet
 internal import Synchronization

@@ -1,11 +1,11 @@
 internal import Dispatch
 internal import FoundationEssentials
 internal import PeerCrypto
+internal import PeerFiles
 internal import PeerIndex
 internal import PeerNet
 internal import PeerWire
 internal import Synchronization
-internal import PeerFiles
 
 /// Connections and pairing: the listener, dialling, handshakes, the sessions with peers
 /// (one per device), keepalive and dead-peer detection, redial with back-off, invitations

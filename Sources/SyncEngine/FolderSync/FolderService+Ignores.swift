@@ -1,5 +1,5 @@
-internal import FoundationEssentials
 internal import Dispatch
+internal import FoundationEssentials
 internal import PeerFiles
 
 extension FolderService {

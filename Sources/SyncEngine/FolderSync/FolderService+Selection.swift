@@ -1,7 +1,7 @@
-package import PeerNet
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
+internal import PeerNet
 internal import Synchronization
 
 extension FolderService {

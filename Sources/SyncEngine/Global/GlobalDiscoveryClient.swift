@@ -1,7 +1,7 @@
 internal import FoundationEssentials
 internal import PeerCrypto
-internal import PeerNet
 internal import PeerFiles
+internal import PeerNet
 
 /// Announce and look up at one global discovery server (Syncthing's Global Discovery v3):
 ///

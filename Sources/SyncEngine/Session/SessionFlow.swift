@@ -1,7 +1,7 @@
 internal import FoundationEssentials
+internal import PeerNet
 internal import PeerWire
 internal import Synchronization
-internal import PeerNet
 
 /// Flow control of one session, shared by the node's queue, the session's reader thread,
 /// its send queue and the folder serve queues: how many bytes wait to be sent, how many
