@@ -113,9 +113,10 @@ struct RestoreCommand: Command {
         (fields.tm_year, fields.tm_mon, fields.tm_mday) = (day[0] - 1900, day[1] - 1, day[2])
         (fields.tm_hour, fields.tm_min, fields.tm_sec, fields.tm_isdst) = (time[0], time[1], time[2], -1)
         let seconds = mktime(&fields)
-        // mktime carries what overflows (31 February is 3 March): such a day does not exist.
-        guard seconds != -1, fields.tm_mon == day[1] - 1, fields.tm_mday == day[2], fields.tm_min == time[1],
-              time[0] < 24, time[2] < 60 else { return nil }
+        // mktime carries what overflows (31 February is 3 March, 02:30 in a spring-forward gap
+        // is 03:30): such a day or time does not exist.
+        guard seconds != -1, fields.tm_mon == day[1] - 1, fields.tm_mday == day[2],
+              (fields.tm_hour, fields.tm_min, fields.tm_sec) == (time[0], time[1], time[2]) else { return nil }
         return Int64(seconds)
     }
 
