@@ -1,4 +1,7 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
+import PeerFiles
 import PeerIndex
 
 /// The index's cost per file of what workload B does with it, in µs: recording scanned or
@@ -30,7 +33,7 @@ func indexBenchmarks(directory: String, files: Int, batch: Int, runs: Int) throw
             try timed(name) {
                 for first in stride(from: 0, to: files, by: batch) {
                     let rows = (first..<min(files, first + batch)).map { i in
-                        FileRecord(folderID: folder, path: String(format: "small/f%05d.bin", i), kind: .file, size: 4096,
+                        FileRecord(folderID: folder, path: PlainText.format("small/f%05d.bin", i), kind: .file, size: 4096,
                                    mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, inode: UInt64(1000 + i),
                                    version: [local: counter], rootHash: hashes[i], modifiedBy: local,
                                    chunks: [FileChunkRecord(offset: 0, size: 4096, hash: hashes[i])])
@@ -42,7 +45,7 @@ func indexBenchmarks(directory: String, files: Int, batch: Int, runs: Int) throw
         try timed("upsert_remote_files_us") {
             for first in stride(from: 0, to: files, by: batch) {
                 let rows = (first..<min(files, first + batch)).map { i in
-                    RemoteFileRecord(path: String(format: "small/g%05d.bin", i), sequence: Int64(i + 1), kind: .file, size: 4096,
+                    RemoteFileRecord(path: PlainText.format("small/g%05d.bin", i), sequence: Int64(i + 1), kind: .file, size: 4096,
                                      mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, version: [device: 1],
                                      rootHash: hashes[i], modifiedBy: device, manifest: manifest)
                 }
