@@ -78,7 +78,7 @@ var package = Package(
         .executableTarget(name: "syncpeer-mirror", dependencies: ["Syncpeer"], path: "examples/mirror"),
         // Microbenchmarks of this machine's limits (crypto, chunking) for `make bench`; not a
         // product and not a dependency of `syncpeer`.
-        .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles", "PeerIndex", "PeerModel"], path: "Sources/SyncpeerBench"),
+        .executableTarget(name: "syncpeer-bench", dependencies: ["PeerCrypto", "PeerFiles", "PeerIndex", "PeerNet", "PeerModel"], path: "Sources/SyncpeerBench"),
 
         // Helpers shared by the test targets (a seeded generator); not part of the product.
         .target(name: "TestKit", path: "Tests/TestKit", exclude: ["Servers"]),

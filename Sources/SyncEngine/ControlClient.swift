@@ -1,5 +1,5 @@
 internal import FoundationEssentials
-internal import PeerNet
+package import PeerNet
 internal import Synchronization
 
 /// Talks to a running node over its control socket (see `ControlServer`).

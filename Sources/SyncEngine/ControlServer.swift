@@ -1,4 +1,6 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
+internal import Glibc
 internal import PeerNet
 internal import Synchronization
 
@@ -27,15 +29,11 @@ package final class ControlServer: Sendable {
             throw .connection("cannot open the control socket", error)
         }
         self.listener.withLock { $0 = listener }
-        let thread = Thread { [self] in
+        OSThread.start(name: "syncpeer-control") { [self] in
             while let connection = try? listener.accept() {
-                let client = Thread { [self] in serve(connection) }
-                client.name = "syncpeer-control-client"
-                client.start()
+                OSThread.start(name: "syncpeer-control-client") { [self] in serve(connection) }
             }
         }
-        thread.name = "syncpeer-control"
-        thread.start()
     }
 
     package func stop() {
@@ -118,7 +116,7 @@ package final class ControlServer: Sendable {
                 // closed terminal), the transfer is cancelled, never left to finish unseen.
                 let cancellation = SendCancellation()
                 let finished = Latch()
-                let watcher = Thread { [node] in
+                OSThread.start(name: "syncpeer-control-send-watch") { [node] in
                     while !finished.isSet {
                         guard connection.peerHasHungUp(within: .milliseconds(250)) else { continue }
                         if finished.isSet { return }
@@ -126,8 +124,6 @@ package final class ControlServer: Sendable {
                         return
                     }
                 }
-                watcher.name = "syncpeer-control-send-watch"
-                watcher.start()
                 defer { finished.set() }
                 // Set before the answer is written: a client that exits once it has read the
                 // end (a failure that left the transfer paused, resumable) has not hung up on

@@ -1,6 +1,7 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import Glibc
+internal import PeerFiles
 internal import PeerIndex
 internal import Synchronization
 
@@ -15,10 +16,10 @@ extension Node {
         guard directory.hasPrefix("/") else { throw .invalidArgument("'\(directory)' is not a full path") }
         let path = URL(fileURLWithPath: directory).standardizedFileURL.path
         do { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) } catch {
-            throw .io(path: path, reason: "cannot create the receive folder: \(error.localizedDescription)")
+            throw .io(path: path, reason: "cannot create the receive folder: \(PlainText.reason(error))")
         }
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue, access(path, W_OK) == 0 else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory, access(path, W_OK) == 0 else {
             throw .io(path: path, reason: "not a folder this user can write into")
         }
         do { try index.setSetting(Self.receiveDirectorySetting, path) } catch { throw .index(error) }

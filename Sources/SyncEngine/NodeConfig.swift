@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 
 /// How a node runs. Defaults are for real users; tests and the demo pass loopback and
 /// short timeouts.

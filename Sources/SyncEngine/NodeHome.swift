@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 
 /// The directory that holds one node's state: its identity key, its index and (later) its
@@ -17,7 +17,7 @@ package struct NodeHome: Sendable, Equatable {
         if let explicit, !explicit.isEmpty { return NodeHome(path: explicit) }
         if let env = environment["SYNCPEER_HOME"], !env.isEmpty { return NodeHome(path: env) }
         if let xdg = environment["XDG_DATA_HOME"], !xdg.isEmpty { return NodeHome(path: xdg + "/syncpeer") }
-        let user = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        let user = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? FileManager.default.homeDirectoryForCurrentUser.path
         return NodeHome(path: user + "/.local/share/syncpeer")
     }
 
@@ -35,16 +35,16 @@ package struct NodeHome: Sendable, Equatable {
 
     /// Creates the directory (mode 0700) if it does not exist.
     package func create() throws(EngineError) {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw .homeUnusable(path: path, reason: "it exists and is not a directory") }
+            guard isDirectory else { throw .homeUnusable(path: path, reason: "it exists and is not a directory") }
             return
         }
         // Durably: a home whose name a power cut took would come back as a new identity.
         do {
             try DurableNames.createDirectories(path, mode: 0o700)
         } catch {
-            throw .homeUnusable(path: path, reason: "cannot create it (\(error.localizedDescription))")
+            throw .homeUnusable(path: path, reason: "cannot create it (\(PlainText.reason(error)))")
         }
     }
 }

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import Glibc
 internal import PeerFiles
 
@@ -15,7 +15,7 @@ enum RunningMarker {
     /// This boot's id (`/proc/sys/kernel/random/boot_id`; "" where there is none).
     static func currentBootID() -> String {
         ((try? String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)) ?? "")
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+            .trimmingWhitespaceAndNewlines()
     }
 
     /// Whether the last daemon of `home` went down with the machine (its marker is left, from
@@ -23,7 +23,7 @@ enum RunningMarker {
     static func begin(home: NodeHome, bootID: String) -> Bool {
         let file = path(home)
         let left = try? String(contentsOfFile: file, encoding: .utf8)
-        let wentDown = left.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) != bootID } ?? false
+        let wentDown = left.map { $0.trimmingWhitespaceAndNewlines() != bootID } ?? false
         let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
         if fd >= 0 {
             let bytes = Array((bootID + "\n").utf8)

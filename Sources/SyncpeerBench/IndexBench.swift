@@ -1,5 +1,8 @@
+import Dispatch
+import FoundationEssentials
+import Glibc
+import PeerFiles
 import PeerModel
-import Foundation
 import PeerIndex
 
 /// The index's cost per file of what workload B does with it, in µs: recording scanned or
@@ -31,7 +34,7 @@ func indexBenchmarks(directory: String, files: Int, batch: Int, runs: Int) throw
             try timed(name) {
                 for first in stride(from: 0, to: files, by: batch) {
                     let rows = (first..<min(files, first + batch)).map { i in
-                        FileRecord(folderID: folder, FileEntry(path: String(format: "small/f%05d.bin", i), kind: .file, size: 4096, mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, version: [local: counter], rootHash: hashes[i], modifiedBy: local), inode: UInt64(1000 + i), chunks: [FileChunkRecord(offset: 0, size: 4096, hash: hashes[i])])
+                        FileRecord(folderID: folder, FileEntry(path: PlainText.format( "small/f%05d.bin", i), kind: .file, size: 4096, mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, version: [local: counter], rootHash: hashes[i], modifiedBy: local), inode: UInt64(1000 + i), chunks: [FileChunkRecord(offset: 0, size: 4096, hash: hashes[i])])
                     }
                     try index.upsertFiles(rows)
                 }
@@ -40,7 +43,7 @@ func indexBenchmarks(directory: String, files: Int, batch: Int, runs: Int) throw
         try timed("upsert_remote_files_us") {
             for first in stride(from: 0, to: files, by: batch) {
                 let rows = (first..<min(files, first + batch)).map { i in
-                    RemoteFileRecord(FileEntry(path: String(format: "small/g%05d.bin", i), kind: .file, size: 4096, mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, version: [device: 1], rootHash: hashes[i], modifiedBy: device, sequence: Int64(i + 1)), manifest: manifest)
+                    RemoteFileRecord(FileEntry(path: PlainText.format( "small/g%05d.bin", i), kind: .file, size: 4096, mtimeNs: 1_700_000_000_000_000_000 + Int64(i), mode: 0o644, version: [device: 1], rootHash: hashes[i], modifiedBy: device, sequence: Int64(i + 1)), manifest: manifest)
                 }
                 try index.upsertRemoteFiles(folderID: folder, deviceID: device, rows, receivedSequence: Int64(rows.count))
             }

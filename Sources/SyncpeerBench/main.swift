@@ -15,11 +15,12 @@
 // figure is the best of several timed runs (the median is given too), with the CPU time
 // per GB (user + system, all threads) because on a shared machine that is the stable one.
 #if canImport(Glibc)
-import Glibc
+@preconcurrency import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 import PeerCrypto
 import PeerFiles
+import PeerNet
 
 func now() -> Double {
     var ts = timespec()
@@ -71,7 +72,7 @@ func measure(_ name: String, bytes: Int, runs: Int, _ body: () throws -> Void) r
     cpu.sort()
     let m = Measurement(name: name, best: rates.last!, median: rates[runs / 2],
                         cpuPerGB: cpu[runs / 2] / (Double(bytes) / 1e9), bytesPerRun: bytes, runs: runs)
-    FileHandle.standardError.write(Data("[syncpeer-bench] \(name): best \(Int(m.best)) MB/s, median \(Int(m.median)) MB/s, CPU \(String(format: "%.2f", m.cpuPerGB)) s/GB\n".utf8))
+    fputs("[syncpeer-bench] \(name): best \(Int(m.best)) MB/s, median \(Int(m.median)) MB/s, CPU \(PlainText.format("%.2f", m.cpuPerGB)) s/GB\n", stderr)
     return m
 }
 
@@ -322,9 +323,9 @@ func deltaBytes(start: Int, end: Int, changeStart: Int, changeEnd: Int) -> Int {
 }
 
 func emit(_ object: [String: Any]) {
-    let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-    FileHandle.standardOutput.write(data)
-    FileHandle.standardOutput.write(Data("\n".utf8))
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys]
+    print(String(decoding: try! encoder.encode(JSONValue(any: object)!), as: UTF8.self))
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -340,26 +341,26 @@ case "crypto":
     emit(cryptoBenchmarks(seconds: seconds, runs: runs))
 case "chunk":
     guard arguments.count >= 2 else {
-        FileHandle.standardError.write(Data("usage: syncpeer-bench chunk PATH [--runs N]\n".utf8))
+        fputs("usage: syncpeer-bench chunk PATH [--runs N]\n", stderr)
         exit(2)
     }
     do { emit(try chunkBenchmarks(path: arguments[1], runs: runs)) } catch {
-        FileHandle.standardError.write(Data("syncpeer-bench: \(arguments[1]): \(error)\n".utf8))
+        fputs("syncpeer-bench: \(arguments[1]): \(error)\n", stderr)
         exit(1)
     }
 case "delta":
     emit(deltaBenchmarks(bufferBytes: (option("mib").flatMap(Int.init) ?? 256) << 20, change: 1 << 20,
                          trials: option("trials").flatMap(Int.init) ?? 30))
 case "index":
-    let directory = arguments.count >= 2 && !arguments[1].hasPrefix("--") ? arguments[1] : NSTemporaryDirectory()
+    let directory = arguments.count >= 2 && !arguments[1].hasPrefix("--") ? arguments[1] : FileManager.default.temporaryDirectory.path
     do {
         emit(try indexBenchmarks(directory: directory, files: option("files").flatMap(Int.init) ?? 10_000,
                                  batch: option("batch").flatMap(Int.init) ?? 1_000, runs: runs))
     } catch {
-        FileHandle.standardError.write(Data("syncpeer-bench: index: \(error)\n".utf8))
+        fputs("syncpeer-bench: index: \(error)\n", stderr)
         exit(1)
     }
 default:
-    FileHandle.standardError.write(Data("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N] | delta [--mib M] [--trials T] | index [DIR] [--files N] [--batch B] [--runs N]\n".utf8))
+    fputs("usage: syncpeer-bench crypto [--seconds S] [--runs N] | chunk PATH [--runs N] | delta [--mib M] [--trials T] | index [DIR] [--files N] [--batch B] [--runs N]\n", stderr)
     exit(2)
 }

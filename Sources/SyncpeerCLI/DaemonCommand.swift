@@ -2,9 +2,11 @@
 @preconcurrency internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 internal import SyncpeerWeb
+internal import PeerFiles
+internal import PeerNet
 
 /// `syncpeer daemon`: runs the node until SIGINT or SIGTERM.
 struct DaemonCommand: Command {
@@ -121,7 +123,7 @@ struct DaemonCommand: Command {
 
     /// SYNCPEER_INTERFACE (comma-separated names) when no --interface was given.
     static func interfaces(fromEnvironment value: String?) -> [String] {
-        (value ?? "").split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        (value ?? "").split(separator: ",").map { $0.trimmingWhitespace() }.filter { !$0.isEmpty }
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
@@ -181,11 +183,10 @@ struct DaemonCommand: Command {
             return source
         }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waiter = Thread {
+            OSThread.start(name: "syncpeer-stop") {
                 stopRequested.wait()
                 continuation.resume()
             }
-            waiter.start()
         }
         for source in sources { source.cancel() }
         dashboard?.stop()

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 
 /// The daemon's configuration file: its options without the command line, so the systemd
 /// user unit never needs editing. The path is `--config FILE`, else
@@ -39,12 +40,11 @@ struct DaemonConfigFile {
             if required { throw .usage("--config \(path): no such file") }
             return nil
         }
-        guard let handle = FileHandle(forReadingAtPath: path),
-              let data = try? handle.read(upToCount: maxBytes + 1) ?? Data() else {
+        guard let file = PlainFile.reading(path), let data = try? file.read(upToCount: maxBytes + 1) else {
             throw .failure("cannot read the configuration file \(path)")
         }
         guard data.count <= maxBytes else { throw .usage("\(path): larger than \(maxBytes / 1024) KiB; is it the right file?") }
-        guard let text = String(data: data, encoding: .utf8) else { throw .usage("\(path): not UTF-8 text") }
+        guard let text = String(validating: data, as: UTF8.self) else { throw .usage("\(path): not UTF-8 text") }
         return try parse(text, path: path, spec: spec, home: environment["HOME"])
     }
 
@@ -52,12 +52,12 @@ struct DaemonConfigFile {
     static func parse(_ text: String, path: String, spec: CommandSpec, home: String?) throws(CLIError) -> ParsedArguments {
         var parsed = ParsedArguments()
         for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = raw.trimmingWhitespace()
             if line.isEmpty || line.hasPrefix("#") { continue }
             let at = "\(path), line \(number + 1)"
             guard let equals = line.firstIndex(of: "=") else { throw .usage("\(at): expected 'name = value', got '\(line)'") }
-            let name = line[..<equals].trimmingCharacters(in: .whitespaces)
-            var value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let name = line[..<equals].trimmingWhitespace()
+            var value = line[line.index(after: equals)...].trimmingWhitespace()
             if name == "config" { throw .usage("\(at): a configuration file cannot name another ('config')") }
             guard let option = spec.options.first(where: { $0.long == name }) else {
                 var message = "\(at): '\(name)' is not a daemon option"

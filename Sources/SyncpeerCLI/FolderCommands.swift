@@ -1,4 +1,6 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import Glibc
+internal import PeerFiles
 internal import SyncEngine
 
 /// `syncpeer share DIR --with PEER ...`: keeps a folder in sync with paired peers.
@@ -201,7 +203,7 @@ struct VerifyCommand: Command {
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {
         let result = try context.call(.verify(directory: directory), as: VerifyResult.self)
         var lines = ["Verified \(result.files) files (\(ProgressLayout.formatBytes(result.bytes))) of \(result.path) in "
-            + String(format: "%.1f s", result.seconds)]
+            + PlainText.format("%.1f s", result.seconds)]
         if result.changed > 0 { lines.append("\(result.changed) changed since the last scan: rescanned") }
         if result.corrupt == 0 {
             lines.append("No damage found")
@@ -264,8 +266,8 @@ struct StatusCommand: Command {
 
     /// Which of two names that look the same this is.
     static func form(of name: String) -> String {
-        if name.precomposedStringWithCanonicalMapping.utf8.elementsEqual(name.utf8) { return "composed, NFC" }
-        if name.decomposedStringWithCanonicalMapping.utf8.elementsEqual(name.utf8) { return "decomposed, NFD" }
+        if UnicodeForms.nfc(name).utf8.elementsEqual(name.utf8) { return "composed, NFC" }
+        if UnicodeForms.nfd(name).utf8.elementsEqual(name.utf8) { return "decomposed, NFD" }
         return "mixed"
     }
 
@@ -359,7 +361,7 @@ struct ConflictsCommand: Command {
             var lines = [item.original]
             for version in item.versions {
                 let author = version.local ? "\(version.name) (this device)" : version.name == "?" ? version.device : version.name
-                let place = version.path == item.original ? "the file" : (version.path as NSString).lastPathComponent
+                let place = version.path == item.original ? "the file" : PathName.lastComponent(version.path)
                 lines.append("  \(author)'s  \(ProgressRenderer.formatBytes(version.size))  \(Self.localTime(version.time))  \(place)")
             }
             if let more = item.moreVersions { lines.append("  and \(more) more version(s)") }

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import Glibc
 internal import SyncEngine
 internal import SyncpeerWeb
 
@@ -62,11 +63,12 @@ struct GuiCommand: Command {
         let page: String
         do { page = try DashboardLoginPage.write(home: home, url: address, code: code) } catch { throw CLIError(error) }
         // The browser's command line holds the page's path only, never the code.
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [browser, page]
-        do { try process.run() } catch {
-            throw .failure("cannot run $BROWSER (\(browser)): \(error.localizedDescription); 'syncpeer gui --no-open' prints the link")
+        let arguments = [String](["/usr/bin/env", browser, page]).map { strdup($0) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        var child = pid_t()
+        let started = posix_spawn(&child, "/usr/bin/env", nil, nil, arguments, environ)
+        guard started == 0 else {
+            throw .failure("cannot run $BROWSER (\(browser)): \(String(cString: strerror(started))); 'syncpeer gui --no-open' prints the link")
         }
         if context.globals.json {
             context.output.json(["url": address, "loginPage": DashboardLoginPage.path(home)])

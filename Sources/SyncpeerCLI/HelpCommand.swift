@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 
 /// `syncpeer help [COMMAND]`: the overview, or one command's help; `--man DIR` and
 /// `--completion SHELL` give the same texts as man pages and completion scripts (what
@@ -47,7 +48,7 @@ struct HelpCommand: Command {
                     try Data(page.text.utf8).write(to: directory.appendingPathComponent(page.name))
                 }
             } catch {
-                throw .failure("cannot write the man pages into \(manDirectory): \(error.localizedDescription)")
+                throw .failure("cannot write the man pages into \(manDirectory): \(PlainText.reason(error))")
             }
             return ExitCode.success
         }

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 
 /// Man pages (roff, man(7) macros) and shell completions, generated from the same command
 /// specs as `syncpeer help`: what `make install` puts in place can never disagree with the
@@ -100,13 +101,13 @@ enum ManualFormatter {
     /// character ('.' or '\''), paragraphs joined into one filled line each.
     static func paragraph(_ text: String) -> String {
         text.split(separator: "\n\n", omittingEmptySubsequences: true).map { block in
-            escape(block.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " "))
+            escape(block.split(separator: "\n").map { $0.trimmingWhitespace() }.joined(separator: " "))
         }.joined(separator: "\n.PP\n") + "\n"
     }
 
     static func escape(_ text: String) -> String {
-        var out = text.replacingOccurrences(of: "\\", with: "\\e").replacingOccurrences(of: "-", with: "\\-")
+        var out = text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
         if out.hasPrefix(".") || out.hasPrefix("'") { out = "\\&" + out }
-        return out.replacingOccurrences(of: "\n.", with: "\n\\&.").replacingOccurrences(of: "\n'", with: "\n\\&'")
+        return out.replacing("\n.", with: "\n\\&.").replacing("\n'", with: "\n\\&'")
     }
 }

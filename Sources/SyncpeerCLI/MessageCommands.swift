@@ -1,8 +1,9 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
+internal import PeerNet
 
 /// `syncpeer msg --to PEER TEXT`: one encrypted message to a connected peer.
 struct MsgCommand: Command {
@@ -48,7 +49,7 @@ struct ChatCommand: Command {
         let json = context.globals.json
         // Check the peer first, so a typo fails before anything is typed.
         _ = try context.call(.peers, as: [PeerSummary].self)
-        let reading = Thread {
+        OSThread.start(name: "syncpeer-chat") {
             try? listener.streamEvents { event in
                 switch event {
                 case .message:
@@ -61,7 +62,6 @@ struct ChatCommand: Command {
                 return true
             }
         }
-        reading.start()
         if !json { output.line("chatting with \(peer); Ctrl-D to end") }
         while let line = readLine(strippingNewline: true) {
             if line.isEmpty { continue }

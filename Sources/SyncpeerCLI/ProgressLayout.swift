@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 internal import SyncEngine
 
 /// One transfer's line, fitted to the terminal's width: everything that fits, dropping the
@@ -102,7 +103,7 @@ struct ProgressLayout {
     /// Decimal units, as disks and networks count: 1.5 MB = 1,500,000 bytes.
     static func formatBytes(_ bytes: Int64) -> String {
         let (value, unit) = scaled(bytes)
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f %@", value, units[unit])
+        return unit == 0 ? "\(bytes) B" : PlainText.format("%.1f ", value) + units[unit]
     }
 
     /// "13.9/62.9 MB": both in the total's unit (the width stays the same as it grows).
@@ -111,7 +112,7 @@ struct ProgressLayout {
         if unit == 0 { return "\(done)/\(total) B" }
         var divisor = 1.0
         for _ in 0..<unit { divisor *= 1000 }
-        return String(format: "%.1f/%.1f %@", Double(done) / divisor, Double(total) / divisor, units[unit])
+        return PlainText.format("%.1f/%.1f ", Double(done) / divisor, Double(total) / divisor) + units[unit]
     }
 
     static let units = ["B", "kB", "MB", "GB", "TB"]
@@ -128,6 +129,6 @@ struct ProgressLayout {
 
     static func formatDuration(_ seconds: Double) -> String {
         let s = Int(seconds.rounded(.up))
-        return s >= 3600 ? String(format: "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : String(format: "%d:%02d", s / 60, s % 60)
+        return s >= 3600 ? PlainText.format("%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60) : PlainText.format("%d:%02d", s / 60, s % 60)
     }
 }

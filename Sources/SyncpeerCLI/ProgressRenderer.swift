@@ -2,9 +2,10 @@
 @preconcurrency internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import Synchronization
 internal import SyncEngine
+internal import PeerFiles
 
 /// Shows transfer events. On a terminal: one live line per transfer (name, percentage,
 /// bytes, rate, ETA or what it waits for), redrawn in place, fitted to the terminal's
@@ -75,7 +76,7 @@ final class ProgressRenderer: Sendable {
         }
         guard let figures else { return "" }
         let bytes = figures.moved > 0 ? figures.moved : transfer.total ?? 0
-        return String(format: " in %.1f s (%@/s)", figures.seconds, Self.formatBytes(Int64(Double(bytes) / max(figures.seconds, 0.001))))
+        return PlainText.format(" in %.1f s", figures.seconds) + " (\(Self.formatBytes(Int64(Double(bytes) / max(figures.seconds, 0.001))))/s)"
     }
 
     func show(_ event: NodeEvent) {

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 internal import SyncEngine
 
 /// `send -` and `receive --stdout`: standard input or output as a live byte stream. The
@@ -49,6 +50,6 @@ enum StandardStreams {
         let seconds = max(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, 0.001)
         return "\(verb) stream \(result.name) \(preposition) \(EventRenderer.peerName(result.peer)): "
             + ProgressRenderer.formatBytes(result.bytes)
-            + String(format: " in %.1f s (%@/s)", seconds, ProgressRenderer.formatBytes(Int64(Double(result.bytes) / seconds)))
+            + PlainText.format(" in %.1f s", seconds) + " (\(ProgressRenderer.formatBytes(Int64(Double(result.bytes) / seconds)))/s)"
     }
 }

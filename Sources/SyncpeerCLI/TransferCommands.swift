@@ -1,10 +1,12 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import SyncEngine
 internal import Synchronization
 internal import Wormhole
+internal import PeerNet
+internal import Dispatch
 
 /// Runs `body` with a control client: the running daemon's, or, when none runs, a node
 /// started in this process for the duration of the command (same protocol either way).
@@ -177,7 +179,7 @@ struct SendCommand: Command {
         let group = DispatchGroup()
         for (index, (client, request)) in calls.enumerated() {
             group.enter()
-            Thread.detachNewThread {
+            OSThread.start(name: "syncpeer-call") {
                 let outcome: Result<TransferInfo, EngineError>
                 do throws(EngineError) { outcome = .success(try client.call(request, onEvent: onEvent)) } catch { outcome = .failure(error) }
                 outcomes.list.withLock { $0[index] = outcome }
@@ -290,8 +292,8 @@ struct ReceiveCommand: Command {
             return try StandardStreams.receive(context, peer: from, listen: listen)
         }
         if let directory {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
                 throw .usage("--dir \(directory): no such folder")
             }
         }

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import Glibc
 internal import SyncEngine
 
 /// `syncpeer history PATH`: the versions of a file (or of everything under a folder path)
@@ -87,15 +88,36 @@ struct RestoreCommand: Command {
         if let unit = text.last.flatMap({ units[$0] }), let n = Double(text.dropLast()), n >= 0 {
             return Int64((now.timeIntervalSince1970 - n * unit) * 1000)
         }
-        if let date = ISO8601DateFormatter().date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone.current
-        for format in ["yyyy-MM-dd HH:mm:ss", "yyyy-MM-dd HH:mm", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+        if let date = try? Date(text, strategy: .iso8601) { return Int64(date.timeIntervalSince1970 * 1000) }
+        return localTime(text).map { $0 * 1000 }
+    }
+
+    /// "YYYY-MM-DD HH:MM[:SS]", "YYYY-MM-DDTHH:MM:SS" or "YYYY-MM-DD" (midnight) in the
+    /// system's time zone (TZ, /etc/localtime), as unix seconds; nil for anything else or a
+    /// day or time that does not exist.
+    static func localTime(_ text: String) -> Int64? {
+        func numbers(_ part: Substring, _ separator: Character) -> [Int32]? {
+            let fields = part.split(separator: separator, omittingEmptySubsequences: false)
+            guard fields.allSatisfy({ !$0.isEmpty && $0.count <= 4 && $0.allSatisfy { $0.isASCII && $0.isNumber } }) else { return nil }
+            return fields.map { Int32($0)! }
         }
-        return nil
+        let split = text.firstIndex { $0 == " " || $0 == "T" }
+        guard let day = numbers(text[..<(split ?? text.endIndex)], "-"), day.count == 3 else { return nil }
+        var time: [Int32] = [0, 0, 0]
+        if let split {
+            guard let clock = numbers(text[text.index(after: split)...], ":"),
+                  clock.count == 3 || (clock.count == 2 && text[split] == " ") else { return nil }
+            time = clock + (clock.count == 2 ? [0] : [])
+        }
+        var fields = tm()
+        (fields.tm_year, fields.tm_mon, fields.tm_mday) = (day[0] - 1900, day[1] - 1, day[2])
+        (fields.tm_hour, fields.tm_min, fields.tm_sec, fields.tm_isdst) = (time[0], time[1], time[2], -1)
+        let seconds = mktime(&fields)
+        // mktime carries what overflows (31 February is 3 March, 02:30 in a spring-forward gap
+        // is 03:30): such a day or time does not exist.
+        guard seconds != -1, fields.tm_mon == day[1] - 1, fields.tm_mday == day[2],
+              (fields.tm_hour, fields.tm_min, fields.tm_sec) == (time[0], time[1], time[2]) else { return nil }
+        return Int64(seconds)
     }
 
     func run(_ context: CommandContext) async throws(CLIError) -> Int32 {

@@ -1,7 +1,8 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import Synchronization
 internal import SyncEngine
 internal import Wormhole
+internal import PeerFiles
 
 /// The servers `send --code` and `receive CODE` use: the public Magic Wormhole servers unless
 /// `--mailbox` / `--transit-relay` say otherwise (contacted only by these commands).
@@ -25,7 +26,7 @@ struct WormholeServers: Sendable {
         guard let colon = transitRelay.lastIndex(of: ":"), let port = UInt16(transitRelay[transitRelay.index(after: colon)...]), port != 0 else {
             throw .transfer("--transit-relay \(transitRelay): expected HOST:PORT")
         }
-        return [TransitHints.Address(host: String(transitRelay[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port)]
+        return [TransitHints.Address(host: transitRelay[..<colon].trimming { $0 == "[" || $0 == "]" }, port: port)]
     }
 }
 
@@ -73,9 +74,9 @@ struct WormholeSend: Sendable {
                 session.close()
                 if context.globals.json { context.output.json(WormholeText(text: text)) } else { context.output.err("text message sent\n") }
             case let .path(path):
-                let line = WormholeProgressLine(context, direction: .send, name: (path as NSString).lastPathComponent)
+                let line = WormholeProgressLine(context, direction: .send, name: PathName.lastComponent(path))
                 try WormholeFileSender(session: session, path: path, relays: try servers.relays(), report: line.report).run()
-                line.finish("Sent \((path as NSString).lastPathComponent)")
+                line.finish("Sent \(PathName.lastComponent(path))")
                 session.close()
             }
             return ExitCode.success

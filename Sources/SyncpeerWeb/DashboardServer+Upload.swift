@@ -1,5 +1,6 @@
 internal import FoundationEssentials
 internal import Glibc
+internal import PeerNet
 internal import SyncEngine
 
 /// A file dropped into the page (`POST /upload?name=NAME&peer=PEER`, the bytes as the body):

@@ -1,4 +1,5 @@
-package import SyncEngine
+internal import PeerNet
+internal import SyncEngine
 
 /// An HTTP/1.1 response of the dashboard: always `Connection: close`, never cached, with
 /// the security headers every answer carries.

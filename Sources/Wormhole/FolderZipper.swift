@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 
 /// Packs a folder into a zip the way Magic Wormhole receivers expect one (names relative to
 /// the folder, `/`-separated, UTF-8, Unix modes), with every entry stored: no deflater is
@@ -31,15 +32,15 @@ struct FolderZipper {
     /// Writes the zip of `folder` to `zipPath` (created, never overwritten). `zip64From`: tests
     /// lower it to have every size and offset written as zip64.
     static func zip(folder: String, to zipPath: String, zip64From: Int64 = zip64From) throws(WormholeError) -> Summary {
-        guard FileManager.default.createFile(atPath: zipPath, contents: nil), let out = FileHandle(forWritingAtPath: zipPath) else {
+        guard let out = PlainFile.writing(zipPath) else {
             throw .transfer("cannot create a temporary zip at \(zipPath)")
         }
-        defer { try? out.close() }
+        defer { out.close() }
         var summary = Summary()
         var central: [Central] = []
         var offset: Int64 = 0
         func write(_ bytes: [UInt8]) throws(WormholeError) {
-            do { try out.write(contentsOf: bytes) } catch { throw .transfer("writing the zip: \(error)") }
+            do { try out.write(bytes) } catch { throw .transfer("writing the zip: \(error)") }
             offset += Int64(bytes.count)
         }
         func add(_ relative: String, mode: UInt32, crc: UInt32, size: Int64, data: (([UInt8]) throws(WormholeError) -> Void) throws(WormholeError) -> Void) throws(WormholeError) {
@@ -119,14 +120,14 @@ struct FolderZipper {
 
     /// Calls `body` with the file's bytes in chunks; throws if the file changed size.
     private static func forEachChunk(of path: String, size: Int64, _ body: ([UInt8]) throws(WormholeError) -> Void) throws(WormholeError) {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw .transfer("cannot read \(path)") }
-        defer { try? handle.close() }
+        guard let handle = PlainFile.reading(path) else { throw .transfer("cannot read \(path)") }
+        defer { handle.close() }
         var done: Int64 = 0
         while done < size {
-            let data: Data
-            do { data = try handle.read(upToCount: Int(min(1 << 20, size - done))) ?? Data() } catch { throw .transfer("reading \(path): \(error)") }
+            let data: [UInt8]
+            do { data = try handle.read(upToCount: Int(min(1 << 20, size - done))) } catch { throw .transfer("reading \(path): \(error)") }
             guard !data.isEmpty else { throw .transfer("\(path) shrank while it was zipped") }
-            try body([UInt8](data))
+            try body(data)
             done += Int64(data.count)
         }
     }

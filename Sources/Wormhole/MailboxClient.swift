@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerNet
 internal import Synchronization
@@ -143,7 +143,7 @@ final class MailboxClient: Sendable {
             throw .server("\(error)")
         }
         guard let text else { throw .server("the server closed the connection") }
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], let type = object["type"] as? String else {
+        guard let object = JSONValue.object(parsing: text.utf8), let type = object["type"] as? String else {
             throw .protocolViolation("the server sent something that is not a JSON object with a type")
         }
         if type == "error" {
@@ -155,7 +155,7 @@ final class MailboxClient: Sendable {
     private func send(_ object: [String: Any]) throws(WormholeError) {
         var object = object
         object["id"] = hex(secureRandomBytes(2))
-        guard let data = try? JSONSerialization.data(withJSONObject: object), let text = String(data: data, encoding: .utf8) else {
+        guard let data = JSONValue.bytes(of: object), let text = String(validating: data, as: UTF8.self) else {
             throw .protocolViolation("cannot encode a mailbox request")
         }
         do { try socket.sendText(text) } catch { throw .server("\(error)") }

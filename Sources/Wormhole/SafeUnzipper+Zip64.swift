@@ -1,4 +1,5 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 
 /// Zip64 (PKWARE APPNOTE 4.3.14–4.3.16, 4.5.3), as Python's zipfile writes it for a folder
 /// over 65,535 entries or 4 GiB: a zip64 end record and its locator just before the classic
@@ -21,7 +22,7 @@ extension SafeUnzipper {
 
     /// Finds the end record (and the zip64 one when the end record points to it) and checks
     /// the directory's bounds.
-    func directoryBounds(_ file: FileHandle, fileSize: UInt64) throws(WormholeError) -> DirectoryBounds {
+    func directoryBounds(_ file: PlainFile, fileSize: UInt64) throws(WormholeError) -> DirectoryBounds {
         guard fileSize >= 22 else { throw .protocolViolation("not a zip file (no end record)") }
         let tailLength = min(fileSize, 22 + 65535)
         let tailStart = fileSize - tailLength

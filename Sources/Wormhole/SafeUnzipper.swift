@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
+internal import PeerFiles
 
 /// Unpacks a zip file from a peer into a new folder, refusing anything that could write
 /// outside it or more than it declares: absolute names, `..`, empty or control-character
@@ -42,13 +43,13 @@ struct SafeUnzipper {
     }
 
     private func unpackChecked(into destination: String) throws(WormholeError) -> Int {
-        guard let file = FileHandle(forReadingAtPath: zipPath) else { throw .transfer("cannot read the received zip") }
-        defer { try? file.close() }
+        guard let file = PlainFile.reading(zipPath) else { throw .transfer("cannot read the received zip") }
+        defer { file.close() }
         let entries = try centralDirectory(file)
         var seen = Set<String>()
         var total: Int64 = 0
         for entry in entries {
-            let key = entry.name.precomposedStringWithCanonicalMapping.lowercased()
+            let key = UnicodeForms.nfc(entry.name).lowercased()
             guard seen.insert(key.hasSuffix("/") ? String(key.dropLast()) : key).inserted else {
                 throw .protocolViolation("the zip holds '\(entry.name)' twice")
             }
@@ -82,9 +83,9 @@ struct SafeUnzipper {
     }
 
     /// Reads and checks the end record (zip64's when there is one) and the central directory.
-    func centralDirectory(_ file: FileHandle) throws(WormholeError) -> [Entry] {
+    func centralDirectory(_ file: PlainFile) throws(WormholeError) -> [Entry] {
         let size: UInt64
-        do { size = try file.seekToEnd() } catch { throw .transfer("cannot read the received zip") }
+        do { size = try file.size() } catch { throw .transfer("cannot read the received zip") }
         let bounds = try directoryBounds(file, fileSize: size)
         let count = bounds.count, cdSize = bounds.size, cdOffset = bounds.offset
         let directory = try read(file, at: UInt64(cdOffset), count: Int(cdSize))
@@ -133,7 +134,7 @@ struct SafeUnzipper {
         else { throw .protocolViolation("unsafe name in the zip: '\(name.prefix(100))'") }
     }
 
-    private func extract(_ entry: Entry, from file: FileHandle, to path: String) throws(WormholeError) {
+    private func extract(_ entry: Entry, from file: PlainFile, to path: String) throws(WormholeError) {
         let header = try read(file, at: UInt64(entry.headerOffset), count: 30)
         guard u32(header, 0) == 0x0403_4B50 else { throw .protocolViolation("damaged zip entry '\(entry.name)'") }
         let dataStart = UInt64(entry.headerOffset) + 30 + UInt64(u16(header, 26)) + UInt64(u16(header, 28))
@@ -179,12 +180,11 @@ struct SafeUnzipper {
         if let mode = entry.mode { fchmod(fd, mode & 0o755 | 0o600) }
     }
 
-    func read(_ file: FileHandle, at offset: UInt64, count: Int) throws(WormholeError) -> [UInt8] {
+    func read(_ file: PlainFile, at offset: UInt64, count: Int) throws(WormholeError) -> [UInt8] {
         do {
-            try file.seek(toOffset: offset)
-            let data = try file.read(upToCount: count) ?? Data()
+            let data = try file.read(at: offset, upToCount: count)
             guard data.count == count else { throw WormholeError.protocolViolation("the zip is truncated") }
-            return [UInt8](data)
+            return data
         } catch let error as WormholeError { throw error } catch { throw .transfer("reading the zip: \(error)") }
     }
 

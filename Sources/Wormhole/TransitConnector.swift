@@ -1,4 +1,5 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 package import PeerCrypto
 internal import PeerNet
 internal import Synchronization
@@ -58,7 +59,7 @@ package struct TransitConnector: Sendable {
         let deadline = ContinuousClock.now + timeout
         race.state.withLock { $0.running = targets.count }
         for (address, viaRelay) in targets {
-            Thread.detachNewThread { [self] in
+            OSThread.start(name: "wormhole-transit") { [self] in
                 let outcome = Result { () throws(WormholeError) in
                     try attempt(address, viaRelay: viaRelay, side: side, race: race, deadline: deadline)
                 }

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 
 /// The receiving side of `resume-v1` (see `WormholeResume`): the file or the folder's zip
@@ -31,7 +31,7 @@ extension WormholeFileReceiver {
             do {
                 let placed = try partial.commit(as: name, mode: 0o644, modificationTime: FileTimestamp(nanosecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1e9)),
                                                 size: UInt64(size), onConflict: .pickUniqueName)
-                final = (directory as NSString).appendingPathComponent(placed)
+                final = PathName.appending(directory, placed)
             } catch { throw .transfer("cannot place \(name) in \(directory): \(error)") }
         }
         WormholePartials.tidy(directory)

@@ -1,8 +1,10 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
+internal import PeerFiles
+internal import PeerNet
 
 /// Receives one file offered over an open wormhole into a folder: the name is checked (one
 /// component, no control characters), the size against the free space, the bytes against
@@ -86,7 +88,7 @@ package struct WormholeFileReceiver {
     /// Unpacks the zip at `zip` (at most `unpacked` bytes) beside the target and renames the
     /// folder into place; returns its path.
     func unpack(zip: String, name: String, unpacked: Int64) throws(WormholeError) -> String {
-        let staging = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-dir-\(hex(secureRandomBytes(4)))")
+        let staging = PathName.appending(directory, ".\(name.prefix(200)).wormhole-dir-\(hex(secureRandomBytes(4)))")
         let files = try SafeUnzipper(zipPath: zip, maxTotal: unpacked).unpack(into: staging)
         report.note("Unpacked \(files) file\(files == 1 ? "" : "s")")
         do { return try placeFolder(staging, name: name) } catch {
@@ -100,7 +102,7 @@ package struct WormholeFileReceiver {
     /// the connection.
     private func receiveBytes(name: String, size: Int64) throws(WormholeError) -> (String, String, TransitConnection) {
         let connection = try accept(name: name, resumable: false)
-        let partial = (directory as NSString).appendingPathComponent(".\(name.prefix(200)).wormhole-\(hex(secureRandomBytes(4)))")
+        let partial = PathName.appending(directory, ".\(name.prefix(200)).wormhole-\(hex(secureRandomBytes(4)))")
         let fd = Glibc.open(partial, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
             connection.close()
@@ -142,13 +144,13 @@ package struct WormholeFileReceiver {
 
     /// Tells the sender the bytes arrived, with their SHA-256.
     private func acknowledge(_ connection: TransitConnection, digest: String) throws(WormholeError) {
-        try connection.send(Array(try! JSONSerialization.data(withJSONObject: ["ack": "ok", "sha256": digest])))
+        try connection.send(JSONValue.bytes(of: ["ack": "ok", "sha256": digest])!)
     }
 
     /// Renames the unpacked folder to `name`, or `name (n)` when taken.
     private func placeFolder(_ staging: String, name: String) throws(WormholeError) -> String {
         for n in 0..<1000 {
-            let path = (directory as NSString).appendingPathComponent(n == 0 ? name : "\(name) (\(n))")
+            let path = PathName.appending(directory, n == 0 ? name : "\(name) (\(n))")
             var info = stat()
             if lstat(path, &info) == 0 { continue }
             if rename(staging, path) == 0 { return path }
@@ -159,10 +161,10 @@ package struct WormholeFileReceiver {
 
     /// Links the finished file under `name`, or `name (n).ext` when taken; never overwrites.
     private func place(_ partial: String, name: String) throws(WormholeError) -> String {
-        let base = (name as NSString).deletingPathExtension, ext = (name as NSString).pathExtension
+        let base = PathName.deletingPathExtension(name), ext = PathName.pathExtension(name)
         for n in 0..<1000 {
             let candidate = n == 0 ? name : "\(base) (\(n))" + (ext.isEmpty ? "" : ".\(ext)")
-            let path = (directory as NSString).appendingPathComponent(candidate)
+            let path = PathName.appending(directory, candidate)
             if link(partial, path) == 0 {
                 unlink(partial)
                 return path

@@ -1,9 +1,10 @@
 #if canImport(Glibc)
 @preconcurrency internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerFiles
+internal import PeerNet
 
 /// Sends one file, or a folder as a zip, over an open wormhole (magic-wormhole
 /// docs/file-transfer-protocol.md):
@@ -26,7 +27,7 @@ package struct WormholeFileSender: Sendable {
     package func run() throws(WormholeError) {
         var info = stat()
         guard stat(path, &info) == 0 else { throw .transfer("cannot read \(path)") }
-        let name = (path as NSString).lastPathComponent
+        let name = PathName.lastComponent(path)
         if info.st_mode & S_IFMT == S_IFDIR {
             let zipPath = FileManager.default.temporaryDirectory.appendingPathComponent("syncpeer-wormhole-\(hex(secureRandomBytes(6))).zip").path
             defer { unlink(zipPath) }
@@ -45,8 +46,8 @@ package struct WormholeFileSender: Sendable {
     /// Offers `offer`, then sends the bytes of `file` once the other side accepts: chunked and
     /// resumable (`WormholeResume`) when the other side is a syncpeer that can, else whole.
     private func send(file: String, name: String, offer: [String: Any]) throws(WormholeError) {
-        guard let handle = FileHandle(forReadingAtPath: file) else { throw .transfer("cannot read \(file)") }
-        defer { try? handle.close() }
+        guard let handle = PlainFile.reading(file) else { throw .transfer("cannot read \(file)") }
+        defer { handle.close() }
         var info = stat()
         guard fstat(handle.fileDescriptor, &info) == 0 else { throw .transfer("cannot read \(file)") }
         let size = Int64(info.st_size)
@@ -85,19 +86,19 @@ package struct WormholeFileSender: Sendable {
         var sent: Int64 = 0
         report.progress(0, size)
         while sent < size {
-            let chunk: Data
-            do { chunk = try handle.read(upToCount: Int(min(Int64(Self.recordSize), size - sent))) ?? Data() } catch {
+            let chunk: [UInt8]
+            do { chunk = try handle.read(upToCount: Int(min(Int64(Self.recordSize), size - sent))) } catch {
                 throw .transfer("reading \(file): \(error)")
             }
             guard !chunk.isEmpty else { throw .transfer("\(file) shrank while it was sent") }
-            let bytes = [UInt8](chunk)
+            let bytes = chunk
             hasher.update(bytes)
             try connection.send(bytes)
             sent += Int64(bytes.count)
             report.progress(sent, size)
         }
         let ack = try connection.receive(deadline: ContinuousClock.now + .seconds(120))
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(ack))) as? [String: Any], object["ack"] as? String == "ok" else {
+        guard let object = JSONValue.object(parsing: ack), object["ack"] as? String == "ok" else {
             throw .remote("the receiver did not confirm the transfer")
         }
         if let theirHash = object["sha256"] as? String, theirHash != hex(hasher.finalize()) {

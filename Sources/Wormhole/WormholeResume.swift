@@ -1,6 +1,7 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerFiles
+internal import PeerNet
 
 /// `resume-v1`: between two syncpeers (both list it in their version message's
 /// `app_versions.syncpeer.abilities`), a file or a folder's zip crosses as content-defined
@@ -98,12 +99,12 @@ package enum WormholeResume {
 
     /// The final `{"ack": "ok", "root": …}` record.
     static func ack(root: [UInt8]) -> [UInt8] {
-        Array(try! JSONSerialization.data(withJSONObject: ["ack": "ok", "root": hex(root)]))
+        JSONValue.bytes(of: ["ack": "ok", "root": hex(root)])!
     }
 
     /// Whether `record` is the ack of `root`.
     static func isAck(_ record: [UInt8], root: [UInt8]) -> Bool {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(record))) as? [String: Any] else { return false }
+        guard let object = JSONValue.object(parsing: record) else { return false }
         return object["ack"] as? String == "ok" && object["root"] as? String == hex(root)
     }
 }

@@ -1,5 +1,6 @@
-internal import Foundation
+internal import FoundationEssentials
 package import PeerCrypto
+internal import PeerNet
 internal import Synchronization
 
 /// One wormhole between two sides: the code, the SPAKE2 exchange in the `pake` phase, the
@@ -57,15 +58,15 @@ package final class WormholeSession: Sendable {
             mailboxID = id
             try mailbox.open(id)
             onCode(code)
-            let spake = SPAKE2Symmetric(password: Array(code.description.precomposedStringWithCanonicalMapping.utf8), identity: Array(appID.utf8))
-            try mailbox.add(phase: "pake", body: Array(try JSONSerialization.data(withJSONObject: ["pake_v1": hex(spake.outboundMessage)])))
+            let spake = SPAKE2Symmetric(password: Array(code.description.utf8), identity: Array(appID.utf8))
+            try mailbox.add(phase: "pake", body: JSONValue.bytes(of: ["pake_v1": hex(spake.outboundMessage)])!)
             let deadline = waitForPeer.map { ContinuousClock.now + $0 }
             var early: [MailboxClient.Message] = []
             var theirPake: [UInt8]?
             while theirPake == nil {
                 let message = try mailbox.nextMessage(deadline: deadline)
                 if message.phase == "pake" {
-                    guard let object = try? JSONSerialization.jsonObject(with: Data(message.body)) as? [String: Any],
+                    guard let object = JSONValue.object(parsing: message.body),
                           let text = object["pake_v1"] as? String, let bytes = bytes(fromHex: text)
                     else { throw WormholeError.protocolViolation("malformed pake message") }
                     theirPake = bytes
@@ -78,7 +79,7 @@ package final class WormholeSession: Sendable {
             do { key = try spake.finish(theirPake!) } catch { throw WormholeError.protocolViolation("bad pake message: \(error)") }
             let versions: [String: Any] = ["app_versions": appVersions]
             let versionBox = try SecretBox(key: phaseKey(key, side: mailbox.side, phase: "version"))
-            try mailbox.add(phase: "version", body: versionBox.seal(Array(try JSONSerialization.data(withJSONObject: versions))))
+            try mailbox.add(phase: "version", body: versionBox.seal(try Self.encoded(versions)))
             try? mailbox.release(nameplate)
             // Their version: the first message that opens proves they hold the code.
             var theirs: MailboxClient.Message? = early.first { $0.phase == "version" }
@@ -93,7 +94,7 @@ package final class WormholeSession: Sendable {
             guard let plain = try? SecretBox(key: phaseKey(key, side: theirs!.side, phase: "version")).open(theirs!.body) else {
                 throw WormholeError.wrongCode
             }
-            let peerVersions = (try? JSONSerialization.jsonObject(with: Data(plain)) as? [String: Any]) ?? [:]
+            let peerVersions = JSONValue.object(parsing: plain) ?? [:]
             let session = WormholeSession(code: code, mailbox: mailbox, mailboxID: id, key: key,
                                           peerAppVersions: (peerVersions["app_versions"] as? [String: Any]) ?? [:])
             for message in early { try session.accept(message) }
@@ -132,9 +133,14 @@ package final class WormholeSession: Sendable {
         HKDFSHA256.derive(inputKeyMaterial: key, info: Array(purpose.utf8), length: length)
     }
 
+    private static func encoded(_ object: [String: Any]) throws(WormholeError) -> [UInt8] {
+        guard let bytes = JSONValue.bytes(of: object) else { throw .protocolViolation("cannot encode a message") }
+        return bytes
+    }
+
     /// Sends the next application message as a JSON object.
     package func send(_ object: [String: Any]) throws(WormholeError) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object) else { throw .protocolViolation("cannot encode a message") }
+        let data = try Self.encoded(object)
         let phase: String? = shared.withLock { state in
             guard !state.closed else { return nil }
             defer { state.nextOutPhase += 1 }
@@ -143,7 +149,7 @@ package final class WormholeSession: Sendable {
         guard let phase else { throw .transfer("cancelled") }
         let box: SecretBox
         do { box = try SecretBox(key: Self.phaseKey(key, side: mailbox.side, phase: phase)) } catch { throw .protocolViolation("\(error)") }
-        try mailbox.add(phase: phase, body: box.seal(Array(data)))
+        try mailbox.add(phase: phase, body: box.seal(data))
     }
 
     /// The next application message from the other side, in phase order, as a JSON object.
@@ -154,7 +160,7 @@ package final class WormholeSession: Sendable {
             try accept(try mailbox.nextMessage(deadline: deadline))
             plain = takeNextInPhase()
         }
-        guard let plain, let object = (try? JSONSerialization.jsonObject(with: Data(plain))) as? [String: Any] else {
+        guard let plain, let object = JSONValue.object(parsing: plain) else {
             throw .protocolViolation("an application message is not a JSON object")
         }
         if let error = object["error"] { throw .remote(String("\(error)".prefix(300))) }

@@ -1,3 +1,4 @@
+import PeerNet
 import PeerCrypto
 import Testing
 @testable import SyncEngine

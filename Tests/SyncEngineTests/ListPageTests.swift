@@ -1,3 +1,4 @@
+import PeerNet
 import Foundation
 import Testing
 @testable import SyncEngine

@@ -1,5 +1,6 @@
 import Foundation
 import PeerCrypto
+import PeerNet
 import Testing
 @testable import SyncEngine
 

@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
@@ -64,7 +64,7 @@ extension ConnectionService {
     /// then back on `queue`, `inFlight` leaves `dialsInFlight` and `failed` or `connected` runs.
     func initiate(name: String, inFlight: String, hello: Hello, connect: @escaping @Sendable () throws(NetError) -> any ByteStream,
                   failed: @escaping @Sendable (NetError) -> Void, connected: @escaping @Sendable (SecureChannel) -> Void) {
-        let thread = Thread { [self] in
+        OSThread.start(name: name) { [self] in
             let outcome: Result<SecureChannel, NetError>
             do throws(NetError) {
                 outcome = .success(try SecureChannel.initiate(over: try connect(), staticKey: identity.keyPair, hello: hello,
@@ -80,8 +80,6 @@ extension ConnectionService {
                 }
             }
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Discovery saw the paired-or-not device `device` at `address` (on `queue`). Dials it
@@ -138,12 +136,10 @@ extension ConnectionService {
             }
             stream.setSendTimeout(config.sendTimeout)
             let hello = makeHello(context: nil, port: queue.sync { listenPort })
-            let thread = Thread { [self] in
+            OSThread.start(name: "syncpeer-handshake") { [self] in
                 defer { pendingHandshakes.withLock { $0.release(id: slot) } }
                 respond(over: stream, hello: hello, source: source, dialBackHost: stream.remoteHost)
             }
-            thread.name = "syncpeer-handshake"
-            thread.start()
         }
     }
 

@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerNet
 internal import Synchronization
@@ -26,9 +26,7 @@ extension ConnectionService {
     func startAnnouncing() {
         guard let tls = queue.sync(execute: { tlsIdentity }) else { return }
         for server in discoveryServers where server.announces {
-            let thread = Thread { [self] in announceLoop(GlobalDiscoveryClient(server: server, identity: tls)) }
-            thread.name = "syncpeer-announce"
-            thread.start()
+            OSThread.start(name: "syncpeer-announce") { [self] in announceLoop(GlobalDiscoveryClient(server: server, identity: tls)) }
         }
     }
 
@@ -55,7 +53,7 @@ extension ConnectionService {
             let until = ContinuousClock.now + .seconds(delay), earliest = ContinuousClock.now + Self.reannounceGap
             while ContinuousClock.now < until, !queue.sync(execute: { stopped }) {
                 if announced, ContinuousClock.now >= earliest, announcedAddresses(host) != addresses { break }
-                Thread.sleep(forTimeInterval: 0.5)
+                OSThread.sleep(for: .seconds(0.5))
             }
         }
     }
@@ -88,7 +86,7 @@ extension ConnectionService {
             $0.globalFound.lookupsInFlight.insert(device)
             $0.globalFound.nextLookup[device] = .now + config.lookupInterval
         }
-        let thread = Thread { [self] in
+        OSThread.start(name: "syncpeer-lookup") { [self] in
             var found: [String] = []
             var retry = 0
             for server in servers {
@@ -108,8 +106,6 @@ extension ConnectionService {
                 record(found, for: device)
             }
         }
-        thread.name = "syncpeer-lookup"
-        thread.start()
     }
 
     /// Keeps the usable addresses a lookup gave (on `queue`): TCP ones as "HOST:PORT",

@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerNet
 internal import Synchronization
@@ -19,7 +19,7 @@ extension ConnectionService {
                 completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server, --relay or --relay-pool on the daemon")))
                 return
             }
-            let thread = Thread { [self] in
+            OSThread.start(name: "syncpeer-lookup") { [self] in
                 var direct: [String] = []
                 var relays: [RelayEndpoint] = []
                 for server in servers {
@@ -33,8 +33,6 @@ extension ConnectionService {
                     dialNext(race)
                 }
             }
-            thread.name = "syncpeer-lookup"
-            thread.start()
         }
     }
 

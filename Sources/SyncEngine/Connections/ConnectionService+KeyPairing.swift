@@ -1,5 +1,7 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 internal import PeerCrypto
+internal import PeerFiles
 internal import PeerIndex
 
 extension ConnectionService {
@@ -43,7 +45,7 @@ extension ConnectionService {
     static func isDialable(_ address: String) -> Bool {
         guard address.utf8.count <= 300, let colon = address.lastIndex(of: ":"),
               let port = UInt16(address[address.index(after: colon)...]), port != 0 else { return false }
-        let host = address[..<colon].trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let host = address[..<colon].trimming { $0 == "[" || $0 == "]" }
         return !host.isEmpty && host != "0.0.0.0" && host != "::"
     }
 }

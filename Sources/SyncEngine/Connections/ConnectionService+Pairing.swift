@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
@@ -60,7 +60,7 @@ extension ConnectionService {
                                unless stop: () -> Bool = { false }) -> Bool {
         while ContinuousClock.now < deadline, !stop() {
             if queue.sync(execute: { hasSession(device: key, where: { $0 == .connected }) }) { return true }
-            Thread.sleep(forTimeInterval: seconds)
+            OSThread.sleep(for: .seconds(seconds))
         }
         return queue.sync { hasSession(device: key, where: { $0 == .connected }) }
     }

@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerWire
 
 /// How sessions reach their peers. Relay → direct: a relay carries a paired peer's session only while no direct path

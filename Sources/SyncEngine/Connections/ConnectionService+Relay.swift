@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerIndex
 internal import PeerNet
@@ -36,9 +36,7 @@ extension ConnectionService {
     }
 
     func startMembership(of relay: RelayEndpoint, tls: TLSIdentity) {
-        let thread = Thread { [self] in membership(of: relay, tls: tls) }
-        thread.name = "syncpeer-relay"
-        thread.start()
+        OSThread.start(name: "syncpeer-relay") { [self] in membership(of: relay, tls: tls) }
     }
 
     private func membership(of relay: RelayEndpoint, tls: TLSIdentity) {
@@ -65,19 +63,17 @@ extension ConnectionService {
                         queue.async { [self] in emitError(nil, "relay \(relay.host): an invitation dropped (\(Self.maxRelayedHandshakes) relayed handshakes under way)") }
                         continue
                     }
-                    let thread = Thread { [self] in
+                    OSThread.start(name: "syncpeer-relay-answer") { [self] in
                         answer(invitation, at: relay)
                         answering.count.withLock { $0 -= 1 }
                     }
-                    thread.name = "syncpeer-relay-answer"
-                    thread.start()
                 }
             } catch {
                 if queue.sync(execute: { stopped }) { return }
                 let wait = delay
                 queue.async { [self] in emitError(nil, "relay \(relay.host): \(error.description) (joining again in \(wait))") }
             }
-            Thread.sleep(forTimeInterval: Double(delay.components.seconds))
+            OSThread.sleep(for: .seconds(delay.components.seconds))
             delay = min(delay * 2, Self.relayRejoinMaximum)
         }
     }

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerNet
 internal import Synchronization
@@ -18,7 +19,7 @@ extension ConnectionService {
     func startRelayPools(tls: TLSIdentity) {
         let pools = relayPools
         guard !pools.isEmpty else { return }
-        let thread = Thread { [self] in
+        OSThread.start(name: "syncpeer-relay-pool") { [self] in
             var delay = Self.poolRetry
             while !queue.sync(execute: { stopped }) {
                 var listed: [RelayEndpoint] = []
@@ -44,11 +45,9 @@ extension ConnectionService {
                     }
                 }
                 let until = ContinuousClock.now + delay
-                while ContinuousClock.now < until, !queue.sync(execute: { stopped }) { Thread.sleep(forTimeInterval: 0.5) }
+                while ContinuousClock.now < until, !queue.sync(execute: { stopped }) { OSThread.sleep(for: .seconds(0.5)) }
                 delay = min(delay * 2, Self.poolRetryMaximum)
             }
         }
-        thread.name = "syncpeer-relay-pool"
-        thread.start()
     }
 }

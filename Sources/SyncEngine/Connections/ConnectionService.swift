@@ -1,6 +1,7 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
+internal import PeerFiles
 internal import PeerIndex
 internal import PeerNet
 internal import PeerWire
@@ -94,9 +95,7 @@ final class ConnectionService: Reporting, Sendable {
             }
             self.emit(.listening(.init(address: bound, time: now())))
         }
-        let acceptThread = Thread { [self] in acceptLoop(listener) }
-        acceptThread.name = "syncpeer-accept"
-        acceptThread.start()
+        OSThread.start(name: "syncpeer-accept") { [self] in acceptLoop(listener) }
         return (bound, listener.port, listener.host)
     }
 
@@ -221,7 +220,7 @@ final class ConnectionService: Reporting, Sendable {
         let channel = session.channel
         let flow = session.flow
         let id = session.id
-        let thread = Thread { [self] in
+        OSThread.start(name: "syncpeer-reader") { [self] in
             while flow.waitForRoom() {
                 do throws(NetError) {
                     guard let frame = try channel.receive() else {
@@ -243,8 +242,6 @@ final class ConnectionService: Reporting, Sendable {
                 }
             }
         }
-        thread.name = "syncpeer-reader"
-        thread.start()
     }
 
     private func transportEnded(_ id: UInt64, _ reason: String) {
@@ -555,7 +552,7 @@ final class ConnectionService: Reporting, Sendable {
 
     static func sameName(_ a: String, _ b: String) -> Bool {
         func fold(_ s: String) -> String {
-            s.precomposedStringWithCompatibilityMapping.lowercased().trimmingCharacters(in: .whitespaces)
+            UnicodeForms.nfkc(s).lowercased().trimmingWhitespace()
         }
         return fold(a) == fold(b)
     }

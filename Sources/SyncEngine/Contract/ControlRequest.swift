@@ -1,3 +1,5 @@
+package import PeerNet
+
 /// One request of the control protocol (see docs/PROTOCOL.md, "Control socket"): what the
 /// CLI asks a daemon. On the wire it is one JSON object, `{"id":…,"op":…, arguments}`;
 /// `init(json:)` checks it and `json` writes it, so the client and the server cannot

@@ -1,4 +1,5 @@
 internal import PeerCrypto
+package import PeerNet
 
 /// Paging for every list the control protocol answers (docs/PROTOCOL.md, "Paging"): the
 /// request may carry `"limit"` (items per page) and `"after"` (the `next` of the page

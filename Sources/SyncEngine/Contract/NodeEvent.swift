@@ -1,3 +1,5 @@
+package import PeerNet
+
 /// Something that happened in the node, for the CLI to render and for scripts (NDJSON via
 /// `syncpeer events`). Each case carries its own typed payload; in JSON an event is one
 /// object, its payload's fields plus `"event": KIND` (docs/JSON.md lists each kind's fields).

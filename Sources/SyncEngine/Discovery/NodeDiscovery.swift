@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerNet
 internal import PeerWire

@@ -1,4 +1,5 @@
 internal import PeerCrypto
+internal import PeerNet
 internal import Synchronization
 
 /// What happened lately, kept by the daemon for pages that open later (the dashboard's

@@ -1,4 +1,5 @@
-internal import Foundation
+internal import Dispatch
+internal import FoundationEssentials
 internal import PeerFiles
 
 extension FolderService {
@@ -22,7 +23,7 @@ extension FolderService {
                         try Data(patterns.utf8).write(to: URL(fileURLWithPath: file), options: .atomic)
                     }
                 } catch {
-                    return .failure(.io(path: file, reason: "cannot write the ignore patterns: \(error.localizedDescription)"))
+                    return .failure(.io(path: file, reason: "cannot write the ignore patterns: \(PlainText.reason(error))"))
                 }
                 folder.loadIgnores()
                 return .success(())
@@ -41,7 +42,7 @@ extension FolderService {
         } catch let error as EngineError {
             throw error
         } catch {
-            throw .io(path: file, reason: "cannot read the ignore patterns: \(error.localizedDescription)")
+            throw .io(path: file, reason: "cannot read the ignore patterns: \(PlainText.reason(error))")
         }
         return IgnoresResult(folder: folder.id, path: root, patterns: text)
     }

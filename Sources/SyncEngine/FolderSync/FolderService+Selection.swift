@@ -2,6 +2,7 @@ internal import PeerModel
 internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
+internal import PeerNet
 internal import Synchronization
 
 extension FolderService {

@@ -3,7 +3,7 @@ internal import PeerModel
 internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
 internal import PeerFiles
 internal import PeerIndex
@@ -136,11 +136,11 @@ final class FolderService: Reporting, Sendable {
 
     /// Refuses a path that does not exist or is not a folder, saying which and what to do.
     static func checkShareable(_ directory: String) throws(EngineError) {
-        var isDirectory: ObjCBool = false
+        var isDirectory = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
             throw .notFound("\(directory) does not exist: create it first, or check the path")
         }
-        guard isDirectory.boolValue else {
+        guard isDirectory else {
             throw .invalidArgument("\(directory) is a file, not a folder: share the folder that holds it, or 'syncpeer send' the file")
         }
     }

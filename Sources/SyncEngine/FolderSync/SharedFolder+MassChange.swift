@@ -1,6 +1,6 @@
 internal import PeerModel
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 internal import Synchronization
@@ -63,7 +63,7 @@ extension SharedFolder {
     var massChangeInfo: MassChangeInfo? {
         massHold.withLock { $0 }.map { hold in
             MassChangeInfo(affected: hold.affected, files: hold.files,
-                           question: hold.description.replacingOccurrences(of: "DIR", with: root))
+                           question: hold.description.replacing("DIR", with: root))
         }
     }
 }

@@ -1,4 +1,4 @@
-internal import Foundation
+internal import FoundationEssentials
 package import PeerCrypto
 
 /// A global discovery server (Syncthing's Global Discovery v3, `stdiscosrv`) as a URL names

@@ -1,5 +1,6 @@
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerCrypto
+internal import PeerFiles
 internal import PeerNet
 
 /// Announce and look up at one global discovery server (Syncthing's Global Discovery v3):
@@ -47,9 +48,8 @@ struct GlobalDiscoveryClient: Sendable {
     /// Announces `addresses`; returns the seconds until the server wants the next announce.
     func announce(_ addresses: [String]) throws(Failure) -> Int {
         let body: [UInt8]
-        do { body = Array(try JSONSerialization.data(withJSONObject: ["addresses": addresses])) } catch {
-            throw .badAnswer("cannot encode the announcement")
-        }
+        guard let encoded = JSONValue.bytes(of: ["addresses": addresses]) else { throw .badAnswer("cannot encode the announcement") }
+        body = encoded
         let response = try exchange("POST", path: server.path, body: body)
         guard (200..<300).contains(response.status) else {
             throw .refused(status: response.status, retryAfter: Self.delay(response.headers["retry-after"], default: 60))
@@ -70,7 +70,7 @@ struct GlobalDiscoveryClient: Sendable {
 
     /// The usable addresses of a lookup's answer, or why it is refused.
     static func addresses(fromAnswer body: [UInt8]) throws(Failure) -> [String] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = JSONValue.object(parsing: body) else {
             throw .badAnswer("not a JSON object")
         }
         guard let list = object["addresses"] as? [Any] else { throw .badAnswer("no \"addresses\" list") }
@@ -89,7 +89,7 @@ struct GlobalDiscoveryClient: Sendable {
     }
 
     static func delay(_ header: String?, default fallback: Int) -> Int {
-        guard let header, let seconds = Int(header.trimmingCharacters(in: .whitespaces)) else { return fallback }
+        guard let header, let seconds = Int(header.trimmingWhitespace()) else { return fallback }
         return min(max(seconds, delayRange.lowerBound), delayRange.upperBound)
     }
 

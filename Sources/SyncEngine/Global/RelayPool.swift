@@ -1,5 +1,5 @@
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 package import PeerNet
 internal import Synchronization
 
@@ -69,7 +69,7 @@ package struct RelayPool: Sendable, Hashable, CustomStringConvertible {
 
     /// The relays of a pool's answer (entries that are not relay URLs dropped), or why it is refused.
     static func relays(fromAnswer body: [UInt8], pool: String) throws(EngineError) -> [RelayEndpoint] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+        guard let object = JSONValue.object(parsing: body) else {
             throw .network("relay pool \(pool) answered something that is not a JSON object")
         }
         guard let list = object["relays"] as? [Any] else { throw .network("relay pool \(pool) answered no \"relays\" list") }

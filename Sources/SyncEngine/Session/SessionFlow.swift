@@ -1,5 +1,6 @@
+internal import FoundationEssentials
 internal import PeerModel
-internal import Foundation
+internal import PeerNet
 internal import PeerWire
 internal import Synchronization
 
@@ -55,7 +56,7 @@ final class SessionFlow: Sendable {
     }
 
     /// Only for the reader's waiting (`waitForRoom`) and the broadcasts that end it.
-    private let condition = NSCondition()
+    private let condition = OSCondition()
     private let counts = Mutex(Counts())
 
     /// Changes the counts in a way that may make room, and wakes the reader to look.
@@ -114,7 +115,7 @@ final class SessionFlow: Sendable {
         condition.lock()
         defer { condition.unlock() }
         while counts.withLock({ Self.mustWait(&$0) }) {
-            _ = condition.wait(until: Date().addingTimeInterval(0.1))
+            condition.wait(for: .milliseconds(100))
         }
         return counts.withLock { counts in
             counts.pausedSince = nil

@@ -1,7 +1,9 @@
-internal import Foundation
+internal import FoundationEssentials
+internal import Dispatch
 internal import Synchronization
 internal import PeerFiles
 internal import PeerIndex
+internal import PeerNet
 
 /// A stream nobody is waiting for, from a peer whose offers this node accepts without
 /// asking (`--auto-accept`, or `auto-accept PEER on`), becomes a file in the receive folder,
@@ -19,7 +21,7 @@ extension StreamService {
     /// as a `transfer` event (`completed` with the path, or `failed` with why).
     func saveToReceiveFolder(_ stream: IncomingByteStream) {
         let directory = receiveDirectory
-        let thread = Thread { [self] in
+        OSThread.start(name: "syncpeer-stream-file") { [self] in
             let outcome = Self.save(stream, into: directory)
             queue.async { [self] in
                 var info = TransferInfo(transfer: nil, direction: .receive, peer: stream.peer, name: stream.name,
@@ -35,8 +37,6 @@ extension StreamService {
                 emit(.transfer(info))
             }
         }
-        thread.name = "syncpeer-stream-file"
-        thread.start()
     }
 
     private static func save(_ stream: IncomingByteStream, into directory: String) -> Result<String, EngineError> {

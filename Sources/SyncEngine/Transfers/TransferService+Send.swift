@@ -2,10 +2,11 @@
 internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
+internal import PeerNet
 
 /// Sending: the accept, the window of chunks read on the transfer's `io` queue and put on
 /// the wire, the acknowledgements, the pause and the end (on the node's queue).
@@ -154,7 +155,7 @@ extension TransferService {
                 let (existing, due) = transfer.with { t in
                     (t.readers[entry], rate > 0 ? Self.pace(&t.pacing, bytes: Int64(chunk.size), rate: rate, now: now) : nil)
                 }
-                if let due, due > now { Thread.sleep(forTimeInterval: (due - now) / .seconds(1)) }
+                if let due, due > now { OSThread.sleep(for: due - now) }
                 do throws(FileError) {
                     let reader: ChunkReader
                     if let existing { reader = existing } else {

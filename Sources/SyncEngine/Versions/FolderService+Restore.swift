@@ -2,7 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 internal import PeerWire
@@ -128,7 +128,7 @@ extension FolderService {
             do {
                 try FileManager.default.createDirectory(atPath: directoryPath, withIntermediateDirectories: true)
             } catch {
-                return .failure(.init(message: "cannot create \(directoryPath): \(error.localizedDescription)"))
+                return .failure(.init(message: "cannot create \(directoryPath): \(PlainText.reason(error))"))
             }
             guard let handle = try? DirectoryHandle(path: directoryPath) else {
                 return .failure(.init(message: "cannot open \(directoryPath)"))

@@ -2,7 +2,8 @@
 internal import PeerModel
 internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
+internal import Dispatch
 internal import PeerFiles
 internal import PeerIndex
 
@@ -54,7 +55,7 @@ enum KeptFolderImport {
             stem = name[..<dot]
             ext = name[dot...]
         }
-        guard stem.hasSuffix(")"), let open = stem.range(of: " (", options: .backwards) else { return name }
+        guard stem.hasSuffix(")"), let open = stem.ranges(of: " (").last else { return name }
         let digits = stem[open.upperBound..<stem.index(before: stem.endIndex)]
         guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber) else { return name }
         return String(stem[..<open.lowerBound] + ext)
@@ -90,10 +91,10 @@ extension FolderService {
     /// Takes in every regular file under `directory` (one folder's old tree); removes each one
     /// taken and the directories emptied. Returns how many went in and how many stay.
     private static func importKept(_ directory: String, folder: SharedFolder, keeper: VersionKeeper) -> (taken: Int, left: Int) {
-        guard let walker = FileManager.default.enumerator(atPath: directory) else { return (0, 0) }
+        guard let relatives = try? FileManager.default.subpathsOfDirectory(atPath: directory) else { return (0, 0) }
         var (taken, left) = (0, 0)
         var directories = [directory]
-        while let relative = walker.nextObject() as? String {
+        for relative in relatives {
             let absolute = directory + "/" + relative
             var info = stat()
             guard lstat(absolute, &info) == 0 else { continue }
@@ -120,7 +121,7 @@ extension FolderService {
         }
         // Deepest first: a directory emptied of its files, then the one above it.
         for emptied in directories.sorted(by: { $0.utf8.count > $1.utf8.count }) { rmdir(emptied) }
-        if taken > 0 { DurableNames.syncDirectory((directory as NSString).deletingLastPathComponent) }
+        if taken > 0 { DurableNames.syncDirectory(PathName.deletingLastComponent(directory)) }
         return (taken, left)
     }
 }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 internal import Glibc
 #endif
-internal import Foundation
+internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 
@@ -42,7 +42,7 @@ struct VersionStore: Sendable {
         guard ChunkHash.of(bytes) == hash else { return false }
         if has(hash) { return true }
         let target = path(of: hash)
-        let directory = (target as NSString).deletingLastPathComponent
+        let directory = PathName.deletingLastComponent(target)
         if access(directory, F_OK) != 0 {
             try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
@@ -129,14 +129,17 @@ struct VersionStore: Sendable {
 
     /// Bytes the store's chunk files take (their sizes; a walk of the store).
     func storedBytes() -> Int64 {
-        guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
-        var total: Int64 = 0
-        while let name = walker.nextObject() as? String {
-            if let size = walker.fileAttributes?[.size] as? NSNumber, walker.fileAttributes?[.type] as? FileAttributeType == .typeRegular {
-                total += size.int64Value
+        func walk(_ directory: String) -> Int64 {
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
+            var total: Int64 = 0
+            for name in names {
+                var info = stat()
+                guard lstat(directory + "/" + name, &info) == 0 else { continue }
+                if info.st_mode & S_IFMT == S_IFREG { total += Int64(info.st_size) }
+                if info.st_mode & S_IFMT == S_IFDIR { total += walk(directory + "/" + name) }
             }
-            _ = name
+            return total
         }
-        return total
+        return walk(root)
     }
 }
