@@ -29,7 +29,10 @@ extension ConnectionService {
         }
         if let expected = session.expectedCertificate, CertificateID(certificate: der) != expected {
             // Paired by certificate ID, but this is another node: undo the pairing.
-            _ = try? index.deletePeer(deviceID: session.deviceKey)
+            do { _ = try index.deletePeer(deviceID: session.deviceKey) } catch {
+                emitError(session.peer, "\(session.peer.name)'s certificate ID is not \(expected), the one it was paired by, "
+                    + "but its pairing cannot be removed (unpair it): \(error.description)")
+            }
             endForViolation(session, "its certificate ID is not \(expected), the one it was paired by")
             return false
         }
@@ -42,7 +45,14 @@ extension ConnectionService {
     }
 
     /// The pinned certificate ID of a paired peer, if it sent one.
-    func certificateID(of device: String) -> CertificateID? {
-        (try? index.peerCertificate(deviceID: device)).flatMap { $0 }.flatMap { CertificateID(hash: $0) }
+    func certificateID(of device: String) throws(IndexError) -> CertificateID? {
+        try index.peerCertificate(deviceID: device).flatMap { CertificateID(hash: $0) }
+    }
+
+    /// The certificate ID to dial `device` by through relays and discovery servers. One the
+    /// index cannot read only skips those dials this time (the next redial attempt reads it
+    /// again; direct addresses are still dialled): nothing is decided on the missing answer.
+    func dialCertificateID(of device: String) -> CertificateID? {
+        try? certificateID(of: device)
     }
 }
