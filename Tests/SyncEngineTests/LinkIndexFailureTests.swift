@@ -1,0 +1,76 @@
+import Foundation
+import PeerIndex
+@testable import SyncEngine
+import Synchronization
+import Testing
+
+/// Issue 42.2 for connections and transfers: a read of the peers or transfer records that
+/// fails is the user's to know (the command's error, or an error event), never an empty
+/// answer acted on: `peers` listing nobody, a paired peer silently not reconnected, an
+/// offer from an auto-accepted peer waiting without a word, resumable data thrown away.
+@Suite(.serialized) struct LinkIndexFailureTests {
+    /// `peers` when the paired peers cannot be read answers with the index's error (it
+    /// listed nobody); a paired peer that goes away is not reconnected to on a guess, and
+    /// the user is told why.
+    @Test func peersWhenThePairedPeersCannotBeReadSaysWhyNotNobody() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("alice's invitation answered") { paired.value != nil }
+        try TransferPair.eventually("alice lists bob") { (try? alice.service.peerList().map(\.peer.name)) == ["bob"] }
+
+        try IndexFailureTests.damage(alice.index, table: "peer_certificates")
+        IndexFailureTests.expectIndexError({ () throws(EngineError) in _ = try alice.service.peerList() }, table: "peer_certificates")
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        IndexFailureTests.expectIndexError({ () throws(EngineError) in _ = try alice.service.peerList() }, table: "peers")
+
+        bob.service.stop()
+        try TransferPair.eventually("alice reports why she does not reconnect") {
+            alice.recorded.errors.contains { $0.contains("cannot read whether bob is paired to reconnect to it") }
+        }
+        #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
+    }
+
+    /// An offer arriving when the peer's auto-accept setting cannot be read waits for an
+    /// answer (not accepted on a guess) and the user is told why it waits.
+    @Test func anOfferWhoseAutoAcceptCannotBeReadWaitsAndSaysWhy() throws {
+        let bobStore = try FailingStore()
+        let pair = try TransferPair(configureBob: { $0.autoAccept = false }, bobStore: bobStore)
+        defer { pair.cleanup() }
+        pair.connect()
+        bobStore.failing.withLock { _ = $0.insert("peer") }
+        let source = pair.alice.directory + "/photo.bin"
+        try TransferPair.randomFile(source, size: 20_000, seed: 3)
+        _ = pair.send(source)
+        try TransferPair.eventually("bob is asked") { !pair.bob.events.offers.isEmpty }
+        let report = try #require(pair.bob.events.errors.first { $0.contains("cannot read whether offers from alice are accepted") },
+                                  "\(pair.bob.events.errors)")
+        #expect(report.contains("database or disk is full"), "\(report)")
+        #expect(!FileManager.default.fileExists(atPath: pair.bob.directory + "/photo.bin"))
+    }
+
+    /// A file sent again after it changed reuses the chunks of the interrupted receive; when
+    /// the index cannot say which chunks that partial file holds, the file is received anew,
+    /// the earlier partial data is kept (not removed without a word) and the user told why.
+    @Test func anEarlierPartialWhoseChunksCannotBeReadIsKeptAndReported() throws {
+        let bobStore = try FailingStore()
+        let pair = try TransferPair(bobStore: bobStore)
+        defer { pair.cleanup() }
+        let id = "00112233445566778899aabbccddeeff"
+        let partial = try IndexFailureTests.recordedReceive(pair, id: id)
+        bobStore.failing.withLock { _ = $0.insert("chunks") }
+        pair.connect()
+        let source = pair.alice.directory + "/big.bin"
+        try TransferPair.randomFile(source, size: 40_000, seed: 5)
+        let outcome = pair.send(source)
+        try TransferPair.eventually("the send ends") { outcome.value != nil }
+        guard case .success? = outcome.value else { Issue.record("the send failed: \(String(describing: outcome.value))"); return }
+        #expect(FileManager.default.contentsEqual(atPath: source, andPath: pair.bob.directory + "/big.bin"))
+        let report = try #require(pair.bob.events.errors.first { $0.contains("cannot read which chunks the earlier partial data of big.bin") },
+                                  "\(pair.bob.events.errors)")
+        #expect(report.contains("database or disk is full"), "\(report)")
+        #expect(FileManager.default.fileExists(atPath: partial))
+        #expect(try pair.bob.index.transfer(id: id)?.state == .paused)
+    }
+}
