@@ -32,6 +32,24 @@ import Testing
         #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
     }
 
+    /// A peer that unpairs us when our pairings cannot be read: the session ends with that
+    /// reason, and the user is told that the pairing here could not be looked at (it used
+    /// to end without a word, leaving a pairing that can never connect).
+    @Test func beingUnpairedWhenThePairingsCannotBeReadIsReported() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("paired") { paired.value != nil && bob.observer.connected.count == 1 }
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        _ = try bob.service.unpair(peer: "alice")
+        try TransferPair.eventually("alice reports it") {
+            alice.recorded.errors.contains { $0.contains("bob unpaired this device, but whether it is paired here cannot be read") }
+        }
+        #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
+        #expect(alice.observer.ended.last?.contains("unpaired this device") == true, "\(alice.observer.ended)")
+    }
+
     /// An offer arriving when the peer's auto-accept setting cannot be read waits for an
     /// answer (not accepted on a guess) and the user is told why it waits.
     @Test func anOfferWhoseAutoAcceptCannotBeReadWaitsAndSaysWhy() throws {
