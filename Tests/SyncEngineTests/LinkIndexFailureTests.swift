@@ -1,5 +1,6 @@
 import Foundation
-import PeerIndex
+import PeerCrypto
+@testable import PeerIndex
 @testable import SyncEngine
 import Synchronization
 import Testing
@@ -48,6 +49,31 @@ import Testing
         }
         #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
         #expect(alice.observer.ended.last?.contains("unpaired this device") == true, "\(alice.observer.ended)")
+    }
+
+    /// A node paired by a certificate ID that is not its own has its pairing undone; when
+    /// the index refuses the removal, that is reported and tried again until it is gone
+    /// (it used to be dropped, leaving the impostor paired).
+    @Test func anUndoneCertificatePairingThatCannotBeRemovedIsReportedAndRetried() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        alice.onQueue { alice.service.undoRetry = .milliseconds(100) }
+        try alice.index.write { db in
+            try db.execute("CREATE TRIGGER refuse BEFORE DELETE ON peers BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END")
+        }
+        let other = try TLSIdentity(keyPair: .generate()).id
+        alice.onQueue {
+            alice.service.startDial(address: bob.address, expected: nil, context: nil, progress: nil, completion: nil,
+                                    expectedCertificate: other)
+        }
+        try TransferPair.eventually("alice reports the pairing she cannot undo") {
+            alice.recorded.errors.contains { $0.contains("bob is not the node its certificate ID was paired by, but its pairing cannot be removed") }
+        }
+        #expect(alice.recorded.errors.contains { $0.contains("disk I/O error") && $0.contains("trying again") }, "\(alice.recorded.errors)")
+        #expect(try alice.index.peer(deviceID: bob.key) != nil)
+        try alice.index.write { db in try db.execute("DROP TRIGGER refuse") }
+        try TransferPair.eventually("a retry removes it") { (try? alice.index.peers().isEmpty) == true }
     }
 
     /// An offer arriving when the peer's auto-accept setting cannot be read waits for an
