@@ -94,6 +94,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: pair.bob.directory + "/photo.bin"))
     }
 
+    /// After a restart, an unfinished send whose own record cannot be read when it is about
+    /// to be offered again (it may have been cancelled meanwhile) is not offered on a
+    /// guess: the user is told why.
+    @Test func anUnfinishedSendWhoseRecordCannotBeReadIsNotOfferedAgain() throws {
+        let aliceStore = try FailingStore()
+        let pair = try TransferPair(aliceStore: aliceStore)
+        defer { pair.cleanup() }
+        let source = pair.alice.directory + "/stopped.bin"
+        try TransferPair.randomFile(source, size: 30_000, seed: 4)
+        _ = try StreamedManifestTests.recordInterruptedStream(pair, source: source)
+        aliceStore.failing.withLock { _ = $0.insert("transfer") }
+        pair.connect()
+        try TransferPair.eventually("alice reports the record she cannot read") {
+            pair.alice.events.errors.contains { $0.contains("cannot read the transfer record of stopped.bin") }
+        }
+        #expect(pair.alice.events.errors.contains { $0.contains("to offer it to bob again") }, "\(pair.alice.events.errors)")
+        #expect(pair.bob.events.offers.isEmpty)
+    }
+
     /// A file sent again after it changed reuses the chunks of the interrupted receive; when
     /// the index cannot say which chunks that partial file holds, the file is received anew,
     /// the earlier partial data is kept (not removed without a word) and the user told why.
