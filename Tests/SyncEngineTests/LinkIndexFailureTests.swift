@@ -33,6 +33,24 @@ import Testing
         #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
     }
 
+    /// A node restarting with paired peers it cannot read says so, rather than starting as
+    /// if it had nobody to reconnect to.
+    @Test func restartingWithPairedPeersTheIndexCannotReadIsReported() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { bob.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("paired") { paired.value != nil }
+        alice.service.stop()
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        let restarted = try ConnectionServiceTests.Peer(restarting: alice)
+        defer { restarted.service.stop() }
+        try TransferPair.eventually("the restarted alice reports it") {
+            restarted.recorded.errors.contains { $0.contains("cannot read the paired peers to reconnect to them") }
+        }
+        #expect(restarted.recorded.errors.contains { $0.contains("no such table: peers") }, "\(restarted.recorded.errors)")
+    }
+
     /// A peer that unpairs us when our pairings cannot be read: the session ends with that
     /// reason, and the user is told that the pairing here could not be looked at (it used
     /// to end without a word, leaving a pairing that can never connect).
