@@ -33,6 +33,8 @@ def options():
     p.add_argument("--d-bytes", type=int, default=2 * GiB)
     p.add_argument("--d-dirs", type=int, default=5_000)
     p.add_argument("--e-size", type=int, default=GiB)
+    p.add_argument("--e-limit", type=int, default=25_000_000,
+                   help="E-limited: alice's upload in bytes/s (default 25,000,000: 200 Mbit/s; 0 skips it)")
     p.add_argument("--f-files", type=int, default=1_000_000 if full else 100_000, help="syncpeer's F folder")
     p.add_argument("--f-syncthing-files", type=int, default=100_000, help="Syncthing's F folder")
     p.add_argument("--f-idle", type=float, default=300 if full else 60, help="seconds of idle measured in F")
@@ -210,6 +212,19 @@ def phase_e(args, run, results, sampler):
     if "syncthing" not in args.skip:
         results["syncthing"]["e"] = in_group(run, results, "e-st", lambda: SyncthingGroup(run, "e", 4, sampler),
                                              lambda g: folders.e_fanout(g, args.e_size))
+    if args.e_limit <= 0:
+        return
+    # E-limited: the same with alice's upload capped (a home server's uplink): the receivers
+    # must fetch from each other to finish sooner than three copies through it.
+    rate = args.e_limit
+    slow = dict(run.env, SYNCPEER_SERVE_RATE=str(rate))
+    results["syncpeer"]["e_limited"] = in_group(
+        run, results, "el", lambda: SyncpeerGroup(run, "el", 4, sampler, alice_env=slow), ours)
+    if "syncthing" not in args.skip:
+        def theirs(group):
+            group.limit_upload("alice", rate)
+            return folders.e_fanout(group, args.e_size)
+        results["syncthing"]["e_limited"] = in_group(run, results, "el-st", lambda: SyncthingGroup(run, "el", 4, sampler), theirs)
 
 
 def phase_f(args, run, results, sampler):

@@ -181,6 +181,12 @@ class SyncthingGroup:
     def pids(self):
         return {n: d.pid for n, d in self.nodes.items()}
 
+    def limit_upload(self, name, rate):
+        """Caps what node `name` sends at `rate` bytes/s (its `maxSendKbps`, in KiB/s), on the
+        LAN too (Syncthing leaves LAN peers unlimited by default)."""
+        self.nodes[name].api("PATCH", "/rest/config/options", {"maxSendKbps": max(1, rate // 1024), "limitBandwidthInLan": True})
+        time.sleep(1.0)
+
     def close(self):
         for d in self.nodes.values():
             d.stop()

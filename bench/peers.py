@@ -145,9 +145,10 @@ class SyncpeerGroup:
     it (its default 1 s gathering); workloads trigger a scan with `syncpeer rescan`."""
     tool = "syncpeer"
 
-    def __init__(self, run, tag, nodes=2, sampler=None, arguments=(), env=None, by_certificate=False):
-        """`arguments` and `env`: every daemon's extra options and environment; `by_certificate`:
-        pair by certificate ID (through the daemons' `--relay`) instead of at the address."""
+    def __init__(self, run, tag, nodes=2, sampler=None, arguments=(), env=None, by_certificate=False, alice_env=None):
+        """`arguments` and `env`: every daemon's extra options and environment (`alice_env`:
+        alice's instead); `by_certificate`: pair by certificate ID (through the daemons'
+        `--relay`) instead of at the address."""
         self.run, self.tag = run, tag
         self.nodes = {}
         self.inbox = {}
@@ -159,7 +160,7 @@ class SyncpeerGroup:
                 self.inbox[name] = run.path(f"{tag}-inbox-{name}")
                 os.makedirs(self.inbox[name])
                 extra += ("--receive-dir", self.inbox[name], "--auto-accept")
-            self.nodes[name] = SyncpeerDaemon(run, name, home, extra, env=env)
+            self.nodes[name] = SyncpeerDaemon(run, name, home, extra, env=alice_env if name == "alice" and alice_env else env)
             if sampler:
                 sampler.watch(f"{tag}.{name}", self.nodes[name].pid)
         names = list(self.nodes)

@@ -36,6 +36,7 @@ WORKLOADS = [
     ("C, the same, from the write (watchers on)", "c_watch"),
     ("D, a home-like tree from nothing", "d"),
     ("E, a new file to 3 receivers at once", "e"),
+    ("E-limited, the same, alice's upload capped", "e_limited"),
     ("F, one change in a large idle folder", "f_change"),
     ("R, A-share through a local relay (strelaysrv)", "relay"),
 ]

@@ -155,6 +155,20 @@ extension NodeIndex {
         }
     }
 
+    /// Those of `hashes` no version uses (a chunk file whose removal failed is removed later
+    /// only if no version took it up meanwhile).
+    package func unusedVersionChunks(_ hashes: [[UInt8]]) throws(IndexError) -> [[UInt8]] {
+        guard !hashes.isEmpty else { return [] }
+        return try read { db in
+            let used = try db.cachedStatement("SELECT 1 FROM version_chunks WHERE hash = ? LIMIT 1")
+            return try hashes.filter { hash in
+                try used.bind([.blob(hash)])
+                defer { used.reset() }
+                return try !used.step()
+            }
+        }
+    }
+
     /// Whether a version of `path` in the folder has a chunk of exactly this offset, size and
     /// hash and is held here: the only version block a member may be sent.
     package func hasVersionChunk(folderID: String, path filePath: String, offset: Int64, size: Int64,

@@ -172,6 +172,16 @@ extension Frame {
                 reader throws(WireError) in try reader.prefixedText(.u16, rule: .entryPath, "selected path")
             }
             frame = .folderSelection(folder: folder, paths: paths)
+        case .chunkHave:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let path = try reader.prefixedText(.u16, rule: .entryPath, "held file path")
+            let root = try reader.bytes(32, "held file root")
+            let count = try reader.u32("held file chunk count")
+            guard count >= 1, count <= UInt32(WireLimits.maxHeldChunks) else {
+                throw .invalidValue(field: "held file chunk count", value: UInt64(count))
+            }
+            frame = .chunkHave(folder: folder, path: path, root: root, count: count,
+                               bitmap: try reader.bytes(WireLimits.heldBitmapSize(count), "held chunks bitmap"))
         case .blockResponse:
             let request = try reader.u32("block request id")
             let ok = try reader.flag("block response status")

@@ -145,6 +145,12 @@ package enum Frame: Equatable, Sendable {
     /// `selection`. It tells only what the sender holds (for the peer's completion figures):
     /// a receiver serves and applies exactly as without it.
     case folderSelection(folder: String, paths: [String])
+    /// The chunks of a file the sender is still fetching that it holds, verified (bit i of
+    /// `bitmap`: chunk i of the manifest whose root hash is `root`, which has `count` chunks),
+    /// so that the receiver may ask the sender for them too (fan-out). Only a hint: the
+    /// receiver verifies every chunk it fetches. Sent at a bounded rate, only to a peer whose
+    /// hello lists the feature `chunk-have`.
+    case chunkHave(folder: String, path: String, root: [UInt8], count: UInt32, bitmap: [UInt8])
 
     /// The frame's type code.
     package var type: FrameType {
@@ -180,6 +186,7 @@ package enum Frame: Equatable, Sendable {
         case .versionRequest: .versionRequest
         case .versionResponse: .versionResponse
         case .folderSelection: .folderSelection
+        case .chunkHave: .chunkHave
         }
     }
 
@@ -275,6 +282,16 @@ package enum Frame: Equatable, Sendable {
                 throw .tooManyEntries(field: "selected paths", count: paths.count, limit: WireLimits.maxSelectionPaths)
             }
             for path in paths { try TextRule.entryPath.check(path, "selected path") }
+        case let .chunkHave(folder, path, root, count, bitmap):
+            try TextRule.folderID.check(folder, "folder id")
+            try TextRule.entryPath.check(path, "held file path")
+            guard root.count == 32 else { throw .invalidValue(field: "held file root length", value: UInt64(root.count)) }
+            guard count >= 1, count <= UInt32(WireLimits.maxHeldChunks) else {
+                throw .invalidValue(field: "held file chunk count", value: UInt64(count))
+            }
+            guard bitmap.count == WireLimits.heldBitmapSize(count) else {
+                throw .invalidValue(field: "held chunks bitmap length", value: UInt64(bitmap.count))
+            }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -327,6 +344,7 @@ extension Frame: CustomStringConvertible {
         case let .versionRequest(request, folder, _, tree, _, version): "versionRequest(#\(request), \(folder), tree: \(tree), version: \(version))"
         case let .versionResponse(request, ok, data): "versionResponse(#\(request), ok: \(ok), \(data.count) bytes)"
         case let .folderSelection(folder, paths): "folderSelection(\(folder), \(paths.count) paths)"
+        case let .chunkHave(folder, _, _, count, bitmap): "chunkHave(\(folder), \(count) chunks, \(bitmap.count) bytes)"
         }
     }
 }

@@ -194,6 +194,12 @@ package enum FrameEncoder {
             writer.prefixedText(folder, .u8)
             writer.u16(UInt16(paths.count))
             for path in paths { writer.prefixedText(path, .u16) }
+        case let .chunkHave(folder, path, root, count, bitmap):
+            writer.prefixedText(folder, .u8)
+            writer.prefixedText(path, .u16)
+            writer.raw(root)
+            writer.u32(count)
+            writer.raw(bitmap)
         }
     }
 }

@@ -40,6 +40,7 @@ package enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     case versionResponse = 0x69
     /// The subtrees of a folder the sender holds (feature `selection`).
     case folderSelection = 0x6A
+    case chunkHave = 0x6B
 
     package var description: String {
         switch self {
@@ -74,6 +75,7 @@ package enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .versionRequest: "version-request"
         case .versionResponse: "version-response"
         case .folderSelection: "folder-selection"
+        case .chunkHave: "chunk-have"
         }
     }
 }

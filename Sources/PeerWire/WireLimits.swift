@@ -64,6 +64,11 @@ package enum WireLimits {
     package static let maxVersionResponse = 14 * 1024 * 1024
     /// Most paths in a ``Frame/folderSelection(folder:paths:)`` (a node's selection holds no more).
     package static let maxSelectionPaths = 1_000
+    /// Most chunks of a file a ``Frame/chunkHave(folder:path:root:count:bitmap:)`` describes
+    /// (a manifest of the largest file FastCDC cuts has fewer).
+    package static let maxHeldChunks = 1 << 20
+    /// The bitmap of a `chunkHave` of `count` chunks: one bit each, ceil(count / 8) bytes.
+    package static func heldBitmapSize(_ count: UInt32) -> Int { (Int(count) + 7) / 8 }
     /// The largest TLS certificate a `certificate` frame carries (syncpeer's are ~300 bytes).
     package static let maxCertificate = 2_048
 
@@ -105,6 +110,8 @@ package enum WireLimits {
         case .versionResponse: range = 9...(9 + maxVersionResponse)  // request u32, ok u8, len u32, page
         case .folderSelection:                                       // folder, count u16, per path: len u16, path
             range = 4...(3 + maxFolderID + maxSelectionPaths * (2 + maxEntryPath))
+        case .chunkHave:                                             // folder, path, root 32 B, count u32, bitmap
+            range = 42...(1 + maxFolderID + 2 + maxEntryPath + 36 + maxHeldChunks / 8)
         }
         assert(range.upperBound <= maxFrameBody)
         return range

@@ -189,7 +189,8 @@ extension Session {
                     indexBlocks: channel.remoteHello.features.contains(FolderService.indexBlocksFeature),
                     streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature),
                     resentBytes: channel.remoteHello.features.contains(TransferService.resentBytesFeature),
-                    selection: channel.remoteHello.features.contains(FolderService.selectionFeature))
+                    selection: channel.remoteHello.features.contains(FolderService.selectionFeature),
+                    chunkHave: channel.remoteHello.features.contains(FolderService.chunkHaveFeature))
     }
 }
 
@@ -214,6 +215,7 @@ extension Node {
             let prefix = root.hasSuffix("/") ? root : root + "/"
             guard file.hasPrefix(prefix) else { continue }
             let relative = String(file.dropFirst(prefix.count))
+            // (Best effort, as above.)
             guard let record = try? index.file(folderID: folder.id, path: relative),
                   record.kind == .file, !record.deleted, record.size == stamp.size,
                   record.mtimeNs == stamp.mtimeNs, record.inode == stamp.inode,

@@ -75,14 +75,16 @@ package final class Node: Reporting, Sendable {
                                         features: ["messages", StreamService.feature, FolderService.blockDeltaFeature,
                                                    FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
                                                    TransferService.resentBytesFeature, FolderService.selectionFeature,
-                                                   ConnectionService.certificateFeature])
+                                                   ConnectionService.certificateFeature, FolderService.chunkHaveFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)
         streams = StreamService(queue: queue, link: connections, store: index, events: events, config: config)
         transfers.link = connections
         folders.link = connections
-        folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index)
+        let folderService = folders
+        folders.versions = VersionKeeper(versionsDirectory: home.versionsDirectory, index: index,
+                                         report: { [weak folderService] in folderService?.emitError(nil, "versions: " + $0) })
         connections.observer = self
         connections.nearby = self
         _ = events.subscribe { [activity] event in activity.record(event) }

@@ -58,6 +58,9 @@ package struct NodeConfig: Sendable {
     /// interrupt a transfer midway set it, since a 200 MiB send over loopback takes well
     /// under a second (`SYNCPEER_SEND_RATE`).
     package var sendRateBytesPerSecond = 0
+    /// The most bytes of block answers each shared folder serves per second (0: no limit):
+    /// a slow uplink, for the fan-out test and benchmark (`SYNCPEER_SERVE_RATE`).
+    package var serveRateBytesPerSecond = 0
     /// A file sent alone from this size on, fresh (no shared folder has hashed it), to a peer
     /// that takes streamed manifests, is offered at once and hashed while it is sent
     /// (`SYNCPEER_STREAM_MANIFEST_FROM`); a smaller one is hashed first (8 MiB: one read of
@@ -117,6 +120,7 @@ package struct NodeConfig: Sendable {
         if let count = environment["SYNCPEER_PEER_INDEX_ALLOWANCE"].flatMap(Int.init), count > 0 { peerIndexAllowance = min(count, 1 << 40) }
         if let bytes = environment["SYNCPEER_SEND_WINDOW"].flatMap(Int.init), bytes > 0 { sendWindowBytes = bytes }
         if let rate = environment["SYNCPEER_SEND_RATE"].flatMap(Int.init), rate > 0 { sendRateBytesPerSecond = rate }
+        if let rate = environment["SYNCPEER_SERVE_RATE"].flatMap(Int.init), rate > 0 { serveRateBytesPerSecond = rate }
         if let size = environment["SYNCPEER_STREAM_MANIFEST_FROM"].flatMap(Int64.init), size > 0 { streamManifestFrom = size }
         if let boot = environment["SYNCPEER_BOOT_ID"], !boot.isEmpty { bootID = boot }
     }

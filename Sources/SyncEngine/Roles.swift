@@ -39,6 +39,8 @@ struct LinkSession: Sendable {
     var resentBytes = false
     /// The peer's hello lists `selection`: it takes our folders' selections (`folderSelection`).
     var selection = false
+    /// The peer's hello lists `chunk-have`: it takes what we hold of files we are still fetching.
+    var chunkHave = false
 }
 
 /// A session's send queue, for work off the owner's queue.

@@ -11,8 +11,9 @@ internal import Synchronization
 /// depends on the order in which threads allocate and free, so the same work peaks at very
 /// different sizes: indexing 100,000 small files (make bench, index_100k) peaked at 72 MiB in
 /// most runs and at 98–163 MiB in others, with the same ~72 MiB in use. A trim returns those
-/// free pages; a block in use is never touched. Below the threshold nothing is done, so a
-/// transfer, whose buffers are reused from the heap, pays nothing (1 GiB A-send: 46–62 MiB).
+/// free pages; a block in use is never touched. Below the threshold only an idle daemon is
+/// trimmed (once per growth, `Policy.idleThreshold`), so a transfer, whose buffers are reused
+/// from the heap, pays nothing (1 GiB A-send: 46–62 MiB).
 final class MemoryTrimmer: Sendable {
     static let interval = DispatchTimeInterval.milliseconds(100)
 
@@ -29,22 +30,50 @@ final class MemoryTrimmer: Sendable {
         /// (scanning 100,000 files left 194 MiB resident with 80 MiB in use, for good).
         static let settleGap: Duration = .seconds(5)
 
+        /// Below the threshold, an idle daemon (`idleGap` with under `idleShare` of a core)
+        /// above this size is trimmed once, and again only after it grew `growth` above what
+        /// that trim left: the memory a large scan or pull freed (and the index's page cache)
+        /// goes back when the work ends, not only past the threshold (issue 43, F: alice idled
+        /// at 79 MiB after scanning 100,000 files, 53 MiB of it anonymous). A transfer is
+        /// never idle, so it still pays nothing.
+        static let idleThreshold = 40 << 20
+        static let idleGap: Duration = .seconds(1)
+        static let idleShare = 0.05
+
         /// The lowest resident size since the last trim (what that trim left, at first).
         private(set) var floor = 0
         private var lastTrim: ContinuousClock.Instant?
+        /// The process's CPU time at the last check that told it, when that was, and the last
+        /// check that found the process busy (or the first check).
+        private var lastCPU: (cpu: Duration, at: ContinuousClock.Instant)?
+        private var lastBusy: ContinuousClock.Instant?
 
-        /// One check of a resident size of `resident` bytes at `now`: calls `trim` (which
-        /// returns the resident size after it, nil if unknown) when the size is above the
-        /// threshold, the last trim `minimumGap` ago, and the size `growth` above the floor or
-        /// the last trim `settleGap` ago. True if it trimmed.
-        mutating func check(resident: Int, now: ContinuousClock.Instant, trim: () -> Int?) -> Bool {
+        /// One check of a resident size of `resident` bytes at `now`, with the process's
+        /// CPU time `cpu` so far (nil: unknown, never idle): calls `trim` (which returns the
+        /// resident size after it, nil if unknown) when the last trim was `minimumGap` ago
+        /// and either the size is above the threshold and `growth` above the floor or the
+        /// last trim `settleGap` ago, or the process is idle above `idleThreshold` and
+        /// `growth` above the floor. True if it trimmed.
+        mutating func check(resident: Int, now: ContinuousClock.Instant, cpu: Duration? = nil, trim: () -> Int?) -> Bool {
             floor = lastTrim == nil ? 0 : min(floor, resident)
             let since = lastTrim.map { now - $0 }
-            guard resident > Self.threshold, since.map({ $0 >= Self.minimumGap }) ?? true,
-                  resident >= floor + Self.growth || since.map({ $0 >= Self.settleGap }) ?? true else { return false }
+            let idle = noteCPU(cpu, now: now)
+            guard since.map({ $0 >= Self.minimumGap }) ?? true else { return false }
+            let grown = resident >= floor + Self.growth
+            guard resident > Self.threshold && (grown || since.map({ $0 >= Self.settleGap }) ?? true)
+                    || idle && resident > Self.idleThreshold && grown else { return false }
             lastTrim = now
             floor = trim() ?? resident
             return true
+        }
+
+        /// Notes the CPU time at `now`; whether the process has been idle for `idleGap`.
+        private mutating func noteCPU(_ cpu: Duration?, now: ContinuousClock.Instant) -> Bool {
+            guard let cpu else { return false }
+            if lastBusy == nil { lastBusy = now }
+            if let last = lastCPU, cpu - last.cpu > (now - last.at) * Self.idleShare { lastBusy = now }
+            lastCPU = (cpu, now)
+            return lastBusy.map { now - $0 >= Self.idleGap } ?? false
         }
     }
 
@@ -77,12 +106,20 @@ final class MemoryTrimmer: Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let resident = Self.residentBytes() else { return }
         var policy = self.policy.withLock { $0 }
-        _ = policy.check(resident: resident, now: .now) {
+        _ = policy.check(resident: resident, now: .now, cpu: Self.cpuTime()) {
             releaseCaches()
             _ = trimmerMallocTrim(0)
             return Self.residentBytes()
         }
         self.policy.withLock { [policy] in $0 = policy }
+    }
+
+    /// The CPU time the process used so far (user and system, every thread).
+    static func cpuTime() -> Duration? {
+        var usage = rusage()
+        guard getrusage(RUSAGE_SELF.rawValue, &usage) == 0 else { return nil }
+        func time(_ t: timeval) -> Duration { .seconds(Int64(t.tv_sec)) + .microseconds(Int64(t.tv_usec)) }
+        return time(usage.ru_utime) + time(usage.ru_stime)
     }
 
     /// The process's resident size (`/proc/self/statm`), nil where there is none.

@@ -17,7 +17,8 @@ struct FolderSyncTests {
         let folders: [String: String]
         let environment: [String: String]
 
-        init(environment: [String: String] = FolderSyncTests.environment) throws {
+        /// `aliceOnly`: knobs for alice alone (a slow uplink).
+        init(environment: [String: String] = FolderSyncTests.environment, aliceOnly: [String: String] = [:]) throws {
             env = try SyncpeerRunner()
             self.environment = environment
             for name in ["alice", "bob", "carol"] {
@@ -25,7 +26,7 @@ struct FolderSyncTests {
             }
             let shared = env.home("alice-docs")
             try FileManager.default.createDirectory(atPath: shared, withIntermediateDirectories: true)
-            alice = try Self.daemon(env, "alice", environment: environment)
+            alice = try Self.daemon(env, "alice", environment: environment.merging(aliceOnly) { $1 })
             bob = try Self.daemon(env, "bob", environment: environment)
             carol = try Self.daemon(env, "carol", environment: environment)
             _ = try env.pair(alice, bob, autoAccepted: true)

@@ -147,6 +147,50 @@ func settle(_ seconds: Double) { usleep(UInt32(seconds * 1_000_000)) }
         }
     }
 
+    /// Issue 43 (C from the write): after a quiet period, a file written and closed is
+    /// reported without its batch's quick delay (3 s here, as long as the window: before,
+    /// it came after 3 s), a file still open for writing waits until it is closed, a deleted
+    /// one waits the quick delay, and a
+    /// burst of saved files still gathers (into at most two batches: the first files may go
+    /// at once, the rest gather for the window).
+    @Test func aSavedFileIsReportedAtOnceAnOpenOneWhenClosedAndABurstStillGathers() throws {
+        try withTemporaryDirectory { dir in
+            let log = WatchLog()
+            let watcher = try FolderWatcher(root: dir, delay: .seconds(3), quickDelay: .seconds(3), onChanges: log.callback)
+            defer { watcher.stop() }
+            #expect(watcher.settleDelay == .milliseconds(20))
+            try Tree.write(dir + "/saved.txt", "saved and closed")
+            #expect(log.wait(timeout: 2) { !$0.all.isEmpty })
+            #expect(log.all == [[.changed("saved.txt")]])
+
+            settle(3.2)   // quiet again
+            let fd = open(dir + "/open.log", O_CREAT | O_WRONLY, 0o644)
+            #expect(fd >= 0)
+            #expect(Glibc.write(fd, "still writing", 13) == 13)
+            settle(0.5)
+            #expect(log.all.count == 1)   // open: not reported yet
+            close(fd)
+            #expect(log.wait(timeout: 2) { $0.all.count == 2 })
+            #expect(log.all.last == [.changed("open.log")])
+
+            // A name removed waits the quick delay (a save may write it again right after).
+            settle(3.2)
+            #expect(unlink(dir + "/saved.txt") == 0)
+            settle(0.5)
+            #expect(log.all.count == 2)
+            #expect(log.wait(timeout: 10) { $0.all.count == 3 })
+            #expect(log.all.last == [.changed("saved.txt")])
+
+            settle(3.2)
+            let burst = (0..<50).map { "burst-\($0).txt" }
+            for name in burst { try Tree.write(dir + "/" + name, name) }
+            #expect(log.wait(timeout: 10) { $0.changedPaths.isSuperset(of: burst) })
+            settle(0.5)
+            #expect(log.all.count <= 5)
+            #expect(Set(log.all.dropFirst(3).joined()) == Set(burst.map { WatchChange.changed($0) }))
+        }
+    }
+
     @Test func ownWritesAndIgnoredPathsAreFiltered() throws {
         try withTemporaryDirectory { dir in
             let log = WatchLog()

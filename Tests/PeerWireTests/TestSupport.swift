@@ -106,6 +106,7 @@ let sampleFrames: [Frame] = [
     .indexBlocks(folder: "abcde-fghij", blocks: [pattern(4096), [0]]),
     .folderSelection(folder: "abcde-fghij", paths: ["photos/2026", "docs", String(repeating: "é", count: 2048)]),
     .folderSelection(folder: "f", paths: []),
+    .chunkHave(folder: "abcde-fghij", path: "big/file.bin", root: Array(repeating: 7, count: 32), count: 17, bitmap: [0xFF, 0x00, 0x01]),
 ]
 
 let sampleEntry = SyncFileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNanoseconds: 1_700_000_000_000_000_001,

@@ -26,7 +26,7 @@ import Testing
                           chunks: [FileChunkRecord(offset: 0, size: 10, hash: [UInt8](repeating: 1, count: 32))])
         })
         let folder = try #require(pair.alice.folders.queue.sync { pair.alice.folders.state.withLock { $0.folders[shared.folder] } })
-        let found = pair.alice.folders.knownVersions(folder: folder, relative: "")
+        let found = try pair.alice.folders.knownVersions(folder: folder, relative: "")
         #expect(found.asked == 1 && found.answered == 1)
         #expect(found.versions.count == HistoryResult.limit && found.truncated, "\(found.versions.count), truncated: \(found.truncated)")
         #expect(Set(found.versions.map(\.entry.id)).count == HistoryResult.limit)

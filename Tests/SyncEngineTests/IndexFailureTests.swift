@@ -87,6 +87,68 @@ import Testing
         Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.shareOffers(.everything) }, table: "folder_offers")
     }
 
+    /// `history` listed the members' versions only, `restore` said "no version of … on this
+    /// node", when our versions could not be read.
+    @Test func historyAndRestoreWhenTheVersionsCannotBeReadSayWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        pair.alice.folders.versions = VersionKeeper(versionsDirectory: pair.alice.directory + "/versions", index: pair.alice.index)
+        try Self.damage(pair.alice.index, table: "versions")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.history(path: docs, localName: "alice") },
+                              table: "versions")
+        Self.expectIndexError({ () throws(EngineError) in
+            _ = try pair.alice.folders.restore(path: docs + "/a.txt", at: nil, version: nil, to: nil)
+        }, table: "versions")
+    }
+
+    /// With a role set, `changes` listed nothing and `revert` reverted 0 paths when the
+    /// peers' entries could not be read; `select` said nothing was needed (0 files).
+    @Test func changesRevertAndSelectWhenThePeersEntriesCannotBeReadSayWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, folder) = try Self.shared(pair)
+        try pair.alice.folders.setRole(folderID: folder, devices: [pair.bob.deviceKey], role: .receiveOnly,
+                                       noDeletes: nil)
+        try Self.damage(pair.alice.index, table: "remote_files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.roleChanges(directory: docs, page: .everything) },
+                              table: "remote_files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.revertFolder(directory: docs) }, table: "remote_files")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.select(directory: docs, paths: nil) },
+                              table: "remote_files")
+    }
+
+    /// `override` answered "0 overridden" when the members' roles could not be read.
+    @Test func overrideWhenTheRolesCannotBeReadSaysWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        try Self.damage(pair.alice.index, table: "folder_peers")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.overrideFolder(directory: docs) }, table: "folder_peers")
+    }
+
+    /// An offer for a folder we share already was listed as a new folder (no `joins`) when
+    /// our folders could not be read.
+    @Test func offersWhenOurFoldersCannotBeReadSayWhy() throws {
+        let pair = try TransferPair(configureBob: { $0.autoAccept = false })
+        defer { pair.cleanup() }
+        pair.connect()
+        _ = try Self.shared(pair)
+        try TransferPair.eventually("bob holds alice's offer") { (try? pair.bob.index.folderOffers().count) == 1 }
+        try Self.damage(pair.bob.index, table: "folders")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.bob.folders.shareOffers(.everything) }, table: "folders")
+    }
+
+    /// `tree` showed every name as selected ("all") when the selection could not be read.
+    @Test func treeWhenTheSelectionCannotBeReadSaysWhy() throws {
+        let pair = try TransferPair()
+        defer { pair.cleanup() }
+        let (docs, _) = try Self.shared(pair)
+        try Self.damage(pair.alice.index, table: "folder_selection")
+        Self.expectIndexError({ () throws(EngineError) in _ = try pair.alice.folders.tree(directory: docs, path: nil, page: .everything) },
+                              table: "folder_selection")
+    }
+
     /// An unfinished receive recorded by bob's index (as a restart leaves it), with its
     /// partial file staged in bob's receive folder.
     static func recordedReceive(_ pair: TransferPair, id: String) throws -> String {
@@ -142,6 +204,44 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: partial))
         try Self.protect(staging, false)
         try TransferPair.eventually("a retry removes it") { !FileManager.default.fileExists(atPath: partial) }
+    }
+
+    /// Expiry removes the chunk files no version uses; one whose removal failed was dropped
+    /// without a word and stayed for ever (the index no longer named it). Now it is said,
+    /// and the next expiry removes it.
+    @Test func aChunkFileExpiryCannotRemoveIsReportedAndRemovedNextTime() throws {
+        let home = NSTemporaryDirectory() + "versions-cleanup-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let index = try NodeIndex.inMemory()
+        _ = try index.addFolder(id: "f", path: home + "/folder")
+        let clock = Mutex<Int64>(1_000)
+        let reports = Mutex<[String]>([])
+        let keeper = VersionKeeper(versionsDirectory: home + "/versions", index: index, clock: { clock.withLock { $0 } },
+                                   report: { message in reports.withLock { $0.append(message) } })
+        try keeper.setPolicy(VersionPolicy(parsing: "simple 1")!, folderID: "f")
+        var ids: [Int64] = []
+        for n in 0..<2 {
+            let file = home + "/v\(n)"
+            try Data((0..<1000).map { _ in UInt8.random(in: 0...255) }).write(to: URL(fileURLWithPath: file))
+            let record = FileRecord(folderID: "f", path: "a.bin", sequence: 1, kind: .file, size: 1000, mtimeNs: Int64(n), mode: 0o644,
+                                    version: ["A": UInt64(n + 1)], rootHash: [UInt8](repeating: 0, count: 32), modifiedBy: "A")
+            ids.append(try #require(keeper.keepFile(at: file, as: record, reason: "peer-edit")))
+            clock.withLock { $0 += 1_000 }
+        }
+        let oldest = try #require(try index.version(folderID: "f", id: ids[0])?.chunks.first)
+        let hash = try #require(ChunkHash(bytes: oldest.hash))
+        let directory = (keeper.store.path(of: hash) as NSString).deletingLastPathComponent
+        try Self.protect(directory, true)
+        defer { try? Self.protect(directory, false) }
+        #expect(keeper.expire(folderID: "f", now: clock.withLock { $0 }, fileSystemBytes: 1 << 40) == 1)
+        #expect(keeper.store.has(hash))
+        let report = try #require(reports.withLock { $0 }.first, "nothing said")
+        #expect(report.contains("cannot remove 1 chunk file") && report.contains(keeper.store.path(of: hash))
+                && report.contains("trying again"), "\(report)")
+        try Self.protect(directory, false)
+        #expect(keeper.expire(folderID: "f", now: clock.withLock { $0 }, fileSystemBytes: 1 << 40) == 0)
+        #expect(!keeper.store.has(hash), "the next expiry did not remove it")
     }
 
     /// Makes `directory` refuse (or allow again) removing what it holds.

@@ -37,6 +37,20 @@ struct MassChangeMoveTests {
         #expect(guardian.burstAffected == 2, "only the two real deletions count")
     }
 
+    /// Issue 43 (F): an idle folder does not keep its last burst's tallies until its next
+    /// pull: the periodic tick's `expire` forgets them once the burst's gap has passed (and
+    /// not before: a move's second half may still come).
+    @Test func anIdleFolderForgetsItsLastBurstsTallies() {
+        var guardian = MassChangeGuard()
+        #expect(guardian.judge(Self.placing([1, 2, 3]), files: 10, nowNs: t0) == nil)
+        #expect(guardian.judge(Self.deleting([7, 8]), files: 13, nowNs: t0 + 1) == nil)
+        #expect(guardian.burstPlaced.count == 3 && guardian.burstDeleted.count == 2 && guardian.burstAffected == 2)
+        guardian.expire(nowNs: t0 + MassChangeGuard.burstGap)
+        #expect(guardian.burstPlaced.count == 3 && guardian.burstDeleted.count == 2 && guardian.burstAffected == 2)
+        guardian.expire(nowNs: t0 + MassChangeGuard.burstGap + 2)
+        #expect(guardian.burstPlaced.count == 0 && guardian.burstDeleted.count == 0 && guardian.burstAffected == 0)
+    }
+
     /// The other order: the deletions first (under the limit, applied), their new paths in a
     /// later pull take them back, so the burst's real deletions are judged alone.
     @Test func deletionsThenTheirNewPathsAreTakenBack() {

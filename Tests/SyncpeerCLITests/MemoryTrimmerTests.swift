@@ -48,6 +48,41 @@ struct MemoryTrimmerTests {
         #expect(!check(&policy, 80 * mib, at: 60))
     }
 
+    /// Issue 43 (F): below the threshold, what a large piece of work left goes back once the
+    /// daemon is idle (a second with under 5 % of a core), once; a busy daemon (a transfer's
+    /// reused buffers) is never trimmed below the threshold, and nor is one whose CPU time
+    /// is unknown.
+    @Test func belowTheThresholdAnIdleDaemonIsTrimmedOnce() {
+        func idleCheck(_ policy: inout Policy, _ resident: Int, at seconds: Double, cpu: Double, leaves: Int? = nil) -> Bool {
+            var called = false
+            let trimmed = policy.check(resident: resident, now: t0 + .seconds(seconds), cpu: .seconds(cpu)) {
+                called = true
+                return leaves ?? resident
+            }
+            #expect(trimmed == called)
+            return trimmed
+        }
+        var policy = Policy()
+        // A scan: busy (a whole core) at 79 MiB for 3 s, then idle.
+        for step in 0...30 { #expect(!idleCheck(&policy, 79 * mib, at: Double(step) / 10, cpu: Double(step) / 10)) }
+        #expect(!idleCheck(&policy, 79 * mib, at: 3.5, cpu: 3.01))
+        #expect(idleCheck(&policy, 79 * mib, at: 4.1, cpu: 3.02, leaves: 50 * mib))
+        // Idle on: not again, however long, until it grew `growth` above what the trim left.
+        #expect(!idleCheck(&policy, 52 * mib, at: 60, cpu: 3.1))
+        #expect(idleCheck(&policy, 50 * mib + Policy.growth, at: 61, cpu: 3.11))
+        // Small, idle: never.
+        var small = Policy()
+        #expect(!idleCheck(&small, Policy.idleThreshold, at: 0, cpu: 0))
+        #expect(!idleCheck(&small, Policy.idleThreshold, at: 5, cpu: 0))
+        // A transfer at 75 MiB, busy throughout: never.
+        var busy = Policy()
+        for step in 0...100 { #expect(!idleCheck(&busy, 75 * mib, at: Double(step) / 10, cpu: Double(step) / 10 * 0.8)) }
+        // CPU time unknown: the threshold rules alone.
+        var unknown = Policy()
+        #expect(!check(&unknown, 79 * mib, at: 0))
+        #expect(!check(&unknown, 79 * mib, at: 10))
+    }
+
     @Test func theFloorFollowsTheSizeDown() {
         var policy = Policy()
         // A large apply, trimmed at 300 MiB with 290 in use; later the daemon is back at 70.

@@ -40,7 +40,11 @@ package enum WatchChange: Sendable, Hashable, CustomStringConvertible {
 ///   event ends a quiet period (nothing for `delay` before it) waits only `quickDelay`
 ///   (default `delay` / 8) without events: a single change is reported within ~0.1 s, not
 ///   a whole window later, while the batches of a burst that goes on gather as before (its
-///   next events are not after a quiet period). Paths are deduplicated and sorted in each
+///   next events are not after a quiet period). When such a batch is also settled (every
+///   file written in it was closed again, every name deleted or moved away in it is there
+///   again, no rename half waits for its other half), it waits only `settleDelay` (at most
+///   20 ms): a file written in place and closed, or moved in, is reported at once, while a
+///   file still open for writing, or an editor's save that removed a name, waits as before. Paths are deduplicated and sorted in each
 ///   batch.
 /// - Renames are recognised by pairing MOVED_FROM and MOVED_TO cookies and reported as
 ///   `.renamed(from:to:)` in addition to `.changed` for both paths.
@@ -58,6 +62,10 @@ package final class FolderWatcher: Sendable {
     package let maxDelay: Duration
     /// How long the first batch after a quiet period waits without events.
     package let quickDelay: Duration
+    /// How long such a batch waits without events once it is settled (nothing in it still
+    /// open for writing): `quickDelay`, at most 20 ms.
+    package var settleDelay: Duration { min(quickDelay, Self.maxSettleDelay) }
+    static let maxSettleDelay = Duration.milliseconds(20)
 
     struct Shared {
         var ownWrites: [PathKey: Int] = [:]
@@ -114,6 +122,7 @@ package final class FolderWatcher: Sendable {
         wakeWrite = fds[1]
         let loop = WatchLoop(inotify: inotify, wakeRead: fds[0], root: root, delayNs: Self.nanoseconds(delay),
                              maxDelayNs: Self.nanoseconds(self.maxDelay), quickDelayNs: Self.nanoseconds(self.quickDelay),
+                             settleDelayNs: Self.nanoseconds(settleDelay),
                              watchLimit: watchLimit, onChanges: onChanges)
         loop.owner = self
         do throws(FileError) {
@@ -250,6 +259,7 @@ final class WatchLoop {
     let delayNs: Int64
     let maxDelayNs: Int64
     let quickDelayNs: Int64
+    let settleDelayNs: Int64
     let watchLimit: Int?
     let onChanges: @Sendable ([WatchChange]) -> Void
     weak var owner: FolderWatcher?
@@ -269,6 +279,10 @@ final class WatchLoop {
     var lastEventNs: Int64 = 0
     /// The batch began after a quiet period: it waits `quickDelayNs` without events, not `delayNs`.
     var quickBatch = false
+    /// Paths of the batch written (or created as files) and not closed since, or deleted or
+    /// moved away and not there again (an editor's save may put a new file there next): while
+    /// there are any, a quick batch is not settled. Emptied with the batch.
+    var unsettled = Set<PathKey>()
     /// The last event of any kind (the node's own writes too), for telling a quiet period.
     var lastActivityNs = Int64.min / 2
     var rootGone = false
@@ -276,13 +290,14 @@ final class WatchLoop {
     var finished = false
 
     init(inotify: Int32, wakeRead: Int32, root: String, delayNs: Int64, maxDelayNs: Int64, quickDelayNs: Int64,
-         watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) {
+         settleDelayNs: Int64, watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) {
         self.inotify = inotify
         self.wakeRead = wakeRead
         self.root = root
         self.delayNs = delayNs
         self.maxDelayNs = maxDelayNs
         self.quickDelayNs = quickDelayNs
+        self.settleDelayNs = settleDelayNs
         self.watchLimit = watchLimit
         self.onChanges = onChanges
     }
@@ -493,7 +508,14 @@ final class WatchLoop {
     static let burstPauseLimit = 4_096
 
     /// When the batch being aggregated is due.
-    var dueNs: Int64 { min(lastEventNs + (quickBatch ? quickDelayNs : delayNs), firstEventNs + maxDelayNs) }
+    var dueNs: Int64 {
+        let wait = !quickBatch ? delayNs : isSettled ? settleDelayNs : quickDelayNs
+        return min(lastEventNs + wait, firstEventNs + maxDelayNs)
+    }
+
+    /// Nothing of the batch is still being written: every file written in it was closed,
+    /// every name removed from it is there again, and no rename waits for its second half.
+    var isSettled: Bool { unsettled.isEmpty && moves.isEmpty }
 
     var hasPending: Bool { !changed.isEmpty || !renames.isEmpty || !flags.isEmpty || !moves.isEmpty }
 
@@ -576,9 +598,10 @@ final class WatchLoop {
         // rename, deleted) is reported so that its owner reloads the patterns.
         if path == IgnorePatterns.fileName && !isDirectory { noteChanged(path) }
 
+        if has(IN_CLOSE_WRITE) || has(IN_MOVED_TO) { unsettled.remove(PathKey(path)) }   // complete there now
         if has(IN_MOVED_FROM) {
             moves[cookie] = (path, isDirectory, !ignored)
-            if !ignored { noteChanged(path) } else { noteEvent() }
+            if ignored { noteEvent() } else if noteChanged(path) { unsettled.insert(PathKey(path)) }
             return
         }
         if has(IN_MOVED_TO) {
@@ -607,7 +630,9 @@ final class WatchLoop {
         }
         if ignored { return }
         if has(IN_CREATE) && isDirectory { watchNewDirectory(path, report: true) }
-        noteChanged(path)
+        if noteChanged(path), has(IN_MODIFY) || has(IN_DELETE) || (has(IN_CREATE) && !isDirectory) {
+            unsettled.insert(PathKey(path))
+        }
     }
 
     func markRootGone() {
@@ -617,10 +642,13 @@ final class WatchLoop {
         noteEvent()
     }
 
-    func noteChanged(_ path: String) {
+    /// Notes an event at `path`; whether the path joined the batch (not the node's own write).
+    @discardableResult
+    func noteChanged(_ path: String) -> Bool {
         noteEvent()
-        if isOwnWrite(path) { return }
+        if isOwnWrite(path) { return false }
         changed.insert(PathKey(path))
+        return true
     }
 
     func isOwnWrite(_ path: String) -> Bool {
@@ -652,6 +680,7 @@ final class WatchLoop {
         if flags.contains(.overflow) { batch.append(.overflow) }
         if flags.contains(.rootGone) { batch.append(.rootGone) }
         changed.removeAll()
+        unsettled.removeAll()
         renames.removeAll()
         flags.removeAll()
         if rootGone {

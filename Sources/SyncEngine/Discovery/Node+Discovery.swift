@@ -50,7 +50,9 @@ extension Node {
     package func browse() throws(EngineError) -> [BrowsedPeer] {
         let result: Result<[BrowsedPeer], EngineError> = queue.sync {
             guard let discovery else { return .failure(Self.discoveryOff) }
-            let paired = Set(((try? index.peers()) ?? []).filter { $0.trust == .paired }.map(\.deviceID))
+            let peers: [PeerRecord]
+            do throws(IndexError) { peers = try index.peers() } catch { return .failure(.index(error)) }
+            let paired = Set(peers.filter { $0.trust == .paired }.map(\.deviceID))
             return .success(discovery.peers.compactMap { $0.browsed(paired: paired.contains($0.deviceKey)) })
         }
         return try result.get()
@@ -74,8 +76,9 @@ extension Node {
     /// Names of the nodes discovery sees nearby that are not paired (on the queue): what a
     /// name the user typed may mean ("carol is nearby but not paired").
     func nearbyUnpairedNames() -> [String] {
-        guard let discovery else { return [] }
-        let paired = Set(((try? index.peers()) ?? []).filter { $0.trust == .paired }.map(\.deviceID))
+        // (An index that cannot say which are paired: no name is offered as a hint.)
+        guard let discovery, let peers = try? index.peers() else { return [] }
+        let paired = Set(peers.filter { $0.trust == .paired }.map(\.deviceID))
         return discovery.peers.filter { !paired.contains($0.deviceKey) }.compactMap { $0.browsed(paired: false)?.peer.name }
     }
 
@@ -151,7 +154,9 @@ extension Node {
             if case .ambiguous = error { return .failure(.notFound(error.description)) }
         }
         // Not nearby: a paired peer at its last known address.
-        let paired = ((try? index.peers()) ?? []).filter { $0.trust == .paired }.map {
+        let peers: [PeerRecord]
+        do throws(IndexError) { peers = try index.peers() } catch { return .failure(.index(error)) }
+        let paired = peers.filter { $0.trust == .paired }.map {
             PeerResolver.Candidate(deviceID: $0.deviceID, name: $0.name, addresses: $0.addresses)
         }
         if case let .peer(candidate)? = try? PeerResolver.resolve(text, among: paired), let address = candidate.addresses.first {

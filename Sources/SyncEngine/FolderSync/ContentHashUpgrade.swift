@@ -56,6 +56,7 @@ enum ContentHashUpgrade {
         guard case .success(let observation) = FolderRoot.observe(folder.path) else { return nil }
         let expected = folder.rootIdentity
         // As `SharedFolder.checkRoot`: the live count matters only without a recorded identity.
+        // (A count the index cannot give: the root is not trusted, the upgrade waits.)
         guard let live = expected != nil ? 0 : try? index.liveTotals(folderID: folder.id).entries else { return nil }
         switch FolderRoot.judge(observation, folderID: folder.id, expected: expected, liveEntries: live) {
         case .trusted, .adopt: return try? DirectoryHandle(path: folder.path)

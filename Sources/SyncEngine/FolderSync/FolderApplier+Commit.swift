@@ -152,6 +152,7 @@ extension FolderApplier {
             }
             for old in replaced { unlinkat(old.directory.fd, old.name, 0) }
             core.folder.activity.end(paths: paths)
+            core.folder.held.done(paths: paths)
         }
     }
 

@@ -27,7 +27,10 @@ extension FolderApplier {
             fail(tombstone.path, "cannot look inside the folder a peer deleted: \(error)")
             return
         }
-        let own = ((try? index.file(folderID: folderID, path: tombstone.path)) ?? nil).map(FileState.init)
+        let own: FileState?
+        do { own = try index.file(folderID: folderID, path: tombstone.path).map(FileState.init) } catch {
+            return fail(tombstone.path, "cannot read the index: \(error)")
+        }
         let decision = DirectoryDeletion.decide(
             local: own?.deleted == false ? own : nil, tombstone: tombstone,
             children: children.map { DirectoryDeletion.Child(local: locals[PathKey($0)].map(FileState.init),
@@ -49,8 +52,11 @@ extension FolderApplier {
         var parent = Substring(path)
         while let slash = parent.lastIndex(of: "/") {
             parent = parent[..<slash]
-            guard let record = (try? index.file(folderID: folderID, path: String(parent))) ?? nil else { continue }
-            if record.deleted { rescan.append(String(parent)) }
+            // (An index that cannot say: the parent is scanned anyway; a scan changes nothing that is right.)
+            do {
+                guard let record = try index.file(folderID: folderID, path: String(parent)) else { continue }
+                if record.deleted { rescan.append(String(parent)) }
+            } catch { rescan.append(String(parent)) }
         }
     }
 }

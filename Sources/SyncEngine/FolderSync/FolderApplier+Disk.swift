@@ -100,7 +100,13 @@ extension FolderApplier {
 
     func rename(_ from: FileState, _ to: FileState, source: String, root: DirectoryHandle) {
         // The file moves as it is into the peer's version: its bytes must be what the index
-        // records (hashed now), not only its size and mtime.
+        // records (hashed now), not only its size and mtime. Its chunks are read first: an
+        // index that cannot give them fails the path before anything moves (recorded
+        // without them, the file would stay listed with no chunks).
+        let chunks: [FileChunkRecord]
+        do { chunks = try index.file(folderID: folderID, path: from.path)?.chunks ?? [] } catch {
+            return fail(to.path, "not moved: cannot read the index: \(error)")
+        }
         guard let old = try? SafePath(from.path).resolve(under: root), old.existing == .file,
               diskMatchesIndex(from.path, root: root), contentMatchesIndex(from.path, root: root),
               let new = try? SafePath(to.path).resolve(under: root, createDirectories: true), new.existing == nil,
@@ -113,7 +119,6 @@ extension FolderApplier {
             delete(from, from: source, root: root)
             return
         }
-        let chunks = (try? index.file(folderID: folderID, path: from.path))??.chunks ?? []
         let flushed = DurableNames.syncfsIsBarrier(root.fd) ? syncFileSystem(root.fd) == 0
             : fsync(old.directory.fd) == 0 && fsync(new.directory.fd) == 0
         if !flushed { folder.report("cannot flush the rename of \(from.path) to disk: \(Self.lastError())") }
@@ -122,12 +127,15 @@ extension FolderApplier {
     }
 
     /// Records a state whose disk side is already right (metadata, directories, keepLocal).
+    /// An index that cannot give a file's chunks fails the path (not recorded without them).
     func record(_ state: FileState, root: DirectoryHandle) {
         var chunks: [FileChunkRecord] = []
         var inode: UInt64?
         if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
             inode = self.inode(resolved.directory, resolved.name)
-            chunks = (try? index.file(folderID: folderID, path: state.path))??.chunks ?? []
+            do { chunks = try index.file(folderID: folderID, path: state.path)?.chunks ?? [] } catch {
+                return fail(state.path, "cannot read the index to record it: \(error)")
+            }
         }
         var state = state
         if !state.deleted, let resolved = try? SafePath(state.path).resolve(under: root) {
@@ -165,7 +173,8 @@ extension FolderApplier {
         return SharedFolder.check(record, under: root) == .intact
     }
 
-    /// What the index records for `path` (nil when nothing, or when it cannot be read).
+    /// What the index records for `path` (nil when nothing, or when it cannot be read:
+    /// every caller then leaves the disk as it is and rescans the path, which says why).
     func indexRecord(_ path: String) -> FileRecord? {
         (try? index.file(folderID: folderID, path: path)) ?? nil
     }

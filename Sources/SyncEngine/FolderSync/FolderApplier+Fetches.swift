@@ -24,6 +24,9 @@ extension FolderApplier {
         let diskFull = FailureFlag()
         /// Records `recorder` stored for placed batches, or why it could not (taken in by `settle`).
         let stored = Mutex<[(records: [FileRecord], failure: String?)]>([])
+        /// Bytes asked of each peer and not answered yet: a chunk's first request goes to the
+        /// source with the fewest (a slow uplink's queue grows, and it is asked less).
+        let asked = Mutex<[String: Int]>([:])
 
         init(folder: SharedFolder, host: any FolderHost, index: NodeIndex) {
             self.folder = folder
@@ -49,12 +52,16 @@ extension FolderApplier {
         func want(_ chunk: ChunkRef, path: String, sources: [String], attempt: Int, tries: Int = 0, lied: Bool = false,
                           base: DeltaBase?, whole: Bool = false, completion: @escaping @Sendable ([UInt8]?, Bool) -> Void) -> BlockWant? {
             guard tries < sources.count else { completion(nil, lied); return nil }
+            // The first try picks the least loaded source (ties: in turn); the next ones follow it.
+            let attempt = tries == 0 ? leastAsked(sources, from: attempt) : attempt
             let device = sources[(attempt + tries) % sources.count]
+            asked.withLock { $0[device, default: 0] += Int(chunk.size) }
             // Not summed for a peer that answered a delta request whole (it does not speak
             // `block-delta`: the sums would be read and hashed for nothing).
             let sums = whole || plainPeers.withLock({ $0.contains(device) }) ? nil : base?.sums(chunk)
             return BlockWant(device: device, folder: folderID, path: path, offset: chunk.offset, size: chunk.size,
                              hash: chunk.hash.bytes, sums: sums) { [self] reply in
+                asked.withLock { $0[device, default: 0] -= Int(chunk.size) }
                 if sums != nil, case .whole = reply { plainPeers.withLock { _ = $0.insert(device) } }
                 // The answer arrives on the node's queue: a large block is hashed and written
                 // elsewhere, several at once (a 4 MiB block was ~4 ms of SHA-256 before BLAKE3, which held the
@@ -66,6 +73,15 @@ extension FolderApplier {
                 // (A delta, or the next try's sums, reads our own file: never on the node's queue.)
                 if chunk.size >= FolderApplier.largeBlock || base != nil { FolderApplier.verifyQueue.async(execute: answer) } else { answer() }
             }
+        }
+
+        /// The position in `sources` of the one with the fewest bytes asked and unanswered,
+        /// looked at in turn from `attempt` (so that equals take turns).
+        private func leastAsked(_ sources: [String], from attempt: Int) -> Int {
+            guard sources.count > 1 else { return attempt }
+            let load = asked.withLock { asked in sources.map { asked[$0] ?? 0 } }
+            let start = attempt % sources.count
+            return (0..<sources.count).map { (start + $0) % sources.count }.min { load[$0] < load[$1] } ?? start
         }
 
         /// `fetch`'s answer: the bytes when they match the chunk's hash, else the next peer. A

@@ -126,6 +126,7 @@ extension FolderApplier {
     /// Opens the file a location names (never following a link), with what the index
     /// records for it now; nil when it cannot be opened.
     func openSource(_ location: ChunkLocation) -> LocalSource? {
+        // (An index that cannot say: no local source, the chunks come from peers; nothing else.)
         let rootPath = location.folderID == folderID ? folder.root : (try? index.folder(id: location.folderID))??.path
         guard let rootPath, let handle = try? DirectoryHandle(path: rootPath),
               let resolved = try? SafePath(location.path).resolve(under: handle), resolved.existing == .file else { return nil }
@@ -133,6 +134,7 @@ extension FolderApplier {
         // then refuses anything but a regular file).
         let fd = openat(resolved.directory.fd, resolved.name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
+        // (An index that cannot say: the source is not trusted, each chunk copied is hashed.)
         let record = (try? index.file(folderID: location.folderID, path: location.path)) ?? nil
         return LocalSource(fd: fd, record: record)
     }

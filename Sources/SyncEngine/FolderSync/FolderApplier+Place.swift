@@ -80,7 +80,10 @@ extension FolderApplier {
         guard let versions = host.versions, expected.kind == .file, !keptBefore.contains(PathKey(expected.path)) else { return }
         var record = expected
         if record.chunks.isEmpty, record.size > 0 {
-            record.chunks = (try? index.file(folderID: folderID, path: expected.path))??.chunks ?? []
+            // Without its chunks it would be listed as kept with no content: said instead.
+            do { record.chunks = try index.file(folderID: folderID, path: expected.path)?.chunks ?? [] } catch {
+                return folder.report("cannot keep the replaced version of \(expected.path): cannot read the index: \(error)")
+            }
         }
         versions.keep(record, from: try? ChunkReader(name: name, in: directory), reason: reason)
     }

@@ -93,7 +93,11 @@ extension FolderApplier {
             let base = local[PathKey(state.path)].map { !$0.deleted && $0.kind == .file } == true && missing.contains(where: DeltaBase.worthIt)
                 ? DeltaBase(resolved.directory, resolved.name) : nil
             if base != nil { pendingDescriptors += 1 }
-            for chunk in missing {
+            // Its members may fetch what we hold of it from us meanwhile (fan-out).
+            folder.held.fetching(path: state.path, root: manifest.rootHash, chunks: manifest.chunks, missing: missing,
+                                 directory: resolved.directory, temp: temp)
+            // (Ranked among the peers that do not hold it yet: those that may fetch it with us.)
+            for chunk in HeldChunks.spread(missing, device: host.localDevice, among: connected.subtracting(sources)) {
                 jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources,
                                      base: DeltaBase.worthIt(chunk) ? base : nil))
             }
@@ -195,12 +199,14 @@ extension FolderApplier {
         if lastRefresh.map({ time - $0 >= Self.refreshInterval }) ?? true {
             lastRefresh = time
             connected = host.connectedDevices()
+            // (An index that cannot say: the planned sources serve; nothing else.)
             fresh = ((try? index.remoteFiles(folderID: folderID, paths: jobs.map(\.path).pathKeys.map(\.string), keyedBy: PathKey.init(_:))) ?? [:])
                 .mapValues { $0.mapValues(FileState.init) }
         }
         let units = units
         let group = inFlight
         let diskFull = core.diskFull
+        let (folder, host) = (folder, host)
         // Asked for together (`requestBlocks`), and before waiting for the budget: what they
         // hold of it comes back only with their answers.
         var wants: [BlockWant] = []
@@ -224,8 +230,12 @@ extension FolderApplier {
             group.enter()
             let fd = item.fd
             let now = holders(of: item.state, in: fresh[PathKey(job.path)] ?? [:])
+            var sources = now.isEmpty ? job.sources : now
+            // Members still fetching the file that hold this chunk (fan-out, `HeldChunks`).
+            for device in folder.held.holders(path: job.path, root: item.state.rootHash ?? [], offset: job.chunk.offset, among: connected)
+            where !sources.contains(device) { sources.append(device) }
             launched += 1
-            let want = core.want(job.chunk, path: job.path, sources: now.isEmpty ? job.sources : now, attempt: launched, base: job.base) {
+            let want = core.want(job.chunk, path: job.path, sources: sources, attempt: launched, base: job.base) {
                 (bytes: [UInt8]?, lied: Bool) in
                 defer {
                     for _ in 0..<weight { units.signal() }
@@ -243,6 +253,7 @@ extension FolderApplier {
                     // 1.1 s with both peers idle after the last block, for 1 GiB).
                     _ = syncFileRange(fd, Int64(job.chunk.offset), Int64(job.chunk.size), syncFileRangeWrite)
                 }
+                if error == 0, let note = folder.held.verified(path: job.path, offset: job.chunk.offset) { host.announceHeld(folder, note) }
                 if error != 0 {
                     let failure = PullFailure.writing(error, "cannot write its temporary file")
                     item.failure.set(failure)

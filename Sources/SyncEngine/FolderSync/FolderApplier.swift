@@ -251,6 +251,7 @@ final class FolderApplier {
                   let bytes = manifests[PathKey(state.path)]?[device], let manifest = try? Manifest.decode(bytes) else { continue }
             hashes += manifest.chunks.lazy.filter { self.blocks[$0.hash] == nil }.map(\.hash.bytes)
         }
+        // (An index that cannot say: no chunk is copied locally, all come from peers; nothing else.)
         localLocations = hashes.isEmpty ? [:] : (try? index.localChunkLocations(hashes: hashes)) ?? [:]
     }
 

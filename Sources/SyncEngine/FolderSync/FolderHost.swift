@@ -35,6 +35,9 @@ protocol FolderHost: AnyObject, Sendable {
     var indexBlockBudget: IndexBlockBudget { get }
     /// Where replaced versions are kept (nil: nowhere, as in hosts without a home).
     var versions: VersionKeeper? { get }
+    /// Tells the members that take it which chunks of a file being fetched we hold now
+    /// (`Frame.chunkHave`). Any thread.
+    func announceHeld(_ folder: SharedFolder, _ note: HeldChunks.Note)
 }
 
 extension FolderHost {

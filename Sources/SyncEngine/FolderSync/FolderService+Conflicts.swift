@@ -23,14 +23,19 @@ extension FolderService {
                 // Keyed by bytes: an NFC and an NFD name are two files, with copies of their own.
                 var byOriginal: [PathKey: [String]] = [:]
                 for copy in try conflictCopies(folder.id) {
-                    byOriginal[PathKey(original(ofCopy: copy, in: folder.id) ?? ConflictName.parse(copy)?.original ?? copy), default: []].append(copy)
+                    byOriginal[PathKey(try original(ofCopy: copy, in: folder.id) ?? ConflictName.parse(copy)?.original ?? copy), default: []].append(copy)
                 }
                 groups += byOriginal.map { (folder, $0.key.string, $0.value) }
             }
         } catch { throw .index(error) }
         // Only the page's files are looked into (their versions' authors and sizes).
-        return page.page(groups, key: { $0.folder.label + "\u{0}" + $0.folder.id + "\u{0}" + $0.relative }) { folder, relative, copies in
-            let all = conflictVersions(of: relative, copies: copies, in: folder)
+        var failure: IndexError?
+        let answer = page.page(groups, key: { $0.folder.label + "\u{0}" + $0.folder.id + "\u{0}" + $0.relative }) { folder, relative, copies -> ConflictInfo? in
+            let all: [ConflictChoice.Version]
+            do throws(IndexError) { all = try conflictVersions(of: relative, copies: copies, in: folder) } catch {
+                failure = failure ?? error
+                return nil
+            }
             // A page holds whole files: one file's versions are listed up to a bound.
             let versions = Array(all.prefix(ConflictInfo.listedVersions))
             let authors = conflictAuthors(versions, peers: peers, localName: localName)
@@ -44,28 +49,31 @@ extension FolderService {
                                        time: version.mtimeNs / 1_000_000)
             })
         }
+        if let failure { throw .index(failure) }
+        return answer
     }
 
     /// The path a conflict copy was made for. A shortened copy name (a long original) holds
-    /// only the start of it: the index's live paths with that start are checked.
-    func original(ofCopy copy: String, in folderID: String) -> String? {
+    /// only the start of it: the index's live paths with that start are checked (a read
+    /// that fails throws: the copy is not listed under a wrong name).
+    func original(ofCopy copy: String, in folderID: String) throws(IndexError) -> String? {
         guard let prefix = ConflictName.shortenedOriginalPrefix(of: copy) else { return ConflictName.parse(copy)?.original }
         let glob = prefix.map { "*?[".contains($0) ? "[\($0)]" : String($0) }.joined() + "*"
-        // Best effort: when the index cannot say, the start of the name the copy holds serves.
-        let candidates = (try? index.livePaths(folderID: folderID, matching: glob)) ?? []
+        let candidates = try index.livePaths(folderID: folderID, matching: glob)
         return candidates.first { $0 != copy && ConflictName.isCopy(copy, of: $0) } ?? ConflictName.parse(copy)?.original
     }
 
     /// The versions of `relative` on disk: the file itself (if there is one) and its copies.
     /// A copy's author is in its name; the file's is the index's `modifiedBy`, or this
-    /// device when the file changed since it was last scanned (an edit made here).
-    func conflictVersions(of relative: String, copies: [String], in folder: SharedFolder) -> [ConflictChoice.Version] {
+    /// device when the file changed since it was last scanned (an edit made here). An index
+    /// that cannot say throws (the file is not shown as ours).
+    func conflictVersions(of relative: String, copies: [String], in folder: SharedFolder) throws(IndexError) -> [ConflictChoice.Version] {
         var versions: [ConflictChoice.Version] = []
         var info = stat()
         if lstat(folder.root + "/" + relative, &info) == 0 {
             let mtime = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
             var author = String(localDevice.prefix(7))
-            if let record = (try? index.file(folderID: folder.id, path: relative)) ?? nil, !record.deleted,
+            if let record = try index.file(folderID: folder.id, path: relative), !record.deleted,
                record.mtimeNs == mtime, record.size == Int64(info.st_size) || (info.st_mode & S_IFMT) != S_IFREG {
                 author = String(record.modifiedBy.prefix(7))
             }
@@ -115,7 +123,8 @@ extension FolderService {
         guard !copies.isEmpty else { throw .notFound("\(path) has no conflict copies; see 'syncpeer conflicts'") }
         let result: Result<ResolveResult, EngineError> = folder.io.sync { () -> Result<ResolveResult, EngineError> in
             // On the folder's io queue: no pull changes the versions between the choice and the moves.
-            let versions = conflictVersions(of: relative, copies: copies, in: folder)
+            let versions: [ConflictChoice.Version]
+            do throws(IndexError) { versions = try conflictVersions(of: relative, copies: copies, in: folder) } catch { return .failure(.index(error)) }
             let pick: ConflictChoice.Pick
             do throws(EngineError) {
                 pick = try ConflictChoice.pick(keep, versions: versions, authors: conflictAuthors(versions, peers: peers, localName: localName),
@@ -163,7 +172,8 @@ extension FolderService {
         var kept: [String] = []
         var failures: [String] = []
         func keepAside(_ version: ConflictChoice.Version, removing: Bool) throws(EngineError) {
-            var record = (try? index.file(folderID: folder.id, path: version.path)) ?? nil
+            var record: FileRecord?
+            do throws(IndexError) { record = try index.file(folderID: folder.id, path: version.path) } catch { throw .index(error) }
             record?.path = relative
             guard let keeper = self.versions, let record,
                   let id = keeper.keepFile(at: folder.root + "/" + version.path, as: record, reason: "conflict") else {

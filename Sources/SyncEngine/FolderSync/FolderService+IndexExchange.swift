@@ -96,10 +96,25 @@ extension FolderService {
         // by bytes (a pass starts small, so a folder of large files' manifests is not read
         // 1,000 at a time — 720 MB for 1 GiB files — only to send a few).
         let limit = lastLimit ?? Self.firstIndexRead
-        let records = link?.session(session.id)?.isConnected == true
-            ? (try? index.files(folderID: folderID, since: since, limit: limit)) ?? [] : []
         // Our own changes stay here for a peer we are receive-only towards (FolderRoles.sends).
-        let sendable = roleFiltered(records, folderID: folderID, to: session.deviceKey)
+        // An index that cannot be read ends the pass, said, and it starts again later (an
+        // empty page would end it silently; unfiltered, a receive-only peer would get ours).
+        let records: [FileRecord]
+        let sendable: [FileRecord]
+        do throws(IndexError) {
+            records = link?.session(session.id)?.isConnected == true ? try index.files(folderID: folderID, since: since, limit: limit) : []
+            sendable = records.isEmpty ? [] : try roleFiltered(records, folderID: folderID, to: session.deviceKey)
+        } catch {
+            emitError(session.peer, "folder \(folderID): cannot read the index to send to \(session.peer.name), trying again in "
+                      + "\(Self.indexRetrySeconds) s: \(error)")
+            endIndexPass(pass)
+            queue.asyncAfter(deadline: .now() + .seconds(Self.indexRetrySeconds)) { [weak self] in
+                // (Only for a session still connected: a new one starts its own pass.)
+                guard let self, state.withLock({ $0.link })?.session(session.id)?.isConnected == true else { return }
+                sendIndex(folderID, to: session)
+            }
+            return
+        }
         let page = Self.indexPage(sendable.map(Self.wireEntry), budget: Self.indexPageBytes)
         let cut = page.count < sendable.count
         let pageRecords = sendable.prefix(page.count)
@@ -142,7 +157,8 @@ extension FolderService {
     }
 
     /// Whether `device` is a member of the folder (one row of the index: a folder's member
-    /// list is not read for every frame; an index that cannot say answers no).
+    /// list is not read for every frame; an index that cannot say answers no: every caller
+    /// then refuses the peer's frame or request, which changes nothing here).
     func isMember(_ device: String, of folderID: String) -> Bool {
         ((try? index.folderPeer(folderID: folderID, deviceID: device)) ?? nil) != nil
     }
@@ -166,6 +182,8 @@ extension FolderService {
     /// The most bytes of entries in one `indexUpdate` frame (the frame's limit is 16 MiB):
     /// a page of 1,000 large files' manifests (a 1 GiB file's is ~300 KB) is split.
     static let indexPageBytes = 4 << 20
+    /// How long after an index read failed a pass starts again.
+    static let indexRetrySeconds = 10
     /// Records read for a pass's first page (then doubled up to `indexBatch`).
     static let firstIndexRead = 100
 

@@ -27,8 +27,13 @@ extension FolderService {
     /// (on `queue`). An empty list says the whole folder (a selection widened again).
     func announceSelection(_ folderID: String, to session: LinkSession) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard session.selection, let paths = try? index.selection(folderID: folderID),
-              paths.count <= WireLimits.maxSelectionPaths else { return }
+        guard session.selection else { return }
+        let paths: [String]
+        do throws(IndexError) { paths = try index.selection(folderID: folderID) } catch {
+            // Said; it is announced again when the peer next connects.
+            return emitError(session.peer, "folder \(folderID): cannot read its selection to announce it: \(error.description)")
+        }
+        guard paths.count <= WireLimits.maxSelectionPaths else { return }
         link?.send([.folderSelection(folder: folderID, paths: paths)], on: session.id)
     }
 

@@ -17,7 +17,12 @@ extension FolderService {
                 for device in released { state.sent["\(folderID)|\(device)"] = nil }
                 return state.folders[folderID]
             }
-            for device in released { try? index.setAckedSequence(folderID: folderID, deviceID: device, 0) }
+            // (A write that fails leaves the peer's index to go from where it was: said, not fatal.)
+            for device in released {
+                do throws(IndexError) { try index.setAckedSequence(folderID: folderID, deviceID: device, 0) } catch {
+                    emitError(nil, "cannot reset what was sent of folder \(folderID) to \(device): \(error)")
+                }
+            }
             return folder
         }) else { return }
         // A peer that may change the folder again gets what it sent meanwhile applied;
@@ -57,7 +62,9 @@ extension FolderService {
     func setRole(directory: String, device: String, role: PeerRole?, noDeletes: Bool?) throws(EngineError) -> RoleResult {
         let folder = try sharedFolder(at: directory)
         try setRole(folderID: folder.id, devices: [device], role: role, noDeletes: noDeletes)
-        let policy = ((try? index.folderPeerRoles(folderID: folder.id)) ?? [:])[device].map(PeerPolicy.init) ?? PeerPolicy()
+        let roles: [String: FolderPeerRole]
+        do throws(IndexError) { roles = try index.folderPeerRoles(folderID: folder.id) } catch { throw .index(error) }
+        let policy = roles[device].map(PeerPolicy.init) ?? PeerPolicy()
         guard let peer = memberRef(device) else { throw .notFound("unknown peer \(device)") }
         return RoleResult(folder: folder.id, path: folder.root, peer: peer, role: policy.role.rawValue, noDeletes: policy.noDeletes)
     }
@@ -65,7 +72,10 @@ extension FolderService {
     /// `syncpeer changes DIR`: one page of the paths the roles keep apart (by path).
     func roleChanges(directory: String, page: PageRequest) throws(EngineError) -> ListPage<RoleChange> {
         let folder = try sharedFolder(at: directory)
-        let found = folder.roleDifferences(after: page.after, limit: min(page.limit, PageRequest.maxLimit), localDevice: localDevice)
+        let found: (items: [SharedFolder.RoleDifference], more: Bool)
+        do throws(IndexError) {
+            found = try folder.roleDifferences(after: page.after, limit: min(page.limit, PageRequest.maxLimit), localDevice: localDevice)
+        } catch { throw .index(error) }
         func describe(_ state: FileState?) -> String? { state.map { $0.deleted ? "deleted" : $0.kind.rawValue } }
         let items = found.items.compactMap { item in
             memberRef(item.device).map {
@@ -81,8 +91,10 @@ extension FolderService {
         let folder = try sharedFolder(at: directory)
         let localDevice = localDevice
         let result: Result<Int, EngineError> = folder.io.sync {
-            folder.loadPolicies(index: index)
-            do throws(EngineError) { return .success(try folder.overrideHeld(localDevice: localDevice)) } catch { return .failure(error) }
+            do throws(EngineError) {
+                do throws(IndexError) { try folder.loadPolicies(index: index) } catch { throw .index(error) }
+                return .success(try folder.overrideHeld(localDevice: localDevice))
+            } catch { return .failure(error) }
         }
         return GuardResult(folder: folder.id, path: folder.root, overridden: try result.get())
     }
@@ -91,8 +103,10 @@ extension FolderService {
     func revertFolder(directory: String) throws(EngineError) -> GuardResult {
         let folder = try sharedFolder(at: directory)
         let localDevice = localDevice
-        let count = folder.io.sync { folder.revertLocalChanges(localDevice: localDevice) }
-        return GuardResult(folder: folder.id, path: folder.root, reverted: count)
+        let count: Result<Int, IndexError> = folder.io.sync {
+            do throws(IndexError) { return .success(try folder.revertLocalChanges(localDevice: localDevice)) } catch { return .failure(error) }
+        }
+        do throws(IndexError) { return GuardResult(folder: folder.id, path: folder.root, reverted: try count.get()) } catch { throw .index(error) }
     }
 
     /// `syncpeer guard DIR [--percent P] [--files N]`: shows or sets the mass-change limits.
@@ -111,9 +125,10 @@ extension FolderService {
     }
 
     /// The records of an index page that go to `device` (FolderRoles.sends). On `queue`.
-    func roleFiltered(_ records: [FileRecord], folderID: String, to device: String) -> [FileRecord] {
+    /// An index that cannot say throws (nothing is sent unfiltered).
+    func roleFiltered(_ records: [FileRecord], folderID: String, to device: String) throws(IndexError) -> [FileRecord] {
         dispatchPrecondition(condition: .onQueue(queue))
-        let stored = ((try? index.folderPeerRoles(folderID: folderID)) ?? [:])[device]
+        let stored = try index.folderPeerRoles(folderID: folderID)[device]
         guard let stored, stored.role == PeerRole.receiveOnly.rawValue else { return records }
         let policy = PeerPolicy(stored)
         return records.filter { FolderRoles.sends(modifiedBy: $0.modifiedBy, localDevice: localDevice, to: policy) }

@@ -15,13 +15,17 @@ extension FolderService {
             let selection = try Self.validSelection(paths)
             do { try index.setSelection(folderID: folder.id, paths: selection.paths) } catch { throw .wrapping(error) }
             // Counted before the pull the change queues on io can take anything: all of it.
-            (freed, need) = folder.io.sync { (folder.selectionChanged(), selectionNeed(folder)) }
+            let (changed, counted) = folder.io.sync { (folder.selectionChanged(), Result { () throws(IndexError) in try selectionNeed(folder) }) }
+            do throws(IndexError) { (freed, need) = (changed, try counted.get()) } catch { throw .index(error) }
             let folderID = folder.id
             queue.async { [self] in announceSelection(folderID) }
         }
         let stored: [String]
         do { stored = try index.selection(folderID: folder.id) } catch { throw .wrapping(error) }
-        let needed = need ?? selectionNeed(folder)
+        let needed: (files: Int, bytes: Int64)
+        if let need { needed = need } else {
+            do throws(IndexError) { needed = try selectionNeed(folder) } catch { throw .index(error) }
+        }
         return SelectionResult(folder: folder.id, path: folder.root, selected: stored, freedFiles: freed.files,
                                freedBytes: freed.bytes, keptFiles: freed.kept, neededFiles: needed.files, neededBytes: needed.bytes,
                                receivedBytes: folder.activity.snapshot.received.values.reduce(0, +))
@@ -30,17 +34,18 @@ extension FolderService {
     /// What the folder still has to fetch for what it holds: per member whose changes are
     /// applied here (not send-only towards it), the entries outside the ignores (the
     /// selection among them) that it holds newer than here or that are missing here; the
-    /// largest of them. Counted by SQLite row by row (no record loaded).
-    func selectionNeed(_ folder: SharedFolder) -> (files: Int, bytes: Int64) {
+    /// largest of them. Counted by SQLite row by row (no record loaded). A read that fails
+    /// throws (not "nothing needed").
+    func selectionNeed(_ folder: SharedFolder) throws(IndexError) -> (files: Int, bytes: Int64) {
         let ignores = folder.servedIgnores.withLock { $0 }
         let counts: ((String, Bool) -> Bool)? = ignores.map { ignores in { !ignores.isIgnored($0, isDirectory: $1) } }
-        let roles = (try? index.folderPeerRoles(folderID: folder.id)) ?? [:]
+        let roles = try index.folderPeerRoles(folderID: folder.id)
         var need = (files: 0, bytes: Int64(0))
-        for member in (try? index.folderPeers(folderID: folder.id)) ?? [] where roles[member.deviceID]?.role != PeerRole.sendOnly.rawValue {
-            let comparison = try? index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: counts) { ours, theirs in
+        for member in try index.folderPeers(folderID: folder.id) where roles[member.deviceID]?.role != PeerRole.sendOnly.rawValue {
+            let comparison = try index.compareRemote(folderID: folder.id, deviceID: member.deviceID, counts: counts) { ours, theirs in
                 VersionVector(theirs).compare(VersionVector(ours)) == .greater
             }
-            guard let comparison, comparison.outOfSyncFiles > need.files else { continue }
+            guard comparison.outOfSyncFiles > need.files else { continue }
             need = (comparison.outOfSyncFiles, comparison.outOfSyncBytes)
         }
         return need
@@ -61,7 +66,10 @@ extension FolderService {
             while text.count > 1 && text.hasSuffix("/") { text = text.dropLast() }
             do { base = try SafePath(String(text)).string } catch { throw .invalidArgument("\(sub): \(error.description)") }
         }
-        let selection = (try? FolderSelection((try? index.selection(folderID: folder.id)) ?? [])) ?? FolderSelection()
+        let stored: [String]
+        do throws(IndexError) { stored = try index.selection(folderID: folder.id) } catch { throw .index(error) }
+        // (A stored selection that no longer parses shows as the whole folder, as it syncs.)
+        let selection = (try? FolderSelection(stored)) ?? FolderSelection()
         let want = min(page.limit, PageRequest.maxLimit)
         let entries: [NodeIndex.TreeEntry]
         do {

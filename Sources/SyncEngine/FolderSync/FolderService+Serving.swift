@@ -56,7 +56,14 @@ extension FolderService {
     /// folder does not share.
     private func serve(_ ask: BlockAsk, from folder: SharedFolder, device: String, to session: LinkSession) -> Bool {
         let request = ask.request
-        let source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash)
+        var source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash)
+        // Not in the index: maybe a chunk of a file we are still fetching, which we hold
+        // (fan-out, `HeldChunks`): read from its temporary file and hashed first.
+        if case let .answer(answer) = source, answer == .notShared || answer == .unavailable,
+           let bytes = folder.held.bytes(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
+            source = .answer(.data(bytes))
+        }
+        paceServing(folder, bytes: Int(ask.size))
         if let sums = ask.sums {
             serveDelta(ask, sums: sums, source: source, from: folder, device: device, to: session)
             if case .answer(.notShared) = source { return true }
@@ -268,6 +275,7 @@ extension FolderService {
         // they did not, the exact counts come at once (a folder past the allowance would
         // otherwise pay for both).
         let room = allowance - paths.count
+        // (A count that fails here falls to the exact counts below, whose failure is said.)
         if room >= 0, !past,
            let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1) {
             if stored <= room { return true }

@@ -85,6 +85,7 @@ final class FolderService: Reporting, Sendable {
     /// sessions are the connections', changed there).
     func connectedMembers(of folderID: String) -> [LinkSession] {
         dispatchPrecondition(condition: .onQueue(queue))
+        // (An index that cannot say: no member is reached now; nothing is acted on for them.)
         let members = Set(((try? index.folderPeers(folderID: folderID)) ?? []).map(\.deviceID))
         return (link?.connectedSessions() ?? []).filter { members.contains($0.deviceKey) }
     }
@@ -233,7 +234,7 @@ final class FolderService: Reporting, Sendable {
                        percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
                        peers: item.peers.compactMap(memberRef))
         }
-        let differences = folder.roleCounts(localDevice: localDevice)
+        let differences = try folder.roleCounts(localDevice: localDevice)
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                             files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
@@ -269,14 +270,21 @@ final class FolderService: Reporting, Sendable {
     func shareOffers(_ page: PageRequest) throws(EngineError) -> ListPage<ShareOfferInfo> {
         let offers: [FolderOffer]
         do throws(IndexError) { offers = try index.folderOffers() } catch { throw .index(error) }
-        return page.page(offers, key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer in
+        var failure: IndexError?
+        let answer = page.page(offers, key: { $0.folderID + "\u{0}" + $0.deviceID }) { offer -> ShareOfferInfo? in
             guard let peer = memberRef(offer.deviceID) else { return nil }
             // Offers stored by older versions may hold the label as the peer sent it.
             let label = FolderLabel.safeName(offer.label, fallback: offer.folderID)
-            // Accepting lets that peer join a folder we have.
-            let joins = ((try? index.folder(id: offer.folderID)) ?? nil)?.path
+            // Accepting lets that peer join a folder we have (not shown as a new one when the index cannot say).
+            let joins: String?
+            do throws(IndexError) { joins = try index.folder(id: offer.folderID)?.path } catch {
+                failure = failure ?? error
+                return nil
+            }
             return ShareOfferInfo(folder: offer.folderID, label: label, peer: peer, joins: joins)
         }
+        if let failure { throw .index(failure) }
+        return answer
     }
 
     // MARK: - Life (queue)
@@ -403,8 +411,15 @@ final class FolderService: Reporting, Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         noteConnectedSessions()
         let link = link
-        for folderID in (try? index.folderIDs(sharedWith: session.deviceKey)) ?? [] {
-            guard let record = (try? index.folder(id: folderID)) ?? nil else { continue }
+        let shared: [(id: String, record: FolderRecord?)]
+        do throws(IndexError) {
+            shared = try index.folderIDs(sharedWith: session.deviceKey).map { id throws(IndexError) in (id, try index.folder(id: id)) }
+        } catch {
+            // Said; its folders are offered again when it next connects.
+            return emitError(session.peer, "cannot read its shared folders from the index, none is offered: \(error.description)")
+        }
+        for (folderID, found) in shared {
+            guard let record = found else { continue }
             // Offering again is harmless: a peer that shares it already answers "accepted".
             link?.send([.shareOffer(folder: folderID, label: record.safeLabel)], on: session.id)
             announceSelection(folderID, to: session)
@@ -452,12 +467,21 @@ final class FolderService: Reporting, Sendable {
                 return true
             }
             let label = FolderLabel.safeName(offered, fallback: folderID)
-            if (try? index.folder(id: folderID)) ?? nil != nil, isMember(session.deviceKey, of: folderID) {
+            let ours: Bool
+            let already: Bool
+            do throws(IndexError) {
+                ours = try index.folder(id: folderID) != nil
+                already = try index.folderOffers(folderID: folderID).contains { $0.deviceID == session.deviceKey }
+            } catch {
+                // Not answered (not taken for a new folder): the peer offers it again when it reconnects.
+                emitError(session.peer, "folder \(label): cannot read the index to answer the share offer: \(error.description)")
+                return true
+            }
+            if ours, isMember(session.deviceKey, of: folderID) {
                 link?.send([.shareAnswer(folder: folderID, accepted: true, reason: "")], on: session.id)
                 sendIndex(folderID, to: session)
                 return true
             }
-            let already = ((try? index.folderOffers(folderID: folderID)) ?? []).contains { $0.deviceID == session.deviceKey }
             if !already, let refusal = shareOfferRefusal(from: session) {
                 link?.send([.shareAnswer(folder: folderID, accepted: false, reason: refusal)], on: session.id)
                 shareOfferRefused(refusal, from: session)
@@ -476,8 +500,8 @@ final class FolderService: Reporting, Sendable {
             // peer whose folders switch is on (files on is not enough: a folder syncs both
             // ways). A peer asking to join a folder we have already would get our copy: that
             // is always asked.
-            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAcceptFolders ?? false),
-               (try? index.folder(id: folderID)) ?? nil == nil {
+            // (A peer switch the index cannot give reads as off: the offer waits for the user.)
+            if config.autoAccept || ((try? index.peer(deviceID: session.deviceKey))??.autoAcceptFolders ?? false), !ours {
                 do throws(EngineError) {
                     _ = try answerShareOnQueue(folderID, accept: true, into: nil)
                 } catch {
@@ -542,6 +566,8 @@ final class FolderService: Reporting, Sendable {
             versionResponseReceived(request, ok: ok, data: data, from: session)
         case let .folderSelection(folderID, paths):
             selectionReceived(folderID, paths: paths, from: session)
+        case let .chunkHave(folderID, path, root, count, bitmap):
+            heldChunksReceived(folderID, path: path, root: root, count: count, bitmap: bitmap, from: session)
         case let .blockResponse(request, ok, data):
             // Only the asked peer's answer settles a request: another's (a guessed or stale
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed

@@ -19,6 +19,8 @@ struct IndexKnownEntries: KnownEntrySource {
         self.index = index
         self.folderID = folderID
         self.pageSize = max(1, pageSize)
+        // (An index that cannot say: nothing is known, every file is read again and compared
+        // with its record when recorded, and no deletion is inferred; cost only.)
         maxSequence = (try? index.maxSequence(folderID: folderID)) ?? 0
     }
 

@@ -67,8 +67,7 @@ struct MassChangeGuard: Sendable, Equatable {
     /// of content the burst placed elsewhere, or places now, are not counted, and its
     /// placements take back the burst's earlier deletions of the same content.
     mutating func judge(_ change: Change, files: Int, nowNs: Int64, confirmed: Bool = false) -> Hold? {
-        if let last = lastPullNs, nowNs - last > Self.burstGap { (burstAffected, burstConfirmed, burstDeleted) = (0, false, Tally()) }
-        if let last = lastPlacedNs, nowNs - last > Self.burstGap { burstPlaced = Tally() }
+        expire(nowNs: nowNs)
         if burstAffected == 0 { burstFiles = files }
         var after = self
         let (affected, takenBack) = after.pair(change)
@@ -84,6 +83,18 @@ struct MassChangeGuard: Sendable, Equatable {
             lastPullNs = nowNs
         }
         return nil
+    }
+
+    /// Ends the burst once `burstGap` passed since its last counted pull (its count, its
+    /// confirmation and its deletions' tally go) and forgets its placements `burstGap` after
+    /// the last one: a pull does it first, and the folder's periodic tick too, so that an
+    /// idle folder does not keep the tallies of its last burst (up to `trackedLimit` paths
+    /// each) until its next pull.
+    mutating func expire(nowNs: Int64) {
+        if let last = lastPullNs, nowNs - last > Self.burstGap, burstAffected != 0 || burstConfirmed || burstDeleted.count > 0 {
+            (burstAffected, burstConfirmed, burstDeleted) = (0, false, Tally())
+        }
+        if let last = lastPlacedNs, nowNs - last > Self.burstGap, burstPlaced.count > 0 { burstPlaced = Tally() }
     }
 
     /// The live local files an action deletes or replaces (content lost here, not moved: a

@@ -15,8 +15,9 @@ extension SharedFolder {
     /// Whether a pull may apply `actions` (io). Over the limit, the folder holds them and
     /// asks; a confirmed hold (`massConfirmed`) lets it and the rest of its burst through.
     /// Every file they delete or replace is kept in the versions store by the applier, as
-    /// any version a peer's change replaces (`FolderApplier.keepVersion`).
-    func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileState], index: NodeIndex) -> Bool {
+    /// any version a peer's change replaces (`FolderApplier.keepVersion`). Limits or counts
+    /// the index cannot give throw: nothing is let through unjudged.
+    func admitsMassChange(_ actions: [SyncAction], local: [PathKey: FileState], index: NodeIndex) throws(IndexError) -> Bool {
         dispatchPrecondition(condition: .onQueue(io))
         let confirmed = massConfirmed
         // A hold stands until the user answers: no pull of any page applies meanwhile (a
@@ -28,11 +29,11 @@ extension SharedFolder {
             state.withLock { _ = $0.massGuard.judge(change, files: 0, nowNs: now) }
             return true
         }
-        let limits = try? index.folderGuardLimits(folderID: id)
-        let files = (try? index.liveTotals(folderID: id).files) ?? 0
+        let limits = try index.folderGuardLimits(folderID: id)
+        let files = try index.liveTotals(folderID: id).files
         let now = Self.nowNs()
         let judged = state.withLock { state in
-            if let limits { state.massGuard.limits = limits }
+            state.massGuard.limits = limits
             return state.massGuard.judge(change, files: files, nowNs: now, confirmed: confirmed)
         }
         if let hold = judged {

@@ -51,6 +51,11 @@ struct PlacedFiles {
         for path in paths { marks[path] = nil }
     }
 
+    /// Drops every mark (their paths are simply scanned when reported).
+    mutating func forgetAll() {
+        marks = [:]
+    }
+
     /// The marks of `paths`, moved out into a value of their own: the folder checks them
     /// against the disk (`take(_:stat:)`) outside its lock.
     mutating func takeMarks(of paths: some Sequence<String>) -> PlacedFiles {

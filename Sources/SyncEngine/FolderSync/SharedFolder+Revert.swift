@@ -10,15 +10,17 @@ internal import Synchronization
 extension SharedFolder {
     /// Reverts up to `limit` locally changed paths, keeping their local files in the versions
     /// store (a path whose file cannot be kept whole stays as it is; a folder whose policy is
-    /// `none` keeps nothing). Returns how many paths were planned. On io.
-    func revertLocalChanges(localDevice: String, limit: Int = 100_000) -> Int {
+    /// `none` keeps nothing). Returns how many paths were planned. On io. An index read that
+    /// fails throws before anything is changed (an empty answer would read as "no peer has
+    /// it": the local file deleted).
+    func revertLocalChanges(localDevice: String, limit: Int = 100_000) throws(IndexError) -> Int {
         dispatchPrecondition(condition: .onQueue(io))
         guard let index, let host, checkRoot() else { return 0 }
-        loadPolicies(index: index)
+        try loadPolicies(index: index)
         var paths: [String] = []
         var after: String?
         while paths.count < limit {
-            let page = roleDifferences(after: after, limit: 500, localDevice: localDevice)
+            let page = try roleDifferences(after: after, limit: 500, localDevice: localDevice)
             for item in page.items where item.kind == .locallyChanged && paths.last != item.path { paths.append(item.path) }
             guard page.more, let last = page.items.last?.path else { break }
             after = last
@@ -29,9 +31,9 @@ extension SharedFolder {
         let keeper = host.versions.flatMap { $0.keeps(folderID: id) ? $0 : nil }
         for start in stride(from: 0, to: paths.count, by: Self.deletionBatch) {
             let chunk = Array(paths[start..<min(paths.count, start + Self.deletionBatch)])
-            let local = ((try? index.files(folderID: id, paths: chunk, includeChunks: false, keyedBy: PathKey.init(_:))) ?? [:])
+            let local = try index.files(folderID: id, paths: chunk, includeChunks: false, keyedBy: PathKey.init(_:))
                 .mapValues(FileState.init)
-            let entries = ((try? index.remoteFiles(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))) ?? [:])
+            let entries = try index.remoteFiles(folderID: id, paths: chunk, keyedBy: PathKey.init(_:))
                 .flatMap { $0.value.map { ($0.key, $0.value) } }
             let (remotes, manifests) = Self.peerStates(entries, members: state.withLock { Set($0.policies.keys) })
             let admitted = admitted(remotes, local: local)

@@ -1,4 +1,5 @@
 internal import FoundationEssentials
+internal import PeerIndex
 internal import Synchronization
 
 /// What `status` (and the dashboard, which shows it) counts of the roles' differences in a
@@ -21,22 +22,23 @@ extension SharedFolder {
     static let roleCountAge: Duration = .seconds(2)
     static let roleCountLimit = 100_000
 
-    /// The counts, at most `roleCountAge` old (any thread: index reads only).
-    func roleCounts(localDevice: String) -> RoleCounts {
+    /// The counts, at most `roleCountAge` old (any thread: index reads only; one that fails
+    /// throws, never zero counts).
+    func roleCounts(localDevice: String) throws(IndexError) -> RoleCounts {
         let now = ContinuousClock.now
         if let cached = roleCountCache.withLock({ $0 }), now - cached.at < Self.roleCountAge { return cached.counts }
-        let counts = countRoleDifferences(localDevice: localDevice)
+        let counts = try countRoleDifferences(localDevice: localDevice)
         roleCountCache.withLock { $0 = RoleCountCache(at: now, counts: counts) }
         return counts
     }
 
     /// Distinct paths of each kind (a path not applied from two peers counts once).
-    func countRoleDifferences(localDevice: String, limit: Int = roleCountLimit) -> RoleCounts {
+    func countRoleDifferences(localDevice: String, limit: Int = roleCountLimit) throws(IndexError) -> RoleCounts {
         var counts = RoleCounts()
         var after: String?
         var last: (notApplied: String?, locallyChanged: String?) = (nil, nil)
         while counts.notApplied < limit, counts.locallyChanged < limit {
-            let page = roleDifferences(after: after, limit: 500, localDevice: localDevice)
+            let page = try roleDifferences(after: after, limit: 500, localDevice: localDevice)
             // Items come in path order, a path's items together.
             for item in page.items {
                 switch item.kind {

@@ -20,10 +20,11 @@ extension SharedFolder {
         let ours: FileState?
     }
 
-    /// Reads our role towards each member (io; at the start of every pull).
-    func loadPolicies(index: NodeIndex) {
+    /// Reads our role towards each member (io; at the start of every pull). An index that
+    /// cannot say throws (a pull must not plan as if every member could change everything).
+    func loadPolicies(index: NodeIndex) throws(IndexError) {
         dispatchPrecondition(condition: .onQueue(io))
-        let policies = ((try? index.folderPeerRoles(folderID: id)) ?? [:]).mapValues(PeerPolicy.init)
+        let policies = try index.folderPeerRoles(folderID: id).mapValues(PeerPolicy.init)
         state.withLock { $0.policies = policies }
     }
 
@@ -41,18 +42,18 @@ extension SharedFolder {
     /// send-only or no-deletes peer's changes we did not apply, and our own changes a
     /// receive-only peer was not sent. Reads a page of the index at a time and stops after
     /// the path at which `limit` are found (a path's items are never split; `more`: there
-    /// may be more). Any thread: index reads only.
-    func roleDifferences(after: String?, limit: Int, localDevice: String) -> (items: [RoleDifference], more: Bool) {
+    /// may be more). Any thread: index reads only; one that fails throws its error.
+    func roleDifferences(after: String?, limit: Int, localDevice: String) throws(IndexError) -> (items: [RoleDifference], more: Bool) {
         guard let index else { return ([], false) }
-        let policies = ((try? index.folderPeerRoles(folderID: id)) ?? [:]).mapValues(PeerPolicy.init)
+        let policies = try index.folderPeerRoles(folderID: id).mapValues(PeerPolicy.init)
         let receiveOnly = policies.filter { $0.value.role == .receiveOnly }.keys.sorted()
         guard policies.values.contains(where: { $0 != PeerPolicy() }) else { return ([], false) }
         var found: [RoleDifference] = []
         var cursor = after
         while true {
             // The union of the local and the peers' paths of the next page.
-            let remotes = (try? index.remoteFiles(folderID: id, afterPath: cursor, pathLimit: Self.planPage)) ?? []
-            let locals = (try? index.files(folderID: id, afterPath: cursor, limit: Self.planPage, includeChunks: false)) ?? []
+            let remotes = try index.remoteFiles(folderID: id, afterPath: cursor, pathLimit: Self.planPage)
+            let locals = try index.files(folderID: id, afterPath: cursor, limit: Self.planPage, includeChunks: false)
             // A full page bounds what is known of its side; the shorter bound ends this step
             // (nil: both sides are read to their end).
             var bounds: [PathKey] = []
@@ -97,25 +98,26 @@ extension SharedFolder {
         var rows: [FileRecord] = []
         var heldByPath: [String: [FileState]] = [:]
         // A held mass change: every path a peer's newer state would change here.
+        // (Read whole before the hold is let go: an index that fails keeps it.)
         if massHold.withLock({ $0 }) != nil {
-            massHold.withLock { $0 = nil }
-            let members = state.withLock { state in
-                state.massGuard = MassChangeGuard(limits: state.massGuard.limits)
-                return Set(state.policies.keys)
-            }
+            let members = state.withLock { Set($0.policies.keys) }
             var cursor: String?
             while heldByPath.count < limit {
-                let page = (try? index.remoteFiles(folderID: id, afterPath: cursor, pathLimit: Self.planPage)) ?? []
+                let page: [(deviceID: String, record: RemoteFileRecord)]
+                do { page = try index.remoteFiles(folderID: id, afterPath: cursor, pathLimit: Self.planPage) } catch { throw .index(error) }
                 guard let last = page.last?.record.path else { break }
                 for (device, record) in page where members.contains(device) {
                     heldByPath[record.path, default: []].append(FileState(record))
                 }
                 cursor = last
             }
+            massHold.withLock { $0 = nil }
+            state.withLock { $0.massGuard = MassChangeGuard(limits: $0.massGuard.limits) }
             clearError()
         }
         while heldByPath.count < limit {
-            let page = roleDifferences(after: after, limit: 500, localDevice: localDevice)
+            let page: (items: [RoleDifference], more: Bool)
+            do { page = try roleDifferences(after: after, limit: 500, localDevice: localDevice) } catch { throw .index(error) }
             for item in page.items where item.kind == .notApplied {
                 if let theirs = item.theirs { heldByPath[item.path, default: []].append(theirs) }
             }

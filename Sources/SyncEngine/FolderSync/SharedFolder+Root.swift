@@ -38,6 +38,8 @@ extension SharedFolder {
     /// The timer: a whole rescan when one is due (or the root is back), else a look at the root.
     func tick() {
         dispatchPrecondition(condition: .onQueue(io))
+        let now = Self.nowNs()
+        state.withLock { $0.massGuard.expire(nowNs: now) }
         let (lastFullScan, rescanSeconds, stopped) = state.withLock { ($0.lastFullScan, $0.rescanSeconds, $0.stopped) }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - lastFullScan.uptimeNanoseconds) / 1e9
         if stopped == .root || elapsed >= rescanSeconds {

@@ -36,9 +36,15 @@ extension SharedFolder {
         return { selection.contains($0, isDirectory: $1) }
     }
 
-    /// The selection stored in the index, or nil when it cannot be read (the one in force stays).
+    /// The selection stored in the index, or nil when it cannot be read (the one in force
+    /// stays; an index that fails is said).
     func storedSelection() -> FolderSelection? {
-        guard let index, let paths = try? index.selection(folderID: id) else { return nil }
+        guard let index else { return nil }
+        let paths: [String]
+        do throws(IndexError) { paths = try index.selection(folderID: id) } catch {
+            report("cannot read the selection from the index (the one in force stays): \(error)")
+            return nil
+        }
         return try? FolderSelection(paths)
     }
 
@@ -47,7 +53,11 @@ extension SharedFolder {
     func selectionChanged() -> Freed {
         dispatchPrecondition(condition: .onQueue(io))
         loadIgnores()
-        let freed = (try? freeDeselected()) ?? Freed()
+        let freed: Freed
+        do { freed = try freeDeselected() } catch {
+            report("cannot free what the selection leaves out (nothing more is removed): \(error)")
+            freed = Freed()
+        }
         // The watcher skipped directories outside the old selection: watch anew.
         dropWatcher()
         startWatcher(delay: watchDelay)
@@ -67,7 +77,7 @@ extension SharedFolder {
     private func freeDeselected() throws -> Freed {
         guard let index, let handle = try? DirectoryHandle(path: root) else { return Freed() }
         let selection = ignores.selection
-        let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
+        let members = Set(try index.folderPeers(folderID: id).map(\.deviceID))
         var freed = Freed()
         var open: [String] = []
         var removed: [String] = []

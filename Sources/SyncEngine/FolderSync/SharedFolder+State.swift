@@ -49,6 +49,10 @@ extension SharedFolder {
         /// Node queue (set), any thread (read): what `syncpeer status` shows.
         var status = FolderState.scanning
         var error: String?
+        /// io: the error a step that could not read the index showed, and whether a pull
+        /// is due to try again (SharedFolder+IndexFailure).
+        var indexFailure: String?
+        var indexRetryDue = false
     }
 
     // Scalars and small values, read or written through the lock one at a time. (The

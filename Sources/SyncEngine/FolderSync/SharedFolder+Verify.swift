@@ -137,7 +137,12 @@ extension SharedFolder {
                 continue
             }
             // Kept in the versions store as it was found (`history`, `restore`).
-            guard let versions = host.versions, let record = (try? index.file(folderID: id, path: key.string)) ?? nil,
+            let found: FileRecord?
+            do { found = try index.file(folderID: id, path: key.string) } catch {
+                unrepaired[key] = "not replaced: cannot read the index: \(error)"
+                continue
+            }
+            guard let versions = host.versions, let record = found,
                   let version = versions.keepFile(at: root + "/" + key.string, as: record, reason: "verify") else {
                 unrepaired[key] = "cannot keep it in the versions store before it is replaced (see 'syncpeer versions \(root)')"
                 continue
@@ -159,7 +164,11 @@ extension SharedFolder {
         // rescanned by the pull, not replaced).
         let handle = try? DirectoryHandle(path: root)
         for case let .pull(state, _) in actions where unrepaired[PathKey(state.path)] == nil {
-            let record = (try? index.file(folderID: id, path: state.path)) ?? nil
+            let record: FileRecord?
+            do { record = try index.file(folderID: id, path: state.path) } catch {
+                unrepaired[PathKey(state.path)] = "cannot read the index to check the repair: \(error)"
+                continue
+            }
             if let handle, let record, Self.check(record, under: handle) == .intact { continue }
             unrepaired[PathKey(state.path)] = "it changed since it was verified: it is rescanned as an edit"
         }

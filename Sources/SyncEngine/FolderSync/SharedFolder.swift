@@ -38,6 +38,10 @@ final class SharedFolder: Sendable {
     let paused = Atomic<Bool>(false)
     /// Any thread: files in flight and bytes moved per peer, for `syncpeer status`.
     let activity = FolderActivity()
+    /// Chunks of files being fetched: ours (served to members) and what members say they hold.
+    let held = HeldChunks()
+    /// The schedule of served bytes under the test knob `SYNCPEER_SERVE_RATE`.
+    let pacer = ServePacer()
     /// Quick sums of the chunks of large files, so that a change re-hashes only what changed.
     let chunkSums = ChunkSumCache()
     /// Any thread: what status shows of `retry`.
@@ -176,7 +180,13 @@ final class SharedFolder: Sendable {
             paths.remove(at: at)   // never synced: the change only reloads the patterns
             loadIgnores()
         }
-        if full { fullScan() } else {
+        if full {
+            fullScan()
+            // Events were lost: the marks whose reports went with them would stay (up to
+            // `PlacedFiles.limit`, ~10 MiB) until a later report of each path; the scan
+            // has just compared every file with the index anyway.
+            state.withLock { $0.placed.forgetAll() }
+        } else {
             paths = needingScan(paths)
             if !paths.isEmpty { scan(paths: paths, moves: moves) }
         }
@@ -206,6 +216,7 @@ final class SharedFolder: Sendable {
                                     inode: inode, mode: record.mode, manifest: manifest))
         }
         for (from, to) in moves where found.count < Self.maxMovedFiles {
+            // (Best effort: what the index cannot say is read again from the disk, nothing more.)
             if let record = (try? index.file(folderID: id, path: from)) ?? nil {
                 if record.kind == .file { take(record, at: to) }
                 if record.kind != .directory { continue }
@@ -496,9 +507,15 @@ final class SharedFolder: Sendable {
     func pull(paths: Set<PathKey>?, blocks: consuming [ChunkHash: IndexBlock] = [:]) -> Int {
         dispatchPrecondition(condition: .onQueue(io))
         guard stopped == nil, !paused.load(ordering: .relaxed), let index, let host, checkRoot() else { return 0 }
-        let members = Set(((try? index.folderPeers(folderID: id)) ?? []).map(\.deviceID))
-        loadPolicies(index: index)
-        let plan = paths.map { planPaths($0, index: index, members: members) } ?? planAll(index: index, members: members)
+        // An index that cannot be read stops the pull before anything is planned (an empty
+        // answer reads as "not here": a file overwritten or deleted); see SharedFolder+IndexFailure.
+        let plan: Plan
+        do throws(IndexError) {
+            let members = Set(try index.folderPeers(folderID: id).map(\.deviceID))
+            try loadPolicies(index: index)
+            if let paths { plan = try planPaths(paths, index: index, members: members) } else { plan = try planAll(index: index, members: members) }
+        } catch { return indexFailed("the pull", error) }
+        indexRead()
         settleFailures(considered: paths, planned: plan.actions)
         guard !plan.actions.isEmpty else { return 0 }
         // A whole pass (a rescan) leaves out what waits for free space (the probe retries it).
@@ -510,7 +527,9 @@ final class SharedFolder: Sendable {
         }
         guard !wanted.isEmpty else { return 0 }
         let actions = SyncPlanner.planRenames(wanted, local: plan.local)
-        guard admitsMassChange(actions, local: plan.local, index: index) else { return 0 }
+        do throws(IndexError) { guard try admitsMassChange(actions, local: plan.local, index: index) else { return 0 } } catch {
+            return indexFailed("the pull", error)
+        }
         setStatus(.syncing)
         let applier = FolderApplier(folder: self, host: host, index: index, local: plan.local, remotes: plan.remotes,
                                     manifests: plan.manifests, blocks: blocks)
@@ -553,12 +572,12 @@ final class SharedFolder: Sendable {
     /// Paths the peers have (or had) this many at a time when planning every path.
     static let planPage = 500
 
-    private func planPaths(_ paths: Set<PathKey>, index: NodeIndex, members: Set<String>) -> Plan {
+    private func planPaths(_ paths: Set<PathKey>, index: NodeIndex, members: Set<String>) throws(IndexError) -> Plan {
         var plan = Plan()
         // Two batched lookups for the whole set (one read transaction each).
         let list = paths.map(\.string)
-        plan.local = ((try? index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:))) ?? [:]).mapValues(FileState.init)
-        let entries = ((try? index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:))) ?? [:]).flatMap { $0.value.map { ($0.key, $0.value) } }
+        plan.local = try index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(FileState.init)
+        let entries = try index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:)).flatMap { $0.value.map { ($0.key, $0.value) } }
         (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
         plan.remotes = admitted(notIgnored(plan.remotes), local: plan.local)
         plan.actions = SyncPlanner(localDevice: host?.localDevice).plan(local: plan.local, remotes: plan.remotes)
@@ -569,18 +588,18 @@ final class SharedFolder: Sendable {
     /// so only local records of the peers' paths are read, and only the states and manifests
     /// of paths with something to do are kept. The actions come in the order of one
     /// planning pass over all paths.
-    private func planAll(index: NodeIndex, members: Set<String>) -> Plan {
+    private func planAll(index: NodeIndex, members: Set<String>) throws(IndexError) -> Plan {
         var plan = Plan()
         let planner = SyncPlanner(localDevice: host?.localDevice)
         var after: String?
         while true {
-            let page = (try? index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)) ?? []
+            let page = try index.remoteFiles(folderID: id, afterPath: after, pathLimit: Self.planPage)
             guard let last = page.last?.record.path else { break }
             let (remotes, manifests) = Self.peerStates(page.map { ($0.0, $0.1) }, members: members)
             var local: [PathKey: FileState] = [:]
             var localAfter = after
-            while case let records = (try? index.files(folderID: id, afterPath: localAfter, throughPath: last,
-                                                       limit: Self.planPage, includeChunks: false)) ?? [],
+            while case let records = try index.files(folderID: id, afterPath: localAfter, throughPath: last,
+                                                     limit: Self.planPage, includeChunks: false),
                   let end = records.last?.path {
                 for record in records where remotes[PathKey(record.path)] != nil { local[PathKey(record.path)] = FileState(record) }
                 localAfter = end
@@ -646,13 +665,16 @@ final class SharedFolder: Sendable {
         }
     }
 
-    func clearError() {
+    /// Clears the folder's error (`only`: if it is still that one).
+    func clearError(only shown: String? = nil) {
         host?.queue.async { [self] in
-            state.withLock { state in
+            let cleared = state.withLock { state in
+                guard shown == nil || state.error == shown else { return false }
                 state.error = nil
                 state.status = .idle
+                return true
             }
-            recordError(nil)
+            if cleared { recordError(nil) }
         }
     }
 

@@ -190,6 +190,7 @@ final class SessionFlow: Sendable {
             // blocks count for what they take too.
             return 32 + SharedFolder.heldCost(of: blocks)
         case let .folderSelection(_, paths): return 64 + paths.reduce(0) { $0 + 32 + $1.utf8.count }
+        case let .chunkHave(_, path, _, _, bitmap): return 128 + path.utf8.count + bitmap.count
         default: return 64
         }
     }

@@ -9,7 +9,8 @@ internal import PeerIndex
 /// stream's window), put in place under a safe, unused name only when the stream is
 /// complete; a cut stream leaves nothing behind and is reported as failed.
 extension StreamService {
-    /// Whether streams from the device `deviceKey` are saved without asking.
+    /// Whether streams from the device `deviceKey` are saved without asking. (A switch the
+    /// index cannot give reads as off: the stream is offered to the user, nothing more.)
     func savesWithoutAsking(_ deviceKey: String) -> Bool {
         config.autoAccept || ((try? store.peer(deviceID: deviceKey))?.autoAccept ?? false)
     }

@@ -34,14 +34,15 @@ extension FolderService {
     /// most `HistoryResult.limit` from each; and how many members were asked and answered,
     /// and whether a list was cut. Never on `queue` (the answers come there); the members are
     /// read there. (They were read on the caller's thread: the connections' session table,
-    /// which `queue` changes, read at the same time.)
-    func knownVersions(folder: SharedFolder, relative: String) -> (versions: [KnownVersion], asked: Int, answered: Int, truncated: Bool) {
-        var truncated = false
-        var known: [KnownVersion] = []
-        if let local = try? index.versions(folderID: folder.id, path: relative, underPrefix: true, limit: HistoryResult.limit + 1) {
-            truncated = local.count > HistoryResult.limit
-            known = local.prefix(HistoryResult.limit).map { KnownVersion(device: localDevice, local: true, entry: Self.wireEntry($0, manifest: [])) }
-        }
+    /// which `queue` changes, read at the same time.) Our index failing to list ours fails
+    /// it with the index's error (not a list of the members' versions only).
+    func knownVersions(folder: SharedFolder, relative: String) throws(EngineError) -> (versions: [KnownVersion], asked: Int, answered: Int, truncated: Bool) {
+        let local: [VersionRecord]
+        do throws(IndexError) {
+            local = try index.versions(folderID: folder.id, path: relative, underPrefix: true, limit: HistoryResult.limit + 1)
+        } catch { throw .index(error) }
+        let truncated = local.count > HistoryResult.limit
+        let known = local.prefix(HistoryResult.limit).map { KnownVersion(device: localDevice, local: true, entry: Self.wireEntry($0, manifest: [])) }
         dispatchPrecondition(condition: .notOnQueue(queue))
         let members = queue.sync { connectedMembers(of: folder.id).map(\.deviceKey) }
         let collected = Mutex<(versions: [KnownVersion], answered: Int, truncated: Bool)>(([], 0, false))
@@ -79,8 +80,10 @@ extension FolderService {
 
     func history(path: String, localName: String) throws(EngineError) -> HistoryResult {
         let (folder, relative) = try folder(holding: path)
-        let found = knownVersions(folder: folder, relative: relative)
-        let names = Dictionary(((try? index.peers()) ?? []).map { ($0.deviceID, $0.name) }, uniquingKeysWith: { a, _ in a })
+        let found = try knownVersions(folder: folder, relative: relative)
+        let peers: [PeerRecord]
+        do throws(IndexError) { peers = try index.peers() } catch { throw .index(error) }
+        let names = Dictionary(peers.map { ($0.deviceID, $0.name) }, uniquingKeysWith: { a, _ in a })
         func name(_ device: String) -> String? { device == localDevice ? localName : names[device] }
         let versions = found.versions.map { known in
             HistoryResult.Version(

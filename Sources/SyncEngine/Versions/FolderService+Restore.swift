@@ -50,7 +50,7 @@ extension FolderService {
                  progress emit: ((TransferInfo) -> Void)? = nil) throws(EngineError) -> RestoreResult {
         let (folder, relative) = try folder(holding: path)
         guard let keeper = versions else { throw .io(path: path, reason: "this node keeps no versions") }
-        let picks = Self.pick(knownVersions(folder: folder, relative: relative).versions, at: at, version: version)
+        let picks = Self.pick(try knownVersions(folder: folder, relative: relative).versions, at: at, version: version)
         guard !picks.isEmpty else {
             throw .notFound(version.map { "no version \($0) of \(path) on this node or its connected peers" }
                 ?? "no version of \(path)\(at == nil ? "" : " kept after that time") on this node or its connected peers")
@@ -103,7 +103,11 @@ extension FolderService {
     private func restoreOne(_ pick: RestorePick, to target: String, folder: SharedFolder, keeper: VersionKeeper,
                             progress: RestoreProgress) -> Result<(String, Int64), RestoreFailure> {
         guard !pick.holders.isEmpty else { return .failure(.init(message: "no connected device holds this version's content")) }
-        guard let manifest = manifest(of: pick, folder: folder) else {
+        let manifest: Manifest?
+        do throws(IndexError) { manifest = try self.manifest(of: pick, folder: folder) } catch {
+            return .failure(.init(message: "cannot read the version's chunk list: \(error)"))
+        }
+        guard let manifest else {
             return .failure(.init(message: "cannot get the version's chunk list from a device that holds it"))
         }
         let url = URL(fileURLWithPath: target)
@@ -186,10 +190,15 @@ extension FolderService {
         guard fsync(fd) == 0 else { return .failure(.init(message: "cannot flush \(target): \(String(cString: strerror(errno)))")) }
         close(fd)
         closed = true
-        // What is at the target now is kept first (it may be the only copy of an edit).
-        if target.hasPrefix(folder.root + "/"), directory.entryKind(name) == .file,
-           let record = (try? index.file(folderID: folder.id, path: String(target.dropFirst(folder.root.count + 1)))) ?? nil {
-            keeper.keep(record, from: try? ChunkReader(name: name, in: directory), reason: "restore")
+        // What is at the target now is kept first (it may be the only copy of an edit); when
+        // the index cannot say what it is, it stays and this path fails with the cause.
+        if target.hasPrefix(folder.root + "/"), directory.entryKind(name) == .file {
+            let current: FileRecord?
+            do throws(IndexError) { current = try index.file(folderID: folder.id, path: String(target.dropFirst(folder.root.count + 1))) } catch {
+                unlinkat(directory.fd, temp, 0)
+                return .failure(.init(message: "not replaced: cannot read what the index records for it: \(error)"))
+            }
+            if let current { keeper.keep(current, from: try? ChunkReader(name: name, in: directory), reason: "restore") }
         }
         guard renameat(directory.fd, temp, directory.fd, name) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -203,11 +212,12 @@ extension FolderService {
     }
 
     /// The version's chunk list: from our index, or asked of a holder (its root hash must be
-    /// the listed one, and the manifest must decode under the wire's limits).
-    private func manifest(of pick: RestorePick, folder: SharedFolder) -> Manifest? {
+    /// the listed one, and the manifest must decode under the wire's limits). Our index
+    /// failing to read it throws its error.
+    private func manifest(of pick: RestorePick, folder: SharedFolder) throws(IndexError) -> Manifest? {
         for holder in pick.holders {
             if holder.local {
-                guard let id = Int64(exactly: holder.entry.id), let record = try? index.version(folderID: folder.id, id: id),
+                guard let id = Int64(exactly: holder.entry.id), let record = try index.version(folderID: folder.id, id: id),
                       let manifest = try? Manifest(fileSize: UInt64(record.size), chunks: record.chunks.compactMap(\.chunkRef)),
                       manifest.rootHash == pick.entry.rootHash else { continue }
                 return manifest

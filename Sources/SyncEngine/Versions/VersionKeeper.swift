@@ -1,6 +1,7 @@
 internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
+internal import Synchronization
 
 /// Keeps the versions a node replaces or sees replaced (issue 41): their chunks in the
 /// `VersionStore`, their metadata in the index. Used by the applier (a peer's edit, deletion
@@ -10,17 +11,29 @@ struct VersionKeeper: Sendable {
     let store: VersionStore
     let index: NodeIndex
     let clock: @Sendable () -> Int64
+    /// Says what the index could not record or read (an error event): a version that was
+    /// not recorded, an expiry that did not run.
+    let report: @Sendable (String) -> Void
+    /// Chunk files whose removal failed: tried again at the next expiry (shared by copies).
+    let unremoved = Unremoved()
 
-    init(versionsDirectory: String, index: NodeIndex, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+    final class Unremoved: Sendable {
+        let hashes = Mutex<Set<[UInt8]>>([])
+    }
+
+    init(versionsDirectory: String, index: NodeIndex, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+         report: @escaping @Sendable (String) -> Void = { _ in }) {
         store = VersionStore(versionsDirectory: versionsDirectory)
         self.index = index
         self.clock = clock
+        self.report = report
     }
 
     /// The settings key of a folder's policy.
     static func policySetting(_ folderID: String) -> String { "folder_versions." + folderID }
 
-    /// The folder's policy (`VersionPolicy.standard` unless set).
+    /// The folder's policy (`VersionPolicy.standard` unless set). (An index that cannot say:
+    /// the standard policy, which keeps versions; nothing is lost by keeping one more.)
     func policy(folderID: String) -> VersionPolicy {
         ((try? index.setting(Self.policySetting(folderID))) ?? nil).flatMap(VersionPolicy.init(parsing:)) ?? .standard
     }
@@ -80,7 +93,7 @@ struct VersionKeeper: Sendable {
     /// Records a version whose file is already gone or overwritten (the scanner found it so):
     /// held only if the store has every chunk of it, else known-but-not-held, so that history
     /// still lists it and a peer that holds it can serve it.
-    /// Many at once, in one write of the index.
+    /// Many at once, in one write of the index; one that fails is reported.
     func noteLost(_ records: [FileRecord], reason: String) {
         var policies: [String: Bool] = [:]
         let versions = records.compactMap { record -> VersionRecord? in
@@ -91,11 +104,18 @@ struct VersionKeeper: Sendable {
             let held = record.chunks.allSatisfy { ChunkHash(bytes: $0.hash).map(store.has) ?? false }
             return versionRecord(record, rootHash: root, held: held, reason: reason)
         }
-        _ = try? index.addVersions(versions)
+        guard !versions.isEmpty else { return }
+        do throws(IndexError) { _ = try index.addVersions(versions) } catch {
+            report("cannot record \(versions.count) version(s) (\(versions[0].path)…) in the index: \(error)")
+        }
     }
 
+    /// Records a kept version; nil (and said) when the index cannot.
     private func add(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> Int64? {
-        try? index.addVersion(versionRecord(record, rootHash: rootHash, held: held, reason: reason))
+        do throws(IndexError) { return try index.addVersion(versionRecord(record, rootHash: rootHash, held: held, reason: reason)) } catch {
+            report("cannot record the version of \(record.path) in the index: \(error)")
+            return nil
+        }
     }
 
     private func versionRecord(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> VersionRecord {
@@ -106,11 +126,20 @@ struct VersionKeeper: Sendable {
 
     /// Applies the folder's policy at `now`: removes expired versions, then the oldest ones
     /// while the store is above the cap, and the chunks no version uses any more. Returns how
-    /// many versions went.
+    /// many versions went. An index that fails stops it (nothing removed then), said.
     @discardableResult
     func expire(folderID: String, now: Int64, fileSystemBytes: Int64) -> Int {
         let policy = policy(folderID: folderID)
-        guard let ages = try? index.versionAges(folderID: folderID), !ages.isEmpty else { return 0 }
+        do throws(IndexError) { return try expire(folderID: folderID, policy: policy, now: now, fileSystemBytes: fileSystemBytes) } catch {
+            report("versions of folder \(folderID) not expired: \(error)")
+            return 0
+        }
+    }
+
+    private func expire(folderID: String, policy: VersionPolicy, now: Int64, fileSystemBytes: Int64) throws(IndexError) -> Int {
+        try retryRemovals()
+        let ages = try index.versionAges(folderID: folderID)
+        guard !ages.isEmpty else { return 0 }
         let kept = ages.map { VersionPolicy.Kept(id: $0.id, path: $0.path, keptAt: $0.keptAt) }
         var gone = policy.expired(kept, now: now)
         if let cap = policy.capBytes(fileSystemBytes: fileSystemBytes) {
@@ -122,15 +151,40 @@ struct VersionKeeper: Sendable {
                 batch.append(next.id)
                 gone.insert(next.id)
                 if batch.count >= 64 || oldest.isEmpty {
-                    store.remove((try? index.removeVersions(batch)) ?? [])
+                    removeChunks(try index.removeVersions(batch))
                     batch = []
                     stored = store.storedBytes()
                 }
             }
-            store.remove((try? index.removeVersions(batch)) ?? [])
+            removeChunks(try index.removeVersions(batch))
         }
-        store.remove((try? index.removeVersions(Array(gone))) ?? [])
+        removeChunks(try index.removeVersions(Array(gone)))
         return gone.count
+    }
+}
+
+extension VersionKeeper {
+    /// Removes the chunk files of `hashes` (no version uses them); those that stay are said
+    /// and tried again at the next expiry.
+    func removeChunks(_ hashes: [[UInt8]]) {
+        let failed = store.remove(hashes)
+        guard let first = failed.first else { return }
+        unremoved.hashes.withLock { $0.formUnion(failed.map(\.hash)) }
+        report("cannot remove \(failed.count) chunk file(s) no version uses any more (\(first.reason)); trying again at the next expiry")
+    }
+
+    /// Tries again the removals that failed, of the chunks still unused (a new version may
+    /// have taken one up meanwhile: it stays).
+    func retryRemovals() throws(IndexError) {
+        let pending = unremoved.hashes.withLock { pending in
+            defer { pending = [] }
+            return Array(pending)
+        }
+        guard !pending.isEmpty else { return }
+        do throws(IndexError) { removeChunks(try index.unusedVersionChunks(pending)) } catch {
+            unremoved.hashes.withLock { $0.formUnion(pending) }
+            throw error
+        }
     }
 }
 
@@ -140,9 +194,11 @@ extension SharedFolder {
     /// member gets nothing it could not have got from the file before it was replaced.
     func versionBlock(path: String, offset: Int64, size: UInt32, hash: ChunkHash) -> BlockAnswer {
         guard let index, let versions = host?.versions else { return .notShared }
+        // (An index that cannot say: refused as not shared; the member asks another holder.)
         guard (try? index.hasVersionChunk(folderID: id, path: path, offset: offset, size: Int64(size), hash: hash.bytes)) == true
         else { return .notShared }
         guard let bytes = versions.store.read(hash, size: Int(size)) else {
+            // (Best effort: not written, the next request finds the chunk missing again.)
             try? index.setVersionsNotHeld(holding: hash.bytes)
             return .unavailable
         }

@@ -115,11 +115,16 @@ struct VersionStore: Sendable {
 
     static let fsyncEach = 32
 
-    /// Removes chunks no version uses any more.
-    func remove(_ hashes: [[UInt8]]) {
+    /// Removes chunks no version uses any more. Returns those whose file stays, with why
+    /// (one already gone is removed).
+    @discardableResult
+    func remove(_ hashes: [[UInt8]]) -> [(hash: [UInt8], reason: String)] {
+        var failed: [(hash: [UInt8], reason: String)] = []
         for bytes in hashes {
-            if let hash = ChunkHash(bytes: bytes) { unlink(path(of: hash)) }
+            guard let hash = ChunkHash(bytes: bytes), unlink(path(of: hash)) != 0, errno != ENOENT else { continue }
+            failed.append((bytes, path(of: hash) + ": " + String(cString: strerror(errno))))
         }
+        return failed
     }
 
     /// Bytes the store's chunk files take (their sizes; a walk of the store).
