@@ -85,7 +85,7 @@ package final class ControlServer: Sendable {
             case .status:
                 reply.success(id, node.status())
             case .peers:
-                reply.page(id, page.page(node.peers(), key: \.pageKey) { $0 })
+                reply.page(id, page.page(try node.peers(), key: \.pageKey) { $0 })
             case .invitations:
                 reply.page(id, page.page(node.invitations(), key: \.invitation) { $0 })
             case .browse:

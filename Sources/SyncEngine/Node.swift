@@ -244,11 +244,23 @@ package final class Node: Reporting, Sendable {
     }
 
     /// Paired peers, live sessions and discovered peers, merged: one entry per device.
-    package func peers() -> [PeerSummary] {
+    package func peers() throws(EngineError) -> [PeerSummary] {
+        let result: Result<[PeerSummary], EngineError> = queue.sync {
+            do throws(EngineError) {
+                var entries = try connections.peerEntries()
+                mergeDiscovered(into: &entries)
+                return .success(entries.values.sorted { $0.peer.name < $1.peer.name })
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Peers with a connected session (from the sessions alone: no index read).
+    package func connectedPeers() -> [PeerRef] {
         queue.sync {
-            var entries = connections.peerEntries()
-            mergeDiscovered(into: &entries)
-            return entries.values.sorted { $0.peer.name < $1.peer.name }
+            var seen: Set<String> = []
+            return connections.sessions.values.filter { $0.machine.state == .connected && seen.insert($0.deviceKey).inserted }
+                .map(\.peer).sorted { $0.name < $1.name }
         }
     }
 

@@ -90,7 +90,7 @@ public final class Session: Sendable {
 
     /// Peers with a connected session (`connectedPeers`).
     public var connectedPeers: [PeerID] {
-        node.peers().filter { $0.state == .connected }.map { PeerID($0.peer) }
+        node.connectedPeers().map { PeerID($0) }
     }
 
     /// Every event from now on, until the consumer stops iterating; at most 4,096 wait for

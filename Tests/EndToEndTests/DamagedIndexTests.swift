@@ -19,7 +19,9 @@ import Testing
         #expect(result.status == 4, "exit 4: damaged data")
         #expect(result.stderr.contains("no such table: peers"), "\(result.stderr)")
         #expect(!result.stderr.contains("no known peer") && !result.stderr.contains("pair first"), "\(result.stderr)")
-        // Lists: the cause, not an empty history or no offers.
+        // Lists: the cause, not nobody paired, an empty history or no offers.
+        let peers = try env.cli(alice, ["peers"])
+        #expect(peers.status == 4 && peers.stderr.contains("no such table: peers"), "peers: \(peers.stdout) \(peers.stderr)")
         for (table, command) in [("transfers", "transfers"), ("folder_offers", "status")] {
             try database.execute("ALTER TABLE \(table) RENAME TO \(table)_damaged")
             let listed = try env.cli(alice, [command])

@@ -28,7 +28,7 @@ struct ConnectionServiceTests {
         try eventually("both ends connected") { alice.observer.connected.count == 1 && bob.observer.connected.count == 1 }
         #expect(try alice.index.peer(deviceID: bob.key)?.trust == .paired)
         #expect(try bob.index.peer(deviceID: alice.key)?.trust == .paired)
-        #expect(alice.service.peerList().map(\.peer.name) == ["bob"])
+        #expect(try alice.service.peerList().map(\.peer.name) == ["bob"])
 
         // A folder frame sent through the link reaches bob's observer, not the session.
         let sessionID = try #require(alice.onQueue { alice.service.connectedSession(device: bob.key)?.id })
@@ -296,7 +296,12 @@ struct ConnectionServiceTests {
 
 extension ConnectionService {
     /// `peers` without discovery, sorted by name (what the node lists).
-    func peerList() -> [PeerSummary] {
-        queue.sync { peerEntries().values.sorted { $0.peer.name < $1.peer.name } }
+    func peerList() throws(EngineError) -> [PeerSummary] {
+        let result: Result<[PeerSummary], EngineError> = queue.sync {
+            do throws(EngineError) { return .success(try peerEntries().values.sorted { $0.peer.name < $1.peer.name }) } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
     }
 }

@@ -439,7 +439,8 @@ final class Outcome: Sendable {
 final class FailingStore: TransferStore {
     let index: NodeIndex
     /// Names of the operations that fail: "insert", "state", "final path", "verified", and
-    /// the reads "transfers" (a peer's list) and "transfer" (one by ID).
+    /// the reads "transfers" (a peer's list), "transfer" (one by ID), "chunks" (a
+    /// transfer's chunks) and "peer" (a peer's record).
     let failing = Mutex<Set<String>>([])
 
     init() throws { index = try NodeIndex.inMemory() }
@@ -478,7 +479,10 @@ final class FailingStore: TransferStore {
         try check("final path")
         try index.setTransferFinalPath(id: id, path: finalPath)
     }
-    func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] { try index.transferChunks(transferID: transferID) }
+    func transferChunks(transferID: String) throws(IndexError) -> [TransferChunk] {
+        try check("chunks")
+        return try index.transferChunks(transferID: transferID)
+    }
     func pruneFinishedTransfers(changedBefore cutoff: Int64, keepingNewest keep: Int) throws(IndexError) -> Int {
         try index.pruneFinishedTransfers(changedBefore: cutoff, keepingNewest: keep)
     }
@@ -490,5 +494,8 @@ final class FailingStore: TransferStore {
         try check("verified")
         try index.addTransferChunks(transferID: transferID, chunks: chunks, chunkCount: chunkCount, rootHash: rootHash)
     }
-    func peer(deviceID: String) throws(IndexError) -> PeerRecord? { try index.peer(deviceID: deviceID) }
+    func peer(deviceID: String) throws(IndexError) -> PeerRecord? {
+        try check("peer")
+        return try index.peer(deviceID: deviceID)
+    }
 }

@@ -89,6 +89,8 @@ extension ConnectionService {
     /// (until they connect again or the node restarts).
     func dialDiscovered(_ device: String, at address: String) {
         dispatchPrecondition(condition: .onQueue(queue))
+        // Unreadable: not dialled from here (nothing is paired or forgotten on it; discovery
+        // sees the device again, and redials planned before go on).
         guard !stopped, nearby?.isHeldOff(device) == false,
               let record = try? index.peer(deviceID: device), record.trust == .paired,
               !hasSession(device: device, where: { $0 != .closed })

@@ -77,7 +77,7 @@ extension ConnectionService {
     /// recently or has no pinned certificate ID; what is found is used by the next redials.
     func startLookup(device: String) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard !stopped, let peer = certificateID(of: device), let tls = tlsIdentity,
+        guard !stopped, let peer = dialCertificateID(of: device), let tls = tlsIdentity,
               state.withLock({ !$0.globalFound.lookupsInFlight.contains(device) && $0.globalFound.nextLookup[device].map({ $0 <= .now }) ?? true })
         else { return }
         let servers = discoveryServers.filter(\.looksUp)

@@ -194,17 +194,19 @@ extension ConnectionService {
     // MARK: - On the queue
 
     /// Paired peers and live sessions, merged: one entry per device (by compact device ID).
-    func peerEntries() -> [String: PeerSummary] {
+    /// Paired peers the index cannot read fail the list with its cause (not "no peers").
+    func peerEntries() throws(EngineError) -> [String: PeerSummary] {
         dispatchPrecondition(condition: .onQueue(queue))
         var entries: [String: PeerSummary] = [:]
-        let records = (try? index.peers()) ?? []
-        for record in records where record.trust == .paired {
-            guard let peer = try? peerRef(record) else { continue }
-            entries[record.deviceID] = PeerSummary(peer: peer, paired: true, state: .notConnected, addresses: record.addresses,
-                                                   lastSeen: record.lastSeen, discovered: false,
-                                                   autoAccept: record.autoAccept, autoAcceptFolders: record.autoAcceptFolders)
-            entries[record.deviceID]?.certificateID = certificateID(of: record.deviceID)?.description
-        }
+        do throws(IndexError) {
+            for record in try index.peers() where record.trust == .paired {
+                guard let peer = try? peerRef(record) else { continue }  // a malformed device ID: not a peer
+                entries[record.deviceID] = PeerSummary(peer: peer, paired: true, state: .notConnected, addresses: record.addresses,
+                                                       lastSeen: record.lastSeen, discovered: false,
+                                                       autoAccept: record.autoAccept, autoAcceptFolders: record.autoAcceptFolders)
+                entries[record.deviceID]?.certificateID = try certificateID(of: record.deviceID)?.description
+            }
+        } catch { throw .index(error) }
         for session in sessions.values where session.machine.state != .closed {
             var entry = entries[session.deviceKey]
                 ?? PeerSummary(peer: session.peer, paired: false, state: .notConnected, addresses: [], discovered: false)
@@ -219,7 +221,12 @@ extension ConnectionService {
     func pin(_ session: Session) {
         dispatchPrecondition(condition: .onQueue(queue))
         let time = now()
-        let existing = try? index.peer(deviceID: session.deviceKey)
+        let existing: PeerRecord?
+        do { existing = try index.peer(deviceID: session.deviceKey) } catch {
+            // Not stored over what it holds (addresses, when paired) as if it were new.
+            emitError(session.peer, "cannot store the pairing: cannot read \(session.peer.name)'s record: \(error)")
+            return
+        }
         var addresses = existing?.addresses ?? []
         if let address = session.dialAddress {
             addresses.removeAll { $0 == address }
@@ -247,7 +254,15 @@ extension ConnectionService {
     /// on the session's end.
     func peerUnpairedUs(_ session: Session) {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired else { return }
+        let record: PeerRecord?
+        do { record = try index.peer(deviceID: session.deviceKey) } catch {
+            session.closeReason = "\(session.peer.name) unpaired this device (pair again to reconnect)"
+            state.withLock { $0.redials[session.deviceKey] = nil }
+            emitError(session.peer, "\(session.peer.name) unpaired this device, but whether it is paired here cannot be read "
+                + "(unpair it to remove it): \(error.description)")
+            return
+        }
+        guard let record, record.trust == .paired else { return }
         session.closeReason = "\(session.peer.name) unpaired this device (pair again to reconnect)"
         state.withLock { $0.redials[session.deviceKey] = nil }
         do { _ = try index.deletePeer(deviceID: session.deviceKey) } catch {

@@ -36,7 +36,7 @@ extension ConnectionService {
     /// reached by lookups and relays (a pinned certificate ID, and discovery servers or
     /// relays), so that it is redialled there like any peer; nil when it cannot.
     func globalRedialAddress(_ device: String) -> String? {
-        guard certificateID(of: device) != nil, !discoveryServers.isEmpty || !relayEndpoints.isEmpty else { return nil }
+        guard dialCertificateID(of: device) != nil, !discoveryServers.isEmpty || !relayEndpoints.isEmpty else { return nil }
         return ""
     }
 

@@ -104,7 +104,7 @@ extension ConnectionService {
     func startRelayDial(device: String) -> Bool {
         dispatchPrecondition(condition: .onQueue(queue))
         let relays = relayCandidates(state.withLock { $0.globalFound.relays[device] } ?? [])
-        guard !stopped, !relays.isEmpty, let peer = certificateID(of: device), let tls = tlsIdentity else {
+        guard !stopped, !relays.isEmpty, let peer = dialCertificateID(of: device), let tls = tlsIdentity else {
             return false
         }
         let key = "relay:\(device)"

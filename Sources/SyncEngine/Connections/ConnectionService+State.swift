@@ -33,11 +33,18 @@ extension ConnectionService {
         var tlsIdentity: TLSIdentity?? = nil
         /// What global discovery servers said of paired peers (ConnectionService+GlobalDiscovery).
         var globalFound = GlobalFound()
+        /// How long after a failed undo of a pairing it is tried again (ConnectionService+Certificates).
+        var undoRetry: Duration = .seconds(30)
     }
 
     var identity: Identity {
         get { state.withLock { $0.identity } }
         set { state.withLock { $0.identity = newValue } }
+    }
+
+    var undoRetry: Duration {
+        get { state.withLock { $0.undoRetry } }
+        set { state.withLock { $0.undoRetry = newValue } }
     }
 
     var observer: (any SessionObserver & Sendable)? {

@@ -366,7 +366,13 @@ final class ConnectionService: Reporting, Sendable {
         emit(.state(.init(peer: session.peer, state: .notConnected, reason: reason, time: now())))
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
-        if !stopped, session.redialAllowed, let record = try? index.peer(deviceID: session.deviceKey), record.trust == .paired,
+        guard !stopped, session.redialAllowed else { return }
+        let record: PeerRecord?
+        do { record = try index.peer(deviceID: session.deviceKey) } catch {
+            emitError(session.peer, "cannot read whether \(session.peer.name) is paired to reconnect to it: \(error.description)")
+            return
+        }
+        if let record, record.trust == .paired,
            let stored = record.addresses.first ?? nearby?.addresses(of: session.deviceKey).first ?? globalRedialAddress(session.deviceKey),
            !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
             let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
@@ -437,7 +443,12 @@ final class ConnectionService: Reporting, Sendable {
     }
 
     private func scheduleInitialRedials() {
-        let records = (try? index.peers()) ?? []
+        let records: [PeerRecord]
+        do { records = try index.peers() } catch {
+            // Static peers are still dialled (each only once: paired ones are pinned again).
+            emitError(nil, "cannot read the paired peers to reconnect to them: \(error.description)")
+            records = []
+        }
         var initial: [String: Redial] = [:]
         for record in records where record.trust == .paired {
             if let address = record.addresses.first ?? globalRedialAddress(record.deviceID) {
@@ -463,6 +474,8 @@ final class ConnectionService: Reporting, Sendable {
         dispatchPrecondition(condition: .onQueue(queue))
         var list = nearby?.addresses(of: device) ?? []
         list += state.withLock { $0.globalFound.addresses[device] } ?? []
+        // Unreadable: the other addresses only (read again on the next attempt; a redial
+        // that has none keeps the one it had).
         list += (try? index.peer(deviceID: device))?.addresses ?? []
         var seen: Set<String> = []
         return list.filter { seen.insert($0).inserted }

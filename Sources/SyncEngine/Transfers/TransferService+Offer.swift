@@ -46,8 +46,15 @@ extension TransferService {
                 }
                 queue.async { [self] in
                     // (A `send` of the same file may have taken it up meanwhile.)
-                    guard transfers.outgoing[id] == nil,
-                          (try? store.transfer(id: record.id))?.state.isUnfinished ?? true else { return }
+                    guard transfers.outgoing[id] == nil else { return }
+                    do throws(IndexError) {
+                        guard try store.transfer(id: record.id)?.state.isUnfinished ?? true else { return }
+                    } catch {
+                        // It may have been cancelled meanwhile: not offered again on a guess.
+                        emitError(peer, "cannot read the transfer record of \(record.name) (\(record.id.prefix(8))) "
+                            + "to offer it to \(peer.name) again: \(error.description)")
+                        return
+                    }
                     var prepared = prepared
                     if !Self.continues(record, prepared, source: source) {
                         // The source changed: a new transfer, for which the receiver reuses the
@@ -190,7 +197,14 @@ extension TransferService {
             transfer.with { $0.supersedes = earlier }
             return (.resumes(directory: directory), transfer)
         }
-        let autoAccept = config.autoAccept || ((try? store.peer(deviceID: session.deviceKey))?.autoAccept ?? false)
+        var autoAccept = config.autoAccept
+        if !autoAccept {
+            do throws(IndexError) { autoAccept = try store.peer(deviceID: session.deviceKey)?.autoAccept ?? false } catch {
+                // Not accepted on a guess: the user is asked, and told why.
+                emitError(session.peer, "cannot read whether offers from \(session.peer.name) are accepted "
+                    + "automatically, so this one waits for an answer: \(error.description)")
+            }
+        }
         return (.new(receiveWaiting: !transfers.receiveWaiters.isEmpty, autoAccept: autoAccept), transfer)
     }
 

@@ -115,11 +115,19 @@ extension TransferService {
     /// Copies the verified chunks of an earlier partial file that the new manifest also
     /// contains (by hash, wherever they now are) into the new partial file; returns their
     /// indices in the new manifest. Runs on the transfer's `io` queue; the earlier partial
-    /// is removed afterwards and its record marked as superseded.
+    /// is removed afterwards (a removal that fails is reported and tried again) and its
+    /// record marked as superseded. When its chunks cannot be read from the index, it is
+    /// kept with its record (reported): what it holds cannot be told without them.
     private func copyMatchingChunks(from earlier: TransferRecord, in target: DirectoryHandle, to partial: PartialFile,
                                     manifest: Manifest) throws(FileError) -> [Int] {
         guard let old = try PartialFile.existing(transferID: earlier.id, in: target) else { return [] }
-        let chunks = (try? store.transferChunks(transferID: earlier.id)) ?? []
+        let chunks: [TransferChunk]
+        do { chunks = try store.transferChunks(transferID: earlier.id) } catch {
+            let reason = "cannot read which chunks the earlier partial data of \(earlier.name) (\(earlier.id.prefix(8))) holds, "
+                + "so it is received anew and that data kept: \(error.description)"
+            queue.async { [self] in emitError(nil, reason) }
+            return []
+        }
         // Every chunk the earlier partial may hold (recorded or not: verification is batched),
         // each checked by its hash when read.
         var located: [ChunkHash: TransferChunk] = [:]
@@ -151,7 +159,9 @@ extension TransferService {
                 copied.append(index)
             }
         }
-        try? old.remove()
+        do { try old.remove() } catch {
+            removeStaged(earlier.id, in: target.path, name: earlier.name)  // reported, tried again
+        }
         do throws(IndexError) {
             try store.updateTransferState(id: earlier.id, to: .cancelled, error: "superseded: the source changed and was sent again")
         } catch {

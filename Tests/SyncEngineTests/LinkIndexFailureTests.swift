@@ -1,0 +1,159 @@
+import Foundation
+import PeerCrypto
+@testable import PeerIndex
+@testable import SyncEngine
+import Synchronization
+import Testing
+
+/// Issue 42.2 for connections and transfers: a read of the peers or transfer records that
+/// fails is the user's to know (the command's error, or an error event), never an empty
+/// answer acted on: `peers` listing nobody, a paired peer silently not reconnected, an
+/// offer from an auto-accepted peer waiting without a word, resumable data thrown away.
+@Suite(.serialized) struct LinkIndexFailureTests {
+    /// `peers` when the paired peers cannot be read answers with the index's error (it
+    /// listed nobody); a paired peer that goes away is not reconnected to on a guess, and
+    /// the user is told why.
+    @Test func peersWhenThePairedPeersCannotBeReadSaysWhyNotNobody() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("alice's invitation answered") { paired.value != nil }
+        try TransferPair.eventually("alice lists bob") { (try? alice.service.peerList().map(\.peer.name)) == ["bob"] }
+
+        try IndexFailureTests.damage(alice.index, table: "peer_certificates")
+        IndexFailureTests.expectIndexError({ () throws(EngineError) in _ = try alice.service.peerList() }, table: "peer_certificates")
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        IndexFailureTests.expectIndexError({ () throws(EngineError) in _ = try alice.service.peerList() }, table: "peers")
+
+        bob.service.stop()
+        try TransferPair.eventually("alice reports why she does not reconnect") {
+            alice.recorded.errors.contains { $0.contains("cannot read whether bob is paired to reconnect to it") }
+        }
+        #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
+    }
+
+    /// A node restarting with paired peers it cannot read says so, rather than starting as
+    /// if it had nobody to reconnect to.
+    @Test func restartingWithPairedPeersTheIndexCannotReadIsReported() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { bob.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("paired") { paired.value != nil }
+        alice.service.stop()
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        let restarted = try ConnectionServiceTests.Peer(restarting: alice)
+        defer { restarted.service.stop() }
+        try TransferPair.eventually("the restarted alice reports it") {
+            restarted.recorded.errors.contains { $0.contains("cannot read the paired peers to reconnect to them") }
+        }
+        #expect(restarted.recorded.errors.contains { $0.contains("no such table: peers") }, "\(restarted.recorded.errors)")
+    }
+
+    /// A peer that unpairs us when our pairings cannot be read: the session ends with that
+    /// reason, and the user is told that the pairing here could not be looked at (it used
+    /// to end without a word, leaving a pairing that can never connect).
+    @Test func beingUnpairedWhenThePairingsCannotBeReadIsReported() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("paired") { paired.value != nil && bob.observer.connected.count == 1 }
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        _ = try bob.service.unpair(peer: "alice")
+        try TransferPair.eventually("alice reports it") {
+            alice.recorded.errors.contains { $0.contains("bob unpaired this device, but whether it is paired here cannot be read") }
+        }
+        #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
+        try TransferPair.eventually("alice's session ends for that reason") {
+            alice.observer.ended.last?.contains("unpaired this device") == true
+        }
+    }
+
+    /// A node paired by a certificate ID that is not its own has its pairing undone; when
+    /// the index refuses the removal, that is reported and tried again until it is gone
+    /// (it used to be dropped, leaving the impostor paired).
+    @Test func anUndoneCertificatePairingThatCannotBeRemovedIsReportedAndRetried() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop(); bob.service.stop() }
+        alice.onQueue { alice.service.undoRetry = .milliseconds(100) }
+        try alice.index.write { db in
+            try db.execute("CREATE TRIGGER refuse BEFORE DELETE ON peers BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END")
+        }
+        let other = try TLSIdentity(keyPair: .generate()).id
+        alice.onQueue {
+            alice.service.startDial(address: bob.address, expected: nil, context: nil, progress: nil, completion: nil,
+                                    expectedCertificate: other)
+        }
+        try TransferPair.eventually("alice reports the pairing she cannot undo") {
+            alice.recorded.errors.contains { $0.contains("bob is not the node its certificate ID was paired by, but its pairing cannot be removed") }
+        }
+        #expect(alice.recorded.errors.contains { $0.contains("disk I/O error") && $0.contains("trying again") }, "\(alice.recorded.errors)")
+        #expect(try alice.index.peer(deviceID: bob.key) != nil)
+        try alice.index.write { db in try db.execute("DROP TRIGGER refuse") }
+        try TransferPair.eventually("a retry removes it") { (try? alice.index.peers().isEmpty) == true }
+    }
+
+    /// An offer arriving when the peer's auto-accept setting cannot be read waits for an
+    /// answer (not accepted on a guess) and the user is told why it waits.
+    @Test func anOfferWhoseAutoAcceptCannotBeReadWaitsAndSaysWhy() throws {
+        let bobStore = try FailingStore()
+        let pair = try TransferPair(configureBob: { $0.autoAccept = false }, bobStore: bobStore)
+        defer { pair.cleanup() }
+        pair.connect()
+        bobStore.failing.withLock { _ = $0.insert("peer") }
+        let source = pair.alice.directory + "/photo.bin"
+        try TransferPair.randomFile(source, size: 20_000, seed: 3)
+        _ = pair.send(source)
+        try TransferPair.eventually("bob is asked") { !pair.bob.events.offers.isEmpty }
+        let report = try #require(pair.bob.events.errors.first { $0.contains("cannot read whether offers from alice are accepted") },
+                                  "\(pair.bob.events.errors)")
+        #expect(report.contains("database or disk is full"), "\(report)")
+        #expect(!FileManager.default.fileExists(atPath: pair.bob.directory + "/photo.bin"))
+    }
+
+    /// After a restart, an unfinished send whose own record cannot be read when it is about
+    /// to be offered again (it may have been cancelled meanwhile) is not offered on a
+    /// guess: the user is told why.
+    @Test func anUnfinishedSendWhoseRecordCannotBeReadIsNotOfferedAgain() throws {
+        let aliceStore = try FailingStore()
+        let pair = try TransferPair(aliceStore: aliceStore)
+        defer { pair.cleanup() }
+        let source = pair.alice.directory + "/stopped.bin"
+        try TransferPair.randomFile(source, size: 30_000, seed: 4)
+        _ = try StreamedManifestTests.recordInterruptedStream(pair, source: source)
+        aliceStore.failing.withLock { _ = $0.insert("transfer") }
+        pair.connect()
+        try TransferPair.eventually("alice reports the record she cannot read") {
+            pair.alice.events.errors.contains { $0.contains("cannot read the transfer record of stopped.bin") }
+        }
+        #expect(pair.alice.events.errors.contains { $0.contains("to offer it to bob again") }, "\(pair.alice.events.errors)")
+        #expect(pair.bob.events.offers.isEmpty)
+    }
+
+    /// A file sent again after it changed reuses the chunks of the interrupted receive; when
+    /// the index cannot say which chunks that partial file holds, the file is received anew,
+    /// the earlier partial data is kept (not removed without a word) and the user told why.
+    @Test func anEarlierPartialWhoseChunksCannotBeReadIsKeptAndReported() throws {
+        let bobStore = try FailingStore()
+        let pair = try TransferPair(bobStore: bobStore)
+        defer { pair.cleanup() }
+        let id = "00112233445566778899aabbccddeeff"
+        let partial = try IndexFailureTests.recordedReceive(pair, id: id)
+        bobStore.failing.withLock { _ = $0.insert("chunks") }
+        pair.connect()
+        let source = pair.alice.directory + "/big.bin"
+        try TransferPair.randomFile(source, size: 40_000, seed: 5)
+        let outcome = pair.send(source)
+        try TransferPair.eventually("the send ends") { outcome.value != nil }
+        guard case .success? = outcome.value else { Issue.record("the send failed: \(String(describing: outcome.value))"); return }
+        #expect(FileManager.default.contentsEqual(atPath: source, andPath: pair.bob.directory + "/big.bin"))
+        let report = try #require(pair.bob.events.errors.first { $0.contains("cannot read which chunks the earlier partial data of big.bin") },
+                                  "\(pair.bob.events.errors)")
+        #expect(report.contains("database or disk is full"), "\(report)")
+        #expect(FileManager.default.fileExists(atPath: partial))
+        #expect(try pair.bob.index.transfer(id: id)?.state == .paused)
+    }
+}
