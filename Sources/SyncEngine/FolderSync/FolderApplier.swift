@@ -64,6 +64,9 @@ final class FolderApplier {
     /// Paths whose local version the caller kept in the versions store already (`revert`):
     /// `keepVersion` does not keep them twice.
     var keptBefore: Set<PathKey> = []
+    /// The directories of the batch being prepared, each opened once (`pull`; let go at
+    /// `seal` and `settle`, so a handle is kept no longer than its batch's check in `place`).
+    var parents = ParentHandles()
     /// Files assembled and waiting for the batch barrier.
     var pending: [Pending] = []
     var pendingBytes: Int64 = 0
