@@ -4,11 +4,12 @@ kind of leaf (SQLite, malloc, retain/release, hashing and crypto). For profiling
 for figures to compare with other tools (`make bench` is for those).
 
     python3 -m bench.profile b --syncpeer .build/release/syncpeer [--perf DIR] [--runs N]
-    python3 -m bench.profile d --syncpeer .build/release/syncpeer --perf /tmp/prof
+    python3 -m bench.profile d --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 4
 
-Each run prints `RESULT workload seconds cpu peak_rss load`. On a machine shared with other
-work, compare CPU-s, not seconds, and interleave the builds being compared (`--runs 1` each,
-alternately)."""
+Each run prints `RESULT binary workload seconds cpu peak_rss load`. Runs take the binaries
+given in turn, in one temporary directory where nothing is deleted until the end (ext4 makes
+creates pay for recently freed inodes: a run after a deletion of 50,000 files spent 0.7 CPU-s
+more in `recently_deleted`). On a machine shared with other work compare CPU-s, not seconds."""
 import argparse
 import collections
 import os
@@ -78,7 +79,7 @@ def summary(name, stacks, top=18):
 def main():
     p = argparse.ArgumentParser(prog="python3 -m bench.profile", description=__doc__.split("\n\n")[0])
     p.add_argument("workload", choices=("b", "d"))
-    p.add_argument("--syncpeer", required=True)
+    p.add_argument("--syncpeer", action="append", required=True, help="a release-built binary; several: runs take them in turn")
     p.add_argument("--perf", default="", help="a directory: each daemon runs under perf record -g, summarized")
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--b-files", type=int, default=10_000)
@@ -88,6 +89,8 @@ def main():
     p.add_argument("--window", type=int, default=0)
     args = p.parse_args()
     work = tempfile.mkdtemp(prefix="syncpeer-profile-")
+    binaries = args.syncpeer
+    args.syncpeer = binaries[0]
     run = Run(args, work)
     try:
         if args.workload == "d":
@@ -96,6 +99,7 @@ def main():
             write_tree(tree, plan)
             digest = tree_digest(tree, [path for path, _ in plan[1]])
         for i in range(args.runs):
+            run.syncpeer = binaries[i % len(binaries)]
             group = SyncpeerGroup(run, f"p{i}", 2)
             empty = run.path(f"share{i}")
             os.makedirs(empty)
@@ -112,7 +116,7 @@ def main():
             for recorder in recorders.values():
                 recorder.send_signal(signal.SIGINT)
                 recorder.wait()
-            print("RESULT", args.workload, result.get("seconds"), result.get("cpu"), result.get("peak_rss"),
+            print("RESULT", run.syncpeer, args.workload, result.get("seconds"), result.get("cpu"), result.get("peak_rss"),
                   result.get("load_average"), flush=True)
             group.close()
             if args.workload == "d":
