@@ -1,3 +1,5 @@
+internal import Glibc
+
 /// A path as the file system and the index tell paths apart: by their UTF-8 bytes.
 ///
 /// Swift's `String` compares and hashes by Unicode canonical equivalence, so "café" written
@@ -14,7 +16,12 @@ package struct PathKey: Hashable, Comparable, Sendable, CustomStringConvertible,
     package var description: String { string }
 
     package static func == (a: PathKey, b: PathKey) -> Bool {
-        a.string.utf8.count == b.string.utf8.count && a.string.utf8.elementsEqual(b.string.utf8)
+        // By memcmp: every dictionary lookup of a path ends here (B: 5 % of the sender's
+        // CPU went to comparing UTF-8 views byte by byte).
+        var x = a.string, y = b.string
+        return x.withUTF8 { p in
+            y.withUTF8 { q in p.count == q.count && (p.count == 0 || memcmp(p.baseAddress!, q.baseAddress!, p.count) == 0) }
+        }
     }
 
     package func hash(into hasher: inout Hasher) {

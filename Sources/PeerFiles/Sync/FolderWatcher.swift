@@ -589,6 +589,11 @@ final class WatchLoop {
             if !directory.isEmpty && has(IN_ATTRIB) { noteChanged(directory) }
             return
         }
+        // A pull's temporaries are ignored whatever the rules, and each makes five events before
+        // its rename (create, write, mode, time, close): only its renames matter here.
+        let temporary = IgnorePatterns.temporaryBytes
+        if !has(IN_MOVED_FROM) && !has(IN_MOVED_TO) && nameBytes.count >= temporary.count
+            && nameBytes.suffix(temporary.count).elementsEqual(temporary) { return }
         guard SafePath.firstInvalidUTF8(Array(nameBytes)) == nil else { return }   // the scanner reports those
         let name = String(decoding: nameBytes, as: UTF8.self)
         let path = directory.isEmpty ? name : directory + "/" + name

@@ -16,6 +16,7 @@ extension FolderApplier {
     /// (before, `io` sat idle through the batch's last round trips and its data barrier). The
     /// batch sealed before it is placed first, so at most two batches are open at once.
     func seal(root: DirectoryHandle) {
+        parents.clear()
         guard !pending.isEmpty else { return }
         launch()
         place(root: root)
@@ -180,6 +181,7 @@ extension FolderApplier {
     /// then takes in what came of it (on `io`): before any action that is not a file's or a
     /// link's pull, and at the end of the apply.
     func settle(root: DirectoryHandle) {
+        parents.clear()
         place(root: root)
         recorder.sync {}
         takeStored()

@@ -17,7 +17,7 @@ extension FolderApplier {
             return
         }
         // A parent missing here (deleted, while a peer kept or made this entry in it) is made again.
-        let found = try? safe.resolve(under: root)
+        let found = try? parents.resolve(safe, under: root)
         let parentsMissing = found == nil
         let resolved: ResolvedPath
         if let found { resolved = found } else {

@@ -65,6 +65,9 @@ final class FolderApplier {
     /// Paths whose local version the caller kept in the versions store already (`revert`):
     /// `keepVersion` does not keep them twice.
     var keptBefore: Set<PathKey> = []
+    /// The directories of the batch being prepared, each opened once (`pull`; let go at
+    /// `seal` and `settle`, so a handle is kept no longer than its batch's check in `place`).
+    var parents = ParentHandles()
     /// Files assembled and waiting for the batch barrier.
     var pending: [Pending] = []
     var pendingBytes: Int64 = 0
@@ -92,9 +95,11 @@ final class FolderApplier {
     /// index (the next scan takes it as a local change), as when one queue did both.
     var recording = DispatchGroup()
     /// Placed files are recorded this many per transaction: `io` and the node's queue, which
-    /// read the index meanwhile, wait for one slice at most (a batch of 1,024 held the
-    /// index's lock ~20 ms).
-    static let recordSlice = 256
+    /// read the index meanwhile, wait for one slice at most. A whole batch: each commit is a
+    /// WAL fdatasync (`synchronous=FULL`) under the index's lock, and that, not the rows, is
+    /// what a slice held it for (B under load: 1,000 records ~3 ms of CPU, an fdatasync 3-10
+    /// ms, 68 ms at worst), so 256 a slice held it longer in all and as long at once.
+    static let recordSlice = batchFiles
     /// Paths to scan again once the apply is done (conflict copies, paths changed here).
     var rescan: [String] = []
     /// Paths whose pull failed in this apply, and why (the folder reports and retries them).

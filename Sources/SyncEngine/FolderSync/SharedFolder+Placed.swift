@@ -84,10 +84,11 @@ extension SharedFolder {
         var marks = state.withLock { $0.placed.takeMarks(of: paths) }
         guard !marks.isEmpty else { return paths }
         var root: DirectoryHandle?
+        var parents = ParentHandles()   // (each directory opened once for the batch, not once per file)
         return paths.filter { path in
             !marks.take(path) {
                 if root == nil { root = try? DirectoryHandle(path: self.root) }
-                guard let root, let resolved = try? SafePath(path).resolve(under: root) else { return nil }
+                guard let root, let safe = try? SafePath(path), let resolved = try? parents.resolve(safe, under: root) else { return nil }
                 var st = stat()
                 guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
                       st.st_mode & S_IFMT == S_IFREG else { return nil }

@@ -1,0 +1,37 @@
+/// The directories of many paths resolved one after the other, each opened once: paths in
+/// the same directory share its handle (`SafePath.resolve` opens every parent again).
+///
+/// A handle reaches its directory wherever the directory goes: a holder must check that it
+/// is still in place before putting anything through it (as for any handle kept a while),
+/// and should `clear` the cache at least as often as it checks. At most `limit` handles are
+/// held (then the cache starts again), so descriptors stay bounded whatever the paths.
+package struct ParentHandles {
+    private var handles: [PathKey: DirectoryHandle] = [:]
+    package static let limit = 64
+
+    package init() {}
+
+    /// Handles held now.
+    package var count: Int { handles.count }
+
+    /// `path` resolved under `root` (as `SafePath.resolve`, without creating anything), its
+    /// parent taken from the cache when held.
+    package mutating func resolve(_ path: SafePath, under root: DirectoryHandle) throws(FileError) -> ResolvedPath {
+        let components = path.components
+        guard components.count > 1 else { return try path.resolve(under: root) }
+        let parent = PathKey(components.dropLast().joined(separator: "/"))
+        let directory: DirectoryHandle
+        if let held = handles[parent] {
+            directory = held
+        } else {
+            let resolved = try path.resolve(under: root)
+            if handles.count >= Self.limit { handles.removeAll(keepingCapacity: true) }
+            handles[parent] = resolved.directory
+            return resolved
+        }
+        return ResolvedPath(directory: directory, name: path.name, relative: path, existing: directory.entryKind(path.name))
+    }
+
+    /// Lets every handle go (closed once nothing else holds it).
+    package mutating func clear() { handles.removeAll(keepingCapacity: true) }
+}
