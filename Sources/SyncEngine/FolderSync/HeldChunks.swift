@@ -20,8 +20,8 @@ internal import Synchronization
 /// announcements of files of at most `maxOwnChunks` chunks: a bitmap of at most 8 KiB), each
 /// forgotten `lifetime` after its last announcement, when the member says it holds nothing
 /// of it, or when it did not give a chunk of it we asked for (`failed`: then for `distrust`). Ours are dropped when the
-/// file is placed (`done`); a pull that fails keeps its entry until newer ones push it out, and
-/// serves only what still hashes right in its temporary file.
+/// file's batch ends, placed or not (`done`); until then only what still hashes right in its
+/// temporary file is served.
 final class HeldChunks: Sendable {
     /// What we tell the members about one file (`Frame.chunkHave`).
     struct Note: Sendable, Equatable {
