@@ -39,7 +39,9 @@ import Testing
         func emitFile(_ folder: SharedFolder, _ path: String, _ state: NodeEvent.FileSyncState,
                       bytes: Int64?, total: Int64?, copy: String?, reason: String?) {}
         func emitError(_ peer: PeerRef?, _ reason: String) { errors.withLock { $0.append(reason) } }
-        func connectedDevices() -> Set<String> { [remoteDevice] }
+        /// Devices connected besides `remoteDevice`: their block requests are refused.
+        var alsoConnected: Set<String> = []
+        func connectedDevices() -> Set<String> { alsoConnected.union([remoteDevice]) }
 
         /// Delta requests: how many came, and what their answers carried in all.
         let deltas = Mutex((requests: 0, carried: 0))

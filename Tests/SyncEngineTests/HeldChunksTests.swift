@@ -127,3 +127,44 @@ import Testing
         for device in nodes { #expect(Set(HeldChunks.spread(chunks, device: device, among: nodes)) == Set(chunks)) }
     }
 }
+
+extension HeldChunksTests {
+    /// A file of more chunks than we fetch with fan-out can never be one of ours: its
+    /// announcement is not kept (16 of them per member were 2 MiB of bitmaps for nothing).
+    @Test func announcementsOfFilesTooLargeToShareAreNotKept() {
+        let held = HeldChunks()
+        let count = UInt32(HeldChunks.maxOwnChunks + 1)
+        for n in 0..<HeldChunks.maxPerMember {
+            held.received(device: "M", path: "f\(n)", root: Self.root, count: count,
+                          bitmap: [UInt8](repeating: 0xFF, count: WireLimits.heldBitmapSize(count)))
+        }
+        #expect(held.kept(device: "M").bytes == 0)
+        let largest = UInt32(HeldChunks.maxOwnChunks)
+        #expect(held.received(device: "M", path: "g", root: Self.root, count: largest,
+                              bitmap: [UInt8](repeating: 1, count: WireLimits.heldBitmapSize(largest))))
+    }
+
+    /// A member that did not give a chunk it announced is not a source of that file on its
+    /// word for `distrust`, however often it announces it again; other files are not affected.
+    @Test func aMemberThatFailedAnAnnouncedChunkIsDistrustedForThatFile() throws {
+        let chunks = Self.chunks([UInt8](repeating: 3, count: 4096))
+        let held = HeldChunks()
+        let dir = FileManager.default.temporaryDirectory.path
+        for path in ["big", "other"] {
+            held.fetching(path: path, root: Self.root, chunks: chunks, missing: chunks, directory: try DirectoryHandle(path: dir), temp: "t")
+        }
+        let start = ContinuousClock.now
+        func holders(_ path: String, at time: ContinuousClock.Instant) -> [String] {
+            held.holders(path: path, root: Self.root, offset: chunks[1].offset, among: ["B"], now: time)
+        }
+        for path in ["big", "other"] { held.received(device: "B", path: path, root: Self.root, count: 4, bitmap: [0x0F], now: start) }
+        held.failed(device: "B", path: "big", now: start)
+        #expect(holders("big", at: start).isEmpty && holders("other", at: start) == ["B"])
+        let again = start + .seconds(1)
+        #expect(!held.received(device: "B", path: "big", root: Self.root, count: 4, bitmap: [0x0F], now: again))
+        #expect(holders("big", at: again).isEmpty)
+        let later = start + HeldChunks.distrust
+        #expect(held.received(device: "B", path: "big", root: Self.root, count: 4, bitmap: [0x0F], now: later))
+        #expect(holders("big", at: later) == ["B"])
+    }
+}

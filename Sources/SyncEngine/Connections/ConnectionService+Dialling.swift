@@ -177,6 +177,8 @@ extension ConnectionService {
     /// How much the node trusts the peer of a fresh channel.
     func standing(of channel: SecureChannel, expected: String?, address: String?) -> SessionMachine.PeerStanding {
         let device = channel.remoteDeviceID.compact
+        // A connection to ourselves (an address of ours dialled as a peer's): no invitation.
+        if device == identity.deviceID.compact { return .impersonation("\(address ?? channel.remoteDescription) is this node itself") }
         if let expected, expected != device {
             return .impersonation("expected \(displayID(expected).prefix(7)) at \(address ?? "?"), but \(channel.remoteDeviceID.shortID) answered with another key")
         }

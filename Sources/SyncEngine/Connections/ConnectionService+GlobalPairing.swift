@@ -14,6 +14,7 @@ extension ConnectionService {
                 completion: @escaping @Sendable (Result<PeerRef, EngineError>) -> Void) {
         queue.async { [self] in
             guard let tls = tlsIdentity else { completion(.failure(.network("no TLS certificate"))); return }
+            guard certificate != tls.id else { completion(.failure(.invalidArgument("\(certificate) is this node's own certificate ID"))); return }
             let servers = discoveryServers.filter(\.looksUp)
             guard !servers.isEmpty || !relayEndpoints.isEmpty || !config.relayPools.isEmpty else {
                 completion(.failure(.invalidArgument("\(certificate) is a certificate ID: pairing by it needs --discovery-server, --relay or --relay-pool on the daemon")))
@@ -59,6 +60,12 @@ extension ConnectionService {
                 dialNext(race)
             }, connected: { [self] channel in
                 race.ended()
+                // Our own address (a discovery server may list it): not the peer, and no winner.
+                if channel.remoteDeviceID.compact == identity.deviceID.compact {
+                    channel.close()
+                    emitError(nil, "cannot pair through \(address): it is this node itself")
+                    return dialNext(race)
+                }
                 guard race.claim() else { return channel.close() }
                 let session = register(channel, role: .initiator, dialAddress: address)
                 session.pairCompletion = race.completion

@@ -113,6 +113,8 @@ extension FolderApplier {
                 fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries, lied: lied, base: base, whole: true,
                       completion: completion)
             } else {
+                // Not asked for this file's chunks on its word (`chunkHave`) again for a while.
+                folder.held.failed(device: device, path: path)
                 fetch(chunk, path: path, sources: sources, attempt: attempt, tries: tries + 1, lied: lied || bytes != nil,
                       base: base, completion: completion)
             }

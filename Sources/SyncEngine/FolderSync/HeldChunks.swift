@@ -17,10 +17,11 @@ internal import Synchronization
 ///
 /// Bounds: we serve from at most `maxOwn` files at once (the newest; at most `maxOwnChunks`
 /// chunks each); of each member we keep at most `maxPerMember` files (the newest
-/// announcements; a bitmap is at most 128 KiB on the wire), each forgotten `lifetime` after its
-/// last announcement, or when the member says it holds nothing of it. Ours are dropped when the
-/// file is placed (`done`); a pull that fails keeps its entry until newer ones push it out, and
-/// serves only what still hashes right in its temporary file.
+/// announcements of files of at most `maxOwnChunks` chunks: a bitmap of at most 8 KiB), each
+/// forgotten `lifetime` after its last announcement, when the member says it holds nothing
+/// of it, or when it did not give a chunk of it we asked for (`failed`: then for `distrust`). Ours are dropped when the
+/// file's batch ends, placed or not (`done`); until then only what still hashes right in its
+/// temporary file is served.
 final class HeldChunks: Sendable {
     /// What we tell the members about one file (`Frame.chunkHave`).
     struct Note: Sendable, Equatable {
@@ -35,6 +36,11 @@ final class HeldChunks: Sendable {
     static let maxOwnChunks = 1 << 16
     static let maxPerMember = 16
     static let lifetime: Duration = .seconds(10)
+    /// How long a member that did not give a chunk of a file it said it holds is not asked
+    /// for that file's chunks on its word again (`failed`).
+    static let distrust: Duration = .seconds(300)
+    /// The most files per member that `distrust` remembers.
+    static let maxDistrusted = 4 * maxOwn
 
     /// A file we are fetching: its chunks (by offset), which we hold, and where.
     private struct Own {
@@ -59,6 +65,8 @@ final class HeldChunks: Sendable {
     private struct State {
         var own: [PathKey: Own] = [:]
         var theirs: [String: [PathKey: Theirs]] = [:]
+        /// Per member: the files it said it holds chunks of and then did not give one, and when.
+        var failed: [String: [PathKey: ContinuousClock.Instant]] = [:]
     }
 
     private let state = Mutex(State())
@@ -130,18 +138,40 @@ final class HeldChunks: Sendable {
                   now: ContinuousClock.Instant = .now) -> Bool {
         let key = PathKey(path)
         let holds = bitmap.contains { $0 != 0 }
-        let valid = root.count == 32 && count >= 1 && count <= UInt32(WireLimits.maxHeldChunks)
+        // (A file of more chunks than we fetch with fan-out can never match one of ours.)
+        let valid = root.count == 32 && count >= 1 && count <= UInt32(Self.maxOwnChunks)
             && bitmap.count == WireLimits.heldBitmapSize(count)
         return state.withLock { state in
+            let distrusted = state.failed[device]?[key].map { now - $0 < Self.distrust } ?? false
             var files = state.theirs[device] ?? [:]
             files = files.filter { now - $0.value.at < Self.lifetime }
             files[key] = nil
-            if holds && valid {
+            if holds && valid && !distrusted {
                 if files.count >= Self.maxPerMember, let oldest = files.min(by: { $0.value.at < $1.value.at })?.key { files[oldest] = nil }
                 files[key] = Theirs(root: root, count: Int(count), bits: bitmap, at: now)
             }
             state.theirs[device] = files.isEmpty ? nil : files
-            return holds && valid
+            return holds && valid && !distrusted
+        }
+    }
+
+    /// `device` did not give a chunk of `path` we asked it for (refused, unanswered in time,
+    /// or bytes that do not match): what it said of `path` is forgotten, and what it says of
+    /// it for `distrust` is not kept. A member that announces a file and answers nothing
+    /// then holds up the chunks asked of it once (one block timeout), not each time it
+    /// announces again.
+    func failed(device: String, path: String, now: ContinuousClock.Instant = .now) {
+        let key = PathKey(path)
+        state.withLock { state in
+            var failed = (state.failed[device] ?? [:]).filter { now - $0.value < Self.distrust }
+            if failed[key] == nil, failed.count >= Self.maxDistrusted,
+               let oldest = failed.min(by: { $0.value < $1.value })?.key {
+                failed[oldest] = nil
+            }
+            failed[key] = now
+            state.failed[device] = failed
+            state.theirs[device]?[key] = nil
+            if state.theirs[device]?.isEmpty == true { state.theirs[device] = nil }
         }
     }
 
