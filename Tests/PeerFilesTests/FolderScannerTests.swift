@@ -92,7 +92,7 @@ import Testing
     /// at another path, is read.
     @Test func renamedFilesAreTakenOverWithoutReading() throws {
         try Self.withScannedTree { dir, scanner, known in
-            func at(_ path: String, _ entry: KnownEntry) -> KnownEntry {
+            func at(_ path: String, _ entry: ScannedEntry) -> ScannedEntry {
                 var moved = entry
                 moved.path = path
                 return moved
@@ -340,9 +340,9 @@ import Testing
 
     @Test func unsortedKnownEntriesAreRefused() throws {
         struct Unsorted: KnownEntrySource {
-            func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
-                [KnownEntry(path: "b", kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0),
-                 KnownEntry(path: "a", kind: .file, size: 0, mtimeNs: 0, inode: 0, mode: 0)].makeIterator()
+            func knownEntries(under prefix: String) -> any IteratorProtocol<ScannedEntry> {
+                [ScannedEntry(path: "b", kind: .file, size: 0, mtimeNs: 0, mode: 0, inode: 0),
+                 ScannedEntry(path: "a", kind: .file, size: 0, mtimeNs: 0, mode: 0, inode: 0)].makeIterator()
             }
         }
         try withTemporaryDirectory { dir in

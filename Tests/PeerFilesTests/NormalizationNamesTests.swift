@@ -10,11 +10,11 @@ import Testing
 
     /// Known entries in byte order, as the index gives them.
     struct Known: KnownEntrySource {
-        let entries: [KnownEntry]
-        func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+        let entries: [ScannedEntry]
+        func knownEntries(under prefix: String) -> any IteratorProtocol<ScannedEntry> {
             entries.sorted { PathKey($0.path) < PathKey($1.path) }.makeIterator()
         }
-        func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry? { nil }
+        func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> ScannedEntry? { nil }
     }
 
     @Test func pathKeysKeepCanonicallyEquivalentNamesApart() {
@@ -48,7 +48,7 @@ import Testing
             try #require(first.count == 1)
             try Tree.write(dir + "/" + Self.decomposed, "decomposed")
             var batches = ScanBatch()
-            let summary = try scanner.scan(known: Known(entries: first.map(KnownEntry.init))) { batch in
+            let summary = try scanner.scan(known: Known(entries: first)) { batch in
                 batches.added += batch.added
                 batches.changed += batch.changed
                 batches.deleted += batch.deleted

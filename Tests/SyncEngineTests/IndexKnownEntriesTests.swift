@@ -18,16 +18,16 @@ import Testing
         return record
     }
 
-    func known(_ record: FileRecord) throws -> KnownEntry {
+    func known(_ record: FileRecord) throws -> ScannedEntry {
         let refs = record.chunks.map { ChunkRef(offset: UInt64($0.offset), size: UInt32($0.size), hash: ChunkHash(bytes: $0.hash)!) }
-        return KnownEntry(path: record.path, kind: record.kind == .directory ? .directory : .file, size: record.size,
-                          mtimeNs: record.mtimeNs, inode: record.inode ?? 0, mode: record.mode,
+        return ScannedEntry(path: record.path, kind: record.kind == .directory ? .directory : .file, size: record.size,
+                          mtimeNs: record.mtimeNs, mode: record.mode, inode: record.inode ?? 0,
                           manifest: record.kind == .file ? try Manifest(fileSize: UInt64(record.size), chunks: refs) : nil)
     }
 
-    func drain(_ iterator: any IteratorProtocol<KnownEntry>) -> [KnownEntry] {
+    func drain(_ iterator: any IteratorProtocol<ScannedEntry>) -> [ScannedEntry] {
         var iterator = iterator
-        var out: [KnownEntry] = []
+        var out: [ScannedEntry] = []
         while let next = iterator.next() { out.append(next) }
         return out
     }

@@ -144,8 +144,8 @@ private final class ScanRun {
     let rootIdentity: RootIdentity
     var summary = ScanSummary()
     var batch = ScanBatch()
-    var known: (any IteratorProtocol<KnownEntry>)?
-    var peeked: KnownEntry?
+    var known: (any IteratorProtocol<ScannedEntry>)?
+    var peeked: ScannedEntry?
     var lastKnownPath: String?
     var stack: [WalkFrame] = []
 
@@ -314,7 +314,7 @@ private final class ScanRun {
 
     func visit(_ frame: WalkFrame, _ item: WalkItem, path: String) throws {
         try drainKnown(before: path)
-        var previous: KnownEntry?
+        var previous: ScannedEntry?
         if let k = try peekKnown(), utf8Equal(k.path, path) {
             previous = k
             peeked = nil
@@ -548,15 +548,15 @@ private final class ScanRun {
     // MARK: Known entries
 
     /// The source's `movedFile`, for files the known entries do not match.
-    var movedFile: ((String, UInt64, Int64, Int64) -> KnownEntry?)?
+    var movedFile: ((String, UInt64, Int64, Int64) -> ScannedEntry?)?
 
-    func startKnown(_ iterator: any IteratorProtocol<KnownEntry>) {
+    func startKnown(_ iterator: any IteratorProtocol<ScannedEntry>) {
         known = iterator
         peeked = nil
         lastKnownPath = nil
     }
 
-    func peekKnown() throws -> KnownEntry? {
+    func peekKnown() throws -> ScannedEntry? {
         if let peeked { return peeked }
         guard var iterator = known else { return nil }
         let next = iterator.next()

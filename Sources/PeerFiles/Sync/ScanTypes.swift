@@ -1,9 +1,11 @@
 internal import Glibc
 package import PeerModel
 
-/// One entry of a folder as the scanner found it: an observation of the disk, not a
-/// `FileEntry` (no version, author or sequence yet; the inode and chunk list that only the
-/// local side has), with the entry's kind and its fields' names and types.
+/// One entry of a folder as the disk shows it: what the scanner found, and what the caller
+/// (the index) knows from the last scan, which a rescan compares with. An observation of
+/// the disk, not a `FileEntry` (no version, author or sequence: those are given when the
+/// index records it; the inode and chunk list that only the local side has), with the
+/// entry's kind and its fields' names and types.
 package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
     /// Relative to the folder root, "/"-separated, no leading "/" (valid as a `SafePath`).
     package var path: String
@@ -17,8 +19,9 @@ package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
     package var inode: UInt64
     /// The link's target as stored (never followed), for symlinks.
     package var symlinkTarget: String?
-    /// The chunk list, for files: fresh when the content was read, reused from the
-    /// caller's `KnownEntry` when size, mtime and inode were unchanged.
+    /// The chunk list, for files: fresh when the content was read, reused from the known
+    /// entry (the caller's) when size, mtime and inode were unchanged. In a known entry, nil
+    /// means "unknown": the file is read again whenever it has to be reported.
     package var manifest: Manifest?
 
     package init(path: String, kind: FileKind, size: Int64, mtimeNs: Int64, mode: UInt32, inode: UInt64,
@@ -43,39 +46,6 @@ package struct ScannedEntry: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// What the caller (the index) already knows about a path: what a rescan compares with.
-package struct KnownEntry: Sendable, Equatable {
-    package var path: String
-    package var kind: FileKind
-    package var size: Int64
-    package var mtimeNs: Int64
-    package var inode: UInt64
-    package var mode: UInt32
-    package var symlinkTarget: String?
-    /// The file's chunk list. Nil means "unknown": the file is read again whenever it
-    /// has to be reported.
-    package var manifest: Manifest?
-
-    package init(path: String, kind: FileKind, size: Int64, mtimeNs: Int64, inode: UInt64, mode: UInt32,
-                symlinkTarget: String? = nil, manifest: Manifest? = nil) {
-        self.path = path
-        self.kind = kind
-        self.size = size
-        self.mtimeNs = mtimeNs
-        self.inode = inode
-        self.mode = mode
-        self.symlinkTarget = symlinkTarget
-        self.manifest = manifest
-    }
-
-    /// What the caller knows after recording a scanned entry.
-    package init(_ scanned: ScannedEntry) {
-        self.init(path: scanned.path, kind: scanned.kind, size: scanned.size, mtimeNs: scanned.mtimeNs,
-                  inode: scanned.inode, mode: scanned.mode, symlinkTarget: scanned.symlinkTarget,
-                  manifest: scanned.manifest)
-    }
-}
-
 /// Where the scanner gets what the caller knows. Storage-agnostic: an SQLite index
 /// answers with `SELECT … WHERE path = ?1 OR (path >= ?1 || '/' AND path < ?1 || '0')
 /// ORDER BY path` (BINARY collation is the required order); tests use `KnownEntryList`.
@@ -86,40 +56,40 @@ package protocol KnownEntrySource {
     /// merges them with its walk (which visits paths in the same order) and so never holds
     /// the known set in memory; it throws `ScanError.knownEntriesOutOfOrder` if the order
     /// is wrong.
-    func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry>
+    func knownEntries(under prefix: String) -> any IteratorProtocol<ScannedEntry>
 
     /// What was known about the file now at `path` before it was renamed there (the kernel
     /// reported the rename), if it is still that file (same inode, size and mtime): the
     /// scanner takes its manifest instead of reading the file.
-    func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry?
+    func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> ScannedEntry?
 }
 
 extension KnownEntrySource {
-    package func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry? { nil }
+    package func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> ScannedEntry? { nil }
 }
 
 /// An in-memory `KnownEntrySource` (tests, small folders): a dictionary by path.
 package struct KnownEntryList: KnownEntrySource, Sendable {
-    package private(set) var entries: [String: KnownEntry] = [:]
+    package private(set) var entries: [String: ScannedEntry] = [:]
 
     package init() {}
-    package init(_ entries: [KnownEntry]) {
+    package init(_ entries: [ScannedEntry]) {
         for e in entries { self.entries[e.path] = e }
     }
 
-    package subscript(path: String) -> KnownEntry? { entries[path] }
+    package subscript(path: String) -> ScannedEntry? { entries[path] }
     package var count: Int { entries.count }
 
     /// Records a batch as a caller would: added and changed entries replace what was
     /// known, deleted paths are forgotten.
     package mutating func apply(_ batch: ScanBatch) {
-        for e in batch.added { entries[e.path] = KnownEntry(e) }
-        for e in batch.changed { entries[e.path] = KnownEntry(e) }
+        for e in batch.added { entries[e.path] = e }
+        for e in batch.changed { entries[e.path] = e }
         for p in batch.deleted { entries[p] = nil }
     }
 
-    package func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
-        let selected: [KnownEntry]
+    package func knownEntries(under prefix: String) -> any IteratorProtocol<ScannedEntry> {
+        let selected: [ScannedEntry]
         if prefix.isEmpty {
             selected = Array(entries.values)
         } else {
@@ -262,19 +232,19 @@ func bytesLess(_ x: [UInt8], _ y: [UInt8]) -> Bool {
 package struct KnownEntriesWithMoves<Base: KnownEntrySource>: KnownEntrySource {
     package let base: Base
     /// New path → what was known at the old path (with the new path).
-    let moved: [String: KnownEntry]
+    let moved: [String: ScannedEntry]
 
-    package init(base: Base, moved: [KnownEntry]) {
+    package init(base: Base, moved: [ScannedEntry]) {
         self.base = base
         self.moved = Dictionary(moved.filter { $0.kind == .file && $0.manifest != nil }.map { ($0.path, $0) },
                                 uniquingKeysWith: { first, _ in first })
     }
 
-    package func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+    package func knownEntries(under prefix: String) -> any IteratorProtocol<ScannedEntry> {
         base.knownEntries(under: prefix)
     }
 
-    package func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> KnownEntry? {
+    package func movedFile(path: String, inode: UInt64, size: Int64, mtimeNs: Int64) -> ScannedEntry? {
         guard let entry = moved[path], entry.inode == inode, entry.size == size, entry.mtimeNs == mtimeNs else { return nil }
         return entry
     }

@@ -25,14 +25,14 @@ struct IndexKnownEntries: KnownEntrySource {
         maxSequence = (try? index.maxSequence(folderID: folderID)) ?? 0
     }
 
-    func knownEntries(under prefix: String) -> any IteratorProtocol<KnownEntry> {
+    func knownEntries(under prefix: String) -> any IteratorProtocol<ScannedEntry> {
         KnownEntryPages(source: self, prefix: prefix)
     }
 
-    fileprivate func known(_ record: FileRecord) -> KnownEntry? {
+    fileprivate func known(_ record: FileRecord) -> ScannedEntry? {
         guard !record.deleted, record.sequence <= maxSequence else { return nil }
-        return KnownEntry(path: record.path, kind: record.kind, size: record.size, mtimeNs: record.mtimeNs,
-                          inode: record.inode ?? 0, mode: record.mode, symlinkTarget: record.symlinkTarget,
+        return ScannedEntry(path: record.path, kind: record.kind, size: record.size, mtimeNs: record.mtimeNs,
+                          mode: record.mode, inode: record.inode ?? 0, symlinkTarget: record.symlinkTarget,
                           manifest: record.manifest)
     }
 }
@@ -45,7 +45,7 @@ private final class KnownEntryPages: IteratorProtocol {
     var exact: String?
     var after: String?
     let before: String?
-    var page: [KnownEntry] = []
+    var page: [ScannedEntry] = []
     var position = 0
     var exhausted = false
 
@@ -56,7 +56,7 @@ private final class KnownEntryPages: IteratorProtocol {
         before = prefix.isEmpty ? nil : prefix + "0"
     }
 
-    func next() -> KnownEntry? {
+    func next() -> ScannedEntry? {
         if let path = exact {
             exact = nil
             if let record = (try? source.index.file(folderID: source.folderID, path: path)) ?? nil,

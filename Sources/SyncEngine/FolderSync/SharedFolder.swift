@@ -209,12 +209,12 @@ final class SharedFolder: Sendable {
     /// What the index knew at each renamed path (a file, or every file below a folder),
     /// under the new path the kernel reported for it: such files are not read again if they
     /// are still the same (inode, size, mtime).
-    private func renamedFiles(_ moves: [(from: String, to: String)], index: NodeIndex) -> [KnownEntry] {
-        var found: [KnownEntry] = []
+    private func renamedFiles(_ moves: [(from: String, to: String)], index: NodeIndex) -> [ScannedEntry] {
+        var found: [ScannedEntry] = []
         func take(_ record: FileRecord, at path: String) {
             guard record.kind == .file, !record.deleted, let inode = record.inode, let manifest = record.manifest else { return }
-            found.append(KnownEntry(path: path, kind: .file, size: record.size, mtimeNs: record.mtimeNs,
-                                    inode: inode, mode: record.mode, manifest: manifest))
+            found.append(ScannedEntry(path: path, kind: .file, size: record.size, mtimeNs: record.mtimeNs,
+                                    mode: record.mode, inode: inode, manifest: manifest))
         }
         for (from, to) in moves where found.count < Self.maxMovedFiles {
             // (Best effort: what the index cannot say is read again from the disk, nothing more.)
