@@ -43,7 +43,7 @@ struct FolderRootTests {
     /// Shares alice's folder and waits until bob and carol have every file.
     static func shareAndSync(_ trio: Trio, files: Int) throws {
         try trio.share()
-        try FolderSyncTests.eventually("bob and carol have all \(files) files", timeout: 90) {
+        try FolderSyncTests.eventually("bob and carol have all \(files) files", timeout: 240) {
             fileCount(trio.folders["bob"]!) == files && fileCount(trio.folders["carol"]!) == files
         }
     }
