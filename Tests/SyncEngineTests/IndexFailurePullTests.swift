@@ -17,6 +17,15 @@ import Testing
         return docs
     }
 
+    /// Alice's `docs` shared with bob, not connected yet, once alice has scanned a.txt: its ID.
+    static func sharedUnconnected(_ pair: TransferPair) throws -> String {
+        let shared = try pair.alice.folders.share(directory: try docs(pair), with: [(pair.bob.deviceKey, "bob")])
+        try TransferPair.eventually("alice has scanned a.txt") {
+            ((try? pair.alice.index.file(folderID: shared.folder, path: "a.txt")) ?? nil) != nil
+        }
+        return shared.folder
+    }
+
     @Test func aPullThatCannotReadTheIndexChangesNothingShowsWhyAndTriesAgain() throws {
         let pair = try TransferPair()
         defer { pair.finish() }
@@ -49,11 +58,7 @@ import Testing
     @Test func indexPagesThatCannotBeReadAreReportedAndSentLater() throws {
         let pair = try TransferPair()
         defer { pair.finish() }
-        let docs = try Self.docs(pair)
-        let shared = try pair.alice.folders.share(directory: docs, with: [(pair.bob.deviceKey, "bob")])
-        try TransferPair.eventually("alice has scanned a.txt") {
-            ((try? pair.alice.index.file(folderID: shared.folder, path: "a.txt")) ?? nil) != nil
-        }
+        let folder = try Self.sharedUnconnected(pair)
         try IndexFailureTests.damage(pair.alice.index, table: "files")
         pair.connect()
         try TransferPair.eventually("the failed page is reported") {
@@ -66,5 +71,38 @@ import Testing
         try TransferPair.eventually("the pass starts again and bob gets a.txt") {
             (try? String(contentsOfFile: pair.bob.directory + "/docs/a.txt", encoding: .utf8)) == "one"
         }
+    }
+
+    /// Every trigger of a pass (a change of the folder, a share answer) while alice's index
+    /// could not be read started another retry chain, each saying the error again at every
+    /// try. Now the pass is held with one retry: the error is said once however often the
+    /// folder changes, the pass goes on once the index reads, and a new failure is said again.
+    @Test func aPassThatCannotReadTheIndexHasOneRetryHoweverOftenItIsTriggered() throws {
+        let pair = try TransferPair()
+        defer { pair.finish() }
+        let folder = try Self.sharedUnconnected(pair)
+        let retry: Duration = .milliseconds(100)
+        pair.alice.folders.state.withLock { $0.indexRetry.delay = retry }
+        try IndexFailureTests.damage(pair.alice.index, table: "files")
+        pair.connect()
+        let said = { pair.alice.events.errors.filter { $0.contains("cannot read the index to send to bob") }.count }
+        try TransferPair.eventually("the failed page is reported") { said() >= 1 }
+        let start = ContinuousClock.now
+        for _ in 0..<20 { pair.alice.folders.folderChanged(folder) }
+        Thread.sleep(forTimeInterval: 1)
+        let held = pair.alice.folders.state.withLock { $0.indexRetry.held.values.map(\.failures) }
+        let periods = Int((ContinuousClock.now - start) / retry)
+        // One chain tries once a period (fewer on a loaded machine); 21 chains, 21 times as often.
+        #expect(held.count == 1 && held[0] >= 2 && held[0] <= periods + 2, "\(held) failures in \(periods) periods")
+        #expect(said() == 1, "\(pair.alice.events.errors)")
+        try pair.alice.index.write { db in try db.execute("ALTER TABLE files_damaged RENAME TO files") }
+        try TransferPair.eventually("the pass goes on and bob gets a.txt") {
+            (try? String(contentsOfFile: pair.bob.directory + "/docs/a.txt", encoding: .utf8)) == "one"
+        }
+        #expect(pair.alice.folders.state.withLock { $0.indexRetry.held.isEmpty })
+        // Broken again: news, said again.
+        try IndexFailureTests.damage(pair.alice.index, table: "files")
+        pair.alice.folders.folderChanged(folder)
+        try TransferPair.eventually("the new failure is reported") { said() == 2 }
     }
 }

@@ -73,7 +73,7 @@ extension FolderService {
         sendIndexPage(folderID, to: session, full: false)
     }
 
-    private func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
+    func sendIndexPage(_ folderID: String, to session: LinkSession, full: Bool) {
         dispatchPrecondition(condition: .onQueue(queue))
         let pass = "\(folderID)|\(session.id)"
         let key = "\(folderID)|\(session.deviceKey)"
@@ -92,29 +92,23 @@ extension FolderService {
         // 1,000 at a time — 720 MB for 1 GiB files — only to send a few).
         let limit = lastLimit ?? Self.firstIndexRead
         // Our own changes stay here for a peer we are receive-only towards (FolderRoles.sends).
-        // An index that cannot be read ends the pass, said, and it starts again later (an
-        // empty page would end it silently; unfiltered, a receive-only peer would get ours).
+        // An index that cannot be read holds the pass, said once, and it goes on later
+        // (`indexPassFailed`; an empty page would end it silently; unfiltered, a
+        // receive-only peer would get ours).
         let records: [FileRecord]
         let sendable: [FileRecord]
         do throws(IndexError) {
             records = link?.session(session.id)?.isConnected == true ? try index.files(folderID: folderID, since: since, limit: limit) : []
             sendable = records.isEmpty ? [] : try roleFiltered(records, folderID: folderID, to: session.deviceKey)
         } catch {
-            emitError(session.peer, "folder \(folderID): cannot read the index to send to \(session.peer.name), trying again in "
-                      + "\(Self.indexRetrySeconds) s: \(error)")
-            endIndexPass(pass)
-            queue.asyncAfter(deadline: .now() + .seconds(Self.indexRetrySeconds)) { [weak self] in
-                // (Only for a session still connected: a new one starts its own pass.)
-                guard let self, state.withLock({ $0.link })?.session(session.id)?.isConnected == true else { return }
-                sendIndex(folderID, to: session)
-            }
-            return
+            return indexPassFailed(folderID, to: session, full: full, error)
         }
         let page = Self.indexPage(sendable.map(Self.wireEntry), budget: Self.indexPageBytes)
         let cut = page.count < sendable.count
         let pageRecords = sendable.prefix(page.count)
         let last = (cut ? pageRecords.last : records.last)?.sequence
         let carrier = state.withLock { state in
+            state.indexRetry.read(pass)
             state.pageLimit[pass] = cut ? max(1, page.count) : min(Self.indexBatch, 2 * limit)
             if let last { state.sent[key] = max(last, since) }
             return state.folders[folderID]
@@ -159,8 +153,9 @@ extension FolderService {
     }
 
     /// Ends the index pass `pass` ("folder|session ID"; on `queue`).
-    private func endIndexPass(_ pass: String) {
+    func endIndexPass(_ pass: String) {
         state.withLock { state in
+            state.indexRetry.read(pass)
             state.pageLimit[pass] = nil
             state.sending.remove(pass)
         }
@@ -177,8 +172,6 @@ extension FolderService {
     /// The most bytes of entries in one `indexUpdate` frame (the frame's limit is 16 MiB):
     /// a page of 1,000 large files' manifests (a 1 GiB file's is ~300 KB) is split.
     static let indexPageBytes = 4 << 20
-    /// How long after an index read failed a pass starts again.
-    static let indexRetrySeconds = 10
     /// Records read for a pass's first page (then doubled up to `indexBatch`).
     static let firstIndexRead = 100
 

@@ -29,6 +29,8 @@ extension FolderService {
         var pastAllowance: Set<String> = []
         /// How many records the next page of an index pass reads ("folder|session ID").
         var pageLimit: [String: Int] = [:]
+        /// Index passes waiting to go on after a read of the index failed ("folder|session ID"), and how long they wait.
+        var indexRetry = IndexRetry()
         /// Small files' content a peer sent for its next index page (session ID → one folder's).
         var indexBlocks: [UInt64: HeldBlocks] = [:]
         /// Version requests sent and waiting for their answer (issue 41).
