@@ -33,6 +33,31 @@ import Testing
         #expect(alice.recorded.errors.contains { $0.contains("no such table: peers") }, "\(alice.recorded.errors)")
     }
 
+    /// A paired peer whose session ends while our peers cannot be read: the user was told,
+    /// and it was never redialled (only discovery, its own dial or a restart brought it back).
+    /// Now the pairing is read again with the redials' back-off and, once it reads, the peer
+    /// is redialled. Alice does not listen: bob cannot dial her, only her redial brings him back.
+    @Test func aPeerWhosePairingCouldNotBeReadIsRedialledOnceItReads() throws {
+        let bob = try ConnectionServiceTests.Peer("bob") { $0.autoAccept = true }
+        let alice = try ConnectionServiceTests.Peer("alice", listening: false)
+        defer { alice.service.stop() }
+        let paired = alice.invite(bob)
+        try TransferPair.eventually("paired") { paired.value != nil && alice.observer.stillConnected.count == 1 }
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        bob.service.stop()
+        let said = { alice.recorded.errors.filter { $0.contains("cannot read whether bob is paired to reconnect to it") } }
+        try TransferPair.eventually("alice says why she does not reconnect yet") { !said().isEmpty }
+        let bob2 = try ConnectionServiceTests.Peer(restarting: bob)
+        defer { bob2.service.stop() }
+        Thread.sleep(forTimeInterval: 0.3)  // several reads again (50 ms, doubling): nobody dialled on a guess
+        #expect(bob2.observer.connected.isEmpty)
+        try alice.index.write { db in try db.execute("ALTER TABLE peers_damaged RENAME TO peers") }
+        try TransferPair.eventually("alice redials bob by herself") {
+            alice.observer.stillConnected.count == 1 && bob2.observer.stillConnected.count == 1
+        }
+        #expect(said().count == 1, "\(said())")
+    }
+
     /// A node restarting with paired peers it cannot read says so, rather than starting as
     /// if it had nobody to reconnect to.
     @Test func restartingWithPairedPeersTheIndexCannotReadIsReported() throws {

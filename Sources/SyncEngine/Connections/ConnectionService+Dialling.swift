@@ -102,6 +102,40 @@ extension ConnectionService {
         if first { startDial(address: address, expected: device, context: nil, progress: nil, completion: nil) }
     }
 
+    /// Plans a redial of `device` (`peer`), whose session ended, when it is paired (on
+    /// `queue`). When the index cannot say whether it is, that is said once and read again
+    /// with the redials' back-off (`redialInitial` doubling up to `redialMaximum`; one chain
+    /// per device) until it reads: the peer is then redialled, never on a guess. (Before, it
+    /// came back only by discovery, its own dial or a restart.)
+    func planRedial(_ peer: PeerRef, device: String, recheck delay: Duration? = nil) {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard !stopped else { return }
+        let record: PeerRecord?
+        do { record = try index.peer(deviceID: device) } catch {
+            if delay == nil {
+                guard state.withLock({ $0.pairingRechecks.insert(device).inserted }) else { return }  // a chain runs
+            }
+            let wait = delay ?? config.redialInitial
+            if delay == nil {
+                emitError(peer, "cannot read whether \(peer.name) is paired to reconnect to it (reading it again in \(wait), "
+                          + "then less often): \(error.description)")
+            }
+            let next = min(wait * 2, config.redialMaximum)
+            queue.asyncAfter(deadline: .now() + .milliseconds(Int(wait / .milliseconds(1)))) { [weak self] in
+                self?.planRedial(peer, device: device, recheck: next)
+            }
+            return
+        }
+        if delay != nil { _ = state.withLock { $0.pairingRechecks.remove(device) } }
+        if let record, record.trust == .paired,
+           let stored = record.addresses.first ?? nearby?.addresses(of: device).first ?? globalRedialAddress(device),
+           !sessions.values.contains(where: { $0.deviceKey == device }) {
+            let address = redialAddress(for: device, attempt: 0, fallback: stored)
+            let redial = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
+            state.withLock { $0.redials[device] = redial }
+        }
+    }
+
     /// Discovery saw `device` back with a new address or port (after a crash, say): a
     /// pending redial goes there now (on `queue`).
     func peerMoved(_ device: String, to address: String) {

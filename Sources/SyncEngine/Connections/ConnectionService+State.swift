@@ -21,6 +21,9 @@ extension ConnectionService {
         var listenPort: UInt16 = 0
         var listenHost = ""
         var redials: [String: Redial] = [:]
+        /// Devices whose pairing could not be read when their session ended: read again until
+        /// it can be, then redialled (`planRedial`).
+        var pairingRechecks: Set<String> = []
         var dialsInFlight: Set<String> = []
         var timer: (any DispatchSourceTimer)?
         var stopped = false

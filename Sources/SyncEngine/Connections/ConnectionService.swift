@@ -367,18 +367,7 @@ final class ConnectionService: Reporting, Sendable {
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         guard !stopped, session.redialAllowed else { return }
-        let record: PeerRecord?
-        do { record = try index.peer(deviceID: session.deviceKey) } catch {
-            emitError(session.peer, "cannot read whether \(session.peer.name) is paired to reconnect to it: \(error.description)")
-            return
-        }
-        if let record, record.trust == .paired,
-           let stored = record.addresses.first ?? nearby?.addresses(of: session.deviceKey).first ?? globalRedialAddress(session.deviceKey),
-           !sessions.values.contains(where: { $0.deviceKey == session.deviceKey }) {
-            let address = redialAddress(for: session.deviceKey, attempt: 0, fallback: stored)
-            let redial = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
-            state.withLock { $0.redials[session.deviceKey] = redial }
-        }
+        planRedial(session.peer, device: session.deviceKey)
     }
 
     /// The Multipeer-style state names: notConnected, connecting, connected.
