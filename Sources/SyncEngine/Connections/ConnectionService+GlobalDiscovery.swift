@@ -32,7 +32,7 @@ extension ConnectionService {
 
     private func announceLoop(_ client: GlobalDiscoveryClient) {
         let host = HostAddresses()
-        while !queue.sync(execute: { stopped }) {
+        while !stopped {
             let addresses = announcedAddresses(host)
             let delay: Int
             var announced = false
@@ -46,12 +46,13 @@ extension ConnectionService {
                 }
                 queue.async { [self] in emitError(nil, "announcing to \(client.server.host): \(error.description)") }
             }
-            // Sleeps in short steps so that a stopping node does not wait for it. After a
+            // Sleeps in short steps so that a stopping node does not wait for it (`stopped` is
+            // read under the state's lock, without a hop to the node's queue). After a
             // successful announce, what changed (a relay joined or lost) is announced at once
             // (not before `reannounceGap`): behind NAT the relays are the only way in, and the
             // first announce goes out before any relay join has completed.
             let until = ContinuousClock.now + .seconds(delay), earliest = ContinuousClock.now + Self.reannounceGap
-            while ContinuousClock.now < until, !queue.sync(execute: { stopped }) {
+            while ContinuousClock.now < until, !stopped {
                 if announced, ContinuousClock.now >= earliest, announcedAddresses(host) != addresses { break }
                 OSThread.sleep(for: .seconds(0.5))
             }

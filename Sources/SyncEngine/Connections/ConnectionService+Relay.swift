@@ -41,7 +41,7 @@ extension ConnectionService {
 
     private func membership(of relay: RelayEndpoint, tls: TLSIdentity) {
         var delay: Duration = .seconds(1)
-        while !queue.sync(execute: { stopped }) {
+        while !stopped {
             do throws(NetError) {
                 let member = try RelayClient.join(relay, identity: tls, timeout: Self.relayTimeout)
                 relayMemberships.withLock { $0.append(member) }
@@ -69,7 +69,7 @@ extension ConnectionService {
                     }
                 }
             } catch {
-                if queue.sync(execute: { stopped }) { return }
+                if stopped { return }
                 let wait = delay
                 queue.async { [self] in emitError(nil, "relay \(relay.host): \(error.description) (joining again in \(wait))") }
             }

@@ -21,7 +21,7 @@ extension ConnectionService {
         guard !pools.isEmpty else { return }
         OSThread.start(name: "syncpeer-relay-pool") { [self] in
             var delay = Self.poolRetry
-            while !queue.sync(execute: { stopped }) {
+            while !stopped {
                 var listed: [RelayEndpoint] = []
                 let wait = delay
                 for pool in pools {
@@ -45,7 +45,7 @@ extension ConnectionService {
                     }
                 }
                 let until = ContinuousClock.now + delay
-                while ContinuousClock.now < until, !queue.sync(execute: { stopped }) { OSThread.sleep(for: .seconds(0.5)) }
+                while ContinuousClock.now < until, !stopped { OSThread.sleep(for: .seconds(0.5)) }
                 delay = min(delay * 2, Self.poolRetryMaximum)
             }
         }
