@@ -107,4 +107,30 @@ struct GlobalDiscoveryTests {
                      "tcp://" + String(repeating: "a", count: 600) + ":1", "relay://192.0.2.9:22067/?id=X"]
         #expect(try GlobalDiscoveryClient.addresses(fromAnswer: answer(mixed)) == ["tcp://192.0.2.1:4000", "relay://192.0.2.9:22067/?id=X"])
     }
+
+    /// `daemon --discovery-server`: between announces (the server asks for the next in
+    /// minutes) the loop sleeps in short steps, reading `stopped` under the connections'
+    /// lock (it hopped to the node's queue each step); stopping the node still ends it.
+    @Test func stoppingTheNodeEndsItsAnnounceLoop() throws {
+        let server = try GlobalServer.discovery()
+        defer { server.stop() }
+        let pin = try CertificateID(certificate: server.certificate())
+        let alice = try ConnectionServiceTests.Peer("alice") { $0.discoveryServers = ["https://127.0.0.1:\(server.port)/?id=\(pin)"] }
+        defer { alice.service.stop() }
+        alice.service.startAnnouncing()
+        try TransferPair.eventually("the announce loop runs") { Self.announceThreads() == 1 }
+        Thread.sleep(forTimeInterval: 1)  // it announced (or failed to): it sleeps until the next one, 10 s away at least (`delayRange`)
+        #expect(Self.announceThreads() == 1)
+        alice.service.stop()
+        try TransferPair.eventually("the announce loop ends well before its next announce", timeout: 5) { Self.announceThreads() == 0 }
+    }
+
+    /// Threads of this process running an announce loop (named "syncpeer-announce",
+    /// cut to 15 bytes by the kernel).
+    static func announceThreads() -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.filter { task in
+            (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8))?.hasPrefix("syncpeer-announ") == true
+        }.count
+    }
 }
