@@ -5,7 +5,8 @@ internal import Dispatch
 internal import Synchronization
 
 /// Hands freed heap memory back to the kernel (`malloc_trim`) when the daemon's resident
-/// size grows past `Policy.threshold`, checked every `interval` from creation until `stop`.
+/// size grows past `Policy.threshold`, checked every `Policy.interval` from creation until
+/// `stop` (every `Policy.idleInterval` while the process is idle).
 ///
 /// glibc keeps the free space between live heap blocks resident. How much of it there is
 /// depends on the order in which threads allocate and free, so the same work peaks at very
@@ -15,8 +16,6 @@ internal import Synchronization
 /// trimmed (once per growth, `Policy.idleThreshold`), so a transfer, whose buffers are reused
 /// from the heap, pays nothing (1 GiB A-send: 46–62 MiB).
 final class MemoryTrimmer: Sendable {
-    static let interval = DispatchTimeInterval.milliseconds(100)
-
     /// When to trim (pure: tested alone).
     struct Policy {
         static let threshold = 80 << 20
@@ -39,6 +38,15 @@ final class MemoryTrimmer: Sendable {
         static let idleThreshold = 40 << 20
         static let idleGap: Duration = .seconds(1)
         static let idleShare = 0.05
+
+        /// Checks this often while the process works, and `idleInterval` apart once it has
+        /// been idle `idleGap`: the next check after work starts again is that much later.
+        /// (Checked ten times a second, an idle daemon's most frequent wakeup was this one:
+        /// 300 reads of /proc/self/statm and getrusage calls each in 30 s.)
+        static let interval: Duration = .milliseconds(100)
+        static let idleInterval: Duration = .seconds(1)
+        /// The time between checks now.
+        private(set) var pace = interval
 
         /// The lowest resident size since the last trim (what that trim left, at first).
         private(set) var floor = 0
@@ -67,6 +75,14 @@ final class MemoryTrimmer: Sendable {
             return true
         }
 
+        /// The time between checks after one at `now`, when it changes (nil: unchanged).
+        mutating func newPace(now: ContinuousClock.Instant) -> Duration? {
+            let pace = lastBusy.map { now - $0 >= Self.idleGap } == true ? Self.idleInterval : Self.interval
+            guard pace != self.pace else { return nil }
+            self.pace = pace
+            return pace
+        }
+
         /// Notes the CPU time at `now`; whether the process has been idle for `idleGap`.
         private mutating func noteCPU(_ cpu: Duration?, now: ContinuousClock.Instant) -> Bool {
             guard let cpu else { return false }
@@ -89,7 +105,7 @@ final class MemoryTrimmer: Sendable {
     init(releaseCaches: @escaping @Sendable () -> Void = {}) {
         self.releaseCaches = releaseCaches
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + Self.interval, repeating: Self.interval, leeway: .milliseconds(20))
+        Self.schedule(timer, every: Policy.interval)
         self.timer = Mutex(timer)
         // Inside the lock: the handler is set before the timer runs; nothing here calls out.
         self.timer.withLock { timer in
@@ -100,18 +116,27 @@ final class MemoryTrimmer: Sendable {
 
     func stop() { timer.withLock { $0 }?.cancel() }
 
+    /// Fires `timer` every `pace` from now, with a tenth of it as leeway.
+    private static func schedule(_ timer: (any DispatchSourceTimer)?, every pace: Duration) {
+        let interval = DispatchTimeInterval.milliseconds(Int(pace / .milliseconds(1)))
+        timer?.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(pace / .milliseconds(10))))
+    }
+
     /// One check of the resident size (on `queue`, the timer's: one at a time). The policy is
     /// copied out and back so that the trim, which reads /proc, runs outside the lock.
     private func check() {
         dispatchPrecondition(condition: .onQueue(queue))
         guard let resident = Self.residentBytes() else { return }
         var policy = self.policy.withLock { $0 }
-        _ = policy.check(resident: resident, now: .now, cpu: Self.cpuTime()) {
+        let now = ContinuousClock.now
+        _ = policy.check(resident: resident, now: now, cpu: Self.cpuTime()) {
             releaseCaches()
             _ = trimmerMallocTrim(0)
             return Self.residentBytes()
         }
+        let pace = policy.newPace(now: now)
         self.policy.withLock { [policy] in $0 = policy }
+        if let pace { Self.schedule(timer.withLock { $0 }, every: pace) }
     }
 
     /// The CPU time the process used so far (user and system, every thread).

@@ -83,6 +83,31 @@ struct MemoryTrimmerTests {
         #expect(!check(&unknown, 79 * mib, at: 10))
     }
 
+    /// Issue 43.5: an idle daemon was checked ten times a second (its most frequent
+    /// wakeup). Checks are `interval` apart while it works, `idleInterval` once it has been
+    /// idle `idleGap`, and fast again from the first check that finds it busy.
+    @Test func anIdleDaemonIsCheckedOnceASecond() {
+        var policy = Policy()
+        func pace(at seconds: Double, cpu: Double) -> Duration? {
+            _ = policy.check(resident: 30 * mib, now: t0 + .seconds(seconds), cpu: .seconds(cpu)) { nil }
+            return policy.newPace(now: t0 + .seconds(seconds))
+        }
+        // Working (half a core): fast, as from the start.
+        for step in 0...10 { #expect(pace(at: Double(step) / 10, cpu: Double(step) / 20) == nil) }
+        #expect(policy.pace == Policy.interval)
+        // Idle (a hundredth of a core): slow once it has been for `idleGap`, not before.
+        #expect(pace(at: 1.5, cpu: 0.505) == nil)
+        #expect(pace(at: 2.1, cpu: 0.51) == Policy.idleInterval)
+        #expect(pace(at: 3.1, cpu: 0.52) == nil)
+        #expect(policy.pace == Policy.idleInterval)
+        // Work again: fast at the next check.
+        #expect(pace(at: 4.1, cpu: 1.0) == Policy.interval)
+        // CPU time unknown: never idle, always fast.
+        var unknown = Policy()
+        _ = unknown.check(resident: 30 * mib, now: t0 + .seconds(10), cpu: nil) { nil }
+        #expect(unknown.newPace(now: t0 + .seconds(10)) == nil && unknown.pace == Policy.interval)
+    }
+
     @Test func theFloorFollowsTheSizeDown() {
         var policy = Policy()
         // A large apply, trimmed at 300 MiB with 290 in use; later the daemon is back at 70.
