@@ -116,10 +116,10 @@ final class MemoryTrimmer: Sendable {
 
     func stop() { timer.withLock { $0 }?.cancel() }
 
-    /// Fires `timer` every `pace` from now, with a tenth of it as leeway.
+    /// Fires `timer` every `pace` from now.
     private static func schedule(_ timer: (any DispatchSourceTimer)?, every pace: Duration) {
         let interval = DispatchTimeInterval.milliseconds(Int(pace / .milliseconds(1)))
-        timer?.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(Int(pace / .milliseconds(10))))
+        timer?.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(20))
     }
 
     /// One check of the resident size (on `queue`, the timer's: one at a time). The policy is
