@@ -58,6 +58,25 @@ import Testing
         #expect(said().count == 1, "\(said())")
     }
 
+    /// Any key can end a session while the peers cannot be read (it is refused): the
+    /// devices whose pairing is read again are bounded, and the ones past the bound are said.
+    @Test func thePairingsReadAgainAreBounded() throws {
+        let alice = try ConnectionServiceTests.Peer("alice")
+        defer { alice.service.stop() }
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        let strangers = (0..<(ConnectionService.maxPairingRechecks + 6)).map { n in
+            PeerRef(id: DeviceID(publicKey: KeyPair.generate().publicKey), name: "stranger \(n)")
+        }
+        alice.onQueue {
+            for stranger in strangers + strangers { alice.service.planRedial(stranger, device: stranger.id.compact) }
+        }
+        #expect(alice.service.state.withLock { $0.pairingRechecks.count } == ConnectionService.maxPairingRechecks)
+        let said = alice.recorded.errors.filter { $0.contains("cannot read whether stranger") }
+        // Those read again are said once; those past the bound each time (as each refusal is).
+        #expect(said.filter { $0.contains("reading it again") }.count == ConnectionService.maxPairingRechecks)
+        #expect(said.filter { $0.contains("peers wait for that already") }.count == 12)
+    }
+
     /// A node restarting with paired peers it cannot read says so, rather than starting as
     /// if it had nobody to reconnect to.
     @Test func restartingWithPairedPeersTheIndexCannotReadIsReported() throws {

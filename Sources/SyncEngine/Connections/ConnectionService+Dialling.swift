@@ -102,23 +102,35 @@ extension ConnectionService {
         if first { startDial(address: address, expected: device, context: nil, progress: nil, completion: nil) }
     }
 
+    /// The most devices whose pairing is read again at once (`planRedial`).
+    static let maxPairingRechecks = 64
+
     /// Plans a redial of `device` (`peer`), whose session ended, when it is paired (on
     /// `queue`). When the index cannot say whether it is, that is said once and read again
     /// with the redials' back-off (`redialInitial` doubling up to `redialMaximum`; one chain
-    /// per device) until it reads: the peer is then redialled, never on a guess. (Before, it
-    /// came back only by discovery, its own dial or a restart.)
+    /// per device, `maxPairingRechecks` at most) until it reads: the peer is then
+    /// redialled, never on a guess. (Before, it came back only by discovery, its own dial
+    /// or a restart.)
     func planRedial(_ peer: PeerRef, device: String, recheck delay: Duration? = nil) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped else { return }
         let record: PeerRecord?
         do { record = try index.peer(deviceID: device) } catch {
-            if delay == nil {
-                guard state.withLock({ $0.pairingRechecks.insert(device).inserted }) else { return }  // a chain runs
-            }
             let wait = delay ?? config.redialInitial
             if delay == nil {
-                emitError(peer, "cannot read whether \(peer.name) is paired to reconnect to it (reading it again in \(wait), "
-                          + "then less often): \(error.description)")
+                // Any key can end a session here (refused: the peers cannot be read), so the
+                // chains are bounded; past the bound, a peer comes back as it did before.
+                let planned = state.withLock { state -> Bool? in
+                    if state.pairingRechecks.contains(device) { return nil }  // a chain runs
+                    guard state.pairingRechecks.count < Self.maxPairingRechecks else { return false }
+                    state.pairingRechecks.insert(device)
+                    return true
+                }
+                guard let planned else { return }
+                emitError(peer, "cannot read whether \(peer.name) is paired to reconnect to it ("
+                          + (planned ? "reading it again in \(wait), then less often" : "\(Self.maxPairingRechecks) peers wait for that already")
+                          + "): \(error.description)")
+                guard planned else { return }
             }
             let next = min(wait * 2, config.redialMaximum)
             queue.asyncAfter(deadline: .now() + .milliseconds(Int(wait / .milliseconds(1)))) { [weak self] in
