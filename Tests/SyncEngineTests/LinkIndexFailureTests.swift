@@ -58,6 +58,29 @@ import Testing
         #expect(said().count == 1, "\(said())")
     }
 
+    /// A paired peer that dials us while our peers cannot be read is refused (told to try
+    /// later, which it did not: its redial ended with the refusal), and nobody reconnected.
+    /// Now the refusing side reads the pairing again and redials once it reads.
+    @Test func aPeerRefusedWhileThePeersCannotBeReadIsRedialledOnceTheyRead() throws {
+        let alice = try ConnectionServiceTests.Peer("alice") { $0.autoAccept = true }
+        let bob = try ConnectionServiceTests.Peer("bob")
+        defer { alice.service.stop() }
+        let paired = bob.invite(alice)
+        try TransferPair.eventually("paired") { paired.value != nil && alice.observer.stillConnected.count == 1 }
+        try IndexFailureTests.damage(alice.index, table: "peers")
+        bob.service.stop()
+        // Bob restarts and dials alice: refused.
+        let bob2 = try ConnectionServiceTests.Peer(restarting: bob)
+        defer { bob2.service.stop() }
+        try TransferPair.eventually("alice refuses bob") {
+            alice.events.contains { if case let .refused(refused) = $0 { refused.reason.contains("cannot be read") } else { false } }
+        }
+        try alice.index.write { db in try db.execute("ALTER TABLE peers_damaged RENAME TO peers") }
+        try TransferPair.eventually("alice redials bob by herself") {
+            alice.observer.stillConnected.count == 1 && bob2.observer.stillConnected.count == 1
+        }
+    }
+
     /// Any key can end a session while the peers cannot be read (it is refused): the
     /// devices whose pairing is read again are bounded, and the ones past the bound are said.
     @Test func thePairingsReadAgainAreBounded() throws {
