@@ -80,13 +80,17 @@ import Testing
         #expect((restored["restored"] as? [[String: Any]])?.first?["from"] as? String == "local", "\(restored)")
         #expect(VersionsTests.bytes(bobFolder + "/before.img") == original)
 
-        // One byte of the pack damaged: no one else holds the version (alice's old bytes are
-        // gone), so the restore refuses, and the version is no longer listed as held here.
+        // One byte of the pack damaged: `verify` finds it; no one else holds the version
+        // (alice's old bytes are gone), so the restore refuses, and the version is no longer
+        // listed as held here.
         let pack = try #require(try FileManager.default.contentsOfDirectory(atPath: bob.home + "/versions/.packs").first)
         let packFD = open(bob.home + "/versions/.packs/" + pack, O_WRONLY)
         var flipped = original[size / 4] ^ 0x10
         pwrite(packFD, &flipped, 1, off_t(size / 4))
         close(packFD)
+        // `verify` reads the kept versions back too, and says so.
+        let verified = try VersionsTests.json(env, bob, ["verify", bobFolder])
+        #expect(verified["versions"] as? Int == 1 && verified["versionsDamaged"] as? Int == 1, "\(verified)")
         let refused = try env.cli(bob, ["restore", bobFolder + "/disk.img", "--version", id, "--to", bobFolder + "/damaged.img"])
         #expect(refused.status != 0 || refused.stdout.contains("\"failed\":[{"), "\(refused.stdout) \(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: bobFolder + "/damaged.img"), "a damaged version was restored")
