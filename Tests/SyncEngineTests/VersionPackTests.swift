@@ -22,14 +22,15 @@ struct VersionPackTests {
             var now: Int64 = 1_000_000
         }
 
-        init() throws {
+        /// `versions`: the store's directory (default: in the home, beside the folder).
+        init(versions: String? = nil) throws {
             home = try VersionStoreTests.home()
             folder = home + "/folder"
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
             index = try NodeIndex.inMemory()
             _ = try index.addFolder(id: "f", path: folder)
             let clock = clock
-            keeper = VersionKeeper(versionsDirectory: home + "/versions", index: index, clock: { clock.now })
+            keeper = VersionKeeper(versionsDirectory: versions ?? home + "/versions", index: index, clock: { clock.now })
         }
 
         deinit { try? FileManager.default.removeItem(atPath: home) }
@@ -98,7 +99,7 @@ struct VersionPackTests {
         #expect(setup.packs.map(\.size) == [Int64(Self.size)])
         var st = stat()
         #expect(stat(setup.keeper.store.packs!.path(setup.packs[0].name), &st) == 0 && UInt64(st.st_ino) == first.inode
-                && st.st_nlink == 1 && st.st_mode & 0o777 == 0o400, "the pack is not the old inode, alone and read-only")
+                && st.st_nlink == 1, "the pack is not the old inode, alone")
         #expect(try setup.held(id))
         #expect(try setup.restored(id) == original)
 
@@ -179,6 +180,29 @@ struct VersionPackTests {
         close(fd)
         #expect(try setup.restored(id) == original)
         #expect(try setup.held(id))
+    }
+
+    /// A store on another file system than the folder (the inode cannot be linked there):
+    /// the version is copied as before. A folder whose policy is `none` keeps nothing.
+    @Test func anotherFileSystemCopiesAndPolicyNoneKeepsNothing() throws {
+        let other = "/dev/shm/version-packs-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        var shm = stat(), tmp = stat()
+        if stat("/dev/shm", &shm) == 0, stat(NSTemporaryDirectory(), &tmp) == 0, shm.st_dev != tmp.st_dev {
+            let setup = try Setup(versions: other)
+            let original = try setup.start(seed: 11)
+            let id = try #require(try setup.peerEdit(to: [1], version: 1).id)
+            #expect(setup.packs.isEmpty, "an inode of another file system was adopted")
+            #expect(setup.keeper.store.chunkFileBytes() == Int64(Self.size))
+            #expect(try setup.restored(id) == original)
+        } else {
+            print("anotherFileSystemCopiesAndPolicyNoneKeepsNothing: no /dev/shm on another file system here, that half not run")
+        }
+        let setup = try Setup()
+        try setup.keeper.setPolicy(VersionPolicy(parsing: "none")!, folderID: "f")
+        _ = try setup.start(seed: 12)
+        #expect(try setup.peerEdit(to: [1], version: 1).id == nil)
+        #expect(setup.packs.isEmpty && setup.keeper.store.storedBytes() == 0)
     }
 
     /// A crash between the link and the index leaves a pack file no row names: the next start

@@ -12,7 +12,9 @@ internal import PeerIndex
 ///
 /// Only an inode no one else can change is adopted: a regular file with no other link, on the
 /// file system of the home (`adopt` checks `st_nlink` and `st_dev`, before and after the
-/// link), made read-only (0400). Every chunk read from a pack is hashed; a location whose bytes
+/// link). Its mode is left as it is (the home is the user's only, 0700): should the applier
+/// swap the old file back into the folder (a directory moved during the pull), the user's
+/// file comes back as it was. Every chunk read from a pack is hashed; a location whose bytes
 /// no longer match (disk damage, a writer that still had the old file open) is forgotten and
 /// reads as not held. A pack goes when no kept version uses any chunk in it (whole-pack
 /// deletion: one chunk still used keeps the whole pack). A pack file the index does not name
@@ -95,7 +97,7 @@ struct VersionPacks: Sendable {
             && after.st_nlink == 2 && Int64(after.st_size) == size
         // Durable before the index says it is held (the bytes are the user's old file's: a
         // file already on disk costs the flush little).
-        guard same, fchmod(fd, 0o400) == 0, fsync(fd) == 0 else {
+        guard same, fsync(fd) == 0 else {
             if fd >= 0 { close(fd) }
             unlink(path(pack))
             return nil
