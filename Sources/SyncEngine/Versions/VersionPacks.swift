@@ -81,10 +81,8 @@ struct VersionPacks: Sendable {
         var before = stat()
         guard fstatat(directory.fd, name, &before, AT_SYMLINK_NOFOLLOW) == 0, before.st_mode & S_IFMT == S_IFREG,
               before.st_nlink == 1, Int64(before.st_size) == size else { return nil }
-        if access(root, F_OK) != 0 {
-            try? FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
-        }
+        // Its name durable too: a pack the index names must not vanish with its directory.
+        if access(root, F_OK) != 0 { try? DurableNames.createDirectories(root, mode: 0o700) }
         var home = stat()
         guard stat(root, &home) == 0, home.st_dev == before.st_dev else { return nil }
         let pack = run + "-" + NameTag.hex(of: (0..<16).map { _ in UInt8.random(in: 0...255) }, digits: 32)
