@@ -14,18 +14,32 @@ extension VersionKeeper {
     @discardableResult
     func keep(_ record: FileRecord, swappedOut name: String, in directory: DirectoryHandle, reason: String) -> Int64? {
         guard record.kind == .file, !record.deleted, let root = record.rootHash, keeps(folderID: record.folderID) else { return nil }
-        if let packs = store.packs, record.size >= VersionPacks.minimumSize, lacksMost(record),
-           let pack = packs.adopt(name, in: directory, size: record.size) {
-            do throws(IndexError) {
-                return try index.addPackedVersion(versionRecord(record, rootHash: root, held: true, reason: reason),
-                                                  pack: pack, size: record.size, addedAt: clock())
-            } catch {
-                packs.remove([pack])
-                report("cannot record the version of \(record.path) in the index: \(error)")
-                return nil
-            }
+        if let packs = store.packs, record.size >= VersionPacks.minimumSize,
+           case let .done(id) = gate.lock.withLock({ _ in adopt(record, rootHash: root, name, in: directory, packs: packs, reason: reason) }) {
+            return id
         }
         return keep(record, from: try? ChunkReader(name: name, in: directory), reason: reason)
+    }
+
+    private enum Adoption {
+        /// Not adopted: copy instead.
+        case declined
+        /// Adopted (the version's ID), or not recorded (nil, said).
+        case done(Int64?)
+    }
+
+    /// `keep(swappedOut:)`'s adoption, under the gate.
+    private func adopt(_ record: FileRecord, rootHash root: [UInt8], _ name: String, in directory: DirectoryHandle, packs: VersionPacks,
+                       reason: String) -> Adoption {
+        guard lacksMost(record), let pack = packs.adopt(name, in: directory, size: record.size) else { return .declined }
+        do throws(IndexError) {
+            return .done(try index.addPackedVersion(versionRecord(record, rootHash: root, held: true, reason: reason),
+                                                    pack: pack, size: record.size, addedAt: clock()))
+        } catch {
+            packs.remove([pack])
+            report("cannot record the version of \(record.path) in the index: \(error)")
+            return .done(nil)
+        }
     }
 
     /// Whether the store lacks more than half of the file's bytes (a pack of a file it
@@ -59,6 +73,10 @@ extension VersionKeeper {
     @discardableResult
     func tidyPacks() -> (removed: Int, forgotten: Int) {
         guard let packs = store.packs else { return (0, 0) }
+        return gate.lock.withLock { _ in tidy(packs) }
+    }
+
+    private func tidy(_ packs: VersionPacks) -> (removed: Int, forgotten: Int) {
         let named: Set<String>
         do throws(IndexError) { named = try index.packNames() } catch {
             report("packs not tidied: \(error)")

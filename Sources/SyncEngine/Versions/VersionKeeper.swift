@@ -23,6 +23,15 @@ struct VersionKeeper: Sendable {
         let packs = Mutex<Set<String>>([])
     }
 
+    /// Held (by every copy) from "does the store have this chunk?" to the version's row, and
+    /// by expiry from a version's removal to its files': a version is never recorded as held
+    /// by a chunk file or pack that expiry is removing.
+    let gate = Gate()
+
+    final class Gate: Sendable {
+        let lock = Mutex<Void>(())
+    }
+
     init(versionsDirectory: String, index: NodeIndex, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
          report: @escaping @Sendable (String) -> Void = { _ in }) {
         store = VersionStore(versionsDirectory: versionsDirectory, index: index)
@@ -55,6 +64,11 @@ struct VersionKeeper: Sendable {
     func keep(_ record: FileRecord, from reader: ChunkReader?, reason: String, whole: Bool = false) -> Int64? {
         guard record.kind == .file, !record.deleted, let root = record.rootHash, policy(folderID: record.folderID).kind != .none
         else { return nil }
+        return gate.lock.withLock { _ in copy(record, rootHash: root, from: reader, reason: reason, whole: whole) }
+    }
+
+    /// `keep`'s work, under the gate.
+    private func copy(_ record: FileRecord, rootHash root: [UInt8], from reader: ChunkReader?, reason: String, whole: Bool) -> Int64? {
         var held = true
         var written: [ChunkHash] = []
         let lacking = store.lacking(record.chunks.compactMap { ChunkHash(bytes: $0.hash) })
@@ -99,6 +113,10 @@ struct VersionKeeper: Sendable {
     /// still lists it and a peer that holds it can serve it.
     /// Many at once, in one write of the index; one that fails is reported.
     func noteLost(_ records: [FileRecord], reason: String) {
+        gate.lock.withLock { _ in noteLostLocked(records, reason: reason) }
+    }
+
+    private func noteLostLocked(_ records: [FileRecord], reason: String) {
         var policies: [String: Bool] = [:]
         let versions = records.compactMap { record -> VersionRecord? in
             guard record.kind == .file, !record.deleted, let root = record.rootHash else { return nil }
@@ -135,9 +153,11 @@ struct VersionKeeper: Sendable {
     @discardableResult
     func expire(folderID: String, now: Int64, fileSystemBytes: Int64) -> Int {
         let policy = policy(folderID: folderID)
-        do throws(IndexError) { return try expire(folderID: folderID, policy: policy, now: now, fileSystemBytes: fileSystemBytes) } catch {
-            report("versions of folder \(folderID) not expired: \(error)")
-            return 0
+        return gate.lock.withLock { _ in
+            do throws(IndexError) { return try expire(folderID: folderID, policy: policy, now: now, fileSystemBytes: fileSystemBytes) } catch {
+                report("versions of folder \(folderID) not expired: \(error)")
+                return 0
+            }
         }
     }
 
