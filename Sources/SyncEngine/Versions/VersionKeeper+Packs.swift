@@ -56,11 +56,12 @@ extension VersionKeeper {
     /// whose removal fails is tried again at the next expiry.
     func removeUnusedPacks() throws(IndexError) {
         guard let packs = store.packs else { return }
+        let unused = try index.removeUnreferencedPacks()
         let pending = unremoved.packs.withLock { pending in
             defer { pending = [] }
             return Array(pending)
         }
-        let failed = packs.remove(try index.removeUnreferencedPacks() + pending)
+        let failed = packs.remove(unused + pending)
         guard let first = failed.first else { return }
         unremoved.packs.withLock { $0.formUnion(failed.map(\.name)) }
         report("cannot remove \(failed.count) pack(s) no version uses any more (\(first.reason)); trying again at the next expiry")
