@@ -46,45 +46,48 @@ extension NodeIndex {
     @discardableResult
     package func addVersions(_ records: [VersionRecord]) throws(IndexError) -> [Int64] {
         guard !records.isEmpty else { return [] }
+        return try write { db in try Self.insertVersions(records, db) }
+    }
+
+    /// `addVersions`' rows, inside the caller's transaction.
+    static func insertVersions(_ records: [VersionRecord], _ db: Database) throws(IndexError) -> [Int64] {
         let vectors = records.map { $0.version.json }
-        return try write { db in
-            let same = try db.cachedStatement(
-                "SELECT version_id, held FROM versions WHERE folder_id = ? AND path = ? AND root_hash = ? AND version = ? LIMIT 1")
-            let hold = try db.cachedStatement("UPDATE versions SET held = 1 WHERE version_id = ?")
-            let insert = try db.cachedStatement(
-                """
-                INSERT INTO versions (folder_id, path, version, size, mtime_ns, mode, modified_by, kept_at, reason, root_hash, held)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
-            let insertChunk = try db.cachedStatement(
-                "INSERT INTO version_chunks (version_id, chunk_index, offset, size, hash) VALUES (?, ?, ?, ?, ?)")
-            var ids: [Int64] = []
-            for (record, vector) in zip(records, vectors) {
-                try same.bind([.text(record.folderID), .text(record.path), .blob(record.rootHash), .text(vector)])
-                if try same.step(), let id = same.int64(at: 0) {
-                    let held = same.int64(at: 1) == 1
-                    same.reset()
-                    if record.held, !held {
-                        try hold.bind([.integer(id)])
-                        try hold.execute()
-                    }
-                    ids.append(id)
-                    continue
-                }
+        let same = try db.cachedStatement(
+            "SELECT version_id, held FROM versions WHERE folder_id = ? AND path = ? AND root_hash = ? AND version = ? LIMIT 1")
+        let hold = try db.cachedStatement("UPDATE versions SET held = 1 WHERE version_id = ?")
+        let insert = try db.cachedStatement(
+            """
+            INSERT INTO versions (folder_id, path, version, size, mtime_ns, mode, modified_by, kept_at, reason, root_hash, held)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let insertChunk = try db.cachedStatement(
+            "INSERT INTO version_chunks (version_id, chunk_index, offset, size, hash) VALUES (?, ?, ?, ?, ?)")
+        var ids: [Int64] = []
+        for (record, vector) in zip(records, vectors) {
+            try same.bind([.text(record.folderID), .text(record.path), .blob(record.rootHash), .text(vector)])
+            if try same.step(), let id = same.int64(at: 0) {
+                let held = same.int64(at: 1) == 1
                 same.reset()
-                try insert.bind([.text(record.folderID), .text(record.path), .text(vector), .integer(record.size), .integer(record.mtimeNs),
-                                 .integer(Int64(record.mode)), .text(record.modifiedBy), .integer(record.keptAt), .text(record.reason),
-                                 .blob(record.rootHash), SQLValue(record.held)])
-                try insert.execute()
-                let id = db.lastInsertRowID
-                for (n, chunk) in record.chunks.enumerated() {
-                    try insertChunk.bind([.integer(id), .integer(Int64(n)), .integer(chunk.offset), .integer(chunk.size), .blob(chunk.hash)])
-                    try insertChunk.execute()
+                if record.held, !held {
+                    try hold.bind([.integer(id)])
+                    try hold.execute()
                 }
                 ids.append(id)
+                continue
             }
-            return ids
+            same.reset()
+            try insert.bind([.text(record.folderID), .text(record.path), .text(vector), .integer(record.size), .integer(record.mtimeNs),
+                             .integer(Int64(record.mode)), .text(record.modifiedBy), .integer(record.keptAt), .text(record.reason),
+                             .blob(record.rootHash), SQLValue(record.held)])
+            try insert.execute()
+            let id = db.lastInsertRowID
+            for (n, chunk) in record.chunks.enumerated() {
+                try insertChunk.bind([.integer(id), .integer(Int64(n)), .integer(chunk.offset), .integer(chunk.size), .blob(chunk.hash)])
+                try insertChunk.execute()
+            }
+            ids.append(id)
         }
+        return ids
     }
 
     /// Versions of the folder at `path` or, with `underPrefix`, at any path under it

@@ -215,6 +215,11 @@ struct VerifyCommand: Command {
             }
             if result.damaged.count < result.corrupt { lines.append("  … and \(result.corrupt - result.damaged.count) more") }
         }
+        if result.versionsDamaged > 0 {
+            lines.append("\(result.versionsDamaged) of \(result.versions) kept versions damaged: no longer held here ('syncpeer history' lists them; a peer holding one can restore it)")
+        } else if result.versions > 0 {
+            lines.append("\(result.versions) kept versions verified")
+        }
         context.print(result, text: lines.joined(separator: "\n"))
         return result.repaired == result.corrupt ? ExitCode.success : ExitCode.failure
     }

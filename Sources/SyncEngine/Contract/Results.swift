@@ -332,6 +332,10 @@ package struct VerifyResult: Sendable, Equatable, Codable {
     package var repaired: Int
     /// The damaged files (the first `listLimit`), in path order.
     package var damaged: [Damaged]
+    /// Versions of the folder this node held, read back and hashed (`VersionKeeper.scrub`).
+    package var versions: Int = 0
+    /// Of those, the ones found damaged (now listed as not held here).
+    package var versionsDamaged: Int = 0
 }
 
 /// `resolve`: whose version was kept, the copies it settled, and where the dropped

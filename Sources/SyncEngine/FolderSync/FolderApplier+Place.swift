@@ -19,7 +19,7 @@ extension FolderApplier {
         let outcome = directory.replace(name, with: temp, removingOutgoing: false) { entry($0, in: directory, is: expected) }
         if outcome == .done {
             // The version that came out is kept before the batch removes it (issue 41).
-            keepVersion(expected, name: temp, in: directory, reason: "peer-edit")
+            keepVersion(expected, name: temp, in: directory, reason: "peer-edit", swappedOut: true)
             outgoing.append((directory, temp))
         }
         guard case .stranded(let hidden) = outcome else { return outcome }
@@ -77,7 +77,7 @@ extension FolderApplier {
 
     /// Keeps the file `expected` describes, at `name` in `directory`, in the versions store
     /// (chunks the store lacks are read from it and verified).
-    func keepVersion(_ expected: FileRecord, name: String, in directory: DirectoryHandle, reason: String) {
+    func keepVersion(_ expected: FileRecord, name: String, in directory: DirectoryHandle, reason: String, swappedOut: Bool = false) {
         guard let versions = host.versions, expected.kind == .file, !keptBefore.contains(PathKey(expected.path)) else { return }
         var record = expected
         if record.chunks.isEmpty, record.size > 0 {
@@ -86,6 +86,8 @@ extension FolderApplier {
                 return folder.report("cannot keep the replaced version of \(expected.path): cannot read the index: \(error)")
             }
         }
+        // Swapped out of the folder, the inode itself may be kept (a pack: nothing copied).
+        if swappedOut { versions.keep(record, swappedOut: name, in: directory, reason: reason); return }
         versions.keep(record, from: try? ChunkReader(name: name, in: directory), reason: reason)
     }
 

@@ -24,6 +24,7 @@ extension FolderService {
         let scrub = try folder.scrub()
         let (unrepaired, kept) = scrub.corrupt.isEmpty ? ([:], [:]) : folder.io.sync { folder.repair(scrub.corrupt) }
         if !scrub.changed.isEmpty { folder.io.async { folder.fullScanPaths(scrub.changed) } }
+        let versions = self.versions?.scrub(folderID: folder.id) ?? (checked: 0, damaged: 0)
         let elapsed = ContinuousClock.now - started
         let damaged = scrub.corrupt.prefix(VerifyResult.listLimit).map {
             VerifyResult.Damaged(path: $0, repaired: unrepaired[PathKey($0)] == nil, reason: unrepaired[PathKey($0)], kept: kept[PathKey($0)])
@@ -31,7 +32,8 @@ extension FolderService {
         return VerifyResult(folder: folder.id, path: folder.root, files: scrub.files, bytes: scrub.bytes,
                             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
                             changed: scrub.changed.count, corrupt: scrub.corrupt.count,
-                            repaired: scrub.corrupt.count - unrepaired.count, damaged: damaged)
+                            repaired: scrub.corrupt.count - unrepaired.count, damaged: damaged,
+                            versions: versions.checked, versionsDamaged: versions.damaged)
     }
 
     /// The shared folder whose root is `directory` (made absolute and standard).

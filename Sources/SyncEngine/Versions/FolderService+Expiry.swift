@@ -11,12 +11,18 @@ extension FolderService {
     static let expiryInterval: DispatchTimeInterval = .seconds(600)
     static let expiryQueue = DispatchQueue(label: "syncpeer.versions.expiry", qos: .utility)
 
-    /// Starts the periodic expiry (the node calls it once, when it starts).
+    /// Starts the periodic expiry (the node calls it once, when it starts), first tidying
+    /// the packs a crash left (`VersionKeeper.tidyPacks`).
     func startVersionExpiry() {
+        if let versions { Self.expiryQueue.async { versions.tidyPacks() } }
+        scheduleVersionExpiry()
+    }
+
+    private func scheduleVersionExpiry() {
         Self.expiryQueue.asyncAfter(deadline: .now() + Self.expiryInterval) { [weak self] in
             guard let self else { return }
             expireVersionsNow()
-            startVersionExpiry()
+            scheduleVersionExpiry()
         }
     }
 

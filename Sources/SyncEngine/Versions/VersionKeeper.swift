@@ -15,16 +15,26 @@ struct VersionKeeper: Sendable {
     /// Says what the index could not record or read (an error event): a version that was
     /// not recorded, an expiry that did not run.
     let report: @Sendable (String) -> Void
-    /// Chunk files whose removal failed: tried again at the next expiry (shared by copies).
+    /// Chunk files and packs whose removal failed: tried again at the next expiry (shared by copies).
     let unremoved = Unremoved()
 
     final class Unremoved: Sendable {
         let hashes = Mutex<Set<[UInt8]>>([])
+        let packs = Mutex<Set<String>>([])
+    }
+
+    /// Held (by every copy) from "does the store have this chunk?" to the version's row, and
+    /// by expiry from a version's removal to its files': a version is never recorded as held
+    /// by a chunk file or pack that expiry is removing.
+    let gate = Gate()
+
+    final class Gate: Sendable {
+        let lock = Mutex<Void>(())
     }
 
     init(versionsDirectory: String, index: NodeIndex, clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
          report: @escaping @Sendable (String) -> Void = { _ in }) {
-        store = VersionStore(versionsDirectory: versionsDirectory)
+        store = VersionStore(versionsDirectory: versionsDirectory, index: index)
         self.index = index
         self.clock = clock
         self.report = report
@@ -54,14 +64,21 @@ struct VersionKeeper: Sendable {
     func keep(_ record: FileRecord, from reader: ChunkReader?, reason: String, whole: Bool = false) -> Int64? {
         guard record.kind == .file, !record.deleted, let root = record.rootHash, policy(folderID: record.folderID).kind != .none
         else { return nil }
+        return gate.lock.withLock { _ in copy(record, rootHash: root, from: reader, reason: reason, whole: whole) }
+    }
+
+    /// `keep`'s work, under the gate.
+    private func copy(_ record: FileRecord, rootHash root: [UInt8], from reader: ChunkReader?, reason: String, whole: Bool) -> Int64? {
         var held = true
         var written: [ChunkHash] = []
+        let lacking = store.lacking(record.chunks.compactMap { ChunkHash(bytes: $0.hash) })
         for chunk in record.chunks {
             guard let hash = ChunkHash(bytes: chunk.hash) else { held = false; continue }
-            if store.has(hash) { continue }
+            if !lacking.contains(hash) { continue }
+            // (Hashed once, by the reader: `put` need not hash it again.)
             guard let reader, let size = UInt32(exactly: chunk.size),
                   let bytes = try? reader.bytes(of: ChunkRef(offset: UInt64(chunk.offset), size: size, hash: hash), verify: true),
-                  store.put(bytes, hash: hash) else {
+                  store.put(bytes, hash: hash, verified: true) else {
                 held = false
                 continue
             }
@@ -96,13 +113,18 @@ struct VersionKeeper: Sendable {
     /// still lists it and a peer that holds it can serve it.
     /// Many at once, in one write of the index; one that fails is reported.
     func noteLost(_ records: [FileRecord], reason: String) {
+        gate.lock.withLock { _ in noteLostLocked(records, reason: reason) }
+    }
+
+    private func noteLostLocked(_ records: [FileRecord], reason: String) {
         var policies: [String: Bool] = [:]
         let versions = records.compactMap { record -> VersionRecord? in
             guard record.kind == .file, !record.deleted, let root = record.rootHash else { return nil }
             let keeps = policies[record.folderID] ?? (policy(folderID: record.folderID).kind != .none)
             policies[record.folderID] = keeps
             guard keeps else { return nil }
-            let held = record.chunks.allSatisfy { ChunkHash(bytes: $0.hash).map(store.has) ?? false }
+            let hashes = record.chunks.compactMap { ChunkHash(bytes: $0.hash) }
+            let held = hashes.count == record.chunks.count && store.lacking(hashes).isEmpty
             return versionRecord(record, rootHash: root, held: held, reason: reason)
         }
         guard !versions.isEmpty else { return }
@@ -119,7 +141,7 @@ struct VersionKeeper: Sendable {
         }
     }
 
-    private func versionRecord(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> VersionRecord {
+    func versionRecord(_ record: FileRecord, rootHash: [UInt8], held: Bool, reason: String) -> VersionRecord {
         VersionRecord(folderID: record.folderID, path: record.path, version: record.version, size: record.size,
                       mtimeNs: record.mtimeNs, mode: record.mode, modifiedBy: record.modifiedBy, keptAt: clock(), reason: reason,
                       rootHash: rootHash, held: held, chunks: record.chunks)
@@ -131,9 +153,11 @@ struct VersionKeeper: Sendable {
     @discardableResult
     func expire(folderID: String, now: Int64, fileSystemBytes: Int64) -> Int {
         let policy = policy(folderID: folderID)
-        do throws(IndexError) { return try expire(folderID: folderID, policy: policy, now: now, fileSystemBytes: fileSystemBytes) } catch {
-            report("versions of folder \(folderID) not expired: \(error)")
-            return 0
+        return gate.lock.withLock { _ in
+            do throws(IndexError) { return try expire(folderID: folderID, policy: policy, now: now, fileSystemBytes: fileSystemBytes) } catch {
+                report("versions of folder \(folderID) not expired: \(error)")
+                return 0
+            }
         }
     }
 
@@ -152,22 +176,23 @@ struct VersionKeeper: Sendable {
                 batch.append(next.id)
                 gone.insert(next.id)
                 if batch.count >= 64 || oldest.isEmpty {
-                    removeChunks(try index.removeVersions(batch))
+                    try removeChunks(try index.removeVersions(batch))
                     batch = []
                     stored = store.storedBytes()
                 }
             }
-            removeChunks(try index.removeVersions(batch))
+            try removeChunks(try index.removeVersions(batch))
         }
-        removeChunks(try index.removeVersions(Array(gone)))
+        try removeChunks(try index.removeVersions(Array(gone)))
         return gone.count
     }
 }
 
 extension VersionKeeper {
-    /// Removes the chunk files of `hashes` (no version uses them); those that stay are said
-    /// and tried again at the next expiry.
-    func removeChunks(_ hashes: [[UInt8]]) {
+    /// Removes the chunk files of `hashes` (no version uses them) and the packs no version
+    /// uses any more; those that stay are said and tried again at the next expiry.
+    func removeChunks(_ hashes: [[UInt8]]) throws(IndexError) {
+        try removeUnusedPacks()
         let failed = store.remove(hashes)
         guard let first = failed.first else { return }
         unremoved.hashes.withLock { $0.formUnion(failed.map(\.hash)) }
@@ -182,7 +207,7 @@ extension VersionKeeper {
             return Array(pending)
         }
         guard !pending.isEmpty else { return }
-        do throws(IndexError) { removeChunks(try index.unusedVersionChunks(pending)) } catch {
+        do throws(IndexError) { try removeChunks(try index.unusedVersionChunks(pending)) } catch {
             unremoved.hashes.withLock { $0.formUnion(pending) }
             throw error
         }

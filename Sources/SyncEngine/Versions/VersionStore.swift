@@ -15,13 +15,17 @@ internal import PeerIndex
 /// Every chunk is verified when it is written (its bytes must hash to its name) and when it
 /// is read (a damaged or missing file reads as nil and is removed). Files and directories are
 /// the user's only (0600, 0700). The metadata (which version holds which chunks) is in the
-/// node index (`NodeIndex.addVersion`).
+/// node index (`NodeIndex.addVersion`). A chunk may also be in a pack (`VersionPacks`: a
+/// replaced file adopted whole, not copied): `has` and `read` look there too.
 struct VersionStore: Sendable {
     /// HOME/versions/.chunks.
     let root: String
+    /// The packs (none without an index: a store of chunk files only).
+    let packs: VersionPacks?
 
-    init(versionsDirectory: String) {
+    init(versionsDirectory: String, index: NodeIndex? = nil) {
         root = versionsDirectory + "/.chunks"
+        packs = index.map { VersionPacks(versionsDirectory: versionsDirectory, index: $0) }
     }
 
     func path(of hash: ChunkHash) -> String {
@@ -29,17 +33,29 @@ struct VersionStore: Sendable {
         return root + "/" + hex.prefix(2) + "/" + hex.dropFirst(2)
     }
 
-    /// Whether the chunk's file is there (not read: `read` verifies).
+    /// Whether the chunk's file is there, or a pack holds it (not read: `read` verifies).
     func has(_ hash: ChunkHash) -> Bool {
+        hasFile(hash) || packs?.holding([hash]).isEmpty == false
+    }
+
+    func hasFile(_ hash: ChunkHash) -> Bool {
         access(path(of: hash), F_OK) == 0
+    }
+
+    /// Those of `hashes` the store has neither as a file nor in a pack (one read of the
+    /// index for the whole list).
+    func lacking(_ hashes: [ChunkHash]) -> Set<ChunkHash> {
+        let noFile = hashes.filter { !hasFile($0) }
+        guard let packs, !noFile.isEmpty else { return Set(noFile) }
+        return Set(noFile).subtracting(packs.holding(noFile))
     }
 
     /// Stores `bytes` as the chunk `hash`; false when they do not hash to it or cannot be written.
     /// Not flushed here (a version of a 1 GiB file is ~2,000 chunks): `flush` makes a batch
     /// durable; a chunk torn by a crash before it fails its hash when read (not held).
     @discardableResult
-    func put(_ bytes: UnsafeRawBufferPointer, hash: ChunkHash) -> Bool {
-        guard ChunkHash.of(bytes) == hash else { return false }
+    func put(_ bytes: UnsafeRawBufferPointer, hash: ChunkHash, verified: Bool = false) -> Bool {
+        guard verified || ChunkHash.of(bytes) == hash else { return false }
         if has(hash) { return true }
         let target = path(of: hash)
         let directory = PathName.deletingLastComponent(target)
@@ -66,15 +82,26 @@ struct VersionStore: Sendable {
     }
 
     @discardableResult
-    func put(_ bytes: [UInt8], hash: ChunkHash) -> Bool {
-        bytes.withUnsafeBytes { put($0, hash: hash) }
+    func put(_ bytes: [UInt8], hash: ChunkHash, verified: Bool = false) -> Bool {
+        bytes.withUnsafeBytes { put($0, hash: hash, verified: verified) }
     }
 
-    /// The chunk's bytes, verified against its hash and size; nil when missing, of another
-    /// size, or damaged (a file of the right size whose bytes do not hash to its name is
-    /// removed: it can only mislead).
+    /// The chunk's bytes, verified against its hash and size, from its file or else from a
+    /// pack; nil when missing, of another size, or damaged (a file of the right size whose
+    /// bytes do not hash to its name is removed, a pack's location forgotten: they can only
+    /// mislead).
     func read(_ hash: ChunkHash, size: Int) -> [UInt8]? {
         guard size > 0, size <= Manifest.maxChunkSize else { return nil }
+        if let bytes = readFile(hash, size: size) { return bytes }
+        guard let packs else { return nil }
+        let (bytes, forgot) = packs.read(hash, size: size)
+        // Held nowhere here any more: the versions needing it are no longer held (best
+        // effort: not written, the next read finds it missing again).
+        if forgot, bytes == nil, !has(hash) { try? packs.index.setVersionsNotHeld(holding: hash.bytes) }
+        return bytes
+    }
+
+    private func readFile(_ hash: ChunkHash, size: Int) -> [UInt8]? {
         let file = path(of: hash)
         let fd = open(file, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
@@ -127,8 +154,13 @@ struct VersionStore: Sendable {
         return failed
     }
 
-    /// Bytes the store's chunk files take (their sizes; a walk of the store).
+    /// Bytes the store's chunk files and packs take (their sizes; a walk of the store).
     func storedBytes() -> Int64 {
+        chunkFileBytes() + (packs?.files().reduce(0) { $0 + $1.size } ?? 0)
+    }
+
+    /// Bytes the chunk files take.
+    func chunkFileBytes() -> Int64 {
         func walk(_ directory: String) -> Int64 {
             guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return 0 }
             var total: Int64 = 0
