@@ -13,7 +13,11 @@ extension FolderService {
 
     /// Sends `note` to every connected member of `folder` whose hello lists `chunk-have`.
     /// Any thread (the fetched blocks' callbacks): the send goes out on `queue`.
+    /// A file the folder's rules no longer let us serve (changed during its pull) is
+    /// withdrawn instead of announced (`SharedFolder.heldBytes`).
     func announceHeld(_ folder: SharedFolder, _ note: HeldChunks.Note) {
+        // (Its withdrawal comes back here, as one.)
+        if !note.isWithdrawal, !folder.servesHeld(note.path) { return folder.withdrawHeld(note.path) }
         let frame = Frame.chunkHave(folder: folder.id, path: note.path, root: note.root, count: note.count, bitmap: note.bitmap)
         guard (try? frame.validate()) != nil else { return }
         queue.async { [self] in

@@ -29,6 +29,8 @@ extension FolderService {
                 return .success(())
             }
             try written.get()
+            // What it fetches that they now exclude is no longer served (nor announced).
+            folder.heldRulesChanged()
             folder.io.async { folder.fullScan() }
             return IgnoresResult(folder: folder.id, path: root, patterns: patterns)
         }
