@@ -35,6 +35,8 @@ final class FolderService: Reporting, Sendable {
     let deltaAllowance = DeltaAllowance()
     /// What small files' content that came with index pages may hold while it waits.
     let indexBlockBudget = IndexBlockBudget()
+    /// Members' announced selections waiting to be written to the index (coalesced).
+    let peerSelectionWrites = PeerSelectionWrites()
 
     let queue: DispatchQueue
     let index: NodeIndex
