@@ -11,17 +11,23 @@ import Testing
 /// bob pulls a file from alice, whose answers stall after a few chunks (`answerHold`), and
 /// says which chunks he holds (`chunkHave`); alice, a member too, asks him for one of them.
 @Suite struct HeldServingTests {
-    /// Once bob's user ignores the file by hand (the watcher's reload waits for the pull,
-    /// which holds the folder's `io`) or pauses the folder, his chunk of it is refused, not
-    /// served, and he tells alice at once that he holds none of it (an announcement with no
-    /// bit set). Before, the chunk was served until the pull ended, and alice was told nothing.
-    @Test(arguments: ["ignored by hand", "paused"])
+    /// Once bob's user ignores the file (by hand: the watcher's reload waits for the pull,
+    /// which holds the folder's `io`; or with `ignores`, which no longer waits for it),
+    /// deselects it (`select` waits for the pull to free what it leaves out, the rules do not)
+    /// or pauses the folder, his chunk of it is refused, not served, and he tells alice at once
+    /// that he holds none of it (an announcement with no bit set). Before, the chunk was served
+    /// until the pull ended (and `ignores` waited for it), and alice was told nothing.
+    @Test(arguments: ["ignored by hand", "ignored with the command", "deselected", "paused"])
     func aChunkOfAFileBeingFetchedIsRefusedOnceTheRulesExcludeIt(_ change: String) throws {
         let pair = try TransferPair()
+        let selecting = DispatchGroup()
         defer {
-            // Bob's pull ends (its file placed) before the link does.
+            // Bob's pull ends (its file placed; deselected, then removed) before the link does.
             pair.alice.releaseAnswers()
-            try? TransferPair.eventually("bob's pull ends", timeout: 40) { FileManager.default.fileExists(atPath: pair.bob.directory + "/docs/big.bin") }
+            selecting.wait()
+            if change != "deselected" {
+                try? TransferPair.eventually("bob's pull ends", timeout: 40) { FileManager.default.fileExists(atPath: pair.bob.directory + "/docs/big.bin") }
+            }
             pair.finish()
         }
         pair.alice.speaksChunkHave.withLock { $0 = true }
@@ -55,11 +61,17 @@ import Testing
         }
         #expect(bytes == Array(content[Int(chunk.offset)..<Int(chunk.offset + chunk.size)]))
 
-        if change == "paused" {
-            _ = try pair.bob.folders.setPaused(directory: received, true)
-        } else {
-            try "big.bin\n".write(toFile: received + "/" + IgnorePatterns.fileName, atomically: true, encoding: .utf8)
+        switch change {
+        case "paused": _ = try pair.bob.folders.setPaused(directory: received, true)
+        case "ignored with the command": _ = try pair.bob.folders.ignorePatterns(directory: received, replacingWith: "big.bin\n")
+        case "deselected":
+            // (It returns once the pull has ended: the selection holds from the start.)
+            DispatchQueue.global().async(group: selecting) { _ = try? pair.bob.folders.select(directory: received, paths: ["other"]) }
+            try TransferPair.eventually("bob's selection is stored") { (try? pair.bob.index.selection(folderID: folderID)) == ["other"] }
+        default: try "big.bin\n".write(toFile: received + "/" + IgnorePatterns.fileName, atomically: true, encoding: .utf8)
         }
+        // Still fetching (bob waits for alice's answers): the change took effect during the pull.
+        #expect(pair.bob.folders.state.withLock { !$0.pendingBlocks.isEmpty }, "the change waited for the pull to end")
         #expect(try ask() == nil, "a chunk of a file bob's folder no longer serves (\(change)) was served")
         // Still fetching: the refusal came from the rules, not from the pull's end.
         #expect(!FileManager.default.fileExists(atPath: received + "/big.bin"), "the pull ended before the test could check")
