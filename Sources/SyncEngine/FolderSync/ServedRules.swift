@@ -23,7 +23,7 @@ final class ServedRules: Sendable {
     private let loaded = Mutex<(stamp: Stamp, patterns: IgnorePatterns)?>(nil)
 
     /// The patterns of the ignore file under `root` now, and whether they differ from those
-    /// last read (nil when the file cannot be read: nothing is served then).
+    /// last read (nil when the file cannot be read).
     func patterns(root: String) -> (patterns: IgnorePatterns, changed: Bool)? {
         guard let stamp = Self.stamp(root + "/" + IgnorePatterns.fileName) else { return nil }
         if let known = loaded.withLock({ $0 }), known.stamp == stamp { return (known.patterns, false) }

@@ -77,10 +77,11 @@ extension SharedFolder {
     /// The ignore patterns and the selection in force for serving now (nil: nothing is
     /// served, as before the folder first loaded them). The patterns are the ignore file's
     /// as it is now (`ServedRules`), not as `io` last loaded it; when they changed, what we
-    /// serve of files being fetched is checked against them (`heldRulesChanged`).
+    /// serve of files being fetched is checked against them (`heldRulesChanged`). A file
+    /// that cannot be read (a link, too large) leaves those `io` loaded last, as `io` does.
     func currentIgnores() -> IgnorePatterns? {
         guard let loaded = servedIgnores.withLock({ $0 }) else { return nil }
-        guard let (patterns, changed) = servedRules.patterns(root: root) else { return nil }
+        guard let (patterns, changed) = servedRules.patterns(root: root) else { return loaded }
         var ignores = patterns
         ignores.selection = loaded.selection
         if changed { dropHeld(excludedBy: ignores) }
