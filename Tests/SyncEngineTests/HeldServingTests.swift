@@ -61,13 +61,14 @@ import Testing
         }
         #expect(bytes == Array(content[Int(chunk.offset)..<Int(chunk.offset + chunk.size)]))
 
+        let folder = try #require(pair.bob.folders.state.withLock { $0.folders[folderID] })
         switch change {
         case "paused": _ = try pair.bob.folders.setPaused(directory: received, true)
         case "ignored with the command": _ = try pair.bob.folders.ignorePatterns(directory: received, replacingWith: "big.bin\n")
         case "deselected":
             // (It returns once the pull has ended: the selection holds from the start.)
             DispatchQueue.global().async(group: selecting) { _ = try? pair.bob.folders.select(directory: received, paths: ["other"]) }
-            try TransferPair.eventually("bob's selection is stored") { (try? pair.bob.index.selection(folderID: folderID)) == ["other"] }
+            try TransferPair.eventually("bob's selection is in force") { !folder.held.isServing("big.bin") }
         default: try "big.bin\n".write(toFile: received + "/" + IgnorePatterns.fileName, atomically: true, encoding: .utf8)
         }
         // Still fetching (bob waits for alice's answers): the change took effect during the pull.
@@ -78,7 +79,6 @@ import Testing
         try TransferPair.eventually("bob withdraws big.bin") {
             pair.bob.chunkHavesSent.withLock { $0.last { $0.path == "big.bin" }.map { !$0.bitmap.contains { $0 != 0 } } ?? false }
         }
-        let folder = try #require(pair.bob.folders.state.withLock { $0.folders[folderID] })
         #expect(!folder.held.isServing("big.bin"))
     }
 
