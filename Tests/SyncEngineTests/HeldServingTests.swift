@@ -13,11 +13,11 @@ import Testing
 @Suite struct HeldServingTests {
     /// Once bob's user ignores the file (by hand: the watcher's reload waits for the pull,
     /// which holds the folder's `io`; or with `ignores`, which no longer waits for it),
-    /// deselects it (`select` waits for the pull to free what it leaves out, the rules do not)
-    /// or pauses the folder, his chunk of it is refused, not served, and he tells alice at once
+    /// deselects it (`select` waits for the pull to free what it leaves out, the rules do not),
+    /// pauses the folder or unshares it, his chunk of it is refused, not served, and he tells alice at once
     /// that he holds none of it (an announcement with no bit set). Before, the chunk was served
     /// until the pull ended (and `ignores` waited for it), and alice was told nothing.
-    @Test(arguments: ["ignored by hand", "ignored with the command", "deselected", "paused"])
+    @Test(arguments: ["ignored by hand", "ignored with the command", "deselected", "paused", "unshared"])
     func aChunkOfAFileBeingFetchedIsRefusedOnceTheRulesExcludeIt(_ change: String) throws {
         let pair = try TransferPair()
         let selecting = DispatchGroup()
@@ -25,7 +25,7 @@ import Testing
             // Bob's pull ends (its file placed; deselected, then removed) before the link does.
             pair.alice.releaseAnswers()
             selecting.wait()
-            if change != "deselected" {
+            if change != "deselected" && change != "unshared" {
                 try? TransferPair.eventually("bob's pull ends", timeout: 40) { FileManager.default.fileExists(atPath: pair.bob.directory + "/docs/big.bin") }
             }
             pair.finish()
@@ -69,6 +69,10 @@ import Testing
             // (It returns once the pull has ended: the selection holds from the start.)
             DispatchQueue.global().async(group: selecting) { _ = try? pair.bob.folders.select(directory: received, paths: ["other"]) }
             try TransferPair.eventually("bob's selection is in force") { !folder.held.isServing("big.bin") }
+        case "unshared":
+            // (It returns once the pull has ended: the folder is gone from the start.)
+            DispatchQueue.global().async(group: selecting) { _ = try? pair.bob.folders.unshare(directory: received) }
+            try TransferPair.eventually("bob's folder is unshared") { pair.bob.folders.state.withLock { $0.folders[folderID] == nil } }
         default: try "big.bin\n".write(toFile: received + "/" + IgnorePatterns.fileName, atomically: true, encoding: .utf8)
         }
         // Still fetching (bob waits for alice's answers): the change took effect during the pull.

@@ -25,6 +25,16 @@ extension FolderService {
         }
     }
 
+    /// The folder is unshared (on `queue`): nothing more is served of the files it fetches;
+    /// the withdrawals of those announced, for each member to get before the share's end.
+    func withdrawAllHeld(_ folderID: String) -> [Frame] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let folder = state.withLock({ $0.folders[folderID] }) else { return [] }
+        return folder.held.drop { _ in true }.map {
+            .chunkHave(folder: folderID, path: $0.path, root: $0.root, count: $0.count, bitmap: $0.bitmap)
+        }.filter { (try? $0.validate()) != nil }
+    }
+
     /// A member's `chunkHave` (on `queue`): kept for the folder's pulls, only from a member
     /// of a folder we have.
     func heldChunksReceived(_ folderID: String, path: String, root: [UInt8], count: UInt32, bitmap: [UInt8],
