@@ -95,8 +95,27 @@ import Testing
         #expect(held.bytes(path: "big", offset: chunks[0].offset, size: 10, hash: chunks[0].hash.bytes) == nil)
         let later = try #require(held.verified(path: "big", offset: chunks[3].offset, now: start + HeldChunks.announceInterval))
         #expect(later.bitmap == [0b1111])
-        held.done(paths: ["big"])
+        #expect(held.done(paths: ["big"], placed: ["big"]).isEmpty, "placed: the index says so, nothing to withdraw")
         #expect(ask(0) == nil, "placed: nothing more from the temporary file")
+    }
+
+    /// A file whose pull ends without it being placed, or that the folder's rules drop, is
+    /// withdrawn (every bit clear, the announced root and count) if it was announced, so the
+    /// members stop asking for it at once; one never announced, or placed, is not.
+    @Test func anAnnouncedFileThatIsNotPlacedIsWithdrawn() throws {
+        let dir = try Self.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let chunks = Self.chunks([UInt8](repeating: 3, count: 4096))
+        let held = HeldChunks()
+        for path in ["failed", "placed", "quiet", "ignored"] {
+            held.fetching(path: path, root: Self.root, chunks: chunks, missing: chunks, directory: try DirectoryHandle(path: dir), temp: path)
+            if path != "quiet" { #expect(held.verified(path: path, offset: chunks[1].offset) != nil) }
+        }
+        let dropped = held.drop { $0 == "ignored" }
+        #expect(dropped == [.withdrawal(path: "ignored", root: Self.root, count: 4)] && dropped[0].bitmap == [0] && dropped[0].isWithdrawal)
+        let ended = held.done(paths: ["failed", "placed", "quiet"], placed: ["placed"])
+        #expect(ended == [.withdrawal(path: "failed", root: Self.root, count: 4)])
+        #expect(!["failed", "placed", "quiet", "ignored"].contains(where: held.isServing))
     }
 
     @Test func ownFilesAreBounded() throws {

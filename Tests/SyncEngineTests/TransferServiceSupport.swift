@@ -50,6 +50,10 @@ final class TransferPair: @unchecked Sendable {
         let speaksStreamedManifest = Mutex(true)
         /// Whether this end's hello lists `selection` (it is told the other end's selections).
         let speaksSelection = Mutex(true)
+        /// Whether this end's hello lists `chunk-have` (the other end then announces what it fetches).
+        let speaksChunkHave = Mutex(false)
+        /// The `chunkHave` frames this end sent: path and bitmap.
+        let chunkHavesSent = Mutex<[(path: String, bitmap: [UInt8])]>([])
         /// The selections this end announced (`folderSelection`), in order.
         let selectionsSent = Mutex<[[String]]>([])
         /// The chunks this end sent as `hashedChunk` frames (with their hash), by index.
@@ -92,18 +96,44 @@ final class TransferPair: @unchecked Sendable {
                         chunks: ChunkPipe(from: self, session: id), flow: flow, frames: FramePipe(from: self, session: id),
                         blockDelta: true, indexBlocks: other.speaksIndexBlocks.withLock { $0 },
                         streamedManifest: other.speaksStreamedManifest.withLock { $0 }, resentBytes: true,
-                        selection: other.speaksSelection.withLock { $0 })
+                        selection: other.speaksSelection.withLock { $0 }, chunkHave: other.speaksChunkHave.withLock { $0 })
         }
 
         /// Hands `frame`, sent on session `id`, to the other end (dropped when that session
         /// has ended on the other side by the time it arrives: a cut link loses what was in flight).
         fileprivate func deliver(_ frame: Frame, on id: UInt64) {
+            if case .blockResponse = frame, holdAnswer(frame, on: id) { return }
             let other = self.other!
             other.queue.async {
                 guard other.sessionID == id, id != 0 else { return }
                 let session = other.view(id)
                 if !other.service.frameReceived(frame, from: session) { _ = other.folders.frameReceived(frame, from: session) }
             }
+        }
+
+        /// Block answers this end sends: once `left` of them have gone (nil: no hold), the
+        /// rest wait in `held` until `releaseAnswers` (a stalled uplink, no thread asleep).
+        let answerHold = Mutex<(left: Int?, held: [(frame: Frame, session: UInt64)])>((nil, []))
+
+        private func holdAnswer(_ frame: Frame, on id: UInt64) -> Bool {
+            answerHold.withLock { hold in
+                guard let left = hold.left else { return false }
+                if left > 0 {
+                    hold.left = left - 1
+                    return false
+                }
+                hold.held.append((frame, id))
+                return true
+            }
+        }
+
+        /// Sends the held block answers and holds no more.
+        func releaseAnswers() {
+            let held = answerHold.withLock { hold in
+                defer { hold = (nil, []) }
+                return hold.held
+            }
+            for (frame, id) in held { deliver(frame, on: id) }
         }
 
         /// Frames this end's services sent that the channel would have refused (invalid or
@@ -126,6 +156,7 @@ final class TransferPair: @unchecked Sendable {
                 blockPathsAsked.withLock { $0.append(path) }
             case let .indexBlocks(_, blocks): indexBlocksSent.withLock { $0 += blocks }
             case let .folderSelection(_, paths): selectionsSent.withLock { $0.append(paths) }
+            case let .chunkHave(_, path, _, _, bitmap): chunkHavesSent.withLock { $0.append((path, bitmap)) }
             default: break
             }
             return true
@@ -203,6 +234,16 @@ final class TransferPair: @unchecked Sendable {
         cut()
         for _ in 0..<3 { alice.sync {}; bob.sync {} }
         cleanup()
+    }
+
+    /// Connects the ends, and alice shares an empty `docs` with bob, who joins it.
+    func joinedFolder() throws -> (docs: String, folder: String) {
+        let docs = alice.directory + "/docs"
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        connect()
+        let shared = try alice.folders.share(directory: docs, with: [(bob.deviceKey, "bob")])
+        try Self.eventually("bob has joined") { (try? bob.index.folders().count) == 1 }
+        return (docs, shared.folder)
     }
 
     /// Connects the two ends (a new session on both), as a handshake would.

@@ -154,7 +154,7 @@ extension FolderApplier {
             }
             for old in replaced { unlinkat(old.directory.fd, old.name, 0) }
             core.folder.activity.end(paths: paths)
-            core.folder.held.done(paths: paths)
+            core.folder.heldDone(paths: paths, placed: records.map(\.path))
         }
     }
 

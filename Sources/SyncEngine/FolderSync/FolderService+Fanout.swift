@@ -13,12 +13,26 @@ extension FolderService {
 
     /// Sends `note` to every connected member of `folder` whose hello lists `chunk-have`.
     /// Any thread (the fetched blocks' callbacks): the send goes out on `queue`.
+    /// A file the folder's rules no longer let us serve (changed during its pull) is
+    /// withdrawn instead of announced (`SharedFolder.heldBytes`).
     func announceHeld(_ folder: SharedFolder, _ note: HeldChunks.Note) {
+        // (Its withdrawal comes back here, as one.)
+        if !note.isWithdrawal, !folder.servesHeld(note.path) { return folder.withdrawHeld(note.path) }
         let frame = Frame.chunkHave(folder: folder.id, path: note.path, root: note.root, count: note.count, bitmap: note.bitmap)
         guard (try? frame.validate()) != nil else { return }
         queue.async { [self] in
             for session in connectedMembers(of: folder.id) where session.chunkHave { link?.send([frame], on: session.id) }
         }
+    }
+
+    /// The folder is unshared (on `queue`): nothing more is served of the files it fetches;
+    /// the withdrawals of those announced, for each member to get before the share's end.
+    func withdrawAllHeld(_ folderID: String) -> [Frame] {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let folder = state.withLock({ $0.folders[folderID] }) else { return [] }
+        return folder.held.drop { _ in true }.map {
+            .chunkHave(folder: folderID, path: $0.path, root: $0.root, count: $0.count, bitmap: $0.bitmap)
+        }.filter { (try? $0.validate()) != nil }
     }
 
     /// A member's `chunkHave` (on `queue`): kept for the folder's pulls, only from a member

@@ -12,6 +12,7 @@ extension FolderService {
         do { try index.setSetting(SharedFolder.pausedSetting(folder.id), on ? "1" : nil) } catch { throw .index(error) }
         folder.paused.store(on, ordering: .relaxed)
         if on {
+            folder.heldRulesChanged()  // nothing more served of what it fetches
             folder.setStatus(.idle)  // shown as paused
         } else {
             folder.io.async {

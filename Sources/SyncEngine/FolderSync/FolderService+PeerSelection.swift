@@ -56,12 +56,9 @@ extension FolderService {
             return state.peerSelections[key] != kept
         }
         // Kept in the index too (only when it changed: every connect repeats it), so a
-        // restart of this node still shows what the member holds while it is away.
-        if changed {
-            do { try index.setPeerSelection(folderID: folderID, deviceID: session.deviceKey, paths: kept?.paths ?? []) } catch {
-                emitError(session.peer, "folder \(folderID): cannot record the subtrees the peer holds: \(error.description)")
-            }
-        }
+        // restart of this node still shows what the member holds while it is away; at most
+        // one write per member and `PeerSelectionWrites.interval` (the latest wins).
+        if changed { savePeerSelection(folderID, paths: kept?.paths ?? [], of: session.peer, device: session.deviceKey) }
         guard selection != nil else {
             emitError(session.peer, "folder \(folderID): ignored the subtrees the peer says it holds: a path is not safe")
             return

@@ -16,6 +16,11 @@ extension FolderService {
         if let paths {
             let selection = try Self.validSelection(paths)
             do { try index.setSelection(folderID: folder.id, paths: selection.paths) } catch { throw .wrapping(error) }
+            // In force for serving now: a pull holds `io` (where the selection is loaded)
+            // until its batch ends, and what it fetches outside the new selection is no
+            // longer served (nor announced) from here on.
+            folder.servedIgnores.withLock { $0?.selection = selection }
+            folder.heldRulesChanged()
             // Counted before the pull the change queues on io can take anything: all of it.
             let (changed, counted) = folder.io.sync { (folder.selectionChanged(), Result { () throws(IndexError) in try selectionNeed(folder) }) }
             do throws(IndexError) { (freed, need) = (changed, try counted.get()) } catch { throw .index(error) }

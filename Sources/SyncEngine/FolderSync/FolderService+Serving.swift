@@ -58,14 +58,19 @@ extension FolderService {
         let request = ask.request
         var source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash)
         // Not in the index: maybe a chunk of a file we are still fetching, which we hold
-        // (fan-out, `HeldChunks`): read from its temporary file and hashed first.
-        if case let .answer(answer) = source, answer == .notShared || answer == .unavailable,
-           let bytes = folder.held.bytes(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
+        // (fan-out, `HeldChunks`): read from its temporary file and hashed first, and only
+        // if the folder's rules let us serve it to this member now (they may have changed
+        // since the request was read, or since the pull started).
+        var held = false
+        if case let .answer(answer) = source, answer == .notShared || answer == .unavailable, folder.held.isServing(ask.path),
+           servesHeld(folder, to: device),
+           let bytes = folder.heldBytes(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
             source = .answer(.data(bytes))
+            held = true
         }
         paceServing(folder, bytes: Int(ask.size))
         if let sums = ask.sums {
-            serveDelta(ask, sums: sums, source: source, from: folder, device: device, to: session)
+            serveDelta(ask, sums: sums, source: source, rehashed: held, from: folder, device: device, to: session)
             if case .answer(.notShared) = source { return true }
             return false
         }
@@ -96,13 +101,18 @@ extension FolderService {
     /// asker's. Hashing the chunk is our cost, not the asker's (a request of 8 KiB can make
     /// us hash 16 MiB): past the session's `DeltaAllowance` a delta is answered unhashed,
     /// every block marked as differing, and then costs the asker the whole chunk on the
-    /// wire, as a plain request does.
-    private func serveDelta(_ ask: BlockAsk, sums: [UInt8], source: SharedFolder.BlockSource, from folder: SharedFolder,
-                            device: String, to session: LinkSession) {
+    /// wire, as a plain request does. A chunk of a file we are still fetching (`rehashed`)
+    /// was hashed whole before it could be served: that hash is charged to the allowance
+    /// too, before the comparison's, so a delta of it costs twice its size; once they do
+    /// not fit, the answer is the whole chunk, and the asker pays for the hash on the wire.
+    private func serveDelta(_ ask: BlockAsk, sums: [UInt8], source: SharedFolder.BlockSource, rehashed: Bool,
+                            from folder: SharedFolder, device: String, to session: LinkSession) {
         let request = ask.request
         let size = Int(ask.size)
         // Taken only for a chunk we serve (after the checks of `blockSource`).
-        var compare: Bool { deltaAllowance.take(device: device, bytes: size) }
+        var compare: Bool {
+            (!rehashed || deltaAllowance.take(device: device, bytes: size)) && deltaAllowance.take(device: device, bytes: size)
+        }
         let refuse = { session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])]) }
         switch source {
         case let .file(reader, chunk):
@@ -139,6 +149,13 @@ extension FolderService {
         case .answer:
             refuse()
         }
+    }
+
+    /// Whether the folder is still ours and `device` still one of its members (any thread):
+    /// asked again when a chunk of a file we fetch is served, since the request may have
+    /// waited (parked, or on the serve queue) while the folder was unshared or the member left.
+    private func servesHeld(_ folder: SharedFolder, to device: String) -> Bool {
+        state.withLock { $0.folders[folder.id] === folder } && isMember(device, of: folder.id)
     }
 
     /// Starts the waiting requests that fit the budget now.

@@ -35,6 +35,8 @@ final class FolderService: Reporting, Sendable {
     let deltaAllowance = DeltaAllowance()
     /// What small files' content that came with index pages may hold while it waits.
     let indexBlockBudget = IndexBlockBudget()
+    /// Members' announced selections waiting to be written to the index (coalesced).
+    let peerSelectionWrites = PeerSelectionWrites()
 
     let queue: DispatchQueue
     let index: NodeIndex
@@ -155,8 +157,10 @@ final class FolderService: Reporting, Sendable {
                 return .failure(.notFound("\(directory) is not shared; see 'syncpeer status'"))
             }
             let link = link
+            let withdrawn = withdrawAllHeld(record.id)
             for session in connectedMembers(of: record.id) {
-                link?.send([.shareAnswer(folder: record.id, accepted: false, reason: "unshared")], on: session.id)
+                link?.send((session.chunkHave ? withdrawn : []) + [.shareAnswer(folder: record.id, accepted: false, reason: "unshared")],
+                           on: session.id)
             }
             stopping = state.withLock { $0.folders.removeValue(forKey: record.id) }
             forgetPeerSelections(record.id)

@@ -20,8 +20,11 @@ internal import Synchronization
 /// announcements of files of at most `maxOwnChunks` chunks: a bitmap of at most 8 KiB), each
 /// forgotten `lifetime` after its last announcement, when the member says it holds nothing
 /// of it, or when it did not give a chunk of it we asked for (`failed`: then for `distrust`). Ours are dropped when the
-/// file's batch ends, placed or not (`done`); until then only what still hashes right in its
-/// temporary file is served.
+/// file's batch ends, placed or not (`done`), or when the folder's rules no longer let us serve
+/// the path (`drop`: ignored, deselected, paused); until then only what still hashes right in
+/// its temporary file is served. A file we announced and then drop without placing it is
+/// withdrawn: the members are told we hold none of it (`Note.withdrawal`), so they stop
+/// asking us at once instead of for up to `lifetime`.
 final class HeldChunks: Sendable {
     /// What we tell the members about one file (`Frame.chunkHave`).
     struct Note: Sendable, Equatable {
@@ -29,6 +32,14 @@ final class HeldChunks: Sendable {
         let root: [UInt8]
         let count: UInt32
         let bitmap: [UInt8]
+
+        /// What tells the members we hold none of the file any more: the same file, no bit
+        /// set (a member forgets it, as every version with the feature does).
+        static func withdrawal(path: String, root: [UInt8], count: Int) -> Note {
+            Note(path: path, root: root, count: UInt32(count), bitmap: [UInt8](repeating: 0, count: WireLimits.heldBitmapSize(UInt32(count))))
+        }
+
+        var isWithdrawal: Bool { !bitmap.contains { $0 != 0 } }
     }
 
     static let announceInterval: Duration = .milliseconds(250)
@@ -106,13 +117,36 @@ final class HeldChunks: Sendable {
         }
     }
 
-    /// The files are placed (or their batch ended): nothing more is served from their temporary files.
-    func done(paths: [String]) {
+    /// The files' batch ended: nothing more is served from their temporary files. Returns the
+    /// withdrawals of those we announced and did not place (`placed`): a failed pull.
+    func done(paths: [String], placed: Set<String>) -> [Note] {
         state.withLock { state in
-            guard !state.own.isEmpty else { return }
-            for path in paths { state.own[PathKey(path)] = nil }
+            guard !state.own.isEmpty else { return [] }
+            var withdrawn: [Note] = []
+            for path in paths {
+                guard let own = state.own.removeValue(forKey: PathKey(path)), own.sent != nil, !placed.contains(path) else { continue }
+                withdrawn.append(.withdrawal(path: own.path, root: own.root, count: own.chunks.count))
+            }
+            return withdrawn
         }
     }
+
+    /// Drops our files whose paths `excluded` says the folder no longer serves (its rules
+    /// changed during the pull): nothing more is served from their temporary files, nor
+    /// announced. Returns the withdrawals of those we announced.
+    func drop(where excluded: (String) -> Bool) -> [Note] {
+        state.withLock { state in
+            var withdrawn: [Note] = []
+            for (key, own) in state.own where excluded(own.path) {
+                state.own[key] = nil
+                if own.sent != nil { withdrawn.append(.withdrawal(path: own.path, root: own.root, count: own.chunks.count)) }
+            }
+            return withdrawn
+        }
+    }
+
+    /// Whether we serve from the temporary file of `path` now (for tests).
+    func isServing(_ path: String) -> Bool { state.withLock { $0.own[PathKey(path)] != nil } }
 
     /// A member's block request that the index cannot answer: the chunk's bytes if it is one of
     /// a file we are fetching that we hold, read from its temporary file and hashed (nil when

@@ -39,7 +39,7 @@ extension SharedFolder {
         guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
               let start = Int64(exactly: offset), let index else { return .answer(.notShared) }
         // The patterns in force now: a file ignored after it was indexed is not served either.
-        guard let ignores = servedIgnores.withLock({ $0 }) else { return .answer(.unavailable) }
+        guard let ignores = currentIgnores() else { return .answer(.unavailable) }
         guard !ignores.isIgnored(safe.string, isDirectory: false) else { return .answer(.notShared) }
         let indexed: NodeIndex.FileStamp
         do {
@@ -68,5 +68,69 @@ extension SharedFolder {
         if unchanged && size >= Self.streamedBlock { return .file(reader, chunk) }
         guard let bytes = try? reader.bytes(of: chunk, verify: !unchanged) else { return .answer(.unavailable) }
         return .answer(.data(bytes))
+    }
+}
+
+/// What the folder serves of the files it is still fetching (fan-out, `HeldChunks`): decided
+/// by the same rules as a placed file's block, as they are at the request.
+extension SharedFolder {
+    /// The ignore patterns and the selection in force for serving now (nil: nothing is
+    /// served, as before the folder first loaded them). The patterns are the ignore file's
+    /// as it is now (`ServedRules`), not as `io` last loaded it; when they changed, what we
+    /// serve of files being fetched is checked against them (`heldRulesChanged`). A file
+    /// that cannot be read (a link, too large) leaves those `io` loaded last, as `io` does.
+    func currentIgnores() -> IgnorePatterns? {
+        guard let loaded = servedIgnores.withLock({ $0 }) else { return nil }
+        guard let (patterns, changed) = servedRules.patterns(root: root) else { return loaded }
+        var ignores = patterns
+        ignores.selection = loaded.selection
+        if changed { dropHeld(excludedBy: ignores) }
+        return ignores
+    }
+
+    /// Whether the folder serves what it holds of `path`, a file it is fetching, now: not
+    /// paused, and neither ignored nor outside the selection.
+    func servesHeld(_ path: String) -> Bool {
+        guard !paused.load(ordering: .relaxed), let ignores = currentIgnores() else { return false }
+        return !ignores.isIgnored(path, isDirectory: false)
+    }
+
+    /// A chunk of a file we are fetching, for a member's block request, if the folder's rules
+    /// let us serve it now (`servesHeld`); a path they exclude is dropped and withdrawn.
+    func heldBytes(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> [UInt8]? {
+        guard held.isServing(path) else { return nil }
+        guard servesHeld(path) else {
+            withdrawHeld(path)
+            return nil
+        }
+        return held.bytes(path: path, offset: offset, size: size, hash: hash)
+    }
+
+    /// The folder's rules changed (ignore patterns, selection, pause): the files being
+    /// fetched that they exclude are no longer served nor announced, and the members are
+    /// told we hold none of them. Any thread.
+    func heldRulesChanged() {
+        if paused.load(ordering: .relaxed) { return withdraw(held.drop { _ in true }) }
+        guard let ignores = currentIgnores() else { return withdraw(held.drop { _ in true }) }
+        dropHeld(excludedBy: ignores)
+    }
+
+    /// `path` is no longer served nor announced while it is fetched; the members are told.
+    func withdrawHeld(_ path: String) {
+        withdraw(held.drop { $0 == path })
+    }
+
+    /// A pull's batch ended (`placed`: the files put in place): the others we announced are withdrawn.
+    func heldDone(paths: [String], placed: [String]) {
+        withdraw(held.done(paths: paths, placed: Set(placed)))
+    }
+
+    private func dropHeld(excludedBy ignores: IgnorePatterns) {
+        withdraw(held.drop { ignores.isIgnored($0, isDirectory: false) })
+    }
+
+    private func withdraw(_ notes: [HeldChunks.Note]) {
+        guard let host else { return }
+        for note in notes { host.announceHeld(self, note) }
     }
 }
