@@ -326,9 +326,24 @@ package final class SecureChannel: Sendable {
                                 fill: fill)
     }
 
+    /// Sends one ``Frame/chunk(id:index:data:)`` (or, with a 32-byte `hash`,
+    /// ``Frame/hashedChunk(id:index:hash:data:)``) whose data is `bytes`, e.g. a mapped
+    /// file's: each whole Noise message of it is encrypted straight from `bytes`, without
+    /// copying it into the plaintext buffer first; only the pieces that share a message
+    /// with the frame's header or the next frame are copied.
+    package func sendChunk(id: TransferID, index: UInt32, hash: [UInt8]?, bytes: UnsafeRawBufferPointer) throws(NetError) {
+        guard bytes.count <= WireLimits.maxChunk, hash == nil || hash?.count == 32 else {
+            throw .protocolViolation("cannot send a chunk of \(bytes.count) bytes (at most \(WireLimits.maxChunk)) with a \(hash?.count ?? 0)-byte hash")
+        }
+        let header = if let hash { FrameEncoder.hashedChunkPrefix(id: id, index: index, hash: hash, count: bytes.count) }
+            else { FrameEncoder.chunkPrefix(id: id, index: index, count: bytes.count) }
+        let _: Never? = try sendStreamed(header: header, count: bytes.count, more: false, source: bytes) { (_, _) throws(Never) in }
+    }
+
     /// A frame of `header` then `count` bytes from `fill`, one Noise message at a time
-    /// (`more` as in `send(_:more:)`).
-    private func sendStreamed<E: Error>(header: [UInt8], count: Int, more: Bool,
+    /// (`more` as in `send(_:more:)`); or from `source`, whose whole messages are sealed
+    /// straight from it.
+    private func sendStreamed<E: Error>(header: [UInt8], count: Int, more: Bool, source: UnsafeRawBufferPointer? = nil,
                                         fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
             try checkOpen()
@@ -338,9 +353,16 @@ package final class SecureChannel: Sendable {
             var done = 0
             while done < count {
                 let buffers = state.buffers
+                if let source, buffers.plaintextCount == 0, count - done >= WireLimits.maxNoisePlaintext {
+                    try seal(UnsafeRawBufferPointer(rebasing: source[done..<(done + WireLimits.maxNoisePlaintext)]), &state)
+                    done += WireLimits.maxNoisePlaintext
+                    continue
+                }
                 let piece = min(count - done, buffers.plaintextSpace)
                 let target = UnsafeMutableRawBufferPointer(start: buffers.plaintext + buffers.plaintextCount, count: piece)
-                if failure == nil {
+                if let source {
+                    target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[done..<(done + piece)]))
+                } else if failure == nil {
                     do throws(E) { try fill(target, done) } catch { failure = error }
                 }
                 if failure != nil { target.initializeMemory(as: UInt8.self, repeating: 0) }
@@ -394,13 +416,20 @@ package final class SecureChannel: Sendable {
     /// it holds `writeBatch` bytes.
     private func sealMessage(_ state: inout SendState) throws(NetError) {
         let buffers = state.buffers
-        let length = buffers.plaintextCount + WireLimits.noiseTagSize  // ≤ 65,535 by construction
+        try seal(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount), &state)
+        buffers.plaintextCount = 0
+    }
+
+    /// Encrypts `plaintext` (at most one message's) as one Noise message into the output,
+    /// as `sealMessage` does with the plaintext buffer.
+    private func seal(_ plaintext: UnsafeRawBufferPointer, _ state: inout SendState) throws(NetError) {
+        let buffers = state.buffers
+        let length = plaintext.count + WireLimits.noiseTagSize  // ≤ 65,535 by construction
         let slot = buffers.output + buffers.outputCount
         slot.storeBytes(of: UInt8(truncatingIfNeeded: length >> 8), as: UInt8.self)
         (slot + 1).storeBytes(of: UInt8(truncatingIfNeeded: length), as: UInt8.self)
         do throws(CryptoError) {
-            try state.cipher.encrypt(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
-                                     into: slot + WireLimits.noiseLengthPrefixSize)
+            try state.cipher.encrypt(plaintext, into: slot + WireLimits.noiseLengthPrefixSize)
             state.messageCount += 1
             if rekeyInterval > 0 && state.messageCount % rekeyInterval == 0 {
                 try state.cipher.rekey()
@@ -408,7 +437,6 @@ package final class SecureChannel: Sendable {
         } catch {
             throw fail(.system(operation: "encrypt", reason: "\(error)"))
         }
-        buffers.plaintextCount = 0
         buffers.outputCount += WireLimits.noiseLengthPrefixSize + length
         if buffers.outputCount >= Self.writeBatch { try flush(&state) }
     }
