@@ -328,9 +328,9 @@ package final class SecureChannel: Sendable {
 
     /// Sends one ``Frame/chunk(id:index:data:)`` (or, with a 32-byte `hash`,
     /// ``Frame/hashedChunk(id:index:hash:data:)``) whose data is `bytes`, e.g. a mapped
-    /// file's: each whole Noise message of it is encrypted straight from `bytes`, without
-    /// copying it into the plaintext buffer first; only the pieces that share a message
-    /// with the frame's header or the next frame are copied.
+    /// file's: each Noise message of it is encrypted straight from `bytes` (the first one
+    /// after the header and whatever waited in the plaintext buffer), never copied into
+    /// that buffer.
     package func sendChunk(id: TransferID, index: UInt32, hash: [UInt8]?, bytes: UnsafeRawBufferPointer) throws(NetError) {
         guard bytes.count <= WireLimits.maxChunk, hash == nil || hash?.count == 32 else {
             throw .protocolViolation("cannot send a chunk of \(bytes.count) bytes (at most \(WireLimits.maxChunk)) with a \(hash?.count ?? 0)-byte hash")
@@ -341,8 +341,7 @@ package final class SecureChannel: Sendable {
     }
 
     /// A frame of `header` then `count` bytes from `fill`, one Noise message at a time
-    /// (`more` as in `send(_:more:)`); or from `source`, whose whole messages are sealed
-    /// straight from it.
+    /// (`more` as in `send(_:more:)`); or from `source`, sealed straight from where it lies.
     private func sendStreamed<E: Error>(header: [UInt8], count: Int, more: Bool, source: UnsafeRawBufferPointer? = nil,
                                         fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
@@ -353,16 +352,17 @@ package final class SecureChannel: Sendable {
             var done = 0
             while done < count {
                 let buffers = state.buffers
-                if let source, buffers.plaintextCount == 0, count - done >= WireLimits.maxNoisePlaintext {
-                    try seal(UnsafeRawBufferPointer(rebasing: source[done..<(done + WireLimits.maxNoisePlaintext)]), &state)
-                    done += WireLimits.maxNoisePlaintext
+                let piece = min(count - done, buffers.plaintextSpace)
+                if let source {
+                    // What waits in the plaintext buffer (the header), then the data where it lies.
+                    try seal(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
+                             UnsafeRawBufferPointer(rebasing: source[done..<(done + piece)]), &state)
+                    buffers.plaintextCount = 0
+                    done += piece
                     continue
                 }
-                let piece = min(count - done, buffers.plaintextSpace)
                 let target = UnsafeMutableRawBufferPointer(start: buffers.plaintext + buffers.plaintextCount, count: piece)
-                if let source {
-                    target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[done..<(done + piece)]))
-                } else if failure == nil {
+                if failure == nil {
                     do throws(E) { try fill(target, done) } catch { failure = error }
                 }
                 if failure != nil { target.initializeMemory(as: UInt8.self, repeating: 0) }
@@ -416,20 +416,25 @@ package final class SecureChannel: Sendable {
     /// it holds `writeBatch` bytes.
     private func sealMessage(_ state: inout SendState) throws(NetError) {
         let buffers = state.buffers
-        try seal(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount), &state)
+        try seal(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
+                 UnsafeRawBufferPointer(start: nil, count: 0), &state)
         buffers.plaintextCount = 0
     }
 
-    /// Encrypts `plaintext` (at most one message's) as one Noise message into the output,
-    /// as `sealMessage` does with the plaintext buffer.
-    private func seal(_ plaintext: UnsafeRawBufferPointer, _ state: inout SendState) throws(NetError) {
+    /// Encrypts `first` then `second` (together at most one message's plaintext) as one
+    /// Noise message into the output, as `sealMessage` does with the plaintext buffer.
+    private func seal(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ state: inout SendState) throws(NetError) {
         let buffers = state.buffers
-        let length = plaintext.count + WireLimits.noiseTagSize  // ≤ 65,535 by construction
+        let length = first.count + second.count + WireLimits.noiseTagSize  // ≤ 65,535 by construction
         let slot = buffers.output + buffers.outputCount
         slot.storeBytes(of: UInt8(truncatingIfNeeded: length >> 8), as: UInt8.self)
         (slot + 1).storeBytes(of: UInt8(truncatingIfNeeded: length), as: UInt8.self)
         do throws(CryptoError) {
-            try state.cipher.encrypt(plaintext, into: slot + WireLimits.noiseLengthPrefixSize)
+            if second.isEmpty {
+                try state.cipher.encrypt(first, into: slot + WireLimits.noiseLengthPrefixSize)
+            } else {
+                try state.cipher.encrypt(first, second, into: slot + WireLimits.noiseLengthPrefixSize)
+            }
             state.messageCount += 1
             if rekeyInterval > 0 && state.messageCount % rekeyInterval == 0 {
                 try state.cipher.rekey()
