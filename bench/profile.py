@@ -1,4 +1,4 @@
-"""One workload alone (A-send, B or D), syncpeer only, optionally each daemon under `perf record -g`
+"""One workload alone (A-send, A-share, B or D), syncpeer only, optionally each daemon under `perf record -g`
 (or `strace -c -f`), then where each daemon's CPU went: by top function of each thread, by system
 call, and by kind of leaf (SQLite, malloc, retain/release, hashing and crypto, copies, TCP, page
 cache). For profiling a change, not for figures to compare with other tools (`make bench` is for
@@ -7,6 +7,7 @@ those).
     python3 -m bench.profile b --syncpeer .build/release/syncpeer [--perf DIR] [--runs N]
     python3 -m bench.profile d --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 4
     python3 -m bench.profile a --a-size 64MiB --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 6 [--strace DIR]
+    python3 -m bench.profile share --syncpeer .build/release/syncpeer   (A-share: a new file moved into a shared folder)
 
 Each run prints `RESULT binary workload seconds cpu peak_rss load`. Runs take the binaries
 given in turn, in one temporary directory where nothing is deleted until the end (ext4 makes
@@ -84,12 +85,12 @@ def summary(name, stacks, top=18):
 
 def main():
     p = argparse.ArgumentParser(prog="python3 -m bench.profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("workload", choices=("a", "b", "d"))
+    p.add_argument("workload", choices=("a", "share", "b", "d"))
     p.add_argument("--syncpeer", action="append", required=True, help="a release-built binary; several: runs take them in turn")
     p.add_argument("--perf", default="", help="a directory: each daemon runs under perf record -g, summarized")
     p.add_argument("--strace", default="", help="a directory: each daemon runs under strace -c -f (system calls counted)")
     p.add_argument("--frequency", type=int, default=499, help="perf's samples per second")
-    p.add_argument("--a-size", default="1GiB", help="A-send: the file's size (e.g. 64MiB, 1GiB)")
+    p.add_argument("--a-size", default="1GiB", help="A-send and A-share: the file's size (e.g. 64MiB, 1GiB)")
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--b-files", type=int, default=10_000)
     p.add_argument("--d-files", type=int, default=50_000)
@@ -134,6 +135,8 @@ def main():
                 time.sleep(1)
             if args.workload == "a":
                 result = send.send_measured(group, source, key=f"a{i}")
+            elif args.workload == "share":
+                result = folders.a_share(group, parse_size(args.a_size))
             elif args.workload == "b":
                 result = folders.b_small(group, args.b_files)
             else:
