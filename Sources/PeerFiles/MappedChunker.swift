@@ -35,10 +35,15 @@ final class MappedChunker {
         self.quickSums = quickSums
     }
 
-    /// Whether `fd` is a regular file large enough to be worth mapping.
+    /// Whether `fd` is a regular file large enough to be worth mapping, on a file system that
+    /// maps it (a first page mapped and let go: some FUSE file systems cannot, and those files
+    /// are read with `pread` as before).
     static func suits(_ fd: Int32) -> Bool {
         var st = stat()
-        return fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG && UInt64(st.st_size) >= smallestFile
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, UInt64(st.st_size) >= smallestFile,
+              let probe = mmap(nil, SignalGuard.pageSize, PROT_READ, MAP_SHARED, fd, 0), probe != MAP_FAILED else { return false }
+        munmap(probe, SignalGuard.pageSize)
+        return true
     }
 
     /// The chunks of the next window, hashed (and their quick sums), or empty at the end.
