@@ -6,7 +6,7 @@ those).
 
     python3 -m bench.profile b --syncpeer .build/release/syncpeer [--perf DIR] [--runs N]
     python3 -m bench.profile d --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 4
-    python3 -m bench.profile a --a-size 64MiB --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 6 [--strace DIR]
+    python3 -m bench.profile a --a-size 64MiB --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 6 --sends 10 [--strace DIR]
     python3 -m bench.profile share --syncpeer .build/release/syncpeer   (A-share: a new file moved into a shared folder)
 
 Each run prints `RESULT binary workload seconds cpu peak_rss load`. Runs take the binaries
@@ -83,12 +83,25 @@ def summary(name, stacks, top=18):
             print(f"    {100 * n / total:5.1f}%  {key}")
 
 
+def send_repeated(group, source, sends, key):
+    """`send.send_measured` `sends` times on one pair: its figures, CPU-s and seconds per send."""
+    results = [send.send_measured(group, source, key=f"{key}.{n}") for n in range(sends)]
+    result = results[-1]
+    if sends > 1:
+        result["seconds"] = round(sum(r["seconds"] for r in results) / sends, 3)
+        result["cpu"] = {name: {kind: round(sum(r["cpu"][name][kind] for r in results) / sends, 4) for kind in ("user_s", "system_s")}
+                         for name in result["cpu"]}
+    return result
+
+
 def main():
     p = argparse.ArgumentParser(prog="python3 -m bench.profile", description=__doc__.split("\n\n")[0])
     p.add_argument("workload", choices=("a", "share", "b", "d"))
     p.add_argument("--syncpeer", action="append", required=True, help="a release-built binary; several: runs take them in turn")
     p.add_argument("--perf", default="", help="a directory: each daemon runs under perf record -g, summarized")
     p.add_argument("--strace", default="", help="a directory: each daemon runs under strace -c -f (system calls counted)")
+    p.add_argument("--sends", type=int, default=1,
+                   help="A-send: the file sent this many times per pair, figures per send (/proc counts CPU in 10 ms ticks)")
     p.add_argument("--frequency", type=int, default=499, help="perf's samples per second")
     p.add_argument("--a-size", default="1GiB", help="A-send and A-share: the file's size (e.g. 64MiB, 1GiB)")
     p.add_argument("--runs", type=int, default=1)
@@ -134,7 +147,7 @@ def main():
                          "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1)
             if args.workload == "a":
-                result = send.send_measured(group, source, key=f"a{i}")
+                result = send_repeated(group, source, args.sends, key=f"a{i}")
             elif args.workload == "share":
                 result = folders.a_share(group, parse_size(args.a_size))
             elif args.workload == "b":
