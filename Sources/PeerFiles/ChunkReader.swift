@@ -118,8 +118,14 @@ package final class ChunkReader: @unchecked Sendable {
             throw FileError(kind: .changedOnDisk, operation: "read", path: path,
                             message: "the file ends before \(offset + UInt64(count)); it changed since it was scanned")
         }
+        // A window read to its end is let go at once: a reader done with its file (a folder's
+        // sent files stay open until the transfer ends) holds no mapping and no slot.
+        if offset + UInt64(count) == window.offset + UInt64(window.bytes.count) { self.window = nil }
         return result
     }
+
+    /// Whether a mapped window is held (for tests).
+    var holdsWindow: Bool { window != nil }
 
     /// Fills `buffer` with the bytes at `offset` straight from the file (no buffer of the
     /// reader's own): for streaming a chunk piece by piece. A file that ends earlier throws

@@ -10,7 +10,8 @@ internal import Glibc
 ///
 /// A file that shrinks while it is read throws `changedOnDisk` (the guard of
 /// `MappedWindow` turned the missing pages into zeros, which are never handed out); one that
-/// grows is read on to its new end, as `pread` would.
+/// grows is read on to its new end, as `pread` would. A window that cannot be mapped (every
+/// slot of the guard in use) is read into a buffer instead, the same chunks either way.
 final class MappedChunker {
     private let fd: Int32
     private let path: String
@@ -21,10 +22,14 @@ final class MappedChunker {
     /// Where the next window starts: the end of the last chunk cut.
     private var position: UInt64 = 0
     private var finished = false
+    /// Where a window is read when it cannot be mapped (allocated then, kept to the end).
+    private var fallback: UnsafeMutableRawBufferPointer?
 
     /// The smallest file chunked through mapped windows: below it `pread` costs less than
     /// mapping and unmapping.
     static let smallestFile: UInt64 = 4 << 20
+
+    deinit { fallback?.deallocate() }
 
     init(fd: Int32, path: String, parameters: ChunkParameters, readBlockSize: Int, hashThreads: Int, quickSums: Bool) {
         self.fd = fd
@@ -58,21 +63,21 @@ final class MappedChunker {
             }
             let count = Int(min(UInt64(windowSize), size - position))
             let atEnd = position + UInt64(count) == size
-            guard let window = MappedWindow.map(fd: fd, offset: position, count: count) else {
-                // (`map` checks the size again: a file cut short since is a changed file.)
-                var now = stat()
-                if fstat(fd, &now) == 0 && UInt64(max(0, now.st_size)) < position + UInt64(count) {
+            let batch: (chunks: [ChunkRef], sums: [QuickSum])
+            if let window = MappedWindow.map(fd: fd, offset: position, count: count) {
+                batch = cutAndHash(window.bytes, at: position, atEnd: atEnd)
+                if window.faulted {
                     throw FileError(kind: .changedOnDisk, operation: "read", path: path,
                                     message: "the file ends before \(position + UInt64(count)); it changed while it was read")
                 }
-                throw FileError(kind: .io, operation: "map", path: path, message: "the file could not be mapped for reading")
+            } else {
+                // No slot free (every window in use) or no mapping: this window is read.
+                if fallback == nil { fallback = UnsafeMutableRawBufferPointer.allocate(byteCount: windowSize, alignment: 64) }
+                let buffer = UnsafeMutableRawBufferPointer(rebasing: fallback![0..<count])
+                try ChunkReader(fileDescriptor: fd, path: path).read(at: position, into: buffer)
+                batch = cutAndHash(UnsafeRawBufferPointer(buffer), at: position, atEnd: atEnd)
             }
-            let batch = cutAndHash(window, atEnd: atEnd)
             if atEnd { finished = true }   // as `pread` reading 0 there: what grows later is not read
-            if window.faulted {
-                throw FileError(kind: .changedOnDisk, operation: "read", path: path,
-                                message: "the file ends before \(position + UInt64(count)); it changed while it was read")
-            }
             if let last = batch.chunks.last { position = last.end }
             if !batch.chunks.isEmpty { return batch }
         }
@@ -82,19 +87,18 @@ final class MappedChunker {
     /// Every final cut of the window, then the hashes of those chunks (on `hashThreads`).
     /// (Hashing every 2 MiB of chunks as they are cut, while the cut's reads of them are in
     /// the cache, measured the same CPU-s.)
-    private func cutAndHash(_ window: MappedWindow, atEnd: Bool) -> (chunks: [ChunkRef], sums: [QuickSum]) {
-        let base = window.bytes.baseAddress!
+    private func cutAndHash(_ window: UnsafeRawBufferPointer, at first: UInt64, atEnd: Bool) -> (chunks: [ChunkRef], sums: [QuickSum]) {
+        let base = window.baseAddress!
         let bytes = base.assumingMemoryBound(to: UInt8.self)
         var chunks: [ChunkRef] = []
         var start = 0
-        let end = window.bytes.count
+        let end = window.count
         while end - start > 0 && (end - start >= parameters.maxSize || atEnd) {
             let length = Chunker.cutLength(bytes + start, count: end - start, parameters: parameters)
-            chunks.append(ChunkRef(offset: window.offset + UInt64(start), size: UInt32(length), hash: Self.zeroHash))
+            chunks.append(ChunkRef(offset: first + UInt64(start), size: UInt32(length), hash: Self.zeroHash))
             start += length
         }
         var sums = quickSums ? [QuickSum](repeating: QuickSum(low: 0, high: 0), count: chunks.count) : []
-        let first = window.offset
         chunks.withUnsafeMutableBufferPointer { list in
             sums.withUnsafeMutableBufferPointer { sumList in
                 let shared = UncheckedSendable((list: list, sums: quickSums ? sumList.baseAddress : nil, base: base))
