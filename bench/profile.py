@@ -1,10 +1,13 @@
-"""One folder workload alone (B or D), syncpeer only, optionally each daemon under `perf record -g`,
-then where each daemon's CPU went: by top function of each thread, by system call, and by
-kind of leaf (SQLite, malloc, retain/release, hashing and crypto). For profiling a change, not
-for figures to compare with other tools (`make bench` is for those).
+"""One workload alone (A-send, A-share, B or D), syncpeer only, optionally each daemon under `perf record -g`
+(or `strace -c -f`), then where each daemon's CPU went: by top function of each thread, by system
+call, and by kind of leaf (SQLite, malloc, retain/release, hashing and crypto, copies, TCP, page
+cache). For profiling a change, not for figures to compare with other tools (`make bench` is for
+those).
 
     python3 -m bench.profile b --syncpeer .build/release/syncpeer [--perf DIR] [--runs N]
     python3 -m bench.profile d --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 4
+    python3 -m bench.profile a --a-size 64MiB --syncpeer old/syncpeer --syncpeer new/syncpeer --runs 6 --sends 10 [--strace DIR]
+    python3 -m bench.profile share --syncpeer .build/release/syncpeer   (A-share: a new file moved into a shared folder)
 
 Each run prints `RESULT binary workload seconds cpu peak_rss load`. Runs take the binaries
 given in turn, in one temporary directory where nothing is deleted until the end (ext4 makes
@@ -21,8 +24,9 @@ import sys
 import tempfile
 import time
 
-from . import folders
-from .files import home_tree_plan, tree_digest, write_tree
+from . import folders, send
+from .files import home_tree_plan, tree_digest, write_random_file, write_tree
+from .growth import parse_size
 from .peers import Run, SyncpeerGroup
 from .procs import kill_started, log
 
@@ -32,7 +36,10 @@ LEAVES = (("SQLite", r"sqlite3"),
           ("malloc/free", r"malloc|_int_free|^free$|cfree|unlink_chunk|sysmalloc|malloc_consolidate|madvise|trim"),
           ("retain/release", r"swift_retain|swift_release|RefCounts|swift_bridgeObject|_swift_release_dealloc"),
           ("hashing/crypto", r"compress4|blake3|chacha|aes|gcm|poly1305"),
-          ("chunker", r"gear|FastCDC|Chunker"))
+          ("chunker", r"gear|FastCDC|Chunker"),
+          ("copies", r"memcpy|memmove|copy_user|copyin|copyout|copy_page|rep_movs|clear_page|memset"),
+          ("TCP/socket", r"^tcp_|^__tcp|skb|sock_|^ip_|^__ip|^net_|loopback|^__dev_queue|^__netif"),
+          ("page cache/fs", r"filemap|folio|^ext4_|^jbd2|page_cache|^xas_|lru|^__mod_lruvec|mpage|^iomap"))
 
 
 def folded(data):
@@ -76,11 +83,27 @@ def summary(name, stacks, top=18):
             print(f"    {100 * n / total:5.1f}%  {key}")
 
 
+def send_repeated(group, source, sends, key):
+    """`send.send_measured` `sends` times on one pair: its figures, CPU-s and seconds per send."""
+    results = [send.send_measured(group, source, key=f"{key}.{n}") for n in range(sends)]
+    result = results[-1]
+    if sends > 1:
+        result["seconds"] = round(sum(r["seconds"] for r in results) / sends, 3)
+        result["cpu"] = {name: {kind: round(sum(r["cpu"][name][kind] for r in results) / sends, 4) for kind in ("user_s", "system_s")}
+                         for name in result["cpu"]}
+    return result
+
+
 def main():
     p = argparse.ArgumentParser(prog="python3 -m bench.profile", description=__doc__.split("\n\n")[0])
-    p.add_argument("workload", choices=("b", "d"))
+    p.add_argument("workload", choices=("a", "share", "b", "d"))
     p.add_argument("--syncpeer", action="append", required=True, help="a release-built binary; several: runs take them in turn")
     p.add_argument("--perf", default="", help="a directory: each daemon runs under perf record -g, summarized")
+    p.add_argument("--strace", default="", help="a directory: each daemon runs under strace -c -f (system calls counted)")
+    p.add_argument("--sends", type=int, default=1,
+                   help="A-send: the file sent this many times per pair, figures per send (/proc counts CPU in 10 ms ticks)")
+    p.add_argument("--frequency", type=int, default=499, help="perf's samples per second")
+    p.add_argument("--a-size", default="1GiB", help="A-send and A-share: the file's size (e.g. 64MiB, 1GiB)")
     p.add_argument("--runs", type=int, default=1)
     p.add_argument("--b-files", type=int, default=10_000)
     p.add_argument("--d-files", type=int, default=50_000)
@@ -93,6 +116,9 @@ def main():
     args.syncpeer = binaries[0]
     run = Run(args, work)
     try:
+        if args.workload == "a":
+            source = run.path("a-send.bin")
+            write_random_file(source, parse_size(args.a_size))
         if args.workload == "d":
             plan = home_tree_plan(args.d_files, args.d_bytes, args.d_dirs)
             tree = run.path("home-tree")
@@ -101,18 +127,33 @@ def main():
         for i in range(args.runs):
             run.syncpeer = binaries[i % len(binaries)]
             group = SyncpeerGroup(run, f"p{i}", 2)
-            empty = run.path(f"share{i}")
-            os.makedirs(empty)
-            group.share(empty)
+            if args.workload != "a":
+                empty = run.path(f"share{i}")
+                os.makedirs(empty)
+                group.share(empty)
             recorders = {}
-            if args.perf:
+            if args.strace:
+                os.makedirs(args.strace, exist_ok=True)
+                for name, pid in group.pids().items():
+                    recorders[name] = subprocess.Popen(
+                        ["strace", "-c", "-f", "-o", os.path.join(args.strace, f"{args.workload}{i}-{name}.txt"), "-p", str(pid)],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1)
+            elif args.perf:
                 os.makedirs(args.perf, exist_ok=True)
                 for name, pid in group.pids().items():
                     recorders[name] = subprocess.Popen(
-                        ["perf", "record", "-g", "-F", "499", "-o", os.path.join(args.perf, f"{args.workload}{i}-{name}.data"),
+                        ["perf", "record", "-g", "-F", str(args.frequency), "-o", os.path.join(args.perf, f"{args.workload}{i}-{name}.data"),
                          "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1)
-            result = folders.b_small(group, args.b_files) if args.workload == "b" else folders.d_tree(group, plan, tree, digest)
+            if args.workload == "a":
+                result = send_repeated(group, source, args.sends, key=f"a{i}")
+            elif args.workload == "share":
+                result = folders.a_share(group, parse_size(args.a_size))
+            elif args.workload == "b":
+                result = folders.b_small(group, args.b_files)
+            else:
+                result = folders.d_tree(group, plan, tree, digest)
             for recorder in recorders.values():
                 recorder.send_signal(signal.SIGINT)
                 recorder.wait()
@@ -122,7 +163,11 @@ def main():
             if args.workload == "d":
                 os.rename(os.path.join(group.source_dir, os.path.basename(tree)), tree)
             for name in recorders:
-                summary(f"{args.workload} run {i}, {name}", folded(os.path.join(args.perf, f"{args.workload}{i}-{name}.data")))
+                if args.strace:
+                    with open(os.path.join(args.strace, f"{args.workload}{i}-{name}.txt")) as f:
+                        print(f"== {args.workload} run {i}, {name}: system calls\n{f.read()}")
+                else:
+                    summary(f"{args.workload} run {i}, {name}", folded(os.path.join(args.perf, f"{args.workload}{i}-{name}.data")))
     finally:
         kill_started()
         shutil.rmtree(work, ignore_errors=True)

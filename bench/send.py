@@ -64,43 +64,49 @@ def phase_times(events):
 
 def a_send(run, source, sampler, key="a_send"):
     """A-send of `source`; figures: seconds, MB/s, CPU-s and peak RSS of each daemon."""
-    size = os.path.getsize(source)
     group = SyncpeerGroup(run, key, 2, sampler)
     try:
-        alice, bob = group.alice, group.nodes["bob"]
-        for d in (alice, bob):
-            reset_peak(d.pid)
-        warm(source)
-        quiet_disk()
-        load = load_average()
-        cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
-        log(f"{key}: syncpeer send {size / MiB:.0f} MiB alice → bob")
-        elapsed, final, events = send_file(group, source)
-        cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
-        memory = {"alice": alice.memory(), "bob": bob.memory()}
-        if final.get("state") != "completed":
-            raise BenchError(f"{key}: final state {final.get('state')}: {final}")
-        received = os.path.join(group.inbox["bob"], os.path.basename(source))
-        if not same_content(source, received):
-            raise BenchError(f"{key}: the received file differs from the source")
-        prepare, active = phase_times(events)
-        result = {
-            "bytes": size, "seconds": round(elapsed, 2), "mb_s": round(size / MB / elapsed, 1),
-            "prepare_seconds": round(prepare, 2) if prepare is not None else None,
-            "transfer_seconds": round(active, 2) if active is not None else None,
-            "resent": final.get("resent"), "identical": True, "cpu": cpu_delta(cpu0, cpu1),
-            "peak_rss": {n: memory[n].get("VmHWM") for n in memory},
-            "sampled_max_rss": {n: sampler.peak.get(f"{key}.{n}") for n in memory},
-            "threads": {n: memory[n].get("Threads") for n in memory},
-            "chunk_parameters": chunk_parameters(size), "load_average": load,
-            "note": "from the send command until it reports completed (the receiver has fsynced the file)",
-        }
-        log(f"  {elapsed:.2f} s; CPU {result['cpu']}; peak RSS {result['peak_rss']}")
-        drop_file_cache(received)
-        os.unlink(received)
-        return result
+        return send_measured(group, source, sampler, key)
     finally:
         group.close()
+
+
+def send_measured(group, source, sampler=None, key="a_send"):
+    """`source` sent from alice to bob in `group` (paired, idle); the received copy is checked
+    and removed. The figures of `a_send`."""
+    size = os.path.getsize(source)
+    alice, bob = group.alice, group.nodes["bob"]
+    for d in (alice, bob):
+        reset_peak(d.pid)
+    warm(source)
+    quiet_disk()
+    load = load_average()
+    cpu0 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    log(f"{key}: syncpeer send {size / MiB:.0f} MiB alice → bob")
+    elapsed, final, events = send_file(group, source)
+    cpu1 = {"alice": alice.cpu(), "bob": bob.cpu()}
+    memory = {"alice": alice.memory(), "bob": bob.memory()}
+    if final.get("state") != "completed":
+        raise BenchError(f"{key}: final state {final.get('state')}: {final}")
+    received = os.path.join(group.inbox["bob"], os.path.basename(source))
+    if not same_content(source, received):
+        raise BenchError(f"{key}: the received file differs from the source")
+    prepare, active = phase_times(events)
+    result = {
+        "bytes": size, "seconds": round(elapsed, 2), "mb_s": round(size / MB / elapsed, 1),
+        "prepare_seconds": round(prepare, 2) if prepare is not None else None,
+        "transfer_seconds": round(active, 2) if active is not None else None,
+        "resent": final.get("resent"), "identical": True, "cpu": cpu_delta(cpu0, cpu1),
+        "peak_rss": {n: memory[n].get("VmHWM") for n in memory},
+        "sampled_max_rss": {n: sampler.peak.get(f"{key}.{n}") for n in memory} if sampler else None,
+        "threads": {n: memory[n].get("Threads") for n in memory},
+        "chunk_parameters": chunk_parameters(size), "load_average": load,
+        "note": "from the send command until it reports completed (the receiver has fsynced the file)",
+    }
+    log(f"  {elapsed:.2f} s; CPU {result['cpu']}; peak RSS {result['peak_rss']}")
+    drop_file_cache(received)
+    os.unlink(received)
+    return result
 
 
 def rsync_push(run, source, tag, fsync):

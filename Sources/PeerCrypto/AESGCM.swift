@@ -69,18 +69,32 @@ final class AESGCMContext {
     /// Writes `plaintext.count + 16` bytes (ciphertext, then tag) to `output`, which may be
     /// the plaintext itself (in place).
     func seal(nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext: UnsafeRawBufferPointer, into output: UnsafeMutableRawPointer) {
+        seal(nonce: nonce, ad: ad, plaintext: plaintext, UnsafeRawBufferPointer(start: nil, count: 0), into: output)
+    }
+
+    /// Seals the plaintext `first` followed by `second` (two places in memory, one message):
+    /// `first.count + second.count + 16` bytes to `output`, which must not overlap `second`.
+    func seal(nonce: UInt64, ad: UnsafeRawBufferPointer, plaintext first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer,
+              into output: UnsafeMutableRawPointer) {
         let out = output.assumingMemoryBound(to: UInt8.self)
+        let total = first.count + second.count
         let ok = Self.withNonce(nonce) { iv -> Bool in
             var length: Int32 = 0
             guard EVP_EncryptInit_ex(sealer, nil, nil, nil, iv) == 1 else { return false }
             if ad.count > 0 {
                 guard EVP_EncryptUpdate(sealer, nil, &length, ad.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(ad.count)) == 1 else { return false }
             }
-            if plaintext.count > 0 {
-                guard EVP_EncryptUpdate(sealer, out, &length, plaintext.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(plaintext.count)) == 1 else { return false }
+            // (GCM is a stream mode: each update writes exactly its input's length.)
+            if first.count > 0 {
+                guard EVP_EncryptUpdate(sealer, out, &length, first.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(first.count)) == 1,
+                      Int(length) == first.count else { return false }
             }
-            guard EVP_EncryptFinal_ex(sealer, out + plaintext.count, &length) == 1 else { return false }
-            return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(AESGCM.tagLength), out + plaintext.count) == 1
+            if second.count > 0 {
+                guard EVP_EncryptUpdate(sealer, out + first.count, &length, second.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                                        Int32(second.count)) == 1, Int(length) == second.count else { return false }
+            }
+            guard EVP_EncryptFinal_ex(sealer, out + total, &length) == 1 else { return false }
+            return EVP_CIPHER_CTX_ctrl(sealer, EVP_CTRL_GCM_GET_TAG, Int32(AESGCM.tagLength), out + total) == 1
         }
         precondition(ok, "OpenSSL AES-256-GCM encryption failed")
     }

@@ -132,6 +132,27 @@ package final class NoiseCipherState {
         nonce += 1
     }
 
+    /// `encrypt(_:into:)` of the plaintext `first` followed by `second`, without copying
+    /// them together first (`output` must not overlap `second`): a frame's header and its
+    /// data where they lie, e.g. in a mapped file.
+    package func encrypt(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer,
+                         into output: UnsafeMutableRawPointer) throws(CryptoError) {
+        guard let aes, key != nil, disabledReason == nil else {
+            // (ChaCha20-Poly1305 seals one piece: the two are copied together.)
+            var joined = [UInt8](first)
+            joined.append(contentsOf: second)
+            let sealed = joined.withUnsafeBytes { raw in Result { () throws(CryptoError) in try encrypt(raw, into: output) } }
+            try sealed.get()
+            return
+        }
+        guard first.count + second.count + Noise.tagLength <= Noise.maxMessageLength else {
+            throw .unsupported("a Noise ciphertext of \(first.count + second.count + Noise.tagLength) bytes; the maximum message is \(Noise.maxMessageLength) bytes")
+        }
+        guard nonce < UInt64.max else { throw .nonceExhausted }
+        aes.seal(nonce: nonce, ad: UnsafeRawBufferPointer(start: nil, count: 0), plaintext: first, second, into: output)
+        nonce += 1
+    }
+
     /// Transport decryption without allocation (empty associated data): writes the
     /// `ciphertext.count - 16` bytes of plaintext to `output` (which may be the ciphertext
     /// itself) and returns that count, or throws `authenticationFailed` (the nonce stays).

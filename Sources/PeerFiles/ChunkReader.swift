@@ -16,6 +16,12 @@ package final class ChunkReader: @unchecked Sendable {
     private var fd: Int32 { file.fd }
     private var buffer: UnsafeMutableRawPointer?
     private var capacity = 0
+    /// The window `withMappedBytes` read through last (chunks are sent in order, many per window).
+    private var window: MappedWindow?
+
+    /// Bytes mapped at a time by `withMappedBytes` (more for a larger chunk): few `mmap`s per
+    /// file, and at most this much of it counted in our resident memory at once.
+    package static let mappedWindowSize = 4 << 20
 
     /// Largest read: the largest chunk a manifest may name (16 MiB), which bounds memory.
     package static let maxReadSize = Manifest.maxChunkSize
@@ -92,6 +98,34 @@ package final class ChunkReader: @unchecked Sendable {
         try read(at: offset, into: UnsafeMutableRawBufferPointer(start: buffer, count: size))
         return UnsafeRawBufferPointer(start: buffer, count: size)
     }
+
+    /// Lends `body` the `count` bytes at `offset` straight from the page cache (a
+    /// `MappedWindow`, kept for the next chunks), without copying them; nil when the file
+    /// cannot be mapped there (the caller reads it instead). If the file shrank while `body`
+    /// read (it read zeros where the file ended), throws `changedOnDisk` after `body`.
+    package func withMappedBytes<R>(at offset: UInt64, count: Int, _ body: (UnsafeRawBufferPointer) -> R) throws(FileError) -> R? {
+        guard count > 0 else { return nil }
+        if window.map({ !$0.covers(offset: offset, count: count) }) ?? true {
+            window = nil
+            guard let size = stamp()?.size, UInt64(size) >= offset + UInt64(count) else { return nil }
+            let length = Int(min(UInt64(max(Self.mappedWindowSize, count)), UInt64(size) - offset))
+            window = MappedWindow.map(fd: fd, offset: offset, count: length)
+        }
+        guard let window else { return nil }
+        let result = body(window.slice(offset: offset, count: count))
+        if window.faulted {
+            self.window = nil
+            throw FileError(kind: .changedOnDisk, operation: "read", path: path,
+                            message: "the file ends before \(offset + UInt64(count)); it changed since it was scanned")
+        }
+        // A window read to its end is let go at once: a reader done with its file (a folder's
+        // sent files stay open until the transfer ends) holds no mapping and no slot.
+        if offset + UInt64(count) == window.offset + UInt64(window.bytes.count) { self.window = nil }
+        return result
+    }
+
+    /// Whether a mapped window is held (for tests).
+    var holdsWindow: Bool { window != nil }
 
     /// Fills `buffer` with the bytes at `offset` straight from the file (no buffer of the
     /// reader's own): for streaming a chunk piece by piece. A file that ends earlier throws

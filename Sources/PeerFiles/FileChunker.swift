@@ -35,6 +35,8 @@ package final class FileChunker {
     private let hashThreads: Int
     private let quickSums: Bool
     private let readBlockSize: Int
+    /// A large regular file is cut and hashed straight from the page cache (no buffers).
+    private let mapped: MappedChunker?
     /// Three buffers of `parameters.maxSize + readBlockSize` bytes, in turn: the chunks of the
     /// last cut are hashed in `hashing` while the next window is cut in `filled` (the block
     /// read ahead into it, with the last cut's uncut tail moved in front of it) and the block
@@ -113,10 +115,14 @@ package final class FileChunker {
         self.quickSums = quickSums
         self.readBlockSize = readBlockSize
         // Room for a block and, in front of it, for an uncut tail (always shorter than maxSize).
-        capacity = readBlockSize + parameters.maxSize
-        readsAhead = self.hashThreads > 1 && 3 * capacity <= readAheadBudget
-        hashing = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
-        filled = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
+        mapped = MappedChunker.suits(fileDescriptor)
+            ? MappedChunker(fd: fileDescriptor, path: path, parameters: parameters, readBlockSize: readBlockSize,
+                            hashThreads: self.hashThreads, quickSums: quickSums)
+            : nil
+        capacity = mapped == nil ? readBlockSize + parameters.maxSize : 0
+        readsAhead = mapped == nil && self.hashThreads > 1 && 3 * capacity <= readAheadBudget
+        hashing = UnsafeMutableRawPointer.allocate(byteCount: max(capacity, 1), alignment: 64)
+        filled = UnsafeMutableRawPointer.allocate(byteCount: max(capacity, 1), alignment: 64)
         allocations = [hashing, filled]
         _ = posix_fadvise(fileDescriptor, 0, 0, POSIX_FADV_SEQUENTIAL)
     }
@@ -197,6 +203,10 @@ package final class FileChunker {
     private func produceBatch() throws(FileError) {
         ready.removeAll(keepingCapacity: true)
         readyIndex = 0
+        if let mapped {
+            (ready, readySums) = try mapped.nextBatch()
+            return
+        }
         if !started {
             started = true
             if readsAhead { block = try readBlock(into: filled) }

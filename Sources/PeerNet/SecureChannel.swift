@@ -326,9 +326,23 @@ package final class SecureChannel: Sendable {
                                 fill: fill)
     }
 
+    /// Sends one ``Frame/chunk(id:index:data:)`` (or, with a 32-byte `hash`,
+    /// ``Frame/hashedChunk(id:index:hash:data:)``) whose data is `bytes`, e.g. a mapped
+    /// file's: each Noise message of it is encrypted straight from `bytes` (the first one
+    /// after the header and whatever waited in the plaintext buffer), never copied into
+    /// that buffer.
+    package func sendChunk(id: TransferID, index: UInt32, hash: [UInt8]?, bytes: UnsafeRawBufferPointer) throws(NetError) {
+        guard bytes.count <= WireLimits.maxChunk, hash == nil || hash?.count == 32 else {
+            throw .protocolViolation("cannot send a chunk of \(bytes.count) bytes (at most \(WireLimits.maxChunk)) with a \(hash?.count ?? 0)-byte hash")
+        }
+        let header = if let hash { FrameEncoder.hashedChunkPrefix(id: id, index: index, hash: hash, count: bytes.count) }
+            else { FrameEncoder.chunkPrefix(id: id, index: index, count: bytes.count) }
+        let _: Never? = try sendStreamed(header: header, count: bytes.count, more: false, source: bytes) { (_, _) throws(Never) in }
+    }
+
     /// A frame of `header` then `count` bytes from `fill`, one Noise message at a time
-    /// (`more` as in `send(_:more:)`).
-    private func sendStreamed<E: Error>(header: [UInt8], count: Int, more: Bool,
+    /// (`more` as in `send(_:more:)`); or from `source`, sealed straight from where it lies.
+    private func sendStreamed<E: Error>(header: [UInt8], count: Int, more: Bool, source: UnsafeRawBufferPointer? = nil,
                                         fill: (UnsafeMutableRawBufferPointer, Int) throws(E) -> Void) throws(NetError) -> E? {
         try sender.withLock { (state: inout SendState) throws(NetError) -> E? in
             try checkOpen()
@@ -339,6 +353,14 @@ package final class SecureChannel: Sendable {
             while done < count {
                 let buffers = state.buffers
                 let piece = min(count - done, buffers.plaintextSpace)
+                if let source {
+                    // What waits in the plaintext buffer (the header), then the data where it lies.
+                    try seal(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
+                             UnsafeRawBufferPointer(rebasing: source[done..<(done + piece)]), &state)
+                    buffers.plaintextCount = 0
+                    done += piece
+                    continue
+                }
                 let target = UnsafeMutableRawBufferPointer(start: buffers.plaintext + buffers.plaintextCount, count: piece)
                 if failure == nil {
                     do throws(E) { try fill(target, done) } catch { failure = error }
@@ -394,13 +416,25 @@ package final class SecureChannel: Sendable {
     /// it holds `writeBatch` bytes.
     private func sealMessage(_ state: inout SendState) throws(NetError) {
         let buffers = state.buffers
-        let length = buffers.plaintextCount + WireLimits.noiseTagSize  // ≤ 65,535 by construction
+        try seal(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
+                 UnsafeRawBufferPointer(start: nil, count: 0), &state)
+        buffers.plaintextCount = 0
+    }
+
+    /// Encrypts `first` then `second` (together at most one message's plaintext) as one
+    /// Noise message into the output, as `sealMessage` does with the plaintext buffer.
+    private func seal(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer, _ state: inout SendState) throws(NetError) {
+        let buffers = state.buffers
+        let length = first.count + second.count + WireLimits.noiseTagSize  // ≤ 65,535 by construction
         let slot = buffers.output + buffers.outputCount
         slot.storeBytes(of: UInt8(truncatingIfNeeded: length >> 8), as: UInt8.self)
         (slot + 1).storeBytes(of: UInt8(truncatingIfNeeded: length), as: UInt8.self)
         do throws(CryptoError) {
-            try state.cipher.encrypt(UnsafeRawBufferPointer(start: buffers.plaintext, count: buffers.plaintextCount),
-                                     into: slot + WireLimits.noiseLengthPrefixSize)
+            if second.isEmpty {
+                try state.cipher.encrypt(first, into: slot + WireLimits.noiseLengthPrefixSize)
+            } else {
+                try state.cipher.encrypt(first, second, into: slot + WireLimits.noiseLengthPrefixSize)
+            }
             state.messageCount += 1
             if rekeyInterval > 0 && state.messageCount % rekeyInterval == 0 {
                 try state.cipher.rekey()
@@ -408,7 +442,6 @@ package final class SecureChannel: Sendable {
         } catch {
             throw fail(.system(operation: "encrypt", reason: "\(error)"))
         }
-        buffers.plaintextCount = 0
         buffers.outputCount += WireLimits.noiseLengthPrefixSize + length
         if buffers.outputCount >= Self.writeBatch { try flush(&state) }
     }

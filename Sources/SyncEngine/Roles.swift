@@ -108,6 +108,16 @@ protocol ChunkSink: Sendable {
     /// error here: it ends the session, and that pauses the transfer.
     func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, count: Int,
                     fill: (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) -> FileError?
+    /// The same with the chunk's bytes at hand (a mapped file's), sent without a copy where the sink can.
+    func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, bytes: UnsafeRawBufferPointer)
+}
+
+extension ChunkSink {
+    func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, bytes: UnsafeRawBufferPointer) {
+        _ = writeChunk(id: id, index: index, hash: hash, count: bytes.count) { (buffer, offset) throws(FileError) in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + buffer.count)]))
+        }
+    }
 }
 
 /// Counts frames read from a peer until they are handled, so a peer faster than our disk is
@@ -151,6 +161,10 @@ extension SecureChannel: ChunkSink {
             if let hash { return try sendHashedChunk(id: id, index: index, hash: hash, count: count, fill: fill) }
             return try sendChunk(id: id, index: index, count: count, fill: fill)
         } catch { return nil }
+    }
+
+    func writeChunk(id: TransferID, index: UInt32, hash: [UInt8]?, bytes: UnsafeRawBufferPointer) {
+        try? sendChunk(id: id, index: index, hash: hash, bytes: bytes)
     }
 }
 

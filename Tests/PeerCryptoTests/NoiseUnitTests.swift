@@ -99,6 +99,24 @@ struct SHA256AndAESGCMTests {
         try sender.rekey(); try receiver.rekey()
         #expect(try receiver.decrypt(try sender.encrypt(plaintext)) == plaintext)
     }
+
+    /// A message sealed from two places (a header, then data where it lies) is the message
+    /// sealed from the two joined, whatever the split, also splits inside a 16-byte block.
+    @Test(arguments: [(0, 0), (0, 1000), (37, 0), (37, 963), (16, 984), (1, 65_518)])
+    func aesGCMSealsTwoPartsAsOne(first: Int, second: Int) throws {
+        let key = SecureBytes(Array(0..<32))
+        let sender = try NoiseCipherState(.aesGCM, key: key)
+        let plaintext = (0..<(first + second)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) }
+        var output = [UInt8](repeating: 0, count: plaintext.count + 16)
+        try plaintext.withUnsafeBytes { p in
+            try output.withUnsafeMutableBytes { o in
+                try sender.encrypt(UnsafeRawBufferPointer(rebasing: p[0..<first]), UnsafeRawBufferPointer(rebasing: p[first...]),
+                                   into: o.baseAddress!)
+            }
+        }
+        #expect(output == AESGCM.seal(key: key, nonce: 0, ad: [UInt8](), plaintext: plaintext))
+        #expect(sender.nonce == 1)
+    }
 }
 
 struct NoiseCipherStateTests {

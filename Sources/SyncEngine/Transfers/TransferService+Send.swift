@@ -166,8 +166,14 @@ extension TransferService {
                     // sender's CPU (bench: 1 GiB send 229 → see README). A cheap check that the
                     // file is the one that was chunked catches edits made since.
                     try sources[entry].checkUnchanged()
-                    // Read straight from the file into the channel's send buffer, one Noise
-                    // message at a time: no chunk-sized buffer, no copy of the chunk.
+                    // Encrypted straight from the page cache (a mapped window of the file),
+                    // not copied out of it first; a file that shrank meanwhile throws here.
+                    let sent: Void? = try reader.withMappedBytes(at: chunk.offset, count: Int(chunk.size)) { bytes in
+                        session.chunks.writeChunk(id: id, index: UInt32(index), hash: hash, bytes: bytes)
+                    }
+                    if sent != nil { return }
+                    // Where it cannot be mapped: read straight from the file into the channel's
+                    // send buffer, one Noise message at a time (no chunk-sized buffer).
                     let failure = session.chunks.writeChunk(id: id, index: UInt32(index), hash: hash, count: Int(chunk.size)) {
                         (buffer, offset) throws(FileError) in
                         try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
