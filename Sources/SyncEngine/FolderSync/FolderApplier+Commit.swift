@@ -21,7 +21,7 @@ extension FolderApplier {
         launch()
         place(root: root)
         let batch = Flushing(pending, perFile: Self.syncsPerFile(items: pending.count, madeDirectories: madeDirectories,
-                                                                 syncfsIsBarrier: DurableNames.syncfsIsBarrier(root.fd)))
+                                                                 syncfsIsBarrier: syncfsIsBarrier))
         let fetches = inFlight
         inFlight = DispatchGroup()
         pending = []

@@ -17,7 +17,8 @@ extension FolderApplier {
             return
         }
         // A parent missing here (deleted, while a peer kept or made this entry in it) is made again.
-        let found = try? parents.resolve(safe, under: root)
+        // (What is at the name matters to a directory's pull only: a file's or a link's goes to its temporary.)
+        let found = try? parents.resolve(safe, under: root, lookingUp: state.kind == .directory)
         let parentsMissing = found == nil
         let resolved: ResolvedPath
         if let found { resolved = found } else {
@@ -32,10 +33,11 @@ extension FolderApplier {
             madeDirectories = true
             rescanRecreatedParents(of: state.path)
         }
+        if state.kind == .directory { return pullDirectory(state, resolved, conflictCopy: conflictCopy, root: root) }
         let temp = Self.tempName(forPath: state.path)
         switch state.kind {
         case .directory:
-            pullDirectory(state, resolved, conflictCopy: conflictCopy, root: root)
+            break
         case .symlink:
             if unlinkat(resolved.directory.fd, temp, 0) != 0 && errno != ENOENT {
                 fail(state.path, "cannot remove the old temporary link: \(Self.lastError())")
@@ -62,7 +64,10 @@ extension FolderApplier {
             // A temp file kept from a failed attempt at this version is reused (its chunks
             // that verify are not fetched again); any other one is emptied.
             let reuse = keptTemps[PathKey(state.path)].map { $0 == PullFailure.version(of: state) } ?? false
-            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            // Made with the mode it will have (owner read and write at least, so that a kept one
+            // can be opened again): `flush` then sets it only where the umask took some away.
+            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
+                            mode_t(state.mode & 0o777) | 0o600)
             guard fd >= 0 else {
                 failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
                 return

@@ -84,6 +84,11 @@ final class FolderApplier {
     /// parent: after a crash the file could be gone with its directory while the index
     /// records it as synced, and the next scan would send its deletion to the peers.
     var madeDirectories = false
+    /// Records of directories made or updated, waiting to be written together (`storeDirectories`).
+    var directoryRecords: [FileRecord] = []
+    /// Whether `syncfs` is a barrier on the folder's file system (`DurableNames`): asked once
+    /// per apply, not once per directory made, file deleted or batch sealed.
+    var syncfsIsBarrier = true
     /// Where sealed batches wait for their fetches and their data barrier, in order.
     let flusher = DispatchQueue(label: "syncpeer.folder.flush")
     /// Makes the renames of placed batches durable and records them, in batch order. Apart
@@ -193,6 +198,7 @@ final class FolderApplier {
     func apply(_ actions: [SyncAction]) {
         dispatchPrecondition(condition: .onQueue(folder.io))
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
+        syncfsIsBarrier = DurableNames.syncfsIsBarrier(root.fd)
         connected = host.connectedDevices()
         // Directories first (parents before children), deletions last (children first); a
         // directory replaced by a file or link after the deletions (its children go first),
@@ -220,12 +226,14 @@ final class FolderApplier {
             // Only a file's pull is prepared while the batch before it is flushed: any other
             // action changes the disk now, so the files sealed before it are placed first (as
             // when every batch was committed before the next action).
+            if !Self.makesDirectory(action) { storeDirectories() }
             if !Self.preparesOnly(action) { settle(root: root) } else if flushing?.flushed == true { place(root: root) }
             perform(action, root: root)
             if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes || pendingDescriptors >= Self.batchDescriptors {
                 seal(root: root)
             }
         }
+        storeDirectories()
         seal(root: root)
         dropUsedBlocks()
         settle(root: root)
@@ -315,6 +323,11 @@ final class FolderApplier {
         case .upToDate, .keepLocal: true
         default: false
         }
+    }
+
+    /// True for a directory's pull (its record waits in `directoryRecords`).
+    private static func makesDirectory(_ action: SyncAction) -> Bool {
+        if case let .pull(state, _) = action { state.kind == .directory && !state.deleted } else { false }
     }
 
     // MARK: Failures
