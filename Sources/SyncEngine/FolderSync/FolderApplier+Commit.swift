@@ -26,7 +26,7 @@ extension FolderApplier {
         inFlight = DispatchGroup()
         pending = []
         pendingBytes = 0
-        pendingDescriptors = 0
+        descriptors = BatchDescriptors()
         batch.done.enter()
         flusher.async {
             fetches.wait()

@@ -98,7 +98,7 @@ extension FolderApplier {
             // (`BlockDelta`): after a change in place, only the changed blocks travel.
             let base = local[PathKey(state.path)].map { !$0.deleted && $0.kind == .file } == true && missing.contains(where: DeltaBase.worthIt)
                 ? DeltaBase(resolved.directory, resolved.name) : nil
-            if base != nil { pendingDescriptors += 1 }
+            if base != nil { descriptors.addFile() }
             // Its members may fetch what we hold of it from us meanwhile (fan-out).
             folder.held.fetching(path: state.path, root: manifest.rootHash, chunks: manifest.chunks, missing: missing,
                                  directory: resolved.directory, temp: temp)
@@ -115,7 +115,7 @@ extension FolderApplier {
     /// Adds an assembled file to the batch, counting the descriptors it holds open.
     func add(_ item: Pending, root: DirectoryHandle) {
         pending.append(item)
-        pendingDescriptors += (item.fd >= 0 ? 1 : 0) + (item.directory === root ? 0 : 1)
+        descriptors.add(fd: item.fd, directory: item.directory, root: root)
     }
 
     /// Peers that are connected and have exactly this content for the path.

@@ -71,9 +71,9 @@ final class FolderApplier {
     /// Files assembled and waiting for the batch barrier.
     var pending: [Pending] = []
     var pendingBytes: Int64 = 0
-    /// Descriptors `pending` holds open: its temporary files, and the directory of each file
-    /// that is not at the root.
-    var pendingDescriptors = 0
+    /// Descriptors `pending` holds open: its temporary files, and the directories of its
+    /// files that are not at the root (`BatchDescriptors`).
+    var descriptors = BatchDescriptors()
     /// The batch sealed before `pending`, on its way to the disk (`seal`, `place`).
     var flushing: Flushing?
     /// Set when this apply creates a directory (a pulled folder, or a missing parent of a
@@ -118,8 +118,8 @@ final class FolderApplier {
     /// Files and links in one batch, at most (each batch has its two barriers and its
     /// records' transaction).
     static let batchFiles = 1_024
-    /// Descriptors one batch may hold open (its temporary files, and the directory of each file
-    /// not at the root): a sixteenth of the process's limit on open files, from 256 to
+    /// Descriptors one batch may hold open (its temporary files, and the directories its files
+    /// are in, each handle once: `BatchDescriptors`): a sixteenth of the process's limit on open files, from 256 to
     /// `batchFiles`. Each pulling folder has two batches open at once (one flushing, one being
     /// prepared), and the rest is left for other folders, sessions, the index and the program
     /// around the engine. Up to a limit of 4,096 (a Swift program that embeds the engine may
@@ -229,7 +229,7 @@ final class FolderApplier {
             if !Self.makesDirectory(action) { storeDirectories() }
             if !Self.preparesOnly(action) { settle(root: root) } else if flushing?.flushed == true { place(root: root) }
             perform(action, root: root)
-            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes || pendingDescriptors >= Self.batchDescriptors {
+            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes || descriptors.count >= Self.batchDescriptors {
                 seal(root: root)
             }
         }
