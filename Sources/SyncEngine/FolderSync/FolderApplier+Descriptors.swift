@@ -5,8 +5,9 @@ extension FolderApplier {
     /// each file's open temporary, each delta base's file, and each directory handle the
     /// batch's files hold, once per handle: the files of one directory share one handle
     /// (`ParentHandles`). Counted once per file before, a batch of files in one folder was
-    /// sealed at half its real descriptors (B with the daemon's limit of 20,000 here: 16
-    /// batches of 625 files, each with its two barriers, instead of 10 of 1,024).
+    /// sealed at half its real descriptors (B with this machine's limit of 20,000, so
+    /// `batchDescriptors` 1,024: 20 batches of 512 files, each with its two barriers,
+    /// instead of 10 of 1,023).
     struct BatchDescriptors {
         private(set) var count = 0
         /// The handles counted (alive while the batch's files hold them, so never reused).

@@ -119,13 +119,13 @@ final class FolderApplier {
     /// records' transaction).
     static let batchFiles = 1_024
     /// Descriptors one batch may hold open (its temporary files, and the directories its files
-    /// are in, each handle once: `BatchDescriptors`): a sixteenth of the process's limit on open files, from 256 to
-    /// `batchFiles`. Each pulling folder has two batches open at once (one flushing, one being
-    /// prepared), and the rest is left for other folders, sessions, the index and the program
-    /// around the engine. Up to a limit of 4,096 (a Swift program that embeds the engine may
-    /// keep 1,024) that is 256, as before; the daemon raises its limit (up to 65,536) and gets
-    /// 1,024 from a limit of 16,384: B's 10,000 files take 10 batches, not 40 (b-ab, 4
-    /// interleaved pairs: 1.70 → 1.59 s, bob 1.50 → 1.40 CPU-s).
+    /// are in, each handle once: `BatchDescriptors`): a sixteenth of the process's limit on
+    /// open files, from 256 to `batchFiles`. Each pulling folder has two batches open at once
+    /// (one flushing, one being prepared), and the rest is left for other folders, sessions,
+    /// the index and the program around the engine. Up to a limit of 4,096 (a Swift program
+    /// that embeds the engine may keep 1,024) that is 256, as before; the daemon raises its
+    /// limit (up to 65,536) and gets 1,024 from a limit of 16,384: B's 10,000 files take 10
+    /// batches, not 40 (b-ab, 4 interleaved pairs: 1.70 → 1.59 s, bob 1.50 → 1.40 CPU-s).
     static let batchDescriptors: Int = {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
