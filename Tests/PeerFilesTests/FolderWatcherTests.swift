@@ -229,6 +229,32 @@ func settle(_ seconds: Double) { usleep(UInt32(seconds * 1_000_000)) }
         }
     }
 
+    /// A pull's temporary renamed into place is its final name changed, not a rename (its
+    /// first half is kept by cookie only); a temporary-named directory moved in or out is
+    /// still followed by its path: the folder stays watched, and so does what it became.
+    @Test func temporariesRenamedIntoPlaceAreTheirFinalNamesOnly() throws {
+        try withTemporaryDirectory { dir in
+            let log = WatchLog()
+            let watcher = try FolderWatcher(root: dir, delay: Self.quick, onChanges: log.callback)
+            defer { watcher.stop() }
+            try Tree.mkdir(dir + "/sub")
+            #expect(log.wait { $0.changedPaths.contains("sub") })
+            try Tree.write(dir + "/sub/.a1b2.syncpeer-tmp", "from a peer")
+            #expect(rename(dir + "/sub/.a1b2.syncpeer-tmp", dir + "/sub/placed.txt") == 0)
+            try Tree.mkdir(dir + "/.c3d4.syncpeer-tmp")
+            #expect(rename(dir + "/.c3d4.syncpeer-tmp", dir + "/made") == 0)
+            try Tree.mkdir(dir + "/gone")
+            #expect(log.wait { $0.changedPaths.isSuperset(of: ["sub/placed.txt", "made", "gone"]) })
+            #expect(rename(dir + "/gone", dir + "/.e5f6.syncpeer-tmp") == 0)
+            #expect(!log.changedPaths.contains { $0.hasSuffix(".syncpeer-tmp") })
+            #expect(!log.changes.contains { if case .renamed = $0 { return true } else { return false } })
+            // Everything is still watched: the root, the folder made from a temporary one.
+            try Tree.write(dir + "/made/inside.txt", "x")
+            try Tree.write(dir + "/later.txt", "y")
+            #expect(log.wait { $0.changedPaths.isSuperset(of: ["made/inside.txt", "later.txt"]) })
+        }
+    }
+
     @Test func renameBetweenIgnoredAndVisibleNames() throws {
         try withTemporaryDirectory { dir in
             let log = WatchLog()

@@ -3,8 +3,9 @@ import PeerIndex
 import Testing
 @testable import SyncEngine
 
-/// Which watcher reports of files the applier placed are left unscanned: only a report
-/// whose path still shows exactly the recorded file, once.
+/// Which watcher reports of files and directories the applier placed are left unscanned:
+/// only a report whose path still shows exactly the recorded file (or the same directory),
+/// once.
 struct PlacedFilesTests {
     static func record(_ path: String, kind: FileKind = .file, size: Int64 = 4096, mtimeNs: Int64 = 7,
                        mode: UInt32 = 0o644, inode: UInt64? = 11, deleted: Bool = false) -> FileRecord {
@@ -35,7 +36,33 @@ struct PlacedFilesTests {
         #expect(placed.take("b.txt") { Issue.record("no stat for a path without a mark"); return Self.recorded } == false)
     }
 
-    @Test func deletionsDirectoriesLinksAndRecordsWithoutAnInodeClearTheMark() {
+    static let directoryMark = PlacedFiles.Mark(inode: 11, size: 0, mtimeNs: 7, mode: 0o755, isDirectory: true)
+
+    /// A directory the applier made: its mtime changes with every file placed in it (each
+    /// reported on its own), so only its inode and mode say it is still the one recorded.
+    /// Before, every directory record cleared its mark and the watcher's report of it was a
+    /// scan of the whole directory (D: 5,000 directories, each walked again with its files).
+    @Test(arguments: [
+        ("the same directory, files placed in it since", PlacedFiles.Mark?.some(.init(inode: 11, size: 4096, mtimeNs: 9, mode: 0o755, isDirectory: true)), true),
+        ("another directory at the path", .some(.init(inode: 12, size: 4096, mtimeNs: 7, mode: 0o755, isDirectory: true)), false),
+        ("other permissions", .some(.init(inode: 11, size: 4096, mtimeNs: 7, mode: 0o700, isDirectory: true)), false),
+        ("a file now, with the directory's inode", .some(.init(inode: 11, size: 0, mtimeNs: 7, mode: 0o755)), false),
+        ("gone, or neither a file nor a directory", nil, false),
+    ])
+    func aMadeDirectoryIsLeftOutWhileItIsTheSameDirectory(name: String, found: PlacedFiles.Mark?, skipped: Bool) {
+        var placed = PlacedFiles()
+        placed.note([Self.record("docs", kind: .directory, size: 0, mode: 0o755)])
+        #expect(placed.take("docs") { found } == skipped, "\(name)")
+        #expect(placed.take("docs") { Self.directoryMark } == false, "used once")
+    }
+
+    @Test func aFileMarkIsNotMatchedByADirectory() {
+        var placed = PlacedFiles()
+        placed.note([Self.record("a.txt")])
+        #expect(placed.take("a.txt") { .init(inode: 11, size: 4096, mtimeNs: 7, mode: 0o644, isDirectory: true) } == false)
+    }
+
+    @Test func deletionsLinksAndRecordsWithoutAnInodeClearTheMark() {
         for other in [Self.record("a.txt", deleted: true), Self.record("a.txt", kind: .directory),
                       Self.record("a.txt", kind: .symlink), Self.record("a.txt", inode: nil)] {
             var placed = PlacedFiles()

@@ -540,6 +540,9 @@ final class WatchLoop {
     func readEvents(_ buffer: inout UnsafeMutableRawPointer) -> Int {
         let headerSize = 16
         var count = 0
+        // The patterns once per read, not once per event (each read of them takes the lock
+        // shared with the node's threads and copies them).
+        let ignores = self.ignores
         while true {
             let n = read(inotify, buffer, 64 << 10)
             if n <= 0 { return count }   // EAGAIN: drained
@@ -554,12 +557,12 @@ final class WatchLoop {
                 let nameBytes = UnsafeBufferPointer(start: nameStart, count: nameLength)
                 offset += headerSize + length
                 count += 1
-                handle(wd: wd, mask: mask, cookie: cookie, name: nameBytes)
+                handle(wd: wd, mask: mask, cookie: cookie, name: nameBytes, ignores: ignores)
             }
         }
     }
 
-    func handle(wd: Int32, mask: UInt32, cookie: UInt32, name nameBytes: UnsafeBufferPointer<UInt8>) {
+    func handle(wd: Int32, mask: UInt32, cookie: UInt32, name nameBytes: UnsafeBufferPointer<UInt8>, ignores: IgnorePatterns) {
         if finished { return }
         func has(_ flag: Int32) -> Bool { mask & UInt32(bitPattern: flag) != 0 }
         if has(IN_Q_OVERFLOW) {
@@ -592,8 +595,15 @@ final class WatchLoop {
         // A pull's temporaries are ignored whatever the rules, and each makes five events before
         // its rename (create, write, mode, time, close): only its renames matter here.
         let temporary = IgnorePatterns.temporaryBytes
-        if !has(IN_MOVED_FROM) && !has(IN_MOVED_TO) && nameBytes.count >= temporary.count
-            && nameBytes.suffix(temporary.count).elementsEqual(temporary) { return }
+        let isTemporary = nameBytes.count >= temporary.count && nameBytes.suffix(temporary.count).elementsEqual(temporary)
+        if isTemporary && !has(IN_MOVED_FROM) && !has(IN_MOVED_TO) { return }
+        if isTemporary && has(IN_MOVED_FROM) && !has(IN_ISDIR) {
+            // A pull's temporary file renamed into place: only its cookie matters (ignored
+            // whatever the rules, it is no rename to report), not its path (B: 10,000 a pull).
+            moves[cookie] = ("", false, false)
+            noteEvent()
+            return
+        }
         guard SafePath.firstInvalidUTF8(Array(nameBytes)) == nil else { return }   // the scanner reports those
         let name = String(decoding: nameBytes, as: UTF8.self)
         let path = directory.isEmpty ? name : directory + "/" + name

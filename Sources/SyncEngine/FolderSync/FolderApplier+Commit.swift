@@ -21,12 +21,12 @@ extension FolderApplier {
         launch()
         place(root: root)
         let batch = Flushing(pending, perFile: Self.syncsPerFile(items: pending.count, madeDirectories: madeDirectories,
-                                                                 syncfsIsBarrier: DurableNames.syncfsIsBarrier(root.fd)))
+                                                                 syncfsIsBarrier: syncfsIsBarrier))
         let fetches = inFlight
         inFlight = DispatchGroup()
         pending = []
         pendingBytes = 0
-        pendingDescriptors = 0
+        descriptors = BatchDescriptors()
         batch.done.enter()
         flusher.async {
             fetches.wait()

@@ -58,20 +58,25 @@ extension FolderApplier {
                     out.failures.append((item.state.path, failure))
                     continue
                 }
+                // The inode the file is recorded with (off `io`, which read it by name before),
+                // and its mode: made with the wanted one (`pull`), it is set only where the
+                // umask or an older temporary left another (B: one syscall and one inotify
+                // event less per file).
+                var st = stat()
+                var ready = item
+                let stated = fstat(item.fd, &st) == 0
+                if stated { ready.inode = UInt64(st.st_ino) }
+                let mode = mode_t(item.state.mode & 0o777)
                 // Mode and mtime last: writing would change the mtime again.
                 var times = [timespec(tv_sec: 0, tv_nsec: FolderApplier.utimeOmit),
                              timespec(tv_sec: Int(item.state.mtimeNs / 1_000_000_000), tv_nsec: Int(item.state.mtimeNs % 1_000_000_000))]
-                let problem: String? = if fchmod(item.fd, mode_t(item.state.mode & 0o777)) != 0 {
+                let problem: String? = if !stated || st.st_mode & 0o7777 != mode, fchmod(item.fd, mode) != 0 {
                     "cannot set the permissions of its temporary file: \(FolderApplier.lastError())"
                 } else if futimens(item.fd, &times) != 0 {
                     "cannot set the modification time of its temporary file: \(FolderApplier.lastError())"
                 } else if perFile, fsync(item.fd) != 0 {  // fsync, not fdatasync: the mode and mtime too
                     "cannot flush its data to disk: \(FolderApplier.lastError())"
                 } else { nil }
-                // The inode the file is recorded with (off `io`, which read it by name before).
-                var st = stat()
-                var ready = item
-                if fstat(item.fd, &st) == 0 { ready.inode = UInt64(st.st_ino) }
                 // close() is where some file systems (NFS, FUSE) report a failed write.
                 let closed = close(item.fd) == 0
                 if let problem {

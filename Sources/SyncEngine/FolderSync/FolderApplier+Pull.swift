@@ -17,7 +17,8 @@ extension FolderApplier {
             return
         }
         // A parent missing here (deleted, while a peer kept or made this entry in it) is made again.
-        let found = try? parents.resolve(safe, under: root)
+        // (What is at the name matters to a directory's pull only: a file's or a link's goes to its temporary.)
+        let found = try? parents.resolve(safe, under: root, lookingUp: state.kind == .directory)
         let parentsMissing = found == nil
         let resolved: ResolvedPath
         if let found { resolved = found } else {
@@ -32,10 +33,11 @@ extension FolderApplier {
             madeDirectories = true
             rescanRecreatedParents(of: state.path)
         }
+        if state.kind == .directory { return pullDirectory(state, resolved, conflictCopy: conflictCopy, root: root) }
         let temp = Self.tempName(forPath: state.path)
         switch state.kind {
         case .directory:
-            pullDirectory(state, resolved, conflictCopy: conflictCopy, root: root)
+            break
         case .symlink:
             if unlinkat(resolved.directory.fd, temp, 0) != 0 && errno != ENOENT {
                 fail(state.path, "cannot remove the old temporary link: \(Self.lastError())")
@@ -62,7 +64,10 @@ extension FolderApplier {
             // A temp file kept from a failed attempt at this version is reused (its chunks
             // that verify are not fetched again); any other one is emptied.
             let reuse = keptTemps[PathKey(state.path)].map { $0 == PullFailure.version(of: state) } ?? false
-            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            // Made with the mode it will have (owner read and write at least, so that a kept one
+            // can be opened again): `flush` then sets it only where the umask took some away.
+            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
+                            mode_t(state.mode & 0o777) | 0o600)
             guard fd >= 0 else {
                 failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
                 return
@@ -93,7 +98,7 @@ extension FolderApplier {
             // (`BlockDelta`): after a change in place, only the changed blocks travel.
             let base = local[PathKey(state.path)].map { !$0.deleted && $0.kind == .file } == true && missing.contains(where: DeltaBase.worthIt)
                 ? DeltaBase(resolved.directory, resolved.name) : nil
-            if base != nil { pendingDescriptors += 1 }
+            if base != nil { descriptors.addFile() }
             // Its members may fetch what we hold of it from us meanwhile (fan-out).
             folder.held.fetching(path: state.path, root: manifest.rootHash, chunks: manifest.chunks, missing: missing,
                                  directory: resolved.directory, temp: temp)
@@ -110,7 +115,7 @@ extension FolderApplier {
     /// Adds an assembled file to the batch, counting the descriptors it holds open.
     func add(_ item: Pending, root: DirectoryHandle) {
         pending.append(item)
-        pendingDescriptors += (item.fd >= 0 ? 1 : 0) + (item.directory === root ? 0 : 1)
+        descriptors.add(fd: item.fd, directory: item.directory, root: root)
     }
 
     /// Peers that are connected and have exactly this content for the path.

@@ -71,9 +71,9 @@ final class FolderApplier {
     /// Files assembled and waiting for the batch barrier.
     var pending: [Pending] = []
     var pendingBytes: Int64 = 0
-    /// Descriptors `pending` holds open: its temporary files, and the directory of each file
-    /// that is not at the root.
-    var pendingDescriptors = 0
+    /// Descriptors `pending` holds open: its temporary files, and the directories of its
+    /// files that are not at the root (`BatchDescriptors`).
+    var descriptors = BatchDescriptors()
     /// The batch sealed before `pending`, on its way to the disk (`seal`, `place`).
     var flushing: Flushing?
     /// Set when this apply creates a directory (a pulled folder, or a missing parent of a
@@ -84,6 +84,11 @@ final class FolderApplier {
     /// parent: after a crash the file could be gone with its directory while the index
     /// records it as synced, and the next scan would send its deletion to the peers.
     var madeDirectories = false
+    /// Records of directories made or updated, waiting to be written together (`storeDirectories`).
+    var directoryRecords: [FileRecord] = []
+    /// Whether `syncfs` is a barrier on the folder's file system (`DurableNames`): asked once
+    /// per apply, not once per directory made, file deleted or batch sealed.
+    var syncfsIsBarrier = true
     /// Where sealed batches wait for their fetches and their data barrier, in order.
     let flusher = DispatchQueue(label: "syncpeer.folder.flush")
     /// Makes the renames of placed batches durable and records them, in batch order. Apart
@@ -113,14 +118,14 @@ final class FolderApplier {
     /// Files and links in one batch, at most (each batch has its two barriers and its
     /// records' transaction).
     static let batchFiles = 1_024
-    /// Descriptors one batch may hold open (its temporary files, and the directory of each file
-    /// not at the root): a sixteenth of the process's limit on open files, from 256 to
-    /// `batchFiles`. Each pulling folder has two batches open at once (one flushing, one being
-    /// prepared), and the rest is left for other folders, sessions, the index and the program
-    /// around the engine. Up to a limit of 4,096 (a Swift program that embeds the engine may
-    /// keep 1,024) that is 256, as before; the daemon raises its limit (up to 65,536) and gets
-    /// 1,024 from a limit of 16,384: B's 10,000 files take 10 batches, not 40 (b-ab, 4
-    /// interleaved pairs: 1.70 → 1.59 s, bob 1.50 → 1.40 CPU-s).
+    /// Descriptors one batch may hold open (its temporary files, and the directories its files
+    /// are in, each handle once: `BatchDescriptors`): a sixteenth of the process's limit on
+    /// open files, from 256 to `batchFiles`. Each pulling folder has two batches open at once
+    /// (one flushing, one being prepared), and the rest is left for other folders, sessions,
+    /// the index and the program around the engine. Up to a limit of 4,096 (a Swift program
+    /// that embeds the engine may keep 1,024) that is 256, as before; the daemon raises its
+    /// limit (up to 65,536) and gets 1,024 from a limit of 16,384: B's 10,000 files take 10
+    /// batches, not 40 (b-ab, 4 interleaved pairs: 1.70 → 1.59 s, bob 1.50 → 1.40 CPU-s).
     static let batchDescriptors: Int = {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 256 }
@@ -193,6 +198,7 @@ final class FolderApplier {
     func apply(_ actions: [SyncAction]) {
         dispatchPrecondition(condition: .onQueue(folder.io))
         guard let root = try? DirectoryHandle(path: folder.root) else { return }
+        syncfsIsBarrier = DurableNames.syncfsIsBarrier(root.fd)
         connected = host.connectedDevices()
         // Directories first (parents before children), deletions last (children first); a
         // directory replaced by a file or link after the deletions (its children go first),
@@ -220,12 +226,14 @@ final class FolderApplier {
             // Only a file's pull is prepared while the batch before it is flushed: any other
             // action changes the disk now, so the files sealed before it are placed first (as
             // when every batch was committed before the next action).
+            if !Self.makesDirectory(action) { storeDirectories() }
             if !Self.preparesOnly(action) { settle(root: root) } else if flushing?.flushed == true { place(root: root) }
             perform(action, root: root)
-            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes || pendingDescriptors >= Self.batchDescriptors {
+            if pending.count >= Self.batchFiles || pendingBytes >= Self.batchBytes || descriptors.count >= Self.batchDescriptors {
                 seal(root: root)
             }
         }
+        storeDirectories()
         seal(root: root)
         dropUsedBlocks()
         settle(root: root)
@@ -315,6 +323,11 @@ final class FolderApplier {
         case .upToDate, .keepLocal: true
         default: false
         }
+    }
+
+    /// True for a directory's pull (its record waits in `directoryRecords`).
+    private static func makesDirectory(_ action: SyncAction) -> Bool {
+        if case let .pull(state, _) = action { state.kind == .directory && !state.deleted } else { false }
     }
 
     // MARK: Failures

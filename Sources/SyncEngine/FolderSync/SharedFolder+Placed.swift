@@ -5,20 +5,33 @@ import PeerFiles
 import PeerIndex
 import Synchronization
 
-/// Files this node has just put in place from a peer, each with what it recorded for it.
+/// Files and directories this node has just put in place from a peer, each with what it
+/// recorded for it.
 ///
 /// The watcher reports every such placement as a change. When the disk still shows exactly
 /// the recorded file (the same inode, size, mtime and permission bits: the scanner's own
 /// test for "unchanged, not read"), a rescan would only read the index back to learn
-/// nothing; `SharedFolder.watched` leaves such paths out. Anything else about the path (a
-/// different inode, size, mtime or mode, another kind, gone, unreadable) is scanned as
-/// before. A mark is used once: the first report of its path consumes it.
+/// nothing; `SharedFolder.watched` leaves such paths out. A directory made here is left out
+/// while it is the same directory (inode) with the recorded permission bits: its mtime
+/// changes with every file placed in it, and what changes inside it the watcher reports
+/// path by path (what it held before its watch was added too), so a scan of the directory
+/// would only walk every file placed in it again (D: 5,000 new directories). Anything else
+/// about the path (a different inode, size, mtime or mode, another kind, gone, unreadable)
+/// is scanned as before. A mark is used once: the first report of its path consumes it.
 struct PlacedFiles {
     struct Mark: Equatable {
         var inode: UInt64
         var size: Int64
         var mtimeNs: Int64
         var mode: UInt32
+        var isDirectory = false
+
+        /// Whether `found` (what the disk shows now) is what this mark recorded: a file
+        /// by all its fields, a directory by its inode and permission bits.
+        func matches(_ found: Mark?) -> Bool {
+            guard let found, found.isDirectory == isDirectory else { return false }
+            return isDirectory ? found.inode == inode && found.mode == mode : found == self
+        }
     }
 
     /// Marks kept at most; past that they are all dropped (their paths are simply scanned).
@@ -33,12 +46,13 @@ struct PlacedFiles {
 
     var isEmpty: Bool { marks.isEmpty }
 
-    /// Notes what was just recorded: a live file with an inode is marked, anything else
-    /// (a deletion, a directory, a link) clears its path's mark.
+    /// Notes what was just recorded: a live file or directory with an inode is marked,
+    /// anything else (a deletion, a link) clears its path's mark.
     mutating func note(_ records: [FileRecord]) {
         for record in records {
-            if record.kind == .file, !record.deleted, let inode = record.inode {
-                marks[record.path] = Mark(inode: inode, size: record.size, mtimeNs: record.mtimeNs, mode: record.mode)
+            if record.kind != .symlink, !record.deleted, let inode = record.inode {
+                marks[record.path] = Mark(inode: inode, size: record.kind == .file ? record.size : 0, mtimeNs: record.mtimeNs,
+                                          mode: record.mode, isDirectory: record.kind == .directory)
             } else {
                 marks[record.path] = nil
             }
@@ -69,10 +83,11 @@ struct PlacedFiles {
     }
 
     /// Whether `path` has a mark; `stat` is asked only then. Consumes the mark and says
-    /// whether what `stat` found (nil: not a regular file, or not readable) is it.
+    /// whether what `stat` found (nil: neither a regular file nor a directory, or not
+    /// readable) is it (`Mark.matches`).
     mutating func take(_ path: String, stat: () -> Mark?) -> Bool {
         guard let mark = marks.removeValue(forKey: path) else { return false }
-        return stat() == mark
+        return mark.matches(stat())
     }
 }
 
@@ -88,13 +103,14 @@ extension SharedFolder {
         return paths.filter { path in
             !marks.take(path) {
                 if root == nil { root = try? DirectoryHandle(path: self.root) }
-                guard let root, let safe = try? SafePath(path), let resolved = try? parents.resolve(safe, under: root) else { return nil }
+                guard let root, let safe = try? SafePath(path), let resolved = try? parents.resolve(safe, under: root, lookingUp: false) else { return nil }
                 var st = stat()
                 guard fstatat(resolved.directory.fd, resolved.name, &st, AT_SYMLINK_NOFOLLOW) == 0,
-                      st.st_mode & S_IFMT == S_IFREG else { return nil }
-                return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: Int64(st.st_size),
+                      st.st_mode & S_IFMT == S_IFREG || st.st_mode & S_IFMT == S_IFDIR else { return nil }
+                let isDirectory = st.st_mode & S_IFMT == S_IFDIR
+                return PlacedFiles.Mark(inode: UInt64(st.st_ino), size: isDirectory ? 0 : Int64(st.st_size),
                                         mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
-                                        mode: UInt32(st.st_mode) & 0o7777)
+                                        mode: UInt32(st.st_mode) & 0o7777, isDirectory: isDirectory)
             }
         }
     }
