@@ -33,6 +33,7 @@ import Testing
         try TransferPair.eventually("the edit is recorded") {
             (try? host.index.file(folderID: fixture.folderID, path: "stale.txt"))??.version == [host.localDevice: 2]
         }
+        folder.io.sync {}   // (the scan's own pull of stale.txt is done before the peer has it)
 
         // The peer reports back every entry it took, as we sent it (sequence its own).
         let echo = first.filter { $0.path != "tie.txt" }.map { record in
@@ -66,5 +67,31 @@ import Testing
         folder.io.sync {}
         folder.io.sync {}
         #expect(folder.peerPlannedPaths - again == 2)
+    }
+
+    /// A rescan of some paths plans them again (a change may conflict with a state a peer
+    /// sent before it was scanned), but only those a peer has: after a scan of 50,000 new
+    /// files (D), reading and planning paths no peer has cost alice 4.6 % of her CPU.
+    @Test func aScanPlansOnlyThePathsAPeerHas() throws {
+        let fixture = try Fixture()
+        defer { fixture.cleanup() }
+        let host = fixture.host
+        let folder = try fixture.startSettled()
+        defer { folder.stop() }
+        // The peer's state of late.txt is stored, its pull not yet run; then late.txt is
+        // written here too, with three files no peer has.
+        try fixture.remoteHas("late.txt", size: 6, seed: 5, content: Data("theirs".utf8))
+        let planned = folder.peerPlannedPaths
+        for name in ["new1.txt", "new2.txt", "new3.txt", "late.txt"] {
+            try "ours: \(name)".write(toFile: fixture.root + "/" + name, atomically: false, encoding: .utf8)
+        }
+        try TransferPair.eventually("the four files are recorded") {
+            ((try? host.index.files(folderID: fixture.folderID)) ?? []).count == 4
+        }
+        folder.io.sync {}
+        #expect(folder.peerPlannedPaths - planned == 1, "planned \(folder.peerPlannedPaths - planned) paths, not only late.txt")
+        // Concurrent with the peer's, ours is newer: it stays, recorded as our change.
+        #expect(try String(contentsOfFile: fixture.root + "/late.txt", encoding: .utf8) == "ours: late.txt")
+        #expect(try host.index.file(folderID: fixture.folderID, path: "late.txt")?.version == [host.localDevice: 1])
     }
 }

@@ -71,6 +71,9 @@ extension SharedFolder {
         var hashes = Set<ChunkHash>()
         var total = 0
         var rootHandle: DirectoryHandle?
+        // Each directory opened once for the page (a page lists a folder's files together):
+        // resolving every file from the root cost alice 1.5 % of her CPU in D.
+        var parents = ParentHandles()
         let ignores = servedIgnores.withLock { $0 }
         for record in records where Self.mayCarry(record, localDevice: localDevice) {
             guard let chunk = record.chunks.first, chunk.offset == 0, chunk.size == record.size, let inode = record.inode,
@@ -78,7 +81,7 @@ extension SharedFolder {
                   let hash = ChunkHash(bytes: chunk.hash), !hashes.contains(hash), let safe = try? SafePath(record.path),
                   let ignores, !ignores.isIgnored(safe.string, isDirectory: false) else { continue }
             if rootHandle == nil { rootHandle = try? DirectoryHandle(path: root) }
-            guard let rootHandle, let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
+            guard let rootHandle, let resolved = try? parents.resolve(safe, under: rootHandle), resolved.existing == .file,
                   let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
                   let stamp = reader.stamp(), stamp.size == record.size, stamp.mtimeNs == record.mtimeNs, stamp.inode == inode,
                   let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: false)

@@ -412,7 +412,8 @@ final class SharedFolder: Sendable {
         var plannedPaths = 0
     }
     var peerPulls: Int { peerChanges.withLock { $0.pulls } }
-    /// Paths of peers' pages that pulls planned (a peer's echo of our own entries is not planned).
+    /// Paths that pulls of some paths gave the planner (for tests): those a peer has an
+    /// entry for, less a peer's echo of our own entries.
     var peerPlannedPaths: Int { peerChanges.withLock { $0.plannedPaths } }
     /// A pull takes whole waiting pages up to this many paths and `pullBytes` bytes of
     /// their entries (at least one page): their records and manifests are loaded together.
@@ -461,10 +462,7 @@ final class SharedFolder: Sendable {
             return (pages, blocks, blockBytes, pending.queued)
         }
         let batch = withoutEchoes(pages)
-        peerChanges.withLock { pending in
-            pending.pulls += batch.isEmpty ? 0 : 1
-            pending.plannedPaths += batch.count
-        }
+        peerChanges.withLock { $0.pulls += batch.isEmpty ? 0 : 1 }
         // The blocks are the pull's alone (each goes soon after it is written: the applier's
         // `dropUsedBlocks`); what they held and the pull did not give back goes here.
         if !batch.isEmpty { blockBytes -= pull(paths: batch, blocks: consume blocks) }
@@ -585,11 +583,16 @@ final class SharedFolder: Sendable {
 
     private func planPaths(_ paths: Set<PathKey>, index: NodeIndex, members: Set<String>) throws(IndexError) -> Plan {
         var plan = Plan()
-        // Two batched lookups for the whole set (one read transaction each).
-        let list = paths.map(\.string)
-        plan.local = try index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(\.entry)
-        let entries = try index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:)).flatMap { $0.value.map { ($0.key, $0.value) } }
-        (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
+        // Two batched lookups (one read transaction each): the peers' entries, then our
+        // records of the paths they have. A path no peer has needs nothing (the planner keeps
+        // our state): after a scan of 50,000 new files (D), reading and planning them cost
+        // alice 4.6 % of her CPU.
+        let found = try index.remoteFiles(folderID: id, paths: paths.lazy.map(\.string), keyedBy: PathKey.init(_:))
+        peerChanges.withLock { $0.plannedPaths += found.count }
+        guard !found.isEmpty else { return plan }
+        plan.local = try index.files(folderID: id, paths: found.keys.lazy.map(\.string), includeChunks: false,
+                                     keyedBy: PathKey.init(_:)).mapValues(\.entry)
+        (plan.remotes, plan.manifests) = Self.peerStates(found.lazy.flatMap { $0.value.lazy.map { ($0.key, $0.value) } }, members: members)
         plan.remotes = admitted(notIgnored(plan.remotes), local: plan.local)
         plan.actions = SyncPlanner(localDevice: host?.localDevice).plan(local: plan.local, remotes: plan.remotes)
         return plan
