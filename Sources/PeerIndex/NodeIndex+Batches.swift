@@ -1,3 +1,5 @@
+internal import PeerModel
+
 /// Lookups of many paths or chunks at once, for the folder puller: one call takes the
 /// connection once and runs its statements in one read transaction (a single snapshot, and
 /// SQLite's locks taken once instead of once per statement).
@@ -60,6 +62,46 @@ extension NodeIndex {
                 }
             }
             return result
+        }
+    }
+
+    /// Those of `paths` where `deviceID`'s entry changes nothing we plan: its version is
+    /// dominated by our record's, or equal to it with the same content and the same applied
+    /// metadata (mode; mtime for a file). What a peer reports back after taking our entries
+    /// (its echo) is such an entry; an equal version with other content (a tie made by merges
+    /// on different nodes) is not. Paths without our record or without that entry are not.
+    package func echoedPaths<Key: Hashable & Sendable>(folderID: String, deviceID: String, paths: some Sequence<String>,
+                                                      keyedBy key: (String) -> Key) throws(IndexError) -> Set<Key> {
+        let list = Array(paths)
+        return try readTransaction { db in
+            let statement = try db.cachedStatement(
+                """
+                SELECT r.version, l.version,
+                       l.kind = r.kind AND l.deleted = r.deleted AND (l.deleted = 1 OR (l.mode = r.mode AND l.size = r.size
+                       AND l.root_hash IS r.root_hash AND l.symlink_target IS r.symlink_target
+                       AND (l.kind <> 'file' OR l.mtime_ns = r.mtime_ns)))
+                FROM remote_files AS r JOIN files AS l ON l.folder_id = r.folder_id AND l.path = r.path
+                WHERE r.folder_id = ? AND r.device_id = ? AND r.path = ?
+                """)
+            var echoed = Set<Key>()
+            for path in list {
+                try statement.bind([.text(folderID), .text(deviceID), .text(path)])
+                defer { statement.reset() }
+                guard try statement.step(), let theirs = statement.string(at: 0), let ours = statement.string(at: 1) else { continue }
+                let same = statement.int64(at: 2) == 1
+                // Equal texts are equal versions (the common case: nothing to decode).
+                if theirs == ours {
+                    if same { echoed.insert(key(path)) }
+                    continue
+                }
+                guard let theirs = VersionVector(json: theirs), let ours = VersionVector(json: ours) else { continue }
+                switch theirs.compare(ours) {
+                case .lesser: echoed.insert(key(path))
+                case .equal where same: echoed.insert(key(path))
+                default: break
+                }
+            }
+            return echoed
         }
     }
 

@@ -81,20 +81,44 @@ package struct FolderScanner: Sendable {
     private func scan(paths: [String], known: some KnownEntrySource, run: ScanRun) throws -> ScanSummary {
         defer { run.close() }
         // Sorted in byte order, without paths below another given path (covered by it).
+        // (A folder moved in comes from the watcher as every path in it, 55,000 in D: a path
+        // that is already clean is taken as it is, and none is built again to be compared.)
         var cleaned = Set<PathKey>()
+        cleaned.reserveCapacity(paths.count)
         for p in paths {
+            if Self.isClean(p) {
+                cleaned.insert(PathKey(p))
+                continue
+            }
             let parts = p.split(separator: "/", omittingEmptySubsequences: true)
             if parts.isEmpty { try run.scanAll(known: known); return run.summary }
             cleaned.insert(PathKey(parts.joined(separator: "/")))
         }
         var previous: String?
-        for path in cleaned.sorted().map(\.string) {
-            if let previous, utf8HasPrefix(path, previous + "/") { continue }
-            previous = path
-            try run.scanOne(path, known: known)
+        for key in cleaned.sorted() {
+            if let previous, Self.isBelow(key.string, previous) { continue }
+            previous = key.string
+            try run.scanOne(key.string, known: known)
         }
         try run.finish()
         return run.summary
+    }
+
+    /// Whether `path` is relative with no empty component: no leading, trailing or doubled "/".
+    static func isClean(_ path: String) -> Bool {
+        var previous: UInt8 = UInt8(ascii: "/")
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "/") && previous == byte { return false }
+            previous = byte
+        }
+        return previous != UInt8(ascii: "/")
+    }
+
+    /// Whether `path` is strictly below `directory` ("d/x" is below "d", "dx" is not).
+    static func isBelow(_ path: String, _ directory: String) -> Bool {
+        let (p, d) = (path.utf8, directory.utf8)
+        guard p.count > d.count, p.starts(with: d) else { return false }
+        return p[p.index(p.startIndex, offsetBy: d.count)] == UInt8(ascii: "/")
     }
 
     /// Read buffer size for a file of `size` bytes (the chunks do not depend on it).

@@ -12,14 +12,14 @@ extension FileRecord {
     /// `ContentHashUpgrade`) or a damaged one: it is never offered, sent, served or trusted
     /// by the scanner as this file's content, and the next scan hashes the file again.
     var manifest: Manifest? {
-        guard let manifest = chunkManifest, manifest.rootHash == self.rootHash else { return nil }
+        guard let manifest = chunkManifest, manifest.rootHash == entry.rootHash else { return nil }
         return manifest
     }
 
     /// The manifest of the recorded chunk list with the root computed now, whatever root is
     /// recorded (nil for non-files, tombstones, or chunks that do not add up to the size).
     var chunkManifest: Manifest? {
-        guard self.kind == .file, !self.deleted else { return nil }
+        guard entry.kind == .file, !entry.deleted else { return nil }
         var refs: [ChunkRef] = []
         refs.reserveCapacity(chunks.count)
         for chunk in chunks {
@@ -27,7 +27,7 @@ extension FileRecord {
                   let size = UInt32(exactly: chunk.size) else { return nil }
             refs.append(ChunkRef(offset: offset, size: size, hash: hash))
         }
-        return try? Manifest(fileSize: UInt64(max(0, self.size)), chunks: refs)
+        return try? Manifest(fileSize: UInt64(max(0, entry.size)), chunks: refs)
     }
 
     /// A live file whose recorded hashes are not this version's (see `manifest`).

@@ -57,7 +57,7 @@ extension FolderService {
             emitError(session.peer, "folder \(folder.label): cannot store the peer's index: \(error)")
             return
         }
-        folder.pullSoon(paths, bytes: bytes, blocks: content)
+        folder.pullSoon(paths, bytes: bytes, blocks: content, from: session.deviceKey)
         link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
     }
 

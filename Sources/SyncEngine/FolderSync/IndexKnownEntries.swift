@@ -30,9 +30,12 @@ struct IndexKnownEntries: KnownEntrySource {
     }
 
     fileprivate func known(_ record: FileRecord) -> ScannedEntry? {
-        guard !record.deleted, record.sequence <= maxSequence else { return nil }
-        return ScannedEntry(path: record.path, kind: record.kind, size: record.size, mtimeNs: record.mtimeNs,
-                          mode: record.mode, inode: record.inode ?? 0, symlinkTarget: record.symlinkTarget,
+        // (The fields are read from `entry` itself: through the record's key-path lookup each
+        // read is a generic call, 1-2 % of a rescan of unchanged files.)
+        let entry = record.entry
+        guard !entry.deleted, entry.sequence <= maxSequence else { return nil }
+        return ScannedEntry(path: entry.path, kind: entry.kind, size: entry.size, mtimeNs: entry.mtimeNs,
+                          mode: entry.mode, inode: record.inode ?? 0, symlinkTarget: entry.symlinkTarget,
                           manifest: record.manifest)
     }
 }

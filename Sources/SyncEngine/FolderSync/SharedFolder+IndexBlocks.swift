@@ -44,8 +44,10 @@ extension SharedFolder {
     /// index tells (`indexBlocks(for:localDevice:)` then checks the disk): a live small file
     /// of one chunk that changed here.
     static func mayCarry(_ record: FileRecord, localDevice: String) -> Bool {
-        record.kind == .file && !record.deleted && record.modifiedBy == localDevice && record.chunks.count == 1
-            && record.size > 0 && record.size <= Int64(indexBlockLimit)
+        // (`entry`'s fields directly: the record's key-path lookup is a generic call per read.)
+        let entry = record.entry
+        return entry.kind == .file && !entry.deleted && entry.modifiedBy == localDevice && record.chunks.count == 1
+            && entry.size > 0 && entry.size <= Int64(indexBlockLimit)
     }
 
     /// Whether any of `records` (an index page about to be sent) may have its content sent
@@ -71,16 +73,20 @@ extension SharedFolder {
         var hashes = Set<ChunkHash>()
         var total = 0
         var rootHandle: DirectoryHandle?
+        // Each directory opened once for the page (a page lists a folder's files together):
+        // resolving every file from the root cost alice 1.5 % of her CPU in D.
+        var parents = ParentHandles()
         let ignores = servedIgnores.withLock { $0 }
         for record in records where Self.mayCarry(record, localDevice: localDevice) {
-            guard let chunk = record.chunks.first, chunk.offset == 0, chunk.size == record.size, let inode = record.inode,
+            let entry = record.entry
+            guard let chunk = record.chunks.first, chunk.offset == 0, chunk.size == entry.size, let inode = record.inode,
                   total + Int(chunk.size) <= Self.indexBlockPageBytes,
-                  let hash = ChunkHash(bytes: chunk.hash), !hashes.contains(hash), let safe = try? SafePath(record.path),
+                  let hash = ChunkHash(bytes: chunk.hash), !hashes.contains(hash), let safe = try? SafePath(entry.path),
                   let ignores, !ignores.isIgnored(safe.string, isDirectory: false) else { continue }
             if rootHandle == nil { rootHandle = try? DirectoryHandle(path: root) }
-            guard let rootHandle, let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
+            guard let rootHandle, let resolved = try? parents.resolve(safe, under: rootHandle), resolved.existing == .file,
                   let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
-                  let stamp = reader.stamp(), stamp.size == record.size, stamp.mtimeNs == record.mtimeNs, stamp.inode == inode,
+                  let stamp = reader.stamp(), stamp.size == entry.size, stamp.mtimeNs == entry.mtimeNs, stamp.inode == inode,
                   let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: false)
             else { continue }
             hashes.insert(hash)

@@ -403,15 +403,20 @@ final class SharedFolder: Sendable {
     /// Since when what pulls changed here waits to be announced to peers (`announcePulled`).
     private let pulledUnannounced = Mutex<ContinuousClock.Instant?>(nil)
     /// Pages of paths peers changed that wait for a pull (in arrival order, each with the
-    /// bytes of its entries and the small files' content that came with it), whether a pull
-    /// of them is queued on `io`, and how many such pulls ran (for tests).
+    /// bytes of its entries, the small files' content that came with it and the peer that
+    /// sent it), whether a pull of them is queued on `io`, and how many such pulls ran and
+    /// paths they planned (for tests).
     private let peerChanges = Mutex<PeerChanges>(PeerChanges())
     struct PeerChanges {
-        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int)] = []
+        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int, device: String?)] = []
         var queued = false
         var pulls = 0
+        var plannedPaths = 0
     }
     var peerPulls: Int { peerChanges.withLock { $0.pulls } }
+    /// Paths that pulls of some paths gave the planner (for tests): those a peer has an
+    /// entry for, less a peer's echo of our own entries.
+    var peerPlannedPaths: Int { peerChanges.withLock { $0.plannedPaths } }
     /// A pull takes whole waiting pages up to this many paths and `pullBytes` bytes of
     /// their entries (at least one page): their records and manifests are loaded together.
     /// (At 4,000 paths, B's 10,000 files took five pulls, and each pull's planning and its
@@ -427,12 +432,13 @@ final class SharedFolder: Sendable {
     /// wait on its own (B: 12 pulls for 10,000 files). A page is never split, so what one
     /// page held together (a folder's deletion with its children's, a rename's two halves)
     /// is still planned together. A page's blocks are kept only within the node's
-    /// `indexBlockBudget`.
-    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:]) {
+    /// `indexBlockBudget`. `device` sent the page: its entries that change nothing here (its
+    /// echo of ours, `withoutEchoes`) are stored but not planned.
+    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:], from device: String? = nil) {
         let size = blocks.values.reduce(0) { $0 + Self.heldCost($1.bytes.count) }
         let keep = size > 0 && host?.indexBlockBudget.hold(size) == true
         let queue = peerChanges.withLock { pending in
-            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0))
+            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0, device))
             defer { pending.queued = true }
             return !pending.queued
         }
@@ -441,23 +447,24 @@ final class SharedFolder: Sendable {
 
     private func pullWaiting() {
         dispatchPrecondition(condition: .onQueue(io))
-        var (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
-            var batch = Set<PathKey>()
+        var (pages, blocks, blockBytes, more) = peerChanges.withLock { pending in
+            var pages: [(paths: Set<PathKey>, device: String?)] = []
             var blocks: [ChunkHash: IndexBlock] = [:]
-            var (taken, bytes, blockBytes) = (0, 0, 0)
+            var (count, bytes, blockBytes) = (0, 0, 0)
             for page in pending.pages {
-                if taken > 0 && (batch.count + page.paths.count > Self.pullBatch || bytes + page.bytes > Self.pullBytes) { break }
-                batch.formUnion(page.paths)
+                if !pages.isEmpty && (count + page.paths.count > Self.pullBatch || bytes + page.bytes > Self.pullBytes) { break }
+                pages.append((page.paths, page.device))
+                count += page.paths.count
                 blocks.merge(page.blocks) { first, _ in first }
                 bytes += page.bytes
                 blockBytes += page.blockBytes
-                taken += 1
             }
-            pending.pages.removeFirst(taken)
+            pending.pages.removeFirst(pages.count)
             pending.queued = !pending.pages.isEmpty
-            pending.pulls += batch.isEmpty ? 0 : 1
-            return (batch, blocks, blockBytes, pending.queued)
+            return (pages, blocks, blockBytes, pending.queued)
         }
+        let batch = withoutEchoes(pages)
+        peerChanges.withLock { $0.pulls += batch.isEmpty ? 0 : 1 }
         // The blocks are the pull's alone (each goes soon after it is written: the applier's
         // `dropUsedBlocks`); what they held and the pull did not give back goes here.
         if !batch.isEmpty { blockBytes -= pull(paths: batch, blocks: consume blocks) }
@@ -578,11 +585,16 @@ final class SharedFolder: Sendable {
 
     private func planPaths(_ paths: Set<PathKey>, index: NodeIndex, members: Set<String>) throws(IndexError) -> Plan {
         var plan = Plan()
-        // Two batched lookups for the whole set (one read transaction each).
-        let list = paths.map(\.string)
-        plan.local = try index.files(folderID: id, paths: list, includeChunks: false, keyedBy: PathKey.init(_:)).mapValues(\.entry)
-        let entries = try index.remoteFiles(folderID: id, paths: list, keyedBy: PathKey.init(_:)).flatMap { $0.value.map { ($0.key, $0.value) } }
-        (plan.remotes, plan.manifests) = Self.peerStates(entries, members: members)
+        // Two batched lookups (one read transaction each): the peers' entries, then our
+        // records of the paths they have. A path no peer has needs nothing (the planner keeps
+        // our state): after a scan of 50,000 new files (D), reading and planning them cost
+        // alice 4.6 % of her CPU.
+        let found = try index.remoteFiles(folderID: id, paths: paths.lazy.map(\.string), keyedBy: PathKey.init(_:))
+        peerChanges.withLock { $0.plannedPaths += found.count }
+        guard !found.isEmpty else { return plan }
+        plan.local = try index.files(folderID: id, paths: found.keys.lazy.map(\.string), includeChunks: false,
+                                     keyedBy: PathKey.init(_:)).mapValues(\.entry)
+        (plan.remotes, plan.manifests) = Self.peerStates(found.lazy.flatMap { $0.value.lazy.map { ($0.key, $0.value) } }, members: members)
         plan.remotes = admitted(notIgnored(plan.remotes), local: plan.local)
         plan.actions = SyncPlanner(localDevice: host?.localDevice).plan(local: plan.local, remotes: plan.remotes)
         return plan
