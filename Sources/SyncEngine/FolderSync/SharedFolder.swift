@@ -407,7 +407,7 @@ final class SharedFolder: Sendable {
     /// of them is queued on `io`, and how many such pulls ran (for tests).
     private let peerChanges = Mutex<PeerChanges>(PeerChanges())
     struct PeerChanges {
-        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int)] = []
+        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int, taken: (@Sendable () -> Void)?)] = []
         var queued = false
         var pulls = 0
     }
@@ -427,21 +427,22 @@ final class SharedFolder: Sendable {
     /// wait on its own (B: 12 pulls for 10,000 files). A page is never split, so what one
     /// page held together (a folder's deletion with its children's, a rename's two halves)
     /// is still planned together. A page's blocks are kept only within the node's
-    /// `indexBlockBudget`.
-    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:]) {
+    /// `indexBlockBudget`. `taken` runs once a pull takes the page, or at once if no block is kept.
+    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:], taken: @escaping @Sendable () -> Void = {}) {
         let size = blocks.values.reduce(0) { $0 + Self.heldCost($1.bytes.count) }
         let keep = size > 0 && host?.indexBlockBudget.hold(size) == true
         let queue = peerChanges.withLock { pending in
-            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0))
+            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0, keep ? taken : nil))
             defer { pending.queued = true }
             return !pending.queued
         }
+        if !keep { taken() }
         if queue { io.async { [self] in pullWaiting() } }
     }
 
     private func pullWaiting() {
         dispatchPrecondition(condition: .onQueue(io))
-        var (batch, blocks, blockBytes, more) = peerChanges.withLock { pending in
+        var (batch, blocks, blockBytes, more, calls) = peerChanges.withLock { pending in
             var batch = Set<PathKey>()
             var blocks: [ChunkHash: IndexBlock] = [:]
             var (taken, bytes, blockBytes) = (0, 0, 0)
@@ -453,11 +454,13 @@ final class SharedFolder: Sendable {
                 blockBytes += page.blockBytes
                 taken += 1
             }
+            let calls = pending.pages.prefix(taken).map(\.taken)
             pending.pages.removeFirst(taken)
             pending.queued = !pending.pages.isEmpty
             pending.pulls += batch.isEmpty ? 0 : 1
-            return (batch, blocks, blockBytes, pending.queued)
+            return (batch, blocks, blockBytes, pending.queued, calls)
         }
+        for call in calls { call?() }
         // The blocks are the pull's alone (each goes soon after it is written: the applier's
         // `dropUsedBlocks`); what they held and the pull did not give back goes here.
         if !batch.isEmpty { blockBytes -= pull(paths: batch, blocks: consume blocks) }
@@ -496,10 +499,11 @@ final class SharedFolder: Sendable {
 
     /// Drops the pages waiting for a pull (the folder stops; a restart pulls every path).
     func forgetWaitingPulls() {
-        let held = peerChanges.withLock { pending in
+        let (held, taken) = peerChanges.withLock { pending in
             defer { pending.pages = [] }
-            return pending.pages.reduce(0) { $0 + $1.blockBytes }
+            return (pending.pages.reduce(0) { $0 + $1.blockBytes }, pending.pages.map(\.taken))
         }
+        for call in taken { call?() }
         if held > 0 { host?.indexBlockBudget.release(held) }
     }
 
