@@ -328,7 +328,7 @@ final class SharedFolder: Sendable {
             host?.folderChanged(id)
             // A local change may conflict with a version a peer sent earlier (while this
             // change was not scanned yet): plan those paths again.
-            if paths != nil { pull(paths: changedPaths) }
+            if paths != nil { pull(pagesOf: changedPaths) }
         }
     }
 
