@@ -62,6 +62,16 @@ struct IndexBlockWindow {
         return page
     }
 
+    /// The page waiting since `sequence` goes now whatever is unacknowledged (those pages
+    /// are taken as lost: a receiver that refused them, or could not store them, never
+    /// acknowledges them). Nil if it went already.
+    mutating func expire(_ sequence: Int64, session: UInt64, folder: String) -> Waiting? {
+        guard let page = waiting[session]?[folder], page.sequence == sequence else { return nil }
+        waiting[session]?[folder] = nil
+        unacked[session]?[folder] = nil
+        return page
+    }
+
     /// Forgets the session; returns the folders whose pass waited for room.
     mutating func forget(session: UInt64) -> [String] {
         unacked[session] = nil
@@ -89,7 +99,20 @@ extension FolderService {
             state.blockWindow.sent(sequence: sequence, cost: cost, session: session.id, folder: folderID)
             return true
         }
-        if now { sendWindowed(page, folderID: folderID) }
+        guard now else {
+            // A page waits at most `blockTimeout` for acknowledgements: the pass goes on then.
+            queue.asyncAfter(deadline: .now() + .seconds(Int(Self.blockTimeout.components.seconds))) { [weak self] in
+                guard let self else { return }
+                let page = state.withLock { state -> IndexBlockWindow.Waiting? in
+                    guard let page = state.blockWindow.expire(sequence, session: session.id, folder: folderID) else { return nil }
+                    state.blockWindow.sent(sequence: page.sequence, cost: page.cost, session: session.id, folder: folderID)
+                    return page
+                }
+                if let page { resume(page, folderID: folderID) }
+            }
+            return
+        }
+        sendWindowed(page, folderID: folderID)
     }
 
     /// The peer acknowledged `sequence` of the folder's pages: a page waiting for room goes
@@ -101,10 +124,14 @@ extension FolderService {
             state.blockWindow.sent(sequence: page.sequence, cost: page.cost, session: session.id, folder: folderID)
             return page
         }
-        guard let page else { return }
-        // The folder may have been unshared, or the peer left it, meanwhile.
-        guard state.withLock({ $0.folders[folderID] }) === page.carrier, isMember(session.deviceKey, of: folderID) else {
-            return endIndexPass("\(folderID)|\(session.id)")
+        if let page { resume(page, folderID: folderID) }
+    }
+
+    /// Sends a page that waited, if the folder is still shared with the peer (it may have been
+    /// unshared, or the peer left it, meanwhile); else its pass ends.
+    private func resume(_ page: IndexBlockWindow.Waiting, folderID: String) {
+        guard state.withLock({ $0.folders[folderID] }) === page.carrier, isMember(page.session.deviceKey, of: folderID) else {
+            return endIndexPass("\(folderID)|\(page.session.id)")
         }
         sendWindowed(page, folderID: folderID)
     }

@@ -1,14 +1,14 @@
 import Foundation
 import Testing
 
-/// Many small files (issue 43.6, B at 100,000 files): their content travels with alice's index
+/// Many small files (issue 43.6, B at 100,000 files). Their content travels with alice's index
 /// pages, and bob keeps it only within his budget for content waiting for a pull. Alice sends
 /// a page with content only once bob's pulls have taken enough of what she sent before, so
 /// what she sends is about one copy of the files. Before, she sent every page at once: what
 /// came beyond bob's budget was dropped and asked for again, each file twice (B at 100,000
 /// files: 696 MB sent for 410 MB). A small budget on both nodes shows it with few files.
 @Suite(.serialized)
-struct IndexBlockWindowTests {
+struct ManySmallFilesTests {
     typealias Sync = FolderSyncTests
 
     @Test func manySmallFilesAreSentAboutOnce() throws {
