@@ -66,6 +66,10 @@ package struct NodeConfig: Sendable {
     /// (`SYNCPEER_STREAM_MANIFEST_FROM`); a smaller one is hashed first (8 MiB: one read of
     /// the chunker, a few milliseconds).
     package var streamManifestFrom: Int64 = 8 << 20
+    /// What small files' content that came with index pages may hold on this node, and
+    /// twice what this node sends a peer ahead of its pulls (`IndexBlockWindow`): a test knob
+    /// (`SYNCPEER_INDEX_BLOCK_BUDGET`).
+    package var indexBlockHeldBytes = SharedFolder.indexBlockHeldBytes
 
     /// XDG_DOWNLOAD_DIR (user-dirs.dirs), else ~/Downloads; created when a transfer is
     /// accepted into it.
@@ -122,6 +126,7 @@ package struct NodeConfig: Sendable {
         if let rate = environment["SYNCPEER_SEND_RATE"].flatMap(Int.init), rate > 0 { sendRateBytesPerSecond = rate }
         if let rate = environment["SYNCPEER_SERVE_RATE"].flatMap(Int.init), rate > 0 { serveRateBytesPerSecond = rate }
         if let size = environment["SYNCPEER_STREAM_MANIFEST_FROM"].flatMap(Int64.init), size > 0 { streamManifestFrom = size }
+        if let bytes = environment["SYNCPEER_INDEX_BLOCK_BUDGET"].flatMap(Int.init), bytes > 0 { indexBlockHeldBytes = bytes }
         if let boot = environment["SYNCPEER_BOOT_ID"], !boot.isEmpty { bootID = boot }
     }
 }

@@ -57,8 +57,12 @@ extension FolderService {
             emitError(session.peer, "folder \(folder.label): cannot store the peer's index: \(error)")
             return
         }
-        folder.pullSoon(paths, bytes: bytes, blocks: content, from: session.deviceKey)
-        link?.send([.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))], on: session.id)
+        // A page whose content is held is acknowledged once a pull takes it (IndexBlockWindow).
+        let ack = Frame.indexAck(folder: folderID, sequence: UInt64(max(0, highest)))
+        folder.pullSoon(paths, bytes: bytes, blocks: content, from: session.deviceKey) { [weak self] in
+            guard let self else { return }
+            queue.async { self.link?.send([ack], on: session.id) }
+        }
     }
 
     /// Sends the local index entries the peer has not seen yet (since its last ack, or what
@@ -139,8 +143,8 @@ extension FolderService {
                     return endIndexPass(pass)
                 }
                 if !blocks.isEmpty { carrier.activity.served(to: session.deviceKey, bytes: blocks.reduce(0) { $0 + $1.count }) }
-                link?.send(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update], on: session.id)
-                sendIndexPageLater(folderID, to: session, full: full)
+                sendIndexPage(SharedFolder.indexBlockFrames(blocks, folder: folderID) + [update], sequence: page.map(\.sequence).max() ?? 0,
+                              cost: SharedFolder.heldCost(of: blocks), folderID: folderID, to: session, full: full, carrier: carrier)
             }
         }
     }
@@ -162,7 +166,7 @@ extension FolderService {
     }
 
     /// The pass's next page, once what the session has queued is written (any thread).
-    private func sendIndexPageLater(_ folderID: String, to session: LinkSession, full: Bool) {
+    func sendIndexPageLater(_ folderID: String, to session: LinkSession, full: Bool) {
         session.frames.afterQueuedSends { [weak self] in
             guard let self else { return }
             queue.async { self.sendIndexPage(folderID, to: session, full: full) }

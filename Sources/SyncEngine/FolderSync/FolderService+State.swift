@@ -33,6 +33,8 @@ extension FolderService {
         var indexRetry = IndexRetry()
         /// Small files' content a peer sent for its next index page (session ID → one folder's).
         var indexBlocks: [UInt64: HeldBlocks] = [:]
+        /// Content sent with our index pages and not yet taken by the peers' pulls.
+        var blockWindow = IndexBlockWindow()
         /// Version requests sent and waiting for their answer (issue 41).
         var pendingVersions: [UInt32: (device: String, callback: @Sendable (VersionPage?) -> Void)] = [:]
         /// What members said they hold of a folder ("folder|device"; absent: everything).

@@ -34,7 +34,7 @@ final class FolderService: Reporting, Sendable {
     /// What each member may make us hash for delta answers.
     let deltaAllowance = DeltaAllowance()
     /// What small files' content that came with index pages may hold while it waits.
-    let indexBlockBudget = IndexBlockBudget()
+    let indexBlockBudget: IndexBlockBudget
     /// Members' announced selections waiting to be written to the index (coalesced).
     let peerSelectionWrites = PeerSelectionWrites()
 
@@ -71,6 +71,7 @@ final class FolderService: Reporting, Sendable {
         self.index = index
         self.events = events
         self.state = Mutex(State(config: config))
+        self.indexBlockBudget = IndexBlockBudget(limit: config.indexBlockHeldBytes)
         self.localDevice = localDevice
     }
 
@@ -454,6 +455,7 @@ final class FolderService: Reporting, Sendable {
             return (parked, failed.values.map(\.callback))
         }
         for _ in 0..<parked { session.flow.handled(0) }
+        forgetIndexBlockWindow(session)
         for callback in failed { callback(nil) }
     }
 
@@ -555,6 +557,7 @@ final class FolderService: Reporting, Sendable {
                 // The peer's acknowledgement is lost: what it already has is sent again later.
                 emitError(session.peer, "folder \(folderID): cannot record the peer's acknowledgement: \(error.description)")
             }
+            indexBlocksAcked(folderID, sequence: Int64(clamping: sequence), from: session)
         case let .blockRequest(request, folderID, _, _, _, _), let .blockDeltaRequest(request, folderID, _, _, _, _, _):
             // One row looked up, not the folder's member list (B: 10,000 requests); one turn
             // of the lock for all this request needs of the table.

@@ -328,7 +328,7 @@ final class SharedFolder: Sendable {
             host?.folderChanged(id)
             // A local change may conflict with a version a peer sent earlier (while this
             // change was not scanned yet): plan those paths again.
-            if paths != nil { pull(paths: changedPaths) }
+            if paths != nil { pull(pagesOf: changedPaths) }
         }
     }
 
@@ -408,7 +408,7 @@ final class SharedFolder: Sendable {
     /// paths they planned (for tests).
     private let peerChanges = Mutex<PeerChanges>(PeerChanges())
     struct PeerChanges {
-        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int, device: String?)] = []
+        var pages: [(paths: Set<PathKey>, bytes: Int, blocks: [ChunkHash: IndexBlock], blockBytes: Int, device: String?, taken: (@Sendable () -> Void)?)] = []
         var queued = false
         var pulls = 0
         var plannedPaths = 0
@@ -433,21 +433,24 @@ final class SharedFolder: Sendable {
     /// page held together (a folder's deletion with its children's, a rename's two halves)
     /// is still planned together. A page's blocks are kept only within the node's
     /// `indexBlockBudget`. `device` sent the page: its entries that change nothing here (its
-    /// echo of ours, `withoutEchoes`) are stored but not planned.
-    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:], from device: String? = nil) {
+    /// echo of ours, `withoutEchoes`) are stored but not planned. `taken` runs once a pull
+    /// takes the page, or at once if no block is kept.
+    func pullSoon(_ paths: Set<PathKey>, bytes: Int = 0, blocks: [ChunkHash: IndexBlock] = [:], from device: String? = nil,
+                  taken: @escaping @Sendable () -> Void = {}) {
         let size = blocks.values.reduce(0) { $0 + Self.heldCost($1.bytes.count) }
         let keep = size > 0 && host?.indexBlockBudget.hold(size) == true
         let queue = peerChanges.withLock { pending in
-            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0, device))
+            pending.pages.append((paths, bytes, keep ? blocks : [:], keep ? size : 0, device, keep ? taken : nil))
             defer { pending.queued = true }
             return !pending.queued
         }
+        if !keep { taken() }
         if queue { io.async { [self] in pullWaiting() } }
     }
 
     private func pullWaiting() {
         dispatchPrecondition(condition: .onQueue(io))
-        var (pages, blocks, blockBytes, more) = peerChanges.withLock { pending in
+        var (pages, blocks, blockBytes, more, calls) = peerChanges.withLock { pending in
             var pages: [(paths: Set<PathKey>, device: String?)] = []
             var blocks: [ChunkHash: IndexBlock] = [:]
             var (count, bytes, blockBytes) = (0, 0, 0)
@@ -459,10 +462,12 @@ final class SharedFolder: Sendable {
                 bytes += page.bytes
                 blockBytes += page.blockBytes
             }
+            let calls = pending.pages.prefix(pages.count).map(\.taken)
             pending.pages.removeFirst(pages.count)
             pending.queued = !pending.pages.isEmpty
-            return (pages, blocks, blockBytes, pending.queued)
+            return (pages, blocks, blockBytes, pending.queued, calls)
         }
+        for call in calls { call?() }
         let batch = withoutEchoes(pages)
         peerChanges.withLock { $0.pulls += batch.isEmpty ? 0 : 1 }
         // The blocks are the pull's alone (each goes soon after it is written: the applier's
@@ -503,10 +508,11 @@ final class SharedFolder: Sendable {
 
     /// Drops the pages waiting for a pull (the folder stops; a restart pulls every path).
     func forgetWaitingPulls() {
-        let held = peerChanges.withLock { pending in
+        let (held, taken) = peerChanges.withLock { pending in
             defer { pending.pages = [] }
-            return pending.pages.reduce(0) { $0 + $1.blockBytes }
+            return (pending.pages.reduce(0) { $0 + $1.blockBytes }, pending.pages.map(\.taken))
         }
+        for call in taken { call?() }
         if held > 0 { host?.indexBlockBudget.release(held) }
     }
 
