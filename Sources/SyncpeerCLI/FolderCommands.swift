@@ -13,7 +13,7 @@ struct ShareCommand: Command {
         watched with inotify, and offered to each peer. Changes on any side propagate: new and
         edited files (only the chunks that changed travel; renames and copies move no data),
         deletions, renames, permissions. Concurrent edits keep both versions: the older
-        becomes 'name.sync-conflict-YYYYMMDD-HHMMSS-DEVICE.ext' ('syncpeer conflicts').
+        becomes 'name.sync-conflict-YYYYMMDD-HHMMSS-DEVICE-TAG.ext' ('syncpeer conflicts').
         Patterns in .syncpeerignore at the root (globs, **, ! negation, # comments) stay
         local: the file itself is never synced, and a peer's is never applied here.
         """,

@@ -1,5 +1,7 @@
 import Foundation
 import Glibc
+import PeerFiles
+import PeerModel
 import Testing
 
 /// Names are bytes with limits (NAME_MAX, 255), links sync both ways and completely, and a
@@ -237,39 +239,36 @@ struct FolderNamesTests {
         #expect(try String(contentsOfFile: chosen + "/.syncpeer-folder", encoding: .utf8) == folderID + "\n", "its root is adopted")
     }
 
-    /// When the conflict copy cannot be made (its name is taken), the losing local version
-    /// is not overwritten: it stays in place, and the folder's status says which path and why.
-    @Test func aConflictCopyThatCannotBeMadeOverwritesNothing() throws {
+    /// When the conflict copy's name is taken (by a file that is no copy of this version), the
+    /// losing local version is kept under the next name instead: nothing is overwritten,
+    /// nothing fails, and the folder settles with the blocker, the copy and bob's edit.
+    @Test func aConflictCopyWhoseNameIsTakenGetsTheNextName() throws {
         let trio = try Trio()
         defer { trio.env.cleanup() }
         try "original".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
         try trio.share()
         try Self.eventually("notes.txt everywhere") { trio.all.allSatisfy { FileManager.default.fileExists(atPath: trio.path($0, "notes.txt")) } }
         let id = try trio.env.cli(trio.alice, ["id", "--json"])
-        let device = try #require((try JSONSerialization.jsonObject(with: Data(id.stdout.utf8)) as? [String: Any])?["id"] as? String)
-            .filter { $0 != "-" }.prefix(7)
+        let aliceID = try #require((try JSONSerialization.jsonObject(with: Data(id.stdout.utf8)) as? [String: Any])?["id"] as? String)
+            .filter { $0 != "-" }
         trio.alice.stop()
         try "bob's edit".write(toFile: trio.path("bob", "notes.txt"), atomically: true, encoding: .utf8)
         try "alice's edit".write(toFile: trio.path("alice", "notes.txt"), atomically: true, encoding: .utf8)
         try TestFiles.setMtime(trio.path("alice", "notes.txt"), 1_700_000_000_000_000_000)
-        // The name alice's copy would get (her mtime, her device) is taken already.
-        let blocker = "notes.sync-conflict-20231114-221320-\(device).txt"
+        // The name alice's copy would get (her mtime, her device, her version {alice: 2}) is taken already.
+        let blocker = ConflictName.make(for: "notes.txt", stamp: "20231114-221320", device: String(aliceID.prefix(7)),
+                                        tag: ConflictName.tag(of: Array(VersionVector([aliceID: 2]).json.utf8)))
+        let next = try #require(ConflictName.alternative(blocker, of: "notes.txt", attempt: 1))
         try "in the way".write(toFile: trio.path("alice", blocker), atomically: true, encoding: .utf8)
         trio.alice = try trio.restart(trio.alice)
-        var status: [String: Any] = [:]
-        try Self.eventually("alice's status names the path that cannot be synced", timeout: 45) {
-            status = (try? FolderSyncTests.folderStatus(trio, trio.alice)) ?? [:]
-            // Settled: while alice still pulls other changes (bob's edit, the index) the
-            // state says "syncing"; once she is done it says why she cannot go on.
-            return ((status["failures"] as? [[String: Any]]) ?? []).contains { ($0["path"] as? String) == "notes.txt" }
-                && status["state"] as? String == "error"
+        try Self.eventually("every node has bob's edit, the blocker and alice's copy under the next name", timeout: 45) {
+            Self.converged(trio) && trio.all.allSatisfy { node in
+                (try? String(contentsOfFile: trio.path(node, "notes.txt"), encoding: .utf8)) == "bob's edit"
+                    && (try? String(contentsOfFile: trio.path(node, next), encoding: .utf8)) == "alice's edit"
+            }
         }
-        let failure = ((status["failures"] as? [[String: Any]]) ?? []).first { ($0["path"] as? String) == "notes.txt" } ?? [:]
-        #expect((failure["reason"] as? String)?.contains("the local version stays") == true, "\(status)")
-        let text = try trio.env.cli(trio.alice, ["status"])
-        #expect(text.stdout.contains("1 path(s) cannot be pulled now:") && text.stdout.contains("notes.txt"), "\(text.stdout)")
-        try Self.eventually("the blocker reaches bob") { FileManager.default.fileExists(atPath: trio.path("bob", blocker)) }
-        #expect(try String(contentsOfFile: trio.path("alice", "notes.txt"), encoding: .utf8) == "alice's edit", "not overwritten")
         #expect(try String(contentsOfFile: trio.path("alice", blocker), encoding: .utf8) == "in the way")
+        let status = try FolderSyncTests.folderStatus(trio, trio.alice)
+        #expect(((status["failures"] as? [Any]) ?? []).isEmpty, "\(status)")
     }
 }

@@ -54,6 +54,36 @@ let conflictTime: Int64 = 1_795_966_200
         #expect(!ConflictName.isCopy(copyOfNFC, of: nfd) && !ConflictName.isCopy(copyOfNFD, of: nfc))
     }
 
+    /// A tag keeps the format parseable: same original, time and device; the copy is still
+    /// a copy of its original, and names without a tag still parse.
+    @Test func taggedNames() {
+        let made = ConflictName.make(for: "dir/report.pdf", at: conflictTime, device: "ABCDEFG", tag: "0a1b2c3d")
+        #expect(made == "dir/report.sync-conflict-20261129-153000-ABCDEFG-0a1b2c3d.pdf")
+        let parsed = ConflictName.parse(made)
+        #expect(parsed?.original == "dir/report.pdf" && parsed?.time == "20261129-153000" && parsed?.device == "ABCDEFG")
+        #expect(ConflictName.isCopy(made, of: "dir/report.pdf"))
+        #expect(ConflictName.make(for: "a", at: 0, device: "D", tag: "../x.y") == "a.sync-conflict-19700101-000000-D-xy")
+        for bad in ["a.sync-conflict-20261129-153000-AB-.pdf", "a.sync-conflict-20261129-153000-AB-c-d.pdf",
+                    "a.sync-conflict-20261129-153000--cd.pdf"] {
+            #expect(!ConflictName.isConflictName(bad), "\(bad)")
+        }
+    }
+
+    /// When a copy's name is taken, its alternatives are other names of the same original,
+    /// all different, the same for the same name and attempt, and bounded in number.
+    @Test func alternativesOfATakenName() {
+        let long = "d/" + String(repeating: "é", count: 120) + ".txt"
+        for original in ["d/report.pdf", long] {
+            let planned = ConflictName.make(for: original, at: conflictTime, device: "ABCDEFG", tag: ConflictName.tag(of: Array("v".utf8)))
+            let others = (1...ConflictName.maxAlternatives).compactMap { ConflictName.alternative(planned, of: original, attempt: $0) }
+            #expect(others.count == ConflictName.maxAlternatives)
+            #expect(Set(others + [planned]).count == others.count + 1)
+            #expect(others.allSatisfy { ConflictName.isCopy($0, of: original) && $0.split(separator: "/").last!.utf8.count <= 255 })
+            #expect(ConflictName.alternative(planned, of: original, attempt: 1) == others[0])
+            #expect(ConflictName.alternative(planned, of: original, attempt: ConflictName.maxAlternatives + 1) == nil)
+        }
+    }
+
     @Test func conflictOfAConflict() {
         let once = ConflictName.make(for: "a.txt", at: conflictTime, device: "AAA")
         let twice = ConflictName.make(for: once, at: conflictTime + 1, device: "BBB")

@@ -13,8 +13,10 @@ struct PlanCase: Sendable, CustomTestStringConvertible {
     var testDescription: String { name }
 }
 
-/// "doc.sync-conflict-20231114-221320-AAAAAAA.txt": t0 is 2023-11-14 22:13:20 UTC.
-let copyOfA = "doc.sync-conflict-20231114-221320-AAAAAAA.txt"
+/// "doc.sync-conflict-20231114-221320-AAAAAAA-TAG.txt": t0 is 2023-11-14 22:13:20 UTC; every
+/// losing local state of the table has version {A:2}, whose tag this is.
+let tagOfA2 = ConflictName.tag(of: Array(vv([devA: 2]).json.utf8))
+let copyOfA = "doc.sync-conflict-20231114-221320-AAAAAAA-\(tagOfA2).txt"
 
 let planTable: [PlanCase] = {
     let a1 = vv([devA: 1]), a2 = vv([devA: 2]), a1b1 = vv([devA: 1, devB: 1]), a2b1 = vv([devA: 2, devB: 1])
@@ -66,7 +68,7 @@ let planTable: [PlanCase] = {
     // Kinds.
     row("a remote directory beats a newer local file", file(a2, mtime: t0 + 9), [devB: directory(a1b1, by: devB)],
         .conflict(winner: directory(a2b1, by: devB), from: devB, loser: file(a2, mtime: t0 + 9),
-                  loserCopyName: "doc.sync-conflict-20231114-221320-AAAAAAA.txt"))
+                  loserCopyName: copyOfA))
     row("a local directory beats a newer remote file", directory(a2), [devB: file(a1b1, mtime: t0 + 9, by: devB)], .upToDate)
     row("concurrent directory metadata", directory(a2, mtime: t0 + 1, mode: 0o700),
         [devB: directory(a1b1, mtime: t0 + 2, by: devB, mode: 0o750)],
@@ -82,7 +84,7 @@ let planTable: [PlanCase] = {
     row("concurrent symlinks", symlink("link", a2, target: "a", mtime: t0 + 1),
         [devB: symlink("link", a1b1, target: "b", mtime: t0 + 2, by: devB)],
         .conflict(winner: symlink("link", a2b1, target: "b", mtime: t0 + 2, by: devB), from: devB,
-                  loser: symlink("link", a2, target: "a", mtime: t0 + 1), loserCopyName: "link.sync-conflict-20231114-221320-AAAAAAA"))
+                  loser: symlink("link", a2, target: "a", mtime: t0 + 1), loserCopyName: "link.sync-conflict-20231114-221320-AAAAAAA-\(tagOfA2)"))
     // Several peers.
     row("three peers: one behind, one ahead", file(a2b1, content: 2),
         [devB: file(a1b1, by: devB), devC: file(vv([devA: 2, devB: 1, devC: 1]), content: 3, by: devC)],
@@ -110,16 +112,37 @@ let planTable: [PlanCase] = {
     @Test func conflictCopyNames() {
         let cases: [(String, Int64, String, String)] = [
             ("doc.txt", t0, devA, copyOfA),
-            ("dir/sub/report.final.pdf", t0, devB, "dir/sub/report.final.sync-conflict-20231114-221320-BBBBBBB.pdf"),
-            ("Makefile", 0, devC, "Makefile.sync-conflict-19700101-000000-CCCCCCC"),
-            (".bashrc", 86_399_999_999_999, devA, ".bashrc.sync-conflict-19700101-235959-AAAAAAA"),
-            ("a/.hidden.conf", 951_782_400_000_000_000, devA, "a/.hidden.sync-conflict-20000229-000000-AAAAAAA.conf"),
-            ("dir.d/noext", -1, devA, "dir.d/noext.sync-conflict-19691231-235959-AAAAAAA"),
-            ("x.", 4_102_444_800_000_000_000, "SHORT", "x..sync-conflict-21000101-000000-SHORT"),
+            ("dir/sub/report.final.pdf", t0, devB, "dir/sub/report.final.sync-conflict-20231114-221320-BBBBBBB-\(tagOfA2).pdf"),
+            ("Makefile", 0, devC, "Makefile.sync-conflict-19700101-000000-CCCCCCC-\(tagOfA2)"),
+            (".bashrc", 86_399_999_999_999, devA, ".bashrc.sync-conflict-19700101-235959-AAAAAAA-\(tagOfA2)"),
+            ("a/.hidden.conf", 951_782_400_000_000_000, devA, "a/.hidden.sync-conflict-20000229-000000-AAAAAAA-\(tagOfA2).conf"),
+            ("dir.d/noext", -1, devA, "dir.d/noext.sync-conflict-19691231-235959-AAAAAAA-\(tagOfA2)"),
+            ("x.", 4_102_444_800_000_000_000, "SHORT", "x..sync-conflict-21000101-000000-SHORT-\(tagOfA2)"),
         ]
+        #expect(tagOfA2.utf8.count == 8 && tagOfA2.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
         for (path, mtime, device, expected) in cases {
-            #expect(ConflictRules.conflictCopyName(for: path, mtimeNs: mtime, device: device) == expected)
+            #expect(ConflictRules.conflictCopyName(for: path, mtimeNs: mtime, device: device, version: vv([devA: 2])) == expected)
         }
+    }
+
+    /// Chaos seed 1010: bob edited a file twice 0.3 s apart and lost both times; the copies
+    /// shared one name (whole seconds, one device), so the second could never be made. Two
+    /// losing versions in one second now get two names; the same losing version gets one
+    /// name on every node, whoever holds it (bob, or carol who had taken bob's edit).
+    @Test func losersInOneSecondGetTwoNamesAndOneLoserOneName() {
+        let first = file(vv([devA: 1, devB: 2]), content: 2, mtime: t0 + 100_000_000, by: devB)
+        let second = file(vv([devA: 1, devB: 3]), content: 3, mtime: t0 + 400_000_000, by: devB)
+        let winner = file(vv([devA: 2, devB: 1]), content: 9, mtime: t0 + 900_000_000, by: devA)
+        func copy(_ planner: SyncPlanner, _ loser: FileEntry) -> String? {
+            guard case .conflict(_, _, _, let name) = planner.plan(local: loser, remotes: [devA: winner]) else { return nil }
+            return name
+        }
+        let onBob = SyncPlanner(localDevice: devB), onCarol = SyncPlanner(localDevice: devC)
+        let names = [copy(onBob, first), copy(onBob, second)]
+        #expect(names[0] != nil && names[1] != nil && names[0] != names[1], "\(names)")
+        #expect(names.allSatisfy { $0?.hasPrefix("doc.sync-conflict-20231114-221320-BBBBBBB-") == true }, "\(names)")
+        #expect(copy(onCarol, first) == names[0] && copy(onCarol, second) == names[1])
+        #expect(names.allSatisfy { $0.map { ConflictName.isCopy($0, of: "doc.txt") } == true })
     }
 
     @Test func winnerRuleIsATotalOrder() {

@@ -40,8 +40,8 @@ import Testing
     @Test(arguments: [1, 100, 200, 230, 254, 255])
     func conflictCopyNamesOfLongNamesFit(_ bytes: Int) {
         let a = String(repeating: "n", count: bytes - 1) + "1", b = String(repeating: "n", count: bytes - 1) + "2"
-        let copyA = ConflictRules.conflictCopyName(for: "dir/" + a, mtimeNs: 1_700_000_000_000_000_000, device: devA)
-        let copyB = ConflictRules.conflictCopyName(for: "dir/" + b, mtimeNs: 1_700_000_000_000_000_000, device: devA)
+        let copyA = ConflictRules.conflictCopyName(for: "dir/" + a, mtimeNs: 1_700_000_000_000_000_000, device: devA, version: vv([devA: 2]))
+        let copyB = ConflictRules.conflictCopyName(for: "dir/" + b, mtimeNs: 1_700_000_000_000_000_000, device: devA, version: vv([devA: 2]))
         #expect(copyA.utf8.count - 4 <= 255)
         #expect(copyA != copyB)
         #expect(ConflictName.isCopy(copyA, of: "dir/" + a))

@@ -13,7 +13,11 @@ package enum NameTag {
 
 /// Names of conflict copies: when two devices changed a file concurrently, the losing
 /// version is kept next to it as
-/// `name.sync-conflict-YYYYMMDD-HHMMSS-<device>.ext` (time in UTC) and syncs like any file.
+/// `name.sync-conflict-YYYYMMDD-HHMMSS-<device>-<tag>.ext` (time in UTC) and syncs like any
+/// file. The tag (8 hex digits of a hash of the losing version's version vector) tells apart
+/// two losing versions of one device in the same second (two edits 0.3 s apart once got one
+/// name, and the second copy could never be made); every peer that keeps the same losing
+/// version names it alike. Names without a tag (made before it) still parse.
 ///
 /// The extension is what follows the last "." of the file name unless that dot is its
 /// first character (a dotfile: `.bashrc` → `.bashrc.sync-conflict-…`) or its last one;
@@ -30,18 +34,39 @@ package enum ConflictName {
     package static let glob = "*" + marker + "*"
     /// Characters a shortened stem ends with: "~" and 8 hex digits.
     static let shortenedTagBytes = 9
+    /// Hex digits of a version's tag.
+    static let tagDigits = 8
+    /// How many other names `alternative` offers when a copy's name is taken.
+    package static let maxAlternatives = 8
+
+    /// The tag of a losing version: the first 8 hex digits of BLAKE2b-256 of `bytes` (the
+    /// version vector's JSON), the same on every peer.
+    package static func tag(of bytes: some Collection<UInt8>) -> String {
+        NameTag.hex(of: bytes, digits: tagDigits)
+    }
+
+    /// When the name `copy` (a conflict copy of `original`) is taken on disk or in the index:
+    /// its `attempt`-th other name (1 ≤ attempt ≤ `maxAlternatives`), the same time and device
+    /// with the tag hashed again with the attempt, so it stays a function of the losing
+    /// version and the attempt. Nil when `copy` is no conflict name or attempts are spent.
+    package static func alternative(_ copy: String, of original: String, attempt: Int) -> String? {
+        guard (1...maxAlternatives).contains(attempt), let found = parts(of: split(copy).name) else { return nil }
+        let seed = Array((found.tag ?? "").utf8) + Array("#\(attempt)".utf8)
+        return make(for: original, stamp: found.time, device: found.device, tag: tag(of: seed))
+    }
 
     /// The conflict copy's path for `path` ("dir/report.pdf"), at `unixSeconds` (seconds
     /// since 1970-01-01 UTC, e.g. `Int64(date.timeIntervalSince1970)`), by the device
     /// whose short ID is `device` (e.g. the first 7 characters of its device ID).
-    package static func make(for path: String, at unixSeconds: Int64, device: String) -> String {
-        make(for: path, stamp: timestamp(unixSeconds), device: device)
+    package static func make(for path: String, at unixSeconds: Int64, device: String, tag: String? = nil) -> String {
+        make(for: path, stamp: timestamp(unixSeconds), device: device, tag: tag)
     }
 
     /// The same with the time already written as `YYYYMMDD-HHMMSS` (UTC). `device` may come
     /// from a peer: only its letters and digits are used (at most 7; "0" if none), so the
-    /// name never gains a "/" or a "." and always parses back.
-    package static func make(for path: String, stamp: String, device: String) -> String {
+    /// name never gains a "/" or a "." and always parses back. `tag` likewise keeps only its
+    /// letters and digits (at most 8); nil or empty: no tag.
+    package static func make(for path: String, stamp: String, device: String, tag: String? = nil) -> String {
         let (directory, name) = split(path)
         let nameBytes = Array(name.utf8)
         var stem = nameBytes[...]
@@ -51,7 +76,9 @@ package enum ConflictName {
             ext = nameBytes[dot...]
         }
         let safeDevice = device.utf8.filter(isAlphanumeric).prefix(7)
+        let safeTag = (tag ?? "").utf8.filter(isAlphanumeric).prefix(tagDigits)
         let suffix = Array((marker + stamp + "-").utf8) + (safeDevice.isEmpty ? [UInt8(ascii: "0")] : Array(safeDevice))
+            + (safeTag.isEmpty ? [] : [UInt8(ascii: "-")] + Array(safeTag))
         let limit = SafePath.maxComponentBytes
         if stem.count + suffix.count + ext.count <= limit {
             return directory + String(decoding: stem + suffix + ext, as: UTF8.self)
@@ -67,13 +94,14 @@ package enum ConflictName {
     }
 
     /// Whether `copy` is a conflict copy of `original` (both relative paths): the copy's
-    /// name is what `make` gives for `original` at the copy's time and device. Unlike
+    /// name is what `make` gives for `original` at the copy's time, device and tag. Unlike
     /// comparing with `parse(copy)?.original`, this also holds for shortened names.
     package static func isCopy(_ copy: String, of original: String) -> Bool {
         // Compared as bytes: two names equal under Unicode normalization are two files.
         guard let parsed = parse(copy) else { return false }
         if parsed.original.utf8.elementsEqual(original.utf8) { return true }
-        return make(for: original, stamp: parsed.time, device: parsed.device).utf8.elementsEqual(copy.utf8)
+        let tag = parts(of: split(copy).name)?.tag
+        return make(for: original, stamp: parsed.time, device: parsed.device, tag: tag).utf8.elementsEqual(copy.utf8)
     }
 
     /// For a copy whose name was shortened: the path prefix every possible original starts
@@ -115,8 +143,8 @@ package enum ConflictName {
         return (directory + String(decoding: parts.stem + parts.ext, as: UTF8.self), parts.time, parts.device)
     }
 
-    /// A conflict name's stem (before the outermost marker), time, device and extension.
-    private static func parts(of name: String) -> (stem: ArraySlice<UInt8>, time: String, device: String, ext: ArraySlice<UInt8>)? {
+    /// A conflict name's stem (before the outermost marker), time, device, tag and extension.
+    private static func parts(of name: String) -> (stem: ArraySlice<UInt8>, time: String, device: String, tag: String?, ext: ArraySlice<UInt8>)? {
         let bytes = Array(name.utf8)
         let markerBytes = Array(marker.utf8)
         // Search from the end: a name may contain the marker more than once (a conflict
@@ -127,30 +155,42 @@ package enum ConflictName {
                let result = parseSuffix(bytes[(start + markerBytes.count)...]) {
                 // A dotfile's suffix comes after the whole name (".bashrc"): no extension then.
                 guard start > 0 else { return nil }
-                return (bytes[..<start], result.time, result.device, result.ext)
+                return (bytes[..<start], result.time, result.device, result.tag, result.ext)
             }
             start -= 1
         }
         return nil
     }
 
-    /// "YYYYMMDD-HHMMSS-DEVICE" optionally followed by ".ext".
-    private static func parseSuffix(_ s: ArraySlice<UInt8>) -> (time: String, device: String, ext: ArraySlice<UInt8>)? {
+    /// "YYYYMMDD-HHMMSS-DEVICE", optionally "-TAG", optionally followed by ".ext".
+    private static func parseSuffix(_ s: ArraySlice<UInt8>) -> (time: String, device: String, tag: String?, ext: ArraySlice<UInt8>)? {
         let b = Array(s)
         guard b.count >= 17 else { return nil }
         func digits(_ r: Range<Int>) -> Bool { b[r].allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
         guard digits(0..<8), b[8] == UInt8(ascii: "-"), digits(9..<15), b[15] == UInt8(ascii: "-") else { return nil }
         var end = 16
-        while end < b.count, b[end] != UInt8(ascii: ".") {
+        while end < b.count, b[end] != UInt8(ascii: "."), b[end] != UInt8(ascii: "-") {
             guard isAlphanumeric(b[end]) else { return nil }
             end += 1
         }
         guard end > 16 else { return nil }
+        let deviceEnd = end
+        var tag: String?
+        if end < b.count, b[end] == UInt8(ascii: "-") {
+            end += 1
+            while end < b.count, b[end] != UInt8(ascii: ".") {
+                guard isAlphanumeric(b[end]) else { return nil }
+                end += 1
+            }
+            guard end > deviceEnd + 1 else { return nil }
+            tag = String(decoding: b[(deviceEnd + 1)..<end], as: UTF8.self)
+        }
         if end < b.count {
             // The extension: one "." then at least one character and no further ".".
             guard end + 1 < b.count, !b[(end + 1)...].contains(UInt8(ascii: ".")) else { return nil }
         }
-        return (String(decoding: b[0..<15], as: UTF8.self), String(decoding: b[16..<end], as: UTF8.self), s[(s.startIndex + end)...])
+        return (String(decoding: b[0..<15], as: UTF8.self), String(decoding: b[16..<deviceEnd], as: UTF8.self), tag,
+                s[(s.startIndex + end)...])
     }
 
     /// "YYYYMMDD-HHMMSS" in UTC.

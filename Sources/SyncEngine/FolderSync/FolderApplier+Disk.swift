@@ -68,15 +68,17 @@ extension FolderApplier {
         store(records)
     }
 
-    /// Moves the local `name` aside as the conflict copy `copy` (a path in the same
-    /// directory). False (and a failure of `path`) when that cannot be done: then the local
-    /// version must stay where it is. A missing local entry has nothing to keep: true.
-    func keepAsConflictCopy(_ directory: DirectoryHandle, _ name: String, copy: String, path: String) -> Bool {
-        let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
-        guard directory.entryKind(copyName) == nil else {
-            fail(path, "its local version cannot be kept as \(copy): that name exists; the local version stays")
+    /// Moves the local `name` aside as the conflict copy `planned` (a path in the same
+    /// directory), or under the first of its alternatives that is free when that name is
+    /// taken (`freeConflictName`). False (and a failure of `path`) when that cannot be done:
+    /// then the local version must stay where it is. A missing local entry has nothing to keep: true.
+    func keepAsConflictCopy(_ directory: DirectoryHandle, _ name: String, copy planned: String, path: String) -> Bool {
+        guard let copy = freeConflictName(directory, planned, of: path) else {
+            fail(path, "its local version cannot be kept as \(planned) nor under \(ConflictName.maxAlternatives) other names: "
+                 + "they exist; the local version stays")
             return false
         }
+        let copyName = String(copy.split(separator: "/").last ?? Substring(copy))
         let outcome = directory.placeNew(name, as: copyName)
         guard outcome == .done || outcome == .failed(ENOENT) else {
             fail(path, "its local version cannot be kept as \(copy): \(Self.lastError()); the local version stays")
@@ -85,6 +87,25 @@ extension FolderApplier {
         rescan.append(copy)
         if outcome == .done { host.emitFile(folder, path, .conflict, bytes: nil, total: nil, copy: copy, reason: nil) }
         return true
+    }
+
+    /// `planned`, or when that name is taken — an entry on disk, or a live entry in the index
+    /// (a file not on disk now is still a version peers know by that name) — the first free
+    /// of its alternatives (`ConflictName.alternative`: a function of the planned name, so
+    /// nodes that see the same names choose alike; nodes that do not keep the version twice,
+    /// never lose it). Nil when all are taken. At most 1 + `maxAlternatives` lookups.
+    func freeConflictName(_ directory: DirectoryHandle, _ planned: String, of path: String) -> String? {
+        for attempt in 0...ConflictName.maxAlternatives {
+            guard let candidate = attempt == 0 ? planned : ConflictName.alternative(planned, of: path, attempt: attempt) else { return nil }
+            guard directory.entryKind(String(candidate.split(separator: "/").last ?? Substring(candidate))) == nil else { continue }
+            do {
+                if let record = try index.file(folderID: folderID, path: candidate), !record.deleted { continue }
+            } catch {
+                continue   // unknown: taken, rather than risk replacing a version peers know
+            }
+            return candidate
+        }
+        return nil
     }
 
     // MARK: Delete, rename, record

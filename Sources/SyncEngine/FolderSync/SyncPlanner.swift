@@ -130,8 +130,7 @@ package struct SyncPlanner: Sendable {
         let target = winner.state.with(version: merged)
         if let local, localLoses {
             return .conflict(winner: target, from: winnerDevice, loser: local,
-                             loserCopyName: ConflictRules.conflictCopyName(for: local.path, mtimeNs: local.mtimeNs,
-                                                                          device: local.modifiedBy))
+                             loserCopyName: ConflictRules.conflictCopyName(of: local))
         }
         // No local state, a local tombstone, the same content, or a local state another peer built on.
         return take(target, from: winnerDevice, local: local)
@@ -158,7 +157,7 @@ package struct SyncPlanner: Sendable {
         let target = winner.state.with(version: version)
         if !local.deleted, !local.hasSameContent(as: winner.state) {
             return .conflict(winner: target, from: device, loser: local,
-                             loserCopyName: ConflictRules.conflictCopyName(for: local.path, mtimeNs: local.mtimeNs, device: local.modifiedBy))
+                             loserCopyName: ConflictRules.conflictCopyName(of: local))
         }
         return take(target, from: device, local: local)
     }
@@ -238,14 +237,23 @@ package enum ConflictRules {
         return b.kind.rawValue < a.kind.rawValue
     }
 
-    /// `dir/name.sync-conflict-YYYYMMDD-HHMMSS-<device>.ext`: the time is the loser's
+    /// The conflict copy's name for the losing state `loser`: made from its path, mtime,
+    /// device and version only, so every node keeping that version names it alike.
+    package static func conflictCopyName(of loser: FileEntry) -> String {
+        conflictCopyName(for: loser.path, mtimeNs: loser.mtimeNs, device: loser.modifiedBy, version: loser.version)
+    }
+
+    /// `dir/name.sync-conflict-YYYYMMDD-HHMMSS-<device>-<tag>.ext`: the time is the loser's
     /// mtime in UTC, the device the first 7 letters and digits of the loser's `modifiedBy`
-    /// (a peer's text: nothing else of it reaches the name). The extension is what follows
+    /// (a peer's text: nothing else of it reaches the name), the tag 8 hex digits of a hash
+    /// of the loser's version vector: two losing versions of one device in the same second
+    /// differ in version, so in name (chaos seed 1010). The extension is what follows
     /// the last dot of the name (a leading or trailing dot does not start one), so the copy
     /// opens with the same program. The name fits NAME_MAX and differs for names that differ
     /// only at their end (`ConflictName.make`), and `syncpeer conflicts` can parse it back.
-    package static func conflictCopyName(for path: String, mtimeNs: Int64, device: String) -> String {
-        ConflictName.make(for: path, stamp: utcStamp(nanoseconds: mtimeNs), device: device)
+    package static func conflictCopyName(for path: String, mtimeNs: Int64, device: String, version: VersionVector) -> String {
+        ConflictName.make(for: path, stamp: utcStamp(nanoseconds: mtimeNs), device: device,
+                          tag: ConflictName.tag(of: Array(version.json.utf8)))
     }
 
     /// "YYYYMMDD-HHMMSS" in UTC for unix nanoseconds (pure arithmetic, proleptic Gregorian).
