@@ -86,12 +86,19 @@ package final class FolderWatcher: Sendable {
                 maxDelay: Duration? = nil, quickDelay: Duration? = nil,
                 onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
         try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, quickDelay: quickDelay, watchLimit: nil,
-                      onChanges: onChanges)
+                      onBatch: { onChanges($0.changes) })
     }
 
     /// `watchLimit`: tests simulate the kernel's watch limit with it.
-    init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration? = nil,
-         watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
+    convenience init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration? = nil,
+                     watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
+        try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, quickDelay: quickDelay, watchLimit: watchLimit,
+                      onBatch: { onChanges($0.changes) })
+    }
+
+    /// As `init(root:…onChanges:)`, each batch with when its newest event was read (see `WatchBatch`).
+    package init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration?,
+                 watchLimit: Int?, onBatch: @escaping @Sendable (WatchBatch) -> Void) throws(FileError) {
         rootPath = root
         self.delay = delay
         self.maxDelay = maxDelay ?? delay * 10
@@ -123,7 +130,7 @@ package final class FolderWatcher: Sendable {
         let loop = WatchLoop(inotify: inotify, wakeRead: fds[0], root: root, delayNs: Self.nanoseconds(delay),
                              maxDelayNs: Self.nanoseconds(self.maxDelay), quickDelayNs: Self.nanoseconds(self.quickDelay),
                              settleDelayNs: Self.nanoseconds(settleDelay),
-                             watchLimit: watchLimit, onChanges: onChanges)
+                             watchLimit: watchLimit, onBatch: onBatch)
         loop.owner = self
         do throws(FileError) {
             try loop.addRoot(rootFd)
@@ -261,7 +268,7 @@ final class WatchLoop {
     let quickDelayNs: Int64
     let settleDelayNs: Int64
     let watchLimit: Int?
-    let onChanges: @Sendable ([WatchChange]) -> Void
+    let onBatch: @Sendable (WatchBatch) -> Void
     weak var owner: FolderWatcher?
 
     /// Watch descriptor → relative directory path ("" for the root), and back.
@@ -290,7 +297,7 @@ final class WatchLoop {
     var finished = false
 
     init(inotify: Int32, wakeRead: Int32, root: String, delayNs: Int64, maxDelayNs: Int64, quickDelayNs: Int64,
-         settleDelayNs: Int64, watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) {
+         settleDelayNs: Int64, watchLimit: Int?, onBatch: @escaping @Sendable (WatchBatch) -> Void) {
         self.inotify = inotify
         self.wakeRead = wakeRead
         self.root = root
@@ -299,7 +306,7 @@ final class WatchLoop {
         self.quickDelayNs = quickDelayNs
         self.settleDelayNs = settleDelayNs
         self.watchLimit = watchLimit
-        self.onChanges = onChanges
+        self.onBatch = onBatch
     }
 
     func closeDescriptors() {
@@ -519,11 +526,7 @@ final class WatchLoop {
 
     var hasPending: Bool { !changed.isEmpty || !renames.isEmpty || !flags.isEmpty || !moves.isEmpty }
 
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    static func now() -> Int64 { WatchBatch.now() }
 
     func noteEvent() {
         let now = Self.now()
@@ -687,6 +690,7 @@ final class WatchLoop {
             if move.reportable && isDirectory(move.path) { watchNewDirectory(move.path, report: true) }
         }
         moves.removeAll()
+        let newestEventNs = lastEventNs
         var batch = changed.sorted().map { WatchChange.changed($0.string) }
         batch += renames.map { WatchChange.renamed(from: $0.0, to: $0.1) }
         for flag in flags {
@@ -705,6 +709,6 @@ final class WatchLoop {
             descriptors.removeAll()
             owner?.shared.withLock { $0.watchCount = 0 }
         }
-        if !batch.isEmpty { onChanges(batch) }
+        if !batch.isEmpty { onBatch(WatchBatch(changes: batch, newestEventNs: newestEventNs)) }
     }
 }
