@@ -2,6 +2,11 @@
 /// (D) allocated two fresh buffers of ≥ 320 KiB per file, and faulting their pages in again
 /// each time was 3.6 % of the sender's CPU.
 ///
+/// (How much that costs depends on malloc: once a freed buffer has raised glibc's mmap
+/// threshold, later ones come from the heap and their pages stay. In a test process 5,000
+/// files of 1–61 KiB scanned in 0.44 CPU-s with and without the pool, with 0–118 minor
+/// faults either way; the pool makes the cost not depend on that heuristic.)
+///
 /// Buffers up to `largestPooled` bytes are kept when given back (at most `keptBuffers` of
 /// them); larger ones are freed as before. Sizes are rounded up to a power of two so that a
 /// run of growing files reallocates a few times only. Not thread-safe: one pool per thread
