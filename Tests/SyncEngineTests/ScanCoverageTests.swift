@@ -66,6 +66,29 @@ import Testing
         }
     }
 
+    /// D's case: a tree moved into the folder and at once rescanned by its path. The rescan
+    /// first has the watcher read what is queued (the move, and the listing of every new
+    /// directory), so the batch of the move is covered too: the tree is read once.
+    @Test func aTreeMovedInAndRescannedAtOnceIsReadOnce() throws {
+        let fixture = try FolderHostTests.Fixture()
+        defer { fixture.cleanup() }
+        let folder = try Self.watchedFolder(fixture)
+        defer { folder.stop() }
+        let staging = (fixture.root as NSString).deletingLastPathComponent + "/tree"
+        for d in 0..<300 {
+            let dir = staging + "/d\(d % 10)/e\(d)"
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            for f in 0..<2 { try "\(d).\(f)".write(toFile: dir + "/f\(f)", atomically: false, encoding: .utf8) }
+        }
+        #expect(rename(staging, fixture.root + "/tree") == 0)
+        folder.io.async { folder.fullScanPaths(["tree"]) }   // what `syncpeer rescan DIR tree` queues
+        try TransferPair.eventually("the move's batch is handled") { folder.scanCoverage.coveredPaths > 0 || folder.scanCoverage.partScans > 1 }
+        Thread.sleep(forTimeInterval: 0.5)   // any later batch of the move too
+        folder.io.sync {}
+        #expect(folder.scanCoverage.partScans == 1, "the rescan only")
+        #expect(try fixture.host.index.file(folderID: fixture.folderID, path: "tree/d9/e299/f1")?.size == 5)
+    }
+
     /// A file written once the rescan has walked past it (its event read after the scan
     /// started) is scanned from its batch: it is recorded, not left for the next full scan.
     @Test func aChangeMadeDuringARescanIsStillScanned() throws {

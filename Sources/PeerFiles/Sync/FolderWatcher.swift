@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import Glibc
 internal import Synchronization
 
@@ -75,6 +76,8 @@ package final class FolderWatcher: Sendable {
         var degraded = false
         var watchCount = 0
         var thread: pthread_t?
+        /// Callers of `readQueuedEvents`, signalled once the thread has read what was queued.
+        var readWaiters: [DispatchSemaphore] = []
     }
 
     let shared: Mutex<Shared>
@@ -211,6 +214,24 @@ package final class FolderWatcher: Sendable {
             pthread_join(thread, nil)
         }
         close(wakeWrite)
+    }
+
+    /// Returns once the watcher has read every event queued before this call (a new
+    /// directory's listing included), so each has its time in a batch (`WatchBatch`): a scan
+    /// that starts after this call stands for them. Without it, a scan started right after a
+    /// tree was moved in (D: `syncpeer rescan` of 5,000 new directories) starts before the
+    /// watcher has listed them, and their batch is scanned again. Waits at most `timeout`
+    /// (false then, or when stopped).
+    @discardableResult
+    package func readQueuedEvents(timeout: Duration = .seconds(2)) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let stopped = shared.withLock { state in
+            if !state.stopped { state.readWaiters.append(done) }
+            return state.stopped
+        }
+        if stopped { return false }
+        wake()
+        return done.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) == .success
     }
 
     private func wake() {
@@ -477,13 +498,19 @@ final class WatchLoop {
             // Releases requested before the events are read apply after them.
             var junk = [UInt8](repeating: 0, count: 64)
             while read(wakeRead, &junk, junk.count) > 0 {}
-            let (stopped, releases) = owner?.shared.withLock { state -> (Bool, [String]) in
+            // Waiters taken before the read: what was queued before they asked is read below.
+            let (stopped, releases, waiters) = owner?.shared.withLock { state -> (Bool, [String], [DispatchSemaphore]) in
                 let r = state.pendingReleases
                 state.pendingReleases.removeAll()
-                return (state.stopped, r)
-            } ?? (true, [])
-            if stopped { return }
+                defer { state.readWaiters.removeAll() }
+                return (state.stopped, r, state.readWaiters)
+            } ?? (true, [], [])
+            if stopped {
+                for waiter in waiters { waiter.signal() }
+                return
+            }
             let events = readEvents(&buffer)
+            for waiter in waiters { waiter.signal() }
             if !releases.isEmpty {
                 owner?.shared.withLock { state in
                     for path in releases {

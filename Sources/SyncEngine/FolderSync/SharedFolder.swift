@@ -263,6 +263,7 @@ final class SharedFolder: Sendable {
     /// additions and changes are recorded batch by batch, the deletions only once the scan
     /// has seen everything and the mass-deletion guard agrees (`recordDeletions`).
     private func scan(paths: [String]?, moves: [(from: String, to: String)] = []) {
+        state.withLock { $0.watcher }?.readQueuedEvents()   // what happened before this scan is in a batch it covers
         let startedNs = WatchBatch.now()
         guard !paused.load(ordering: .relaxed), let index, checkRoot() else { return }
         // A stopped folder resumes only after a whole scan passed the guard.
