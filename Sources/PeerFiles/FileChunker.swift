@@ -47,7 +47,9 @@ package final class FileChunker {
     private var hashing: UnsafeMutableRawPointer
     private var filled: UnsafeMutableRawPointer
     private var spare: UnsafeMutableRawPointer?
-    private var allocations: [UnsafeMutableRawPointer] = []
+    private var allocations: [(pointer: UnsafeMutableRawPointer, capacity: Int)] = []
+    /// Where the buffers come from and go back to (nil: allocated and freed here).
+    private let buffers: ChunkBuffers?
     private let capacity: Int
     /// The last window cut ended the file: nothing is left to cut.
     private var finished = false
@@ -103,9 +105,12 @@ package final class FileChunker {
     ///   - readAheadBudget: with more than one thread, the next block is read while a window
     ///     is cut if the three buffers this takes fit in these many bytes (else two buffers,
     ///     and each block is read before its cut).
+    ///   - buffers: the calling thread's pool to take the buffers from (and give them back
+    ///     to when the chunker ends); nil allocates them for this file.
     package init(fileDescriptor: Int32, path: String = "", parameters: ChunkParameters,
                 readBlockSize: Int = FileChunker.defaultReadBlockSize, hashThreads: Int = 2,
-                ownsDescriptor: Bool = false, quickSums: Bool = false, readAheadBudget: Int = FileChunker.readAheadBudget) {
+                ownsDescriptor: Bool = false, quickSums: Bool = false, readAheadBudget: Int = FileChunker.readAheadBudget,
+                buffers: ChunkBuffers? = nil) {
         precondition(readBlockSize >= 1, "FileChunker: readBlockSize must be at least 1")
         self.fd = fileDescriptor
         self.path = path
@@ -121,9 +126,12 @@ package final class FileChunker {
             : nil
         capacity = mapped == nil ? readBlockSize + parameters.maxSize : 0
         readsAhead = mapped == nil && self.hashThreads > 1 && 3 * capacity <= readAheadBudget
-        hashing = UnsafeMutableRawPointer.allocate(byteCount: max(capacity, 1), alignment: 64)
-        filled = UnsafeMutableRawPointer.allocate(byteCount: max(capacity, 1), alignment: 64)
-        allocations = [hashing, filled]
+        self.buffers = buffers
+        let first = Self.buffer(max(capacity, 1), from: buffers)
+        let second = Self.buffer(max(capacity, 1), from: buffers)
+        hashing = first.pointer
+        filled = second.pointer
+        allocations = [first, second]
         _ = posix_fadvise(fileDescriptor, 0, 0, POSIX_FADV_SEQUENTIAL)
     }
 
@@ -148,8 +156,15 @@ package final class FileChunker {
     }
 
     deinit {
-        for buffer in allocations { buffer.deallocate() }
+        for buffer in allocations {
+            if let buffers { buffers.giveBack(buffer) } else { buffer.pointer.deallocate() }
+        }
         if ownsDescriptor { close(fd) }
+    }
+
+    /// A buffer of `count` bytes: from the pool, or allocated.
+    private static func buffer(_ count: Int, from buffers: ChunkBuffers?) -> (pointer: UnsafeMutableRawPointer, capacity: Int) {
+        buffers?.take(count) ?? (UnsafeMutableRawPointer.allocate(byteCount: count, alignment: ChunkBuffers.alignment), count)
     }
 
     /// The next chunk, or nil at the end of the file.
@@ -296,9 +311,9 @@ package final class FileChunker {
         guard readsAhead else { return Block() }   // `advance` reads its block itself
         if readEOF { return Block(count: 0, fileOffset: readOffset, atEOF: true) }
         if spare == nil {
-            let buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 64)
+            let buffer = Self.buffer(capacity, from: buffers)
             allocations.append(buffer)
-            spare = buffer
+            spare = buffer.pointer
         }
         return try readBlock(into: spare!)
     }

@@ -172,6 +172,8 @@ private final class ScanRun {
     var peeked: ScannedEntry?
     var lastKnownPath: String?
     var stack: [WalkFrame] = []
+    /// The read buffers of the files this scan reads (one at a time, on its thread).
+    let buffers = ChunkBuffers()
 
     init(scanner: FolderScanner, onBatch: @escaping (ScanBatch) throws -> Void) throws {
         self.scanner = scanner
@@ -564,7 +566,8 @@ private final class ScanRun {
         }
         let chunker = FileChunker(fileDescriptor: fd, path: path, parameters: ChunkParameters.forFileSize(size),
                                   readBlockSize: FolderScanner.readBlockSize(for: size),
-                                  hashThreads: size >= 4 << 20 ? scanner.hashThreads : 1, quickSums: sumCache != nil)
+                                  hashThreads: size >= 4 << 20 ? scanner.hashThreads : 1, quickSums: sumCache != nil,
+                                  buffers: buffers)
         defer { summary.bytesRead += chunker.bytesChunked }
         return (try chunker.allChunks(), chunker.sums)
     }

@@ -1,3 +1,4 @@
+internal import Dispatch
 internal import Glibc
 internal import Synchronization
 
@@ -75,6 +76,8 @@ package final class FolderWatcher: Sendable {
         var degraded = false
         var watchCount = 0
         var thread: pthread_t?
+        /// Callers of `readQueuedEvents`, signalled once the thread has read what was queued.
+        var readWaiters: [DispatchSemaphore] = []
     }
 
     let shared: Mutex<Shared>
@@ -86,12 +89,19 @@ package final class FolderWatcher: Sendable {
                 maxDelay: Duration? = nil, quickDelay: Duration? = nil,
                 onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
         try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, quickDelay: quickDelay, watchLimit: nil,
-                      onChanges: onChanges)
+                      onBatch: { onChanges($0.changes) })
     }
 
     /// `watchLimit`: tests simulate the kernel's watch limit with it.
-    init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration? = nil,
-         watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
+    convenience init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration? = nil,
+                     watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) throws(FileError) {
+        try self.init(root: root, ignores: ignores, delay: delay, maxDelay: maxDelay, quickDelay: quickDelay, watchLimit: watchLimit,
+                      onBatch: { onChanges($0.changes) })
+    }
+
+    /// As `init(root:…onChanges:)`, each batch with when its newest event was read (see `WatchBatch`).
+    package init(root: String, ignores: IgnorePatterns, delay: Duration, maxDelay: Duration?, quickDelay: Duration?,
+                 watchLimit: Int?, onBatch: @escaping @Sendable (WatchBatch) -> Void) throws(FileError) {
         rootPath = root
         self.delay = delay
         self.maxDelay = maxDelay ?? delay * 10
@@ -123,7 +133,7 @@ package final class FolderWatcher: Sendable {
         let loop = WatchLoop(inotify: inotify, wakeRead: fds[0], root: root, delayNs: Self.nanoseconds(delay),
                              maxDelayNs: Self.nanoseconds(self.maxDelay), quickDelayNs: Self.nanoseconds(self.quickDelay),
                              settleDelayNs: Self.nanoseconds(settleDelay),
-                             watchLimit: watchLimit, onChanges: onChanges)
+                             watchLimit: watchLimit, onBatch: onBatch)
         loop.owner = self
         do throws(FileError) {
             try loop.addRoot(rootFd)
@@ -206,6 +216,24 @@ package final class FolderWatcher: Sendable {
         close(wakeWrite)
     }
 
+    /// Returns once the watcher has read every event queued before this call (a new
+    /// directory's listing included), so each has its time in a batch (`WatchBatch`): a scan
+    /// that starts after this call stands for them. Without it, a scan started right after a
+    /// tree was moved in (D: `syncpeer rescan` of 5,000 new directories) starts before the
+    /// watcher has listed them, and their batch is scanned again. Waits at most `timeout`
+    /// (false then, or when stopped).
+    @discardableResult
+    package func readQueuedEvents(timeout: Duration = .seconds(2)) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let stopped = shared.withLock { state in
+            if !state.stopped { state.readWaiters.append(done) }
+            return state.stopped
+        }
+        if stopped { return false }
+        wake()
+        return done.wait(timeout: .now() + .nanoseconds(Int(Self.nanoseconds(timeout)))) == .success
+    }
+
     private func wake() {
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
@@ -261,7 +289,7 @@ final class WatchLoop {
     let quickDelayNs: Int64
     let settleDelayNs: Int64
     let watchLimit: Int?
-    let onChanges: @Sendable ([WatchChange]) -> Void
+    let onBatch: @Sendable (WatchBatch) -> Void
     weak var owner: FolderWatcher?
 
     /// Watch descriptor → relative directory path ("" for the root), and back.
@@ -290,7 +318,7 @@ final class WatchLoop {
     var finished = false
 
     init(inotify: Int32, wakeRead: Int32, root: String, delayNs: Int64, maxDelayNs: Int64, quickDelayNs: Int64,
-         settleDelayNs: Int64, watchLimit: Int?, onChanges: @escaping @Sendable ([WatchChange]) -> Void) {
+         settleDelayNs: Int64, watchLimit: Int?, onBatch: @escaping @Sendable (WatchBatch) -> Void) {
         self.inotify = inotify
         self.wakeRead = wakeRead
         self.root = root
@@ -299,7 +327,7 @@ final class WatchLoop {
         self.quickDelayNs = quickDelayNs
         self.settleDelayNs = settleDelayNs
         self.watchLimit = watchLimit
-        self.onChanges = onChanges
+        self.onBatch = onBatch
     }
 
     func closeDescriptors() {
@@ -470,13 +498,19 @@ final class WatchLoop {
             // Releases requested before the events are read apply after them.
             var junk = [UInt8](repeating: 0, count: 64)
             while read(wakeRead, &junk, junk.count) > 0 {}
-            let (stopped, releases) = owner?.shared.withLock { state -> (Bool, [String]) in
+            // Waiters taken before the read: what was queued before they asked is read below.
+            let (stopped, releases, waiters) = owner?.shared.withLock { state -> (Bool, [String], [DispatchSemaphore]) in
                 let r = state.pendingReleases
                 state.pendingReleases.removeAll()
-                return (state.stopped, r)
-            } ?? (true, [])
-            if stopped { return }
+                defer { state.readWaiters.removeAll() }
+                return (state.stopped, r, state.readWaiters)
+            } ?? (true, [], [])
+            if stopped {
+                for waiter in waiters { waiter.signal() }
+                return
+            }
             let events = readEvents(&buffer)
+            for waiter in waiters { waiter.signal() }
             if !releases.isEmpty {
                 owner?.shared.withLock { state in
                     for path in releases {
@@ -519,11 +553,7 @@ final class WatchLoop {
 
     var hasPending: Bool { !changed.isEmpty || !renames.isEmpty || !flags.isEmpty || !moves.isEmpty }
 
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
-    }
+    static func now() -> Int64 { WatchBatch.now() }
 
     func noteEvent() {
         let now = Self.now()
@@ -687,6 +717,7 @@ final class WatchLoop {
             if move.reportable && isDirectory(move.path) { watchNewDirectory(move.path, report: true) }
         }
         moves.removeAll()
+        let newestEventNs = lastEventNs
         var batch = changed.sorted().map { WatchChange.changed($0.string) }
         batch += renames.map { WatchChange.renamed(from: $0.0, to: $0.1) }
         for flag in flags {
@@ -705,6 +736,6 @@ final class WatchLoop {
             descriptors.removeAll()
             owner?.shared.withLock { $0.watchCount = 0 }
         }
-        if !batch.isEmpty { onChanges(batch) }
+        if !batch.isEmpty { onBatch(WatchBatch(changes: batch, newestEventNs: newestEventNs)) }
     }
 }

@@ -53,6 +53,8 @@ extension SharedFolder {
         /// is due to try again (SharedFolder+IndexFailure).
         var indexFailure: String?
         var indexRetryDue = false
+        /// io: the scans that completed lately, for batches they stand for (ScanCoverage).
+        var coverage = ScanCoverage()
     }
 
     // Scalars and small values, read or written through the lock one at a time. (The

@@ -152,17 +152,18 @@ final class SharedFolder: Sendable {
         let (watching, stopped, ignores) = state.withLock { ($0.watcher != nil, $0.stopped, $0.ignores) }
         guard !watching, stopped == nil else { return }
         do {
-            let watcher = try FolderWatcher(root: root, ignores: ignores, delay: delay) { [weak self] changes in
+            let watcher = try FolderWatcher(root: root, ignores: ignores, delay: delay, maxDelay: nil, quickDelay: nil, watchLimit: nil,
+                                            onBatch: { [weak self] batch in
                 guard let self else { return }
-                self.io.async { self.watched(changes) }
-            }
+                self.io.async { self.watched(batch.changes, newestEventNs: batch.newestEventNs) }
+            })
             state.withLock { $0.watcher = watcher }
         } catch {
             report("cannot watch \(root): \(error.description); falling back to periodic scans")
         }
     }
 
-    private func watched(_ changes: [WatchChange]) {
+    private func watched(_ changes: [WatchChange], newestEventNs: Int64) {
         dispatchPrecondition(condition: .onQueue(io))
         var paths: [String] = []
         var moves: [(from: String, to: String)] = []
@@ -190,7 +191,7 @@ final class SharedFolder: Sendable {
             // has just compared every file with the index anyway.
             state.withLock { $0.placed.forgetAll() }
         } else {
-            paths = needingScan(paths)
+            paths = notScannedSince(needingScan(paths), newestEventNs: newestEventNs)
             if !paths.isEmpty { scan(paths: paths, moves: moves) }
         }
         removeStrandedTemporaries(moves.map(\.to))
@@ -262,6 +263,8 @@ final class SharedFolder: Sendable {
     /// additions and changes are recorded batch by batch, the deletions only once the scan
     /// has seen everything and the mass-deletion guard agrees (`recordDeletions`).
     private func scan(paths: [String]?, moves: [(from: String, to: String)] = []) {
+        state.withLock { $0.watcher }?.readQueuedEvents()   // what happened before this scan is in a batch it covers
+        let startedNs = WatchBatch.now()
         guard !paused.load(ordering: .relaxed), let index, checkRoot() else { return }
         // A stopped folder resumes only after a whole scan passed the guard.
         if paths != nil, stopped != nil { return scan(paths: nil) }
@@ -311,6 +314,7 @@ final class SharedFolder: Sendable {
                 if paths != nil { changedPaths.formUnion(deletions.pathKeys) }
             }
             resumeIfStopped()
+            noteScanCompleted(paths: paths, startedNs: startedNs)
         } catch let error as ScanError {
             // A root that vanished during the scan stops the folder (checkRoot says why).
             if case .rootMissing = error, !checkRoot() { return }
