@@ -567,7 +567,7 @@ private final class ScanRun {
         let chunker = FileChunker(fileDescriptor: fd, path: path, parameters: ChunkParameters.forFileSize(size),
                                   readBlockSize: FolderScanner.readBlockSize(for: size),
                                   hashThreads: size >= 4 << 20 ? scanner.hashThreads : 1, quickSums: sumCache != nil,
-                                  buffers: buffers)
+                                  buffers: buffers, maps: false)
         defer { summary.bytesRead += chunker.bytesChunked }
         return (try chunker.allChunks(), chunker.sums)
     }
