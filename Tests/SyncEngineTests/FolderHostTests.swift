@@ -27,7 +27,7 @@ import Testing
         var serve: @Sendable ([UInt8]) -> [UInt8]? = { $0 }
         /// Room for two blocks of 4 KiB (a test's own, not shared with tests running beside it).
         let indexBlockBudget = IndexBlockBudget(limit: 2 * SharedFolder.heldCost(4_096))
-        let versions: VersionKeeper? = nil
+        var versions: VersionKeeper? = nil
 
         init(remoteRoot: String) throws {
             index = try NodeIndex.inMemory()

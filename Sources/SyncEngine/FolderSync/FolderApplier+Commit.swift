@@ -114,6 +114,7 @@ extension FolderApplier {
                 break   // placeOver keeps it
             }
         }
+        PlacementSeam.afterRenames(root: folder.root, done.map(\.item.state.path))
         // Moved away between the check and a rename: what we put there is taken back (the
         // peer still has it; the path is planned again once the move is scanned).
         done.removeAll { placed in
@@ -121,6 +122,9 @@ extension FolderApplier {
             takeBack(placed.item, inode: placed.inode)
             return true
         }
+        // The versions that came out are final now (none goes back into the folder): kept
+        // before the batch removes them (issue 41), a large one as its own inode (a pack).
+        for old in outgoing { keepVersion(old.expected, name: old.name, in: old.directory, reason: "peer-edit", swappedOut: true) }
         // The barrier for the renames, then the records: on `recorder`, while `io` goes on
         // (`settle` waits for it before anything reads what the batch recorded).
         // Only records and names go along: the batch's descriptors close here.
@@ -161,7 +165,8 @@ extension FolderApplier {
     /// Takes a placed file back out of a directory that was moved while the batch was placed
     /// (`place`). Only what is still exactly ours goes (same inode, size and mtime: a user's
     /// edit since stays); a version it replaced (left at the temporary name for `outgoing`)
-    /// is swapped back to its name and kept, never removed with the batch's outgoing ones.
+    /// is swapped back to its name, never kept as a replaced version nor removed with the
+    /// batch's outgoing ones (it is the user's file again).
     func takeBack(_ item: Pending, inode placedInode: UInt64?) {
         defer { rescan.append(item.state.path) }
         let replaced = outgoing.firstIndex { $0.directory === item.directory && $0.name == item.temp }

@@ -12,16 +12,13 @@ internal import PeerIndex
 /// check of the path and the rename over it.
 extension FolderApplier {
     /// Puts `temp` in place of the version `expected` that the index records at `name`. The
-    /// version that comes out is left at `temp` and listed in `outgoing`: the batch removes
-    /// it once the new versions are recorded (a large file takes a while to remove).
+    /// version that comes out is left at `temp` and listed in `outgoing`: the batch keeps it
+    /// once no file of the batch can be taken back (`place`), and removes it once the new
+    /// versions are recorded (a large file takes a while to remove).
     func placeOver(_ temp: String, at name: String, in directory: DirectoryHandle, path: String,
                    expected: FileRecord) -> PlaceOutcome {
         let outcome = directory.replace(name, with: temp, removingOutgoing: false) { entry($0, in: directory, is: expected) }
-        if outcome == .done {
-            // The version that came out is kept before the batch removes it (issue 41).
-            keepVersion(expected, name: temp, in: directory, reason: "peer-edit", swappedOut: true)
-            outgoing.append((directory, temp))
-        }
+        if outcome == .done { outgoing.append((directory, temp, expected)) }
         guard case .stranded(let hidden) = outcome else { return outcome }
         keepAside(hidden, of: path, in: directory)   // the pulled version is in place
         return .done

@@ -61,7 +61,7 @@ final class FolderApplier {
     var localLocations: [[UInt8]: [ChunkLocation]] = [:]
     /// Replaced versions left at their temporary names by `placeOver`, removed at the end
     /// of the batch's commit.
-    var outgoing: [(directory: DirectoryHandle, name: String)] = []
+    var outgoing: [(directory: DirectoryHandle, name: String, expected: FileRecord)] = []
     /// Paths whose local version the caller kept in the versions store already (`revert`):
     /// `keepVersion` does not keep them twice.
     var keptBefore: Set<PathKey> = []

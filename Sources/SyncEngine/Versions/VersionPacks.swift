@@ -5,16 +5,19 @@ internal import FoundationEssentials
 internal import PeerFiles
 internal import PeerIndex
 
-/// Versions kept without copying them: a large file that a peer's edit swapped out of the
-/// folder is linked, inode and all, into HOME/versions/.packs/NAME (a *pack*), and the store
+/// Versions kept without copying them: a large file that a peer's edit or deletion, or a
+/// restore, took out of the folder is linked, inode and all, into HOME/versions/.packs/NAME
+/// (a *pack*), and the store
 /// reads its chunks there at the offsets the index records (`version_pack_chunks`). A 1 MiB
 /// edit of a 1 GiB file then costs a link, not 1 GiB of chunk files.
 ///
 /// Only an inode no one else can change is adopted: a regular file with no other link, on the
 /// file system of the home (`adopt` checks `st_nlink` and `st_dev`, before and after the
-/// link). Its mode is left as it is (the home is the user's only, 0700): should the applier
-/// swap the old file back into the folder (a directory moved during the pull), the user's
-/// file comes back as it was. Every chunk read from a pack is hashed; a location whose bytes
+/// link). An inode is adopted only once it is out of the folder for good (after the last
+/// point where the applier may swap it back: a directory moved during the pull): a pack
+/// linked into the folder again would be the user's live file, and an edit of it the loss of
+/// the version. Its mode is left as it is (the home is the user's only, 0700). Every chunk
+/// read from a pack is hashed; a location whose bytes
 /// no longer match (disk damage, a writer that still had the old file open) is forgotten and
 /// reads as not held. A pack goes when no kept version uses any chunk in it (whole-pack
 /// deletion: one chunk still used keeps the whole pack). A pack file the index does not name
