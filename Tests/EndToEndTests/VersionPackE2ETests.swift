@@ -26,26 +26,41 @@ import Testing
         return (written, ticks / Double(sysconf(Int32(_SC_CLK_TCK))))
     }
 
+    /// alice shares HOME/docs, holding `name` (`size` random bytes), with bob, until bob has
+    /// it in HOME/bob-recv/docs: the daemons (the caller stops them) and the file's bytes.
+    static func shared(_ env: SyncpeerRunner, _ name: String, size: Int) throws -> (alice: DaemonProcess, bob: DaemonProcess, original: [UInt8]) {
+        for directory in ["alice-recv", "bob-recv", "docs", "out"] {
+            try FileManager.default.createDirectory(atPath: env.home(directory), withIntermediateDirectories: true)
+        }
+        try TestFiles.random(env.home("docs") + "/" + name, size: size)
+        let original = try #require(VersionsTests.bytes(env.home("docs") + "/" + name))
+        let alice = try FolderSyncTests.Trio.daemon(env, "alice", environment: FolderSyncTests.environment)
+        var bob: DaemonProcess?
+        do {
+            bob = try FolderSyncTests.Trio.daemon(env, "bob", environment: FolderSyncTests.environment)
+            _ = try env.pair(alice, bob!, autoAccepted: true)
+            let shared = try env.cli(alice, ["share", env.home("docs"), "--with", "bob"])
+            try #require(shared.status == 0, "\(shared.stderr)")
+            try FolderSyncTests.eventually("\(name) reaches bob", timeout: Double(max(60, size >> 22))) {
+                VersionsTests.bytes(env.home("bob-recv") + "/docs/" + name) == original
+            }
+            return (alice, bob!, original)
+        } catch {
+            alice.stop()
+            bob?.stop()
+            throw error
+        }
+    }
+
     /// `VERSIONS_MEASURE_MB=1024` measures workload C's 1 GiB file (default 12 MiB): it
     /// prints bob's bytes written and CPU seconds from the edit until the version is kept.
     @Test func anEditInTheMiddleOfALargeFileIsKeptWithoutCopyingIt() throws {
         let env = try SyncpeerRunner()
         defer { env.cleanup() }
-        for name in ["alice-recv", "bob-recv", "docs"] {
-            try FileManager.default.createDirectory(atPath: env.home(name), withIntermediateDirectories: true)
-        }
         let aliceFile = env.home("docs") + "/disk.img", bobFolder = env.home("bob-recv") + "/docs"
         let size = (Int(ProcessInfo.processInfo.environment["VERSIONS_MEASURE_MB"] ?? "") ?? 12) << 20
-        try TestFiles.random(aliceFile, size: size)
-        let original = try #require(VersionsTests.bytes(aliceFile))
-        let alice = try FolderSyncTests.Trio.daemon(env, "alice", environment: FolderSyncTests.environment)
-        defer { alice.stop() }
-        let bob = try FolderSyncTests.Trio.daemon(env, "bob", environment: FolderSyncTests.environment)
-        defer { bob.stop() }
-        _ = try env.pair(alice, bob, autoAccepted: true)
-        let shared = try env.cli(alice, ["share", env.home("docs"), "--with", "bob"])
-        try #require(shared.status == 0, "\(shared.stderr)")
-        try FolderSyncTests.eventually("disk.img reaches bob", timeout: Double(max(60, size >> 22))) { VersionsTests.bytes(bobFolder + "/disk.img") == original }
+        let (alice, bob, original) = try Self.shared(env, "disk.img", size: size)
+        defer { alice.stop(); bob.stop() }
 
         // 256 KiB (1 MiB for 1 GiB) rewritten in place in the middle, as a VM or a video editor does.
         let before = Self.cost(bob.process.processIdentifier)
@@ -96,5 +111,54 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: bobFolder + "/damaged.img"), "a damaged version was restored")
         let listed = try VersionsTests.json(env, bob, ["history", bobFolder + "/disk.img"])
         #expect((listed["versions"] as? [[String: Any]] ?? []).contains { $0["id"] as? String == id && $0["held"] as? Bool == false }, "\(listed)")
+    }
+
+    /// A peer's deletion of a large file, and a restore over a large file, keep the version
+    /// that goes as its own inode too (a pack): the store's chunk files gain nothing (before,
+    /// both copied the whole file into .chunks), each version restores byte for byte, and
+    /// `verify` finds every kept version whole.
+    @Test func aDeletionAndARestoreOverAFileKeepTheOldInodeNotACopy() throws {
+        let env = try SyncpeerRunner()
+        defer { env.cleanup() }
+        let aliceFile = env.home("docs") + "/movie.mov", bobFolder = env.home("bob-recv") + "/docs"
+        let size = 8 << 20
+        let (alice, bob, original) = try Self.shared(env, "movie.mov", size: size)
+        defer { alice.stop(); bob.stop() }
+        let chunks = { Self.bytes(under: bob.home + "/versions/.chunks") }, packs = { Self.bytes(under: bob.home + "/versions/.packs") }
+
+        // alice deletes it: bob keeps the deleted file's inode.
+        try FileManager.default.removeItem(atPath: aliceFile)
+        func kept(_ reason: String) throws -> [String: Any]? {
+            let history = try VersionsTests.json(env, bob, ["history", bobFolder + "/movie.mov"])
+            return (history["versions"] as? [[String: Any]] ?? []).first { $0["local"] as? Bool == true && $0["reason"] as? String == reason }
+        }
+        var deleted: [String: Any] = [:]
+        try FolderSyncTests.eventually("bob keeps the version alice's deletion replaced", timeout: 60) {
+            deleted = (try? kept("peer-delete")) ?? [:] ?? [:]
+            return !deleted.isEmpty && !FileManager.default.fileExists(atPath: bobFolder + "/movie.mov")
+        }
+        #expect(deleted["held"] as? Bool == true && deleted["size"] as? Int == size, "\(deleted)")
+        #expect(chunks() < 1 << 20, "\(chunks()) bytes copied into .chunks for a deleted \(size)-byte file")
+        #expect(packs() == Int64(size), "\(packs()) bytes in .packs")
+
+        // alice writes another movie.mov; bob restores the deleted one over it.
+        try TestFiles.random(aliceFile, size: size, mtime: nil)
+        let second = try #require(VersionsTests.bytes(aliceFile))
+        try FolderSyncTests.eventually("the new movie.mov reaches bob", timeout: 60) { VersionsTests.bytes(bobFolder + "/movie.mov") == second }
+        let id = try #require(deleted["id"] as? String)
+        let restored = try VersionsTests.json(env, bob, ["restore", bobFolder + "/movie.mov", "--version", id])
+        #expect((restored["restored"] as? [[String: Any]])?.first?["from"] as? String == "local", "\(restored)")
+        #expect(VersionsTests.bytes(bobFolder + "/movie.mov") == original)
+        let replaced = try #require(try kept("restore"), "the file the restore replaced is not kept")
+        #expect(replaced["held"] as? Bool == true && replaced["size"] as? Int == size, "\(replaced)")
+        #expect(chunks() < 1 << 20, "\(chunks()) bytes copied into .chunks for a restore over a \(size)-byte file")
+        #expect(packs() == Int64(2 * size), "\(packs()) bytes in .packs")
+        let back = try VersionsTests.json(env, bob, ["restore", bobFolder + "/movie.mov", "--version", try #require(replaced["id"] as? String),
+                                                     "--to", env.home("out") + "/second.mov"])
+        #expect((back["restored"] as? [[String: Any]])?.first?["from"] as? String == "local", "\(back)")
+        #expect(VersionsTests.bytes(env.home("out") + "/second.mov") == second)
+
+        let verified = try VersionsTests.json(env, bob, ["verify", bobFolder])
+        #expect((verified["versions"] as? Int ?? 0) >= 2 && verified["versionsDamaged"] as? Int == 0, "\(verified)")
     }
 }

@@ -33,9 +33,8 @@ extension FolderApplier {
             rescan.append(path)
             return false
         }
-        // Kept first: once removed, its content is gone from this node (issue 41).
-        keepVersion(expected, name: resolved.name, in: resolved.directory, reason: "peer-delete")
-        switch removeIfUnchanged(resolved.name, in: resolved.directory, path: path, expected: expected) {
+        // Kept before it is unlinked: once removed, its content is gone from this node (issue 41).
+        switch removeIfUnchanged(resolved.name, in: resolved.directory, path: path, expected: expected, keeping: "peer-delete") {
         case .done:
             return true
         case .changedHere, .stranded:
@@ -46,9 +45,16 @@ extension FolderApplier {
         return false
     }
 
-    /// Removes the entry `name` if it is the version `expected` that the index records.
-    func removeIfUnchanged(_ name: String, in directory: DirectoryHandle, path: String, expected: FileRecord) -> PlaceOutcome {
-        let outcome = directory.remove(name, via: Self.asideName(forPath: path)) { entry($0, in: directory, is: expected) }
+    /// Removes the entry `name` if it is the version `expected` that the index records; with
+    /// `reason`, keeps it first, once checked: at its hidden aside name, where nothing puts it
+    /// back into the folder, a large file's inode itself may be kept (a pack, nothing copied).
+    func removeIfUnchanged(_ name: String, in directory: DirectoryHandle, path: String, expected: FileRecord,
+                           keeping reason: String? = nil) -> PlaceOutcome {
+        let outcome = directory.remove(name, via: Self.asideName(forPath: path)) { found in
+            guard entry(found, in: directory, is: expected) else { return false }
+            if let reason { keepVersion(expected, name: found, in: directory, reason: reason, swappedOut: found != name) }
+            return true
+        }
         guard case .stranded(let hidden) = outcome else { return outcome }
         keepAside(hidden, of: path, in: directory)
         return .changedHere

@@ -190,25 +190,45 @@ extension FolderService {
         guard fsync(fd) == 0 else { return .failure(.init(message: "cannot flush \(target): \(String(cString: strerror(errno)))")) }
         close(fd)
         closed = true
-        // What is at the target now is kept first (it may be the only copy of an edit); when
-        // the index cannot say what it is, it stays and this path fails with the cause.
+        // What is at the target now is kept (it may be the only copy of an edit); when the
+        // index cannot say what it is, it stays and this path fails with the cause.
+        var current: FileRecord?
         if target.hasPrefix(folder.root + "/"), directory.entryKind(name) == .file {
-            let current: FileRecord?
             do throws(IndexError) { current = try index.file(folderID: folder.id, path: String(target.dropFirst(folder.root.count + 1))) } catch {
                 unlinkat(directory.fd, temp, 0)
                 return .failure(.init(message: "not replaced: cannot read what the index records for it: \(error)"))
             }
-            if let current { keeper.keep(current, from: try? ChunkReader(name: name, in: directory), reason: "restore") }
         }
-        guard renameat(directory.fd, temp, directory.fd, name) == 0 else {
-            let reason = String(cString: strerror(errno))
+        if let current, directory.exchange(temp, name) {
+            // Swapped out to the temporary name, where nothing puts it back: the recorded
+            // version is kept from there, a large one as its own inode (a pack, nothing copied).
+            if Self.isRecorded(temp, in: directory, current) {
+                keeper.keep(current, swappedOut: temp, in: directory, reason: "restore")
+            } else {
+                keeper.keep(current, from: try? ChunkReader(name: temp, in: directory), reason: "restore")
+            }
             unlinkat(directory.fd, temp, 0)
-            return .failure(.init(message: "cannot put it in place: \(reason)"))
+        } else {
+            // Kept first (a copy of what the store lacks), then replaced.
+            if let current { keeper.keep(current, from: try? ChunkReader(name: name, in: directory), reason: "restore") }
+            guard renameat(directory.fd, temp, directory.fd, name) == 0 else {
+                let reason = String(cString: strerror(errno))
+                unlinkat(directory.fd, temp, 0)
+                return .failure(.init(message: "cannot put it in place: \(reason)"))
+            }
         }
         fsync(directory.fd)
         let from = sources.count == 1 && sources.first == localDevice ? "local"
             : sources.filter { $0 != localDevice }.map { String($0.prefix(7)) }.sorted().joined(separator: ",")
         return .success((from, Int64(manifest.fileSize)))
+    }
+
+    /// Whether `name` is the regular file `record` describes (its size and mtime, as the
+    /// scanner compares): only then may its inode be kept for that version.
+    private static func isRecorded(_ name: String, in directory: DirectoryHandle, _ record: FileRecord) -> Bool {
+        var st = stat()
+        return fstatat(directory.fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_mode & S_IFMT == S_IFREG
+            && Int64(st.st_size) == record.size && Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec) == record.mtimeNs
     }
 
     /// The version's chunk list: from our index, or asked of a holder (its root hash must be

@@ -5,8 +5,10 @@ internal import Synchronization
 
 /// Versions kept as packs (`VersionPacks`): the replaced file itself instead of a copy.
 extension VersionKeeper {
-    /// Keeps the version `record` describes, swapped out of the folder to `name` in
-    /// `directory` by a peer's edit (no one sees it there, and it is about to be removed).
+    /// Keeps the version `record` describes, out of the folder for good at the hidden name
+    /// `name` in `directory` (swapped out by a peer's edit or a restore, moved aside by a
+    /// peer's deletion) and about to be unlinked: the caller must never put it back into the
+    /// folder, since the user's edits there would then change the kept version.
     /// When the store lacks most of its bytes, its inode becomes a pack: nothing is copied.
     /// Otherwise, or when it cannot be adopted (a small file, another file system, another
     /// link to it), the chunks the store lacks are copied as `keep` does: a later version of
