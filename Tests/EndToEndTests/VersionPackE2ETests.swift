@@ -127,6 +127,7 @@ import Testing
         let chunks = { Self.bytes(under: bob.home + "/versions/.chunks") }, packs = { Self.bytes(under: bob.home + "/versions/.packs") }
 
         // alice deletes it: bob keeps the deleted file's inode.
+        let before = Self.cost(bob.process.processIdentifier)
         try FileManager.default.removeItem(atPath: aliceFile)
         func kept(_ reason: String) throws -> [String: Any]? {
             let history = try VersionsTests.json(env, bob, ["history", bobFolder + "/movie.mov"])
@@ -137,6 +138,9 @@ import Testing
             deleted = (try? kept("peer-delete")) ?? [:] ?? [:]
             return !deleted.isEmpty && !FileManager.default.fileExists(atPath: bobFolder + "/movie.mov")
         }
+        let after = Self.cost(bob.process.processIdentifier)
+        print("version pack: bob applied the deletion of a \(size >> 20) MiB file and kept the version: "
+              + "\(after.written - before.written) bytes written, \(String(format: "%.2f", after.cpu - before.cpu)) CPU-s")
         #expect(deleted["held"] as? Bool == true && deleted["size"] as? Int == size, "\(deleted)")
         #expect(chunks() < 1 << 20, "\(chunks()) bytes copied into .chunks for a deleted \(size)-byte file")
         #expect(packs() == Int64(size), "\(packs()) bytes in .packs")

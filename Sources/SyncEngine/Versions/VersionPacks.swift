@@ -22,6 +22,14 @@ internal import PeerIndex
 /// reads as not held. A pack goes when no kept version uses any chunk in it (whole-pack
 /// deletion: one chunk still used keeps the whole pack). A pack file the index does not name
 /// (a crash between the link and the index) is removed at start (`VersionKeeper.tidyPacks`).
+///
+/// Partial expiry (not built): freeing the chunks of a pack that no version uses while
+/// others still do would need hole punching (`fallocate` PUNCH_HOLE | KEEP_SIZE; ext4, xfs,
+/// btrfs; elsewhere whole packs only) over each unused chunk's range, whole blocks only
+/// (content-defined chunks are not block-aligned: a block shared with a used neighbour
+/// stays); the chunk's location row removed under the gate before the punch (a crash between
+/// leaves bytes no row names, never a row naming zeros — and a read hashes anyway); and the
+/// cap counting a pack's allocated blocks (`st_blocks`), not its size.
 struct VersionPacks: Sendable {
     /// HOME/versions/.packs.
     let root: String
