@@ -48,15 +48,16 @@ struct VersionPackTests {
         /// What a peer's edit does to big.bin: the new content is swapped in and the old file
         /// waits at a temporary name, where it is kept, then removed (as the applier does).
         @discardableResult
-        func peerEdit(to content: [UInt8], version: UInt64) throws -> (id: Int64?, old: FileRecord, inode: UInt64) {
+        func peerEdit(to content: [UInt8], version: UInt64) throws -> (id: Int64?, old: FileRecord, inode: UInt64, left: Bool) {
             let old = try record("big.bin", version: version)
             var st = stat()
             stat(folder + "/big.bin", &st)
             try #require(rename(folder + "/big.bin", folder + "/.big.bin.tmp") == 0)
             try Data(content).write(to: URL(fileURLWithPath: folder + "/big.bin"))
             let id = keeper.keep(old, swappedOut: ".big.bin.tmp", in: try DirectoryHandle(path: folder), reason: "peer-edit")
+            let left = access(folder + "/.big.bin.tmp", F_OK) == 0
             unlink(folder + "/.big.bin.tmp")
-            return (id, old, UInt64(st.st_ino))
+            return (id, old, UInt64(st.st_ino), left)
         }
 
         /// The version's bytes as `restore` reads them from the store (nil: a chunk not held).
@@ -100,6 +101,9 @@ struct VersionPackTests {
         var st = stat()
         #expect(stat(setup.keeper.store.packs!.path(setup.packs[0].name), &st) == 0 && UInt64(st.st_ino) == first.inode
                 && st.st_nlink == 1, "the pack is not the old inode, alone")
+        // Moved out of the folder: no name there reaches the pack, not even the hidden one
+        // (a later pull of the path opens that name and truncates it).
+        #expect(!first.left, "the pack is still linked at its hidden name in the folder")
         #expect(try setup.held(id))
         #expect(try setup.restored(id) == original)
 

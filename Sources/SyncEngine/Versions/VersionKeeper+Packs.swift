@@ -7,9 +7,10 @@ internal import Synchronization
 extension VersionKeeper {
     /// Keeps the version `record` describes, out of the folder for good at the hidden name
     /// `name` in `directory` (swapped out by a peer's edit or a restore, moved aside by a
-    /// peer's deletion) and about to be unlinked: the caller must never put it back into the
+    /// peer's deletion) and about to be removed: the caller must never put it back into the
     /// folder, since the user's edits there would then change the kept version.
-    /// When the store lacks most of its bytes, its inode becomes a pack: nothing is copied.
+    /// When the store lacks most of its bytes, its inode becomes a pack (moved away: the
+    /// caller's removal then finds nothing there): nothing is copied.
     /// Otherwise, or when it cannot be adopted (a small file, another file system, another
     /// link to it), the chunks the store lacks are copied as `keep` does: a later version of
     /// a file already kept costs its changed chunks, deduplicated against the packs too.
@@ -70,7 +71,7 @@ extension VersionKeeper {
     }
 
     /// At start: removes the pack files the index does not name and that this run did not
-    /// adopt (a crash between the link and the index: never recorded, so nothing is lost),
+    /// adopt (a crash between the rename and the index: never recorded, so nothing is lost),
     /// and forgets the packs whose file is gone, marking not held the versions that needed a
     /// chunk held nowhere else here. Returns how many files went and how many packs were forgotten.
     @discardableResult

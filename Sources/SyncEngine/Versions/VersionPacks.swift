@@ -6,14 +6,14 @@ internal import PeerFiles
 internal import PeerIndex
 
 /// Versions kept without copying them: a large file that a peer's edit or deletion, or a
-/// restore, took out of the folder is linked, inode and all, into HOME/versions/.packs/NAME
-/// (a *pack*), and the store
+/// restore, took out of the folder is moved, inode and all, into HOME/versions/.packs/NAME
+/// (a *pack*: no name in the folder reaches it), and the store
 /// reads its chunks there at the offsets the index records (`version_pack_chunks`). A 1 MiB
-/// edit of a 1 GiB file then costs a link, not 1 GiB of chunk files.
+/// edit of a 1 GiB file then costs a rename, not 1 GiB of chunk files.
 ///
 /// Only an inode no one else can change is adopted: a regular file with no other link, on the
 /// file system of the home (`adopt` checks `st_nlink` and `st_dev`, before and after the
-/// link). An inode is adopted only once it is out of the folder for good (after the last
+/// rename). An inode is adopted only once it is out of the folder for good (after the last
 /// point where the applier may swap it back: a directory moved during the pull): a pack
 /// linked into the folder again would be the user's live file, and an edit of it the loss of
 /// the version. Its mode is left as it is (the home is the user's only, 0700). Every chunk
@@ -21,7 +21,7 @@ internal import PeerIndex
 /// no longer match (disk damage, a writer that still had the old file open) is forgotten and
 /// reads as not held. A pack goes when no kept version uses any chunk in it (whole-pack
 /// deletion: one chunk still used keeps the whole pack). A pack file the index does not name
-/// (a crash between the link and the index) is removed at start (`VersionKeeper.tidyPacks`).
+/// (a crash between the rename and the index) is removed at start (`VersionKeeper.tidyPacks`).
 ///
 /// Partial expiry (not built): freeing the chunks of a pack that no version uses while
 /// others still do would need hole punching (`fallocate` PUNCH_HOLE | KEEP_SIZE; ext4, xfs,
@@ -35,7 +35,7 @@ struct VersionPacks: Sendable {
     let root: String
     let index: NodeIndex
     /// This run's mark, the start of every pack name it adopts: at start, an unnamed pack file
-    /// of another run is a crash's orphan, and one of this run may be between link and index.
+    /// of another run is a crash's orphan, and one of this run may be between rename and index.
     let run: String
 
     /// Smaller files are copied chunk by chunk as before (a pack per small file would only
@@ -84,10 +84,13 @@ struct VersionPacks: Sendable {
         return (nil, forgot)
     }
 
-    /// Links the file `name` in `directory` (`size` bytes, swapped out of the folder) into
-    /// the packs as a new pack, durably; its name. Nil when it is not adopted (not a regular
-    /// file of that size, another link to it, another file system, a link that fails): the
-    /// caller copies what the store lacks instead.
+    /// Moves the file `name` in `directory` (`size` bytes, out of the folder for good at a
+    /// hidden name) into the packs as a new pack, durably; its name. Moved, not linked: no
+    /// name in the folder ever reaches a pack, not even the hidden one until the caller would
+    /// have removed it (a later pull of the path opens that name, truncates it and writes it).
+    /// Nil when it is not adopted (not a regular file of that size, another link to it,
+    /// another file system, a rename that fails): it is where it was, and the caller copies
+    /// what the store lacks instead.
     func adopt(_ name: String, in directory: DirectoryHandle, size: Int64) -> String? {
         var before = stat()
         guard fstatat(directory.fd, name, &before, AT_SYMLINK_NOFOLLOW) == 0, before.st_mode & S_IFMT == S_IFREG,
@@ -97,18 +100,20 @@ struct VersionPacks: Sendable {
         var home = stat()
         guard stat(root, &home) == 0, home.st_dev == before.st_dev else { return nil }
         let pack = run + "-" + NameTag.hex(of: (0..<16).map { _ in UInt8.random(in: 0...255) }, digits: 32)
-        guard linkat(directory.fd, name, AT_FDCWD, path(pack), 0) == 0 else { return nil }
-        // Still that inode, and linked only by its temporary name and the pack (a link made
-        // between the check and ours would let someone else write the version).
+        guard renameat(directory.fd, name, AT_FDCWD, path(pack)) == 0 else { return nil }
+        // Still that inode, and linked by the pack alone (a link made between the check and
+        // the rename would let someone else write the version).
         let fd = open(path(pack), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         var after = stat()
         let same = fd >= 0 && fstat(fd, &after) == 0 && after.st_ino == before.st_ino && after.st_dev == before.st_dev
-            && after.st_nlink == 2 && Int64(after.st_size) == size
+            && after.st_nlink == 1 && Int64(after.st_size) == size
         // Durable before the index says it is held (the bytes are the user's old file's: a
         // file already on disk costs the flush little).
         guard same, fsync(fd) == 0 else {
             if fd >= 0 { close(fd) }
-            unlink(path(pack))
+            // Back for the caller to copy from (should even that fail, the file is a pack no
+            // row names: removed at the next start).
+            renameat(AT_FDCWD, path(pack), directory.fd, name)
             return nil
         }
         close(fd)
