@@ -273,7 +273,10 @@ final class ConnectionService: Reporting, Sendable {
                 // "connecting" is reported once by begin(); closed once by finish().
                 if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
                 if state == .connected {
-                    self.state.withLock { $0.unpairedSessions.release(id: session.id) }
+                    self.state.withLock {
+                        $0.unpairedSessions.release(id: session.id)
+                        $0.laterDelays[session.deviceKey] = nil
+                    }
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
@@ -326,14 +329,18 @@ final class ConnectionService: Reporting, Sendable {
                 session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
                 session.pairCompletion = nil
             case let .peerClosed(code):
-                // A peer that shuts down may come back: keep redialling. One that ended the
-                // session on purpose (disconnect, refusal) is left alone.
+                // A peer that shuts down may come back, and one that refused us for a passing
+                // reason asks to be dialled again (`tryLater`: with back-off): keep redialling.
+                // One that ended the session on purpose (disconnect, refusal, or a code this
+                // version does not know) is left alone.
                 // A peer that ends one of two sessions with us ends the duplicate (see
                 // `begin`), not us: discovery may still dial it.
                 if code == .normal && session.closeReason == "peer closed the session: \(Self.duplicateReason)" {
                     session.replaced = true
                 }
-                if code != .shuttingDown {
+                if code == .tryLater {
+                    session.askedLater = true
+                } else if code != .shuttingDown {
                     session.redialAllowed = false
                     if otherLiveSession(than: session) == nil { nearby?.holdOff(session.deviceKey) }
                 }
@@ -367,7 +374,7 @@ final class ConnectionService: Reporting, Sendable {
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         guard !stopped, session.redialAllowed else { return }
-        planRedial(session.peer, device: session.deviceKey)
+        planRedial(session.peer, device: session.deviceKey, later: session.askedLater)
     }
 
     /// The Multipeer-style state names: notConnected, connecting, connected.
