@@ -99,6 +99,7 @@ extension ConnectionService {
         let redial = Redial(address: address, nextAttempt: .now + (first ? config.redialInitial : Self.discoveryDialGrace),
                             delay: config.redialInitial)
         state.withLock { $0.redials[device] = redial }
+        wakeTimer()
         if first { startDial(address: address, expected: device, context: nil, progress: nil, completion: nil) }
     }
 
@@ -153,6 +154,7 @@ extension ConnectionService {
                 }
                 state.redials[device] = Redial(address: address, nextAttempt: .now + wait, delay: wait)
             }
+            wakeTimer()
         }
     }
 
@@ -167,6 +169,7 @@ extension ConnectionService {
             redial.delay = config.redialInitial
             state.redials[device] = redial
         }
+        wakeTimer()
     }
 
     func acceptLoop(_ listener: TCPListener) {

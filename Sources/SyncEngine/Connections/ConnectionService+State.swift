@@ -29,6 +29,8 @@ extension ConnectionService {
         var laterDelays: [String: Duration] = [:]
         var dialsInFlight: Set<String> = []
         var timer: (any DispatchSourceTimer)?
+        /// When the timer is set to fire (nil: not set, or firing now); see ConnectionService+Timer.
+        var timerDue: ContinuousClock.Instant?
         var stopped = false
         /// Unpaired sessions by source.
         var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)
