@@ -2,6 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
+internal import PeerIndex
 internal import PeerWire
 internal import Synchronization
 
@@ -15,13 +16,33 @@ extension FolderService {
     /// Any thread (the fetched blocks' callbacks): the send goes out on `queue`.
     /// A file the folder's rules no longer let us serve (changed during its pull) is
     /// withdrawn instead of announced (`SharedFolder.heldBytes`).
+    ///
+    /// The roles, as for our index pages (`FolderRoles.sends`): what we fetch is another
+    /// member's change, which goes to every member; our own change coming back (`ownChange`:
+    /// we lost it here and a member still has it) is not announced to a member we are
+    /// receive-only towards, nor withdrawn from it. Its chunks are served by the same rule as
+    /// a placed file's: to a member that asks by their hashes.
     func announceHeld(_ folder: SharedFolder, _ note: HeldChunks.Note) {
         // (Its withdrawal comes back here, as one.)
         if !note.isWithdrawal, !folder.servesHeld(note.path) { return folder.withdrawHeld(note.path) }
         let frame = Frame.chunkHave(folder: folder.id, path: note.path, root: note.root, count: note.count, bitmap: note.bitmap)
         guard (try? frame.validate()) != nil else { return }
         queue.async { [self] in
-            for session in connectedMembers(of: folder.id) where session.chunkHave { link?.send([frame], on: session.id) }
+            let told = note.ownChange ? heldOwnChangeRecipients(folder.id) : nil
+            for session in connectedMembers(of: folder.id) where session.chunkHave && told?(session.deviceKey) != false {
+                link?.send([frame], on: session.id)
+            }
+        }
+    }
+
+    /// Which members are told of our own change being fetched (on `queue`): those our index
+    /// pages give it to. Roles that cannot be read tell nobody (an announcement is a hint).
+    private func heldOwnChangeRecipients(_ folderID: String) -> (String) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let roles = try? index.folderPeerRoles(folderID: folderID) else { return { _ in false } }
+        let localDevice = localDevice
+        return { device in
+            FolderRoles.sends(modifiedBy: localDevice, localDevice: localDevice, to: roles[device].map(PeerPolicy.init) ?? PeerPolicy())
         }
     }
 
