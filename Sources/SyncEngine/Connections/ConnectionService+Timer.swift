@@ -45,9 +45,10 @@ extension ConnectionService {
         }
     }
 
-    /// `instant` on the dispatch clock (as an offset from now: the two clocks differ).
+    /// `instant` on the dispatch clock (as an offset from now: the two clocks differ); at most
+    /// a day on (a tick then sets it again), so no configured timeout overflows it.
     static func dispatchTime(_ instant: ContinuousClock.Instant) -> DispatchTime {
-        let wait = instant - .now
+        let wait = min(instant - .now, .seconds(86_400))
         guard wait > .zero else { return .now() }
         let (seconds, attoseconds) = wait.components
         return .now() + .nanoseconds(Int(clamping: seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
