@@ -47,13 +47,17 @@ extension FolderService {
     }
 
     /// The folder is unshared (on `queue`): nothing more is served of the files it fetches;
-    /// the withdrawals of those announced, for each member to get before the share's end.
-    func withdrawAllHeld(_ folderID: String) -> [Frame] {
+    /// the withdrawals of those announced, for each member (by device) to get before the
+    /// share's end (of our own changes, only for the members they were announced to).
+    func withdrawAllHeld(_ folderID: String) -> (String) -> [Frame] {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let folder = state.withLock({ $0.folders[folderID] }) else { return [] }
-        return folder.held.drop { _ in true }.map {
-            .chunkHave(folder: folderID, path: $0.path, root: $0.root, count: $0.count, bitmap: $0.bitmap)
-        }.filter { (try? $0.validate()) != nil }
+        guard let folder = state.withLock({ $0.folders[folderID] }) else { return { _ in [] } }
+        let notes = folder.held.drop { _ in true }
+        let told = notes.contains(where: \.ownChange) ? heldOwnChangeRecipients(folderID) : { _ in true }
+        let frames = notes.map { note in
+            (note.ownChange, Frame.chunkHave(folder: folderID, path: note.path, root: note.root, count: note.count, bitmap: note.bitmap))
+        }.filter { (try? $0.1.validate()) != nil }
+        return { device in frames.filter { !$0.0 || told(device) }.map(\.1) }
     }
 
     /// A member's `chunkHave` (on `queue`): kept for the folder's pulls, only from a member
