@@ -1,7 +1,8 @@
 /// Why a peer closes a connection (the code of a ``Frame/close(code:reason:)`` frame).
 ///
 /// Codes this version does not know are kept as ``unknown(_:)``, so that a newer peer's reason
-/// can still be reported. Two codes are equal when their raw values are: `.unknown(0)` equals
+/// can still be reported; a node treats such a code as a refusal (it does not redial), as
+/// versions before `tryLater` treat `tryLater` itself. Two codes are equal when their raw values are: `.unknown(0)` equals
 /// `.normal`, and decoding always yields the named case.
 package enum CloseCode: Hashable, Sendable {
     /// The peer is done; nothing went wrong.
@@ -20,6 +21,9 @@ package enum CloseCode: Hashable, Sendable {
     case shuttingDown
     /// The peer removed its pairing with us (`syncpeer unpair`): it will refuse us from now on.
     case unpaired
+    /// The peer refused us for a passing reason (it cannot read its paired peers now, its slots
+    /// for connections are full): dial it again later, with the redials' back-off.
+    case tryLater
     /// A code this version does not know.
     case unknown(UInt16)
 
@@ -34,6 +38,7 @@ package enum CloseCode: Hashable, Sendable {
         case 5: self = .timeout
         case 6: self = .shuttingDown
         case 7: self = .unpaired
+        case 8: self = .tryLater
         default: self = .unknown(rawValue)
         }
     }
@@ -49,6 +54,7 @@ package enum CloseCode: Hashable, Sendable {
         case .timeout: 5
         case .shuttingDown: 6
         case .unpaired: 7
+        case .tryLater: 8
         case let .unknown(value): value
         }
     }

@@ -82,7 +82,8 @@ protocol SessionObserver: AnyObject {
     func streamFrame(_ frame: Frame, on session: Session) -> Bool
     /// The session ended (`reason`) and is no longer listed.
     func sessionEnded(_ session: Session, reason: String)
-    /// The connections' timer beat (every 250 ms), before their own timeouts.
+    /// The connections' timer fired (at its next deadline: at least every keepalive interval
+    /// while a session is open), before their own timeouts.
     func timerFired()
 }
 

@@ -84,8 +84,8 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                    0x68, 0x69, 0x6A, 0x6B])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
-                                       .impersonation, .timeout, .shuttingDown, .unpaired]
-        #expect(closeCodes.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6, 7])
+                                       .impersonation, .timeout, .shuttingDown, .unpaired, .tryLater]
+        #expect(closeCodes.map(\.rawValue) == [0, 1, 2, 3, 4, 5, 6, 7, 8])
     }
 
     @Test func limitsAreStable() {

@@ -137,7 +137,8 @@ import Testing
         #expect(CloseCode.unknown(0) == .normal)
         #expect(CloseCode(rawValue: 6) == .shuttingDown)
         #expect(CloseCode(rawValue: 7) == .unpaired)
-        #expect(CloseCode(rawValue: 8) == .unknown(8))
+        #expect(CloseCode(rawValue: 8) == .tryLater)
+        #expect(CloseCode(rawValue: 9) == .unknown(9))
         #expect(Set<CloseCode>([.unknown(3), .notPaired]).count == 1)
         // An unknown code from a newer peer is preserved through a round trip.
         let frame = try Frame(decoding: FrameEncoder.encode(.close(code: .unknown(0xFFFF), reason: "?")))

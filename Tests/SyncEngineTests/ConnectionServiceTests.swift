@@ -244,11 +244,12 @@ struct ConnectionServiceTests {
                           listening: listening)
         }
 
-        /// The same identity, index and port as `earlier` (stopped): a restarted node.
-        convenience init(restarting earlier: Peer) throws {
+        /// The same identity, index and port as `earlier` (stopped): a restarted node (one that
+        /// does not listen: it cannot be dialled, as behind NAT).
+        convenience init(restarting earlier: Peer, listening: Bool = true) throws {
             var config = earlier.config
             config.listen = earlier.address
-            try self.init(identity: earlier.identity, index: earlier.index, config: config)
+            try self.init(identity: earlier.identity, index: earlier.index, config: config, listening: listening)
         }
 
         private init(identity: Identity, index: NodeIndex, config: NodeConfig, listening: Bool = true) throws {

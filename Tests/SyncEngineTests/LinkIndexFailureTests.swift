@@ -58,27 +58,55 @@ import Testing
         #expect(said().count == 1, "\(said())")
     }
 
-    /// A paired peer that dials us while our peers cannot be read is refused (told to try
-    /// later, which it did not: its redial ended with the refusal), and nobody reconnected.
-    /// Now the refusing side reads the pairing again and redials once it reads.
-    @Test func aPeerRefusedWhileThePeersCannotBeReadIsRedialledOnceTheyRead() throws {
+    /// Bob, paired with alice, restarts (listening, or not: then alice cannot dial him, as
+    /// behind NAT) while alice's peers cannot be read; he dials her at once and is refused.
+    /// Both are the caller's to stop.
+    private func bobRestartsWhileAlicesPeersCannotBeRead(listening: Bool) throws
+        -> (alice: ConnectionServiceTests.Peer, bob: ConnectionServiceTests.Peer) {
         let alice = try ConnectionServiceTests.Peer("alice") { $0.autoAccept = true }
         let bob = try ConnectionServiceTests.Peer("bob")
-        defer { alice.service.stop() }
         let paired = bob.invite(alice)
         try TransferPair.eventually("paired") { paired.value != nil && alice.observer.stillConnected.count == 1 }
         try IndexFailureTests.damage(alice.index, table: "peers")
         bob.service.stop()
-        // Bob restarts and dials alice: refused.
-        let bob2 = try ConnectionServiceTests.Peer(restarting: bob)
-        defer { bob2.service.stop() }
-        try TransferPair.eventually("alice refuses bob") {
-            alice.events.contains { if case let .refused(refused) = $0 { refused.reason.contains("cannot be read") } else { false } }
-        }
+        return (alice, try ConnectionServiceTests.Peer(restarting: bob, listening: listening))
+    }
+
+    /// How many times `alice` refused a peer because her peers cannot be read.
+    private func refusals(_ alice: ConnectionServiceTests.Peer) -> Int {
+        alice.events.filter { if case let .refused(refused) = $0 { refused.reason.contains("cannot be read") } else { false } }.count
+    }
+
+    /// A paired peer that dials us while our peers cannot be read is refused, and nobody
+    /// reconnected (its redial ended with the refusal). Now the refusing side reads the
+    /// pairing again and redials once it reads.
+    @Test func aPeerRefusedWhileThePeersCannotBeReadIsRedialledOnceTheyRead() throws {
+        let (alice, bob2) = try bobRestartsWhileAlicesPeersCannotBeRead(listening: true)
+        defer { alice.service.stop(); bob2.service.stop() }
+        try TransferPair.eventually("alice refuses bob") { refusals(alice) >= 1 }
         try alice.index.write { db in try db.execute("ALTER TABLE peers_damaged RENAME TO peers") }
         try TransferPair.eventually("alice redials bob by herself") {
             alice.observer.stillConnected.count == 1 && bob2.observer.stillConnected.count == 1
         }
+    }
+
+    /// A paired peer refused while our peers cannot be read is told to try again later
+    /// (`tryLater`) and does, with back-off: it reconnects by itself once they read, also when
+    /// we cannot dial it. The refusal said `normal`: bob's redial ended with it, and only
+    /// alice's dial could bring him back.
+    @Test func aPeerRefusedWhileThePeersCannotBeReadDialsAgainUntilTheyRead() throws {
+        let (alice, bob2) = try bobRestartsWhileAlicesPeersCannotBeRead(listening: false)
+        defer { alice.service.stop(); bob2.service.stop() }
+        // Each refusal doubles his wait (from `redialInitial`, 50 ms here).
+        let wait = { bob2.onQueue { bob2.service.state.withLock { $0.laterDelays[alice.key] } } }
+        try TransferPair.eventually("bob dials alice again after each refusal, waiting longer each time") {
+            refusals(alice) >= 3 && wait().map { $0 >= .milliseconds(200) } == true
+        }
+        try alice.index.write { db in try db.execute("ALTER TABLE peers_damaged RENAME TO peers") }
+        try TransferPair.eventually("bob reconnects by himself") {
+            alice.observer.stillConnected.count == 1 && bob2.observer.stillConnected.count == 1
+        }
+        #expect(bob2.onQueue { bob2.service.state.withLock { $0.laterDelays.isEmpty } }, "connected: the back-off starts over")
     }
 
     /// Any key can end a session while the peers cannot be read (it is refused): the

@@ -34,7 +34,7 @@ struct SessionMachineTests {
         Row(name: "responder, who is paired cannot be read: refused with the cause, no invitation", role: .responder,
             events: [.handshakeCompleted(.unreadable("no such table: peers"))],
             actions: [.refused("refused: the paired peers cannot be read here: no such table: peers"),
-                      .send(.close(code: .normal, reason: "the peer cannot read its paired peers now; try again later")),
+                      .send(.close(code: .tryLater, reason: "the peer cannot read its paired peers now; try again later")),
                       .state(.closed), .closeTransport], state: .closed),
         Row(name: "responder accepts: pin, tell, connect", role: .responder,
             events: [.handshakeCompleted(.unknown), .localAccept],

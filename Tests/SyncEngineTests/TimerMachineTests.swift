@@ -76,6 +76,32 @@ struct TimerMachineTests {
         #expect(delays == [2, 4, 8, 16, 32, 60, 60, 60].map { Duration.seconds($0) })
     }
 
+    /// The timer sleeps until the earliest of these; whatever `tick` does at that time, it
+    /// does no sooner (checked against `tick` just before the deadline).
+    static let deadlines: [(name: String, sessions: [Facts], redials: [String: TimerMachine.Redial], due: Double?)] = [
+        ("nothing: no deadline", [], [:], nil),
+        ("an idle session: its keepalive", [session(1)], [:], 2),
+        ("a silent peer we keep pinging: the dead-peer time", [session(1, sent: 6)], [:], 7),
+        ("silent because we stopped reading it: not dead, the keepalive", [session(1, sent: 6, paused: true)], [:], 8),
+        ("an open invitation: its expiry", [session(1, sent: 0.5, awaiting: true, deadline: 1)], [:], 1),
+        ("a peer not reading what we send: when that is a stall",
+         [Facts(id: 1, awaitingDecision: false, invitationDeadline: nil, stall: nil, lastReceived: at(1), lastSent: at(1),
+                flowPaused: true, stallDue: at(1.5))], [:], 1.5),
+        ("a redial", [session(1, received: 1, sent: 1)],
+         ["D": TimerMachine.Redial(address: "a:1", nextAttempt: at(0.5), delay: .seconds(1))], 0.5),
+    ]
+
+    @Test func theNextDeadlineIsTheEarliestThingDue() {
+        for row in Self.deadlines {
+            let due = Self.machine.nextDeadline(sessions: row.sessions, redials: row.redials)
+            #expect(due == row.due.map(Self.at), "\(row.name)")
+            guard let due, row.sessions.allSatisfy({ $0.stallDue == nil }) else { continue }
+            let before = Self.machine.tick(now: due - .milliseconds(1), sessions: row.sessions, redials: row.redials, devicesWithSession: [])
+            let at = Self.machine.tick(now: due, sessions: row.sessions, redials: row.redials, devicesWithSession: [])
+            #expect(before.isEmpty && !at.isEmpty, "\(row.name): \(before) then \(at)")
+        }
+    }
+
     @Test func aRedialOfADeviceWithASessionIsDropped() {
         let plan = TimerMachine.Redial(address: "a:1", nextAttempt: Self.at(0), delay: .seconds(1))
         let later = TimerMachine.Redial(address: "b:1", nextAttempt: Self.at(5), delay: .seconds(1))

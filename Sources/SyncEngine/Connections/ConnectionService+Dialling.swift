@@ -99,6 +99,7 @@ extension ConnectionService {
         let redial = Redial(address: address, nextAttempt: .now + (first ? config.redialInitial : Self.discoveryDialGrace),
                             delay: config.redialInitial)
         state.withLock { $0.redials[device] = redial }
+        wakeTimer()
         if first { startDial(address: address, expected: device, context: nil, progress: nil, completion: nil) }
     }
 
@@ -110,8 +111,10 @@ extension ConnectionService {
     /// with the redials' back-off (`redialInitial` doubling up to `redialMaximum`; one chain
     /// per device, `maxPairingRechecks` at most) until it reads: the peer is then
     /// redialled, never on a guess. (Before, it came back only by discovery, its own dial
-    /// or a restart.)
-    func planRedial(_ peer: PeerRef, device: String, recheck delay: Duration? = nil) {
+    /// or a restart.) `later`: the peer refused us with `tryLater`; its redial waits
+    /// `redialInitial`, then twice as long after each such refusal until we connect
+    /// (`laterDelays`, one per paired device).
+    func planRedial(_ peer: PeerRef, device: String, recheck delay: Duration? = nil, later: Bool = false) {
         dispatchPrecondition(condition: .onQueue(queue))
         guard !stopped else { return }
         let record: PeerRecord?
@@ -134,7 +137,7 @@ extension ConnectionService {
             }
             let next = min(wait * 2, config.redialMaximum)
             queue.asyncAfter(deadline: .now() + .milliseconds(Int(wait / .milliseconds(1)))) { [weak self] in
-                self?.planRedial(peer, device: device, recheck: next)
+                self?.planRedial(peer, device: device, recheck: next, later: later)
             }
             return
         }
@@ -143,8 +146,15 @@ extension ConnectionService {
            let stored = record.addresses.first ?? nearby?.addresses(of: device).first ?? globalRedialAddress(device),
            !sessions.values.contains(where: { $0.deviceKey == device }) {
             let address = redialAddress(for: device, attempt: 0, fallback: stored)
-            let redial = Redial(address: address, nextAttempt: .now + config.redialInitial, delay: config.redialInitial)
-            state.withLock { $0.redials[device] = redial }
+            state.withLock { state in
+                var wait = config.redialInitial
+                if later {
+                    wait = state.laterDelays[device].map { min($0 * 2, config.redialMaximum) } ?? wait
+                    state.laterDelays[device] = wait
+                }
+                state.redials[device] = Redial(address: address, nextAttempt: .now + wait, delay: wait)
+            }
+            wakeTimer()
         }
     }
 
@@ -159,6 +169,7 @@ extension ConnectionService {
             redial.delay = config.redialInitial
             state.redials[device] = redial
         }
+        wakeTimer()
     }
 
     func acceptLoop(_ listener: TCPListener) {

@@ -131,5 +131,6 @@ extension ConnectionService {
                 state.redials[device] = redial
             }
         }
+        wakeTimer()
     }
 }

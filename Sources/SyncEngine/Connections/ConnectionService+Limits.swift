@@ -26,13 +26,13 @@ extension ConnectionService {
             if oldest.invitationID != nil, oldest.machine.state == .awaitingLocalDecision {
                 emit(.invitationClosed(.init(peer: oldest.peer, invitation: oldest.invitationID, outcome: "dropped", time: now())))
             }
-            oldest.send([.close(code: .normal, reason: "too many unpaired connections")])
+            oldest.send([.close(code: .tryLater, reason: "too many unpaired connections")])
             perform(oldest.machine.handle(.transportClosed(reason)), on: oldest)
             return true
         case let .refused(why):
             session.closeReason = "refused"
             session.redialAllowed = false
-            session.send([.close(code: .normal, reason: "too many unpaired connections from your address")])
+            session.send([.close(code: .tryLater, reason: "too many unpaired connections from your address")])
             _ = state.withLock { $0.sessions.removeValue(forKey: session.id) }
             session.flow.cancel()
             session.closeAfterQueuedSends()

@@ -176,7 +176,10 @@ extension ConnectionService {
             do {
                 let record = try pairedPeer(for: peerText)
                 _ = try index.deletePeer(deviceID: record.deviceID)
-                state.withLock { $0.redials[record.deviceID] = nil }
+                state.withLock { state in
+                    state.redials[record.deviceID] = nil
+                    state.laterDelays[record.deviceID] = nil
+                }
                 let peer = try peerRef(record)
                 for session in sessions.values where session.deviceKey == record.deviceID {
                     session.closeReason = "unpaired"
@@ -264,7 +267,10 @@ extension ConnectionService {
         }
         guard let record, record.trust == .paired else { return }
         session.closeReason = "\(session.peer.name) unpaired this device (pair again to reconnect)"
-        state.withLock { $0.redials[session.deviceKey] = nil }
+        state.withLock { state in
+            state.redials[session.deviceKey] = nil
+            state.laterDelays[session.deviceKey] = nil
+        }
         do { _ = try index.deletePeer(deviceID: session.deviceKey) } catch {
             emitError(session.peer, "\(session.peer.name) unpaired this device, but its pairing cannot be removed here: \(error.description)")
         }

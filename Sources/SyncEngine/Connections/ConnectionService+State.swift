@@ -24,8 +24,13 @@ extension ConnectionService {
         /// Devices whose pairing could not be read when their session ended: read again until
         /// it can be, then redialled (`planRedial`).
         var pairingRechecks: Set<String> = []
+        /// Paired devices that refused us with `tryLater` since we last connected to them: the
+        /// delay before the next redial after such a refusal (doubling up to `redialMaximum`).
+        var laterDelays: [String: Duration] = [:]
         var dialsInFlight: Set<String> = []
         var timer: (any DispatchSourceTimer)?
+        /// When the timer is set to fire (nil: not set, or firing now); see ConnectionService+Timer.
+        var timerDue: ContinuousClock.Instant?
         var stopped = false
         /// Unpaired sessions by source.
         var unpairedSessions = SourceSlots<Session>(total: maxUnpairedSessions, perSource: maxUnpairedSessionsPerSource)

@@ -16,7 +16,7 @@ internal import Synchronization
 ///     accept thread ─▶ handshake thread ─┐
 ///     dial thread ───▶ handshake ────────┼─▶ queue: SessionMachine → actions ─▶ send queue / events / index
 ///     reader thread per session ─────────┘        ▲              └─▶ SessionObserver (transfers, folders, streams)
-///     timer (250 ms): keepalive, dead peers, invitation expiry, redial ┘
+///     timer (next deadline): keepalive, dead peers, invitation expiry, redial ┘
 ///
 /// It plays `PeerLink` for the services above the sessions and reports to them through
 /// `SessionObserver`; discovery reaches it through `NearbyPeers` (both played by the node,
@@ -97,24 +97,6 @@ final class ConnectionService: Reporting, Sendable {
         }
         OSThread.start(name: "syncpeer-accept") { [self] in acceptLoop(listener) }
         return (bound, listener.port, listener.host)
-    }
-
-    /// Starts the timer and dials the paired peers (on `queue`): at once, not at the first
-    /// tick (250 ms on), so a restarted node is back in its transfers as soon as it listens
-    /// (bench "resume").
-    func startTimer() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        // Made inside the lock: a timer is not Sendable, so it cannot be handed in. Nothing
-        // here calls out (it fires on `queue`, which runs this).
-        state.withLock { [queue] state in
-            let timer = DispatchSource.makeTimerSource(queue: queue)
-            timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
-            timer.setEventHandler { [weak self] in self?.tick() }
-            timer.resume()
-            state.timer = timer
-        }
-        scheduleInitialRedials()
-        tick()
     }
 
     /// Closes every session (telling peers), the listener and the timer (any thread but
@@ -212,6 +194,7 @@ final class ConnectionService: Reporting, Sendable {
         emit(.state(.init(peer: session.peer, state: .connecting, address: session.channel.remoteDescription, time: now())))
         perform(session.machine.handle(.handshakeCompleted(standing)), on: session)
         startReader(session)
+        wakeTimer()  // its keepalive and dead-peer deadlines
     }
 
     /// Reads the peer's frames and hands them to `queue`; pauses while the session's flow
@@ -273,7 +256,10 @@ final class ConnectionService: Reporting, Sendable {
                 // "connecting" is reported once by begin(); closed once by finish().
                 if state == .closed || state == .awaitingLocalDecision || state == .awaitingPeerDecision { continue }
                 if state == .connected {
-                    self.state.withLock { $0.unpairedSessions.release(id: session.id) }
+                    self.state.withLock {
+                        $0.unpairedSessions.release(id: session.id)
+                        $0.laterDelays[session.deviceKey] = nil
+                    }
                     markSeen(session)
                     session.pairCompletion?(.success(session.peer))
                     session.pairCompletion = nil
@@ -285,6 +271,7 @@ final class ConnectionService: Reporting, Sendable {
                 let invitation = Self.newInvitationID()
                 session.invitationID = invitation
                 session.invitationDeadline = .now + config.invitationTimeout
+                wakeTimer(at: session.invitationDeadline!)
                 emit(.invitation(.init(peer: session.peer, invitation: invitation,
                                        code: session.channel.shortAuthenticationString, context: session.context,
                                        address: session.channel.remoteDescription, time: now())))
@@ -326,14 +313,18 @@ final class ConnectionService: Reporting, Sendable {
                 session.pairCompletion?(.failure(.refused("\(session.peer.name) \(status) the invitation")))
                 session.pairCompletion = nil
             case let .peerClosed(code):
-                // A peer that shuts down may come back: keep redialling. One that ended the
-                // session on purpose (disconnect, refusal) is left alone.
+                // A peer that shuts down may come back, and one that refused us for a passing
+                // reason asks to be dialled again (`tryLater`: with back-off): keep redialling.
+                // One that ended the session on purpose (disconnect, refusal, or a code this
+                // version does not know) is left alone.
                 // A peer that ends one of two sessions with us ends the duplicate (see
                 // `begin`), not us: discovery may still dial it.
                 if code == .normal && session.closeReason == "peer closed the session: \(Self.duplicateReason)" {
                     session.replaced = true
                 }
-                if code != .shuttingDown {
+                if code == .tryLater {
+                    session.askedLater = true
+                } else if code != .shuttingDown {
                     session.redialAllowed = false
                     if otherLiveSession(than: session) == nil { nearby?.holdOff(session.deviceKey) }
                 }
@@ -367,7 +358,7 @@ final class ConnectionService: Reporting, Sendable {
         session.pairCompletion?(.failure(.network("session with \(session.peer.name) ended: \(reason)")))
         session.pairCompletion = nil
         guard !stopped, session.redialAllowed else { return }
-        planRedial(session.peer, device: session.deviceKey)
+        planRedial(session.peer, device: session.deviceKey, later: session.askedLater)
     }
 
     /// The Multipeer-style state names: notConnected, connecting, connected.
@@ -379,59 +370,10 @@ final class ConnectionService: Reporting, Sendable {
         }
     }
 
-    // MARK: - Timer: keepalive, dead peers, invitations, redial
+    // MARK: - Redials
 
-    private func tick() {
-        dispatchPrecondition(condition: .onQueue(queue))
-        if stopped { return }
-        observer?.timerFired()
-        let machine = TimerMachine(deadPeerTimeout: config.deadPeerTimeout, keepaliveInterval: config.keepaliveInterval,
-                                   redialMaximum: config.redialMaximum)
-        let (all, redials) = state.withLock { (Array($0.sessions.values), $0.redials) }
-        let facts = all.sorted { $0.id < $1.id }.map { session in
-            // A peer that does not read what we send: the reader stopped reading it (its
-            // silence is then ours), or a write failed or timed out.
-            TimerMachine.SessionFacts(id: session.id, awaitingDecision: session.machine.state == .awaitingLocalDecision,
-                                      invitationDeadline: session.invitationDeadline,
-                                      stall: session.flow.stallReason(pausedFor: config.deadPeerTimeout),
-                                      lastReceived: session.lastReceived, lastSent: session.lastSent,
-                                      flowPaused: session.flow.isPaused)
-        }
-        let actions = machine.tick(now: .now, sessions: facts, redials: redials,
-                                   devicesWithSession: Set(all.map(\.deviceKey)))
-        for action in actions {
-            switch action {
-            case let .expireInvitation(id):
-                guard let session = state.withLock({ $0.sessions[id] }) else { continue }
-                session.invitationDeadline = nil
-                session.closeReason = "invitation expired"
-                emit(.invitationClosed(.init(peer: session.peer, invitation: session.invitationID, outcome: "expired", time: now())))
-                perform(session.machine.handle(.invitationExpired), on: session)
-            case let .close(id, reason):
-                guard let session = state.withLock({ $0.sessions[id] }) else { continue }
-                session.closeReason = session.closeReason ?? reason
-                perform(session.machine.handle(.transportClosed(reason)), on: session)
-                session.channel.close()
-            case let .ping(id):
-                if let session = state.withLock({ $0.sessions[id] }) { session.send([.ping(session.pingSent())]) }
-            case let .dropRedial(device):
-                state.withLock { $0.redials[device] = nil }
-            case let .redial(device, attempt, next):
-                state.withLock { $0.redials[device] = next }
-                // Direct first (at addresses discovery servers gave too); every other attempt
-                // goes through a relay, when there is one.
-                if attempt % 2 == 0 { startLookup(device: device) }
-                if attempt % 2 == 1, startRelayDial(device: device) { continue }
-                let address = redialAddress(for: device, attempt: attempt, fallback: next.address)
-                if address.isEmpty { continue }  // no address known yet: relays and lookups only
-                startDial(address: address, expected: device, context: nil, progress: nil, completion: nil)
-            }
-        }
-        tryDirectPaths()
-        measureRoundTrips()
-    }
-
-    private func scheduleInitialRedials() {
+    /// Plans a redial of every paired peer (at start), and dials the static peers.
+    func scheduleInitialRedials() {
         let records: [PeerRecord]
         do { records = try index.peers() } catch {
             // Static peers are still dialled (each only once: paired ones are pinned again).

@@ -101,7 +101,7 @@ extension FolderApplier {
             if base != nil { descriptors.addFile() }
             // Its members may fetch what we hold of it from us meanwhile (fan-out).
             folder.held.fetching(path: state.path, root: manifest.rootHash, chunks: manifest.chunks, missing: missing,
-                                 directory: resolved.directory, temp: temp)
+                                 directory: resolved.directory, temp: temp, ownChange: state.modifiedBy == host.localDevice)
             // (Ranked among the peers that do not hold it yet: those that may fetch it with us.)
             for chunk in HeldChunks.spread(missing, device: host.localDevice, among: connected.subtracting(sources)) {
                 jobs.append(FetchJob(pending: pending.count - 1, chunk: chunk, path: state.path, sources: sources,

@@ -2,6 +2,7 @@
 internal import Glibc
 #endif
 internal import Dispatch
+internal import PeerIndex
 internal import PeerWire
 internal import Synchronization
 
@@ -15,24 +16,48 @@ extension FolderService {
     /// Any thread (the fetched blocks' callbacks): the send goes out on `queue`.
     /// A file the folder's rules no longer let us serve (changed during its pull) is
     /// withdrawn instead of announced (`SharedFolder.heldBytes`).
+    ///
+    /// The roles, as for our index pages (`FolderRoles.sends`): what we fetch is another
+    /// member's change, which goes to every member; our own change coming back (`ownChange`:
+    /// we lost it here and a member still has it) is not announced to a member we are
+    /// receive-only towards, nor withdrawn from it. Its chunks are served by the same rule as
+    /// a placed file's: to a member that asks by their hashes.
     func announceHeld(_ folder: SharedFolder, _ note: HeldChunks.Note) {
         // (Its withdrawal comes back here, as one.)
         if !note.isWithdrawal, !folder.servesHeld(note.path) { return folder.withdrawHeld(note.path) }
         let frame = Frame.chunkHave(folder: folder.id, path: note.path, root: note.root, count: note.count, bitmap: note.bitmap)
         guard (try? frame.validate()) != nil else { return }
         queue.async { [self] in
-            for session in connectedMembers(of: folder.id) where session.chunkHave { link?.send([frame], on: session.id) }
+            let told = note.ownChange ? heldOwnChangeRecipients(folder.id) : nil
+            for session in connectedMembers(of: folder.id) where session.chunkHave && told?(session.deviceKey) != false {
+                link?.send([frame], on: session.id)
+            }
+        }
+    }
+
+    /// Which members are told of our own change being fetched (on `queue`): those our index
+    /// pages give it to. Roles that cannot be read tell nobody (an announcement is a hint).
+    private func heldOwnChangeRecipients(_ folderID: String) -> (String) -> Bool {
+        dispatchPrecondition(condition: .onQueue(queue))
+        guard let roles = try? index.folderPeerRoles(folderID: folderID) else { return { _ in false } }
+        let localDevice = localDevice
+        return { device in
+            FolderRoles.sends(modifiedBy: localDevice, localDevice: localDevice, to: roles[device].map(PeerPolicy.init) ?? PeerPolicy())
         }
     }
 
     /// The folder is unshared (on `queue`): nothing more is served of the files it fetches;
-    /// the withdrawals of those announced, for each member to get before the share's end.
-    func withdrawAllHeld(_ folderID: String) -> [Frame] {
+    /// the withdrawals of those announced, for each member (by device) to get before the
+    /// share's end (of our own changes, only for the members they were announced to).
+    func withdrawAllHeld(_ folderID: String) -> (String) -> [Frame] {
         dispatchPrecondition(condition: .onQueue(queue))
-        guard let folder = state.withLock({ $0.folders[folderID] }) else { return [] }
-        return folder.held.drop { _ in true }.map {
-            .chunkHave(folder: folderID, path: $0.path, root: $0.root, count: $0.count, bitmap: $0.bitmap)
-        }.filter { (try? $0.validate()) != nil }
+        guard let folder = state.withLock({ $0.folders[folderID] }) else { return { _ in [] } }
+        let notes = folder.held.drop { _ in true }
+        let told = notes.contains(where: \.ownChange) ? heldOwnChangeRecipients(folderID) : { _ in true }
+        let frames = notes.map { note in
+            (note.ownChange, Frame.chunkHave(folder: folderID, path: note.path, root: note.root, count: note.count, bitmap: note.bitmap))
+        }.filter { (try? $0.1.validate()) != nil }
+        return { device in frames.filter { !$0.0 || told(device) }.map(\.1) }
     }
 
     /// A member's `chunkHave` (on `queue`): kept for the folder's pulls, only from a member

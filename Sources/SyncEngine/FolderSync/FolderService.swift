@@ -160,7 +160,7 @@ final class FolderService: Reporting, Sendable {
             let link = link
             let withdrawn = withdrawAllHeld(record.id)
             for session in connectedMembers(of: record.id) {
-                link?.send((session.chunkHave ? withdrawn : []) + [.shareAnswer(folder: record.id, accepted: false, reason: "unshared")],
+                link?.send((session.chunkHave ? withdrawn(session.deviceKey) : []) + [.shareAnswer(folder: record.id, accepted: false, reason: "unshared")],
                            on: session.id)
             }
             stopping = state.withLock { $0.folders.removeValue(forKey: record.id) }

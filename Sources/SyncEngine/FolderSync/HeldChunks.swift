@@ -32,11 +32,15 @@ final class HeldChunks: Sendable {
         let root: [UInt8]
         let count: UInt32
         let bitmap: [UInt8]
+        /// The version fetched is our own change coming back (`modifiedBy` is this node): not
+        /// told to a member we are receive-only towards (FolderService+Fanout).
+        var ownChange = false
 
         /// What tells the members we hold none of the file any more: the same file, no bit
         /// set (a member forgets it, as every version with the feature does).
-        static func withdrawal(path: String, root: [UInt8], count: Int) -> Note {
-            Note(path: path, root: root, count: UInt32(count), bitmap: [UInt8](repeating: 0, count: WireLimits.heldBitmapSize(UInt32(count))))
+        static func withdrawal(path: String, root: [UInt8], count: Int, ownChange: Bool = false) -> Note {
+            Note(path: path, root: root, count: UInt32(count), bitmap: [UInt8](repeating: 0, count: WireLimits.heldBitmapSize(UInt32(count))),
+                 ownChange: ownChange)
         }
 
         var isWithdrawal: Bool { !bitmap.contains { $0 != 0 } }
@@ -63,6 +67,7 @@ final class HeldChunks: Sendable {
         let temp: String
         let started: ContinuousClock.Instant
         var sent: ContinuousClock.Instant?
+        let ownChange: Bool
     }
 
     /// What a member said it holds of a file.
@@ -87,12 +92,13 @@ final class HeldChunks: Sendable {
     /// A pull of `path` starts: every chunk but `missing` is in `temp` (in `directory`) already.
     /// A file of one chunk, or of more than `maxOwnChunks`, is not shared while it is fetched.
     func fetching(path: String, root: [UInt8], chunks: [ChunkRef], missing: [ChunkRef], directory: DirectoryHandle, temp: String,
-                  now: ContinuousClock.Instant = .now) {
+                  ownChange: Bool = false, now: ContinuousClock.Instant = .now) {
         guard chunks.count >= 2, chunks.count <= Self.maxOwnChunks, root.count == 32 else { return }
         var bits = [UInt8](repeating: 0, count: WireLimits.heldBitmapSize(UInt32(chunks.count)))
         let absent = Set(missing.map(\.offset))
         for (n, chunk) in chunks.enumerated() where !absent.contains(chunk.offset) { bits[n / 8] |= 1 << (n % 8) }
-        let own = Own(path: path, root: root, chunks: chunks, bits: bits, directory: directory, temp: temp, started: now)
+        let own = Own(path: path, root: root, chunks: chunks, bits: bits, directory: directory, temp: temp, started: now,
+                      ownChange: ownChange)
         state.withLock { state in
             let key = PathKey(path)
             if state.own[key] == nil, state.own.count >= Self.maxOwn,
@@ -113,7 +119,7 @@ final class HeldChunks: Sendable {
             let due = own.sent.map { now - $0 >= Self.announceInterval } ?? true
             if due { own.sent = now }
             state.own[key] = own
-            return due ? Note(path: own.path, root: own.root, count: UInt32(own.chunks.count), bitmap: own.bits) : nil
+            return due ? Note(path: own.path, root: own.root, count: UInt32(own.chunks.count), bitmap: own.bits, ownChange: own.ownChange) : nil
         }
     }
 
@@ -125,7 +131,7 @@ final class HeldChunks: Sendable {
             var withdrawn: [Note] = []
             for path in paths {
                 guard let own = state.own.removeValue(forKey: PathKey(path)), own.sent != nil, !placed.contains(path) else { continue }
-                withdrawn.append(.withdrawal(path: own.path, root: own.root, count: own.chunks.count))
+                withdrawn.append(.withdrawal(path: own.path, root: own.root, count: own.chunks.count, ownChange: own.ownChange))
             }
             return withdrawn
         }
@@ -139,7 +145,7 @@ final class HeldChunks: Sendable {
             var withdrawn: [Note] = []
             for (key, own) in state.own where excluded(own.path) {
                 state.own[key] = nil
-                if own.sent != nil { withdrawn.append(.withdrawal(path: own.path, root: own.root, count: own.chunks.count)) }
+                if own.sent != nil { withdrawn.append(.withdrawal(path: own.path, root: own.root, count: own.chunks.count, ownChange: own.ownChange)) }
             }
             return withdrawn
         }

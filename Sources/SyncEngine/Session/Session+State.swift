@@ -21,6 +21,7 @@ extension Session {
         var nextMessageID: UInt64 = 1
         var closeReason: String?
         var redialAllowed = true
+        var askedLater = false
         var replaced = false
         var droppedFrames = 0
         var source: String?
@@ -65,6 +66,8 @@ extension Session {
     /// False once the session ended in a way that must not be undone by redialling
     /// (the user disconnected or unpaired, or the peer closed it on purpose).
     var redialAllowed: Bool { get { self[\.redialAllowed] } set { self[\.redialAllowed] = newValue } }
+    /// The peer closed it with `tryLater`: redialled with the back-off of its earlier refusals.
+    var askedLater: Bool { get { self[\.askedLater] } set { self[\.askedLater] = newValue } }
     /// Ended as the loser of two sessions with one device (`ConnectionService.begin`, or the
     /// peer's `close(normal, "duplicate connection")`): its transfers go on on the other.
     var replaced: Bool { get { self[\.replaced] } set { self[\.replaced] = newValue } }

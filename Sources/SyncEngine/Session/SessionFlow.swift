@@ -168,6 +168,12 @@ final class SessionFlow: Sendable {
         }
     }
 
+    /// When `stallReason(pausedFor: limit)` will say the peer stopped reading if nothing
+    /// changes meanwhile (nil: the reader is not waiting for the peer to read).
+    func stallDue(pausedFor limit: Duration) -> ContinuousClock.Instant? {
+        counts.withLock { counts in counts.stalledSince.map { max($0, counts.lastSendProgress) + limit } }
+    }
+
     /// Whether the reader is paused by back-pressure, whatever the cause (then silence from
     /// the peer is ours).
     var isPaused: Bool { counts.withLock { $0.pausedSince != nil } }

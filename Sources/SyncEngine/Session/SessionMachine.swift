@@ -133,7 +133,7 @@ package struct SessionMachine: Sendable {
     private mutating func handshakeCompleted(_ standing: PeerStanding) -> [Action] {
         if case let .unreadable(why) = standing {
             return [.refused("refused: the paired peers cannot be read here: \(why)"),
-                    .send(.close(code: .normal, reason: "the peer cannot read its paired peers now; try again later"))] + closeNow()
+                    .send(.close(code: .tryLater, reason: "the peer cannot read its paired peers now; try again later"))] + closeNow()
         }
         if case let .impersonation(why) = standing {
             return [.refused("refused: possible impersonation: \(why)"),

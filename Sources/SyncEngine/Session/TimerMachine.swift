@@ -1,7 +1,8 @@
-/// What the node's periodic tick decides, as a pure function of the time and of each
-/// session's and redial's timing facts: invitations that expire, peers that are gone or
-/// stopped reading, keepalive pings, and redials that are due (with the next back-off).
-/// Node gathers the facts, carries out the actions, and owns no timing rule of its own.
+/// What the node's timer decides, as a pure function of the time and of each session's and
+/// redial's timing facts: invitations that expire, peers that are gone or stopped reading,
+/// keepalive pings, and redials that are due (with the next back-off); and when it is next
+/// due (`nextDeadline`: the timer sleeps until then). Node gathers the facts, carries out
+/// the actions, and owns no timing rule of its own.
 struct TimerMachine {
     typealias Instant = ContinuousClock.Instant
 
@@ -17,6 +18,8 @@ struct TimerMachine {
         var lastSent: Instant
         /// We stopped reading the peer ourselves (back-pressure): its silence is ours.
         var flowPaused: Bool
+        /// When the flow will say the peer stopped reading, if it goes on (nil: it reads).
+        var stallDue: Instant? = nil
     }
 
     /// A planned redial of a paired device.
@@ -57,7 +60,7 @@ struct TimerMachine {
                 actions.append(.close(session: session.id, reason: stall))
                 continue
             }
-            if now - session.lastReceived > deadPeerTimeout, !session.flowPaused {
+            if now - session.lastReceived >= deadPeerTimeout, !session.flowPaused {
                 actions.append(.close(session: session.id, reason: "no answer for \(deadPeerTimeout) (peer gone)"))
                 continue
             }
@@ -77,5 +80,19 @@ struct TimerMachine {
             actions.append(.redial(device: device, attempt: redial.attempts, next: next))
         }
         return actions
+    }
+
+    /// The earliest time at which `tick` will have something to do for these sessions and
+    /// redials if nothing else happens meanwhile (nil: never). Each session has one at most
+    /// `keepaliveInterval` after its last frame sent.
+    func nextDeadline(sessions: [SessionFacts], redials: [String: Redial]) -> Instant? {
+        var times = redials.values.map(\.nextAttempt)
+        for session in sessions {
+            if session.awaitingDecision, let deadline = session.invitationDeadline { times.append(deadline) }
+            if let stall = session.stallDue { times.append(stall) }
+            if !session.flowPaused { times.append(session.lastReceived + deadPeerTimeout) }
+            times.append(session.lastSent + keepaliveInterval)
+        }
+        return times.min()
     }
 }

@@ -231,6 +231,10 @@ final class StreamService: Reporting, Sendable {
                 } else {
                     let deadline = ContinuousClock.now + config.invitationTimeout
                     state.withLock { $0.unclaimed.append(UnclaimedStream(stream: stream, deadline: deadline)) }
+                    // Its own wake: the connections' timer sleeps until its own deadlines.
+                    queue.asyncAfter(deadline: .now() + .nanoseconds(Int(config.invitationTimeout / .nanoseconds(1)))) { [weak self] in
+                        self?.timerFired()
+                    }
                 }
             case let .data(stream, bytes):
                 stream.append(bytes)
