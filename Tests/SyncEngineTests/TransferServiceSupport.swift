@@ -394,13 +394,13 @@ struct FramePipe: FrameSender {
     }
 
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
-        // As the channel does: the bytes `fill` gave, zeros if it failed.
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer) throws(FileError) -> Void) {
+        // As the session does: the bytes `fill` gave, a refusal if it failed.
         var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { buffer in
-            do throws(FileError) { try fill(buffer, 0) } catch { buffer.initializeMemory(as: UInt8.self, repeating: 0) }
+        let filled = bytes.withUnsafeMutableBytes { buffer in
+            do throws(FileError) { try fill(buffer); return true } catch { return false }
         }
-        end.deliver(.blockResponse(request: request, ok: true, data: bytes), on: session)
+        end.deliver(.blockResponse(request: request, ok: filled, data: filled ? bytes : []), on: session)
     }
 }
 
