@@ -1,6 +1,7 @@
 import Foundation
 import PeerFiles
 import PeerWire
+import TestKit
 import Testing
 
 /// A shared file that rots under an unchanged stamp (a byte flipped in place, its mtime put
@@ -37,7 +38,7 @@ struct ServedDamageTests {
         let intact = try #require(chunks.first { $0.offset != rotten.offset && large($0) == streamed })
         let before = try #require(try rogue.block(folderID, file, rotten.offset, rotten.size, rotten.hash.bytes))
 
-        try IntegrityTests.rot(docs + "/" + file, at: Int(rotten.offset) + Int(rotten.size / 2))
+        try #require(DiskRot.flip(docs + "/" + file, at: Int(rotten.offset) + Int(rotten.size / 2)))
         for _ in 0..<20 {
             #expect(try rogue.block(folderID, file, rotten.offset, rotten.size, rotten.hash.bytes) == nil, "served the rotten chunk")
         }
@@ -78,7 +79,7 @@ struct ServedDamageTests {
                 let folders = (try? bob.status()["folders"] as? [[String: Any]]) ?? []
                 return folders.contains { $0["path"] as? String == docs && $0["files"] as? Int == 2 }
             }
-            try IntegrityTests.rot(docs + "/note.txt", at: 3)
+            try #require(DiskRot.flip(docs + "/note.txt", at: 3))
         }
         _ = try HostileFolderTests.collectIndex(rogue, folder: folderID, until: ["note.txt", "fine.txt"])
         var sent: [[UInt8]] = []

@@ -58,6 +58,8 @@ final class TransferPair: @unchecked Sendable {
         let selectionsSent = Mutex<[[String]]>([])
         /// The chunks this end sent as `hashedChunk` frames (with their hash), by index.
         let hashedChunksSent = Mutex<[UInt32]>([])
+        /// Every chunk this end put on the link (before a rule corrupts or loses it): index and bytes.
+        let chunksSent = Mutex<[(index: UInt32, bytes: [UInt8])]>([])
 
         init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void, restarting earlier: End? = nil) throws {
             self.name = name
@@ -423,6 +425,7 @@ struct ChunkPipe: ChunkSink {
             return nil
         }
         if let failure { return failure }
+        end.chunksSent.withLock { $0.append((index, bytes)) }
         let (corrupt, cut) = end.chunkRule.withLock { rule in
             rule.sent += 1
             return (rule.corruptEvery, rule.cutAfter.map { rule.sent > $0 } ?? false)
