@@ -1,5 +1,6 @@
 import Foundation
 import PeerFiles
+import PeerModel
 import PeerWire
 import TestKit
 import Testing
@@ -58,6 +59,45 @@ struct ServedDamageTests {
         let shown = try #require(folders.first { $0["folder"] as? String == folderID })
         #expect(shown["damaged"] as? Int == 1 && shown["damagedPaths"] as? [String] == [file], "\(shown)")
         #expect(bob.daemon.process.isRunning)
+    }
+
+    /// A member that holds the file's version (its index lists bob's very entry) repairs it:
+    /// the rotten chunk is refused, bob fetches it from the member (verified, as any pull),
+    /// keeps what he found in the versions store, says so, and serves the intact chunk again.
+    @Test func aRottenFileIsRepairedFromAMemberThatHasItsVersion() throws {
+        let bob = try HostileBob(autoAccept: true)
+        defer { bob.env.cleanup() }
+        let docs = bob.env.home("docs")
+        try FileManager.default.createDirectory(atPath: docs, withIntermediateDirectories: true)
+        // Four chunks of 256 KiB, each of one byte repeated: none can be rebuilt from another.
+        let content = (0..<4).flatMap { [UInt8](repeating: 0x61 + UInt8($0), count: 256 << 10) }
+        try Data(content).write(to: URL(fileURLWithPath: docs + "/large.bin"))
+        let rogue = try bob.pairedRogue(name: "rogue-member")
+        defer { rogue.close() }
+        let folderID = try Self.join(bob, docs, rogue)
+        var entry = try #require(try HostileFolderTests.collectIndex(rogue, folder: folderID, until: ["large.bin"])["large.bin"])
+        let rotten = try #require(try Manifest.decode(entry.manifest).chunks.last)
+        let intact = try #require(try rogue.block(folderID, "large.bin", rotten.offset, rotten.size, rotten.hash.bytes))
+        entry.entry.sequence = 1
+        try rogue.send(.indexUpdate(folder: folderID, full: true, entries: [entry]))
+        try FolderSyncTests.eventually("bob knows the member holds it", timeout: 10) {
+            let folders = (try? bob.status()["folders"] as? [[String: Any]]) ?? []
+            let peers = folders.first { $0["folder"] as? String == folderID }?["peers"] as? [[String: Any]] ?? []
+            return peers.contains { $0["indexReceived"] as? Bool == true }
+        }
+
+        try #require(DiskRot.flip(docs + "/large.bin", at: Int(rotten.offset) + 1_000))
+        #expect(try rogue.block(folderID, "large.bin", rotten.offset, rotten.size, rotten.hash.bytes) == nil, "served the rotten chunk")
+        // Bob's repair asks the member for the chunk.
+        let asked = try rogue.take(within: 10) { if case .blockRequest = $0 { true } else { false } }
+        guard case let .blockRequest(id, _, path, offset, _, _) = asked else { return }
+        #expect(path == "large.bin" && offset == rotten.offset)
+        try rogue.send(.blockResponse(request: id, ok: true, data: intact))
+        try FolderSyncTests.eventually("the repair is reported", timeout: 10) {
+            bob.daemon.events("error").contains { $0.reason.contains("large.bin was damaged and is repaired from a peer") }
+        }
+        #expect(try [UInt8](Data(contentsOf: URL(fileURLWithPath: docs + "/large.bin"))) == content)
+        #expect(try rogue.block(folderID, "large.bin", rotten.offset, rotten.size, rotten.hash.bytes) == intact)
     }
 
     /// A small file's content goes with bob's index page (hello feature `index-blocks`) only

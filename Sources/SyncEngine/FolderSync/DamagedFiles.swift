@@ -9,11 +9,15 @@ internal import Synchronization
 /// and listed by `status` until it is repaired, verified, or changed.
 ///
 /// Bounds: a file is noted once per stamp, whatever number of requests find it (a member
-/// asking 10,000 times starts one check); at most `tracked` files are held at once (beyond
-/// that, damage is still refused and said, but not checked: `syncpeer verify` is the scrub).
+/// asking 10,000 times starts one check), and a chunk found rotten is refused again without
+/// being read (`isRotten`: a member asking for it again costs us no read nor hash); at most
+/// `tracked` files are held at once, with at most `rottenChunks` chunks each (beyond that,
+/// damage is still refused when it is read, but not checked: `syncpeer verify` is the scrub).
 final class DamagedFiles: Sendable {
     /// Files held at once.
     static let tracked = 100
+    /// Rotten chunks remembered per file.
+    static let rottenChunks = 256
 
     struct Entry: Sendable, Equatable {
         var path: String
@@ -21,19 +25,33 @@ final class DamagedFiles: Sendable {
         var stamp: NodeIndex.FileStamp
         /// Why it could not be repaired; nil while it is checked.
         var unrepaired: String?
+        /// Offsets of the chunks found rotten.
+        var rotten: Set<UInt64> = []
     }
 
     private let files = Mutex<[PathKey: Entry]>([:])
 
     /// Notes `path` found damaged under `stamp`: true when this is news (its check starts
     /// now), false when it is noted already under that stamp, or too many files are.
-    func note(_ path: String, stamp: NodeIndex.FileStamp) -> Bool {
+    func note(_ path: String, stamp: NodeIndex.FileStamp, offset: UInt64) -> Bool {
         files.withLock { files in
             let key = PathKey(path)
-            if files[key]?.stamp == stamp { return false }
+            if files[key]?.stamp == stamp {
+                if files[key]!.rotten.count < Self.rottenChunks { files[key]!.rotten.insert(offset) }
+                return false
+            }
             guard files[key] != nil || files.count < Self.tracked else { return false }
-            files[key] = Entry(path: path, stamp: stamp)
+            files[key] = Entry(path: path, stamp: stamp, rotten: [offset])
             return true
+        }
+    }
+
+    /// Whether the chunk at `offset` of `path` was found rotten under `stamp` (the file not
+    /// repaired nor changed since): refused without reading it again.
+    func isRotten(_ path: String, stamp: NodeIndex.FileStamp, offset: UInt64) -> Bool {
+        files.withLock { files in
+            guard !files.isEmpty, let entry = files[PathKey(path)] else { return false }
+            return entry.stamp == stamp && entry.rotten.contains(offset)
         }
     }
 

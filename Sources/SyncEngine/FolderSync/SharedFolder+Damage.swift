@@ -20,7 +20,7 @@ extension SharedFolder {
         guard fstat(fd, &st) == 0 else { return }
         let onDisk = NodeIndex.FileStamp(size: Int64(st.st_size), mtimeNs: Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec),
                                          inode: UInt64(st.st_ino))
-        guard onDisk == indexed, damaged.note(path, stamp: indexed) else { return }
+        guard onDisk == indexed, damaged.note(path, stamp: indexed, offset: offset) else { return }
         report("\(path) is damaged: its bytes at offset \(offset) no longer match what was scanned, though its size, mtime "
                + "and inode are unchanged (bit rot, or an edit that restored its mtime); they are not served; "
                + "it is checked and repaired from a peer that has this version")

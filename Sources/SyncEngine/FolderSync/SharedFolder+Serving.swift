@@ -49,6 +49,9 @@ extension SharedFolder {
                 return .answer(versionBlock(path: safe.string, offset: start, size: size, hash: expected))
             }
             indexed = stamp
+            // A chunk found rotten already is not read again (a member asking for it again and
+            // again costs us no read nor hash).
+            if damaged.isRotten(safe.string, stamp: stamp, offset: offset) { return .answer(.unavailable) }
         } catch {
             report("cannot look up a block request in the index: \(error)")
             return .answer(.unavailable)
