@@ -58,6 +58,8 @@ struct ServedDamageTests {
         let folders = try #require(try bob.status()["folders"] as? [[String: Any]])
         let shown = try #require(folders.first { $0["folder"] as? String == folderID })
         #expect(shown["damaged"] as? Int == 1 && shown["damagedPaths"] as? [String] == [file], "\(shown)")
+        let text = try bob.env.cli(bob.daemon, ["status"]).stdout
+        #expect(text.contains("1 file(s) damaged on disk") && text.contains("    \(file)\n"), "\(text)")
         #expect(bob.daemon.process.isRunning)
     }
 

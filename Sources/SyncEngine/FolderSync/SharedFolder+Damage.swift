@@ -59,8 +59,13 @@ extension SharedFolder {
     /// The damaged files `status` shows: those still under the stamp they were found damaged
     /// under (a file changed or removed since is no longer listed).
     func damagedFiles() -> [DamagedFiles.Entry] {
-        damaged.entries.filter { entry in
-            guard let record = try? index?.file(folderID: id, path: entry.path), !record.entry.deleted,
+        let entries = damaged.entries
+        guard !entries.isEmpty, let index else { return [] }
+        // (One query, without the chunk lists; an index that cannot say keeps them listed.)
+        guard let records = try? index.files(folderID: id, paths: entries.map(\.path), includeChunks: false, keyedBy: PathKey.init(_:))
+        else { return entries }
+        return entries.filter { entry in
+            guard let record = records[PathKey(entry.path)], !record.entry.deleted,
                   record.size == entry.stamp.size, record.mtimeNs == entry.stamp.mtimeNs, record.inode == entry.stamp.inode else {
                 damaged.clear(entry.path)
                 return false
