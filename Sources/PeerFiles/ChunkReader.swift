@@ -134,6 +134,22 @@ package final class ChunkReader: @unchecked Sendable {
         try file.read(at: offset, into: buffer)
     }
 
+    /// Fills `buffer` (exactly `chunk.size` bytes) with the bytes of `chunk` read from `file`,
+    /// and hashes them there: `FileError.hashMismatch` when they are not the chunk's (the file
+    /// changed, or rotted, since it was hashed), `changedOnDisk` when it ends early. What a
+    /// peer is sent is then the very bytes that were checked.
+    package static func readVerified(_ chunk: ChunkRef, from file: OpenFile, into buffer: UnsafeMutableRawBufferPointer) throws(FileError) {
+        guard buffer.count == Int(chunk.size) else {
+            throw FileError(kind: .invalidArgument, operation: "read", path: file.path,
+                            message: "a buffer of \(buffer.count) bytes for a chunk of \(chunk.size)")
+        }
+        try file.read(at: chunk.offset, into: buffer)
+        guard ChunkHash.of(UnsafeRawBufferPointer(buffer)) == chunk.hash else {
+            throw FileError(kind: .hashMismatch, operation: "read", path: file.path,
+                            message: "the chunk at offset \(chunk.offset) does not match its hash")
+        }
+    }
+
     /// `read(offset:size:)` of a chunk, verified against its hash when asked.
     func read(_ chunk: ChunkRef, verify: Bool = false) throws(FileError) -> UnsafeRawBufferPointer {
         let bytes = try read(offset: chunk.offset, size: Int(chunk.size))

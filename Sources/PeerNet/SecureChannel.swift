@@ -326,6 +326,17 @@ package final class SecureChannel: Sendable {
                                 fill: fill)
     }
 
+    /// Sends a successful block answer whose data is `bytes` (the block, hashed by the caller
+    /// from these very bytes): each Noise message of it is encrypted straight from `bytes`, as
+    /// ``sendChunk(id:index:hash:bytes:)`` does, never copied into the plaintext buffer.
+    package func sendBlockResponse(request: UInt32, bytes: UnsafeRawBufferPointer, more: Bool = false) throws(NetError) {
+        guard bytes.count <= WireLimits.maxChunk else {
+            throw .protocolViolation("cannot send a block of \(bytes.count) bytes (at most \(WireLimits.maxChunk))")
+        }
+        let header = FrameEncoder.blockResponsePrefix(request: request, count: bytes.count)
+        let _: Never? = try sendStreamed(header: header, count: bytes.count, more: more, source: bytes) { (_, _) throws(Never) in }
+    }
+
     /// Sends one ``Frame/chunk(id:index:data:)`` (or, with a 32-byte `hash`,
     /// ``Frame/hashedChunk(id:index:hash:data:)``) whose data is `bytes`, e.g. a mapped
     /// file's: each Noise message of it is encrypted straight from `bytes` (the first one

@@ -49,13 +49,15 @@ protocol FrameSender: Sendable {
     func sendFromAnyThread(_ frames: [Frame])
     /// Runs `body` once everything queued so far is written (or the session ended).
     func afterQueuedSends(_ body: @escaping @Sendable () -> Void)
-    /// Queues a successful answer to block request `request`, in order with
-    /// `sendFromAnyThread`'s frames: `count` bytes that `fill(buffer, offset)` reads straight
-    /// from the file into the channel's buffer when its turn comes (no block-sized copy on
-    /// the way). If `fill` throws, the rest goes out as zeros, which the asker's hash check
-    /// rejects. The answer counts in the session's flow until it is written.
+    /// Queues an answer to block request `request`, in order with `sendFromAnyThread`'s
+    /// frames: `count` bytes that `fill(buffer)` reads from the file, when the answer's turn
+    /// comes, into a buffer of the session's, and checks against the block's hash there; the
+    /// answer is then encrypted straight from that buffer (no block-sized copy on the way), so
+    /// what goes out is exactly what was hashed. If `fill` throws (unreadable, or not the
+    /// bytes asked for), the answer is a refusal (`ok: false`) and nothing of the block is
+    /// sent. The answer counts in the session's flow until it is written.
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void)
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer) throws(FileError) -> Void)
 }
 
 /// The sessions, for the services above them (called on the owner's queue).

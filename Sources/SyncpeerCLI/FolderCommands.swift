@@ -314,6 +314,12 @@ struct StatusCommand: Command {
                 }
                 if folder.failing > folder.failures.count { output.line("    and \(folder.failing - folder.failures.count) more") }
             }
+            if folder.damaged > 0 {
+                output.line("  \(folder.damaged) file(s) damaged on disk (their bytes no longer match the index), not served; "
+                            + "'syncpeer verify \(folder.path)' repairs them from a peer that has them:")
+                for path in folder.damagedPaths { output.line("    \(path)") }
+                if folder.damaged > folder.damagedPaths.count { output.line("    and \(folder.damaged - folder.damagedPaths.count) more") }
+            }
             if folder.normalizationTwins > 0 {
                 output.line("  \(folder.normalizationTwins) name(s) equal another of their folder under Unicode normalization"
                             + " (both kept and synced; a file system that normalizes names holds only one):")

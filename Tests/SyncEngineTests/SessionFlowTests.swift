@@ -79,7 +79,7 @@ import Testing
 
         let session = Session(id: 1, channel: channel, role: .initiator, dialAddress: nil)
         let count = 12 << 20   // over the 8 MiB high water: the reader pauses
-        session.sendBlockFromAnyThread(request: 1, count: count) { buffer, _ throws(FileError) in
+        session.sendBlockFromAnyThread(request: 1, count: count) { buffer throws(FileError) in
             buffer.initializeMemory(as: UInt8.self, repeating: 3)
         }
         let waiter = Thread { _ = session.flow.waitForRoom() }

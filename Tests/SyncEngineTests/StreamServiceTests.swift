@@ -64,7 +64,7 @@ import Testing
         func sendFromAnyThread(_ frames: [Frame]) {}
         func afterQueuedSends(_ body: @escaping @Sendable () -> Void) { body() }
         func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                    fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {}
+                                    fill: @escaping @Sendable (UnsafeMutableRawBufferPointer) throws(FileError) -> Void) {}
     }
 
     /// Alice (the session's initiator) and bob, connected.

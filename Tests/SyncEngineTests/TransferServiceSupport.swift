@@ -58,6 +58,8 @@ final class TransferPair: @unchecked Sendable {
         let selectionsSent = Mutex<[[String]]>([])
         /// The chunks this end sent as `hashedChunk` frames (with their hash), by index.
         let hashedChunksSent = Mutex<[UInt32]>([])
+        /// Every chunk this end put on the link (before a rule corrupts or loses it): index and bytes.
+        let chunksSent = Mutex<[(index: UInt32, bytes: [UInt8])]>([])
 
         init(name: String, store: FailingStore?, configure: (inout NodeConfig) -> Void, restarting earlier: End? = nil) throws {
             self.name = name
@@ -394,13 +396,13 @@ struct FramePipe: FrameSender {
     }
 
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
-        // As the channel does: the bytes `fill` gave, zeros if it failed.
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer) throws(FileError) -> Void) {
+        // As the session does: the bytes `fill` gave, a refusal if it failed.
         var bytes = [UInt8](repeating: 0, count: count)
-        bytes.withUnsafeMutableBytes { buffer in
-            do throws(FileError) { try fill(buffer, 0) } catch { buffer.initializeMemory(as: UInt8.self, repeating: 0) }
+        let filled = bytes.withUnsafeMutableBytes { buffer in
+            do throws(FileError) { try fill(buffer); return true } catch { return false }
         }
-        end.deliver(.blockResponse(request: request, ok: true, data: bytes), on: session)
+        end.deliver(.blockResponse(request: request, ok: filled, data: filled ? bytes : []), on: session)
     }
 }
 
@@ -423,6 +425,7 @@ struct ChunkPipe: ChunkSink {
             return nil
         }
         if let failure { return failure }
+        end.chunksSent.withLock { $0.append((index, bytes)) }
         let (corrupt, cut) = end.chunkRule.withLock { rule in
             rule.sent += 1
             return (rule.corruptEvery, rule.cutAfter.map { rule.sent > $0 } ?? false)

@@ -205,6 +205,10 @@ package struct FolderStatus: Sendable, Equatable, Codable {
     /// `SharedFolder.roleCountLimit`.
     package var notApplied: Int = 0
     package var locallyChanged: Int = 0
+    /// Files found damaged while serving them (bytes that no longer match the index under an
+    /// unchanged size and mtime) and not repaired yet, and the first of them.
+    package var damaged: Int = 0
+    package var damagedPaths: [String] = []
 }
 
 /// What one member of a folder is missing, and what moved with it.

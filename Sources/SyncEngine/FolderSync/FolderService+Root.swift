@@ -24,6 +24,7 @@ extension FolderService {
         let scrub = try folder.scrub()
         let (unrepaired, kept) = scrub.corrupt.isEmpty ? ([:], [:]) : folder.io.sync { folder.repair(scrub.corrupt) }
         if !scrub.changed.isEmpty { folder.io.async { folder.fullScanPaths(scrub.changed) } }
+        folder.damaged.keep(only: Set(unrepaired.keys))
         let versions = self.versions?.scrub(folderID: folder.id) ?? (checked: 0, damaged: 0)
         let elapsed = ContinuousClock.now - started
         let damaged = scrub.corrupt.prefix(VerifyResult.listLimit).map {

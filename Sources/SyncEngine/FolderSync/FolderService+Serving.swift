@@ -24,9 +24,8 @@ extension FolderService {
         startServe(frame, from: folder, to: session)
     }
 
-    /// What an answer may hold in memory while it is prepared: a delta of a chunk read whole
-    /// (a small one, or one whose file changed since it was indexed) holds the chunk and
-    /// its answer (at most the chunk and a bitmap of 128 bytes).
+    /// What an answer may hold in memory while it is prepared: a delta (its chunk read whole,
+    /// to be hashed) holds the chunk and its answer (at most the chunk and a bitmap of 128 bytes).
     private static func serveCost(_ ask: BlockAsk) -> Int { ask.sums == nil ? Int(ask.size) + 64 : 2 * Int(ask.size) + 256 }
 
     /// Reads and sends one answer; its cost is already reserved.
@@ -56,35 +55,41 @@ extension FolderService {
     /// folder does not share.
     private func serve(_ ask: BlockAsk, from folder: SharedFolder, device: String, to session: LinkSession) -> Bool {
         let request = ask.request
-        var source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash)
+        // A delta's chunk is read whole now: its sums and its answer come from the bytes hashed.
+        var source = folder.blockSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash, streamed: ask.sums == nil)
         // Not in the index: maybe a chunk of a file we are still fetching, which we hold
         // (fan-out, `HeldChunks`): read from its temporary file and hashed first, and only
         // if the folder's rules let us serve it to this member now (they may have changed
         // since the request was read, or since the pull started).
-        var held = false
         if case let .answer(answer) = source, answer == .notShared || answer == .unavailable, folder.held.isServing(ask.path),
            servesHeld(folder, to: device),
            let bytes = folder.heldBytes(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
             source = .answer(.data(bytes))
-            held = true
         }
         paceServing(folder, bytes: Int(ask.size))
         if let sums = ask.sums {
-            serveDelta(ask, sums: sums, source: source, rehashed: held, from: folder, device: device, to: session)
+            serveDelta(ask, sums: sums, source: source, from: folder, device: device, to: session)
             if case .answer(.notShared) = source { return true }
             return false
         }
         switch source {
-        case let .file(reader, chunk):
-            // Read from the file straight into the channel's buffer when the answer's turn
-            // comes (A-share profile: the block array, the frame encoding and the plaintext
-            // buffer were three copies of every served byte). The reader holds the file
-            // open: a file replaced since is still read as indexed; one written in place
-            // meanwhile gives bytes the asker's hash check refuses.
+        case let .file(reader, chunk, indexed):
+            // Read from the file into the session's buffer when the answer's turn comes,
+            // hashed there, and encrypted straight from it (A-share profile: the block array,
+            // the frame encoding and the plaintext buffer were three copies of every served
+            // byte; now one). The reader holds the file open: a file replaced since is still
+            // read as indexed; bytes that no longer hash right (written in place meanwhile,
+            // or rotten) are refused, never sent.
             folder.activity.served(to: device, bytes: Int(chunk.size))
             let file = reader.file
-            session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer, offset throws(FileError) in
-                try file.read(at: chunk.offset + UInt64(offset), into: buffer)
+            let path = ask.path
+            session.frames.sendBlockFromAnyThread(request: request, count: Int(chunk.size)) { buffer throws(FileError) in
+                do throws(FileError) {
+                    try ChunkReader.readVerified(chunk, from: file, into: buffer)
+                } catch {
+                    if error.kind == .hashMismatch { folder.servedMismatch(path: path, offset: chunk.offset, indexed: indexed, file: file.fd) }
+                    throw error
+                }
             }
             return false
         case let .answer(.data(bytes)):
@@ -98,57 +103,29 @@ extension FolderService {
     }
 
     /// Answers a delta request: the bitmap and only the blocks whose sums differ from the
-    /// asker's. Hashing the chunk is our cost, not the asker's (a request of 8 KiB can make
-    /// us hash 16 MiB): past the session's `DeltaAllowance` a delta is answered unhashed,
-    /// every block marked as differing, and then costs the asker the whole chunk on the
-    /// wire, as a plain request does. A chunk of a file we are still fetching (`rehashed`)
-    /// was hashed whole before it could be served: that hash is charged to the allowance
-    /// too, before the comparison's, so a delta of it costs twice its size; once they do
-    /// not fit, the answer is the whole chunk, and the asker pays for the hash on the wire.
-    private func serveDelta(_ ask: BlockAsk, sums: [UInt8], source: SharedFolder.BlockSource, rehashed: Bool,
+    /// asker's, cut from the chunk's bytes as read and hashed whole (`blockSource` with
+    /// `streamed: false`; a chunk of a file we are still fetching is hashed whole too), so
+    /// every byte of the answer was verified. Hashing the chunk is our cost, not the asker's
+    /// (a request of 8 KiB can make us hash 16 MiB twice, to verify it and to sum it): both
+    /// are charged to the session's `DeltaAllowance`; past it a delta is answered with every
+    /// block marked as differing, and then costs the asker the whole chunk on the wire, as a
+    /// plain request does.
+    private func serveDelta(_ ask: BlockAsk, sums: [UInt8], source: SharedFolder.BlockSource,
                             from folder: SharedFolder, device: String, to session: LinkSession) {
         let request = ask.request
         let size = Int(ask.size)
-        // Taken only for a chunk we serve (after the checks of `blockSource`).
-        var compare: Bool {
-            (!rehashed || deltaAllowance.take(device: device, bytes: size)) && deltaAllowance.take(device: device, bytes: size)
-        }
+        // Taken only for a chunk we serve (after the checks of `blockSource`): its hash, done
+        // already, then the comparison, if the hash fit.
+        var compare: Bool { deltaAllowance.take(device: device, bytes: size) && deltaAllowance.take(device: device, bytes: size) }
         let refuse = { session.frames.sendFromAnyThread([.blockResponse(request: request, ok: false, data: [])]) }
-        switch source {
-        case let .file(reader, chunk):
-            // Summed piece by piece (1 MiB held, not the chunk).
-            let differences: BlockDelta.Differences? = if compare {
-                (try? BlockDelta.sums(of: chunk, in: reader)).flatMap { BlockDelta.differences(ours: $0, theirs: sums, size: size) }
-            } else {
-                .all(size: size)
-            }
-            guard let differences else { return refuse() }
-            folder.activity.served(to: device, bytes: differences.answerSize)
-            // Then the blocks are read from the file again: written in place between the two
-            // reads, it gives bytes the asker's hash check refuses. A large answer is streamed
-            // like a large block; a small one is read now, so that queued answers of a few
-            // bytes never hold files open (see `blockSource`).
-            let source = HandedOver(file: reader.file)
-            guard differences.answerSize >= SharedFolder.streamedBlock else {
-                var answer = [UInt8](repeating: 0, count: differences.answerSize)
-                let read = answer.withUnsafeMutableBytes { buffer in (try? source.fill(buffer, 0, differences, chunk)) != nil }
-                guard read else { return refuse() }
-                return session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
-            }
-            session.frames.sendBlockFromAnyThread(request: request, count: differences.answerSize) { buffer, offset throws(FileError) in
-                try source.fill(buffer, offset, differences, chunk)
-            }
-        case let .answer(.data(bytes)):
-            let answer = bytes.withUnsafeBytes { chunk -> [UInt8]? in
-                let differences = compare ? BlockDelta.differences(ours: BlockDelta.sums(chunk), theirs: sums, size: size) : .all(size: size)
-                return differences.map { BlockDelta.answer(chunk: chunk, $0) }
-            }
-            guard let answer else { return refuse() }
-            folder.activity.served(to: device, bytes: answer.count)
-            session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
-        case .answer:
-            refuse()
+        guard case let .answer(.data(bytes)) = source else { return refuse() }
+        let answer = bytes.withUnsafeBytes { chunk -> [UInt8]? in
+            let differences = compare ? BlockDelta.differences(ours: BlockDelta.sums(chunk), theirs: sums, size: size) : .all(size: size)
+            return differences.map { BlockDelta.answer(chunk: chunk, $0) }
         }
+        guard let answer else { return refuse() }
+        folder.activity.served(to: device, bytes: answer.count)
+        session.frames.sendFromAnyThread([.blockResponse(request: request, ok: true, data: answer)])
     }
 
     /// Whether the folder is still ours and `device` still one of its members (any thread):
@@ -241,22 +218,6 @@ final class DeltaAllowance: Sendable {
             var bucket = all[device] ?? Bucket(tokens: Double(Self.capacity), at: now)
             defer { all[device] = bucket }
             return bucket.take(bytes, now: now, capacity: Self.capacity, rate: Self.rate)
-        }
-    }
-}
-
-/// A chunk's open file handed from the serve queue to the session's send queue: a value of
-/// `OpenFile` (immutable: its descriptor, closed when the last reference goes), not the
-/// serve queue's `ChunkReader`, whose buffer is its own.
-private struct HandedOver: Sendable {
-    let file: OpenFile
-
-    /// Fills `buffer` with the bytes of a delta answer from `offset` on: its bitmap, and
-    /// the differing blocks read from the file.
-    func fill(_ buffer: UnsafeMutableRawBufferPointer, _ offset: Int, _ differences: BlockDelta.Differences,
-              _ chunk: ChunkRef) throws(FileError) {
-        try differences.fill(buffer, from: offset) { (start, part) throws(FileError) in
-            try file.read(at: chunk.offset + UInt64(start), into: part)
         }
     }
 }

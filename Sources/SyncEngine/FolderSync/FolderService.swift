@@ -241,17 +241,21 @@ final class FolderService: Reporting, Sendable {
                        peers: item.peers.compactMap(memberRef))
         }
         let differences = try folder.roleCounts(localDevice: localDevice)
+        let damaged = folder.damagedFiles()
         return FolderStatus(folder: folder.id, label: folder.label, path: folder.root, state: state, error: error,
                             files: totals.files, bytes: totals.bytes, conflicts: try conflictCopies(folder.id).count,
                             peers: peers, transfers: current, reusedBytes: activity.reused, scannedBytes: activity.scanned,
                             failing: folder.failing.count, failures: Self.failures(of: folder),
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
                             massChange: folder.massChangeInfo, notApplied: differences.notApplied,
-                            locallyChanged: differences.locallyChanged)
+                            locallyChanged: differences.locallyChanged, damaged: damaged.count,
+                            damagedPaths: damaged.prefix(Self.shownDamaged).map(\.path))
     }
 
     /// How many of the files being pulled `status` lists (by path).
     static let shownPulls = 50
+    /// How many of the damaged files `status` lists (by path).
+    static let shownDamaged = 20
 
     /// The first paths that cannot be pulled now: what, why, and when they are tried again.
     static func failures(of folder: SharedFolder) -> [PathFailure] {

@@ -61,11 +61,9 @@ extension SharedFolder {
     ///
     /// Only files changed here (`modifiedBy` is this device: a peer cannot have that version
     /// yet, while the files it sent us, echoed back, it has) and only while the file's size,
-    /// mtime and inode are still those the index recorded when it hashed the file: its bytes
-    /// are then what the index shares, and read unhashed, as a block request's would be (a
-    /// write in place between the check and the read sends bytes of that shared file that
-    /// the peer's hash check drops; hashing them here cost alice 0.04 CPU-s in B, b-ab 5
-    /// pairs: 0.87 vs 0.84 s). A file ignored since it
+    /// mtime and inode are still those the index recorded when it hashed the file, and its
+    /// bytes still hash to what it recorded (a size and mtime are no proof of content; the
+    /// hash cost alice 0.04 CPU-s in B, b-ab 5 pairs: 0.87 vs 0.84 s). A file ignored since it
     /// was indexed is left out, as its block requests are refused. What is left out is asked
     /// for by the peer as before. Reads the disk: never on the node's queue.
     func indexBlocks(for records: [FileRecord], localDevice: String) -> [[UInt8]] {
@@ -86,9 +84,18 @@ extension SharedFolder {
             if rootHandle == nil { rootHandle = try? DirectoryHandle(path: root) }
             guard let rootHandle, let resolved = try? parents.resolve(safe, under: rootHandle), resolved.existing == .file,
                   let reader = try? ChunkReader(name: resolved.name, in: resolved.directory),
-                  let stamp = reader.stamp(), stamp.size == entry.size, stamp.mtimeNs == entry.mtimeNs, stamp.inode == inode,
-                  let bytes = try? reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: false)
+                  let stamp = reader.stamp(), stamp.size == entry.size, stamp.mtimeNs == entry.mtimeNs, stamp.inode == inode
             else { continue }
+            // Hashed: what goes with the page is what the index recorded (a damaged file is left
+            // out, and its damage handled as a block request's would be).
+            let bytes: [UInt8]
+            do { bytes = try reader.bytes(of: ChunkRef(offset: 0, size: UInt32(chunk.size), hash: hash), verify: true) } catch {
+                if error.kind == .changedOnDisk {
+                    servedMismatch(path: safe.string, offset: 0, indexed: NodeIndex.FileStamp(size: entry.size, mtimeNs: entry.mtimeNs, inode: inode),
+                                   file: reader.file.fd)
+                }
+                continue
+            }
             hashes.insert(hash)
             blocks.append(bytes)
             total += bytes.count

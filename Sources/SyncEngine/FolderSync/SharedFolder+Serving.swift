@@ -15,27 +15,28 @@ extension SharedFolder {
         case unavailable
     }
 
-    /// Blocks of at least this size are streamed from the file (see `blockSource`).
+    /// Blocks of at least this size are read at their turn to be sent (see `blockSource`).
     static let streamedBlock: UInt32 = 256 << 10
 
     /// Where a block answer comes from.
     enum BlockSource {
-        /// Read it from this open file, unhashed: its size, mtime and inode are still those the
-        /// index recorded when it hashed the chunk (the asker verifies it anyway).
-        case file(ChunkReader, ChunkRef)
-        /// This answer: verified bytes (the file's stamp changed, so they were hashed), or a refusal.
+        /// Read it from this open file when its turn to be sent comes, into the session's
+        /// buffer, and hash it there before a byte of it is sent (`sendBlockFromAnyThread`);
+        /// `indexed`: the stamp the index recorded, to tell damage from a change.
+        case file(ChunkReader, ChunkRef, indexed: NodeIndex.FileStamp)
+        /// This answer: bytes read and hashed now, or a refusal.
         case answer(BlockAnswer)
     }
 
     /// How to answer a member's block request. Only a chunk of a live, not-ignored file of the
     /// local index is read: a member never gets an ignored file, a path we do not share, or
-    /// an arbitrary range (not even a byte). The bytes are trusted without hashing them
-    /// again while the file's size, mtime and inode are still those the index recorded when
-    /// it hashed them (the scanner's own test of an unchanged file); otherwise they are
-    /// hashed, and a mismatch is `unavailable`. The receiver verifies every chunk anyway.
-    /// A large block of an unchanged file is left unread: the server streams it from the
-    /// file into the channel (`sendBlockFromAnyThread`).
-    func blockSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockSource {
+    /// an arbitrary range (not even a byte). Every byte served is hashed from the very bytes
+    /// sent, and a mismatch is refused (`unavailable`): a file whose size, mtime and inode are
+    /// those the index recorded is not proven intact by them. A mismatch under that stamp is
+    /// damage (`servedMismatch`: the file is checked and repaired, the user told).
+    /// A large block (`streamed`) is left unread: the session reads and hashes it when its
+    /// turn to be sent comes (`sendBlockFromAnyThread`), and refuses it there.
+    func blockSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8], streamed: Bool = true) -> BlockSource {
         guard let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path), size > 0,
               let start = Int64(exactly: offset), let index else { return .answer(.notShared) }
         // The patterns in force now: a file ignored after it was indexed is not served either.
@@ -48,6 +49,9 @@ extension SharedFolder {
                 return .answer(versionBlock(path: safe.string, offset: start, size: size, hash: expected))
             }
             indexed = stamp
+            // A chunk found rotten already is not read again (a member asking for it again and
+            // again costs us no read nor hash).
+            if damaged.isRotten(safe.string, stamp: stamp, offset: offset) { return .answer(.unavailable) }
         } catch {
             report("cannot look up a block request in the index: \(error)")
             return .answer(.unavailable)
@@ -57,17 +61,18 @@ extension SharedFolder {
               let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else {
             return .answer(.unavailable)
         }
-        let onDisk = reader.stamp()
-        let unchanged = onDisk != nil && indexed.inode != nil && onDisk?.size == indexed.size
-            && onDisk?.mtimeNs == indexed.mtimeNs && onDisk?.inode == indexed.inode
         let chunk = ChunkRef(offset: offset, size: size, hash: expected)
-        // Only large blocks are streamed: a queued streamed answer holds its file open until
-        // it is written, and the send queue's byte budget (8 MiB) then bounds the open files
-        // of one session to 32. Small blocks cost little to copy, and a peer asking for
-        // 1-byte blocks could otherwise make us hold one open file per 33 queued bytes.
-        if unchanged && size >= Self.streamedBlock { return .file(reader, chunk) }
-        guard let bytes = try? reader.bytes(of: chunk, verify: !unchanged) else { return .answer(.unavailable) }
-        return .answer(.data(bytes))
+        // Only large blocks are read at their turn: a queued one holds its file open until it
+        // is written, and the send queue's byte budget (8 MiB) then bounds the open files of
+        // one session to 32. Small blocks cost little to copy, and a peer asking for 1-byte
+        // blocks could otherwise make us hold one open file per 33 queued bytes.
+        if streamed && size >= Self.streamedBlock { return .file(reader, chunk, indexed: indexed) }
+        do {
+            return .answer(.data(try reader.bytes(of: chunk, verify: true)))
+        } catch {
+            if error.kind == .changedOnDisk { servedMismatch(path: safe.string, offset: offset, indexed: indexed, file: reader.file.fd) }
+            return .answer(.unavailable)
+        }
     }
 }
 

@@ -41,6 +41,8 @@ final class SharedFolder: Sendable {
     let activity = FolderActivity()
     /// Chunks of files being fetched: ours (served to members) and what members say they hold.
     let held = HeldChunks()
+    /// Files found damaged while serving them (`SharedFolder+Damage`).
+    let damaged = DamagedFiles()
     /// The ignore patterns as serving reads them, in force from the next request (SharedFolder+Serving).
     let servedRules = ServedRules()
     /// The schedule of served bytes under the test knob `SYNCPEER_SERVE_RATE`.

@@ -35,6 +35,8 @@ final class Session: Sendable {
     let flow = SessionFlow()
     /// Sends queued on `sendQueue` and not started yet (`queueSend`).
     private let queuedSends = PendingBytes()
+    /// Where block answers are read and hashed before they are sent (`sendQueue` only).
+    private let staging = BlockStaging()
     /// The unreliable lane (`sendUnreliable`): its own queue, so such a frame never waits
     /// behind the bulk frames queued on `sendQueue`, and the bytes waiting on it.
     let unreliableQueue: DispatchQueue
@@ -76,14 +78,22 @@ final class Session: Sendable {
         queueSend(SessionFlow.size(of: frames)) { (more: Bool) throws(NetError) in try channel.send(frames, more: more) }
     }
 
-    /// `FrameSender.sendBlockFromAnyThread`: in order with `sendFromAnyThread`'s frames.
+    /// `FrameSender.sendBlockFromAnyThread`: in order with `sendFromAnyThread`'s frames. The
+    /// block is filled into `staging` when its turn comes and sealed straight from there.
     func sendBlockFromAnyThread(request: UInt32, count: Int,
-                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer, Int) throws(FileError) -> Void) {
+                                fill: @escaping @Sendable (UnsafeMutableRawBufferPointer) throws(FileError) -> Void) {
         let channel = self.channel
+        let staging = self.staging
         queueSend(SessionFlow.size(of: .blockResponse(request: request, ok: true, data: [])) + count) { (more: Bool) throws(NetError) in
-            // A fill that failed (the file shrank since it was checked) sent zeros: the
-            // asker's hash check refuses them and it asks another peer or later.
-            _ = try channel.sendBlockResponse(request: request, count: count, more: more, fill: fill)
+            defer { if !more { staging.release() } }
+            let buffer = staging.take(count)
+            do throws(FileError) {
+                try fill(buffer)
+            } catch {
+                // Not read, or not the bytes asked for: refused, as an unreadable block is.
+                return try channel.send([.blockResponse(request: request, ok: false, data: [])], more: more)
+            }
+            try channel.sendBlockResponse(request: request, bytes: UnsafeRawBufferPointer(buffer), more: more)
         }
     }
 

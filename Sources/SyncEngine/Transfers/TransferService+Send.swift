@@ -162,24 +162,22 @@ extension TransferService {
                         reader = try ChunkReader(path: sources[entry].path)
                         transfer.with { $0.readers[entry] = reader }
                     }
-                    // The receiver verifies every chunk; re-hashing here too cost a third of the
-                    // sender's CPU (bench: 1 GiB send 229 → see README). A cheap check that the
-                    // file is the one that was chunked catches edits made since.
+                    // A cheap check that the file is the one that was chunked catches edits made
+                    // since; the hash of what is sent catches the rest (a resumed send trusts no
+                    // manifest, an edit that kept the stamp or rotten bytes are never sent).
                     try sources[entry].checkUnchanged()
-                    // Encrypted straight from the page cache (a mapped window of the file),
-                    // not copied out of it first; a file that shrank meanwhile throws here.
-                    let sent: Void? = try reader.withMappedBytes(at: chunk.offset, count: Int(chunk.size)) { bytes in
+                    // Hashed, then encrypted straight from the page cache (a mapped window of the
+                    // file), not copied out of it first; a file that shrank meanwhile throws here.
+                    let sent: Bool? = try reader.withMappedBytes(at: chunk.offset, count: Int(chunk.size)) { bytes in
+                        guard ChunkHash.of(bytes) == chunk.hash else { return false }
                         session.chunks.writeChunk(id: id, index: UInt32(index), hash: hash, bytes: bytes)
+                        return true
                     }
+                    if sent == false { throw Self.mismatch(chunk, in: sources[entry].path) }
                     if sent != nil { return }
-                    // Where it cannot be mapped: read straight from the file into the channel's
-                    // send buffer, one Noise message at a time (no chunk-sized buffer).
-                    let failure = session.chunks.writeChunk(id: id, index: UInt32(index), hash: hash, count: Int(chunk.size)) {
-                        (buffer, offset) throws(FileError) in
-                        try reader.read(at: chunk.offset + UInt64(offset), into: buffer)
-                    }
-                    // (A failed channel ends the session, which pauses the transfer.)
-                    if let failure { throw failure }
+                    // Where it cannot be mapped: read, hashed, and sent from the bytes hashed.
+                    let bytes = try reader.bytes(of: chunk, verify: true)
+                    bytes.withUnsafeBytes { session.chunks.writeChunk(id: id, index: UInt32(index), hash: hash, bytes: $0) }
                 } catch {
                     let reason = error.kind == .hashMismatch || error.kind == .changedOnDisk
                         ? Self.changedWhileSent(sources[entry].path)
@@ -190,6 +188,12 @@ extension TransferService {
                 }
             }
         }
+    }
+
+    /// A chunk about to be sent that does not hash to what its manifest says.
+    private static func mismatch(_ chunk: ChunkRef, in path: String) -> FileError {
+        FileError(kind: .hashMismatch, operation: "read", path: path,
+                  message: "the chunk at offset \(chunk.offset) no longer matches its hash")
     }
 
     func pauseOutgoing(_ transfer: OutgoingTransfer, reason: String) {
