@@ -261,7 +261,8 @@ def main():
     sampler.start()
     status = 0
     try:
-        log(f"working in {run.work}; load average {results['machine']['load_average_start']}")
+        log(f"working in {run.work} ({'directories spread over fresh block groups' if run.spread else 'not ext4'}); "
+            f"load average {results['machine']['load_average_start']}")
         run_phases(args, run, results, sampler)
     except (Exception, KeyboardInterrupt, SystemExit) as error:  # the figures so far are still written
         log(f"FAILED: {error!r}\n{traceback.format_exc()}")

@@ -3,11 +3,13 @@ listens on 127.0.0.1 only and is killed by PID; no proxy sits in any path (bytes
 come from the kernel's socket counters). The anchors (Syncthing, rsync) are in anchors.py."""
 import json
 import os
+import secrets
 import signal
 import subprocess
 import threading
 import time
 
+from .files import spread_directories
 from .procs import BenchError, log, proc_cpu, proc_status, socket_bytes, stop_process, track, wait_until
 
 NAMES = ("alice", "bob", "carol", "dave")
@@ -30,6 +32,9 @@ class Run:
         self.args = args
         self.syncpeer = args.syncpeer
         self.work = work
+        # Each tree of the run in block groups no one freed inodes in lately (files.spread_directories).
+        self.token = secrets.token_hex(3)
+        self.spread = spread_directories(work)
         self.daemon_logs = []
         self.env = {"PATH": "/usr/bin:/bin", "HOME": work,
                     "SYNCPEER_INTERFACE": "lo",     # discovery, where present, stays on loopback
@@ -37,8 +42,11 @@ class Run:
         if getattr(args, "window", 0):
             self.env["SYNCPEER_SEND_WINDOW"] = str(args.window)
 
-    def path(self, *parts):
-        return os.path.join(self.work, *parts)
+    def path(self, name, *parts):
+        """`name` in the run's directory, after the run's token: ext4 places each directory made
+        there in a block group chosen from a hash of its name (files.spread_directories), so the
+        same names would land in the groups a run just before freed."""
+        return os.path.join(self.work, f"{self.token}-{name}", *parts)
 
     def run_cli(self, *arguments, timeout=60):
         result = subprocess.run([self.syncpeer] + list(arguments), env=self.env, capture_output=True,

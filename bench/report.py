@@ -120,7 +120,8 @@ def growth_rows(results):
         if "seconds" in entry:
             per = entry["files"] / 1000
             rows.append(("growth B", f"{entry['files']:,} files", f"{entry['seconds']} s",
-                         f"{entry['seconds'] / per:.3f} s and {entry['cpu_total_s'] / per:.3f} CPU-s per 1,000 files"))
+                         f"{entry['seconds'] / per:.3f} s and {entry['cpu_total_s'] / per:.3f} CPU-s per 1,000 files; "
+                         + rss_text(entry)))
     return rows
 
 

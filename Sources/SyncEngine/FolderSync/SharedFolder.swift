@@ -57,6 +57,8 @@ final class SharedFolder: Sendable {
     let massHold = Mutex<MassChangeGuard.Hold?>(nil)
     /// Any thread: the roles' differences last counted for `status` (SharedFolder+RoleCounts).
     let roleCountCache = Mutex<SharedFolder.RoleCountCache?>(nil)
+    /// How a rescan's changes are planned again, a page at a time (SharedFolder+PagedPull).
+    let rescanReplan = RescanReplan()
 
     init(id: String, root: String, label: String, host: any FolderHost) {
         self.id = id
@@ -275,7 +277,9 @@ final class SharedFolder: Sendable {
         defer { if paths == nil { state.withLock { $0.deletionsConfirmed = false } } }
         setStatus(.scanning)
         let before: LiveTotals
-        do { before = try index.liveTotals(folderID: id) } catch {
+        // (A rescan of some paths plans its changes again: those recorded past this sequence.)
+        let firstSequence: Int64
+        do { (before, firstSequence) = (try index.liveTotals(folderID: id), try index.maxSequence(folderID: id)) } catch {
             report("scan of \(root) not started: cannot read the index: \(error)")
             return
         }
@@ -285,9 +289,6 @@ final class SharedFolder: Sendable {
         var scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
         scanner.chunkSums = chunkSums
         var wroteChanges = false
-        // Only a rescan of some paths plans its changes again, so only then are they
-        // collected: a full scan of a large folder does not hold all of its paths.
-        var changedPaths = Set<PathKey>()
         // Held until the scan knows its totals (paths only: a deletion needs nothing else).
         var deletions: [String] = []
         do {
@@ -297,7 +298,6 @@ final class SharedFolder: Sendable {
                     wroteChanges = true
                     // Peers start pulling while a long first scan goes on.
                     host?.folderChanged(id)
-                    if paths != nil { changedPaths.formUnion((batch.added.map(\.path) + batch.changed.map(\.path)).pathKeys) }
                 }
             }
             let summary = if let paths {
@@ -313,7 +313,6 @@ final class SharedFolder: Sendable {
             }
             if try recordDeletions(deletions, before: before, index: index) {
                 wroteChanges = true
-                if paths != nil { changedPaths.formUnion(deletions.pathKeys) }
             }
             resumeIfStopped()
             noteScanCompleted(paths: paths, startedNs: startedNs)
@@ -334,7 +333,7 @@ final class SharedFolder: Sendable {
             host?.folderChanged(id)
             // A local change may conflict with a version a peer sent earlier (while this
             // change was not scanned yet): plan those paths again.
-            if paths != nil { pull(pagesOf: changedPaths) }
+            if paths != nil { pullChanges(after: firstSequence, index: index) }
         }
     }
 
