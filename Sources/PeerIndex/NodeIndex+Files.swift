@@ -49,6 +49,10 @@ extension NodeIndex {
                 """)
             let updatedID = try db.cachedStatement("SELECT file_id FROM files WHERE folder_id = ? AND path = ?")
             let clearChunks = try db.cachedStatement("DELETE FROM file_chunks WHERE file_id = ?")
+            // Chunks of a row that is gone can only be under an ID up to the highest one
+            // file_chunks holds now: a row inserted with a higher ID has none to clear (a
+            // DELETE per new file was 0.15 CPU-s of D's 50,000 on alice).
+            let highestChunked = try db.query("SELECT max(file_id) AS id FROM file_chunks").first?.optionalInt64("id") ?? 0
             let insertChunk = try db.cachedStatement(
                 "INSERT INTO file_chunks (file_id, chunk_index, offset, size, hash) VALUES (?, ?, ?, ?, ?)")
             var result = records
@@ -77,7 +81,8 @@ extension NodeIndex {
                 db.lastInsertRowID = 0
                 try upsert.execute()
                 var fileID = db.lastInsertRowID
-                if fileID == 0 {
+                let inserted = fileID != 0
+                if !inserted {
                     try updatedID.bind([.text(record.folderID), .text(record.path)])
                     defer { updatedID.reset() }
                     guard try updatedID.step(), let id = updatedID.int64(at: 0) else {
@@ -88,8 +93,10 @@ extension NodeIndex {
                 // The old chunk list goes. A new row has none while foreign keys cascade, but
                 // a row deleted by a tool that does not enforce them (the sqlite3 shell) leaves
                 // its chunks to the next row given its ID.
-                try clearChunks.bind([.integer(fileID)])
-                try clearChunks.execute()
+                if !inserted || fileID <= highestChunked {
+                    try clearChunks.bind([.integer(fileID)])
+                    try clearChunks.execute()
+                }
                 try insertChunk.bind(.integer(fileID), at: 1)
                 for (index, chunk) in record.chunks.enumerated() {
                     try insertChunk.bind(.integer(Int64(index)), at: 2)

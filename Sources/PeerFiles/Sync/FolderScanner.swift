@@ -32,8 +32,20 @@ package struct FolderScanner: Sendable {
     /// user's choice).
     package var rootPath: String
     package var ignores: IgnorePatterns
-    /// Items (added, changed, deleted, unstable, problems) per batch.
+    /// Items (added, changed, deleted, unstable, problems) in the first batch.
     package var batchSize: Int
+    /// Each batch after the first may hold twice as many items as the one before, up to this
+    /// many (at least `batchSize`): a long scan's first changes reach the caller soon, and
+    /// the rest in fewer, larger batches (each one transaction for a caller that records
+    /// them: D, 50,000 new files, rewrote the same index pages to the WAL 50 times).
+    package var maxBatchSize: Int {
+        get { max(batchSize, batchCeiling) }
+        set { batchCeiling = newValue }
+    }
+    private var batchCeiling = 0
+    /// A batch is also full once its manifests hold this many chunks (~5 MB), whatever its
+    /// item count: thousands of large files' manifests are not held at once.
+    package var maxBatchChunks = 100_000
     /// Threads hashing one large file (≥ 4 MiB); small files are hashed on the caller's thread.
     package var hashThreads: Int
     /// When set, a root that is another directory (device, inode) is `rootMissing`: a
@@ -168,6 +180,10 @@ private final class ScanRun {
     let rootIdentity: RootIdentity
     var summary = ScanSummary()
     var batch = ScanBatch()
+    /// Items the current batch may hold (`FolderScanner.batchSize`, doubled per batch).
+    var batchLimit: Int
+    /// Chunks in the manifests of the current batch.
+    var batchChunks = 0
     var known: (any IteratorProtocol<ScannedEntry>)?
     var peeked: ScannedEntry?
     var lastKnownPath: String?
@@ -178,6 +194,7 @@ private final class ScanRun {
     init(scanner: FolderScanner, onBatch: @escaping (ScanBatch) throws -> Void) throws {
         self.scanner = scanner
         self.onBatch = onBatch
+        batchLimit = scanner.batchSize
         let fd = open(scanner.rootPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -383,6 +400,7 @@ private final class ScanRun {
                 }
             }
         }
+        batchChunks += entry.manifest?.chunks.count ?? 0
         if previous == nil {
             batch.added.append(entry)
             summary.added += 1
@@ -639,13 +657,15 @@ private final class ScanRun {
     }
 
     func flushIfFull() throws {
-        if batch.count >= scanner.batchSize { try flush() }
+        if batch.count >= batchLimit || batchChunks >= scanner.maxBatchChunks { try flush() }
     }
 
     func flush() throws {
         if !batch.deleted.isEmpty { try checkRoot() }
         let full = batch
         batch = ScanBatch()
+        batchChunks = 0
+        batchLimit = min(scanner.maxBatchSize, 2 * batchLimit)
         summary.batches += 1
         try onBatch(full)
     }

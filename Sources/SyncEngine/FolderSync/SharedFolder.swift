@@ -287,6 +287,7 @@ final class SharedFolder: Sendable {
                                           moved: moves.isEmpty ? [] : renamedFiles(moves, index: index))
         let (ignores, rootIdentity) = state.withLock { ($0.ignores, $0.rootIdentity) }
         var scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
+        scanner.maxBatchSize = Self.scanBatchCeiling
         scanner.chunkSums = chunkSums
         var wroteChanges = false
         // Held until the scan knows its totals (paths only: a deletion needs nothing else).
