@@ -248,6 +248,8 @@ extension FolderService {
             ($0.quotaReported[session.id]?.contains(folder.id) == true, $0.pastAllowance.contains(key), $0.config.peerIndexAllowance)
         }
         if reported { return false }
+        // Room left from an earlier count (`QuotaHeadroom`): no count for this page.
+        if state.withLock({ $0.quotaHeadroom.take(paths.count, key: key) }) { return true }
         // The quota is at least the allowance: while the peer's rows and this page fit in it,
         // nothing more is counted (B: two counts of the whole folder per page received). Once
         // they did not, the exact counts come at once (a folder past the allowance would
@@ -256,7 +258,10 @@ extension FolderService {
         // (A count that fails here falls to the exact counts below, whose failure is said.)
         if room >= 0, !past,
            let stored = try? index.remoteFileCount(folderID: folder.id, deviceID: session.deviceKey, upTo: room + 1) {
-            if stored <= room { return true }
+            if stored <= room {
+                state.withLock { $0.quotaHeadroom.counted(key: key, stored: stored + paths.count, quota: allowance, cap: allowance) }
+                return true
+            }
             state.withLock { _ = $0.pastAllowance.insert(key) }
         }
         let after: Int
@@ -269,7 +274,10 @@ extension FolderService {
             emitError(session.peer, "folder \(folder.label): cannot check \(session.peer.name)'s index quota: \(error)")
             return false
         }
-        guard after > quota else { return true }
+        guard after > quota else {
+            state.withLock { $0.quotaHeadroom.counted(key: key, stored: after, quota: quota, cap: allowance) }
+            return true
+        }
         if state.withLock({ $0.quotaReported[session.id, default: []].insert(folder.id).inserted }) {
             let message = "folder \(folder.label): \(session.peer.name) (\(session.peer.id)) sent more index entries than it may "
                 + "store (\(after) > \(quota): twice ours plus \(allowance)); its further entries are refused"

@@ -27,6 +27,8 @@ extension FolderService {
         /// "folder|device" of peers whose stored entries and a page did not fit in the allowance
         /// once: their pages are counted exactly at once (`withinIndexQuota`).
         var pastAllowance: Set<String> = []
+        /// Entries peers may still store before their quota is counted again (`withinIndexQuota`).
+        var quotaHeadroom = QuotaHeadroom()
         /// How many records the next page of an index pass reads ("folder|session ID").
         var pageLimit: [String: Int] = [:]
         /// Index passes waiting to go on after a read of the index failed ("folder|session ID"), and how long they wait.

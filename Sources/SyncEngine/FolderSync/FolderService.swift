@@ -451,6 +451,7 @@ final class FolderService: Reporting, Sendable {
         let (parked, failed) = state.withLock { state in
             state.refusedBlocks[session.id] = nil
             state.quotaReported[session.id] = nil
+            state.quotaHeadroom.forget(device: session.deviceKey)
             state.refusedShareOffers[session.id] = nil
             state.indexBlocks[session.id] = nil
             let parked = state.parked.removeValue(forKey: session.id)?.count ?? 0
