@@ -59,6 +59,10 @@ final class FolderApplier {
     /// Chunk hash → where local files hold it (looked up for every `lookUpActions` actions; files
     /// placed since by this apply may hold other content there now: `LocalSource.holds`).
     var localLocations: [[UInt8]: [ChunkLocation]] = [:]
+    /// The manifests `lookUpLocalChunks` decoded for its window (path → device, manifest),
+    /// each taken by its file's pull (`manifest(of:from:)`): decoded once per file, not twice
+    /// (a decode checks the root hash). At most `lookUpActions` of them.
+    var decoded: [PathKey: (device: String, manifest: Manifest)] = [:]
     /// Replaced versions left at their temporary names by `placeOver`, removed at the end
     /// of the batch's commit.
     var outgoing: [(directory: DirectoryHandle, name: String)] = []
@@ -255,6 +259,7 @@ final class FolderApplier {
     /// of the batch still flushing, nor of the one whose records are still being written).
     private func lookUpLocalChunks(_ actions: ArraySlice<SyncAction>) {
         dropUsedBlocks()
+        decoded = [:]
         var hashes: [[UInt8]] = []
         for action in actions {
             let wanted: (FileEntry, String)? = switch action {
@@ -263,10 +268,20 @@ final class FolderApplier {
             }
             guard let (state, device) = wanted, state.kind == .file, !state.deleted,
                   let bytes = manifests[PathKey(state.path)]?[device], let manifest = try? Manifest.decode(bytes) else { continue }
+            decoded[PathKey(state.path)] = (device, manifest)
             hashes += manifest.chunks.lazy.filter { self.blocks[$0.hash] == nil }.map(\.hash.bytes)
         }
         // (An index that cannot say: no chunk is copied locally, all come from peers; nothing else.)
         localLocations = hashes.isEmpty ? [:] : (try? index.localChunkLocations(hashes: hashes)) ?? [:]
+    }
+
+    /// `device`'s manifest of `path`, decoded by the lookup window if it was (taken from it),
+    /// else decoded now; nil when there is none or it does not decode.
+    func manifest(of path: String, from device: String) -> Manifest? {
+        let key = PathKey(path)
+        if let window = decoded.removeValue(forKey: key), window.device == device { return window.manifest }
+        guard let bytes = manifests[key]?[device] else { return nil }
+        return try? Manifest.decode(bytes)
     }
 
     private func perform(_ action: SyncAction, root: DirectoryHandle) {
