@@ -153,7 +153,7 @@ struct DaemonCommand: Command {
             daemon = try Daemon.start(home: context.home, config: config,
                                       whenLocked: { DashboardServer.forgetAddress(context.home) }) { event in
                 if json {
-                    output.json(event)
+                    if let line = FileEventLine.line(event) { output.out(line) } else { output.json(event) }
                 } else if let line = EventRenderer.line(event) ?? transfers.line(event) {
                     output.line(line)
                 }

@@ -56,8 +56,7 @@ extension FolderApplier {
             add(Pending(directory: resolved.directory, temp: temp, name: resolved.name, state: state, chunks: [],
                         conflictCopy: conflictCopy), root: root)
         case .file:
-            guard let bytes = manifests[PathKey(state.path)]?[device], let manifest = try? Manifest.decode(bytes),
-                  manifest.rootHash == (state.rootHash ?? []) else {
+            guard let manifest = manifest(of: state.path, from: device), manifest.rootHash == (state.rootHash ?? []) else {
                 failed(state.path, PullFailure(.badData, "its peer sent no valid manifest for it"))
                 return
             }
