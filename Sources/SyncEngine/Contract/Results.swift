@@ -205,6 +205,9 @@ package struct FolderStatus: Sendable, Equatable, Codable {
     /// `SharedFolder.roleCountLimit`.
     package var notApplied: Int = 0
     package var locallyChanged: Int = 0
+    /// Bytes of files a member was still hashing, fetched before their index entry came and
+    /// then taken by their pulls (`Prefetches`), since the daemon started.
+    package var prefetchedBytes: Int64 = 0
 }
 
 /// What one member of a folder is missing, and what moved with it.

@@ -41,6 +41,9 @@ final class SharedFolder: Sendable {
     let activity = FolderActivity()
     /// Chunks of files being fetched: ours (served to members) and what members say they hold.
     let held = HeldChunks()
+    /// Large files our scans hash, told to members while hashed; members' fetched ahead (SharedFolder+Growing).
+    let growing = GrowingFiles()
+    let prefetch = Prefetches()
     /// The ignore patterns as serving reads them, in force from the next request (SharedFolder+Serving).
     let servedRules = ServedRules()
     /// The schedule of served bytes under the test knob `SYNCPEER_SERVE_RATE`.
@@ -116,6 +119,7 @@ final class SharedFolder: Sendable {
 
     func stop() {
         state.withLock { $0.ticking = false }
+        prefetch.removeAll()
         forgetWaitingPulls()
         io.sync {
             state.withLock { $0.retryTimer &+= 1 }
@@ -282,6 +286,8 @@ final class SharedFolder: Sendable {
         let (ignores, rootIdentity) = state.withLock { ($0.ignores, $0.rootIdentity) }
         var scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
         scanner.chunkSums = chunkSums
+        scanner.growingFrom = growing.threshold.load(ordering: .relaxed)
+        scanner.onGrowing = { [weak self] event in self?.grew(event) }
         var wroteChanges = false
         // Only a rescan of some paths plans its changes again, so only then are they
         // collected: a full scan of a large folder does not hold all of its paths.
