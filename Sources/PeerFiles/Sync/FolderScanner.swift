@@ -47,6 +47,9 @@ package struct FolderScanner: Sendable {
     /// Called on the scan's thread with the chunks of a large file as they are cut (in
     /// batches, `GrowingFileEvent.batchBytes`), and when its hashing ends without an entry.
     package var onGrowing: (@Sendable (GrowingFileEvent) -> Void)?
+    /// Called with each chunk of such a file and its bytes, once hashed and before it is told
+    /// (the bytes are valid only during the call).
+    package var onGrowingBytes: (@Sendable (String, ChunkRef, UnsafeRawBufferPointer) -> Void)?
     /// Tests: called with the relative path after a file was read, before it is checked
     /// for changes made during the read.
     var afterReadHook: (@Sendable (String) -> Void)?
@@ -591,6 +594,7 @@ private final class ScanRun {
                               _ tell: @Sendable (GrowingFileEvent) -> Void) throws(FileError) -> [ChunkRef] {
         let scan = UInt64.random(in: 1...UInt64.max)
         growingScan = scan
+        if let keep = scanner.onGrowingBytes { chunker.onHashed = { chunk, bytes in keep(path, chunk, bytes) } }
         var out: [ChunkRef] = []
         var told = 0
         var bytes: UInt64 = 0

@@ -34,11 +34,26 @@ final class GrowingFiles: Sendable {
         var end: UInt64
     }
 
+    /// A chunk's bytes as hashed by the scan.
+    private struct Kept: Hashable {
+        let path: PathKey
+        let offset: UInt64
+        let hash: ChunkHash
+    }
+
     private struct State {
         var files: [PathKey: File] = [:]
         /// Oldest first.
         var order: [PathKey] = []
+        var kept: [Kept: [UInt8]] = [:]
+        /// Oldest first, and their bytes in all.
+        var keptOrder: [Kept] = []
+        var keptFirst = 0
+        var keptBytes = 0
     }
+
+    /// The most bytes of the latest chunks kept to serve them unread (`keep`).
+    static let keptLimit = 32 << 20
 
     /// Files of at least this size are told of while they are hashed (`SYNCPEER_GROWING_FROM`).
     let threshold = Atomic<UInt64>(64 << 20)
@@ -73,6 +88,33 @@ final class GrowingFiles: Sendable {
                 state.files[key] = file
                 return Note(path: path, scan: scan, size: size, offset: first.offset, chunks: kept)
             }
+        }
+    }
+
+    /// Keeps a chunk's bytes as the scan hashed them (its thread), the oldest let go beyond `keptLimit`.
+    func keep(path: String, _ chunk: ChunkRef, _ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= Self.keptLimit else { return }
+        let key = Kept(path: PathKey(path), offset: chunk.offset, hash: chunk.hash)
+        let copy = [UInt8](bytes)
+        state.withLock { state in
+            if let old = state.kept.updateValue(copy, forKey: key) { state.keptBytes -= old.count } else { state.keptOrder.append(key) }
+            state.keptBytes += copy.count
+            while state.keptBytes > Self.keptLimit, state.keptFirst < state.keptOrder.count {
+                let oldest = state.keptOrder[state.keptFirst]
+                state.keptFirst += 1
+                state.keptBytes -= state.kept.removeValue(forKey: oldest)?.count ?? 0
+            }
+            if state.keptFirst > 1_024 && state.keptFirst * 2 > state.keptOrder.count {
+                state.keptOrder.removeFirst(state.keptFirst)
+                state.keptFirst = 0
+            }
+        }
+    }
+
+    /// The bytes of a chunk of `path` the scan hashed and still keeps (verified by construction).
+    func kept(path: String, offset: UInt64, size: UInt32, hash: ChunkHash) -> [UInt8]? {
+        state.withLock { state in
+            state.kept[Kept(path: PathKey(path), offset: offset, hash: hash)].flatMap { $0.count == Int(size) ? $0 : nil }
         }
     }
 

@@ -20,11 +20,14 @@ extension SharedFolder {
 
     /// A chunk of a file a scan is hashing or just hashed, not yet in the index, for a member's
     /// block request: only one told of that path (offset, size and hash as told), only while
-    /// the folder's rules let us serve the path (`servesHeld`), read from the file and hashed
-    /// (the file may have changed since it was cut). Nil: not one of them, or not as told.
+    /// the folder's rules let us serve the path (`servesHeld`): the bytes the scan hashed if
+    /// it still keeps them (`GrowingFiles.keep`), else read from the file and hashed (the file
+    /// may have changed since it was cut). Nil: not one of them, or not as told.
     func growingBytes(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> [UInt8]? {
         guard growing.lists(path: path, offset: offset, size: size, hash: hash), servesHeld(path),
-              let expected = ChunkHash(bytes: hash), let safe = try? SafePath(path),
+              let expected = ChunkHash(bytes: hash) else { return nil }
+        if let bytes = growing.kept(path: path, offset: offset, size: size, hash: expected) { return bytes }
+        guard let safe = try? SafePath(path),
               let rootHandle = try? DirectoryHandle(path: root),
               let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
               let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { return nil }
