@@ -29,10 +29,6 @@ package final class FileChunker {
     package private(set) var bytesChunked: UInt64 = 0
     /// With `quickSums`, the `QuickSum` of each chunk returned so far (for `ChunkSums`).
     package private(set) var sums: [QuickSum] = []
-    /// Called on the caller's thread with each chunk and its bytes once hashed, before
-    /// `next` returns it (the bytes are valid only during the call): the folder scanner keeps
-    /// the latest chunks of a large file to serve them without reading them again.
-    package var onHashed: ((ChunkRef, UnsafeRawBufferPointer) -> Void)?
 
     private let fd: Int32
     private let ownsDescriptor: Bool
@@ -295,9 +291,6 @@ package final class FileChunker {
             }
         }
         if let failure { throw failure }
-        if let onHashed {
-            for i in 0..<count { onHashed(pending[i], UnsafeRawBufferPointer(start: hashed + pendingStarts[i], count: Int(pending[i].size))) }
-        }
         rotate()
         // A window shorter than maxSize (read blocks smaller than that) has no final cut yet.
         try cutUntilChunks(into: &next)

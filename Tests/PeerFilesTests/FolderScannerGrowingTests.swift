@@ -41,7 +41,7 @@ import Testing
             #expect(told.chunks == manifest.chunks)
             #expect(told.scans.count == 1)
             let batches = told.events.withLock { $0.compactMap { if case let .chunks(path, _, size, chunks) = $0 { (path, size, chunks) } else { nil } } }
-            #expect(batches.count >= 2 && batches.allSatisfy { $0.0 == "big.bin" && $0.1 == 9 << 20 })
+            #expect(batches.count >= 2 && batches.allSatisfy { $0.0 == "big.bin" && $0.1.size == 9 << 20 })
             #expect(batches.dropLast().allSatisfy { $0.2.reduce(0) { $0 + UInt64($1.size) } >= GrowingFileEvent.batchBytes })
         }
     }

@@ -47,9 +47,6 @@ package struct FolderScanner: Sendable {
     /// Called on the scan's thread with the chunks of a large file as they are cut (in
     /// batches, `GrowingFileEvent.batchBytes`), and when its hashing ends without an entry.
     package var onGrowing: (@Sendable (GrowingFileEvent) -> Void)?
-    /// Called with each chunk of such a file and its bytes, once hashed and before it is told
-    /// (the bytes are valid only during the call).
-    package var onGrowingBytes: (@Sendable (String, ChunkRef, UnsafeRawBufferPointer) -> Void)?
     /// Tests: called with the relative path after a file was read, before it is checked
     /// for changes made during the read.
     var afterReadHook: (@Sendable (String) -> Void)?
@@ -581,7 +578,10 @@ private final class ScanRun {
                                   buffers: buffers, maps: false)
         defer { summary.bytesRead += chunker.bytesChunked }
         guard size >= scanner.growingFrom, let tell = scanner.onGrowing else { return (try chunker.allChunks(), chunker.sums) }
-        return (try chunkTelling(chunker, path: path, size: size, tell), chunker.sums)
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return (try chunker.allChunks(), chunker.sums) }
+        let stamp = GrowingFileEvent.Stamp(size: size, mtimeNs: Self.mtimeNs(st), inode: UInt64(st.st_ino))
+        return (try chunkTelling(chunker, path: path, stamp: stamp, tell), chunker.sums)
     }
 
     // MARK: Growing files
@@ -590,11 +590,10 @@ private final class ScanRun {
     var growingScan: UInt64?
 
     /// All chunks of `chunker`, told in batches as they are cut.
-    private func chunkTelling(_ chunker: FileChunker, path: String, size: UInt64,
+    private func chunkTelling(_ chunker: FileChunker, path: String, stamp: GrowingFileEvent.Stamp,
                               _ tell: @Sendable (GrowingFileEvent) -> Void) throws(FileError) -> [ChunkRef] {
         let scan = UInt64.random(in: 1...UInt64.max)
         growingScan = scan
-        if let keep = scanner.onGrowingBytes { chunker.onHashed = { chunk, bytes in keep(path, chunk, bytes) } }
         var out: [ChunkRef] = []
         var told = 0
         var bytes: UInt64 = 0
@@ -602,12 +601,12 @@ private final class ScanRun {
             out.append(chunk)
             bytes += UInt64(chunk.size)
             if bytes >= GrowingFileEvent.batchBytes || out.count - told >= GrowingFileEvent.batchChunks {
-                tell(.chunks(path: path, scan: scan, size: size, chunks: Array(out[told...])))
+                tell(.chunks(path: path, scan: scan, stamp: stamp, chunks: Array(out[told...])))
                 told = out.count
                 bytes = 0
             }
         }
-        if told < out.count { tell(.chunks(path: path, scan: scan, size: size, chunks: Array(out[told...]))) }
+        if told < out.count { tell(.chunks(path: path, scan: scan, stamp: stamp, chunks: Array(out[told...]))) }
         return out
     }
 

@@ -68,8 +68,8 @@ extension FolderService {
             source = .answer(.data(bytes))
             held = true
         } else if case let .answer(answer) = source, answer == .notShared || answer == .unavailable, servesHeld(folder, to: device),
-                  let bytes = folder.growingBytes(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
-            (source, held) = (.answer(.data(bytes)), true)   // a file a scan hashes now (`GrowingFiles`)
+                  let growing = folder.growingSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
+            source = growing   // a file a scan hashes now (`GrowingFiles`)
         }
         paceServing(folder, bytes: Int(ask.size))
         if let sums = ask.sums {

@@ -23,37 +23,28 @@ final class GrowingFiles: Sendable {
         let chunks: [ChunkRef]
     }
 
+    /// A chunk told of a file, and the file's size, mtime and inode when it was hashed.
+    struct Told {
+        let chunk: ChunkRef
+        let stamp: GrowingFileEvent.Stamp
+    }
+
     static let maxFiles = 4
     static let maxChunks = 65_536
 
     private struct File {
         var scan: UInt64
-        var size: UInt64
+        var stamp: GrowingFileEvent.Stamp
         /// Offset → chunk.
         var chunks: [UInt64: ChunkRef]
         var end: UInt64
-    }
-
-    /// A chunk's bytes as hashed by the scan.
-    private struct Kept: Hashable {
-        let path: PathKey
-        let offset: UInt64
-        let hash: ChunkHash
     }
 
     private struct State {
         var files: [PathKey: File] = [:]
         /// Oldest first.
         var order: [PathKey] = []
-        var kept: [Kept: [UInt8]] = [:]
-        /// Oldest first, and their bytes in all.
-        var keptOrder: [Kept] = []
-        var keptFirst = 0
-        var keptBytes = 0
     }
-
-    /// The most bytes of the latest chunks kept to serve them unread (`keep`).
-    static let keptLimit = 32 << 20
 
     /// Files of at least this size are told of while they are hashed (`SYNCPEER_GROWING_FROM`).
     let threshold = Atomic<UInt64>(64 << 20)
@@ -69,14 +60,14 @@ final class GrowingFiles: Sendable {
                 state.files[key] = nil
                 state.order.removeAll { $0 == key }
                 return Note(path: path, scan: scan, size: 0, offset: 0, chunks: [])
-            case let .chunks(path, scan, size, chunks):
+            case let .chunks(path, scan, stamp, chunks):
                 let key = PathKey(path)
                 guard let first = chunks.first else { return nil }
                 if state.files[key]?.scan != scan {
                     guard first.offset == 0 else { return nil }
                     state.order.removeAll { $0 == key }
                     state.order.append(key)
-                    state.files[key] = File(scan: scan, size: size, chunks: [:], end: 0)
+                    state.files[key] = File(scan: scan, stamp: stamp, chunks: [:], end: 0)
                     while state.order.count > Self.maxFiles { state.files[state.order.removeFirst()] = nil }
                 }
                 guard var file = state.files[key], file.end == first.offset else { return nil }
@@ -86,43 +77,17 @@ final class GrowingFiles: Sendable {
                 for chunk in kept { file.chunks[chunk.offset] = chunk }
                 file.end = kept.last!.end
                 state.files[key] = file
-                return Note(path: path, scan: scan, size: size, offset: first.offset, chunks: kept)
+                return Note(path: path, scan: scan, size: stamp.size, offset: first.offset, chunks: kept)
             }
         }
     }
 
-    /// Keeps a chunk's bytes as the scan hashed them (its thread), the oldest let go beyond `keptLimit`.
-    func keep(path: String, _ chunk: ChunkRef, _ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count <= Self.keptLimit else { return }
-        let key = Kept(path: PathKey(path), offset: chunk.offset, hash: chunk.hash)
-        let copy = [UInt8](bytes)
+    /// The chunk with exactly this offset, size and hash told of `path`, if any (any thread).
+    func told(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> Told? {
         state.withLock { state in
-            if let old = state.kept.updateValue(copy, forKey: key) { state.keptBytes -= old.count } else { state.keptOrder.append(key) }
-            state.keptBytes += copy.count
-            while state.keptBytes > Self.keptLimit, state.keptFirst < state.keptOrder.count {
-                let oldest = state.keptOrder[state.keptFirst]
-                state.keptFirst += 1
-                state.keptBytes -= state.kept.removeValue(forKey: oldest)?.count ?? 0
-            }
-            if state.keptFirst > 1_024 && state.keptFirst * 2 > state.keptOrder.count {
-                state.keptOrder.removeFirst(state.keptFirst)
-                state.keptFirst = 0
-            }
-        }
-    }
-
-    /// The bytes of a chunk of `path` the scan hashed and still keeps (verified by construction).
-    func kept(path: String, offset: UInt64, size: UInt32, hash: ChunkHash) -> [UInt8]? {
-        state.withLock { state in
-            state.kept[Kept(path: PathKey(path), offset: offset, hash: hash)].flatMap { $0.count == Int(size) ? $0 : nil }
-        }
-    }
-
-    /// Whether a chunk with exactly this offset, size and hash was told of `path` (any thread).
-    func lists(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> Bool {
-        state.withLock { state in
-            guard let chunk = state.files[PathKey(path)]?.chunks[offset] else { return false }
-            return chunk.size == size && chunk.hash.bytes == hash
+            guard let file = state.files[PathKey(path)], let chunk = file.chunks[offset],
+                  chunk.size == size, chunk.hash.bytes == hash else { return nil }
+            return Told(chunk: chunk, stamp: file.stamp)
         }
     }
 

@@ -20,18 +20,19 @@ extension SharedFolder {
 
     /// A chunk of a file a scan is hashing or just hashed, not yet in the index, for a member's
     /// block request: only one told of that path (offset, size and hash as told), only while
-    /// the folder's rules let us serve the path (`servesHeld`): the bytes the scan hashed if
-    /// it still keeps them (`GrowingFiles.keep`), else read from the file and hashed (the file
-    /// may have changed since it was cut). Nil: not one of them, or not as told.
-    func growingBytes(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> [UInt8]? {
-        guard growing.lists(path: path, offset: offset, size: size, hash: hash), servesHeld(path),
-              let expected = ChunkHash(bytes: hash) else { return nil }
-        if let bytes = growing.kept(path: path, offset: offset, size: size, hash: expected) { return bytes }
-        guard let safe = try? SafePath(path),
-              let rootHandle = try? DirectoryHandle(path: root),
+    /// the folder's rules let us serve the path (`servesHeld`). Served as a chunk of an indexed
+    /// file is (`blockSource`): a large one streamed from the file unread while its size, mtime
+    /// and inode are still those the scan began with, anything else read and, if the file
+    /// changed, hashed. Nil: not one of them, not as told, or not as hashed.
+    func growingSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> BlockSource? {
+        guard let told = growing.told(path: path, offset: offset, size: size, hash: hash), servesHeld(path),
+              let safe = try? SafePath(path), let rootHandle = try? DirectoryHandle(path: root),
               let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
               let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { return nil }
-        return try? reader.bytes(of: ChunkRef(offset: offset, size: size, hash: expected), verify: true)
+        let onDisk = reader.stamp()
+        let unchanged = onDisk.map { $0.size == Int64(told.stamp.size) && $0.mtimeNs == told.stamp.mtimeNs && $0.inode == told.stamp.inode } ?? false
+        if unchanged && size >= Self.streamedBlock { return .file(reader, told.chunk) }
+        return (try? reader.bytes(of: told.chunk, verify: !unchanged)).map { .answer(.data($0)) }
     }
 
     // MARK: - Receiving side

@@ -288,7 +288,6 @@ final class SharedFolder: Sendable {
         scanner.chunkSums = chunkSums
         scanner.growingFrom = growing.threshold.load(ordering: .relaxed)
         scanner.onGrowing = { [weak self] event in self?.grew(event) }
-        scanner.onGrowingBytes = { [growing] path, chunk, bytes in growing.keep(path: path, chunk, bytes) }
         var wroteChanges = false
         // Only a rescan of some paths plans its changes again, so only then are they
         // collected: a full scan of a large folder does not hold all of its paths.
