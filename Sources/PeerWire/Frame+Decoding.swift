@@ -182,6 +182,27 @@ extension Frame {
             }
             frame = .chunkHave(folder: folder, path: path, root: root, count: count,
                                bitmap: try reader.bytes(WireLimits.heldBitmapSize(count), "held chunks bitmap"))
+        case .growingFile:
+            let folder = try reader.prefixedText(.u8, rule: .folderID, "folder id")
+            let path = try reader.prefixedText(.u16, rule: .entryPath, "growing file path")
+            let scan = try reader.u64("growing file scan")
+            let size = try reader.u64("growing file size")
+            let offset = try reader.u64("growing chunks offset")
+            let count = Int(try reader.u16("growing chunk count"))
+            guard count <= WireLimits.maxGrowingChunks else {
+                throw .tooManyEntries(field: "growing file chunks", count: count, limit: WireLimits.maxGrowingChunks)
+            }
+            var chunks: [GrowingChunk] = []
+            chunks.reserveCapacity(count)
+            var end = offset
+            for _ in 0..<count {
+                let size = try reader.u32("growing chunk size")
+                guard size >= 1, size <= UInt32(WireLimits.maxChunk) else { throw .invalidValue(field: "growing chunk size", value: UInt64(size)) }
+                chunks.append(GrowingChunk(size: size, hash: try reader.bytes(32, "growing chunk hash")))
+                end += UInt64(size)
+            }
+            guard end <= size else { throw .invalidValue(field: "growing chunks end", value: end) }
+            frame = .growingFile(folder: folder, path: path, scan: scan, size: size, offset: offset, chunks: chunks)
         case .blockResponse:
             let request = try reader.u32("block request id")
             let ok = try reader.flag("block response status")

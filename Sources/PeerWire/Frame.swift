@@ -151,6 +151,13 @@ package enum Frame: Equatable, Sendable {
     /// receiver verifies every chunk it fetches. Sent at a bounded rate, only to a peer whose
     /// hello lists the feature `chunk-have`.
     case chunkHave(folder: String, path: String, root: [UInt8], count: UInt32, bitmap: [UInt8])
+    /// Chunks the sender cut and hashed so far of a file it is scanning now (`scan` names
+    /// that one hashing of it; `size` is the file's size when it started), the first at
+    /// `offset` and each following the one before; none: that hashing ended without an
+    /// entry (the file changed under it), and what was said of it is void. Only a hint
+    /// until the file's index entry comes: the receiver may fetch these chunks early, and
+    /// verifies each. Only to a peer whose hello lists the feature `growing-files`.
+    case growingFile(folder: String, path: String, scan: UInt64, size: UInt64, offset: UInt64, chunks: [GrowingChunk])
 
     /// The frame's type code.
     package var type: FrameType {
@@ -187,6 +194,7 @@ package enum Frame: Equatable, Sendable {
         case .versionResponse: .versionResponse
         case .folderSelection: .folderSelection
         case .chunkHave: .chunkHave
+        case .growingFile: .growingFile
         }
     }
 
@@ -292,6 +300,21 @@ package enum Frame: Equatable, Sendable {
             guard bitmap.count == WireLimits.heldBitmapSize(count) else {
                 throw .invalidValue(field: "held chunks bitmap length", value: UInt64(bitmap.count))
             }
+        case let .growingFile(folder, path, _, size, offset, chunks):
+            try TextRule.folderID.check(folder, "folder id")
+            try TextRule.entryPath.check(path, "growing file path")
+            guard chunks.count <= WireLimits.maxGrowingChunks else {
+                throw .tooManyEntries(field: "growing file chunks", count: chunks.count, limit: WireLimits.maxGrowingChunks)
+            }
+            var end = offset
+            for chunk in chunks {
+                guard chunk.hash.count == 32 else { throw .invalidValue(field: "growing chunk hash length", value: UInt64(chunk.hash.count)) }
+                guard chunk.size >= 1, chunk.size <= UInt32(WireLimits.maxChunk) else {
+                    throw .invalidValue(field: "growing chunk size", value: UInt64(chunk.size))
+                }
+                end += UInt64(chunk.size)
+            }
+            guard end <= size else { throw .invalidValue(field: "growing chunks end", value: end) }
         case let .message(_, body):
             guard body.count <= WireLimits.maxMessageBody else {
                 throw .fieldTooLong(field: "message body", length: body.count, limit: WireLimits.maxMessageBody)
@@ -345,6 +368,7 @@ extension Frame: CustomStringConvertible {
         case let .versionResponse(request, ok, data): "versionResponse(#\(request), ok: \(ok), \(data.count) bytes)"
         case let .folderSelection(folder, paths): "folderSelection(\(folder), \(paths.count) paths)"
         case let .chunkHave(folder, _, _, count, bitmap): "chunkHave(\(folder), \(count) chunks, \(bitmap.count) bytes)"
+        case let .growingFile(folder, _, scan, _, offset, chunks): "growingFile(\(folder), scan \(scan), \(chunks.count) chunks at \(offset))"
         }
     }
 }

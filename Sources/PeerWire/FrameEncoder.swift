@@ -200,6 +200,17 @@ package enum FrameEncoder {
             writer.raw(root)
             writer.u32(count)
             writer.raw(bitmap)
+        case let .growingFile(folder, path, scan, size, offset, chunks):
+            writer.prefixedText(folder, .u8)
+            writer.prefixedText(path, .u16)
+            writer.u64(scan)
+            writer.u64(size)
+            writer.u64(offset)
+            writer.u16(UInt16(chunks.count))
+            for chunk in chunks {
+                writer.u32(chunk.size)
+                writer.raw(chunk.hash)
+            }
         }
     }
 }

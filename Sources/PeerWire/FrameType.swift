@@ -41,6 +41,8 @@ package enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
     /// The subtrees of a folder the sender holds (feature `selection`).
     case folderSelection = 0x6A
     case chunkHave = 0x6B
+    /// Chunks of a file the sender is hashing now (feature `growing-files`).
+    case growingFile = 0x6C
 
     package var description: String {
         switch self {
@@ -76,6 +78,7 @@ package enum FrameType: UInt8, CaseIterable, Sendable, CustomStringConvertible {
         case .versionResponse: "version-response"
         case .folderSelection: "folder-selection"
         case .chunkHave: "chunk-have"
+        case .growingFile: "growing-file"
         }
     }
 }

@@ -69,6 +69,8 @@ package enum WireLimits {
     package static let maxHeldChunks = 1 << 20
     /// The bitmap of a `chunkHave` of `count` chunks: one bit each, ceil(count / 8) bytes.
     package static func heldBitmapSize(_ count: UInt32) -> Int { (Int(count) + 7) / 8 }
+    /// Most chunks in one ``Frame/growingFile(folder:path:scan:size:offset:chunks:)``.
+    package static let maxGrowingChunks = 1_024
     /// The largest TLS certificate a `certificate` frame carries (syncpeer's are ~300 bytes).
     package static let maxCertificate = 2_048
 
@@ -112,6 +114,8 @@ package enum WireLimits {
             range = 4...(3 + maxFolderID + maxSelectionPaths * (2 + maxEntryPath))
         case .chunkHave:                                             // folder, path, root 32 B, count u32, bitmap
             range = 42...(1 + maxFolderID + 2 + maxEntryPath + 36 + maxHeldChunks / 8)
+        case .growingFile:                                           // folder, path, scan, size, offset u64, count u16, chunks
+            range = 31...(1 + maxFolderID + 2 + maxEntryPath + 26 + maxGrowingChunks * 36)
         }
         assert(range.upperBound <= maxFrameBody)
         return range

@@ -191,7 +191,8 @@ extension Session {
                     streamedManifest: channel.remoteHello.features.contains(TransferService.streamedManifestFeature),
                     resentBytes: channel.remoteHello.features.contains(TransferService.resentBytesFeature),
                     selection: channel.remoteHello.features.contains(FolderService.selectionFeature),
-                    chunkHave: channel.remoteHello.features.contains(FolderService.chunkHaveFeature))
+                    chunkHave: channel.remoteHello.features.contains(FolderService.chunkHaveFeature),
+                    growingFiles: channel.remoteHello.features.contains(FolderService.growingFilesFeature))
     }
 }
 

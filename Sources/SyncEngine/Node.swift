@@ -75,7 +75,8 @@ package final class Node: Reporting, Sendable {
                                         features: ["messages", StreamService.feature, FolderService.blockDeltaFeature,
                                                    FolderService.indexBlocksFeature, TransferService.streamedManifestFeature,
                                                    TransferService.resentBytesFeature, FolderService.selectionFeature,
-                                                   ConnectionService.certificateFeature, FolderService.chunkHaveFeature])
+                                                   ConnectionService.certificateFeature, FolderService.chunkHaveFeature,
+                                                   FolderService.growingFilesFeature])
         transfers = TransferService(queue: queue, store: index, events: events, config: config,
                                     indexedManifest: { [index] path, stamp in Self.indexedManifest(path, stamp, in: index) })
         folders = FolderService(queue: queue, index: index, events: events, config: config, localDevice: identity.deviceID.compact)

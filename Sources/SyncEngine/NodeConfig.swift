@@ -70,6 +70,12 @@ package struct NodeConfig: Sendable {
     /// twice what this node sends a peer ahead of its pulls (`IndexBlockWindow`): a test knob
     /// (`SYNCPEER_INDEX_BLOCK_BUDGET`).
     package var indexBlockHeldBytes = SharedFolder.indexBlockHeldBytes
+    /// A shared folder's scan tells members that take it of the chunks of files from this
+    /// size on while it hashes them (`SYNCPEER_GROWING_FROM`, a test knob; `GrowingFiles`).
+    package var growingFrom: UInt64 = 64 << 20
+    /// What a member told of a file it hashes is fetched ahead, and removed when no pull took
+    /// it within this (`SYNCPEER_PREFETCH_EXPIRY_MS`, a test knob; `Prefetches`).
+    package var prefetchExpiry: Duration = .seconds(30)
 
     /// XDG_DOWNLOAD_DIR (user-dirs.dirs), else ~/Downloads; created when a transfer is
     /// accepted into it.
@@ -127,6 +133,8 @@ package struct NodeConfig: Sendable {
         if let rate = environment["SYNCPEER_SERVE_RATE"].flatMap(Int.init), rate > 0 { serveRateBytesPerSecond = rate }
         if let size = environment["SYNCPEER_STREAM_MANIFEST_FROM"].flatMap(Int64.init), size > 0 { streamManifestFrom = size }
         if let bytes = environment["SYNCPEER_INDEX_BLOCK_BUDGET"].flatMap(Int.init), bytes > 0 { indexBlockHeldBytes = bytes }
+        if let size = environment["SYNCPEER_GROWING_FROM"].flatMap(UInt64.init), size > 0 { growingFrom = size }
+        if let ms = environment["SYNCPEER_PREFETCH_EXPIRY_MS"].flatMap(Int.init), ms > 0 { prefetchExpiry = .milliseconds(ms) }
         if let boot = environment["SYNCPEER_BOOT_ID"], !boot.isEmpty { bootID = boot }
     }
 }

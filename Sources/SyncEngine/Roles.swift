@@ -41,6 +41,8 @@ struct LinkSession: Sendable {
     var selection = false
     /// The peer's hello lists `chunk-have`: it takes what we hold of files we are still fetching.
     var chunkHave = false
+    /// The peer's hello lists `growing-files`: it takes the chunks of files we are hashing.
+    var growingFiles = false
 }
 
 /// A session's send queue, for work off the owner's queue.

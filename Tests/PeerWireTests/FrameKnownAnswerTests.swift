@@ -59,6 +59,12 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         // chunk-have: folder "f", path "a", root 0x11…, 10 chunks, chunks 0, 2 and 9 held: body 2 + 3 + 32 + 4 + 2 = 43.
         FrameVector(frame: .chunkHave(folder: "f", path: "a", root: [UInt8](repeating: 0x11, count: 32), count: 10, bitmap: [0x05, 0x02]),
                     bytes: [0x6B, 0, 0, 0, 43, 1, 0x66, 0, 1, 0x61] + [UInt8](repeating: 0x11, count: 32) + [0, 0, 0, 10, 0x05, 0x02]),
+        // growing-file: folder "f", path "a", scan 2, size 9, offset 4, one chunk of 5 bytes,
+        // hash 0x22…: body 2 + 3 + 8 + 8 + 8 + 2 + 36 = 67.
+        FrameVector(frame: .growingFile(folder: "f", path: "a", scan: 2, size: 9, offset: 4,
+                                        chunks: [GrowingChunk(size: 5, hash: [UInt8](repeating: 0x22, count: 32))]),
+                    bytes: [0x6C, 0, 0, 0, 67, 1, 0x66, 0, 1, 0x61, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 9,
+                            0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0, 5] + [UInt8](repeating: 0x22, count: 32)),
     ]
 
     @Test(arguments: vectors)
@@ -78,10 +84,10 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
                                    "offer", "accept", "decline", "cancel", "done", "resent", "chunk", "chunk-ack", "hashed-chunk",
                                    "share-offer", "share-answer", "index-update", "index-ack", "block-request", "block-response",
                                    "block-delta-request", "index-blocks", "version-request", "version-response", "folder-selection",
-                                   "chunk-have"])
+                                   "chunk-have", "growing-file"])
         #expect(codes.map(\.1) == [0x01, 0x02, 0x03, 0x04, 0x10, 0x20, 0x30, 0x31, 0x32, 0x33, 0x34,
                                    0x40, 0x41, 0x42, 0x43, 0x44, 0x45, 0x50, 0x51, 0x52, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67,
-                                   0x68, 0x69, 0x6A, 0x6B])
+                                   0x68, 0x69, 0x6A, 0x6B, 0x6C])
         #expect(PairingStatus.allCases.map(\.rawValue) == [1, 2, 3, 4, 5])
         let closeCodes: [CloseCode] = [.normal, .protocolError, .authFailed, .notPaired,
                                        .impersonation, .timeout, .shuttingDown, .unpaired, .tryLater]
@@ -97,7 +103,7 @@ struct FrameVector: Sendable, CustomTestStringConvertible {
         #expect(ranges == [8...8, 8...8, 4...516, 3...2_050, 1...1, 12...65_548, 6...260, 8...65_544, 4...4, 8...8, 6...518,
                            23...16_778_240, 20...1_048_596, 18...530, 18...530, 19...531, 24...24, 24...16_777_240, 21...21,
                            56...16_777_272, 3...321, 5...580, 7...16_778_240, 10...73, 53...4_211, 9...16_777_225, 55...12_405, 4...16_778_240,
-                           26...4_184, 9...14_680_073, 4...4_098_067, 42...135_271])
+                           26...4_184, 9...14_680_073, 4...4_098_067, 42...135_271, 31...41_053])
         #expect(ranges.allSatisfy { $0.upperBound <= WireLimits.maxFrameBody })
     }
 

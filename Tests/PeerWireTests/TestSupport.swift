@@ -107,6 +107,9 @@ let sampleFrames: [Frame] = [
     .folderSelection(folder: "abcde-fghij", paths: ["photos/2026", "docs", String(repeating: "é", count: 2048)]),
     .folderSelection(folder: "f", paths: []),
     .chunkHave(folder: "abcde-fghij", path: "big/file.bin", root: Array(repeating: 7, count: 32), count: 17, bitmap: [0xFF, 0x00, 0x01]),
+    .growingFile(folder: "abcde-fghij", path: "big/file.bin", scan: .max, size: 1 << 40, offset: 1 << 30,
+                 chunks: [GrowingChunk(size: 1 << 20, hash: Array(repeating: 3, count: 32)), GrowingChunk(size: 1, hash: Array(repeating: 4, count: 32))]),
+    .growingFile(folder: "f", path: "a", scan: 1, size: 0, offset: 0, chunks: []),
 ]
 
 let sampleEntry = SyncFileEntry(FileEntry(path: "dir/notes.txt", kind: .file, size: 1234, mtimeNs: 1_700_000_000_000_000_001,

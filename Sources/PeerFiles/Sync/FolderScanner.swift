@@ -54,6 +54,11 @@ package struct FolderScanner: Sendable {
     /// When set, the quick sums of large files' chunks are kept here, and a large file that
     /// changed is re-chunked from its known manifest (`DeltaChunker`), not whole.
     package var chunkSums: ChunkSumCache?
+    /// Files of at least this size are told of while they are hashed (`onGrowing`).
+    package var growingFrom: UInt64 = .max
+    /// Called on the scan's thread with the chunks of a large file as they are cut (in
+    /// batches, `GrowingFileEvent.batchBytes`), and when its hashing ends without an entry.
+    package var onGrowing: (@Sendable (GrowingFileEvent) -> Void)?
     /// Tests: called with the relative path after a file was read, before it is checked
     /// for changes made during the read.
     var afterReadHook: (@Sendable (String) -> Void)?
@@ -555,6 +560,7 @@ private final class ScanRun {
         do {
             (chunks, sums) = try chunk(fd, path: path, size: size, previous: previous, sumCache: sumCache)
         } catch {
+            abandonGrowing(path)
             return .failed(error.message)
         }
         scanner.afterReadHook?(path)
@@ -562,8 +568,10 @@ private final class ScanRun {
         guard fstat(fd, &after) == 0, after.st_size == before.st_size, Self.mtimeNs(after) == Self.mtimeNs(before),
               (chunks.last?.end ?? 0) == size,
               let manifest = try? Manifest(fileSize: size, chunks: chunks) else {
+            abandonGrowing(path)
             return .unstable
         }
+        growingScan = nil
         sumCache?.record(ChunkSums(rootHash: manifest.rootHash, sums: sums), for: path)
         return .hashed(ScannedEntry(path: path, kind: .file, size: Int64(size), mtimeNs: Self.mtimeNs(before),
                                     mode: UInt32(before.st_mode) & 0o7777, inode: UInt64(before.st_ino),
@@ -587,7 +595,44 @@ private final class ScanRun {
                                   hashThreads: size >= 4 << 20 ? scanner.hashThreads : 1, quickSums: sumCache != nil,
                                   buffers: buffers, maps: false)
         defer { summary.bytesRead += chunker.bytesChunked }
-        return (try chunker.allChunks(), chunker.sums)
+        guard size >= scanner.growingFrom, let tell = scanner.onGrowing else { return (try chunker.allChunks(), chunker.sums) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return (try chunker.allChunks(), chunker.sums) }
+        let stamp = GrowingFileEvent.Stamp(size: size, mtimeNs: Self.mtimeNs(st), inode: UInt64(st.st_ino))
+        return (try chunkTelling(chunker, path: path, stamp: stamp, tell), chunker.sums)
+    }
+
+    // MARK: Growing files
+
+    /// The hashing of a large file that peers were told of (`onGrowing`), until it ends.
+    var growingScan: UInt64?
+
+    /// All chunks of `chunker`, told in batches as they are cut.
+    private func chunkTelling(_ chunker: FileChunker, path: String, stamp: GrowingFileEvent.Stamp,
+                              _ tell: @Sendable (GrowingFileEvent) -> Void) throws(FileError) -> [ChunkRef] {
+        let scan = UInt64.random(in: 1...UInt64.max)
+        growingScan = scan
+        var out: [ChunkRef] = []
+        var told = 0
+        var bytes: UInt64 = 0
+        while let chunk = try chunker.next() {
+            out.append(chunk)
+            bytes += UInt64(chunk.size)
+            if bytes >= GrowingFileEvent.batchBytes || out.count - told >= GrowingFileEvent.batchChunks {
+                tell(.chunks(path: path, scan: scan, stamp: stamp, chunks: Array(out[told...])))
+                told = out.count
+                bytes = 0
+            }
+        }
+        if told < out.count { tell(.chunks(path: path, scan: scan, stamp: stamp, chunks: Array(out[told...]))) }
+        return out
+    }
+
+    /// The large file being hashed ends without an entry: peers told of it are told it is void.
+    func abandonGrowing(_ path: String) {
+        guard let scan = growingScan else { return }
+        growingScan = nil
+        scanner.onGrowing?(.abandoned(path: path, scan: scan))
     }
 
     // MARK: Known entries

@@ -209,6 +209,9 @@ package struct FolderStatus: Sendable, Equatable, Codable {
     /// unchanged size and mtime) and not repaired yet, and the first of them.
     package var damaged: Int = 0
     package var damagedPaths: [String] = []
+    /// Bytes of files a member was still hashing, fetched before their index entry came and
+    /// then taken by their pulls (`Prefetches`), since the daemon started.
+    package var prefetchedBytes: Int64 = 0
 }
 
 /// What one member of a folder is missing, and what moved with it.

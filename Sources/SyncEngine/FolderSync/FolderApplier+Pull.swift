@@ -63,15 +63,18 @@ extension FolderApplier {
             // A temp file kept from a failed attempt at this version is reused (its chunks
             // that verify are not fetched again); any other one is emptied.
             let reuse = keptTemps[PathKey(state.path)].map { $0 == PullFailure.version(of: state) } ?? false
+            // Chunks fetched ahead while a member hashed the file (`Prefetches`) come with their temp file.
+            let ahead = folder.prefetch.claim(path: state.path, manifest: manifest, into: resolved.directory, temp: temp) ?? []
             // Made with the mode it will have (owner read and write at least, so that a kept one
             // can be opened again): `flush` then sets it only where the umask took some away.
-            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
+            let fd = openat(resolved.directory.fd, temp, O_RDWR | O_CREAT | (reuse || !ahead.isEmpty ? 0 : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC,
                             mode_t(state.mode & 0o777) | 0o600)
             guard fd >= 0 else {
                 failed(state.path, .writing(errno, "cannot create its temporary file \(temp)"))
                 return
             }
-            let (missing, failure) = copyLocalChunks(manifest, of: state.path, into: fd, reusingTemp: reuse)
+            if !ahead.isEmpty { fchmod(fd, mode_t(state.mode & 0o777) | 0o600) }
+            let (missing, failure) = copyLocalChunks(manifest, of: state.path, into: fd, reusingTemp: reuse, held: ahead)
             if let failure {
                 close(fd)
                 failed(state.path, failure)
@@ -132,15 +135,17 @@ extension FolderApplier {
     /// that verifies); returns the
     /// chunks still missing, or why the file cannot be written. Chunks of files that are
     /// still what the index recorded are copied in the kernel, unread (`LocalSource`).
-    func copyLocalChunks(_ manifest: Manifest, of path: String, into fd: Int32, reusingTemp: Bool) -> (missing: [ChunkRef], failure: PullFailure?) {
+    func copyLocalChunks(_ manifest: Manifest, of path: String, into fd: Int32, reusingTemp: Bool,
+                         held: Set<UInt64> = []) -> (missing: [ChunkRef], failure: PullFailure?) {
         // A new temp file of one chunk gets its size from that chunk's write (B: 10,000 calls).
-        if reusingTemp || manifest.chunks.count > 1, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
+        if reusingTemp || !held.isEmpty || manifest.chunks.count > 1, ftruncate(fd, off_t(manifest.fileSize)) != 0 {
             return ([], .writing(errno, "cannot size its temporary file"))
         }
         let sources = LocalSources()
         var runs: [CopyRun] = []
         var missing: [ChunkRef] = []
         for chunk in manifest.chunks {
+            if held.contains(chunk.offset) { continue }   // fetched ahead (counted as received then)
             if reusingTemp, Self.holds(fd, chunk) {
                 folder.activity.reused(bytes: Int(chunk.size))
                 continue

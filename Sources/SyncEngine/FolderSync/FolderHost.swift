@@ -38,6 +38,9 @@ protocol FolderHost: AnyObject, Sendable {
     /// Tells the members that take it which chunks of a file being fetched we hold now
     /// (`Frame.chunkHave`). Any thread.
     func announceHeld(_ folder: SharedFolder, _ note: HeldChunks.Note)
+    /// Tells the members that take it which chunks of a file our scan hashes it has cut so far
+    /// (`Frame.growingFile`). Any thread.
+    func announceGrowing(_ folder: SharedFolder, _ note: GrowingFiles.Note)
 }
 
 extension FolderHost {

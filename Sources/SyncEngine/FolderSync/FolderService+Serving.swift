@@ -65,6 +65,10 @@ extension FolderService {
            servesHeld(folder, to: device),
            let bytes = folder.heldBytes(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash) {
             source = .answer(.data(bytes))
+        } else if case let .answer(answer) = source, answer == .notShared || answer == .unavailable, servesHeld(folder, to: device),
+                  let growing = folder.growingSource(path: ask.path, offset: ask.offset, size: ask.size, hash: ask.hash,
+                                                     streamed: ask.sums == nil) {
+            source = growing   // a file a scan hashes now (`GrowingFiles`)
         }
         paceServing(folder, bytes: Int(ask.size))
         if let sums = ask.sums {

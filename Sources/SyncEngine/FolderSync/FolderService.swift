@@ -249,7 +249,8 @@ final class FolderService: Reporting, Sendable {
                             normalizationTwins: twins.count, normalizationTwinNames: twins.names,
                             massChange: folder.massChangeInfo, notApplied: differences.notApplied,
                             locallyChanged: differences.locallyChanged, damaged: damaged.count,
-                            damagedPaths: damaged.prefix(Self.shownDamaged).map(\.path))
+                            damagedPaths: damaged.prefix(Self.shownDamaged).map(\.path),
+                            prefetchedBytes: folder.prefetch.taken.load(ordering: .relaxed))
     }
 
     /// How many of the files being pulled `status` lists (by path).
@@ -327,6 +328,8 @@ final class FolderService: Reporting, Sendable {
         guard let config = state.withLock({ $0.folders[record.id] == nil ? $0.config : nil }) else { return }
         let folder = SharedFolder(id: record.id, root: record.path, label: record.safeLabel, host: self)
         folder.recoversVanished = config.afterPowerLoss
+        folder.growing.threshold.store(config.growingFrom, ordering: .relaxed)
+        folder.prefetch.expiry.withLock { $0 = config.prefetchExpiry }
         state.withLock { $0.folders[record.id] = folder }
         loadPeerSelections(record.id)
         folder.start(rescanInterval: config.rescanInterval, watchDelay: config.watchDelay)
@@ -581,6 +584,8 @@ final class FolderService: Reporting, Sendable {
             selectionReceived(folderID, paths: paths, from: session)
         case let .chunkHave(folderID, path, root, count, bitmap):
             heldChunksReceived(folderID, path: path, root: root, count: count, bitmap: bitmap, from: session)
+        case let .growingFile(folderID, path, scan, size, offset, chunks):
+            growingFileReceived(folderID, path: path, scan: scan, size: size, offset: offset, chunks: chunks, from: session)
         case let .blockResponse(request, ok, data):
             // Only the asked peer's answer settles a request: another's (a guessed or stale
             // ID) is dropped, and the request stays for its answer or its timeout. (Removed

@@ -43,6 +43,9 @@ final class SharedFolder: Sendable {
     let held = HeldChunks()
     /// Files found damaged while serving them (`SharedFolder+Damage`).
     let damaged = DamagedFiles()
+    /// Large files our scans hash, told to members while hashed; members' fetched ahead (SharedFolder+Growing).
+    let growing = GrowingFiles()
+    let prefetch = Prefetches()
     /// The ignore patterns as serving reads them, in force from the next request (SharedFolder+Serving).
     let servedRules = ServedRules()
     /// The schedule of served bytes under the test knob `SYNCPEER_SERVE_RATE`.
@@ -120,6 +123,7 @@ final class SharedFolder: Sendable {
 
     func stop() {
         state.withLock { $0.ticking = false }
+        prefetch.removeAll()
         forgetWaitingPulls()
         io.sync {
             state.withLock { $0.retryTimer &+= 1 }
@@ -289,6 +293,8 @@ final class SharedFolder: Sendable {
         var scanner = FolderScanner(root: root, ignores: ignores, expectedRoot: rootIdentity)
         scanner.maxBatchSize = Self.scanBatchCeiling
         scanner.chunkSums = chunkSums
+        scanner.growingFrom = growing.threshold.load(ordering: .relaxed)
+        scanner.onGrowing = { [weak self] event in self?.grew(event) }
         var wroteChanges = false
         // Held until the scan knows its totals (paths only: a deletion needs nothing else).
         var deletions: [String] = []

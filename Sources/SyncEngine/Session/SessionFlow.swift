@@ -199,6 +199,7 @@ final class SessionFlow: Sendable {
             return 32 + SharedFolder.heldCost(of: blocks)
         case let .folderSelection(_, paths): return 64 + paths.reduce(0) { $0 + 32 + $1.utf8.count }
         case let .chunkHave(_, path, _, _, bitmap): return 128 + path.utf8.count + bitmap.count
+        case let .growingFile(_, path, _, _, _, chunks): return 128 + path.utf8.count + chunks.count * 72
         default: return 64
         }
     }

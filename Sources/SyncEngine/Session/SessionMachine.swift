@@ -176,7 +176,7 @@ package struct SessionMachine: Sendable {
             return [.stream(frame)]
         case .offer, .accept, .decline, .cancel, .done, .resent, .chunk, .chunkAck, .hashedChunk,
              .shareOffer, .shareAnswer, .indexUpdate, .indexAck, .blockRequest, .blockResponse, .blockDeltaRequest, .indexBlocks,
-             .versionRequest, .versionResponse, .folderSelection, .chunkHave:
+             .versionRequest, .versionResponse, .folderSelection, .chunkHave, .growingFile:
             guard state == .connected else { return [.dropped(frame.type)] }
             return [.transfer(frame)]
         }
