@@ -138,7 +138,7 @@ extension FolderService {
         carrier.serveQueue.async { [self] in
             let blocks = carrier.indexBlocks(for: Array(pageRecords), localDevice: localDevice)
             queue.async { [self] in
-                let (current, link) = state.withLock { ($0.folders[folderID], $0.link) }
+                let current = state.withLock { $0.folders[folderID] }
                 guard current === carrier, isMember(session.deviceKey, of: folderID) else {
                     return endIndexPass(pass)
                 }
