@@ -26,7 +26,9 @@ package struct ParentHandles {
         guard components.count > 1 else { return try path.resolve(under: root) }
         let parentComponents = components.dropLast()
         let directory: DirectoryHandle
-        if let last, last.components == parentComponents {
+        // By bytes: `String`'s == takes names that differ only by Unicode normalization as
+        // equal, and those are two directories here.
+        if let last, last.components.elementsEqual(parentComponents, by: { $0.utf8.elementsEqual($1.utf8) }) {
             directory = last.handle
         } else if let held = handles[PathKey(parentComponents.joined(separator: "/"))] {
             directory = held

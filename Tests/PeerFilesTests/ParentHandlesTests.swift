@@ -22,6 +22,23 @@ import Testing
         }
     }
 
+    /// Two directories whose names differ only by Unicode normalization are two parents
+    /// (the shortcut for the parent resolved last compared them as `String`s: equal, so the
+    /// second file went into the first directory).
+    @Test func parentsThatDifferOnlyByNormalizationAreTwo() throws {
+        try withTemporaryDirectory { dir in
+            let composed = "Ordner-caf\u{E9}", decomposed = "Ordner-cafe\u{301}"
+            try #require(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+            for name in [composed, decomposed] { try #require(mkdir(dir + "/" + name, 0o755) == 0) }
+            let root = try DirectoryHandle(path: dir)
+            var parents = ParentHandles()
+            let first = try parents.resolve(SafePath(composed + "/a.txt"), under: root)
+            let second = try parents.resolve(SafePath(decomposed + "/a.txt"), under: root)
+            #expect(first.directory !== second.directory)
+            #expect(Array(second.directory.path.utf8) == Array((dir + "/" + decomposed).utf8))
+        }
+    }
+
     @Test func aLinkedParentIsRefusedAsByResolve() throws {
         try withTemporaryDirectory { dir in
             try FileManager.default.createDirectory(atPath: dir + "/root/real", withIntermediateDirectories: true)
