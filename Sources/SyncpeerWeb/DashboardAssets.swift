@@ -910,6 +910,9 @@ function folderItem(f) {
   const failing = num(f.failing) ? f.failing : failures.length;
   const twins = arr(f.normalizationTwinNames).map((p) => el('li', null, el('span', { class: 'name' }, bdi(p))));
   const twinCount = num(f.normalizationTwins) ? f.normalizationTwins : 0;
+  // Files whose bytes no longer match the index under an unchanged stamp, found while serving them.
+  const damaged = arr(f.damagedPaths).map((p) => el('li', null, el('span', { class: 'name' }, bdi(p))));
+  const damagedCount = num(f.damaged) ? f.damaged : 0;
   // Roles (issue 41): ours win at send-only and no-deletes peers, and over a held mass change;
   // receive-only peers' versions come back over our local changes.
   const held = f.massChange && typeof f.massChange === 'object' ? f.massChange : null;
@@ -932,6 +935,11 @@ function folderItem(f) {
     twinCount ? [el('h4', null, `${plural(twinCount, 'name')} equal another under Unicode normalization`),
       el('p', { class: 'meta' }, 'Both are kept and synced here; a file system that normalizes names (macOS, Windows) holds only one.'),
       el('ul', { class: 'sub' }, twins)] : null,
+    damagedCount ? [el('h4', { class: 'error damaged' }, `${plural(damagedCount, 'file')} damaged on disk, not served`),
+      el('p', { class: 'meta' }, 'Their bytes no longer match what was scanned, though size and modification time are unchanged '
+        + '(bit rot, or an edit that restored the time). Each is repaired from a peer that has the same version, or reported; '
+        + '"syncpeer verify" checks every file.'),
+      el('ul', { class: 'sub' }, damaged)] : null,
     f.path ? el('div', { class: 'actions' },
       f.state === 'paused'
         ? button('Resume', 'resume-folder', { op: 'resume-folder', dir: str(f.path) }, 'folder:' + str(f.folder), 'the folder ' + str(f.label || f.folder),
