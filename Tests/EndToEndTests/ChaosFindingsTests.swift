@@ -6,14 +6,17 @@ import Testing
 /// main). A test is disabled while its bug is open; enable it with the fix.
 @Suite(.serialized)
 struct ChaosFindingsTests {
+    /// The tests that act during a pull of a large file run without growing files: fetched
+    /// ahead while alice hashes it, most of the file would be there before bob's pull began,
+    /// and the pull too short to act during it.
+    static let withoutGrowingFiles = FolderSyncTests.environment.merging(["SYNCPEER_GROWING_FROM": String(UInt64.max)]) { $1 }
+
     /// Bob edits a file while his daemon fetches alice's newer version of it: his edit must
     /// survive (the file, or a conflict copy), never be replaced by the fetched content. (Chaos
     /// seed 1001: the edit was checked against the index when the pull was planned, not when
     /// the fetched file was renamed into place seconds later.)
     @Test func anEditMadeWhileThePeersVersionIsFetchedIsKept() throws {
-        // Without growing files: fetched ahead while alice hashes it, most of the file would be
-        // there before bob's pull, and the pull too short to edit the file during it.
-        let trio = try FolderSyncTests.Trio(environment: FolderSyncTests.environment.merging(["SYNCPEER_GROWING_FROM": String(UInt64.max)]) { $1 })
+        let trio = try FolderSyncTests.Trio(environment: Self.withoutGrowingFiles)
         defer { trio.env.cleanup() }
         try "small".write(toFile: trio.path("alice", "big.bin"), atomically: true, encoding: .utf8)
         try trio.share()
@@ -45,7 +48,7 @@ struct ChaosFindingsTests {
     /// not been seen to fail without the fix: the daemon is paused for the move, yet the old
     /// binary passed it once, timed out once and finished the fetch before the move once.)
     @Test func aFileFetchedIntoADirectoryMovedAwayMeanwhileIsKept() throws {
-        let trio = try FolderSyncTests.Trio()
+        let trio = try FolderSyncTests.Trio(environment: Self.withoutGrowingFiles)
         defer { trio.env.cleanup() }
         try FileManager.default.createDirectory(atPath: trio.path("alice", "sub"), withIntermediateDirectories: true)
         try "seen by bob".write(toFile: trio.path("alice", "sub/note.txt"), atomically: true, encoding: .utf8)
