@@ -92,6 +92,11 @@ struct GrowingFileTests {
             try rogue.send(.blockResponse(request: id, ok: true, data: announced.chunks[Int(offset >> 20)]))
         }
         Thread.sleep(forTimeInterval: 0.5)   // (written on bob's side)
+        // Before its entry, bob's status lists the file as pulled: 3 MiB told, 3 MiB fetched.
+        let ahead = try bob.status()["folders"] as? [[String: Any]]
+        let shown = (ahead?.first?["transfers"] as? [[String: Any]])?.first { $0["path"] as? String == "data.bin" }
+        #expect((shown?["needed"] as? NSNumber)?.intValue == 3 << 20 && (shown?["fetched"] as? NSNumber)?.intValue == 3 << 20
+                && (shown?["percent"] as? NSNumber)?.intValue == 100, "\(String(describing: ahead))")
         let device = DeviceID(publicKey: rogue.keyPair.publicKey).compact
         try rogue.send(.indexUpdate(folder: folderID, full: true,
                                     entries: [HostileFolderTests.entry("data.bin", final, sequence: 1, device: device)]))

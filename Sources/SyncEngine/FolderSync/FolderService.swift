@@ -235,10 +235,19 @@ final class FolderService: Reporting, Sendable {
         }
         showAnnouncedSelections(&peers, folderID: folder.id)
         // The first of them: a status line stays bounded whatever the pull window holds.
-        let current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.prefix(Self.shownPulls).map { item in
+        var current: [FolderPull] = activity.current.values.sorted { $0.path < $1.path }.prefix(Self.shownPulls).map { item in
             FolderPull(path: item.path, size: item.size, needed: item.needed, fetched: item.fetched,
                        percent: item.needed > 0 ? Int(100 * item.fetched / item.needed) : 100,
                        peers: item.peers.compactMap(memberRef))
+        }
+        // Files fetched ahead while a member hashes them (growing files): pulled too, from the
+        // user's view, before their entry comes; `needed` is what the member has told so far.
+        let pulling = Set(current.map { PathKey($0.path) })
+        for ahead in folder.prefetch.progress().sorted(by: { $0.path < $1.path })
+        where current.count < Self.shownPulls && !pulling.contains(PathKey(ahead.path)) {
+            current.append(FolderPull(path: ahead.path, size: ahead.size, needed: ahead.told, fetched: ahead.fetched,
+                                      percent: ahead.told > 0 ? Int(100 * ahead.fetched / ahead.told) : 0,
+                                      peers: memberRef(ahead.device).map { [$0] } ?? []))
         }
         let differences = try folder.roleCounts(localDevice: localDevice)
         let damaged = folder.damagedFiles()

@@ -135,6 +135,16 @@ final class Prefetches: Sendable {
     /// Bytes fetched ahead and then taken by pulls (status `prefetchedBytes`).
     let taken = Atomic<Int64>(0)
 
+    /// What is fetched ahead now, for `status`: each file's path, member, size when its
+    /// hashing began, bytes told so far and bytes fetched and verified.
+    func progress() -> [(path: String, device: String, size: Int64, told: Int64, fetched: Int64)] {
+        files.withLock { Array($0.values) }.map { file in
+            file.inner.withLock { inner in
+                (file.path, file.device, Int64(inner.size), Int64(inner.end), inner.verified.values.reduce(0) { $0 + Int64($1.size) })
+            }
+        }
+    }
+
     /// The temporary name of a prefetch of `path` (see the type's comment).
     static func tempName(forPath path: String) -> String {
         "." + NameTag.hex(of: Array(path.utf8) + [0], digits: 32) + IgnorePatterns.temporarySuffix
