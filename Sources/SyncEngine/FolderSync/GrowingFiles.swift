@@ -23,18 +23,11 @@ final class GrowingFiles: Sendable {
         let chunks: [ChunkRef]
     }
 
-    /// A chunk told of a file, and the file's size, mtime and inode when it was hashed.
-    struct Told {
-        let chunk: ChunkRef
-        let stamp: GrowingFileEvent.Stamp
-    }
-
     static let maxFiles = 4
     static let maxChunks = 65_536
 
     private struct File {
         var scan: UInt64
-        var stamp: GrowingFileEvent.Stamp
         /// Offset → chunk.
         var chunks: [UInt64: ChunkRef]
         var end: UInt64
@@ -67,7 +60,7 @@ final class GrowingFiles: Sendable {
                     guard first.offset == 0 else { return nil }
                     state.order.removeAll { $0 == key }
                     state.order.append(key)
-                    state.files[key] = File(scan: scan, stamp: stamp, chunks: [:], end: 0)
+                    state.files[key] = File(scan: scan, chunks: [:], end: 0)
                     while state.order.count > Self.maxFiles { state.files[state.order.removeFirst()] = nil }
                 }
                 guard var file = state.files[key], file.end == first.offset else { return nil }
@@ -83,11 +76,10 @@ final class GrowingFiles: Sendable {
     }
 
     /// The chunk with exactly this offset, size and hash told of `path`, if any (any thread).
-    func told(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> Told? {
+    func told(path: String, offset: UInt64, size: UInt32, hash: [UInt8]) -> ChunkRef? {
         state.withLock { state in
-            guard let file = state.files[PathKey(path)], let chunk = file.chunks[offset],
-                  chunk.size == size, chunk.hash.bytes == hash else { return nil }
-            return Told(chunk: chunk, stamp: file.stamp)
+            guard let chunk = state.files[PathKey(path)]?.chunks[offset], chunk.size == size, chunk.hash.bytes == hash else { return nil }
+            return chunk
         }
     }
 

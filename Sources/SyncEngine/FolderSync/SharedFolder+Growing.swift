@@ -21,21 +21,13 @@ extension SharedFolder {
     /// A chunk of a file a scan is hashing or just hashed, not yet in the index, for a member's
     /// block request: only one told of that path (offset, size and hash as told), only while
     /// the folder's rules let us serve the path (`servesHeld`). Served as a chunk of an indexed
-    /// file is (`blockSource`): a large one streamed from the file unread while its size, mtime
-    /// and inode are still those the scan began with, anything else read and, if the file
-    /// changed, hashed. Nil: not one of them, not as told, or not as hashed.
+    /// file is (`servedChunk`: hashed from the bytes sent, a mismatch refused). No entry records
+    /// this file yet, so a mismatch is a change under the scan, not damage: the stamp given for
+    /// telling damage apart matches no file. Nil: not one of them, not as told, or not as hashed.
     func growingSource(path: String, offset: UInt64, size: UInt32, hash: [UInt8], streamed: Bool) -> BlockSource? {
-        guard let told = growing.told(path: path, offset: offset, size: size, hash: hash), servesHeld(path),
-              let safe = try? SafePath(path), let rootHandle = try? DirectoryHandle(path: root),
-              let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
-              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { return nil }
-        // Hashed as it is sent, like an indexed chunk (a mismatch is refused). No entry records
-        // this file yet, so a mismatch is a change under the scan, not damage: the stamp given
-        // for telling damage apart matches no file.
-        if streamed && size >= Self.streamedBlock {
-            return .file(reader, told.chunk, indexed: NodeIndex.FileStamp(size: -1, mtimeNs: 0, inode: nil))
-        }
-        return (try? reader.bytes(of: told.chunk, verify: true)).map { .answer(.data($0)) }
+        guard let chunk = growing.told(path: path, offset: offset, size: size, hash: hash), servesHeld(path),
+              let safe = try? SafePath(path) else { return nil }
+        return servedChunk(safe, chunk, streamed: streamed, indexed: NodeIndex.FileStamp(size: -1, mtimeNs: 0, inode: nil))
     }
 
     // MARK: - Receiving side

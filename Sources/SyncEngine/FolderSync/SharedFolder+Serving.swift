@@ -56,22 +56,29 @@ extension SharedFolder {
             report("cannot look up a block request in the index: \(error)")
             return .answer(.unavailable)
         }
+        let chunk = ChunkRef(offset: offset, size: size, hash: expected)
+        return servedChunk(safe, chunk, streamed: streamed, indexed: indexed) ?? .answer(.unavailable)
+    }
+
+    /// The chunk `chunk` of the file at `safe`, for a member, always hashed from the bytes
+    /// sent: a large one (`streamed`) is left unread for the session to read and hash when its
+    /// turn to be sent comes; any other is read and hashed now. Nil when the file cannot be
+    /// opened or its bytes do not hash right; a mismatch under the stamp `indexed` is damage
+    /// (`servedMismatch`).
+    func servedChunk(_ safe: SafePath, _ chunk: ChunkRef, streamed: Bool, indexed: NodeIndex.FileStamp) -> BlockSource? {
         guard let rootHandle = try? DirectoryHandle(path: root),
               let resolved = try? safe.resolve(under: rootHandle), resolved.existing == .file,
-              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else {
-            return .answer(.unavailable)
-        }
-        let chunk = ChunkRef(offset: offset, size: size, hash: expected)
+              let reader = try? ChunkReader(name: resolved.name, in: resolved.directory) else { return nil }
         // Only large blocks are read at their turn: a queued one holds its file open until it
         // is written, and the send queue's byte budget (8 MiB) then bounds the open files of
         // one session to 32. Small blocks cost little to copy, and a peer asking for 1-byte
         // blocks could otherwise make us hold one open file per 33 queued bytes.
-        if streamed && size >= Self.streamedBlock { return .file(reader, chunk, indexed: indexed) }
+        if streamed && chunk.size >= Self.streamedBlock { return .file(reader, chunk, indexed: indexed) }
         do {
             return .answer(.data(try reader.bytes(of: chunk, verify: true)))
         } catch {
-            if error.kind == .changedOnDisk { servedMismatch(path: safe.string, offset: offset, indexed: indexed, file: reader.file.fd) }
-            return .answer(.unavailable)
+            if error.kind == .changedOnDisk { servedMismatch(path: safe.string, offset: chunk.offset, indexed: indexed, file: reader.file.fd) }
+            return nil
         }
     }
 }
